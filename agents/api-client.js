@@ -1,0 +1,47 @@
+// The agent's only way to the outside: a small client for DESIGN §4.
+
+export class ApiError extends Error {
+  /** @param {string} message @param {number} status @param {string} [code] */
+  constructor (message, status, code) {
+    super(message)
+    this.name = 'ApiError'
+    this.status = status
+    this.code = code
+  }
+
+  /** A 4xx other than 408/429 will fail the same way again; do not retry. */
+  get permanent () {
+    return this.status >= 400 && this.status < 500 && this.status !== 408 && this.status !== 429
+  }
+}
+
+/**
+ * @param {{ apiUrl: string, token: string, timeoutMs?: number }} opts
+ */
+export function createApiClient ({ apiUrl, token, timeoutMs = 15000 }) {
+  async function call (method, path, body) {
+    let res
+    try {
+      res = await fetch(`${apiUrl}/api/v1/agent${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(timeoutMs)
+      })
+    } catch (err) {
+      throw new ApiError(`API unreachable at ${apiUrl}: ${err.cause?.code ?? err.message}`, 0)
+    }
+    const text = await res.text()
+    let data = null
+    try { data = text ? JSON.parse(text) : null } catch { data = { message: text.slice(0, 200) } }
+    if (!res.ok) throw new ApiError(`${method} ${path} → ${res.status}: ${data?.message ?? res.statusText}`, res.status, data?.code)
+    return data
+  }
+  return {
+    claim: (body) => call('POST', '/claim', body),
+    heartbeat: (jobId) => call('POST', `/jobs/${jobId}/heartbeat`),
+    submit: (jobId, body) => call('POST', `/jobs/${jobId}/results`, body),
+    fail: (jobId, error) => call('POST', `/jobs/${jobId}/fail`, { error }),
+    release: (jobId) => call('POST', `/jobs/${jobId}/release`)
+  }
+}

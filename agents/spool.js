@@ -1,0 +1,44 @@
+// Results are written here before they are submitted, and removed only once
+// the API has acknowledged them, so an API outage or an agent restart loses
+// nothing. One file per job; writes go through a temp file and rename so a
+// crash never leaves half a file.
+import fs from 'node:fs/promises'
+import path from 'node:path'
+
+/** @param {string} dir */
+export function createSpool (dir) {
+  const fileOf = (jobId) => path.join(dir, `job-${jobId}.json`)
+  return {
+    dir,
+    /** @param {number} jobId @param {object} payload */
+    async put (jobId, payload) {
+      await fs.mkdir(dir, { recursive: true })
+      const tmp = `${fileOf(jobId)}.${process.pid}.tmp`
+      await fs.writeFile(tmp, JSON.stringify(payload))
+      await fs.rename(tmp, fileOf(jobId))
+    },
+    /** @param {number} jobId */
+    async remove (jobId) {
+      await fs.rm(fileOf(jobId), { force: true })
+    },
+    /** @returns {Promise<{ jobId: number, payload: any }[]>} oldest first */
+    async list () {
+      let names
+      try { names = await fs.readdir(dir) } catch { return [] }
+      const entries = []
+      for (const name of names) {
+        const m = /^job-(\d+)\.json$/.exec(name)
+        if (!m) continue
+        try {
+          const file = path.join(dir, name)
+          const [stat, text] = await Promise.all([fs.stat(file), fs.readFile(file, 'utf8')])
+          entries.push({ jobId: Number(m[1]), payload: JSON.parse(text), mtime: stat.mtimeMs })
+        } catch {
+          // A corrupt file cannot be submitted; keep it aside for inspection.
+          await fs.rename(path.join(dir, name), path.join(dir, `${name}.corrupt`)).catch(() => {})
+        }
+      }
+      return entries.sort((a, b) => a.mtime - b.mtime).map(({ jobId, payload }) => ({ jobId, payload }))
+    }
+  }
+}

@@ -1,0 +1,72 @@
+// The Fastify application, separate from the server so tests can use
+// app.inject() without a socket. Order matters: shared decorators (db,
+// config) first, then documentation (swagger must see every route), then
+// routes, then static files last so /api/* never falls through to a file.
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import Fastify from 'fastify'
+import sensible from '@fastify/sensible'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import fastifyStatic from '@fastify/static'
+import { sharedSchemas } from './schemas.js'
+import contextPlugin from './plugins/context.js'
+import errorsPlugin from './plugins/errors.js'
+import agentAuth from './plugins/agent-auth.js'
+import healthRoutes from './routes/health.js'
+import monitorRoutes from './routes/monitors.js'
+import resultRoutes from './routes/results.js'
+import locationRoutes from './routes/locations.js'
+import agentRoutes from './routes/agents.js'
+import agentProtocolRoutes from './routes/agent-protocol.js'
+import { VERSION } from '../lib/version.js'
+
+const WEB_ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web')
+
+/**
+ * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger }} context
+ */
+export async function buildApp (context) {
+  const app = Fastify({
+    loggerInstance: context.log,
+    // 1 MiB: a result batch with per-request details is ~50 KB; anything
+    // bigger than this is a mistake or an attack.
+    bodyLimit: 1024 * 1024,
+    // Unknown fields are an error, not something to drop silently.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    disableRequestLogging: true
+  })
+  for (const schema of sharedSchemas) app.addSchema(schema)
+
+  await app.register(sensible)
+  await app.register(contextPlugin, context)
+  await app.register(errorsPlugin)
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'h3lens API', version: VERSION, description: 'Is HTTP/3 faster than HTTP/2 for your users, where, by how much, and why?' },
+      components: {
+        securitySchemes: {
+          agentToken: { type: 'http', scheme: 'bearer', description: 'Agent token from `h3lens agents token --location X`' }
+        }
+      }
+    }
+  })
+  await app.register(swaggerUi, { routePrefix: '/api/docs' })
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  await app.register(healthRoutes)
+  await app.register(async (api) => {
+    await api.register(monitorRoutes)
+    await api.register(resultRoutes)
+    await api.register(locationRoutes)
+    await api.register(agentRoutes)
+    await api.register(async (agentApi) => {
+      await agentApi.register(agentAuth)
+      await agentApi.register(agentProtocolRoutes)
+    }, { prefix: '/agent' })
+  }, { prefix: '/api/v1' })
+
+  await app.register(fastifyStatic, { root: WEB_ROOT, prefix: '/', index: 'index.html' })
+  return app
+}

@@ -1,0 +1,131 @@
+// The agent side of the API (DESIGN §4): claim, heartbeat, results. Every
+// route is behind the agent-token hook; request.agent is the caller.
+import { claimJobs, heartbeatJob, submitJobResults, failJob, releaseJob } from '../../lib/jobs.js'
+import { touchAgent } from '../../lib/agents.js'
+import { getLocation } from '../../lib/locations.js'
+import { errorResponses, idParams, submittedResult } from '../schemas.js'
+
+const security = [{ agentToken: [] }]
+const tags = ['agent protocol']
+const conflict = { 409: { $ref: 'error#' } }
+
+/** @param {import('fastify').FastifyInstance} app */
+export default async function agentProtocolRoutes (app) {
+  app.post('/claim', {
+    schema: {
+      description: 'Lease up to `limit` due jobs of the agent\'s own location. A lease lasts lease_seconds unless extended by a heartbeat.',
+      tags,
+      security,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          limit: { type: 'integer', minimum: 1, maximum: 50, default: 1 },
+          version: { type: 'string', maxLength: 100 },
+          browser_version: { type: 'string', maxLength: 200 }
+        }
+      },
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            lease_seconds: { type: 'integer' },
+            location: { $ref: 'location#' },
+            jobs: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  id: { type: 'integer' },
+                  monitor_id: { type: 'integer' },
+                  location_id: { type: 'string' },
+                  due_at: { type: 'string', format: 'date-time' },
+                  attempts: { type: 'integer' },
+                  lease_expires_at: { type: 'string', format: 'date-time' },
+                  url: { type: 'string' },
+                  modes: { type: 'array', items: { type: 'string' } },
+                  probes: { type: 'array', items: { type: 'string' } },
+                  repeat_view: { type: 'boolean' },
+                  options: { type: 'object', additionalProperties: true }
+                }
+              }
+            }
+          }
+        },
+        ...errorResponses
+      }
+    }
+  }, async (request) => {
+    const body = request.body ?? {}
+    await touchAgent(app.db, request.agent.id, body)
+    const leaseSeconds = app.config.leaseSeconds
+    const jobs = await claimJobs(app.db, { agentId: request.agent.id, locationId: request.agent.location_id, limit: body.limit ?? 1, leaseSeconds })
+    const location = await getLocation(app.db, request.agent.location_id)
+    return { lease_seconds: leaseSeconds, location, jobs }
+  })
+
+  app.post('/jobs/:id/heartbeat', {
+    schema: {
+      description: 'Extend the lease of a job the agent is still running.',
+      tags,
+      security,
+      params: idParams,
+      response: { 200: { type: 'object', properties: { lease_expires_at: { type: 'string', format: 'date-time' } } }, ...errorResponses, ...conflict }
+    }
+  }, async (request) => {
+    await touchAgent(app.db, request.agent.id)
+    return heartbeatJob(app.db, { jobId: request.params.id, agentId: request.agent.id, leaseSeconds: app.config.leaseSeconds })
+  })
+
+  app.post('/jobs/:id/results', {
+    schema: {
+      description: 'Submit every result of a job and mark it done. Idempotent: results already stored are counted as duplicates, not stored again. 409 when the job is leased to another agent.',
+      tags,
+      security,
+      params: idParams,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['results'],
+        properties: {
+          agent_version: { type: 'string', maxLength: 100 },
+          results: { type: 'array', minItems: 1, maxItems: 100, items: submittedResult }
+        }
+      },
+      response: {
+        200: { type: 'object', properties: { stored: { type: 'integer' }, duplicates: { type: 'integer' } } },
+        ...errorResponses,
+        ...conflict
+      }
+    }
+  }, async (request) => {
+    await touchAgent(app.db, request.agent.id)
+    return submitJobResults(app.db, {
+      jobId: request.params.id,
+      agent: request.agent,
+      results: request.body.results,
+      agentVersion: request.body.agent_version
+    })
+  })
+
+  app.post('/jobs/:id/fail', {
+    schema: {
+      description: 'The agent could not run the job at all. It is retried with back-off until attempts run out.',
+      tags,
+      security,
+      params: idParams,
+      body: { type: 'object', additionalProperties: false, required: ['error'], properties: { error: { type: 'string', maxLength: 4000 } } },
+      response: { 200: { type: 'object', properties: { state: { type: 'string' } } }, ...errorResponses, ...conflict }
+    }
+  }, async (request) => ({ state: await failJob(app.db, { jobId: request.params.id, agentId: request.agent.id, error: request.body.error }) }))
+
+  app.post('/jobs/:id/release', {
+    schema: {
+      description: 'Give a leased job back unrun (agent shutting down); the attempt is not counted.',
+      tags,
+      security,
+      params: idParams,
+      response: { 200: { type: 'object', properties: { released: { type: 'boolean' } } }, ...errorResponses }
+    }
+  }, async (request) => ({ released: await releaseJob(app.db, { jobId: request.params.id, agentId: request.agent.id }) }))
+}

@@ -1,0 +1,12 @@
+import { listAgents } from '../../lib/agents.js'
+
+/** @param {import('fastify').FastifyInstance} app */
+export default async function agentRoutes (app) {
+  app.get('/agents', {
+    schema: {
+      description: 'Registered agents with their location, versions and when they were last seen.',
+      tags: ['locations'],
+      response: { 200: { type: 'object', properties: { items: { type: 'array', items: { $ref: 'agent#' } } } } }
+    }
+  }, async () => ({ items: await listAgents(app.db) }))
+}

@@ -1,0 +1,53 @@
+import { createMonitor, getMonitor, listMonitors, updateMonitor, deleteMonitor } from '../../lib/monitors.js'
+import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '../schemas.js'
+
+/** @param {import('fastify').FastifyInstance} app */
+export default async function monitorRoutes (app) {
+  const tags = ['monitors']
+
+  app.post('/monitors', {
+    schema: {
+      description: 'Add a URL to monitor. It is measured with H2 and H3 from each location every interval_s seconds; the first round is due at once.',
+      tags,
+      body: monitorCreateBody,
+      response: { 201: { $ref: 'monitor#' }, ...errorResponses }
+    }
+  }, async (request, reply) => {
+    const monitor = await createMonitor(app.db, request.body)
+    return reply.code(201).send(monitor)
+  })
+
+  app.get('/monitors', {
+    schema: {
+      description: 'Every monitor, oldest first.',
+      tags,
+      response: { 200: { type: 'object', properties: { items: { type: 'array', items: { $ref: 'monitor#' } } } } }
+    }
+  }, async () => ({ items: await listMonitors(app.db) }))
+
+  app.get('/monitors/:id', {
+    schema: { description: 'One monitor.', tags, params: idParams, response: { 200: { $ref: 'monitor#' }, ...errorResponses } }
+  }, async (request) => getMonitor(app.db, request.params.id))
+
+  app.patch('/monitors/:id', {
+    schema: {
+      description: 'Change a monitor. Only the fields given change; a new interval starts a new schedule from now.',
+      tags,
+      params: idParams,
+      body: monitorPatchBody,
+      response: { 200: { $ref: 'monitor#' }, ...errorResponses }
+    }
+  }, async (request) => updateMonitor(app.db, request.params.id, request.body))
+
+  app.delete('/monitors/:id', {
+    schema: {
+      description: 'Stop and remove a monitor. Its queued rounds are cancelled; results already measured are kept for export.',
+      tags,
+      params: idParams,
+      response: { 204: { type: 'null' }, ...errorResponses }
+    }
+  }, async (request, reply) => {
+    await deleteMonitor(app.db, request.params.id)
+    return reply.code(204).send()
+  })
+}

@@ -1,0 +1,58 @@
+import { getMonitor } from '../../lib/monitors.js'
+import { listResults, getResult } from '../../lib/results.js'
+import { MODES, PROBES } from '../../lib/monitors.js'
+import { errorResponses, idParams } from '../schemas.js'
+
+/** @param {import('fastify').FastifyInstance} app */
+export default async function resultRoutes (app) {
+  app.get('/monitors/:id/results', {
+    schema: {
+      description: 'Measured loads of one monitor, newest first. Page with `cursor` = the previous answer\'s next_cursor.',
+      tags: ['results'],
+      params: idParams,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          location: { type: 'string', maxLength: 63 },
+          mode: { type: 'string', enum: MODES },
+          probe: { type: 'string', enum: PROBES },
+          view: { type: 'string', enum: ['first', 'repeat'] },
+          status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
+          from: { type: 'string', format: 'date-time', description: 'Inclusive lower bound on the round time' },
+          to: { type: 'string', format: 'date-time', description: 'Exclusive upper bound on the round time' },
+          limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+          cursor: { type: 'string', maxLength: 200 }
+        }
+      },
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            items: { type: 'array', items: { $ref: 'result#' } },
+            next_cursor: { type: ['string', 'null'] }
+          }
+        },
+        ...errorResponses
+      }
+    }
+  }, async (request) => {
+    const q = request.query
+    if (q.from && q.to && Date.parse(q.from) > Date.parse(q.to)) throw app.httpErrors.badRequest('from must not be after to')
+    await getMonitor(app.db, request.params.id)
+    return listResults(app.db, { monitorId: request.params.id, ...q })
+  })
+
+  app.get('/results/:id', {
+    schema: {
+      description: 'One result with its evidence: per-request protocols, connection reuse, timings.',
+      tags: ['results'],
+      params: idParams,
+      response: { 200: { $ref: 'resultDetail#' }, ...errorResponses }
+    }
+  }, async (request, reply) => {
+    const result = await getResult(app.db, request.params.id)
+    if (!result) return reply.notFound(`result ${request.params.id} does not exist`)
+    return result
+  })
+}

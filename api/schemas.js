@@ -1,0 +1,185 @@
+// JSON schemas shared by routes. Response schemas double as an allow-list:
+// fields not named here never leave the server (token hashes, internals).
+import { MODES, PROBES, MAX_URL_LENGTH } from '../lib/monitors.js'
+
+const ms = (description) => ({ type: ['number', 'null'], description })
+const nullableString = { type: ['string', 'null'] }
+const dateTime = { type: 'string', format: 'date-time' }
+
+export const errorSchema = {
+  $id: 'error',
+  type: 'object',
+  properties: {
+    statusCode: { type: 'integer' },
+    error: { type: 'string' },
+    message: { type: 'string', description: 'What went wrong, in words a person can act on' },
+    field: { type: 'string', description: 'The input field at fault, when there is one' },
+    code: { type: 'string' }
+  }
+}
+
+export const monitorSchema = {
+  $id: 'monitor',
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    url: { type: 'string' },
+    label: nullableString,
+    interval_s: { type: 'integer', description: 'Seconds between rounds' },
+    locations: { type: 'array', items: { type: 'string' }, description: 'Location ids the monitor runs from' },
+    modes: { type: 'array', items: { type: 'string', enum: MODES }, description: 'h2 = QUIC disabled, h3 = QUIC forced for the page origin' },
+    probes: { type: 'array', items: { type: 'string', enum: PROBES } },
+    repeat_view: { type: 'boolean', description: 'Also measure a second, warm navigation in the same context' },
+    options: { type: 'object', additionalProperties: true },
+    paused: { type: 'boolean' },
+    created_at: dateTime,
+    updated_at: dateTime
+  }
+}
+
+const monitorInputProperties = {
+  url: { type: 'string', minLength: 1, maxLength: MAX_URL_LENGTH, description: 'http or https URL of the page to load' },
+  label: { type: ['string', 'null'], maxLength: 200 },
+  interval_s: { type: 'integer', minimum: 1, maximum: 86400, description: 'At least 60 (10 for lab monitors)' },
+  locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
+  modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: 2 },
+  probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
+  repeat_view: { type: 'boolean' },
+  paused: { type: 'boolean' }
+}
+
+export const monitorCreateBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['url'],
+  properties: monitorInputProperties
+}
+
+export const monitorPatchBody = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: monitorInputProperties
+}
+
+export const locationSchema = {
+  $id: 'location',
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    region: { type: 'string' },
+    kind: { type: 'string', enum: ['lab', 'real'], description: 'lab = emulated network on this machine; real = an agent somewhere on the Internet' },
+    profile: {
+      type: 'object',
+      additionalProperties: true,
+      description: 'Network profile of a lab location: rtt_ms, jitter_ms, loss_pct, loss_model, down_kbps, up_kbps, queue_packets'
+    }
+  }
+}
+
+export const agentSchema = {
+  $id: 'agent',
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    location_id: { type: 'string' },
+    name: { type: 'string' },
+    version: nullableString,
+    browser_version: nullableString,
+    last_seen_at: { type: ['string', 'null'], format: 'date-time' },
+    created_at: dateTime,
+    revoked_at: { type: ['string', 'null'], format: 'date-time' },
+    alive: { type: 'boolean', description: 'Seen within the last 60 s' }
+  }
+}
+
+const resultProperties = {
+  id: { type: 'integer' },
+  time: { ...dateTime, description: 'Due time of the round this result belongs to' },
+  measured_at: dateTime,
+  job_id: { type: 'integer' },
+  monitor_id: { type: 'integer' },
+  location_id: { type: 'string' },
+  agent_id: { type: ['integer', 'null'] },
+  mode: { type: 'string', enum: MODES },
+  view: { type: 'string', enum: ['first', 'repeat'] },
+  probe: { type: 'string', enum: PROBES },
+  status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'], description: 'protocol_mismatch: the page loaded, but not over the forced protocol' },
+  error: nullableString,
+  observed_protocol: { ...nullableString, description: 'nextHopProtocol of the navigation, normalised (h2, h3, http/1.1)' },
+  protocol_ok: { type: 'boolean', description: 'The navigation really used the mode\'s protocol' },
+  ttfb_ms: ms('responseStart, relative to navigation start'),
+  load_ms: ms('loadEventEnd'),
+  dns_ms: ms('domainLookupEnd - domainLookupStart'),
+  connect_ms: ms('connectEnd - connectStart; for QUIC includes the crypto handshake'),
+  tls_ms: ms('connectEnd - secureConnectionStart'),
+  fcp_ms: ms('first-contentful-paint'),
+  lcp_ms: ms('largest-contentful-paint'),
+  dcl_ms: ms('domContentLoadedEventEnd'),
+  bytes: { type: ['integer', 'null'], description: 'Encoded bytes of every response' },
+  requests: { type: ['integer', 'null'] },
+  h3_request_share: { type: ['number', 'null'], description: 'Share of requests that went over H3 (0..1)' },
+  h3_byte_share: { type: ['number', 'null'], description: 'Share of bytes that went over H3 (0..1)' },
+  rtt_ms: ms('Round-trip time of the location when the run was made, where known'),
+  browser_version: nullableString,
+  agent_version: nullableString,
+  flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact Chromium flags of the run' }
+}
+
+export const resultSchema = { $id: 'result', type: 'object', properties: resultProperties }
+
+export const resultDetailSchema = {
+  $id: 'resultDetail',
+  type: 'object',
+  properties: { ...resultProperties, details: { type: 'object', additionalProperties: true, description: 'Per-request protocol list and other evidence' } }
+}
+
+const timing = { type: ['number', 'null'], minimum: 0, maximum: 3600000 }
+
+/** What an agent submits for one measured load. */
+export const submittedResult = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['mode', 'status', 'protocol_ok'],
+  properties: {
+    mode: { type: 'string', enum: MODES },
+    view: { type: 'string', enum: ['first', 'repeat'] },
+    probe: { type: 'string', enum: PROBES },
+    status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
+    error: { type: ['string', 'null'], maxLength: 4000 },
+    observed_protocol: { type: ['string', 'null'], maxLength: 64 },
+    protocol_ok: { type: 'boolean' },
+    measured_at: { type: 'string', format: 'date-time' },
+    ttfb_ms: timing,
+    load_ms: timing,
+    dns_ms: timing,
+    connect_ms: timing,
+    tls_ms: timing,
+    fcp_ms: timing,
+    lcp_ms: timing,
+    dcl_ms: timing,
+    bytes: { type: ['integer', 'null'], minimum: 0, maximum: 1e12 },
+    requests: { type: ['integer', 'null'], minimum: 0, maximum: 100000 },
+    h3_request_share: { type: ['number', 'null'], minimum: 0, maximum: 1 },
+    h3_byte_share: { type: ['number', 'null'], minimum: 0, maximum: 1 },
+    rtt_ms: timing,
+    browser_version: { type: ['string', 'null'], maxLength: 200 },
+    agent_version: { type: ['string', 'null'], maxLength: 100 },
+    flags: { type: 'array', items: { type: 'string', maxLength: 2000 }, maxItems: 100 },
+    details: { type: 'object' }
+  }
+}
+
+export const sharedSchemas = [errorSchema, monitorSchema, locationSchema, agentSchema, resultSchema, resultDetailSchema]
+
+export const errorResponses = {
+  400: { $ref: 'error#' },
+  404: { $ref: 'error#' }
+}
+
+export const idParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'integer', minimum: 1, maximum: 2147483647 } }
+}

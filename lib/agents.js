@@ -1,0 +1,68 @@
+// Agent identities. A token is bound to one location; only its sha256 is
+// stored, so a database dump does not let anyone impersonate an agent.
+import { createHash, randomBytes } from 'node:crypto'
+import { ValidationError } from './errors.js'
+import { getLocation } from './locations.js'
+
+// An agent counts as alive when it was seen within this many seconds; agents
+// poll for work every few seconds, so three missed polls is a real outage.
+export const AGENT_ALIVE_S = 60
+
+/** @param {string} token */
+export function hashToken (token) {
+  return createHash('sha256').update(token).digest('hex')
+}
+
+/**
+ * @param {import('pg').Pool} db
+ * @param {{ location: string, name?: string }} opts
+ * @returns {Promise<{ agent: object, token: string }>}
+ */
+export async function createAgentToken (db, { location, name }) {
+  if (!(await getLocation(db, location))) throw new ValidationError(`unknown location "${location}"`, 'location')
+  const token = 'h3a_' + randomBytes(24).toString('base64url')
+  const { rows } = await db.query(
+    `INSERT INTO agents (location_id, name, token_hash) VALUES ($1, $2, $3)
+     RETURNING id, location_id, name, created_at`,
+    [location, name ?? `${location}-agent`, hashToken(token)])
+  return { agent: rows[0], token }
+}
+
+/**
+ * @param {import('pg').Pool} db
+ * @param {string} token
+ * @returns {Promise<{ id: number, location_id: string, name: string } | null>}
+ */
+export async function authenticateAgent (db, token) {
+  const { rows } = await db.query(
+    'SELECT id, location_id, name FROM agents WHERE token_hash = $1 AND revoked_at IS NULL',
+    [hashToken(token)])
+  return rows[0] ?? null
+}
+
+/**
+ * @param {import('pg').Pool} db
+ * @param {number} agentId
+ * @param {{ version?: string, browser_version?: string }} info
+ */
+export async function touchAgent (db, agentId, { version, browser_version: browserVersion } = {}) {
+  await db.query(
+    `UPDATE agents SET last_seen_at = now(), version = coalesce($2, version),
+       browser_version = coalesce($3, browser_version) WHERE id = $1`,
+    [agentId, version ?? null, browserVersion ?? null])
+}
+
+/** @param {import('pg').Pool} db */
+export async function listAgents (db) {
+  const { rows } = await db.query(
+    `SELECT id, location_id, name, version, browser_version, last_seen_at, created_at, revoked_at,
+            (revoked_at IS NULL AND last_seen_at > now() - make_interval(secs => $1)) AS alive
+       FROM agents ORDER BY location_id, id`, [AGENT_ALIVE_S])
+  return rows
+}
+
+/** @param {import('pg').Pool} db @param {number} id */
+export async function revokeAgent (db, id) {
+  const { rowCount } = await db.query('UPDATE agents SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id])
+  return rowCount > 0
+}

@@ -1,0 +1,110 @@
+// Configuration is read from the environment (and CLI flags) exactly once, at
+// process start, and validated in one place so that a typo fails fast with the
+// name of the variable instead of surfacing later as an odd runtime error.
+import path from 'node:path'
+
+export class ConfigError extends Error {
+  /** @param {string[]} problems */
+  constructor (problems) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
+    this.name = 'ConfigError'
+    this.problems = problems
+  }
+}
+
+/**
+ * Every variable h3lens reads. `flag` is the CLI flag that overrides it.
+ * The README's configuration table is generated from the same facts, so keep
+ * descriptions short and accurate.
+ */
+export const VARIABLES = [
+  { name: 'PORT', key: 'port', flag: '--port', type: 'port', default: 8080, description: 'HTTP port of the API and dashboard' },
+  { name: 'HOST', key: 'host', flag: '--host', type: 'string', default: '127.0.0.1', description: 'address the API binds to (0.0.0.0 to accept remote agents)' },
+  { name: 'H3LENS_DATA_DIR', key: 'dataDir', flag: '--data-dir', type: 'path', default: '.h3lens', description: 'where the embedded database, lab certificate, spool and logs live' },
+  { name: 'DATABASE_URL', key: 'databaseUrl', flag: '--database-url', type: 'postgresUrl', default: null, description: 'PostgreSQL connection string; unset = embedded PostgreSQL under the data dir' },
+  { name: 'H3LENS_EMBEDDED_PG_PORT', key: 'embeddedPgPort', type: 'port', default: 54329, description: 'port of the embedded PostgreSQL (loopback only)' },
+  { name: 'LOG_LEVEL', key: 'logLevel', flag: '--log-level', type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'log verbosity' },
+  { name: 'H3LENS_API_URL', key: 'apiUrl', flag: '--api-url', type: 'httpUrl', default: null, description: 'agent: base URL of the API (default http://127.0.0.1:$PORT)' },
+  { name: 'H3LENS_AGENT_TOKEN', key: 'agentToken', flag: '--token', type: 'string', default: null, description: 'agent: token from `h3lens agents token --location X`' },
+  { name: 'H3LENS_LOCATION', key: 'location', flag: '--location', type: 'slug', default: null, description: 'agent: location id the agent measures from' },
+  { name: 'H3LENS_AGENT_CONCURRENCY', key: 'agentConcurrency', type: 'int', min: 1, max: 16, default: 1, description: 'agent: jobs run at once (1 keeps timings clean)' },
+  { name: 'H3LENS_PAGE_TIMEOUT_MS', key: 'pageTimeoutMs', type: 'int', min: 1000, max: 300000, default: 30000, description: 'agent: timeout of one page load' },
+  { name: 'H3LENS_CHROMIUM', key: 'chromiumPath', type: 'string', default: '/usr/bin/chromium', description: 'path of the Chromium binary' },
+  { name: 'H3LENS_LEASE_S', key: 'leaseSeconds', type: 'int', min: 10, max: 3600, default: 120, description: 'how long a claimed job stays leased without a heartbeat' },
+  { name: 'H3LENS_MAX_ATTEMPTS', key: 'maxAttempts', type: 'int', min: 1, max: 20, default: 3, description: 'attempts before a job is marked failed' },
+  { name: 'H3LENS_SCHEDULER_TICK_MS', key: 'schedulerTickMs', type: 'int', min: 100, max: 60000, default: 1000, description: 'how often the scheduler looks for due work' },
+  { name: 'H3LENS_LAB_PORT', key: 'labPort', type: 'port', default: 8443, description: 'HTTPS (TCP+UDP) port of the lab origin' },
+  { name: 'H3LENS_LAB', key: 'lab', flag: '--lab', type: 'enum', values: ['auto', 'regions', 'local', 'off'], default: 'auto', description: 'start: emulated regions when possible (auto), force them (regions), loopback only (local), or no lab (off)' },
+  { name: 'H3LENS_LAB_BACKEND', key: 'labBackend', type: 'enum', values: ['linkem', 'netem'], default: 'linkem', description: 'link emulator for lab regions' },
+  { name: 'H3LENS_SEED', key: 'seed', flag: '--seed', type: 'bool', default: true, description: 'start: seed lab monitors into an empty database' }
+]
+
+const PARSERS = {
+  string: (v) => v,
+  path: (v) => path.resolve(v),
+  port: (v) => {
+    const n = Number(v)
+    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error('must be a port number between 1 and 65535')
+    return n
+  },
+  int: (v, spec) => {
+    const n = Number(v)
+    if (!Number.isInteger(n)) throw new Error('must be a whole number')
+    if (spec.min !== undefined && n < spec.min) throw new Error(`must be at least ${spec.min}`)
+    if (spec.max !== undefined && n > spec.max) throw new Error(`must be at most ${spec.max}`)
+    return n
+  },
+  bool: (v) => {
+    if (/^(1|true|yes|on)$/i.test(v)) return true
+    if (/^(0|false|no|off)$/i.test(v)) return false
+    throw new Error('must be true or false')
+  },
+  enum: (v, spec) => {
+    if (!spec.values.includes(v)) throw new Error(`must be one of ${spec.values.join(', ')}`)
+    return v
+  },
+  slug: (v) => {
+    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(v)) throw new Error('must be lowercase letters, digits and dashes')
+    return v
+  },
+  httpUrl: (v) => {
+    let u
+    try { u = new URL(v) } catch { throw new Error('must be an absolute URL such as http://127.0.0.1:8080') }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('must use http or https')
+    return v.replace(/\/+$/, '')
+  },
+  postgresUrl: (v) => {
+    let u
+    try { u = new URL(v) } catch { throw new Error('must be a URL such as postgres://user:pass@host:5432/db') }
+    if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new Error('must start with postgres:// or postgresql://')
+    return v
+  }
+}
+
+/**
+ * @param {Record<string, string|undefined>} env usually process.env
+ * @param {Record<string, string|boolean>} [flags] parsed CLI flags, keyed by flag name without dashes
+ * @returns {Record<string, any>}
+ */
+export function loadConfig (env, flags = {}) {
+  const config = {}
+  const problems = []
+  for (const spec of VARIABLES) {
+    const flagName = spec.flag?.slice(2)
+    const fromFlag = flagName !== undefined && flags[flagName] !== undefined
+    const raw = fromFlag ? String(flags[flagName]) : env[spec.name]
+    if (raw === undefined || raw === '') {
+      config[spec.key] = spec.type === 'path' && spec.default ? path.resolve(String(spec.default)) : spec.default
+      continue
+    }
+    try {
+      config[spec.key] = PARSERS[spec.type](raw, spec)
+    } catch (err) {
+      const where = fromFlag ? `${spec.flag} (${spec.name})` : spec.name
+      problems.push(`${where}=${JSON.stringify(raw)} ${err.message}`)
+    }
+  }
+  if (problems.length) throw new ConfigError(problems)
+  config.apiUrl ??= `http://127.0.0.1:${config.port}`
+  return config
+}

@@ -1,0 +1,200 @@
+// The job queue: one job is one round of one monitor at one location.
+// States live in one frozen object; every transition is one SQL statement.
+import { ConflictError, NotFoundError } from './errors.js'
+import { insertResults } from './results.js'
+
+export const JOB_STATES = Object.freeze({
+  queued: 'queued',
+  leased: 'leased',
+  done: 'done',
+  failed: 'failed',
+  cancelled: 'cancelled'
+})
+
+// A round that no agent picked up within this many intervals (and at least
+// this many seconds) is marked failed instead of piling up: the user sees
+// "not claimed" rather than a silent gap, and a returning agent measures the
+// present, not a backlog.
+const STALE_INTERVALS = 3
+const STALE_MIN_S = 300
+
+/**
+ * Insert the current round of every active monitor at each of its locations.
+ * Rounds fall on anchor_at + k * interval_s. ON CONFLICT makes this safe to
+ * run from several scheduler replicas at once: the unique key
+ * (monitor_id, location_id, due_at) lets exactly one insert win.
+ * @param {import('pg').Pool} db
+ * @param {{ maxAttempts: number }} opts
+ * @returns {Promise<number>} jobs created
+ */
+export async function scheduleDueJobs (db, { maxAttempts }) {
+  const { rowCount } = await db.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at, max_attempts)
+     SELECT m.id, loc, m.anchor_at + make_interval(secs =>
+              floor(extract(epoch FROM now() - m.anchor_at) / m.interval_s) * m.interval_s), $1
+       FROM monitors m CROSS JOIN LATERAL unnest(m.locations) AS loc
+      WHERE m.deleted_at IS NULL AND NOT m.paused AND m.anchor_at <= now()
+     ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [maxAttempts])
+  return rowCount
+}
+
+/**
+ * Lease up to `limit` queued jobs of one location. SKIP LOCKED lets many
+ * agents claim at once without waiting on each other or taking the same row.
+ * @param {import('pg').Pool} db
+ * @param {{ agentId: number, locationId: string, limit: number, leaseSeconds: number }} opts
+ */
+export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds }) {
+  const { rows } = await db.query(
+    `WITH picked AS (
+       SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
+        WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now()
+          AND m.deleted_at IS NULL AND NOT m.paused
+        ORDER BY j.run_after, j.id
+        LIMIT $2
+        FOR UPDATE OF j SKIP LOCKED)
+     UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_owner = $3,
+            lease_expires_at = now() + make_interval(secs => $4), updated_at = now()
+       FROM picked, monitors m
+      WHERE j.id = picked.id AND m.id = j.monitor_id
+     RETURNING j.id, j.monitor_id, j.location_id, j.due_at, j.attempts, j.lease_expires_at,
+               m.url, m.modes, m.probes, m.repeat_view, m.options`,
+    [locationId, limit, agentId, leaseSeconds])
+  return rows
+}
+
+/**
+ * Extend the lease of a job the agent still holds.
+ * @param {import('pg').Pool} db
+ * @param {{ jobId: number, agentId: number, leaseSeconds: number }} opts
+ */
+export async function heartbeatJob (db, { jobId, agentId, leaseSeconds }) {
+  const { rows } = await db.query(
+    `UPDATE jobs SET lease_expires_at = now() + make_interval(secs => $3), updated_at = now()
+      WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING lease_expires_at`,
+    [jobId, agentId, leaseSeconds])
+  if (!rows[0]) await explainNotLeased(db, jobId, agentId)
+  return rows[0]
+}
+
+/**
+ * Store a job's results and mark it done, atomically. Submitting the same
+ * results again is harmless: the unique key on results absorbs them and the
+ * answer says how many were new.
+ * @param {import('pg').Pool} db
+ * @param {{ jobId: number, agent: { id: number, location_id: string }, results: object[], agentVersion?: string }} opts
+ * @returns {Promise<{ stored: number, duplicates: number }>}
+ */
+export async function submitJobResults (db, { jobId, agent, results, agentVersion }) {
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rows } = await client.query(
+      'SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs WHERE id = $1 FOR UPDATE', [jobId])
+    const job = rows[0]
+    if (!job) throw new NotFoundError(`job ${jobId} does not exist`)
+    if (job.location_id !== agent.location_id) throw new ConflictError(`job ${jobId} belongs to location ${job.location_id}, not ${agent.location_id}`, 'wrong_location')
+    if (job.lease_owner !== agent.id) {
+      throw new ConflictError(`job ${jobId} is leased to another agent (its lease expired and it was re-run); these results were not stored`, 'lease_lost')
+    }
+    // The lease holder's results are accepted even when its lease ran out and
+    // nobody else took the job yet: they are real measurements, and storing
+    // them is better than measuring the same round again.
+    if (job.state === JOB_STATES.cancelled) {
+      throw new ConflictError(`job ${jobId} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
+    }
+    const inserted = await insertResults(client, { job, agentId: agent.id, agentVersion, results })
+    await client.query(
+      `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL,
+              updated_at = now() WHERE id = $1`, [jobId])
+    await client.query('COMMIT')
+    return { stored: inserted.length, duplicates: results.length - inserted.length }
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/**
+ * The agent could not run the job at all (browser failed to start, ...).
+ * Retry with exponential back-off until attempts run out.
+ * @param {import('pg').Pool} db
+ * @param {{ jobId: number, agentId: number, error: string }} opts
+ */
+export async function failJob (db, { jobId, agentId, error }) {
+  const { rows } = await db.query(
+    `UPDATE jobs SET
+        state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+        run_after = now() + make_interval(secs => least(300, 5 * power(2, attempts - 1))),
+        lease_owner = CASE WHEN attempts >= max_attempts THEN lease_owner END,
+        lease_expires_at = NULL, last_error = $3, updated_at = now()
+      WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING state`,
+    [jobId, agentId, String(error).slice(0, 2000)])
+  if (!rows[0]) await explainNotLeased(db, jobId, agentId)
+  return rows[0].state
+}
+
+/**
+ * Give a job back without using up an attempt (graceful agent shutdown).
+ * @param {import('pg').Pool} db
+ * @param {{ jobId: number, agentId: number }} opts
+ */
+export async function releaseJob (db, { jobId, agentId }) {
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), lease_owner = NULL,
+            lease_expires_at = NULL, updated_at = now()
+      WHERE id = $1 AND lease_owner = $2 AND state = 'leased'`, [jobId, agentId])
+  return rowCount > 0
+}
+
+/**
+ * Leases that ran out (agent killed, machine gone) go back to the queue, or
+ * to failed when no attempts remain.
+ * @param {import('pg').Pool} db
+ * @returns {Promise<{ requeued: number, failed: number }>}
+ */
+export async function expireLeases (db) {
+  const { rows } = await db.query(
+    `UPDATE jobs SET
+        state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+        last_error = 'lease expired after attempt ' || attempts || ' (agent stopped or lost)',
+        lease_expires_at = NULL, updated_at = now()
+      WHERE state = 'leased' AND lease_expires_at < now()
+     RETURNING state`)
+  return {
+    requeued: rows.filter((r) => r.state === 'queued').length,
+    failed: rows.filter((r) => r.state === 'failed').length
+  }
+}
+
+/**
+ * Queued rounds nobody claimed in time become failed with a reason.
+ * @param {import('pg').Pool} db
+ */
+export async function failStaleJobs (db) {
+  const { rowCount } = await db.query(
+    `UPDATE jobs j SET state = 'failed', finished_at = now(), updated_at = now(),
+            last_error = 'not claimed in time: no agent is running for location ' || j.location_id
+       FROM monitors m
+      WHERE m.id = j.monitor_id AND j.state = 'queued' AND j.attempts = 0
+        AND j.due_at < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
+    [STALE_MIN_S, STALE_INTERVALS])
+  return rowCount
+}
+
+/** @param {import('pg').Pool} db */
+export async function countJobsByState (db) {
+  const { rows } = await db.query('SELECT state, count(*)::int AS n FROM jobs GROUP BY state')
+  return Object.fromEntries(Object.values(JOB_STATES).map((s) => [s, rows.find((r) => r.state === s)?.n ?? 0]))
+}
+
+async function explainNotLeased (db, jobId, agentId) {
+  const { rows } = await db.query('SELECT state, lease_owner FROM jobs WHERE id = $1', [jobId])
+  if (!rows[0]) throw new NotFoundError(`job ${jobId} does not exist`)
+  if (rows[0].lease_owner !== agentId) throw new ConflictError(`job ${jobId} is not leased to this agent`, 'lease_lost')
+  throw new ConflictError(`job ${jobId} is ${rows[0].state}, not leased`, 'not_leased')
+}

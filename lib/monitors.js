@@ -1,0 +1,162 @@
+// Monitors: what to measure, from where, how often. Validation that needs the
+// database (known locations) lives here; shape checks live in the API schemas.
+import { ValidationError, NotFoundError } from './errors.js'
+import { LAB_HOSTNAME } from './lab-host.js'
+
+export const MODES = ['h2', 'h3']
+export const PROBES = ['page', 'parallel', 'upload']
+// Real sites are not hammered: one round a minute is the floor. The lab
+// origin is ours, so lab monitors may run every 10 s.
+export const MIN_INTERVAL_S = 60
+export const MIN_LAB_INTERVAL_S = 10
+export const DEFAULT_INTERVAL_S = 300
+export const MAX_URL_LENGTH = 2048
+
+const COLUMNS = `id, url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
+  created_at, updated_at`
+
+/** @param {string} url */
+export function isLabUrl (url) {
+  try { return new URL(url).hostname === LAB_HOSTNAME } catch { return false }
+}
+
+/**
+ * Checks a monitor URL and returns it normalised.
+ * @param {unknown} value
+ */
+export function validateMonitorUrl (value) {
+  if (typeof value !== 'string' || value.trim() === '') throw new ValidationError('url is required, for example https://example.com/', 'url')
+  const raw = value.trim()
+  if (raw.length > MAX_URL_LENGTH) throw new ValidationError(`url is longer than ${MAX_URL_LENGTH} characters`, 'url')
+  let u
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new ValidationError(`"${raw.slice(0, 100)}" is not a valid URL; write it in full, for example https://example.com/`, 'url')
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    throw new ValidationError(`url must use http or https, not ${u.protocol.replace(':', '')}`, 'url')
+  }
+  if (u.username || u.password) throw new ValidationError('url must not contain a user name or password', 'url')
+  if (!u.hostname) throw new ValidationError('url has no host name', 'url')
+  return u.toString()
+}
+
+/**
+ * Validates a full or partial monitor against the rules that span fields and
+ * the database, and returns the fields to store.
+ * @param {import('pg').Pool} db
+ * @param {Record<string, any>} input
+ * @param {Record<string, any>} [existing] the stored monitor, for PATCH
+ */
+async function checkMonitor (db, input, existing) {
+  const out = {}
+  if (input.url !== undefined || !existing) out.url = validateMonitorUrl(input.url)
+  const url = out.url ?? existing.url
+  if (input.label !== undefined) out.label = input.label === null ? null : String(input.label).trim() || null
+
+  if (input.locations !== undefined) {
+    const wanted = [...new Set(input.locations)]
+    if (wanted.length === 0) throw new ValidationError('choose at least one location', 'locations')
+    const { rows } = await db.query('SELECT id FROM locations WHERE id = ANY($1)', [wanted])
+    const known = new Set(rows.map((r) => r.id))
+    const unknown = wanted.filter((l) => !known.has(l))
+    if (unknown.length) {
+      const { rows: all } = await db.query('SELECT id FROM locations ORDER BY id')
+      throw new ValidationError(`unknown location${unknown.length > 1 ? 's' : ''} ${unknown.map((l) => `"${l}"`).join(', ')}; known locations are ${all.map((r) => r.id).join(', ')}`, 'locations')
+    }
+    out.locations = wanted
+  } else if (!existing) {
+    out.locations = await defaultLocations(db)
+  }
+
+  if (input.modes !== undefined) {
+    const modes = [...new Set(input.modes)]
+    if (modes.length === 0) throw new ValidationError('choose at least one mode (h2, h3)', 'modes')
+    out.modes = MODES.filter((m) => modes.includes(m))
+  }
+  if (input.probes !== undefined) {
+    const probes = [...new Set(input.probes)]
+    if (probes.length === 0) throw new ValidationError('choose at least one probe (page, parallel, upload)', 'probes')
+    out.probes = PROBES.filter((p) => probes.includes(p))
+  }
+
+  const interval = input.interval_s ?? existing?.interval_s ?? DEFAULT_INTERVAL_S
+  const min = isLabUrl(url) ? MIN_LAB_INTERVAL_S : MIN_INTERVAL_S
+  if (interval < min) {
+    throw new ValidationError(`interval_s must be at least ${min} seconds${min === MIN_INTERVAL_S ? ` (only lab monitors on ${LAB_HOSTNAME} may run every ${MIN_LAB_INTERVAL_S} s)` : ''}`, 'interval_s')
+  }
+  if (input.interval_s !== undefined || !existing) out.interval_s = interval
+  for (const k of ['repeat_view', 'paused', 'options']) if (input[k] !== undefined) out[k] = input[k]
+  return out
+}
+
+/**
+ * Locations that have an agent registered; all locations when none has.
+ * @param {import('pg').Pool} db
+ */
+async function defaultLocations (db) {
+  const { rows } = await db.query(
+    `SELECT l.id FROM locations l WHERE EXISTS (
+       SELECT 1 FROM agents a WHERE a.location_id = l.id AND a.revoked_at IS NULL) ORDER BY l.id`)
+  if (rows.length) return rows.map((r) => r.id)
+  const { rows: all } = await db.query('SELECT id FROM locations ORDER BY id')
+  return all.map((r) => r.id)
+}
+
+/** @param {import('pg').Pool} db @param {Record<string, any>} input */
+export async function createMonitor (db, input) {
+  const m = await checkMonitor(db, input)
+  const { rows } = await db.query(
+    `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused)
+     VALUES ($1, $2, $3, $4, coalesce($5, '{h2,h3}'::text[]), coalesce($6, '{page}'::text[]),
+             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false))
+     RETURNING ${COLUMNS}`,
+    [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? null, m.probes ?? null,
+      m.repeat_view ?? null, m.options ?? null, m.paused ?? null])
+  return rows[0]
+}
+
+/** @param {import('pg').Pool} db @param {number} id */
+export async function getMonitor (db, id) {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM monitors WHERE id = $1 AND deleted_at IS NULL`, [id])
+  if (!rows[0]) throw new NotFoundError(`monitor ${id} does not exist`)
+  return rows[0]
+}
+
+/** @param {import('pg').Pool} db */
+export async function listMonitors (db) {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM monitors WHERE deleted_at IS NULL ORDER BY id`)
+  return rows
+}
+
+/** @param {import('pg').Pool} db @param {number} id @param {Record<string, any>} patch */
+export async function updateMonitor (db, id, patch) {
+  const existing = await getMonitor(db, id)
+  const m = await checkMonitor(db, patch, existing)
+  const sets = []
+  const values = [id]
+  for (const [k, v] of Object.entries(m)) {
+    values.push(v)
+    sets.push(`${k} = $${values.length}`)
+  }
+  if (!sets.length) return existing
+  // A new interval starts a new grid of rounds from now.
+  if (m.interval_s !== undefined && m.interval_s !== existing.interval_s) sets.push('anchor_at = now()')
+  const { rows } = await db.query(
+    `UPDATE monitors SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    values)
+  if (!rows[0]) throw new NotFoundError(`monitor ${id} does not exist`)
+  return rows[0]
+}
+
+/**
+ * Soft delete: the monitor stops running and disappears from the API; its
+ * results stay in the database for export and audits.
+ * @param {import('pg').Pool} db @param {number} id
+ */
+export async function deleteMonitor (db, id) {
+  const { rowCount } = await db.query('UPDATE monitors SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL', [id])
+  if (!rowCount) throw new NotFoundError(`monitor ${id} does not exist`)
+  await db.query("UPDATE jobs SET state = 'cancelled', updated_at = now() WHERE monitor_id = $1 AND state = 'queued'", [id])
+}

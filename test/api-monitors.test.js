@@ -1,0 +1,86 @@
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestApp } from './helpers/app.js'
+
+let t
+before(async () => { t = await createTestApp() })
+after(async () => { await t.close() })
+
+const post = (payload) => t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload })
+
+test('a monitor is created, read, listed, patched and deleted', async () => {
+  const created = await post({ url: 'https://example.com/', label: 'Example', interval_s: 120, locations: ['local'] })
+  assert.equal(created.statusCode, 201, created.body)
+  const m = created.json()
+  assert.equal(m.url, 'https://example.com/')
+  assert.deepEqual(m.modes, ['h2', 'h3'])
+  assert.deepEqual(m.locations, ['local'])
+  assert.equal(m.interval_s, 120)
+
+  const one = await t.app.inject({ url: `/api/v1/monitors/${m.id}` })
+  assert.equal(one.json().label, 'Example')
+  const list = await t.app.inject({ url: '/api/v1/monitors' })
+  assert.ok(list.json().items.some((x) => x.id === m.id))
+
+  const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { paused: true, modes: ['h3'] } })
+  assert.equal(patched.statusCode, 200, patched.body)
+  assert.equal(patched.json().paused, true)
+  assert.deepEqual(patched.json().modes, ['h3'])
+
+  const del = await t.app.inject({ method: 'DELETE', url: `/api/v1/monitors/${m.id}` })
+  assert.equal(del.statusCode, 204)
+  const gone = await t.app.inject({ url: `/api/v1/monitors/${m.id}` })
+  assert.equal(gone.statusCode, 404)
+  assert.match(gone.json().message, /does not exist/)
+})
+
+test('defaults: all known locations, both modes, five-minute interval', async () => {
+  const res = await post({ url: 'http://example.org/page' })
+  assert.equal(res.statusCode, 201, res.body)
+  assert.deepEqual(res.json().locations, ['local'])
+  assert.equal(res.json().interval_s, 300)
+})
+
+test('bad input gets a 400 that names the problem', async (s) => {
+  const cases = [
+    [{ url: 'not a url' }, /not a valid URL/, 'url'],
+    [{ url: 'ftp://example.com/' }, /http or https/, 'url'],
+    [{ url: 'https://user:pw@example.com/' }, /user name or password/, 'url'],
+    [{ url: 'https://example.com/', interval_s: 30 }, /at least 60 seconds/, 'interval_s'],
+    [{ url: 'https://example.com/', locations: ['mars'] }, /unknown location "mars".*known locations are local/, 'locations'],
+    [{ url: 'https://example.com/', colour: 'red' }, /unknown field "colour"/, undefined],
+    [{ url: 'https://example.com/', modes: ['h4'] }, /must be one of h2, h3/, 'modes.0'],
+    [{ url: 'https://example.com/', interval_s: 'often' }, /integer/, 'interval_s'],
+    [{}, /url is required/, 'url']
+  ]
+  for (const [payload, message, field] of cases) {
+    await s.test(JSON.stringify(payload), async () => {
+      const res = await post(payload)
+      assert.equal(res.statusCode, 400, res.body)
+      assert.match(res.json().message, message)
+      assert.equal(res.json().field, field)
+    })
+  }
+})
+
+test('lab monitors may run every 10 s, real ones not', async () => {
+  const lab = await post({ url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10 })
+  assert.equal(lab.statusCode, 201, lab.body)
+  const real = await post({ url: 'https://example.com/', interval_s: 10 })
+  assert.equal(real.statusCode, 400)
+})
+
+test('unknown monitors get 404, malformed ids 400', async () => {
+  assert.equal((await t.app.inject({ url: '/api/v1/monitors/999999' })).statusCode, 404)
+  assert.equal((await t.app.inject({ method: 'PATCH', url: '/api/v1/monitors/999999', payload: { label: 'x' } })).statusCode, 404)
+  assert.equal((await t.app.inject({ method: 'DELETE', url: '/api/v1/monitors/999999' })).statusCode, 404)
+  assert.equal((await t.app.inject({ url: '/api/v1/monitors/abc' })).statusCode, 400)
+})
+
+test('locations list the unshaped local location; healthz checks the database', async () => {
+  const locs = (await t.app.inject({ url: '/api/v1/locations' })).json().items
+  assert.ok(locs.some((l) => l.id === 'local' && l.kind === 'lab'))
+  const health = await t.app.inject({ url: '/healthz' })
+  assert.equal(health.statusCode, 200)
+  assert.equal(health.json().database, 'ok')
+})
