@@ -1,0 +1,154 @@
+// The job queue against real PostgreSQL: scheduling, claiming, leases,
+// idempotent results, all through the agent API where a user would see it.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestApp } from './helpers/app.js'
+import { createScheduler } from '../scheduler/scheduler.js'
+import { createPool } from '../lib/db.js'
+import { scheduleDueJobs, expireLeases } from '../lib/jobs.js'
+import { upsertLocation } from '../lib/locations.js'
+
+let t
+before(async () => { t = await createTestApp({ H3LENS_LEASE_S: '10' }) })
+after(async () => { await t.close() })
+
+const auth = (token) => ({ authorization: `Bearer ${token}` })
+const claim = (token, limit = 10) => t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: auth(token), payload: { limit, version: 'test' } })
+const result = (mode, extra = {}) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 10, load_ms: 20, ...extra })
+
+async function freshMonitor (locations = ['local']) {
+  const res = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10, locations } })
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json()
+}
+
+async function clearQueue () {
+  await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+  await t.db.query('UPDATE monitors SET paused = true')
+}
+
+test('two schedulers ticking at once create each round exactly once', async () => {
+  await clearQueue()
+  await upsertLocation(t.db, { id: 'lab-eu', name: 'EU', region: 'Europe', kind: 'lab' })
+  const m = await freshMonitor(['local', 'lab-eu'])
+  const other = createPool(t.db.options.connectionString)
+  const a = createScheduler({ db: t.db, config: { schedulerTickMs: 1000, maxAttempts: 3 }, log: t.log })
+  const b = createScheduler({ db: other, config: { schedulerTickMs: 1000, maxAttempts: 3 }, log: t.log })
+  const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).tick()))
+  await other.end()
+  assert.equal(results.reduce((n, r) => n + r.created, 0), 2)
+  const { rows } = await t.db.query('SELECT location_id, count(*)::int AS n FROM jobs WHERE monitor_id = $1 GROUP BY 1 ORDER BY 1', [m.id])
+  assert.deepEqual(rows, [{ location_id: 'lab-eu', n: 1 }, { location_id: 'local', n: 1 }])
+})
+
+test('two agents claiming at once never lease the same job, and only their own location', async () => {
+  await clearQueue()
+  await upsertLocation(t.db, { id: 'lab-asia', name: 'Asia', region: 'Asia', kind: 'lab' })
+  // 40 rounds in the past for local, 5 for another location.
+  const m = await freshMonitor(['local', 'lab-asia'])
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at)
+    SELECT $1, loc, now() - make_interval(secs => g * 10) FROM generate_series(1, 40) g, unnest($2::text[]) loc
+    WHERE loc = 'local' OR g <= 5`, [m.id, ['local', 'lab-asia']])
+  const [tokA, tokB] = [await t.agentToken('local'), await t.agentToken('local')]
+  const claimed = []
+  await Promise.all([tokA, tokB].map(async (tok) => {
+    for (let i = 0; i < 10; i++) claimed.push(...(await claim(tok, 3)).json().jobs)
+  }))
+  const ids = claimed.map((j) => j.id)
+  assert.equal(ids.length, 40, 'every local job claimed')
+  assert.equal(new Set(ids).size, ids.length, 'no job leased twice')
+  assert.ok(claimed.every((j) => j.location_id === 'local'))
+  assert.equal(claimed[0].url, m.url)
+})
+
+test('results are stored once, however often they are posted', async () => {
+  await clearQueue()
+  const m = await freshMonitor()
+  await scheduleDueJobs(t.db, { maxAttempts: 3 })
+  const token = await t.agentToken('local')
+  const [job] = (await claim(token, 1)).json().jobs
+  assert.equal(job.monitor_id, m.id)
+  const payload = { agent_version: 'test', results: [result('h2'), result('h3')] }
+  const first = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: auth(token), payload })
+  assert.equal(first.statusCode, 200, first.body)
+  assert.deepEqual(first.json(), { stored: 2, duplicates: 0 })
+  const again = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: auth(token), payload })
+  assert.deepEqual(again.json(), { stored: 0, duplicates: 2 })
+
+  const list = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/results` })).json().items
+  assert.equal(list.length, 2)
+  assert.deepEqual(list.map((r) => r.mode).sort(), ['h2', 'h3'])
+  assert.equal(list[0].location_id, 'local')
+  const h3only = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/results?mode=h3` })).json().items
+  assert.equal(h3only.length, 1)
+  const { rows } = await t.db.query('SELECT state FROM jobs WHERE id = $1', [job.id])
+  assert.equal(rows[0].state, 'done')
+})
+
+test('an agent cannot post results for a job leased to another agent', async () => {
+  await clearQueue()
+  await freshMonitor()
+  await scheduleDueJobs(t.db, { maxAttempts: 3 })
+  const owner = await t.agentToken('local')
+  const stranger = await t.agentToken('local')
+  const [job] = (await claim(owner, 1)).json().jobs
+  const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: auth(stranger), payload: { results: [result('h2')] } })
+  assert.equal(res.statusCode, 409)
+  assert.match(res.json().message, /leased to another agent/)
+  const none = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', payload: {} })
+  assert.equal(none.statusCode, 401)
+  const bad = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: auth('h3a_nope'), payload: {} })
+  assert.equal(bad.statusCode, 401)
+})
+
+test('an expired lease returns the job to the queue; after the last attempt it fails with the reason', async () => {
+  await clearQueue()
+  await freshMonitor()
+  await t.db.query('UPDATE jobs SET max_attempts = 2')
+  await scheduleDueJobs(t.db, { maxAttempts: 2 })
+  const token = await t.agentToken('local')
+  const [job] = (await claim(token, 1)).json().jobs
+  await t.db.query("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", [job.id])
+  assert.deepEqual(await expireLeases(t.db), { requeued: 1, failed: 0 })
+  const [again] = (await claim(token, 1)).json().jobs
+  assert.equal(again.id, job.id)
+  assert.equal(again.attempts, 2)
+  await t.db.query("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", [job.id])
+  assert.deepEqual(await expireLeases(t.db), { requeued: 0, failed: 1 })
+  const { rows } = await t.db.query('SELECT state, last_error FROM jobs WHERE id = $1', [job.id])
+  assert.equal(rows[0].state, 'failed')
+  assert.match(rows[0].last_error, /lease expired after attempt 2/)
+})
+
+test('a second agent re-runs an expired job; the first agent\'s late results are refused', async () => {
+  await clearQueue()
+  await freshMonitor()
+  await scheduleDueJobs(t.db, { maxAttempts: 3 })
+  const first = await t.agentToken('local')
+  const second = await t.agentToken('local')
+  const [job] = (await claim(first, 1)).json().jobs
+  await t.db.query("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", [job.id])
+  await expireLeases(t.db)
+  const [rerun] = (await claim(second, 1)).json().jobs
+  assert.equal(rerun.id, job.id)
+  const ok = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: auth(second), payload: { results: [result('h2'), result('h3')] } })
+  assert.equal(ok.statusCode, 200)
+  const late = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: auth(first), payload: { results: [result('h2', { ttfb_ms: 99 })] } })
+  assert.equal(late.statusCode, 409)
+  assert.equal(late.json().code, 'lease_lost')
+  const { rows } = await t.db.query('SELECT count(*)::int AS n, max(ttfb_ms) AS ttfb FROM results WHERE job_id = $1', [job.id])
+  assert.deepEqual(rows[0], { n: 2, ttfb: 10 })
+})
+
+test('a job the agent cannot run is retried with back-off, then failed with its error', async () => {
+  await clearQueue()
+  await freshMonitor()
+  await t.db.query('UPDATE jobs SET max_attempts = 1')
+  await scheduleDueJobs(t.db, { maxAttempts: 1 })
+  const token = await t.agentToken('local')
+  const [job] = (await claim(token, 1)).json().jobs
+  const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/fail`, headers: auth(token), payload: { error: 'chromium failed to launch' } })
+  assert.equal(res.json().state, 'failed')
+  const { rows } = await t.db.query('SELECT state, last_error FROM jobs WHERE id = $1', [job.id])
+  assert.deepEqual(rows[0], { state: 'failed', last_error: 'chromium failed to launch' })
+})
