@@ -1,0 +1,19 @@
+// Public API of the statistics library: quantile sketches for rollups and the
+// HTTP/3-versus-HTTP/2 comparison statistics. Pure functions, no I/O.
+
+export {
+  SKETCH_RELATIVE_ACCURACY,
+  newSketch,
+  addToSketch,
+  sketchQuantile,
+  sketchCount,
+  sketchSummary,
+  mergeSketches,
+  encodeSketch,
+  decodeSketch
+} from './sketch.js'
+export { exactQuantile } from './quantile.js'
+export { mannWhitneyU, cliffsDelta } from './rank.js'
+export { bootstrapDeltaCI, bootstrapDeltaCIs } from './bootstrap.js'
+export { VERDICTS, DEFAULT_PERCENTILES, compareSamples, verdictFromInterval } from './compare.js'
+export { SeededRandom, createRandom, randomNormal } from './random.js'
