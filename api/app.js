@@ -4,7 +4,7 @@
 // routes, then static files last so /api/* never falls through to a file.
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import Fastify from 'fastify'
+import Fastify, { LogController } from 'fastify'
 import sensible from '@fastify/sensible'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
@@ -33,8 +33,10 @@ export async function buildApp (context) {
     // bigger than this is a mistake or an attack.
     bodyLimit: 1024 * 1024,
     // Unknown fields are an error, not something to drop silently.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
-    disableRequestLogging: true
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: /** @type {any} */ ('array'), useDefaults: true } },
+    // Agents poll every few seconds; per-request info lines would drown the
+    // log. Failures are logged by the error handler with request context.
+    logController: new LogController({ disableRequestLogging: true })
   })
   for (const schema of sharedSchemas) app.addSchema(schema)
 

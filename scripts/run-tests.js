@@ -39,8 +39,8 @@ const child = spawn(process.execPath, args, {
   stdio: 'inherit',
   env: { ...process.env, H3LENS_TEST_ADMIN_URL: adminUrl, H3LENS_TEST_TEMPLATE: template }
 })
+for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(sig, () => child.kill(sig))
 const code = await new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))))
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig))
 if (embedded) await embedded.stop()
 process.exit(code)
 

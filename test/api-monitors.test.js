@@ -42,6 +42,7 @@ test('defaults: all known locations, both modes, five-minute interval', async ()
 })
 
 test('bad input gets a 400 that names the problem', async (s) => {
+  /** @type {[object, RegExp, string | undefined][]} */
   const cases = [
     [{ url: 'not a url' }, /not a valid URL/, 'url'],
     [{ url: 'ftp://example.com/' }, /http or https/, 'url'],

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import { authenticateAgent } from '../../lib/agents.js'
 
 /** Every agent route needs a bearer agent token; the agent lands on request.agent. */
-export default fp(async (app) => {
+export default fp(async (/** @type {any} */ app) => {
   app.decorateRequest('agent', null)
   app.addHook('onRequest', async (request, reply) => {
     const header = request.headers.authorization ?? ''

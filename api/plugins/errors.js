@@ -5,8 +5,8 @@ import fp from 'fastify-plugin'
  * readable message; anything else is logged with request context and
  * answered with a generic 500 that leaks nothing.
  */
-export default fp(async (app) => {
-  app.setErrorHandler((err, request, reply) => {
+export default fp(async (/** @type {any} */ app) => {
+  app.setErrorHandler((/** @type {any} */ err, request, reply) => {
     if (err.validation) {
       return reply.code(400).send({ statusCode: 400, error: 'Bad Request', message: describeValidation(err), field: fieldOf(err.validation[0]) })
     }

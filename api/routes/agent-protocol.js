@@ -9,7 +9,11 @@ const security = [{ agentToken: [] }]
 const tags = ['agent protocol']
 const conflict = { 409: { $ref: 'error#' } }
 
-/** @param {import('fastify').FastifyInstance} app */
+/**
+ * Route plugins take the app as `any`: Fastify's types cannot derive request
+ * shapes from JSON schemas in plain JS. The schemas check them at run time.
+ * @param {any} app
+ */
 export default async function agentProtocolRoutes (app) {
   app.post('/claim', {
     schema: {

@@ -1,6 +1,10 @@
 import { listAgents } from '../../lib/agents.js'
 
-/** @param {import('fastify').FastifyInstance} app */
+/**
+ * Route plugins take the app as `any`: Fastify's types cannot derive request
+ * shapes from JSON schemas in plain JS. The schemas check them at run time.
+ * @param {any} app
+ */
 export default async function agentRoutes (app) {
   app.get('/agents', {
     schema: {

@@ -1,7 +1,11 @@
 import { createMonitor, getMonitor, listMonitors, updateMonitor, deleteMonitor } from '../../lib/monitors.js'
 import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '../schemas.js'
 
-/** @param {import('fastify').FastifyInstance} app */
+/**
+ * Route plugins take the app as `any`: Fastify's types cannot derive request
+ * shapes from JSON schemas in plain JS. The schemas check them at run time.
+ * @param {any} app
+ */
 export default async function monitorRoutes (app) {
   const tags = ['monitors']
 

@@ -3,7 +3,11 @@ import { listResults, getResult } from '../../lib/results.js'
 import { MODES, PROBES } from '../../lib/monitors.js'
 import { errorResponses, idParams } from '../schemas.js'
 
-/** @param {import('fastify').FastifyInstance} app */
+/**
+ * Route plugins take the app as `any`: Fastify's types cannot derive request
+ * shapes from JSON schemas in plain JS. The schemas check them at run time.
+ * @param {any} app
+ */
 export default async function resultRoutes (app) {
   app.get('/monitors/:id/results', {
     schema: {

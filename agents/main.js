@@ -1,0 +1,49 @@
+// Entry of one agent: builds the API client, spool, browser pool and job
+// runner, then runs the claim loop until stopped. Used by `h3lens agent` and,
+// once per location, by `h3lens start`.
+import path from 'node:path'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { createApiClient } from './api-client.js'
+import { createSpool } from './spool.js'
+import { createAgent } from './agent.js'
+import { createBrowserPool } from './browser.js'
+import { createJobRunner } from './job-runner.js'
+import { VERSION } from '../lib/version.js'
+
+/**
+ * @param {{ config: Record<string, any>, log: import('pino').Logger, token: string, location: string,
+ *   lab?: import('./job-runner.js').LabTarget | null }} opts
+ * @returns {Promise<{ stop: () => Promise<void>, flushSpool: () => Promise<boolean> }>}
+ */
+export async function startAgent ({ config, log, token, location, lab = null }) {
+  const agentLog = log.child({ agent: location })
+  const pool = createBrowserPool({ executablePath: config.chromiumPath, log: agentLog, dataDir: path.join(config.dataDir, 'agents', location) })
+  const runJob = createJobRunner({ pool, lab, timeoutMs: config.pageTimeoutMs, log: agentLog })
+  const agent = createAgent({
+    client: createApiClient({ apiUrl: config.apiUrl, token }),
+    spool: createSpool(path.join(config.dataDir, 'spool', location)),
+    runJob,
+    log: agentLog,
+    version: VERSION,
+    browserVersion: () => chromiumVersion(config.chromiumPath)
+  })
+  agent.start()
+  agentLog.info({ api: config.apiUrl, lab: lab ? `${lab.address}${lab.netns ? ` in ${lab.netns}` : ''}` : 'none' }, 'agent running')
+  return {
+    flushSpool: agent.flushSpool,
+    async stop () {
+      await agent.stop()
+      await pool.close()
+    }
+  }
+}
+
+let cachedVersion
+/** @param {string} executable */
+async function chromiumVersion (executable) {
+  cachedVersion ??= promisify(execFile)(executable, ['--version'], { timeout: 10000 })
+    .then(({ stdout }) => stdout.trim().replace(/\s+built on.*$/, ''))
+    .catch(() => undefined)
+  return cachedVersion
+}

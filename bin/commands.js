@@ -1,0 +1,212 @@
+// The subcommands: their flags, help text and what they run. Each process
+// command reads its config once, starts its parts and stops them in reverse
+// order on SIGINT/SIGTERM (lib/lifecycle.js).
+import { loadConfig } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { createLifecycle } from '../lib/lifecycle.js'
+import { openDatabase } from '../lib/db.js'
+import { migrate } from '../lib/migrate.js'
+import { createAgentToken, listAgents } from '../lib/agents.js'
+import { startApi } from '../api/server.js'
+import { createScheduler } from '../scheduler/scheduler.js'
+import { startAgent } from '../agents/main.js'
+import { runStart } from './start.js'
+import { runLab, labDownCommand } from './lab.js'
+
+const common = {
+  'data-dir': { type: 'string' },
+  'database-url': { type: 'string' },
+  'log-level': { type: 'string' }
+}
+const server = { port: { type: 'string' }, host: { type: 'string' } }
+
+const commonHelp = `  --data-dir DIR          data folder (H3LENS_DATA_DIR, default .h3lens)
+  --database-url URL      PostgreSQL URL (DATABASE_URL); unset = embedded PostgreSQL
+  --log-level LEVEL       fatal|error|warn|info|debug|trace|silent (LOG_LEVEL)`
+const serverHelp = `  --port N                HTTP port (PORT, default 8080)
+  --host ADDR             bind address (HOST, default 127.0.0.1)`
+
+/** Read config, make a logger and a lifecycle. */
+function boot (flags, name) {
+  const config = loadConfig(process.env, flags)
+  const log = createLogger({ logLevel: config.logLevel, name })
+  const lifecycle = createLifecycle(log)
+  lifecycle.handleSignals()
+  return { config, log, lifecycle }
+}
+
+export const COMMANDS = {
+  start: {
+    summary: 'everything in one process: database, api, dashboard, scheduler, lab and agents',
+    options: { ...common, ...server, lab: { type: 'string' }, 'no-seed': { type: 'boolean' } },
+    usage: `Usage: h3lens start [options]
+
+Starts the whole product: an embedded PostgreSQL (unless DATABASE_URL is set),
+migrations, the API and dashboard, the scheduler, the lab origin (Caddy with
+HTTP/3) and one agent per lab location. Emulated regions (lab-na, lab-eu,
+lab-asia) need root and /dev/net/tun; otherwise one unshaped "local" location
+is used and a notice says why. An empty database gets one monitor per lab page.
+
+Options:
+${serverHelp}
+${commonHelp}
+  --lab MODE              auto|regions|local|off (H3LENS_LAB, default auto)
+  --no-seed               do not add lab monitors to an empty database`,
+    run: (values) => {
+      const flags = { ...values }
+      if (values['no-seed']) flags.seed = 'false'
+      return runStart(boot(flags, 'h3lens'))
+    }
+  },
+  api: {
+    summary: 'the REST API and dashboard',
+    options: { ...common, ...server },
+    usage: `Usage: h3lens api [options]
+
+Serves the REST API (/api/v1), its OpenAPI docs (/api/docs), the agent
+endpoints and the dashboard. Applies pending migrations first.
+
+Options:
+${serverHelp}
+${commonHelp}`,
+    run: async (values) => {
+      const ctx = boot(values, 'h3lens-api')
+      const { pool } = await openDatabase(ctx)
+      await migrate(pool, { log: ctx.log })
+      const api = await startApi({ db: pool, config: ctx.config, log: ctx.log })
+      ctx.lifecycle.add('api', api.close)
+    }
+  },
+  scheduler: {
+    summary: 'turns monitors into jobs, expires leases (several may run)',
+    options: { ...common },
+    usage: `Usage: h3lens scheduler [options]
+
+Creates each monitor's rounds on time, returns expired leases to the queue and
+fails rounds nobody claimed. Any number of replicas may run at once.
+
+Options:
+${commonHelp}`,
+    run: async (values) => {
+      const ctx = boot(values, 'h3lens-scheduler')
+      const { pool } = await openDatabase(ctx)
+      await migrate(pool, { log: ctx.log })
+      const scheduler = createScheduler({ db: pool, config: ctx.config, log: ctx.log })
+      scheduler.start()
+      ctx.lifecycle.add('scheduler', scheduler.stop)
+    }
+  },
+  agent: {
+    summary: 'claims jobs for one location and measures them in Chromium',
+    options: { 'api-url': { type: 'string' }, token: { type: 'string' }, location: { type: 'string' }, 'data-dir': { type: 'string' }, 'log-level': { type: 'string' } },
+    usage: `Usage: h3lens agent --location ID [options]
+
+Claims jobs of its location from the API, loads each page in headless
+Chromium with HTTP/3 forced on and off, and submits the results. Results are
+spooled under the data dir until the API acknowledges them. The agent has no
+database access. For lab locations it reads the lab state written by
+"h3lens lab" from the data dir.
+
+Options:
+  --api-url URL           API base URL (H3LENS_API_URL, default http://127.0.0.1:$PORT)
+  --token TOKEN           agent token (H3LENS_AGENT_TOKEN) from "h3lens agents token"
+  --location ID           location id (H3LENS_LOCATION)
+  --data-dir DIR          spool and browser profiles (H3LENS_DATA_DIR)
+  --log-level LEVEL       (LOG_LEVEL)`,
+    run: async (values) => {
+      const flags = { ...values, 'api-url': values['api-url'] }
+      const ctx = boot(flags, 'h3lens-agent')
+      const { config } = ctx
+      const missing = [!config.agentToken && 'H3LENS_AGENT_TOKEN (--token)', !config.location && 'H3LENS_LOCATION (--location)'].filter(Boolean)
+      if (missing.length) throw Object.assign(new Error(`the agent needs ${missing.join(' and ')}; create a token with "h3lens agents token --location <id>"`), { userFacing: true })
+      const { readLabTarget } = await import('./lab.js')
+      const lab = await readLabTarget(config.dataDir, config.location)
+      const agent = await startAgent({ config, log: ctx.log, token: config.agentToken, location: config.location, lab })
+      ctx.lifecycle.add('agent', agent.stop)
+    }
+  },
+  migrate: {
+    summary: 'applies database migrations and exits',
+    options: { ...common },
+    usage: `Usage: h3lens migrate [options]
+
+Applies pending migrations from migrations/ in order, under an advisory lock,
+and exits.
+
+Options:
+${commonHelp}`,
+    run: async (values) => {
+      const ctx = boot(values, 'h3lens-migrate')
+      const { pool } = await openDatabase(ctx)
+      const applied = await migrate(pool, { log: ctx.log })
+      console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
+      await ctx.lifecycle.stopAll('done')
+      return 0
+    }
+  },
+  lab: {
+    summary: 'the lab: HTTP/3 origin and emulated regions (lab [up] | lab down)',
+    options: { 'data-dir': { type: 'string' }, 'log-level': { type: 'string' }, lab: { type: 'string' } },
+    positionals: true,
+    usage: `Usage: h3lens lab [up] [--lab auto|regions|local]
+       h3lens lab down
+
+"lab" or "lab up" runs the lab in the foreground until Ctrl-C: Caddy serving
+the test pages over HTTPS with H1, H2 and H3 on one port (H3LENS_LAB_PORT,
+default 8443), and, with root and /dev/net/tun, one network namespace per
+emulated location joined to the origin by the linkem link emulator. It writes
+the lab state to <data dir>/lab/state.json for agents.
+
+"lab down" removes whatever a crashed lab left behind: namespaces, TUN
+devices, linkem and Caddy processes.
+
+Options:
+  --lab MODE              auto|regions|local (H3LENS_LAB)
+  --data-dir DIR          (H3LENS_DATA_DIR)
+  --log-level LEVEL       (LOG_LEVEL)`,
+    run: async (values, positionals) => {
+      const sub = positionals[0] ?? 'up'
+      if (sub === 'down') return labDownCommand(boot(values, 'h3lens-lab'))
+      if (sub !== 'up') throw Object.assign(new Error(`unknown lab command "${sub}"; use "lab up" or "lab down"`), { userFacing: true })
+      return runLab(boot(values, 'h3lens-lab'))
+    }
+  },
+  agents: {
+    summary: 'agent identities: agents token --location ID | agents list',
+    options: { ...common, location: { type: 'string' }, name: { type: 'string' } },
+    positionals: true,
+    usage: `Usage: h3lens agents token --location ID [--name NAME]
+       h3lens agents list
+
+"token" registers an agent for a location and prints its token once (only a
+hash is stored). Give it to the agent as H3LENS_AGENT_TOKEN.
+
+Options:
+  --location ID           the location the token is bound to
+  --name NAME             a name for the agent (default <location>-agent)
+${commonHelp}`,
+    run: async (values, positionals) => {
+      const ctx = boot(values, 'h3lens-agents')
+      const { pool } = await openDatabase(ctx)
+      await migrate(pool)
+      try {
+        const sub = positionals[0]
+        if (sub === 'token') {
+          if (!values.location) throw Object.assign(new Error('agents token needs --location <id>'), { userFacing: true })
+          const { agent, token } = await createAgentToken(pool, { location: values.location, name: values.name })
+          console.error(`agent ${agent.id} (${agent.name}) registered for location ${agent.location_id}; its token (shown once):`)
+          console.log(token)
+        } else if (sub === 'list') {
+          for (const a of await listAgents(pool)) {
+            console.log([a.id, a.location_id, a.name, a.alive ? 'alive' : 'idle', a.revoked_at ? 'revoked' : '', a.last_seen_at?.toISOString() ?? 'never seen'].join('\t'))
+          }
+        } else {
+          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID" or "agents list"`), { userFacing: true })
+        }
+      } finally {
+        await ctx.lifecycle.stopAll('done')
+      }
+      return 0
+    }
+  }
+}

@@ -1,0 +1,112 @@
+// Bringing the lab up for `h3lens lab` and `h3lens start`: the origin, and
+// either emulated regions (namespaces + linkem) or the unshaped loopback
+// location. Agents learn how to reach the origin from lab/state.json.
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import { startOrigin } from '../lab/origin.js'
+import { LAB_HOSTNAME } from '../lib/lab-host.js'
+
+/**
+ * @typedef {{ id: string, name: string, region: string, kind: 'lab', profile: Record<string, any>,
+ *   target: import('../agents/job-runner.js').LabTarget }} LabLocation
+ */
+
+/**
+ * Start the lab and register its stop with the lifecycle.
+ * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/lifecycle.js').createLifecycle> }} ctx
+ * @returns {Promise<{ origin: Awaited<ReturnType<typeof startOrigin>>, locations: LabLocation[], mode: 'regions' | 'local', notice?: string }>}
+ */
+export async function startLabEnvironment ({ config, log, lifecycle }) {
+  const labDir = path.join(config.dataDir, 'lab')
+  /** @type {'regions' | 'local'} */
+  let mode = config.lab === 'regions' ? 'regions' : 'local'
+  let notice
+  let netns = null
+  if (config.lab === 'auto' || config.lab === 'regions') {
+    netns = await import('../lab/netns.js')
+    const support = /** @type {{ ok: boolean, reason?: string }} */ (await netns.netnsSupport())
+    if (support.ok) {
+      mode = 'regions'
+    } else if (config.lab === 'regions') {
+      throw Object.assign(new Error(`emulated regions are not available: ${support.reason}`), { userFacing: true })
+    } else {
+      notice = `emulated regions are off (${support.reason}); measuring from the unshaped "local" location only. Run as root on Linux with /dev/net/tun for lab-na, lab-eu and lab-asia.`
+      log.warn(notice)
+    }
+  }
+
+  if (mode === 'local') {
+    const origin = await startOrigin({ dataDir: config.dataDir, port: config.labPort, listen: '127.0.0.1', log })
+    lifecycle.add('lab origin', origin.stop)
+    const locations = [{
+      id: 'local', name: 'Local (unshaped loopback)', region: 'Local', kind: /** @type {const} */ ('lab'), profile: { rtt_ms: 0 },
+      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: '127.0.0.1', netns: null }
+    }]
+    await writeLabState(labDir, origin, locations)
+    return { origin, locations, mode, notice }
+  }
+
+  const { DEFAULT_PROFILES } = await import('../lab/profiles.js')
+  const topology = await netns.labUp({ profiles: DEFAULT_PROFILES, log, backend: config.labBackend, runDir: labDir })
+  lifecycle.add('lab namespaces', () => topology.down())
+  const origin = await startOrigin({ dataDir: config.dataDir, port: config.labPort, netns: topology.originNs, log })
+  lifecycle.add('lab origin', origin.stop)
+  const locations = topology.locations.map((loc) => {
+    const p = DEFAULT_PROFILES.find((x) => x.name === loc.name)
+    return {
+      id: loc.name,
+      name: `${p?.region ?? loc.name} (emulated)`,
+      region: p?.region ?? loc.name,
+      kind: /** @type {const} */ ('lab'),
+      profile: loc.profile,
+      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: loc.originAddress, netns: loc.ns }
+    }
+  })
+  await writeLabState(labDir, origin, locations)
+  return { origin, locations, mode }
+}
+
+async function writeLabState (labDir, origin, locations) {
+  const state = {
+    hostname: LAB_HOSTNAME,
+    port: origin.port,
+    spki: origin.spki,
+    locations: Object.fromEntries(locations.map((l) => [l.id, { address: l.target.address, netns: l.target.netns, profile: l.profile }]))
+  }
+  await fs.mkdir(labDir, { recursive: true })
+  await fs.writeFile(path.join(labDir, 'state.json'), JSON.stringify(state, null, 2))
+}
+
+/**
+ * How a standalone agent of `location` reaches the lab, or null when no lab
+ * runs for that location.
+ * @param {string} dataDir
+ * @param {string} location
+ */
+export async function readLabTarget (dataDir, location) {
+  try {
+    const state = JSON.parse(await fs.readFile(path.join(dataDir, 'lab', 'state.json'), 'utf8'))
+    const loc = state.locations?.[location]
+    if (!loc) return null
+    return { spki: state.spki, hostname: state.hostname, address: loc.address, netns: loc.netns }
+  } catch {
+    return null
+  }
+}
+
+/** `h3lens lab [up]`: the lab in the foreground until a signal. */
+export async function runLab (ctx) {
+  const lab = await startLabEnvironment(ctx)
+  console.log(`lab origin: ${lab.origin.baseUrl} (maps to the lab via --host-resolver-rules)`)
+  for (const l of lab.locations) console.log(`  ${l.id.padEnd(9)} origin at ${l.target.address}${l.target.netns ? ` from namespace ${l.target.netns}` : ''}`)
+  console.log('Ctrl-C stops the lab.')
+}
+
+/** `h3lens lab down`: remove what a crashed lab left behind. */
+export async function labDownCommand ({ log, lifecycle }) {
+  const netns = await import('../lab/netns.js')
+  await netns.labDown({ log })
+  await lifecycle.stopAll('done')
+  console.log('lab removed: no h3lens namespaces, TUN devices or linkem processes remain')
+  return 0
+}

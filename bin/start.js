@@ -1,0 +1,82 @@
+// `h3lens start`: the whole product in one process, for trying it out and for
+// single-machine deployments.
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import { openDatabase } from '../lib/db.js'
+import { migrate } from '../lib/migrate.js'
+import { upsertLocation } from '../lib/locations.js'
+import { authenticateAgent, createAgentToken } from '../lib/agents.js'
+import { createMonitor } from '../lib/monitors.js'
+import { startApi } from '../api/server.js'
+import { createScheduler } from '../scheduler/scheduler.js'
+import { startAgent } from '../agents/main.js'
+import { startLabEnvironment } from './lab.js'
+
+// Seeded lab monitors run every minute: four pages, two modes, per location,
+// which keeps two cores comfortably below saturation.
+const SEED_INTERVAL_S = 60
+
+/**
+ * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/lifecycle.js').createLifecycle> }} ctx
+ */
+export async function runStart (ctx) {
+  const { config, log, lifecycle } = ctx
+  const { pool, embedded } = await openDatabase(ctx)
+  await migrate(pool, { log })
+
+  const lab = config.lab === 'off' ? null : await startLabEnvironment(ctx)
+  for (const loc of lab?.locations ?? []) await upsertLocation(pool, loc)
+
+  const api = await startApi({ db: pool, config, log })
+  lifecycle.add('api', api.close)
+  const scheduler = createScheduler({ db: pool, config, log })
+  scheduler.start()
+  lifecycle.add('scheduler', scheduler.stop)
+
+  for (const loc of lab?.locations ?? []) {
+    const token = await agentTokenFor(pool, config.dataDir, loc.id)
+    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: loc.id, lab: loc.target })
+    lifecycle.add(`agent ${loc.id}`, agent.stop)
+  }
+
+  if (lab && config.seed) await seedMonitors(pool, lab, log)
+
+  const dashboard = `${api.url}/`
+  console.log(`
+  h3lens is running
+    dashboard  ${dashboard}
+    API docs   ${api.url}/api/docs
+    database   ${embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'pg')}` : 'DATABASE_URL'}
+    lab        ${lab ? `${lab.origin.baseUrl} from ${lab.locations.map((l) => l.id).join(', ')}` : 'off'}${lab?.notice ? `\n    notice     ${lab.notice}` : ''}
+  Ctrl-C stops everything.
+`)
+}
+
+/**
+ * The local agents keep their tokens in the data dir so restarts reuse the
+ * same agent identity instead of registering a new one each time.
+ */
+async function agentTokenFor (pool, dataDir, location) {
+  const file = path.join(dataDir, 'agents', `${location}.token`)
+  try {
+    const token = (await fs.readFile(file, 'utf8')).trim()
+    const agent = await authenticateAgent(pool, token)
+    if (agent?.location_id === location) return token
+  } catch {}
+  const { token } = await createAgentToken(pool, { location, name: `${location}-local` })
+  await fs.mkdir(path.dirname(file), { recursive: true })
+  await fs.writeFile(file, token + '\n', { mode: 0o600 })
+  return token
+}
+
+/** An empty database gets one monitor per lab page, so the dashboard fills at once. */
+async function seedMonitors (pool, lab, log) {
+  const { rows } = await pool.query('SELECT count(*)::int AS n FROM monitors')
+  if (rows[0].n > 0) return
+  const locations = lab.locations.map((l) => l.id)
+  for (const [name, page] of Object.entries(lab.origin.pages)) {
+    if (!page.path.endsWith('.html')) continue
+    const m = await createMonitor(pool, { url: `${lab.origin.baseUrl}${page.path}`, label: `Lab ${name}`, interval_s: SEED_INTERVAL_S, locations })
+    log.info({ monitor: m.id, url: m.url }, 'seeded lab monitor')
+  }
+}

@@ -1,0 +1,47 @@
+// Graceful shutdown for every entry point: the parts a process started are
+// stopped in reverse order on SIGINT/SIGTERM. A second signal exits at once.
+
+/**
+ * @param {import('pino').Logger} log
+ */
+export function createLifecycle (log) {
+  /** @type {{ name: string, stop: () => Promise<any> }[]} */
+  const parts = []
+  let stopping = null
+
+  async function stopAll (reason) {
+    stopping ??= (async () => {
+      log.info({ reason }, 'shutting down')
+      for (const part of parts.reverse()) {
+        try {
+          await part.stop()
+          log.debug({ part: part.name }, 'stopped')
+        } catch (err) {
+          log.warn({ part: part.name, err: err.message }, 'error while stopping')
+        }
+      }
+    })()
+    return stopping
+  }
+
+  return {
+    /** Register something to stop; later registrations stop first. */
+    add (name, stop) {
+      parts.push({ name, stop })
+    },
+    stopAll,
+    /** Stop everything on the first SIGINT/SIGTERM, then exit. */
+    handleSignals ({ exit = true } = {}) {
+      let signals = 0
+      const onSignal = (sig) => {
+        if (++signals > 1) {
+          log.warn('second signal: exiting without finishing shutdown')
+          process.exit(130)
+        }
+        stopAll(sig).finally(() => { if (exit) process.exit(0) })
+      }
+      process.on('SIGINT', onSignal)
+      process.on('SIGTERM', onSignal)
+    }
+  }
+}

@@ -1,0 +1,64 @@
+// The product as a user runs it: `h3lens start` on a fresh data dir, a
+// monitor added through the API, real H2 and H3 loads in Chromium against
+// the lab's Caddy, results read back, then a clean Ctrl-C.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { freePort, runH3lens, eventually, processesMatching } from './helpers/process.js'
+
+test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-e2e-'))
+  const [port, labPort, pgPort] = [await freePort(), await freePort(), await freePort()]
+  const h3lens = runH3lens(['start', '--lab', 'local', '--no-seed'], {
+    PORT: String(port),
+    H3LENS_LAB_PORT: String(labPort),
+    H3LENS_EMBEDDED_PG_PORT: String(pgPort),
+    H3LENS_DATA_DIR: dataDir,
+    DATABASE_URL: '',
+    LOG_LEVEL: 'info'
+  })
+  const api = `http://127.0.0.1:${port}`
+  try {
+    await h3lens.waitFor(/dashboard\s+http:\/\/127\.0\.0\.1:\d+\//, 90000)
+
+    const page = await fetch(`${api}/`)
+    assert.equal(page.status, 200)
+    assert.match(await page.text(), /<title>h3lens<\/title>/)
+
+    const created = await fetch(`${api}/api/v1/monitors`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `https://lab.h3lens.test:${labPort}/page-15k.html`, interval_s: 10, locations: ['local'] })
+    })
+    assert.equal(created.status, 201)
+    const monitor = await created.json()
+
+    const items = await eventually(async () => {
+      const res = await fetch(`${api}/api/v1/monitors/${monitor.id}/results`)
+      const { items } = await res.json()
+      return items.some((r) => r.mode === 'h2') && items.some((r) => r.mode === 'h3') ? items : null
+    }, { timeoutMs: 90000, what: 'results in both modes' })
+
+    for (const mode of ['h2', 'h3']) {
+      const r = items.find((x) => x.mode === mode)
+      assert.equal(r.status, 'ok', `${mode}: ${r.error}`)
+      assert.equal(r.observed_protocol, mode)
+      assert.equal(r.protocol_ok, true)
+      assert.equal(r.location_id, 'local')
+      assert.ok(r.ttfb_ms > 0 && r.ttfb_ms <= r.load_ms, `${mode} ttfb ${r.ttfb_ms} load ${r.load_ms}`)
+      assert.ok(r.bytes > 10000, `${mode} bytes ${r.bytes}`)
+      assert.match(r.browser_version, /Chrom/)
+    }
+    const agents = await (await fetch(`${api}/api/v1/agents`)).json()
+    assert.ok(agents.items.some((a) => a.location_id === 'local' && a.alive))
+  } finally {
+    h3lens.child.kill('SIGTERM')
+    const { code } = await h3lens.exited
+    assert.equal(code, 0, h3lens.output.slice(-2000))
+  }
+  // Nothing started for this data dir survives: no Chromium, Caddy or postgres.
+  assert.deepEqual(processesMatching(dataDir), [])
+  fs.rmSync(dataDir, { recursive: true, force: true })
+})

@@ -1,0 +1,63 @@
+// Helpers for tests that run h3lens as a user would: as a child process.
+import { spawn, execFileSync } from 'node:child_process'
+import net from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+/** A TCP port that was free a moment ago. */
+export async function freePort () {
+  const server = net.createServer()
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/**
+ * Run `node bin/h3lens.js ...args`, collecting output.
+ * @param {string[]} args
+ * @param {Record<string, string>} env
+ */
+export function runH3lens (args, env) {
+  const child = spawn(process.execPath, ['bin/h3lens.js', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (d) => { output += d })
+  child.stderr.on('data', (d) => { output += d })
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  return {
+    child,
+    exited,
+    get output () { return output },
+    /** Wait until the output matches, or fail with the output so far. */
+    async waitFor (re, timeoutMs = 60000) {
+      const until = Date.now() + timeoutMs
+      while (Date.now() < until) {
+        if (re.test(output)) return
+        if (child.exitCode !== null) throw new Error(`h3lens exited (${child.exitCode}) before ${re}:\n${output.slice(-3000)}`)
+        await sleep(100)
+      }
+      throw new Error(`timed out waiting for ${re}:\n${output.slice(-3000)}`)
+    }
+  }
+}
+
+/** Poll `fn` until it returns a truthy value. */
+export async function eventually (fn, { timeoutMs = 60000, intervalMs = 500, what = 'condition' } = {}) {
+  const until = Date.now() + timeoutMs
+  let last
+  while (Date.now() < until) {
+    last = await fn()
+    if (last) return last
+    await sleep(intervalMs)
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+
+/** Processes whose command line mentions `needle` (chromium, caddy, postgres under a data dir). */
+export function processesMatching (needle) {
+  try {
+    return execFileSync('pgrep', ['-af', needle], { encoding: 'utf8' }).split('\n')
+      .filter((l) => l && !l.includes('pgrep'))
+  } catch {
+    return []
+  }
+}
