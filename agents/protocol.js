@@ -1,0 +1,29 @@
+// Browsers and servers spell protocols many ways ('h3-29', 'QUIC',
+// 'http/2+quic/46', 'HTTP/2'); results store one spelling, so every
+// comparison between a run and its mode goes through here.
+
+/**
+ * @param {string | null | undefined} value
+ * @returns {string | null} 'h3', 'h2', 'http/1.1', 'http/1.0', another lower-cased name, or null
+ */
+export function normalizeProtocol (value) {
+  if (value === null || value === undefined) return null
+  const s = String(value).trim().toLowerCase()
+  if (s === '') return null
+  // Before the HTTP/2 test: Google QUIC announced itself as 'http/2+quic/NN'.
+  if (s.startsWith('h3') || s.includes('quic')) return 'h3'
+  if (s === 'h2' || s === 'http/2' || s === 'http/2.0') return 'h2'
+  return s
+}
+
+/** The protocol a run of each mode must have used to count for that mode. */
+const PROTOCOL_OF_MODE = Object.freeze({ h3: 'h3', h2: 'h2' })
+
+/**
+ * @param {string | null | undefined} protocol as observed, any spelling
+ * @param {string} mode
+ */
+export function protocolMatchesMode (protocol, mode) {
+  const expected = PROTOCOL_OF_MODE[mode]
+  return expected !== undefined && normalizeProtocol(protocol) === expected
+}

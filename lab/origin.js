@@ -1,0 +1,326 @@
+import { spawn, execFile } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import http from 'node:http'
+import https from 'node:https'
+import os from 'node:os'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import pino from 'pino'
+import { ensureLabCert, LAB_HOSTNAME } from './cert.js'
+import { buildSite } from './site/build.js'
+
+export { LAB_HOSTNAME } from './cert.js'
+
+export class OriginStartError extends Error {
+  /**
+   * @param {string} message
+   * @param {{ port: number, netns: string | null, logTail: string[], cause?: unknown }} context
+   */
+  constructor (message, { port, netns, logTail, cause }) {
+    super(message, { cause })
+    this.name = 'OriginStartError'
+    this.port = port
+    this.netns = netns
+    this.logTail = logTail
+  }
+}
+
+// Caddy is started under this tiny shell so that it dies with us even when
+// this process is killed outright (SIGKILL, OOM): the shell watches its stdin,
+// a pipe from us, and stops Caddy when it reaches EOF. `read` is a builtin, so
+// the watcher is one subshell the script can kill and reap itself, leaving no
+// orphan behind. SIGTERM to the shell is passed on to Caddy and the shell
+// waits for Caddy to exit, so the shell's exit means Caddy is gone.
+const SUPERVISOR = `
+"$@" </dev/null &
+child=$!
+exec 3<&0
+{ while read -r _ <&3; do :; done; kill -TERM "$child" 2>/dev/null; } &
+watcher=$!
+exec 3<&-
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT HUP
+wait "$child"; status=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child"; status=$?; done
+kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+exit "$status"
+`
+
+const READY_MESSAGE = 'serving initial configuration'
+const STOP_GRACE_MS = 5000
+
+/**
+ * Start the lab origin: Caddy serving the test pages over HTTPS with HTTP/1.1,
+ * HTTP/2 and HTTP/3 on one port (TCP and UDP), with a self-signed certificate
+ * for lab.h3lens.test.
+ *
+ * @param {{
+ *   dataDir: string,
+ *   port?: number,
+ *   listen?: string,
+ *   netns?: string | null,
+ *   log?: import('pino').Logger,
+ *   caddyPath?: string,
+ *   startTimeoutMs?: number
+ * }} opts
+ */
+export async function startOrigin ({
+  dataDir, port = 8443, listen = '127.0.0.1', netns = null,
+  log = pino({ level: 'silent' }), caddyPath = 'caddy', startTimeoutMs = 15_000
+}) {
+  const labDir = path.join(path.resolve(dataDir), 'lab')
+  await mkdir(labDir, { recursive: true })
+  const cert = await ensureLabCert(labDir)
+  const siteDir = path.join(labDir, 'site')
+  const pages = await buildSite(siteDir)
+  const sink = await startUploadSink()
+
+  // Inside a lab namespace the origin answers on every address the namespace
+  // has; outside one it stays on the address it was given (loopback).
+  const bind = netns ? '' : listen
+  const probeHost = netns || ['0.0.0.0', '::', ''].includes(listen) ? '127.0.0.1' : listen
+  const caddyHome = path.join(labDir, 'caddy')
+  const configPath = path.join(labDir, `caddy-${port}.json`)
+  await writeFile(configPath, JSON.stringify(caddyConfig({
+    bind, port, siteDir, certPath: cert.certPath, keyPath: cert.keyPath,
+    sinkSocket: sink.socketPath, storageDir: path.join(caddyHome, 'storage')
+  }), null, 2))
+
+  const command = [caddyPath, 'run', '--config', configPath]
+  if (netns) command.unshift('ip', 'netns', 'exec', netns)
+  const child = spawn('sh', ['-c', SUPERVISOR, 'h3lens-origin', ...command], {
+    detached: true, // own process group, so cleanup can signal all of it
+    stdio: ['pipe', 'ignore', 'pipe'],
+    env: {
+      ...process.env,
+      // Keep Caddy's own files in the data folder, not the user's home.
+      HOME: caddyHome,
+      XDG_DATA_HOME: path.join(caddyHome, 'data'),
+      XDG_CONFIG_HOME: path.join(caddyHome, 'config')
+    }
+  })
+  const killGroup = () => {
+    try { process.kill(-child.pid, 'SIGKILL') } catch {}
+  }
+  process.on('exit', killGroup)
+  const exited = once(child, 'exit')
+  const output = watchCaddyLog(child, log.child({ component: 'caddy', port }))
+
+  let stopping = null
+  const stop = () => {
+    stopping ??= (async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM')
+        const timer = setTimeout(killGroup, STOP_GRACE_MS)
+        await exited
+        clearTimeout(timer)
+      }
+      killGroup() // anything left in the group after the shell is gone
+      process.off('exit', killGroup)
+      child.stdin.destroy()
+      await sink.close()
+      log.info({ port }, 'lab origin stopped')
+    })()
+    return stopping
+  }
+
+  try {
+    const ca = await readFile(cert.certPath)
+    const probe = netns
+      ? () => probeInNetns({ netns, host: probeHost, port, caPath: cert.certPath })
+      : () => probeOrigin({ host: probeHost, port, ca })
+    await waitReady({ output, exited, probe, timeoutMs: startTimeoutMs })
+  } catch (err) {
+    await stop()
+    throw new OriginStartError(`lab origin on port ${port} did not start: ${err.message}`,
+      { port, netns, logTail: output.tail, cause: err })
+  }
+  log.info({ port, netns, pid: child.pid }, 'lab origin serving')
+
+  return {
+    hostname: LAB_HOSTNAME,
+    port,
+    baseUrl: `https://${LAB_HOSTNAME}:${port}`,
+    /** Address that reaches the origin from the caller's namespace; null inside a lab namespace. */
+    address: netns ? null : probeHost,
+    spki: cert.spki,
+    certPath: cert.certPath,
+    pages,
+    endpoints: {
+      noop: { path: '/noop', description: 'Empty 204 response, for parallel-request probes.' },
+      upload: { path: '/upload', description: 'Accepts a POST body of any size, reads all of it, answers 204 with x-upload-bytes.' }
+    },
+    stop
+  }
+}
+
+/**
+ * @param {{ bind: string, port: number, siteDir: string, certPath: string, keyPath: string, sinkSocket: string, storageDir: string }} opts
+ */
+export function caddyConfig ({ bind, port, siteDir, certPath, keyPath, sinkSocket, storageDir }) {
+  const cors = {
+    'Access-Control-Allow-Origin': ['*'],
+    'Access-Control-Allow-Methods': ['GET, POST, OPTIONS'],
+    'Access-Control-Allow-Headers': ['*'],
+    'Access-Control-Max-Age': ['600'],
+    'Cache-Control': ['no-store']
+  }
+  const setHeaders = (headers) => ({ handler: 'headers', response: { set: headers } })
+  const noContent = { handler: 'static_response', status_code: 204 }
+  return {
+    // No admin endpoint: nothing to clash between instances, nothing to reach.
+    admin: { disabled: true, config: { persist: false } },
+    storage: { module: 'file_system', root: storageDir },
+    logging: { logs: { default: { level: 'INFO' } } },
+    apps: {
+      http: {
+        grace_period: '1s',
+        servers: {
+          lab: {
+            listen: [`${bind}:${port}`],
+            protocols: ['h1', 'h2', 'h3'],
+            // No ACME, no redirects, no certificate management: the
+            // certificate is the locally generated one, loaded from files.
+            automatic_https: { disable: true },
+            tls_connection_policies: [{ certificate_selection: { any_tag: ['lab'] }, default_sni: LAB_HOSTNAME }],
+            routes: [
+              { match: [{ path: ['/noop', '/upload'], method: ['OPTIONS'] }], handle: [setHeaders(cors), noContent], terminal: true },
+              { match: [{ path: ['/noop'] }], handle: [setHeaders(cors), noContent], terminal: true },
+              // Caddy's own responders answer before the body arrives, which
+              // would make upload timings meaningless; the sink reads it all.
+              {
+                match: [{ path: ['/upload'] }],
+                handle: [setHeaders(cors), { handler: 'reverse_proxy', upstreams: [{ dial: `unix/${sinkSocket}` }] }],
+                terminal: true
+              },
+              // Pages revalidate, assets are cacheable, so a repeat view shows a warm cache.
+              { match: [{ path: ['*.html'] }], handle: [setHeaders({ 'Cache-Control': ['no-cache'] })] },
+              { match: [{ path: ['/assets/*'] }], handle: [setHeaders({ 'Cache-Control': ['public, max-age=86400'] })] },
+              { handle: [setHeaders({ 'Timing-Allow-Origin': ['*'] }), { handler: 'file_server', root: siteDir }] }
+            ]
+          }
+        }
+      },
+      tls: {
+        certificates: { load_files: [{ certificate: certPath, key: keyPath, tags: ['lab'] }] }
+      }
+    }
+  }
+}
+
+/**
+ * Forward Caddy's JSON log lines to our logger and notice when it is serving.
+ * @param {import('node:child_process').ChildProcess} child
+ * @param {import('pino').Logger} log
+ */
+function watchCaddyLog (child, log) {
+  /** @type {string[]} */
+  const tail = []
+  let markReady
+  const ready = new Promise((resolve) => { markReady = resolve })
+  createInterface({ input: child.stderr }).on('line', (line) => {
+    tail.push(line)
+    if (tail.length > 20) tail.shift()
+    let entry
+    try { entry = JSON.parse(line) } catch { entry = { level: 'info', msg: line } }
+    const level = entry.level === 'error' || entry.level === 'fatal' ? 'warn' : 'debug'
+    log[level]({ caddy: entry }, entry.msg)
+    if (entry.msg === READY_MESSAGE) markReady()
+  })
+  return { ready, tail }
+}
+
+/**
+ * Wait for our Caddy to say it serves, then for an HTTPS answer. The log line
+ * comes first so that another server already on the port cannot pass for ours.
+ * @param {{ output: { ready: Promise<void> }, exited: Promise<unknown[]>, probe: () => Promise<{ status: number }>, timeoutMs: number }} opts
+ */
+async function waitReady ({ output, exited, probe, timeoutMs }) {
+  let reason = null
+  let timer
+  const over = new Promise((resolve) => {
+    exited.then(([code, signal]) => { reason ??= new Error(`caddy exited (${signal ?? code})`); resolve() })
+    timer = setTimeout(() => { reason ??= new Error(`no answer within ${timeoutMs} ms`); resolve() }, timeoutMs)
+  })
+  try {
+    await Promise.race([output.ready, over])
+    while (!reason) {
+      const answered = await Promise.race([
+        probe().then(({ status }) => status === 204, () => false), // not up yet: try again
+        over.then(() => false)
+      ])
+      if (answered) return
+      if (!reason) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    throw reason
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * One HTTPS request to the origin's /noop, verifying the lab certificate.
+ * @param {{ host: string, port: number, ca?: Buffer | string, timeoutMs?: number }} opts
+ * @returns {Promise<{ status: number, headers: import('node:http').IncomingHttpHeaders }>}
+ */
+export function probeOrigin ({ host, port, ca, timeoutMs = 2000 }) {
+  return new Promise((resolve, reject) => {
+    const req = https.request({
+      host, port, path: '/noop', servername: LAB_HOSTNAME, ca, agent: false, timeout: timeoutMs,
+      headers: { host: `${LAB_HOSTNAME}:${port}` }
+    }, (res) => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers }))
+    })
+    req.on('timeout', () => req.destroy(new Error('probe timed out')))
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+const ORIGIN_MODULE = fileURLToPath(import.meta.url)
+
+/**
+ * The same probe, run by a short-lived Node inside the namespace: the origin's
+ * addresses there are not reachable from here.
+ * @param {{ netns: string, host: string, port: number, caPath: string }} opts
+ * @returns {Promise<{ status: number }>}
+ */
+function probeInNetns ({ netns, host, port, caPath }) {
+  const script = `import { readFileSync } from 'node:fs'
+import { probeOrigin } from ${JSON.stringify(ORIGIN_MODULE)}
+const { status } = await probeOrigin({ host: ${JSON.stringify(host)}, port: ${port}, ca: readFileSync(${JSON.stringify(caPath)}) })
+process.stdout.write(String(status))`
+  return new Promise((resolve, reject) => {
+    execFile('ip', ['netns', 'exec', netns, process.execPath, '--input-type=module', '-e', script],
+      { timeout: 5000 }, (err, stdout) => err ? reject(err) : resolve({ status: Number(stdout) }))
+  })
+}
+
+/**
+ * A Unix-socket HTTP server behind /upload that reads every byte of the body
+ * before answering, and says how many it read. A Unix socket is reachable
+ * from inside a network namespace, so the same sink serves both cases.
+ */
+async function startUploadSink () {
+  // Under os.tmpdir(): socket paths are limited to 107 bytes, data dirs are not.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-sink-'))
+  const socketPath = path.join(dir, 'upload.sock')
+  const server = http.createServer({ requestTimeout: 0 }, (req, res) => {
+    let bytes = 0
+    req.on('data', (chunk) => { bytes += chunk.length })
+    req.on('end', () => res.writeHead(204, { 'x-upload-bytes': String(bytes) }).end())
+    req.on('error', () => res.destroy())
+  })
+  server.listen(socketPath)
+  await once(server, 'listening')
+  return {
+    socketPath,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+      await rm(dir, { recursive: true, force: true })
+    }
+  }
+}
