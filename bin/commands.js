@@ -1,12 +1,13 @@
 // The subcommands: their flags, help text and what they run. Each process
 // command reads its config once, starts its parts and stops them in reverse
 // order on SIGINT/SIGTERM (lib/lifecycle.js).
-import { loadConfig } from '../lib/config.js'
+import { loadConfig, isSlug } from '../lib/config.js'
 import { createLogger } from '../lib/log.js'
 import { createLifecycle } from '../lib/lifecycle.js'
 import { openDatabase } from '../lib/db.js'
 import { migrate } from '../lib/migrate.js'
 import { createAgentToken, listAgents } from '../lib/agents.js'
+import { getLocation, upsertLocation } from '../lib/locations.js'
 import { startApi } from '../api/server.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
@@ -173,7 +174,7 @@ Options:
   },
   agents: {
     summary: 'agent identities: agents token --location ID | agents list',
-    options: { ...common, location: { type: 'string' }, name: { type: 'string' } },
+    options: { ...common, location: { type: 'string' }, name: { type: 'string' }, region: { type: 'string' } },
     positionals: true,
     usage: `Usage: h3lens agents token --location ID [--name NAME]
        h3lens agents list
@@ -183,6 +184,7 @@ hash is stored). Give it to the agent as H3LENS_AGENT_TOKEN.
 
 Options:
   --location ID           the location the token is bound to
+  --region TEXT           create the location (kind "real") if it does not exist yet
   --name NAME             a name for the agent (default <location>-agent)
 ${commonHelp}`,
     run: async (values, positionals) => {
@@ -193,6 +195,11 @@ ${commonHelp}`,
         const sub = positionals[0]
         if (sub === 'token') {
           if (!values.location) throw Object.assign(new Error('agents token needs --location <id>'), { userFacing: true })
+          if (values.region && !(await getLocation(pool, values.location))) {
+            if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
+            await upsertLocation(pool, { id: values.location, name: values.location, region: values.region, kind: 'real' })
+            console.error(`created location ${values.location} (${values.region})`)
+          }
           const { agent, token } = await createAgentToken(pool, { location: values.location, name: values.name })
           console.error(`agent ${agent.id} (${agent.name}) registered for location ${agent.location_id}; its token (shown once):`)
           console.log(token)

@@ -64,7 +64,7 @@ const PARSERS = {
     return v
   },
   slug: (v) => {
-    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(v)) throw new Error('must be lowercase letters, digits and dashes')
+    if (!isSlug(v)) throw new Error('must be lowercase letters, digits and dashes')
     return v
   },
   httpUrl: (v) => {
@@ -79,6 +79,11 @@ const PARSERS = {
     if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new Error('must start with postgres:// or postgresql://')
     return v
   }
+}
+
+/** Location ids and similar: lowercase letters, digits and dashes. */
+export function isSlug (v) {
+  return /^[a-z0-9][a-z0-9-]{0,62}$/.test(v)
 }
 
 /**
