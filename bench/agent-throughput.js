@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// How fast one agent measures, and what it costs beyond the page itself.
+// Runs the real parts in one process: embedded PostgreSQL (or DATABASE_URL),
+// the API, the lab origin on loopback and one agent; queues ROUNDS rounds of
+// the lab's 15 KB page and lets the agent drain them back to back.
+//
+//   node bench/agent-throughput.js [--rounds 20]
+//
+// Prints runs per minute and the median per-run overhead = the agent's wall
+// time per run (context creation, navigation, metric collection, context
+// close) minus the page's own load time (loadEventEnd).
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { loadConfig } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { createLifecycle } from '../lib/lifecycle.js'
+import { openDatabase } from '../lib/db.js'
+import { migrate } from '../lib/migrate.js'
+import { createMonitor } from '../lib/monitors.js'
+import { createAgentToken } from '../lib/agents.js'
+import { startApi } from '../api/server.js'
+import { startOrigin } from '../lab/origin.js'
+import { startAgent } from '../agents/main.js'
+
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '20' } } })
+const rounds = Math.max(20, Number(values.rounds))
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-'))
+const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: '18181', H3LENS_LAB_PORT: '18543', H3LENS_EMBEDDED_PG_PORT: '54391', LOG_LEVEL: 'warn' })
+const log = createLogger({ logLevel: 'warn' })
+const lifecycle = createLifecycle(log)
+try {
+  const { pool } = await openDatabase({ config, log, lifecycle })
+  await migrate(pool)
+  const origin = await startOrigin({ dataDir, port: config.labPort, log })
+  lifecycle.add('origin', origin.stop)
+  const api = await startApi({ db: pool, config, log })
+  lifecycle.add('api', api.close)
+
+  const monitor = await createMonitor(pool, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], paused: false })
+  await pool.query(`INSERT INTO jobs (monitor_id, location_id, due_at)
+    SELECT $1, 'local', now() - make_interval(secs => g) FROM generate_series(1, $2) g`, [monitor.id, rounds])
+  const { token } = await createAgentToken(pool, { location: 'local' })
+  const started = performance.now()
+  const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1' } })
+  lifecycle.add('agent', agent.stop)
+  for (;;) {
+    const { rows } = await pool.query("SELECT count(*)::int AS n FROM jobs WHERE monitor_id = $1 AND state IN ('done', 'failed')", [monitor.id])
+    if (rows[0].n >= rounds) break
+    await sleep(200)
+  }
+  const elapsedMs = performance.now() - started
+  const { rows } = await pool.query(
+    `SELECT mode, status, load_ms, (details->>'wall_ms')::float AS wall_ms FROM results WHERE monitor_id = $1`, [monitor.id])
+  const ok = rows.filter((r) => r.status === 'ok' && r.wall_ms !== null)
+  const overhead = ok.map((r) => r.wall_ms - r.load_ms).sort((a, b) => a - b)
+  const median = (xs) => xs.length ? xs[Math.floor((xs.length - 1) / 2)] : NaN
+  const loads = ok.map((r) => r.load_ms).sort((a, b) => a - b)
+  const perRunWall = elapsedMs / rows.length
+  console.log(`agent throughput — ${rounds} rounds of ${monitor.url}, modes h2+h3, ${os.cpus().length} cores`)
+  console.log(`  runs                      ${rows.length} (${ok.length} ok)`)
+  console.log(`  runs per minute           ${(rows.length / (elapsedMs / 60000)).toFixed(1)}`)
+  console.log(`  median page load          ${median(loads).toFixed(1)} ms`)
+  console.log(`  median per-run overhead   ${median(overhead).toFixed(1)} ms   (measure wall − load; target ≤ 150 ms)`)
+  console.log(`  p90 per-run overhead      ${overhead[Math.floor(overhead.length * 0.9)]?.toFixed(1)} ms`)
+  console.log(`  loop wall per run         ${perRunWall.toFixed(1)} ms   (elapsed / runs, includes claim, spool and submit)`)
+  console.log(`  loop overhead per run     ${(perRunWall - median(loads)).toFixed(1)} ms   (loop wall − median load; ratio ${(perRunWall / median(loads)).toFixed(2)}×)`)
+} finally {
+  await lifecycle.stopAll('done')
+  fs.rmSync(dataDir, { recursive: true, force: true })
+}
