@@ -13,12 +13,16 @@ import { sharedSchemas } from './schemas.js'
 import contextPlugin from './plugins/context.js'
 import errorsPlugin from './plugins/errors.js'
 import agentAuth from './plugins/agent-auth.js'
+import metricsPlugin from './plugins/metrics.js'
 import healthRoutes from './routes/health.js'
+import metricsRoutes from './routes/metrics.js'
+import exportRoutes from './routes/export.js'
 import monitorRoutes from './routes/monitors.js'
 import resultRoutes from './routes/results.js'
 import locationRoutes from './routes/locations.js'
 import agentRoutes from './routes/agents.js'
 import agentProtocolRoutes from './routes/agent-protocol.js'
+import comparisonRoutes from './routes/comparison.js'
 import { VERSION } from '../lib/version.js'
 
 const WEB_ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web')
@@ -43,6 +47,7 @@ export async function buildApp (context) {
   await app.register(sensible)
   await app.register(contextPlugin, context)
   await app.register(errorsPlugin)
+  await app.register(metricsPlugin)
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -58,9 +63,12 @@ export async function buildApp (context) {
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   await app.register(healthRoutes)
+  await app.register(metricsRoutes)
   await app.register(async (api) => {
     await api.register(monitorRoutes)
     await api.register(resultRoutes)
+    await api.register(exportRoutes)
+    await api.register(comparisonRoutes)
     await api.register(locationRoutes)
     await api.register(agentRoutes)
     await api.register(async (agentApi) => {

@@ -2,6 +2,7 @@
 // States live in one frozen object; every transition is one SQL statement.
 import { ConflictError, NotFoundError } from './errors.js'
 import { insertResults } from './results.js'
+import { enqueueForRollup } from './rollups.js'
 
 export const JOB_STATES = Object.freeze({
   queued: 'queued',
@@ -109,6 +110,8 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
       throw new ConflictError(`job ${jobId} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
     }
     const inserted = await insertResults(client, { job, agentId: agent.id, agentVersion, results })
+    // Only rows actually inserted are queued: a resubmission never counts twice.
+    await enqueueForRollup(client, inserted.map((r) => r.id))
     await client.query(
       `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL,
               updated_at = now() WHERE id = $1`, [jobId])

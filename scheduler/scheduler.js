@@ -1,7 +1,9 @@
 // The scheduler's loop. Every tick it creates due rounds, returns expired
-// leases to the queue and fails rounds nobody claimed. Every step is a single
-// idempotent statement, so any number of replicas may run side by side.
+// leases to the queue, fails rounds nobody claimed and folds new results into
+// the rollups. Every step is idempotent or takes a lock, so any number of
+// replicas may run side by side.
 import { scheduleDueJobs, expireLeases, failStaleJobs } from '../lib/jobs.js'
+import { foldAllPending } from '../lib/rollups.js'
 
 /**
  * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger, hooks?: Array<() => Promise<void>> }} deps
@@ -15,9 +17,10 @@ export function createScheduler ({ db, config, log, hooks = [] }) {
     const created = await scheduleDueJobs(db, { maxAttempts: config.maxAttempts })
     const { requeued, failed } = await expireLeases(db)
     const stale = await failStaleJobs(db)
+    const folded = await foldAllPending(db)
     for (const hook of hooks) await hook()
-    if (created || requeued || failed || stale) log.debug({ created, requeued, failed, stale }, 'scheduler tick')
-    return { created, requeued, failed, stale }
+    if (created || requeued || failed || stale || folded) log.debug({ created, requeued, failed, stale, folded }, 'scheduler tick')
+    return { created, requeued, failed, stale, folded }
   }
 
   function loop () {

@@ -104,12 +104,14 @@ export default async function agentProtocolRoutes (app) {
     }
   }, async (request) => {
     await touchAgent(app.db, request.agent.id)
-    return submitJobResults(app.db, {
+    const ack = await submitJobResults(app.db, {
       jobId: request.params.id,
       agent: request.agent,
       results: request.body.results,
       agentVersion: request.body.agent_version
     })
+    app.metrics.countIngested(request.agent.location_id, request.body.results, ack)
+    return ack
   })
 
   app.post('/jobs/:id/fail', {

@@ -1,0 +1,67 @@
+import { MODES, PROBES } from '../../lib/monitors.js'
+import {
+  EXPORT_FORMATS, JSON_MAX_DAYS, JSON_MAX_ROWS, assertMonitorExists, checkExportRange, exportRows, exportRowsCapped,
+  csvStream, ndjsonStream, exportFilename
+} from '../../lib/export.js'
+import { errorResponses } from '../schemas.js'
+
+const STREAMS = {
+  csv: { type: 'text/csv; charset=utf-8', ext: 'csv', encode: csvStream },
+  ndjson: { type: 'application/x-ndjson; charset=utf-8', ext: 'ndjson', encode: ndjsonStream }
+}
+
+/**
+ * Route plugins take the app as `any`: Fastify's types cannot derive request
+ * shapes from JSON schemas in plain JS. The schemas check them at run time.
+ * @param {any} app
+ */
+export default async function exportRoutes (app) {
+  app.get('/results', {
+    schema: {
+      description: 'Raw results of one monitor, oldest first, for analysis elsewhere. `csv` (default) and `ndjson` stream any ' +
+        `range as a download; \`json\` answers \`{items}\` for ranges up to ${JSON_MAX_DAYS} days and ${JSON_MAX_ROWS} rows. ` +
+        'CSV columns are the result fields without `details`; flags are joined with a space, times are ISO-8601.',
+      tags: ['export'],
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['monitor'],
+        properties: {
+          monitor: { type: 'integer', minimum: 1, maximum: 2147483647, description: 'Monitor id (deleted monitors\' results are still exported)' },
+          location: { type: 'string', maxLength: 63 },
+          mode: { type: 'string', enum: MODES },
+          probe: { type: 'string', enum: PROBES },
+          view: { type: 'string', enum: ['first', 'repeat'] },
+          status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
+          from: { type: 'string', format: 'date-time', description: 'Inclusive lower bound on the round time' },
+          to: { type: 'string', format: 'date-time', description: 'Exclusive upper bound on the round time; default now' },
+          format: { type: 'string', enum: EXPORT_FORMATS, default: 'csv' }
+        }
+      },
+      response: {
+        200: {
+          description: 'CSV or NDJSON download, or `{items}` for format=json',
+          content: {
+            'application/json': { schema: { type: 'object', properties: { items: { type: 'array', items: { $ref: 'result#' } } } } },
+            'text/csv': { schema: { type: 'string' } },
+            'application/x-ndjson': { schema: { type: 'string' } }
+          }
+        },
+        ...errorResponses
+      }
+    }
+  }, async (request, reply) => {
+    const q = request.query
+    checkExportRange(q)
+    await assertMonitorExists(app.db, q.monitor)
+    const filter = { ...q, monitorId: q.monitor }
+    if (q.format === 'json') return { items: await exportRowsCapped(app.db, filter) }
+
+    const out = STREAMS[q.format]
+    reply.type(out.type)
+    reply.header('content-disposition', `attachment; filename="${exportFilename(q, out.ext)}"`)
+    // Fastify pipes the stream to the socket, so rows are fetched only as
+    // fast as the client reads them.
+    return reply.send(out.encode(exportRows(app.db, filter)))
+  })
+}

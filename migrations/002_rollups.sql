@@ -1,0 +1,37 @@
+-- Rollups (DESIGN §3): per bucket summaries with a mergeable DDSketch, in
+-- three tiers so that any window is covered by few rows: a 30-day window
+-- merges ~30 daily + <48 hourly + <24 five-minute buckets per series instead
+-- of 8,640 five-minute ones.
+
+CREATE TABLE rollups (
+  monitor_id   bigint NOT NULL,
+  tier         text NOT NULL CHECK (tier IN ('5m', '1h', '1d')),
+  metric       text NOT NULL,
+  probe        text NOT NULL,
+  view         text NOT NULL,
+  location_id  text NOT NULL,
+  mode         text NOT NULL,
+  bucket       timestamptz NOT NULL,
+  -- ok results (protocol verified) that have a value for this metric
+  count        integer NOT NULL DEFAULT 0,
+  -- every result in the bucket, whatever its status
+  runs         integer NOT NULL DEFAULT 0,
+  -- status error or timeout
+  errors       integer NOT NULL DEFAULT 0,
+  -- status protocol_mismatch: loaded, but not over the forced protocol
+  fallbacks    integer NOT NULL DEFAULT 0,
+  sketch       bytea,
+  PRIMARY KEY (monitor_id, tier, metric, probe, view, location_id, mode, bucket)
+);
+
+-- Results not yet folded into rollups. Written in the same transaction as the
+-- result, drained by the scheduler; queries merge rollups with these rows so
+-- answers are current before the scheduler catches up.
+CREATE TABLE rollup_pending (
+  result_id  bigint PRIMARY KEY
+);
+
+-- Capped raw samples for the significance tests read the newest N ok rows of
+-- one (monitor, location, mode, probe, view) in a window: an index range scan
+-- of N rows instead of a scan of the whole window.
+CREATE INDEX results_series_time ON results (monitor_id, location_id, mode, probe, view, time DESC);
