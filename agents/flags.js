@@ -49,10 +49,9 @@ export function modeFlags (mode, url) {
 /**
  * Flags that let Chromium reach a lab origin: trust its self-signed
  * certificate by public-key hash, and resolve its hostname without DNS.
- * Every other hostname fails to resolve (the first matching rule wins), so a
- * lab browser sends nothing beyond the lab, not even the DNS queries of
- * Chromium's own background requests. Addresses in URLs are not resolved and
- * still work.
+ * Every other host fails to resolve (the first matching rule wins; the
+ * wildcard also catches IP literals), so a lab browser sends nothing beyond
+ * the lab, not even the DNS queries of Chromium's own background requests.
  * @param {{ spki: string, hostname: string, address: string }} lab
  * @returns {string[]}
  */

@@ -57,7 +57,7 @@ export function checkExportRange (q) {
  * @param {{ batchRows?: number }} [opts]
  * @returns {AsyncGenerator<Record<string, any>>}
  */
-export async function * exportRows (db, filter, { batchRows = EXPORT_BATCH_ROWS } = {}) {
+export async function* exportRows (db, filter, { batchRows = EXPORT_BATCH_ROWS } = {}) {
   let after = null
   for (;;) {
     const { where, values } = resultWhere(filter)
@@ -69,7 +69,7 @@ export async function * exportRows (db, filter, { batchRows = EXPORT_BATCH_ROWS 
     const { rows } = await db.query(
       `SELECT ${EXPORT_COLUMNS.join(', ')} FROM results WHERE ${where.join(' AND ')}
         ORDER BY time, id LIMIT $${values.length}`, values)
-    yield * rows
+    yield* rows
     if (rows.length < batchRows) return
     after = rows.at(-1)
   }
@@ -140,12 +140,12 @@ export function exportFilename (q, ext) {
   return `h3lens-results-${q.monitor}-${from}-${to}.${ext}`
 }
 
-async function * flatRows (rows) {
+async function* flatRows (rows) {
   for await (const row of rows) {
     yield row.flags ? { ...row, flags: row.flags.join(' ') } : row
   }
 }
 
-async function * ndjsonLines (rows) {
+async function* ndjsonLines (rows) {
   for await (const row of rows) yield JSON.stringify(row) + '\n'
 }

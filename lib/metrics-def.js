@@ -25,6 +25,7 @@ export const DEFAULT_PERCENTILES = Object.freeze([25, 50, 75, 90, 95, 99])
  * @returns {[string, number[]][]}
  */
 export function metricSamples (r) {
+  /** @type {[string, number[]][]} */
   const out = []
   for (const [metric, column] of Object.entries(TIMING_METRICS)) {
     const v = r[column]

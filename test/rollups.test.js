@@ -19,7 +19,12 @@ after(async () => { await t.close() })
 const auth = (token) => ({ authorization: `Bearer ${token}` })
 const HOUR = 3600e3
 
-/** n rounds in the past, one job each, results inserted as an agent would. */
+/**
+ * n rounds in the past, one job each, results inserted as an agent would.
+ * @param {number} monitorId @param {string} location @param {number} rounds
+ * @param {(mode: string, i: number) => number} valueOf
+ * @param {{ status?: (mode: string, i: number) => string }} [opts]
+ */
 async function seedRounds (monitorId, location, rounds, valueOf, { status = () => 'ok' } = {}) {
   const { rows: jobs } = await t.db.query(
     `INSERT INTO jobs (monitor_id, location_id, due_at, state) SELECT $1, $2, now() - make_interval(secs => g * 60), 'done'
@@ -191,6 +196,7 @@ test('trends give percentiles per bucket as JSON and as CSV that round-trips', a
 
 test('bad comparison and trend queries get a 400 that says what to change', async () => {
   const m = await createMonitor(t.db, { url: 'https://example.com/bad', locations: ['local'], interval_s: 60 })
+  /** @type {[string, RegExp][]} */
   const cases = [
     [`/api/v1/monitors/${m.id}/comparison?metric=speed`, /metric must be one of ttfb, load, fcp, lcp, connect/],
     [`/api/v1/monitors/${m.id}/comparison?percentiles=50,101`, /"101" is not a percentile/],

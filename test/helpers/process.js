@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 /** A TCP port that was free a moment ago. */
 export async function freePort () {
   const server = net.createServer()
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
   const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
   await new Promise((resolve) => server.close(resolve))
   return port
