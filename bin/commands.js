@@ -13,6 +13,8 @@ import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
 import { runStart } from './start.js'
 import { runLab, labDownCommand } from './lab.js'
+import { rebuildRollups } from '../lib/rollups.js'
+import { applyStoragePolicies } from '../lib/timescale.js'
 
 const common = {
   'data-dir': { type: 'string' },
@@ -141,6 +143,7 @@ ${commonHelp}`,
       const { pool } = await openDatabase(ctx)
       const applied = await migrate(pool, { log: ctx.log })
       console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
+      console.log(`storage: ${await applyStoragePolicies(pool, { ...ctx.config, log: ctx.log })}`)
       await ctx.lifecycle.stopAll('done')
       return 0
     }
@@ -170,6 +173,37 @@ Options:
       if (sub === 'down') return labDownCommand(boot(values, 'h3lens-lab'))
       if (sub !== 'up') throw Object.assign(new Error(`unknown lab command "${sub}"; use "lab up" or "lab down"`), { userFacing: true })
       return runLab(boot(values, 'h3lens-lab'))
+    }
+  },
+  rollups: {
+    summary: 'rollups rebuild [--monitor ID]: recompute rollups from raw results',
+    options: { ...common, monitor: { type: 'string' } },
+    positionals: true,
+    usage: `Usage: h3lens rollups rebuild [--monitor ID]
+
+Recomputes the 5m/1h/1d rollups (the sketches behind percentiles, trends and
+the comparison) from the raw results, for one monitor or all. Safe while the
+product runs: the rebuild holds the rollup lock, so the scheduler's
+incremental folding waits for it.
+
+Options:
+  --monitor ID            only this monitor
+${commonHelp}`,
+    run: async (values, positionals) => {
+      if (positionals[0] !== 'rebuild') throw Object.assign(new Error(`unknown rollups command "${positionals[0] ?? ''}"; use "rollups rebuild"`), { userFacing: true })
+      const monitorId = values.monitor === undefined ? undefined : Number(values.monitor)
+      if (monitorId !== undefined && !(Number.isInteger(monitorId) && monitorId > 0)) throw Object.assign(new Error(`--monitor must be a monitor id, not "${values.monitor}"`), { userFacing: true })
+      const ctx = boot(values, 'h3lens-rollups')
+      try {
+        const { pool } = await openDatabase(ctx)
+        await migrate(pool)
+        const started = Date.now()
+        const folded = await rebuildRollups(pool, { monitorId, log: ctx.log })
+        console.log(`rebuilt rollups from ${folded} results${monitorId ? ` of monitor ${monitorId}` : ''} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      } finally {
+        await ctx.lifecycle.stopAll('done')
+      }
+      return 0
     }
   },
   agents: {

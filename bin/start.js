@@ -4,6 +4,7 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import { openDatabase } from '../lib/db.js'
 import { migrate } from '../lib/migrate.js'
+import { applyStoragePolicies } from '../lib/timescale.js'
 import { upsertLocation } from '../lib/locations.js'
 import { authenticateAgent, createAgentToken } from '../lib/agents.js'
 import { createMonitor } from '../lib/monitors.js'
@@ -23,6 +24,7 @@ export async function runStart (ctx) {
   const { config, log, lifecycle } = ctx
   const { pool, embedded } = await openDatabase(ctx)
   await migrate(pool, { log })
+  const storage = await applyStoragePolicies(pool, { ...config, log })
 
   const lab = config.lab === 'off' ? null : await startLabEnvironment(ctx)
   for (const loc of lab?.locations ?? []) await upsertLocation(pool, loc)
@@ -47,6 +49,7 @@ export async function runStart (ctx) {
     dashboard  ${dashboard}
     API docs   ${api.url}/api/docs
     database   ${embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'pg')}` : 'DATABASE_URL'}
+    storage    ${storage}
     lab        ${lab ? `${lab.origin.baseUrl} from ${lab.locations.map((l) => l.id).join(', ')}` : 'off'}${lab?.notice ? `\n    notice     ${lab.notice}` : ''}
   Ctrl-C stops everything.
 `)

@@ -36,6 +36,8 @@ export const VARIABLES = [
   { name: 'H3LENS_LAB_PORT', key: 'labPort', type: 'port', default: 8443, description: 'HTTPS (TCP+UDP) port of the lab origin' },
   { name: 'H3LENS_LAB', key: 'lab', flag: '--lab', type: 'enum', values: ['auto', 'regions', 'local', 'off'], default: 'auto', description: 'start: emulated regions when possible (auto), force them (regions), loopback only (local), or no lab (off)' },
   { name: 'H3LENS_LAB_BACKEND', key: 'labBackend', type: 'enum', values: ['linkem', 'netem'], default: 'linkem', description: 'link emulator for lab regions' },
+  { name: 'H3LENS_COMPRESS_AFTER_DAYS', key: 'compressAfterDays', type: 'int', min: 0, max: 3650, default: 7, description: 'TimescaleDB: compress raw results older than this (0 = never)' },
+  { name: 'H3LENS_RETENTION_DAYS', key: 'retentionDays', type: 'int', min: 0, max: 36500, default: 0, description: 'TimescaleDB: drop raw results older than this (0 = keep; rollups are kept)' },
   { name: 'H3LENS_SEED', key: 'seed', flag: '--seed', type: 'bool', default: true, description: 'start: seed lab monitors into an empty database' }
 ]
 

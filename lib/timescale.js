@@ -1,0 +1,37 @@
+// Storage path: TimescaleDB (results as a hypertable with compression and
+// retention policies) when the extension is there, plain PostgreSQL otherwise.
+
+/**
+ * @param {import('pg').Pool} db
+ * @returns {Promise<boolean>} whether results is a TimescaleDB hypertable
+ */
+export async function isHypertable (db) {
+  const { rows } = await db.query(`SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb') AS ext`)
+  if (!rows[0].ext) return false
+  const { rows: h } = await db.query(`SELECT count(*)::int AS n FROM timescaledb_information.hypertables WHERE hypertable_name = 'results'`)
+  return h[0].n > 0
+}
+
+/**
+ * Apply (or change) compression and retention of raw results. Rollups are
+ * kept: trends and comparisons outlive the raw rows they were built from.
+ * @param {import('pg').Pool} db
+ * @param {{ compressAfterDays: number, retentionDays: number, log: import('pino').Logger }} opts
+ * @returns {Promise<string>} a one-line description of the storage path, for the start-up log
+ */
+export async function applyStoragePolicies (db, { compressAfterDays, retentionDays, log }) {
+  if (!(await isHypertable(db))) {
+    const text = 'plain PostgreSQL (TimescaleDB not installed): results in a regular table, rollups by h3lens'
+    log.info(text)
+    return text
+  }
+  await db.query(`ALTER TABLE results SET (timescaledb.compress, timescaledb.compress_segmentby = 'monitor_id, location_id, mode',
+    timescaledb.compress_orderby = 'time DESC')`)
+  await db.query(`SELECT remove_compression_policy('results', if_exists => true)`)
+  if (compressAfterDays > 0) await db.query(`SELECT add_compression_policy('results', make_interval(days => $1))`, [compressAfterDays])
+  await db.query(`SELECT remove_retention_policy('results', if_exists => true)`)
+  if (retentionDays > 0) await db.query(`SELECT add_retention_policy('results', make_interval(days => $1))`, [retentionDays])
+  const text = `TimescaleDB: results is a hypertable, compressed after ${compressAfterDays || 'never'} days, raw rows kept ${retentionDays ? `${retentionDays} days` : 'forever'}`
+  log.info(text)
+  return text
+}

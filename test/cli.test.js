@@ -1,0 +1,64 @@
+// The command line as a user meets it: help, config errors, one-shot commands.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { createTestDatabase } from './helpers/db.js'
+
+const run = (args, env = {}) => spawnSync(process.execPath, ['bin/h3lens.js', ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000 })
+
+test('every subcommand has --help, and h3lens --help lists commands and variables', () => {
+  const top = run(['--help'])
+  assert.equal(top.status, 0)
+  for (const c of ['start', 'api', 'scheduler', 'agent', 'migrate', 'lab', 'agents', 'rollups']) {
+    assert.match(top.stdout, new RegExp(`^  ${c} `, 'm'))
+    const help = run([c, '--help'])
+    assert.equal(help.status, 0, c)
+    assert.match(help.stdout, new RegExp(`^Usage: h3lens ${c}`), c)
+  }
+  for (const v of ['PORT', 'H3LENS_DATA_DIR', 'DATABASE_URL', 'H3LENS_API_URL', 'H3LENS_AGENT_TOKEN', 'H3LENS_LOCATION']) assert.match(top.stdout, new RegExp(v))
+})
+
+test('an invalid value exits non-zero with a message naming the variable', () => {
+  const port = run(['migrate'], { PORT: 'eighty' })
+  assert.notEqual(port.status, 0)
+  assert.match(port.stderr, /PORT="eighty" must be a port number/)
+  const url = run(['migrate'], { DATABASE_URL: 'mysql://x' })
+  assert.notEqual(url.status, 0)
+  assert.match(url.stderr, /DATABASE_URL=.* must start with postgres:\/\//)
+  const flag = run(['api', '--port', '0'])
+  assert.match(flag.stderr, /--port \(PORT\)="0"/)
+  const unknown = run(['api', '--colour', 'red'])
+  assert.equal(unknown.status, 2)
+  assert.match(unknown.stderr, /Unknown option '--colour'/)
+  assert.match(run(['frobnicate']).stderr, /unknown command "frobnicate"/)
+})
+
+test('agent without token or location says what it needs', () => {
+  const r = run(['agent'], { H3LENS_AGENT_TOKEN: '', H3LENS_LOCATION: '' })
+  assert.notEqual(r.status, 0)
+  assert.match(r.stderr, /needs H3LENS_AGENT_TOKEN \(--token\) and H3LENS_LOCATION \(--location\)/)
+})
+
+test('migrate, agents token and rollups rebuild work against DATABASE_URL', async () => {
+  const db = await createTestDatabase()
+  try {
+    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' }
+    const m = run(['migrate'], env)
+    assert.equal(m.status, 0, m.stderr)
+    assert.match(m.stdout, /database is up to date/)
+    assert.match(m.stdout, /storage: (plain PostgreSQL|TimescaleDB)/)
+    const tok = run(['agents', 'token', '--location', 'eu-west', '--region', 'Europe'], env)
+    assert.equal(tok.status, 0, tok.stderr)
+    assert.match(tok.stdout.trim(), /^h3a_[\w-]{20,}$/)
+    const { rows } = await db.pool.query("SELECT kind, region FROM locations WHERE id = 'eu-west'")
+    assert.deepEqual(rows[0], { kind: 'real', region: 'Europe' })
+    const bad = run(['agents', 'token', '--location', 'nowhere'], env)
+    assert.notEqual(bad.status, 0)
+    assert.match(bad.stderr, /unknown location "nowhere"/)
+    const rb = run(['rollups', 'rebuild'], env)
+    assert.equal(rb.status, 0, rb.stderr)
+    assert.match(rb.stdout, /rebuilt rollups from 0 results/)
+  } finally {
+    await db.drop()
+  }
+})
