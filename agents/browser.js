@@ -101,6 +101,7 @@ export function createBrowserPool ({
       closed: (browser.connected ? new Promise((resolve) => browser.once('disconnected', resolve)) : Promise.resolve())
         .then(() => waitForExit(browser))
         .then(() => rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }))
+        .catch((err) => log.warn({ err, userDataDir }, 'removing a browser profile failed'))
     }
     live.add(entry)
     entry.closed.finally(() => live.delete(entry))

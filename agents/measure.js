@@ -13,6 +13,8 @@ import { normalizeProtocol, protocolMatchesMode } from './protocol.js'
 const LCP_WAIT_MS = 300
 /** Upper bound for reading metrics out of a loaded page. */
 const COLLECT_TIMEOUT_MS = 5000
+/** Browser version per browser process: asking costs a round trip per run otherwise. */
+const versions = new WeakMap()
 
 export class PageLoadError extends Error {
   /**
@@ -37,6 +39,9 @@ export class PageLoadError extends Error {
  */
 
 /**
+ * Load `url` once in `mode` and return the result row. `wall_ms` runs from
+ * context creation to context closed: the per-run cost of the agent. The
+ * browser launch, once per flag set and pool, is not in it.
  * @param {{
  *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser> },
  *   url: string,
@@ -57,7 +62,8 @@ export async function measurePage ({ pool, url, mode, extraFlags = [], netns = n
   let context = null
   let network = null
   try {
-    result.browser_version = await browser.version()
+    if (!versions.has(browser)) versions.set(browser, await browser.version())
+    result.browser_version = versions.get(browser)
     context = await browser.createBrowserContext()
     const page = await context.newPage()
     network = await recordNetwork(page)
@@ -68,6 +74,9 @@ export async function measurePage ({ pool, url, mode, extraFlags = [], netns = n
   } catch (err) {
     result.status = err instanceof PageLoadError ? err.status : 'error'
     result.error = err.message
+    // Anything but a page failure (a crashed browser, a protocol timeout)
+    // is still recorded against the run, and also worth an operator's look.
+    if (!(err instanceof PageLoadError)) log.warn({ err, url, mode }, 'measurement failed outside the page load')
   } finally {
     if (network) Object.assign(result, network.summary())
     if (!result.observed_protocol && network) {

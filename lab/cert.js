@@ -3,10 +3,11 @@ import { createHash, X509Certificate } from 'node:crypto'
 import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { LAB_HOSTNAME } from '../lib/lab-host.js'
+
+export { LAB_HOSTNAME }
 
 const execFileAsync = promisify(execFile)
-
-export const LAB_HOSTNAME = 'lab.h3lens.test'
 
 // Short enough to stay inside what browsers accept for leaf certificates
 // (398 days), regenerated automatically when it gets close to expiring.

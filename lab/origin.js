@@ -1,17 +1,19 @@
 import { spawn, execFile } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import http from 'node:http'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import https from 'node:https'
-import os from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import pino from 'pino'
 import { ensureLabCert, LAB_HOSTNAME } from './cert.js'
 import { buildSite } from './site/build.js'
+import { startUploadSink } from './site/upload-sink.js'
 
 export { LAB_HOSTNAME } from './cert.js'
+
+const execFileAsync = promisify(execFile)
 
 export class OriginStartError extends Error {
   /**
@@ -74,7 +76,14 @@ export async function startOrigin ({
   const cert = await ensureLabCert(labDir)
   const siteDir = path.join(labDir, 'site')
   const pages = await buildSite(siteDir)
-  const sink = await startUploadSink()
+  // The readiness probe goes through the namespace's own loopback.
+  if (netns) await execFileAsync('ip', ['-n', netns, 'link', 'set', 'lo', 'up'])
+  let sink
+  try {
+    sink = await startUploadSink(labDir, `upload-${port}.sock`)
+  } catch (err) {
+    throw new OriginStartError(`lab origin on port ${port} did not start: upload sink: ${err.message}`, { port, netns, logTail: [], cause: err })
+  }
 
   // Inside a lab namespace the origin answers on every address the namespace
   // has; outside one it stays on the address it was given (loopback).
@@ -104,7 +113,7 @@ export async function startOrigin ({
     try { process.kill(-child.pid, 'SIGKILL') } catch {}
   }
   process.on('exit', killGroup)
-  const exited = once(child, 'exit')
+  const exited = once(child, 'exit').catch((err) => [null, err.message]) // spawn failure
   const output = watchCaddyLog(child, log.child({ component: 'caddy', port }))
 
   let stopping = null
@@ -133,7 +142,8 @@ export async function startOrigin ({
     await waitReady({ output, exited, probe, timeoutMs: startTimeoutMs })
   } catch (err) {
     await stop()
-    throw new OriginStartError(`lab origin on port ${port} did not start: ${err.message}`,
+    const why = output.lastProblem ? `${err.message}: ${output.lastProblem}` : err.message
+    throw new OriginStartError(`lab origin on port ${port} did not start: ${why}`,
       { port, netns, logTail: output.tail, cause: err })
   }
   log.info({ port, netns, pid: child.pid }, 'lab origin serving')
@@ -215,20 +225,26 @@ export function caddyConfig ({ bind, port, siteDir, certPath, keyPath, sinkSocke
  * @param {import('pino').Logger} log
  */
 function watchCaddyLog (child, log) {
-  /** @type {string[]} */
-  const tail = []
   let markReady
-  const ready = new Promise((resolve) => { markReady = resolve })
+  const output = {
+    /** @type {string[]} */
+    tail: [],
+    /** Caddy's last error, for the message when it fails to start. */
+    lastProblem: null,
+    ready: new Promise((resolve) => { markReady = resolve })
+  }
   createInterface({ input: child.stderr }).on('line', (line) => {
-    tail.push(line)
-    if (tail.length > 20) tail.shift()
+    output.tail.push(line)
+    if (output.tail.length > 20) output.tail.shift()
     let entry
-    try { entry = JSON.parse(line) } catch { entry = { level: 'info', msg: line } }
-    const level = entry.level === 'error' || entry.level === 'fatal' ? 'warn' : 'debug'
-    log[level]({ caddy: entry }, entry.msg)
+    // Fatal start-up errors come as plain text ("Error: loading initial config: ...").
+    try { entry = JSON.parse(line) } catch { entry = { level: 'error', msg: line } }
+    const problem = entry.level === 'error' || entry.level === 'fatal'
+    if (problem) output.lastProblem = entry.error ? `${entry.msg}: ${entry.error}` : entry.msg
+    log[problem ? 'warn' : 'debug']({ caddy: entry }, entry.msg)
     if (entry.msg === READY_MESSAGE) markReady()
   })
-  return { ready, tail }
+  return output
 }
 
 /**
@@ -296,31 +312,4 @@ process.stdout.write(String(status))`
     execFile('ip', ['netns', 'exec', netns, process.execPath, '--input-type=module', '-e', script],
       { timeout: 5000 }, (err, stdout) => err ? reject(err) : resolve({ status: Number(stdout) }))
   })
-}
-
-/**
- * A Unix-socket HTTP server behind /upload that reads every byte of the body
- * before answering, and says how many it read. A Unix socket is reachable
- * from inside a network namespace, so the same sink serves both cases.
- */
-async function startUploadSink () {
-  // Under os.tmpdir(): socket paths are limited to 107 bytes, data dirs are not.
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-sink-'))
-  const socketPath = path.join(dir, 'upload.sock')
-  const server = http.createServer({ requestTimeout: 0 }, (req, res) => {
-    let bytes = 0
-    req.on('data', (chunk) => { bytes += chunk.length })
-    req.on('end', () => res.writeHead(204, { 'x-upload-bytes': String(bytes) }).end())
-    req.on('error', () => res.destroy())
-  })
-  server.listen(socketPath)
-  await once(server, 'listening')
-  return {
-    socketPath,
-    close: async () => {
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
-      await rm(dir, { recursive: true, force: true })
-    }
-  }
 }

@@ -1,0 +1,72 @@
+// What one measured page load costs the agent beyond the load itself, and
+// what HTTP/2 and HTTP/3 look like on unshaped loopback.
+//
+//   node bench/agent-overhead-probe.js [runs per mode, default 10] [page, default page-15k]
+//
+// Prints medians per mode: TTFB, load, wall time of the run (context created
+// to context closed) and overhead = wall - load. Browser launch happens once
+// per flag set and is reported separately. Loopback has no RTT, so the TTFB
+// gap is CPU time (QUIC's user-space crypto and packet handling), not network.
+import { mkdtemp, rm } from 'node:fs/promises'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { createBrowserPool } from '../agents/browser.js'
+import { baseFlags, labBrowserFlags, modeFlags } from '../agents/flags.js'
+import { measurePage } from '../agents/measure.js'
+import { startOrigin } from '../lab/origin.js'
+
+const runs = Number(process.argv[2] ?? 10)
+const pageName = process.argv[3] ?? 'page-15k'
+
+async function freePort () {
+  const server = net.createServer().listen(0, '127.0.0.1')
+  await new Promise((resolve) => server.once('listening', resolve))
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+const median = (xs) => {
+  const s = xs.filter((x) => typeof x === 'number').sort((a, b) => a - b)
+  if (!s.length) return null
+  const mid = Math.floor(s.length / 2)
+  return Math.round((s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2) * 10) / 10
+}
+
+const dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-bench-'))
+const origin = await startOrigin({ dataDir, port: await freePort() })
+const pool = createBrowserPool({ dataDir })
+try {
+  const extraFlags = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: origin.address })
+  const url = origin.baseUrl + origin.pages[pageName].path
+  for (const mode of /** @type {const} */ (['h3', 'h2'])) {
+    const t0 = performance.now()
+    await pool.acquire({ flags: [...baseFlags(), ...modeFlags(mode, url), ...extraFlags] })
+    console.log(`${mode}: browser launch ${Math.round(performance.now() - t0)} ms`)
+    await measurePage({ pool, url, mode, extraFlags }) // warm-up, not counted
+  }
+  const rows = { h3: [], h2: [] }
+  for (let i = 0; i < runs; i++) {
+    /** @type {import('../agents/flags.js').Mode[]} */
+    const order = i % 2 ? ['h2', 'h3'] : ['h3', 'h2'] // alternate who goes first
+    for (const mode of order) {
+      const r = await measurePage({ pool, url, mode, extraFlags })
+      if (r.status !== 'ok') console.log(`${mode} run ${i}: ${r.status} ${r.error}`)
+      rows[mode].push(r)
+    }
+  }
+  console.log(`\n${pageName}, ${runs} runs per mode, medians in ms`)
+  console.log('mode  ttfb  connect  fcp    load   wall   overhead(wall-load)')
+  for (const [mode, rs] of Object.entries(rows)) {
+    const cells = [
+      median(rs.map((r) => r.ttfb_ms)), median(rs.map((r) => r.connect_ms)), median(rs.map((r) => r.fcp_ms)),
+      median(rs.map((r) => r.load_ms)), median(rs.map((r) => r.wall_ms)), median(rs.map((r) => r.wall_ms - r.load_ms))
+    ]
+    console.log(`${mode.padEnd(5)} ${cells.map((c) => String(c).padEnd(6)).join(' ')}`)
+  }
+} finally {
+  await pool.close()
+  await origin.stop()
+  await rm(dataDir, { recursive: true, force: true })
+}

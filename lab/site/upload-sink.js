@@ -1,0 +1,69 @@
+import { once } from 'node:events'
+import { mkdtemp, rm } from 'node:fs/promises'
+import http from 'node:http'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+
+// Socket paths are limited to 107 bytes; data folders are not.
+const MAX_SOCKET_PATH = 100
+
+/**
+ * A Unix-socket HTTP server behind /upload that reads every byte of the body
+ * before answering, and says how many it read. A Unix socket is reachable
+ * from inside a network namespace, so the same sink serves both cases.
+ * @param {string} dir where the socket goes when its path is short enough
+ * @param {string} name socket file name, unique per origin
+ */
+export async function startUploadSink (dir, name) {
+  let tmpDir = null
+  let socketPath = path.join(dir, name)
+  if (socketPath.length > MAX_SOCKET_PATH) {
+    tmpDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-sink-'))
+    socketPath = path.join(tmpDir, name)
+  }
+  const server = http.createServer({ requestTimeout: 0 }, (req, res) => {
+    let bytes = 0
+    req.on('data', (chunk) => { bytes += chunk.length })
+    req.on('end', () => res.writeHead(204, { 'x-upload-bytes': String(bytes) }).end())
+    req.on('error', () => res.destroy())
+  })
+  try {
+    await listen(server, socketPath)
+  } catch (err) {
+    // A socket file left by a killed process refuses connections: replace it.
+    // One that answers belongs to a running origin, so this start fails.
+    if (err.code !== 'EADDRINUSE' || await answers(socketPath)) {
+      if (tmpDir) await rm(tmpDir, { recursive: true, force: true })
+      throw err
+    }
+    await rm(socketPath, { force: true })
+    await listen(server, socketPath)
+  }
+  return {
+    socketPath,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+      if (tmpDir) await rm(tmpDir, { recursive: true, force: true })
+    }
+  }
+}
+
+/**
+ * @param {import('node:http').Server} server
+ * @param {string} socketPath
+ */
+async function listen (server, socketPath) {
+  server.listen(socketPath)
+  await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => { throw err })])
+}
+
+/** @param {string} socketPath */
+function answers (socketPath) {
+  return new Promise((resolve) => {
+    const socket = net.connect(socketPath)
+    socket.once('connect', () => { socket.destroy(); resolve(true) })
+    socket.once('error', () => resolve(false))
+  })
+}
