@@ -12,6 +12,9 @@ export const TIMING_METRICS = Object.freeze({
   tls: 'tls_ms'
 })
 
+/** Metrics that have rollups. */
+export const ROLLUP_METRICS = Object.freeze(Object.keys(TIMING_METRICS))
+
 /** Metrics the comparison and trends endpoints accept. */
 export const COMPARABLE_METRICS = Object.freeze(['ttfb', 'load', 'fcp', 'lcp', 'connect'])
 
