@@ -1,4 +1,4 @@
--- Rollups (DESIGN §3): per bucket summaries with a mergeable DDSketch, in
+-- Rollups (DESIGN §3): per bucket summaries with mergeable DDSketches, in
 -- three tiers so that any window is covered by few rows: a 30-day window
 -- merges ~30 daily + <48 hourly + <24 five-minute buckets per series instead
 -- of 8,640 five-minute ones.
@@ -6,22 +6,33 @@
 CREATE TABLE rollups (
   monitor_id   bigint NOT NULL,
   tier         text NOT NULL CHECK (tier IN ('5m', '1h', '1d')),
-  metric       text NOT NULL,
   probe        text NOT NULL,
   view         text NOT NULL,
   location_id  text NOT NULL,
   mode         text NOT NULL,
   bucket       timestamptz NOT NULL,
-  -- ok results (protocol verified) that have a value for this metric
-  count        integer NOT NULL DEFAULT 0,
   -- every result in the bucket, whatever its status
   runs         integer NOT NULL DEFAULT 0,
   -- status error or timeout
   errors       integer NOT NULL DEFAULT 0,
   -- status protocol_mismatch: loaded, but not over the forced protocol
   fallbacks    integer NOT NULL DEFAULT 0,
-  sketch       bytea,
-  PRIMARY KEY (monitor_id, tier, metric, probe, view, location_id, mode, bucket)
+  -- One DDSketch per metric over the ok results (milliseconds), in its own
+  -- column so a query reads only the metric it needs. One row per bucket
+  -- rather than one per metric: with one round a minute, per-metric rows made
+  -- the five-minute tier 1.75 rows per result and folding spent 80% of its
+  -- time writing them (measured: 2 s per 5,000 results, now ~0.3 s).
+  ttfb         bytea,
+  load         bytea,
+  fcp          bytea,
+  lcp          bytea,
+  connect      bytea,
+  dcl          bytea,
+  dns          bytea,
+  tls          bytea,
+  request      bytea,
+  upload       bytea,
+  PRIMARY KEY (monitor_id, tier, probe, view, location_id, mode, bucket)
 );
 
 -- Results not yet folded into rollups. Written in the same transaction as the
