@@ -364,4 +364,3 @@ async function withSnapshot (db, fn) {
     client.release()
   }
 }
-
