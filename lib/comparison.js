@@ -135,15 +135,15 @@ function entry ({ location_id: locationId, name, region, rtt_ms: rttMs, h2, h3, 
   const c = n.h2 >= ORDER_CI_MIN_N && n.h3 >= ORDER_CI_MIN_N
     ? compareLarge({ h2: h2.sketch, h3: h3.sketch, n, h2Samples, h3Samples, percentiles })
     : compareSamples({
-      h2: h2Samples,
-      h3: h3Samples,
-      percentiles,
-      minSamples: MIN_SAMPLES,
-      sampleCap: SAMPLE_CAP,
-      iterations: BOOTSTRAP_ITERATIONS,
-      seed,
-      pointEstimates: { h2: h2.sketch, h3: h3.sketch }
-    })
+        h2: h2Samples,
+        h3: h3Samples,
+        percentiles,
+        minSamples: MIN_SAMPLES,
+        sampleCap: SAMPLE_CAP,
+        iterations: BOOTSTRAP_ITERATIONS,
+        seed,
+        pointEstimates: { h2: h2.sketch, h3: h3.sketch }
+      })
   return {
     ...base,
     insufficient_data: false,
