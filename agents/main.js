@@ -9,24 +9,30 @@ import { createSpool } from './spool.js'
 import { createAgent } from './agent.js'
 import { createBrowserPool } from './browser.js'
 import { createJobRunner } from './job-runner.js'
+import { createNetlogUploader } from './netlog.js'
 import { VERSION } from '../lib/version.js'
 
 /**
  * @param {{ config: Record<string, any>, log: import('pino').Logger, token: string, location: string,
- *   lab?: import('./job-runner.js').LabTarget | null }} opts
+ *   lab?: import('./job-runner.js').LabTarget | null, gate?: ReturnType<typeof import('../lib/gate.js').createGate> }} opts
  * @returns {Promise<{ stop: () => Promise<void>, flushSpool: () => Promise<boolean> }>}
  */
-export async function startAgent ({ config, log, token, location, lab = null }) {
+export async function startAgent ({ config, log, token, location, lab = null, gate = null }) {
   const agentLog = log.child({ agent: location })
   const pool = createBrowserPool({ executablePath: config.chromiumPath, log: agentLog, dataDir: path.join(config.dataDir, 'agents', location) })
-  const runJob = createJobRunner({ pool, lab, timeoutMs: config.pageTimeoutMs, log: agentLog })
+  const runJob = createJobRunner({
+    pool, lab, timeoutMs: config.pageTimeoutMs, log: agentLog,
+    uploadNetlog: createNetlogUploader({ apiUrl: config.apiUrl, token }),
+    netlogDir: path.join(config.dataDir, 'agents', location, 'netlogs')
+  })
   const agent = createAgent({
     client: createApiClient({ apiUrl: config.apiUrl, token }),
     spool: createSpool(path.join(config.dataDir, 'spool', location)),
     runJob,
     log: agentLog,
     version: VERSION,
-    browserVersion: () => chromiumVersion(config.chromiumPath)
+    browserVersion: () => chromiumVersion(config.chromiumPath),
+    stopTimeoutMs: (config.stopTimeoutS ?? 20) * 1000
   })
   agent.start()
   agentLog.info({ api: config.apiUrl, lab: lab ? `${lab.address}${lab.netns ? ` in ${lab.netns}` : ''}` : 'none' }, 'agent running')

@@ -8,6 +8,7 @@ import { applyStoragePolicies } from '../lib/timescale.js'
 import { upsertLocation } from '../lib/locations.js'
 import { authenticateAgent, createAgentToken } from '../lib/agents.js'
 import { createMonitor } from '../lib/monitors.js'
+import { ensureAdminKey } from '../lib/api-keys.js'
 import { startApi } from '../api/server.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
@@ -29,6 +30,7 @@ export async function runStart (ctx) {
   const lab = config.lab === 'off' ? null : await startLabEnvironment(ctx)
   for (const loc of lab?.locations ?? []) await upsertLocation(pool, loc)
 
+  const admin = await ensureAdminKey(pool, config.dataDir)
   const api = await startApi({ db: pool, config, log })
   lifecycle.add('api', api.close)
   const scheduler = createScheduler({ db: pool, config, log })
@@ -48,6 +50,7 @@ export async function runStart (ctx) {
   h3lens is running
     dashboard  ${dashboard}
     API docs   ${api.url}/api/docs
+${adminKeyNotice(admin)}
     database   ${embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'pg')}` : 'DATABASE_URL'}
     storage    ${storage}
     lab        ${lab ? `${lab.origin.baseUrl} from ${lab.locations.map((l) => l.id).join(', ')}` : 'off'}${lab?.notice ? `\n    notice     ${lab.notice}` : ''}
@@ -82,4 +85,13 @@ async function seedMonitors (pool, lab, log) {
     const m = await createMonitor(pool, { url: `${lab.origin.baseUrl}${page.path}`, label: `Lab ${name}`, interval_s: SEED_INTERVAL_S, locations })
     log.info({ monitor: m.id, url: m.url }, 'seeded lab monitor')
   }
+}
+
+/**
+ * Where the admin key is, for the start-up banner; never the key itself.
+ * @param {Awaited<ReturnType<typeof ensureAdminKey>>} admin
+ */
+export function adminKeyNotice (admin) {
+  if (admin.file) return `    admin key  ${admin.file}${admin.created ? ' (new; paste it into the dashboard when asked)' : ''}`
+  return `    admin key  none: ${'reason' in admin ? admin.reason : ''}`
 }
