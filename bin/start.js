@@ -13,6 +13,7 @@ import { startApi } from '../api/server.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
 import { startLabEnvironment } from './lab.js'
+import { createGate } from '../lib/gate.js'
 
 // Seeded lab monitors run every minute: four pages, two modes, per location,
 // which keeps two cores comfortably below saturation.
@@ -37,9 +38,12 @@ export async function runStart (ctx) {
   scheduler.start()
   lifecycle.add('scheduler', scheduler.stop)
 
+  // The local agents share this machine's cores: one round at a time, so a
+  // page load in one region never slows down another region's measurement.
+  const gate = createGate(1)
   for (const loc of lab?.locations ?? []) {
     const token = await agentTokenFor(pool, config.dataDir, loc.id)
-    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: loc.id, lab: loc.target })
+    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: loc.id, lab: loc.target, gate })
     lifecycle.add(`agent ${loc.id}`, agent.stop)
   }
 
