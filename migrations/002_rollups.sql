@@ -42,6 +42,9 @@ CREATE TABLE rollup_pending (
   result_id  bigint PRIMARY KEY
 );
 
+-- Results stored before this migration get folded like new ones.
+INSERT INTO rollup_pending (result_id) SELECT id FROM results;
+
 -- Capped raw samples for the significance tests read the newest N ok rows of
 -- one (monitor, location, mode, probe, view) in a window: an index range scan
 -- of N rows instead of a scan of the whole window.

@@ -1,23 +1,68 @@
-// The one client every view uses to talk to the h3lens API.
+// The one client every view uses to talk to the h3lens API. It adds the
+// stored API key, and on a 401 asks for a key once and retries.
+import { askForKey } from './auth.js'
+
+const KEY_STORAGE = 'h3lens.apiKey'
+const BASE = '/api/v1'
 
 export class ApiError extends Error {
+  /** @param {string} message @param {number} status @param {string} [field] */
   constructor (message, status, field) {
     super(message)
     this.status = status
     this.field = field
+    this.title = status === 404 ? 'Not found' : status === 401 ? 'API key needed' : status >= 500 ? 'The server had a problem' : 'The request was refused'
   }
 }
 
-async function request (method, path, body) {
-  const res = await fetch(`/api/v1${path}`, {
-    method,
-    headers: body ? { 'content-type': 'application/json' } : {},
-    body: body ? JSON.stringify(body) : undefined
-  })
+export const apiKey = {
+  get: () => { try { return localStorage.getItem(KEY_STORAGE) || null } catch { return null } },
+  set: (key) => localStorage.setItem(KEY_STORAGE, key),
+  clear: () => localStorage.removeItem(KEY_STORAGE)
+}
+
+function headers (extra = {}) {
+  const key = apiKey.get()
+  return key ? { ...extra, authorization: `Bearer ${key}` } : extra
+}
+
+/**
+ * @param {string} method
+ * @param {string} path below /api/v1
+ * @param {any} [body]
+ * @param {{ retried?: boolean }} [opts]
+ */
+async function request (method, path, body, { retried = false } = {}) {
+  let res
+  try {
+    res = await fetch(`${BASE}${path}`, {
+      method,
+      headers: headers(body ? { 'content-type': 'application/json' } : {}),
+      body: body ? JSON.stringify(body) : undefined
+    })
+  } catch (err) {
+    throw new ApiError('The h3lens server cannot be reached. Is it running?', 0)
+  }
+  if (res.status === 401 && !retried) {
+    const data = await res.json().catch(() => ({}))
+    if (await askForKey(data.message)) return request(method, path, body, { retried: true })
+    throw new ApiError('This h3lens needs an API key to show this page.', 401)
+  }
   if (res.status === 204) return null
   const data = await res.json().catch(() => ({}))
   if (!res.ok) throw new ApiError(data.message ?? `${res.status} ${res.statusText}`, res.status, data.field)
   return data
+}
+
+/** Query string from an object, leaving out empty values; Dates become ISO. */
+export function qs (params = {}) {
+  const out = new URLSearchParams()
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null || v === '') continue
+    out.set(k, v instanceof Date ? v.toISOString() : Array.isArray(v) ? v.join(',') : String(v))
+  }
+  const s = out.toString()
+  return s ? `?${s}` : ''
 }
 
 export const api = {
@@ -26,8 +71,40 @@ export const api = {
   createMonitor: (body) => request('POST', '/monitors', body),
   updateMonitor: (id, body) => request('PATCH', `/monitors/${id}`, body),
   deleteMonitor: (id) => request('DELETE', `/monitors/${id}`),
-  results: (id, params = {}) => request('GET', `/monitors/${id}/results?${new URLSearchParams(params)}`),
+  /** @returns {Promise<{ items: any[], next_cursor: string | null }>} */
+  results: (id, params = {}) => request('GET', `/monitors/${id}/results${qs(params)}`),
   result: (id) => request('GET', `/results/${id}`),
   locations: () => request('GET', '/locations').then((d) => d.items),
-  agents: () => request('GET', '/agents').then((d) => d.items)
+  agents: () => request('GET', '/agents').then((d) => d.items),
+  /** { from, to, metric, percentiles, probe, view } */
+  comparison: (id, params) => request('GET', `/monitors/${id}/comparison${qs(params)}`),
+  /** { from, to, metric, bucket, percentiles } */
+  trends: (id, params) => request('GET', `/monitors/${id}/trends${qs(params)}`),
+  /** { from, to, metric } */
+  distribution: (id, params) => request('GET', `/monitors/${id}/distribution${qs(params)}`)
+}
+
+/** Download links, with the view's current filters. */
+export const exportUrl = {
+  trends: (id, params, format) => `${BASE}/monitors/${id}/trends${qs({ ...params, format })}`,
+  results: (params, format) => `${BASE}/results${qs({ ...params, format })}`
+}
+
+/**
+ * A plain link cannot carry the Authorization header, so with a stored key
+ * the download is fetched here and handed to the browser as a file.
+ * @param {MouseEvent} ev
+ */
+export async function downloadWithKey (ev) {
+  const a = /** @type {HTMLAnchorElement} */ (ev.currentTarget)
+  if (!apiKey.get()) return
+  ev.preventDefault()
+  const res = await fetch(a.href, { headers: headers() })
+  if (!res.ok) throw new ApiError(`Export failed: ${res.status} ${res.statusText}`, res.status)
+  const url = URL.createObjectURL(await res.blob())
+  const tmp = Object.assign(document.createElement('a'), { href: url, download: a.getAttribute('download') || 'h3lens-export' })
+  document.body.append(tmp)
+  tmp.click()
+  tmp.remove()
+  setTimeout(() => URL.revokeObjectURL(url), 10000)
 }

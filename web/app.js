@@ -1,41 +1,122 @@
-// Hash router: each view is a small module that renders into <main>.
-import { stateMessage } from './dom.js'
-import { renderMonitors } from './views/monitors.js'
-import { renderMonitor } from './views/monitor.js'
-import { renderMonitorForm } from './views/monitor-form.js'
-import { renderLocations } from './views/locations.js'
+// Hash router. A view module exports `render(ctx)`, which fetches what it
+// needs and returns the nodes to show; the router owns the page states
+// (loading, error, refresh) so no view is ever blank, and it re-renders in
+// place ("soft") on auto-refresh or when only the query changed.
+import { h, loadingState, errorState, toast } from './dom.js'
+import { parseHash } from './query.js'
+import { mountControls, syncControls, setUpdated, setBusy, autoRefreshOn } from './controls.js'
+import * as overview from './views/overview.js'
+import * as monitor from './views/monitor.js'
+import * as monitorForm from './views/monitor-form.js'
+import * as result from './views/result.js'
+import * as locations from './views/locations.js'
 
+const REFRESH_MS = 30000
+
+// window: uses the time window; refresh: re-fetched periodically.
 const routes = [
-  [/^#?\/?$/, () => renderMonitors],
-  [/^#\/new$/, () => renderMonitorForm],
-  [/^#\/monitors\/(\d+)\/edit$/, () => renderMonitorForm],
-  [/^#\/monitors\/(\d+)$/, () => renderMonitor],
-  [/^#\/locations$/, () => renderLocations]
+  { re: /^\/$/, view: overview, nav: 'overview', window: true, refresh: true },
+  { re: /^\/new$/, view: monitorForm, nav: 'new', window: false, refresh: false },
+  { re: /^\/monitors\/(\d+)\/edit$/, view: monitorForm, nav: 'overview', window: false, refresh: false },
+  { re: /^\/monitors\/(\d+)$/, view: monitor, nav: 'overview', window: true, refresh: true },
+  { re: /^\/results\/(\d+)$/, view: result, nav: 'overview', window: false, refresh: false },
+  { re: /^\/locations$/, view: locations, nav: 'locations', window: false, refresh: true }
 ]
 
-let cleanup = null
+const root = document.getElementById('view')
+let generation = 0
+let shown = null // { path, disposers }
+let inFlight = false
 
-async function route () {
-  const view = document.getElementById('view')
-  const hash = location.hash.split('?')[0] || '#/'
-  cleanup?.()
-  cleanup = null
-  for (const [re, pick] of routes) {
-    const m = re.exec(hash)
-    if (!m) continue
-    view.replaceChildren(stateMessage('Loading…'))
-    try {
-      cleanup = await pick()(view, ...m.slice(1)) ?? null
-    } catch (err) {
-      view.replaceChildren(stateMessage(`Could not load this page: ${err.message}`, 'error'))
-    }
-    for (const a of document.querySelectorAll('header nav a')) {
-      a.toggleAttribute('aria-current', a.getAttribute('href') === hash)
-    }
-    return
+async function render ({ soft = false } = {}) {
+  const { path, params } = parseHash()
+  const match = routes.map((r) => [r, r.re.exec(path)]).find(([, m]) => m)
+  const samePage = shown?.path === path
+  soft = soft || samePage
+  const gen = ++generation
+  if (!match) return show(gen, path, [notFound()], [])
+  const [route, m] = match
+  for (const a of document.querySelectorAll('header nav a')) a.toggleAttribute('aria-current', a.dataset.nav === route.nav)
+  syncControls(route)
+  if (!soft) {
+    dispose()
+    root.replaceChildren(loadingState())
   }
-  view.replaceChildren(stateMessage('There is no such page.', 'error'))
+  const disposers = []
+  const mounted = []
+  const ctx = {
+    params: m.slice(1),
+    query: params,
+    soft,
+    onDispose: (fn) => disposers.push(fn),
+    afterMount: (fn) => mounted.push(fn),
+    isCurrent: () => gen === generation,
+    rerender: () => render({ soft: true })
+  }
+  inFlight = true
+  setBusy(true)
+  try {
+    const nodes = [await route.view.render(ctx)].flat(Infinity).filter(Boolean)
+    if (gen !== generation) return disposers.forEach((fn) => fn())
+    show(gen, path, nodes, disposers)
+    for (const fn of mounted) fn()
+    if (route.refresh) setUpdated(new Date())
+    if (!soft) document.title = `${titleOf(nodes) ?? 'h3lens'} · h3lens`
+  } catch (err) {
+    if (gen !== generation) return
+    if (soft && root.querySelector('.panel, table, form')) return toast(`Could not refresh: ${err.message}`)
+    show(gen, path, [errorState(err, () => render())], disposers)
+  } finally {
+    if (gen === generation) {
+      inFlight = false
+      setBusy(false)
+    }
+  }
 }
 
-window.addEventListener('hashchange', route)
-route()
+/** Replace the page, keeping keyboard focus on the same control when it still exists. */
+function show (gen, path, nodes, disposers) {
+  const focusedId = root.contains(document.activeElement) ? document.activeElement.id : null
+  const scroll = window.scrollY
+  const same = shown?.path === path
+  dispose()
+  root.replaceChildren(...nodes)
+  shown = { path, disposers }
+  if (focusedId) document.getElementById(focusedId)?.focus({ preventScroll: true })
+  if (same) window.scrollTo(0, scroll)
+  else if (!root.contains(document.activeElement)) root.focus({ preventScroll: true })
+}
+
+function dispose () {
+  for (const fn of shown?.disposers ?? []) {
+    try { fn() } catch {}
+  }
+  if (shown) shown.disposers = []
+}
+
+function titleOf (nodes) {
+  const h1 = nodes.map((n) => (n.matches?.('h1') ? n : n.querySelector?.('h1'))).find(Boolean)
+  return h1?.textContent?.trim() || null
+}
+
+function notFound () {
+  return h('div', { class: 'state error' }, h('p', { class: 'state-title' }, 'There is no such page'),
+    h('p', {}, h('a', { href: '#/' }, 'Go to the overview')))
+}
+
+mountControls({ onRefresh: () => render({ soft: true }) })
+document.getElementById('skip-link').addEventListener('click', (ev) => {
+  ev.preventDefault()
+  root.focus()
+})
+window.addEventListener('hashchange', () => render())
+// Charts pick their colours from the theme; redraw when it changes.
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => render({ soft: true }))
+setInterval(() => {
+  const route = routes.find((r) => r.re.test(parseHash().path))
+  if (!route?.refresh || inFlight || document.hidden || !autoRefreshOn()) return
+  // Not while the user is in the middle of something on the page.
+  if (document.querySelector('dialog[open], #view details[open], #view [data-hold-refresh]')) return
+  render({ soft: true })
+}, REFRESH_MS)
+render()

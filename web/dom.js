@@ -1,30 +1,72 @@
-// Tiny DOM helpers: build elements without innerHTML, so nothing from the
-// API is ever interpreted as markup.
+// Tiny DOM helpers and formatters. Elements are built without innerHTML, so
+// nothing that comes from the API is ever interpreted as markup.
 
 /**
- * h('a', { href: '#/' }, 'text', child)
+ * h('a', { href: '#/', class: 'x', onclick: fn }, 'text', child, [more])
  * @param {string} tag
- * @param {Record<string, any>} [attrs]
+ * @param {Record<string, any> | null} [attrs]
  * @param {...any} children
+ * @returns {HTMLElement}
  */
 export function h (tag, attrs = {}, ...children) {
   const el = document.createElement(tag)
   for (const [k, v] of Object.entries(attrs ?? {})) {
     if (v === undefined || v === null || v === false) continue
-    if (k.startsWith('on')) el.addEventListener(k.slice(2), v)
-    else if (k === 'class') el.className = v
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v)
+    else if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v
+    else if (k === 'value' || k === 'checked') el[k] = v
     else el.setAttribute(k, v === true ? '' : v)
   }
+  append(el, children)
+  return el
+}
+
+function append (el, children) {
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue
     el.append(c instanceof Node ? c : document.createTextNode(String(c)))
   }
-  return el
 }
 
-export function ms (v) {
+/** Text only for screen readers. */
+export const srOnly = (text) => h('span', { class: 'sr-only' }, text)
+
+export function ms (v, { signed = false } = {}) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '—'
+  const sign = signed && v > 0 ? '+' : v < 0 ? '−' : ''
+  const a = Math.abs(v)
+  if (a >= 10000) return `${sign}${(a / 1000).toFixed(1)} s`
+  if (a >= 100) return `${sign}${Math.round(a)} ms`
+  if (a >= 10) return `${sign}${a.toFixed(0)} ms`
+  return `${sign}${a.toFixed(1)} ms`
+}
+
+export function pct (v, { signed = false, digits = 1 } = {}) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '—'
+  const sign = signed && v > 0 ? '+' : v < 0 ? '−' : ''
+  return `${sign}${Math.abs(v).toFixed(Math.abs(v) >= 10 ? 0 : digits)}%`
+}
+
+/** A 0..1 share as a percentage. */
+export const share = (v) => (v === null || v === undefined ? '—' : pct(v * 100, { digits: v > 0 && v < 0.01 ? 2 : 1 }))
+
+export function bytes (v) {
   if (v === null || v === undefined) return '—'
-  return v >= 10000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`
+  if (v >= 1048576) return `${(v / 1048576).toFixed(1)} MB`
+  if (v >= 1024) return `${(v / 1024).toFixed(v >= 10240 ? 0 : 1)} kB`
+  return `${v} B`
+}
+
+export function kbps (v) {
+  if (v === null || v === undefined) return '—'
+  return v >= 1000 ? `${(v / 1000).toFixed(v % 1000 ? 1 : 0)} Mbit/s` : `${v} kbit/s`
+}
+
+/** Seconds as "5 min", "1 h", "90 s". */
+export function duration (s) {
+  if (s % 3600 === 0) return `${s / 3600} h`
+  if (s % 60 === 0) return `${s / 60} min`
+  return `${s} s`
 }
 
 export function ago (iso) {
@@ -37,6 +79,71 @@ export function ago (iso) {
   return `${Math.round(s / 86400)} d ago`
 }
 
-export function stateMessage (text, kind = '') {
-  return h('p', { class: `state ${kind}` }, text)
+const timeFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+const dateTimeFmt = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })
+export const clock = (d) => timeFmt.format(new Date(d))
+export const when = (d) => dateTimeFmt.format(new Date(d))
+
+/** <time> with the full date as a tooltip. */
+export const timeEl = (iso, text) => h('time', { datetime: iso, title: new Date(iso).toLocaleString() }, text ?? when(iso))
+
+export const VERDICT = {
+  h3_faster: { label: 'H3 faster', short: 'faster', glyph: '▼', cls: 'v-faster' },
+  h3_slower: { label: 'H3 slower', short: 'slower', glyph: '▲', cls: 'v-slower' },
+  no_significant_difference: { label: 'No significant difference', short: 'no diff.', glyph: '=', cls: 'v-same' },
+  insufficient_data: { label: 'Not enough data', short: 'no data', glyph: '·', cls: 'v-none' }
+}
+
+/** Verdict class, stronger shade when the effect is large (|Δ| ≥ 15%). */
+export function verdictClass (verdict, deltaPct) {
+  const v = VERDICT[verdict] ?? VERDICT.insufficient_data
+  const strong = (verdict === 'h3_faster' || verdict === 'h3_slower') && Math.abs(deltaPct ?? 0) >= 15
+  return `${v.cls}${strong ? ' strong' : ''}`
+}
+
+// ---- Designed states: loading, empty, error. Never a blank page. ----
+
+export function loadingState (text = 'Loading…') {
+  return h('div', { class: 'state loading', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), text)
+}
+
+/** A skeleton block of roughly the final height while a section loads. */
+export function skeleton (height = 160, label = 'Loading…') {
+  const el = h('div', { class: 'skeleton', role: 'status' }, srOnly(label))
+  el.style.height = `${height}px`
+  return el
+}
+
+export function emptyState (title, detail, action) {
+  return h('div', { class: 'state empty' }, h('p', { class: 'state-title' }, title), detail ? h('p', {}, detail) : null, action ?? null)
+}
+
+export function errorState (err, retry) {
+  const message = err?.message ?? String(err)
+  return h('div', { class: 'state error', role: 'alert' },
+    h('p', { class: 'state-title' }, err?.title ?? 'Something went wrong'),
+    h('p', {}, message),
+    err?.status === 404
+      ? h('a', { class: 'button secondary', href: '#/' }, 'Go to the overview')
+      : retry ? h('button', { type: 'button', class: 'secondary', onclick: retry }, err?.status === 401 ? 'Enter API key' : 'Try again') : null)
+}
+
+/** A titled section whose body is filled in later (its own loading/error states). */
+export function section (title, { id, actions, intro, flush = false } = {}) {
+  const body = h('div', { class: `section-body${flush ? ' flush' : ''}` }, skeleton())
+  const el = h('section', { class: 'panel', id, 'aria-labelledby': id ? `${id}-title` : null },
+    h('div', { class: 'panel-head' }, h('h2', { id: id ? `${id}-title` : null }, title), actions ? h('div', { class: 'panel-actions' }, actions) : null),
+    intro ? h('p', { class: 'panel-intro' }, intro) : null,
+    body)
+  return { el, body, fill: (...nodes) => body.replaceChildren(...nodes.flat()) }
+}
+
+let toastTimer = null
+/** A short message at the bottom of the screen (refresh failures, saved). */
+export function toast (text) {
+  const el = document.getElementById('toast')
+  el.textContent = text
+  el.hidden = false
+  clearTimeout(toastTimer)
+  toastTimer = setTimeout(() => { el.hidden = true }, 6000)
 }

@@ -1,18 +1,65 @@
+// Locations and agents: each location's network profile, and its agents'
+// health, last-seen time and versions.
 import { api } from '../api.js'
-import { h, ago } from '../dom.js'
+import { h, ago, kbps, emptyState, timeEl } from '../dom.js'
 
-export async function renderLocations (view) {
+const PROFILE_FIELDS = [
+  ['rtt_ms', 'RTT', (v) => `${v} ms`],
+  ['jitter_ms', 'Jitter', (v) => `±${v} ms`],
+  ['loss_pct', 'Loss', (v, p) => `${v}%${p.loss_model ? ` ${p.loss_model === 'gilbert-elliott' ? '(bursty, Gilbert–Elliott)' : `(${p.loss_model})`}` : ''}`],
+  ['down_kbps', 'Down', kbps],
+  ['up_kbps', 'Up', kbps],
+  ['queue_packets', 'Queue', (v) => `${v} packets`]
+]
+
+export async function render () {
   const [locations, agents] = await Promise.all([api.locations(), api.agents()])
-  const profile = (p) => p && Object.keys(p).length
-    ? Object.entries(p).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k} ${v}`).join(' · ')
-    : '—'
-  view.replaceChildren(
-    h('h1', {}, 'Locations and agents'),
-    h('table', { class: 'grid' },
-      h('thead', {}, h('tr', {}, ['Location', 'Region', 'Kind', 'Network profile', 'Agents'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, locations.map((l) => h('tr', {},
-        h('td', {}, l.id), h('td', {}, l.region), h('td', {}, l.kind), h('td', { class: 'sub' }, profile(l.profile)),
-        h('td', {}, agents.filter((a) => a.location_id === l.id && !a.revoked_at).map((a) =>
-          h('div', {}, h('span', { class: `dot ${a.alive ? 'ok' : 'bad'}`, 'aria-label': a.alive ? 'alive' : 'not seen recently' }),
-            ` ${a.name} · ${a.version ?? '?'} · ${a.browser_version ?? ''} · seen ${ago(a.last_seen_at)}`))))))))
+  const head = h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Locations and agents'),
+    h('p', { class: 'sub' }, 'Where measurements come from. Lab locations emulate a network path on this machine; real ones are agents elsewhere.')))
+  if (!locations.length) return [head, emptyState('No locations', 'Start the lab or register an agent with `h3lens agents token --location ID`.')]
+  const live = agents.filter((a) => !a.revoked_at)
+  const healthy = live.filter((a) => a.alive).length
+  return [
+    head,
+    h('div', { class: 'tiles' },
+      h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Locations'), h('span', { class: 'tile-v' }, locations.length)),
+      h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Agents healthy'), h('span', { class: `tile-v${healthy < live.length ? ' bad' : ''}` }, `${healthy} / ${live.length}`))),
+    h('div', { class: 'loc-grid' }, locations.map((l) => card(l, agents.filter((a) => a.location_id === l.id))))
+  ]
+}
+
+function card (l, agents) {
+  const p = l.profile ?? {}
+  const fields = PROFILE_FIELDS.filter(([k]) => p[k] !== undefined && p[k] !== null)
+  return h('section', { class: 'panel loc-card', 'aria-labelledby': `loc-${l.id}` },
+    h('div', { class: 'panel-head' },
+      h('div', {}, h('h2', { id: `loc-${l.id}` }, l.name), h('p', { class: 'sub' }, h('span', { class: 'mono' }, l.id), ` · ${l.region}`)),
+      h('span', { class: `badge${l.kind === 'lab' ? '' : ' ok'}` }, l.kind === 'lab' ? 'lab' : 'real')),
+    h('div', { class: 'section-body' },
+      fields.length
+        ? h('dl', { class: 'profile' }, fields.map(([k, label, fmt]) => h('div', {}, h('dt', {}, label), h('dd', {}, fmt(p[k], p)))))
+        : h('p', { class: 'muted' }, l.kind === 'lab' ? 'Unshaped: loopback with no added delay or loss.' : 'No network profile: a real network path.'),
+      h('h3', { class: 'mini-title' }, `Agents (${agents.filter((a) => !a.revoked_at).length})`),
+      agents.length ? agentTable(agents) : h('p', { class: 'muted' }, 'No agent registered for this location; its rounds are not measured.')))
+}
+
+function agentTable (agents) {
+  return h('table', { class: 'grid agents' },
+    h('thead', {}, h('tr', {}, ['Agent', 'Health', 'Last seen', 'Version', 'Browser'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, agents.map((a) => {
+      const state = health(a)
+      return h('tr', { class: a.revoked_at ? 'revoked' : null },
+        h('td', {}, a.name),
+        h('td', {}, h('span', { class: `dot ${state.cls}`, 'aria-hidden': 'true' }), ` ${state.text}`),
+        h('td', {}, a.last_seen_at ? timeEl(a.last_seen_at, ago(a.last_seen_at)) : 'never'),
+        h('td', { class: 'mono' }, a.version ?? '—'),
+        h('td', {}, a.browser_version ?? '—'))
+    })))
+}
+
+function health (a) {
+  if (a.revoked_at) return { cls: '', text: 'revoked' }
+  if (a.alive) return { cls: 'ok', text: 'healthy' }
+  if (!a.last_seen_at) return { cls: 'warn', text: 'never connected' }
+  return { cls: 'bad', text: 'not seen recently' }
 }

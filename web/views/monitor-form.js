@@ -1,77 +1,157 @@
+// Add or edit a monitor. Every problem is shown next to its field: first the
+// checks the browser can make, then whatever the API says (it names the field).
 import { api, ApiError } from '../api.js'
-import { h } from '../dom.js'
+import { askForKey } from '../auth.js'
+import { h, toast } from '../dom.js'
+import { href } from '../query.js'
 
-/** Add (or edit) a monitor; errors from the API appear next to their field. */
-export async function renderMonitorForm (view, id) {
+const LAB_HOST = 'lab.h3lens.test'
+const PROBES = [
+  { id: 'page', label: 'Page load', hint: 'full navigation' },
+  { id: 'parallel', label: 'Parallel requests', hint: 'N requests on one connection' },
+  { id: 'upload', label: 'Upload', hint: 'POST throughput' }
+]
+
+export async function render (ctx) {
+  const id = ctx.params[0]
   const [locations, monitor] = await Promise.all([api.locations(), id ? api.monitor(id) : null])
   const errors = {}
+  const errorEl = (name) => (errors[name] = h('p', { class: 'field-error', id: `${name}-error`, role: 'alert', hidden: true }))
   const field = (name, label, control, hint) => {
-    errors[name] = h('p', { class: 'field-error', id: `${name}-error`, role: 'alert', hidden: true })
-    control.setAttribute('aria-describedby', `${name}-error`)
-    return h('div', { class: 'field' }, h('label', { for: name }, label), control, hint ? h('p', { class: 'hint' }, hint) : null, errors[name])
+    control.setAttribute('aria-describedby', [hint ? `${name}-hint` : null, `${name}-error`].filter(Boolean).join(' '))
+    return h('div', { class: 'field' }, h('label', { for: name }, label), control,
+      hint ? h('p', { class: 'hint', id: `${name}-hint` }, hint) : null, errorEl(name))
   }
-  const url = h('input', { id: 'url', name: 'url', type: 'text', inputmode: 'url', required: true, placeholder: 'https://example.com/', value: monitor?.url ?? '', autocomplete: 'url' })
-  const label = h('input', { id: 'label', name: 'label', type: 'text', value: monitor?.label ?? '' })
-  const interval = h('input', { id: 'interval_s', name: 'interval_s', type: 'number', min: 10, step: 1, value: monitor?.interval_s ?? 300 })
-  const locBoxes = locations.map((l) => h('label', { class: 'check' },
-    h('input', { type: 'checkbox', name: 'locations', value: l.id, checked: monitor ? monitor.locations.includes(l.id) : true }), ` ${l.id}`, h('span', { class: 'muted' }, ` ${l.region}`)))
-  const modeBoxes = ['h2', 'h3'].map((m) => h('label', { class: 'check' },
-    h('input', { type: 'checkbox', name: 'modes', value: m, checked: monitor ? monitor.modes.includes(m) : true }), ` ${m.toUpperCase()}`))
-  const formError = h('p', { class: 'field-error', role: 'alert', hidden: true })
-  const submit = h('button', { type: 'submit' }, monitor ? 'Save' : 'Add monitor')
+  const group = (name, legend, boxes, hint) => h('fieldset', { id: `${name}-group`, 'aria-describedby': `${name}-error` },
+    h('legend', {}, legend), hint ? h('p', { class: 'hint' }, hint) : null, h('div', { class: 'checks' }, boxes), errorEl(name))
+  const box = (name, value, label, checked, extra) => h('label', { class: 'check' },
+    h('input', { type: 'checkbox', name, value, checked }), label, extra ? h('span', { class: 'muted' }, extra) : null)
 
-  const form = h('form', { novalidate: true, onsubmit: onSubmit },
-    field('url', 'URL', url, 'The page to load, with http:// or https://'),
-    field('label', 'Label (optional)', label),
-    field('interval_s', 'Interval in seconds', interval, 'At least 60; lab pages may use 10'),
-    h('fieldset', {}, h('legend', {}, 'Locations'), locBoxes, (errors.locations = h('p', { class: 'field-error', role: 'alert', hidden: true }))),
-    h('fieldset', {}, h('legend', {}, 'Modes'), modeBoxes, (errors.modes = h('p', { class: 'field-error', role: 'alert', hidden: true }))),
-    formError,
-    h('div', { class: 'actions' }, submit, monitor ? h('button', { type: 'button', class: 'danger', onclick: onDelete }, 'Delete') : null))
+  const url = h('input', { id: 'url', name: 'url', type: 'url', inputmode: 'url', required: true, placeholder: 'https://example.com/', value: monitor?.url ?? '', autocomplete: 'url', spellcheck: 'false' })
+  const label = h('input', { id: 'label', name: 'label', type: 'text', maxlength: 200, value: monitor?.label ?? '', placeholder: 'Home page' })
+  const interval = h('input', { id: 'interval_s', name: 'interval_s', type: 'number', min: 10, max: 86400, step: 1, required: true, value: monitor?.interval_s ?? 300 })
+  const repeat = h('input', { type: 'checkbox', id: 'repeat_view', name: 'repeat_view', checked: monitor?.repeat_view ?? false })
+  const paused = monitor ? h('input', { type: 'checkbox', id: 'paused', name: 'paused', checked: monitor.paused }) : null
+  const formError = h('p', { class: 'field-error', role: 'alert', hidden: true })
+  // A read-only key gets 403 on save: offer to enter a write key and retry.
+  const writeKey = h('button', { type: 'button', class: 'secondary small', hidden: true, onclick: async () => { if (await askForKey()) form.requestSubmit() } }, 'Enter a write key')
+  const submit = h('button', { type: 'submit' }, monitor ? 'Save changes' : 'Add monitor')
+
+  const form = h('form', { class: 'card-form', novalidate: true, onsubmit: onSubmit },
+    field('url', 'URL', url, 'The page to load, starting with http:// or https://'),
+    h('div', { class: 'row-2' },
+      field('label', 'Label (optional)', label),
+      field('interval_s', 'Interval (seconds)', interval, `At least 60; lab pages on ${LAB_HOST} may use 10`)),
+    group('locations', 'Locations', locations.map((l) => box('locations', l.id, ` ${l.name}`, monitor ? monitor.locations.includes(l.id) : true,
+      ` ${l.profile?.rtt_ms ? `${l.profile.rtt_ms} ms RTT` : l.region}`))),
+    group('modes', 'Modes', [box('modes', 'h2', ' HTTP/2', monitor ? monitor.modes.includes('h2') : true, ' QUIC disabled'),
+      box('modes', 'h3', ' HTTP/3', monitor ? monitor.modes.includes('h3') : true, ' QUIC forced')], 'Both are needed for a comparison.'),
+    group('probes', 'Probes', PROBES.map((p) => box('probes', p.id, ` ${p.label}`, monitor ? (monitor.probes ?? ['page']).includes(p.id) : p.id === 'page', ` ${p.hint}`))),
+    h('div', { class: 'field' },
+      h('label', { class: 'check', for: 'repeat_view' }, repeat, ' Also measure a repeat view'),
+      h('p', { class: 'hint' }, 'A second navigation in the same browser context: warm cache, reused connection or 0-RTT.'), errorEl('repeat_view')),
+    paused ? h('div', { class: 'field' }, h('label', { class: 'check', for: 'paused' }, paused, ' Paused'), h('p', { class: 'hint' }, 'A paused monitor keeps its results but runs no new rounds.')) : null,
+    formError, writeKey,
+    h('div', { class: 'actions' }, submit,
+      h('a', { class: 'button secondary', href: monitor ? href(`/monitors/${monitor.id}`) : href('/') }, 'Cancel'),
+      h('span', { class: 'spacer' }),
+      monitor ? h('button', { type: 'button', class: 'danger', onclick: onDelete }, 'Delete monitor') : null))
+
+  for (const input of form.querySelectorAll('input')) input.addEventListener('input', () => clearError(input.name))
+
+  function clearError (name) {
+    if (!errors[name]) return
+    errors[name].hidden = true
+    form.querySelector(`#${name}`)?.removeAttribute('aria-invalid')
+    form.querySelector(`#${name}-group`)?.removeAttribute('aria-invalid')
+  }
 
   function showError (name, message) {
     const el = errors[name] ?? formError
     el.textContent = message
     el.hidden = false
-    const input = form.querySelector(`[name="${name}"]`)
-    input?.setAttribute('aria-invalid', 'true')
-    input?.focus()
+    const target = form.querySelector(`#${name}`) ?? form.querySelector(`#${name}-group`)
+    target?.setAttribute('aria-invalid', 'true')
+    return target ?? el
+  }
+
+  const checked = (name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => i.value)
+
+  /** Checks made before sending; each problem names its field. */
+  function problems (body) {
+    const out = []
+    let parsed = null
+    try { parsed = new URL(body.url) } catch {}
+    if (!body.url) out.push(['url', 'Enter the URL of the page to measure.'])
+    else if (!parsed) out.push(['url', `“${body.url}” is not a full URL; write it like https://example.com/`])
+    else if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') out.push(['url', `The URL must start with http:// or https://, not ${parsed.protocol}//`])
+    const min = parsed?.hostname === LAB_HOST ? 10 : 60
+    if (!Number.isInteger(body.interval_s)) out.push(['interval_s', 'Enter a whole number of seconds.'])
+    else if (body.interval_s < min) out.push(['interval_s', `The interval must be at least ${min} seconds${min === 60 ? ` (only lab pages on ${LAB_HOST} may run every 10 s)` : ''}.`])
+    else if (body.interval_s > 86400) out.push(['interval_s', 'The interval can be at most 86400 seconds (one day).'])
+    if (!body.locations.length) out.push(['locations', 'Choose at least one location.'])
+    if (!body.modes.length) out.push(['modes', 'Choose at least one mode.'])
+    if (!body.probes.length) out.push(['probes', 'Choose at least one probe.'])
+    return out
   }
 
   async function onSubmit (ev) {
     ev.preventDefault()
-    for (const el of [...Object.values(errors), formError]) el.hidden = true
-    form.querySelectorAll('[aria-invalid]').forEach((el) => el.removeAttribute('aria-invalid'))
-    const checked = (name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => i.value)
-    if (!url.value.trim()) return showError('url', 'Enter the URL of the page to measure.')
+    for (const name of Object.keys(errors)) clearError(name)
+    formError.hidden = true
+    writeKey.hidden = true
     const body = {
       url: url.value.trim(),
       label: label.value.trim() || null,
-      interval_s: Number(interval.value),
+      interval_s: interval.value === '' ? NaN : Number(interval.value),
       locations: checked('locations'),
-      modes: checked('modes')
+      modes: checked('modes'),
+      probes: checked('probes'),
+      repeat_view: repeat.checked
     }
-    if (!Number.isInteger(body.interval_s)) return showError('interval_s', 'Enter a whole number of seconds.')
-    if (!body.locations.length) return showError('locations', 'Choose at least one location.')
-    if (!body.modes.length) return showError('modes', 'Choose at least one mode.')
+    if (paused) body.paused = paused.checked
+    const found = problems(body)
+    if (found.length) {
+      const targets = found.map(([name, message]) => showError(name, message))
+      return focusFirst(targets[0])
+    }
     submit.disabled = true
     try {
       const saved = monitor ? await api.updateMonitor(monitor.id, body) : await api.createMonitor(body)
-      location.hash = `#/monitors/${saved.id}`
+      toast(monitor ? 'Saved' : 'Monitor added; the first round runs now')
+      location.hash = href(`/monitors/${saved.id}`)
     } catch (err) {
-      if (err instanceof ApiError) showError((err.field ?? '').split('.')[0], err.message)
-      else showError('', `Could not save: ${err.message}`)
+      const name = err instanceof ApiError ? (err.field ?? '').split('.')[0] : ''
+      writeKey.hidden = err.status !== 403
+      focusFirst(showError(name, err instanceof ApiError ? capitalise(err.message) : `Could not save: ${err.message}`))
     } finally {
       submit.disabled = false
     }
   }
 
   async function onDelete () {
-    if (!confirm('Delete this monitor? Its results stay available for export.')) return
-    await api.deleteMonitor(monitor.id)
-    location.hash = '#/'
+    if (!confirm('Delete this monitor? It stops running; its results stay available for export.')) return
+    try {
+      await api.deleteMonitor(monitor.id)
+      toast('Monitor deleted')
+      location.hash = href('/')
+    } catch (err) {
+      focusFirst(showError('', `Could not delete: ${err.message}`))
+    }
   }
 
-  view.replaceChildren(h('h1', {}, monitor ? 'Edit monitor' : 'Add a URL'), form)
-  url.focus()
+  ctx.afterMount(() => url.focus())
+  return [
+    h('div', { class: 'crumbs' }, h('a', { href: href('/') }, 'Overview'), monitor ? [' / ', h('a', { href: href(`/monitors/${monitor.id}`) }, monitor.label || monitor.url)] : null),
+    h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, monitor ? 'Edit monitor' : 'Add a URL'),
+      h('p', { class: 'sub' }, 'h3lens loads the page over HTTP/2 and HTTP/3 from each location, every interval, in a fresh browser context.'))),
+    form
+  ]
 }
+
+function focusFirst (el) {
+  const target = el.matches?.('fieldset') ? el.querySelector('input') : el
+  target?.focus?.()
+}
+
+const capitalise = (s) => s.charAt(0).toUpperCase() + s.slice(1)

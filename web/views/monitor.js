@@ -1,52 +1,179 @@
-import { api } from '../api.js'
-import { h, ms, ago } from '../dom.js'
+// One monitor: the regional comparison table, p50/p95 trends and CDFs per
+// location, fallback and error rates, recent runs and exports, all for the
+// selected window and metric.
+import { api, exportUrl, downloadWithKey } from '../api.js'
+import { h, ms, pct, section, emptyState, errorState, toast, duration, VERDICT } from '../dom.js'
+import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, setParams, timeWindow } from '../query.js'
+import { metricPicker, verdictLegend } from '../components/metric-picker.js'
+import { comparisonTable } from '../components/comparison-table.js'
+import { reliabilityTable } from '../components/reliability.js'
+import { runsTable } from '../components/runs-table.js'
+import { trendChart, cdfChart } from '../components/charts.js'
 
-/** One monitor: the latest runs per location and mode, then recent runs. */
-export async function renderMonitor (view, id) {
-  async function draw () {
-    const [monitor, { items }] = await Promise.all([api.monitor(id), api.results(id, { limit: 200 })])
-    const latest = new Map()
-    for (const r of items) {
-      const key = `${r.location_id}/${r.mode}`
-      if (!latest.has(key)) latest.set(key, r)
-    }
-    const cards = monitor.locations.map((loc) => h('section', { class: 'card' },
-      h('h2', {}, loc),
-      h('table', { class: 'grid compact' },
-        h('thead', {}, h('tr', {}, ['Mode', 'Protocol', 'TTFB', 'Load', 'Status'].map((t) => h('th', { scope: 'col' }, t)))),
-        h('tbody', {}, monitor.modes.map((mode) => {
-          const r = latest.get(`${loc}/${mode}`)
-          if (!r) return h('tr', {}, h('td', {}, mode.toUpperCase()), h('td', { colspan: 4, class: 'muted' }, 'no runs yet'))
-          return h('tr', {},
-            h('td', {}, mode.toUpperCase()),
-            h('td', {}, h('span', { class: `proto ${r.protocol_ok ? 'ok' : 'bad'}` }, r.observed_protocol ?? 'none')),
-            h('td', {}, ms(r.ttfb_ms)),
-            h('td', {}, ms(r.load_ms)),
-            h('td', { class: r.status === 'ok' ? '' : 'bad' }, r.status === 'ok' ? `ok, ${ago(r.measured_at)}` : `${r.status}${r.error ? `: ${r.error}` : ''}`))
-        })))))
-    const recent = items.slice(0, 40).map((r) => h('tr', {},
-      h('td', {}, new Date(r.measured_at).toLocaleTimeString()),
-      h('td', {}, r.location_id),
-      h('td', {}, r.mode.toUpperCase()),
-      h('td', {}, h('span', { class: `proto ${r.protocol_ok ? 'ok' : 'bad'}` }, r.observed_protocol ?? 'none')),
-      h('td', {}, ms(r.ttfb_ms)),
-      h('td', {}, ms(r.load_ms)),
-      h('td', { class: r.status === 'ok' ? '' : 'bad' }, r.status === 'ok' ? 'ok' : `${r.status}${r.error ? `: ${r.error}` : ''}`)))
-    view.replaceChildren(
-      h('div', { class: 'title-row' },
-        h('div', {}, h('h1', {}, monitor.label || monitor.url), h('div', { class: 'sub' }, monitor.url, ` · every ${monitor.interval_s} s`)),
-        h('a', { class: 'button secondary', href: `#/monitors/${id}/edit` }, 'Edit')),
-      items.length ? null : h('p', { class: 'state' }, 'Waiting for the first round… results appear here within a minute.'),
-      h('div', { class: 'cards' }, cards),
-      h('h2', {}, 'Recent runs'),
-      items.length
-        ? h('table', { class: 'grid' },
-            h('thead', {}, h('tr', {}, ['Time', 'Location', 'Mode', 'Protocol', 'TTFB', 'Load', 'Status'].map((t) => h('th', { scope: 'col' }, t)))),
-            h('tbody', {}, recent))
-        : h('p', { class: 'muted' }, 'No runs yet.')
-    )
+const TREND_PERCENTILES = [50, 95]
+const RUNS_PAGE = 20
+
+export async function render (ctx) {
+  const id = ctx.params[0]
+  const metric = metricOf(ctx.query)
+  const win = timeWindow(ctx.query)
+  const [monitor, locations] = await Promise.all([api.monitor(id), api.locations()])
+  const bucket = bucketFor(win, monitor.interval_s, ctx.query)
+  const probe = pick(ctx.query.get('probe'), monitor.probes ?? ['page'])
+  const view = pick(ctx.query.get('view'), monitor.repeat_view ? ['first', 'repeat'] : ['first'])
+  const range = { from: win.from, to: win.to }
+  const filters = { ...range, metric, probe, view }
+  const names = new Map(locations.map((l) => [l.id, l]))
+  const nameOf = (lid) => names.get(lid)?.name ?? lid
+  const label = metricLabel(metric)
+
+  const compare = section(`${label}: HTTP/3 against HTTP/2 by percentile`, { id: 'comparison', actions: verdictLegend(), intro: 'Δ = H3 − H2, so negative means HTTP/3 is faster. A cell is green or red only when the 95% interval of Δ excludes 0.' })
+  const trends = section(`${label} over time: p50 and p95`, { id: 'trends', actions: [protocolKey(true), bucketPicker(bucket)] })
+  const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false) })
+  const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Runs that loaded over another protocol than the one forced, or failed, are never averaged into the numbers above.', flush: true })
+  const runs = section('Recent runs', { id: 'runs', flush: true })
+
+  const comparison = api.comparison(id, filters)
+  const fills = [
+    fill(compare, comparison.then((c) => [headline(c), comparisonTable(c)])),
+    fill(rates, comparison.then((c) => reliabilityTable(c.locations))),
+    fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
+      .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range), ctx))),
+    fill(cdfs, api.distribution(id, filters)
+      .then((d) => chartGrid(d.series, monitor, nameOf, (s, name) => cdfChart(s, `${label} CDF, ${name}`), ctx))),
+    fill(runs, api.results(id, { ...range, probe, view, limit: RUNS_PAGE }).then((page) => page.items.length
+      ? pagedRuns(id, { ...range, probe, view }, page, nameOf)
+      : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`)))
+  ]
+  // A refresh swaps the page only once everything is in, so nothing flickers.
+  if (ctx.soft) await Promise.all(fills)
+
+  return [
+    h('div', { class: 'crumbs' }, h('a', { href: href('/') }, 'Overview'), ' / ', monitor.label || monitor.url),
+    h('div', { class: 'page-head' },
+      h('div', {},
+        h('h1', {}, monitor.label || monitor.url, monitor.paused ? h('span', { class: 'badge warn' }, 'paused') : null),
+        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
+      h('div', { class: 'head-actions' },
+        exportMenu(id, { ...filters, bucket }, ctx.onDispose),
+        h('a', { class: 'button secondary', href: href(`/monitors/${id}/edit`) }, 'Edit'))),
+    win.error ? h('p', { class: 'notice warn', role: 'alert' }, win.error) : null,
+    h('div', { class: 'view-controls' }, metricPicker(metric),
+      (monitor.probes ?? []).length > 1 ? choice('probe', 'Probe', probe, monitor.probes) : null,
+      monitor.repeat_view ? choice('view', 'View', view, ['first', 'repeat']) : null,
+      h('span', { class: 'sub' }, win.label)),
+    compare.el, trends.el, cdfs.el, rates.el, runs.el
+  ]
+}
+
+/** Runs table with a "Show more" button that follows next_cursor. */
+function pagedRuns (id, range, first, nameOf) {
+  const items = [...first.items]
+  let cursor = first.next_cursor
+  const wrap = h('div', {})
+  const draw = () => {
+    const more = cursor
+      ? h('button', { type: 'button', class: 'secondary small', id: 'runs-more', onclick: loadMore }, 'Show more runs')
+      : null
+    wrap.replaceChildren(runsTable(items, nameOf), more ? h('div', { class: 'more' }, more) : null)
   }
-  await draw()
-  const timer = setInterval(() => draw().catch(() => {}), 10000)
-  return () => clearInterval(timer)
+  async function loadMore (ev) {
+    ev.currentTarget.disabled = true
+    try {
+      const page = await api.results(id, { ...range, limit: RUNS_PAGE, cursor })
+      items.push(...page.items)
+      cursor = page.next_cursor
+      // Auto-refresh would drop the runs paged in so far.
+      wrap.dataset.holdRefresh = 'true'
+      draw()
+      document.getElementById('runs-more')?.focus()
+    } catch (err) {
+      toast(`Could not load more runs: ${err.message}`)
+      ev.currentTarget.disabled = false
+    }
+  }
+  draw()
+  return wrap
+}
+
+/** Fill a section from a promise; its failure stays inside the section. */
+function fill (sec, promise) {
+  return promise.then((nodes) => sec.fill(nodes), (err) => sec.fill(errorState(err)))
+}
+
+/** One sentence answering the question for all locations together. */
+function headline (c) {
+  const all = c.locations.find((l) => l.location_id === null)
+  if (!all || all.insufficient_data) return h('p', { class: 'headline muted' }, all?.reason ? `Not enough data yet: ${all.reason}.` : 'Not enough data yet.')
+  const parts = all.rows.filter((r) => r.percentile === 50 || r.percentile === 95).map((r) => {
+    if (r.verdict === 'h3_faster') return h('span', { class: 'v-text faster' }, `${pct(-r.delta_pct)} faster at p${r.percentile} (${ms(-r.delta_ms)})`)
+    if (r.verdict === 'h3_slower') return h('span', { class: 'v-text slower' }, `${pct(r.delta_pct)} slower at p${r.percentile} (${ms(r.delta_ms)})`)
+    return h('span', { class: 'v-text' }, `no different at p${r.percentile}`)
+  })
+  const places = c.locations.filter((l) => l.location_id !== null && !l.insufficient_data)
+  const faster = places.filter((l) => l.rows.find((r) => r.percentile === 95)?.verdict === 'h3_faster').length
+  return h('p', { class: 'headline' }, 'Across all locations HTTP/3 is ', parts.flatMap((p, i) => (i ? [' and ', p] : [p])), '. ',
+    places.length ? h('span', { class: 'muted' }, `At p95 it is faster in ${faster} of ${places.length} locations.${all.verdict && VERDICT[all.verdict] ? ` Whole distribution: ${VERDICT[all.verdict].label} (Mann–Whitney).` : ''}`) : null)
+}
+
+/**
+ * One chart per location (small multiples), in the monitor's location order.
+ * @param {any[]} series API series with location_id and mode
+ */
+function chartGrid (series, monitor, nameOf, make, ctx) {
+  if (!series.length) return emptyState('No data in this window', 'Charts appear after the first successful runs.')
+  const byLoc = new Map()
+  for (const s of series) {
+    if (!byLoc.has(s.location_id)) byLoc.set(s.location_id, {})
+    byLoc.get(s.location_id)[s.mode] = s
+  }
+  const order = [...monitor.locations.filter((l) => byLoc.has(l)), ...[...byLoc.keys()].filter((l) => !monitor.locations.includes(l))]
+  return h('div', { class: 'charts' }, order.map((lid) => {
+    const chart = make(byLoc.get(lid), nameOf(lid))
+    ctx.onDispose(chart.dispose)
+    return h('figure', { class: 'chart-card' }, h('figcaption', {}, nameOf(lid)), chart.el)
+  }))
+}
+
+function protocolKey (withDash) {
+  const item = (cls, text, dashed) => h('span', { class: 'legend-item' }, h('span', { class: `key-line ${cls}${dashed ? ' dashed' : ''}`, 'aria-hidden': 'true' }), text)
+  return h('div', { class: 'legend', role: 'note', 'aria-label': 'Line key' },
+    withDash ? [item('h2', 'H2 p50'), item('h2', 'H2 p95', true), item('h3', 'H3 p50'), item('h3', 'H3 p95', true)] : [item('h2', 'HTTP/2'), item('h3', 'HTTP/3')])
+}
+
+/** The query's value when the monitor has it, else the first allowed. */
+const pick = (value, allowed) => (allowed.includes(value) ? value : allowed[0])
+
+function choice (name, text, current, options) {
+  return h('label', { class: 'inline-select', for: `${name}-select` }, `${text} `,
+    h('select', { id: `${name}-select`, onchange: (ev) => setParams({ [name]: ev.target.value }) },
+      options.map((o) => h('option', { value: o, selected: o === current }, o))))
+}
+
+function bucketPicker (bucket) {
+  return h('label', { class: 'inline-select', for: 'bucket-select' }, 'Bucket ',
+    h('select', { id: 'bucket-select', onchange: (ev) => setParams({ bucket: ev.target.value }) },
+      BUCKET_NAMES.map((b) => h('option', { value: b, selected: b === bucket }, b))))
+}
+
+function exportMenu (id, { from, to, metric, probe, view, bucket }, onDispose) {
+  const link = (text, url, file) => h('a', { href: url, download: file, onclick: (ev) => downloadWithKey(ev).catch((err) => toast(err.message)) }, text)
+  const trends = { from, to, metric, probe, view, bucket, percentiles: [50, 95] }
+  const menu = h('details', { class: 'menu', onkeydown: (ev) => { if (ev.key === 'Escape' && menu.open) closeMenu(menu) } },
+    h('summary', { class: 'button secondary', id: 'export-menu' }, 'Export'),
+    h('div', { class: 'menu-list' },
+      h('p', { class: 'menu-note' }, 'Current window and metric'),
+      link('Trends as CSV', exportUrl.trends(id, trends, 'csv'), `h3lens-trends-${id}-${metric}.csv`),
+      link('Trends as JSON', exportUrl.trends(id, trends, 'json'), `h3lens-trends-${id}-${metric}.json`),
+      link('Raw results as CSV', exportUrl.results({ monitor: id, from, to, probe, view }, 'csv'), `h3lens-results-${id}.csv`),
+      link('Raw results as NDJSON', exportUrl.results({ monitor: id, from, to, probe, view }, 'ndjson'), `h3lens-results-${id}.ndjson`)))
+  const outside = (ev) => { if (menu.open && !menu.contains(ev.target)) menu.open = false }
+  document.addEventListener('click', outside)
+  onDispose(() => document.removeEventListener('click', outside))
+  return menu
+}
+
+function closeMenu (menu) {
+  menu.open = false
+  menu.querySelector('summary').focus()
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// Screenshots of every dashboard page, for the docs: a throw-away database
+// with a day of realistic results, the API on a free loopback port, and
+// Chromium. Writes docs/screenshots/<page>.png and <page>-dark.png.
+//
+//   node scripts/screenshots.js [--out docs/screenshots]
+import fs from 'node:fs'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../test/helpers/ui.js'
+
+const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' } } })
+const out = path.resolve(values.out)
+fs.mkdirSync(out, { recursive: true })
+
+const db = await startScratchDatabase()
+let server = null
+let chromium = null
+let failed = false
+try {
+  console.log('seeding a day of results…')
+  const seeded = await seedDemo(db.pool, { hours: 24, stepMinutes: 5 })
+  server = await startDashboard(db.pool)
+  chromium = await launchBrowser()
+  const pages = [
+    // Load time shows every verdict: H3 loses on loopback for the 1 MB page.
+    ['overview', '#/?window=24h&metric=load'],
+    ['monitor', `#/monitors/${seeded.monitors[1].id}?window=24h&metric=ttfb`],
+    ['run-detail', `#/results/${seeded.latestResultId}`],
+    ['add-monitor', '#/new'],
+    ['locations', '#/locations']
+  ]
+  for (const scheme of ['light', 'dark']) {
+    for (const [name, hash] of pages) {
+      const page = await chromium.browser.newPage()
+      const errors = collectPageErrors(page)
+      await useApiKey(page, seeded.apiKey)
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: scheme }])
+      await page.goto(`${server.url}/${hash}`, { waitUntil: 'networkidle0' })
+      await waitUntilSettled(page)
+      // Charts draw after their module loads and they know their width.
+      if (name === 'monitor') await page.waitForSelector('#cdf canvas')
+      await page.evaluate('document.activeElement?.blur()')
+      const file = path.join(out, `${name}${scheme === 'dark' ? '-dark' : ''}.png`)
+      await page.screenshot({ path: file, fullPage: true })
+      console.log(`wrote ${path.relative(process.cwd(), file)}`)
+      if (errors.length) {
+        failed = true
+        console.error(`${name} (${scheme}): ${errors.join('\n  ')}`)
+      }
+      await page.close()
+    }
+  }
+} finally {
+  await chromium?.close()
+  await server?.close()
+  await db.stop()
+}
+process.exitCode = failed ? 1 : 0

@@ -1,0 +1,278 @@
+// The dashboard under test: an API over a database holding realistic,
+// deterministic results (no measurement needed), and Chromium to look at it.
+// Shared by test/ui.test.js, scripts/screenshots.js and bench/ui-payload.js.
+/* global document -- used inside functions that run in the page */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import puppeteer from 'puppeteer-core'
+import { startApi } from '../../api/server.js'
+import { loadConfig } from '../../lib/config.js'
+import { createLogger } from '../../lib/log.js'
+import { createPool, startEmbeddedPostgres } from '../../lib/db.js'
+import { migrate } from '../../lib/migrate.js'
+import { upsertLocation } from '../../lib/locations.js'
+import { createAgentToken, touchAgent } from '../../lib/agents.js'
+import { createMonitor } from '../../lib/monitors.js'
+import { insertResults } from '../../lib/results.js'
+import { rebuildRollups } from '../../lib/rollups.js'
+import { createApiKey } from '../../lib/api-keys.js'
+import { rttAccounting } from '../../agents/rtt.js'
+import { freePort } from './process.js'
+
+export const CHROMIUM_FLAGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+// Profiles as the lab publishes them (RTT grows 1×/2×/3× with loss).
+const LOCATIONS = [
+  { id: 'lab-na', name: 'Lab North America', region: 'North America', profile: { rtt_ms: 30, jitter_ms: 1, loss_pct: 0.1, loss_model: 'bernoulli', down_kbps: 50000, up_kbps: 20000, queue_packets: 128 } },
+  { id: 'lab-eu', name: 'Lab Europe', region: 'Europe', profile: { rtt_ms: 60, jitter_ms: 2, loss_pct: 0.5, loss_model: 'bernoulli', down_kbps: 40000, up_kbps: 15000, queue_packets: 200 } },
+  { id: 'lab-asia', name: 'Lab Asia', region: 'Asia', profile: { rtt_ms: 90, jitter_ms: 4, loss_pct: 1.5, loss_model: 'gilbert-elliott', down_kbps: 25000, up_kbps: 10000, queue_packets: 192 } }
+]
+const LOCAL_SPEED_KBPS = 2_000_000
+
+// kb = page weight; subs = sub-resources after the document.
+const PAGES = [
+  { label: 'Lab page-15k', file: 'page-15k.html', kb: 15, subs: 3 },
+  { label: 'Lab page-1m', file: 'page-1m.html', kb: 1000, subs: 6 },
+  { label: 'Lab page-many', file: 'page-many.html', kb: 80, subs: 12 }
+]
+
+/** Small seeded PRNG (mulberry32), so every seeding draws the same data. */
+function random (seed) {
+  let a = seed >>> 0
+  const next = () => {
+    a = (a + 0x6D2B79F5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  const normal = () => Math.sqrt(-2 * Math.log(next() || 1e-12)) * Math.cos(2 * Math.PI * next())
+  return { next, logNormal: (sigma) => Math.exp(sigma * normal()) }
+}
+
+/**
+ * One page load, modelled on what the lab shows: H2 needs TCP + TLS 1.3
+ * (2 RTT) before the request, H3 one combined handshake (1 RTT); losses cost
+ * H2 more (a retransmission timeout and head-of-line blocking); on loopback
+ * QUIC's user-space stack makes H3 slower for big transfers.
+ */
+function sampleLoad ({ rnd, page, loc, mode, time, labPort, i }) {
+  const p = loc.profile
+  const rtt = (p.rtt_ms || 0.2) * (1 + 0.12 * Math.sin(time / 86400e3 * 2 * Math.PI)) + (p.jitter_ms ?? 0) * (rnd.next() - 0.5)
+  const loss = (p.loss_pct ?? 0) / 100
+  const kbps = p.down_kbps ?? LOCAL_SPEED_KBPS
+  const noise = () => rnd.logNormal(0.12)
+  const lost = () => rnd.next() < loss * (mode === 'h2' ? 8 : 5)
+  const penalty = () => (mode === 'h2' ? 200 + 3 * rtt : 1.5 * rtt + 25) * rnd.next()
+  const dns = 0.2 + rnd.next() * 0.8
+  // On loopback the handshake is CPU, not round trips: QUIC's costs as much.
+  const handshake = p.rtt_ms ? (mode === 'h2' ? 2 : 1) * rtt : 0.5 * noise()
+  const connect = handshake * noise() + 0.6 + (lost() ? penalty() : 0)
+  const tls = mode === 'h2' ? rtt * noise() + 0.4 : connect - 0.1
+  const ttfb = dns + connect + rtt * noise() + 4 * noise()
+  const cpu = mode === 'h3' && !p.down_kbps ? 1.6 : 1
+  const transfer = page.kb * 8 / kbps * 1000 * cpu * noise() + (page.kb > 500 ? 12 * cpu : 0)
+  const hol = mode === 'h2' ? page.kb * loss * 9 * rnd.next() : 0
+  const dcl = ttfb + Math.min(transfer, 40) + rtt * noise() + 6
+  const fcp = dcl + 12 * noise()
+  const load = Math.max(dcl, ttfb + transfer + Math.ceil(page.subs / 6) * rtt * noise() + hol + (lost() ? penalty() : 0) + 8)
+  const lcp = Math.min(load, fcp + page.kb / 40 * noise())
+  const r1 = (v) => Math.round(v * 10) / 10
+  const requests = detailRequests({ page, mode, labPort, dns, connect, ttfb, load, i })
+  return {
+    dns_ms: r1(dns), connect_ms: r1(connect), tls_ms: r1(tls), ttfb_ms: r1(ttfb), dcl_ms: r1(dcl),
+    fcp_ms: r1(fcp), lcp_ms: r1(lcp), load_ms: r1(load), rtt_ms: p.rtt_ms ? r1(rtt) : null,
+    bytes: requests.reduce((n, r) => n + r.bytes, 0), requests: requests.length,
+    details: { requests, wall_ms: r1(load + 30), rtt_source: p.rtt_ms ? 'profile' : null }
+  }
+}
+
+function detailRequests ({ page, mode, labPort, dns, connect, ttfb, load, i }) {
+  const origin = `https://lab.h3lens.test:${labPort}`
+  const conn = 100 + i
+  const docBytes = Math.round(page.kb * 1024 / (page.subs + 1)) + 400
+  const r1 = (v) => Math.round(v * 10) / 10
+  const docEnd = ttfb * 1.1
+  const doc = {
+    url: `${origin}/${page.file}`, type: 'Document', method: 'GET', protocol: mode, status: 200, bytes: docBytes,
+    start_ms: 0, end_ms: r1(docEnd), connection_id: conn, connection_reused: false, from_cache: false,
+    alternate_protocol_usage: mode === 'h3' ? 'dnsAlpnH3JobWonRace' : 'unspecifiedReason',
+    timing: { dns_ms: r1(dns), connect_ms: r1(connect), ssl_ms: r1(mode === 'h3' ? connect : connect / 2), send_ms: 0.1, wait_ms: r1(ttfb - dns - connect), receive_ms: r1(docEnd - ttfb) }
+  }
+  const out = [doc]
+  const names = ['site.css', 'app.js', 'hero.jpg', 'logo.svg', 'font.woff2', 'photo-1.jpg', 'photo-2.jpg', 'photo-3.jpg', 'data.json', 'chart.js', 'icon.png', 'analytics.js']
+  for (let k = 0; k < page.subs; k++) {
+    const start = docEnd + (load - docEnd) * (k / page.subs) * 0.5
+    const end = Math.min(load - 2, start + (load - start) * (0.35 + 0.1 * (k % 4)))
+    const wait = (end - start) * 0.45
+    out.push({
+      url: `${origin}/assets/${names[k % names.length]}`, type: k % 3 ? 'Image' : 'Script', method: 'GET', protocol: mode, status: 200, bytes: docBytes,
+      start_ms: r1(start), end_ms: r1(end), connection_id: conn, connection_reused: true, from_cache: false, alternate_protocol_usage: null,
+      timing: { dns_ms: null, connect_ms: null, ssl_ms: null, send_ms: 0.1, wait_ms: r1(wait), receive_ms: r1(end - start - wait - 0.1) }
+    })
+  }
+  return out
+}
+
+const FLAGS = {
+  h2: ['--disable-quic'],
+  h3: ['--enable-quic', '--origin-to-force-quic-on=lab.h3lens.test:PORT']
+}
+
+/**
+ * Monitors, locations, agents, finished jobs and their results over the last
+ * `hours`, one round every `stepMinutes` per monitor and location; rollups
+ * are rebuilt so the comparison reads them. Also makes a write API key.
+ * @param {import('pg').Pool} db
+ * @param {{ hours?: number, stepMinutes?: number, labPort?: number, seed?: number }} [opts]
+ */
+export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 8443, seed = 7 } = {}) {
+  const rnd = random(seed)
+  const locations = [{ id: 'local', profile: {} }]
+  for (const l of LOCATIONS) locations.push(await upsertLocation(db, { ...l, kind: 'lab' }))
+  const agents = {}
+  for (const l of locations) {
+    const { agent } = await createAgentToken(db, { location: l.id, name: `${l.id}-agent` })
+    await touchAgent(db, agent.id, { version: '0.1.0', browser_version: 'Chromium 156.0.8078.79' })
+    agents[l.id] = agent.id
+  }
+  // One agent that stopped reporting, so the health column has something to say.
+  await db.query("UPDATE agents SET last_seen_at = now() - interval '42 minutes' WHERE id = $1", [agents['lab-asia']])
+
+  const monitors = []
+  for (const page of PAGES) {
+    monitors.push(await createMonitor(db, { url: `https://lab.h3lens.test:${labPort}/${page.file}`, label: page.label, interval_s: stepMinutes * 60, locations: locations.map((l) => l.id) }))
+  }
+  // A monitor added moments ago: nothing measured yet.
+  const fresh = await createMonitor(db, { url: 'https://example.com/', label: 'example.com', interval_s: 300, locations: ['lab-eu', 'lab-na'] })
+  const step = stepMinutes * 60e3
+  const end = Math.floor(Date.now() / step) * step
+  const rounds = Math.floor(hours * 3600e3 / step)
+  const jobs = []
+  for (const [m, monitor] of monitors.entries()) {
+    for (const loc of locations) {
+      for (let k = rounds; k >= 1; k--) jobs.push({ monitor, page: PAGES[m], loc, due: new Date(end - k * step + m * 7000) })
+    }
+  }
+  const { rows } = await db.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, finished_at)
+     SELECT m, l, d, 'done', 1, a, d + interval '5 seconds'
+       FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::bigint[]) AS t(m, l, d, a)
+     RETURNING id`,
+    [jobs.map((j) => j.monitor.id), jobs.map((j) => j.loc.id), jobs.map((j) => j.due), jobs.map((j) => agents[j.loc.id])])
+  let next = 0
+  const work = async () => {
+    for (let n = next++; n < jobs.length; n = next++) {
+      const j = jobs[n]
+      const results = ['h2', 'h3'].map((mode) => resultFor({ rnd, j, mode, labPort, i: n }))
+      await insertResults(db, { job: { id: rows[n].id, monitor_id: j.monitor.id, location_id: j.loc.id, due_at: j.due }, agentId: agents[j.loc.id], agentVersion: '0.1.0', results })
+    }
+  }
+  await Promise.all(Array.from({ length: 8 }, work))
+  await rebuildRollups(db)
+  const { secret: apiKey } = await createApiKey(db, { name: 'dashboard', role: 'write' })
+  const { rows: [latest] } = await db.query(
+    "SELECT id FROM results WHERE monitor_id = $1 AND mode = 'h3' AND status = 'ok' ORDER BY time DESC LIMIT 1", [monitors[2].id])
+  return { monitors, fresh, apiKey, locations: locations.map((l) => l.id), results: jobs.length * 2, latestResultId: latest.id }
+}
+
+function resultFor ({ rnd, j, mode, labPort, i }) {
+  const base = {
+    mode,
+    measured_at: new Date(+j.due + 2000 + rnd.next() * 3000),
+    browser_version: 'Chrome/156.0.8078.79',
+    flags: [...CHROMIUM_FLAGS, ...FLAGS[mode].map((f) => f.replace('PORT', String(labPort))),
+      `--host-resolver-rules=MAP lab.h3lens.test 127.0.0.1, MAP * ~NOTFOUND`]
+  }
+  const roll = rnd.next()
+  const lossy = (j.loc.profile.loss_pct ?? 0) > 1
+  if (mode === 'h3' && lossy && roll < 0.03) {
+    return { ...base, ...sampleLoad({ rnd, page: j.page, loc: j.loc, mode: 'h2', time: +j.due, labPort, i }), status: 'protocol_mismatch', protocol_ok: false, observed_protocol: 'h2', error: 'the page loaded over h2, not h3 (QUIC was blocked or broken)' }
+  }
+  if (roll > 0.995) return { ...base, status: 'timeout', protocol_ok: false, observed_protocol: null, error: 'page load timed out after 30000 ms' }
+  const m = sampleLoad({ rnd, page: j.page, loc: j.loc, mode, time: +j.due, labPort, i })
+  const rtt = rttAccounting({ protocol: mode, connect_ms: m.connect_ms, ttfb_ms: m.ttfb_ms }, m.rtt_ms)
+  return { ...base, ...m, ...rtt, status: 'ok', protocol_ok: true, observed_protocol: mode, h3_request_share: mode === 'h3' ? 1 : 0, h3_byte_share: mode === 'h3' ? 1 : 0 }
+}
+
+/**
+ * The API (and so the dashboard) on a free loopback port.
+ * @param {import('pg').Pool} db
+ */
+export async function startDashboard (db) {
+  const config = loadConfig({ PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
+  const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+  return startApi({ db, config, log })
+}
+
+/**
+ * A throw-away embedded PostgreSQL, migrated, for scripts that run outside
+ * the test runner.
+ */
+export async function startScratchDatabase () {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-ui-'))
+  const log = createLogger({ logLevel: 'warn', name: 'scratch-db' })
+  const pg = await startEmbeddedPostgres({ dataDir, port: await freePort(), log })
+  const pool = createPool(pg.url)
+  await migrate(pool)
+  return {
+    pool,
+    async stop () {
+      await pool.end()
+      await pg.stop()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** Chromium with a fresh profile, talking to nothing but loopback. */
+export async function launchBrowser () {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-ui-chromium-'))
+  const browser = await puppeteer.launch({
+    executablePath: process.env.H3LENS_CHROMIUM ?? '/usr/bin/chromium',
+    args: [...CHROMIUM_FLAGS, `--user-data-dir=${userDataDir}`],
+    defaultViewport: { width: 1360, height: 900 }
+  })
+  return {
+    browser,
+    async close () {
+      await browser.close()
+      fs.rmSync(userDataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+/**
+ * Store an API key in the dashboard's localStorage before any page script
+ * runs, as a user who entered it earlier would have.
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} key
+ */
+export function useApiKey (page, key) {
+  return page.evaluateOnNewDocument((k) => localStorage.setItem('h3lens.apiKey', k), key)
+}
+
+/**
+ * Console errors and uncaught exceptions of a page, collected as text.
+ * @param {import('puppeteer-core').Page} page
+ */
+export function collectPageErrors (page) {
+  const errors = []
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()} ${m.location()?.url ?? ''}`) })
+  page.on('pageerror', (err) => errors.push(`pageerror: ${err instanceof Error ? err.message : String(err)}`))
+  return errors
+}
+
+/**
+ * Wait until the current view has rendered: not busy, no skeleton or
+ * loading state left.
+ * @param {import('puppeteer-core').Page} page
+ */
+export function waitUntilSettled (page) {
+  return page.waitForFunction(() => {
+    const main = document.getElementById('view')
+    return main.getAttribute('aria-busy') === 'false' && !main.querySelector('.skeleton, .state.loading')
+  }, { timeout: 30000 })
+}

@@ -1,0 +1,305 @@
+// The dashboard in real Chromium, against the real API over a database that
+// holds three hours of realistic results: what a user sees and can do.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { eventually } from './helpers/process.js'
+import { createTestDatabase } from './helpers/db.js'
+import { seedDemo, startDashboard, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled } from './helpers/ui.js'
+
+/* global document, location, getComputedStyle, MouseEvent -- used inside functions that run in the page */
+
+let database, seeded, server, chromium
+
+/** GET from the API with the test's key, as a script would. */
+const apiGet = (path) => fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${seeded.apiKey}` } })
+
+before(async () => {
+  database = await createTestDatabase()
+  seeded = await seedDemo(database.pool, { hours: 3, stepMinutes: 5 })
+  server = await startDashboard(database.pool)
+  chromium = await launchBrowser()
+})
+
+after(async () => {
+  await chromium?.close()
+  await server?.close()
+  await database?.drop()
+})
+
+/**
+ * Open a dashboard route, as a user whose API key is stored, and wait until
+ * it has settled. Console errors and
+ * uncaught exceptions are collected; `done` asserts there were none.
+ * @param {string} hash
+ */
+async function open (hash, { allow = [] } = {}) {
+  const page = await chromium.browser.newPage()
+  const errors = collectPageErrors(page)
+  await useApiKey(page, seeded.apiKey)
+  await page.goto(`${server.url}/${hash}`, { waitUntil: 'networkidle0' })
+  await settled(page)
+  return {
+    page,
+    async done () {
+      const unexpected = errors.filter((e) => !allow.some((re) => re.test(e)))
+      await page.close()
+      assert.deepEqual(unexpected, [], 'no console errors or uncaught exceptions')
+    }
+  }
+}
+
+/** Counts canvas pixels close to a CSS colour variable (a series' stroke). */
+function inkOf (page, selector, cssVar) {
+  return page.$$eval(selector, (canvases, name) => {
+    const hex = getComputedStyle(document.documentElement).getPropertyValue(name).trim()
+    const want = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16))
+    return canvases.map((c) => {
+      const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height)
+      let near = 0
+      let painted = 0
+      for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] === 0) continue
+        painted++
+        if (Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]) < 60) near++
+      }
+      return { width: c.width, height: c.height, painted, near }
+    })
+  }, cssVar)
+}
+
+test('the overview shows a verdict for every monitor and location', async () => {
+  const { page, done } = await open('#/')
+  const monitors = await page.$$eval('.heat tbody tr', (rows) => rows.map((r) => r.querySelector('th a')?.textContent))
+  assert.deepEqual(monitors, ['Lab page-15k', 'Lab page-1m', 'Lab page-many', 'example.com'])
+  const chips = await page.$$eval('.heat .chip', (els) => els.map((e) => e.textContent))
+  // 3 measured monitors × (4 locations + all) × (p50, p95)
+  assert.equal(chips.length, 30)
+  for (const c of chips) assert.match(c, /^p(50|95).*\d+(\.\d)?%/)
+  assert.match(await page.$eval('.heat tbody tr:last-child', (r) => r.textContent), /Not enough data/)
+  assert.match(await page.$eval('.heat', (t) => t.textContent), /fallback/, 'fallback badge for the lossy location')
+  await done()
+})
+
+test('the time window is kept in the URL and switching it reloads the view', async () => {
+  const { page, done } = await open('#/?metric=load')
+  assert.equal(await page.$eval('#metric-load', (i) => i.checked), true)
+  await page.click('label[for="window-7d"]')
+  await page.waitForFunction(() => location.hash.includes('window=7d'))
+  await settled(page)
+  assert.match(await page.$eval('.page-head .sub', (p) => p.textContent), /Load at p50 and p95, last 7 days/)
+  assert.match(await page.evaluate(() => location.hash), /metric=load/, 'the metric survives the window change')
+  const monitorHref = await page.$eval('.heat tbody tr th a', (a) => a.getAttribute('href'))
+  assert.match(monitorHref, /^#\/monitors\/\d+\?.*window=7d/, 'links carry the window along')
+  await done()
+})
+
+test('adding a monitor through the form lands on its page', async () => {
+  const { page, done } = await open('#/new')
+  await page.type('#url', 'https://example.org/landing')
+  await page.type('#label', 'Landing page')
+  await page.$eval('#interval_s', (i) => { i.value = '' })
+  await page.type('#interval_s', '120')
+  await page.click('form.card-form button[type="submit"]')
+  await page.waitForFunction(() => /^#\/monitors\/\d+$/.test(location.hash.split('?')[0]))
+  await settled(page)
+  assert.equal(await page.$eval('h1', (e) => e.textContent), 'Landing page')
+  const id = Number(await page.evaluate(() => location.hash.match(/monitors\/(\d+)/)[1]))
+  const stored = await (await apiGet(`/api/v1/monitors/${id}`)).json()
+  assert.equal(stored.url, 'https://example.org/landing')
+  assert.equal(stored.interval_s, 120)
+  assert.deepEqual(stored.modes, ['h2', 'h3'])
+  await done()
+})
+
+test('bad input shows the error next to its field', async () => {
+  const { page, done } = await open('#/new', { allow: [/status of 400/] })
+  await page.type('#url', 'ftp://x')
+  await page.$eval('#interval_s', (i) => { i.value = '' })
+  await page.type('#interval_s', '5')
+  await page.click('form.card-form button[type="submit"]')
+  const errorOf = (name) => page.$eval(`#${name}`, (input) => {
+    const field = input.closest('.field')
+    const err = field.querySelector('.field-error')
+    return { invalid: input.getAttribute('aria-invalid'), hidden: err.hidden, text: err.textContent, describedBy: input.getAttribute('aria-describedby') }
+  })
+  const url = await errorOf('url')
+  assert.equal(url.hidden, false)
+  assert.equal(url.invalid, 'true')
+  assert.match(url.text, /http:\/\/ or https:\/\//)
+  assert.match(url.describedBy, /url-error/)
+  const interval = await errorOf('interval_s')
+  assert.equal(interval.hidden, false)
+  assert.match(interval.text, /at least 60 seconds/)
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'url', 'focus moves to the first problem')
+
+  // What only the server knows also lands next to its field.
+  await page.$eval('#url', (i) => { i.value = '' })
+  await page.type('#url', 'https://user:secret@example.com/')
+  await page.$eval('#interval_s', (i) => { i.value = '' })
+  await page.type('#interval_s', '300')
+  await page.click('form.card-form button[type="submit"]')
+  await page.waitForFunction(() => /user name or password/.test(document.getElementById('url-error').textContent))
+  assert.equal(await page.evaluate(() => location.hash), '#/new', 'stays on the form')
+  await done()
+})
+
+test('the monitor page fills the comparison table with numbers', async () => {
+  const id = seeded.monitors[0].id
+  const { page, done } = await open(`#/monitors/${id}?window=24h&metric=ttfb`)
+  await page.waitForSelector('#comparison table.compare')
+  const rows = await page.$$eval('.compare tbody tr', (trs) => trs.map((tr) => tr.querySelector('th').textContent))
+  assert.deepEqual(rows, ['p25', 'p50', 'p75', 'p90', 'p95', 'p99'])
+  const heads = await page.$$eval('.compare thead th .loc-name', (ths) => ths.map((t) => t.textContent))
+  assert.equal(heads[0], 'All locations')
+  assert.equal(heads.length, 5)
+  const cells = await page.$$eval('.compare td.cmp-cell', (tds) => tds.map((td) => td.textContent))
+  assert.equal(cells.length, 6 * 5)
+  for (const text of cells) {
+    assert.match(text, /[−+]?\d+(\.\d)? ms/, text)
+    assert.match(text, /H2 \d+(\.\d)? ms/, text)
+    assert.match(text, /95% CI /, text)
+    assert.doesNotMatch(text, /—/, text)
+  }
+  // Coloured by verdict: H3 is faster on the high-RTT lab paths.
+  assert.ok(await page.$$eval('.compare td.v-faster', (tds) => tds.length) >= 6)
+  assert.match(await page.$eval('#rates', (s) => s.textContent), /Lab Asia/)
+  const runs = await page.$$eval('#runs tbody tr a', (as) => as.map((a) => a.getAttribute('href')))
+  assert.ok(runs.length > 0 && runs.every((h) => /^#\/results\/\d+/.test(h)))
+  await done()
+})
+
+test('trend and CDF charts draw the data', async () => {
+  const id = seeded.monitors[1].id
+  const { page, done } = await open(`#/monitors/${id}?window=24h`)
+  await page.waitForSelector('#trends canvas')
+  await page.waitForSelector('#cdf canvas')
+  for (const selector of ['#trends canvas', '#cdf canvas']) {
+    const charts = await inkOf(page, selector, '--h3')
+    assert.equal(charts.length, 4, `${selector}: one chart per location`)
+    for (const c of charts) {
+      assert.ok(c.width > 100 && c.height > 100, `${selector} has a size: ${c.width}×${c.height}`)
+      assert.ok(c.painted > 1000, `${selector} is not blank`)
+      assert.ok(c.near > 50, `${selector} draws the H3 series (${c.near} pixels)`)
+    }
+    const h2 = await inkOf(page, selector, '--h2')
+    assert.ok(h2.every((c) => c.near > 50), `${selector} draws the H2 series`)
+  }
+  await done()
+})
+
+test('the export links download CSV with the current filters', async () => {
+  const id = seeded.monitors[0].id
+  const { page, done } = await open(`#/monitors/${id}?window=24h&metric=load`)
+  await page.click('.menu summary')
+  const links = await page.$$eval('.menu-list a', (as) => Object.fromEntries(as.map((a) => [a.textContent, a.href])))
+  const raw = links['Raw results as CSV']
+  assert.match(raw, new RegExp(`/api/v1/results\\?monitor=${id}&from=.*&to=.*&format=csv`))
+  const res = await fetch(raw, { headers: { authorization: `Bearer ${seeded.apiKey}` } })
+  assert.equal(res.status, 200, await res.clone().text())
+  assert.match(res.headers.get('content-type'), /text\/csv/)
+  const lines = (await res.text()).trim().split('\n')
+  assert.match(lines[0], /ttfb_ms/)
+  assert.ok(lines.length > 100, `${lines.length} lines`)
+
+  const trends = links['Trends as CSV']
+  assert.match(trends, /metric=load/)
+  const t = await fetch(trends, { headers: { authorization: `Bearer ${seeded.apiKey}` } })
+  assert.equal(t.status, 200, await t.clone().text())
+  assert.match(t.headers.get('content-type'), /text\/csv/)
+  assert.match((await t.text()).split('\n')[0], /p50/)
+
+  // A plain link cannot send the key; the click fetches with it and saves the file.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-ui-download-'))
+  const cdp = await page.createCDPSession()
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: dir })
+  await page.evaluate(() => [...document.querySelectorAll('.menu-list a')].find((a) => a.textContent === 'Raw results as CSV').dispatchEvent(new MouseEvent('click', { bubbles: true, cancelable: true })))
+  const file = path.join(dir, `h3lens-results-${id}.csv`)
+  await eventually(() => fs.existsSync(file) && fs.statSync(file).size > 0, { timeoutMs: 15000, what: 'the downloaded CSV' })
+  assert.match(fs.readFileSync(file, 'utf8').split('\n')[0], /ttfb_ms/)
+  fs.rmSync(dir, { recursive: true, force: true })
+  await done()
+})
+
+test('the run detail shows each request with its protocol, and TTFB in RTT units', async () => {
+  const id = seeded.latestResultId
+  const detail = await (await apiGet(`/api/v1/results/${id}`)).json()
+  const { page, done } = await open(`#/results/${id}`)
+  const protocols = await page.$$eval('.waterfall tbody tr', (trs) => trs.map((tr) => tr.querySelector('.proto').textContent))
+  assert.equal(protocols.length, detail.details.requests.length)
+  assert.deepEqual(protocols, detail.details.requests.map((r) => r.protocol))
+  const timings = await page.$eval('.timings', (e) => e.textContent)
+  assert.match(timings, /TTFB.*\d+ ms = \d+\.\d RTT/)
+  const facts = await page.$eval('.facts', (e) => e.textContent)
+  assert.match(facts, /Chrome\/156/)
+  assert.match(facts, /--origin-to-force-quic-on=lab\.h3lens\.test:8443/)
+  await done()
+})
+
+test('locations show their network profile and agent health', async () => {
+  const { page, done } = await open('#/locations')
+  const text = await page.$eval('#view', (e) => e.textContent)
+  assert.match(text, /Lab Asia.*90 ms.*1\.5%.*Gilbert/s)
+  assert.match(text, /25 Mbit\/s/)
+  assert.match(text, /not seen recently/, 'the silent agent is called out')
+  assert.match(text, /healthy/)
+  await done()
+})
+
+test('without a key the dashboard asks for one, stores it and retries', async () => {
+  // A fresh context: other tests' pages stored a key in this origin's localStorage.
+  const context = await chromium.browser.createBrowserContext()
+  const page = await context.newPage()
+  const errors = collectPageErrors(page)
+  const sent = []
+  page.on('request', (req) => { if (req.url().includes('/api/v1/')) sent.push(req.headers().authorization ?? null) })
+  await page.goto(`${server.url}/#/locations`)
+
+  // A wrong key is refused and the page says so instead of going blank.
+  await page.waitForSelector('dialog[open] #api-key')
+  assert.match(await page.$eval('dialog label[for="api-key"]', (l) => l.textContent), /API key/)
+  await page.type('#api-key', 'h3k_not-a-real-key')
+  await page.keyboard.press('Enter')
+  await page.waitForSelector('#view .state.error')
+  assert.match(await page.$eval('#view .state.error', (e) => e.textContent), /API key/)
+  await page.click('#view .state.error button')
+
+  await page.waitForSelector('dialog[open] #api-key')
+  assert.match(await page.$eval('dialog', (d) => d.textContent), /refused/)
+  await page.type('#api-key', seeded.apiKey)
+  await page.keyboard.press('Enter')
+  await page.waitForSelector('.loc-card')
+  assert.equal(await page.evaluate(() => localStorage.getItem('h3lens.apiKey')), seeded.apiKey)
+  assert.ok(sent.includes(`Bearer ${seeded.apiKey}`), 'requests are retried with the key')
+  assert.equal(await page.$('dialog[open]'), null)
+  await context.close()
+  assert.deepEqual(errors.filter((e) => !/status of 401/.test(e)), [])
+})
+
+test('every page works under a strict Content-Security-Policy', async () => {
+  const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'"
+  const page = await chromium.browser.newPage()
+  const errors = collectPageErrors(page)
+  await useApiKey(page, seeded.apiKey)
+  await page.evaluateOnNewDocument(() => {
+    document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`))
+  })
+  await page.setRequestInterception(true)
+  page.on('request', async (req) => {
+    if (req.resourceType() !== 'document') return req.continue()
+    const res = await fetch(req.url())
+    return req.respond({ status: res.status, headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': csp }, body: await res.text() })
+  })
+  await page.goto(`${server.url}/#/`, { waitUntil: 'networkidle0' })
+  await settled(page)
+  for (const hash of [`#/monitors/${seeded.monitors[0].id}`, `#/results/${seeded.latestResultId}`, '#/new', '#/locations', '#/']) {
+    await page.evaluate((h) => { location.hash = h }, hash)
+    await settled(page)
+    if (hash.startsWith('#/monitors')) await page.waitForSelector('#cdf canvas')
+  }
+  assert.ok(await page.$('.heat'), 'the overview rendered')
+  await page.close()
+  assert.deepEqual(errors, [])
+})

@@ -1,0 +1,147 @@
+// uPlot charts: percentile trends over time and CDFs, H2 against H3. uPlot
+// is loaded on first use, so pages without charts never download it.
+import { h, ms } from '../dom.js'
+
+// The minified build (51 KB) rather than the ES module (145 KB): it keeps
+// the dashboard well inside its 300 KB budget (bench/ui-payload.js). It is a
+// classic script that defines window.uPlot; a script file from this origin
+// is allowed by the CSP.
+const UPLOT_SRC = '/vendor/uPlot.iife.min.js'
+let uPlotLoading = null
+
+function loadUPlot () {
+  uPlotLoading ??= new Promise((resolve, reject) => {
+    if (window.uPlot) return resolve(window.uPlot)
+    const script = document.createElement('script')
+    script.src = UPLOT_SRC
+    script.addEventListener('load', () => resolve(window.uPlot))
+    script.addEventListener('error', () => {
+      uPlotLoading = null
+      reject(new Error('the chart library could not be loaded'))
+    })
+    document.head.append(script)
+  })
+  return uPlotLoading
+}
+
+const HEIGHT = 200
+
+function theme () {
+  const css = getComputedStyle(document.documentElement)
+  const v = (name) => css.getPropertyValue(name).trim()
+  return { h2: v('--h2'), h3: v('--h3'), axis: v('--muted'), grid: v('--line'), font: `11px ${css.fontFamily}` }
+}
+
+function axis (t, extra = {}) {
+  return { stroke: t.axis, font: t.font, grid: { stroke: t.grid, width: 1 }, ticks: { stroke: t.grid, width: 1, size: 4 }, ...extra }
+}
+
+/**
+ * Create a uPlot chart in `container` once it has a width, and keep it sized
+ * to the container. Returns a disposer.
+ * @param {HTMLElement} container
+ * @param {(width: number, UPlot: any) => object} makeOptions
+ * @param {any[]} data
+ */
+function mount (container, makeOptions, data) {
+  container.classList.add('chart')
+  let chart = null
+  let disposed = false
+  const ro = new ResizeObserver(async () => {
+    const width = Math.floor(container.clientWidth)
+    if (!width || disposed) return
+    if (chart) return chart.setSize({ width, height: HEIGHT })
+    chart = 'pending'
+    const UPlot = await loadUPlot()
+    if (disposed) return
+    chart = new UPlot(makeOptions(Math.floor(container.clientWidth), UPlot), data, container)
+  })
+  ro.observe(container)
+  return () => {
+    disposed = true
+    ro.disconnect()
+    if (chart && chart !== 'pending') chart.destroy()
+  }
+}
+
+/**
+ * p50 and p95 of H2 and H3 over time for one location.
+ * @param {{ h2?: any, h3?: any }} series trend series by mode: { points: [{ t, p50, p95 }] }
+ * @param {string} label for the text alternative
+ * @param {{ from: Date, to: Date }} range the window, so gaps in the data show as gaps
+ * @returns {{ el: HTMLElement, dispose: () => void }}
+ */
+export function trendChart (series, label, range) {
+  const times = [...new Set(['h2', 'h3'].flatMap((m) => series[m]?.points.map((p) => p.t) ?? []))].sort()
+  const xs = times.map((t) => Date.parse(t) / 1000)
+  const column = (mode, key) => {
+    const byT = new Map((series[mode]?.points ?? []).map((p) => [p.t, p[key]]))
+    return times.map((t) => byT.get(t) ?? null)
+  }
+  const data = [xs, column('h2', 'p50'), column('h2', 'p95'), column('h3', 'p50'), column('h3', 'p95')]
+  const last = (arr) => arr.findLast((v) => v !== null) ?? null
+  const values = (i) => i === null
+    ? `Latest  H2 p50 ${ms(last(data[1]))} · p95 ${ms(last(data[2]))}   H3 p50 ${ms(last(data[3]))} · p95 ${ms(last(data[4]))}`
+    : `${new Date(xs[i] * 1000).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })}  H2 p50 ${ms(data[1][i])} · p95 ${ms(data[2][i])}   H3 p50 ${ms(data[3][i])} · p95 ${ms(data[4][i])}`
+  const readout = h('p', { class: 'readout', 'aria-hidden': 'true' }, values(null))
+  const plot = h('div', { role: 'img', 'aria-label': `${label}: ${values(null)}` })
+  const t = theme()
+  const line = (name, color, dash) => ({ label: name, stroke: color, width: dash ? 1.25 : 2, dash: dash ? [5, 4] : undefined, spanGaps: false, points: { show: xs.length < 40, size: 4 } })
+  const dispose = mount(plot, (width) => ({
+    width,
+    height: HEIGHT,
+    legend: { show: false },
+    cursor: { points: { size: 6 } },
+    hooks: { setCursor: [(u) => { readout.textContent = values(u.cursor.idx ?? null) }] },
+    scales: { x: { time: true, range: () => [+range.from / 1000, +range.to / 1000] }, y: { range: (u, min, max) => [0, max * 1.08 || 1] } },
+    axes: [axis(t), axis(t, { size: 56, values: (u, vals) => vals.map((v) => ms(v)) })],
+    series: [{}, line('H2 p50', t.h2, false), line('H2 p95', t.h2, true), line('H3 p50', t.h3, false), line('H3 p95', t.h3, true)]
+  }), data)
+  const el = h('div', {}, readout, plot)
+  return { el, dispose }
+}
+
+/**
+ * Cumulative distribution of H2 and H3 for one location. The x axis ends a
+ * little past the larger p99 so one slow outlier does not flatten the curves.
+ * @param {{ h2?: any, h3?: any }} series distribution series by mode: { points: [{ q, ms }] }
+ * @param {string} label
+ */
+export function cdfChart (series, label) {
+  const xs = [...new Set(['h2', 'h3'].flatMap((m) => series[m]?.points.map((p) => p.ms) ?? []))].sort((a, b) => a - b)
+  const cdf = (mode) => {
+    const pts = series[mode]?.points ?? []
+    if (!pts.length) return xs.map(() => null)
+    let i = 0
+    return xs.map((x) => {
+      while (i < pts.length && pts[i].ms <= x) i++
+      return i === 0 ? 0 : pts[i - 1].q
+    })
+  }
+  const p = (mode, q) => series[mode]?.points.find((pt) => pt.q >= q)?.ms ?? null
+  const xMax = Math.max(p('h2', 0.99) ?? 0, p('h3', 0.99) ?? 0) * 1.08 || 1
+  const xMin = Math.min(p('h2', 0) ?? Infinity, p('h3', 0) ?? Infinity)
+  const data = [xs, cdf('h2'), cdf('h3')]
+  const share = (v) => (v === null || v === undefined ? '—' : `${Math.round(v * 100)}%`)
+  const values = (i) => i === null
+    ? `Median  H2 ${ms(p('h2', 0.5))} · H3 ${ms(p('h3', 0.5))}   p95  H2 ${ms(p('h2', 0.95))} · H3 ${ms(p('h3', 0.95))}`
+    : `Within ${ms(xs[i])}  H2 ${share(data[1][i])} · H3 ${share(data[2][i])} of loads`
+  const readout = h('p', { class: 'readout', 'aria-hidden': 'true' }, values(null))
+  const plot = h('div', { role: 'img', 'aria-label': `${label}: ${values(null)}` })
+  const t = theme()
+  const dispose = mount(plot, (width, UPlot) => ({
+    width,
+    height: HEIGHT,
+    legend: { show: false },
+    hooks: { setCursor: [(u) => { readout.textContent = values(u.cursor.idx ?? null) }] },
+    scales: { x: { time: false, range: () => [Math.max(0, Number.isFinite(xMin) ? xMin * 0.9 : 0), xMax] }, y: { range: () => [0, 1] } },
+    axes: [
+      axis(t, { values: (u, vals) => vals.map((v) => ms(v)) }),
+      axis(t, { size: 44, splits: () => [0, 0.25, 0.5, 0.75, 1], values: (u, vals) => vals.map((v) => `${Math.round(v * 100)}%`) })
+    ],
+    // A CDF is a step function: draw it as one.
+    series: [{}, ...[['H2', t.h2], ['H3', t.h3]].map(([name, color]) => ({ label: name, stroke: color, width: 2, points: { show: false }, paths: UPlot.paths.stepped({ align: 1 }) }))]
+  }), data)
+  const el = h('div', {}, readout, plot)
+  return { el, dispose }
+}

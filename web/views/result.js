@@ -1,0 +1,85 @@
+// Run detail: why this load took what it took. Timings (connect and TTFB in
+// RTT units), each request with its protocol and connection, and the exact
+// browser and flags.
+import { api } from '../api.js'
+import { h, ms, bytes, share, timeEl, emptyState } from '../dom.js'
+import { href } from '../query.js'
+import { timingBars, waterfall } from '../components/waterfall.js'
+import { protocolBadge } from '../components/runs-table.js'
+
+const STATUS = { ok: 'ok', error: 'failed', timeout: 'timed out', protocol_mismatch: 'fell back to another protocol' }
+
+export async function render (ctx) {
+  const r = await api.result(ctx.params[0])
+  const [monitor, locations] = await Promise.all([api.monitor(r.monitor_id).catch(() => null), api.locations().catch(() => [])])
+  const loc = locations.find((l) => l.id === r.location_id)
+  // The run's own RTT when the agent recorded it, else the location's profile.
+  const rtt = r.rtt_ms > 0
+    ? { ms: r.rtt_ms, source: 'this run' }
+    : loc?.profile?.rtt_ms > 0 ? { ms: loc.profile.rtt_ms, source: `the ${loc.name} profile` } : null
+  const requests = Array.isArray(r.details?.requests) ? r.details.requests : []
+  const quic = r.observed_protocol === 'h3'
+  const monitorName = monitor?.label || monitor?.url || `Monitor ${r.monitor_id}`
+
+  const tiles = [
+    tile('TTFB', ms(r.ttfb_ms), withFloor(r.ttfb_rtt ?? ratio(r.ttfb_ms, rtt?.ms), quic ? 2 : 3)),
+    tile('Connect', ms(r.connect_ms), withFloor(r.connect_rtt ?? ratio(r.connect_ms, rtt?.ms), quic ? 1 : 2)),
+    tile('Load', ms(r.load_ms)),
+    tile('Requests', r.requests ?? requests.length, r.h3_request_share === null || r.h3_request_share === undefined ? null : `${share(r.h3_request_share)} over H3`),
+    tile('Transferred', bytes(r.bytes), r.h3_byte_share === null || r.h3_byte_share === undefined ? null : `${share(r.h3_byte_share)} of bytes over H3`)
+  ]
+
+  return [
+    h('div', { class: 'crumbs' }, h('a', { href: href('/') }, 'Overview'), ' / ',
+      h('a', { href: href(`/monitors/${r.monitor_id}`) }, monitorName), ` / Run ${r.id}`),
+    h('div', { class: 'page-head' },
+      h('div', {},
+        h('h1', {}, `${r.mode.toUpperCase()} run from ${loc?.name ?? r.location_id}`),
+        h('p', { class: 'sub' }, timeEl(r.measured_at, new Date(r.measured_at).toLocaleString()), ` · ${r.probe} probe, ${r.view} view · `,
+          'observed ', protocolBadge(r), ' · ', h('span', { class: r.status === 'ok' ? '' : 'bad' }, STATUS[r.status] ?? r.status))),
+      h('div', { class: 'head-actions' }, h('a', { class: 'button secondary', href: href(`/monitors/${r.monitor_id}`) }, 'Back to monitor'))),
+    r.status !== 'ok'
+      ? h('div', { class: 'notice warn', role: 'alert' }, h('strong', {}, r.status === 'protocol_mismatch' ? 'Fallback: ' : 'Error: '),
+          r.error ?? `forced ${r.mode.toUpperCase()}, the page loaded over ${r.observed_protocol ?? 'nothing'}`,
+          r.status === 'protocol_mismatch' ? ' This run is shown but not counted in the comparison.' : '')
+      : null,
+    h('div', { class: 'tiles' }, tiles),
+    r.notes?.length ? panel('Why', 'why', h('ul', { class: 'notes' }, r.notes.map((n) => h('li', {},
+      h('span', { class: `badge${n.code === 'connection_reused' ? '' : ' warn'}` }, (n.code ?? 'note').replace(/_/g, ' ')), ' ', n.message,
+      n.source ? h('span', { class: 'sub' }, ` — ${n.source}`) : null)))) : null,
+    panel('Timings', 'timings', r.ttfb_ms === null && r.load_ms === null ? emptyState('No timings', 'The page did not load, so there is nothing to show.') : timingBars(r, rtt)),
+    panel(`Requests (${requests.length})`, 'requests', requests.length
+      ? waterfall(requests)
+      : emptyState('No requests recorded', 'The browser recorded no network requests for this run.'),
+    h('span', { class: 'legend' }, key('h3', 'HTTP/3'), key('h2', 'HTTP/2'), key('other', 'other'),
+      key('setup', 'connection set-up'), key('wait', 'waiting'))),
+    panel('Browser and flags', 'browser', h('dl', { class: 'facts' },
+      fact('URL', h('span', { class: 'mono' }, monitor?.url ?? requests[0]?.url ?? '—')),
+      fact('Browser', r.browser_version ?? '—'),
+      fact('Agent', `${r.agent_version ?? '?'}${r.agent_id ? ` (agent ${r.agent_id})` : ''}`),
+      fact('Round', timeEl(r.time, new Date(r.time).toLocaleString())),
+      fact('Flags', r.flags?.length
+        ? h('ul', { class: 'flags' }, r.flags.map((f) => h('li', {}, h('code', {}, f))))
+        : '—')))
+  ]
+}
+
+const ratio = (v, rtt) => (v === null || v === undefined || !(rtt > 0) ? null : v / rtt)
+
+/** "2.7 RTT · floor 2": the floor is a fresh connection without loss. */
+function withFloor (rtts, floor) {
+  return rtts === null || rtts === undefined ? null : `${rtts.toFixed(1)} RTT · floor ${floor} on a new connection`
+}
+
+function tile (label, value, sub) {
+  return h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, label), h('span', { class: 'tile-v' }, value), sub ? h('span', { class: 'tile-s' }, sub) : null)
+}
+
+function panel (title, id, body, actions) {
+  return h('section', { class: 'panel', 'aria-labelledby': `${id}-title` },
+    h('div', { class: 'panel-head' }, h('h2', { id: `${id}-title` }, title), actions ?? null),
+    h('div', { class: 'section-body' }, body))
+}
+
+const fact = (k, v) => h('div', { class: 'fact' }, h('dt', {}, k), h('dd', {}, v))
+const key = (cls, text) => h('span', { class: 'legend-item' }, h('span', { class: `key-box ${cls}`, 'aria-hidden': 'true' }), text)
