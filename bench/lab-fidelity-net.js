@@ -22,6 +22,7 @@ import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { labUp, netnsExec, netnsSupport } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 
@@ -151,7 +152,12 @@ s.on('data', (d) => { if (!first) first = performance.now(); bytes += d.length }
 s.on('close', () => console.log(JSON.stringify({ mbps: bytes * 8 / (performance.now() - first) / 1e3 })))
 `
 
-async function measure (lab, loc) {
+/**
+ * Network figures of one lab location (see the header).
+ * @param {Awaited<ReturnType<typeof labUp>>} lab
+ * @param {any} loc one of lab.locations
+ */
+export async function measureLink (lab, loc) {
   const p = loc.profile
   const accept = await server(lab.originNs, ACCEPT, { port: 9401 })
   const { times } = await runIn(loc.ns, CONNECT, { host: loc.originAddress, port: 9401 }, null, true).result
@@ -185,18 +191,22 @@ async function measure (lab, loc) {
   }
 }
 
-const support = await netnsSupport()
-if (!support.ok) {
-  console.error(`lab-fidelity-net: needs network namespaces: ${support.reason}`)
-  process.exit(1)
+async function main () {
+  const support = await netnsSupport()
+  if (!support.ok) {
+    console.error(`lab-fidelity-net: needs network namespaces: ${support.reason}`)
+    process.exit(1)
+  }
+  const runDir = await mkdtemp(path.join(tmpdir(), 'h3lens-bench-'))
+  const lab = await labUp({ profiles: DEFAULT_PROFILES, prefix: PREFIX, runDir })
+  try {
+    const rows = []
+    for (const loc of lab.locations) rows.push(await measureLink(lab, loc))
+    console.table(rows)
+  } finally {
+    await lab.down()
+    await rm(runDir, { recursive: true, force: true })
+  }
 }
-const runDir = await mkdtemp(path.join(tmpdir(), 'h3lens-bench-'))
-const lab = await labUp({ profiles: DEFAULT_PROFILES, prefix: PREFIX, runDir })
-try {
-  const rows = []
-  for (const loc of lab.locations) rows.push(await measure(lab, loc))
-  console.table(rows)
-} finally {
-  await lab.down()
-  await rm(runDir, { recursive: true, force: true })
-}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main()

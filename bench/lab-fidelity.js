@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// Does each default lab region deliver its profile, and what do H2 and H3
+// look like through it? For every default profile: the link figures of
+// bench/lab-fidelity-net.js (RTT, loss, throughput), then ROUNDS page loads
+// of the 15 KB page per mode from Chromium inside the region's namespace,
+// with TTFB and connect in ms and in RTT units.
+//
+//   node bench/lab-fidelity.js [--rounds 10]      (root; about 2 minutes)
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { netnsSupport, labUp } from '../lab/netns.js'
+import { DEFAULT_PROFILES } from '../lab/profiles.js'
+import { startOrigin } from '../lab/origin.js'
+import { createBrowserPool } from '../agents/browser.js'
+import { measurePage } from '../agents/measure.js'
+import { labBrowserFlags } from '../agents/flags.js'
+import { LAB_HOSTNAME } from '../lib/lab-host.js'
+import { measureLink } from './lab-fidelity-net.js'
+
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '10' } } })
+const rounds = Number(values.rounds)
+const support = await netnsSupport()
+if (!support.ok) {
+  console.error(`lab-fidelity: needs root and /dev/net/tun: ${support.reason}`)
+  process.exit(1)
+}
+const median = (xs) => {
+  const s = xs.filter((x) => x !== null).sort((a, b) => a - b)
+  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN
+}
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-fidelity-'))
+const lab = await labUp({ profiles: DEFAULT_PROFILES, prefix: 'h3lfid', runDir: path.join(dataDir, 'run') })
+const origin = await startOrigin({ dataDir, port: 9443, netns: lab.originNs })
+const pool = createBrowserPool({ dataDir })
+try {
+  const rows = []
+  for (const loc of lab.locations) {
+    const link = await measureLink(lab, loc)
+    const rtt = loc.profile.rtt_ms
+    const runs = { h2: [], h3: [] }
+    for (let i = 0; i < rounds; i++) {
+      for (const mode of /** @type {const} */ (['h2', 'h3'])) {
+        const r = await measurePage({
+          pool,
+          url: `${origin.baseUrl}/page-15k.html`,
+          mode,
+          netns: loc.ns,
+          extraFlags: labBrowserFlags({ spki: origin.spki, hostname: LAB_HOSTNAME, address: loc.originAddress })
+        })
+        if (r.status === 'ok') runs[mode].push(r)
+      }
+    }
+    const cell = (mode, k) => {
+      const v = median(runs[mode].map((r) => r[k]))
+      return `${v.toFixed(0)} ms = ${(v / rtt).toFixed(2)} RTT`
+    }
+    rows.push({
+      location: loc.name,
+      'rtt ms (target → measured)': link['rtt ms'],
+      'loss % (link/recv)': link['loss % link/recv'],
+      'link Mbit/s': link['link Mbit/s'],
+      'tcp Mbit/s': link['tcp Mbit/s'],
+      'H2 TTFB': cell('h2', 'ttfb_ms'),
+      'H3 TTFB': cell('h3', 'ttfb_ms'),
+      'H2 connect': cell('h2', 'connect_ms'),
+      'H3 connect': cell('h3', 'connect_ms'),
+      'ok runs h2/h3': `${runs.h2.length}/${runs.h3.length}`
+    })
+  }
+  console.log(`lab fidelity — ${rounds} rounds per mode, 15 KB page, medians`)
+  console.table(rows)
+} finally {
+  await pool.close()
+  await origin.stop()
+  await lab.down()
+  fs.rmSync(dataDir, { recursive: true, force: true })
+}
