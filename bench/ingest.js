@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// Ingest rate: results/s through the agents' HTTP results endpoint (many
+// concurrent agents, each posting a round of 2 results), and through the
+// direct batch path (lib/results.js insertResults, 1,000 rows a statement),
+// with the scheduler's rollup folding running alongside so rollups stay
+// current. Load generator, API, folding and PostgreSQL share the machine.
+//
+//   node bench/ingest.js [--seconds 20] [--agents 50] [--concurrency 32]
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { Agent, request } from 'node:http'
+import { loadConfig } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { createLifecycle } from '../lib/lifecycle.js'
+import { openDatabase } from '../lib/db.js'
+import { migrate } from '../lib/migrate.js'
+import { createMonitor } from '../lib/monitors.js'
+import { createAgentToken } from '../lib/agents.js'
+import { insertResults } from '../lib/results.js'
+import { enqueueForRollup, foldAllPending } from '../lib/rollups.js'
+import { startApi } from '../api/server.js'
+
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '20' }, agents: { type: 'string', default: '50' }, concurrency: { type: 'string', default: '32' } } })
+const seconds = Math.min(120, Number(values.seconds))
+const agents = Math.min(500, Number(values.agents))
+const concurrency = Math.min(256, Number(values.concurrency))
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-ingest-'))
+const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: '18282', H3LENS_EMBEDDED_PG_PORT: '54394', LOG_LEVEL: 'warn', H3LENS_PUBLIC_READ: 'true' })
+const log = createLogger({ logLevel: 'warn' })
+const lifecycle = createLifecycle(log)
+const result = (mode, i) => {
+  const ttfb = 80 + (i % 50)
+  return { mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: ttfb, fcp_ms: ttfb + 40, lcp_ms: ttfb + 70, dcl_ms: ttfb + 60, load_ms: ttfb + 120, dns_ms: 0, connect_ms: 30, tls_ms: 20, bytes: 15360, requests: 2 }
+}
+
+try {
+  const { pool } = await openDatabase({ config, log, lifecycle, poolMax: 20 })
+  await migrate(pool)
+  const api = await startApi({ db: pool, config, log })
+  lifecycle.add('api', api.close)
+  const monitor = await createMonitor(pool, { url: 'https://bench.example/ingest', locations: ['local'], interval_s: 60, paused: true })
+  const tokens = []
+  for (let i = 0; i < agents; i++) tokens.push(await createAgentToken(pool, { location: 'local' }))
+  // Enough leased jobs for the whole run, spread over the agents, one a minute in the past.
+  const jobsNeeded = 20000 * seconds
+  const { rows: jobs } = await pool.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at)
+     SELECT $1, 'local', now() - make_interval(secs => g * 7), 'leased', 1, ($2::bigint[])[1 + g % $3], now() + interval '1 hour'
+       FROM generate_series(1, $4) g RETURNING id, lease_owner`,
+    [monitor.id, tokens.map((t) => t.agent.id), agents, jobsNeeded])
+  const tokenOf = new Map(tokens.map((t) => [t.agent.id, t.token]))
+
+  let folding = true
+  let folded = 0
+  const folder = (async () => { while (folding) folded += await foldAllPending(pool, { budgetMs: 500 }) || await new Promise((resolve) => setTimeout(() => resolve(0), 50)) })()
+
+  const keepAlive = new Agent({ keepAlive: true, maxSockets: concurrency })
+  const latencies = []
+  let errors = 0
+  let firstError = ''
+  let next = 0
+  const post = (job, i) => new Promise((resolve) => {
+    const body = JSON.stringify({ results: [result('h2', i), result('h3', i)] })
+    const t0 = performance.now()
+    const req = request(`${api.url}/api/v1/agent/jobs/${job.id}/results`, {
+      method: 'POST', agent: keepAlive, headers: { authorization: `Bearer ${tokenOf.get(job.lease_owner)}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+    }, (res) => {
+      let text = ''
+      res.on('data', (d) => { text += d })
+      res.on('end', () => {
+        latencies.push(performance.now() - t0)
+        if (res.statusCode !== 200) {
+          if (!errors) firstError = `${res.statusCode} ${text.slice(0, 300)}`
+          errors++
+        }
+        resolve(undefined)
+      })
+    })
+    req.on('error', () => { errors++; resolve(undefined) })
+    req.end(body)
+  })
+  const started = performance.now()
+  const deadline = started + seconds * 1000
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < deadline && next < jobs.length) {
+      const i = next++
+      await post(jobs[i], i)
+    }
+  }))
+  const httpSeconds = (performance.now() - started) / 1000
+  const httpResults = latencies.length * 2
+  const drainStart = performance.now()
+  folding = false
+  await folder
+  while (await foldAllPending(pool, { budgetMs: 5000 }));
+  const drainMs = performance.now() - drainStart
+
+  // Direct batch path: 1,000 results a statement, rollup queue included.
+  const { rows: batchJobs } = await pool.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at, state) SELECT $1, 'local', now() - make_interval(secs => 1000000 + g), 'done'
+       FROM generate_series(1, 50000) g RETURNING id, monitor_id, location_id, due_at`, [monitor.id])
+  const batchStart = performance.now()
+  let batchResults = 0
+  for (let i = 0; i < batchJobs.length && performance.now() - batchStart < seconds * 1000; i += 500) {
+    const client = await pool.connect()
+    try {
+      await client.query('BEGIN')
+      const rows = []
+      for (const job of batchJobs.slice(i, i + 500)) {
+        const inserted = await insertResults(client, { job, agentId: tokens[0].agent.id, results: [result('h2', i), result('h3', i)] })
+        rows.push(...inserted)
+      }
+      await enqueueForRollup(client, rows.map((r) => r.id))
+      await client.query('COMMIT')
+      batchResults += rows.length
+    } finally {
+      client.release()
+    }
+  }
+  const batchSeconds = (performance.now() - batchStart) / 1000
+  latencies.sort((a, b) => a - b)
+  const p = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))].toFixed(1)
+  console.log(`ingest benchmark — ${os.cpus().length} cores, ${agents} agents, ${concurrency} concurrent requests, ${seconds} s`)
+  console.log(`  HTTP results endpoint   ${(httpResults / httpSeconds).toFixed(0)} results/s  (${(latencies.length / httpSeconds).toFixed(0)} requests/s, 2 results each; p50 ${p(0.5)} ms, p99 ${p(0.99)} ms, ${errors} errors)`)
+  if (firstError) console.log(`  first error             ${firstError}`)
+  console.log(`  rollups                 ${folded} folded during the run; backlog drained ${drainMs.toFixed(0)} ms after it`)
+  console.log(`  direct path             ${(batchResults / batchSeconds).toFixed(0)} results/s  (transactions of 500 rounds, rollup queue included)`)
+  console.log(`  target                  ≥ 5,000 results/s over HTTP with rollups current; ratio ${((httpResults / httpSeconds) / 5000).toFixed(2)}×`)
+} finally {
+  await lifecycle.stopAll('done')
+  fs.rmSync(dataDir, { recursive: true, force: true })
+}
