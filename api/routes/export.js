@@ -1,6 +1,6 @@
 import { MODES, PROBES } from '../../lib/monitors.js'
 import {
-  EXPORT_FORMATS, JSON_MAX_DAYS, JSON_MAX_ROWS, assertMonitorExists, checkExportRange, exportRows, exportRowsCapped,
+  EXPORT_FORMATS, JSON_MAX_DAYS, JSON_MAX_ROWS, assertMonitorExists, checkExportRange, exportBatches, exportRowsCapped,
   csvStream, ndjsonStream, exportFilename
 } from '../../lib/export.js'
 import { errorResponses } from '../schemas.js'
@@ -20,7 +20,7 @@ export default async function exportRoutes (app) {
     schema: {
       description: 'Raw results of one monitor, oldest first, for analysis elsewhere. `csv` (default) and `ndjson` stream any ' +
         `range as a download; \`json\` answers \`{items}\` for ranges up to ${JSON_MAX_DAYS} days and ${JSON_MAX_ROWS} rows. ` +
-        'CSV columns are the result fields without `details`; flags are joined with a space, times are ISO-8601.',
+        'CSV columns are the result fields without `details`; flags are joined with a space, notes are JSON text, times are ISO-8601.',
       tags: ['export'],
       querystring: {
         type: 'object',
@@ -60,8 +60,11 @@ export default async function exportRoutes (app) {
     const out = STREAMS[q.format]
     reply.type(out.type)
     reply.header('content-disposition', `attachment; filename="${exportFilename(q, out.ext)}"`)
+    // HEAD (download managers asking for the file name) gets the headers
+    // only; sending the stream would read the whole range just to drop it.
+    if (request.method === 'HEAD') return reply.send()
     // Fastify pipes the stream to the socket, so rows are fetched only as
     // fast as the client reads them.
-    return reply.send(out.encode(exportRows(app.db, filter)))
+    return reply.send(out.encode(exportBatches(app.db, filter)))
   })
 }
