@@ -278,12 +278,19 @@ export async function mergedSeries (db, { monitorId, metric, probe, view, from, 
     const ranges = coverWindow(+from, +to)
     const groups = new Groups((r) => `${r.location_id}|${r.mode}`)
     if (ranges.length) {
-      const { rows } = await client.query(
-        `SELECT location_id, mode, runs, errors, fallbacks, ${column} AS sketch FROM rollups r
-           JOIN unnest($4::text[], $5::timestamptz[], $6::timestamptz[]) AS w(tier, t0, t1)
-             ON r.tier = w.tier AND r.bucket >= w.t0 AND r.bucket < w.t1
-          WHERE r.monitor_id = $1 AND r.probe = $2 AND r.view = $3`,
-        [monitorId, probe, view, ranges.map((r) => r.tier), ranges.map((r) => new Date(r.from)), ranges.map((r) => new Date(r.to))])
+      // One index range scan per covering range (the primary key leads with
+      // monitor, tier, probe, view, bucket), each range a branch with its own
+      // parameters so the planner sees the bounds. A join against unnest()ed
+      // ranges hid them, and PostgreSQL scanned the monitor's whole rollups
+      // instead: 128 ms rather than ~3 ms for 30 days over 94k rollup rows.
+      const params = [monitorId, probe, view]
+      const branches = ranges.map((r) => {
+        params.push(r.tier, new Date(r.from), new Date(r.to))
+        const n = params.length
+        return `SELECT location_id, mode, runs, errors, fallbacks, ${column} AS sketch FROM rollups
+                 WHERE monitor_id = $1 AND probe = $2 AND view = $3 AND tier = $${n - 2} AND bucket >= $${n - 1} AND bucket < $${n}`
+      })
+      const { rows } = await client.query(branches.join('\n UNION ALL \n'), params)
       for (const r of rows) groups.add(r)
     }
     for (const d of await pendingDeltas(client, { monitorId, probe, view, from, to, tier: '5m' })) {

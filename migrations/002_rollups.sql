@@ -32,7 +32,9 @@ CREATE TABLE rollups (
   tls          bytea,
   request      bytea,
   upload       bytea,
-  PRIMARY KEY (monitor_id, tier, probe, view, location_id, mode, bucket)
+  -- bucket before location and mode: queries ask for a time range of every
+  -- location and mode, which is then one contiguous index range per tier.
+  PRIMARY KEY (monitor_id, tier, probe, view, bucket, location_id, mode)
 );
 
 -- Results not yet folded into rollups. Written in the same transaction as the
