@@ -37,7 +37,7 @@ export class BrowserLaunchError extends Error {
 }
 
 /**
- * @typedef {{ browser: import('puppeteer-core').Browser, userDataDir: string, closed: Promise<void> }} PooledBrowser
+ * @typedef {{ browser: import('puppeteer-core').Browser, userDataDir: string, closed: Promise<void>, retiring?: boolean }} PooledBrowser
  */
 
 /**
@@ -106,7 +106,7 @@ export function createBrowserPool ({
     live.add(entry)
     entry.closed.finally(() => live.delete(entry))
     browser.once('disconnected', () => {
-      if (!closing) log.warn({ pid, flags, netns }, 'browser disconnected; it will be replaced on next use')
+      if (!closing && !entry.retiring) log.warn({ pid, flags, netns }, 'browser disconnected; it will be replaced on next use')
     })
     log.info({ pid, flags, netns }, 'browser launched')
     return entry
@@ -137,6 +137,26 @@ export function createBrowserPool ({
     throw new BrowserLaunchError('chromium disconnected right after launch', { flags, netns })
   }
 
+  /**
+   * A browser of its own for one use, closed afterwards: a net log
+   * (--log-net-log) is complete only once its browser has exited, and its
+   * flags are unique to the run anyway.
+   * @template T
+   * @param {{ flags: string[], netns?: string | null }} spec
+   * @param {(browser: import('puppeteer-core').Browser) => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
+  async function withDedicated ({ flags, netns = null }, fn) {
+    if (closing) throw new Error('browser pool is closed')
+    const entry = await launch(flags, netns)
+    try {
+      return await fn(entry.browser)
+    } finally {
+      entry.retiring = true
+      await closeEntry(entry)
+    }
+  }
+
   /** Close every browser and remove their profiles. */
   async function close () {
     closing = true
@@ -147,7 +167,7 @@ export function createBrowserPool ({
     await Promise.all([...live].map(closeEntry))
   }
 
-  return { acquire, close }
+  return { acquire, withDedicated, close }
 }
 
 /** @param {PooledBrowser} entry */

@@ -31,19 +31,42 @@ export const MODES = Object.freeze(/** @type {Mode[]} */ (['h3', 'h2']))
 
 /**
  * Flags that force the protocol for a page: HTTP/3 straight away (no Alt-Svc
- * discovery round) for the page's origin, or QUIC off altogether.
+ * discovery round) for the page's origin, or QUIC off altogether. In h3
+ * mode `forceOrigins` adds more origins to force (a monitor's H3-capable
+ * origins); Chromium reads one comma-separated list, and a repeated switch
+ * would only keep its last value.
  * @param {Mode} mode
  * @param {string | URL} url
+ * @param {{ forceOrigins?: string[] }} [opts]
  * @returns {string[]}
  */
-export function modeFlags (mode, url) {
+export function modeFlags (mode, url, { forceOrigins = [] } = {}) {
   if (mode === 'h3') {
-    const { hostname, port, protocol } = new URL(url)
-    const effectivePort = port || (protocol === 'http:' ? '80' : '443')
-    return ['--enable-quic', `--origin-to-force-quic-on=${hostname}:${effectivePort}`]
+    const list = [...new Set([hostPort(url), ...forceOrigins.map(hostPort)])]
+    return ['--enable-quic', `--origin-to-force-quic-on=${list.join(',')}`]
   }
   if (mode === 'h2') return ['--disable-quic']
   throw new TypeError(`unknown mode ${JSON.stringify(mode)}; expected one of ${MODES.join(', ')}`)
+}
+
+/**
+ * host:port of a URL or origin, with the scheme's default port spelled out.
+ * @param {string | URL} url
+ */
+export function hostPort (url) {
+  const { hostname, port, protocol } = new URL(url)
+  return `${hostname}:${port || (protocol === 'http:' ? '80' : '443')}`
+}
+
+/**
+ * Flags that make Chromium write a net log of everything it does to `file`
+ * (complete once the browser exits). Default capture mode: events and their
+ * parameters, no cookies, credentials or payload bytes.
+ * @param {string} file
+ * @returns {string[]}
+ */
+export function netlogFlags (file) {
+  return [`--log-net-log=${file}`, '--net-log-capture-mode=Default']
 }
 
 /**

@@ -1,16 +1,27 @@
 // Turns a claimed job into the results the API stores: which measurements to
-// run (probes, modes), with which extra flags (lab origins only), and the
-// mapping from the measurement engine's output to the submitted shape.
-import { runRound } from './measure.js'
+// run (probes, modes, repeat view), with which extra flags (lab origins
+// only), the location's RTT and what the timings mean in it, net logs when
+// the monitor or an outlier asks for one, and the mapping from the
+// measurement engine's output to the submitted shape.
+import os from 'node:os'
+import path from 'node:path'
+import { runRound, measurePageViews } from './measure.js'
+import { measureParallel } from './probes/parallel.js'
+import { measureUpload } from './probes/upload.js'
 import { labBrowserFlags } from './flags.js'
+import { rttAccounting, tcpPing } from './rtt.js'
+import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
+import { effectiveOptions } from '../lib/probe-options.js'
 import { LAB_HOSTNAME } from '../lib/lab-host.js'
 
 /** Fields of a measurement that are submitted as columns; the rest goes to details. */
 const COLUMNS = [
   'mode', 'view', 'probe', 'status', 'error', 'observed_protocol', 'protocol_ok', 'ttfb_ms', 'load_ms', 'dns_ms',
   'connect_ms', 'tls_ms', 'fcp_ms', 'lcp_ms', 'dcl_ms', 'bytes', 'requests', 'h3_request_share', 'h3_byte_share',
-  'browser_version', 'flags'
+  'upload_mbps', 'browser_version', 'flags'
 ]
+/** Evidence that goes to details when a measurement has it. */
+const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'target_url']
 
 /**
  * @typedef {{ spki: string, hostname?: string, address: string, netns?: string | null }} LabTarget
@@ -19,33 +30,111 @@ const COLUMNS = [
  */
 
 /**
- * @param {{ pool: any, lab?: LabTarget | null, timeoutMs: number, log: import('pino').Logger, random?: () => number }} deps
+ * @param {{ pool: any, lab?: LabTarget | null, timeoutMs: number, log: import('pino').Logger, random?: () => number,
+ *   uploadNetlog?: ((jobId: number, n: any) => Promise<unknown>) | null, netlogDir?: string,
+ *   ping?: typeof tcpPing }} deps
  */
-export function createJobRunner ({ pool, lab = null, timeoutMs, log, random }) {
+export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing }) {
   /**
-   * @param {{ url: string, modes: string[] }} job
-   * @param {{ location?: { profile?: { rtt_ms?: number } } }} ctx
+   * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
+   *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number> }} job
+   * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } } }} ctx
    */
   return async function runJob (job, { location } = {}) {
     const isLab = new URL(job.url).hostname === LAB_HOSTNAME
     if (isLab && !lab) throw new Error(`this agent has no lab origin configured, so it cannot measure ${job.url}`)
     const extraFlags = isLab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
     const netns = lab?.netns ?? null
-    const rtt = location?.profile?.rtt_ms > 0 ? location.profile.rtt_ms : null
-    const measured = await runRound({ pool, url: job.url, modes: /** @type {any} */ (job.modes), extraFlags, netns, timeoutMs, log, random })
-    return measured.map((m) => toSubmission(m, { rtt }))
+    const options = effectiveOptions(job.url, job.options ?? {})
+    const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping })
+    const common = {
+      pool, url: job.url, extraFlags, netns, timeoutMs, log, forceOrigins: options.force_quic === 'all' ? (job.force_quic_origins ?? []) : []
+    }
+    const capture = (kind, probe, mode) => ({ dir: netlogDir, jobId: job.id, probe, mode, kind, rttMs, uploadNetlog, log })
+
+    const runProbe = probeRunner(job, options)
+    /** @type {Record<string, any>[]} */
+    const measured = []
+    for (const probe of job.probes?.length ? job.probes : ['page']) {
+      const run = options.netlog === 'always'
+        ? (o) => captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
+        : (o) => runProbe(probe, o)
+      measured.push(...await runRound({ ...common, modes: /** @type {any} */ (job.modes), random, probe, run }))
+    }
+
+    // Outliers run again at once with a net log, after the round so the
+    // round's own runs stay back to back. Bounded per job: a bad minute must
+    // not turn every round into four.
+    let reruns = 0
+    for (const r of measured) {
+      const outlier = options.netlog === 'outliers' && outlierOf(r, job.netlog_thresholds)
+      if (!outlier || reruns >= MAX_RERUNS_PER_JOB) continue
+      reruns++
+      /** @type {Record<string, any>[]} */
+      const again = await captureNetlog(capture('rerun', r.probe, r.mode), (netlogFile) => runProbe(r.probe, { ...common, mode: r.mode, netlogFile }))
+        .catch((err) => [{ status: 'error', error: err.message }])
+      const [first] = again
+      r.netlog = { ...first.netlog, reason: outlier, rerun: { status: first.status, error: first.error ?? null, ...outlierValues(first) } }
+      log.info({ job: job.id, probe: r.probe, mode: r.mode, reason: outlier }, 'outlier run measured again with a net log')
+    }
+
+    return measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options }))
   }
 }
 
 /**
- * @param {Record<string, any>} m one measurement
- * @param {{ rtt: number | null }} ctx
+ * The measurement function of each probe, with the job's options applied.
+ * @param {{ repeat_view?: boolean }} job
+ * @param {ReturnType<typeof effectiveOptions>} options
  */
-export function toSubmission (m, { rtt }) {
+function probeRunner (job, options) {
+  /** @param {string} probe @param {any} o */
+  return function runProbe (probe, o) {
+    if (probe === 'parallel') return measureParallel({ ...o, targetUrl: options.parallel_url, count: options.parallel_requests })
+    if (probe === 'upload') {
+      if (!options.upload_url) throw new Error('the upload probe has no upload URL (options.upload_url)')
+      return measureUpload({ ...o, uploadUrl: options.upload_url, bytes: options.upload_bytes })
+    }
+    return measurePageViews({ ...o, repeatView: Boolean(job.repeat_view) })
+  }
+}
+
+/** The figures of a re-run that say whether it reproduced the outlier. */
+function outlierValues (r) {
+  return { ttfb_ms: r.ttfb_ms ?? null, connect_ms: r.connect_ms ?? null, load_ms: r.load_ms ?? null, samples: r.samples ?? null }
+}
+
+/**
+ * The RTT a round is judged against: the lab profile's, or for a real
+ * location a TCP connect ping to the page's origin. Lab origins are never
+ * pinged: their RTT is known, and a ping would only add traffic.
+ * @param {{ url: string, isLab: boolean, location?: { kind?: string, profile?: { rtt_ms?: number } }, ping: typeof tcpPing }} q
+ * @returns {Promise<{ rttMs: number | null, source: 'profile' | 'tcp_ping' | null }>}
+ */
+export async function locationRtt ({ url, isLab, location, ping }) {
+  const profileRtt = location?.profile?.rtt_ms
+  if (profileRtt > 0) return { rttMs: profileRtt, source: 'profile' }
+  if (isLab || location?.kind !== 'real') return { rttMs: null, source: null }
+  const u = new URL(url)
+  const rtt = await ping({ host: u.hostname, port: Number(u.port || (u.protocol === 'http:' ? 80 : 443)) })
+  return rtt > 0 ? { rttMs: rtt, source: 'tcp_ping' } : { rttMs: null, source: null }
+}
+
+/**
+ * @param {Record<string, any>} m one measurement
+ * @param {{ rtt: number | null, rttSource?: string | null, options?: Record<string, any> }} ctx
+ */
+export function toSubmission (m, { rtt, rttSource = null }) {
   const out = {}
   for (const k of COLUMNS) if (m[k] !== undefined) out[k] = m[k]
   out.rtt_ms = rtt
+  const { connect_rtt: connectRtt, ttfb_rtt: ttfbRtt, notes } = rttAccounting(
+    { protocol: m.observed_protocol ?? null, connect_ms: m.connect_ms ?? null, ttfb_ms: m.ttfb_ms ?? null }, rtt)
+  out.connect_rtt = connectRtt
+  out.ttfb_rtt = ttfbRtt
+  out.notes = [...notes, ...(m.netlog?.summary?.findings ?? []).map((f) => ({ ...f, source: `netlog (${m.netlog.kind})` }))]
   out.measured_at = new Date().toISOString()
-  out.details = { requests: m.requests_detail ?? [], wall_ms: m.wall_ms ?? null }
+  out.details = { requests: m.requests_detail ?? [], origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource }
+  for (const k of DETAILS) if (m[k] !== undefined) out.details[k] = m[k]
   return out
 }

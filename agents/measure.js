@@ -1,122 +1,217 @@
 import pino from 'pino'
-import { baseFlags, MODES, modeFlags } from './flags.js'
-import { fcp } from './page/fcp.js'
-import { lcp } from './page/lcp.js'
-import { navigation } from './page/navigation.js'
-import { normalizeProtocol, protocolMatchesMode } from './protocol.js'
+import { BrowserLaunchError } from './browser.js'
+import { baseFlags, MODES, modeFlags, netlogFlags } from './flags.js'
+import { recordNetwork } from './network.js'
+import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, round, withTimeout } from './page-metrics.js'
+import { protocolMatchesMode } from './protocol.js'
 
-// One page load in one mode, in a fresh incognito context of the browser that
-// holds that mode's flags. A page that fails to load is a result with a
-// status, never an exception: a round records every run it attempted.
+export { PageLoadError, ProbeError } from './page-metrics.js'
 
-/** How long to wait after the load event for LCP to be reported. */
-const LCP_WAIT_MS = 300
-/** Upper bound for reading metrics out of a loaded page. */
-const COLLECT_TIMEOUT_MS = 5000
+// One probe run in one mode, in a fresh incognito context of the browser that
+// holds that mode's flags. A run that fails is a result with a status, never
+// an exception: a round records every run it attempted.
+
 /** Browser version per browser process: asking costs a round trip per run otherwise. */
 const versions = new WeakMap()
 
-export class PageLoadError extends Error {
-  /**
-   * @param {string} message
-   * @param {{ url: string, status?: 'error' | 'timeout', httpStatus?: number | null, cause?: unknown }} context
-   */
-  constructor (message, { url, status = 'error', httpStatus = null, cause }) {
-    super(message, { cause })
-    this.name = 'PageLoadError'
-    this.url = url
-    this.status = status
-    this.httpStatus = httpStatus
-  }
-}
-
 /**
+ * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
- *   url: string, protocol: string | null, status: number | null, bytes: number,
- *   start_ms: number | null, end_ms: number | null, connection_id: number | null,
- *   connection_reused: boolean | null, from_cache: boolean, alternate_protocol_usage: string | null
- * }} RequestDetail
- */
-
-/**
- * Load `url` once in `mode` and return the result row. `wall_ms` runs from
- * context creation to context closed: the per-run cost of the agent. The
- * browser launch, once per flag set and pool, is not in it.
- * @param {{
- *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser> },
+ *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser>,
+ *     withDedicated?: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T> },
  *   url: string,
  *   mode: import('./flags.js').Mode,
  *   extraFlags?: string[],
  *   netns?: string | null,
  *   timeoutMs?: number,
+ *   forceOrigins?: string[],
+ *   netlogFile?: string | null,
  *   log?: import('pino').Logger
- * }} opts
+ * }} MeasureOptions
+ * @typedef {{ page: import('puppeteer-core').Page, network: Awaited<ReturnType<typeof recordNetwork>>,
+ *   result: Record<string, any>, extra: Record<string, any>[], summarize: (r: Record<string, any>) => void }} StepContext
  */
-export async function measurePage ({ pool, url, mode, extraFlags = [], netns = null, timeoutMs = 30_000, log = pino({ level: 'silent' }) }) {
-  const flags = [...baseFlags(), ...modeFlags(mode, url), ...extraFlags]
+
+/**
+ * The frame every probe runs in: browser (pooled, or one of its own when a
+ * net log is captured), fresh context, network recording, and the rule that
+ * whatever fails becomes the result's status. `steps` fills in `result` and
+ * may add further results of the same context (a repeat view) to `extra`.
+ * `wall_ms` runs from context creation to context closed: the per-run cost
+ * of the agent; a pooled browser's launch is not in it.
+ * @param {MeasureOptions & { probe?: string }} opts
+ * @param {(ctx: StepContext) => Promise<void>} steps
+ * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
+ */
+export async function measure (opts, steps) {
+  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], netlogFile = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
+  const flags = [...baseFlags(), ...modeFlags(mode, url, { forceOrigins }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
+  const result = emptyResult(mode, flags, { probe })
+  const extra = []
+  const summarized = new WeakSet()
+  let started = performance.now()
+
+  const run = async (browser) => {
+    started = performance.now()
+    let context = null
+    let network = null
+    const summarize = (r) => {
+      Object.assign(r, network.take())
+      summarized.add(r)
+    }
+    try {
+      if (!versions.has(browser)) versions.set(browser, await browser.version())
+      result.browser_version = versions.get(browser)
+      context = await browser.createBrowserContext()
+      const page = await context.newPage()
+      network = await recordNetwork(page)
+      await steps({ page, network, result, extra, summarize })
+    } catch (err) {
+      result.status = err instanceof PageLoadError || err instanceof ProbeError ? err.status : 'error'
+      result.error = err.message
+      // Anything but a page or probe failure (a crashed browser, a protocol
+      // timeout) is still recorded against the run, and also worth a look.
+      if (!(err instanceof PageLoadError) && !(err instanceof ProbeError)) log.warn({ err, url, mode, probe }, 'measurement failed outside the page load')
+    } finally {
+      if (network && !summarized.has(result)) summarize(result)
+      if (!result.observed_protocol && network) {
+        // No page to ask (the load failed): say what the document came over, if anything.
+        result.observed_protocol = network.documentProtocol()
+        result.protocol_ok = protocolMatchesMode(result.observed_protocol, mode)
+      }
+      await context?.close().catch((err) => log.warn({ err, url }, 'closing browser context failed'))
+    }
+  }
   // A browser that cannot start is the agent's failure, not the page's: it
   // throws (BrowserLaunchError) rather than being recorded against the URL.
-  const browser = await pool.acquire({ flags, netns })
-  const started = performance.now()
-  const result = emptyResult(mode, flags)
-  let context = null
-  let network = null
-  try {
-    if (!versions.has(browser)) versions.set(browser, await browser.version())
-    result.browser_version = versions.get(browser)
-    context = await browser.createBrowserContext()
-    const page = await context.newPage()
-    network = await recordNetwork(page)
-    await load(page, url, timeoutMs)
-    Object.assign(result, await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics'))
-    result.protocol_ok = protocolMatchesMode(result.observed_protocol, mode)
-    result.status = result.protocol_ok ? 'ok' : 'protocol_mismatch'
-  } catch (err) {
-    result.status = err instanceof PageLoadError ? err.status : 'error'
-    result.error = err.message
-    // Anything but a page failure (a crashed browser, a protocol timeout)
-    // is still recorded against the run, and also worth an operator's look.
-    if (!(err instanceof PageLoadError)) log.warn({ err, url, mode }, 'measurement failed outside the page load')
-  } finally {
-    if (network) Object.assign(result, network.summary())
-    if (!result.observed_protocol && network) {
-      // No page to ask (the load failed): say what the document came over, if anything.
-      result.observed_protocol = network.documentProtocol()
-      result.protocol_ok = protocolMatchesMode(result.observed_protocol, mode)
-    }
-    await context?.close().catch((err) => log.warn({ err, url }, 'closing browser context failed'))
-  }
+  if (netlogFile) await pool.withDedicated({ flags, netns }, run)
+  else await run(await pool.acquire({ flags, netns }))
   result.wall_ms = round(performance.now() - started)
-  log.debug({ url, mode, status: result.status, ttfb_ms: result.ttfb_ms, load_ms: result.load_ms, wall_ms: result.wall_ms }, 'page measured')
-  return result
+  log.debug({ url, mode, probe, status: result.status, ttfb_ms: result.ttfb_ms, load_ms: result.load_ms, wall_ms: result.wall_ms }, 'measured')
+  return [result, ...extra]
 }
 
 /**
- * Run each mode once, in random order so neither protocol always goes first
- * (and, say, always meets a colder origin), and return the results in the
- * order they ran.
- * @param {Omit<Parameters<typeof measurePage>[0], 'mode'> & { modes?: import('./flags.js').Mode[], random?: () => number }} opts
+ * Load `url` once in `mode` and return the result row.
+ * @param {MeasureOptions} opts
  */
-export async function runRound ({ modes = [...MODES], random = Math.random, ...opts }) {
+export async function measurePage (opts) {
+  return (await measurePageViews({ ...opts, repeatView: false }))[0]
+}
+
+/**
+ * The page probe: a cold load, and with `repeatView` a second navigation in
+ * the same context (warm cache; the connection is reused where the browser
+ * keeps it). A failed repeat view is its own failed result; the first view
+ * stands.
+ * @param {MeasureOptions & { repeatView?: boolean }} opts
+ */
+export async function measurePageViews ({ repeatView = false, ...opts }) {
+  const { url, mode, timeoutMs = 30_000 } = opts
+  const results = await measure({ ...opts, probe: 'page' }, async ({ page, result, extra, summarize }) => {
+    await loadAndRead(page, url, mode, timeoutMs, result)
+    summarize(result)
+    if (!repeatView) return
+    /** @type {Record<string, any>} */
+    const repeat = { ...emptyResult(mode, result.flags, { probe: 'page', view: 'repeat' }), browser_version: result.browser_version }
+    const started = performance.now()
+    try {
+      await loadAndRead(page, url, mode, timeoutMs, repeat)
+    } catch (err) {
+      repeat.status = err instanceof PageLoadError ? err.status : 'error'
+      repeat.error = err.message
+    }
+    summarize(repeat)
+    repeat.repeat = reuseOf(repeat.requests_detail)
+    repeat.wall_ms = round(performance.now() - started)
+    extra.push(repeat)
+  })
+  if (repeatView && results.length === 1) {
+    // Counted as a failed repeat view rather than left out, so the repeat
+    // series shows every round that asked for one.
+    const [first] = results
+    results.push({ ...emptyResult(mode, first.flags, { probe: 'page', view: 'repeat' }), browser_version: first.browser_version, error: `not run: the first view failed (${first.error ?? first.status})` })
+  }
+  return results
+}
+
+/**
+ * Navigate, read the page metrics into `into` and judge the protocol.
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} url
+ * @param {string} mode
+ * @param {number} timeoutMs
+ * @param {Record<string, any>} into
+ */
+export async function loadAndRead (page, url, mode, timeoutMs, into) {
+  await load(page, url, timeoutMs)
+  Object.assign(into, await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics'))
+  into.protocol_ok = protocolMatchesMode(into.observed_protocol, mode)
+  into.status = into.protocol_ok ? 'ok' : 'protocol_mismatch'
+}
+
+/**
+ * How a view's requests got their connections: what a repeat view is for.
+ * 0-RTT and TLS resumption are not in the DevTools events; a net log of the
+ * run has them (details.netlog).
+ * @param {RequestDetail[]} requests
+ */
+export function reuseOf (requests) {
+  const fetched = requests.filter((r) => r.protocol && !r.from_cache)
+  const document = requests.find((r) => r.type === 'Document')
+  return {
+    document_connection_reused: document?.connection_reused ?? null,
+    requests_on_reused_connections: fetched.filter((r) => r.connection_reused).length,
+    requests_on_new_connections: fetched.filter((r) => r.connection_reused === false).length,
+    new_connections: new Set(fetched.filter((r) => r.connection_reused === false).map((r) => r.connection_id)).size,
+    from_cache: requests.filter((r) => r.from_cache).length,
+    zero_rtt: null,
+    tls_resumed: null
+  }
+}
+
+/**
+ * Run one probe in each mode, in random order so neither protocol always goes
+ * first (and, say, always meets a colder origin), and return the results in
+ * the order they ran. A mode whose browser cannot start is an error result
+ * for that mode; only when no mode could start does the round fail.
+ * @param {Omit<MeasureOptions, 'mode'> & { modes?: import('./flags.js').Mode[], random?: () => number,
+ *   probe?: string, run?: (opts: MeasureOptions) => Promise<Record<string, any>[]> }} opts
+ */
+export async function runRound ({ modes = [...MODES], random = Math.random, probe = 'page', run, ...opts }) {
   const order = [...modes]
   for (let i = order.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1))
     ;[order[i], order[j]] = [order[j], order[i]]
   }
+  const measureMode = run ?? ((o) => measurePageViews(o))
   const results = []
-  for (const mode of order) results.push(await measurePage({ ...opts, mode }))
+  const launchErrors = []
+  for (const mode of order) {
+    try {
+      results.push(...await measureMode({ ...opts, mode }))
+    } catch (err) {
+      if (!(err instanceof BrowserLaunchError)) throw err
+      launchErrors.push(err)
+      const failed = emptyResult(mode, err.flags, { probe })
+      failed.error = err.message
+      results.push(failed)
+    }
+  }
+  if (launchErrors.length === order.length) throw launchErrors[0]
   return results
 }
 
 /**
  * @param {string} mode
  * @param {string[]} flags
+ * @param {{ probe?: string, view?: string }} [key]
  */
-function emptyResult (mode, flags) {
+export function emptyResult (mode, flags, { probe = 'page', view = 'first' } = {}) {
   return {
     mode,
-    view: 'first',
-    probe: 'page',
+    view,
+    probe,
     status: 'error',
     error: null,
     observed_protocol: null,
@@ -137,163 +232,8 @@ function emptyResult (mode, flags) {
     flags,
     wall_ms: null,
     /** @type {RequestDetail[]} */
-    requests_detail: []
+    requests_detail: [],
+    /** @type {import('./network.js').OriginSeen[]} */
+    origins: []
   }
-}
-
-/**
- * Navigate and wait for the load event; any failure becomes a PageLoadError.
- * @param {import('puppeteer-core').Page} page
- * @param {string} url
- * @param {number} timeoutMs
- */
-async function load (page, url, timeoutMs) {
-  let response
-  try {
-    response = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs })
-  } catch (err) {
-    if (err?.name === 'TimeoutError') {
-      throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
-    }
-    throw new PageLoadError(err.message, { url, cause: err })
-  }
-  const httpStatus = response?.status() ?? null
-  if (httpStatus !== null && httpStatus >= 400) {
-    throw new PageLoadError(`HTTP ${httpStatus} ${response.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
-  }
-}
-
-/**
- * Timings of the loaded page. Each metric is defined here once, in ms
- * relative to the navigation's startTime.
- * @param {import('puppeteer-core').Page} page
- */
-async function collectPageMetrics (page) {
-  const lcpMs = await page.evaluate(lcp, LCP_WAIT_MS)
-  const nav = await page.evaluate(navigation)
-  const fcpMs = await page.evaluate(fcp)
-  if (!nav) throw new Error('the page has no navigation timing entry')
-  const since = (t) => (t > 0 ? round(t - nav.startTime) : null)
-  const span = (from, to) => (from > 0 && to >= from ? round(to - from) : null)
-  return {
-    observed_protocol: normalizeProtocol(nav.nextHopProtocol),
-    ttfb_ms: since(nav.responseStart),
-    dns_ms: span(nav.domainLookupStart, nav.domainLookupEnd),
-    // For QUIC this includes the crypto handshake: Chromium reports one connect phase.
-    connect_ms: span(nav.connectStart, nav.connectEnd),
-    tls_ms: nav.secureConnectionStart > 0 ? span(nav.secureConnectionStart, nav.connectEnd) : null,
-    dcl_ms: since(nav.domContentLoadedEventEnd),
-    load_ms: since(nav.loadEventEnd),
-    fcp_ms: fcpMs === null ? null : round(fcpMs),
-    lcp_ms: lcpMs === null ? null : round(lcpMs)
-  }
-}
-
-/**
- * Record every request of the page from the DevTools network events: its
- * protocol, connection, bytes on the wire (headers included) and timing
- * relative to the first request.
- * @param {import('puppeteer-core').Page} page
- */
-async function recordNetwork (page) {
-  const cdp = await page.createCDPSession()
-  const open = new Map()
-  const all = []
-  let firstTimestamp = null
-  let documentRecord = null
-
-  const respond = (rec, response) => {
-    rec.protocol = normalizeProtocol(response.protocol)
-    rec.status = response.status
-    rec.connection_id = response.connectionId ?? null
-    rec.connection_reused = response.connectionReused ?? null
-    rec.from_cache ||= Boolean(response.fromDiskCache || response.fromPrefetchCache || response.fromServiceWorker)
-    rec.alternate_protocol_usage = response.alternateProtocolUsage ?? null
-  }
-  cdp.on('Network.requestWillBeSent', (e) => {
-    const previous = open.get(e.requestId)
-    if (previous && e.redirectResponse) {
-      // A redirect reuses the request id: close the hop that just ended.
-      respond(previous, e.redirectResponse)
-      previous.bytes = e.redirectResponse.encodedDataLength ?? 0
-      previous.end = e.timestamp
-    }
-    // data: and blob: URLs never touch the network.
-    if (!/^https?:/.test(e.request.url)) return
-    firstTimestamp ??= e.timestamp
-    const rec = {
-      url: e.request.url, protocol: null, status: null, bytes: 0, start: e.timestamp, end: null,
-      connection_id: null, connection_reused: null, from_cache: false, alternate_protocol_usage: null
-    }
-    if (e.type === 'Document' && !documentRecord) documentRecord = rec
-    open.set(e.requestId, rec)
-    all.push(rec)
-  })
-  cdp.on('Network.responseReceived', (e) => {
-    const rec = open.get(e.requestId)
-    if (rec) respond(rec, e.response)
-  })
-  cdp.on('Network.requestServedFromCache', (e) => {
-    const rec = open.get(e.requestId)
-    if (rec) rec.from_cache = true
-  })
-  cdp.on('Network.loadingFinished', (e) => {
-    const rec = open.get(e.requestId)
-    if (!rec) return
-    rec.bytes = e.encodedDataLength
-    rec.end = e.timestamp
-    open.delete(e.requestId)
-  })
-  cdp.on('Network.loadingFailed', (e) => {
-    const rec = open.get(e.requestId)
-    if (!rec) return
-    rec.end = e.timestamp
-    open.delete(e.requestId)
-  })
-  await cdp.send('Network.enable')
-
-  const sinceFirst = (t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
-  return {
-    documentProtocol: () => documentRecord?.protocol ?? null,
-    summary () {
-      /** @type {RequestDetail[]} */
-      const requestsDetail = all.map(({ start, end, ...rec }) => ({ ...rec, start_ms: sinceFirst(start), end_ms: sinceFirst(end) }))
-      const sum = (list) => list.reduce((total, r) => total + r.bytes, 0)
-      // Shares count what came over the network, where a protocol was chosen.
-      const fetched = requestsDetail.filter((r) => r.protocol && !r.from_cache)
-      const overH3 = fetched.filter((r) => r.protocol === 'h3')
-      const fetchedBytes = sum(fetched)
-      return {
-        bytes: sum(requestsDetail),
-        requests: requestsDetail.length,
-        h3_request_share: fetched.length ? round(overH3.length / fetched.length, 3) : null,
-        h3_byte_share: fetchedBytes ? round(sum(overH3) / fetchedBytes, 3) : null,
-        requests_detail: requestsDetail
-      }
-    }
-  }
-}
-
-/**
- * @template T
- * @param {Promise<T>} promise
- * @param {number} ms
- * @param {string} what
- * @returns {Promise<T>}
- */
-function withTimeout (promise, ms, what) {
-  let timer
-  const expired = new Promise((resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)
-  })
-  return Promise.race([promise, expired]).finally(() => clearTimeout(timer))
-}
-
-/**
- * @param {number} value
- * @param {number} [digits] decimals kept; 1 for milliseconds
- */
-function round (value, digits = 1) {
-  const f = 10 ** digits
-  return Math.round(value * f) / f
 }

@@ -1,6 +1,7 @@
 // Browsers and servers spell protocols many ways ('h3-29', 'QUIC',
 // 'http/2+quic/46', 'HTTP/2'); results store one spelling, so every
-// comparison between a run and its mode goes through here.
+// comparison between a run and its mode, every per-request protocol and every
+// Alt-Svc entry goes through here.
 
 /**
  * @param {string | null | undefined} value
@@ -11,7 +12,7 @@ export function normalizeProtocol (value) {
   const s = String(value).trim().toLowerCase()
   if (s === '') return null
   // Before the HTTP/2 test: Google QUIC announced itself as 'http/2+quic/NN'.
-  if (s.startsWith('h3') || s.includes('quic')) return 'h3'
+  if (s.startsWith('h3') || s.includes('quic') || s === 'http/3' || s === 'http/3.0') return 'h3'
   if (s === 'h2' || s === 'http/2' || s === 'http/2.0') return 'h2'
   return s
 }

@@ -1,0 +1,102 @@
+// Net log files of the agent: where a run's net log goes, reading it back
+// (also when Chromium was killed before it could close the JSON), the summary
+// kept with the result, and the upload to the API.
+import { mkdir, readFile, rm } from 'node:fs/promises'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { gzip as gzipCallback } from 'node:zlib'
+import { summarizeNetlog } from './netlog-summary.js'
+
+const gzip = promisify(gzipCallback)
+
+/** Larger net logs are summarised but not uploaded (the API's limit is 32 MiB of gzip). */
+export const NETLOG_UPLOAD_MAX_GZIP_BYTES = 32 * 1024 * 1024
+
+/**
+ * @param {string} dir
+ * @param {{ jobId: number | string, probe: string, mode: string, kind: string }} key
+ */
+export async function netlogPath (dir, { jobId, probe, mode, kind }) {
+  await mkdir(dir, { recursive: true })
+  return path.join(dir, `job-${jobId}-${probe}-${mode}-${kind}-${process.pid}.netlog.json`)
+}
+
+/**
+ * Parse a net log file. A browser killed before it exited leaves the events
+ * array open; everything up to the last complete event is kept.
+ * @param {string} text
+ */
+export function parseNetlog (text) {
+  try {
+    return JSON.parse(text)
+  } catch {
+    const cut = text.lastIndexOf('},')
+    const end = text.lastIndexOf('}')
+    for (const at of [end, cut]) {
+      if (at < 0) continue
+      try { return JSON.parse(text.slice(0, at + 1) + ']}') } catch {}
+    }
+    throw new Error('the net log is not valid JSON, even when cut at its last complete event')
+  }
+}
+
+/**
+ * Read a finished capture: the summary for the result, and the gzip to upload.
+ * @param {string} file
+ * @param {{ rttMs?: number | null }} [opts]
+ */
+export async function finishNetlog (file, { rttMs = null } = {}) {
+  const raw = await readFile(file)
+  const summary = summarizeNetlog(parseNetlog(raw.toString('utf8')), { rttMs })
+  return { summary, gzip: await gzip(raw), rawBytes: raw.length }
+}
+
+/** @param {string} file */
+export async function removeNetlog (file) {
+  await rm(file, { force: true })
+}
+
+/**
+ * The part of a summary stored with the result (details.netlog.summary):
+ * small, and what the notes refer to.
+ * @param {ReturnType<typeof summarizeNetlog>} summary
+ */
+export function compactSummary (summary) {
+  return {
+    quic_sessions: summary.quic_sessions.map(({ findings, ...s }) => s),
+    tls_sessions: summary.tls_sessions.map(({ findings, ...s }) => s),
+    findings: summary.findings
+  }
+}
+
+/**
+ * Uploads net logs through the agent API (PUT /agent/jobs/:id/netlog).
+ * @param {{ apiUrl: string, token: string, timeoutMs?: number }} opts
+ */
+export function createNetlogUploader ({ apiUrl, token, timeoutMs = 60_000 }) {
+  /**
+   * @param {number} jobId
+   * @param {{ mode: string, view: string, probe: string, kind: 'run' | 'rerun', rawBytes: number, gzip: Buffer }} n
+   */
+  return async function uploadNetlog (jobId, { mode, view, probe, kind, rawBytes, gzip: body }) {
+    const q = new URLSearchParams({ mode, view, probe, kind, raw_bytes: String(rawBytes) })
+    let res
+    try {
+      res = await fetch(`${apiUrl}/api/v1/agent/jobs/${jobId}/netlog?${q}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' },
+        body: /** @type {any} */ (body),
+        signal: AbortSignal.timeout(timeoutMs)
+      })
+    } catch (err) {
+      throw new Error(`net log upload: API unreachable at ${apiUrl}: ${err.cause?.code ?? err.message}`)
+    }
+    if (!res.ok) {
+      const text = await res.text().catch(() => '')
+      let message = text
+      try { message = JSON.parse(text).message ?? text } catch {}
+      throw new Error(`net log upload → ${res.status}: ${message.slice(0, 300)}`)
+    }
+    return res.json()
+  }
+}

@@ -1,0 +1,204 @@
+// Per-request truth from the DevTools network events: for every request its
+// protocol (normalised), connection id and reuse, why that protocol was used
+// (alternateProtocolUsage), timing phases, bytes on the wire and the Alt-Svc
+// its origin advertised. Navigation Timing covers the document only; this
+// covers everything the page fetched.
+import { advertisesH3 } from './alt-svc.js'
+import { normalizeProtocol } from './protocol.js'
+import { round } from './page-metrics.js'
+
+/**
+ * @typedef {{ dns_ms: number | null, connect_ms: number | null, ssl_ms: number | null, send_ms: number | null,
+ *   wait_ms: number | null, receive_ms: number | null }} RequestPhases
+ * @typedef {{
+ *   url: string, type: string | null, method: string | null, protocol: string | null, status: number | null, bytes: number,
+ *   start_ms: number | null, end_ms: number | null, connection_id: number | null,
+ *   connection_reused: boolean | null, from_cache: boolean, alternate_protocol_usage: string | null,
+ *   remote_address: string | null, timing: RequestPhases | null, failed: string | null
+ * }} RequestDetail
+ * @typedef {{ origin: string, alt_svc: string | null, h3_advertised: boolean, requests: { h3: number, h2: number, other: number } }} OriginSeen
+ */
+
+/**
+ * Start recording the page's requests. `take()` returns what was recorded
+ * since the previous `take()` (a repeat view gets only its own requests).
+ * @param {import('puppeteer-core').Page} page
+ */
+export async function recordNetwork (page) {
+  const cdp = await page.createCDPSession()
+  const open = new Map()
+  const all = []
+  let firstTimestamp = null
+  let documentRecord = null
+  let taken = 0
+
+  const respond = (rec, response) => {
+    rec.protocol = normalizeProtocol(response.protocol)
+    rec.status = response.status
+    rec.connection_id = response.connectionId ?? null
+    rec.connection_reused = response.connectionReused ?? null
+    rec.from_cache ||= Boolean(response.fromDiskCache || response.fromPrefetchCache || response.fromServiceWorker)
+    rec.alternate_protocol_usage = response.alternateProtocolUsage ?? null
+    rec.remote_address = response.remoteIPAddress ? `${response.remoteIPAddress}:${response.remotePort}` : null
+    rec.alt_svc ??= headerValue(response.headers, 'alt-svc')
+    rec.timingRaw = response.timing ?? null
+  }
+  cdp.on('Network.requestWillBeSent', (e) => {
+    const previous = open.get(e.requestId)
+    if (previous && e.redirectResponse) {
+      // A redirect reuses the request id: close the hop that just ended.
+      respond(previous, e.redirectResponse)
+      previous.bytes = e.redirectResponse.encodedDataLength ?? 0
+      previous.end = e.timestamp
+    }
+    // data: and blob: URLs never touch the network.
+    if (!/^https?:/.test(e.request.url)) return
+    firstTimestamp ??= e.timestamp
+    const rec = {
+      url: e.request.url, type: e.type ?? null, method: e.request.method ?? null, protocol: null, status: null, bytes: 0,
+      start: e.timestamp, end: null, connection_id: null, connection_reused: null, from_cache: false,
+      alternate_protocol_usage: null, remote_address: null, alt_svc: null, timingRaw: null, failed: null
+    }
+    if (e.type === 'Document' && !documentRecord) documentRecord = rec
+    open.set(e.requestId, rec)
+    all.push(rec)
+  })
+  cdp.on('Network.responseReceived', (e) => {
+    const rec = open.get(e.requestId)
+    if (rec) respond(rec, e.response)
+  })
+  // The raw headers, for responses whose headers the renderer does not see
+  // in full: Alt-Svc is often only here.
+  cdp.on('Network.responseReceivedExtraInfo', (e) => {
+    const rec = open.get(e.requestId)
+    const altSvc = headerValue(e.headers, 'alt-svc')
+    if (rec && altSvc) rec.alt_svc = altSvc
+  })
+  cdp.on('Network.requestServedFromCache', (e) => {
+    const rec = open.get(e.requestId)
+    if (rec) rec.from_cache = true
+  })
+  cdp.on('Network.loadingFinished', (e) => {
+    const rec = open.get(e.requestId)
+    if (!rec) return
+    rec.bytes = e.encodedDataLength
+    rec.end = e.timestamp
+    open.delete(e.requestId)
+  })
+  cdp.on('Network.loadingFailed', (e) => {
+    const rec = open.get(e.requestId)
+    if (!rec) return
+    rec.end = e.timestamp
+    rec.failed = e.errorText || 'failed'
+    open.delete(e.requestId)
+  })
+  await cdp.send('Network.enable')
+
+  const sinceFirst = (t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
+  return {
+    documentProtocol: () => documentRecord?.protocol ?? null,
+    /** Requests recorded since the last call, and their totals. */
+    take () {
+      const recs = all.slice(taken)
+      taken = all.length
+      return summarize(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
+    }
+  }
+}
+
+/**
+ * @param {Record<string, any>} rec
+ * @param {(t: number | null) => number | null} sinceFirst
+ * @returns {RequestDetail}
+ */
+function toDetail (rec, sinceFirst) {
+  return {
+    url: rec.url,
+    type: rec.type,
+    method: rec.method,
+    protocol: rec.protocol,
+    status: rec.status,
+    bytes: rec.bytes,
+    start_ms: sinceFirst(rec.start),
+    end_ms: sinceFirst(rec.end),
+    connection_id: rec.connection_id,
+    connection_reused: rec.connection_reused,
+    from_cache: rec.from_cache,
+    alternate_protocol_usage: rec.alternate_protocol_usage,
+    remote_address: rec.remote_address,
+    timing: phases(rec.timingRaw, rec.end),
+    failed: rec.failed
+  }
+}
+
+/**
+ * Timing phases of one request from the DevTools ResourceTiming (offsets in
+ * ms from requestTime, -1 when a phase did not happen). For QUIC the
+ * handshake is inside connect, and ssl covers the same span.
+ * @param {Record<string, number> | null} t
+ * @param {number | null} end loadingFinished timestamp, seconds
+ * @returns {RequestPhases | null}
+ */
+export function phases (t, end) {
+  if (!t) return null
+  const span = (a, b) => (t[a] >= 0 && t[b] >= t[a] ? round(t[b] - t[a]) : null)
+  const headersStart = t.receiveHeadersStart > 0 ? t.receiveHeadersStart : t.receiveHeadersEnd
+  const finished = end !== null && t.requestTime > 0 ? (end - t.requestTime) * 1000 : null
+  return {
+    dns_ms: span('dnsStart', 'dnsEnd'),
+    connect_ms: span('connectStart', 'connectEnd'),
+    ssl_ms: span('sslStart', 'sslEnd'),
+    send_ms: span('sendStart', 'sendEnd'),
+    wait_ms: t.sendEnd >= 0 && headersStart >= t.sendEnd ? round(headersStart - t.sendEnd) : null,
+    receive_ms: finished !== null && t.receiveHeadersEnd >= 0 && finished >= t.receiveHeadersEnd ? round(finished - t.receiveHeadersEnd) : null
+  }
+}
+
+/**
+ * @param {RequestDetail[]} details
+ * @param {Record<string, any>[]} recs the same requests, with their Alt-Svc
+ */
+function summarize (details, recs) {
+  const sum = (list) => list.reduce((total, r) => total + r.bytes, 0)
+  // Shares count what came over the network, where a protocol was chosen.
+  const fetched = details.filter((r) => r.protocol && !r.from_cache)
+  const overH3 = fetched.filter((r) => r.protocol === 'h3')
+  const fetchedBytes = sum(fetched)
+  return {
+    bytes: sum(details),
+    requests: details.length,
+    h3_request_share: fetched.length ? round(overH3.length / fetched.length, 3) : null,
+    h3_byte_share: fetchedBytes ? round(sum(overH3) / fetchedBytes, 3) : null,
+    requests_detail: details,
+    origins: originsSeen(details, recs)
+  }
+}
+
+/**
+ * @param {RequestDetail[]} details
+ * @param {Record<string, any>[]} recs
+ * @returns {OriginSeen[]}
+ */
+function originsSeen (details, recs) {
+  const byOrigin = new Map()
+  details.forEach((d, i) => {
+    let origin
+    try { origin = new URL(d.url).origin } catch { return }
+    let o = byOrigin.get(origin)
+    if (!o) byOrigin.set(origin, (o = { origin, alt_svc: null, h3_advertised: false, requests: { h3: 0, h2: 0, other: 0 } }))
+    if (d.protocol && !d.from_cache) o.requests[d.protocol === 'h3' || d.protocol === 'h2' ? d.protocol : 'other']++
+    const altSvc = recs[i].alt_svc
+    if (altSvc) {
+      o.alt_svc = altSvc
+      o.h3_advertised = advertisesH3(altSvc)
+    }
+  })
+  return [...byOrigin.values()]
+}
+
+/** Case-insensitive header lookup in a CDP headers object. */
+function headerValue (headers, name) {
+  if (!headers) return null
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return String(v)
+  return null
+}

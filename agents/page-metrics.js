@@ -1,0 +1,113 @@
+// Driving one navigation and reading its metrics. Each metric is defined
+// here once, in ms relative to the navigation's startTime; the scripts that
+// run in the page are in agents/page/.
+import { fcp } from './page/fcp.js'
+import { lcp } from './page/lcp.js'
+import { navigation } from './page/navigation.js'
+import { normalizeProtocol } from './protocol.js'
+
+/** How long to wait after the load event for LCP to be reported. */
+const LCP_WAIT_MS = 300
+/** Upper bound for reading metrics out of a loaded page. */
+export const COLLECT_TIMEOUT_MS = 5000
+
+export class PageLoadError extends Error {
+  /**
+   * @param {string} message
+   * @param {{ url: string, status?: 'error' | 'timeout', httpStatus?: number | null, cause?: unknown }} context
+   */
+  constructor (message, { url, status = 'error', httpStatus = null, cause }) {
+    super(message, { cause })
+    this.name = 'PageLoadError'
+    this.url = url
+    this.status = status
+    this.httpStatus = httpStatus
+  }
+}
+
+/** A probe step after the page loaded (parallel requests, an upload) failed or ran out of time. */
+export class ProbeError extends Error {
+  /**
+   * @param {string} message
+   * @param {{ url: string, probe: string, status?: 'error' | 'timeout', cause?: unknown }} context
+   */
+  constructor (message, { url, probe, status = 'error', cause }) {
+    super(message, { cause })
+    this.name = 'ProbeError'
+    this.url = url
+    this.probe = probe
+    this.status = status
+  }
+}
+
+/**
+ * Navigate and wait for the load event; any failure becomes a PageLoadError.
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} url
+ * @param {number} timeoutMs
+ */
+export async function load (page, url, timeoutMs) {
+  let response
+  try {
+    response = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs })
+  } catch (err) {
+    if (err?.name === 'TimeoutError') {
+      throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
+    }
+    throw new PageLoadError(err.message, { url, cause: err })
+  }
+  const httpStatus = response?.status() ?? null
+  if (httpStatus !== null && httpStatus >= 400) {
+    throw new PageLoadError(`HTTP ${httpStatus} ${response.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
+  }
+}
+
+/**
+ * Timings of the loaded page.
+ * @param {import('puppeteer-core').Page} page
+ */
+export async function collectPageMetrics (page) {
+  const lcpMs = await page.evaluate(lcp, LCP_WAIT_MS)
+  const nav = await page.evaluate(navigation)
+  const fcpMs = await page.evaluate(fcp)
+  if (!nav) throw new Error('the page has no navigation timing entry')
+  const since = (t) => (t > 0 ? round(t - nav.startTime) : null)
+  const span = (from, to) => (from > 0 && to >= from ? round(to - from) : null)
+  return {
+    observed_protocol: normalizeProtocol(nav.nextHopProtocol),
+    ttfb_ms: since(nav.responseStart),
+    dns_ms: span(nav.domainLookupStart, nav.domainLookupEnd),
+    // For QUIC this includes the crypto handshake: Chromium reports one connect phase.
+    connect_ms: span(nav.connectStart, nav.connectEnd),
+    tls_ms: nav.secureConnectionStart > 0 ? span(nav.secureConnectionStart, nav.connectEnd) : null,
+    dcl_ms: since(nav.domContentLoadedEventEnd),
+    load_ms: since(nav.loadEventEnd),
+    fcp_ms: fcpMs === null ? null : round(fcpMs),
+    lcp_ms: lcpMs === null ? null : round(lcpMs)
+  }
+}
+
+/**
+ * @template T
+ * @param {Promise<T>} promise
+ * @param {number} ms
+ * @param {string} what
+ * @param {(message: string) => Error} [makeError]
+ * @returns {Promise<T>}
+ */
+export function withTimeout (promise, ms, what, makeError = (message) => new Error(message)) {
+  let timer
+  const expired = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(makeError(`${what} took longer than ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * @param {number} value
+ * @param {number} [digits] decimals kept; 1 for milliseconds
+ */
+export function round (value, digits = 1) {
+  const f = 10 ** digits
+  return Math.round(value * f) / f
+}

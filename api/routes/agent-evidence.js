@@ -1,0 +1,56 @@
+// Agent upload of a Chromium net log. Its own content type and body limit:
+// net logs are binary (gzip) and much larger than result batches.
+import { storeNetlog } from '../../lib/netlogs.js'
+import { MODES, PROBES } from '../../lib/monitors.js'
+import { errorResponses, idParams } from '../schemas.js'
+
+/**
+ * 32 MiB of gzip: the net log of a many-resources page in Default capture
+ * mode is a few MB raw and compresses about tenfold, so this leaves room for
+ * heavy real pages while bounding what one request can make the API hold.
+ */
+export const NETLOG_BODY_LIMIT = 32 * 1024 * 1024
+
+/**
+ * @param {any} app see api/routes/monitors.js; registered behind agent-auth
+ */
+export default async function agentEvidenceRoutes (app) {
+  app.addContentTypeParser('application/gzip', { parseAs: 'buffer', bodyLimit: NETLOG_BODY_LIMIT }, (request, body, done) => done(null, body))
+
+  app.put('/jobs/:id/netlog', {
+    bodyLimit: NETLOG_BODY_LIMIT,
+    schema: {
+      description: 'Upload the gzip-compressed net log of one result of a job this agent holds (before or after its results). Same key as the result: mode, view, probe.',
+      tags: ['agent protocol'],
+      security: [{ agentToken: [] }],
+      params: idParams,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['mode', 'kind'],
+        properties: {
+          mode: { type: 'string', enum: MODES },
+          view: { type: 'string', enum: ['first', 'repeat'], default: 'first' },
+          probe: { type: 'string', enum: PROBES, default: 'page' },
+          kind: { type: 'string', enum: ['run', 'rerun'] },
+          raw_bytes: { type: 'integer', minimum: 0 }
+        }
+      },
+      response: {
+        200: { type: 'object', properties: { stored: { type: 'boolean' }, gzip_bytes: { type: 'integer' } } },
+        ...errorResponses,
+        409: { $ref: 'error#' },
+        413: { $ref: 'error#' }
+      }
+    }
+  }, async (request, reply) => {
+    const body = request.body
+    if (!Buffer.isBuffer(body) || body.length < 2 || body[0] !== 0x1f || body[1] !== 0x8b) {
+      return reply.badRequest('the body must be a gzip-compressed net log with content-type application/gzip')
+    }
+    const q = request.query
+    return storeNetlog(app.db, {
+      jobId: request.params.id, agent: request.agent, mode: q.mode, view: q.view, probe: q.probe, kind: q.kind, rawBytes: q.raw_bytes ?? null, gzip: body
+    })
+  })
+}

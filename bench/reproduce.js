@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// Re-runs the field studies of DESIGN §1 on the lab's emulated regions
+// (lab-na, lab-eu, lab-asia with their default, lossy profiles), through the
+// agent's own job runner, and prints the tables docs/REPRODUCTION.md shows.
+//
+//   node bench/reproduce.js [--parallel-rounds 30] [--page-rounds 10] [--upload-rounds 8] [--upload-bytes 1048576]
+//
+//   Dropbox     parallel probe: a warm-up navigation, then 5 parallel
+//               requests to /noop on the open connection; H3 vs H2 at
+//               p25/p50/p75/p90/p95 over requests, per region.
+//   Cloudflare  TTFB and load time of the 15 KB and 1 MB pages, H2 vs H3,
+//               medians per region (fresh connection each run).
+//   Firefox     upload probe: one POST of 1 MB after a warm-up navigation;
+//               throughput H2 vs H3, medians per region.
+// Every round runs both modes in random order, each in a fresh incognito
+// context. Bounded: the default 30/10/8 rounds per region take 6–10 minutes
+// on 2 busy cores (each run is a fresh context and a warm-up navigation).
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import pino from 'pino'
+import { createBrowserPool } from '../agents/browser.js'
+import { createJobRunner } from '../agents/job-runner.js'
+import { startOrigin } from '../lab/origin.js'
+import { labUp } from '../lab/netns.js'
+import { DEFAULT_PROFILES } from '../lab/profiles.js'
+import { compareSamples, exactQuantile } from '../lib/stats/index.js'
+
+const { values } = parseArgs({
+  options: {
+    'parallel-rounds': { type: 'string', default: '30' },
+    'page-rounds': { type: 'string', default: '10' },
+    'upload-rounds': { type: 'string', default: '8' },
+    'upload-bytes': { type: 'string', default: String(1024 * 1024) }
+  }
+})
+const bounded = (v, max) => Math.min(max, Math.max(1, Number(v)))
+const rounds = { parallel: bounded(values['parallel-rounds'], 200), page: bounded(values['page-rounds'], 100), upload: bounded(values['upload-rounds'], 100) }
+const uploadBytes = bounded(values['upload-bytes'], 100 * 1024 * 1024)
+const PERCENTILES = [25, 50, 75, 90, 95]
+
+const log = pino({ level: 'warn' })
+const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'h3lens-reproduce-'))
+const started = Date.now()
+const load = os.loadavg()[0]
+const topology = await labUp({ profiles: DEFAULT_PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
+const pool = createBrowserPool({ dataDir, log })
+/** @type {Record<string, Record<string, any[]>>} results per region and study */
+const byRegion = {}
+try {
+  const origin = await startOrigin({ dataDir, port: 8443, netns: topology.originNs, log })
+  try {
+    for (const loc of topology.locations) {
+      const runJob = createJobRunner({ pool, lab: { spki: origin.spki, address: loc.originAddress, netns: loc.ns }, timeoutMs: 60_000, log })
+      const ctx = { location: { kind: 'lab', profile: loc.profile } }
+      const job = (id, page, probes, options = {}) => runJob({ id, url: `${origin.baseUrl}/${page}`, modes: ['h3', 'h2'], probes, options: { netlog: 'off', ...options } }, ctx)
+      const cell = (byRegion[loc.name] = { parallel: [], page15k: [], page1m: [], upload: [] })
+      for (let i = 0; i < rounds.parallel; i++) cell.parallel.push(...await job(i, 'page-15k.html', ['parallel'], { parallel_url: '/noop', parallel_requests: 5 }))
+      for (let i = 0; i < rounds.page; i++) {
+        cell.page15k.push(...await job(i, 'page-15k.html', ['page']))
+        cell.page1m.push(...await job(i, 'page-1m.html', ['page']))
+      }
+      for (let i = 0; i < rounds.upload; i++) cell.upload.push(...await job(i, 'page-15k.html', ['upload'], { upload_bytes: uploadBytes }))
+      console.error(`${loc.name}: done after ${Math.round((Date.now() - started) / 1000)} s`)
+    }
+  } finally {
+    await origin.stop()
+  }
+} finally {
+  await pool.close()
+  await topology.down()
+  await fs.rm(dataDir, { recursive: true, force: true })
+}
+
+const ok = (list, mode) => list.filter((r) => r.mode === mode && r.status === 'ok' && r.protocol_ok)
+const failed = (list) => list.filter((r) => r.status !== 'ok')
+const median = (xs) => exactQuantile(Float64Array.from(xs).sort(), 0.5)
+const f1 = (x) => (x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(1))
+const pct = (d, base) => (base > 0 ? `${d >= 0 ? '+' : ''}${((d / base) * 100).toFixed(1)}%` : '–')
+const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
+
+console.log(`# h3lens field-study reproduction — ${new Date().toISOString()}`)
+console.log(`${os.cpus().length} cores, load average ${load.toFixed(1)} at start, ${Math.round((Date.now() - started) / 1000)} s; ` +
+  `rounds per region: parallel ${rounds.parallel}, pages ${rounds.page}, upload ${rounds.upload} (${uploadBytes} bytes)`)
+console.log('\nProfiles: ' + DEFAULT_PROFILES.map((p) => `${p.name} ${p.rtt_ms} ms RTT, ${p.loss_pct}% ${p.loss_model} loss, ${p.down_kbps / 1000}/${p.up_kbps / 1000} Mbit/s`).join('; '))
+
+console.log('\n## Dropbox style: 5 parallel requests to /noop on a warm connection (H3 − H2 per request)\n')
+console.log(`| region | n h2 / h3 | ${PERCENTILES.map((p) => `p${p}`).join(' | ')} |`)
+console.log(`|---|---|${PERCENTILES.map(() => '---').join('|')}|`)
+for (const [region, cell] of Object.entries(byRegion)) {
+  const samples = (mode) => ok(cell.parallel, mode).flatMap((r) => r.details.samples)
+  const c = compareSamples({ h2: samples('h2'), h3: samples('h3'), percentiles: PERCENTILES, seed: region })
+  const cells = c.rows.map((row) => (row.delta_ms === null ? '–' : `${signed(row.delta_ms)} ms (${pct(row.delta_ms, row.h2_ms)})${row.verdict === 'no_significant_difference' ? '' : row.verdict === 'h3_faster' ? ' ✓' : ' ✗'}`))
+  console.log(`| ${region} | ${c.n_h2} / ${c.n_h3} | ${cells.join(' | ')} |`)
+}
+console.log('\n✓ H3 faster, ✗ H3 slower (95% bootstrap interval excludes 0); unmarked: no significant difference.')
+console.log('\nAbsolute values (ms), h2 → h3:\n')
+console.log(`| region | ${PERCENTILES.map((p) => `p${p}`).join(' | ')} |`)
+console.log(`|---|${PERCENTILES.map(() => '---').join('|')}|`)
+for (const [region, cell] of Object.entries(byRegion)) {
+  const sorted = (mode) => Float64Array.from(ok(cell.parallel, mode).flatMap((r) => r.details.samples)).sort()
+  const [h2, h3] = [sorted('h2'), sorted('h3')]
+  console.log(`| ${region} | ${PERCENTILES.map((p) => `${f1(exactQuantile(h2, p / 100))} → ${f1(exactQuantile(h3, p / 100))}`).join(' | ')} |`)
+}
+
+console.log('\n## Cloudflare style: fresh connection, medians (ms)\n')
+console.log('| region | page | TTFB h2 | TTFB h3 | Δ TTFB | load h2 | load h3 | Δ load | connect RTT h2 / h3 |')
+console.log('|---|---|---|---|---|---|---|---|---|')
+for (const [region, cell] of Object.entries(byRegion)) {
+  for (const [name, list] of [['15 KB', cell.page15k], ['1 MB', cell.page1m]]) {
+    const m = (mode, k) => median(ok(list, mode).map((r) => r[k]))
+    const [t2, t3, l2, l3] = [m('h2', 'ttfb_ms'), m('h3', 'ttfb_ms'), m('h2', 'load_ms'), m('h3', 'load_ms')]
+    console.log(`| ${region} | ${name} | ${f1(t2)} | ${f1(t3)} | ${signed(t3 - t2)} (${pct(t3 - t2, t2)}) | ${f1(l2)} | ${f1(l3)} | ${signed(l3 - l2)} (${pct(l3 - l2, l2)}) | ${f1(m('h2', 'connect_rtt'))} / ${f1(m('h3', 'connect_rtt'))} |`)
+  }
+}
+
+console.log('\n## Firefox style: upload throughput, medians (Mbit/s)\n')
+console.log('| region | up link | h2 | h3 | h3 / h2 | upload ms h2 | upload ms h3 |')
+console.log('|---|---|---|---|---|---|---|')
+for (const [region, cell] of Object.entries(byRegion)) {
+  const p = DEFAULT_PROFILES.find((x) => x.name === region)
+  const m = (mode, f) => median(ok(cell.upload, mode).map(f))
+  const [h2, h3] = [m('h2', (r) => r.upload_mbps), m('h3', (r) => r.upload_mbps)]
+  console.log(`| ${region} | ${p.up_kbps / 1000} Mbit/s | ${f1(h2)} | ${f1(h3)} | ${(h3 / h2).toFixed(2)}× | ${f1(m('h2', (r) => r.details.samples[0]))} | ${f1(m('h3', (r) => r.details.samples[0]))} |`)
+}
+
+console.log('\n## Failed runs, and page runs with a slow handshake\n')
+for (const [region, cell] of Object.entries(byRegion)) {
+  const all = Object.values(cell).flat()
+  const bad = failed(all)
+  const notes = all.flatMap((r) => r.notes.filter((n) => n.code === 'slow_handshake' && r.probe === 'page').map(() => r.mode))
+  console.log(`- ${region}: ${bad.length} of ${all.length} runs not ok${bad.length ? ` (${[...new Set(bad.map((r) => `${r.probe}/${r.mode}: ${r.status}${r.error ? ` ${r.error.slice(0, 80)}` : ''}`))].slice(0, 3).join('; ')})` : ''}; ` +
+    `page runs with a slow-handshake note: h3 ${notes.filter((m) => m === 'h3').length}, h2 ${notes.filter((m) => m === 'h2').length}`)
+}

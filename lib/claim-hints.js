@@ -1,0 +1,22 @@
+// What an agent needs to know about a job beyond the monitor itself, from
+// earlier results: which origins to force onto QUIC when the monitor asks for
+// every H3-capable origin, and above which values a run counts as an outlier
+// that deserves a net log.
+import { effectiveOptions } from './probe-options.js'
+import { h3Origins } from './capabilities.js'
+import { outlierThresholds } from './netlogs.js'
+
+/**
+ * @param {import('pg').Pool} db
+ * @param {{ monitor_id: number, location_id: string, url: string, modes: string[], probes: string[], options?: Record<string, any> }} job
+ * @returns {Promise<{ force_quic_origins: string[], netlog_thresholds: Record<string, number> }>}
+ */
+export async function measurementHints (db, job) {
+  const options = effectiveOptions(job.url, job.options ?? {})
+  const key = { monitorId: job.monitor_id, locationId: job.location_id }
+  const [origins, thresholds] = await Promise.all([
+    options.force_quic === 'all' ? h3Origins(db, key) : [],
+    options.netlog === 'outliers' ? outlierThresholds(db, { ...key, probes: job.probes, modes: job.modes }) : {}
+  ])
+  return { force_quic_origins: origins, netlog_thresholds: thresholds }
+}

@@ -1,0 +1,199 @@
+// The small pieces that turn raw measurements into explanations: protocol
+// spellings, Alt-Svc, round trips and their floors, net log findings,
+// outlier decisions and the location RTT. No browser needed.
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import net from 'node:net'
+import { describe, test } from 'node:test'
+import { normalizeProtocol } from '../agents/protocol.js'
+import { advertisesH3, parseAltSvc } from '../agents/alt-svc.js'
+import { rttAccounting, tcpPing } from '../agents/rtt.js'
+import { summarizeNetlog } from '../agents/netlog-summary.js'
+import { outlierOf } from '../agents/netlog-capture.js'
+import { locationRtt, toSubmission } from '../agents/job-runner.js'
+import { modeFlags, hostPort } from '../agents/flags.js'
+import { effectiveOptions } from '../lib/probe-options.js'
+import { metricSamples, ROLLUP_METRICS } from '../lib/metrics-def.js'
+
+test('every spelling of HTTP/3 and HTTP/2 normalises to h3 and h2', () => {
+  for (const s of ['h3', 'H3', 'h3-29', 'h3-Q050', 'QUIC', 'quic', 'http/2+quic/46', 'HTTP/2+QUIC/43', 'HTTP/3', 'http/3.0']) assert.equal(normalizeProtocol(s), 'h3', s)
+  for (const s of ['h2', 'H2', 'HTTP/2', 'http/2.0', ' h2 ']) assert.equal(normalizeProtocol(s), 'h2', s)
+  assert.equal(normalizeProtocol('http/1.1'), 'http/1.1')
+  assert.equal(normalizeProtocol(''), null)
+})
+
+test('Alt-Svc: h3 in any spelling counts as an HTTP/3 advertisement', () => {
+  assert.deepEqual(parseAltSvc('h3=":443"; ma=86400, h3-29=":443"; ma=86400'), [
+    { protocol: 'h3', authority: ':443', max_age_s: 86400 },
+    { protocol: 'h3-29', authority: ':443', max_age_s: 86400 }
+  ])
+  assert.equal(advertisesH3('h3-29=":8443"'), true)
+  assert.equal(advertisesH3('quic=":443"; ma=2592000; v="46,43"'), true)
+  assert.equal(advertisesH3('h2=":443"'), false)
+  assert.equal(advertisesH3('clear'), false)
+  assert.equal(advertisesH3(null), false)
+})
+
+describe('connect and TTFB in round trips', () => {
+  test('a QUIC handshake of 3 RTT gets a note against its floor of 1', () => {
+    const r = rttAccounting({ protocol: 'h3', connect_ms: 180, ttfb_ms: 300 }, 60)
+    assert.equal(r.connect_rtt, 3)
+    assert.equal(r.ttfb_rtt, 5)
+    assert.deepEqual(r.notes.map((n) => n.message), [
+      'QUIC handshake took 3 RTT (floor 1)',
+      'TTFB took 5 RTT (floor 2 for H3 on a new connection): 3 RTT over, 2 of them in the handshake'
+    ])
+    assert.deepEqual({ code: r.notes[0].code, rtt: r.notes[0].rtt, floor: r.notes[0].floor, extra_ms: r.notes[0].extra_ms }, { code: 'slow_handshake', rtt: 3, floor: 1, extra_ms: 120 })
+  })
+
+  test('TCP+TLS has a floor of 2 RTT to connect and 3 to the first byte', () => {
+    assert.deepEqual(rttAccounting({ protocol: 'h2', connect_ms: 240, ttfb_ms: 300 }, 60).notes.map((n) => n.message), [
+      'TCP+TLS connect took 4 RTT (floor 2)',
+      'TTFB took 5 RTT (floor 3 for H2 on a new connection): 2 RTT over, 2 of them in the handshake'
+    ])
+    assert.deepEqual(rttAccounting({ protocol: 'h2', connect_ms: 125, ttfb_ms: 190 }, 60).notes, [], 'within half an RTT of the floors')
+  })
+
+  test('a reused connection has no handshake to judge; an unknown RTT gives no units', () => {
+    const reused = rttAccounting({ protocol: 'h3', connect_ms: 0, ttfb_ms: 70 }, 60)
+    assert.equal(reused.connect_rtt, 0)
+    assert.deepEqual(reused.notes.map((n) => n.code), ['connection_reused'])
+    assert.deepEqual(rttAccounting({ protocol: 'h3', connect_ms: 180, ttfb_ms: 300 }, null), { connect_rtt: null, ttfb_rtt: null, notes: [] })
+  })
+
+  test('the submission carries the units and the notes, net log findings included', () => {
+    const s = toSubmission({ mode: 'h3', view: 'first', probe: 'page', status: 'ok', observed_protocol: 'h3', connect_ms: 240, ttfb_ms: 330, netlog: { kind: 'rerun', summary: { findings: [{ code: 'x', message: 'why' }] } } }, { rtt: 60 })
+    assert.equal(s.connect_rtt, 4)
+    assert.equal(s.ttfb_rtt, 5.5)
+    assert.deepEqual(s.notes.map((n) => n.source), ['timing', 'timing', 'netlog (rerun)'])
+    assert.equal(s.details.netlog.kind, 'rerun')
+  })
+})
+
+describe('the RTT a round is judged against', () => {
+  test('a lab profile gives it; lab origins are never pinged', async () => {
+    const ping = async () => { throw new Error('no ping for lab origins') }
+    assert.deepEqual(await locationRtt({ url: 'https://lab.h3lens.test:8443/', isLab: true, location: { kind: 'lab', profile: { rtt_ms: 60 } }, ping }), { rttMs: 60, source: 'profile' })
+    assert.deepEqual(await locationRtt({ url: 'https://lab.h3lens.test:8443/', isLab: true, location: { kind: 'lab', profile: { rtt_ms: 0 } }, ping }), { rttMs: null, source: null })
+  })
+
+  test('a real location measures it with TCP connects, the median of three', async () => {
+    const server = net.createServer((s) => s.destroy()).listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
+    try {
+      const ms = await tcpPing({ host: '127.0.0.1', port })
+      assert.ok(ms > 0 && ms < 500, String(ms))
+      const asked = []
+      const r = await locationRtt({ url: `https://127.0.0.1:${port}/`, isLab: false, location: { kind: 'real', profile: {} }, ping: async (q) => { asked.push(q); return 12.5 } })
+      assert.deepEqual(r, { rttMs: 12.5, source: 'tcp_ping' })
+      assert.deepEqual(asked, [{ host: '127.0.0.1', port }])
+    } finally {
+      server.close()
+    }
+    assert.equal(await tcpPing({ host: '127.0.0.1', port, count: 1, timeoutMs: 500 }), null, 'nothing listens any more')
+  })
+})
+
+test('probe options: defaults, relative URLs, the lab upload sink', () => {
+  assert.deepEqual(effectiveOptions('https://lab.h3lens.test:8443/page.html', { parallel_url: '/noop' }), {
+    parallel_requests: 5,
+    parallel_url: 'https://lab.h3lens.test:8443/noop',
+    upload_bytes: 1048576,
+    upload_url: 'https://lab.h3lens.test:8443/upload',
+    force_quic: 'main',
+    netlog: 'outliers'
+  })
+  assert.equal(effectiveOptions('https://example.com/').upload_url, null)
+  assert.equal(effectiveOptions('https://example.com/').parallel_url, 'https://example.com/')
+})
+
+test('force list: the page origin plus the H3-capable ones, in one flag', () => {
+  assert.deepEqual(modeFlags('h3', 'https://a.example/x', { forceOrigins: ['https://cdn.example', 'https://a.example'] }),
+    ['--enable-quic', '--origin-to-force-quic-on=a.example:443,cdn.example:443'])
+  assert.equal(hostPort('http://b.example/'), 'b.example:80')
+})
+
+test('per-request samples feed the request and upload metrics, which have rollup columns', () => {
+  assert.deepEqual(metricSamples({ probe: 'parallel', details: { samples: [10, 12, -1, null] } }), [['request', [10, 12]]])
+  assert.deepEqual(metricSamples({ probe: 'upload', ttfb_ms: 90, details: { samples: [800] } }), [['ttfb', [90]], ['upload', [800]]])
+  assert.deepEqual(metricSamples({ probe: 'page', details: { samples: [1] } }), [])
+  assert.ok(ROLLUP_METRICS.includes('request') && ROLLUP_METRICS.includes('upload'))
+})
+
+test('an outlier is a first-view ok run above the p99 of its probe and mode', () => {
+  const t = { 'page/h3': 500, 'parallel/h2': 100, 'upload/h3': 900 }
+  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'page', mode: 'h3', load_ms: 501 }, t), /load_ms 501 above the p99 of recent runs \(500\)/)
+  assert.equal(outlierOf({ view: 'first', status: 'ok', probe: 'page', mode: 'h3', load_ms: 499 }, t), null)
+  assert.equal(outlierOf({ view: 'repeat', status: 'ok', probe: 'page', mode: 'h3', load_ms: 900 }, t), null)
+  assert.equal(outlierOf({ view: 'first', status: 'error', probe: 'page', mode: 'h3', load_ms: 900 }, t), null)
+  assert.equal(outlierOf({ view: 'first', status: 'ok', probe: 'page', mode: 'h2', load_ms: 900 }, t), null, 'no threshold yet')
+  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'parallel', mode: 'h2', samples: [20, 140] }, t), /slowest request/)
+  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'upload', mode: 'h3', samples: [901] }, t), /upload ms/)
+})
+
+describe('net log findings', () => {
+  /** A QUIC session as Chromium logs it, from a compact list of [ms, event, params]. */
+  const netlog = (rows) => {
+    const types = {}
+    const events = rows.map(([time, name, params = {}, phase = 0]) => {
+      types[name] ??= Object.keys(types).length + 1
+      return { time: String(1000 + time), type: types[name], source: { id: 7, type: 1 }, phase, params }
+    })
+    return { constants: { logEventTypes: types, logSourceType: { QUIC_SESSION: 1 }, clientInfo: { version: '156' } }, events }
+  }
+  const sent = (ms, pn, level, transmission = 'NOT_RETRANSMISSION') => [ms, 'QUIC_SESSION_PACKET_SENT', { packet_number: pn, encryption_level: `ENCRYPTION_${level}`, transmission_type: transmission, size: 1000 }]
+  const crypto = (offset, length) => [0, 'QUIC_SESSION_CRYPTO_FRAME_SENT', { encryption_level: 'ENCRYPTION_INITIAL', offset, data_length: length }]
+  const ack = (ms, largest) => [ms, 'QUIC_SESSION_ACK_FRAME_RECEIVED', { largest_observed: largest, missing_packets: [] }]
+  const received = (ms) => [ms, 'QUIC_SESSION_PACKET_RECEIVED', { size: 37 }]
+
+  test('the lab quirk: half a ClientHello acknowledged, the rest lost and resent after a probe timeout', () => {
+    const log = netlog([
+      [0, 'QUIC_SESSION', { host: 'lab.h3lens.test', port: 8443 }, 1],
+      crypto(0, 1000), sent(0, 1, 'INITIAL'), crypto(1000, 950), sent(0, 2, 'INITIAL'),
+      received(63), ack(63, 1),
+      sent(170, 4, 'INITIAL', 'PTO_RETRANSMISSION'),
+      received(235), [235, 'QUIC_SESSION_PACKET_LOST', { packet_number: 2 }], ack(235, 4),
+      [235, 'QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE'], [235, 'QUIC_SESSION_ZERO_RTT_STATE', { state: 'NotAttempted' }],
+      sent(236, 5, 'HANDSHAKE'), received(296), ack(296, 5), [296, 'QUIC_SESSION_HANDSHAKE_DONE_FRAME_RECEIVED']
+    ])
+    const s = summarizeNetlog(log, { rttMs: 60 })
+    const [q] = s.quic_sessions
+    assert.equal(q.client_hello_bytes, 1950)
+    assert.equal(q.first_flight_initial_packets, 2)
+    assert.equal(q.first_flight_acked_packets, 1)
+    assert.equal(q.first_flight_never_acked_packets, 1)
+    assert.equal(q.initial_pto_retransmissions, 1)
+    assert.equal(q.handshake_complete_ms, 235)
+    assert.equal(q.zero_rtt, 'NotAttempted')
+    assert.deepEqual(s.findings.map((f) => f.code), ['client_hello_split_partly_acked'])
+    assert.match(s.findings[0].message, /2 Initial packets; the server acknowledged 1 at once, sent no ServerHello and never acknowledged the rest \(declared lost\).*172 ms \(2\.9 RTT\)/)
+  })
+
+  test('a handshake at its floor has nothing to explain', () => {
+    const log = netlog([
+      [0, 'QUIC_SESSION', { host: 'lab.h3lens.test', port: 8443 }, 1],
+      crypto(0, 1000), sent(0, 1, 'INITIAL'), crypto(1000, 950), sent(0, 2, 'INITIAL'),
+      received(61), ack(61, 2), [62, 'QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE'],
+      sent(62, 3, 'HANDSHAKE'), received(122), ack(122, 3), [122, 'QUIC_SESSION_HANDSHAKE_DONE_FRAME_RECEIVED']
+    ])
+    const s = summarizeNetlog(log, { rttMs: 60 })
+    assert.deepEqual(s.findings, [])
+    assert.equal(s.quic_sessions[0].finished_ack_ms, 60)
+  })
+
+  test('a server that sits on the client\'s Finished is named', () => {
+    const log = netlog([
+      [0, 'QUIC_SESSION', { host: 'lab.h3lens.test', port: 8443 }, 1],
+      crypto(0, 1000), sent(0, 1, 'INITIAL'), received(61), ack(61, 1), [62, 'QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE'],
+      sent(62, 3, 'HANDSHAKE'), sent(200, 6, 'HANDSHAKE', 'PTO_RETRANSMISSION'), received(246), ack(246, 3)
+    ])
+    const [finding] = summarizeNetlog(log, { rttMs: 60 }).findings
+    assert.equal(finding.code, 'server_slow_to_confirm')
+    assert.match(finding.message, /184 ms after it was sent \(3\.1 RTT; 1 RTT expected\), after 1 probe retransmission/)
+  })
+
+  test('anything but a net log is refused', () => {
+    assert.throws(() => summarizeNetlog(/** @type {any} */ ({ events: [] })), /not a Chromium net log/)
+  })
+})
