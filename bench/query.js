@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+// Comparison and trends over a 30-day window, from rollups, against the exact
+// SQL answer (percentile_cont over the raw rows). Generates the data first:
+//
+//   node bench/query.js [--monitors 23] [--days 30] [--runs 20]
+//
+// 23 monitors × 30 days × 1,440 rounds × 5 locations × 2 modes ≈ 10M results.
+// Rollups are built for the monitor that is queried; the other monitors make
+// the table (and its indexes) production-sized. Uses DATABASE_URL or an
+// embedded PostgreSQL in a temporary data dir.
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { createLifecycle } from '../lib/lifecycle.js'
+import { openDatabase } from '../lib/db.js'
+import { migrate } from '../lib/migrate.js'
+import { rebuildRollups } from '../lib/rollups.js'
+import { buildApp } from '../api/app.js'
+import { generateResults } from './lib/generate.js'
+
+const { values } = parseArgs({ options: { monitors: { type: 'string', default: '23' }, days: { type: 'string', default: '30' }, runs: { type: 'string', default: '20' } } })
+const monitors = Number(values.monitors)
+const days = Number(values.days)
+const runs = Number(values.runs)
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-query-'))
+const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: '54392', LOG_LEVEL: 'warn' })
+const log = createLogger({ logLevel: 'warn' })
+const lifecycle = createLifecycle(log)
+const say = (msg) => console.log(`# ${msg}`)
+
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p / 100 * xs.length))]
+async function time (fn) {
+  const t0 = performance.now()
+  await fn()
+  return performance.now() - t0
+}
+
+try {
+  const { pool } = await openDatabase({ config, log, lifecycle, poolMax: 4 })
+  await migrate(pool)
+  let t0 = performance.now()
+  const ids = await generateResults(pool, { monitors, days, log: say })
+  const { rows: [{ n }] } = await pool.query('SELECT count(*)::int AS n FROM results')
+  say(`${n} results generated in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+  await pool.query('ANALYZE results')
+  const target = ids[0]
+  t0 = performance.now()
+  const folded = await rebuildRollups(pool, { monitorId: target })
+  say(`rollups of monitor ${target} built from ${folded} results in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+
+  const app = await buildApp({ db: pool, config, log })
+  await app.ready()
+  const to = new Date()
+  const from = new Date(+to - days * 86400e3)
+  const window = `from=${from.toISOString()}&to=${to.toISOString()}`
+  const inject = async (url) => {
+    const res = await app.inject({ url })
+    if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 200)}`)
+  }
+  const comparisonUrl = `/api/v1/monitors/${target}/comparison?${window}&metric=ttfb`
+  const trendsUrl = `/api/v1/monitors/${target}/trends?${window}&metric=ttfb&bucket=1h&percentiles=50,95`
+  await inject(comparisonUrl) // warm caches once
+  const comparison = []
+  const trend = []
+  for (let i = 0; i < runs; i++) comparison.push(await time(() => inject(comparisonUrl)))
+  for (let i = 0; i < runs; i++) trend.push(await time(() => inject(trendsUrl)))
+
+  const exactSql = `SELECT location_id, mode, percentile_cont(ARRAY[0.25, 0.5, 0.75, 0.9, 0.95, 0.99]) WITHIN GROUP (ORDER BY ttfb_ms)
+      FROM results WHERE monitor_id = $1 AND time >= $2 AND time < $3 AND status = 'ok' AND protocol_ok GROUP BY location_id, mode`
+  const exactTrendSql = `SELECT date_trunc('hour', time), location_id, mode, percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY ttfb_ms)
+      FROM results WHERE monitor_id = $1 AND time >= $2 AND time < $3 AND status = 'ok' AND protocol_ok GROUP BY 1, 2, 3`
+  const exact = []
+  const exactTrend = []
+  for (let i = 0; i < Math.min(runs, 5); i++) exact.push(await time(() => pool.query(exactSql, [target, from, to])))
+  for (let i = 0; i < Math.min(runs, 5); i++) exactTrend.push(await time(() => pool.query(exactTrendSql, [target, from, to])))
+  await app.close()
+
+  const f = (x) => x.toFixed(1).padStart(8)
+  console.log(`\nquery benchmark — ${n} results, ${monitors} monitors, ${days}-day window, ${os.cpus().length} cores`)
+  console.log('endpoint              p50 ms   p95 ms   exact SQL p50 ms   speed-up')
+  console.log(`comparison          ${f(pct(comparison, 50))} ${f(pct(comparison, 95))}   ${f(pct(exact, 50))}          ${(pct(exact, 50) / pct(comparison, 50)).toFixed(0)}×`)
+  console.log(`trends (1h)         ${f(pct(trend, 50))} ${f(pct(trend, 95))}   ${f(pct(exactTrend, 50))}          ${(pct(exactTrend, 50) / pct(trend, 50)).toFixed(0)}×`)
+  console.log('targets: comparison p95 < 50 ms and ≥ 100× faster than exact SQL')
+} finally {
+  await lifecycle.stopAll('done')
+  fs.rmSync(dataDir, { recursive: true, force: true })
+}
