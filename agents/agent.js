@@ -1,7 +1,10 @@
 // The agent loop: claim → measure → spool → submit. A failed page load is a
 // result, not an exception; an unreachable API means results wait in the
-// spool; SIGTERM stops claiming, lets the running job finish (or releases
-// it) and flushes the spool before the browsers close.
+// spool; SIGTERM stops claiming, lets the running job finish for up to
+// stopTimeoutMs (or gives it back, so another agent runs it at once instead
+// of after its lease expires) and flushes the spool before the browsers
+// close. A new agent process flushes what an earlier one left in the spool
+// before it claims anything.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ApiError } from './api-client.js'
 
@@ -20,12 +23,16 @@ const MAX_BACKOFF_MS = 30000
  *   idlePollMs?: number
  * }} deps
  */
-export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 60000, idlePollMs = IDLE_POLL_MS }) {
+export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS }) {
   const abort = new AbortController()
   let loopDone = null
+  /** @type {{ job: any, done: Promise<void> } | null} */
   let current = null
   let flushing = null
   let browser
+  // Jobs given back on shutdown: whatever their measurement still produces
+  // belongs to whoever runs them next.
+  const released = new Set()
 
   async function claimOne () {
     browser ??= await browserVersion?.()
@@ -37,13 +44,16 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     const jobLog = log.child({ job: job.id, monitor: job.monitor_id, url: job.url })
     // Heartbeat at a third of the lease so one lost heartbeat is not fatal.
     const beat = setInterval(() => {
+      if (released.has(job.id)) return
       client.heartbeat(job.id).catch((err) => jobLog.warn({ err: err.message }, 'heartbeat failed'))
     }, Math.max(1000, leaseSeconds * 1000 / 3))
     try {
       const results = await runJob(job, { location })
+      if (released.has(job.id)) return
       await spool.put(job.id, { agent_version: version, results })
       jobLog.info({ results: results.map((r) => `${r.probe ?? 'page'}/${r.mode}/${r.view ?? 'first'}:${r.status}:${r.observed_protocol}`) }, 'round measured')
     } catch (err) {
+      if (released.has(job.id)) return
       // The round could not run at all (browser failed to launch, ...).
       jobLog.error({ err: err.message }, 'round failed to run')
       await client.fail(job.id, err.message).catch((e) => jobLog.warn({ err: e.message }, 'could not report failure'))
@@ -66,8 +76,10 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     } catch (err) {
       if (err instanceof ApiError && err.permanent) {
         // The API will never take these (lease lost to another agent, job
-        // cancelled): another set of results exists or nobody wants them.
-        log.warn({ job: jobId, err: err.message }, 'results refused; removed from spool')
+        // cancelled, values refused as implausible): another set of results
+        // exists, nobody wants them, or they would fail the same way forever.
+        // The log line is the record of what was dropped and why.
+        log.warn({ job: jobId, status: err.status, code: err.code, err: err.message }, 'results refused; removed from spool')
         await spool.remove(jobId)
         return true
       }
@@ -91,6 +103,16 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     return flushing
   }
 
+  /** Give a leased job back unrun; if that fails, its lease runs out instead. */
+  async function releaseJob (jobId, why = 'the agent is stopping') {
+    try {
+      await client.release(jobId)
+      log.info({ job: jobId, why }, 'job released; another agent may run it now')
+    } catch (err) {
+      log.warn({ job: jobId, err: err.message }, 'could not release the job; it runs again when its lease expires')
+    }
+  }
+
   async function loop () {
     let backoff = 1000
     while (!abort.signal.aborted) {
@@ -98,12 +120,17 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
         const { job, leaseSeconds, location } = await claimOne()
         backoff = 1000
+        if (job && abort.signal.aborted) {
+          // Claimed while stop() was called: give it straight back.
+          await releaseJob(job.id)
+          break
+        }
         if (!job) {
           await sleep(idlePollMs * (0.75 + Math.random() / 2), undefined, { signal: abort.signal }).catch(() => {})
           continue
         }
-        current = runOne(job, leaseSeconds, location)
-        await current
+        current = { job, done: runOne(job, leaseSeconds, location) }
+        await current.done
         current = null
       } catch (err) {
         current = null
@@ -119,15 +146,23 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     start () {
       loopDone = loop()
     },
-    /** Stop claiming, finish the running job, flush the spool. */
+    /** Stop claiming, finish or release the running job, flush the spool. */
     async stop () {
       abort.abort()
       const inflight = current
       if (inflight) {
-        const finished = await Promise.race([inflight.then(() => true, () => true), sleep(stopTimeoutMs).then(() => false)])
-        if (!finished) log.warn('running job did not finish in time; its lease will expire and it will run again')
+        const finished = await Promise.race([inflight.done.then(() => true, () => true), sleep(stopTimeoutMs).then(() => false)])
+        if (!finished) {
+          // The loop is still inside this job; it ends when the browsers
+          // close after stop() returns, so stop() does not wait for it.
+          released.add(inflight.job.id)
+          await releaseJob(inflight.job.id, `did not finish within ${stopTimeoutMs} ms of the stop signal`)
+        } else {
+          await loopDone
+        }
+      } else {
+        await loopDone
       }
-      await loopDone
       const flushed = await flushSpool().catch(() => false)
       if (!flushed) log.warn({ spool: spool.dir }, 'some results are still in the spool; they will be submitted on next start')
     },

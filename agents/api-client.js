@@ -9,9 +9,15 @@ export class ApiError extends Error {
     this.code = code
   }
 
-  /** A 4xx other than 408/429 will fail the same way again; do not retry. */
+  /**
+   * The API refused this request for good (lease lost, job gone, implausible
+   * values): sending it again fails the same way. 401 and 403 are not: they
+   * are about the agent's token, not the request, and a fixed token makes
+   * the same request succeed. 408, 429 and every 5xx (503 while the database
+   * is down) are worth retrying later.
+   */
   get permanent () {
-    return this.status >= 400 && this.status < 500 && this.status !== 408 && this.status !== 429
+    return this.status >= 400 && this.status < 500 && ![401, 403, 408, 429].includes(this.status)
   }
 }
 

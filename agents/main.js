@@ -20,11 +20,13 @@ import { VERSION } from '../lib/version.js'
 export async function startAgent ({ config, log, token, location, lab = null, gate = null }) {
   const agentLog = log.child({ agent: location })
   const pool = createBrowserPool({ executablePath: config.chromiumPath, log: agentLog, dataDir: path.join(config.dataDir, 'agents', location) })
-  const runJob = createJobRunner({
+  const measure = createJobRunner({
     pool, lab, timeoutMs: config.pageTimeoutMs, log: agentLog,
     uploadNetlog: createNetlogUploader({ apiUrl: config.apiUrl, token }),
     netlogDir: path.join(config.dataDir, 'agents', location, 'netlogs')
   })
+  /** @type {typeof measure} */
+  const runJob = gate ? (job, ctx) => gate.run(() => measure(job, ctx)) : measure
   const agent = createAgent({
     client: createApiClient({ apiUrl: config.apiUrl, token }),
     spool: createSpool(path.join(config.dataDir, 'spool', location)),

@@ -1,8 +1,10 @@
 // The Fastify application, separate from the server so tests can use
 // app.inject() without a socket. Order matters: shared decorators (db,
-// config) first, then documentation (swagger must see every route), then
-// routes, then static files last so /api/* never falls through to a file.
+// config) first, then security headers and the auth rule (its onRoute hook
+// must see every route), then documentation (swagger must see every route),
+// then routes, then static files last so /api/* never falls through to a file.
 import path from 'node:path'
+import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import Fastify, { LogController } from 'fastify'
 import sensible from '@fastify/sensible'
@@ -13,6 +15,9 @@ import { sharedSchemas } from './schemas.js'
 import contextPlugin from './plugins/context.js'
 import errorsPlugin from './plugins/errors.js'
 import agentAuth from './plugins/agent-auth.js'
+import authPlugin from './plugins/auth.js'
+import inputGuard from './plugins/input-guard.js'
+import securityHeaders, { DOCS_CSP, cspString } from './plugins/security-headers.js'
 import metricsPlugin from './plugins/metrics.js'
 import healthRoutes from './routes/health.js'
 import metricsRoutes from './routes/metrics.js'
@@ -23,9 +28,30 @@ import locationRoutes from './routes/locations.js'
 import agentRoutes from './routes/agents.js'
 import agentProtocolRoutes from './routes/agent-protocol.js'
 import comparisonRoutes from './routes/comparison.js'
+import evidenceRoutes from './routes/evidence.js'
+import agentEvidenceRoutes from './routes/agent-evidence.js'
 import { VERSION } from '../lib/version.js'
 
 const WEB_ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web')
+
+// Fastify's own validator compiler, resolved from Fastify's folder so it is
+// the copy Fastify uses whatever the install layout.
+const require = createRequire(import.meta.url)
+const AjvCompiler = createRequire(require.resolve('fastify'))('@fastify/ajv-compiler')
+const ajvPool = AjvCompiler()
+
+/**
+ * Query strings and path parameters arrive as text, so they are coerced to
+ * the schema's types ("?limit=10" → 10). JSON bodies have real types, and a
+ * wrong one is an error: "interval_s": "60" or true is refused, not guessed.
+ * @param {Record<string, any>} externalSchemas
+ * @param {{ customOptions?: Record<string, any>, plugins?: any[] }} options
+ */
+function buildValidator (externalSchemas, options) {
+  const coercing = ajvPool(externalSchemas, options)
+  const strict = ajvPool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: false } })
+  return (/** @type {{ httpPart?: string }} */ route) => (route.httpPart === 'body' ? strict : coercing)(route)
+}
 
 /**
  * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger }} context
@@ -40,13 +66,17 @@ export async function buildApp (context) {
     ajv: { customOptions: { removeAdditional: false, coerceTypes: /** @type {any} */ ('array'), useDefaults: true } },
     // Agents poll every few seconds; per-request info lines would drown the
     // log. Failures are logged by the error handler with request context.
-    logController: new LogController({ disableRequestLogging: true })
+    logController: new LogController({ disableRequestLogging: true }),
+    schemaController: { compilersFactory: { buildValidator } }
   })
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   await app.register(sensible)
   await app.register(contextPlugin, context)
   await app.register(errorsPlugin)
+  await app.register(securityHeaders)
+  await app.register(authPlugin)
+  await app.register(inputGuard)
   await app.register(metricsPlugin)
   await app.register(swagger, {
     openapi: {
@@ -54,12 +84,13 @@ export async function buildApp (context) {
       info: { title: 'h3lens API', version: VERSION, description: 'Is HTTP/3 faster than HTTP/2 for your users, where, by how much, and why?' },
       components: {
         securitySchemes: {
-          agentToken: { type: 'http', scheme: 'bearer', description: 'Agent token from `h3lens agents token --location X`' }
+          agentToken: { type: 'http', scheme: 'bearer', description: 'Agent token from `h3lens agents token --location X`' },
+          apiKey: { type: 'http', scheme: 'bearer', description: 'API key from `h3lens keys create --role read|write`; `h3lens start` leaves an admin (write) key in `<data dir>/admin-key`' }
         }
       }
     }
   })
-  await app.register(swaggerUi, { routePrefix: '/api/docs' })
+  await app.register(swaggerUi, { routePrefix: '/api/docs', staticCSP: cspString(DOCS_CSP) })
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   await app.register(healthRoutes)
@@ -69,11 +100,13 @@ export async function buildApp (context) {
     await api.register(resultRoutes)
     await api.register(exportRoutes)
     await api.register(comparisonRoutes)
+    await api.register(evidenceRoutes)
     await api.register(locationRoutes)
     await api.register(agentRoutes)
     await api.register(async (agentApi) => {
       await agentApi.register(agentAuth)
       await agentApi.register(agentProtocolRoutes)
+      await agentApi.register(agentEvidenceRoutes)
     }, { prefix: '/agent' })
   }, { prefix: '/api/v1' })
 

@@ -1,6 +1,7 @@
 // JSON schemas shared by routes. Response schemas double as an allow-list:
 // fields not named here never leave the server (token hashes, internals).
 import { MODES, PROBES, MAX_URL_LENGTH } from '../lib/monitors.js'
+import { optionsSchema } from '../lib/probe-options.js'
 
 const ms = (description) => ({ type: ['number', 'null'], description })
 const nullableString = { type: ['string', 'null'] }
@@ -45,6 +46,7 @@ const monitorInputProperties = {
   modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: 2 },
   probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
   repeat_view: { type: 'boolean' },
+  options: optionsSchema,
   paused: { type: 'boolean' }
 }
 
@@ -94,6 +96,22 @@ export const agentSchema = {
   }
 }
 
+/** One explanation attached to a result, e.g. "QUIC handshake took 3.9 RTT (floor 1)". */
+const noteSchema = {
+  type: 'object',
+  properties: {
+    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, or a net-log finding' },
+    message: { type: 'string' },
+    metric: { type: ['string', 'null'] },
+    protocol: { type: ['string', 'null'] },
+    rtt: { type: ['number', 'null'], description: 'Measured value in RTT' },
+    floor: { type: ['number', 'null'], description: 'Physical floor in RTT' },
+    extra_ms: { type: ['number', 'null'] },
+    extra_rtt: { type: ['number', 'null'] },
+    source: { type: ['string', 'null'], description: 'timing (Navigation Timing and the RTT) or netlog' }
+  }
+}
+
 const resultProperties = {
   id: { type: 'integer' },
   time: { ...dateTime, description: 'Due time of the round this result belongs to' },
@@ -122,6 +140,14 @@ const resultProperties = {
   h3_request_share: { type: ['number', 'null'], description: 'Share of requests that went over H3 (0..1)' },
   h3_byte_share: { type: ['number', 'null'], description: 'Share of bytes that went over H3 (0..1)' },
   rtt_ms: ms('Round-trip time of the location when the run was made, where known'),
+  connect_rtt: { type: ['number', 'null'], description: 'connect_ms in round trips of rtt_ms (floor on a new connection: 1 for QUIC, 2 for TCP+TLS 1.3)' },
+  ttfb_rtt: { type: ['number', 'null'], description: 'ttfb_ms in round trips of rtt_ms (floor on a new connection: 2 for H3, 3 for H2)' },
+  upload_mbps: { type: ['number', 'null'], description: 'upload probe: body bits / upload duration, Mbit/s' },
+  notes: {
+    type: ['array', 'null'],
+    description: 'What explains this result: handshakes slower than their floor, reused connections, net-log findings',
+    items: noteSchema
+  },
   browser_version: nullableString,
   agent_version: nullableString,
   flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact Chromium flags of the run' }
@@ -132,7 +158,16 @@ export const resultSchema = { $id: 'result', type: 'object', properties: resultP
 export const resultDetailSchema = {
   $id: 'resultDetail',
   type: 'object',
-  properties: { ...resultProperties, details: { type: 'object', additionalProperties: true, description: 'Per-request protocol list and other evidence' } }
+  properties: {
+    ...resultProperties,
+    details: {
+      type: 'object',
+      additionalProperties: true,
+      description: 'Evidence: requests (per request: protocol, connection_id, connection_reused, alternate_protocol_usage, timing phases in ms), ' +
+        'origins (Alt-Svc seen per origin), samples (parallel and upload probes, ms), warmup (the navigation before a probe), ' +
+        'repeat (repeat view: connection reuse, 0-RTT where known), netlog (summary of a captured net log; download at /api/v1/results/{id}/netlog)'
+    }
+  }
 }
 
 const timing = { type: ['number', 'null'], minimum: 0, maximum: 3600000 }
@@ -164,6 +199,10 @@ export const submittedResult = {
     h3_request_share: { type: ['number', 'null'], minimum: 0, maximum: 1 },
     h3_byte_share: { type: ['number', 'null'], minimum: 0, maximum: 1 },
     rtt_ms: timing,
+    connect_rtt: { type: ['number', 'null'], minimum: 0, maximum: 1e6 },
+    ttfb_rtt: { type: ['number', 'null'], minimum: 0, maximum: 1e6 },
+    upload_mbps: { type: ['number', 'null'], minimum: 0, maximum: 1e6 },
+    notes: { type: 'array', maxItems: 50, items: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string', maxLength: 64 }, message: { type: 'string', maxLength: 1000 } } } },
     browser_version: { type: ['string', 'null'], maxLength: 200 },
     agent_version: { type: ['string', 'null'], maxLength: 100 },
     flags: { type: 'array', items: { type: 'string', maxLength: 2000 }, maxItems: 100 },

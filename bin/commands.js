@@ -7,11 +7,12 @@ import { createLifecycle } from '../lib/lifecycle.js'
 import { openDatabase } from '../lib/db.js'
 import { migrate } from '../lib/migrate.js'
 import { createAgentToken, listAgents } from '../lib/agents.js'
+import { createApiKey, listApiKeys, revokeApiKey, ensureAdminKey } from '../lib/api-keys.js'
 import { getLocation, upsertLocation } from '../lib/locations.js'
 import { startApi } from '../api/server.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
-import { runStart } from './start.js'
+import { runStart, adminKeyNotice } from './start.js'
 import { runLab, labDownCommand } from './lab.js'
 import { rebuildRollups } from '../lib/rollups.js'
 import { applyStoragePolicies } from '../lib/timescale.js'
@@ -67,7 +68,9 @@ ${commonHelp}
     usage: `Usage: h3lens api [options]
 
 Serves the REST API (/api/v1), its OpenAPI docs (/api/docs), the agent
-endpoints and the dashboard. Applies pending migrations first.
+endpoints and the dashboard. Applies pending migrations first. When the
+database has no write key yet, it creates an admin key and leaves it in
+<data dir>/admin-key (mode 0600).
 
 Options:
 ${serverHelp}
@@ -76,8 +79,10 @@ ${commonHelp}`,
       const ctx = boot(values, 'h3lens-api')
       const { pool } = await openDatabase(ctx)
       await migrate(pool, { log: ctx.log })
+      const admin = await ensureAdminKey(pool, ctx.config.dataDir)
       const api = await startApi({ db: pool, config: ctx.config, log: ctx.log })
       ctx.lifecycle.add('api', api.close)
+      console.log(adminKeyNotice(admin))
     }
   },
   scheduler: {
@@ -243,6 +248,53 @@ ${commonHelp}`,
           }
         } else {
           throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID" or "agents list"`), { userFacing: true })
+        }
+      } finally {
+        await ctx.lifecycle.stopAll('done')
+      }
+      return 0
+    }
+  },
+  keys: {
+    summary: 'API keys: keys create --role read|write --name NAME | keys list | keys revoke ID',
+    options: { ...common, role: { type: 'string' }, name: { type: 'string' } },
+    positionals: true,
+    usage: `Usage: h3lens keys create --role read|write --name NAME
+       h3lens keys list
+       h3lens keys revoke ID
+
+API keys for the REST API and the dashboard, sent as "Authorization: Bearer
+<key>". A read key may call every GET; a write key may also add, change and
+delete monitors. "create" prints the key once (only a hash is stored);
+"revoke" stops a key at once. Reading needs no key when H3LENS_PUBLIC_READ=true.
+
+Options:
+  --role read|write       what the key may do (create; default read)
+  --name NAME             what the key is for, e.g. grafana (create)
+${commonHelp}`,
+    run: async (values, positionals) => {
+      const fail = (message) => { throw Object.assign(new Error(message), { userFacing: true }) }
+      const [sub, arg] = positionals
+      if (!['create', 'list', 'revoke'].includes(sub)) fail(`unknown keys command "${sub ?? ''}"; use "keys create --role read|write --name NAME", "keys list" or "keys revoke ID"`)
+      const id = Number(arg)
+      if (sub === 'revoke' && !(Number.isInteger(id) && id > 0)) fail(`keys revoke needs the id of a key (see "h3lens keys list"), not "${arg ?? ''}"`)
+      if (sub === 'create' && !values.name) fail('keys create needs --name NAME, saying what the key is for (e.g. grafana, ci)')
+      const ctx = boot(values, 'h3lens-keys')
+      try {
+        const { pool } = await openDatabase(ctx)
+        await migrate(pool)
+        if (sub === 'create') {
+          const { key, secret } = await createApiKey(pool, { name: values.name, role: values.role ?? 'read' })
+          console.error(`API key ${key.id} (${key.name}, role ${key.role}) created; it is shown once:`)
+          console.log(secret)
+        } else if (sub === 'list') {
+          for (const k of await listApiKeys(pool)) {
+            console.log([k.id, k.name, k.role, `${k.key_prefix}…`, k.revoked_at ? `revoked ${k.revoked_at.toISOString()}` : 'active',
+              k.last_used_at ? `last used ${k.last_used_at.toISOString()}` : 'never used'].join('\t'))
+          }
+        } else {
+          await revokeApiKey(pool, id)
+          console.log(`API key ${id} revoked`)
         }
       } finally {
         await ctx.lifecycle.stopAll('done')

@@ -51,7 +51,8 @@ main(process.argv.slice(2)).then((code) => {
   // Long-running commands return undefined and keep the process alive.
   if (typeof code === 'number') process.exitCode = code
 }, (err) => {
-  if (err instanceof ConfigError || err.userFacing || err.name === 'ValidationError') {
+  // Domain errors (bad input, unknown id) carry a 4xx status and a message for people.
+  if (err instanceof ConfigError || err.userFacing || (err.statusCode >= 400 && err.statusCode < 500)) {
     console.error(`h3lens: ${err.message}`)
   } else {
     console.error(`h3lens: ${err.stack ?? err}`)

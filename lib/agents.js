@@ -7,6 +7,7 @@ import { getLocation } from './locations.js'
 // An agent counts as alive when it was seen within this many seconds; agents
 // poll for work every few seconds, so three missed polls is a real outage.
 export const AGENT_ALIVE_S = 60
+const TOUCH_RESOLUTION_S = 5
 
 /** @param {string} token */
 export function hashToken (token) {
@@ -34,9 +35,12 @@ export async function createAgentToken (db, { location, name }) {
  * @returns {Promise<{ id: number, location_id: string, name: string } | null>}
  */
 export async function authenticateAgent (db, token) {
-  const { rows } = await db.query(
-    'SELECT id, location_id, name FROM agents WHERE token_hash = $1 AND revoked_at IS NULL',
-    [hashToken(token)])
+  // Named (planned once per connection): it runs on every agent request.
+  const { rows } = await db.query({
+    name: 'authenticate-agent',
+    text: 'SELECT id, location_id, name FROM agents WHERE token_hash = $1 AND revoked_at IS NULL',
+    values: [hashToken(token)]
+  })
   return rows[0] ?? null
 }
 
@@ -46,10 +50,18 @@ export async function authenticateAgent (db, token) {
  * @param {{ version?: string, browser_version?: string }} info
  */
 export async function touchAgent (db, agentId, { version, browser_version: browserVersion } = {}) {
-  await db.query(
-    `UPDATE agents SET last_seen_at = now(), version = coalesce($2, version),
-       browser_version = coalesce($3, browser_version) WHERE id = $1`,
-    [agentId, version ?? null, browserVersion ?? null])
+  // Agents call every second or two; liveness is judged over 60 s. Writing
+  // only when the last mark is older than TOUCH_RESOLUTION_S (or a version
+  // changed) turns most calls into a read: no dead row, no WAL flush. With
+  // 200 agents this halves the commits per claim (bench/load.js).
+  await db.query({
+    name: 'touch-agent',
+    text: `UPDATE agents SET last_seen_at = now(), version = coalesce($2, version),
+       browser_version = coalesce($3, browser_version)
+     WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - make_interval(secs => $4)
+       OR version IS DISTINCT FROM coalesce($2, version) OR browser_version IS DISTINCT FROM coalesce($3, browser_version))`,
+    values: [agentId, version ?? null, browserVersion ?? null, TOUCH_RESOLUTION_S]
+  })
 }
 
 /** @param {import('pg').Pool} db */

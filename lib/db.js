@@ -173,6 +173,28 @@ function readOrCreateSecret (file) {
   return secret
 }
 
+// Errors that mean "the database cannot be reached right now", as opposed to
+// a bad query: node-level socket errors, pg's own connection messages and the
+// SQLSTATE classes for connection failures (08), shutdown and start-up
+// (57P01-57P03) and exhausted connection slots (53300).
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300'])
+const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end|the database system is (starting up|shutting down|in recovery mode)/i
+
+/**
+ * True when `err` means the database is down or unreachable: the caller
+ * should answer "retry later" (503), not "bug" (500).
+ * @param {any} err
+ */
+export function isDatabaseUnavailable (err) {
+  for (let e = err, depth = 0; e && depth < 4; e = e.cause, depth++) {
+    const code = String(e.code ?? '')
+    if (UNREACHABLE_CODES.has(code) || code.startsWith('08')) return true
+    if (UNREACHABLE_MESSAGES.test(String(e.message ?? ''))) return true
+    if (Array.isArray(e.errors) && e.errors.some((x) => UNREACHABLE_CODES.has(String(x?.code)))) return true
+  }
+  return false
+}
+
 /** @param {string} url */
 export function redactUrl (url) {
   try {

@@ -29,3 +29,14 @@ export class ConflictError extends Error {
     this.code = code
   }
 }
+
+/** Well-formed input whose values cannot be true (timings out of order, out of range). */
+export class UnprocessableError extends Error {
+  /** @param {string} message @param {string} [field] */
+  constructor (message, field) {
+    super(message)
+    this.name = 'UnprocessableError'
+    this.field = field
+    this.statusCode = 422
+  }
+}

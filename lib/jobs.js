@@ -3,6 +3,7 @@
 import { ConflictError, NotFoundError } from './errors.js'
 import { insertResults } from './results.js'
 import { enqueueForRollup } from './rollups.js'
+import { recordCapabilities } from './capabilities.js'
 
 export const JOB_STATES = Object.freeze({
   queued: 'queued',
@@ -47,16 +48,25 @@ export async function scheduleDueJobs (db, { maxAttempts }) {
 /**
  * Lease up to `limit` queued jobs of one location. SKIP LOCKED lets many
  * agents claim at once without waiting on each other or taking the same row.
+ * The order is run_after alone, which the jobs_claimable index returns as
+ * is: a tiebreak on id made PostgreSQL sort every queued job of the
+ * location that shares its run_after (all rounds one scheduler tick makes),
+ * 2.8 ms per claim with 3,000 queued instead of 0.3 ms (bench/load.js,
+ * EXPLAIN ANALYZE of this statement).
  * @param {import('pg').Pool} db
  * @param {{ agentId: number, locationId: string, limit: number, leaseSeconds: number }} opts
  */
 export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds }) {
-  const { rows } = await db.query(
-    `WITH picked AS (
+  // Named: each connection plans it once. Planning this statement costs as
+  // much as running it (0.35 ms each, EXPLAIN ANALYZE), and every agent
+  // sends it every second or two.
+  const { rows } = await db.query({
+    name: 'claim-jobs',
+    text: `WITH picked AS (
        SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
         WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now()
           AND m.deleted_at IS NULL AND NOT m.paused
-        ORDER BY j.run_after, j.id
+        ORDER BY j.run_after
         LIMIT $2
         FOR UPDATE OF j SKIP LOCKED)
      UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_owner = $3,
@@ -65,7 +75,8 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
       WHERE j.id = picked.id AND m.id = j.monitor_id
      RETURNING j.id, j.monitor_id, j.location_id, j.due_at, j.attempts, j.lease_expires_at,
                m.url, m.modes, m.probes, m.repeat_view, m.options`,
-    [locationId, limit, agentId, leaseSeconds])
+    values: [locationId, limit, agentId, leaseSeconds]
+  })
   return rows
 }
 
@@ -95,8 +106,11 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
   const client = await db.connect()
   try {
     await client.query('BEGIN')
-    const { rows } = await client.query(
-      'SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs WHERE id = $1 FOR UPDATE', [jobId])
+    const { rows } = await client.query({
+      name: 'lock-job',
+      text: 'SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs WHERE id = $1 FOR UPDATE',
+      values: [jobId]
+    })
     const job = rows[0]
     if (!job) throw new NotFoundError(`job ${jobId} does not exist`)
     if (job.location_id !== agent.location_id) throw new ConflictError(`job ${jobId} belongs to location ${job.location_id}, not ${agent.location_id}`, 'wrong_location')
@@ -110,11 +124,15 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
       throw new ConflictError(`job ${jobId} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
     }
     const inserted = await insertResults(client, { job, agentId: agent.id, agentVersion, results })
+    await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
     // Only rows actually inserted are queued: a resubmission never counts twice.
     await enqueueForRollup(client, inserted.map((r) => r.id))
-    await client.query(
-      `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL,
-              updated_at = now() WHERE id = $1`, [jobId])
+    await client.query({
+      name: 'finish-job',
+      text: `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL,
+              updated_at = now() WHERE id = $1`,
+      values: [jobId]
+    })
     await client.query('COMMIT')
     return { stored: inserted.length, duplicates: results.length - inserted.length }
   } catch (err) {

@@ -41,16 +41,6 @@ export function probeOfMetric (metric) {
   return SAMPLE_METRICS[metric] ?? null
 }
 
-/**
- * Metrics that have rollup rows for a probe's results (each row also counts
- * the results' outcomes): every timing, plus the probe's own sample metric.
- * @param {string} probe
- * @returns {string[]}
- */
-export function outcomeMetrics (probe) {
-  return [...ROLLUP_METRICS, ...Object.keys(SAMPLE_METRICS).filter((m) => SAMPLE_METRICS[m] === probe)]
-}
-
 export const DEFAULT_PERCENTILES = Object.freeze([25, 50, 75, 90, 95, 99])
 
 /**

@@ -2,6 +2,8 @@
 // database (known locations) lives here; shape checks live in the API schemas.
 import { ValidationError, NotFoundError } from './errors.js'
 import { LAB_HOSTNAME } from './lab-host.js'
+import { checkPublicTarget } from './targets.js'
+import { checkOptions } from './probe-options.js'
 
 export const MODES = ['h2', 'h3']
 export const PROBES = ['page', 'parallel', 'upload']
@@ -48,8 +50,9 @@ export function validateMonitorUrl (value) {
  * @param {import('pg').Pool} db
  * @param {Record<string, any>} input
  * @param {Record<string, any>} [existing] the stored monitor, for PATCH
+ * @param {MonitorPolicy} [policy]
  */
-async function checkMonitor (db, input, existing) {
+async function checkMonitor (db, input, existing, { allowPrivateTargets = false } = {}) {
   const out = {}
   if (input.url !== undefined || !existing) out.url = validateMonitorUrl(input.url)
   const url = out.url ?? existing.url
@@ -69,6 +72,10 @@ async function checkMonitor (db, input, existing) {
   } else if (!existing) {
     out.locations = await defaultLocations(db)
   }
+  if (!allowPrivateTargets && (out.url || out.locations)) {
+    const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind = 'real' LIMIT 1", [out.locations ?? existing.locations])
+    if (real.length) await checkPublicTarget(url)
+  }
 
   if (input.modes !== undefined) {
     const modes = [...new Set(input.modes)]
@@ -78,7 +85,25 @@ async function checkMonitor (db, input, existing) {
   if (input.probes !== undefined) {
     const probes = [...new Set(input.probes)]
     if (probes.length === 0) throw new ValidationError('choose at least one probe (page, parallel, upload)', 'probes')
+    const unknown = probes.filter((p) => !PROBES.includes(p))
+    if (unknown.length) throw new ValidationError(`unknown probe ${unknown.map((p) => `"${p}"`).join(', ')}; probes are ${PROBES.join(', ')}`, 'probes')
     out.probes = PROBES.filter((p) => probes.includes(p))
+  }
+  // Options depend on the URL (same-origin rule), the probes (upload needs
+  // a URL) and the locations (target rules), so a change to any of them
+  // checks them again.
+  if (input.options !== undefined || input.url !== undefined || input.probes !== undefined || input.locations !== undefined) {
+    const options = input.options !== undefined ? input.options : existing?.options
+    const checked = checkOptions(options, { url, probes: out.probes ?? existing?.probes ?? ['page'] })
+    if (input.options !== undefined) out.options = checked
+    // A probe URL on another host (allow_cross_origin) is a target of its own.
+    const elsewhere = ['parallel_url', 'upload_url'].filter((k) => checked[k] && new URL(checked[k]).hostname !== new URL(url).hostname)
+    if (!allowPrivateTargets && elsewhere.length) {
+      const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind = 'real' LIMIT 1", [out.locations ?? existing.locations])
+      for (const k of real.length ? elsewhere : []) {
+        await checkPublicTarget(checked[k]).catch((err) => { throw new ValidationError(err.message.replace(/^url/, `options.${k}`), `options.${k}`) })
+      }
+    }
   }
 
   const interval = input.interval_s ?? existing?.interval_s ?? DEFAULT_INTERVAL_S
@@ -87,7 +112,7 @@ async function checkMonitor (db, input, existing) {
     throw new ValidationError(`interval_s must be at least ${min} seconds${min === MIN_INTERVAL_S ? ` (only lab monitors on ${LAB_HOSTNAME} may run every ${MIN_LAB_INTERVAL_S} s)` : ''}`, 'interval_s')
   }
   if (input.interval_s !== undefined || !existing) out.interval_s = interval
-  for (const k of ['repeat_view', 'paused', 'options']) if (input[k] !== undefined) out[k] = input[k]
+  for (const k of ['repeat_view', 'paused']) if (input[k] !== undefined) out[k] = input[k]
   return out
 }
 
@@ -104,9 +129,15 @@ async function defaultLocations (db) {
   return all.map((r) => r.id)
 }
 
-/** @param {import('pg').Pool} db @param {Record<string, any>} input */
-export async function createMonitor (db, input) {
-  const m = await checkMonitor(db, input)
+/**
+ * @typedef {{ allowPrivateTargets?: boolean }} MonitorPolicy
+ * allowPrivateTargets: monitors on real locations may target loopback and
+ * private addresses (lib/targets.js); off unless the deployment says so.
+ */
+
+/** @param {import('pg').Pool} db @param {Record<string, any>} input @param {MonitorPolicy} [policy] */
+export async function createMonitor (db, input, policy) {
+  const m = await checkMonitor(db, input, undefined, policy)
   const { rows } = await db.query(
     `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused)
      VALUES ($1, $2, $3, $4, coalesce($5, '{h2,h3}'::text[]), coalesce($6, '{page}'::text[]),
@@ -130,10 +161,10 @@ export async function listMonitors (db) {
   return rows
 }
 
-/** @param {import('pg').Pool} db @param {number} id @param {Record<string, any>} patch */
-export async function updateMonitor (db, id, patch) {
+/** @param {import('pg').Pool} db @param {number} id @param {Record<string, any>} patch @param {MonitorPolicy} [policy] */
+export async function updateMonitor (db, id, patch, policy) {
   const existing = await getMonitor(db, id)
-  const m = await checkMonitor(db, patch, existing)
+  const m = await checkMonitor(db, patch, existing, policy)
   const sets = []
   const values = [id]
   for (const [k, v] of Object.entries(m)) {

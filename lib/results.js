@@ -8,7 +8,7 @@ export const TIMING_COLUMNS = ['ttfb_ms', 'load_ms', 'dns_ms', 'connect_ms', 'tl
 const INSERT_COLUMNS = [
   'time', 'measured_at', 'job_id', 'monitor_id', 'location_id', 'agent_id', 'mode', 'view', 'probe', 'status', 'error',
   'observed_protocol', 'protocol_ok', ...TIMING_COLUMNS, 'bytes', 'requests', 'h3_request_share', 'h3_byte_share',
-  'rtt_ms', 'browser_version', 'agent_version', 'flags', 'details'
+  'rtt_ms', 'connect_rtt', 'ttfb_rtt', 'upload_mbps', 'notes', 'browser_version', 'agent_version', 'flags', 'details'
 ]
 
 export const RESULT_COLUMNS = ['id', ...INSERT_COLUMNS]
@@ -34,7 +34,9 @@ export async function insertResults (db, { job, agentId, agentVersion, results }
       agent_version: r.agent_version ?? agentVersion ?? null,
       view: r.view ?? 'first',
       probe: r.probe ?? 'page',
-      details: r.details ?? {}
+      details: r.details ?? {},
+      // jsonb from a JS array needs JSON text: node-postgres would send a Postgres array.
+      notes: r.notes ? JSON.stringify(r.notes) : null
     }
     const placeholders = INSERT_COLUMNS.map((c) => {
       values.push(row[c] ?? null)
@@ -70,12 +72,16 @@ export async function listResults (db, filter) {
   const limit = filter.limit ?? 100
   values.push(limit + 1)
   const { rows } = await db.query(
-    `SELECT ${RESULT_COLUMNS.join(', ')} FROM results WHERE ${where.join(' AND ')}
+    `SELECT ${RESULT_COLUMNS.join(', ')}, time::text AS cursor_time FROM results WHERE ${where.join(' AND ')}
       ORDER BY time DESC, id DESC LIMIT $${values.length}`, values)
   const more = rows.length > limit
   const items = more ? rows.slice(0, limit) : rows
   const last = items.at(-1)
-  return { items, next_cursor: more ? encodeCursor(last.time, last.id) : null }
+  // The cursor keeps the time as PostgreSQL prints it: a JS Date would cut
+  // microseconds and make the next page skip or repeat rows.
+  const next = more ? encodeCursor(last.cursor_time, last.id) : null
+  for (const item of items) delete item.cursor_time
+  return { items, next_cursor: next }
 }
 
 /**
@@ -107,12 +113,12 @@ export function resultWhere (f) {
 }
 
 function encodeCursor (time, id) {
-  return Buffer.from(`${new Date(time).toISOString()}|${id}`).toString('base64url')
+  return Buffer.from(`${time}|${id}`).toString('base64url')
 }
 
 function decodeCursor (cursor) {
   const [time, id] = Buffer.from(cursor, 'base64url').toString().split('|')
-  if (!time || Number.isNaN(Date.parse(time)) || !/^\d+$/.test(id ?? '')) {
+  if (!/^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?([+-]\d\d(:?\d\d)?|Z)?$/.test(time ?? '') || !/^\d+$/.test(id ?? '')) {
     throw new ValidationError('cursor is not valid; use the next_cursor value from a previous page', 'cursor')
   }
   return { time, id: Number(id) }

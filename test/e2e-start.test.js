@@ -22,6 +22,14 @@ test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', 
   const api = `http://127.0.0.1:${port}`
   try {
     await h3lens.waitFor(/dashboard\s+http:\/\/127\.0\.0\.1:\d+\//, 90000)
+    // The first start leaves an admin key for the user, readable by them only.
+    const keyFile = path.join(dataDir, 'admin-key')
+    assert.ok(h3lens.output.includes(`admin key  ${keyFile}`), 'the banner says where the key is')
+    assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600)
+    const key = fs.readFileSync(keyFile, 'utf8').trim()
+    assert.ok(!h3lens.output.includes(key), 'the key itself is never printed or logged')
+    const auth = { authorization: `Bearer ${key}` }
+    assert.equal((await fetch(`${api}/api/v1/monitors`)).status, 401, 'the API needs the key')
 
     const page = await fetch(`${api}/`)
     assert.equal(page.status, 200)
@@ -29,14 +37,14 @@ test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', 
 
     const created = await fetch(`${api}/api/v1/monitors`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify({ url: `https://lab.h3lens.test:${labPort}/page-15k.html`, interval_s: 10, locations: ['local'] })
     })
     assert.equal(created.status, 201)
     const monitor = await created.json()
 
     const items = await eventually(async () => {
-      const res = await fetch(`${api}/api/v1/monitors/${monitor.id}/results`)
+      const res = await fetch(`${api}/api/v1/monitors/${monitor.id}/results`, { headers: auth })
       const { items } = await res.json()
       return items.some((r) => r.mode === 'h2') && items.some((r) => r.mode === 'h3') ? items : null
     }, { timeoutMs: 90000, what: 'results in both modes' })
@@ -51,7 +59,7 @@ test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', 
       assert.ok(r.bytes > 10000, `${mode} bytes ${r.bytes}`)
       assert.match(r.browser_version, /Chrom/)
     }
-    const agents = await (await fetch(`${api}/api/v1/agents`)).json()
+    const agents = await (await fetch(`${api}/api/v1/agents`, { headers: auth })).json()
     assert.ok(agents.items.some((a) => a.location_id === 'local' && a.alive))
   } finally {
     h3lens.child.kill('SIGTERM')

@@ -31,7 +31,8 @@ test('through a 60 ms RTT region, H2 TTFB is 3 RTT and the agent records the loc
   const db = await createTestDatabase()
   const stops = []
   try {
-    const profile = { name: 't-e2e', region: 'Test', rtt_ms: RTT, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 100000, up_kbps: 100000, queue_packets: 1000 }
+    /** @type {import('../lab/profiles.js').Profile} */
+    const profile = { name: 't-e2e', region: 'Test', rtt_ms: RTT, jitter_ms: 0, loss_pct: 0, loss_model: /** @type {const} */ ('bernoulli'), down_kbps: 100000, up_kbps: 100000, queue_packets: 1000 }
     const lab = await labUp({ profiles: [profile], prefix: 'h3te', runDir: path.join(dataDir, 'run'), log })
     stops.push(() => lab.down())
     const origin = await startOrigin({ dataDir, port: await freePort(), netns: lab.originNs, log })

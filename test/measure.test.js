@@ -114,7 +114,9 @@ describe('measurePage against the lab origin', () => {
     assert.deepEqual(r.flags, [...baseFlags(), ...modeFlags('h3', url('page-15k')), ...lab])
     assert.ok(r.wall_ms >= r.load_ms)
     assert.deepEqual(Object.keys(r.requests_detail[0]).sort(), ['alternate_protocol_usage', 'bytes', 'connection_id',
-      'connection_reused', 'end_ms', 'from_cache', 'protocol', 'start_ms', 'status', 'url'])
+      'connection_reused', 'end_ms', 'failed', 'from_cache', 'method', 'protocol', 'remote_address', 'start_ms', 'status', 'timing', 'type', 'url'])
+    assert.deepEqual(Object.keys(r.requests_detail[0].timing).sort(), ['connect_ms', 'dns_ms', 'receive_ms', 'send_ms', 'ssl_ms', 'wait_ms'])
+    assert.ok(r.requests_detail[0].timing.connect_ms > 0, 'the document opened the connection')
   })
 
   test('h2 mode loads the same page over HTTP/2', async () => {

@@ -1,18 +1,38 @@
 import fp from 'fastify-plugin'
+import { isDatabaseUnavailable } from '../../lib/db.js'
+
+// Agents resubmit with back-off from 1 s; 5 s gives a restarting database
+// time to come back without a stampede of retries.
+const RETRY_AFTER_S = 5
 
 /**
  * One error handler: schema failures and domain errors become 4xx with a
- * readable message; anything else is logged with request context and
- * answered with a generic 500 that leaks nothing.
+ * readable message; an unreachable database is a 503 with Retry-After (a
+ * client should try again, and agents keep their results spooled); anything
+ * else is logged with request context and answered with a generic 500 that
+ * leaks nothing.
  */
 export default fp(async (/** @type {any} */ app) => {
   app.setErrorHandler((/** @type {any} */ err, request, reply) => {
     if (err.validation) {
-      return reply.code(400).send({ statusCode: 400, error: 'Bad Request', message: describeValidation(err), field: fieldOf(err.validation[0]) })
+      // 400 unless the route's schemaErrorFormatter chose another status
+      // (the results route answers 422 for values out of range).
+      const status = err.statusCode ?? 400
+      return reply.code(status).send({ statusCode: status, error: httpReason(status), message: describeValidation(err), field: fieldOf(err.validation[0]) })
+    }
+    if (isDatabaseUnavailable(err)) {
+      request.log.warn({ err: err.message, url: request.routeOptions.url, method: request.method }, 'database unavailable')
+      return reply.code(503).header('retry-after', String(RETRY_AFTER_S)).send({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: `the database is unreachable; retry in ${RETRY_AFTER_S} s`,
+        code: 'database_unavailable'
+      })
     }
     const status = err.statusCode ?? 500
     if (status >= 500) {
-      request.log.error({ err, url: request.url, method: request.method }, 'request failed')
+      // The route pattern, not the URL: a query string may carry anything.
+      request.log.error({ err, url: request.routeOptions.url ?? 'unmatched', method: request.method }, 'request failed')
       return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'something went wrong on the server; it has been logged' })
     }
     const body = { statusCode: status, error: httpReason(status), message: err.message }
@@ -24,6 +44,21 @@ export default fp(async (/** @type {any} */ app) => {
     reply.code(404).send({ statusCode: 404, error: 'Not Found', message: `no route for ${request.method} ${request.url.split('?')[0]}` })
   })
 }, { name: 'errors' })
+
+const RANGE_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'])
+
+/**
+ * A route's schemaErrorFormatter for data from machines (agent results):
+ * a value out of its range is well-formed but implausible, 422; a wrong
+ * shape or type stays 400.
+ * @param {any[]} errors
+ * @param {string} context
+ */
+export function rangeErrorsAre422 (errors, context) {
+  const err = /** @type {any} */ (new Error(`${context} ${errors[0]?.instancePath ?? ''} ${errors[0]?.message ?? 'is not valid'}`))
+  err.statusCode = context === 'body' && RANGE_KEYWORDS.has(errors[0]?.keyword) ? 422 : 400
+  return err
+}
 
 /** @param {any} err */
 function describeValidation (err) {
@@ -38,7 +73,8 @@ function describeValidation (err) {
     case 'enum':
       return `${where}${field || 'value'} must be one of ${v.params.allowedValues.join(', ')}`
     case 'type':
-      return `${where}${field || 'value'} must be ${v.params.type.replace(',', ' or ')}`
+      // JSON's 1e400 parses to Infinity, which is not a number to the schema.
+      return `${where}${field || 'value'} must be ${[v.params.type].flat().join(',').split(',').map((x) => (x === 'number' ? 'a finite number' : x)).join(' or ')}`
     default:
       return `${where}${field || 'value'} ${v.message}`
   }

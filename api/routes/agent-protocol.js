@@ -3,7 +3,10 @@
 import { claimJobs, heartbeatJob, submitJobResults, failJob, releaseJob } from '../../lib/jobs.js'
 import { touchAgent } from '../../lib/agents.js'
 import { getLocation } from '../../lib/locations.js'
+import { measurementHints } from '../../lib/claim-hints.js'
 import { errorResponses, idParams, submittedResult } from '../schemas.js'
+import { checkResults } from '../../lib/result-checks.js'
+import { rangeErrorsAre422 } from '../plugins/errors.js'
 
 const security = [{ agentToken: [] }]
 const tags = ['agent protocol']
@@ -50,7 +53,9 @@ export default async function agentProtocolRoutes (app) {
                   modes: { type: 'array', items: { type: 'string' } },
                   probes: { type: 'array', items: { type: 'string' } },
                   repeat_view: { type: 'boolean' },
-                  options: { type: 'object', additionalProperties: true }
+                  options: { type: 'object', additionalProperties: true },
+                  force_quic_origins: { type: 'array', items: { type: 'string' }, description: 'Origins seen advertising h3 (options.force_quic = all)' },
+                  netlog_thresholds: { type: 'object', additionalProperties: { type: 'number' }, description: 'p99 per "probe/mode" of recent runs; a run above it is run again with a net log' }
                 }
               }
             }
@@ -64,6 +69,7 @@ export default async function agentProtocolRoutes (app) {
     await touchAgent(app.db, request.agent.id, body)
     const leaseSeconds = app.config.leaseSeconds
     const jobs = await claimJobs(app.db, { agentId: request.agent.id, locationId: request.agent.location_id, limit: body.limit ?? 1, leaseSeconds })
+    for (const job of jobs) Object.assign(job, await measurementHints(app.db, job))
     const location = await getLocation(app.db, request.agent.location_id)
     return { lease_seconds: leaseSeconds, location, jobs }
   })
@@ -82,8 +88,12 @@ export default async function agentProtocolRoutes (app) {
   })
 
   app.post('/jobs/:id/results', {
+    // Values out of range are 422, like the plausibility checks below.
+    schemaErrorFormatter: rangeErrorsAre422,
     schema: {
-      description: 'Submit every result of a job and mark it done. Idempotent: results already stored are counted as duplicates, not stored again. 409 when the job is leased to another agent.',
+      description: 'Submit every result of a job and mark it done. Idempotent: results already stored are counted as duplicates, not stored again. ' +
+        '409 when the job is leased to another agent (code lease_lost) or belongs to another location; ' +
+        '422 when a value cannot be true (out of range, timings out of order), naming the field.',
       tags,
       security,
       params: idParams,
@@ -99,10 +109,12 @@ export default async function agentProtocolRoutes (app) {
       response: {
         200: { type: 'object', properties: { stored: { type: 'integer' }, duplicates: { type: 'integer' } } },
         ...errorResponses,
-        ...conflict
+        ...conflict,
+        422: { $ref: 'error#' }
       }
     }
   }, async (request) => {
+    checkResults(request.body.results)
     await touchAgent(app.db, request.agent.id)
     const ack = await submitJobResults(app.db, {
       jobId: request.params.id,

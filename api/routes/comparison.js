@@ -4,7 +4,7 @@ import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/monitors.js'
 import { regionalComparison } from '../../lib/comparison.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/trends.js'
-import { COMPARABLE_METRICS, DEFAULT_PERCENTILES } from '../../lib/metrics-def.js'
+import { COMPARABLE_METRICS, DEFAULT_PERCENTILES, probeOfMetric } from '../../lib/metrics-def.js'
 import { PROBES } from '../../lib/monitors.js'
 import { TIERS } from '../../lib/rollups.js'
 import { errorResponses, idParams } from '../schemas.js'
@@ -17,7 +17,7 @@ const MAX_WINDOW_DAYS = 400
 const windowQuery = {
   from: { type: 'string', format: 'date-time', description: 'Window start (default: 24 h before `to`). Rounded down to 5 minutes.' },
   to: { type: 'string', format: 'date-time', description: 'Window end (default: now). Rounded up to 5 minutes.' },
-  metric: { type: 'string', enum: COMPARABLE_METRICS, default: 'ttfb', description: 'ttfb = responseStart; load = loadEventEnd; fcp, lcp; connect (QUIC: includes the handshake)' },
+  metric: { type: 'string', enum: COMPARABLE_METRICS, default: 'ttfb', description: 'ttfb = responseStart; load = loadEventEnd; fcp, lcp; connect (QUIC: includes the handshake); request = one parallel-probe request; upload = one upload-probe POST (request and upload imply their probe)' },
   probe: { type: 'string', enum: PROBES, default: 'page' },
   view: { type: 'string', enum: ['first', 'repeat'], default: 'first' }
 }
@@ -49,7 +49,7 @@ export default async function comparisonRoutes (app) {
     if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
     const monitor = await getMonitor(app.db, request.params.id)
-    return { monitor, ...aligned, percentiles, metric: q.metric, probe: q.probe, view: q.view }
+    return { monitor, ...aligned, percentiles, metric: q.metric, probe: probeOfMetric(q.metric) ?? q.probe, view: q.view }
   }
 
   function parsePercentiles (text) {

@@ -8,16 +8,18 @@ import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '.
  */
 export default async function monitorRoutes (app) {
   const tags = ['monitors']
+  const policy = { allowPrivateTargets: app.config.allowPrivateTargets }
 
   app.post('/monitors', {
     schema: {
-      description: 'Add a URL to monitor. It is measured with H2 and H3 from each location every interval_s seconds; the first round is due at once.',
+      description: 'Add a URL to monitor. It is measured with H2 and H3 from each location every interval_s seconds; the first round is due at once. ' +
+        'Monitors on real locations may not target loopback, private or link-local addresses unless H3LENS_ALLOW_PRIVATE_TARGETS=true.',
       tags,
       body: monitorCreateBody,
       response: { 201: { $ref: 'monitor#' }, ...errorResponses }
     }
   }, async (request, reply) => {
-    const monitor = await createMonitor(app.db, request.body)
+    const monitor = await createMonitor(app.db, request.body, policy)
     return reply.code(201).send(monitor)
   })
 
@@ -41,7 +43,7 @@ export default async function monitorRoutes (app) {
       body: monitorPatchBody,
       response: { 200: { $ref: 'monitor#' }, ...errorResponses }
     }
-  }, async (request) => updateMonitor(app.db, request.params.id, request.body))
+  }, async (request) => updateMonitor(app.db, request.params.id, request.body, policy))
 
   app.delete('/monitors/:id', {
     schema: {

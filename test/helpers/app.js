@@ -3,9 +3,13 @@ import { createLogger } from '../../lib/log.js'
 import { loadConfig } from '../../lib/config.js'
 import { createTestDatabase } from './db.js'
 import { createAgentToken } from '../../lib/agents.js'
+import { createApiKey } from '../../lib/api-keys.js'
 
 /**
- * A Fastify app over a fresh database, for app.inject() tests.
+ * A Fastify app over a fresh database, for app.inject() tests. The API needs
+ * keys, so the helper makes a write key and a read key, and `app.inject`
+ * sends the write key unless the request names its own `authorization`
+ * header (`authorization: undefined` sends none).
  * @param {Record<string, string>} [env]
  */
 export async function createTestApp (env = {}) {
@@ -14,11 +18,16 @@ export async function createTestApp (env = {}) {
   const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const app = await buildApp({ db: database.pool, config, log })
   await app.ready()
+  const writeKey = (await createApiKey(database.pool, { name: 'test-write', role: 'write' })).secret
+  const readKey = (await createApiKey(database.pool, { name: 'test-read', role: 'read' })).secret
+  withDefaultKey(app, writeKey)
   return {
     app,
     db: database.pool,
     config,
     log,
+    writeKey,
+    readKey,
     /** @param {string} location */
     async agentToken (location = 'local') {
       return (await createAgentToken(database.pool, { location })).token
@@ -27,5 +36,21 @@ export async function createTestApp (env = {}) {
       await app.close()
       await database.drop()
     }
+  }
+}
+
+/**
+ * @param {any} app
+ * @param {string} key
+ */
+function withDefaultKey (app, key) {
+  const inject = app.inject.bind(app)
+  app.inject = (/** @type {any} */ opts) => {
+    if (opts === undefined) return inject()
+    const o = typeof opts === 'string' ? { url: opts } : { ...opts }
+    const headers = { ...o.headers }
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) headers.authorization = `Bearer ${key}`
+    for (const [h, v] of Object.entries(headers)) if (v === undefined) delete headers[h]
+    return inject({ ...o, headers })
   }
 }

@@ -1,0 +1,170 @@
+import fp from 'fastify-plugin'
+import rateLimit from '@fastify/rate-limit'
+import { authenticateApiKey } from '../../lib/api-keys.js'
+
+/**
+ * What a route needs. One rule decides it for every route, so a new route is
+ * protected without anyone remembering to protect it:
+ *   - `config.auth` on the route, when given, wins;
+ *   - /api/v1/agent/* → agent (its own bearer agent token, api/plugins/agent-auth.js);
+ *   - /api/v1/* and /metrics → read for GET and HEAD, write for anything else;
+ *   - everything else (the dashboard's static files, /healthz, /api/docs,
+ *     /api/openapi.json, unknown paths) → public.
+ * /metrics carries per-monitor latencies and agent health, which is the same
+ * data the read API serves, so it follows the read rule; Prometheus sends
+ * the key with `authorization: { credentials_file: ... }`.
+ */
+export const AUTH = Object.freeze({ public: 'public', read: 'read', write: 'write', agent: 'agent' })
+
+const SAFE_METHODS = new Set(['GET', 'HEAD'])
+
+/**
+ * @param {{ url: string, method: string | string[], config?: { auth?: string } }} route
+ * @returns {string} one of AUTH
+ */
+export function authRequirement (route) {
+  if (route.config?.auth) {
+    if (!Object.values(AUTH).includes(/** @type {any} */ (route.config.auth))) throw new Error(`route ${route.url}: config.auth must be one of ${Object.values(AUTH).join(', ')}`)
+    return route.config.auth
+  }
+  const { url } = route
+  if (url.startsWith('/api/v1/agent/')) return AUTH.agent
+  if (url.startsWith('/api/v1/') || url === '/metrics') {
+    const methods = [route.method].flat()
+    return methods.every((m) => SAFE_METHODS.has(m)) ? AUTH.read : AUTH.write
+  }
+  return AUTH.public
+}
+
+const DOC = {
+  public: { security: [], note: 'No key needed.' },
+  read: { security: [{ apiKey: [] }], note: 'Needs an API key (role `read` or `write`).' },
+  publicRead: { security: [{}, { apiKey: [] }], note: 'No key needed on this server (H3LENS_PUBLIC_READ=true); otherwise an API key with role `read` or `write`.' },
+  write: { security: [{ apiKey: [] }], note: 'Needs an API key with role `write`.' },
+  agent: { security: [{ agentToken: [] }], note: 'Needs the agent token of the job\'s location.' }
+}
+const NOTE_MARK = '\n\n**Auth:** '
+
+/** Bearer credentials of a request, or null. */
+export function bearerOf (request) {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
+  return match ? match[1] : null
+}
+
+/**
+ * API keys for the REST API (roles read and write), the per-route rule above
+ * shown in the OpenAPI document, and a limit on wrong credentials per client
+ * address, shared with the agent endpoints: a guessed key is answered 401 a
+ * few times, then 429 with Retry-After until the minute is over. Requests
+ * without credentials are not counted: a dashboard opened without a key
+ * makes several at once and must still be able to ask for one.
+ */
+export default fp(async (/** @type {any} */ app) => {
+  const publicRead = Boolean(app.config.publicRead)
+  /** @type {{ method: string, url: string, auth: string }[]} */
+  const routes = []
+  app.decorate('authRoutes', routes)
+  app.decorateRequest('apiKey', null)
+
+  app.addHook('onRoute', (route) => {
+    const auth = authRequirement(route)
+    route.config = { ...route.config, auth }
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, auth })
+    const schema = route.schema
+    if (!schema || schema.hide) return
+    const doc = auth === AUTH.read && publicRead ? DOC.publicRead : DOC[auth]
+    schema.security = doc.security
+    // The HEAD twin of a GET route shares its schema object: note it once.
+    if (!schema.description?.includes(NOTE_MARK)) schema.description = `${schema.description ?? ''}${NOTE_MARK}${doc.note}`
+    if (auth !== AUTH.public && schema.response) {
+      schema.response = {
+        ...schema.response,
+        401: { $ref: 'error#', description: 'No credentials, or credentials that are unknown or revoked' },
+        ...(auth === AUTH.write ? { 403: { $ref: 'error#', description: 'The key may only read' } } : {}),
+        429: { $ref: 'error#', description: 'Too many wrong credentials from this address; see Retry-After' }
+      }
+    }
+  })
+
+  const failures = await authFailureLimiter(app, app.config.authFailuresPerMin ?? 20)
+  app.decorate('authFailures', failures)
+
+  app.addHook('onRequest', async (request, reply) => {
+    const need = request.routeOptions.config?.auth ?? AUTH.public
+    if (need === AUTH.public || need === AUTH.agent) return
+    if (need === AUTH.read && publicRead) return
+    const secret = bearerOf(request)
+    if (!secret) {
+      return unauthorized(reply, `this endpoint needs an API key: send "Authorization: Bearer <key>"; create one with "h3lens keys create --role ${need}"`)
+    }
+    const wait = failures.blockedFor(request)
+    if (wait) return tooMany(reply, wait)
+    const key = await authenticateApiKey(app.db, secret)
+    if (!key) {
+      request.log.warn({ ip: request.ip, method: request.method, url: request.routeOptions.url }, 'authentication failed: unknown or revoked API key')
+      const blocked = await failures.record(request)
+      if (blocked) return tooMany(reply, blocked)
+      return unauthorized(reply, 'the API key is not valid (unknown or revoked); "h3lens keys list" shows the keys that exist')
+    }
+    if (need === AUTH.write && key.role !== AUTH.write) {
+      return reply.code(403).send({ statusCode: 403, error: 'Forbidden', message: `the API key "${key.name}" may only read; this needs a key with role write`, code: 'read_only_key' })
+    }
+    request.apiKey = key
+  })
+}, { name: 'auth', dependencies: ['context'] })
+
+/**
+ * @param {any} reply
+ * @param {string} message
+ */
+export function unauthorized (reply, message) {
+  return reply.code(401).header('www-authenticate', 'Bearer realm="h3lens"')
+    .send({ statusCode: 401, error: 'Unauthorized', message })
+}
+
+/**
+ * @param {any} reply
+ * @param {number} seconds
+ */
+export function tooMany (reply, seconds) {
+  return reply.code(429).header('retry-after', String(seconds))
+    .send({ statusCode: 429, error: 'Too Many Requests', message: `too many wrong keys or tokens from this address; try again in ${seconds} s`, code: 'auth_rate_limited' })
+}
+
+/**
+ * Counts wrong credentials per client address with @fastify/rate-limit's
+ * store (a bounded LRU), and remembers which addresses went over the limit
+ * so that they are turned away before their next guess is even checked.
+ * @param {any} app
+ * @param {number} perMinute 0 = no limit
+ * @returns {Promise<{ blockedFor: (request: any) => number, record: (request: any) => Promise<number> }>} seconds to wait, 0 = go ahead
+ */
+async function authFailureLimiter (app, perMinute) {
+  if (!perMinute) return { blockedFor: () => 0, record: async () => 0 }
+  // global: false: nothing is limited unless asked; only failures are counted.
+  await app.register(rateLimit, { global: false })
+  const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => request.ip })
+  /** @type {Map<string, number>} address → blocked until (ms) */
+  const blocked = new Map()
+  const left = (until) => Math.max(1, Math.ceil((until - Date.now()) / 1000))
+  return {
+    blockedFor (request) {
+      const until = blocked.get(request.ip)
+      if (!until) return 0
+      if (until > Date.now()) return left(until)
+      blocked.delete(request.ip)
+      return 0
+    },
+    async record (request) {
+      const r = await count(request)
+      if (!r.isExceeded) return 0
+      const until = Date.now() + r.ttl
+      // Entries are few (addresses that went over the limit) and expire;
+      // a sweep on insert keeps a spray from many addresses bounded.
+      if (blocked.size > 10_000) for (const [ip, t] of blocked) if (t <= Date.now()) blocked.delete(ip)
+      if (blocked.size <= 100_000) blocked.set(request.ip, until)
+      request.log.warn({ ip: request.ip, retryAfterS: left(until) }, 'too many failed authentications; address blocked for the rest of the minute')
+      return left(until)
+    }
+  }
+}

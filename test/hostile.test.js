@@ -1,0 +1,239 @@
+// Malformed and hostile requests over a real socket: each gets a 4xx that
+// says what is wrong, nothing reaches the database that should not, and the
+// server keeps serving afterwards.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import { createTestDatabase } from './helpers/db.js'
+import { freePort } from './helpers/process.js'
+import { startApi } from '../api/server.js'
+import { loadConfig } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { createApiKey } from '../lib/api-keys.js'
+import { createAgentToken } from '../lib/agents.js'
+import { upsertLocation } from '../lib/locations.js'
+import { createMonitor } from '../lib/monitors.js'
+import { scheduleDueJobs } from '../lib/jobs.js'
+
+let database, api, key, readKey
+
+before(async () => {
+  database = await createTestDatabase()
+  const config = loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent', H3LENS_AUTH_FAILURES_PER_MIN: '0' })
+  api = await startApi({ db: database.pool, config, log: createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' }) })
+  key = (await createApiKey(database.pool, { name: 'hostile-test', role: 'write' })).secret
+  readKey = (await createApiKey(database.pool, { name: 'hostile-read', role: 'read' })).secret
+})
+
+after(async () => {
+  await api?.close()
+  await database?.drop()
+})
+
+/**
+ * A raw HTTP request: the path is sent exactly as given (no normalisation),
+ * and the body as given.
+ * @param {{ method?: string, path: string, headers?: Record<string, string>, body?: string | Buffer }} opts
+ * @returns {Promise<{ status: number, headers: http.IncomingHttpHeaders, text: string, json: () => any }>}
+ */
+function raw ({ method = 'GET', path, headers = {}, body }) {
+  const u = new URL(api.url)
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, method, path, headers: { authorization: `Bearer ${key}`, ...headers } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (d) => { text += d })
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text, json: () => JSON.parse(text) }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+const json = (method, path, payload, headers = {}) =>
+  raw({ method, path, body: typeof payload === 'string' ? payload : JSON.stringify(payload), headers: { 'content-type': 'application/json', ...headers } })
+
+async function assertAlive () {
+  const health = await raw({ path: '/healthz' })
+  assert.equal(health.status, 200, 'the server still answers')
+}
+
+test('malformed JSON, wrong types and unknown fields are 400s that say what is wrong', async () => {
+  /** @type {[string, RegExp, string | RegExp | undefined][]} */
+  const cases = [
+    ['{"url": "https://example.com/",', /JSON/i, undefined],
+    ['{"url": "https://example.com/", "interval_s": "120"}', /interval_s must be integer/, 'interval_s'],
+    ['{"url": "https://example.com/", "paused": "true"}', /paused must be boolean/, 'paused'],
+    ['{"url": "https://example.com/", "locations": "local"}', /locations must be array/, 'locations'],
+    ['{"url": "https://example.com/", "interval_s": null}', /interval_s must be integer/, 'interval_s'],
+    ['{"url": ["https://example.com/"]}', /url must be string/, 'url'],
+    ['{"url": "https://example.com/", "__proto__": {"admin": true}}', /./, undefined],
+    ['[]', /must be object/, undefined],
+    ['"just a string"', /must be object/, undefined],
+    ['{"url": "https://example.com/", "label": "a\\u0000b"}', /label contains a NUL character/, 'label'],
+    ['{"url": "https://example.com/", "label": "\\ud800"}', /unpaired surrogate/, 'label'],
+    [`{"url": "https://example.com/", "label": ${'['.repeat(5000)}${']'.repeat(5000)}}`, /nested more than 64 levels deep/, /^label(\.0)+$/]
+  ]
+  for (const [body, message, field] of cases) {
+    const res = await json('POST', '/api/v1/monitors', body)
+    assert.equal(res.status, 400, `${body.slice(0, 80)} → ${res.status} ${res.text.slice(0, 200)}`)
+    assert.match(res.json().message, message, body.slice(0, 80))
+    if (field instanceof RegExp) assert.match(res.json().field, field)
+    else assert.equal(res.json().field, field, body.slice(0, 80))
+  }
+  const wrongType = await raw({ method: 'POST', path: '/api/v1/monitors', body: 'url=https://example.com/', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+  assert.equal(wrongType.status, 415)
+  const { rows } = await database.pool.query('SELECT count(*)::int AS n FROM monitors')
+  assert.equal(rows[0].n, 0, 'nothing was stored')
+  await assertAlive()
+})
+
+test('query strings: wrong types and unknown parameters are refused on every route', async () => {
+  const m = await createMonitor(database.pool, { url: 'https://example.com/', locations: ['local'] })
+  for (const [path, message] of /** @type {[string, RegExp][]} */ ([
+    [`/api/v1/monitors/${m.id}/results?limit=abc`, /limit must be integer/],
+    [`/api/v1/monitors/${m.id}/results?limit=5000`, /limit must be <= 1000/],
+    [`/api/v1/monitors/${m.id}/results?colour=red`, /unknown field "colour"/],
+    [`/api/v1/monitors/${m.id}/results?from=yesterday`, /from must match format "date-time"/],
+    ['/api/v1/monitors?page=2', /unknown field "page"/],
+    ['/api/v1/locations?x=1', /unknown field "x"/],
+    [`/api/v1/monitors/${m.id}/results?location=%00`, /NUL character/],
+    ['/api/v1/monitors/1.5', /must be integer/],
+    ['/api/v1/monitors/99999999999', /must be <= 2147483647/],
+    ['/api/v1/monitors/-1', /must be >= 1/]
+  ])) {
+    const res = await raw({ path })
+    assert.equal(res.status, 400, `${path} → ${res.status} ${res.text}`)
+    assert.match(res.json().message, message, path)
+  }
+  await assertAlive()
+})
+
+test('SQL-looking input is data, never SQL', async () => {
+  const label = "x'); DROP TABLE monitors; --"
+  const created = await json('POST', '/api/v1/monitors', { url: "https://example.com/?q=1' OR '1'='1", label, locations: ['local'] })
+  assert.equal(created.status, 201, created.text)
+  assert.equal(created.json().label, label)
+  const filtered = await raw({ path: `/api/v1/monitors/${created.json().id}/results?location=${encodeURIComponent("local' OR 1=1 --")}` })
+  assert.equal(filtered.status, 200)
+  assert.deepEqual(filtered.json().items, [])
+  const cursor = await raw({ path: `/api/v1/monitors/${created.json().id}/results?cursor=${encodeURIComponent("'; SELECT pg_sleep(10); --")}` })
+  assert.equal(cursor.status, 400)
+  assert.match(cursor.json().message, /cursor is not valid/)
+  const { rows } = await database.pool.query('SELECT label FROM monitors WHERE id = $1', [created.json().id])
+  assert.equal(rows[0].label, label)
+  await assertAlive()
+})
+
+test('path traversal in static paths finds nothing outside the dashboard', async () => {
+  for (const path of [
+    '/..%2f..%2fetc/passwd', '/%2e%2e/package.json', '/%2e%2e%2fpackage.json', '/..%5c..%5cpackage.json',
+    '/../package.json', '/css/../../package.json', '/css/..%2f..%2fpackage.json', '/%252e%252e/package.json',
+    '/....//....//package.json', '/vendor/%2e%2e/%2e%2e/lib/config.js', '/%c0%ae%c0%ae/package.json', '/.git/config', '/%00'
+  ]) {
+    const res = await raw({ path })
+    assert.ok(res.status >= 400 && res.status < 500, `${path} → ${res.status}`)
+    assert.ok(!/"name": "h3lens"|root:x:0|export function loadConfig|\[core\]/.test(res.text), `${path} leaked a file`)
+  }
+  await assertAlive()
+})
+
+test('a 100 MB body is refused after the first MiB, streamed or announced, and the server stays up', async () => {
+  const u = new URL(api.url)
+  const chunk = Buffer.alloc(64 * 1024, 'a')
+  /** Stream up to 100 MB; stop as soon as the server answers or hangs up. */
+  const stream = (headers) => new Promise((resolve, reject) => {
+    let sent = 0
+    let answered = false
+    const req = http.request({ host: u.hostname, port: u.port, method: 'POST', path: '/api/v1/monitors', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers } }, (res) => {
+      answered = true
+      let text = ''
+      res.on('data', (d) => { text += d })
+      res.on('end', () => { req.destroy(); resolve({ status: res.statusCode, sent, text }) })
+    })
+    req.on('error', (err) => (answered ? undefined : resolve({ status: 0, sent, err })))
+    const pump = () => {
+      while (!answered && sent < 100 * 1024 * 1024) {
+        sent += chunk.length
+        if (!req.write(chunk)) return req.once('drain', pump)
+      }
+      if (!answered) req.end()
+    }
+    req.on('socket', () => pump())
+    setTimeout(() => reject(new Error(`no answer after ${sent} bytes`)), 30000).unref()
+  })
+  const announced = await stream({ 'content-length': String(100 * 1024 * 1024) })
+  assert.equal(announced.status, 413, JSON.stringify(announced))
+  assert.ok(announced.sent < 50 * 1024 * 1024, `stopped early (${announced.sent} bytes sent)`)
+  const chunked = await stream({ 'transfer-encoding': 'chunked' })
+  // Either the 413 arrives, or the server hangs up once the limit is passed.
+  assert.ok(chunked.status === 413 || chunked.status === 0, JSON.stringify(chunked))
+  assert.ok(chunked.sent < 50 * 1024 * 1024, `stopped early (${chunked.sent} bytes sent)`)
+  await assertAlive()
+  const ok = await json('POST', '/api/v1/monitors', { url: 'https://example.org/after-the-flood', locations: ['local'] })
+  assert.equal(ok.status, 201)
+})
+
+test('agents: wrong, revoked and other-location tokens get clear 4xx answers', async () => {
+  await upsertLocation(database.pool, { id: 'eu-west', name: 'EU', region: 'Europe', kind: 'real' })
+  await upsertLocation(database.pool, { id: 'us-east', name: 'US', region: 'North America', kind: 'real' })
+  await database.pool.query("UPDATE jobs SET state = 'cancelled'")
+  await database.pool.query('UPDATE monitors SET paused = true')
+  await createMonitor(database.pool, { url: 'https://example.com/eu', locations: ['eu-west', 'us-east'], interval_s: 60 })
+  await scheduleDueJobs(database.pool, { maxAttempts: 3 })
+  const eu = (await createAgentToken(database.pool, { location: 'eu-west' })).token
+  const us = (await createAgentToken(database.pool, { location: 'us-east' })).token
+  const agent = (method, path, token, payload) => json(method, `/api/v1/agent${path}`, payload ?? {}, { authorization: `Bearer ${token}` })
+
+  const claimed = await agent('POST', '/claim', eu, { limit: 10 })
+  assert.equal(claimed.status, 200)
+  const jobs = claimed.json().jobs
+  assert.equal(jobs.length, 1)
+  assert.ok(jobs.every((j) => j.location_id === 'eu-west'), 'an agent claims its own location only')
+
+  const result = { mode: 'h2', status: 'ok', protocol_ok: true, ttfb_ms: 10, load_ms: 20 }
+  const stolen = await agent('POST', `/jobs/${jobs[0].id}/results`, us, { results: [result] })
+  assert.equal(stolen.status, 409)
+  assert.equal(stolen.json().code, 'wrong_location')
+  assert.match(stolen.json().message, /belongs to location eu-west, not us-east/)
+  const beat = await agent('POST', `/jobs/${jobs[0].id}/heartbeat`, us)
+  assert.equal(beat.status, 409)
+  assert.match(beat.json().message, /not leased to this agent/)
+  assert.equal((await agent('POST', `/jobs/${jobs[0].id}/release`, us)).json().released, false)
+
+  for (const [token, message] of [['h3a_expired-or-made-up', /not valid/], [key, /not valid/], ['', /need "Authorization: Bearer <agent token>"/]]) {
+    const res = await raw({ method: 'POST', path: '/api/v1/agent/claim', body: '{}', headers: { 'content-type': 'application/json', authorization: token ? `Bearer ${token}` : '' } })
+    assert.equal(res.status, 401)
+    assert.match(res.json().message, message)
+  }
+  await database.pool.query('UPDATE agents SET revoked_at = now() WHERE location_id = $1', ['us-east'])
+  const revoked = await agent('POST', '/claim', us)
+  assert.equal(revoked.status, 401)
+  assert.match(revoked.json().message, /unknown or revoked/)
+  const { rows } = await database.pool.query('SELECT count(*)::int AS n FROM results')
+  assert.equal(rows[0].n, 0)
+  await assertAlive()
+})
+
+test('monitors on real locations may not target private addresses; lab locations may', async () => {
+  const real = ['eu-west']
+  for (const url of ['http://127.0.0.1:8080/', 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.1/', 'http://[::1]/',
+    'http://localhost/', 'http://2130706433/', 'http://[fd12::1]/', 'http://192.168.1.1/', 'http://[::ffff:10.0.0.1]/']) {
+    const res = await json('POST', '/api/v1/monitors', { url, locations: real })
+    assert.equal(res.status, 400, `${url} → ${res.status}`)
+    assert.equal(res.json().field, 'url')
+    assert.match(res.json().message, /monitors on real locations may not target .*H3LENS_ALLOW_PRIVATE_TARGETS/)
+  }
+  const lab = await json('POST', '/api/v1/monitors', { url: 'http://127.0.0.1:8080/', locations: ['local'] })
+  assert.equal(lab.status, 201, 'lab locations measure this machine')
+  const moved = await json('PATCH', `/api/v1/monitors/${lab.json().id}`, { locations: ['local', 'eu-west'] })
+  assert.equal(moved.status, 400, 'adding a real location to a private target is refused too')
+  const pub = await json('POST', '/api/v1/monitors', { url: 'http://93.184.215.14/', locations: real })
+  assert.equal(pub.status, 201, pub.text)
+})
+
+test('a read key cannot write, even with a hostile body', async () => {
+  const res = await json('POST', '/api/v1/monitors', { url: 'https://example.com/' }, { authorization: `Bearer ${readKey}` })
+  assert.equal(res.status, 403)
+  await assertAlive()
+})

@@ -1,0 +1,99 @@
+// Results that cannot be true are refused with 422 and the field at fault,
+// and nothing of the submission is stored; results that are merely
+// surprising are kept.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestApp } from './helpers/app.js'
+import { createMonitor } from '../lib/monitors.js'
+import { scheduleDueJobs } from '../lib/jobs.js'
+
+let t, token
+
+before(async () => {
+  t = await createTestApp()
+  token = await t.agentToken('local')
+})
+after(async () => { await t.close() })
+
+const page = (extra = {}) => ({
+  mode: 'h2', status: 'ok', protocol_ok: true, observed_protocol: 'h2',
+  dns_ms: 1, connect_ms: 8, tls_ms: 5, ttfb_ms: 20, dcl_ms: 40, load_ms: 60, fcp_ms: 45, lcp_ms: 50, ...extra
+})
+
+async function leasedJob () {
+  await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+  await t.db.query('UPDATE monitors SET paused = true')
+  await createMonitor(t.db, { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10, locations: ['local'] })
+  await scheduleDueJobs(t.db, { maxAttempts: 3 })
+  const res = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${token}` }, payload: { limit: 1 } })
+  return res.json().jobs[0]
+}
+
+/** @param {any} job @param {object[] | string} results a list, or a whole body as JSON text */
+const submit = (job, results) => t.app.inject({
+  method: 'POST',
+  url: `/api/v1/agent/jobs/${job.id}/results`,
+  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  payload: typeof results === 'string' ? results : { results }
+})
+
+test('impossible values are a 422 naming the field, and nothing is stored', async () => {
+  const job = await leasedJob()
+  /** @type {[object[] | string, string, RegExp][]} */
+  const cases = [
+    [[page({ ttfb_ms: 70 })], 'results.0.ttfb_ms', /ttfb_ms \(70 ms\) is larger than dcl_ms \(40 ms\)/],
+    [[page({ dcl_ms: 65 })], 'results.0.dcl_ms', /larger than load_ms/],
+    [[page({ dns_ms: 25 })], 'results.0.dns_ms', /larger than ttfb_ms/],
+    [[page({ connect_ms: 30 })], 'results.0.connect_ms', /larger than ttfb_ms/],
+    [[page({ tls_ms: 12 })], 'results.0.tls_ms', /larger than connect_ms/],
+    [[page({ fcp_ms: 10 })], 'results.0.ttfb_ms', /larger than fcp_ms/],
+    [[page(), page({ mode: 'h3', observed_protocol: 'h3', lcp_ms: 5 })], 'results.1.ttfb_ms', /larger than lcp_ms/],
+    [[page({ ttfb_ms: -1 })], 'results.0.ttfb_ms', /must be >= 0/],
+    [[page({ load_ms: 3600001 })], 'results.0.load_ms', /must be <= 3600000/],
+    [[page({ h3_request_share: 1.5 })], 'results.0.h3_request_share', /must be <= 1/],
+    [[page({ bytes: -5 })], 'results.0.bytes', /must be >= 0/],
+    [[page({ protocol_ok: false })], 'results.0.status', /status is ok but protocol_ok is false/],
+    [[page({ status: 'protocol_mismatch' })], 'results.0.status', /protocol_mismatch but protocol_ok is true/],
+    [[page(), page()], 'results.1.mode', /already the h2\/first\/page result/],
+    [[page({ measured_at: '2199-01-01T00:00:00Z' })], 'results.0.measured_at', /not a plausible measurement time/]
+  ]
+  for (const [results, field, message] of cases) {
+    const res = await submit(job, results)
+    assert.equal(res.statusCode, 422, `${field}: ${res.body}`)
+    assert.equal(res.json().field, field)
+    assert.match(res.json().message, message)
+  }
+  const { rows } = await t.db.query('SELECT count(*)::int AS n FROM results WHERE job_id = $1', [job.id])
+  assert.equal(rows[0].n, 0)
+  const { rows: [state] } = await t.db.query('SELECT state FROM jobs WHERE id = $1', [job.id])
+  assert.equal(state.state, 'leased', 'the job still waits for plausible results')
+})
+
+test('wrong shapes stay 400: types, unknown fields, missing fields', async () => {
+  const job = await leasedJob()
+  for (const [results, message] of /** @type {[object[] | string, RegExp][]} */ ([
+    [[page({ ttfb_ms: '20' })], /ttfb_ms must be a finite number or null/],
+    // JSON's 1e400 parses to Infinity.
+    ['{"results": [{"mode": "h2", "status": "ok", "protocol_ok": true, "load_ms": 1e400}]}', /load_ms must be a finite number or null/],
+    [[page({ colour: 'red' })], /unknown field "colour"/],
+    [[{ mode: 'h2', status: 'ok' }], /protocol_ok is required/],
+    [[page({ mode: 'h4' })], /must be one of h2, h3/]
+  ])) {
+    const res = await submit(job, results)
+    assert.equal(res.statusCode, 400, res.body)
+    assert.match(res.json().message, message)
+  }
+})
+
+test('surprising but possible results are stored: lcp before fcp, paints after load, failed loads without timings', async () => {
+  const job = await leasedJob()
+  const res = await submit(job, [
+    page({ fcp_ms: 55, lcp_ms: 50 }),
+    page({ mode: 'h3', observed_protocol: 'h3', fcp_ms: 90, lcp_ms: 120, load_ms: 60, dcl_ms: 40 }),
+    { mode: 'h3', view: 'repeat', status: 'timeout', protocol_ok: false, error: 'load did not finish within 30000 ms', ttfb_ms: null, load_ms: null },
+    { mode: 'h3', probe: 'parallel', status: 'ok', protocol_ok: true, ttfb_ms: 30, load_ms: 12 },
+    page({ mode: 'h2', view: 'repeat', dns_ms: 0, connect_ms: 0, tls_ms: null, ttfb_ms: 20.05, dcl_ms: 20 })
+  ])
+  assert.equal(res.statusCode, 200, res.body)
+  assert.deepEqual(res.json(), { stored: 5, duplicates: 0 })
+})
