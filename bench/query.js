@@ -27,7 +27,7 @@ const days = Number(values.days)
 const runs = Number(values.runs)
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-query-'))
-const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: '54392', LOG_LEVEL: 'warn' })
+const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: '54392', LOG_LEVEL: 'warn', H3LENS_PUBLIC_READ: 'true' })
 const log = createLogger({ logLevel: 'warn' })
 const lifecycle = createLifecycle(log)
 const say = (msg) => console.log(`# ${msg}`)
