@@ -5,7 +5,7 @@
 // on 2 cores), while a result touches 8 metrics × 3 tiers = 24 rollup rows,
 // and batching folds many results into each row. Queries merge rollups with
 // the pending rows in one snapshot, so answers are exact and current anyway.
-import { newSketch, addToSketch, encodeSketch, mergeSketches, sketchCount } from './stats/index.js'
+import { newSketch, addToSketch, encodeSketch, mergeSketches, sketchCount, readEncoded } from './stats/index.js'
 import { metricSamples, ROLLUP_METRICS } from './metrics-def.js'
 
 export const TIERS = Object.freeze({ '5m': 5 * 60e3, '1h': 3600e3, '1d': 86400e3 })
@@ -313,7 +313,7 @@ export async function bucketSeries (db, { monitorId, metric, probe, view, tier, 
       `SELECT location_id, mode, bucket, runs, errors, fallbacks, ${column} AS sketch FROM rollups
         WHERE monitor_id = $1 AND probe = $2 AND view = $3 AND tier = $4 AND bucket >= $5 AND bucket < $6`,
       [monitorId, probe, view, tier, from, to])
-    const groups = new Groups((r) => `${r.location_id}|${r.mode}|${+r.bucket}`)
+    const groups = new Groups((r) => `${r.location_id}|${r.mode}|${+r.bucket}`, { keepEncoded: true })
     for (const r of rows) groups.add(r)
     for (const d of await pendingDeltas(client, { monitorId, probe, view, from, to, tier })) {
       groups.add({ location_id: d.key[4], mode: d.key[5], bucket: d.key[6], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(metric) })
@@ -324,8 +324,10 @@ export async function bucketSeries (db, { monitorId, metric, probe, view, tier, 
 
 /** Sums outcome counts and merges sketches of rows that share a group key. */
 class Groups {
-  constructor (keyOf) {
+  /** @param {(row: any) => string} keyOf @param {{ keepEncoded?: boolean }} [opts] */
+  constructor (keyOf, { keepEncoded = false } = {}) {
     this.keyOf = keyOf
+    this.keepEncoded = keepEncoded
     this.map = new Map()
   }
 
@@ -341,8 +343,14 @@ class Groups {
 
   * finish () {
     for (const { parts, ...g } of this.map.values()) {
+      if (this.keepEncoded && parts.length === 1 && parts[0] instanceof Uint8Array) {
+        // One stored row: trends read its quantiles straight from the bins.
+        const read = readEncoded(parts[0])
+        yield { ...g, encoded: parts[0], read, sketch: null, count: read.count }
+        continue
+      }
       const sketch = parts.length ? mergeSketches(parts) : null
-      yield { ...g, sketch, count: sketch ? sketchCount(sketch) : 0 }
+      yield { ...g, encoded: null, sketch, count: sketch ? sketchCount(sketch) : 0 }
     }
   }
 }

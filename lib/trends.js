@@ -1,6 +1,6 @@
 // Percentiles over time and whole distributions, from the rollups.
 import { bucketSeries, mergedSeries, TIERS } from './rollups.js'
-import { sketchQuantile, sketchCount } from './stats/index.js'
+import { sketchQuantile, sketchCount, encodedQuantiles } from './stats/index.js'
 
 // A chart or CSV with more buckets per series than this is unreadable and
 // slow; the API asks for a wider bucket instead.
@@ -20,7 +20,10 @@ export async function trends (db, { monitorId, metric, bucket, from, to, percent
     const k = `${r.location_id}|${r.mode}`
     if (!series.has(k)) series.set(k, { location_id: r.location_id, mode: r.mode, points: [] })
     const point = { t: r.bucket.toISOString(), count: r.count, runs: r.runs, errors: r.errors, fallbacks: r.fallbacks }
-    for (const p of percentiles) point[key(p)] = r.sketch ? round(sketchQuantile(r.sketch, p / 100)) : null
+    const values = r.read
+      ? encodedQuantiles(r.read, percentiles.map((p) => p / 100))
+      : percentiles.map((p) => (r.sketch ? sketchQuantile(r.sketch, p / 100) : null))
+    percentiles.forEach((p, i) => { point[key(p)] = round(values[i]) })
     series.get(k).points.push(point)
   }
   return {

@@ -37,3 +37,17 @@ test('identical distributions: the 95% interval covers 0 about 95% of the time',
     assert.ok(covered / trials >= 0.89 && covered / trials <= 0.995, `q${q}: coverage ${covered / trials}`)
   }
 })
+
+test('quantiles read from encoded bins equal those of the decoded sketch', async () => {
+  const { encodeSketch, decodeSketch, encodedQuantiles, sketchQuantile } = await import('../lib/stats/index.js')
+  const random = createRandom(3)
+  const qs = [0, 0.01, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1]
+  for (const n of [1, 2, 7, 100, 5000]) {
+    const s = lognormalSketch(random, n, 120, 0.8)
+    if (n === 7) addToSketch(s, 0)
+    const bytes = encodeSketch(s)
+    const decoded = decodeSketch(bytes)
+    assert.deepEqual(encodedQuantiles(bytes, qs), qs.map((q) => sketchQuantile(decoded, q)), `n=${n}`)
+  }
+  assert.deepEqual(encodedQuantiles(encodeSketch(newSketch()), [0.5]), [null])
+})

@@ -10,7 +10,9 @@ export {
   sketchSummary,
   mergeSketches,
   encodeSketch,
-  decodeSketch
+  decodeSketch,
+  readEncoded,
+  encodedQuantiles
 } from './sketch.js'
 export { exactQuantile } from './quantile.js'
 export { mannWhitneyU, cliffsDelta } from './rank.js'

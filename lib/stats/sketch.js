@@ -156,6 +156,70 @@ export function decodeSketch (bytes) {
 }
 
 /**
+ * The fields of an encoded sketch, without building a sketch.
+ * @param {Uint8Array} bytes produced by encodeSketch
+ */
+export function readEncoded (bytes) {
+  const input = new ByteReader(bytes)
+  const version = input.uint8()
+  if (version !== ENCODING_VERSION) {
+    throw new RangeError(`unknown sketch encoding version ${version} (this build reads version ${ENCODING_VERSION})`)
+  }
+  const relativeAccuracy = input.float64()
+  const sum = input.float64()
+  const min = input.float64()
+  const max = input.float64()
+  const zeroCount = input.varuint()
+  const binCount = input.varuint()
+  const keys = new Array(binCount)
+  const counts = new Array(binCount)
+  let count = zeroCount
+  let key = 0
+  for (let i = 0; i < binCount; i++) {
+    key = i === 0 ? input.varint() : key + input.varuint()
+    keys[i] = key
+    counts[i] = input.varuint()
+    count += counts[i]
+  }
+  return { relativeAccuracy, sum, min, max, zeroCount, keys, counts, count }
+}
+
+/** One mapping per accuracy: it turns a bin key back into a value. */
+const mappings = new Map()
+
+/**
+ * Quantiles of an encoded sketch, the same values decodeSketch +
+ * sketchQuantile give (rank q × (count − 1), lower key, clamped to
+ * [min, max]), without building the sketch: trends read one rollup row per
+ * bucket and series, 7,200 of them for 30 days of hours.
+ * @param {Uint8Array | ReturnType<typeof readEncoded>} bytes an encoded sketch, or what readEncoded made of one
+ * @param {number[]} qs each in [0, 1]
+ * @returns {(number | null)[]}
+ */
+export function encodedQuantiles (bytes, qs) {
+  const e = bytes instanceof Uint8Array ? readEncoded(bytes) : bytes
+  if (e.count === 0) return qs.map(() => null)
+  let mapping = mappings.get(e.relativeAccuracy)
+  if (!mapping) mappings.set(e.relativeAccuracy, (mapping = new DDSketch({ relativeAccuracy: e.relativeAccuracy }).mapping))
+  return qs.map((q) => {
+    assertQuantile(q)
+    const rank = q * (e.count - 1)
+    if (rank < e.zeroCount) return Math.min(e.max, Math.max(e.min, 0))
+    const inStore = rank - e.zeroCount
+    let running = 0
+    let key = e.keys.at(-1)
+    for (let i = 0; i < e.keys.length; i++) {
+      running += e.counts[i]
+      if (running > inStore) {
+        key = e.keys[i]
+        break
+      }
+    }
+    return Math.min(e.max, Math.max(e.min, mapping.value(key)))
+  })
+}
+
+/**
  * Add an encoded sketch's bins to `target` (or to a new sketch when null)
  * without building an intermediate sketch: merging 1,000 rollup rows this way
  * takes ~5 ms instead of ~26 ms (measured on 2 cores).
