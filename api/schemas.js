@@ -222,3 +222,17 @@ export const idParams = {
   required: ['id'],
   properties: { id: { type: 'integer', minimum: 1, maximum: 2147483647 } }
 }
+
+/**
+ * Query filters on results, shared by the listing and the export (both go
+ * through resultWhere in lib/results.js).
+ */
+export const resultFilterQuery = {
+  location: { type: 'string', maxLength: 63 },
+  mode: { type: 'string', enum: MODES },
+  probe: { type: 'string', enum: PROBES },
+  view: { type: 'string', enum: ['first', 'repeat'] },
+  status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
+  from: { type: 'string', format: 'date-time', description: 'Inclusive lower bound on the round time' },
+  to: { type: 'string', format: 'date-time', description: 'Exclusive upper bound on the round time; default now' }
+}

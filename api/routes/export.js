@@ -1,9 +1,8 @@
-import { MODES, PROBES } from '../../lib/monitors.js'
 import {
   EXPORT_FORMATS, JSON_MAX_DAYS, JSON_MAX_ROWS, assertMonitorExists, checkExportRange, exportBatches, exportRowsCapped,
   csvStream, ndjsonStream, exportFilename
 } from '../../lib/export.js'
-import { errorResponses } from '../schemas.js'
+import { errorResponses, resultFilterQuery } from '../schemas.js'
 
 const STREAMS = {
   csv: { type: 'text/csv; charset=utf-8', ext: 'csv', encode: csvStream },
@@ -28,13 +27,7 @@ export default async function exportRoutes (app) {
         required: ['monitor'],
         properties: {
           monitor: { type: 'integer', minimum: 1, maximum: 2147483647, description: 'Monitor id (deleted monitors\' results are still exported)' },
-          location: { type: 'string', maxLength: 63 },
-          mode: { type: 'string', enum: MODES },
-          probe: { type: 'string', enum: PROBES },
-          view: { type: 'string', enum: ['first', 'repeat'] },
-          status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
-          from: { type: 'string', format: 'date-time', description: 'Inclusive lower bound on the round time' },
-          to: { type: 'string', format: 'date-time', description: 'Exclusive upper bound on the round time; default now' },
+          ...resultFilterQuery,
           format: { type: 'string', enum: EXPORT_FORMATS, default: 'csv' }
         }
       },

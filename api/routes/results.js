@@ -1,7 +1,6 @@
 import { getMonitor } from '../../lib/monitors.js'
 import { listResults, getResult } from '../../lib/results.js'
-import { MODES, PROBES } from '../../lib/monitors.js'
-import { errorResponses, idParams } from '../schemas.js'
+import { errorResponses, idParams, resultFilterQuery } from '../schemas.js'
 
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
@@ -18,13 +17,7 @@ export default async function resultRoutes (app) {
         type: 'object',
         additionalProperties: false,
         properties: {
-          location: { type: 'string', maxLength: 63 },
-          mode: { type: 'string', enum: MODES },
-          probe: { type: 'string', enum: PROBES },
-          view: { type: 'string', enum: ['first', 'repeat'] },
-          status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
-          from: { type: 'string', format: 'date-time', description: 'Inclusive lower bound on the round time' },
-          to: { type: 'string', format: 'date-time', description: 'Exclusive upper bound on the round time' },
+          ...resultFilterQuery,
           limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
           cursor: { type: 'string', maxLength: 200 }
         }
