@@ -11,17 +11,9 @@ import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { LAB_HOSTNAME, OriginStartError, startOrigin } from '../lab/origin.js'
+import { freePort } from './helpers/process.js'
 
 const ORIGIN_MODULE = fileURLToPath(new URL('../lab/origin.js', import.meta.url))
-
-/** A TCP port nothing listens on right now. */
-async function freePort () {
-  const server = net.createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /** Caddy processes started for `dataDir` (their config file lives under it). */
 async function caddyProcesses (dataDir) {

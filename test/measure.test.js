@@ -13,16 +13,9 @@ import { baseFlags, labBrowserFlags, modeFlags } from '../agents/flags.js'
 import { measurePage, runRound } from '../agents/measure.js'
 import { normalizeProtocol, protocolMatchesMode } from '../agents/protocol.js'
 import { startOrigin } from '../lab/origin.js'
+import { freePort } from './helpers/process.js'
 
 const execFileAsync = promisify(execFile)
-
-async function freePort () {
-  const server = net.createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /** Live (non-zombie) processes whose command line mentions `needle`. */
 async function processesMentioning (needle) {
