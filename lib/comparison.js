@@ -1,237 +1,568 @@
-// The regional comparison (DESIGN §6): for each location and for all
-// locations together, H2 against H3 at each percentile, with the delta, a 95%
-// interval, sample counts and a verdict.
+// The regional comparison (DESIGN §6), built around the round: one round at
+// one location runs both arms moments apart on the same path, so every
+// inferential number of a location — H2, H3, Δ, its interval, the paired
+// test and the verdict — comes from one matched set of rounds, and the
+// table says how many rounds that is and why the others were left out.
 //
-// Method, stated once:
-// - Point estimates (h2_ms, h3_ms) come from DDSketches merged over the whole
-//   window (≤1% relative error), so they use every sample however long the
-//   window is.
-// - The 95% interval of each delta: when both modes have at least
-//   ORDER_CI_MIN_N (1,000) samples, the order-statistic interval read off the
-//   same sketches (lib/stats/order-ci.js): every sample, O(1) cost. Below
-//   that, a percentile bootstrap (1,000 resamples, seeded by
-//   monitor/metric/window so a refresh does not reshuffle it) of the raw
-//   samples, which are then all in hand.
-// - Mann-Whitney U and Cliff's δ are computed on raw samples: the newest
-//   SAMPLE_CAP ok samples per (location, mode) in the window, read by an
-//   index range scan of SAMPLE_CAP rows per series.
-// - A row's verdict is significant when its interval excludes 0.
-// - Fewer than MIN_SAMPLES ok samples in either mode: insufficient_data, with
-//   the counts, and no numbers.
-// Measured: the order-statistic path turned a 30-day, 5-location comparison
-// from ~240 ms (bootstrap of 2,000 capped samples per series) into a few ms
-// of statistics; see bench/query.js.
-import { mergedSeries } from './rollups.js'
+// Two analyses of the same rounds (`analysis`):
+// - matched (default): the rounds in which both arms loaded with the
+//   protocol they were forced to. A round where one arm failed or fell back
+//   is left out of both arms, so a protocol that fails on the slowest paths
+//   cannot look faster by losing them; its failures are reported and tested
+//   on their own (failure asymmetry, below).
+// - itt (intention to treat): every round in which both arms ran; a failed
+//   load counts at the page timeout and a fallback at what it measured.
+//
+// Per location and percentile: Δ = Q_p(H3) − Q_p(H2) over the samples of the
+// rounds used, with a seeded round-level bootstrap (lib/stats/round-bootstrap.js).
+// All locations: per-location effects averaged with equal weight, the
+// bootstrap stratified by location; never a pool of raw samples whose
+// regional mix differs by arm.
+// Verdict of a cell: faster or slower only when the Benjamini–Hochberg
+// adjusted p-value over the tested cells of the view is ≤ 0.05, the 95%
+// interval excludes 0, |Δ| is at least the monitor's practical minimum
+// (default max(2% of H2, 1 ms)), and the percentile has its minimum number
+// of rounds (more for the tail). docs/STATISTICS.md explains, and
+// bench/calibration.js measures the false-positive rate and power.
 import { TIMING_METRICS } from './metrics-def.js'
-import { compareSamples, mergeSketches, sketchCount, sketchQuantile, mannWhitneyU, cliffsDelta, orderStatisticDeltaCI, verdictFromInterval, ORDER_CI_MIN_N, VERDICTS } from './stats/index.js'
+import {
+  roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
+  benjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
+} from './stats/index.js'
 
-export const SAMPLE_CAP = 1000
-export const MIN_SAMPLES = 10
-const BOOTSTRAP_ITERATIONS = 1000
+export const VERDICTS = Object.freeze({
+  H3_FASTER: 'h3_faster',
+  H3_SLOWER: 'h3_slower',
+  NO_CLEAR_DIFFERENCE: 'no_clear_difference',
+  INSUFFICIENT_DATA: 'insufficient_data',
+  H3_NOT_SUPPORTED: 'h3_not_supported'
+})
+export const FAILURE_VERDICTS = Object.freeze({
+  H3_FAILS_MORE: 'h3_fails_more',
+  H3_FAILS_LESS: 'h3_fails_less',
+  NO_CLEAR_DIFFERENCE: 'no_clear_difference',
+  INSUFFICIENT_DATA: 'insufficient_data',
+  H3_NOT_SUPPORTED: 'h3_not_supported'
+})
+export const ANALYSES = Object.freeze(['matched', 'itt'])
+export const ARM_STATES = Object.freeze(['ok', 'failed', 'fallback', 'unsupported', 'no_value', 'missing'])
+
+export const FDR_Q = 0.05
+export const BOOTSTRAP_ITERATIONS = 1000
+// Rounds per location the statistics read. Above it, an evenly spaced
+// subsample over the whole window (every k-th matched round by time), so a
+// 30-day answer describes 30 days; the entry says how many were used.
+// 2,000 rounds keep the bootstrap at ~25 ms per location.
+export const ROUND_CAP = 2000
+// Below this many rounds a location gets no paired test and no verdict.
+export const MIN_ROUNDS = 10
+// A percentile needs enough rounds beyond it to be estimated: at least
+// TAIL_ROUNDS expected rounds above (below) it, so p50 needs 20, p90 100,
+// p95 200 and p99 1,000 (bench/calibration.js shows why fewer gave false cells).
+export const TAIL_ROUNDS = 10
+export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
+
+/** @param {number} percentile */
+export function minRoundsFor (percentile) {
+  const q = percentile / 100
+  return Math.max(2 * MIN_ROUNDS, Math.ceil(TAIL_ROUNDS / Math.min(q, 1 - q) - 1e-9))
+}
+
+/**
+ * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number }} ComparedMonitor
+ * @typedef {{ job_id: string, h2: number[] | null, h3: number[] | null, h2_state: string, h3_state: string }} RoundRow
+ */
 
 /**
  * @param {import('pg').Pool} db
- * @param {{ monitor: { id: number, locations: string[] }, metric: string, percentiles: number[], probe: string, view: string, from: Date, to: Date }} q
+ * @param {{ monitor: ComparedMonitor, metric: string, percentiles: number[], probe: string, view: string, from: Date, to: Date,
+ *   analysis?: string, timeoutMs?: number }} q
  */
-export async function regionalComparison (db, { monitor, metric, percentiles, probe, view, from, to }) {
-  const [series, locations] = await Promise.all([
-    mergedSeries(db, { monitorId: monitor.id, metric, probe, view, from, to }),
-    db.query('SELECT id, name, region, profile FROM locations').then((r) => new Map(r.rows.map((l) => [l.id, l])))
-  ])
-  // Locations the monitor runs from, and any it ran from earlier in the window.
-  const ids = [...new Set([...monitor.locations, ...[...series.values()].map((s) => s.location_id)])]
-  const samples = await rawSamples(db, { monitorId: monitor.id, metric, probe, view, from, to, locations: ids })
-  const seedBase = `${monitor.id}|${metric}|${probe}|${view}|${+from}|${+to}`
+export async function regionalComparison (db, { monitor, metric, percentiles, probe, view, from, to, analysis = 'matched', timeoutMs = 30000 }) {
+  const window = { monitorId: monitor.id, metric, probe, view, from, to }
+  const { rows: locRows } = await db.query('SELECT id, name, region, kind, profile FROM locations')
+  const locations = new Map(locRows.map((l) => [l.id, l]))
+  const states = await roundStates(db, window)
+  const ids = [...new Set([...monitor.locations, ...states.keys()])]
+  const rounds = await roundValues(db, { ...window, locations: ids, analysis, timeoutMs })
+  const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
+  const seedBase = `${monitor.id}|${metric}|${probe}|${view}|${analysis}|${+from}|${+to}`
+  const qs = percentiles.map((p) => p / 100)
 
-  const entries = ids.map((id) => {
-    const loc = locations.get(id)
-    const pick = (mode) => series.get(`${id}|${mode}`) ?? null
-    return entry({
-      location_id: id,
-      name: loc?.name ?? id,
-      region: loc?.region ?? null,
-      rtt_ms: loc?.profile?.rtt_ms > 0 ? loc.profile.rtt_ms : null,
-      h2: pick('h2'),
-      h3: pick('h3'),
-      h2Samples: samples.get(`${id}|h2`) ?? [],
-      h3Samples: samples.get(`${id}|h3`) ?? [],
-      percentiles,
-      seed: `${seedBase}|${id}`
-    })
-  })
-
-  const allOf = (mode) => combine([...series.values()].filter((s) => s.mode === mode))
-  const all = entry({
-    location_id: null,
-    name: 'All locations',
-    region: null,
-    rtt_ms: null,
-    h2: allOf('h2'),
-    h3: allOf('h3'),
-    h2Samples: ids.flatMap((id) => samples.get(`${id}|h2`) ?? []),
-    h3Samples: ids.flatMap((id) => samples.get(`${id}|h3`) ?? []),
+  const entries = ids.map((id) => locationEntry({
+    location: locations.get(id) ?? { id, name: id, region: null, kind: null, profile: {} },
+    table: states.get(id) ?? new Map(),
+    rounds: rounds.get(id) ?? { used: [], available: 0 },
     percentiles,
-    seed: `${seedBase}|all`
-  })
+    qs,
+    seed: `${seedBase}|${id}`
+  }))
+  const all = allLocationsEntry(entries, percentiles)
+
+  // One family per view: every tested cell of the table, locations and all
+  // locations alike; then the location-level paired tests; then the failure
+  // asymmetry tests.
+  const cells = [...entries, all].flatMap((e) => e.rows.filter((r) => r.p_value !== null))
+  benjaminiHochberg(cells.map((c) => c.p_value)).forEach((p, i) => { cells[i].p_adjusted = p })
+  for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
+  const paired = [...entries, all].filter((e) => e.paired.p !== null)
+  benjaminiHochberg(paired.map((e) => e.paired.p)).forEach((p, i) => { paired[i].paired.p_adjusted = p })
+  const failures = [...entries, all].filter((e) => e.failure.p !== null)
+  benjaminiHochberg(failures.map((e) => e.failure.p)).forEach((p, i) => { failures[i].failure.p_adjusted = p })
+  for (const e of [...entries, all]) {
+    e.failure.verdict = failureVerdict(e)
+    e.verdict = locationVerdict(e, minEffect)
+  }
+  const flagged = (e) => e.rows.filter((r) => r.verdict === VERDICTS.H3_FASTER || r.verdict === VERDICTS.H3_SLOWER).length
+  for (const e of [...entries, all]) {
+    e.cells = { tested: e.rows.filter((r) => r.p_value !== null).length, flagged: flagged(e) }
+    delete e.draws
+    delete e.h2_median
+  }
 
   return {
     monitor_id: monitor.id,
     metric,
     probe,
     view,
+    analysis,
     from: from.toISOString(),
     to: to.toISOString(),
     percentiles,
-    method: {
-      point_estimate: 'DDSketch quantiles merged over the whole window (relative error ≤ 1%)',
-      ci: `95%: order-statistic interval from the sketches when both modes have ≥ ${ORDER_CI_MIN_N} samples, else percentile bootstrap of the raw samples (${BOOTSTRAP_ITERATIONS} resamples)`,
-      significance: 'a percentile differs when its 95% interval excludes 0; Mann-Whitney U (two-sided) and Cliff\'s δ describe the whole distribution',
-      sample_cap: SAMPLE_CAP,
-      sample_cap_rule: 'interval, Mann-Whitney U and Cliff\'s δ use the newest sample_cap ok samples per location and mode in the window',
-      min_samples: MIN_SAMPLES
-    },
+    aa_protocol: monitor.aa_protocol ?? null,
+    min_effect: minEffect,
+    cells: { tested: cells.length, flagged: [...entries, all].reduce((n, e) => n + e.cells.flagged, 0) },
+    method: method({ analysis, timeoutMs, minEffect, percentiles }),
     locations: [...entries, all]
   }
 }
 
-function combine (parts) {
-  if (!parts.length) return null
-  const sketches = parts.map((p) => p.sketch).filter(Boolean)
+function method ({ analysis, timeoutMs, minEffect, percentiles }) {
   return {
-    count: parts.reduce((n, p) => n + p.count, 0),
-    runs: parts.reduce((n, p) => n + p.runs, 0),
-    errors: parts.reduce((n, p) => n + p.errors, 0),
-    fallbacks: parts.reduce((n, p) => n + p.fallbacks, 0),
-    sketch: sketches.length ? mergeSketches(sketches) : null
-  }
-}
-
-function entry ({ location_id: locationId, name, region, rtt_ms: rttMs, h2, h3, h2Samples, h3Samples, percentiles, seed }) {
-  const runs = (s) => ({ total: s?.runs ?? 0, ok: s?.count ?? 0, errors: s?.errors ?? 0, fallbacks: s?.fallbacks ?? 0 })
-  const rate = (s, k) => (s?.runs ? s[k] / s.runs : null)
-  const n = { h2: h2?.sketch ? sketchCount(h2.sketch) : 0, h3: h3?.sketch ? sketchCount(h3.sketch) : 0 }
-  const base = {
-    location_id: locationId,
-    name,
-    region,
-    rtt_ms: rttMs,
-    n_h2: n.h2,
-    n_h3: n.h3,
-    runs: { h2: runs(h2), h3: runs(h3) },
-    fallback_rate: { h2: rate(h2, 'fallbacks'), h3: rate(h3, 'fallbacks') },
-    error_rate: { h2: rate(h2, 'errors'), h3: rate(h3, 'errors') }
-  }
-  if (n.h2 < MIN_SAMPLES || n.h3 < MIN_SAMPLES || h2Samples.length < MIN_SAMPLES || h3Samples.length < MIN_SAMPLES) {
-    return {
-      ...base,
-      insufficient_data: true,
-      reason: `need at least ${MIN_SAMPLES} successful runs per mode; have ${n.h2} over H2 and ${n.h3} over H3`,
-      mann_whitney_p: null,
-      cliffs_delta: null,
-      verdict: VERDICTS.INSUFFICIENT_DATA,
-      rows: percentiles.map((p) => ({ percentile: p, h2_ms: null, h3_ms: null, delta_ms: null, delta_pct: null, ci_low_ms: null, ci_high_ms: null, verdict: VERDICTS.INSUFFICIENT_DATA }))
-    }
-  }
-  const c = n.h2 >= ORDER_CI_MIN_N && n.h3 >= ORDER_CI_MIN_N
-    ? compareLarge({ h2: h2.sketch, h3: h3.sketch, n, h2Samples, h3Samples, percentiles })
-    : compareSamples({
-        h2: h2Samples,
-        h3: h3Samples,
-        percentiles,
-        minSamples: MIN_SAMPLES,
-        sampleCap: SAMPLE_CAP,
-        iterations: BOOTSTRAP_ITERATIONS,
-        seed,
-        pointEstimates: { h2: h2.sketch, h3: h3.sketch }
-      })
-  return {
-    ...base,
-    insufficient_data: false,
-    mann_whitney_p: c.mann_whitney_p,
-    cliffs_delta: c.cliffs_delta,
-    verdict: overallVerdict(c),
-    rows: c.rows
-  }
-}
-
-/** Many samples: intervals from the sketches, tests on the capped raw samples. */
-function compareLarge ({ h2, h3, n, h2Samples, h3Samples, percentiles }) {
-  const rows = percentiles.map((p) => {
-    const q = p / 100
-    const h2Ms = sketchQuantile(h2, q)
-    const h3Ms = sketchQuantile(h3, q)
-    const ci = orderStatisticDeltaCI({ h2, h3, n_h2: n.h2, n_h3: n.h3, q })
-    return {
-      percentile: p,
-      h2_ms: h2Ms,
-      h3_ms: h3Ms,
-      delta_ms: ci.delta,
-      delta_pct: h2Ms ? (ci.delta / h2Ms) * 100 : null,
-      ci_low_ms: ci.lo,
-      ci_high_ms: ci.hi,
-      verdict: verdictFromInterval(ci.lo, ci.hi)
-    }
-  })
-  return {
-    mann_whitney_p: mannWhitneyU(h3Samples, h2Samples).p,
-    // Of H3 against H2: negative means H3 values tend to be smaller.
-    cliffs_delta: cliffsDelta(h3Samples, h2Samples),
-    rows
+    unit: 'the round: both arms of one round at one location, run moments apart',
+    rounds_used: analysis === 'matched'
+      ? 'matched rounds: both arms loaded with the protocol they were forced to; other rounds are counted under rounds.excluded'
+      : `intention to treat: every round where both arms ran; a failed load counts as ${timeoutMs} ms (the page timeout), a fallback at its measured value`,
+    round_cap: `at most ${ROUND_CAP} rounds per location; above that an evenly spaced subsample over the window`,
+    percentiles: 'percentile_cont of the samples of the rounds used (H2, H3 and Δ from the same rounds)',
+    interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and window)`,
+    verdict: `faster or slower only when the Benjamini–Hochberg adjusted p-value over the view's ${'tested cells'} is ≤ ${FDR_Q}, the interval excludes 0, ` +
+      `|Δ| ≥ max(${minEffect.pct}% of H2, ${minEffect.ms} ms), and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')})`,
+    paired_test: 'Wilcoxon signed-rank on per-round differences (H3 − H2; a round\'s median for multi-sample probes), Hodges–Lehmann shift with its 95% interval',
+    unpaired: 'Mann–Whitney U and Cliff\'s δ on the same samples, unpaired, for description',
+    all_locations: 'per-location effects averaged with equal weight (stratified), never pooled samples',
+    failures: 'per arm: failure and fallback rates with Wilson 95% intervals; paired: exact McNemar test on rounds where exactly one arm did not load with its protocol'
   }
 }
 
 /**
- * One word per location for overviews: the whole-distribution test (Mann-Whitney
- * p < 0.05) with the direction from Cliff's δ.
+ * How many rounds at each location fell into each pair of arm states.
+ * @returns {Promise<Map<string, Map<string, number>>>} location → "h2state|h3state" → rounds
  */
-function overallVerdict ({ mann_whitney_p: p, cliffs_delta: d }) {
-  if (p === null || p >= 0.05) return VERDICTS.NO_SIGNIFICANT_DIFFERENCE
-  return d < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
-}
-
-/**
- * Newest SAMPLE_CAP ok values per (location, mode) in the window.
- * @returns {Promise<Map<string, number[]>>}
- */
-async function rawSamples (db, { monitorId, metric, probe, view, from, to, locations }) {
-  const column = TIMING_METRICS[metric]
-  const { rows } = await db.query(column ? timingSamplesSql(column) : SAMPLES_SQL,
-    [monitorId, locations, probe, view, from, to, SAMPLE_CAP])
+async function roundStates (db, w) {
+  const { rows } = await db.query(
+    `WITH arm AS (${armSql(w.metric)})
+     SELECT location_id, coalesce(h2, 'missing') AS h2, coalesce(h3, 'missing') AS h3, count(*)::int AS n FROM (
+       SELECT location_id, job_id, max(state) FILTER (WHERE mode = 'h2') AS h2, max(state) FILTER (WHERE mode = 'h3') AS h3
+         FROM arm GROUP BY location_id, job_id) r
+     GROUP BY 1, 2, 3`, [w.monitorId, null, w.probe, w.view, w.from, w.to])
   const out = new Map()
   for (const r of rows) {
-    const k = `${r.location_id}|${r.mode}`
-    if (!out.has(k)) out.set(k, [])
-    out.get(k).push(r.v)
+    if (!out.has(r.location_id)) out.set(r.location_id, new Map())
+    out.get(r.location_id).set(`${r.h2}|${r.h3}`, r.n)
   }
   return out
 }
 
-/** One value per result row: a timing column. */
-function timingSamplesSql (column) {
-  return `SELECT l.location_id, m.mode, s.v FROM unnest($2::text[]) AS l(location_id)
-       CROSS JOIN unnest('{h2,h3}'::text[]) AS m(mode)
-       CROSS JOIN LATERAL (
-         SELECT r.${column} AS v FROM results r
-          WHERE r.monitor_id = $1 AND r.location_id = l.location_id AND r.mode = m.mode
-            AND r.probe = $3 AND r.view = $4 AND r.time >= $5 AND r.time < $6
-            AND r.status = 'ok' AND r.protocol_ok AND r.${column} IS NOT NULL
-          ORDER BY r.time DESC LIMIT $7) s`
+/**
+ * The values of the rounds one analysis uses, per location, evenly
+ * subsampled to ROUND_CAP. Each arm's values are an array: one value for a
+ * page load, the probe's samples otherwise; null for a failed arm.
+ * @returns {Promise<Map<string, { used: RoundRow[], available: number }>>}
+ */
+async function roundValues (db, w) {
+  const usable = w.analysis === 'itt'
+    ? "h2 IN ('ok', 'failed', 'fallback', 'unsupported') AND h3 IN ('ok', 'failed', 'fallback', 'unsupported') AND (h2_v IS NOT NULL OR h2 NOT IN ('ok', 'fallback')) AND (h3_v IS NOT NULL OR h3 NOT IN ('ok', 'fallback'))"
+    : "h2 = 'ok' AND h3 = 'ok'"
+  const { rows } = await db.query(
+    `WITH arm AS (${armSql(w.metric)}),
+     round AS (
+       SELECT location_id, job_id, min(time) AS time,
+              max(state) FILTER (WHERE mode = 'h2') AS h2, max(state) FILTER (WHERE mode = 'h3') AS h3,
+              max(v) FILTER (WHERE mode = 'h2') AS h2_v, max(v) FILTER (WHERE mode = 'h3') AS h3_v
+         FROM arm GROUP BY location_id, job_id),
+     used AS (
+       SELECT *, row_number() OVER (PARTITION BY location_id ORDER BY time, job_id) - 1 AS k,
+              count(*) OVER (PARTITION BY location_id) AS n
+         FROM round WHERE ${usable})
+     SELECT location_id, job_id, h2 AS h2_state, h3 AS h3_state, h2_v, h3_v, n::int AS available FROM used
+      WHERE n <= $7 OR (k * $7) / n <> ((k + 1) * $7) / n
+      ORDER BY location_id, time, job_id`,
+    [w.monitorId, null, w.probe, w.view, w.from, w.to, ROUND_CAP])
+  const out = new Map()
+  const timeout = w.timeoutMs
+  for (const r of rows) {
+    if (!out.has(r.location_id)) out.set(r.location_id, { used: [], available: r.available })
+    const fill = (state, values, other) => (values && values.length ? values : Array((other?.length) || 1).fill(timeout))
+    const h2 = r.h2_v ? r.h2_v.map(Number) : null
+    const h3 = r.h3_v ? r.h3_v.map(Number) : null
+    out.get(r.location_id).used.push({
+      job_id: r.job_id,
+      h2_state: r.h2_state,
+      h3_state: r.h3_state,
+      h2: fill(r.h2_state, h2, h3),
+      h3: fill(r.h3_state, h3, h2)
+    })
+  }
+  return out
 }
 
-// Several values per result row (details.samples: one per parallel request,
-// one per upload). The inner scan is the same index range scan as above,
-// newest rows first; the outer LIMIT stops it as soon as SAMPLE_CAP values
-// are in, so a series reads at most SAMPLE_CAP rows and usually far fewer
-// (5 requests a row: 400 rows for 2,000 samples).
-const SAMPLES_SQL = `SELECT l.location_id, m.mode, s.v FROM unnest($2::text[]) AS l(location_id)
-       CROSS JOIN unnest('{h2,h3}'::text[]) AS m(mode)
-       CROSS JOIN LATERAL (
-         SELECT x.v::double precision AS v FROM (
-           SELECT r.details FROM results r
-            WHERE r.monitor_id = $1 AND r.location_id = l.location_id AND r.mode = m.mode
-              AND r.probe = $3 AND r.view = $4 AND r.time >= $5 AND r.time < $6
-              AND r.status = 'ok' AND r.protocol_ok
-            ORDER BY r.time DESC LIMIT $7) r
-         CROSS JOIN LATERAL jsonb_array_elements_text(CASE WHEN jsonb_typeof(r.details->'samples') = 'array'
-                                                           THEN r.details->'samples' ELSE '[]'::jsonb END) AS x(v)
-         LIMIT $7) s`
+/**
+ * One row per result of the window: its round, arm, state and values.
+ * The state says whether the arm loaded with its forced protocol (ok), could
+ * not load (failed), loaded over another protocol (fallback), met an origin
+ * that refuses QUIC (unsupported) or loaded without reporting this metric
+ * (no_value).
+ * @param {string} metric
+ */
+function armSql (metric) {
+  const column = TIMING_METRICS[metric]
+  const values = column
+    ? `CASE WHEN r.${column} IS NOT NULL THEN ARRAY[r.${column}] END`
+    : `CASE WHEN jsonb_typeof(r.details->'samples') = 'array' AND jsonb_array_length(r.details->'samples') > 0
+         THEN ARRAY(SELECT x::double precision FROM jsonb_array_elements_text(r.details->'samples') x) END`
+  return `SELECT r.location_id, r.job_id, r.time, r.mode,
+            CASE WHEN r.status = 'ok' AND r.protocol_ok THEN CASE WHEN ${values} IS NOT NULL THEN 'ok' ELSE 'no_value' END
+                 WHEN r.status = 'protocol_mismatch' THEN 'fallback'
+                 WHEN r.details->>'failure_kind' = 'h3_unsupported' THEN 'unsupported'
+                 ELSE 'failed' END AS state,
+            ${values} AS v
+       FROM results r
+      WHERE r.monitor_id = $1 AND ($2::text[] IS NULL OR r.location_id = ANY($2)) AND r.probe = $3 AND r.view = $4
+        AND r.time >= $5 AND r.time < $6`
+}
+
+/**
+ * Everything the table says about one location.
+ * @returns {Record<string, any>}
+ */
+function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
+  const count = (pred) => [...table].reduce((n, [k, v]) => (pred(...k.split('|')) ? n + v : n), 0)
+  const total = count(() => true)
+  const matched = table.get('ok|ok') ?? 0
+  const excluded = [...table].filter(([k]) => k !== 'ok|ok')
+    .map(([k, n]) => ({ h2: k.split('|')[0], h3: k.split('|')[1], rounds: n }))
+    .sort((a, b) => b.rounds - a.rounds)
+  const arm = (i) => {
+    const st = (s) => count((...pair) => pair[i] === s)
+    const attempted = total - st('missing')
+    const failed = st('failed')
+    const unsupported = st('unsupported')
+    const fallback = st('fallback')
+    return {
+      attempted,
+      ok: st('ok') + st('no_value'),
+      failed,
+      fallback,
+      unsupported,
+      failure_rate: wilsonInterval(failed + unsupported, attempted),
+      fallback_rate: wilsonInterval(fallback, attempted)
+    }
+  }
+  const arms = { h2: arm(0), h3: arm(1) }
+  const used = rounds.used
+  const base = {
+    location_id: location.id,
+    name: location.name ?? location.id,
+    region: location.region ?? null,
+    kind: location.kind ?? null,
+    rtt_ms: location.profile?.rtt_ms > 0 ? location.profile.rtt_ms : null,
+    rounds: { total, matched, available: rounds.available, used: used.length, excluded },
+    arms,
+    failure: failureTest(table),
+    h3_supported: arms.h3.unsupported > 0 && arms.h3.ok + arms.h3.fallback === 0 ? false : (arms.h3.ok > 0 ? true : null),
+    // The older flat counts, kept for clients of the first API version.
+    n_h2: used.reduce((n, r) => n + r.h2.length, 0),
+    n_h3: used.reduce((n, r) => n + r.h3.length, 0),
+    runs: {
+      h2: { total: arms.h2.attempted, ok: arms.h2.ok, errors: arms.h2.failed + arms.h2.unsupported, fallbacks: arms.h2.fallback },
+      h3: { total: arms.h3.attempted, ok: arms.h3.ok, errors: arms.h3.failed + arms.h3.unsupported, fallbacks: arms.h3.fallback }
+    },
+    fallback_rate: { h2: arms.h2.fallback_rate.rate, h3: arms.h3.fallback_rate.rate },
+    error_rate: { h2: arms.h2.failure_rate.rate, h3: arms.h3.failure_rate.rate }
+  }
+  if (!used.length) {
+    return {
+      ...base,
+      insufficient_data: true,
+      reason: `no round in which both arms loaded${base.rounds.total ? ` (of ${base.rounds.total} in the window)` : ''}`,
+      paired: emptyPaired(),
+      mann_whitney_p: null,
+      cliffs_delta: null,
+      rows: percentiles.map((p) => emptyRow(p, 0)),
+      draws: null
+    }
+  }
+  // Below MIN_ROUNDS the values are shown, untested: no interval, no verdict.
+  const enough = used.length >= MIN_ROUNDS
+  const boot = roundBootstrap({ rounds: used, qs, iterations: enough ? BOOTSTRAP_ITERATIONS : 0, seed })
+  const rows = percentiles.map((p, k) => {
+    const h2 = boot.h2[k]
+    const h3 = boot.h3[k]
+    if (used.length < minRoundsFor(p)) return { ...emptyRow(p, used.length), h2_ms: h2, h3_ms: h3, delta_ms: h3 - h2, delta_pct: h2 ? (h3 - h2) / h2 * 100 : null }
+    return testedRow(p, used.length, h2, h3, boot.deltas[k])
+  })
+  const h2All = used.flatMap((r) => r.h2)
+  const h3All = used.flatMap((r) => r.h3)
+  return {
+    ...base,
+    insufficient_data: !enough,
+    reason: enough ? undefined : `need at least ${MIN_ROUNDS} rounds in which both arms loaded for a verdict; have ${used.length}`,
+    paired: enough ? pairedTest(used) : emptyPaired(),
+    mann_whitney_p: enough ? mannWhitneyU(h3All, h2All).p : null,
+    // Of H3 against H2: negative means H3 values tend to be smaller.
+    cliffs_delta: enough ? cliffsDelta(h3All, h2All) : null,
+    rows,
+    draws: enough ? boot.deltas : null,
+    h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5)
+  }
+}
+
+function testedRow (p, rounds, h2, h3, draws) {
+  const delta = h3 - h2
+  const s = bootstrapSummary(draws, delta)
+  const pValue = s.se > 0 ? Math.min(1, 2 * normalSurvival(Math.abs(delta) / s.se)) : (delta === 0 ? 1 : 0)
+  return {
+    percentile: p,
+    h2_ms: h2,
+    h3_ms: h3,
+    delta_ms: delta,
+    delta_pct: h2 ? delta / h2 * 100 : null,
+    ci_low_ms: s.lo,
+    ci_high_ms: s.hi,
+    p_value: pValue,
+    p_adjusted: null,
+    rounds,
+    min_rounds: minRoundsFor(p),
+    verdict: VERDICTS.NO_CLEAR_DIFFERENCE,
+    reason: null
+  }
+}
+
+function emptyRow (p, rounds) {
+  return {
+    percentile: p,
+    h2_ms: null,
+    h3_ms: null,
+    delta_ms: null,
+    delta_pct: null,
+    ci_low_ms: null,
+    ci_high_ms: null,
+    p_value: null,
+    p_adjusted: null,
+    rounds,
+    min_rounds: minRoundsFor(p),
+    verdict: VERDICTS.INSUFFICIENT_DATA,
+    reason: `p${p} needs at least ${minRoundsFor(p)} rounds; have ${rounds}`
+  }
+}
+
+function emptyPaired () {
+  return { rounds: 0, p: null, p_adjusted: null, method: null, hodges_lehmann_ms: null, ci_low_ms: null, ci_high_ms: null }
+}
+
+/**
+ * Wilcoxon signed-rank on per-round differences of the round's medians,
+ * with the Hodges–Lehmann shift and its interval.
+ * @param {RoundRow[]} used
+ */
+function pairedTest (used) {
+  const median = (xs) => {
+    const s = Float64Array.from(xs).sort()
+    return exactQuantile(s, 0.5)
+  }
+  const d = used.map((r) => median(r.h3) - median(r.h2))
+  const w = wilcoxonSignedRank(d)
+  const hl = hodgesLehmann(d)
+  return { rounds: d.length, p: w.p, p_adjusted: null, z: w.z, method: w.method, hodges_lehmann_ms: hl.estimate, ci_low_ms: hl.lo, ci_high_ms: hl.hi }
+}
+
+/**
+ * Does one arm fail (or fall back) more often than the other in the same
+ * rounds? Rounds where both arms ran; discordant = exactly one arm did not
+ * load with its protocol.
+ * @param {Map<string, number>} table
+ */
+function failureTest (table) {
+  let h3Only = 0
+  let h2Only = 0
+  let both = 0
+  const bad = (s) => s === 'failed' || s === 'fallback' || s === 'unsupported'
+  for (const [k, n] of table) {
+    const [a, b] = k.split('|')
+    if (a === 'missing' || b === 'missing') continue
+    both += n
+    if (bad(b) && !bad(a)) h3Only += n
+    if (bad(a) && !bad(b)) h2Only += n
+  }
+  return {
+    rounds: both,
+    h3_only: h3Only,
+    h2_only: h2Only,
+    p: both >= MIN_ROUNDS ? mcnemarExactP(h2Only, h3Only) : null,
+    p_adjusted: null,
+    verdict: FAILURE_VERDICTS.INSUFFICIENT_DATA
+  }
+}
+
+/**
+ * All locations, stratified: each percentile's effect is the equal-weight
+ * mean of the locations that have enough rounds for it, and its bootstrap
+ * the mean of theirs (each location resampled within itself).
+ * @param {Record<string, any>[]} entries
+ * @param {number[]} percentiles
+ * @returns {Record<string, any>}
+ */
+function allLocationsEntry (entries, percentiles) {
+  const withData = entries.filter((e) => e.draws)
+  const rows = percentiles.map((p, k) => {
+    const parts = withData.filter((e) => e.rows[k].p_value !== null)
+    if (!parts.length) {
+      const r = emptyRow(p, 0)
+      r.reason = `no location has the ${minRoundsFor(p)} rounds p${p} needs`
+      return { ...r, locations: [] }
+    }
+    const mean = (f) => parts.reduce((s, e) => s + f(e), 0) / parts.length
+    const draws = new Float64Array(parts[0].draws[k].length)
+    for (const e of parts) e.draws[k].forEach((v, i) => { draws[i] += v / parts.length })
+    const row = testedRow(p, parts.reduce((n, e) => n + e.rows[k].rounds, 0), mean((e) => e.rows[k].h2_ms), mean((e) => e.rows[k].h3_ms), draws)
+    return { ...row, min_rounds: minRoundsFor(p), locations: parts.map((e) => e.location_id) }
+  })
+  const sum = (f) => entries.reduce((n, e) => n + f(e), 0)
+  const table = new Map()
+  for (const e of entries) {
+    for (const x of e.rounds.excluded) table.set(`${x.h2}|${x.h3}`, (table.get(`${x.h2}|${x.h3}`) ?? 0) + x.rounds)
+    table.set('ok|ok', (table.get('ok|ok') ?? 0) + e.rounds.matched)
+  }
+  const armSum = (a) => {
+    const attempted = sum((e) => e.arms[a].attempted)
+    const failed = sum((e) => e.arms[a].failed)
+    const unsupported = sum((e) => e.arms[a].unsupported)
+    const fallback = sum((e) => e.arms[a].fallback)
+    return {
+      attempted,
+      ok: sum((e) => e.arms[a].ok),
+      failed,
+      fallback,
+      unsupported,
+      failure_rate: wilsonInterval(failed + unsupported, attempted),
+      fallback_rate: wilsonInterval(fallback, attempted)
+    }
+  }
+  const arms = { h2: armSum('h2'), h3: armSum('h3') }
+  const pairedParts = withData.filter((e) => e.paired.p !== null)
+  return {
+    location_id: null,
+    name: 'All locations',
+    region: null,
+    kind: null,
+    rtt_ms: null,
+    stratified: true,
+    rounds: {
+      total: sum((e) => e.rounds.total),
+      matched: sum((e) => e.rounds.matched),
+      available: sum((e) => e.rounds.available),
+      used: sum((e) => e.rounds.used),
+      excluded: [...table].filter(([k]) => k !== 'ok|ok').map(([k, n]) => ({ h2: k.split('|')[0], h3: k.split('|')[1], rounds: n })).sort((a, b) => b.rounds - a.rounds)
+    },
+    arms,
+    failure: failureTest(table),
+    h3_supported: entries.some((e) => e.h3_supported === true) ? true : (entries.length && entries.every((e) => e.h3_supported === false) ? false : null),
+    n_h2: sum((e) => e.n_h2),
+    n_h3: sum((e) => e.n_h3),
+    runs: {
+      h2: { total: arms.h2.attempted, ok: arms.h2.ok, errors: arms.h2.failed + arms.h2.unsupported, fallbacks: arms.h2.fallback },
+      h3: { total: arms.h3.attempted, ok: arms.h3.ok, errors: arms.h3.failed + arms.h3.unsupported, fallbacks: arms.h3.fallback }
+    },
+    fallback_rate: { h2: arms.h2.fallback_rate.rate, h3: arms.h3.fallback_rate.rate },
+    error_rate: { h2: arms.h2.failure_rate.rate, h3: arms.h3.failure_rate.rate },
+    insufficient_data: !withData.length,
+    reason: withData.length ? undefined : `no location has ${MIN_ROUNDS} rounds in which both arms loaded`,
+    paired: combinePaired(pairedParts),
+    mann_whitney_p: null,
+    cliffs_delta: null,
+    rows,
+    draws: null,
+    h2_median: withData.length ? withData.reduce((s, e) => s + e.h2_median, 0) / withData.length : null
+  }
+}
+
+/**
+ * Stratified paired test: per-location signed-rank z-scores combined with
+ * equal weight (Stouffer), and the mean of the per-location shifts with an
+ * interval from their standard errors.
+ */
+function combinePaired (parts) {
+  if (!parts.length) return emptyPaired()
+  const z1 = normalQuantile(0.975)
+  const zs = parts.map((e) => {
+    const p = Math.max(e.paired.p, 1e-300)
+    const z = p >= 1 ? 0 : -normalQuantile(p / 2)
+    return Math.sign(e.paired.hodges_lehmann_ms || 0) * z
+  })
+  const z = zs.reduce((s, v) => s + v, 0) / Math.sqrt(parts.length)
+  const hl = parts.reduce((s, e) => s + e.paired.hodges_lehmann_ms, 0) / parts.length
+  const se = Math.sqrt(parts.reduce((s, e) => s + ((e.paired.ci_high_ms - e.paired.ci_low_ms) / (2 * z1)) ** 2, 0)) / parts.length
+  return {
+    rounds: parts.reduce((n, e) => n + e.paired.rounds, 0),
+    p: Math.min(1, 2 * normalSurvival(Math.abs(z))),
+    p_adjusted: null,
+    z,
+    method: 'stouffer',
+    hodges_lehmann_ms: hl,
+    ci_low_ms: hl - z1 * se,
+    ci_high_ms: hl + z1 * se
+  }
+}
+
+/** A cell's verdict, and why when it is not a difference. */
+function cellVerdict (row, minEffect) {
+  if (row.p_value === null) return VERDICTS.INSUFFICIENT_DATA
+  const threshold = Math.max(minEffect.pct / 100 * Math.abs(row.h2_ms), minEffect.ms)
+  row.min_effect_ms = threshold
+  const excludesZero = row.ci_low_ms > 0 || row.ci_high_ms < 0
+  if (!(row.p_adjusted <= FDR_Q) || !excludesZero) {
+    row.reason = 'the interval includes 0 after the false-discovery-rate correction'
+    return VERDICTS.NO_CLEAR_DIFFERENCE
+  }
+  if (Math.abs(row.delta_ms) < threshold) {
+    row.reason = `|Δ| is below the practical minimum of ${round1(threshold)} ms`
+    return VERDICTS.NO_CLEAR_DIFFERENCE
+  }
+  row.reason = null
+  return row.delta_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
+}
+
+/** One word per location for overviews: the paired test's verdict. */
+function locationVerdict (e, minEffect) {
+  if (e.h3_supported === false) {
+    e.reason = 'H3 not supported: the origin refused QUIC and advertises no Alt-Svc h3'
+    return VERDICTS.H3_NOT_SUPPORTED
+  }
+  const t = e.paired
+  if (t.p === null) return VERDICTS.INSUFFICIENT_DATA
+  const threshold = Math.max(minEffect.pct / 100 * Math.abs(e.h2_median ?? 0), minEffect.ms)
+  const excludesZero = t.ci_low_ms > 0 || t.ci_high_ms < 0
+  if (!(t.p_adjusted <= FDR_Q) || !excludesZero || Math.abs(t.hodges_lehmann_ms) < threshold) return VERDICTS.NO_CLEAR_DIFFERENCE
+  return t.hodges_lehmann_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
+}
+
+function failureVerdict (e) {
+  if (e.h3_supported === false) return FAILURE_VERDICTS.H3_NOT_SUPPORTED
+  const f = e.failure
+  if (f.p === null) return FAILURE_VERDICTS.INSUFFICIENT_DATA
+  if (!(f.p_adjusted <= FDR_Q)) return FAILURE_VERDICTS.NO_CLEAR_DIFFERENCE
+  return f.h3_only > f.h2_only ? FAILURE_VERDICTS.H3_FAILS_MORE : FAILURE_VERDICTS.H3_FAILS_LESS
+}
+
+const round1 = (v) => Math.round(v * 10) / 10

@@ -136,15 +136,24 @@ test('the comparison endpoint: verdicts, intervals, counts, rates and the all-lo
   const local = body.locations.find((l) => l.location_id === 'local')
   assert.equal(local.n_h2, 44)
   assert.equal(local.n_h3, 44)
+  const [p50, p95] = local.rows
   for (const row of local.rows) {
-    assert.ok(Math.abs(row.h2_ms - 100) <= 1 && Math.abs(row.h3_ms - 80) <= 0.8, JSON.stringify(row))
-    assert.ok(Math.abs(row.delta_ms + 20) <= 1.5)
-    assert.ok(Math.abs(row.delta_pct + 20) <= 1.5)
-    assert.equal(row.ci_low_ms, -20)
-    assert.equal(row.ci_high_ms, -20)
-    assert.equal(row.verdict, 'h3_faster')
+    assert.equal(row.h2_ms, 100, JSON.stringify(row))
+    assert.equal(row.h3_ms, 80)
+    assert.equal(row.delta_ms, -20)
+    assert.equal(row.delta_pct, -20)
+    assert.equal(row.rounds, 44, 'every round of the window, pending rollups or not')
   }
+  assert.equal(p50.ci_low_ms, -20)
+  assert.equal(p50.ci_high_ms, -20)
+  assert.equal(p50.verdict, 'h3_faster')
+  // The tail needs more rounds than 44 before it is tested.
+  assert.equal(p95.verdict, 'insufficient_data')
+  assert.equal(p95.ci_low_ms, null)
+  assert.match(p95.reason, /p95 needs at least 200 rounds; have 44/)
   assert.equal(local.verdict, 'h3_faster')
+  assert.equal(local.paired.hodges_lehmann_ms, -20)
+  assert.equal(local.rounds.matched, 44)
   assert.ok(local.mann_whitney_p < 1e-6)
   assert.equal(local.cliffs_delta, -1)
 
@@ -153,11 +162,16 @@ test('the comparison endpoint: verdicts, intervals, counts, rates and the all-lo
   assert.equal(eu.runs.h3.fallbacks, 1)
   assert.equal(eu.fallback_rate.h3, 1 / 40)
   assert.equal(eu.n_h3, 39, 'a fallback run is never averaged in')
-  for (const row of eu.rows) assert.equal(row.verdict, 'no_significant_difference', JSON.stringify(row))
+  assert.equal(eu.n_h2, 39, 'and its round leaves the matched set on both sides')
+  assert.deepEqual(eu.rounds.excluded, [{ h2: 'ok', h3: 'fallback', rounds: 1 }])
+  assert.equal(eu.rows[0].verdict, 'no_clear_difference', JSON.stringify(eu.rows[0]))
 
   const all = body.locations.find((l) => l.location_id === null)
   assert.equal(all.name, 'All locations')
-  assert.equal(all.n_h2, 84)
+  assert.equal(all.n_h2, 83)
+  assert.equal(all.stratified, true)
+  // Equal weights: the mean of the two locations' deltas, not a pool.
+  assert.ok(Math.abs(all.rows[0].delta_ms - (local.rows[0].delta_ms + eu.rows[0].delta_ms) / 2) < 1e-9)
 })
 
 test('too few samples say insufficient_data with the counts instead of numbers', async () => {
@@ -166,8 +180,8 @@ test('too few samples say insufficient_data with the counts instead of numbers',
   const body = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison` })).json()
   const local = body.locations.find((l) => l.location_id === 'local')
   assert.equal(local.insufficient_data, true)
-  assert.match(local.reason, /at least 10 .* have 3 over H2 and 3 over H3/)
-  assert.ok(local.rows.every((r) => r.h2_ms === null && r.verdict === 'insufficient_data'))
+  assert.match(local.reason, /at least 10 rounds in which both arms loaded .* have 3/)
+  assert.ok(local.rows.every((r) => r.h2_ms === 100 && r.ci_low_ms === null && r.verdict === 'insufficient_data'))
 })
 
 test('trends give percentiles per bucket as JSON and as CSV that round-trips', async () => {

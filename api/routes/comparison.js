@@ -2,7 +2,7 @@
 // percentile trends and whole distributions, all merged from the rollups.
 import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/monitors.js'
-import { regionalComparison } from '../../lib/comparison.js'
+import { regionalComparison, ANALYSES } from '../../lib/comparison.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/trends.js'
 import { COMPARABLE_METRICS, DEFAULT_PERCENTILES, probeOfMetric } from '../../lib/metrics-def.js'
 import { PROBES } from '../../lib/monitors.js'
@@ -67,28 +67,62 @@ export default async function comparisonRoutes (app) {
     return [...new Set(out)].sort((a, b) => a - b)
   }
 
+  const interval = { type: 'object', properties: { rate: { type: ['number', 'null'] }, lo: { type: ['number', 'null'] }, hi: { type: ['number', 'null'] } } }
   const row = {
     type: 'object',
     properties: {
       percentile: { type: 'number' },
-      h2_ms: { type: ['number', 'null'] },
-      h3_ms: { type: ['number', 'null'] },
+      h2_ms: { type: ['number', 'null'], description: 'percentile_cont of the H2 samples of the rounds used (arm A of an A/A monitor)' },
+      h3_ms: { type: ['number', 'null'], description: 'the same for H3 (arm B of an A/A monitor), from the same rounds' },
       delta_ms: { type: ['number', 'null'], description: 'h3_ms − h2_ms: negative means HTTP/3 is faster' },
       delta_pct: { type: ['number', 'null'], description: 'delta_ms / h2_ms × 100' },
-      ci_low_ms: { type: ['number', 'null'], description: 'Lower end of the 95% bootstrap interval of the delta' },
+      ci_low_ms: { type: ['number', 'null'], description: 'Lower end of the 95% round-level bootstrap interval of the delta' },
       ci_high_ms: { type: ['number', 'null'] },
-      verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_significant_difference', 'insufficient_data'], description: 'Significant when the interval excludes 0' }
+      p_value: { type: ['number', 'null'], description: 'Two-sided p-value of "delta is 0" from the bootstrap standard error; null when the cell is not tested' },
+      p_adjusted: { type: ['number', 'null'], description: 'Benjamini–Hochberg adjusted p-value over the tested cells of this view' },
+      rounds: { type: 'integer', description: 'Rounds the cell rests on (all locations: summed over the locations combined)' },
+      min_rounds: { type: 'integer', description: 'Rounds this percentile needs before it is tested (more for the tail)' },
+      min_effect_ms: { type: ['number', 'null'], description: 'The practical minimum |delta| for a verdict: max(min_effect.pct % of h2_ms, min_effect.ms)' },
+      locations: { type: 'array', items: { type: 'string' }, description: 'All locations only: the locations averaged (equal weight) in this row' },
+      verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data'], description: 'h3_faster/h3_slower only when p_adjusted ≤ 0.05, the interval excludes 0, |delta| ≥ min_effect_ms and rounds ≥ min_rounds' },
+      reason: { type: ['string', 'null'], description: 'Why the cell is not a difference, when it is not' }
     }
   }
   const modeCounts = { type: 'object', properties: { total: { type: 'integer' }, ok: { type: 'integer' }, errors: { type: 'integer' }, fallbacks: { type: 'integer' } } }
   const perMode = { type: 'object', properties: { h2: { type: ['number', 'null'] }, h3: { type: ['number', 'null'] } } }
+  const armState = { type: 'string', enum: ['ok', 'failed', 'fallback', 'unsupported', 'no_value', 'missing'] }
+  const arm = {
+    type: 'object',
+    properties: {
+      attempted: { type: 'integer', description: 'Rounds in which this arm ran' },
+      ok: { type: 'integer', description: 'Loaded with the forced protocol' },
+      failed: { type: 'integer', description: 'Error or timeout (including incomplete documents)' },
+      fallback: { type: 'integer', description: 'Loaded over another protocol than forced (protocol_mismatch)' },
+      unsupported: { type: 'integer', description: 'The origin refused QUIC and advertises no Alt-Svc h3' },
+      failure_rate: { ...interval, description: '(failed + unsupported) / attempted with its Wilson 95% interval' },
+      fallback_rate: { ...interval, description: 'fallback / attempted with its Wilson 95% interval' }
+    }
+  }
 
   app.get('/monitors/:id/comparison', {
     schema: {
-      description: 'The regional H2-versus-H3 table: for each location and for all locations together, each percentile\'s H2 and H3 value, the delta with its 95% interval, sample counts and a verdict. Percentiles come from merged rollup sketches; intervals and tests from capped raw samples (see `method`).',
+      description: 'The regional H2-versus-H3 table, built around the round (one round runs both arms at one location moments apart). ' +
+        'For each location and for all locations together (stratified: per-location effects averaged with equal weight), each percentile\'s H2 and H3 value, ' +
+        'the delta with its 95% round-level bootstrap interval, the rounds it rests on and a verdict corrected for multiple comparisons (Benjamini–Hochberg over the view\'s cells) ' +
+        'with a practical minimum effect. `analysis=matched` (default) uses the rounds where both arms loaded with their forced protocol; `analysis=itt` (intention to treat) ' +
+        'every round where both arms ran, a failed load counted at the page timeout. Failures are data: per-arm failure and fallback rates with intervals and a paired McNemar test. ' +
+        'See `method` and docs/STATISTICS.md.',
       tags,
       params: idParams,
-      querystring: { type: 'object', additionalProperties: false, properties: { ...windowQuery, percentiles: percentilesParam(DEFAULT_PERCENTILES) } },
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          ...windowQuery,
+          percentiles: percentilesParam(DEFAULT_PERCENTILES),
+          analysis: { type: 'string', enum: ANALYSES, default: 'matched', description: 'matched: rounds where both arms loaded with their forced protocol; itt: every round where both arms ran, failed loads at the page timeout' }
+        }
+      },
       response: {
         200: {
           type: 'object',
@@ -97,10 +131,14 @@ export default async function comparisonRoutes (app) {
             metric: { type: 'string' },
             probe: { type: 'string' },
             view: { type: 'string' },
+            analysis: { type: 'string', enum: ANALYSES },
             from: { type: 'string', format: 'date-time' },
             to: { type: 'string', format: 'date-time' },
             percentiles: { type: 'array', items: { type: 'number' } },
-            method: { type: 'object', additionalProperties: true, description: 'How the numbers were computed: estimator, interval, sample cap' },
+            aa_protocol: { type: ['string', 'null'], description: 'Set for an A/A calibration monitor: both arms load with this protocol, so every flagged cell is a false positive' },
+            min_effect: { type: 'object', properties: { pct: { type: 'number' }, ms: { type: 'number' } }, description: 'The practical minimum effect of this monitor' },
+            cells: { type: 'object', properties: { tested: { type: 'integer' }, flagged: { type: 'integer' } }, description: 'Cells of the view that were tested, and that claim a difference' },
+            method: { type: 'object', additionalProperties: { type: 'string' }, description: 'How the numbers were computed, in words' },
             locations: {
               type: 'array',
               items: {
@@ -109,15 +147,56 @@ export default async function comparisonRoutes (app) {
                   location_id: { type: ['string', 'null'], description: 'null for the all-locations entry' },
                   name: { type: 'string' },
                   region: { type: ['string', 'null'] },
+                  kind: { type: ['string', 'null'] },
                   rtt_ms: { type: ['number', 'null'], description: 'Round-trip time of the location, where known' },
-                  n_h2: { type: 'integer', description: 'Successful H2 runs in the window' },
+                  stratified: { type: 'boolean', description: 'All locations: per-location effects averaged with equal weight' },
+                  rounds: {
+                    type: 'object',
+                    properties: {
+                      total: { type: 'integer', description: 'Rounds in the window' },
+                      matched: { type: 'integer', description: 'Rounds in which both arms loaded with their forced protocol' },
+                      available: { type: 'integer', description: 'Rounds this analysis could use' },
+                      used: { type: 'integer', description: 'Rounds the numbers rest on (available, or an evenly spaced subsample of them)' },
+                      excluded: { type: 'array', items: { type: 'object', properties: { h2: armState, h3: armState, rounds: { type: 'integer' } } }, description: 'Rounds left out of the matched set, by the state of each arm' }
+                    }
+                  },
+                  arms: { type: 'object', properties: { h2: arm, h3: arm } },
+                  failure: {
+                    type: 'object',
+                    description: 'Failure asymmetry: does one arm fail or fall back more often in the same rounds? Exact McNemar test on discordant rounds',
+                    properties: {
+                      rounds: { type: 'integer' },
+                      h3_only: { type: 'integer', description: 'Rounds where only H3 did not load with its protocol' },
+                      h2_only: { type: 'integer' },
+                      p: { type: ['number', 'null'] },
+                      p_adjusted: { type: ['number', 'null'] },
+                      verdict: { type: 'string', enum: ['h3_fails_more', 'h3_fails_less', 'no_clear_difference', 'insufficient_data', 'h3_not_supported'] }
+                    }
+                  },
+                  h3_supported: { type: ['boolean', 'null'], description: 'false when every H3 attempt met an origin that refused QUIC (no Alt-Svc h3)' },
+                  n_h2: { type: 'integer', description: 'H2 samples in the rounds used' },
                   n_h3: { type: 'integer' },
                   insufficient_data: { type: 'boolean' },
                   reason: { type: 'string' },
-                  mann_whitney_p: { type: ['number', 'null'], description: 'Two-sided Mann-Whitney U p-value, whole distributions' },
+                  paired: {
+                    type: 'object',
+                    description: 'Wilcoxon signed-rank on per-round differences with the Hodges–Lehmann shift (all locations: Stouffer-combined, mean shift)',
+                    properties: {
+                      rounds: { type: 'integer' },
+                      p: { type: ['number', 'null'] },
+                      p_adjusted: { type: ['number', 'null'] },
+                      z: { type: 'number' },
+                      method: { type: ['string', 'null'] },
+                      hodges_lehmann_ms: { type: ['number', 'null'], description: 'Estimated per-round shift H3 − H2' },
+                      ci_low_ms: { type: ['number', 'null'] },
+                      ci_high_ms: { type: ['number', 'null'] }
+                    }
+                  },
+                  mann_whitney_p: { type: ['number', 'null'], description: 'Unpaired: two-sided Mann-Whitney U p-value on the same samples, for description' },
                   cliffs_delta: { type: ['number', 'null'], description: 'Cliff\'s δ of H3 against H2 (negative: H3 tends to be faster)' },
-                  verdict: { type: 'string', description: 'Whole-distribution verdict: Mann-Whitney p < 0.05, direction from Cliff\'s δ' },
-                  runs: { type: 'object', properties: { h2: modeCounts, h3: modeCounts } },
+                  verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data', 'h3_not_supported'], description: 'Location verdict from the paired test (BH-corrected over locations, practical minimum on the Hodges–Lehmann shift)' },
+                  cells: { type: 'object', properties: { tested: { type: 'integer' }, flagged: { type: 'integer' } } },
+                  runs: { type: 'object', properties: { h2: modeCounts, h3: modeCounts }, description: 'Deprecated: the arms object has the same counts with intervals' },
                   fallback_rate: { ...perMode, description: 'Share of runs that loaded over another protocol than forced' },
                   error_rate: { ...perMode, description: 'Share of runs that failed or timed out' },
                   rows: { type: 'array', items: row }
@@ -131,7 +210,7 @@ export default async function comparisonRoutes (app) {
     }
   }, async (request) => {
     const q = await readQuery(request)
-    return regionalComparison(app.db, q)
+    return regionalComparison(app.db, { ...q, analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs })
   })
 
   app.get('/monitors/:id/trends', {

@@ -1,0 +1,120 @@
+// Synthetic rounds for calibrating the comparison (bench/calibration.js and
+// test/verdicts.test.js). Each scenario says what is true — which cells
+// may honestly claim a difference — and produces results in the NDJSON
+// import format, one object per arm of a round.
+//
+// The model of one round at one location: a path factor shared by both arms
+// (the minute's congestion, the agent's load: lognormal, σ_path), times each
+// arm's own noise (lognormal, σ_arm), times the arm's true effect. That is
+// why the unit is the round: the path factor moves both arms together.
+import { createRandom, randomNormal } from '../../lib/stats/index.js'
+
+/**
+ * @typedef {{ time: string, location_id: string, mode: string, probe?: string, status?: string,
+ *   observed_protocol?: string | null, error?: string, ttfb_ms?: number | null, details?: Record<string, any> }} ImportRow
+ * @typedef {object} Scenario
+ * @property {string} name
+ * @property {string} truth what a correct table says
+ * @property {string[]} locations
+ * @property {number} rounds per location
+ * @property {string} [probe] page (default) or parallel
+ * @property {number} [gain] the true H3 gain (0.1 = H3 10% faster everywhere), 0 when arms are identical
+ * @property {boolean} [selective] H3 loses rounds selectively: no cell may read as an H3 gain
+ * @property {(seed: number | string, startMs: number, stepMs: number) => Generator<ImportRow>} rows
+ */
+
+export const CALIBRATION_LOCATIONS = [
+  { id: 'cal-a', name: 'Calibration A', base: 80 },
+  { id: 'cal-b', name: 'Calibration B', base: 160 },
+  { id: 'cal-c', name: 'Calibration C', base: 320 }
+]
+
+/**
+ * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, gain?: number, probe?: string,
+ *   samplesPerRound?: number, locations?: typeof CALIBRATION_LOCATIONS, level?: (i: number, n: number) => number,
+ *   fails?: (o: { mode: string, path: number, i: number, n: number, location: string, random: () => number }) => boolean,
+ *   selective?: boolean }} s
+ * @returns {Scenario}
+ */
+export function scenario ({
+  name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, gain = 0, probe = 'page', samplesPerRound = 1,
+  locations = CALIBRATION_LOCATIONS, level = () => 1, fails = () => false, selective = false
+}) {
+  return {
+    name,
+    truth,
+    locations: locations.map((l) => l.id),
+    rounds,
+    probe,
+    gain,
+    selective,
+    * rows (seed, startMs, stepMs) {
+      const random = createRandom(`${name}|${seed}`)
+      for (const loc of locations) {
+        for (let i = 0; i < rounds; i++) {
+          const time = new Date(startMs + i * stepMs).toISOString()
+          const z = randomNormal(random)
+          const path = Math.exp(sigmaPath * z)
+          const modes = random() < 0.5 ? ['h2', 'h3'] : ['h3', 'h2']
+          for (const mode of modes) {
+            const factor = loc.base * level(i, rounds) * path * (mode === 'h3' ? 1 - gain : 1)
+            const draw = () => round1(factor * Math.exp(sigmaArm * randomNormal(random)))
+            if (fails({ mode, path: z, i, n: rounds, location: loc.id, random })) {
+              yield { time, location_id: loc.id, mode, probe, status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
+            } else if (probe === 'parallel') {
+              const samples = Array.from({ length: samplesPerRound }, draw)
+              yield { time, location_id: loc.id, mode, probe, status: 'ok', observed_protocol: mode, ttfb_ms: null, details: { samples } }
+            } else {
+              yield { time, location_id: loc.id, mode, probe, status: 'ok', observed_protocol: mode, ttfb_ms: draw() }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+const round1 = (v) => Math.round(v * 10) / 10
+
+/** The scenarios of issue 10's calibration table. */
+export function calibrationScenarios ({ quick = false } = {}) {
+  const sizes = quick ? [50, 1000] : [50, 1000, 10000]
+  const aa = sizes.flatMap((n) => [
+    scenario({ name: `A/A tight n=${n}`, truth: 'identical arms', rounds: n, sigmaPath: 0.05, sigmaArm: 0.05 }),
+    scenario({ name: `A/A wide n=${n}`, truth: 'identical arms', rounds: n, sigmaPath: 0.5, sigmaArm: 0.8 })
+  ])
+  return [
+    ...aa,
+    // H3 fails on the slowest 8% of paths and is otherwise identical: losing
+    // slow rounds must not read as a tail gain.
+    scenario({
+      name: 'selective H3 failure on slow paths',
+      truth: 'identical where both load; H3 fails more',
+      rounds: 1000,
+      selective: true,
+      fails: ({ mode, path }) => mode === 'h3' && path > 1.405 // the slowest 8% of a standard normal
+    }),
+    // Fast and slow locations; H3 fails often at the slow one. Pooled
+    // samples would be mostly fast for H3 (Simpson's paradox).
+    scenario({
+      name: 'regional mix, unequal failure',
+      truth: 'identical at every location; H3 fails more at cal-c',
+      rounds: 600,
+      selective: true,
+      fails: ({ mode, location, random }) => mode === 'h3' && location === 'cal-c' && random() < 0.6
+    }),
+    // Five requests a round sharing one connection: strongly clustered.
+    scenario({ name: 'A/A parallel probe, 5 requests a round', truth: 'identical arms', rounds: 400, probe: 'parallel', samplesPerRound: 5, sigmaPath: 0.4, sigmaArm: 0.1 }),
+    // The level moves by half in mid-window while H3 fails more in the
+    // fast half: unpaired numbers from different rows disagree.
+    scenario({
+      name: 'level shift inside the window, unequal failure',
+      truth: 'identical arms',
+      rounds: 1000,
+      selective: true,
+      level: (i, n) => (i < n / 2 ? 1 : 1.5),
+      fails: ({ mode, i, n, random }) => mode === 'h3' && i < n / 2 && random() < 0.3
+    }),
+    ...[0.05, 0.1, 0.2].map((g) => scenario({ name: `H3 ${g * 100}% faster, n=500`, truth: `H3 ${g * 100}% faster everywhere`, rounds: 500, gain: g }))
+  ]
+}

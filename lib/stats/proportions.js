@@ -1,0 +1,46 @@
+// Failure and fallback rates as data (DESIGN §6): each arm's rate with its
+// interval, and a paired test of whether one arm fails more often than the
+// other in the same rounds.
+
+import { normalQuantile } from './paired.js'
+
+/**
+ * Wilson score interval of a proportion k/n: unlike k/n ± z·se it stays
+ * inside [0, 1] and does not collapse to a point at 0 of 40.
+ * @param {number} k
+ * @param {number} n
+ * @param {number} [confidence]
+ * @returns {{ rate: number | null, lo: number | null, hi: number | null }}
+ */
+export function wilsonInterval (k, n, confidence = 0.95) {
+  if (!(n > 0)) return { rate: null, lo: null, hi: null }
+  const z = normalQuantile(1 - (1 - confidence) / 2)
+  const p = k / n
+  const z2 = z * z
+  const centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+  const half = z * Math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+  return { rate: p, lo: Math.max(0, centre - half), hi: Math.min(1, centre + half) }
+}
+
+/**
+ * McNemar's test on the discordant rounds, exact: under "neither arm fails
+ * more", each of the b + c rounds where exactly one arm failed is equally
+ * likely to be either, so min(b, c) is Binomial(b + c, ½).
+ * @param {number} b rounds where only the first arm failed
+ * @param {number} c rounds where only the second arm failed
+ * @returns {number} two-sided p-value
+ */
+export function mcnemarExactP (b, c) {
+  const n = b + c
+  if (n === 0) return 1
+  const k = Math.min(b, c)
+  // Sum P(X ≤ k) in log space: n can be tens of thousands.
+  let logC = 0 // log C(n, 0)
+  let tail = 0
+  const logHalfN = n * Math.log(0.5)
+  for (let i = 0; i <= k; i++) {
+    if (i > 0) logC += Math.log((n - i + 1) / i)
+    tail += Math.exp(logC + logHalfN)
+  }
+  return Math.min(1, 2 * tail)
+}
