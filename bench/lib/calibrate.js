@@ -1,0 +1,60 @@
+// Runs calibration scenarios (bench/lib/scenarios.js) through the real
+// import and comparison endpoints: a monitor per run, its rounds imported as
+// NDJSON, the comparison read back in both analyses. Shared by
+// bench/calibration.js (over HTTP) and test/verdicts.test.js (app.inject).
+
+export const CALIBRATION_PERCENTILES = [25, 50, 75, 90, 95, 99]
+const DAY = 86400e3
+
+/**
+ * @typedef {(req: { method: string, url: string, body?: string, type?: string }) => Promise<{ status: number, json: () => any, text: string }>} Client
+ */
+
+/**
+ * @param {Client} client
+ * @param {import('./scenarios.js').Scenario} s
+ * @param {{ seed: number | string, analyses?: string[], windowDays?: number, monitor?: Record<string, any> }} o
+ * @returns {Promise<{ monitorId: number, comparisons: Record<string, any> }>}
+ */
+export async function runScenario (client, s, { seed, analyses = ['matched', 'itt'], windowDays = 6, monitor = {} }) {
+  const created = await client({
+    method: 'POST',
+    url: '/api/v1/monitors',
+    body: JSON.stringify({ url: 'https://calibration.h3lens.test/', label: `calibration: ${s.name} #${seed}`, locations: s.locations, interval_s: 60, paused: true, probes: [s.probe ?? 'page'], ...monitor }),
+    type: 'application/json'
+  })
+  if (created.status !== 201) throw new Error(`creating the monitor: ${created.status} ${created.text}`)
+  const m = created.json()
+  // The window ends a minute ago: nothing is in the future.
+  const to = Math.floor((Date.now() - 60e3) / 300e3) * 300e3
+  const from = to - windowDays * DAY
+  const step = Math.floor((to - from - 60e3) / s.rounds)
+  let lines = []
+  const flush = async () => {
+    if (!lines.length) return
+    const res = await client({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, body: lines.join('\n') + '\n', type: 'application/x-ndjson' })
+    if (res.status !== 200) throw new Error(`import: ${res.status} ${res.text.slice(0, 500)}`)
+    lines = []
+  }
+  for (const row of s.rows(seed, from + 30e3, step)) {
+    lines.push(JSON.stringify(row))
+    if (lines.length >= 100000) await flush()
+  }
+  await flush()
+  const metric = s.probe === 'parallel' ? 'request' : 'ttfb'
+  const comparisons = {}
+  for (const analysis of analyses) {
+    const q = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&metric=${metric}&percentiles=${CALIBRATION_PERCENTILES.join(',')}&analysis=${analysis}`
+    const res = await client({ method: 'GET', url: `/api/v1/monitors/${m.id}/comparison?${q}` })
+    if (res.status !== 200) throw new Error(`comparison: ${res.status} ${res.text.slice(0, 500)}`)
+    comparisons[analysis] = res.json()
+  }
+  return { monitorId: m.id, comparisons }
+}
+
+/** Cells of a comparison that claim a difference, with where they are. */
+export function flaggedCells (cmp) {
+  return cmp.locations.flatMap((l) => l.rows
+    .filter((r) => r.verdict === 'h3_faster' || r.verdict === 'h3_slower')
+    .map((r) => ({ location: l.location_id ?? 'all', percentile: r.percentile, verdict: r.verdict, delta_pct: r.delta_pct })))
+}
