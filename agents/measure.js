@@ -195,6 +195,7 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
     ;[order[i], order[j]] = [order[j], order[i]]
   }
   const measureMode = run ?? ((o) => measurePageViews(o))
+  /** @type {Record<string, any>[]} */
   const results = []
   const launchErrors = []
   for (const mode of order) {

@@ -15,6 +15,7 @@ export const errorSchema = {
     error: { type: 'string' },
     message: { type: 'string', description: 'What went wrong, in words a person can act on' },
     field: { type: 'string', description: 'The input field at fault, when there is one' },
+    line: { type: 'integer', description: 'The line at fault, for line-based input (results import)' },
     code: { type: 'string' }
   }
 }

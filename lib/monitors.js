@@ -179,11 +179,11 @@ export async function createMonitor (db, input, policy) {
     `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
                            aa_protocol, min_effect_pct, min_effect_ms)
      VALUES ($1, $2, $3, $4, coalesce($5, '{h2,h3}'::text[]), coalesce($6, '{page}'::text[]),
-             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, coalesce($11, $13), coalesce($12, $14))
+             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12)
      RETURNING ${COLUMNS}`,
     [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? null, m.probes ?? null,
-      m.repeat_view ?? null, m.options ?? null, m.paused ?? null, m.aa_protocol ?? null, m.min_effect_pct ?? null,
-      m.min_effect_ms ?? null, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS])
+      m.repeat_view ?? null, m.options ?? null, m.paused ?? null, m.aa_protocol ?? null,
+      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS])
   return rows[0]
 }
 
