@@ -21,7 +21,7 @@ const COLUMNS = [
   'upload_mbps', 'browser_version', 'flags'
 ]
 /** Evidence that goes to details when a measurement has it. */
-const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'target_url']
+const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'target_url', 'arm_protocol']
 
 /**
  * @typedef {{ spki: string, hostname?: string, address: string, netns?: string | null }} LabTarget
@@ -37,7 +37,7 @@ const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'targe
 export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing }) {
   /**
    * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
-   *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number> }} job
+   *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null }} job
    * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } } }} ctx
    */
   return async function runJob (job, { location } = {}) {
@@ -59,7 +59,9 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       const run = options.netlog === 'always'
         ? (o) => captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
         : (o) => runProbe(probe, o)
-      measured.push(...await runRound({ ...common, modes: /** @type {any} */ (job.modes), random, probe, run }))
+      // An A/A monitor's arms both load with aa_protocol; they keep their
+      // modes as arm labels (h2 = arm A, h3 = arm B).
+      measured.push(...await runRound({ ...common, modes: /** @type {any} */ (job.modes), protocol: job.aa_protocol ?? undefined, random, probe, run }))
     }
 
     // Outliers run again at once with a net log, after the round so the
@@ -71,7 +73,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       if (!outlier || reruns >= MAX_RERUNS_PER_JOB) continue
       reruns++
       /** @type {Record<string, any>[]} */
-      const again = await captureNetlog(capture('rerun', r.probe, r.mode), (netlogFile) => runProbe(r.probe, { ...common, mode: r.mode, netlogFile }))
+      const again = await captureNetlog(capture('rerun', r.probe, r.mode), (netlogFile) => runProbe(r.probe, { ...common, mode: r.mode, protocol: r.arm_protocol, netlogFile }))
         .catch((err) => [{ status: 'error', error: err.message }])
       const [first] = again
       r.netlog = { ...first.netlog, reason: outlier, rerun: { status: first.status, error: first.error ?? null, ...outlierValues(first) } }

@@ -21,6 +21,7 @@ const versions = new WeakMap()
  *     withDedicated?: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T> },
  *   url: string,
  *   mode: import('./flags.js').Mode,
+ *   protocol?: import('./flags.js').Mode,
  *   extraFlags?: string[],
  *   netns?: string | null,
  *   timeoutMs?: number,
@@ -33,6 +34,10 @@ const versions = new WeakMap()
  */
 
 /**
+ * `mode` is the arm a result is stored under; `protocol` is the protocol the
+ * run is forced to and judged against, the mode's own unless an A/A monitor
+ * runs both arms with one protocol.
+ *
  * The frame every probe runs in: browser (pooled, or one of its own when a
  * net log is captured), fresh context, network recording, and the rule that
  * whatever fails becomes the result's status. `steps` fills in `result` and
@@ -45,7 +50,8 @@ const versions = new WeakMap()
  */
 export async function measure (opts, steps) {
   const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], netlogFile = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
-  const flags = [...baseFlags(), ...modeFlags(mode, url, { forceOrigins }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
+  const protocol = opts.protocol ?? mode
+  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
   const result = emptyResult(mode, flags, { probe })
   const extra = []
   const summarized = new WeakSet()
@@ -77,7 +83,7 @@ export async function measure (opts, steps) {
       if (!result.observed_protocol && network) {
         // No page to ask (the load failed): say what the document came over, if anything.
         result.observed_protocol = network.documentProtocol()
-        result.protocol_ok = protocolMatchesMode(result.observed_protocol, mode)
+        result.protocol_ok = protocolMatchesMode(result.observed_protocol, protocol)
       }
       await context?.close().catch((err) => log.warn({ err, url }, 'closing browser context failed'))
     }
@@ -108,15 +114,16 @@ export async function measurePage (opts) {
  */
 export async function measurePageViews ({ repeatView = false, ...opts }) {
   const { url, mode, timeoutMs = 30_000 } = opts
+  const protocol = opts.protocol ?? mode
   const results = await measure({ ...opts, probe: 'page' }, async ({ page, result, extra, summarize }) => {
-    await loadAndRead(page, url, mode, timeoutMs, result)
+    await loadAndRead(page, url, protocol, timeoutMs, result)
     summarize(result)
     if (!repeatView) return
     /** @type {Record<string, any>} */
     const repeat = { ...emptyResult(mode, result.flags, { probe: 'page', view: 'repeat' }), browser_version: result.browser_version }
     const started = performance.now()
     try {
-      await loadAndRead(page, url, mode, timeoutMs, repeat)
+      await loadAndRead(page, url, protocol, timeoutMs, repeat)
     } catch (err) {
       repeat.status = err instanceof PageLoadError ? err.status : 'error'
       repeat.error = err.message
@@ -139,7 +146,7 @@ export async function measurePageViews ({ repeatView = false, ...opts }) {
  * Navigate, read the page metrics into `into` and judge the protocol.
  * @param {import('puppeteer-core').Page} page
  * @param {string} url
- * @param {string} mode
+ * @param {string} mode the protocol the run was forced to (an A/A arm's, not its label)
  * @param {number} timeoutMs
  * @param {Record<string, any>} into
  */
@@ -175,21 +182,25 @@ export function reuseOf (requests) {
  * first (and, say, always meets a colder origin), and return the results in
  * the order they ran. A mode whose browser cannot start is an error result
  * for that mode; only when no mode could start does the round fail.
+ * With `protocol` (an A/A monitor) every mode is an arm run with that one
+ * protocol: mode h2 is arm A, mode h3 arm B, each in its fresh context, and
+ * each result says so in `arm_protocol`.
  * @param {Omit<MeasureOptions, 'mode'> & { modes?: import('./flags.js').Mode[], random?: () => number,
  *   probe?: string, run?: (opts: MeasureOptions) => Promise<Record<string, any>[]> }} opts
  */
-export async function runRound ({ modes = [...MODES], random = Math.random, probe = 'page', run, ...opts }) {
+export async function runRound ({ modes = [...MODES], random = Math.random, probe = 'page', run, protocol, ...opts }) {
   const order = [...modes]
   for (let i = order.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1))
     ;[order[i], order[j]] = [order[j], order[i]]
   }
   const measureMode = run ?? ((o) => measurePageViews(o))
+  /** @type {Record<string, any>[]} */
   const results = []
   const launchErrors = []
   for (const mode of order) {
     try {
-      results.push(...await measureMode({ ...opts, mode }))
+      results.push(...await measureMode({ ...opts, mode, protocol }))
     } catch (err) {
       if (!(err instanceof BrowserLaunchError)) throw err
       launchErrors.push(err)
@@ -199,6 +210,7 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
     }
   }
   if (launchErrors.length === order.length) throw launchErrors[0]
+  if (protocol) for (const r of results) r.arm_protocol = protocol
   return results
 }
 

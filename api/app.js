@@ -22,6 +22,7 @@ import metricsPlugin from './plugins/metrics.js'
 import healthRoutes from './routes/health.js'
 import metricsRoutes from './routes/metrics.js'
 import exportRoutes from './routes/export.js'
+import importRoutes from './routes/import.js'
 import monitorRoutes from './routes/monitors.js'
 import resultRoutes from './routes/results.js'
 import locationRoutes from './routes/locations.js'
@@ -99,6 +100,7 @@ export async function buildApp (context) {
     await api.register(monitorRoutes)
     await api.register(resultRoutes)
     await api.register(exportRoutes)
+    await api.register(importRoutes)
     await api.register(comparisonRoutes)
     await api.register(evidenceRoutes)
     await api.register(locationRoutes)

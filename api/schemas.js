@@ -1,6 +1,6 @@
 // JSON schemas shared by routes. Response schemas double as an allow-list:
 // fields not named here never leave the server (token hashes, internals).
-import { MODES, PROBES, MAX_URL_LENGTH } from '../lib/monitors.js'
+import { MODES, PROBES, MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/monitors.js'
 import { optionsSchema } from '../lib/probe-options.js'
 
 const ms = (description) => ({ type: ['number', 'null'], description })
@@ -15,9 +15,15 @@ export const errorSchema = {
     error: { type: 'string' },
     message: { type: 'string', description: 'What went wrong, in words a person can act on' },
     field: { type: 'string', description: 'The input field at fault, when there is one' },
+    line: { type: 'integer', description: 'The line at fault, for line-based input (results import)' },
     code: { type: 'string' }
   }
 }
+
+const AA_PROTOCOL_DESCRIPTION = 'A/A calibration monitor: both arms of each round load with this protocol; the arms are still stored as ' +
+  'mode h2 (arm A) and h3 (arm B) and compared like any monitor, which shows the location\'s noise floor'
+const MIN_EFFECT_PCT_DESCRIPTION = 'Practical minimum effect, percent: a verdict needs a difference of at least this much and at least min_effect_ms'
+const MIN_EFFECT_MS_DESCRIPTION = 'Practical minimum effect, milliseconds: a verdict needs a difference of at least this much and at least min_effect_pct'
 
 export const monitorSchema = {
   $id: 'monitor',
@@ -33,6 +39,9 @@ export const monitorSchema = {
     repeat_view: { type: 'boolean', description: 'Also measure a second, warm navigation in the same context' },
     options: { type: 'object', additionalProperties: true },
     paused: { type: 'boolean' },
+    aa_protocol: { type: ['string', 'null'], enum: [...MODES, null], description: AA_PROTOCOL_DESCRIPTION },
+    min_effect_pct: { type: 'number', description: MIN_EFFECT_PCT_DESCRIPTION },
+    min_effect_ms: { type: 'number', description: MIN_EFFECT_MS_DESCRIPTION },
     created_at: dateTime,
     updated_at: dateTime
   }
@@ -47,7 +56,10 @@ const monitorInputProperties = {
   probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
   repeat_view: { type: 'boolean' },
   options: optionsSchema,
-  paused: { type: 'boolean' }
+  paused: { type: 'boolean' },
+  aa_protocol: { type: ['string', 'null'], enum: [...MODES, null], description: `${AA_PROTOCOL_DESCRIPTION}. Needs modes h2 and h3; null (default) = an ordinary H2-vs-H3 monitor` },
+  min_effect_pct: { type: 'number', minimum: 0, maximum: 100, description: `${MIN_EFFECT_PCT_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_PCT})` },
+  min_effect_ms: { type: 'number', minimum: 0, maximum: 3600000, description: `${MIN_EFFECT_MS_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_MS})` }
 }
 
 export const monitorCreateBody = {

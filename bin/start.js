@@ -15,9 +15,10 @@ import { startAgent } from '../agents/main.js'
 import { startLabEnvironment } from './lab.js'
 import { createGate } from '../lib/gate.js'
 
-// Seeded lab monitors run every minute: four pages, two modes, per location,
-// which keeps two cores comfortably below saturation.
+// Seeded lab monitors run every minute: four pages and one A/A monitor, two
+// arms each, per location, which keeps two cores comfortably below saturation.
 const SEED_INTERVAL_S = 60
+export const AA_SEED_LABEL = 'A/A calibration (lab 15 KB, h2 vs h2)'
 
 /**
  * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/lifecycle.js').createLifecycle> }} ctx
@@ -79,7 +80,12 @@ async function agentTokenFor (pool, dataDir, location) {
   return token
 }
 
-/** An empty database gets one monitor per lab page, so the dashboard fills at once. */
+/**
+ * An empty database gets one monitor per lab page, so the dashboard fills at
+ * once, and one A/A monitor (both arms over HTTP/2 on the 15 KB page), whose
+ * comparison shows each location's noise floor: every difference it flags
+ * is a false one.
+ */
 async function seedMonitors (pool, lab, log) {
   const { rows } = await pool.query('SELECT count(*)::int AS n FROM monitors')
   if (rows[0].n > 0) return
@@ -88,6 +94,13 @@ async function seedMonitors (pool, lab, log) {
     if (!page.path.endsWith('.html')) continue
     const m = await createMonitor(pool, { url: `${lab.origin.baseUrl}${page.path}`, label: `Lab ${name}`, interval_s: SEED_INTERVAL_S, locations })
     log.info({ monitor: m.id, url: m.url }, 'seeded lab monitor')
+  }
+  const small = lab.origin.pages['page-15k']
+  if (small) {
+    const m = await createMonitor(pool, {
+      url: `${lab.origin.baseUrl}${small.path}`, label: AA_SEED_LABEL, interval_s: SEED_INTERVAL_S, locations, aa_protocol: 'h2'
+    })
+    log.info({ monitor: m.id, url: m.url, aa_protocol: m.aa_protocol }, 'seeded A/A calibration monitor')
   }
 }
 

@@ -74,7 +74,7 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
        FROM picked, monitors m
       WHERE j.id = picked.id AND m.id = j.monitor_id
      RETURNING j.id, j.monitor_id, j.location_id, j.due_at, j.attempts, j.lease_expires_at,
-               m.url, m.modes, m.probes, m.repeat_view, m.options`,
+               m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol`,
     values: [locationId, limit, agentId, leaseSeconds]
   })
   return rows

@@ -14,8 +14,12 @@ export const MIN_LAB_INTERVAL_S = 10
 export const DEFAULT_INTERVAL_S = 300
 export const MAX_URL_LENGTH = 2048
 
+// The verdict rule's default practical minimum effect: max(2%, 1 ms).
+export const DEFAULT_MIN_EFFECT_PCT = 2
+export const DEFAULT_MIN_EFFECT_MS = 1
+
 const COLUMNS = `id, url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
-  created_at, updated_at`
+  aa_protocol, min_effect_pct, min_effect_ms, created_at, updated_at`
 
 /** @param {string} url */
 export function isLabUrl (url) {
@@ -113,6 +117,39 @@ async function checkMonitor (db, input, existing, { allowPrivateTargets = false 
   }
   if (input.interval_s !== undefined || !existing) out.interval_s = interval
   for (const k of ['repeat_view', 'paused']) if (input[k] !== undefined) out[k] = input[k]
+  Object.assign(out, checkVerdictSettings(input, out, existing))
+  return out
+}
+
+/**
+ * A/A calibration and the practical minimum effect. An A/A monitor needs
+ * both arms, since its arms are stored as mode h2 (arm A) and h3 (arm B).
+ * @param {Record<string, any>} input
+ * @param {Record<string, any>} checked fields already validated (modes)
+ * @param {Record<string, any>} [existing]
+ */
+function checkVerdictSettings (input, checked, existing) {
+  const out = {}
+  if (input.aa_protocol !== undefined) {
+    if (input.aa_protocol !== null && !MODES.includes(input.aa_protocol)) {
+      throw new ValidationError(`aa_protocol must be h2, h3 or null, not ${JSON.stringify(input.aa_protocol)}`, 'aa_protocol')
+    }
+    out.aa_protocol = input.aa_protocol
+  }
+  const aa = out.aa_protocol !== undefined ? out.aa_protocol : existing?.aa_protocol ?? null
+  const modes = checked.modes ?? existing?.modes ?? MODES
+  if (aa && !MODES.every((m) => modes.includes(m))) {
+    const field = input.modes !== undefined && input.aa_protocol === undefined ? 'modes' : 'aa_protocol'
+    throw new ValidationError(`an A/A monitor (aa_protocol ${aa}) runs two arms, stored as modes h2 and h3; modes must be both h2 and h3`, field)
+  }
+  for (const [k, max] of /** @type {const} */ ([['min_effect_pct', 100], ['min_effect_ms', Infinity]])) {
+    if (input[k] === undefined) continue
+    const v = input[k]
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) {
+      throw new ValidationError(`${k} must be a number from 0${max === Infinity ? ' up' : ` to ${max}`}, not ${JSON.stringify(v)}`, k)
+    }
+    out[k] = v
+  }
   return out
 }
 
@@ -139,12 +176,14 @@ async function defaultLocations (db) {
 export async function createMonitor (db, input, policy) {
   const m = await checkMonitor(db, input, undefined, policy)
   const { rows } = await db.query(
-    `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused)
+    `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
+                           aa_protocol, min_effect_pct, min_effect_ms)
      VALUES ($1, $2, $3, $4, coalesce($5, '{h2,h3}'::text[]), coalesce($6, '{page}'::text[]),
-             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false))
+             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12)
      RETURNING ${COLUMNS}`,
     [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? null, m.probes ?? null,
-      m.repeat_view ?? null, m.options ?? null, m.paused ?? null])
+      m.repeat_view ?? null, m.options ?? null, m.paused ?? null, m.aa_protocol ?? null,
+      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS])
   return rows[0]
 }
 

@@ -85,3 +85,53 @@ test('locations list the unshaped local location; healthz checks the database', 
   assert.equal(health.statusCode, 200)
   assert.equal(health.json().database, 'ok')
 })
+
+test('A/A calibration and the minimum effect are monitor settings with defaults', async () => {
+  const plain = (await post({ url: 'https://example.com/' })).json()
+  assert.deepEqual([plain.aa_protocol, plain.min_effect_pct, plain.min_effect_ms], [null, 2, 1])
+
+  const created = await post({ url: 'https://example.com/', aa_protocol: 'h2', min_effect_pct: 5, min_effect_ms: 2.5 })
+  assert.equal(created.statusCode, 201, created.body)
+  const m = created.json()
+  assert.deepEqual([m.aa_protocol, m.min_effect_pct, m.min_effect_ms, m.modes], ['h2', 5, 2.5, ['h2', 'h3']])
+  const read = (await t.app.inject({ url: `/api/v1/monitors/${m.id}` })).json()
+  assert.deepEqual([read.aa_protocol, read.min_effect_pct, read.min_effect_ms], ['h2', 5, 2.5])
+
+  const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { aa_protocol: 'h3', min_effect_pct: 0 } })
+  assert.equal(patched.statusCode, 200, patched.body)
+  assert.deepEqual([patched.json().aa_protocol, patched.json().min_effect_pct, patched.json().min_effect_ms], ['h3', 0, 2.5])
+  const off = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { aa_protocol: null } })
+  assert.equal(off.json().aa_protocol, null)
+
+  // The agent gets the A/A protocol with the job.
+  await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { aa_protocol: 'h2', interval_s: 60 } })
+  await t.db.query("UPDATE monitors SET paused = true WHERE id <> $1", [m.id])
+  await t.db.query("INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'local', now())", [m.id])
+  const token = await t.agentToken('local')
+  const claim = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${token}` }, payload: { limit: 5 } })
+  assert.equal(claim.statusCode, 200, claim.body)
+  const job = claim.json().jobs.find((j) => j.monitor_id === m.id)
+  assert.equal(job?.aa_protocol, 'h2')
+})
+
+test('bad A/A and minimum-effect settings get a 400 naming the field', async (s) => {
+  const { id } = (await post({ url: 'https://example.com/', aa_protocol: 'h2' })).json()
+  /** @type {[string, string, object, RegExp, string][]} */
+  const cases = [
+    ['POST', '/api/v1/monitors', { url: 'https://example.com/', aa_protocol: 'h1' }, /aa_protocol must be one of/, 'aa_protocol'],
+    ['POST', '/api/v1/monitors', { url: 'https://example.com/', aa_protocol: 'h2', modes: ['h2'] }, /modes must be both h2 and h3/, 'aa_protocol'],
+    ['POST', '/api/v1/monitors', { url: 'https://example.com/', min_effect_pct: 101 }, /min_effect_pct must be <= 100/, 'min_effect_pct'],
+    ['POST', '/api/v1/monitors', { url: 'https://example.com/', min_effect_pct: -1 }, /min_effect_pct must be >= 0/, 'min_effect_pct'],
+    ['POST', '/api/v1/monitors', { url: 'https://example.com/', min_effect_ms: -0.5 }, /min_effect_ms must be >= 0/, 'min_effect_ms'],
+    ['POST', '/api/v1/monitors', { url: 'https://example.com/', min_effect_ms: '1' }, /min_effect_ms must be a finite number/, 'min_effect_ms'],
+    ['PATCH', `/api/v1/monitors/${id}`, { modes: ['h3'] }, /modes must be both h2 and h3/, 'modes']
+  ]
+  for (const [method, url, payload, message, field] of cases) {
+    await s.test(`${method} ${JSON.stringify(payload)}`, async () => {
+      const res = await t.app.inject({ method, url, payload })
+      assert.equal(res.statusCode, 400, res.body)
+      assert.match(res.json().message, message)
+      assert.equal(res.json().field, field)
+    })
+  }
+})

@@ -12,16 +12,17 @@ import { protocolMatchesMode } from '../protocol.js'
  */
 export async function measureParallel ({ targetUrl, count = 5, ...opts }) {
   const { url, mode, timeoutMs = 30_000 } = opts
+  const protocol = opts.protocol ?? mode
   const target = targetUrl ?? url
   return measure({ ...opts, probe: 'parallel' }, async ({ page, result, network, summarize }) => {
     result.target_url = target
-    await warmUp(page, url, mode, timeoutMs, result, network)
+    await warmUp(page, url, protocol, timeoutMs, result, network)
     const timeout = (message) => new ProbeError(message, { url: target, probe: 'parallel', status: 'timeout' })
     const answers = await withTimeout(page.evaluate(parallelFetch, target, count), timeoutMs, `${count} parallel requests`, timeout)
     summarize(result)
     const requests = result.requests_detail.filter((r) => r.url === target && r.method === 'GET')
     result.samples = answers.filter((a) => a.error === null && a.status < 400).map((a) => round(a.ms))
-    judgeProtocol(result, requests, mode)
+    judgeProtocol(result, requests, protocol)
     const failed = answers.filter((a) => a.error !== null || a.status >= 400)
     if (failed.length) {
       const why = failed[0].error ?? `HTTP ${failed[0].status}`

@@ -37,6 +37,7 @@ export default fp(async (/** @type {any} */ app) => {
     }
     const body = { statusCode: status, error: httpReason(status), message: err.message }
     if (err.field) body.field = err.field
+    if (err.line) body.line = err.line
     if (err.code && !String(err.code).startsWith('FST_')) body.code = err.code
     return reply.code(status).send(body)
   })

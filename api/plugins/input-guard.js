@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream'
 import fp from 'fastify-plugin'
 
 // Deeper than any document h3lens accepts (a result's details are 4 levels
@@ -46,8 +47,10 @@ export function findUnstorable (value, path = '', depth = 0) {
   if (typeof value === 'string') {
     return value.includes('\0') || !isWellFormed(value) ? { path, reason: 'contains a NUL character or an unpaired surrogate, which cannot be stored' } : null
   }
-  // Binary bodies (a gzip net log) are stored as bytea, never as text.
-  if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return null
+  // Binary bodies (a gzip net log) are stored as bytea, never as text; a
+  // streamed body (the NDJSON results import) is checked line by line by its
+  // route.
+  if (value === null || typeof value !== 'object' || Buffer.isBuffer(value) || value instanceof Readable) return null
   if (depth > MAX_DEPTH) return { path, reason: `is nested more than ${MAX_DEPTH} levels deep` }
   const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value)
   for (const [k, v] of entries) {

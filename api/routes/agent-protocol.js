@@ -54,6 +54,11 @@ export default async function agentProtocolRoutes (app) {
                   probes: { type: 'array', items: { type: 'string' } },
                   repeat_view: { type: 'boolean' },
                   options: { type: 'object', additionalProperties: true },
+                  aa_protocol: {
+                    type: ['string', 'null'],
+                    description: 'A/A calibration: run mode h2 (arm A) and mode h3 (arm B) both forced to this protocol, judge each against it, ' +
+                      'and submit them under their arm\'s mode with details.arm_protocol'
+                  },
                   force_quic_origins: { type: 'array', items: { type: 'string' }, description: 'Origins seen advertising h3 (options.force_quic = all)' },
                   netlog_thresholds: { type: 'object', additionalProperties: { type: 'number' }, description: 'p99 per "probe/mode" of recent runs; a run above it is run again with a net log' }
                 }

@@ -13,7 +13,9 @@ export default async function monitorRoutes (app) {
   app.post('/monitors', {
     schema: {
       description: 'Add a URL to monitor. It is measured with H2 and H3 from each location every interval_s seconds; the first round is due at once. ' +
-        'Monitors on real locations may not target loopback, private or link-local addresses unless H3LENS_ALLOW_PRIVATE_TARGETS=true.',
+        'Monitors on real locations may not target loopback, private or link-local addresses unless H3LENS_ALLOW_PRIVATE_TARGETS=true. ' +
+        'With aa_protocol set it is an A/A calibration monitor: both arms load with that protocol, stored as h2 (arm A) and h3 (arm B), so its comparison shows the noise floor. ' +
+        'min_effect_pct and min_effect_ms set the practical minimum effect a verdict needs (default max(2%, 1 ms)).',
       tags,
       body: monitorCreateBody,
       response: { 201: { $ref: 'monitor#' }, ...errorResponses }

@@ -31,6 +31,11 @@ export async function render (ctx) {
   const label = h('input', { id: 'label', name: 'label', type: 'text', maxlength: 200, value: monitor?.label ?? '', placeholder: 'Home page' })
   const interval = h('input', { id: 'interval_s', name: 'interval_s', type: 'number', min: 10, max: 86400, step: 1, required: true, value: monitor?.interval_s ?? 300 })
   const repeat = h('input', { type: 'checkbox', id: 'repeat_view', name: 'repeat_view', checked: monitor?.repeat_view ?? false })
+  const aa = h('select', { id: 'aa_protocol', name: 'aa_protocol' },
+    [['', 'Off: HTTP/2 against HTTP/3'], ['h2', 'A/A over HTTP/2 (h2 vs h2)'], ['h3', 'A/A over HTTP/3 (h3 vs h3)']]
+      .map(([value, text]) => h('option', { value, selected: (monitor?.aa_protocol ?? '') === value }, text)))
+  const minPct = h('input', { id: 'min_effect_pct', name: 'min_effect_pct', type: 'number', min: 0, max: 100, step: 'any', required: true, value: monitor?.min_effect_pct ?? 2 })
+  const minMs = h('input', { id: 'min_effect_ms', name: 'min_effect_ms', type: 'number', min: 0, step: 'any', required: true, value: monitor?.min_effect_ms ?? 1 })
   const paused = monitor ? h('input', { type: 'checkbox', id: 'paused', name: 'paused', checked: monitor.paused }) : null
   const formError = h('p', { class: 'field-error', role: 'alert', hidden: true })
   // A read-only key gets 403 on save: offer to enter a write key and retry.
@@ -50,6 +55,10 @@ export async function render (ctx) {
     h('div', { class: 'field' },
       h('label', { class: 'check', for: 'repeat_view' }, repeat, ' Also measure a repeat view'),
       h('p', { class: 'hint' }, 'A second navigation in the same browser context: warm cache, reused connection or 0-RTT.'), errorEl('repeat_view')),
+    field('aa_protocol', 'A/A calibration', aa, 'Both arms load with one protocol; the comparison then shows this location\'s noise floor. Needs both modes.'),
+    h('div', { class: 'row-2' },
+      field('min_effect_pct', 'Minimum effect (%)', minPct, 'A verdict needs at least this difference…'),
+      field('min_effect_ms', 'Minimum effect (ms)', minMs, '…and at least this many milliseconds.')),
     paused ? h('div', { class: 'field' }, h('label', { class: 'check', for: 'paused' }, paused, ' Paused'), h('p', { class: 'hint' }, 'A paused monitor keeps its results but runs no new rounds.')) : null,
     formError, writeKey,
     h('div', { class: 'actions' }, submit,
@@ -57,7 +66,7 @@ export async function render (ctx) {
       h('span', { class: 'spacer' }),
       monitor ? h('button', { type: 'button', class: 'danger', onclick: onDelete }, 'Delete monitor') : null))
 
-  for (const input of form.querySelectorAll('input')) input.addEventListener('input', () => clearError(input.name))
+  for (const input of form.querySelectorAll('input, select')) input.addEventListener('input', () => clearError(input.name))
 
   function clearError (name) {
     if (!errors[name]) return
@@ -92,6 +101,9 @@ export async function render (ctx) {
     if (!body.locations.length) out.push(['locations', 'Choose at least one location.'])
     if (!body.modes.length) out.push(['modes', 'Choose at least one mode.'])
     if (!body.probes.length) out.push(['probes', 'Choose at least one probe.'])
+    if (body.aa_protocol && body.modes.length < 2) out.push(['aa_protocol', 'An A/A monitor runs two arms: choose both HTTP/2 and HTTP/3 under Modes.'])
+    if (!(body.min_effect_pct >= 0 && body.min_effect_pct <= 100)) out.push(['min_effect_pct', 'Enter a percentage from 0 to 100.'])
+    if (!(body.min_effect_ms >= 0)) out.push(['min_effect_ms', 'Enter a number of milliseconds, 0 or more.'])
     return out
   }
 
@@ -107,7 +119,10 @@ export async function render (ctx) {
       locations: checked('locations'),
       modes: checked('modes'),
       probes: checked('probes'),
-      repeat_view: repeat.checked
+      repeat_view: repeat.checked,
+      aa_protocol: aa.value || null,
+      min_effect_pct: minPct.value === '' ? NaN : Number(minPct.value),
+      min_effect_ms: minMs.value === '' ? NaN : Number(minMs.value)
     }
     if (paused) body.paused = paused.checked
     const found = problems(body)

@@ -1,0 +1,248 @@
+// The results import through the real API and PostgreSQL: what a user who
+// restores an export or brings history from another tool sees.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestApp } from './helpers/app.js'
+import { createMonitor } from '../lib/monitors.js'
+import { upsertLocation } from '../lib/locations.js'
+import { IMPORT_MAX_LINES } from '../lib/import.js'
+
+// Recent enough for the default 24 h comparison window.
+const BASE = Math.floor((Date.now() - 6 * 3600e3) / 60e3) * 60e3
+const at = (i) => new Date(BASE + i * 60e3).toISOString()
+
+let t
+before(async () => {
+  t = await createTestApp()
+  await upsertLocation(t.db, { id: 'lab-eu', name: 'EU', region: 'Europe', kind: 'lab' })
+})
+after(async () => { await t.close() })
+
+const newMonitor = (extra = {}) => createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'], ...extra })
+
+/** One round: h2 and h3 page loads at one location and time. */
+function round (i, location = 'local', extra = {}) {
+  return [
+    { time: at(i), location_id: location, mode: 'h2', ttfb_ms: 100 + (i % 17), load_ms: 300 + (i % 23), ...extra },
+    { time: at(i), location_id: location, mode: 'h3', ttfb_ms: 90 + (i % 19), load_ms: 280 + (i % 29), ...extra }
+  ]
+}
+
+const ndjson = (rows) => rows.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n'
+
+function importInto (monitorId, body, headers = {}) {
+  return t.app.inject({
+    method: 'POST',
+    url: `/api/v1/monitors/${monitorId}/results/import`,
+    headers: { 'content-type': 'application/x-ndjson', ...headers },
+    payload: typeof body === 'string' ? body : ndjson(body)
+  })
+}
+
+async function stored (monitorId) {
+  const { rows: [r] } = await t.db.query(
+    `SELECT (SELECT count(*)::int FROM results WHERE monitor_id = $1) AS results,
+            (SELECT count(*)::int FROM jobs WHERE monitor_id = $1) AS jobs`, [monitorId])
+  return r
+}
+
+test('an import stores one done job per round and the results with their defaults', async () => {
+  const m = await newMonitor()
+  const rows = [
+    ...round(0), ...round(0, 'lab-eu'), ...round(1),
+    { time: at(1), location_id: 'local', mode: 'h3', probe: 'parallel', details: { samples: [12.5, 13, 14.25] } },
+    { time: at(2), location_id: 'local', mode: 'h3', status: 'error', error: 'net::ERR_QUIC_PROTOCOL_ERROR' },
+    { time: at(2), location_id: 'local', mode: 'h2', observed_protocol: 'http/1.1', status: 'protocol_mismatch' }
+  ]
+  const res = await importInto(m.id, rows)
+  assert.equal(res.statusCode, 200, res.body)
+  assert.deepEqual(res.json(), { imported: 9, skipped_existing: 0, rounds: 4 })
+
+  const { rows: jobs } = await t.db.query('SELECT id, location_id, due_at, state FROM jobs WHERE monitor_id = $1 ORDER BY due_at, location_id', [m.id])
+  assert.equal(jobs.length, 4)
+  assert.ok(jobs.every((j) => j.state === 'done'))
+  const { rows: results } = await t.db.query(
+    `SELECT r.*, j.due_at FROM results r JOIN jobs j ON j.id = r.job_id WHERE r.monitor_id = $1 ORDER BY r.time, r.location_id, r.mode, r.probe`, [m.id])
+  assert.equal(results.length, 9)
+  for (const r of results) {
+    assert.equal(+r.time, +r.due_at, 'a result\'s time is its round\'s due time')
+    assert.equal(r.agent_id, null)
+    assert.equal(r.view, 'first')
+  }
+  const first = results[0]
+  assert.deepEqual([first.mode, first.probe, first.status, first.observed_protocol, first.protocol_ok], ['h2', 'page', 'ok', 'h2', true],
+    'status ok without a protocol came over the forced one')
+  const parallel = results.find((r) => r.probe === 'parallel')
+  assert.deepEqual(parallel.details, { samples: [12.5, 13, 14.25] })
+  const failed = results.find((r) => r.status === 'error')
+  assert.deepEqual([failed.protocol_ok, failed.observed_protocol, failed.error], [false, null, 'net::ERR_QUIC_PROTOCOL_ERROR'])
+  const fallback = results.find((r) => r.status === 'protocol_mismatch')
+  assert.equal(fallback.protocol_ok, false)
+})
+
+test('re-importing the same file stores nothing new', async () => {
+  const m = await newMonitor()
+  const body = ndjson(Array.from({ length: 30 }, (_, i) => round(i)).flat())
+  assert.deepEqual((await importInto(m.id, body)).json(), { imported: 60, skipped_existing: 0, rounds: 30 })
+  const again = await importInto(m.id, body)
+  assert.equal(again.statusCode, 200)
+  assert.deepEqual(again.json(), { imported: 0, skipped_existing: 60, rounds: 30 })
+  assert.deepEqual(await stored(m.id), { results: 60, jobs: 30 })
+  const { rows: [{ n }] } = await t.db.query('SELECT count(*)::int AS n FROM rollup_pending p JOIN results r ON r.id = p.result_id WHERE r.monitor_id = $1', [m.id])
+  assert.equal(n, 60, 'each result is queued for the rollups once')
+})
+
+test('one bad line out of 50,000 gets a 400 naming its line and field, and nothing is stored', async () => {
+  const m = await newMonitor()
+  const lines = []
+  // Rounds a minute apart going back 17 days from BASE.
+  for (let i = 0; lines.length < 49_999; i++) lines.push(...round(-i, i % 2 ? 'local' : 'lab-eu'))
+  lines.length = 49_999
+  lines.push({ time: at(0), location_id: 'local', mode: 'h2', probe: 'upload', ttfb_ms: -5 })
+  const res = await importInto(m.id, lines)
+  assert.equal(res.statusCode, 400, res.body)
+  const body = res.json()
+  assert.equal(body.line, 50_000)
+  assert.equal(body.field, 'line 50000: ttfb_ms')
+  assert.match(body.message, /^line 50000: ttfb_ms must be from 0/)
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+})
+
+test('bad lines are refused with the line and the field at fault', async () => {
+  const m = await newMonitor()
+  const good = JSON.stringify(round(0)[0])
+  /** @type {[any, string, RegExp][]} */
+  const cases = [
+    ['{"time": "2026-01-01T00:00:00Z", "location_id": "local", "mode": "h2"', 'line 2', /not valid JSON/],
+    ['[1, 2]', 'line 2', /must be a JSON object/],
+    [{ location_id: 'local', mode: 'h2' }, 'line 2: time', /time is required/],
+    [{ time: at(1), mode: 'h2' }, 'line 2: location_id', /location_id is required/],
+    [{ time: at(1), location_id: 'local' }, 'line 2: mode', /mode is required/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', colour: 'blue' }, 'line 2: colour', /not a result field/],
+    [{ time: at(1), location_id: 'mars', mode: 'h2' }, 'line 2: location_id', /"mars" is not a known location/],
+    [{ time: at(1), location_id: 'local', mode: 'h1' }, 'line 2: mode', /must be one of h2, h3/],
+    [{ time: 'yesterday', location_id: 'local', mode: 'h2' }, 'line 2: time', /ISO-8601/],
+    [{ time: '1970-01-01T00:00:00Z', location_id: 'local', mode: 'h2' }, 'line 2: time', /not a plausible round time/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', ttfb_ms: '12' }, 'line 2: ttfb_ms', /finite number/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', ttfb_ms: 500, load_ms: 200 }, 'line 2: ttfb_ms', /larger than load_ms/],
+    [{ time: at(1), location_id: 'local', mode: 'h3', observed_protocol: 'h2', status: 'ok' }, 'line 2: status', /protocol/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', details: [1] }, 'line 2: details', /must be an object/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', details: { note: 'a\u0000b' } }, 'line 2: details', /NUL/],
+    [{ time: at(0), location_id: 'local', mode: 'h2' }, 'line 2: mode', /repeats the h2\/first\/page result/]
+  ]
+  for (const [line, field, message] of cases) {
+    const res = await importInto(m.id, [good, line])
+    assert.equal(res.statusCode, 400, `${JSON.stringify(line)}: ${res.body}`)
+    const body = res.json()
+    assert.equal(body.field, field, JSON.stringify(line))
+    assert.equal(body.line, 2)
+    assert.match(body.message, message)
+    assert.match(body.message, /^line 2/)
+  }
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+})
+
+test('source ids are ignored; blank lines are skipped but counted for line numbers', async () => {
+  const m = await newMonitor()
+  const [a, b] = round(0).map((r) => ({ id: 77, job_id: 5, monitor_id: 999, agent_id: 3, ...r }))
+  const res = await importInto(m.id, `${JSON.stringify(a)}\n\n${JSON.stringify(b)}\r\n{"oops"\n`)
+  assert.equal(res.json().line, 4)
+  const ok = await importInto(m.id, `${JSON.stringify(a)}\n\n${JSON.stringify(b)}\r\n`)
+  assert.deepEqual(ok.json(), { imported: 2, skipped_existing: 0, rounds: 1 })
+  const { rows } = await t.db.query('SELECT monitor_id, agent_id FROM results WHERE monitor_id = $1', [m.id])
+  assert.deepEqual(rows.map((r) => [Number(r.monitor_id), r.agent_id]), [[m.id, null], [m.id, null]])
+})
+
+test('an export imported into another monitor gives the same comparison, and rollups count it at once', async () => {
+  const source = await newMonitor({ probes: ['page', 'parallel'] })
+  const rows = []
+  for (let i = 0; i < 120; i++) {
+    rows.push(...round(i, i % 3 ? 'local' : 'lab-eu', { measured_at: at(i), browser_version: 'Chromium 140', flags: ['--disable-quic'] }))
+    if (i % 10 === 0) rows.push({ time: at(i), location_id: 'local', mode: 'h3', view: 'repeat', status: 'timeout', error: 'timed out after 30 s' })
+  }
+  const first = await importInto(source.id, rows)
+  assert.equal(first.statusCode, 200)
+
+  const exported = await t.app.inject({ url: `/api/v1/results?monitor=${source.id}&format=ndjson` })
+  assert.equal(exported.statusCode, 200)
+  const copy = await newMonitor({ probes: ['page', 'parallel'] })
+  const res = await importInto(copy.id, exported.body)
+  assert.equal(res.statusCode, 200, res.body)
+  assert.deepEqual(res.json(), first.json())
+  assert.equal(res.json().imported, rows.length)
+
+  const comparison = async (id, query = '') => {
+    const r = await t.app.inject({ url: `/api/v1/monitors/${id}/comparison?${query}` })
+    assert.equal(r.statusCode, 200, r.body)
+    return countsOf(r.json())
+  }
+  const a = await comparison(source.id)
+  assert.deepEqual(await comparison(copy.id), a)
+  assert.deepEqual(await comparison(copy.id, 'view=repeat'), await comparison(source.id, 'view=repeat'))
+  assert.match(JSON.stringify(a), /"h2_ms":\d/, 'the comparison has figures, not only "insufficient data"')
+
+  // Trends read the rollups (merged with rows not folded yet): every
+  // imported run is counted the moment the import returns.
+  const trends = await t.app.inject({ url: `/api/v1/monitors/${copy.id}/trends?bucket=1h&percentiles=50` })
+  assert.equal(trends.statusCode, 200, trends.body)
+  assert.equal(sumRuns(trends.json()), 240, JSON.stringify(trends.json()).slice(0, 400))
+})
+
+test('an A/A monitor expects its protocol on both arms', async () => {
+  const m = await newMonitor({ aa_protocol: 'h2' })
+  const ok = await importInto(m.id, [
+    { time: at(0), location_id: 'local', mode: 'h2', ttfb_ms: 50 },
+    { time: at(0), location_id: 'local', mode: 'h3', ttfb_ms: 51 },
+    { time: at(1), location_id: 'local', mode: 'h3', observed_protocol: 'h2', ttfb_ms: 52 }
+  ])
+  assert.equal(ok.statusCode, 200, ok.body)
+  const { rows } = await t.db.query('SELECT mode, observed_protocol, protocol_ok, status FROM results WHERE monitor_id = $1 ORDER BY time, mode', [m.id])
+  assert.deepEqual(rows.map((r) => [r.mode, r.observed_protocol, r.protocol_ok, r.status]),
+    [['h2', 'h2', true, 'ok'], ['h3', 'h2', true, 'ok'], ['h3', 'h2', true, 'ok']])
+  const wrong = await importInto(m.id, [{ time: at(2), location_id: 'local', mode: 'h3', observed_protocol: 'h3', status: 'ok' }])
+  assert.equal(wrong.statusCode, 400, 'arm B of an h2 A/A monitor over h3 is no ok load')
+  assert.equal(wrong.json().field, 'line 1: status')
+})
+
+test('importing needs a write key and NDJSON', async () => {
+  const m = await newMonitor()
+  const body = ndjson(round(0))
+  const read = await importInto(m.id, body, { authorization: `Bearer ${t.readKey}` })
+  assert.equal(read.statusCode, 403)
+  assert.equal((await importInto(m.id, body, { authorization: undefined })).statusCode, 401)
+  const json = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, payload: round(0)[0] })
+  assert.equal(json.statusCode, 415)
+  assert.match(json.json().message, /application\/x-ndjson/)
+  assert.equal((await importInto(987654, body)).statusCode, 404)
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+})
+
+test(`more than ${IMPORT_MAX_LINES} lines are refused with the limit`, async () => {
+  const m = await newMonitor()
+  let body = ''
+  for (let i = 0; i <= IMPORT_MAX_LINES; i++) body += `{"time":"${new Date(BASE - i * 1000).toISOString()}","location_id":"local","mode":"h2"}\n`
+  const res = await importInto(m.id, body)
+  assert.equal(res.statusCode, 413)
+  assert.match(res.json().message, /at most 100000 results per request/)
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+})
+
+/**
+ * What two monitors holding the same results must agree on: counts and the
+ * percentiles themselves. Bootstrap intervals are left out: their seed may
+ * include the monitor.
+ */
+function countsOf (value) {
+  if (Array.isArray(value)) return value.map(countsOf)
+  if (value === null || typeof value !== 'object') return value
+  const kept = Object.entries(value).filter(([k, v]) => (v !== null && typeof v === 'object') || COUNT_KEY.test(k))
+  return Object.fromEntries(kept.map(([k, v]) => [k, countsOf(v)]))
+}
+const COUNT_KEY = /^(n_.*|runs|ok|total|errors|fallbacks|count|.*rounds.*|excluded.*|h2_ms|h3_ms|percentile|location_id)$/
+
+/** Runs over every series and bucket of a trends answer, whatever its nesting. */
+function sumRuns (value) {
+  if (Array.isArray(value)) return value.reduce((n, v) => n + sumRuns(v), 0)
+  if (value === null || typeof value !== 'object') return 0
+  return Object.entries(value).reduce((n, [k, v]) => n + (k === 'runs' && typeof v === 'number' ? v : sumRuns(v)), 0)
+}
