@@ -1,0 +1,143 @@
+// What the agent records when the page is not what it seems, against the real
+// lab origin (Caddy) and Chromium: a document cut short after its headers, a
+// URL that redirects to another origin, and an origin without HTTP/3.
+import assert from 'node:assert/strict'
+import dgram from 'node:dgram'
+import { mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import pino from 'pino'
+import { createBrowserPool } from '../agents/browser.js'
+import { hostPort } from '../agents/flags.js'
+import { createJobRunner } from '../agents/job-runner.js'
+import { discoverChain } from '../agents/redirects.js'
+import { startOrigin } from '../lab/origin.js'
+import { checkResults } from '../lib/result-checks.js'
+import { freePort } from './helpers/process.js'
+
+describe('protocol truth in the lab', () => {
+  let dataDir
+  let origin
+  let pool
+  let runJob
+  let jobId = 0
+  const launched = []
+
+  before(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-truth-test-'))
+    origin = await startOrigin({ dataDir, port: await freePort(), noH3Port: await freePort() })
+    const created = createBrowserPool({ dataDir })
+    pool = {
+      ...created,
+      acquire: async (spec) => {
+        const browser = await created.acquire(spec)
+        if (!launched.includes(browser)) launched.push(browser)
+        return browser
+      }
+    }
+    runJob = createJobRunner({ pool, lab: { spki: origin.spki, address: '127.0.0.1' }, timeoutMs: 30_000, log: pino({ level: 'silent' }) })
+  })
+
+  after(async () => {
+    await pool?.close()
+    await origin?.stop()
+    await rm(dataDir, { recursive: true, force: true })
+  })
+
+  /** Both arms of one round, as the agent submits them, by mode; the server's checks accept them. */
+  async function round (url, extra = {}) {
+    const results = await runJob({ id: ++jobId, url, modes: ['h3', 'h2'], probes: ['page'], ...extra })
+    checkResults(structuredClone(results))
+    return Object.fromEntries(results.map((r) => [r.mode, r]))
+  }
+
+  test('a document that ends before its Content-Length is an error in both modes, never ok', async () => {
+    const { h3, h2 } = await round(origin.baseUrl + origin.endpoints.truncated.path)
+    for (const [r, protocol] of [[h3, 'h3'], [h2, 'h2']]) {
+      assert.equal(r.status, 'error', `${r.mode}: ${r.error}`)
+      assert.equal(r.details.failure_kind, 'truncated')
+      assert.match(r.error, /^incomplete document: received 1,024 of 100,000 declared bytes: https:\/\/lab\.h3lens\.test:\d+\/truncated$/)
+      // The browser itself saw a finished load over the right protocol: only the byte count tells.
+      assert.equal(r.observed_protocol, protocol)
+      assert.ok(r.load_ms > 0)
+    }
+  })
+
+  test('a URL that redirects to another origin is measured over HTTP/3 in h3 mode, with both origins forced', async () => {
+    const url = origin.baseUrl + origin.endpoints.crossOriginRedirect.path
+    const { h3, h2 } = await round(url)
+    assert.equal(h3.status, 'ok', h3.error)
+    assert.equal(h3.observed_protocol, 'h3')
+    assert.deepEqual(h3.details.forced_origins, [hostPort(origin.baseUrl), hostPort(origin.altBaseUrl)])
+    assert.ok(h3.flags.includes(`--origin-to-force-quic-on=${hostPort(origin.baseUrl)},${hostPort(origin.altBaseUrl)}`), h3.flags.join(' '))
+    assert.equal(h3.flags.filter((f) => f.startsWith('--origin-to-force-quic-on')).length, 1)
+    assert.ok(h3.details.requests.some((r) => r.url.startsWith(origin.altBaseUrl) && r.type === 'Document' && r.protocol === 'h3'))
+    assert.equal(h2.status, 'ok', h2.error)
+    assert.equal(h2.observed_protocol, 'h2')
+    assert.deepEqual(h2.details.forced_origins, [])
+  })
+
+  test('without the redirect chain, the same page lands on HTTP/2 in h3 mode: what discovery prevents', async () => {
+    const { measurePage } = await import('../agents/measure.js')
+    const { labBrowserFlags } = await import('../agents/flags.js')
+    const r = await measurePage({
+      pool, url: origin.baseUrl + origin.endpoints.crossOriginRedirect.path, mode: 'h3',
+      extraFlags: labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
+    })
+    assert.equal(r.status, 'protocol_mismatch')
+    assert.equal(r.observed_protocol, 'h2')
+  })
+
+  test('discovery reads each hop\'s headers and Alt-Svc, and shares the h2 arm\'s browser', async () => {
+    const { labBrowserFlags } = await import('../agents/flags.js')
+    const extraFlags = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
+    const before = launched.length
+    const chain = await discoverChain({ pool, url: origin.baseUrl + origin.endpoints.crossOriginRedirect.path, extraFlags })
+    assert.equal(chain.error, null)
+    assert.deepEqual(chain.hops.map((h) => h.status), [302, 200])
+    assert.deepEqual(chain.origins, [origin.baseUrl, origin.altBaseUrl])
+    assert.match(chain.altSvc.get(origin.altBaseUrl), /h3=/)
+    const plain = await discoverChain({ pool, url: origin.noH3BaseUrl + '/page-15k.html', extraFlags })
+    assert.deepEqual([...plain.altSvc], [[origin.noH3BaseUrl, null]])
+    assert.equal(launched.length, before, 'no browser of its own')
+  })
+
+  test('an origin without HTTP/3 is "H3 not supported" in h3 mode, at once, and ok in h2 mode', async () => {
+    const { h3, h2 } = await round(origin.noH3BaseUrl + '/page-15k.html')
+    assert.equal(h3.status, 'error')
+    assert.equal(h3.details.failure_kind, 'h3_unsupported')
+    assert.match(h3.error, /^H3 not supported: https:\/\/lab\.h3lens\.test:\d+ refused QUIC and advertises no Alt-Svc h3 \(net::ERR_QUIC_HANDSHAKE_FAILED\)$/)
+    assert.equal(h2.status, 'ok', h2.error)
+    assert.equal(h2.observed_protocol, 'h2')
+    assert.equal(h2.details.failure_kind, undefined)
+  })
+
+  test('an origin whose UDP port drops every packet is "H3 not supported" too, well before the page timeout', async () => {
+    // A firewall that drops QUIC: something holds the UDP port and never answers.
+    const hole = dgram.createSocket('udp4')
+    await new Promise((resolve) => hole.bind(Number(new URL(origin.noH3BaseUrl).port), '127.0.0.1', () => resolve(undefined)))
+    try {
+      const { h3 } = await round(origin.noH3BaseUrl + '/page-100k.html')
+      assert.equal(h3.status, 'error', 'not timeout: Chromium gives up on the handshake by itself')
+      assert.equal(h3.details.failure_kind, 'h3_unsupported')
+      assert.match(h3.error, /^H3 not supported: .* \(net::ERR_QUIC_[A-Z_]+\)$/)
+    } finally {
+      hole.close()
+    }
+  })
+
+  test('an origin that advertises h3 and fails QUIC is an error, not "not supported"', async () => {
+    // Forced QUIC towards the H1/H2-only port, while discovery saw h3 advertised.
+    const { measurePage } = await import('../agents/measure.js')
+    const { labBrowserFlags } = await import('../agents/flags.js')
+    const url = origin.noH3BaseUrl + '/page-15k.html'
+    const r = await measurePage({
+      pool, url, mode: 'h3', altSvc: new Map([[origin.noH3BaseUrl, 'h3=":443"']]),
+      extraFlags: labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
+    })
+    assert.equal(r.status, 'error')
+    assert.equal(r.failure_kind, undefined)
+    assert.match(r.error, /ERR_QUIC_HANDSHAKE_FAILED/)
+  })
+})
