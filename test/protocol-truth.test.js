@@ -1,6 +1,7 @@
 // What the agent records when the page is not what it seems, against the real
-// lab origin (Caddy) and Chromium: a document cut short after its headers, a
-// URL that redirects to another origin, and an origin without HTTP/3.
+// lab origin (Caddy) and Chromium, submitted through the API into
+// PostgreSQL: a document cut short after its headers, a URL that redirects to
+// another origin, and an origin without HTTP/3.
 import assert from 'node:assert/strict'
 import dgram from 'node:dgram'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -13,7 +14,9 @@ import { hostPort } from '../agents/flags.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { discoverChain } from '../agents/redirects.js'
 import { startOrigin } from '../lab/origin.js'
-import { checkResults } from '../lib/result-checks.js'
+import { scheduleDueJobs } from '../lib/jobs.js'
+import { createMonitor } from '../lib/monitors.js'
+import { createTestApp } from './helpers/app.js'
 import { freePort } from './helpers/process.js'
 
 describe('protocol truth in the lab', () => {
@@ -21,7 +24,8 @@ describe('protocol truth in the lab', () => {
   let origin
   let pool
   let runJob
-  let jobId = 0
+  let t
+  let token
   const launched = []
 
   before(async () => {
@@ -37,19 +41,36 @@ describe('protocol truth in the lab', () => {
       }
     }
     runJob = createJobRunner({ pool, lab: { spki: origin.spki, address: '127.0.0.1' }, timeoutMs: 30_000, log: pino({ level: 'silent' }) })
+    t = await createTestApp()
+    token = await t.agentToken('local')
   })
 
   after(async () => {
+    await t?.close()
     await pool?.close()
     await origin?.stop()
     await rm(dataDir, { recursive: true, force: true })
   })
 
-  /** Both arms of one round, as the agent submits them, by mode; the server's checks accept them. */
-  async function round (url, extra = {}) {
-    const results = await runJob({ id: ++jobId, url, modes: ['h3', 'h2'], probes: ['page'], ...extra })
-    checkResults(structuredClone(results))
-    return Object.fromEntries(results.map((r) => [r.mode, r]))
+  /**
+   * One round of a new monitor on `url`: claimed, measured and submitted as
+   * an agent does, then read back from the results table, by mode.
+   * @param {string} url
+   */
+  async function round (url) {
+    const agent = { authorization: `Bearer ${token}` }
+    await t.db.query('UPDATE monitors SET paused = true')
+    await createMonitor(t.db, { url, interval_s: 10, locations: ['local'], modes: ['h3', 'h2'], probes: ['page'] })
+    await scheduleDueJobs(t.db, { maxAttempts: 3 })
+    const claimed = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: agent, payload: { limit: 1 } })).json()
+    const [job] = claimed.jobs
+    assert.equal(job.url, url)
+    const results = await runJob(job, { location: claimed.location })
+    const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: agent, payload: { results } })
+    assert.equal(res.statusCode, 200, res.body)
+    const { rows } = await t.db.query(
+      'SELECT mode, status, error, observed_protocol, protocol_ok, load_ms, flags, details FROM results WHERE job_id = $1', [job.id])
+    return Object.fromEntries(rows.map((r) => [r.mode, r]))
   }
 
   test('a document that ends before its Content-Length is an error in both modes, never ok', async () => {
