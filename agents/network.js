@@ -141,7 +141,7 @@ export async function recordNetwork (page) {
  * @param {Record<string, any>} rec
  * @returns {DocumentOutcome}
  */
-function documentOutcome (rec) {
+export function documentOutcome (rec) {
   const grouped = (n) => n.toLocaleString('en-US')
   let incomplete = null
   // An error status's body is not the page (Chromium fails a 4xx/5xx

@@ -10,8 +10,10 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import pino from 'pino'
 import { createBrowserPool } from '../agents/browser.js'
-import { hostPort } from '../agents/flags.js'
+import { hostPort, labBrowserFlags } from '../agents/flags.js'
 import { createJobRunner } from '../agents/job-runner.js'
+import { judgeFailure, measurePage, PageLoadError } from '../agents/measure.js'
+import { documentOutcome } from '../agents/network.js'
 import { discoverChain } from '../agents/redirects.js'
 import { startOrigin } from '../lab/origin.js'
 import { scheduleDueJobs } from '../lib/jobs.js'
@@ -100,8 +102,6 @@ describe('protocol truth in the lab', () => {
   })
 
   test('without the redirect chain, the same page lands on HTTP/2 in h3 mode: what discovery prevents', async () => {
-    const { measurePage } = await import('../agents/measure.js')
-    const { labBrowserFlags } = await import('../agents/flags.js')
     const r = await measurePage({
       pool, url: origin.baseUrl + origin.endpoints.crossOriginRedirect.path, mode: 'h3',
       extraFlags: labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
@@ -111,7 +111,6 @@ describe('protocol truth in the lab', () => {
   })
 
   test('discovery reads each hop\'s headers and Alt-Svc, and shares the h2 arm\'s browser', async () => {
-    const { labBrowserFlags } = await import('../agents/flags.js')
     const extraFlags = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
     const before = launched.length
     const chain = await discoverChain({ pool, url: origin.baseUrl + origin.endpoints.crossOriginRedirect.path, extraFlags })
@@ -150,8 +149,6 @@ describe('protocol truth in the lab', () => {
 
   test('an origin that advertises h3 and fails QUIC is an error, not "not supported"', async () => {
     // Forced QUIC towards the H1/H2-only port, while discovery saw h3 advertised.
-    const { measurePage } = await import('../agents/measure.js')
-    const { labBrowserFlags } = await import('../agents/flags.js')
     const url = origin.noH3BaseUrl + '/page-15k.html'
     const r = await measurePage({
       pool, url, mode: 'h3', altSvc: new Map([[origin.noH3BaseUrl, 'h3=":443"']]),
@@ -160,5 +157,49 @@ describe('protocol truth in the lab', () => {
     assert.equal(r.status, 'error')
     assert.equal(r.failure_kind, undefined)
     assert.match(r.error, /ERR_QUIC_HANDSHAKE_FAILED/)
+  })
+})
+
+describe('judging a document and a failure (pure rules)', () => {
+  const rec = (extra) => ({
+    url: 'https://a.test/', method: 'GET', status: 200, responded: true, finished: true, failed: null, canceled: false,
+    from_cache: false, declared_bytes: 100_000, content_encoding: null, received_bytes: 100_000, bytes: 100_400, ...extra
+  })
+
+  test('a body is short when fewer bytes came than declared; responses without a body of their own are whole', () => {
+    assert.equal(documentOutcome(rec()).incomplete, null)
+    assert.equal(documentOutcome(rec({ received_bytes: 1024 })).incomplete, 'received 1,024 of 100,000 declared bytes')
+    // Compressed: the declared length counts encoded bytes, which arrive with the headers.
+    assert.equal(documentOutcome(rec({ content_encoding: 'gzip', received_bytes: 400_000, bytes: 100_300 })).incomplete, null)
+    assert.equal(documentOutcome(rec({ content_encoding: 'br', received_bytes: 9000, bytes: 2000 })).incomplete, 'received 2,000 of 100,000 declared bytes')
+    for (const whole of [{ status: 304 }, { status: 204 }, { from_cache: true }, { method: 'HEAD' }, { declared_bytes: null }]) {
+      assert.equal(documentOutcome(rec({ received_bytes: 0, bytes: 0, ...whole })).incomplete, null, JSON.stringify(whole))
+    }
+  })
+
+  test('a network error after the headers is incomplete; an abort or an error status is not', () => {
+    assert.match(documentOutcome(rec({ finished: false, failed: 'net::ERR_HTTP2_PROTOCOL_ERROR', received_bytes: 1024 })).incomplete,
+      /^network error after the headers \(net::ERR_HTTP2_PROTOCOL_ERROR\) at 1,024 bytes of the body$/)
+    assert.equal(documentOutcome(rec({ finished: false, failed: 'net::ERR_ABORTED', canceled: true })).incomplete, null)
+    assert.equal(documentOutcome(rec({ finished: false, status: 404, failed: 'net::ERR_HTTP_RESPONSE_CODE_FAILURE' })).incomplete, null)
+    assert.equal(documentOutcome(rec({ responded: false, finished: false, failed: 'net::ERR_QUIC_HANDSHAKE_FAILED' })).incomplete, null)
+  })
+
+  test('"H3 not supported" needs h3 mode, a forced origin, a QUIC error before any response and a known Alt-Svc without h3', () => {
+    const err = new PageLoadError('net::ERR_QUIC_HANDSHAKE_FAILED at https://a.test/', { url: 'https://a.test/' })
+    const doc = { url: 'https://a.test/', responded: false, failed: 'net::ERR_QUIC_HANDSHAKE_FAILED', incomplete: null }
+    const ctx = { mode: 'h3', forced: ['a.test:443'], altSvc: new Map([['https://a.test', null]]) }
+    assert.deepEqual(judgeFailure(err, doc, ctx), {
+      status: 'error', error: 'H3 not supported: https://a.test refused QUIC and advertises no Alt-Svc h3 (net::ERR_QUIC_HANDSHAKE_FAILED)', failure_kind: 'h3_unsupported'
+    })
+    const plain = { status: 'error', error: err.message }
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, altSvc: new Map([['https://a.test', 'h3=":443"; ma=86400']]) }), plain)
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, altSvc: new Map() }), plain, 'Alt-Svc unknown')
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, altSvc: null }), plain)
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, forced: ['b.test:443'] }), plain)
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, mode: 'h2' }), plain)
+    assert.deepEqual(judgeFailure(err, { ...doc, failed: 'net::ERR_NAME_NOT_RESOLVED' }, ctx), plain)
+    const timeout = new PageLoadError('load did not finish', { url: 'https://a.test/', status: 'timeout' })
+    assert.deepEqual(judgeFailure(timeout, doc, ctx), { status: 'timeout', error: 'load did not finish' })
   })
 })
