@@ -51,7 +51,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping })
     // The H3 arm forces QUIC on every origin the URL redirects through, and
     // learns which of them advertise h3 (agents/redirects.js).
-    const chain = job.modes.includes('h3') ? await chainOf({ pool, url: job.url, extraFlags, netns }) : null
+    const chain = (job.modes ?? ['h3']).includes('h3') ? await chainOf({ pool, url: job.url, extraFlags, netns }) : null
     if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
     const common = {
       pool, url: job.url, extraFlags, netns, timeoutMs, log,
