@@ -1,6 +1,7 @@
 // Chromium command-line flags, each set defined once. The mode flags are what
 // makes a run an HTTP/3 or an HTTP/2 run; the lab flags are only ever added
 // for lab origins, never for real sites.
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/lab-host.js'
 
 /**
  * Flags every measurement browser gets. Debian's Chromium otherwise reaches
@@ -41,12 +42,21 @@ export const MODES = Object.freeze(/** @type {Mode[]} */ (['h3', 'h2']))
  * @returns {string[]}
  */
 export function modeFlags (mode, url, { forceOrigins = [] } = {}) {
-  if (mode === 'h3') {
-    const list = [...new Set([hostPort(url), ...forceOrigins.map(hostPort)])]
-    return ['--enable-quic', `--origin-to-force-quic-on=${list.join(',')}`]
-  }
+  if (mode === 'h3') return ['--enable-quic', `--origin-to-force-quic-on=${forcedOrigins(mode, url, { forceOrigins }).join(',')}`]
   if (mode === 'h2') return ['--disable-quic']
   throw new TypeError(`unknown mode ${JSON.stringify(mode)}; expected one of ${MODES.join(', ')}`)
+}
+
+/**
+ * The host:port list modeFlags forces QUIC on: the page's, then the others,
+ * each once. None in h2 mode.
+ * @param {Mode} mode
+ * @param {string | URL} url
+ * @param {{ forceOrigins?: string[] }} [opts]
+ * @returns {string[]}
+ */
+export function forcedOrigins (mode, url, { forceOrigins = [] } = {}) {
+  return mode === 'h3' ? [...new Set([hostPort(url), ...forceOrigins.map(hostPort)])] : []
 }
 
 /**
@@ -71,7 +81,8 @@ export function netlogFlags (file) {
 
 /**
  * Flags that let Chromium reach a lab origin: trust its self-signed
- * certificate by public-key hash, and resolve its hostname without DNS.
+ * certificate by public-key hash, and resolve its host names without DNS
+ * (the lab host name and, for it, the lab's second origin).
  * Every other host fails to resolve (the first matching rule wins; the
  * wildcard also catches IP literals), so a lab browser sends nothing beyond
  * the lab, not even the DNS queries of Chromium's own background requests.
@@ -79,8 +90,9 @@ export function netlogFlags (file) {
  * @returns {string[]}
  */
 export function labBrowserFlags ({ spki, hostname, address }) {
+  const names = hostname === LAB_HOSTNAME ? LAB_HOSTNAMES : [hostname]
   return [
     `--ignore-certificate-errors-spki-list=${spki}`,
-    `--host-resolver-rules=MAP ${hostname} ${address}, MAP * ~NOTFOUND`
+    `--host-resolver-rules=${names.map((h) => `MAP ${h} ${address}`).join(', ')}, MAP * ~NOTFOUND`
   ]
 }

@@ -12,7 +12,8 @@ import { labBrowserFlags } from './flags.js'
 import { rttAccounting, tcpPing } from './rtt.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
 import { effectiveOptions } from '../lib/probe-options.js'
-import { LAB_HOSTNAME } from '../lib/lab-host.js'
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/lab-host.js'
+import { createChainCache } from './redirects.js'
 
 /** Fields of a measurement that are submitted as columns; the rest goes to details. */
 const COLUMNS = [
@@ -21,7 +22,7 @@ const COLUMNS = [
   'upload_mbps', 'browser_version', 'flags'
 ]
 /** Evidence that goes to details when a measurement has it. */
-const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'target_url', 'arm_protocol']
+const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'target_url', 'arm_protocol', 'failure_kind', 'forced_origins']
 
 /**
  * @typedef {{ spki: string, hostname?: string, address: string, netns?: string | null }} LabTarget
@@ -35,20 +36,27 @@ const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'targe
  *   ping?: typeof tcpPing }} deps
  */
 export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing }) {
+  const chainOf = createChainCache()
   /**
    * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
    *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null }} job
    * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } } }} ctx
    */
   return async function runJob (job, { location } = {}) {
-    const isLab = new URL(job.url).hostname === LAB_HOSTNAME
+    const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     if (isLab && !lab) throw new Error(`this agent has no lab origin configured, so it cannot measure ${job.url}`)
     const extraFlags = isLab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
     const netns = lab?.netns ?? null
     const options = effectiveOptions(job.url, job.options ?? {})
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping })
+    // The H3 arm forces QUIC on every origin the URL redirects through, and
+    // learns which of them advertise h3 (agents/redirects.js).
+    const chain = (job.modes ?? ['h3']).includes('h3') ? await chainOf({ pool, url: job.url, extraFlags, netns }) : null
+    if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
     const common = {
-      pool, url: job.url, extraFlags, netns, timeoutMs, log, forceOrigins: options.force_quic === 'all' ? (job.force_quic_origins ?? []) : []
+      pool, url: job.url, extraFlags, netns, timeoutMs, log,
+      forceOrigins: [...(chain?.origins ?? []).filter((o) => o.startsWith('https:')), ...(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : [])],
+      altSvc: chain?.altSvc ?? null
     }
     const capture = (kind, probe, mode) => ({ dir: netlogDir, jobId: job.id, probe, mode, kind, rttMs, uploadNetlog, log })
 

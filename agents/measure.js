@@ -1,6 +1,7 @@
 import pino from 'pino'
 import { BrowserLaunchError } from './browser.js'
-import { baseFlags, MODES, modeFlags, netlogFlags } from './flags.js'
+import { advertisesH3 } from './alt-svc.js'
+import { baseFlags, forcedOrigins, hostPort, MODES, modeFlags, netlogFlags } from './flags.js'
 import { recordNetwork } from './network.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, round, withTimeout } from './page-metrics.js'
 import { protocolMatchesMode } from './protocol.js'
@@ -26,6 +27,7 @@ const versions = new WeakMap()
  *   netns?: string | null,
  *   timeoutMs?: number,
  *   forceOrigins?: string[],
+ *   altSvc?: Map<string, string | null> | null,
  *   netlogFile?: string | null,
  *   log?: import('pino').Logger
  * }} MeasureOptions
@@ -49,10 +51,12 @@ const versions = new WeakMap()
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
  */
 export async function measure (opts, steps) {
-  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], netlogFile = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
+  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
   const protocol = opts.protocol ?? mode
   const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
   const result = emptyResult(mode, flags, { probe })
+  const forced = forcedOrigins(protocol, url, { forceOrigins })
+  result.forced_origins = forced
   const extra = []
   const summarized = new WeakSet()
   let started = performance.now()
@@ -73,8 +77,7 @@ export async function measure (opts, steps) {
       network = await recordNetwork(page)
       await steps({ page, network, result, extra, summarize })
     } catch (err) {
-      result.status = err instanceof PageLoadError || err instanceof ProbeError ? err.status : 'error'
-      result.error = err.message
+      Object.assign(result, judgeFailure(err, network?.mainDocument() ?? null, { mode: protocol, forced, altSvc }))
       // Anything but a page or probe failure (a crashed browser, a protocol
       // timeout) is still recorded against the run, and also worth a look.
       if (!(err instanceof PageLoadError) && !(err instanceof ProbeError)) log.warn({ err, url, mode, probe }, 'measurement failed outside the page load')
@@ -113,20 +116,19 @@ export async function measurePage (opts) {
  * @param {MeasureOptions & { repeatView?: boolean }} opts
  */
 export async function measurePageViews ({ repeatView = false, ...opts }) {
-  const { url, mode, timeoutMs = 30_000 } = opts
+  const { url, mode, timeoutMs = 30_000, altSvc = null } = opts
   const protocol = opts.protocol ?? mode
-  const results = await measure({ ...opts, probe: 'page' }, async ({ page, result, extra, summarize }) => {
-    await loadAndRead(page, url, protocol, timeoutMs, result)
+  const results = await measure({ ...opts, probe: 'page' }, async ({ page, network, result, extra, summarize }) => {
+    await loadAndRead(page, url, protocol, timeoutMs, result, network)
     summarize(result)
     if (!repeatView) return
     /** @type {Record<string, any>} */
-    const repeat = { ...emptyResult(mode, result.flags, { probe: 'page', view: 'repeat' }), browser_version: result.browser_version }
+    const repeat = { ...emptyResult(mode, result.flags, { probe: 'page', view: 'repeat' }), browser_version: result.browser_version, forced_origins: result.forced_origins }
     const started = performance.now()
     try {
-      await loadAndRead(page, url, protocol, timeoutMs, repeat)
+      await loadAndRead(page, url, protocol, timeoutMs, repeat, network)
     } catch (err) {
-      repeat.status = err instanceof PageLoadError ? err.status : 'error'
-      repeat.error = err.message
+      Object.assign(repeat, judgeFailure(err, network.mainDocument(), { mode: protocol, forced: result.forced_origins, altSvc }))
     }
     summarize(repeat)
     repeat.repeat = reuseOf(repeat.requests_detail)
@@ -137,24 +139,70 @@ export async function measurePageViews ({ repeatView = false, ...opts }) {
     // Counted as a failed repeat view rather than left out, so the repeat
     // series shows every round that asked for one.
     const [first] = results
-    results.push({ ...emptyResult(mode, first.flags, { probe: 'page', view: 'repeat' }), browser_version: first.browser_version, error: `not run: the first view failed (${first.error ?? first.status})` })
+    results.push({
+      ...emptyResult(mode, first.flags, { probe: 'page', view: 'repeat' }),
+      browser_version: first.browser_version,
+      forced_origins: first.forced_origins,
+      error: `not run: the first view failed (${first.error ?? first.status})`,
+      ...(first.failure_kind ? { failure_kind: first.failure_kind } : {})
+    })
   }
   return results
 }
 
 /**
- * Navigate, read the page metrics into `into` and judge the protocol.
+ * Navigate, read the page metrics into `into` and judge the protocol. A
+ * document that did not arrive whole fails the load (failure kind
+ * truncated), whatever the browser made of it: its timings stay in `into`.
  * @param {import('puppeteer-core').Page} page
  * @param {string} url
  * @param {string} mode the protocol the run was forced to (an A/A arm's, not its label)
  * @param {number} timeoutMs
  * @param {Record<string, any>} into
+ * @param {{ mainDocument: () => import('./network.js').DocumentOutcome | null } | null} [network] the page's recording
  */
-export async function loadAndRead (page, url, mode, timeoutMs, into) {
+export async function loadAndRead (page, url, mode, timeoutMs, into, network = null) {
   await load(page, url, timeoutMs)
   Object.assign(into, await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics'))
   into.protocol_ok = protocolMatchesMode(into.observed_protocol, mode)
+  const doc = network?.mainDocument()
+  if (doc?.incomplete) throw new PageLoadError(`incomplete document: ${doc.incomplete}: ${doc.url}`, { url, failureKind: 'truncated' })
   into.status = into.protocol_ok ? 'ok' : 'protocol_mismatch'
+}
+
+/** Chromium's errors for a QUIC connection that never came up (refused, no answer, handshake failed). */
+const QUIC_REFUSED = /^net::ERR_(QUIC_[A-Z_]+|CONNECTION_REFUSED|CONNECTION_RESET|CONNECTION_TIMED_OUT|TIMED_OUT|ADDRESS_UNREACHABLE)$/
+
+/**
+ * The status, error and failure kind of a run that threw. Beyond the error's
+ * own status and message, two failures are named (details.failure_kind):
+ *   - truncated: the document's body ended short of its Content-Length, or
+ *     the network failed after its headers;
+ *   - h3_unsupported: in h3 mode, a forced origin's document failed with a
+ *     QUIC connection error before any response, and the origin's Alt-Svc
+ *     (read in the redirect discovery, agents/redirects.js) offers no h3:
+ *     not a failing H3 load, an origin without HTTP/3. Chromium gives up on
+ *     such an origin by itself: at once when the port refuses UDP, after
+ *     about 4 s of handshake when nothing answers, never the page timeout.
+ * An origin whose Alt-Svc is unknown is never called unsupported.
+ * @param {unknown} err
+ * @param {import('./network.js').DocumentOutcome | null} doc the top frame's document
+ * @param {{ mode: string, forced: string[], altSvc?: Map<string, string | null> | null }} ctx
+ * @returns {{ status: string, error: string, failure_kind?: string }}
+ */
+export function judgeFailure (err, doc, { mode, forced, altSvc = null }) {
+  const status = err instanceof PageLoadError || err instanceof ProbeError ? err.status : 'error'
+  const message = err instanceof Error ? err.message : String(err)
+  if (err instanceof PageLoadError && err.failureKind) return { status, error: message, failure_kind: err.failureKind }
+  if (status !== 'error' || !doc || (err instanceof PageLoadError && err.httpStatus !== null)) return { status, error: message }
+  if (doc.incomplete) return { status, error: `incomplete document: ${doc.incomplete}: ${doc.url}`, failure_kind: 'truncated' }
+  if (mode === 'h3' && !doc.responded && QUIC_REFUSED.test(doc.failed ?? '') && forced.includes(hostPort(doc.url))) {
+    const origin = new URL(doc.url).origin
+    if (altSvc?.has(origin) && !advertisesH3(altSvc.get(origin))) {
+      return { status, error: `H3 not supported: ${origin} refused QUIC and advertises no Alt-Svc h3 (${doc.failed})`, failure_kind: 'h3_unsupported' }
+    }
+  }
+  return { status, error: message }
 }
 
 /**

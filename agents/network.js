@@ -30,7 +30,12 @@ export async function recordNetwork (page) {
   const all = []
   let firstTimestamp = null
   let documentRecord = null
+  // The top frame's latest document request (each redirect hop and each
+  // navigation replaces it): what a page load's completeness is judged on.
+  let mainDocument = null
   let taken = 0
+  const { frameTree } = await cdp.send('Page.getFrameTree')
+  const mainFrameId = frameTree.frame.id
 
   const respond = (rec, response) => {
     rec.protocol = normalizeProtocol(response.protocol)
@@ -42,6 +47,10 @@ export async function recordNetwork (page) {
     rec.remote_address = response.remoteIPAddress ? `${response.remoteIPAddress}:${response.remotePort}` : null
     rec.alt_svc ??= headerValue(response.headers, 'alt-svc')
     rec.timingRaw = response.timing ?? null
+    const declared = Number.parseInt(headerValue(response.headers, 'content-length') ?? '', 10)
+    rec.declared_bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null
+    rec.content_encoding = headerValue(response.headers, 'content-encoding')
+    rec.responded = true
   }
   cdp.on('Network.requestWillBeSent', (e) => {
     const previous = open.get(e.requestId)
@@ -57,9 +66,11 @@ export async function recordNetwork (page) {
     const rec = {
       url: e.request.url, type: e.type ?? null, method: e.request.method ?? null, protocol: null, status: null, bytes: 0,
       start: e.timestamp, end: null, connection_id: null, connection_reused: null, from_cache: false,
-      alternate_protocol_usage: null, remote_address: null, alt_svc: null, timingRaw: null, failed: null
+      alternate_protocol_usage: null, remote_address: null, alt_svc: null, timingRaw: null, failed: null,
+      responded: false, declared_bytes: null, content_encoding: null, received_bytes: 0, canceled: false, finished: false
     }
     if (e.type === 'Document' && !documentRecord) documentRecord = rec
+    if (e.type === 'Document' && e.frameId === mainFrameId) mainDocument = rec
     open.set(e.requestId, rec)
     all.push(rec)
   })
@@ -78,11 +89,16 @@ export async function recordNetwork (page) {
     const rec = open.get(e.requestId)
     if (rec) rec.from_cache = true
   })
+  cdp.on('Network.dataReceived', (e) => {
+    const rec = open.get(e.requestId)
+    if (rec) rec.received_bytes += e.dataLength
+  })
   cdp.on('Network.loadingFinished', (e) => {
     const rec = open.get(e.requestId)
     if (!rec) return
     rec.bytes = e.encodedDataLength
     rec.end = e.timestamp
+    rec.finished = true
     open.delete(e.requestId)
   })
   cdp.on('Network.loadingFailed', (e) => {
@@ -90,6 +106,7 @@ export async function recordNetwork (page) {
     if (!rec) return
     rec.end = e.timestamp
     rec.failed = e.errorText || 'failed'
+    rec.canceled = Boolean(e.canceled)
     open.delete(e.requestId)
   })
   await cdp.send('Network.enable')
@@ -97,6 +114,8 @@ export async function recordNetwork (page) {
   const sinceFirst = (t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
   return {
     documentProtocol: () => documentRecord?.protocol ?? null,
+    /** The top frame's latest document: its URL, whether it got a response, how it failed, and whether it arrived whole. */
+    mainDocument: () => (mainDocument ? documentOutcome(mainDocument) : null),
     /** Requests recorded since the last call, and their totals. */
     take () {
       const recs = all.slice(taken)
@@ -104,6 +123,37 @@ export async function recordNetwork (page) {
       return summarize(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
     }
   }
+}
+
+/**
+ * @typedef {{ url: string, responded: boolean, failed: string | null, incomplete: string | null }} DocumentOutcome
+ */
+
+/**
+ * Whether a document arrived whole. Chromium accepts an HTTP/2 or HTTP/3
+ * response body that ends before its Content-Length (a backend that closes
+ * early behind a proxy ends the stream cleanly), and the page loads; only
+ * HTTP/1.1 fails with ERR_CONTENT_LENGTH_MISMATCH. So the bytes are counted:
+ * without a Content-Encoding the decoded bytes are the body bytes; with one,
+ * the encoded bytes received (headers included) cannot be fewer than the
+ * body. Responses without a body of their own (304, 204, cache) are whole.
+ * A network error after the headers of a 2xx or 3xx arrived is incomplete too.
+ * @param {Record<string, any>} rec
+ * @returns {DocumentOutcome}
+ */
+export function documentOutcome (rec) {
+  const grouped = (n) => n.toLocaleString('en-US')
+  let incomplete = null
+  // An error status's body is not the page (Chromium fails a 4xx/5xx
+  // navigation with ERR_HTTP_RESPONSE_CODE_FAILURE), and an abort is ours.
+  if (rec.responded && rec.failed && !rec.canceled && rec.status < 400 && !/ERR_(ABORTED|HTTP_RESPONSE_CODE_FAILURE)$/.test(rec.failed)) {
+    incomplete = `network error after the headers (${rec.failed}) at ${grouped(rec.received_bytes)} bytes of the body`
+  } else if (rec.finished && rec.declared_bytes !== null && !rec.from_cache && rec.status !== 204 && rec.status !== 304 && rec.method !== 'HEAD') {
+    const identity = rec.content_encoding === null || /^\s*identity\s*$/i.test(rec.content_encoding)
+    const got = identity ? rec.received_bytes : rec.bytes
+    if (got < rec.declared_bytes) incomplete = `received ${grouped(got)} of ${grouped(rec.declared_bytes)} declared bytes`
+  }
+  return { url: rec.url, responded: rec.responded, failed: rec.failed, incomplete }
 }
 
 /**

@@ -14,14 +14,16 @@ export const COLLECT_TIMEOUT_MS = 5000
 export class PageLoadError extends Error {
   /**
    * @param {string} message
-   * @param {{ url: string, status?: 'error' | 'timeout', httpStatus?: number | null, cause?: unknown }} context
+   * @param {{ url: string, status?: 'error' | 'timeout', httpStatus?: number | null, failureKind?: string | null, cause?: unknown }} context
    */
-  constructor (message, { url, status = 'error', httpStatus = null, cause }) {
+  constructor (message, { url, status = 'error', httpStatus = null, failureKind = null, cause }) {
     super(message, { cause })
     this.name = 'PageLoadError'
     this.url = url
     this.status = status
     this.httpStatus = httpStatus
+    /** details.failure_kind of the run: 'truncated', 'h3_unsupported', or null */
+    this.failureKind = failureKind
   }
 }
 

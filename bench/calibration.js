@@ -43,7 +43,7 @@ try {
   const key = (await createApiKey(pool, { name: 'calibration', role: 'write' })).secret
   const app = await buildApp({ db: pool, config, log })
   await app.listen({ host: '127.0.0.1', port: 0 })
-  const base = `http://127.0.0.1:${app.server.address().port}`
+  const base = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (app.server.address()).port}`
   /** @type {import('./lib/calibrate.js').Client} */
   const client = async ({ method, url, body, type }) => {
     const res = await fetch(base + url, { method, body, headers: { authorization: `Bearer ${key}`, ...(type ? { 'content-type': type } : {}) } })

@@ -3,7 +3,7 @@ import { createHash, X509Certificate } from 'node:crypto'
 import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { LAB_HOSTNAME } from '../lib/lab-host.js'
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/lab-host.js'
 
 export { LAB_HOSTNAME }
 
@@ -26,7 +26,7 @@ export function spkiHash (pem) {
 }
 
 /**
- * Reuse the certificate in `dir` when it is there, covers the lab hostname and
+ * Reuse the certificate in `dir` when it is there, covers every lab host name and
  * is not about to expire; otherwise generate a fresh ECDSA P-256 one.
  * @param {string} dir
  * @returns {Promise<{ certPath: string, keyPath: string, spki: string }>}
@@ -49,7 +49,7 @@ export async function ensureLabCert (dir) {
       '-keyout', tmpKey, '-out', tmpCert,
       '-days', String(VALID_DAYS),
       '-subj', `/CN=${LAB_HOSTNAME}`,
-      '-addext', `subjectAltName=DNS:${LAB_HOSTNAME}`,
+      '-addext', `subjectAltName=${LAB_HOSTNAMES.map((h) => `DNS:${h}`).join(',')}`,
       '-addext', 'extendedKeyUsage=serverAuth'
     ], { timeout: 30_000 })
     await rename(tmpKey, keyPath)
@@ -76,7 +76,7 @@ async function readUsableCert (certPath, keyPath) {
   }
   try {
     const cert = new X509Certificate(pem)
-    const coversHost = cert.checkHost(LAB_HOSTNAME) === LAB_HOSTNAME
+    const coversHost = LAB_HOSTNAMES.every((h) => cert.checkHost(h) === h)
     const fresh = Date.parse(cert.validTo) - Date.now() > RENEW_BEFORE_MS
     return coversHost && fresh ? pem : null
   } catch {

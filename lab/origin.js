@@ -8,8 +8,9 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import pino from 'pino'
 import { ensureLabCert, LAB_HOSTNAME } from './cert.js'
+import { LAB_ALT_HOSTNAME } from '../lib/lab-host.js'
 import { buildSite } from './site/build.js'
-import { startUploadSink } from './site/upload-sink.js'
+import { startUploadSink, TRUNCATED_DECLARED_BYTES, TRUNCATED_SENT_BYTES } from './site/upload-sink.js'
 
 export { LAB_HOSTNAME } from './cert.js'
 
@@ -55,11 +56,15 @@ const STOP_GRACE_MS = 5000
 /**
  * Start the lab origin: Caddy serving the test pages over HTTPS with HTTP/1.1,
  * HTTP/2 and HTTP/3 on one port (TCP and UDP), with a self-signed certificate
- * for lab.h3lens.test.
+ * for lab.h3lens.test and lab2.h3lens.test (a second origin on the same
+ * port, the target of /redirect-cross-origin). With `noH3Port`, the same
+ * site is also served on that port over HTTP/1.1 and HTTP/2 only: no UDP
+ * listener, no Alt-Svc, an origin without HTTP/3.
  *
  * @param {{
  *   dataDir: string,
  *   port?: number,
+ *   noH3Port?: number | null,
  *   listen?: string,
  *   netns?: string | null,
  *   log?: import('pino').Logger,
@@ -68,7 +73,7 @@ const STOP_GRACE_MS = 5000
  * }} opts
  */
 export async function startOrigin ({
-  dataDir, port = 8443, listen = '127.0.0.1', netns = null,
+  dataDir, port = 8443, noH3Port = null, listen = '127.0.0.1', netns = null,
   log = pino({ level: 'silent' }), caddyPath = 'caddy', startTimeoutMs = 15_000
 }) {
   const labDir = path.join(path.resolve(dataDir), 'lab')
@@ -92,7 +97,7 @@ export async function startOrigin ({
   const caddyHome = path.join(labDir, 'caddy')
   const configPath = path.join(labDir, `caddy-${port}.json`)
   await writeFile(configPath, JSON.stringify(caddyConfig({
-    bind, port, siteDir, certPath: cert.certPath, keyPath: cert.keyPath,
+    bind, port, noH3Port, siteDir, certPath: cert.certPath, keyPath: cert.keyPath,
     sinkSocket: sink.socketPath, storageDir: path.join(caddyHome, 'storage')
   }), null, 2))
 
@@ -152,6 +157,10 @@ export async function startOrigin ({
     hostname: LAB_HOSTNAME,
     port,
     baseUrl: `https://${LAB_HOSTNAME}:${port}`,
+    /** The second origin (another host name, same server and port). */
+    altBaseUrl: `https://${LAB_ALT_HOSTNAME}:${port}`,
+    /** The same site over HTTP/1.1 and HTTP/2 only, when started with noH3Port. */
+    noH3BaseUrl: noH3Port ? `https://${LAB_HOSTNAME}:${noH3Port}` : null,
     /** Address that reaches the origin from the caller's namespace; null inside a lab namespace. */
     address: netns ? null : probeHost,
     spki: cert.spki,
@@ -159,16 +168,18 @@ export async function startOrigin ({
     pages,
     endpoints: {
       noop: { path: '/noop', description: 'Empty 204 response, for parallel-request probes.' },
-      upload: { path: '/upload', description: 'Accepts a POST body of any size, reads all of it, answers 204 with x-upload-bytes.' }
+      upload: { path: '/upload', description: 'Accepts a POST body of any size, reads all of it, answers 204 with x-upload-bytes.' },
+      truncated: { path: '/truncated', description: `An HTML document that declares Content-Length ${TRUNCATED_DECLARED_BYTES} and ends after ${TRUNCATED_SENT_BYTES} bytes.` },
+      crossOriginRedirect: { path: '/redirect-cross-origin', description: `302 to the 15 KB page on the second origin, ${LAB_ALT_HOSTNAME}.` }
     },
     stop
   }
 }
 
 /**
- * @param {{ bind: string, port: number, siteDir: string, certPath: string, keyPath: string, sinkSocket: string, storageDir: string }} opts
+ * @param {{ bind: string, port: number, noH3Port?: number | null, siteDir: string, certPath: string, keyPath: string, sinkSocket: string, storageDir: string }} opts
  */
-export function caddyConfig ({ bind, port, siteDir, certPath, keyPath, sinkSocket, storageDir }) {
+export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, keyPath, sinkSocket, storageDir }) {
   const cors = {
     'Access-Control-Allow-Origin': ['*'],
     'Access-Control-Allow-Methods': ['GET, POST, OPTIONS'],
@@ -178,6 +189,33 @@ export function caddyConfig ({ bind, port, siteDir, certPath, keyPath, sinkSocke
   }
   const setHeaders = (headers) => ({ handler: 'headers', response: { set: headers } })
   const noContent = { handler: 'static_response', status_code: 204 }
+  const site = {
+    // No ACME, no redirects, no certificate management: the
+    // certificate is the locally generated one, loaded from files.
+    automatic_https: { disable: true },
+    tls_connection_policies: [{ certificate_selection: { any_tag: ['lab'] }, default_sni: LAB_HOSTNAME }],
+    routes: [
+      { match: [{ path: ['/noop', '/upload'], method: ['OPTIONS'] }], handle: [setHeaders(cors), noContent], terminal: true },
+      { match: [{ path: ['/noop'] }], handle: [setHeaders(cors), noContent], terminal: true },
+      // Caddy's own responders answer before the body arrives, which
+      // would make upload timings meaningless; the sink reads it all.
+      // It also sends /truncated, which only a backend can get wrong.
+      {
+        match: [{ path: ['/upload', '/truncated'] }],
+        handle: [setHeaders(cors), { handler: 'reverse_proxy', upstreams: [{ dial: `unix/${sinkSocket}` }] }],
+        terminal: true
+      },
+      {
+        match: [{ path: ['/redirect-cross-origin'] }],
+        handle: [{ handler: 'static_response', status_code: 302, headers: { Location: [`https://${LAB_ALT_HOSTNAME}:${port}/page-15k.html`] } }],
+        terminal: true
+      },
+      // Pages revalidate, assets are cacheable, so a repeat view shows a warm cache.
+      { match: [{ path: ['*.html'] }], handle: [setHeaders({ 'Cache-Control': ['no-cache'] })] },
+      { match: [{ path: ['/assets/*'] }], handle: [setHeaders({ 'Cache-Control': ['public, max-age=86400'] })] },
+      { handle: [setHeaders({ 'Timing-Allow-Origin': ['*'] }), { handler: 'file_server', root: siteDir }] }
+    ]
+  }
   return {
     // No admin endpoint: nothing to clash between instances, nothing to reach.
     admin: { disabled: true, config: { persist: false } },
@@ -187,29 +225,10 @@ export function caddyConfig ({ bind, port, siteDir, certPath, keyPath, sinkSocke
       http: {
         grace_period: '1s',
         servers: {
-          lab: {
-            listen: [`${bind}:${port}`],
-            protocols: ['h1', 'h2', 'h3'],
-            // No ACME, no redirects, no certificate management: the
-            // certificate is the locally generated one, loaded from files.
-            automatic_https: { disable: true },
-            tls_connection_policies: [{ certificate_selection: { any_tag: ['lab'] }, default_sni: LAB_HOSTNAME }],
-            routes: [
-              { match: [{ path: ['/noop', '/upload'], method: ['OPTIONS'] }], handle: [setHeaders(cors), noContent], terminal: true },
-              { match: [{ path: ['/noop'] }], handle: [setHeaders(cors), noContent], terminal: true },
-              // Caddy's own responders answer before the body arrives, which
-              // would make upload timings meaningless; the sink reads it all.
-              {
-                match: [{ path: ['/upload'] }],
-                handle: [setHeaders(cors), { handler: 'reverse_proxy', upstreams: [{ dial: `unix/${sinkSocket}` }] }],
-                terminal: true
-              },
-              // Pages revalidate, assets are cacheable, so a repeat view shows a warm cache.
-              { match: [{ path: ['*.html'] }], handle: [setHeaders({ 'Cache-Control': ['no-cache'] })] },
-              { match: [{ path: ['/assets/*'] }], handle: [setHeaders({ 'Cache-Control': ['public, max-age=86400'] })] },
-              { handle: [setHeaders({ 'Timing-Allow-Origin': ['*'] }), { handler: 'file_server', root: siteDir }] }
-            ]
-          }
+          lab: { listen: [`${bind}:${port}`], protocols: ['h1', 'h2', 'h3'], ...site },
+          // Caddy applies protocols per listener: this one has no UDP socket
+          // and sends no Alt-Svc.
+          ...(noH3Port ? { 'lab-no-h3': { listen: [`${bind}:${noH3Port}`], protocols: ['h1', 'h2'], ...site } } : {})
         }
       },
       tls: {

@@ -2,6 +2,7 @@
 // passes these may be surprising, but it could be true. Anything else is
 // refused with 422 and the field at fault, never stored: one impossible
 // value poisons every percentile it is merged into.
+import { normalizeProtocol } from '../agents/protocol.js'
 import { UnprocessableError } from './errors.js'
 
 // measure.js rounds each timing to 0.1 ms, so an ordering that holds exactly
@@ -38,11 +39,37 @@ export const PAGE_ORDER = [
   ['ttfb_ms', 'lcp_ms']
 ]
 
+/** Why a run failed, when the agent knows more than "error" (details.failure_kind). */
+export const FAILURE_KINDS = Object.freeze({
+  /** The document's body ended before its declared length, or the network failed after its headers. */
+  truncated: 'truncated',
+  /** The H3 arm's origin refused QUIC and advertises no Alt-Svc h3. */
+  h3_unsupported: 'h3_unsupported'
+})
+
 /**
- * @param {Record<string, any>[]} results as submitted (shape already checked by the schema)
+ * The protocol a run must have used to count for its arm: the mode, unless
+ * the monitor is an A/A monitor, whose arms both use its aa_protocol.
+ * @param {string} mode
+ * @param {{ aa_protocol?: string | null } | null} [monitor]
+ * @returns {string}
+ */
+export function expectedProtocolFor (mode, monitor) {
+  return monitor?.aa_protocol ?? mode
+}
+
+/**
+ * Checks every result, and sets each one's protocol_ok from what it observed:
+ * the agent's own verdict is never stored, only compared. A result that
+ * contradicts its observed protocol (status ok over the wrong protocol or
+ * with none observed, a protocol_mismatch that matched, protocol_ok true
+ * over the wrong protocol) is refused. Failed runs (error, timeout) may have
+ * observed nothing; their protocol_ok is recomputed all the same.
+ * @param {Record<string, any>[]} results as submitted (shape already checked by the schema); protocol_ok is rewritten
+ * @param {{ expectedProtocol?: (mode: string) => string }} [opts] default: the mode itself
  * @throws {UnprocessableError} naming the first implausible field, as results.<i>.<field>
  */
-export function checkResults (results) {
+export function checkResults (results, { expectedProtocol = (mode) => mode } = {}) {
   const seen = new Map()
   results.forEach((r, i) => {
     const at = (field) => `results.${i}.${field}`
@@ -53,12 +80,7 @@ export function checkResults (results) {
     if (seen.has(key)) throw new UnprocessableError(`${at('mode')}: results.${seen.get(key)} is already the ${key} result of this job; a job has one result per mode, view and probe`, at('mode'))
     seen.set(key, i)
 
-    if (r.status === 'ok' && r.protocol_ok === false) {
-      throw new UnprocessableError(`${at('status')} is ok but protocol_ok is false; a load over the wrong protocol has status protocol_mismatch`, at('status'))
-    }
-    if (r.status === 'protocol_mismatch' && r.protocol_ok === true) {
-      throw new UnprocessableError(`${at('status')} is protocol_mismatch but protocol_ok is true`, at('status'))
-    }
+    checkProtocol(r, expectedProtocol(r.mode), at)
     if (r.measured_at !== undefined) {
       const t = Date.parse(r.measured_at)
       if (!(t >= EPOCH && t <= Date.now() + CLOCK_SKEW_MS)) {
@@ -74,4 +96,37 @@ export function checkResults (results) {
       }
     }
   })
+}
+
+/**
+ * @param {Record<string, any>} r one result; protocol_ok is set from observed_protocol
+ * @param {string} expected 'h2' or 'h3'
+ * @param {(field: string) => string} at
+ */
+function checkProtocol (r, expected, at) {
+  const observed = normalizeProtocol(r.observed_protocol)
+  const matches = observed !== null && observed === normalizeProtocol(expected)
+  const seen = observed === null ? 'no observed_protocol' : `observed_protocol ${JSON.stringify(r.observed_protocol)}`
+  if (r.status === 'ok' && r.protocol_ok === false) {
+    throw new UnprocessableError(`${at('status')} is ok but protocol_ok is false; a load over the wrong protocol has status protocol_mismatch`, at('status'))
+  }
+  if (r.status === 'ok' && observed === null) {
+    throw new UnprocessableError(`${at('observed_protocol')} is missing, but status ok says the run loaded over ${expected}`, at('observed_protocol'))
+  }
+  if ((r.status === 'ok' || r.status === 'protocol_mismatch') && r.protocol_ok === true && !matches) {
+    throw new UnprocessableError(`${at('protocol_ok')} is true but the run has ${seen}, not ${expected}`, at('protocol_ok'))
+  }
+  if (r.status === 'protocol_mismatch' && matches) {
+    throw new UnprocessableError(`${at('status')} is protocol_mismatch but ${seen} is the expected ${expected}`, at('status'))
+  }
+  const kind = r.details?.failure_kind
+  if (kind !== undefined && kind !== null) {
+    const field = at('details.failure_kind')
+    if (!Object.hasOwn(FAILURE_KINDS, kind)) throw new UnprocessableError(`${field} must be one of ${Object.keys(FAILURE_KINDS).join(', ')}`, field)
+    if (r.status !== 'error') throw new UnprocessableError(`${field} ${kind} describes a failed run, but status is ${r.status}`, field)
+    if (kind === FAILURE_KINDS.h3_unsupported && normalizeProtocol(expected) !== 'h3') {
+      throw new UnprocessableError(`${field} h3_unsupported is only possible for a run that expects h3, not ${expected}`, field)
+    }
+  }
+  r.protocol_ok = matches
 }

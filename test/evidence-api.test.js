@@ -174,7 +174,7 @@ test('a net log is uploaded by the agent holding the job and downloaded with its
   // Uploaded before the results exist; found through the result's key.
   const submit = await t.app.inject({
     method: 'POST', url: `/api/v1/agent/jobs/${jobId}/results`, headers: agent,
-    payload: { results: [{ mode: 'h3', status: 'ok', protocol_ok: true, ttfb_ms: 100, details: { netlog: { kind: 'run', uploaded: true } } }, { mode: 'h2', status: 'ok', protocol_ok: true, ttfb_ms: 90 }] }
+    payload: { results: [{ mode: 'h3', status: 'ok', protocol_ok: true, observed_protocol: 'h3', ttfb_ms: 100, details: { netlog: { kind: 'run', uploaded: true } } }, { mode: 'h2', status: 'ok', protocol_ok: true, observed_protocol: 'h2', ttfb_ms: 90 }] }
   })
   assert.equal(submit.statusCode, 200, submit.body)
   const { items } = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/results` })).json()

@@ -191,7 +191,7 @@ test('agents: wrong, revoked and other-location tokens get clear 4xx answers', a
   assert.equal(jobs.length, 1)
   assert.ok(jobs.every((j) => j.location_id === 'eu-west'), 'an agent claims its own location only')
 
-  const result = { mode: 'h2', status: 'ok', protocol_ok: true, ttfb_ms: 10, load_ms: 20 }
+  const result = { mode: 'h2', status: 'ok', protocol_ok: true, observed_protocol: 'h2', ttfb_ms: 10, load_ms: 20 }
   const stolen = await agent('POST', `/jobs/${jobs[0].id}/results`, us, { results: [result] })
   assert.equal(stolen.status, 409)
   assert.equal(stolen.json().code, 'wrong_location')

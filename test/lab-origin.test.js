@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { X509Certificate } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import http2 from 'node:http2'
@@ -104,6 +105,30 @@ describe('lab origin', () => {
   test('advertises HTTP/3 on the same port with Alt-Svc', async () => {
     const res = await request({ port: origin.port, ca, path: '/page-15k.html' })
     assert.match(String(res.headers['alt-svc']), new RegExp(`h3=":${origin.port}"`))
+  })
+
+  test('serves its failure cases: a cut-short document, and a redirect to its second origin', async () => {
+    const truncated = await new Promise((resolve, reject) => {
+      const req = https.request({
+        host: '127.0.0.1', port: origin.port, path: origin.endpoints.truncated.path, servername: LAB_HOSTNAME, ca, agent: false,
+        headers: { host: `${LAB_HOSTNAME}:${origin.port}` }
+      }, (res) => {
+        let bytes = 0
+        res.on('data', (c) => { bytes += c.length })
+        res.on('close', () => resolve({ declared: Number(res.headers['content-length']), bytes, complete: res.complete }))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+    assert.deepEqual(truncated, { declared: 100_000, bytes: 1024, complete: false })
+
+    const redirect = await request({ port: origin.port, ca, path: origin.endpoints.crossOriginRedirect.path })
+    assert.equal(redirect.status, 302)
+    assert.equal(redirect.headers.location, `${origin.altBaseUrl}/page-15k.html`)
+    assert.equal(origin.altBaseUrl, `https://lab2.h3lens.test:${origin.port}`)
+    const cert = new X509Certificate(ca)
+    for (const name of ['lab.h3lens.test', 'lab2.h3lens.test']) assert.equal(cert.checkHost(name), name, 'the certificate covers both lab origins')
+    assert.equal(origin.noH3BaseUrl, null, 'no H1/H2-only port unless asked for')
   })
 
   test('/upload reads a whole 1 MB body before answering, over HTTP/1.1 and HTTP/2', async () => {

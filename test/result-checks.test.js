@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { createMonitor } from '../lib/monitors.js'
 import { scheduleDueJobs } from '../lib/jobs.js'
+import { checkResults, expectedProtocolFor } from '../lib/result-checks.js'
 
 let t, token
 
@@ -53,7 +54,7 @@ test('impossible values are a 422 naming the field, and nothing is stored', asyn
     [[page({ h3_request_share: 1.5 })], 'results.0.h3_request_share', /must be <= 1/],
     [[page({ bytes: -5 })], 'results.0.bytes', /must be >= 0/],
     [[page({ protocol_ok: false })], 'results.0.status', /status is ok but protocol_ok is false/],
-    [[page({ status: 'protocol_mismatch' })], 'results.0.status', /protocol_mismatch but protocol_ok is true/],
+    [[page({ status: 'protocol_mismatch' })], 'results.0.status', /protocol_mismatch but observed_protocol "h2" is the expected h2/],
     [[page(), page()], 'results.1.mode', /already the h2\/first\/page result/],
     [[page({ measured_at: '2199-01-01T00:00:00Z' })], 'results.0.measured_at', /not a plausible measurement time/]
   ]
@@ -91,9 +92,70 @@ test('surprising but possible results are stored: lcp before fcp, paints after l
     page({ fcp_ms: 55, lcp_ms: 50 }),
     page({ mode: 'h3', observed_protocol: 'h3', fcp_ms: 90, lcp_ms: 120, load_ms: 60, dcl_ms: 40 }),
     { mode: 'h3', view: 'repeat', status: 'timeout', protocol_ok: false, error: 'load did not finish within 30000 ms', ttfb_ms: null, load_ms: null },
-    { mode: 'h3', probe: 'parallel', status: 'ok', protocol_ok: true, ttfb_ms: 30, load_ms: 12 },
+    { mode: 'h3', probe: 'parallel', status: 'ok', protocol_ok: true, observed_protocol: 'h3', ttfb_ms: 30, load_ms: 12 },
     page({ mode: 'h2', view: 'repeat', dns_ms: 0, connect_ms: 0, tls_ms: null, ttfb_ms: 20.05, dcl_ms: 20 })
   ])
   assert.equal(res.statusCode, 200, res.body)
   assert.deepEqual(res.json(), { stored: 5, duplicates: 0 })
+})
+
+test('protocol truth: a status or protocol_ok that contradicts observed_protocol is a 422 naming the field', async () => {
+  const job = await leasedJob()
+  const h3 = (extra) => page({ mode: 'h3', observed_protocol: 'h3', ...extra })
+  /** @type {[object[], string, RegExp][]} */
+  const cases = [
+    [[h3({ observed_protocol: 'h2' })], 'results.0.protocol_ok', /protocol_ok is true but the run has observed_protocol "h2", not h3/],
+    [[page({ observed_protocol: 'http/1.1' })], 'results.0.protocol_ok', /observed_protocol "http\/1.1", not h2/],
+    [[page({ observed_protocol: 'h3' })], 'results.0.protocol_ok', /not h2/],
+    [[h3({ observed_protocol: null })], 'results.0.observed_protocol', /missing, but status ok says the run loaded over h3/],
+    [[h3({ observed_protocol: undefined })], 'results.0.observed_protocol', /missing/],
+    [[h3({ status: 'protocol_mismatch', protocol_ok: false, observed_protocol: 'h3-29' })], 'results.0.status', /protocol_mismatch but observed_protocol "h3-29" is the expected h3/],
+    [[h3({ status: 'protocol_mismatch', protocol_ok: true, observed_protocol: 'h2' })], 'results.0.protocol_ok', /protocol_ok is true/],
+    [[{ mode: 'h3', status: 'error', protocol_ok: false, error: 'x', details: { failure_kind: 'slow' } }], 'results.0.details.failure_kind', /must be one of truncated, h3_unsupported/],
+    [[h3({ details: { failure_kind: 'truncated' } })], 'results.0.details.failure_kind', /describes a failed run, but status is ok/],
+    [[{ mode: 'h2', status: 'error', protocol_ok: false, error: 'x', details: { failure_kind: 'h3_unsupported' } }], 'results.0.details.failure_kind', /only possible for a run that expects h3/]
+  ]
+  for (const [results, field, message] of cases) {
+    const res = await submit(job, results)
+    assert.equal(res.statusCode, 422, `${field}: ${res.body}`)
+    assert.equal(res.json().field, field)
+    assert.match(res.json().message, message)
+  }
+  const { rows } = await t.db.query('SELECT count(*)::int AS n FROM results WHERE job_id = $1', [job.id])
+  assert.equal(rows[0].n, 0)
+})
+
+test('protocol truth: the server stores protocol_ok as observed_protocol says, whatever the agent claimed', async () => {
+  const job = await leasedJob()
+  const res = await submit(job, [
+    page({ mode: 'h3', observed_protocol: 'h3-29' }),
+    page({ status: 'protocol_mismatch', protocol_ok: false, observed_protocol: 'http/1.1' }),
+    // Failed runs may have observed nothing, or the document's protocol before the failure.
+    { mode: 'h3', view: 'repeat', status: 'timeout', protocol_ok: true, observed_protocol: null, error: 'load did not finish' },
+    { mode: 'h2', view: 'repeat', status: 'error', protocol_ok: false, observed_protocol: 'h2', error: 'incomplete document: received 1,024 of 100,000 declared bytes', details: { failure_kind: 'truncated' } },
+    { mode: 'h3', probe: 'upload', status: 'error', protocol_ok: false, observed_protocol: null, error: 'H3 not supported', details: { failure_kind: 'h3_unsupported' } }
+  ])
+  assert.equal(res.statusCode, 200, res.body)
+  const { rows } = await t.db.query(
+    `SELECT mode, view, probe, status, protocol_ok, details->>'failure_kind' AS failure_kind FROM results WHERE job_id = $1 ORDER BY mode, probe, view`, [job.id])
+  assert.deepEqual(rows.map((r) => [r.mode, r.view, r.probe, r.status, r.protocol_ok, r.failure_kind]), [
+    ['h2', 'first', 'page', 'protocol_mismatch', false, null],
+    ['h2', 'repeat', 'page', 'error', true, 'truncated'],
+    ['h3', 'first', 'page', 'ok', true, null],
+    ['h3', 'repeat', 'page', 'timeout', false, null],
+    ['h3', 'first', 'upload', 'error', false, 'h3_unsupported']
+  ])
+})
+
+test('expectedProtocolFor: the mode, or both arms on an A/A monitor\'s protocol', () => {
+  assert.equal(expectedProtocolFor('h3', null), 'h3')
+  assert.equal(expectedProtocolFor('h2', {}), 'h2')
+  assert.equal(expectedProtocolFor('h2', { aa_protocol: 'h3' }), 'h3')
+  assert.equal(expectedProtocolFor('h3', { aa_protocol: 'h2' }), 'h2')
+  // An A/A h3 monitor's second arm is called h2 but must load over h3.
+  const aa = { expectedProtocol: (mode) => expectedProtocolFor(mode, { aa_protocol: 'h3' }) }
+  const arms = [page({ mode: 'h3', observed_protocol: 'h3' }), page({ mode: 'h2', observed_protocol: 'h3' })]
+  checkResults(arms, aa)
+  assert.deepEqual(arms.map((r) => r.protocol_ok), [true, true])
+  assert.throws(() => checkResults([page({ mode: 'h2', observed_protocol: 'h2' })], aa), { field: 'results.0.protocol_ok' })
 })

@@ -40,12 +40,12 @@ export async function measureParallel ({ targetUrl, count = 5, ...opts }) {
  * @param {string} mode
  * @param {number} timeoutMs
  * @param {Record<string, any>} result
- * @param {{ take: () => Record<string, any> }} network
+ * @param {{ take: () => Record<string, any>, mainDocument: () => import('../network.js').DocumentOutcome | null }} network
  */
 export async function warmUp (page, url, mode, timeoutMs, result, network) {
   const nav = {}
   try {
-    await loadAndRead(page, url, mode, timeoutMs, nav)
+    await loadAndRead(page, url, mode, timeoutMs, nav, network)
   } finally {
     const seen = network.take()
     result.warmup = {

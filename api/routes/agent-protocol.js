@@ -5,7 +5,7 @@ import { touchAgent } from '../../lib/agents.js'
 import { getLocation } from '../../lib/locations.js'
 import { measurementHints } from '../../lib/claim-hints.js'
 import { errorResponses, idParams, submittedResult } from '../schemas.js'
-import { checkResults } from '../../lib/result-checks.js'
+import { checkResults, expectedProtocolFor } from '../../lib/result-checks.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
 
 const security = [{ agentToken: [] }]
@@ -98,7 +98,8 @@ export default async function agentProtocolRoutes (app) {
     schema: {
       description: 'Submit every result of a job and mark it done. Idempotent: results already stored are counted as duplicates, not stored again. ' +
         '409 when the job is leased to another agent (code lease_lost) or belongs to another location; ' +
-        '422 when a value cannot be true (out of range, timings out of order), naming the field.',
+        '422 when a value cannot be true (out of range, timings out of order, a status or protocol_ok that contradicts observed_protocol), naming the field. ' +
+        'protocol_ok is stored as the server computes it from observed_protocol.',
       tags,
       security,
       params: idParams,
@@ -119,7 +120,8 @@ export default async function agentProtocolRoutes (app) {
       }
     }
   }, async (request) => {
-    checkResults(request.body.results)
+    const monitor = await protocolsOfJob(app.db, request.params.id)
+    checkResults(request.body.results, { expectedProtocol: (mode) => expectedProtocolFor(mode, monitor) })
     await touchAgent(app.db, request.agent.id)
     const ack = await submitJobResults(app.db, {
       jobId: request.params.id,
@@ -151,4 +153,24 @@ export default async function agentProtocolRoutes (app) {
       response: { 200: { type: 'object', properties: { released: { type: 'boolean' } } }, ...errorResponses }
     }
   }, async (request) => ({ released: await releaseJob(app.db, { jobId: request.params.id, agentId: request.agent.id }) }))
+}
+
+/**
+ * What the job's monitor expects of each arm's protocol (its aa_protocol, for
+ * an A/A monitor; the job's own value wins). Read as JSON so that a schema
+ * without the column reads as "not A/A". A job that does not exist is left
+ * to the submission, which answers 404.
+ * @param {import('pg').Pool} db
+ * @param {number} jobId
+ * @returns {Promise<{ aa_protocol?: string | null } | null>}
+ */
+async function protocolsOfJob (db, jobId) {
+  const { rows } = await db.query({
+    name: 'job-protocols',
+    text: `SELECT to_jsonb(j)->>'aa_protocol' AS job_aa, to_jsonb(m)->>'aa_protocol' AS monitor_aa
+             FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = $1`,
+    values: [jobId]
+  })
+  if (!rows[0]) return null
+  return { aa_protocol: rows[0].job_aa ?? rows[0].monitor_aa ?? undefined }
 }

@@ -8,10 +8,17 @@ import path from 'node:path'
 // Socket paths are limited to 107 bytes; data folders are not.
 const MAX_SOCKET_PATH = 100
 
+/** What /truncated declares, and what it sends before closing the connection. */
+export const TRUNCATED_DECLARED_BYTES = 100_000
+export const TRUNCATED_SENT_BYTES = 1024
+
 /**
  * A Unix-socket HTTP server behind /upload that reads every byte of the body
  * before answering, and says how many it read. A Unix socket is reachable
  * from inside a network namespace, so the same sink serves both cases.
+ * It also serves /truncated: an HTML document that declares
+ * TRUNCATED_DECLARED_BYTES and ends after TRUNCATED_SENT_BYTES, the way a
+ * crashing backend behind a proxy ends one.
  * @param {string} dir where the socket goes when its path is short enough
  * @param {string} name socket file name, unique per origin
  */
@@ -23,6 +30,7 @@ export async function startUploadSink (dir, name) {
     socketPath = path.join(tmpDir, name)
   }
   const server = http.createServer({ requestTimeout: 0 }, (req, res) => {
+    if (req.url?.startsWith('/truncated')) return truncated(res)
     let bytes = 0
     req.on('data', (chunk) => { bytes += chunk.length })
     req.on('end', () => res.writeHead(204, { 'x-upload-bytes': String(bytes) }).end())
@@ -48,6 +56,14 @@ export async function startUploadSink (dir, name) {
       if (tmpDir) await rm(tmpDir, { recursive: true, force: true })
     }
   }
+}
+
+/** @param {import('node:http').ServerResponse} res */
+function truncated (res) {
+  const head = '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Truncated</title></head><body>\n'
+  const body = head + '<p>quic stream frame packet</p>\n'.repeat(Math.ceil(TRUNCATED_SENT_BYTES / 30))
+  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': String(TRUNCATED_DECLARED_BYTES), 'cache-control': 'no-store' })
+  res.write(body.slice(0, TRUNCATED_SENT_BYTES), () => res.socket?.destroy())
 }
 
 /**

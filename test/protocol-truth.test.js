@@ -1,0 +1,205 @@
+// What the agent records when the page is not what it seems, against the real
+// lab origin (Caddy) and Chromium, submitted through the API into
+// PostgreSQL: a document cut short after its headers, a URL that redirects to
+// another origin, and an origin without HTTP/3.
+import assert from 'node:assert/strict'
+import dgram from 'node:dgram'
+import { mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import pino from 'pino'
+import { createBrowserPool } from '../agents/browser.js'
+import { hostPort, labBrowserFlags } from '../agents/flags.js'
+import { createJobRunner } from '../agents/job-runner.js'
+import { judgeFailure, measurePage, PageLoadError } from '../agents/measure.js'
+import { documentOutcome } from '../agents/network.js'
+import { discoverChain } from '../agents/redirects.js'
+import { startOrigin } from '../lab/origin.js'
+import { scheduleDueJobs } from '../lib/jobs.js'
+import { createMonitor } from '../lib/monitors.js'
+import { createTestApp } from './helpers/app.js'
+import { freePort } from './helpers/process.js'
+
+describe('protocol truth in the lab', () => {
+  let dataDir
+  let origin
+  let pool
+  let runJob
+  let t
+  let token
+  const launched = []
+
+  before(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-truth-test-'))
+    origin = await startOrigin({ dataDir, port: await freePort(), noH3Port: await freePort() })
+    const created = createBrowserPool({ dataDir })
+    pool = {
+      ...created,
+      acquire: async (spec) => {
+        const browser = await created.acquire(spec)
+        if (!launched.includes(browser)) launched.push(browser)
+        return browser
+      }
+    }
+    runJob = createJobRunner({ pool, lab: { spki: origin.spki, address: '127.0.0.1' }, timeoutMs: 30_000, log: pino({ level: 'silent' }) })
+    t = await createTestApp()
+    token = await t.agentToken('local')
+  })
+
+  after(async () => {
+    await t?.close()
+    await pool?.close()
+    await origin?.stop()
+    await rm(dataDir, { recursive: true, force: true })
+  })
+
+  /**
+   * One round of a new monitor on `url`: claimed, measured and submitted as
+   * an agent does, then read back from the results table, by mode.
+   * @param {string} url
+   */
+  async function round (url) {
+    const agent = { authorization: `Bearer ${token}` }
+    await t.db.query('UPDATE monitors SET paused = true')
+    await createMonitor(t.db, { url, interval_s: 10, locations: ['local'], modes: ['h3', 'h2'], probes: ['page'] })
+    await scheduleDueJobs(t.db, { maxAttempts: 3 })
+    const claimed = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: agent, payload: { limit: 1 } })).json()
+    const [job] = claimed.jobs
+    assert.equal(job.url, url)
+    const results = await runJob(job, { location: claimed.location })
+    const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: agent, payload: { results } })
+    assert.equal(res.statusCode, 200, res.body)
+    const { rows } = await t.db.query(
+      'SELECT mode, status, error, observed_protocol, protocol_ok, load_ms, flags, details FROM results WHERE job_id = $1', [job.id])
+    return Object.fromEntries(rows.map((r) => [r.mode, r]))
+  }
+
+  test('a document that ends before its Content-Length is an error in both modes, never ok', async () => {
+    const { h3, h2 } = await round(origin.baseUrl + origin.endpoints.truncated.path)
+    for (const [r, protocol] of [[h3, 'h3'], [h2, 'h2']]) {
+      assert.equal(r.status, 'error', `${r.mode}: ${r.error}`)
+      assert.equal(r.details.failure_kind, 'truncated')
+      assert.match(r.error, /^incomplete document: received 1,024 of 100,000 declared bytes: https:\/\/lab\.h3lens\.test:\d+\/truncated$/)
+      // The browser itself saw a finished load over the right protocol: only the byte count tells.
+      assert.equal(r.observed_protocol, protocol)
+      assert.ok(r.load_ms > 0)
+    }
+  })
+
+  test('a URL that redirects to another origin is measured over HTTP/3 in h3 mode, with both origins forced', async () => {
+    const url = origin.baseUrl + origin.endpoints.crossOriginRedirect.path
+    const { h3, h2 } = await round(url)
+    assert.equal(h3.status, 'ok', h3.error)
+    assert.equal(h3.observed_protocol, 'h3')
+    assert.deepEqual(h3.details.forced_origins, [hostPort(origin.baseUrl), hostPort(origin.altBaseUrl)])
+    assert.ok(h3.flags.includes(`--origin-to-force-quic-on=${hostPort(origin.baseUrl)},${hostPort(origin.altBaseUrl)}`), h3.flags.join(' '))
+    assert.equal(h3.flags.filter((f) => f.startsWith('--origin-to-force-quic-on')).length, 1)
+    assert.ok(h3.details.requests.some((r) => r.url.startsWith(origin.altBaseUrl) && r.type === 'Document' && r.protocol === 'h3'))
+    assert.equal(h2.status, 'ok', h2.error)
+    assert.equal(h2.observed_protocol, 'h2')
+    assert.deepEqual(h2.details.forced_origins, [])
+  })
+
+  test('without the redirect chain, the same page lands on HTTP/2 in h3 mode: what discovery prevents', async () => {
+    const r = await measurePage({
+      pool, url: origin.baseUrl + origin.endpoints.crossOriginRedirect.path, mode: 'h3',
+      extraFlags: labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
+    })
+    assert.equal(r.status, 'protocol_mismatch')
+    assert.equal(r.observed_protocol, 'h2')
+  })
+
+  test('discovery reads each hop\'s headers and Alt-Svc, and shares the h2 arm\'s browser', async () => {
+    const extraFlags = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
+    const before = launched.length
+    const chain = await discoverChain({ pool, url: origin.baseUrl + origin.endpoints.crossOriginRedirect.path, extraFlags })
+    assert.equal(chain.error, null)
+    assert.deepEqual(chain.hops.map((h) => h.status), [302, 200])
+    assert.deepEqual(chain.origins, [origin.baseUrl, origin.altBaseUrl])
+    assert.match(chain.altSvc.get(origin.altBaseUrl), /h3=/)
+    const plain = await discoverChain({ pool, url: origin.noH3BaseUrl + '/page-15k.html', extraFlags })
+    assert.deepEqual([...plain.altSvc], [[origin.noH3BaseUrl, null]])
+    assert.equal(launched.length, before, 'no browser of its own')
+  })
+
+  test('an origin without HTTP/3 is "H3 not supported" in h3 mode, at once, and ok in h2 mode', async () => {
+    const { h3, h2 } = await round(origin.noH3BaseUrl + '/page-15k.html')
+    assert.equal(h3.status, 'error')
+    assert.equal(h3.details.failure_kind, 'h3_unsupported')
+    assert.match(h3.error, /^H3 not supported: https:\/\/lab\.h3lens\.test:\d+ refused QUIC and advertises no Alt-Svc h3 \(net::ERR_QUIC_HANDSHAKE_FAILED\)$/)
+    assert.equal(h2.status, 'ok', h2.error)
+    assert.equal(h2.observed_protocol, 'h2')
+    assert.equal(h2.details.failure_kind, undefined)
+  })
+
+  test('an origin whose UDP port drops every packet is "H3 not supported" too, well before the page timeout', async () => {
+    // A firewall that drops QUIC: something holds the UDP port and never answers.
+    const hole = dgram.createSocket('udp4')
+    await new Promise((resolve) => hole.bind(Number(new URL(origin.noH3BaseUrl).port), '127.0.0.1', () => resolve(undefined)))
+    try {
+      const { h3 } = await round(origin.noH3BaseUrl + '/page-100k.html')
+      assert.equal(h3.status, 'error', 'not timeout: Chromium gives up on the handshake by itself')
+      assert.equal(h3.details.failure_kind, 'h3_unsupported')
+      assert.match(h3.error, /^H3 not supported: .* \(net::ERR_QUIC_[A-Z_]+\)$/)
+    } finally {
+      hole.close()
+    }
+  })
+
+  test('an origin that advertises h3 and fails QUIC is an error, not "not supported"', async () => {
+    // Forced QUIC towards the H1/H2-only port, while discovery saw h3 advertised.
+    const url = origin.noH3BaseUrl + '/page-15k.html'
+    const r = await measurePage({
+      pool, url, mode: 'h3', altSvc: new Map([[origin.noH3BaseUrl, 'h3=":443"']]),
+      extraFlags: labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
+    })
+    assert.equal(r.status, 'error')
+    assert.equal(r.failure_kind, undefined)
+    assert.match(r.error, /ERR_QUIC_HANDSHAKE_FAILED/)
+  })
+})
+
+describe('judging a document and a failure (pure rules)', () => {
+  const rec = (extra) => ({
+    url: 'https://a.test/', method: 'GET', status: 200, responded: true, finished: true, failed: null, canceled: false,
+    from_cache: false, declared_bytes: 100_000, content_encoding: null, received_bytes: 100_000, bytes: 100_400, ...extra
+  })
+
+  test('a body is short when fewer bytes came than declared; responses without a body of their own are whole', () => {
+    assert.equal(documentOutcome(rec()).incomplete, null)
+    assert.equal(documentOutcome(rec({ received_bytes: 1024 })).incomplete, 'received 1,024 of 100,000 declared bytes')
+    // Compressed: the declared length counts encoded bytes, which arrive with the headers.
+    assert.equal(documentOutcome(rec({ content_encoding: 'gzip', received_bytes: 400_000, bytes: 100_300 })).incomplete, null)
+    assert.equal(documentOutcome(rec({ content_encoding: 'br', received_bytes: 9000, bytes: 2000 })).incomplete, 'received 2,000 of 100,000 declared bytes')
+    for (const whole of [{ status: 304 }, { status: 204 }, { from_cache: true }, { method: 'HEAD' }, { declared_bytes: null }]) {
+      assert.equal(documentOutcome(rec({ received_bytes: 0, bytes: 0, ...whole })).incomplete, null, JSON.stringify(whole))
+    }
+  })
+
+  test('a network error after the headers is incomplete; an abort or an error status is not', () => {
+    assert.match(documentOutcome(rec({ finished: false, failed: 'net::ERR_HTTP2_PROTOCOL_ERROR', received_bytes: 1024 })).incomplete,
+      /^network error after the headers \(net::ERR_HTTP2_PROTOCOL_ERROR\) at 1,024 bytes of the body$/)
+    assert.equal(documentOutcome(rec({ finished: false, failed: 'net::ERR_ABORTED', canceled: true })).incomplete, null)
+    assert.equal(documentOutcome(rec({ finished: false, status: 404, failed: 'net::ERR_HTTP_RESPONSE_CODE_FAILURE' })).incomplete, null)
+    assert.equal(documentOutcome(rec({ responded: false, finished: false, failed: 'net::ERR_QUIC_HANDSHAKE_FAILED' })).incomplete, null)
+  })
+
+  test('"H3 not supported" needs h3 mode, a forced origin, a QUIC error before any response and a known Alt-Svc without h3', () => {
+    const err = new PageLoadError('net::ERR_QUIC_HANDSHAKE_FAILED at https://a.test/', { url: 'https://a.test/' })
+    const doc = { url: 'https://a.test/', responded: false, failed: 'net::ERR_QUIC_HANDSHAKE_FAILED', incomplete: null }
+    const ctx = { mode: 'h3', forced: ['a.test:443'], altSvc: new Map([['https://a.test', null]]) }
+    assert.deepEqual(judgeFailure(err, doc, ctx), {
+      status: 'error', error: 'H3 not supported: https://a.test refused QUIC and advertises no Alt-Svc h3 (net::ERR_QUIC_HANDSHAKE_FAILED)', failure_kind: 'h3_unsupported'
+    })
+    const plain = { status: 'error', error: err.message }
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, altSvc: new Map([['https://a.test', 'h3=":443"; ma=86400']]) }), plain)
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, altSvc: new Map() }), plain, 'Alt-Svc unknown')
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, altSvc: null }), plain)
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, forced: ['b.test:443'] }), plain)
+    assert.deepEqual(judgeFailure(err, doc, { ...ctx, mode: 'h2' }), plain)
+    assert.deepEqual(judgeFailure(err, { ...doc, failed: 'net::ERR_NAME_NOT_RESOLVED' }, ctx), plain)
+    const timeout = new PageLoadError('load did not finish', { url: 'https://a.test/', status: 'timeout' })
+    assert.deepEqual(judgeFailure(timeout, doc, ctx), { status: 'timeout', error: 'load did not finish' })
+  })
+})
