@@ -18,8 +18,8 @@
 // All locations: per-location effects averaged with equal weight, the
 // bootstrap stratified by location; never a pool of raw samples whose
 // regional mix differs by arm.
-// Verdict of a cell: faster or slower only when the Benjamini–Hochberg
-// adjusted p-value over the tested cells of the view is ≤ 0.05, the 95%
+// Verdict of a cell: faster or slower only when its adjusted p-value (a
+// column screen, then Benjamini–Hochberg within the column) is ≤ 0.05, the 95%
 // interval excludes 0, |Δ| is at least the monitor's practical minimum
 // (default max(2% of H2, 1 ms)), and the percentile has its minimum number
 // of rounds (more for the tail). docs/STATISTICS.md explains, and
@@ -99,11 +99,22 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
   }))
   const all = allLocationsEntry(entries, percentiles)
 
-  // One family per view: every tested cell of the table, locations and all
-  // locations alike; then the location-level paired tests; then the failure
-  // asymmetry tests.
-  const cells = [...entries, all].flatMap((e) => e.rows.filter((r) => r.p_value !== null))
-  benjaminiHochberg(cells.map((c) => c.p_value)).forEach((p, i) => { cells[i].p_adjusted = p })
+  // The cells of the view are corrected in two levels: a column (a location,
+  // or all locations) may claim differences only when it passes a screen —
+  // the Simes test of its cells, Bonferroni over the columns — and then its
+  // cells are corrected with Benjamini–Hochberg. A column of identical arms
+  // thus stays quiet even when another column has real differences: one
+  // plain Benjamini–Hochberg over the whole table let a true H3 loss at one
+  // location lend a chance cell elsewhere a "faster" (bench/calibration.js,
+  // regional mix, intention to treat). Under identical arms everywhere any
+  // claim at all has probability ≤ FDR_Q.
+  const families = [...entries, all].map((e) => e.rows.filter((r) => r.p_value !== null)).filter((f) => f.length)
+  for (const family of families) {
+    const within = benjaminiHochberg(family.map((c) => c.p_value))
+    const simes = Math.min(...within.map((p) => p ?? 1))
+    family.forEach((c, i) => { c.p_adjusted = Math.min(1, Math.max(within[i] ?? 1, families.length * simes)) })
+  }
+  const cells = families.flat()
   for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
   const paired = [...entries, all].filter((e) => e.paired.p !== null)
   benjaminiHochberg(paired.map((e) => e.paired.p)).forEach((p, i) => { paired[i].paired.p_adjusted = p })
@@ -146,7 +157,7 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
     round_cap: `at most ${ROUND_CAP} rounds per location; above that an evenly spaced subsample over the window`,
     percentiles: 'percentile_cont of the samples of the rounds used (H2, H3 and Δ from the same rounds)',
     interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and window)`,
-    verdict: `faster or slower only when the Benjamini–Hochberg adjusted p-value over the view's ${'tested cells'} is ≤ ${FDR_Q}, the interval excludes 0, ` +
+    verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (its column passes a Simes screen, Bonferroni over the columns, then Benjamini–Hochberg within the column), the interval excludes 0, ` +
       `|Δ| ≥ max(${minEffect.pct}% of H2, ${minEffect.ms} ms), and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')})`,
     paired_test: 'Wilcoxon signed-rank on per-round differences (H3 − H2; a round\'s median for multi-sample probes), Hodges–Lehmann shift with its 95% interval',
     unpaired: 'Mann–Whitney U and Cliff\'s δ on the same samples, unpaired, for description',

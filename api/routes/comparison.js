@@ -79,7 +79,7 @@ export default async function comparisonRoutes (app) {
       ci_low_ms: { type: ['number', 'null'], description: 'Lower end of the 95% round-level bootstrap interval of the delta' },
       ci_high_ms: { type: ['number', 'null'] },
       p_value: { type: ['number', 'null'], description: 'Two-sided p-value of "delta is 0" from the bootstrap standard error; null when the cell is not tested' },
-      p_adjusted: { type: ['number', 'null'], description: 'Benjamini–Hochberg adjusted p-value over the tested cells of this view' },
+      p_adjusted: { type: ['number', 'null'], description: 'Adjusted p-value: max(Benjamini–Hochberg within the column, number of columns × the column\'s Simes p-value); the cell may claim a difference when it is ≤ 0.05' },
       rounds: { type: 'integer', description: 'Rounds the cell rests on (all locations: summed over the locations combined)' },
       min_rounds: { type: 'integer', description: 'Rounds this percentile needs before it is tested (more for the tail)' },
       min_effect_ms: { type: ['number', 'null'], description: 'The practical minimum |delta| for a verdict: max(min_effect.pct % of h2_ms, min_effect.ms)' },

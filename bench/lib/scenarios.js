@@ -111,7 +111,6 @@ export function calibrationScenarios ({ quick = false } = {}) {
       name: 'level shift inside the window, unequal failure',
       truth: 'identical arms',
       rounds: 1000,
-      selective: true,
       level: (i, n) => (i < n / 2 ? 1 : 1.5),
       fails: ({ mode, i, n, random }) => mode === 'h3' && i < n / 2 && random() < 0.3
     }),

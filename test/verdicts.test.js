@@ -1,0 +1,156 @@
+// The verdicts a user bets on, through the real import and comparison
+// endpoints over PostgreSQL: each way the old analysis claimed a difference
+// that did not exist (issue 10), and that real differences are still found.
+// The rates behind these single runs are in bench/calibration.js.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestApp } from './helpers/app.js'
+import { upsertLocation } from '../lib/locations.js'
+import { scenario, CALIBRATION_LOCATIONS } from '../bench/lib/scenarios.js'
+import { runScenario, flaggedCells } from '../bench/lib/calibrate.js'
+
+let t
+/** @type {import('../bench/lib/calibrate.js').Client} */
+let client
+before(async () => {
+  t = await createTestApp({ H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })
+  for (const l of CALIBRATION_LOCATIONS) await upsertLocation(t.db, { id: l.id, name: l.name, region: 'Calibration', kind: 'real', profile: {} })
+  client = async ({ method, url, body, type }) => {
+    const res = await t.app.inject({ method, url, payload: body, headers: type ? { 'content-type': type } : {} })
+    return { status: res.statusCode, text: res.body, json: () => res.json() }
+  }
+})
+after(async () => { await t.close() })
+
+const byLocation = (cmp, id) => cmp.locations.find((l) => l.location_id === id)
+
+test('identical arms over many rounds: no cell claims a difference (sketch intervals used to flag 18–52%)', async () => {
+  const s = scenario({ name: 'aa-large', truth: 'identical', rounds: 1500, sigmaPath: 0.3, sigmaArm: 0.5 })
+  const { comparisons: { matched } } = await runScenario(client, s, { seed: 1, analyses: ['matched'] })
+  assert.deepEqual(flaggedCells(matched), [])
+  assert.ok(matched.cells.tested >= 20, 'the tail is tested too at 1,500 rounds')
+  for (const id of s.locations) {
+    const l = byLocation(matched, id)
+    assert.equal(l.rounds.matched, 1500)
+    assert.equal(l.rounds.used, 1500)
+    assert.equal(l.verdict, 'no_clear_difference')
+    assert.equal(l.failure.verdict, 'no_clear_difference')
+    for (const r of l.rows) {
+      assert.ok(Math.abs(r.delta_ms - (r.h3_ms - r.h2_ms)) < 1e-9, 'H2, H3 and Δ come from one set of rounds')
+      if (r.p_value !== null) assert.ok(r.ci_low_ms <= r.delta_ms && r.delta_ms <= r.ci_high_ms)
+    }
+  }
+})
+
+test('H3 failing on the slowest paths is an H3 failure verdict, never a tail gain', async () => {
+  const s = scenario({ name: 'selective', truth: '', rounds: 800, fails: ({ mode, path }) => mode === 'h3' && path > 1.405 })
+  const { comparisons: { matched, itt } } = await runScenario(client, s, { seed: 2 })
+  assert.deepEqual(flaggedCells(matched).filter((c) => c.verdict === 'h3_faster'), [], 'the matched rounds are identical')
+  for (const id of s.locations) {
+    const l = byLocation(matched, id)
+    const lost = l.rounds.excluded.find((x) => x.h2 === 'ok' && x.h3 === 'failed')
+    assert.ok(lost.rounds > 30, JSON.stringify(l.rounds))
+    assert.equal(l.rounds.matched + lost.rounds, 800)
+    assert.equal(l.failure.verdict, 'h3_fails_more')
+    assert.equal(l.failure.h3_only, lost.rounds)
+    assert.ok(l.arms.h3.failure_rate.lo > 0.04 && l.arms.h3.failure_rate.hi < 0.14, JSON.stringify(l.arms.h3.failure_rate))
+    assert.equal(l.arms.h2.failure_rate.rate, 0)
+  }
+  // Intention to treat counts each lost load at the timeout: the tail is slower.
+  assert.deepEqual(flaggedCells(itt).filter((c) => c.verdict === 'h3_faster'), [])
+  const ittAll = byLocation(itt, null)
+  assert.equal(ittAll.rows.find((r) => r.percentile === 95).verdict, 'h3_slower')
+  assert.equal(ittAll.rows.find((r) => r.percentile === 95).h3_ms, 30000)
+})
+
+test('all locations is stratified: a regional mix with unequal H3 failure is not an H3 gain', async () => {
+  const s = scenario({ name: 'regional', truth: '', rounds: 600, fails: ({ mode, location, random }) => mode === 'h3' && location === 'cal-c' && random() < 0.6 })
+  const { comparisons: { matched, itt } } = await runScenario(client, s, { seed: 3 })
+  const all = byLocation(matched, null)
+  assert.equal(all.stratified, true)
+  assert.deepEqual(flaggedCells(matched), [])
+  for (const r of all.rows.filter((x) => x.p_value !== null)) {
+    assert.deepEqual(r.locations, s.locations)
+    const mean = s.locations.reduce((sum, id) => sum + byLocation(matched, id).rows.find((x) => x.percentile === r.percentile).delta_ms, 0) / 3
+    assert.ok(Math.abs(r.delta_ms - mean) < 1e-6, 'equal weights, not a pool of samples')
+  }
+  assert.equal(byLocation(matched, 'cal-c').failure.verdict, 'h3_fails_more')
+  assert.equal(byLocation(matched, 'cal-a').failure.verdict, 'no_clear_difference')
+  assert.deepEqual(flaggedCells(itt).filter((c) => c.verdict === 'h3_faster'), [])
+})
+
+test('the parallel probe resamples a round\'s requests together', async () => {
+  const s = scenario({ name: 'parallel', truth: '', rounds: 300, probe: 'parallel', samplesPerRound: 5, sigmaPath: 0.4, sigmaArm: 0.1 })
+  const { comparisons: { matched } } = await runScenario(client, s, { seed: 4, analyses: ['matched'] })
+  assert.equal(matched.probe, 'parallel')
+  assert.deepEqual(flaggedCells(matched), [])
+  const a = byLocation(matched, 'cal-a')
+  assert.equal(a.rounds.used, 300)
+  assert.equal(a.n_h2, 1500, 'five requests a round')
+})
+
+test('a level shift inside the window with unequal failure: one set of rounds, no claim', async () => {
+  const s = scenario({ name: 'level', truth: '', rounds: 1000, level: (i, n) => (i < n / 2 ? 1 : 1.5), fails: ({ mode, i, n, random }) => mode === 'h3' && i < n / 2 && random() < 0.3 })
+  const { comparisons: { matched } } = await runScenario(client, s, { seed: 5, analyses: ['matched'] })
+  assert.deepEqual(flaggedCells(matched), [])
+  for (const id of s.locations) {
+    const l = byLocation(matched, id)
+    assert.equal(l.n_h2, l.n_h3, 'both arms from the same rounds')
+    assert.equal(l.n_h2, l.rounds.matched)
+  }
+})
+
+test('a true 10% H3 gain at 500 rounds is found, with its size, and a trivial one is not a verdict', async () => {
+  const gain = scenario({ name: 'gain', truth: '', rounds: 500, gain: 0.1 })
+  const { comparisons: { matched } } = await runScenario(client, gain, { seed: 6, analyses: ['matched'] })
+  for (const id of [...gain.locations, null]) {
+    const l = byLocation(matched, id)
+    const p50 = l.rows.find((r) => r.percentile === 50)
+    assert.equal(p50.verdict, 'h3_faster', JSON.stringify(p50))
+    assert.ok(p50.delta_pct > -16 && p50.delta_pct < -4, `${p50.delta_pct}`)
+    assert.equal(l.verdict, 'h3_faster')
+    assert.equal(l.rows.find((r) => r.percentile === 99).verdict, 'insufficient_data', 'p99 needs 1,000 rounds')
+  }
+  // 0.5% faster with almost no noise: significant, but below the practical
+  // minimum of 2% — unless the monitor lowers it.
+  const tiny = scenario({ name: 'tiny', truth: '', rounds: 400, gain: 0.005, sigmaPath: 0.01, sigmaArm: 0.002 })
+  const run = await runScenario(client, tiny, { seed: 7, analyses: ['matched'] })
+  const p50 = byLocation(run.comparisons.matched, 'cal-b').rows.find((r) => r.percentile === 50)
+  assert.ok(p50.p_adjusted < 0.001 && p50.ci_high_ms < 0, JSON.stringify(p50))
+  assert.equal(p50.verdict, 'no_clear_difference')
+  assert.match(p50.reason, /below the practical minimum of 3\.2 ms/)
+  const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${run.monitorId}`, payload: { min_effect_pct: 0.2, min_effect_ms: 0 } })
+  assert.equal(patched.statusCode, 200, patched.body)
+  const again = (await t.app.inject({ url: `/api/v1/monitors/${run.monitorId}/comparison?${new URLSearchParams({ from: run.comparisons.matched.from, to: run.comparisons.matched.to, percentiles: '50' })}` })).json()
+  assert.deepEqual(again.min_effect, { pct: 0.2, ms: 0 })
+  assert.equal(byLocation(again, 'cal-b').rows[0].verdict, 'h3_faster')
+})
+
+test('an origin that refuses QUIC reads "H3 not supported", not an error rate', async () => {
+  const s = scenario({ name: 'no-h3', truth: '', rounds: 30, locations: [CALIBRATION_LOCATIONS[0]] })
+  const m = (await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://no-h3.h3lens.test/', locations: ['cal-a'], interval_s: 60, paused: true } })).json()
+  const start = Date.now() - 3600e3
+  const lines = [...s.rows(1, start, 60e3)].map((r) => JSON.stringify(r.mode === 'h3'
+    ? { ...r, status: 'error', observed_protocol: null, ttfb_ms: null, error: 'H3 not supported: https://no-h3.h3lens.test:443 refused QUIC and advertises no Alt-Svc h3 (net::ERR_QUIC_HANDSHAKE_FAILED)', details: { failure_kind: 'h3_unsupported' } }
+    : r))
+  const imported = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, payload: lines.join('\n'), headers: { 'content-type': 'application/x-ndjson' } })
+  assert.equal(imported.statusCode, 200, imported.body)
+  const cmp = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?from=${new Date(start - 600e3).toISOString()}` })).json()
+  const l = byLocation(cmp, 'cal-a')
+  assert.equal(l.h3_supported, false)
+  assert.equal(l.verdict, 'h3_not_supported')
+  assert.equal(l.failure.verdict, 'h3_not_supported')
+  assert.match(l.reason, /H3 not supported/)
+  assert.equal(l.arms.h3.unsupported, 30)
+  assert.deepEqual(l.rounds.excluded, [{ h2: 'ok', h3: 'unsupported', rounds: 30 }])
+})
+
+test('an A/A monitor compares its two arms like H2 and H3, and claims nothing', async () => {
+  const s = scenario({ name: 'aa-monitor', truth: '', rounds: 400 })
+  const rowsAsH2 = { ...s, rows: function * (seed, start, step) { for (const r of s.rows(seed, start, step)) yield { ...r, observed_protocol: 'h2' } } }
+  const { comparisons: { matched } } = await runScenario(client, rowsAsH2, { seed: 8, analyses: ['matched'], monitor: { aa_protocol: 'h2' } })
+  assert.equal(matched.aa_protocol, 'h2')
+  assert.equal(byLocation(matched, 'cal-a').rounds.matched, 400, 'both arms over h2 count as loaded with their protocol')
+  assert.equal(matched.cells.flagged, 0)
+  assert.ok(matched.cells.tested > 0)
+})
