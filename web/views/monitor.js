@@ -28,7 +28,13 @@ export async function render (ctx) {
   const nameOf = (lid) => names.get(lid)?.name ?? lid
   const label = metricLabel(metric)
 
-  const compare = section(`${label}: HTTP/3 against HTTP/2 by percentile`, { id: 'comparison', actions: analysisPicker(analysis), intro: 'Δ = H3 − H2, so negative means HTTP/3 is faster. Every number of a location comes from the same rounds: both arms of a round ran there moments apart.' })
+  // An A/A calibration monitor runs one protocol in both arms (A and B).
+  const aa = monitor.aa_protocol ?? null
+  const compare = section(aa ? `${label}: arm B against arm A by percentile (A/A, both ${aa})` : `${label}: HTTP/3 against HTTP/2 by percentile`, {
+    id: 'comparison',
+    actions: analysisPicker(analysis),
+    intro: `${aa ? 'Δ = B − A, so negative means arm B was faster.' : 'Δ = H3 − H2, so negative means HTTP/3 is faster.'} Every number of a location comes from the same rounds: both arms of a round ran there moments apart.`
+  })
   const trends = section(`${label} over time: p50 and p95`, { id: 'trends', actions: [protocolKey(true), bucketPicker(bucket)] })
   const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false) })
   const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails more often than the other in the same rounds.', flush: true })
