@@ -122,7 +122,8 @@ function headline (c) {
   }
   if (all?.h3_supported === false) return h('p', { class: 'headline muted' }, 'H3 not supported: the origin refused QUIC and advertises no Alt-Svc h3, so there is no HTTP/3 to compare.')
   const failure = all?.failure?.verdict === 'h3_fails_more' || all?.failure?.verdict === 'h3_fails_less'
-    ? h('span', { class: `v-text ${all.failure.verdict === 'h3_fails_more' ? 'slower' : 'faster'}` }, ` ${failureSentence(all, names).text}.`)
+    ? [h('span', { class: `v-text ${all.failure.verdict === 'h3_fails_more' ? 'slower' : 'faster'}` }, ` ${failureSentence(all, names).text}.`),
+        c.analysis === 'itt' ? null : h('span', { class: 'muted' }, ' Those rounds are left out above; “Intention to treat” counts them.')]
     : null
   if (!all || all.rows.every((r) => r.verdict === 'insufficient_data')) {
     return h('p', { class: 'headline muted' }, all?.reason ? `Not enough data yet: ${all.reason}.` : 'Not enough data yet: no percentile has the matched rounds it needs.', failure)
