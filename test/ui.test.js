@@ -1,5 +1,7 @@
 // The dashboard in real Chromium, against the real API over a database that
-// holds three hours of realistic results: what a user sees and can do.
+// holds six hours of realistic results (72 rounds per location; on the lossy
+// Asia path one H3 load in six times out; one origin refuses QUIC): what a
+// user sees and can do.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -18,7 +20,7 @@ const apiGet = (path) => fetch(`${server.url}${path}`, { headers: { authorizatio
 
 before(async () => {
   database = await createTestDatabase()
-  seeded = await seedDemo(database.pool, { hours: 3, stepMinutes: 5 })
+  seeded = await seedDemo(database.pool, { hours: 6, stepMinutes: 5 })
   server = await startDashboard(database.pool)
   chromium = await launchBrowser()
 })
@@ -70,16 +72,27 @@ function inkOf (page, selector, cssVar) {
   }, cssVar)
 }
 
-test('the overview shows a verdict for every monitor and location', async () => {
+test('the overview shows a verdict for every monitor and location, with failure and H3-not-supported badges', async () => {
   const { page, done } = await open('#/')
   const monitors = await page.$$eval('.heat tbody tr', (rows) => rows.map((r) => r.querySelector('th a')?.textContent))
-  assert.deepEqual(monitors, ['Lab page-15k', 'Lab page-1m', 'Lab page-many', 'example.com'])
+  assert.deepEqual(monitors, ['Lab page-15k', 'Lab page-1m', 'Lab page-many', 'Lab h2-only origin', 'example.com'])
   const chips = await page.$$eval('.heat .chip', (els) => els.map((e) => e.textContent))
   // 3 measured monitors × (4 locations + all) × (p50, p95)
   assert.equal(chips.length, 30)
-  for (const c of chips) assert.match(c, /^p(50|95).*\d+(\.\d)?%/)
-  assert.match(await page.$eval('.heat tbody tr:last-child', (r) => r.textContent), /Not enough data/)
+  // 72 rounds: p50 (needs 20) is tested, p95 (needs 200) is not.
+  for (const c of chips.filter((c) => c.startsWith('p50'))) assert.match(c, /^p50.*\d+(\.\d)?%/)
+  for (const c of chips.filter((c) => c.startsWith('p95'))) assert.match(c, /^p95.*few rounds/)
+  const row = (label) => page.$$eval('.heat tbody tr', (rows, l) => rows.find((r) => r.querySelector('th a')?.textContent === l).textContent, label)
+  assert.match(await row('example.com'), /Not enough data.*no rounds yet/)
+  const h2Only = await row('Lab h2-only origin')
+  assert.equal(h2Only.match(/H3 not supported/g)?.length, 3, 'all locations, Europe and North America')
+  assert.doesNotMatch(h2Only, /errors/, 'a refused QUIC handshake is not an error rate')
+  assert.match(await row('Lab page-1m'), /H3 fails more: \d+ vs \d+/)
   assert.match(await page.$eval('.heat', (t) => t.textContent), /fallback/, 'fallback badge for the lossy location')
+  const legend = await page.$eval('.legend-block', (e) => e.textContent)
+  assert.match(legend, /No clear difference/)
+  assert.match(legend, /Benjamini–Hochberg/)
+  assert.match(await page.$eval('.stats', (e) => e.textContent), /no clear difference/)
   await done()
 })
 
@@ -146,29 +159,187 @@ test('bad input shows the error next to its field', async () => {
   await done()
 })
 
-test('the monitor page fills the comparison table with numbers', async () => {
-  const id = seeded.monitors[0].id
+/** The comparison table as the user reads it: head and cells by column name. */
+function readTable (page) {
+  return page.$eval('#comparison table.compare', (t) => {
+    const names = [...t.querySelectorAll('thead th .loc-name')].map((e) => e.firstChild.textContent)
+    const heads = Object.fromEntries([...t.querySelectorAll('thead th:not(.pcol)')].map((th, i) => [names[i], th.textContent]))
+    const cells = {}
+    for (const tr of t.querySelectorAll('tbody tr')) {
+      const p = tr.querySelector('th').textContent
+      const tds = [...tr.querySelectorAll('td')]
+      // Columns covered by a rowspan have no cell in later rows.
+      if (tds.length !== names.length) continue
+      tds.forEach((td, i) => { cells[`${names[i]} ${p}`] = { text: td.textContent, cls: td.className } })
+    }
+    const foot = [...t.querySelectorAll('tfoot tr')].map((tr) => [...tr.children].map((c) => c.textContent))
+    return { analysis: t.dataset.analysis, names, heads, cells, foot }
+  })
+}
+
+test('the monitor page shows the rounds behind each location, the verdict of every cell and why it is not one', async () => {
+  const id = seeded.monitors[1].id
   const { page, done } = await open(`#/monitors/${id}?window=24h&metric=ttfb`)
   await page.waitForSelector('#comparison table.compare')
   const rows = await page.$$eval('.compare tbody tr', (trs) => trs.map((tr) => tr.querySelector('th').textContent))
   assert.deepEqual(rows, ['p25', 'p50', 'p75', 'p90', 'p95', 'p99'])
-  const heads = await page.$$eval('.compare thead th .loc-name', (ths) => ths.map((t) => t.textContent))
-  assert.equal(heads[0], 'All locations')
-  assert.equal(heads.length, 5)
-  const cells = await page.$$eval('.compare td.cmp-cell', (tds) => tds.map((td) => td.textContent))
-  assert.equal(cells.length, 6 * 5)
-  for (const text of cells) {
-    assert.match(text, /[−+]?\d+(\.\d)? ms/, text)
-    assert.match(text, /H2 \d+(\.\d)? ms/, text)
-    assert.match(text, /95% CI /, text)
-    assert.doesNotMatch(text, /—/, text)
+  const t = await readTable(page)
+  assert.equal(t.analysis, 'matched')
+  assert.deepEqual(t.names, ['All locations', 'Local (unshaped loopback)', 'Lab North America', 'Lab Europe', 'Lab Asia'])
+  assert.match(t.heads['All locations'], /stratified: equal-weight average of 4 locations/)
+  assert.match(t.heads['All locations'], /\d+ matched rounds of 288/)
+  // Asia: one H3 load in six timed out; those rounds are out of both arms.
+  assert.match(t.heads['Lab Asia'], /(\d+) matched rounds of 72(\d+) excluded: (\d+ H3 failed)/)
+  const [, matched, excluded] = t.heads['Lab Asia'].match(/(\d+) matched rounds of 72(\d+) excluded/)
+  assert.equal(Number(matched) + Number(excluded), 72)
+
+  for (const name of t.names) {
+    for (const p of ['p25', 'p50', 'p75']) {
+      const c = t.cells[`${name} ${p}`]
+      assert.match(c.text, /H2 \d+(\.\d)? ms.*H3 \d+(\.\d)? ms/, `${name} ${p}: ${c.text}`)
+      assert.match(c.text, /95% CI [−+]?\d/, `${name} ${p}`)
+      assert.match(c.text, /H3 faster|H3 slower|No clear difference/, `${name} ${p}`)
+      // The colour says what the words say.
+      const verdict = c.text.match(/H3 faster|H3 slower|No clear difference/)[0]
+      assert.match(c.cls, { 'H3 faster': /v-faster/, 'H3 slower': /v-slower/, 'No clear difference': /v-same/ }[verdict], `${name} ${p}`)
+      if (verdict === 'No clear difference') assert.match(c.text, /interval includes 0|not significant after correction|below the .* minimum/, `${name} ${p} says why`)
+    }
+    for (const p of ['p90', 'p95', 'p99']) {
+      const c = t.cells[`${name} ${p}`]
+      if (!c) continue
+      assert.match(c.cls, /v-none/, `${name} ${p} is hatched`)
+      assert.match(c.text, /Not enough data/)
+      assert.doesNotMatch(c.text, /95% CI/, 'an untested cell has no interval')
+    }
   }
-  // Coloured by verdict: H3 is faster on the high-RTT lab paths.
-  assert.ok(await page.$$eval('.compare td.v-faster', (tds) => tds.length) >= 6)
-  assert.match(await page.$eval('#rates', (s) => s.textContent), /Lab Asia/)
+  assert.match(t.cells['Lab Asia p99'].text, /p99 needs at least 1,000 rounds; have \d+/)
+  assert.match(t.cells['All locations p95'].text, /no location has the 200 rounds p95 needs/)
+  // H3 is faster on the high-RTT lab paths.
+  assert.ok(await page.$$eval('.compare td.v-faster', (tds) => tds.length) >= 9)
+
+  const [paired, unpaired] = t.foot
+  assert.equal(paired[0], 'Paired')
+  assert.match(paired[4], /shift [−+]\d+ ms \(95% [−+]\d+ ms … [−+]\d+ ms\) · Wilcoxon p [<=] [\d.]+ · H3 faster/)
+  assert.match(paired[1], /Stouffer/)
+  assert.equal(unpaired[0], 'Unpaired')
+  assert.match(unpaired[4], /Cliff's δ −?\d\.\d\d · Mann–Whitney p [<=] [\d.]+ \(unpaired\)/)
+
+  const legend = await page.$eval('#comparison .legend-block', (e) => e.textContent)
+  assert.match(legend, /H3 faster.*H3 slower.*No clear difference.*Not enough data/)
+  assert.match(legend, /Green or red only when the 95% interval of Δ, corrected for the \d+ cells tested in this view \(Benjamini–Hochberg\), excludes 0 and \|Δ\| is at least max\(2% of H2, 1 ms\)/)
+  assert.match(legend, /p99 1,000/)
+  assert.match(await page.$eval('#comparison .headline', (e) => e.textContent), /HTTP\/3 is \d+% faster at p50.*not yet measurable at p95.*H3 fails more often than H2/)
+
   const runs = await page.$$eval('#runs tbody tr a', (as) => as.map((a) => a.getAttribute('href')))
   assert.ok(runs.length > 0 && runs.every((h) => /^#\/results\/\d+/.test(h)))
   await done()
+})
+
+test('failures are data: rates with intervals per arm and the paired failure verdict', async () => {
+  const id = seeded.monitors[1].id
+  const cmp = await (await apiGet(`/api/v1/monitors/${id}/comparison?metric=ttfb`)).json()
+  const asia = cmp.locations.find((l) => l.location_id === 'lab-asia')
+  const { page, done } = await open(`#/monitors/${id}?window=24h&metric=ttfb`)
+  await page.waitForSelector('#rates table')
+  const rows = await page.$$eval('#rates tbody tr', (trs) => Object.fromEntries(trs.map((tr) => [tr.dataset.location, {
+    cells: [...tr.children].map((c) => c.textContent),
+    verdict: tr.querySelector('.failure-verdict').dataset.verdict
+  }])))
+  assert.deepEqual(Object.keys(rows), ['local', 'lab-na', 'lab-eu', 'lab-asia', 'all'])
+  const [name, rounds, h2Failed, h3Failed] = rows['lab-asia'].cells
+  assert.equal(name, 'Lab Asia')
+  assert.equal(rounds, '72')
+  assert.match(h3Failed, /^\d+(\.\d+)?% \(\d+(\.\d+)?–\d+(\.\d+)?%\) \d+ of 72$/, h3Failed)
+  assert.match(h3Failed, new RegExp(` ${asia.arms.h3.failed} of 72$`))
+  assert.match(h2Failed, /^0 \(≤ /)
+  assert.equal(rows['lab-asia'].verdict, 'h3_fails_more')
+  assert.match(rows['lab-asia'].cells[6], new RegExp(`^H3 fails more often than H2: ${asia.failure.h3_only} vs ${asia.failure.h2_only} rounds, p [=<] 0\\.\\d+$`))
+  assert.equal(rows['lab-eu'].verdict, 'no_clear_difference')
+  await done()
+
+  // An origin that refuses QUIC: "H3 not supported", not an error rate or "Not enough data".
+  const other = await open(`#/monitors/${seeded.h2Only.id}?window=24h&metric=ttfb`)
+  await other.page.waitForSelector('#comparison table.compare')
+  const heads = await other.page.$$eval('.compare thead th .loc-name', (ths) => ths.map((t) => t.textContent))
+  assert.deepEqual(heads, ['All locationsH3 not supported', 'Lab EuropeH3 not supported', 'Lab North AmericaH3 not supported'])
+  const body = await other.page.$eval('.compare tbody', (e) => e.textContent)
+  assert.match(body, /H3 not supported.*refused QUIC/)
+  assert.doesNotMatch(body, /Not enough data/)
+  assert.match(await other.page.$eval('#comparison .headline', (e) => e.textContent), /H3 not supported/)
+  const verdicts = await other.page.$$eval('#rates .failure-verdict', (tds) => tds.map((td) => td.textContent))
+  assert.ok(verdicts.length === 3 && verdicts.every((v) => /^H3 not supported/.test(v)), verdicts.join(' | '))
+  await other.done()
+})
+
+test('the analysis toggle re-queries with intention to treat and keeps it in the URL', async () => {
+  const id = seeded.monitors[1].id
+  const { page, done } = await open(`#/monitors/${id}?window=24h&metric=ttfb`)
+  await page.waitForSelector('#comparison table.compare')
+  assert.equal(await page.$eval('#analysis-matched', (i) => i.checked), true)
+  assert.match(await page.$eval('#analysis-note', (e) => e.textContent), /^Matched rounds: Only rounds in which both arms loaded/)
+  const before = await readTable(page)
+
+  const asked = []
+  page.on('request', (req) => { if (req.url().includes('/comparison?')) asked.push(new URL(req.url()).searchParams.get('analysis')) })
+  await page.click('label[for="analysis-itt"]')
+  await page.waitForFunction(() => location.hash.includes('analysis=itt'))
+  await page.waitForSelector('#comparison table.compare[data-analysis="itt"]')
+  await settled(page)
+  assert.deepEqual(asked, ['itt'])
+  assert.match(await page.evaluate(() => location.hash), /window=24h.*metric=ttfb|metric=ttfb.*window=24h/, 'the other parameters stay')
+  assert.match(await page.$eval('#analysis-note', (e) => e.textContent), /^Intention to treat: Every round in which both arms ran; a failed load counts at the page timeout/)
+
+  const after = await readTable(page)
+  // Every Asia round counts now; the timed-out H3 loads at the 30 s timeout.
+  assert.match(after.heads['Lab Asia'], /72 rounds of 72incl\. \d+ where an arm did not load \(failures at the timeout\): \d+ H3 failed/)
+  assert.match(after.cells['Lab Asia p90'].text, /H3 30\.0 s/)
+  assert.doesNotMatch(before.cells['Lab Asia p90'].text, /30\.0 s/)
+  assert.notEqual(after.heads['All locations'], before.heads['All locations'])
+
+  // The numbers on screen are the API's intention-to-treat numbers.
+  const itt = await (await apiGet(`/api/v1/monitors/${id}/comparison?metric=ttfb&analysis=itt&from=${encodeURIComponent(new Date(Date.now() - 86400e3).toISOString())}`)).json()
+  const p50 = itt.locations.find((l) => l.location_id === 'lab-asia').rows.find((r) => r.percentile === 50)
+  assert.match(after.cells['Lab Asia p50'].text, new RegExp(`H3 ${Math.round(p50.h3_ms)} ms`))
+
+  // A reload keeps the choice, and links carry it along.
+  await page.reload({ waitUntil: 'networkidle0' })
+  await settled(page)
+  assert.equal(await page.$eval('#analysis-itt', (i) => i.checked), true)
+  assert.match(await page.$eval('.crumbs a', (a) => a.getAttribute('href')), /analysis=itt/)
+  await page.click('label[for="analysis-matched"]')
+  await page.waitForSelector('#comparison table.compare[data-analysis="matched"]')
+  await done()
+})
+
+test('an A/A calibration monitor labels its arms A and B and the overview shows its share of flagged cells', async () => {
+  // Monitors cannot be made A/A through the API yet; the comparison response
+  // of one monitor is marked as A/A (aa_protocol) on its way to the page.
+  const id = seeded.monitors[0].id
+  const page = await chromium.browser.newPage()
+  const errors = collectPageErrors(page)
+  await useApiKey(page, seeded.apiKey)
+  await page.setRequestInterception(true)
+  page.on('request', async (req) => {
+    if (!req.url().includes(`/api/v1/monitors/${id}/comparison?`)) return req.continue()
+    const body = await (await fetch(req.url(), { headers: req.headers() })).json()
+    return req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ ...body, aa_protocol: 'h2' }) })
+  })
+  await page.goto(`${server.url}/#/monitors/${id}?window=24h&metric=ttfb`, { waitUntil: 'networkidle0' })
+  await settled(page)
+  const cell = await page.$eval('.compare tbody td.cmp-cell', (td) => td.textContent)
+  assert.match(cell, /A \(h2\) \d+(\.\d)? ms.*B \(h2\) \d+(\.\d)? ms/)
+  assert.doesNotMatch(await page.$eval('.compare tbody', (e) => e.textContent), /H2 \d|H3 \d|H3 faster|H3 slower/)
+  assert.match(await page.$eval('#comparison .headline', (e) => e.textContent), /A\/A calibration monitor.*\d+ of \d+ cells tested are flagged/)
+  assert.match(await page.$eval('#rates thead', (e) => e.textContent), /A \(h2\) failed.*B \(h2\) failed/)
+
+  await page.evaluate(() => { location.hash = '#/?window=24h&metric=ttfb' })
+  await settled(page)
+  const row = await page.$$eval('.heat tbody tr', (rows) => rows.find((r) => r.querySelector('th a')?.textContent === 'Lab page-15k').textContent)
+  assert.match(row, /A\/A h2/)
+  assert.equal(row.match(/calibration: \d+(\.\d)?% of cells flagged/g)?.length, 5, 'all locations and each of the 4')
+  assert.doesNotMatch(row, /p50/, 'no H3 faster/slower chips for an A/A monitor')
+  await page.close()
+  assert.deepEqual(errors, [])
 })
 
 test('trend and CDF charts draw the data', async () => {
@@ -294,7 +465,7 @@ test('every page works under a strict Content-Security-Policy', async () => {
   })
   await page.goto(`${server.url}/#/`, { waitUntil: 'networkidle0' })
   await settled(page)
-  for (const hash of [`#/monitors/${seeded.monitors[0].id}`, `#/results/${seeded.latestResultId}`, '#/new', '#/locations', '#/']) {
+  for (const hash of [`#/monitors/${seeded.monitors[0].id}?analysis=itt`, `#/monitors/${seeded.h2Only.id}`, `#/results/${seeded.latestResultId}`, '#/new', '#/locations', '#/']) {
     await page.evaluate((h) => { location.hash = h }, hash)
     await settled(page)
     if (hash.startsWith('#/monitors')) await page.waitForSelector('#cdf canvas')

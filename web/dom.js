@@ -33,6 +33,8 @@ export const srOnly = (text) => h('span', { class: 'sr-only' }, text)
 
 export function ms (v, { signed = false } = {}) {
   if (v === null || v === undefined || !Number.isFinite(v)) return '—'
+  // Below the last digit shown it is zero, not "−0.0 ms".
+  if (Math.abs(v) < 0.05) v = 0
   const sign = signed && v > 0 ? '+' : v < 0 ? '−' : ''
   const a = Math.abs(v)
   if (a >= 10000) return `${sign}${(a / 1000).toFixed(1)} s`
@@ -90,8 +92,9 @@ export const timeEl = (iso, text) => h('time', { datetime: iso, title: new Date(
 export const VERDICT = {
   h3_faster: { label: 'H3 faster', short: 'faster', glyph: '▼', cls: 'v-faster' },
   h3_slower: { label: 'H3 slower', short: 'slower', glyph: '▲', cls: 'v-slower' },
-  no_significant_difference: { label: 'No significant difference', short: 'no diff.', glyph: '=', cls: 'v-same' },
-  insufficient_data: { label: 'Not enough data', short: 'no data', glyph: '·', cls: 'v-none' }
+  no_clear_difference: { label: 'No clear difference', short: 'no clear diff.', glyph: '=', cls: 'v-same' },
+  insufficient_data: { label: 'Not enough data', short: 'no data', glyph: '·', cls: 'v-none' },
+  h3_not_supported: { label: 'H3 not supported', short: 'no H3', glyph: '✕', cls: 'v-unsupported' }
 }
 
 /** Verdict class, stronger shade when the effect is large (|Δ| ≥ 15%). */
@@ -99,6 +102,41 @@ export function verdictClass (verdict, deltaPct) {
   const v = VERDICT[verdict] ?? VERDICT.insufficient_data
   const strong = (verdict === 'h3_faster' || verdict === 'h3_slower') && Math.abs(deltaPct ?? 0) >= 15
   return `${v.cls}${strong ? ' strong' : ''}`
+}
+
+/**
+ * What to call the two arms of a comparison: H2 and H3, or for an A/A
+ * calibration monitor (both arms load with one protocol) "A (h2)" and "B (h2)".
+ * @param {{ aa_protocol?: string | null }} [cmp]
+ */
+export function armNames (cmp) {
+  const aa = cmp?.aa_protocol
+  if (!aa) return { aa: null, h2: 'H2', h3: 'H3', verdict: (v) => (VERDICT[v] ?? VERDICT.insufficient_data).label }
+  const names = { h3_faster: 'B faster', h3_slower: 'B slower' }
+  return { aa, h2: `A (${aa})`, h3: `B (${aa})`, verdict: (v) => names[v] ?? (VERDICT[v] ?? VERDICT.insufficient_data).label }
+}
+
+/** A whole number with thousands separators: 1,000. */
+export const count = (n) => (n === null || n === undefined ? '—' : Number(n).toLocaleString('en-US'))
+
+/** "p = 0.003", "p < 0.001". */
+export function pValue (p) {
+  if (p === null || p === undefined || !Number.isFinite(p)) return 'p —'
+  if (p < 0.001) return 'p < 0.001'
+  return `p = ${p >= 0.1 ? p.toFixed(2) : p.toFixed(3)}`
+}
+
+/** A signed interval of milliseconds: "−12 ms … −3.1 ms". */
+export function msInterval (lo, hi) {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return '—'
+  return `${ms(lo, { signed: true })} … ${ms(hi, { signed: true })}`
+}
+
+/** A share with its 95% interval: "3.1% (1.2–6.0%)". */
+export function shareInterval (x) {
+  if (!x || x.rate === null || x.rate === undefined) return '—'
+  if (x.lo === null || x.lo === undefined) return share(x.rate)
+  return `${share(x.rate)} (${share(x.lo).replace('%', '')}–${share(x.hi)})`
 }
 
 // ---- Designed states: loading, empty, error. Never a blank page. ----
@@ -133,7 +171,7 @@ export function section (title, { id, actions, intro, flush = false } = {}) {
   const body = h('div', { class: `section-body${flush ? ' flush' : ''}` }, skeleton())
   const el = h('section', { class: 'panel', id, 'aria-labelledby': id ? `${id}-title` : null },
     h('div', { class: 'panel-head' }, h('h2', { id: id ? `${id}-title` : null }, title), actions ? h('div', { class: 'panel-actions' }, actions) : null),
-    intro ? h('p', { class: 'panel-intro' }, intro) : null,
+    intro ? h(typeof intro === 'string' ? 'p' : 'div', { class: 'panel-intro' }, intro) : null,
     body)
   return { el, body, fill: (...nodes) => body.replaceChildren(...nodes.flat()) }
 }

@@ -14,8 +14,15 @@ export const METRICS = Object.freeze([
 ])
 export const DEFAULT_METRIC = 'ttfb'
 
+// Which rounds a comparison uses (GET /monitors/:id/comparison?analysis=).
+export const ANALYSES = Object.freeze([
+  { id: 'matched', label: 'Matched rounds', long: 'Only rounds in which both arms loaded with the protocol they were forced to; failures and fallbacks are counted and tested on their own below.' },
+  { id: 'itt', label: 'Intention to treat', long: 'Every round in which both arms ran; a failed load counts at the page timeout, so losing the slowest loads can never look like a gain.' }
+])
+export const DEFAULT_ANALYSIS = 'matched'
+
 // Kept when following a link to another page, so the window travels along.
-const STICKY = ['window', 'from', 'to', 'metric']
+const STICKY = ['window', 'from', 'to', 'metric', 'analysis']
 
 /** @param {string} [hash] */
 export function parseHash (hash = location.hash) {
@@ -105,6 +112,12 @@ export const BUCKET_NAMES = Object.keys(BUCKETS)
 export function metricOf (params) {
   const m = params.get('metric')
   return METRICS.some((x) => x.id === m) ? m : DEFAULT_METRIC
+}
+
+/** @param {URLSearchParams} params */
+export function analysisOf (params) {
+  const a = params.get('analysis')
+  return ANALYSES.some((x) => x.id === a) ? a : DEFAULT_ANALYSIS
 }
 
 export const metricLabel = (id) => METRICS.find((m) => m.id === id)?.label ?? id

@@ -145,6 +145,8 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   for (const page of PAGES) {
     monitors.push(await createMonitor(db, { url: `https://lab.h3lens.test:${labPort}/${page.file}`, label: page.label, interval_s: stepMinutes * 60, locations: locations.map((l) => l.id) }))
   }
+  // An origin that serves HTTP/2 only: every H3 attempt meets a refused QUIC handshake.
+  const h2Only = await createMonitor(db, { url: `https://lab.h3lens.test:${labPort + 1}/page-15k.html`, label: 'Lab h2-only origin', interval_s: stepMinutes * 60, locations: ['lab-eu', 'lab-na'] })
   // A monitor added moments ago: nothing measured yet.
   const fresh = await createMonitor(db, { url: 'https://example.com/', label: 'example.com', interval_s: 300, locations: ['lab-eu', 'lab-na'] })
   const step = stepMinutes * 60e3
@@ -153,8 +155,11 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   const jobs = []
   for (const [m, monitor] of monitors.entries()) {
     for (const loc of locations) {
-      for (let k = rounds; k >= 1; k--) jobs.push({ monitor, page: PAGES[m], loc, due: new Date(end - k * step + m * 7000) })
+      for (let k = rounds; k >= 1; k--) jobs.push({ monitor, page: PAGES[m], loc, k, due: new Date(end - k * step + m * 7000) })
     }
+  }
+  for (const loc of locations.filter((l) => h2Only.locations.includes(l.id))) {
+    for (let k = rounds; k >= 1; k--) jobs.push({ monitor: h2Only, page: PAGES[0], loc, k, unsupported: true, due: new Date(end - k * step + 21000) })
   }
   const { rows } = await db.query(
     `INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, finished_at)
@@ -175,7 +180,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   const { secret: apiKey } = await createApiKey(db, { name: 'dashboard', role: 'write' })
   const { rows: [latest] } = await db.query(
     "SELECT id FROM results WHERE monitor_id = $1 AND mode = 'h3' AND status = 'ok' ORDER BY time DESC LIMIT 1", [monitors[2].id])
-  return { monitors, fresh, apiKey, locations: locations.map((l) => l.id), results: jobs.length * 2, latestResultId: latest.id }
+  return { monitors, h2Only, fresh, apiKey, locations: locations.map((l) => l.id), results: jobs.length * 2, latestResultId: latest.id }
 }
 
 function resultFor ({ rnd, j, mode, labPort, i }) {
@@ -188,6 +193,13 @@ function resultFor ({ rnd, j, mode, labPort, i }) {
   }
   const roll = rnd.next()
   const lossy = (j.loc.profile.loss_pct ?? 0) > 1
+  if (mode === 'h3' && j.unsupported) {
+    return { ...base, status: 'error', protocol_ok: false, observed_protocol: null, error: 'QUIC handshake failed: the origin does not speak HTTP/3 and advertises no Alt-Svc h3', details: { failure_kind: 'h3_unsupported' } }
+  }
+  // On the lossy path QUIC is dropped now and then: one H3 load in six times
+  // out while H2 loads in the same round, so the failure test has something
+  // to find and intention to treat differs from the matched rounds.
+  if (mode === 'h3' && lossy && j.k % 6 === 0) return { ...base, status: 'timeout', protocol_ok: false, observed_protocol: null, error: 'page load timed out after 30000 ms' }
   if (mode === 'h3' && lossy && roll < 0.03) {
     return { ...base, ...sampleLoad({ rnd, page: j.page, loc: j.loc, mode: 'h2', time: +j.due, labPort, i }), status: 'protocol_mismatch', protocol_ok: false, observed_protocol: 'h2', error: 'the page loaded over h2, not h3 (QUIC was blocked or broken)' }
   }

@@ -2,11 +2,11 @@
 // location, fallback and error rates, recent runs and exports, all for the
 // selected window and metric.
 import { api, exportUrl, downloadWithKey } from '../api.js'
-import { h, ms, pct, section, emptyState, errorState, toast, duration, VERDICT } from '../dom.js'
-import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, setParams, timeWindow } from '../query.js'
-import { metricPicker, verdictLegend } from '../components/metric-picker.js'
+import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames } from '../dom.js'
+import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
+import { metricPicker, analysisPicker, verdictLegend } from '../components/metric-picker.js'
 import { comparisonTable } from '../components/comparison-table.js'
-import { reliabilityTable } from '../components/reliability.js'
+import { reliabilityTable, failureSentence } from '../components/reliability.js'
 import { runsTable } from '../components/runs-table.js'
 import { trendChart, cdfChart } from '../components/charts.js'
 
@@ -17,6 +17,7 @@ export async function render (ctx) {
   const id = ctx.params[0]
   const metric = metricOf(ctx.query)
   const win = timeWindow(ctx.query)
+  const analysis = analysisOf(ctx.query)
   const [monitor, locations] = await Promise.all([api.monitor(id), api.locations()])
   const bucket = bucketFor(win, monitor.interval_s, ctx.query)
   const probe = pick(ctx.query.get('probe'), monitor.probes ?? ['page'])
@@ -27,16 +28,22 @@ export async function render (ctx) {
   const nameOf = (lid) => names.get(lid)?.name ?? lid
   const label = metricLabel(metric)
 
-  const compare = section(`${label}: HTTP/3 against HTTP/2 by percentile`, { id: 'comparison', actions: verdictLegend(), intro: 'Δ = H3 − H2, so negative means HTTP/3 is faster. A cell is green or red only when the 95% interval of Δ excludes 0.' })
+  // An A/A calibration monitor runs one protocol in both arms (A and B).
+  const aa = monitor.aa_protocol ?? null
+  const compare = section(aa ? `${label}: arm B against arm A by percentile (A/A, both ${aa})` : `${label}: HTTP/3 against HTTP/2 by percentile`, {
+    id: 'comparison',
+    actions: analysisPicker(analysis),
+    intro: `${aa ? 'Δ = B − A, so negative means arm B was faster.' : 'Δ = H3 − H2, so negative means HTTP/3 is faster.'} Every number of a location comes from the same rounds: both arms of a round ran there moments apart.`
+  })
   const trends = section(`${label} over time: p50 and p95`, { id: 'trends', actions: [protocolKey(true), bucketPicker(bucket)] })
   const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false) })
-  const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Runs that loaded over another protocol than the one forced, or failed, are never averaged into the numbers above.', flush: true })
+  const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails more often than the other in the same rounds.', flush: true })
   const runs = section('Recent runs', { id: 'runs', flush: true })
 
-  const comparison = api.comparison(id, filters)
+  const comparison = api.comparison(id, { ...filters, analysis })
   const fills = [
-    fill(compare, comparison.then((c) => [headline(c), comparisonTable(c)])),
-    fill(rates, comparison.then((c) => reliabilityTable(c.locations))),
+    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c)])),
+    fill(rates, comparison.then((c) => reliabilityTable(c))),
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
       .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range), ctx))),
     fill(cdfs, api.distribution(id, filters)
@@ -101,19 +108,40 @@ function fill (sec, promise) {
   return promise.then((nodes) => sec.fill(nodes), (err) => sec.fill(errorState(err)))
 }
 
-/** One sentence answering the question for all locations together. */
+/** One sentence answering the question for all locations together, and what it may not be read as. */
 function headline (c) {
+  const names = armNames(c)
   const all = c.locations.find((l) => l.location_id === null)
-  if (!all || all.insufficient_data) return h('p', { class: 'headline muted' }, all?.reason ? `Not enough data yet: ${all.reason}.` : 'Not enough data yet.')
-  const parts = all.rows.filter((r) => r.percentile === 50 || r.percentile === 95).map((r) => {
+  const places = c.locations.filter((l) => l.location_id !== null)
+  if (names.aa) {
+    const tested = c.cells?.tested ?? 0
+    const flagged = c.cells?.flagged ?? 0
+    return h('p', { class: 'headline aa' }, h('b', {}, 'A/A calibration monitor. '),
+      `Both arms load over ${names.aa}, so a coloured cell is a false positive: ${count(flagged)} of ${count(tested)} cells tested are flagged${tested ? ` (${pct(flagged / tested * 100)})` : ''}. `,
+      h('span', { class: 'muted' }, 'About 5% or fewer is what the method promises.'))
+  }
+  if (all?.h3_supported === false) return h('p', { class: 'headline muted' }, 'H3 not supported: the origin refused QUIC and advertises no Alt-Svc h3, so there is no HTTP/3 to compare.')
+  const failure = all?.failure?.verdict === 'h3_fails_more' || all?.failure?.verdict === 'h3_fails_less'
+    ? [h('span', { class: `v-text ${all.failure.verdict === 'h3_fails_more' ? 'slower' : 'faster'}` }, ` ${failureSentence(all, names).text}.`),
+        c.analysis === 'itt' ? null : h('span', { class: 'muted' }, ' Those rounds are left out above; “Intention to treat” counts them.')]
+    : null
+  if (!all || all.rows.every((r) => r.verdict === 'insufficient_data')) {
+    return h('p', { class: 'headline muted' }, all?.reason ? `Not enough data yet: ${all.reason}.` : 'Not enough data yet: no percentile has the matched rounds it needs.', failure)
+  }
+  const shown = all.rows.filter((r) => r.percentile === 50 || r.percentile === 95)
+  const parts = (shown.length ? shown : all.rows.slice(0, 2)).map((r) => {
     if (r.verdict === 'h3_faster') return h('span', { class: 'v-text faster' }, `${pct(-r.delta_pct)} faster at p${r.percentile} (${ms(-r.delta_ms)})`)
     if (r.verdict === 'h3_slower') return h('span', { class: 'v-text slower' }, `${pct(r.delta_pct)} slower at p${r.percentile} (${ms(r.delta_ms)})`)
-    return h('span', { class: 'v-text' }, `no different at p${r.percentile}`)
+    if (r.verdict === 'no_clear_difference') return h('span', { class: 'v-text' }, `not clearly different at p${r.percentile}`)
+    return h('span', { class: 'v-text muted' }, `not yet measurable at p${r.percentile} (too few rounds)`)
   })
-  const places = c.locations.filter((l) => l.location_id !== null && !l.insufficient_data)
-  const faster = places.filter((l) => l.rows.find((r) => r.percentile === 95)?.verdict === 'h3_faster').length
-  return h('p', { class: 'headline' }, 'Across all locations HTTP/3 is ', parts.flatMap((p, i) => (i ? [' and ', p] : [p])), '. ',
-    places.length ? h('span', { class: 'muted' }, `At p95 it is faster in ${faster} of ${places.length} locations.${all.verdict && VERDICT[all.verdict] ? ` Whole distribution: ${VERDICT[all.verdict].label} (Mann–Whitney).` : ''}`) : null)
+  const tested = places.filter((l) => l.rows.find((r) => r.percentile === 95 && r.verdict !== 'insufficient_data'))
+  const faster = tested.filter((l) => l.rows.find((r) => r.percentile === 95)?.verdict === 'h3_faster').length
+  const slower = tested.filter((l) => l.rows.find((r) => r.percentile === 95)?.verdict === 'h3_slower').length
+  return h('p', { class: 'headline' },
+    `Across all locations (each weighted equally)${c.analysis === 'itt' ? ', counting failed loads at the timeout,' : ''} HTTP/3 is `,
+    parts.flatMap((p, i) => (i ? [' and ', p] : [p])), '.', failure, ' ',
+    tested.length ? h('span', { class: 'muted' }, `At p95 it is clearly faster in ${faster} and clearly slower in ${slower} of ${tested.length} location${tested.length === 1 ? '' : 's'} with enough rounds.`) : null)
 }
 
 /**

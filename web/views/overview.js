@@ -1,8 +1,10 @@
 // Overview: every monitor × location as a heat table of verdicts at p50 and
-// p95 over the selected window, with fallback and error badges.
+// p95 over the selected window, with failure-asymmetry, fallback, error and
+// "H3 not supported" badges; A/A calibration monitors show their share of
+// flagged cells instead.
 import { api } from '../api.js'
-import { h, ms, pct, share, srOnly, emptyState, duration, VERDICT, verdictClass } from '../dom.js'
-import { href, metricOf, metricLabel, timeWindow } from '../query.js'
+import { h, ms, pct, share, count, pValue, srOnly, emptyState, duration, VERDICT, verdictClass } from '../dom.js'
+import { href, metricOf, metricLabel, analysisOf, timeWindow } from '../query.js'
 import { metricPicker, verdictLegend } from '../components/metric-picker.js'
 
 const PERCENTILES = [50, 95]
@@ -10,10 +12,11 @@ const PERCENTILES = [50, 95]
 export async function render (ctx) {
   const metric = metricOf(ctx.query)
   const win = timeWindow(ctx.query)
+  const analysis = analysisOf(ctx.query)
   const [monitors, locations] = await Promise.all([api.monitors(), api.locations()])
   const head = h('div', { class: 'page-head' },
     h('div', {}, h('h1', {}, 'Overview'),
-      h('p', { class: 'sub' }, `Is HTTP/3 faster than HTTP/2? ${metricLabel(metric)} at p50 and p95, ${win.label}.`)),
+      h('p', { class: 'sub' }, `Is HTTP/3 faster than HTTP/2? ${metricLabel(metric)} at p50 and p95, ${win.label}${analysis === 'itt' ? ', intention to treat (failed loads at the timeout)' : ', matched rounds'}.`)),
     h('div', { class: 'head-actions' }, metricPicker(metric), h('a', { class: 'button', href: '#/new' }, '+ Add URL')))
   if (!monitors.length) {
     return [head, emptyState('No monitors yet',
@@ -22,7 +25,7 @@ export async function render (ctx) {
   }
 
   const settled = await Promise.allSettled(monitors.map((m) =>
-    api.comparison(m.id, { from: win.from, to: win.to, metric, percentiles: PERCENTILES })))
+    api.comparison(m.id, { from: win.from, to: win.to, metric, percentiles: PERCENTILES, analysis })))
   const used = new Set(monitors.flatMap((m) => m.locations))
   const columns = [{ id: null, name: 'All locations', region: null }, ...locations.filter((l) => used.has(l.id))]
   const rows = monitors.map((m, i) => row(m, settled[i], columns))
@@ -32,13 +35,14 @@ export async function render (ctx) {
     win.error ? h('p', { class: 'notice warn', role: 'alert' }, win.error) : null,
     summary(settled),
     h('section', { class: 'panel', 'aria-labelledby': 'heat-title' },
-      h('div', { class: 'panel-head' }, h('h2', { id: 'heat-title' }, 'Monitors by location'), verdictLegend()),
+      h('div', { class: 'panel-head' }, h('h2', { id: 'heat-title' }, 'Monitors by location')),
+      h('div', { class: 'panel-intro' }, verdictLegend(undefined, { unsupported: true })),
       h('div', { class: 'table-scroll' },
         h('table', { class: 'heat' },
           h('caption', { class: 'sr-only' }, `Verdict per monitor and location for ${metricLabel(metric)}, ${win.label}`),
           h('thead', {}, h('tr', {},
             h('th', { scope: 'col', class: 'mon-col' }, 'Monitor'),
-            columns.map((c) => h('th', { scope: 'col' }, c.name, c.profile?.rtt_ms ? h('span', { class: 'th-sub' }, `RTT ${c.profile.rtt_ms} ms`) : c.id === null ? h('span', { class: 'th-sub' }, 'combined') : h('span', { class: 'th-sub' }, c.region ?? ''))))),
+            columns.map((c) => h('th', { scope: 'col' }, c.name, c.profile?.rtt_ms ? h('span', { class: 'th-sub' }, `RTT ${c.profile.rtt_ms} ms`) : c.id === null ? h('span', { class: 'th-sub', title: 'Per-location effects averaged with equal weight' }, 'stratified') : h('span', { class: 'th-sub' }, c.region ?? ''))))),
           h('tbody', {}, rows))))
   ]
 }
@@ -47,68 +51,105 @@ function row (m, outcome, columns) {
   const name = h('th', { scope: 'row', class: 'mon-col' },
     h('a', { href: href(`/monitors/${m.id}`), class: 'mon-name' }, m.label || m.url),
     h('div', { class: 'sub ellipsis', title: m.url }, m.url),
-    h('div', { class: 'mon-meta' }, `every ${duration(m.interval_s)}`, m.paused ? h('span', { class: 'badge warn' }, 'paused') : null))
+    h('div', { class: 'mon-meta' }, `every ${duration(m.interval_s)}`, m.paused ? h('span', { class: 'badge warn' }, 'paused') : null,
+      outcome.status === 'fulfilled' && outcome.value.aa_protocol ? h('span', { class: 'badge', title: `Both arms load over ${outcome.value.aa_protocol}: every flagged cell is a false positive` }, `A/A ${outcome.value.aa_protocol}`) : null))
   if (outcome.status === 'rejected') {
     return h('tr', {}, name, h('td', { colspan: columns.length, class: 'cell-error' }, `Comparison unavailable: ${outcome.reason.message}`))
   }
-  const byLoc = new Map(outcome.value.locations.map((l) => [l.location_id, l]))
-  return h('tr', {}, name, columns.map((c) => {
+  const cmp = outcome.value
+  const byLoc = new Map(cmp.locations.map((l) => [l.location_id, l]))
+  return h('tr', { class: cmp.aa_protocol ? 'aa' : null }, name, columns.map((c) => {
     if (c.id !== null && !m.locations.includes(c.id) && !byLoc.has(c.id)) return h('td', { class: 'heat-cell off' }, h('span', { class: 'muted' }, '—'), srOnly('not measured here'))
-    return cell(byLoc.get(c.id))
+    const loc = byLoc.get(c.id)
+    return cmp.aa_protocol ? calibrationCell(loc, cmp) : cell(loc, cmp)
   }))
 }
 
-function cell (loc) {
-  if (!loc || loc.insufficient_data) {
-    const n = loc ? `${loc.n_h2} H2 · ${loc.n_h3} H3 runs` : 'no runs'
-    return h('td', { class: 'heat-cell v-none', title: loc?.reason ?? 'No runs in this window' },
-      h('span', { class: 'none-text' }, 'Not enough data'), h('span', { class: 'cell-sub' }, n), badges(loc))
+/** Rounds a cell rests on: "288 matched rounds". */
+function roundsText (loc, cmp) {
+  if (!loc?.rounds?.total) return 'no rounds yet'
+  const r = loc.rounds
+  return cmp.analysis === 'itt' ? `${count(r.available)} of ${count(r.total)} rounds` : `${count(r.matched)} of ${count(r.total)} rounds matched`
+}
+
+function cell (loc, cmp) {
+  if (loc?.h3_supported === false) {
+    return h('td', { class: 'heat-cell v-unsupported', title: loc.reason ?? 'The origin refused QUIC and advertises no Alt-Svc h3' },
+      h('span', { class: 'none-text' }, 'H3 not supported'), h('span', { class: 'cell-sub' }, 'the origin refused QUIC'), badges(loc))
+  }
+  if (!loc || loc.rows.every((r) => r.verdict === 'insufficient_data')) {
+    return h('td', { class: 'heat-cell v-none', title: loc?.reason ?? loc?.rows?.[0]?.reason ?? 'No runs in this window' },
+      h('span', { class: 'none-text' }, 'Not enough data'), h('span', { class: 'cell-sub' }, roundsText(loc, cmp)), badges(loc))
   }
   return h('td', { class: 'heat-cell' },
     h('div', { class: 'chips' }, loc.rows.map((r) => chip(r))),
-    h('span', { class: 'cell-sub' }, `n ${loc.n_h2} / ${loc.n_h3}`),
+    h('span', { class: 'cell-sub' }, roundsText(loc, cmp)),
     badges(loc))
+}
+
+/** A/A monitor: the share of this location's tested cells that claim a difference. */
+function calibrationCell (loc, cmp) {
+  const tested = loc?.cells?.tested ?? 0
+  const flagged = loc?.cells?.flagged ?? 0
+  if (!tested) {
+    return h('td', { class: 'heat-cell v-none calibration' },
+      h('span', { class: 'none-text' }, 'calibration: not enough rounds'), h('span', { class: 'cell-sub' }, roundsText(loc, cmp)))
+  }
+  const share = flagged / tested * 100
+  return h('td', { class: `heat-cell calibration ${flagged ? 'flagged' : ''}`, title: `A/A: both arms load over ${cmp.aa_protocol}; ${flagged} of ${tested} tested cells claim a difference, all of them false` },
+    h('span', { class: 'calibration-text' }, `calibration: ${pct(share)} of cells flagged`),
+    h('span', { class: 'cell-sub' }, `${count(flagged)} of ${count(tested)} cells · ${roundsText(loc, cmp)}`))
 }
 
 function chip (r) {
   const v = VERDICT[r.verdict] ?? VERDICT.insufficient_data
-  const title = `p${r.percentile}: H2 ${ms(r.h2_ms)}, H3 ${ms(r.h3_ms)}, Δ ${ms(r.delta_ms, { signed: true })} (${pct(r.delta_pct, { signed: true })}), 95% CI ${ms(r.ci_low_ms, { signed: true })} … ${ms(r.ci_high_ms, { signed: true })} — ${v.label}`
-  return h('span', { class: `chip ${verdictClass(r.verdict, r.delta_pct)}`, title },
+  const tested = r.verdict !== 'insufficient_data'
+  const title = tested
+    ? `p${r.percentile}: H2 ${ms(r.h2_ms)}, H3 ${ms(r.h3_ms)}, Δ ${ms(r.delta_ms, { signed: true })} (${pct(r.delta_pct, { signed: true })}), 95% CI ${ms(r.ci_low_ms, { signed: true })} … ${ms(r.ci_high_ms, { signed: true })} — ${v.label}`
+    : `p${r.percentile}: ${v.label}${r.reason ? ` — ${r.reason}` : ''}`
+  return h('span', { class: `chip ${tested ? verdictClass(r.verdict, r.delta_pct) : 'v-none'}`, title },
     h('span', { class: 'chip-p' }, `p${r.percentile}`),
     h('span', { class: 'glyph', 'aria-hidden': 'true' }, v.glyph),
-    h('span', { class: 'chip-v' }, pct(r.delta_pct, { signed: true })),
-    srOnly(` ${v.label}, ${ms(r.delta_ms, { signed: true })}`))
+    h('span', { class: 'chip-v' }, tested ? pct(r.delta_pct, { signed: true }) : 'few rounds'),
+    srOnly(tested ? ` ${v.label}, ${ms(r.delta_ms, { signed: true })}` : ` ${v.label}`))
 }
 
 function badges (loc) {
   if (!loc) return null
   const out = []
-  const fb = Math.max(loc.fallback_rate?.h2 ?? 0, loc.fallback_rate?.h3 ?? 0)
-  const er = Math.max(loc.error_rate?.h2 ?? 0, loc.error_rate?.h3 ?? 0)
-  if (fb > 0) out.push(h('span', { class: 'badge warn', title: `Fallback: H2 ${share(loc.fallback_rate.h2)}, H3 ${share(loc.fallback_rate.h3)} of runs loaded over another protocol` }, `${share(fb)} fallback`))
-  if (er > 0) out.push(h('span', { class: 'badge bad', title: `Errors: H2 ${share(loc.error_rate.h2)}, H3 ${share(loc.error_rate.h3)} of runs failed or timed out` }, `${share(er)} errors`))
+  const f = loc.failure
+  if (f?.verdict === 'h3_fails_more') out.push(h('span', { class: 'badge bad failure', title: `In the same rounds, only H3 failed or fell back in ${f.h3_only} and only H2 in ${f.h2_only} (exact McNemar, ${pValue(f.p_adjusted ?? f.p)} adjusted)` }, `H3 fails more: ${count(f.h3_only)} vs ${count(f.h2_only)}`))
+  if (f?.verdict === 'h3_fails_less') out.push(h('span', { class: 'badge ok failure', title: `In the same rounds, only H3 failed or fell back in ${f.h3_only} and only H2 in ${f.h2_only}` }, `H3 fails less: ${count(f.h3_only)} vs ${count(f.h2_only)}`))
+  const arms = loc.arms
+  if (arms && loc.h3_supported !== false) {
+    const fb = Math.max(arms.h2.fallback_rate?.rate ?? 0, arms.h3.fallback_rate?.rate ?? 0)
+    const er = Math.max(arms.h2.failure_rate?.rate ?? 0, arms.h3.failure_rate?.rate ?? 0)
+    if (fb > 0) out.push(h('span', { class: 'badge warn', title: `Fallback: H2 ${share(arms.h2.fallback_rate.rate)}, H3 ${share(arms.h3.fallback_rate.rate)} of rounds loaded over another protocol` }, `${share(fb)} fallback`))
+    if (er > 0) out.push(h('span', { class: 'badge bad', title: `Failed: H2 ${share(arms.h2.failure_rate.rate)}, H3 ${share(arms.h3.failure_rate.rate)} of rounds failed or timed out` }, `${share(er)} errors`))
+  }
   return out.length ? h('div', { class: 'badges' }, out) : null
 }
 
-/** Counts of per-location verdicts at p95 across all monitors. */
+/** Counts of per-location verdicts at p95 across all monitors (A/A calibration monitors left out). */
 function summary (settled) {
-  const counts = { h3_faster: 0, h3_slower: 0, no_significant_difference: 0, insufficient_data: 0 }
+  const counts = { h3_faster: 0, h3_slower: 0, no_clear_difference: 0, insufficient_data: 0, h3_not_supported: 0 }
   let monitorsOk = 0
   for (const s of settled) {
-    if (s.status !== 'fulfilled') continue
+    if (s.status !== 'fulfilled' || s.value.aa_protocol) continue
     monitorsOk++
     for (const l of s.value.locations) {
       if (l.location_id === null) continue
       const p95 = l.rows.find((r) => r.percentile === 95)
-      counts[l.insufficient_data || !p95 ? 'insufficient_data' : p95.verdict]++
+      counts[l.h3_supported === false ? 'h3_not_supported' : !p95 ? 'insufficient_data' : p95.verdict]++
     }
   }
   const total = Object.values(counts).reduce((a, b) => a + b, 0)
   const tile = (key, label) => h('div', { class: `stat ${VERDICT[key].cls}` },
     h('span', { class: 'stat-n' }, counts[key]), h('span', { class: 'stat-l' }, label))
   return h('div', { class: 'stats', role: 'group', 'aria-label': `At p95, across ${monitorsOk} monitors and ${total} monitor–location pairs` },
-    tile('h3_faster', 'pairs where H3 is faster at p95'),
-    tile('h3_slower', 'where H3 is slower'),
-    tile('no_significant_difference', 'no significant difference'),
-    tile('insufficient_data', 'not enough data yet'))
+    tile('h3_faster', 'pairs where H3 is clearly faster at p95'),
+    tile('h3_slower', 'where H3 is clearly slower'),
+    tile('no_clear_difference', 'no clear difference'),
+    tile('insufficient_data', 'not enough data yet'),
+    counts.h3_not_supported ? tile('h3_not_supported', 'where H3 is not supported') : null)
 }
