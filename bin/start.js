@@ -32,7 +32,7 @@ export async function runStart (ctx) {
   for (const loc of lab?.locations ?? []) await upsertLocation(pool, loc)
 
   const admin = await ensureAdminKey(pool, config.dataDir)
-  const api = await startApi({ db: pool, config, log })
+  const api = await startApi({ db: pool, config, log, labOrigin: lab?.origin.labOrigin ?? null })
   lifecycle.add('api', api.close)
   const scheduler = createScheduler({ db: pool, config, log })
   scheduler.start()
