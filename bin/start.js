@@ -57,7 +57,7 @@ export async function runStart (ctx) {
 ${adminKeyNotice(admin)}
     database   ${embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'pg')}` : 'DATABASE_URL'}
     storage    ${storage}
-    lab        ${lab ? `${lab.origin.baseUrl} from ${lab.locations.map((l) => l.id).join(', ')}` : 'off'}${lab?.notice ? `\n    notice     ${lab.notice}` : ''}
+    lab        ${lab ? `${lab.origin.baseUrl} (Caddy ${lab.origin.labOrigin.version}) from ${lab.locations.map((l) => l.id).join(', ')}` : 'off'}${lab?.notice ? `\n    notice     ${lab.notice}` : ''}
   Ctrl-C stops everything.
 `)
 }
