@@ -72,9 +72,9 @@ export async function startOrigin ({
   dataDir, port = 8443, listen = '127.0.0.1', netns = null,
   log = pino({ level: 'silent' }), caddyPath, startTimeoutMs = 15_000
 }) {
-  const chosen = caddyPath ? { path: caddyPath, pinned: false } : chooseCaddy({ dataDir })
-  const labOrigin = labOriginInfo(await caddyVersion(chosen.path))
-  if (labOrigin.distorts_h3) log.warn({ caddy: chosen.path, version: labOrigin.version }, FALLBACK_WARNING)
+  const caddy = caddyPath ?? chooseCaddy({ dataDir }).path
+  const labOrigin = labOriginInfo(await caddyVersion(caddy))
+  if (labOrigin.distorts_h3) log.warn({ caddy, version: labOrigin.version }, FALLBACK_WARNING)
   const labDir = path.join(path.resolve(dataDir), 'lab')
   await mkdir(labDir, { recursive: true })
   const cert = await ensureLabCert(labDir)
@@ -100,7 +100,7 @@ export async function startOrigin ({
     sinkSocket: sink.socketPath, storageDir: path.join(caddyHome, 'storage')
   }), null, 2))
 
-  const command = [chosen.path, 'run', '--config', configPath]
+  const command = [caddy, 'run', '--config', configPath]
   if (netns) command.unshift('ip', 'netns', 'exec', netns)
   const child = spawn('sh', ['-c', SUPERVISOR, 'h3lens-origin', ...command], {
     detached: true, // own process group, so cleanup can signal all of it
@@ -150,7 +150,7 @@ export async function startOrigin ({
     throw new OriginStartError(`lab origin on port ${port} did not start: ${why}`,
       { port, netns, logTail: output.tail, cause: err })
   }
-  log.info({ port, netns, pid: child.pid, caddy: chosen.path, version: labOrigin.version }, 'lab origin serving')
+  log.info({ port, netns, pid: child.pid, caddy, version: labOrigin.version }, 'lab origin serving')
 
   return {
     hostname: LAB_HOSTNAME,
