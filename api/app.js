@@ -55,7 +55,8 @@ function buildValidator (externalSchemas, options) {
 }
 
 /**
- * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger }} context
+ * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger,
+ *   labOrigin?: { server: string, version: string | null, distorts_h3: boolean } | null }} context
  */
 export async function buildApp (context) {
   const app = Fastify({

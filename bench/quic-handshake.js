@@ -3,13 +3,15 @@
 // page through an emulated link (no loss, no jitter) in both modes, each run
 // in a fresh Chromium with a net log, and tallies what the net logs say.
 //
-//   node bench/quic-handshake.js [--rtt 60] [--runs 12] [--variants default,caddy-rt,caddy-nice] [--keep DIR]
+//   node bench/quic-handshake.js [--rtt 60] [--runs 12] [--variants default,debian] [--keep DIR]
 //
-// Variants, each changing only how soon Caddy gets a CPU:
-//   default     the lab as it runs.
-//   caddy-rt    Caddy at real-time priority (chrt -f 10): if a symptom
-//               vanishes, it was the server waiting for a CPU.
-//   caddy-nice  Caddy at nice 19: the same on a machine busier than this one.
+// Variants, each changing only the origin's Caddy or how soon it gets a CPU:
+//   default     the lab as it runs: the Caddy 2.11.7 setup installs
+//               (lab/caddy.js), or Debian's when setup could not.
+//   debian      Debian's Caddy 2.6.2 (/usr/bin/caddy), the lab's fallback.
+//   caddy-rt    the lab's Caddy at real-time priority (chrt -f 10): if a
+//               symptom vanishes, it was the server waiting for a CPU.
+//   caddy-nice  the lab's Caddy at nice 19: the same on a busier machine.
 // (A ClientHello small enough for one Initial packet would isolate the other
 // precondition, but Chromium 156 has no switch for its post-quantum key
 // share; only the PostQuantumKeyAgreementEnabled enterprise policy.)
@@ -30,6 +32,7 @@ import { measurePage } from '../agents/measure.js'
 import { parseNetlog } from '../agents/netlog.js'
 import { summarizeNetlog } from '../agents/netlog-summary.js'
 import { rttAccounting } from '../agents/rtt.js'
+import { chooseCaddy, DEBIAN_CADDY } from '../lab/caddy.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp } from '../lab/netns.js'
 
@@ -37,7 +40,7 @@ const { values } = parseArgs({
   options: {
     rtt: { type: 'string', default: '60' },
     runs: { type: 'string', default: '12' },
-    variants: { type: 'string', default: 'default,caddy-rt,caddy-nice' },
+    variants: { type: 'string', default: 'default,debian' },
     keep: { type: 'string' }
   }
 })
@@ -54,20 +57,27 @@ const rows = []
 const loadAtStart = os.loadavg()[0]
 /** @type {Map<string, Awaited<ReturnType<typeof startOrigin>>>} */
 const origins = new Map()
+/** @type {Map<string, string>} variant → "Caddy 2.11.7" */
+const caddyOf = new Map()
 try {
   // Every variant has its own Caddy (one port each) and the runs take turns,
   // so a busier or quieter minute of the machine falls on all variants alike.
-  const wrappers = { 'caddy-rt': 'exec chrt -f 10 caddy "$@"', 'caddy-nice': 'exec nice -n 19 caddy "$@"' }
+  const labCaddy = chooseCaddy().path
+  const wrappers = { 'caddy-rt': `exec chrt -f 10 ${labCaddy} "$@"`, 'caddy-nice': `exec nice -n 19 ${labCaddy} "$@"` }
   for (const [i, variant] of variants.entries()) {
-    let caddyPath = 'caddy'
-    if (wrappers[variant]) {
+    let caddyPath = labCaddy
+    if (variant === 'debian') {
+      caddyPath = DEBIAN_CADDY
+    } else if (wrappers[variant]) {
       caddyPath = path.join(dataDir, `${variant}.sh`)
       await writeFile(caddyPath, `#!/bin/sh\n${wrappers[variant]}\n`)
       await chmod(caddyPath, 0o755)
     } else if (variant !== 'default') {
-      throw new Error(`unknown variant ${variant}; variants are default, ${Object.keys(wrappers).join(', ')}`)
+      throw new Error(`unknown variant ${variant}; variants are default, debian, ${Object.keys(wrappers).join(', ')}`)
     }
-    origins.set(variant, await startOrigin({ dataDir, port: 8443 + i, netns: topology.originNs, log, caddyPath }))
+    const origin = await startOrigin({ dataDir, port: 8443 + i, netns: topology.originNs, log, caddyPath })
+    origins.set(variant, origin)
+    caddyOf.set(variant, `Caddy ${origin.labOrigin.version}`)
   }
   // A freshly started Caddy is slower on its first connections (lazy set-up);
   // the lab's origin is long-lived, so each one is warmed before counting.
@@ -123,8 +133,8 @@ const q = (xs, p) => {
 const pct = (n, d) => (d ? `${Math.round((100 * n) / d)}%` : '–')
 console.log(`QUIC and TCP+TLS handshakes through an emulated ${rttMs} ms RTT link (no loss), ${runs} runs per mode and variant, interleaved; ` +
   `${os.cpus().length} cores, load average ${loadAtStart.toFixed(1)} at start, ${os.loadavg()[0].toFixed(1)} at the end`)
-console.log('| variant | mode | ok | connect RTT p50 / p90 | handshake on the wire RTT p50 / p90 | TTFB RTT p50 / p90 | ClientHello bytes (Initial packets) | CH part lost | CH part late | slow to confirm | link drops |')
-console.log('|---|---|---|---|---|---|---|---|---|---|---|')
+console.log('| variant | origin | mode | ok | connect RTT p50 / p90 | handshake on the wire RTT p50 / p90 | TTFB RTT p50 / p90 | ClientHello bytes (Initial packets) | CH part lost | CH part late | slow to confirm | link drops |')
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|')
 for (const variant of variants) {
   for (const mode of ['h3', 'h2']) {
     const set = rows.filter((r) => r.variant === variant && r.mode === mode)
@@ -132,7 +142,7 @@ for (const variant of variants) {
     const f = (k, p) => q(ok.map((r) => r[k]), p).toFixed(2)
     const has = (code) => set.filter((r) => r.codes.includes(code)).length
     const hello = set.find((r) => r.helloBytes)
-    console.log(`| ${variant} | ${mode} | ${ok.length}/${set.length} | ${f('connect', 0.5)} / ${f('connect', 0.9)} | ${f('wire', 0.5)} / ${f('wire', 0.9)} | ${f('ttfb', 0.5)} / ${f('ttfb', 0.9)} | ` +
+    console.log(`| ${variant} | ${caddyOf.get(variant) ?? '–'} | ${mode} | ${ok.length}/${set.length} | ${f('connect', 0.5)} / ${f('connect', 0.9)} | ${f('wire', 0.5)} / ${f('wire', 0.9)} | ${f('ttfb', 0.5)} / ${f('ttfb', 0.9)} | ` +
       `${hello ? `${hello.helloBytes}${hello.helloPackets ? ` (${hello.helloPackets})` : ''}` : '–'} | ` +
       `${mode === 'h3' ? pct(has('ch_lost'), set.length) : '–'} | ${mode === 'h3' ? pct(has('ch_late'), set.length) : '–'} | ${mode === 'h3' ? pct(has('server_slow_to_confirm'), set.length) : '–'} | ${set.reduce((n, r) => n + r.drops, 0)} |`)
   }

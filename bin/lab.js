@@ -97,7 +97,7 @@ export async function readLabTarget (dataDir, location) {
 /** `h3lens lab [up]`: the lab in the foreground until a signal. */
 export async function runLab (ctx) {
   const lab = await startLabEnvironment(ctx)
-  console.log(`lab origin: ${lab.origin.baseUrl} (maps to the lab via --host-resolver-rules)`)
+  console.log(`lab origin: ${lab.origin.baseUrl} on Caddy ${lab.origin.labOrigin.version} (maps to the lab via --host-resolver-rules)`)
   for (const l of lab.locations) console.log(`  ${l.id.padEnd(9)} origin at ${l.target.address}${l.target.netns ? ` from namespace ${l.target.netns}` : ''}`)
   console.log('Ctrl-C stops the lab.')
 }

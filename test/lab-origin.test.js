@@ -11,12 +11,14 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import pino from 'pino'
+import { chooseCaddy, DEBIAN_CADDY } from '../lab/caddy.js'
 import { LAB_HOSTNAME, OriginStartError, startOrigin } from '../lab/origin.js'
 import { freePort } from './helpers/process.js'
 
 const ORIGIN_MODULE = fileURLToPath(new URL('../lab/origin.js', import.meta.url))
 
-/** Caddy processes started for `dataDir` (their config file lives under it). */
+/** Caddy processes (Debian's `caddy` or the pinned `caddy-2.11.7`) started for `dataDir` (their config file lives under it). */
 async function caddyProcesses (dataDir) {
   const pids = []
   for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
@@ -24,7 +26,7 @@ async function caddyProcesses (dataDir) {
       const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')
       const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
       const zombie = stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
-      if (!zombie && path.basename(cmdline[0]) === 'caddy' && cmdline.some((a) => a.startsWith(dataDir))) pids.push(Number(pid))
+      if (!zombie && /^caddy(-[\d.]+)?$/.test(path.basename(cmdline[0])) && cmdline.some((a) => a.startsWith(dataDir))) pids.push(Number(pid))
     } catch {}
   }
   return pids
@@ -189,6 +191,28 @@ setInterval(() => {}, 1000)`
       assert.deepEqual(left, [])
     } finally {
       child.kill('SIGKILL')
+      await rm(otherDir, { recursive: true, force: true })
+    }
+  })
+
+  test('runs the Caddy 2.11.7 that setup installed, and says it does not distort H3', { skip: !chooseCaddy().pinned && 'setup could not install Caddy 2.11.7 (see its warning)' }, () => {
+    assert.deepEqual(origin.labOrigin, { server: 'caddy', version: '2.11.7', distorts_h3: false })
+  })
+
+  test("on Debian's Caddy 2.6.2 it still serves, warns in the log, and reports that H3 may be distorted", async () => {
+    const otherDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-origin-test-'))
+    const lines = []
+    const log = pino({ level: 'info' }, { write: (line) => lines.push(JSON.parse(line)) })
+    const debian = await startOrigin({ dataDir: otherDir, port: await freePort(), log, caddyPath: DEBIAN_CADDY })
+    try {
+      assert.deepEqual(debian.labOrigin, { server: 'caddy', version: '2.6.2', distorts_h3: true })
+      const res = await request({ port: debian.port, ca: await readFile(debian.certPath), path: '/noop' })
+      assert.equal(res.status, 204)
+      const warning = lines.find((l) => l.level === 40 && /quic-go 3760/.test(l.msg))
+      assert.ok(warning, 'a warn line names the problem')
+      assert.match(warning.msg, /H3 connects may be distorted; run setup to install Caddy 2\.11\.7/)
+    } finally {
+      await debian.stop()
       await rm(otherDir, { recursive: true, force: true })
     }
   })

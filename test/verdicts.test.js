@@ -147,7 +147,7 @@ test('an origin that refuses QUIC reads "H3 not supported", not an error rate', 
 
 test('an A/A monitor compares its two arms like H2 and H3, and claims nothing', async () => {
   const s = scenario({ name: 'aa-monitor', truth: '', rounds: 400 })
-  const rowsAsH2 = { ...s, rows: function * (seed, start, step) { for (const r of s.rows(seed, start, step)) yield { ...r, observed_protocol: 'h2' } } }
+  const rowsAsH2 = { ...s, rows: function* (seed, start, step) { for (const r of s.rows(seed, start, step)) yield { ...r, observed_protocol: 'h2' } } }
   const { comparisons: { matched } } = await runScenario(client, rowsAsH2, { seed: 8, analyses: ['matched'], monitor: { aa_protocol: 'h2' } })
   assert.equal(matched.aa_protocol, 'h2')
   assert.equal(byLocation(matched, 'cal-a').rounds.matched, 400, 'both arms over h2 count as loaded with their protocol')

@@ -75,6 +75,8 @@ export const api = {
   results: (id, params = {}) => request('GET', `/monitors/${id}/results${qs(params)}`),
   result: (id) => request('GET', `/results/${id}`),
   locations: () => request('GET', '/locations').then((d) => d.items),
+  /** Locations with the lab origin's server: { items, lab_origin }. */
+  locationsAndLab: () => request('GET', '/locations'),
   agents: () => request('GET', '/agents').then((d) => d.items),
   /** { from, to, metric, percentiles, probe, view } */
   comparison: (id, params) => request('GET', `/monitors/${id}/comparison${qs(params)}`),

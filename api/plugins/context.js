@@ -2,9 +2,11 @@ import fp from 'fastify-plugin'
 
 /**
  * Decorates the instance with the shared context so routes read `app.db`,
- * `app.config` instead of importing them; tests pass their own.
+ * `app.config` instead of importing them; tests pass their own. `labOrigin`
+ * is the server of the lab this process runs (`h3lens start`), or null.
  */
-export default fp(async (/** @type {any} */ app, /** @type {any} */ { db, config }) => {
+export default fp(async (/** @type {any} */ app, /** @type {any} */ { db, config, labOrigin = null }) => {
   app.decorate('db', db)
   app.decorate('config', config)
+  app.decorate('labOrigin', labOrigin)
 }, { name: 'context' })

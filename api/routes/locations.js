@@ -8,9 +8,27 @@ import { listLocations } from '../../lib/locations.js'
 export default async function locationRoutes (app) {
   app.get('/locations', {
     schema: {
-      description: 'Where measurements come from, with the network profile of each lab location.',
+      description: 'Where measurements come from, with the network profile of each lab location, and the server the lab origin runs.',
       tags: ['locations'],
-      response: { 200: { type: 'object', properties: { items: { type: 'array', items: { $ref: 'location#' } } } } }
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            items: { type: 'array', items: { $ref: 'location#' } },
+            lab_origin: {
+              type: 'object',
+              nullable: true,
+              description: 'The lab origin run by this process (`h3lens start`); null when it runs none. ' +
+                "distorts_h3 is true on Debian's Caddy 2.6.2, which drops part of Chromium's two-packet ClientHello (quic-go 3760) and so slows some H3 connects.",
+              properties: {
+                server: { type: 'string', example: 'caddy' },
+                version: { type: 'string', nullable: true, example: '2.11.7' },
+                distorts_h3: { type: 'boolean' }
+              }
+            }
+          }
+        }
+      }
     }
-  }, async () => ({ items: await listLocations(app.db) }))
+  }, async () => ({ items: await listLocations(app.db), lab_origin: app.labOrigin }))
 }

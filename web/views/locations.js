@@ -13,19 +13,30 @@ const PROFILE_FIELDS = [
 ]
 
 export async function render () {
-  const [locations, agents] = await Promise.all([api.locations(), api.agents()])
+  const [{ items: locations, lab_origin: labOrigin }, agents] = await Promise.all([api.locationsAndLab(), api.agents()])
   const head = h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Locations and agents'),
     h('p', { class: 'sub' }, 'Where measurements come from. Lab locations emulate a network path on this machine; real ones are agents elsewhere.')))
-  if (!locations.length) return [head, emptyState('No locations', 'Start the lab or register an agent with `h3lens agents token --location ID`.')]
+  const originWarning = labOrigin?.distorts_h3 ? distortionNotice(labOrigin) : null
+  if (!locations.length) return [head, originWarning, emptyState('No locations', 'Start the lab or register an agent with `h3lens agents token --location ID`.')].filter(Boolean)
   const live = agents.filter((a) => !a.revoked_at)
   const healthy = live.filter((a) => a.alive).length
   return [
     head,
+    originWarning,
     h('div', { class: 'tiles' },
       h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Locations'), h('span', { class: 'tile-v' }, locations.length)),
-      h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Agents healthy'), h('span', { class: `tile-v${healthy < live.length ? ' bad' : ''}` }, `${healthy} / ${live.length}`))),
+      h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Agents healthy'), h('span', { class: `tile-v${healthy < live.length ? ' bad' : ''}` }, `${healthy} / ${live.length}`)),
+      labOrigin ? h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Lab origin'), h('span', { class: `tile-v${labOrigin.distorts_h3 ? ' bad' : ''}` }, `Caddy ${labOrigin.version ?? '?'}`)) : null),
     h('div', { class: 'loc-grid' }, locations.map((l) => card(l, agents.filter((a) => a.location_id === l.id))))
-  ]
+  ].filter(Boolean)
+}
+
+/** Debian's Caddy 2.6.2 as the lab origin slows some lab H3 connects (lab/caddy.js). */
+function distortionNotice (labOrigin) {
+  return h('div', { class: 'notice warn', role: 'alert' }, h('strong', {}, 'Lab H3 connects may be distorted: '),
+    `the lab origin runs Caddy ${labOrigin.version ?? '(unknown version)'}, which drops part of Chromium's two-packet ClientHello ` +
+    '(quic-go 3760), so some lab H3 connects take an extra round trip or more. Run ',
+    h('code', {}, 'node scripts/setup.js'), ' to install Caddy 2.11.7, then restart.')
 }
 
 function card (l, agents) {
