@@ -312,18 +312,16 @@ test('the analysis toggle re-queries with intention to treat and keeps it in the
 })
 
 test('an A/A calibration monitor labels its arms A and B and the overview shows its share of flagged cells', async () => {
-  // Monitors cannot be made A/A through the API yet; the comparison response
-  // of one monitor is marked as A/A (aa_protocol) on its way to the page.
+  // The demo monitor is made an A/A monitor through the API for this test
+  // (its stored arms stay as they were: this checks what the page calls them).
   const id = seeded.monitors[0].id
+  const patched = await fetch(`${server.url}/api/v1/monitors/${id}`, {
+    method: 'PATCH', headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ aa_protocol: 'h2' })
+  })
+  assert.equal(patched.status, 200, await patched.text())
   const page = await chromium.browser.newPage()
   const errors = collectPageErrors(page)
   await useApiKey(page, seeded.apiKey)
-  await page.setRequestInterception(true)
-  page.on('request', async (req) => {
-    if (!req.url().includes(`/api/v1/monitors/${id}/comparison?`)) return req.continue()
-    const body = await (await fetch(req.url(), { headers: req.headers() })).json()
-    return req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ ...body, aa_protocol: 'h2' }) })
-  })
   await page.goto(`${server.url}/#/monitors/${id}?window=24h&metric=ttfb`, { waitUntil: 'networkidle0' })
   await settled(page)
   const cell = await page.$eval('.compare tbody td.cmp-cell', (td) => td.textContent)
@@ -340,6 +338,9 @@ test('an A/A calibration monitor labels its arms A and B and the overview shows 
   assert.doesNotMatch(row, /p50/, 'no H3 faster/slower chips for an A/A monitor')
   await page.close()
   assert.deepEqual(errors, [])
+  await fetch(`${server.url}/api/v1/monitors/${id}`, {
+    method: 'PATCH', headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ aa_protocol: null })
+  })
 })
 
 test('trend and CDF charts draw the data', async () => {
