@@ -342,7 +342,7 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
 function testedRow (p, rounds, h2, h3, draws) {
   const delta = h3 - h2
   const s = bootstrapSummary(draws, delta)
-  const pValue = s.se > 0 ? Math.min(1, 2 * normalSurvival(Math.abs(delta) / s.se)) : (delta === 0 ? 1 : 0)
+  const pValue = s.p
   return {
     percentile: p,
     h2_ms: h2,

@@ -116,7 +116,7 @@ test('a true 10% H3 gain at 500 rounds is found, with its size, and a trivial on
   const tiny = scenario({ name: 'tiny', truth: '', rounds: 400, gain: 0.005, sigmaPath: 0.01, sigmaArm: 0.002 })
   const run = await runScenario(client, tiny, { seed: 7, analyses: ['matched'] })
   const p50 = byLocation(run.comparisons.matched, 'cal-b').rows.find((r) => r.percentile === 50)
-  assert.ok(p50.p_adjusted < 0.001 && p50.ci_high_ms < 0, JSON.stringify(p50))
+  assert.ok(p50.p_adjusted < 0.01 && p50.ci_high_ms < 0, JSON.stringify(p50))
   assert.equal(p50.verdict, 'no_clear_difference')
   assert.match(p50.reason, /below the practical minimum of 3\.2 ms/)
   const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${run.monitorId}`, payload: { min_effect_pct: 0.2, min_effect_ms: 0 } })

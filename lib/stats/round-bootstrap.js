@@ -15,6 +15,7 @@
 // percentiles: ~25 ms on one core of the 2-vCPU test machine.
 
 import { SeededRandom } from './random.js'
+import { normalSurvival } from './normal.js'
 
 /**
  * @typedef {object} Round
@@ -108,10 +109,15 @@ function weightedQuantiles ({ values, roundOf }, weights, qs) {
 
 /**
  * Summary of a bootstrap distribution of one delta: its percentile interval
- * and a two-sided p-value for "the delta is 0". The p-value uses the
- * bootstrap's standard error (z = estimate / se) rather than counting
- * resamples beyond 0, because counts bottom out at 1 / iterations, too coarse
- * for a false-discovery-rate correction over dozens of cells.
+ * and a two-sided p-value for "the delta is 0". The p-value is the larger of
+ * two: the normal one from the bootstrap's standard error (z = estimate /
+ * se), which resolves small values finely, and the share of resamples on the
+ * far side of 0, which follows the bootstrap's own tails where they are
+ * heavier than a normal's. The normal one alone let tables of identical arms
+ * claim a difference in 8–12% of runs (bench/calibration.js) although each
+ * cell kept 5%: too many small p-values. Taking the larger keeps the tail
+ * honest; its floor of 2 / (iterations + 1) is still below the thresholds
+ * of the correction for a 6-row table.
  * @param {Float64Array} draws
  * @param {number} estimate
  * @param {number} [confidence]
@@ -128,8 +134,20 @@ export function bootstrapSummary (draws, estimate, confidence = 0.95) {
   for (const v of sorted) mean += v
   mean /= n
   let ss = 0
-  for (const v of sorted) ss += (v - mean) ** 2
+  let below = 0
+  let above = 0
+  for (const v of sorted) {
+    ss += (v - mean) ** 2
+    if (v <= 0) below++
+    if (v >= 0) above++
+  }
   const se = n > 1 ? Math.sqrt(ss / (n - 1)) : 0
   const tail = (1 - confidence) / 2
-  return { lo: at(tail), hi: at(1 - tail), se }
+  let p = 1
+  if (estimate !== 0) {
+    const normal = se > 0 ? 2 * normalSurvival(Math.abs(estimate) / se) : 0
+    const beyond = estimate < 0 ? above : below
+    p = Math.min(1, Math.max(normal, 2 * (beyond + 1) / (n + 1)))
+  }
+  return { lo: at(tail), hi: at(1 - tail), se, p }
 }
