@@ -105,7 +105,7 @@ test('A/A calibration and the minimum effect are monitor settings with defaults'
 
   // The agent gets the A/A protocol with the job.
   await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { aa_protocol: 'h2', interval_s: 60 } })
-  await t.db.query("UPDATE monitors SET paused = true WHERE id <> $1", [m.id])
+  await t.db.query('UPDATE monitors SET paused = true WHERE id <> $1', [m.id])
   await t.db.query("INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'local', now())", [m.id])
   const token = await t.agentToken('local')
   const claim = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${token}` }, payload: { limit: 5 } })
