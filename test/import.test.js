@@ -286,7 +286,7 @@ test('a body over the byte limit is refused with 413, announced or streamed', as
     method: 'POST',
     url: `/api/v1/monitors/${m.id}/results/import`,
     headers: { 'content-type': 'application/x-ndjson' },
-    payload: Readable.from((function * () { for (let i = 0; i < 70; i++) yield chunk })())
+    payload: Readable.from((function* () { for (let i = 0; i < 70; i++) yield chunk })())
   })
   assert.equal(streamed.statusCode, 413, streamed.body)
   assert.match(streamed.json().message, /larger than 64 MiB/)
