@@ -173,7 +173,9 @@ function parseLine (line, n, { known, expected }) {
   const submitted = { ...row }
   delete submitted.time
   delete submitted.location_id
+  // As an agent would send it: the text, not the parsed date.
   if (input.measured_at == null) delete submitted.measured_at
+  else submitted.measured_at = input.measured_at
   for (const c of ['notes', 'details']) delete submitted[c]
   try {
     checkSubmitted([submitted], { expectedProtocol: expected })
@@ -183,6 +185,8 @@ function parseLine (line, n, { known, expected }) {
     const message = String(err.message).replace(/results\.0\./g, '')
     throw lineError(n, field, message.startsWith(`${field} `) ? message.slice(field.length + 1) : message)
   }
+  // The check may settle status and protocol_ok from observed_protocol.
+  Object.assign(row, submitted)
   row.measured_at ??= row.time
   row.agent_id = null
   row.details ??= '{}'
