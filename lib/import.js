@@ -21,7 +21,9 @@ export const IMPORT_MAX_BYTES = 64 * 1024 * 1024
 export const IMPORT_MAX_LINE_BYTES = 1024 * 1024
 
 // 1,000 rows × 38 columns is 38,000 parameters, under PostgreSQL's 65,535.
-// Measured locally: 100,000 rows go in in ~100 statements of ~40 ms.
+// bench/import.js, 2 busy cores: 100,000 lines in 6–11 s, of which ~1.4 s is
+// parsing and checking, ~0.9 s the jobs and the rest these inserts. One
+// unnest() of column arrays per batch instead was no faster beyond noise.
 const INSERT_BATCH_ROWS = 1000
 
 // Fields of the source system: the importing monitor, its jobs and no agent
@@ -120,7 +122,10 @@ export async function importResults (db, { monitor, lines }) {
     }
     seen.add(key)
     if (!rounds.has(roundKey)) rounds.set(roundKey, { location: row.location_id, time: row.time })
-    rows.push(INSERT_COLUMNS.map((c) => (c === 'job_id' ? roundKey : row[c] ?? null)))
+    // Kept as JSON text of the column values until the insert: 43 MB of
+    // heap for 100,000 page results instead of 65 MB as arrays of values
+    // (measured with --expose-gc); a full request stays well under 100 MB.
+    rows.push(JSON.stringify(INSERT_COLUMNS.map((c) => (c === 'job_id' ? roundKey : row[c] ?? null))))
   }
   seen.clear()
   if (!rows.length) return { imported: 0, skipped_existing: 0, rounds: 0 }
@@ -170,7 +175,9 @@ function parseLine (line, n, { known, expected }) {
   const submitted = { ...row }
   delete submitted.time
   delete submitted.location_id
+  // As an agent would send it: the text, not the parsed date.
   if (input.measured_at == null) delete submitted.measured_at
+  else submitted.measured_at = input.measured_at
   for (const c of ['notes', 'details']) delete submitted[c]
   try {
     checkSubmitted([submitted], { expectedProtocol: expected })
@@ -180,6 +187,8 @@ function parseLine (line, n, { known, expected }) {
     const message = String(err.message).replace(/results\.0\./g, '')
     throw lineError(n, field, message.startsWith(`${field} `) ? message.slice(field.length + 1) : message)
   }
+  // The check may settle status and protocol_ok from observed_protocol.
+  Object.assign(row, submitted)
   row.measured_at ??= row.time
   row.agent_id = null
   row.details ??= '{}'
@@ -192,7 +201,7 @@ function parseLine (line, n, { known, expected }) {
  * their new rows for the rollups in the same statement. One transaction, so
  * a failure stores nothing.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, rows: any[][], rounds: Map<string, { location: string, time: Date, jobId?: number }> }} opts
+ * @param {{ monitorId: number, rows: string[], rounds: Map<string, { location: string, time: Date, jobId?: number }> }} opts
  * @returns {Promise<ImportSummary>}
  */
 async function storeImport (db, { monitorId, rows, rounds }) {
@@ -220,7 +229,8 @@ async function storeImport (db, { monitorId, rows, rounds }) {
     for (let i = 0; i < rows.length; i += INSERT_BATCH_ROWS) {
       const values = []
       const tuples = []
-      for (const row of rows.slice(i, i + INSERT_BATCH_ROWS)) {
+      for (const text of rows.slice(i, i + INSERT_BATCH_ROWS)) {
+        const row = JSON.parse(text)
         row[jobAt] = rounds.get(row[jobAt]).jobId
         row[monitorAt] = monitorId
         tuples.push(`(${row.map((v) => { values.push(v); return `$${values.length}` }).join(', ')})`)

@@ -2,10 +2,12 @@
 // restores an export or brings history from another tool sees.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import http from 'node:http'
+import { Readable } from 'node:stream'
 import { createTestApp } from './helpers/app.js'
 import { createMonitor } from '../lib/monitors.js'
 import { upsertLocation } from '../lib/locations.js'
-import { IMPORT_MAX_LINES } from '../lib/import.js'
+import { IMPORT_MAX_LINES, IMPORT_MAX_BYTES } from '../lib/import.js'
 
 // Recent enough for the default 24 h comparison window.
 const BASE = Math.floor((Date.now() - 6 * 3600e3) / 60e3) * 60e3
@@ -246,3 +248,47 @@ function sumRuns (value) {
   if (value === null || typeof value !== 'object') return 0
   return Object.entries(value).reduce((n, [k, v]) => n + (k === 'runs' && typeof v === 'number' ? v : sumRuns(v)), 0)
 }
+
+test('over a socket, a bad line early in a large upload is answered while the rest drains, and the server stays up', async () => {
+  const m = await newMonitor()
+  await t.app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = /** @type {import('node:net').AddressInfo} */ (t.app.server.address())
+  const filler = `${JSON.stringify(round(0)[0])}\n`
+  const body = Buffer.from('{"broken\n' + filler.repeat(Math.ceil(20e6 / filler.length)))
+  const answer = await new Promise((resolve, reject) => {
+    const req = http.request({
+      port, method: 'POST', path: `/api/v1/monitors/${m.id}/results/import`,
+      headers: { authorization: `Bearer ${t.writeKey}`, 'content-type': 'application/x-ndjson', 'content-length': body.length }
+    }, (res) => {
+      let text = ''
+      res.on('data', (c) => { text += c })
+      res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(text) }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+  assert.equal(answer.status, 400)
+  assert.equal(answer.body.line, 1)
+  const ok = await fetch(`http://127.0.0.1:${port}/api/v1/monitors/${m.id}/results/import`, {
+    method: 'POST', headers: { authorization: `Bearer ${t.writeKey}`, 'content-type': 'application/x-ndjson' }, body: ndjson(round(0))
+  })
+  assert.equal(ok.status, 200)
+  assert.deepEqual(await ok.json(), { imported: 2, skipped_existing: 0, rounds: 1 })
+})
+
+test('a body over the byte limit is refused with 413, announced or streamed', async () => {
+  const m = await newMonitor()
+  const announced = await importInto(m.id, 'x', { 'content-length': String(IMPORT_MAX_BYTES + 1) })
+  assert.equal(announced.statusCode, 413)
+  // Streamed without a length: blank lines, so only the byte count can stop it.
+  const chunk = '\n'.repeat(1024 * 1024)
+  const streamed = await t.app.inject({
+    method: 'POST',
+    url: `/api/v1/monitors/${m.id}/results/import`,
+    headers: { 'content-type': 'application/x-ndjson' },
+    payload: Readable.from((function* () { for (let i = 0; i < 70; i++) yield chunk })())
+  })
+  assert.equal(streamed.statusCode, 413, streamed.body)
+  assert.match(streamed.json().message, /larger than 64 MiB/)
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+})
