@@ -36,10 +36,6 @@ const EARLIEST = Date.parse('2000-01-01T00:00:00Z')
 // Agents' clocks drift; a day ahead is a broken clock, as in result-checks.
 const CLOCK_SKEW_MS = 86400e3
 
-// The expected protocol is an option of the server-side protocol check; an
-// A/A monitor expects its aa_protocol on both arms.
-const checkSubmitted = /** @type {(results: Record<string, any>[], opts: { expectedProtocol: (mode: string) => string }) => void} */ (checkResults)
-
 /** What is wrong with one field's value; the caller adds the line and field. */
 class FieldProblem extends Error {}
 
@@ -180,7 +176,7 @@ function parseLine (line, n, { known, expected }) {
   else submitted.measured_at = input.measured_at
   for (const c of ['notes', 'details']) delete submitted[c]
   try {
-    checkSubmitted([submitted], { expectedProtocol: expected })
+    checkResults([submitted], { expectedProtocol: expected })
   } catch (err) {
     if (!err.field) throw err
     const field = String(err.field).replace(/^results\.0\./, '')
