@@ -16,6 +16,7 @@ import { runStart, adminKeyNotice } from './start.js'
 import { runLab, labDownCommand } from './lab.js'
 import { rebuildRollups } from '../lib/rollups.js'
 import { applyStoragePolicies } from '../lib/timescale.js'
+import { assertPortFree } from '../lib/instance.js'
 
 const common = {
   'data-dir': { type: 'string' },
@@ -77,6 +78,7 @@ ${serverHelp}
 ${commonHelp}`,
     run: async (values) => {
       const ctx = boot(values, 'h3lens-api')
+      await assertPortFree({ host: ctx.config.host, port: ctx.config.port, what: 'API and dashboard', setting: '--port or PORT' })
       const { pool } = await openDatabase(ctx)
       await migrate(pool, { log: ctx.log })
       const admin = await ensureAdminKey(pool, ctx.config.dataDir)

@@ -14,6 +14,7 @@ import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
 import { startLabEnvironment } from './lab.js'
 import { createGate } from '../lib/gate.js'
+import { assertPortFree, claimDataDir } from '../lib/instance.js'
 
 // Seeded lab monitors run every minute: four pages, two modes, per location,
 // which keeps two cores comfortably below saturation.
@@ -24,6 +25,10 @@ const SEED_INTERVAL_S = 60
  */
 export async function runStart (ctx) {
   const { config, log, lifecycle } = ctx
+  // Checked before anything starts, so a second start fails at once and
+  // names what is taken rather than sharing this one's lab and agents.
+  lifecycle.add('data dir lock', claimDataDir(config.dataDir, 'start'))
+  await assertPortFree({ host: config.host, port: config.port, what: 'API and dashboard', setting: '--port or PORT' })
   const { pool, embedded } = await openDatabase(ctx)
   await migrate(pool, { log })
   const storage = await applyStoragePolicies(pool, { ...config, log })

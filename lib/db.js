@@ -3,6 +3,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
+import { assertPortFree } from './instance.js'
 
 // bigint (int8) columns come back as JS numbers: ids and byte counts stay far
 // below 2^53, and numbers keep the JSON API simple.
@@ -53,11 +54,11 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
   if (running && ownerAlive(databaseDir)) {
     // Another h3lens process on this data dir (say `h3lens api` beside
     // `h3lens scheduler`) started it: share it, and leave stopping to it.
-    log.info({ pid: running }, 'using the embedded PostgreSQL another h3lens process runs')
+    log.info({ postmasterPid: running }, 'using the embedded PostgreSQL another h3lens process runs')
     stop = async () => {}
   } else if (running) {
     // Left behind by an h3lens that crashed: adopt it and stop it on exit.
-    log.warn({ pid: running }, 'adopting embedded PostgreSQL left running by an earlier h3lens')
+    log.warn({ postmasterPid: running }, 'adopting embedded PostgreSQL left running by an earlier h3lens')
     claimOwnership(databaseDir)
     stop = () => stopPostmaster(running)
   } else {
@@ -66,6 +67,9 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
       await cluster.initialise()
     }
     removeStalePid(databaseDir, log)
+    // Another data dir's cluster (or anything else) on this port would make
+    // postgres fail with a bare exit code; say which setting moves it.
+    await assertPortFree({ host: '127.0.0.1', port, what: 'embedded PostgreSQL', setting: 'H3LENS_EMBEDDED_PG_PORT' })
     await cluster.start()
     claimOwnership(databaseDir)
   }
@@ -83,7 +87,10 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
     adminUrl: `${base}/postgres`,
     async stop () {
       await stop()
-      fs.rmSync(path.join(databaseDir, OWNER_FILE), { force: true })
+      // Only the owner gives up ownership: a command that merely shared the
+      // cluster (say `keys list` beside `h3lens start`) must leave the file,
+      // or the next command would take the cluster for abandoned and stop it.
+      releaseOwnership(databaseDir)
     }
   }
 }
@@ -132,6 +139,11 @@ function ownerAlive (databaseDir) {
 
 function claimOwnership (databaseDir) {
   fs.writeFileSync(path.join(databaseDir, OWNER_FILE), String(process.pid))
+}
+
+function releaseOwnership (databaseDir) {
+  const file = path.join(databaseDir, OWNER_FILE)
+  if (readPid(file) === process.pid) fs.rmSync(file, { force: true })
 }
 
 /** Fast shutdown (SIGINT) of an adopted postmaster, waiting up to 30 s. */
