@@ -31,6 +31,7 @@ import comparisonRoutes from './routes/comparison.js'
 import evidenceRoutes from './routes/evidence.js'
 import agentEvidenceRoutes from './routes/agent-evidence.js'
 import { VERSION } from '../lib/version.js'
+import { isValidDateTime } from '../lib/date-time.js'
 
 const WEB_ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web')
 
@@ -48,9 +49,21 @@ const ajvPool = AjvCompiler()
  * @param {{ customOptions?: Record<string, any>, plugins?: any[] }} options
  */
 function buildValidator (externalSchemas, options) {
+  options = { ...options, onCreate: useDateTimeRule }
   const coercing = ajvPool(externalSchemas, options)
   const strict = ajvPool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: false } })
   return (/** @type {{ httpPart?: string }} */ route) => (route.httpPart === 'body' ? strict : coercing)(route)
+}
+
+/**
+ * Every "date-time" in every schema (query windows, export filters, agent
+ * submissions) follows lib/date-time.js, so a value passes the schema only
+ * when JavaScript and PostgreSQL can both hold it. onCreate runs after
+ * ajv-formats is added, so this replaces its looser rule.
+ * @param {any} ajv
+ */
+function useDateTimeRule (ajv) {
+  ajv.addFormat('date-time', { type: 'string', validate: isValidDateTime })
 }
 
 /**
