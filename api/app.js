@@ -46,7 +46,7 @@ const ajvPool = AjvCompiler()
  * the schema's types ("?limit=10" → 10). JSON bodies have real types, and a
  * wrong one is an error: "interval_s": "60" or true is refused, not guessed.
  * @param {Record<string, any>} externalSchemas
- * @param {{ customOptions?: Record<string, any>, plugins?: any[] }} options
+ * @param {{ customOptions?: Record<string, any>, plugins?: any[], onCreate?: (ajv: any) => void }} options
  */
 function buildValidator (externalSchemas, options) {
   options = { ...options, onCreate: useDateTimeRule }

@@ -42,7 +42,8 @@ test('a hanging database: /healthz answers 503 "database timeout" within a secon
     let res
     for (let i = 0; i < 20 && res?.statusCode !== 200; i++) res = await app.inject({ url: '/healthz' })
     assert.equal(res.statusCode, 200)
-    assert.deepEqual({ ...res.json(), version: undefined }, { status: 'ok', database: 'ok', version: undefined })
+    assert.equal(res.json().status, 'ok')
+    assert.equal(res.json().database, 'ok')
   } finally {
     await app.close()
     await pool.end()

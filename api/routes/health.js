@@ -46,7 +46,7 @@ async function checkDatabase (db) {
     timer = setTimeout(() => resolve({ state: 'timeout', detail: `did not answer within ${DATABASE_CHECK_MS} ms` }), DATABASE_CHECK_MS)
   })
   // The query keeps running after a timeout; its late answer is dropped.
-  const query = db.query({ text: 'SELECT 1', query_timeout: DATABASE_CHECK_MS })
+  const query = db.query('SELECT 1')
     .then(() => ({ state: 'ok' }), (err) => ({ state: 'unreachable', detail: `unreachable: ${err.message}` }))
   try {
     return /** @type {any} */ (await Promise.race([query, timeout]))
