@@ -22,6 +22,7 @@ export const VARIABLES = [
   { name: 'HOST', key: 'host', flag: '--host', type: 'string', default: '127.0.0.1', description: 'address the API binds to (0.0.0.0 to accept remote agents)' },
   { name: 'H3LENS_DATA_DIR', key: 'dataDir', flag: '--data-dir', type: 'path', default: '.h3lens', description: 'where the embedded database, lab certificate, spool and logs live' },
   { name: 'DATABASE_URL', key: 'databaseUrl', flag: '--database-url', type: 'postgresUrl', default: null, description: 'PostgreSQL connection string; unset = embedded PostgreSQL under the data dir' },
+  { name: 'H3LENS_DB_POOL_MAX', key: 'dbPoolMax', type: 'int', min: 1, max: 1000, default: 10, description: 'database connections each process may open' },
   { name: 'H3LENS_EMBEDDED_PG_PORT', key: 'embeddedPgPort', type: 'port', default: 54329, description: 'port of the embedded PostgreSQL (loopback only)' },
   { name: 'LOG_LEVEL', key: 'logLevel', flag: '--log-level', type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'log verbosity' },
   { name: 'H3LENS_API_URL', key: 'apiUrl', flag: '--api-url', type: 'httpUrl', default: null, description: 'agent: base URL of the API (default http://127.0.0.1:$PORT)' },

@@ -265,7 +265,7 @@ export async function openDatabase ({ config, log, lifecycle, poolMax }) {
     lifecycle.add('embedded postgres', pg.stop)
     url = pg.url
   }
-  const pool = createPool(url, { max: poolMax, log })
+  const pool = createPool(url, { max: poolMax ?? config.dbPoolMax, log })
   lifecycle.add('database pool', () => pool.end())
   await pool.query('SELECT 1')
   log.info({ database: redactUrl(url), embedded }, 'database connected')
