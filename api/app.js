@@ -3,6 +3,7 @@
 // config) first, then security headers and the auth rule (its onRoute hook
 // must see every route), then documentation (swagger must see every route),
 // then routes, then static files last so /api/* never falls through to a file.
+import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
@@ -67,10 +68,30 @@ function useDateTimeRule (ajv) {
 }
 
 /**
+ * HTTPS when H3LENS_TLS_CERT and H3LENS_TLS_KEY are set (agents in other
+ * regions send bearer tokens, which must not cross the Internet in clear).
+ * HTTP/1.1 over TLS; agents and browsers need nothing more.
+ * @param {Record<string, any>} config
+ * @returns {{ https?: { cert: Buffer, key: Buffer } }}
+ */
+function tlsOptions (config) {
+  if (!config.tlsCert) return {}
+  const read = (file, name) => {
+    try {
+      return fs.readFileSync(file)
+    } catch (err) {
+      throw Object.assign(new Error(`${name}=${file} cannot be read (${err.code ?? err.message})`), { userFacing: true })
+    }
+  }
+  return { https: { cert: read(config.tlsCert, 'H3LENS_TLS_CERT'), key: read(config.tlsKey, 'H3LENS_TLS_KEY') } }
+}
+
+/**
  * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger }} context
  */
 export async function buildApp (context) {
   const app = Fastify({
+    ...tlsOptions(context.config),
     loggerInstance: context.log,
     // 1 MiB: a result batch with per-request details is ~50 KB; anything
     // bigger than this is a mistake or an attack.

@@ -48,7 +48,9 @@ export async function runStart (ctx) {
   const gate = createGate(1)
   for (const loc of lab?.locations ?? []) {
     const token = await agentTokenFor(pool, config.dataDir, loc.id)
-    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: loc.id, lab: loc.target, gate })
+    // With HTTPS on, the local agents trust the API's own certificate (a
+    // self-signed one included) besides H3LENS_CA_FILE's CA.
+    const agent = await startAgent({ config: { ...config, apiUrl: api.url, caFile: config.caFile ?? config.tlsCert }, log, token, location: loc.id, lab: loc.target, gate })
     lifecycle.add(`agent ${loc.id}`, agent.stop)
   }
 

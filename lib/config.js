@@ -20,6 +20,9 @@ export class ConfigError extends Error {
 export const VARIABLES = [
   { name: 'PORT', key: 'port', flag: '--port', type: 'port', default: 8080, description: 'HTTP port of the API and dashboard' },
   { name: 'HOST', key: 'host', flag: '--host', type: 'string', default: '127.0.0.1', description: 'address the API binds to (0.0.0.0 to accept remote agents)' },
+  { name: 'H3LENS_TLS_CERT', key: 'tlsCert', type: 'path', default: null, description: 'api: PEM certificate (chain) to serve HTTPS with; needs H3LENS_TLS_KEY' },
+  { name: 'H3LENS_TLS_KEY', key: 'tlsKey', type: 'path', default: null, description: 'api: PEM private key of H3LENS_TLS_CERT' },
+  { name: 'H3LENS_CA_FILE', key: 'caFile', type: 'path', default: null, description: 'agent: PEM CA (or the API\'s self-signed certificate) trusted for an https H3LENS_API_URL, besides the system\'s; certificates are always verified' },
   { name: 'H3LENS_DATA_DIR', key: 'dataDir', flag: '--data-dir', type: 'path', default: '.h3lens', description: 'where the embedded database, lab certificate, spool and logs live' },
   { name: 'DATABASE_URL', key: 'databaseUrl', flag: '--database-url', type: 'postgresUrl', default: null, description: 'PostgreSQL connection string; unset = embedded PostgreSQL under the data dir' },
   { name: 'H3LENS_DB_POOL_MAX', key: 'dbPoolMax', type: 'int', min: 1, max: 1000, default: 10, description: 'database connections each process may open' },
@@ -118,7 +121,8 @@ export function loadConfig (env, flags = {}) {
       problems.push(`${where}=${JSON.stringify(raw)} ${err.message}`)
     }
   }
+  if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) problems.push('H3LENS_TLS_CERT and H3LENS_TLS_KEY go together: set both to serve HTTPS, or neither')
   if (problems.length) throw new ConfigError(problems)
-  config.apiUrl ??= `http://127.0.0.1:${config.port}`
+  config.apiUrl ??= `${config.tlsCert ? 'https' : 'http'}://127.0.0.1:${config.port}`
   return config
 }
