@@ -94,7 +94,7 @@ test('query strings: wrong types and unknown parameters are refused on every rou
     [`/api/v1/monitors/${m.id}/results?limit=abc`, /limit must be integer/],
     [`/api/v1/monitors/${m.id}/results?limit=5000`, /limit must be <= 1000/],
     [`/api/v1/monitors/${m.id}/results?colour=red`, /unknown field "colour"/],
-    [`/api/v1/monitors/${m.id}/results?from=yesterday`, /from must match format "date-time"/],
+    [`/api/v1/monitors/${m.id}/results?from=yesterday`, /querystring from must be an RFC 3339 date-time/],
     ['/api/v1/monitors?page=2', /unknown field "page"/],
     ['/api/v1/locations?x=1', /unknown field "x"/],
     [`/api/v1/monitors/${m.id}/results?location=%00`, /NUL character/],
