@@ -9,6 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { ApiError } from './api-client.js'
 
 const IDLE_POLL_MS = 2000
+// Result statuses of a load that did not complete.
+const FAILED = new Set(['error', 'timeout'])
 const MAX_BACKOFF_MS = 30000
 
 /**
@@ -50,10 +52,24 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     try {
       const results = await runJob(job, { location })
       if (released.has(job.id)) return
+      if (abort.signal.aborted && results.some((r) => FAILED.has(r.status))) {
+        // A load that failed while this process was stopping may have failed
+        // because of the stopping (a lab link or browser going down beside
+        // it): storing it would be a false error. Whoever runs the round
+        // next measures it afresh.
+        released.add(job.id)
+        await releaseJob(job.id, `a page load failed while the agent was stopping (${results.filter((r) => FAILED.has(r.status)).map((r) => r.error ?? r.status).join('; ')})`)
+        return
+      }
       await spool.put(job.id, { agent_version: version, results })
       jobLog.info({ results: results.map((r) => `${r.probe ?? 'page'}/${r.mode}/${r.view ?? 'first'}:${r.status}:${r.observed_protocol}`) }, 'round measured')
     } catch (err) {
       if (released.has(job.id)) return
+      if (abort.signal.aborted) {
+        released.add(job.id)
+        await releaseJob(job.id, `the round could not run while the agent was stopping (${err.message})`)
+        return
+      }
       // The round could not run at all (browser failed to launch, ...).
       jobLog.error({ err: err.message }, 'round failed to run')
       await client.fail(job.id, err.message).catch((e) => jobLog.warn({ err: e.message }, 'could not report failure'))

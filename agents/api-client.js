@@ -1,4 +1,5 @@
 // The agent's only way to the outside: a small client for DESIGN §4.
+import { request } from './http.js'
 
 export class ApiError extends Error {
   /** @param {string} message @param {number} status @param {string} [code] */
@@ -22,25 +23,26 @@ export class ApiError extends Error {
 }
 
 /**
- * @param {{ apiUrl: string, token: string, timeoutMs?: number }} opts
+ * @param {{ apiUrl: string, token: string, timeoutMs?: number, ca?: string[] }} opts
+ *   ca: CAs to verify an https API with (agents/http.js loadCa)
  */
-export function createApiClient ({ apiUrl, token, timeoutMs = 15000 }) {
+export function createApiClient ({ apiUrl, token, timeoutMs = 15000, ca }) {
   async function call (method, path, body) {
     let res
     try {
-      res = await fetch(`${apiUrl}/api/v1/agent${path}`, {
+      res = await request(`${apiUrl}/api/v1/agent${path}`, {
         method,
         headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(timeoutMs)
+        timeoutMs,
+        ca
       })
     } catch (err) {
-      throw new ApiError(`API unreachable at ${apiUrl}: ${err.cause?.code ?? err.message}`, 0)
+      throw new ApiError(`API unreachable at ${apiUrl}: ${err.code ?? err.message}`, 0)
     }
-    const text = await res.text()
     let data = null
-    try { data = text ? JSON.parse(text) : null } catch { data = { message: text.slice(0, 200) } }
-    if (!res.ok) throw new ApiError(`${method} ${path} → ${res.status}: ${data?.message ?? res.statusText}`, res.status, data?.code)
+    try { data = res.text ? JSON.parse(res.text) : null } catch { data = { message: res.text.slice(0, 200) } }
+    if (res.status < 200 || res.status >= 300) throw new ApiError(`${method} ${path} → ${res.status}: ${data?.message ?? res.statusText}`, res.status, data?.code)
     return data
   }
   return {

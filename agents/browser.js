@@ -106,9 +106,9 @@ export function createBrowserPool ({
     live.add(entry)
     entry.closed.finally(() => live.delete(entry))
     browser.once('disconnected', () => {
-      if (!closing && !entry.retiring) log.warn({ pid, flags, netns }, 'browser disconnected; it will be replaced on next use')
+      if (!closing && !entry.retiring) log.warn({ browserPid: pid, flags, netns }, 'browser disconnected; it will be replaced on next use')
     })
-    log.info({ pid, flags, netns }, 'browser launched')
+    log.info({ browserPid: pid, flags, netns }, 'browser launched')
     return entry
   }
 

@@ -10,6 +10,7 @@ import { createAgent } from './agent.js'
 import { createBrowserPool } from './browser.js'
 import { createJobRunner } from './job-runner.js'
 import { createNetlogUploader } from './netlog.js'
+import { loadCa } from './http.js'
 import { VERSION } from '../lib/version.js'
 
 /**
@@ -19,16 +20,17 @@ import { VERSION } from '../lib/version.js'
  */
 export async function startAgent ({ config, log, token, location, lab = null, gate = null }) {
   const agentLog = log.child({ agent: location })
+  const ca = loadCa(config.caFile)
   const pool = createBrowserPool({ executablePath: config.chromiumPath, log: agentLog, dataDir: path.join(config.dataDir, 'agents', location) })
   const measure = createJobRunner({
     pool, lab, timeoutMs: config.pageTimeoutMs, log: agentLog,
-    uploadNetlog: createNetlogUploader({ apiUrl: config.apiUrl, token }),
+    uploadNetlog: createNetlogUploader({ apiUrl: config.apiUrl, token, ca }),
     netlogDir: path.join(config.dataDir, 'agents', location, 'netlogs')
   })
   /** @type {typeof measure} */
   const runJob = gate ? (job, ctx) => gate.run(() => measure(job, ctx)) : measure
   const agent = createAgent({
-    client: createApiClient({ apiUrl: config.apiUrl, token }),
+    client: createApiClient({ apiUrl: config.apiUrl, token, ca }),
     spool: createSpool(path.join(config.dataDir, 'spool', location)),
     runJob,
     log: agentLog,

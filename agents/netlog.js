@@ -6,6 +6,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { gzip as gzipCallback } from 'node:zlib'
 import { summarizeNetlog } from './netlog-summary.js'
+import { request } from './http.js'
 
 const gzip = promisify(gzipCallback)
 
@@ -71,9 +72,9 @@ export function compactSummary (summary) {
 
 /**
  * Uploads net logs through the agent API (PUT /agent/jobs/:id/netlog).
- * @param {{ apiUrl: string, token: string, timeoutMs?: number }} opts
+ * @param {{ apiUrl: string, token: string, timeoutMs?: number, ca?: string[] }} opts
  */
-export function createNetlogUploader ({ apiUrl, token, timeoutMs = 60_000 }) {
+export function createNetlogUploader ({ apiUrl, token, timeoutMs = 60_000, ca }) {
   /**
    * @param {number} jobId
    * @param {{ mode: string, view: string, probe: string, kind: 'run' | 'rerun', rawBytes: number, gzip: Buffer }} n
@@ -82,21 +83,21 @@ export function createNetlogUploader ({ apiUrl, token, timeoutMs = 60_000 }) {
     const q = new URLSearchParams({ mode, view, probe, kind, raw_bytes: String(rawBytes) })
     let res
     try {
-      res = await fetch(`${apiUrl}/api/v1/agent/jobs/${jobId}/netlog?${q}`, {
+      res = await request(`${apiUrl}/api/v1/agent/jobs/${jobId}/netlog?${q}`, {
         method: 'PUT',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' },
-        body: /** @type {any} */ (body),
-        signal: AbortSignal.timeout(timeoutMs)
+        body,
+        timeoutMs,
+        ca
       })
     } catch (err) {
-      throw new Error(`net log upload: API unreachable at ${apiUrl}: ${err.cause?.code ?? err.message}`)
+      throw new Error(`net log upload: API unreachable at ${apiUrl}: ${err.code ?? err.message}`)
     }
-    if (!res.ok) {
-      const text = await res.text().catch(() => '')
-      let message = text
-      try { message = JSON.parse(text).message ?? text } catch {}
+    if (res.status < 200 || res.status >= 300) {
+      let message = res.text
+      try { message = JSON.parse(res.text).message ?? res.text } catch {}
       throw new Error(`net log upload → ${res.status}: ${message.slice(0, 300)}`)
     }
-    return res.json()
+    return JSON.parse(res.text)
   }
 }

@@ -3,6 +3,7 @@
 // config) first, then security headers and the auth rule (its onRoute hook
 // must see every route), then documentation (swagger must see every route),
 // then routes, then static files last so /api/* never falls through to a file.
+import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
@@ -32,6 +33,7 @@ import comparisonRoutes from './routes/comparison.js'
 import evidenceRoutes from './routes/evidence.js'
 import agentEvidenceRoutes from './routes/agent-evidence.js'
 import { VERSION } from '../lib/version.js'
+import { isValidDateTime } from '../lib/date-time.js'
 
 const WEB_ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web')
 
@@ -46,12 +48,43 @@ const ajvPool = AjvCompiler()
  * the schema's types ("?limit=10" → 10). JSON bodies have real types, and a
  * wrong one is an error: "interval_s": "60" or true is refused, not guessed.
  * @param {Record<string, any>} externalSchemas
- * @param {{ customOptions?: Record<string, any>, plugins?: any[] }} options
+ * @param {{ customOptions?: Record<string, any>, plugins?: any[], onCreate?: (ajv: any) => void }} options
  */
 function buildValidator (externalSchemas, options) {
+  options = { ...options, onCreate: useDateTimeRule }
   const coercing = ajvPool(externalSchemas, options)
   const strict = ajvPool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: false } })
   return (/** @type {{ httpPart?: string }} */ route) => (route.httpPart === 'body' ? strict : coercing)(route)
+}
+
+/**
+ * Every "date-time" in every schema (query windows, export filters, agent
+ * submissions) follows lib/date-time.js, so a value passes the schema only
+ * when JavaScript and PostgreSQL can both hold it. onCreate runs after
+ * ajv-formats is added, so this replaces its looser rule.
+ * @param {any} ajv
+ */
+function useDateTimeRule (ajv) {
+  ajv.addFormat('date-time', { type: 'string', validate: isValidDateTime })
+}
+
+/**
+ * HTTPS when H3LENS_TLS_CERT and H3LENS_TLS_KEY are set (agents in other
+ * regions send bearer tokens, which must not cross the Internet in clear).
+ * HTTP/1.1 over TLS; agents and browsers need nothing more.
+ * @param {Record<string, any>} config
+ * @returns {{ https?: { cert: Buffer, key: Buffer } }}
+ */
+function tlsOptions (config) {
+  if (!config.tlsCert) return {}
+  const read = (file, name) => {
+    try {
+      return fs.readFileSync(file)
+    } catch (err) {
+      throw Object.assign(new Error(`${name}=${file} cannot be read (${err.code ?? err.message})`), { userFacing: true })
+    }
+  }
+  return { https: { cert: read(config.tlsCert, 'H3LENS_TLS_CERT'), key: read(config.tlsKey, 'H3LENS_TLS_KEY') } }
 }
 
 /**
@@ -60,6 +93,7 @@ function buildValidator (externalSchemas, options) {
  */
 export async function buildApp (context) {
   const app = Fastify({
+    ...tlsOptions(context.config),
     loggerInstance: context.log,
     // 1 MiB: a result batch with per-request details is ~50 KB; anything
     // bigger than this is a mistake or an attack.

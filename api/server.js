@@ -12,7 +12,8 @@ export async function startApi (context) {
   app.server.requestTimeout = 60_000
   app.server.keepAliveTimeout = 65_000
   await app.listen({ port: context.config.port, host: context.config.host })
-  const url = `http://${context.config.host === '0.0.0.0' ? '127.0.0.1' : context.config.host}:${context.config.port}`
+  const scheme = context.config.tlsCert ? 'https' : 'http'
+  const url = `${scheme}://${context.config.host === '0.0.0.0' ? '127.0.0.1' : context.config.host}:${context.config.port}`
   context.log.info({ url }, 'api listening')
   return { app, url, close: () => app.close() }
 }

@@ -16,6 +16,8 @@ import { runStart, adminKeyNotice } from './start.js'
 import { runLab, labDownCommand } from './lab.js'
 import { rebuildRollups } from '../lib/rollups.js'
 import { applyStoragePolicies } from '../lib/timescale.js'
+import { assertPortFree } from '../lib/instance.js'
+import { enrolLocation, parseLocationSpec, readAgentToken } from '../lib/enrol.js'
 
 const common = {
   'data-dir': { type: 'string' },
@@ -77,6 +79,7 @@ ${serverHelp}
 ${commonHelp}`,
     run: async (values) => {
       const ctx = boot(values, 'h3lens-api')
+      await assertPortFree({ host: ctx.config.host, port: ctx.config.port, what: 'API and dashboard', setting: '--port or PORT' })
       const { pool } = await openDatabase(ctx)
       await migrate(pool, { log: ctx.log })
       const admin = await ensureAdminKey(pool, ctx.config.dataDir)
@@ -106,7 +109,7 @@ ${commonHelp}`,
   },
   agent: {
     summary: 'claims jobs for one location and measures them in Chromium',
-    options: { 'api-url': { type: 'string' }, token: { type: 'string' }, location: { type: 'string' }, 'data-dir': { type: 'string' }, 'log-level': { type: 'string' } },
+    options: { 'api-url': { type: 'string' }, token: { type: 'string' }, 'token-file': { type: 'string' }, location: { type: 'string' }, 'data-dir': { type: 'string' }, 'log-level': { type: 'string' } },
     usage: `Usage: h3lens agent --location ID [options]
 
 Claims jobs of its location from the API, loads each page in headless
@@ -118,6 +121,7 @@ database access. For lab locations it reads the lab state written by
 Options:
   --api-url URL           API base URL (H3LENS_API_URL, default http://127.0.0.1:$PORT)
   --token TOKEN           agent token (H3LENS_AGENT_TOKEN) from "h3lens agents token"
+  --token-file FILE       or a file holding it (H3LENS_AGENT_TOKEN_FILE), as "h3lens agents enrol" writes
   --location ID           location id (H3LENS_LOCATION)
   --data-dir DIR          spool and browser profiles (H3LENS_DATA_DIR)
   --log-level LEVEL       (LOG_LEVEL)`,
@@ -125,6 +129,7 @@ Options:
       const flags = { ...values, 'api-url': values['api-url'] }
       const ctx = boot(flags, 'h3lens-agent')
       const { config } = ctx
+      config.agentToken = await readAgentToken(config)
       const missing = [!config.agentToken && 'H3LENS_AGENT_TOKEN (--token)', !config.location && 'H3LENS_LOCATION (--location)'].filter(Boolean)
       if (missing.length) throw Object.assign(new Error(`the agent needs ${missing.join(' and ')}; create a token with "h3lens agents token --location <id>"`), { userFacing: true })
       const { readLabTarget } = await import('./lab.js')
@@ -212,28 +217,39 @@ ${commonHelp}`,
     }
   },
   agents: {
-    summary: 'agent identities: agents token --location ID | agents list',
-    options: { ...common, location: { type: 'string' }, name: { type: 'string' }, region: { type: 'string' } },
+    summary: 'agent identities: agents token --location ID | agents enrol --token-dir DIR --location ID=REGION | agents list',
+    options: { ...common, location: { type: 'string', multiple: true }, name: { type: 'string' }, region: { type: 'string' }, 'token-dir': { type: 'string' } },
     positionals: true,
     usage: `Usage: h3lens agents token --location ID [--name NAME]
+       h3lens agents enrol --token-dir DIR --location ID[=REGION] [--location ...]
        h3lens agents list
 
 "token" registers an agent for a location and prints its token once (only a
 hash is stored). Give it to the agent as H3LENS_AGENT_TOKEN.
 
+"enrol" makes sure each location exists (created with REGION when given)
+and that DIR/<location>.token holds a valid token for it, creating the
+agent and the file (mode 0600) when not; tokens that still work are kept,
+so it is safe to run on every deployment. Agents read their file through
+H3LENS_AGENT_TOKEN_FILE. It prints the files, never the tokens.
+
 Options:
-  --location ID           the location the token is bound to
+  --location ID           the location the token is bound to (enrol: several, ID=REGION)
+  --token-dir DIR         enrol: where the token files go
   --region TEXT           create the location (kind "real") if it does not exist yet
   --name NAME             a name for the agent (default <location>-agent)
 ${commonHelp}`,
     run: async (values, positionals) => {
-      const ctx = boot(values, 'h3lens-agents')
+      // --location here names the agents' locations, not this process's.
+      const ctx = boot({ ...values, location: undefined }, 'h3lens-agents')
       const { pool } = await openDatabase(ctx)
       await migrate(pool)
       try {
         const sub = positionals[0]
+        const locations = values.location ?? []
         if (sub === 'token') {
-          if (!values.location) throw Object.assign(new Error('agents token needs --location <id>'), { userFacing: true })
+          if (locations.length !== 1) throw Object.assign(new Error('agents token needs one --location <id>'), { userFacing: true })
+          values.location = locations[0]
           if (values.region && !(await getLocation(pool, values.location))) {
             if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
             await upsertLocation(pool, { id: values.location, name: values.location, region: values.region, kind: 'real' })
@@ -242,12 +258,19 @@ ${commonHelp}`,
           const { agent, token } = await createAgentToken(pool, { location: values.location, name: values.name })
           console.error(`agent ${agent.id} (${agent.name}) registered for location ${agent.location_id}; its token (shown once):`)
           console.log(token)
+        } else if (sub === 'enrol') {
+          if (!values['token-dir'] || !locations.length) throw Object.assign(new Error('agents enrol needs --token-dir DIR and at least one --location ID[=REGION]'), { userFacing: true })
+          for (const spec of locations) {
+            const { id, region } = parseLocationSpec(spec)
+            const { file, created } = await enrolLocation(pool, { location: id, region, tokenDir: values['token-dir'] })
+            console.log(`${id}\t${file}\t${created ? 'new agent enrolled' : 'existing token kept'}`)
+          }
         } else if (sub === 'list') {
           for (const a of await listAgents(pool)) {
             console.log([a.id, a.location_id, a.name, a.alive ? 'alive' : 'idle', a.revoked_at ? 'revoked' : '', a.last_seen_at?.toISOString() ?? 'never seen'].join('\t'))
           }
         } else {
-          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID" or "agents list"`), { userFacing: true })
+          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID", "agents enrol --token-dir DIR --location ID=REGION" or "agents list"`), { userFacing: true })
         }
       } finally {
         await ctx.lifecycle.stopAll('done')

@@ -51,11 +51,21 @@ main(process.argv.slice(2)).then((code) => {
   // Long-running commands return undefined and keep the process alive.
   if (typeof code === 'number') process.exitCode = code
 }, (err) => {
-  // Domain errors (bad input, unknown id) carry a 4xx status and a message for people.
-  if (err instanceof ConfigError || err.userFacing || (err.statusCode >= 400 && err.statusCode < 500)) {
-    console.error(`h3lens: ${err.message}`)
-  } else {
-    console.error(`h3lens: ${err.stack ?? err}`)
-  }
+  console.error(`h3lens: ${describeFailure(err)}`)
   process.exit(1)
 })
+
+/**
+ * Domain errors (bad input, unknown id, a port in use) carry a message for
+ * people; anything else gets its stack. Libraries may reject with anything,
+ * undefined included, so nothing here assumes an Error.
+ * @param {unknown} err
+ */
+function describeFailure (err) {
+  if (!(err instanceof Error)) {
+    return `failed with ${err === undefined ? 'no reason given' : JSON.stringify(err) ?? String(err)} (a bug: please report it with the log above)`
+  }
+  const e = /** @type {Error & { userFacing?: boolean, statusCode?: number }} */ (err)
+  if (err instanceof ConfigError || e.userFacing || (e.statusCode >= 400 && e.statusCode < 500)) return err.message
+  return err.stack ?? String(err)
+}

@@ -5,6 +5,7 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import { startOrigin } from '../lab/origin.js'
 import { LAB_HOSTNAME } from '../lib/lab-host.js'
+import { assertPortFree, claimDataDir, labPrefix } from '../lib/instance.js'
 
 /**
  * @typedef {{ id: string, name: string, region: string, kind: 'lab', profile: Record<string, any>,
@@ -36,6 +37,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
   }
 
   if (mode === 'local') {
+    await assertPortFree({ host: '127.0.0.1', port: config.labPort, what: 'lab origin', setting: 'H3LENS_LAB_PORT' })
     const origin = await startOrigin({ dataDir: config.dataDir, port: config.labPort, listen: '127.0.0.1', log })
     lifecycle.add('lab origin', origin.stop)
     const locations = [{
@@ -47,7 +49,8 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
   }
 
   const { DEFAULT_PROFILES } = await import('../lab/profiles.js')
-  const topology = await netns.labUp({ profiles: DEFAULT_PROFILES, log, backend: config.labBackend, runDir: labDir })
+  // Named for this data dir, so a lab of another data dir keeps its own.
+  const topology = await netns.labUp({ profiles: DEFAULT_PROFILES, log, backend: config.labBackend, runDir: labDir, prefix: labPrefix(config.dataDir) })
   lifecycle.add('lab namespaces', () => topology.down())
   const origin = await startOrigin({ dataDir: config.dataDir, port: config.labPort, netns: topology.originNs, log })
   lifecycle.add('lab origin', origin.stop)
@@ -96,6 +99,7 @@ export async function readLabTarget (dataDir, location) {
 
 /** `h3lens lab [up]`: the lab in the foreground until a signal. */
 export async function runLab (ctx) {
+  ctx.lifecycle.add('data dir lock', claimDataDir(ctx.config.dataDir, 'lab'))
   const lab = await startLabEnvironment(ctx)
   console.log(`lab origin: ${lab.origin.baseUrl} on Caddy ${lab.origin.labOrigin.version} (maps to the lab via --host-resolver-rules)`)
   for (const l of lab.locations) console.log(`  ${l.id.padEnd(9)} origin at ${l.target.address}${l.target.netns ? ` from namespace ${l.target.netns}` : ''}`)
@@ -103,10 +107,11 @@ export async function runLab (ctx) {
 }
 
 /** `h3lens lab down`: remove what a crashed lab left behind. */
-export async function labDownCommand ({ log, lifecycle }) {
+export async function labDownCommand ({ config, log, lifecycle }) {
   const netns = await import('../lab/netns.js')
-  await netns.labDown({ log })
+  const prefix = labPrefix(config.dataDir)
+  await netns.labDown({ log, prefix, runDir: path.join(config.dataDir, 'lab') })
   await lifecycle.stopAll('done')
-  console.log('lab removed: no h3lens namespaces, TUN devices or linkem processes remain')
+  console.log(`lab of ${config.dataDir} removed: no namespaces, TUN devices or linkem processes named ${prefix}-* remain`)
   return 0
 }

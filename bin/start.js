@@ -14,6 +14,7 @@ import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
 import { startLabEnvironment } from './lab.js'
 import { createGate } from '../lib/gate.js'
+import { assertPortFree, claimDataDir } from '../lib/instance.js'
 
 // Seeded lab monitors run every minute: four pages and one A/A monitor, two
 // arms each, per location, which keeps two cores comfortably below saturation.
@@ -25,6 +26,10 @@ export const AA_SEED_LABEL = 'A/A calibration (lab 15 KB, h2 vs h2)'
  */
 export async function runStart (ctx) {
   const { config, log, lifecycle } = ctx
+  // Checked before anything starts, so a second start fails at once and
+  // names what is taken rather than sharing this one's lab and agents.
+  lifecycle.add('data dir lock', claimDataDir(config.dataDir, 'start'))
+  await assertPortFree({ host: config.host, port: config.port, what: 'API and dashboard', setting: '--port or PORT' })
   const { pool, embedded } = await openDatabase(ctx)
   await migrate(pool, { log })
   const storage = await applyStoragePolicies(pool, { ...config, log })
@@ -44,7 +49,9 @@ export async function runStart (ctx) {
   const gate = createGate(1)
   for (const loc of lab?.locations ?? []) {
     const token = await agentTokenFor(pool, config.dataDir, loc.id)
-    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: loc.id, lab: loc.target, gate })
+    // With HTTPS on, the local agents trust the API's own certificate (a
+    // self-signed one included) besides H3LENS_CA_FILE's CA.
+    const agent = await startAgent({ config: { ...config, apiUrl: api.url, caFile: config.caFile ?? config.tlsCert }, log, token, location: loc.id, lab: loc.target, gate })
     lifecycle.add(`agent ${loc.id}`, agent.stop)
   }
 

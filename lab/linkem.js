@@ -126,7 +126,12 @@ export async function startLinkem (options) {
   argv.push(...args)
 
   await unlink(statsFile).catch(() => {})
-  const child = spawn(bin, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
+  // Its own process group: Ctrl-C in a terminal or `kill -TERM -<pgid>`
+  // reaches the whole group at once, and a link that went down before the
+  // agents had stopped would fail their in-flight page loads. h3lens stops
+  // it (stop(), labDown) after the agents; --die-with-parent still ends it
+  // if h3lens itself dies.
+  const child = spawn(bin, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let stderr = ''
   child.stderr.setEncoding('utf8')
   child.stderr.on('data', (chunk) => {

@@ -155,7 +155,7 @@ export async function startOrigin ({
     throw new OriginStartError(`lab origin on port ${port} did not start: ${why}`,
       { port, netns, logTail: output.tail, cause: err })
   }
-  log.info({ port, netns, pid: child.pid, caddy, version: labOrigin.version }, 'lab origin serving')
+  log.info({ port, netns, caddyPid: child.pid, caddy, version: labOrigin.version }, 'lab origin serving')
 
   return {
     hostname: LAB_HOSTNAME,

@@ -20,12 +20,17 @@ export class ConfigError extends Error {
 export const VARIABLES = [
   { name: 'PORT', key: 'port', flag: '--port', type: 'port', default: 8080, description: 'HTTP port of the API and dashboard' },
   { name: 'HOST', key: 'host', flag: '--host', type: 'string', default: '127.0.0.1', description: 'address the API binds to (0.0.0.0 to accept remote agents)' },
+  { name: 'H3LENS_TLS_CERT', key: 'tlsCert', type: 'path', default: null, description: 'api: PEM certificate (chain) to serve HTTPS with; needs H3LENS_TLS_KEY' },
+  { name: 'H3LENS_TLS_KEY', key: 'tlsKey', type: 'path', default: null, description: 'api: PEM private key of H3LENS_TLS_CERT' },
+  { name: 'H3LENS_CA_FILE', key: 'caFile', type: 'path', default: null, description: 'agent: PEM CA (or the API\'s self-signed certificate) trusted for an https H3LENS_API_URL, besides the system\'s; certificates are always verified' },
   { name: 'H3LENS_DATA_DIR', key: 'dataDir', flag: '--data-dir', type: 'path', default: '.h3lens', description: 'where the embedded database, lab certificate, spool and logs live' },
   { name: 'DATABASE_URL', key: 'databaseUrl', flag: '--database-url', type: 'postgresUrl', default: null, description: 'PostgreSQL connection string; unset = embedded PostgreSQL under the data dir' },
+  { name: 'H3LENS_DB_POOL_MAX', key: 'dbPoolMax', type: 'int', min: 1, max: 1000, default: 10, description: 'database connections each process may open' },
   { name: 'H3LENS_EMBEDDED_PG_PORT', key: 'embeddedPgPort', type: 'port', default: 54329, description: 'port of the embedded PostgreSQL (loopback only)' },
   { name: 'LOG_LEVEL', key: 'logLevel', flag: '--log-level', type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', description: 'log verbosity' },
   { name: 'H3LENS_API_URL', key: 'apiUrl', flag: '--api-url', type: 'httpUrl', default: null, description: 'agent: base URL of the API (default http://127.0.0.1:$PORT)' },
   { name: 'H3LENS_AGENT_TOKEN', key: 'agentToken', flag: '--token', type: 'string', default: null, description: 'agent: token from `h3lens agents token --location X`' },
+  { name: 'H3LENS_AGENT_TOKEN_FILE', key: 'agentTokenFile', flag: '--token-file', type: 'path', default: null, description: 'agent: file holding the token, as `h3lens agents enrol` writes it (used when H3LENS_AGENT_TOKEN is unset)' },
   { name: 'H3LENS_LOCATION', key: 'location', flag: '--location', type: 'slug', default: null, description: 'agent: location id the agent measures from' },
   { name: 'H3LENS_AGENT_CONCURRENCY', key: 'agentConcurrency', type: 'int', min: 1, max: 16, default: 1, description: 'agent: jobs run at once (1 keeps timings clean)' },
   { name: 'H3LENS_PAGE_TIMEOUT_MS', key: 'pageTimeoutMs', type: 'int', min: 1000, max: 300000, default: 30000, description: 'agent: timeout of one page load' },
@@ -39,7 +44,8 @@ export const VARIABLES = [
   { name: 'H3LENS_COMPRESS_AFTER_DAYS', key: 'compressAfterDays', type: 'int', min: 0, max: 3650, default: 7, description: 'TimescaleDB: compress raw results older than this (0 = never)' },
   { name: 'H3LENS_RETENTION_DAYS', key: 'retentionDays', type: 'int', min: 0, max: 36500, default: 0, description: 'TimescaleDB: drop raw results older than this (0 = keep; rollups are kept)' },
   { name: 'H3LENS_PUBLIC_READ', key: 'publicRead', type: 'bool', default: false, description: 'let anyone read the REST API and /metrics without a key (writes still need a write key)' },
-  { name: 'H3LENS_AUTH_FAILURES_PER_MIN', key: 'authFailuresPerMin', type: 'int', min: 0, max: 100000, default: 20, description: 'wrong keys or tokens one client address may present per minute before it gets 429 (0 = no limit)' },
+  { name: 'H3LENS_AUTH_FAILURES_PER_MIN', key: 'authFailuresPerMin', type: 'int', min: 0, max: 100000, default: 20, description: 'wrong keys or tokens one client address may present per minute before its wrong ones get 429; right keys and tokens are never limited by it (0 = no limit)' },
+  { name: 'H3LENS_AGENT_REQUESTS_PER_MIN', key: 'agentRequestsPerMin', type: 'int', min: 0, max: 1000000, default: 600, description: 'requests one agent token may make per minute before it gets 429 (0 = no limit)' },
   { name: 'H3LENS_ALLOW_PRIVATE_TARGETS', key: 'allowPrivateTargets', type: 'bool', default: false, description: 'allow monitors on real locations to target loopback, private and link-local addresses' },
   { name: 'H3LENS_STOP_TIMEOUT_S', key: 'stopTimeoutS', type: 'int', min: 0, max: 600, default: 20, description: 'agent: on SIGTERM, how long a running job may finish before it is released' },
   { name: 'H3LENS_SEED', key: 'seed', flag: '--seed', type: 'bool', default: true, description: 'start: seed lab monitors into an empty database' }
@@ -115,7 +121,8 @@ export function loadConfig (env, flags = {}) {
       problems.push(`${where}=${JSON.stringify(raw)} ${err.message}`)
     }
   }
+  if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) problems.push('H3LENS_TLS_CERT and H3LENS_TLS_KEY go together: set both to serve HTTPS, or neither')
   if (problems.length) throw new ConfigError(problems)
-  config.apiUrl ??= `http://127.0.0.1:${config.port}`
+  config.apiUrl ??= `${config.tlsCert ? 'https' : 'http'}://127.0.0.1:${config.port}`
   return config
 }

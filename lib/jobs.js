@@ -83,14 +83,14 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
 /**
  * Extend the lease of a job the agent still holds.
  * @param {import('pg').Pool} db
- * @param {{ jobId: number, agentId: number, leaseSeconds: number }} opts
+ * @param {{ jobId: number, agentId: number, locationId?: string, leaseSeconds: number }} opts
  */
-export async function heartbeatJob (db, { jobId, agentId, leaseSeconds }) {
+export async function heartbeatJob (db, { jobId, agentId, locationId, leaseSeconds }) {
   const { rows } = await db.query(
     `UPDATE jobs SET lease_expires_at = now() + make_interval(secs => $3), updated_at = now()
       WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING lease_expires_at`,
     [jobId, agentId, leaseSeconds])
-  if (!rows[0]) await explainNotLeased(db, jobId, agentId)
+  if (!rows[0]) await explainNotLeased(db, jobId, agentId, locationId)
   return rows[0]
 }
 
@@ -147,9 +147,9 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
  * The agent could not run the job at all (browser failed to start, ...).
  * Retry with exponential back-off until attempts run out.
  * @param {import('pg').Pool} db
- * @param {{ jobId: number, agentId: number, error: string }} opts
+ * @param {{ jobId: number, agentId: number, locationId?: string, error: string }} opts
  */
-export async function failJob (db, { jobId, agentId, error }) {
+export async function failJob (db, { jobId, agentId, locationId, error }) {
   const { rows } = await db.query(
     `UPDATE jobs SET
         state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
@@ -159,21 +159,25 @@ export async function failJob (db, { jobId, agentId, error }) {
         lease_expires_at = NULL, last_error = $3, updated_at = now()
       WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING state`,
     [jobId, agentId, String(error).slice(0, 2000)])
-  if (!rows[0]) await explainNotLeased(db, jobId, agentId)
+  if (!rows[0]) await explainNotLeased(db, jobId, agentId, locationId)
   return rows[0].state
 }
 
 /**
  * Give a job back without using up an attempt (graceful agent shutdown).
+ * Only the lease holder may: anyone else gets the same 409 (wrong_location,
+ * lease_lost) or 404 as for a heartbeat.
  * @param {import('pg').Pool} db
- * @param {{ jobId: number, agentId: number }} opts
+ * @param {{ jobId: number, agentId: number, locationId?: string }} opts
+ * @returns {Promise<true>}
  */
-export async function releaseJob (db, { jobId, agentId }) {
+export async function releaseJob (db, { jobId, agentId, locationId }) {
   const { rowCount } = await db.query(
     `UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), lease_owner = NULL,
             lease_expires_at = NULL, updated_at = now()
       WHERE id = $1 AND lease_owner = $2 AND state = 'leased'`, [jobId, agentId])
-  return rowCount > 0
+  if (!rowCount) await explainNotLeased(db, jobId, agentId, locationId)
+  return true
 }
 
 /**
@@ -218,9 +222,12 @@ export async function countJobsByState (db) {
   return Object.fromEntries(Object.values(JOB_STATES).map((s) => [s, rows.find((r) => r.state === s)?.n ?? 0]))
 }
 
-async function explainNotLeased (db, jobId, agentId) {
-  const { rows } = await db.query('SELECT state, lease_owner FROM jobs WHERE id = $1', [jobId])
+async function explainNotLeased (db, jobId, agentId, locationId) {
+  const { rows } = await db.query('SELECT state, lease_owner, location_id FROM jobs WHERE id = $1', [jobId])
   if (!rows[0]) throw new NotFoundError(`job ${jobId} does not exist`)
+  if (locationId !== undefined && rows[0].location_id !== locationId) {
+    throw new ConflictError(`job ${jobId} belongs to location ${rows[0].location_id}, not ${locationId}`, 'wrong_location')
+  }
   if (rows[0].lease_owner !== agentId) throw new ConflictError(`job ${jobId} is not leased to this agent`, 'lease_lost')
   throw new ConflictError(`job ${jobId} is ${rows[0].state}, not leased`, 'not_leased')
 }

@@ -8,10 +8,13 @@ const REDACT = [
 
 /**
  * @param {{ logLevel?: string, name?: string, destination?: import('pino').DestinationStream }} [opts]
- *   destination: where lines go (stdout by default); tests pass a stream to read them back
+ *   destination: where lines go (stderr by default); tests pass a stream to read them back
  * @returns {import('pino').Logger}
  */
 export function createLogger ({ logLevel = 'info', name = 'h3lens', destination } = {}) {
   const options = { name, level: logLevel, redact: { paths: REDACT, censor: '[redacted]' } }
-  return destination ? pino(options, destination) : pino(options)
+  // Logs go to stderr so stdout carries only what a command answers: a key
+  // from `keys create` or a token from `agents token` can be piped or
+  // captured with $(…) without log lines beside it.
+  return pino(options, destination ?? pino.destination({ dest: 2, sync: true }))
 }

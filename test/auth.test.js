@@ -155,13 +155,47 @@ test('wrong keys and tokens from one address are answered 429 with Retry-After o
     assert.equal(over.statusCode, 429)
     assert.ok(Number(over.headers['retry-after']) >= 1 && Number(over.headers['retry-after']) <= 60, over.headers['retry-after'])
     assert.match(over.json().message, /too many wrong keys or tokens from this address; try again in \d+ s/)
-    // While blocked, even a right key is not checked: guessing must stop.
-    assert.equal((await get(bearer(limited.writeKey))).statusCode, 429)
-    assert.equal((await limited.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: bearer(await limited.agentToken()), payload: {} })).statusCode, 429)
+    assert.equal((await get(bearer('h3k_guess5'))).statusCode, 429, 'wrong keys stay blocked')
+    // The limit is on wrong credentials: a right key or agent token from the
+    // same address (the dashboard and local agents share 127.0.0.1) works.
+    assert.equal((await get(bearer(limited.writeKey))).statusCode, 200)
+    assert.equal((await limited.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: bearer(await limited.agentToken()), payload: {} })).statusCode, 200)
     // Another address is not affected; public routes are not either.
     assert.equal((await limited.app.inject({ url: '/api/v1/monitors', remoteAddress: '10.9.8.7', headers: bearer(limited.writeKey) })).statusCode, 200)
     assert.equal((await get(noKey)).statusCode, 401)
     assert.equal((await limited.app.inject({ url: '/healthz', headers: noKey })).statusCode, 200)
+  } finally {
+    await limited.close()
+  }
+})
+
+test('30 wrong keys from 127.0.0.1 never lock out the admin key or an agent token from there (default limit)', async () => {
+  const limited = await createTestApp({ H3LENS_AUTH_FAILURES_PER_MIN: '' })
+  try {
+    const from = { remoteAddress: '127.0.0.1' }
+    const statuses = []
+    for (let i = 0; i < 30; i++) statuses.push((await limited.app.inject({ ...from, url: '/api/v1/monitors', headers: bearer(`h3k_wrong${i}`) })).statusCode)
+    assert.deepEqual([...new Set(statuses)], [401, 429], 'the wrong keys are limited')
+    assert.equal((await limited.app.inject({ ...from, url: '/api/v1/monitors', headers: bearer(limited.writeKey) })).statusCode, 200)
+    assert.equal((await limited.app.inject({ ...from, url: '/api/v1/monitors', headers: bearer(limited.readKey) })).statusCode, 200)
+    const claim = await limited.app.inject({ ...from, method: 'POST', url: '/api/v1/agent/claim', headers: bearer(await limited.agentToken()), payload: {} })
+    assert.equal(claim.statusCode, 200)
+  } finally {
+    await limited.close()
+  }
+})
+
+test('valid agents are limited per token, not per address', async () => {
+  const limited = await createTestApp({ H3LENS_AGENT_REQUESTS_PER_MIN: '3' })
+  try {
+    const claim = (token) => limited.app.inject({ remoteAddress: '127.0.0.1', method: 'POST', url: '/api/v1/agent/claim', headers: bearer(token), payload: {} })
+    const [busy, quiet] = [await limited.agentToken(), await limited.agentToken()]
+    for (let i = 0; i < 3; i++) assert.equal((await claim(busy)).statusCode, 200)
+    const over = await claim(busy)
+    assert.equal(over.statusCode, 429)
+    assert.equal(over.json().code, 'agent_rate_limited')
+    assert.ok(Number(over.headers['retry-after']) >= 1)
+    assert.equal((await claim(quiet)).statusCode, 200, 'another agent on the same address is not affected')
   } finally {
     await limited.close()
   }

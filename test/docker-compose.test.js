@@ -1,45 +1,132 @@
 // docker-compose.yml is for users' machines (no Docker engine runs here), so
-// it is checked by reading it: the services exist, run real subcommands, and
-// set only variables the code reads.
+// it is checked by reading it: it loads with no variables set, the services
+// run real subcommands with flags the CLI accepts, set only variables the
+// code reads and the README documents, agents enrol themselves and wait for
+// a healthy API, and the image's process is node (npm does not forward
+// SIGTERM). `agents enrol`, which the init service runs, is run for real.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { parse } from 'yaml'
 import { VARIABLES } from '../lib/config.js'
 import { COMMANDS } from '../bin/commands.js'
+import { authenticateAgent } from '../lib/agents.js'
+import { createTestDatabase } from './helpers/db.js'
 
-const compose = parse(fs.readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8'), { merge: true })
+const text = fs.readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8')
+const compose = parse(text, { merge: true })
+const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const dockerfile = fs.readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8')
 const known = new Set(VARIABLES.map((v) => v.name))
+const h3lensServices = Object.entries(compose.services).filter(([, svc]) => svc.image?.startsWith('h3lens'))
+const agents = h3lensServices.filter(([, svc]) => svc.command?.[2] === 'agent')
+const run = (args, env = {}) => spawnSync(process.execPath, ['bin/h3lens.js', ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000 })
 
-test('compose has TimescaleDB, a one-shot migrate, api, scheduler and three agents', () => {
+test('compose loads with no variables set: every ${…} has a default, none is required', () => {
+  const uses = [...text.matchAll(/\$\{([^}]*)\}/g)].map((m) => m[1])
+  assert.ok(uses.length > 0)
+  for (const use of uses) {
+    assert.doesNotMatch(use, /:?\?/, `\${${use}} is required, so "docker compose config" fails without it`)
+    assert.match(use, /^[A-Z_][A-Z0-9_]*:?-/, `\${${use}} needs a default`)
+  }
+})
+
+test('compose has TimescaleDB, one-shot migrate and init, api, scheduler and three agents', () => {
   const s = compose.services
   assert.match(s.db.image, /^timescale\/timescaledb:/)
   assert.deepEqual(s.migrate.command, ['node', 'bin/h3lens.js', 'migrate'])
-  assert.equal(s.migrate.restart, 'no')
+  for (const once of ['migrate', 'init']) assert.equal(s[once].restart, 'no', once)
+  assert.deepEqual(s.init.command.slice(0, 4), ['node', 'bin/h3lens.js', 'agents', 'enrol'])
   assert.equal(s.api.command[2], 'api')
   assert.equal(s.scheduler.command[2], 'scheduler')
-  const agents = Object.entries(s).filter(([, svc]) => svc.command?.[2] === 'agent')
   assert.equal(agents.length, 3)
-  const locations = agents.map(([, svc]) => svc.environment.H3LENS_LOCATION)
-  assert.equal(new Set(locations).size, 3, 'agents are in different locations')
+  assert.equal(new Set(agents.map(([, svc]) => svc.environment.H3LENS_LOCATION)).size, 3, 'agents are in different locations')
 })
 
-test('every h3lens service runs an existing subcommand with variables the code reads', () => {
-  for (const [name, svc] of Object.entries(compose.services)) {
-    if (name === 'db') continue
+test('every h3lens service runs a subcommand whose flags the CLI accepts', () => {
+  for (const [name, svc] of h3lensServices) {
+    assert.deepEqual(svc.command.slice(0, 2), ['node', 'bin/h3lens.js'], name)
     assert.ok(COMMANDS[svc.command[2]], `${name} runs unknown subcommand ${svc.command[2]}`)
-    for (const v of Object.keys(svc.environment ?? {})) assert.ok(known.has(v), `${name} sets ${v}, which h3lens does not read`)
+    // --help after the service's own arguments: the CLI parses (and so
+    // checks) every flag before it answers the help.
+    const r = run([...svc.command.slice(2), '--help'])
+    assert.equal(r.status, 0, `${name}: ${r.stderr}`)
   }
 })
 
-test('api, scheduler and migrate reach the db service; agents reach the api and carry a token', () => {
-  for (const name of ['api', 'scheduler', 'migrate']) {
-    const url = new URL(compose.services[name].environment.DATABASE_URL.replace(/\$\{[^}]+\}/g, 'x'))
-    assert.equal(url.hostname, 'db')
+test('every variable the services set or interpolate is one the code reads and the README documents', () => {
+  const imageVars = new Set(['POSTGRES_USER', 'POSTGRES_PASSWORD', 'POSTGRES_DB'])
+  for (const [name, svc] of Object.entries(compose.services)) {
+    for (const v of Object.keys(svc.environment ?? {})) {
+      if (name === 'db') assert.ok(imageVars.has(v), `db sets ${v}`)
+      else assert.ok(known.has(v), `${name} sets ${v}, which h3lens does not read`)
+      if (name !== 'db' || v === 'POSTGRES_PASSWORD') assert.ok(readme.includes(`\`${v}\``), `${name} uses ${v}, which the README does not document`)
+    }
   }
-  assert.equal(compose.services.api.environment.HOST, '0.0.0.0', 'api must listen beyond the container loopback')
-  for (const [name, svc] of Object.entries(compose.services).filter(([, s]) => s.command?.[2] === 'agent')) {
+  for (const [, v] of text.matchAll(/\$\{([A-Z_][A-Z0-9_]*)/g)) assert.ok(readme.includes(`\`${v}\``), `\${${v}} is not documented in the README`)
+})
+
+test('the API has a healthcheck against /healthz; agents wait for it and for their enrolment', () => {
+  const { api, init } = compose.services
+  assert.ok(api.healthcheck.test.join(' ').includes('/healthz'))
+  assert.equal(api.environment.HOST, '0.0.0.0', 'api must listen beyond the container loopback')
+  assert.equal(new URL(api.environment.DATABASE_URL.replace(/\$\{[^}]+\}/g, 'x')).hostname, 'db')
+  const initVolume = init.volumes.map((v) => v.split(':')).find(([, dir]) => dir === init.command[init.command.indexOf('--token-dir') + 1])
+  assert.ok(initVolume, 'init writes the tokens into a volume')
+  const enrolled = init.command.filter((_, i) => init.command[i - 1] === '--location').map((l) => l.split('=')[0])
+  for (const [name, svc] of agents) {
+    assert.deepEqual(svc.depends_on.api, { condition: 'service_healthy' }, name)
+    assert.deepEqual(svc.depends_on.init, { condition: 'service_completed_successfully' }, name)
     assert.equal(new URL(svc.environment.H3LENS_API_URL).hostname, 'api', name)
-    assert.match(svc.environment.H3LENS_AGENT_TOKEN, /AGENT_TOKEN_/, name)
+    assert.equal(svc.environment.DATABASE_URL, undefined, `${name}: agents have no database access`)
+    assert.ok(enrolled.includes(svc.environment.H3LENS_LOCATION), `${name}: init enrols its location`)
+    const mount = svc.volumes.map((v) => v.split(':')).find(([vol]) => vol === initVolume[0])
+    assert.ok(mount, `${name} mounts the enrolment volume`)
+    assert.equal(svc.environment.H3LENS_AGENT_TOKEN_FILE, `${mount[1]}/${svc.environment.H3LENS_LOCATION}.token`, name)
+  }
+})
+
+test('the image runs node itself, which gets SIGTERM, not npm', () => {
+  const last = (instruction) => [...dockerfile.matchAll(new RegExp(`^${instruction}\\s+(.+)$`, 'gm'))].at(-1)?.[1]
+  const cmd = JSON.parse(last('CMD'))
+  const entrypoint = last('ENTRYPOINT')
+  const argv = entrypoint ? [...JSON.parse(entrypoint), ...cmd] : cmd
+  assert.equal(argv[0], 'node', `the image starts ${argv.join(' ')}`)
+  for (const [name, svc] of h3lensServices) assert.equal(svc.command[0], 'node', name)
+})
+
+test('agents enrol creates locations and token files once, keeps working tokens, and agents read them', async () => {
+  const db = await createTestDatabase()
+  const tokenDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-enrol-'))
+  try {
+    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' }
+    const args = ['agents', 'enrol', '--token-dir', tokenDir, '--location', 'us-east=North America', '--location', 'ap-south=Asia Pacific']
+    const first = run(args, env)
+    assert.equal(first.status, 0, first.stderr)
+    assert.match(first.stdout, /^us-east\t.*us-east\.token\tnew agent enrolled$/m)
+    const token = fs.readFileSync(path.join(tokenDir, 'us-east.token'), 'utf8').trim()
+    assert.ok(!first.stdout.includes(token), 'the token is never printed')
+    assert.equal(fs.statSync(path.join(tokenDir, 'us-east.token')).mode & 0o777, 0o600)
+    assert.equal((await authenticateAgent(db.pool, token)).location_id, 'us-east')
+    const { rows } = await db.pool.query("SELECT region, kind FROM locations WHERE id = 'ap-south'")
+    assert.deepEqual(rows, [{ region: 'Asia Pacific', kind: 'real' }])
+
+    const again = run(args, env)
+    assert.equal(again.status, 0, again.stderr)
+    assert.match(again.stdout, /^us-east\t.*\texisting token kept$/m)
+    assert.equal(fs.readFileSync(path.join(tokenDir, 'us-east.token'), 'utf8').trim(), token)
+    // A revoked token is replaced on the next run.
+    await db.pool.query("UPDATE agents SET revoked_at = now() WHERE location_id = 'us-east'")
+    assert.match(run(args, env).stdout, /^us-east\t.*\tnew agent enrolled$/m)
+
+    const missing = run(['agent', '--location', 'us-east', '--token-file', path.join(tokenDir, 'nope.token')], { H3LENS_AGENT_TOKEN: '' })
+    assert.equal(missing.status, 1)
+    assert.match(missing.stderr, /H3LENS_AGENT_TOKEN_FILE=.*nope\.token cannot be read \(ENOENT\); "h3lens agents enrol" writes it/)
+  } finally {
+    fs.rmSync(tokenDir, { recursive: true, force: true })
+    await db.drop()
   }
 })

@@ -94,7 +94,7 @@ test('query strings: wrong types and unknown parameters are refused on every rou
     [`/api/v1/monitors/${m.id}/results?limit=abc`, /limit must be integer/],
     [`/api/v1/monitors/${m.id}/results?limit=5000`, /limit must be <= 1000/],
     [`/api/v1/monitors/${m.id}/results?colour=red`, /unknown field "colour"/],
-    [`/api/v1/monitors/${m.id}/results?from=yesterday`, /from must match format "date-time"/],
+    [`/api/v1/monitors/${m.id}/results?from=yesterday`, /querystring from must be an RFC 3339 date-time/],
     ['/api/v1/monitors?page=2', /unknown field "page"/],
     ['/api/v1/locations?x=1', /unknown field "x"/],
     [`/api/v1/monitors/${m.id}/results?location=%00`, /NUL character/],
@@ -196,10 +196,14 @@ test('agents: wrong, revoked and other-location tokens get clear 4xx answers', a
   assert.equal(stolen.status, 409)
   assert.equal(stolen.json().code, 'wrong_location')
   assert.match(stolen.json().message, /belongs to location eu-west, not us-east/)
-  const beat = await agent('POST', `/jobs/${jobs[0].id}/heartbeat`, us)
-  assert.equal(beat.status, 409)
-  assert.match(beat.json().message, /not leased to this agent/)
-  assert.equal((await agent('POST', `/jobs/${jobs[0].id}/release`, us)).json().released, false)
+  for (const action of ['heartbeat', 'release', 'fail']) {
+    const other = await agent('POST', `/jobs/${jobs[0].id}/${action}`, us, action === 'fail' ? { error: 'x' } : {})
+    assert.equal(other.status, 409, action)
+    assert.equal(other.json().code, 'wrong_location', action)
+    assert.match(other.json().message, /belongs to location eu-west, not us-east/)
+  }
+  const { rows: [still] } = await database.pool.query('SELECT state FROM jobs WHERE id = $1', [jobs[0].id])
+  assert.equal(still.state, 'leased', 'the other location\'s agent changed nothing')
 
   for (const [token, message] of [['h3a_expired-or-made-up', /not valid/], [key, /not valid/], ['', /need "Authorization: Bearer <agent token>"/]]) {
     const res = await raw({ method: 'POST', path: '/api/v1/agent/claim', body: '{}', headers: { 'content-type': 'application/json', authorization: token ? `Bearer ${token}` : '' } })

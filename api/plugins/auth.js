@@ -86,8 +86,11 @@ export default fp(async (/** @type {any} */ app) => {
     }
   })
 
+  // global: false: nothing is limited unless asked.
+  await app.register(rateLimit, { global: false })
   const failures = await authFailureLimiter(app, app.config.authFailuresPerMin ?? 20)
   app.decorate('authFailures', failures)
+  app.decorate('agentRequests', agentRequestLimiter(app, app.config.agentRequestsPerMin ?? 600))
 
   app.addHook('onRequest', async (request, reply) => {
     const need = request.routeOptions.config?.auth ?? AUTH.public
@@ -97,12 +100,9 @@ export default fp(async (/** @type {any} */ app) => {
     if (!secret) {
       return unauthorized(reply, `this endpoint needs an API key: send "Authorization: Bearer <key>"; create one with "h3lens keys create --role ${need}"`)
     }
-    const wait = failures.blockedFor(request)
-    if (wait) return tooMany(reply, wait)
     const key = await authenticateApiKey(app.db, secret)
     if (!key) {
-      request.log.warn({ ip: request.ip, method: request.method, url: request.routeOptions.url }, 'authentication failed: unknown or revoked API key')
-      const blocked = await failures.record(request)
+      const blocked = await failures.reject(request, 'unknown or revoked API key')
       if (blocked) return tooMany(reply, blocked)
       return unauthorized(reply, 'the API key is not valid (unknown or revoked); "h3lens keys list" shows the keys that exist')
     }
@@ -132,39 +132,69 @@ export function tooMany (reply, seconds) {
 }
 
 /**
+ * @param {any} reply
+ * @param {number} seconds
+ */
+export function agentTooMany (reply, seconds) {
+  return reply.code(429).header('retry-after', String(seconds))
+    .send({ statusCode: 429, error: 'Too Many Requests', message: `this agent token made too many requests this minute; try again in ${seconds} s`, code: 'agent_rate_limited' })
+}
+
+/**
  * Counts wrong credentials per client address with @fastify/rate-limit's
- * store (a bounded LRU), and remembers which addresses went over the limit
- * so that they are turned away before their next guess is even checked.
+ * store (a bounded LRU), and remembers which addresses went over the limit.
+ * Only wrong credentials are ever turned away: a right key or agent token is
+ * checked first and served, even from a blocked address, because one
+ * address is often many clients (the three local agents and the dashboard on
+ * 127.0.0.1, everyone behind a reverse proxy), and a guesser must not be
+ * able to lock them out. Guessing is not helped by this: keys and tokens
+ * carry 192 random bits, and a blocked address's guesses are
+ * answered 429 without being logged one by one.
  * @param {any} app
  * @param {number} perMinute 0 = no limit
- * @returns {Promise<{ blockedFor: (request: any) => number, record: (request: any) => Promise<number> }>} seconds to wait, 0 = go ahead
+ * @returns {Promise<{ reject: (request: any, why: string) => Promise<number> }>} seconds to wait, 0 = answer 401
  */
 async function authFailureLimiter (app, perMinute) {
-  if (!perMinute) return { blockedFor: () => 0, record: async () => 0 }
-  // global: false: nothing is limited unless asked; only failures are counted.
-  await app.register(rateLimit, { global: false })
+  const warn = (request, why) => request.log.warn({ ip: request.ip, method: request.method, url: request.routeOptions.url }, `authentication failed: ${why}`)
+  if (!perMinute) return { reject: async (request, why) => { warn(request, why); return 0 } }
   const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => request.ip })
   /** @type {Map<string, number>} address → blocked until (ms) */
   const blocked = new Map()
   const left = (until) => Math.max(1, Math.ceil((until - Date.now()) / 1000))
   return {
-    blockedFor (request) {
+    async reject (request, why) {
       const until = blocked.get(request.ip)
-      if (!until) return 0
-      if (until > Date.now()) return left(until)
-      blocked.delete(request.ip)
-      return 0
-    },
-    async record (request) {
+      if (until && until > Date.now()) return left(until)
+      if (until) blocked.delete(request.ip)
+      warn(request, why)
       const r = await count(request)
       if (!r.isExceeded) return 0
-      const until = Date.now() + r.ttl
+      const next = Date.now() + r.ttl
       // Entries are few (addresses that went over the limit) and expire;
       // a sweep on insert keeps a spray from many addresses bounded.
       if (blocked.size > 10_000) for (const [ip, t] of blocked) if (t <= Date.now()) blocked.delete(ip)
-      if (blocked.size <= 100_000) blocked.set(request.ip, until)
-      request.log.warn({ ip: request.ip, retryAfterS: left(until) }, 'too many failed authentications; address blocked for the rest of the minute')
-      return left(until)
+      if (blocked.size <= 100_000) blocked.set(request.ip, next)
+      request.log.warn({ ip: request.ip, retryAfterS: left(next) }, 'too many failed authentications; wrong credentials from this address get 429 for the rest of the minute')
+      return left(next)
     }
+  }
+}
+
+/**
+ * Requests per minute one agent token may make, counted per token (not per
+ * address: the local agents share 127.0.0.1). An idle agent claims about
+ * once a second and a busy one adds a heartbeat and a few submissions per
+ * job, so 600 leaves ten times the normal rate for a spool being flushed
+ * while stopping a runaway or stolen token from flooding the API.
+ * @param {any} app
+ * @param {number} perMinute 0 = no limit
+ * @returns {(request: any) => Promise<number>} seconds to wait, 0 = go ahead
+ */
+export function agentRequestLimiter (app, perMinute) {
+  if (!perMinute) return async () => 0
+  const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => `agent:${request.agent.id}` })
+  return async (request) => {
+    const r = await count(request)
+    return r.isExceeded ? Math.max(1, Math.ceil(r.ttl / 1000)) : 0
   }
 }

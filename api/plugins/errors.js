@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { isDatabaseUnavailable } from '../../lib/db.js'
+import { DATE_TIME_RULE } from '../../lib/date-time.js'
 
 // Agents resubmit with back-off from 1 s; 5 s gives a restarting database
 // time to come back without a stampede of retries.
@@ -71,6 +72,9 @@ function describeValidation (err) {
       return `unknown field "${v.params.additionalProperty}"${field ? ` in ${field}` : ''}`
     case 'required':
       return `${where}${v.params.missingProperty} is required`
+    case 'format':
+      if (v.params.format === 'date-time') return `${where}${field || 'value'} ${DATE_TIME_RULE}`
+      return `${where}${field || 'value'} ${v.message}`
     case 'enum':
       return `${where}${field || 'value'} must be one of ${v.params.allowedValues.join(', ')}`
     case 'type':

@@ -89,7 +89,7 @@ export default async function agentProtocolRoutes (app) {
     }
   }, async (request) => {
     await touchAgent(app.db, request.agent.id)
-    return heartbeatJob(app.db, { jobId: request.params.id, agentId: request.agent.id, leaseSeconds: app.config.leaseSeconds })
+    return heartbeatJob(app.db, { jobId: request.params.id, agentId: request.agent.id, locationId: request.agent.location_id, leaseSeconds: app.config.leaseSeconds })
   })
 
   app.post('/jobs/:id/results', {
@@ -142,17 +142,18 @@ export default async function agentProtocolRoutes (app) {
       body: { type: 'object', additionalProperties: false, required: ['error'], properties: { error: { type: 'string', maxLength: 4000 } } },
       response: { 200: { type: 'object', properties: { state: { type: 'string' } } }, ...errorResponses, ...conflict }
     }
-  }, async (request) => ({ state: await failJob(app.db, { jobId: request.params.id, agentId: request.agent.id, error: request.body.error }) }))
+  }, async (request) => ({ state: await failJob(app.db, { jobId: request.params.id, agentId: request.agent.id, locationId: request.agent.location_id, error: request.body.error }) }))
 
   app.post('/jobs/:id/release', {
     schema: {
-      description: 'Give a leased job back unrun (agent shutting down); the attempt is not counted.',
+      description: 'Give a leased job back unrun (agent shutting down); the attempt is not counted. ' +
+        '409 when the job belongs to another location (wrong_location), is leased to another agent (lease_lost) or is not leased (not_leased).',
       tags,
       security,
       params: idParams,
-      response: { 200: { type: 'object', properties: { released: { type: 'boolean' } } }, ...errorResponses }
+      response: { 200: { type: 'object', properties: { released: { type: 'boolean' } } }, ...errorResponses, ...conflict }
     }
-  }, async (request) => ({ released: await releaseJob(app.db, { jobId: request.params.id, agentId: request.agent.id }) }))
+  }, async (request) => ({ released: await releaseJob(app.db, { jobId: request.params.id, agentId: request.agent.id, locationId: request.agent.location_id }) }))
 }
 
 /**

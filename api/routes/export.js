@@ -58,6 +58,14 @@ export default async function exportRoutes (app) {
     if (request.method === 'HEAD') return reply.send()
     // Fastify pipes the stream to the socket, so rows are fetched only as
     // fast as the client reads them.
-    return reply.send(out.encode(exportBatches(app.db, filter)))
+    const stream = out.encode(exportBatches(app.db, filter))
+    stream.once('error', (err) => {
+      // Before the first byte, the error handler answers (and logs) a 500.
+      // After it, Fastify destroys the response: the client sees a chunked
+      // download cut short, never a short file that looks complete. Fastify
+      // logs nothing then (request logging is off), so it is logged here.
+      if (reply.raw.headersSent) request.log.error({ err, url: request.routeOptions.url, method: request.method, format: q.format }, 'export failed after it started; the download was aborted')
+    })
+    return reply.send(stream)
   })
 }

@@ -126,9 +126,11 @@ const FLAGS = {
  * `hours`, one round every `stepMinutes` per monitor and location; rollups
  * are rebuilt so the comparison reads them. Also makes a write API key.
  * @param {import('pg').Pool} db
- * @param {{ hours?: number, stepMinutes?: number, labPort?: number, seed?: number }} [opts]
+ * @param {{ hours?: number, stepMinutes?: number, labPort?: number, seed?: number, end?: number }} [opts]
+ *   end: the time (ms) the rounds lead up to, default now; two databases
+ *   seeded with the same end and seed hold the same results
  */
-export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 8443, seed = 7 } = {}) {
+export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 8443, seed = 7, end: endAt = Date.now() } = {}) {
   const rnd = random(seed)
   const locations = [{ id: 'local', profile: {} }]
   for (const l of LOCATIONS) locations.push(await upsertLocation(db, { ...l, kind: 'lab' }))
@@ -150,7 +152,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   // A monitor added moments ago: nothing measured yet.
   const fresh = await createMonitor(db, { url: 'https://example.com/', label: 'example.com', interval_s: 300, locations: ['lab-eu', 'lab-na'] })
   const step = stepMinutes * 60e3
-  const end = Math.floor(Date.now() / step) * step
+  const end = Math.floor(endAt / step) * step
   const rounds = Math.floor(hours * 3600e3 / step)
   const jobs = []
   for (const [m, monitor] of monitors.entries()) {

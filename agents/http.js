@@ -1,0 +1,56 @@
+// The agent's HTTP(S) client for the API. Node's fetch cannot be given a CA
+// (its TLS settings are fixed at process start: NODE_EXTRA_CA_CERTS), and an
+// agent in another region must be able to trust a private CA that signed the
+// API's certificate. node:https can, per request. Certificates are always
+// verified: there is deliberately no option to skip that.
+import fs from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
+import tls from 'node:tls'
+
+/**
+ * The CA list for the API's certificate: the system's roots plus, when
+ * given, the PEM file H3LENS_CA_FILE names (a private CA, or the API's own
+ * self-signed certificate).
+ * @param {string | null | undefined} caFile
+ * @returns {string[] | undefined} undefined = Node's defaults
+ */
+export function loadCa (caFile) {
+  if (!caFile) return undefined
+  let pem
+  try {
+    pem = fs.readFileSync(caFile, 'utf8')
+  } catch (err) {
+    throw Object.assign(new Error(`H3LENS_CA_FILE=${caFile} cannot be read (${err.code ?? err.message})`), { userFacing: true })
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw Object.assign(new Error(`H3LENS_CA_FILE=${caFile} holds no PEM certificate`), { userFacing: true })
+  return [...tls.rootCertificates, pem]
+}
+
+/**
+ * One request; the whole answer body as text. Rejects on network and TLS
+ * errors (with their code, e.g. UNABLE_TO_VERIFY_LEAF_SIGNATURE) and on
+ * timeout; any HTTP status resolves.
+ * @param {string} url
+ * @param {{ method?: string, headers?: Record<string, string>, body?: string | Buffer, timeoutMs: number, ca?: string[] }} opts
+ * @returns {Promise<{ status: number, statusText: string, text: string }>}
+ */
+export function request (url, { method = 'GET', headers = {}, body, timeoutMs, ca }) {
+  const u = new URL(url)
+  const client = u.protocol === 'https:' ? https : http
+  return new Promise((resolve, reject) => {
+    const req = client.request(u, {
+      method,
+      headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      ...(u.protocol === 'https:' && ca ? { ca } : {}),
+      signal: AbortSignal.timeout(timeoutMs)
+    }, (res) => {
+      const chunks = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', text: Buffer.concat(chunks).toString('utf8') }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}

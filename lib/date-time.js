@@ -1,0 +1,30 @@
+// The one rule for date-times h3lens accepts (query parameters, agent
+// submissions): RFC 3339 as JSON Schema's "date-time" describes it, further
+// restricted to what both JavaScript and PostgreSQL can hold. Without it,
+// values the schema format allows became 500s: a leap second
+// (23:59:60Z, an Invalid Date in JavaScript), year 0000 (PostgreSQL has no
+// year 0) and offsets beyond ±15:59 (PostgreSQL's limit).
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|([+-])(\d{2}):(\d{2}))$/
+
+/** What a valid value looks like, for error messages. */
+export const DATE_TIME_RULE = 'must be an RFC 3339 date-time from 0001-01-01 to 9999-12-31 with a UTC offset within ±15:59, such as 2026-11-22T12:00:00Z'
+
+/**
+ * True when `value` is a date-time h3lens can store and compare.
+ * @param {string} value
+ */
+export function isValidDateTime (value) {
+  const m = RFC3339.exec(value)
+  if (!m) return false
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number)
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return false
+  if (hour > 23 || minute > 59 || second > 59) return false
+  if (m[9] && (Number(m[10]) > 15 || Number(m[11]) > 59)) return false
+  return Number.isFinite(Date.parse(value))
+}
+
+function daysIn (year, month) {
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
+  return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+}
