@@ -9,8 +9,9 @@
 //
 // Uses DATABASE_URL or an embedded PostgreSQL in a temporary data dir.
 // Targets: ≤ 5% of A/A cells flagged in every scenario; no selective-failure
-// or regional-mix scenario reads as an H3 gain; ≥ 80% power for a 10% gain
-// at 500 matched rounds.
+// or regional-mix scenario reads as an H3 gain (H3-faster cells no more often
+// than chance allows one side, 2.5%, and never in the all-locations column);
+// ≥ 80% power for a 10% gain at 500 matched rounds.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -53,13 +54,13 @@ try {
 
   console.log(`calibration — ${os.cpus().length} cores, ${os.cpus()[0]?.model}, Node ${process.version}`)
   console.log('cells = tested cells over all runs (3 locations + all locations × p25…p99, those with enough rounds); flagged = claims a difference')
-  console.log('| scenario | runs | matched: cells flagged | matched: tables with a flag | ITT: cells flagged | H3-gain cells (matched / ITT) | failure verdicts | power | target |')
+  console.log('| scenario | runs | matched: cells flagged | matched: tables with a flag | ITT: cells flagged | H3-gain cells, all-locations ones (matched / ITT) | failure verdicts | power | target |')
   console.log('|---|---|---|---|---|---|---|---|---|')
   const t0 = performance.now()
   for (const s of calibrationScenarios({ quick: values.quick })) {
     if (values.only && !s.name.includes(values.only)) continue
     const reps = repsFor(s)
-    const tally = { matched: { tested: 0, flagged: 0, tables: 0, faster: 0 }, itt: { tested: 0, flagged: 0, tables: 0, faster: 0 } }
+    const tally = { matched: { tested: 0, flagged: 0, tables: 0, faster: 0, allFaster: 0 }, itt: { tested: 0, flagged: 0, tables: 0, faster: 0, allFaster: 0 } }
     const failures = {}
     for (let r = 0; r < reps; r++) {
       const { comparisons } = await runScenario(client, s, { seed: r })
@@ -70,17 +71,25 @@ try {
         t.flagged += flagged.length
         t.tables += flagged.length ? 1 : 0
         t.faster += flagged.filter((c) => c.verdict === 'h3_faster').length
+        t.allFaster += flagged.filter((c) => c.verdict === 'h3_faster' && c.location === 'all').length
       }
       for (const l of comparisons.matched.locations) failures[l.failure.verdict] = (failures[l.failure.verdict] ?? 0) + 1
     }
     const m = tally.matched
     const i = tally.itt
+    // Identical arms: at most 5% of cells may claim a difference, in both
+    // views. H3 losing rounds (selective, regional, level shift): the matched
+    // view is identical arms; intention to treat truly shows H3 slower. No
+    // view may read as an H3 gain: H3-faster cells no more often than
+    // chance allows one side (2.5% of cells), and never in the all-locations
+    // column.
+    const noGain = [m, i].every((x) => x.faster / x.tested <= 0.025 && x.allFaster === 0)
     let target
     if (s.gain) target = s.gain === 0.1 ? (m.faster / m.tested >= 0.8 ? 'power ≥ 80%: met' : 'power ≥ 80%: MISSED') : 'power (reported)'
-    else if (s.selective) target = m.faster === 0 && i.faster === 0 && m.flagged / m.tested <= 0.05 ? 'no H3 gain, ≤ 5%: met' : 'no H3 gain, ≤ 5%: MISSED'
+    else if (s.losesRounds) target = m.flagged / m.tested <= 0.05 && noGain ? 'matched ≤ 5%, no H3 gain: met' : 'matched ≤ 5%, no H3 gain: MISSED'
     else target = m.flagged / m.tested <= 0.05 && i.flagged / i.tested <= 0.05 ? '≤ 5%: met' : '≤ 5%: MISSED'
     const fv = Object.entries(failures).map(([k, n]) => `${k} ${n}`).join(', ')
-    console.log(`| ${s.name} | ${reps} | ${pct(m.flagged, m.tested)} of ${m.tested} | ${m.tables}/${reps} | ${pct(i.flagged, i.tested)} of ${i.tested} | ${m.faster} / ${i.faster} | ${fv} | ${s.gain ? pct(m.faster, m.tested) : '—'} | ${target} |`)
+    console.log(`| ${s.name} | ${reps} | ${pct(m.flagged, m.tested)} of ${m.tested} | ${m.tables}/${reps} | ${pct(i.flagged, i.tested)} of ${i.tested} | ${m.faster} (${m.allFaster}) / ${i.faster} (${i.allFaster}) | ${fv} | ${s.gain ? pct(m.faster, m.tested) : '—'} | ${target} |`)
   }
   console.log(`\n${((performance.now() - t0) / 1000).toFixed(0)} s`)
   await app.close()

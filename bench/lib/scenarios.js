@@ -19,7 +19,7 @@ import { createRandom, randomNormal } from '../../lib/stats/index.js'
  * @property {number} rounds per location
  * @property {string} [probe] page (default) or parallel
  * @property {number} [gain] the true H3 gain (0.1 = H3 10% faster everywhere), 0 when arms are identical
- * @property {boolean} [selective] H3 loses rounds selectively: no cell may read as an H3 gain
+ * @property {boolean} [losesRounds] H3 fails in some rounds: the matched view is identical arms, intention to treat shows H3 slower, and no view may read as an H3 gain
  * @property {(seed: number | string, startMs: number, stepMs: number) => Generator<ImportRow>} rows
  */
 
@@ -32,13 +32,12 @@ export const CALIBRATION_LOCATIONS = [
 /**
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, gain?: number, probe?: string,
  *   samplesPerRound?: number, locations?: typeof CALIBRATION_LOCATIONS, level?: (i: number, n: number) => number,
- *   fails?: (o: { mode: string, path: number, i: number, n: number, location: string, random: () => number }) => boolean,
- *   selective?: boolean }} s
+ *   fails?: (o: { mode: string, path: number, i: number, n: number, location: string, random: () => number }) => boolean }} s
  * @returns {Scenario}
  */
 export function scenario ({
   name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, gain = 0, probe = 'page', samplesPerRound = 1,
-  locations = CALIBRATION_LOCATIONS, level = () => 1, fails = () => false, selective = false
+  locations = CALIBRATION_LOCATIONS, level = () => 1, fails
 }) {
   return {
     name,
@@ -47,7 +46,7 @@ export function scenario ({
     rounds,
     probe,
     gain,
-    selective,
+    losesRounds: Boolean(fails),
     * rows (seed, startMs, stepMs) {
       const random = createRandom(`${name}|${seed}`)
       for (const loc of locations) {
@@ -59,7 +58,7 @@ export function scenario ({
           for (const mode of modes) {
             const factor = loc.base * level(i, rounds) * path * (mode === 'h3' ? 1 - gain : 1)
             const draw = () => round1(factor * Math.exp(sigmaArm * randomNormal(random)))
-            if (fails({ mode, path: z, i, n: rounds, location: loc.id, random })) {
+            if (fails?.({ mode, path: z, i, n: rounds, location: loc.id, random })) {
               yield { time, location_id: loc.id, mode, probe, status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
             } else if (probe === 'parallel') {
               const samples = Array.from({ length: samplesPerRound }, draw)
@@ -91,7 +90,6 @@ export function calibrationScenarios ({ quick = false } = {}) {
       name: 'selective H3 failure on slow paths',
       truth: 'identical where both load; H3 fails more',
       rounds: 1000,
-      selective: true,
       fails: ({ mode, path }) => mode === 'h3' && path > 1.405 // the slowest 8% of a standard normal
     }),
     // Fast and slow locations; H3 fails often at the slow one. Pooled
@@ -100,7 +98,6 @@ export function calibrationScenarios ({ quick = false } = {}) {
       name: 'regional mix, unequal failure',
       truth: 'identical at every location; H3 fails more at cal-c',
       rounds: 600,
-      selective: true,
       fails: ({ mode, location, random }) => mode === 'h3' && location === 'cal-c' && random() < 0.6
     }),
     // Five requests a round sharing one connection: strongly clustered.
