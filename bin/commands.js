@@ -7,6 +7,7 @@ import { createLifecycle } from '../lib/lifecycle.js'
 import { openDatabase } from '../lib/db.js'
 import { migrate } from '../lib/migrate.js'
 import { createAgentToken, listAgents } from '../lib/agents.js'
+import { createWptKey } from '../lib/wpt/agents.js'
 import { createApiKey, listApiKeys, revokeApiKey, ensureAdminKey } from '../lib/api-keys.js'
 import { getLocation, upsertLocation } from '../lib/locations.js'
 import { startApi } from '../api/server.js'
@@ -212,18 +213,24 @@ ${commonHelp}`,
     }
   },
   agents: {
-    summary: 'agent identities: agents token --location ID | agents list',
+    summary: 'agent identities: agents token --location ID | agents wpt-key --location ID | agents list',
     options: { ...common, location: { type: 'string' }, name: { type: 'string' }, region: { type: 'string' } },
     positionals: true,
     usage: `Usage: h3lens agents token --location ID [--name NAME]
+       h3lens agents wpt-key --location ID [--region TEXT]
        h3lens agents list
 
 "token" registers an agent for a location and prints its token once (only a
 hash is stored). Give it to the agent as H3LENS_AGENT_TOKEN.
 
+"wpt-key" prints a key for WebPageTest agents (wptagent) of a location of
+kind "wpt", once (only a hash is stored). Start each agent with
+--server https://HOST/work/ --location ID --key KEY; every agent (pc name)
+that polls with it is listed under the location.
+
 Options:
-  --location ID           the location the token is bound to
-  --region TEXT           create the location (kind "real") if it does not exist yet
+  --location ID           the location the token or key is bound to
+  --region TEXT           create the location (kind "real", or "wpt" for wpt-key) if it does not exist yet
   --name NAME             a name for the agent (default <location>-agent)
 ${commonHelp}`,
     run: async (values, positionals) => {
@@ -242,12 +249,25 @@ ${commonHelp}`,
           const { agent, token } = await createAgentToken(pool, { location: values.location, name: values.name })
           console.error(`agent ${agent.id} (${agent.name}) registered for location ${agent.location_id}; its token (shown once):`)
           console.log(token)
+        } else if (sub === 'wpt-key') {
+          if (!values.location) throw Object.assign(new Error('agents wpt-key needs --location <id>'), { userFacing: true })
+          if (!(await getLocation(pool, values.location))) {
+            if (!values.region) throw Object.assign(new Error(`location "${values.location}" does not exist; give --region TEXT to create it`), { userFacing: true })
+            if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
+            await upsertLocation(pool, { id: values.location, name: values.location, region: values.region, kind: 'wpt' })
+            console.error(`created location ${values.location} (${values.region}, WebPageTest agents)`)
+          }
+          const { key } = await createWptKey(pool, { location: values.location }).catch((err) => {
+            throw Object.assign(new Error(err.message), { userFacing: true })
+          })
+          console.error(`key for WebPageTest agents of location ${values.location} (shown once); start wptagent with --server https://HOST/work/ --location ${values.location} --key KEY`)
+          console.log(key)
         } else if (sub === 'list') {
           for (const a of await listAgents(pool)) {
-            console.log([a.id, a.location_id, a.name, a.alive ? 'alive' : 'idle', a.revoked_at ? 'revoked' : '', a.last_seen_at?.toISOString() ?? 'never seen'].join('\t'))
+            console.log([a.id, a.location_id, a.kind, a.name, a.alive ? 'alive' : 'idle', a.revoked_at ? 'revoked' : '', a.last_seen_at?.toISOString() ?? 'never seen'].join('\t'))
           }
         } else {
-          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID" or "agents list"`), { userFacing: true })
+          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID", "agents wpt-key --location ID" or "agents list"`), { userFacing: true })
         }
       } finally {
         await ctx.lifecycle.stopAll('done')

@@ -27,7 +27,9 @@ CREATE UNIQUE INDEX agents_wpt_pc ON agents (location_id, name) WHERE kind = 'wp
 -- One WPT test per arm of a round: the test id the agent was given, and the
 -- (job, mode) it measures. `attempt` is the job's attempt the test belongs
 -- to: after a lease expires the round is run again with new tests, and
--- uploads for the old ones are refused. The id carries random characters,
+-- uploads for the old ones are refused. A test given back (requeue.php) or
+-- lost (the agent asked for new work instead) is dropped, and its uploads are
+-- refused too: the round runs again with new tests. The id carries random characters,
 -- so knowing it is what requeue.php (which sends no key) relies on.
 CREATE TABLE wpt_tests (
   test_id      text PRIMARY KEY,
@@ -42,9 +44,9 @@ CREATE TABLE wpt_tests (
   state        text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'done', 'dropped')),
   sent_at      timestamptz,
   done_at      timestamptz,
-  created_at   timestamptz NOT NULL DEFAULT now(),
-  UNIQUE (job_id, attempt, mode)
+  created_at   timestamptz NOT NULL DEFAULT now()
 );
+CREATE INDEX wpt_tests_job ON wpt_tests (job_id, attempt);
 CREATE INDEX wpt_tests_agent ON wpt_tests (agent_id, state) WHERE state IN ('pending', 'sent');
 
 -- What each upload said, per (test, run, cached), stored before the answer:

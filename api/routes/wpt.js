@@ -49,7 +49,11 @@ export default async function wptRoutes (app) {
     }
     if (!q.location || !q.key || !(await wptKeyValid(app.db, { location: q.location, key: q.key }))) {
       request.log.warn({ ip: request.ip, location: q.location, pc: q.pc }, 'WPT agent refused: wrong location or key')
-      await failures.record(request)
+      const blocked = await failures.record(request)
+      if (blocked) {
+        await reply.code(429).header('retry-after', String(blocked)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${blocked} s`)
+        return null
+      }
       await reply.code(403).type('text/plain').send('wrong location or key: create a key with "h3lens agents wpt-key --location ID"')
       return null
     }
@@ -165,7 +169,7 @@ async function uploadedZip (request) {
  */
 function wrongKeyLimiter (app) {
   const perMinute = app.config.authFailuresPerMin ?? 20
-  if (!perMinute || typeof app.createRateLimit !== 'function') return { blockedFor: () => 0, record: async () => {} }
+  if (!perMinute || typeof app.createRateLimit !== 'function') return { blockedFor: () => 0, record: async () => 0 }
   const keyOf = (request) => `${request.ip}|${String(request.query.location ?? '').slice(0, 100)}`
   const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: keyOf })
   /** @type {Map<string, number>} */
@@ -180,9 +184,10 @@ function wrongKeyLimiter (app) {
     },
     async record (request) {
       const r = await count(request)
-      if (!r.isExceeded) return
+      if (!r.isExceeded) return 0
       if (blocked.size > 10_000) for (const [k, t] of blocked) if (t <= Date.now()) blocked.delete(k)
       if (blocked.size <= 100_000) blocked.set(keyOf(request), Date.now() + r.ttl)
+      return Math.max(1, Math.ceil(r.ttl / 1000))
     }
   }
 }

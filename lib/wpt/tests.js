@@ -179,8 +179,9 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     const job = jobs[0]
     // As for Puppeteer agents: the lease holder's results count even after
     // its lease ran out, unless the round was run again or cancelled.
-    if (job.attempts !== test.attempt || job.lease_owner !== test.agent_id || job.state === JOB_STATES.cancelled) {
-      throw new ConflictError(`test ${testId} belongs to an earlier attempt of its round, which was run again or cancelled; its results were not stored`, 'lease_lost')
+    const { rows: [now] } = await client.query('SELECT state FROM wpt_tests WHERE test_id = $1', [testId])
+    if (now.state === 'dropped' || job.attempts !== test.attempt || job.lease_owner !== test.agent_id || job.state === JOB_STATES.cancelled) {
+      throw new ConflictError(`test ${testId} was given back, lost or cancelled, and its round runs again with new tests; its results were not stored`, 'lease_lost')
     }
     let fresh = 0
     for (const r of rows) {
@@ -218,7 +219,7 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
  * @param {{ attempt: number, agent_id: number }} test
  */
 async function finishRoundIfComplete (client, job, test) {
-  const { rows: arms } = await client.query('SELECT test_id, state FROM wpt_tests WHERE job_id = $1 AND attempt = $2', [job.id, test.attempt])
+  const { rows: arms } = await client.query("SELECT test_id, state FROM wpt_tests WHERE job_id = $1 AND attempt = $2 AND state <> 'dropped'", [job.id, test.attempt])
   if (arms.some((a) => a.state !== 'done')) return false
   const { rows: runs } = await client.query(
     'SELECT result FROM wpt_runs WHERE test_id = ANY($1) ORDER BY test_id, run, cached', [arms.map((a) => a.test_id)])
