@@ -39,7 +39,7 @@ before(async () => {
   key = (await createWptKey(t.db, { location: 'wpt-eu' })).key
   otherKey = (await createWptKey(t.db, { location: 'wpt-us' })).key
   await t.app.listen({ host: '127.0.0.1', port: 0 })
-  server = `http://127.0.0.1:${t.app.server.address().port}`
+  server = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (t.app.server.address()).port}`
 })
 after(async () => { await t.close() })
 
