@@ -103,7 +103,7 @@ export const agentSchema = {
     version: nullableString,
     browser_version: nullableString,
     last_seen_at: { type: ['string', 'null'], format: 'date-time', description: 'Last call; for a WebPageTest agent its last poll or ping' },
-    last_result_at: { type: ['string', 'null'], format: 'date-time', description: 'Last result upload (WebPageTest agents)' },
+    last_result_at: { type: ['string', 'null'], format: 'date-time', description: 'When the agent last delivered results' },
     created_at: dateTime,
     revoked_at: { type: ['string', 'null'], format: 'date-time' },
     alive: { type: 'boolean', description: 'Seen within the last 60 s' }
