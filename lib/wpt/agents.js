@@ -45,19 +45,21 @@ export async function wptKeyValid (db, { location, key }) {
  * @returns {Promise<{ id: number, location_id: string, name: string }>}
  */
 export async function wptAgent (db, { location, pc, version = null }) {
-  const { rows } = await db.query({
-    name: 'wpt-agent',
-    text: `INSERT INTO agents (location_id, name, kind, version, last_seen_at) VALUES ($1, $2, 'wpt', $3, now())
-           ON CONFLICT (location_id, name) WHERE kind = 'wpt' DO NOTHING
-           RETURNING id, location_id, name`,
-    values: [location, pc, version]
-  })
-  if (rows[0]) return rows[0]
-  const { rows: found } = await db.query({
+  // Looked up first: an INSERT that meets a conflict still uses up an id,
+  // and agents poll every 5 s.
+  const find = () => db.query({
     name: 'wpt-agent-find',
     text: "SELECT id, location_id, name FROM agents WHERE location_id = $1 AND name = $2 AND kind = 'wpt'",
     values: [location, pc]
   })
-  await touchAgent(db, found[0].id, { version: version ?? undefined })
-  return found[0]
+  const { rows: [known] } = await find()
+  if (known) {
+    await touchAgent(db, known.id, { version: version ?? undefined })
+    return known
+  }
+  const { rows: [created] } = await db.query(
+    `INSERT INTO agents (location_id, name, kind, version, last_seen_at) VALUES ($1, $2, 'wpt', $3, now())
+     ON CONFLICT (location_id, name) WHERE kind = 'wpt' DO NOTHING
+     RETURNING id, location_id, name`, [location, pc, version])
+  return created ?? (await find()).rows[0]
 }
