@@ -42,6 +42,8 @@ CREATE TABLE wpt_tests (
   agent_id     bigint NOT NULL REFERENCES agents (id),
   repeat_view  boolean NOT NULL,
   state        text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'done', 'dropped')),
+  -- the switches sent in addCmdLine, kept as the results' flags
+  add_cmd_line text,
   sent_at      timestamptz,
   done_at      timestamptz,
   created_at   timestamptz NOT NULL DEFAULT now()

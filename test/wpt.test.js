@@ -115,6 +115,8 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.equal(h3.connect_ms, 107, 'the QUIC handshake')
   assert.equal(h3.requests, 4)
   assert.equal(h3.browser_version, '156.0.0.0')
+  assert.deepEqual(h3.flags, ['--enable-quic', '--origin-to-force-quic-on=localhost:18443'], 'the switches the arm was sent')
+  assert.match(h3.agent_version, /^wptagent 23\.07$/)
   const detail = async (id) => (await fetch(`${server}/api/v1/results/${id}`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
   assert.deepEqual((await detail(h3.id)).details.requests.map((r) => r.protocol), ['h3', 'h3', 'h3', 'h3'], 'each request\'s protocol, as the agent recorded it')
   // The plain-HTTP recording in the H2 arm: the server-side protocol check calls it a fallback.
@@ -163,6 +165,32 @@ test('the replaying agent feeds matched rounds into the regional comparison', as
   const loc = (await res.json()).locations.find((l) => l.location_id === 'wpt-eu')
   assert.equal(loc.kind, 'wpt')
   assert.equal(loc.rounds.matched, 6)
+})
+
+test('an A/A monitor sends both arms with its one protocol and judges both against it', async () => {
+  const m = await monitorWithRounds({ aa_protocol: 'h3' })
+  const { jobs } = await replayAgent({
+    server, records: RUN.h3, location: 'wpt-eu', key, pc: 'spike7',
+    result: async (job) => ({ zip: await forTest(ZIP.h3, job) })
+  })
+  assert.deepEqual(jobs.map((j) => j.addCmdLine), ['--enable-quic --origin-to-force-quic-on=localhost:18443', '--enable-quic --origin-to-force-quic-on=localhost:18443'])
+  const rows = await results(m.id)
+  assert.deepEqual(rows.map((r) => `${r.mode}/${r.status}/${r.observed_protocol}`).sort(), ['h2/ok/h3', 'h3/ok/h3'])
+})
+
+test('a ping is a heartbeat and keeps the test\'s round leased', async () => {
+  const m = await monitorWithRounds({})
+  const job = (await getwork('spike8')).job
+  await t.db.query("UPDATE jobs SET lease_expires_at = now() + interval '1 second' WHERE monitor_id = $1", [m.id])
+  const ping = recordedRequests('server-requests-run3.jsonl').find((r) => r.path.endsWith('/ping.php'))
+  const res = await fetch(`${server}/work/ping.php?${new URLSearchParams({ ...ping.query, location: 'wpt-eu', pc: 'spike8', key, test: job['Test ID'] })}`)
+  assert.equal(res.status, 200)
+  const { rows: [j] } = await t.db.query("SELECT lease_expires_at > now() + interval '60 seconds' AS extended FROM jobs WHERE monitor_id = $1", [m.id])
+  assert.equal(j.extended, true)
+  const wrong = await fetch(`${server}/work/ping.php?${new URLSearchParams({ ...ping.query, location: 'wpt-eu', pc: 'spike8', key: 'not-the-key' })}`)
+  assert.equal(wrong.status, 403)
+  // Leave the round finished for the tests after this one.
+  await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE monitor_id = $1", [m.id])
 })
 
 test('error= and a failed run become error results with the agent\'s message', async () => {

@@ -70,7 +70,9 @@ async function sendPending (db, { agent, lease }) {
     [test.job_id, lease])
   const job = jobs[0]
   const [hints, location] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id)])
-  return wptJob({ testId: test.test_id, mode: test.mode, job, forceOrigins: hints.force_quic_origins, location })
+  const wpt = wptJob({ testId: test.test_id, mode: test.mode, job, forceOrigins: hints.force_quic_origins, location })
+  await db.query('UPDATE wpt_tests SET add_cmd_line = $2 WHERE test_id = $1', [test.test_id, wpt.addCmdLine])
+  return wpt
 }
 
 /**
@@ -168,6 +170,9 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     }
     const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError })
     result.measured_at = receivedAt
+    result.flags = test.add_cmd_line ? test.add_cmd_line.split(' ').filter(Boolean) : []
+    // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.
+    if (monitors[0]?.aa_protocol) result.details.arm_protocol = monitors[0].aa_protocol
     return { run: r, cached: c, result, netlog: v?.netlog ?? null }
   })
   checkResults(rows.map((r) => r.result), { expectedProtocol: () => expected })
