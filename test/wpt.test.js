@@ -117,6 +117,11 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.equal(h3.browser_version, '156.0.0.0')
   assert.deepEqual(h3.flags, ['--enable-quic', '--origin-to-force-quic-on=localhost:18443'], 'the switches the arm was sent')
   assert.match(h3.agent_version, /^wptagent 23\.07$/)
+  // The origins the agent saw feed the monitor's capabilities, as a Puppeteer agent's do.
+  const caps = await (await fetch(`${server}/api/v1/monitors/${m.id}/capabilities`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
+  const origin = JSON.stringify(caps)
+  assert.match(origin, /https:\/\/localhost:18443/)
+  assert.match(origin, /h3=\\":18443\\"/)
   const detail = async (id) => (await fetch(`${server}/api/v1/results/${id}`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
   assert.deepEqual((await detail(h3.id)).details.requests.map((r) => r.protocol), ['h3', 'h3', 'h3', 'h3'], 'each request\'s protocol, as the agent recorded it')
   // The plain-HTTP recording in the H2 arm: the server-side protocol check calls it a fallback.

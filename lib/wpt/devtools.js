@@ -6,6 +6,7 @@
 // (recorded/131150_SPIKE_H1_0001: page TTFB 81 ms is the start page's
 // favicon; the page's document arrived 145 ms in).
 import { normalizeProtocol } from '../../agents/protocol.js'
+import { advertisesH3 } from '../../agents/alt-svc.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
 const CONTENT_ERROR = 99999
@@ -31,7 +32,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   row.observed_protocol = base ? normalizeProtocol(text(base.protocol, 64)) : null
   row.details = {
     requests: requests.slice(0, MAX_REQUESTS).map(requestDetail),
-    origins: [],
+    origins: originsSeen(requests.slice(0, MAX_REQUESTS)),
     wpt: {
       test_id: text(page.testID, 200),
       result: num(page.result),
@@ -134,6 +135,32 @@ function requestDetail (r) {
     },
     failed: null
   }
+}
+
+/**
+ * Per origin: how its requests were served and the Alt-Svc it sent, as the
+ * h3lens agent reports them (details.origins), so a wpt location feeds the
+ * monitor's origin capabilities too. WPT keeps response headers as
+ * "name: value" lines.
+ * @param {Record<string, any>[]} requests
+ */
+function originsSeen (requests) {
+  const byOrigin = new Map()
+  for (const r of requests) {
+    let origin
+    try { origin = new URL(r.full_url).origin } catch { continue }
+    let o = byOrigin.get(origin)
+    if (!o) byOrigin.set(origin, (o = { origin, alt_svc: null, h3_advertised: false, requests: { h3: 0, h2: 0, other: 0 } }))
+    const protocol = normalizeProtocol(text(r.protocol, 64))
+    if (protocol) o.requests[protocol === 'h3' || protocol === 'h2' ? protocol : 'other']++
+    const lines = Array.isArray(r.headers?.response) ? r.headers.response : []
+    const altSvc = lines.find((l) => typeof l === 'string' && /^alt-svc:/i.test(l))
+    if (altSvc) {
+      o.alt_svc = altSvc.slice(altSvc.indexOf(':') + 1).trim().slice(0, 2000)
+      o.h3_advertised = advertisesH3(o.alt_svc)
+    }
+  }
+  return [...byOrigin.values()].slice(0, 200)
 }
 
 /** @param {string} mode @param {string} view */
