@@ -136,6 +136,8 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   // The H3 run's net log is kept as evidence, like a Puppeteer agent's.
   const netlog = await fetch(`${server}/api/v1/results/${h3.id}/netlog`, { headers: { authorization: `Bearer ${t.readKey}` } })
   assert.equal(netlog.status, 200)
+  const h3Detail = await detail(h3.id)
+  assert.equal(h3Detail.details.netlog.summary.quic_sessions.length > 0, true, 'the net log is summarised like a Puppeteer agent\'s')
 
   const agents = await (await fetch(`${server}/api/v1/agents`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
   const spike3 = agents.items.find((a) => a.name === 'spike3')

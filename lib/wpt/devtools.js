@@ -47,7 +47,8 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   row.fcp_ms = measured(page.firstContentfulPaint)
   row.lcp_ms = measured(page['chromeUserTiming.LargestContentfulPaint'])
   row.dcl_ms = measured(page.domContentLoadedEventStart)
-  row.bytes = Math.max(0, Math.round(num(page.bytesIn) ?? 0))
+  // Bounded like an imported result's bytes (lib/import.js): a hostile file must not overflow the column.
+  row.bytes = Math.min(1e12, Math.max(0, Math.round(num(page.bytesIn) ?? 0)))
   row.requests = requests.length
   const withProtocol = requests.filter((r) => r.protocol)
   if (withProtocol.length) {

@@ -15,6 +15,7 @@ import { checkResults, expectedProtocolFor } from '../result-checks.js'
 import { ConflictError, ValidationError } from '../errors.js'
 import { wptJob, WPT_TEST_TIMEOUT_S } from './job.js'
 import { resultFromDevtools } from './devtools.js'
+import { summarizeWptNetlog } from './netlog.js'
 
 /**
  * The next test for one agent, or null. A test the agent was sent and never
@@ -173,7 +174,12 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     result.flags = test.add_cmd_line ? test.add_cmd_line.split(' ').filter(Boolean) : []
     // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.
     if (monitors[0]?.aa_protocol) result.details.arm_protocol = monitors[0].aa_protocol
-    return { run: r, cached: c, result, netlog: v?.netlog ?? null }
+    const netlog = v?.netlog ? { gzip: v.netlog, ...summarizeWptNetlog(v.netlog) } : null
+    if (netlog) {
+      result.details.netlog = netlog.info
+      if (netlog.notes.length) result.notes = [...(result.notes ?? []), ...netlog.notes]
+    }
+    return { run: r, cached: c, result, netlog }
   })
   checkResults(rows.map((r) => r.result), { expectedProtocol: () => expected })
 
@@ -197,8 +203,8 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
       if (rowCount && r.netlog) {
         await client.query(
           `INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, agent_id, kind, raw_bytes, gzip)
-           VALUES ($1, $2, $3, 'page', $4, $5, $6, 'run', NULL, $7) ON CONFLICT (job_id, mode, view, probe) DO NOTHING`,
-          [job.id, test.mode, r.result.view, job.monitor_id, job.location_id, test.agent_id, r.netlog])
+           VALUES ($1, $2, $3, 'page', $4, $5, $6, 'run', $7, $8) ON CONFLICT (job_id, mode, view, probe) DO NOTHING`,
+          [job.id, test.mode, r.result.view, job.monitor_id, job.location_id, test.agent_id, r.netlog.rawBytes, r.netlog.gzip])
       }
     }
     const browser = rows.find((r) => r.result.browser_version)?.result.browser_version ?? null
