@@ -8,12 +8,12 @@ import assert from 'node:assert/strict'
 import { gzipSync } from 'node:zlib'
 import { createTestApp } from './helpers/app.js'
 import { replayAgent, recordedRequests, recordedFile } from './helpers/fake-wptagent.js'
-import { rewriteResultZip, writeZip } from './helpers/zip.js'
+import { rewriteResultZip, writeZip, readZip } from './helpers/zip.js'
 import { upsertLocation } from '../lib/locations.js'
 import { createMonitor } from '../lib/monitors.js'
-import { createWptKey } from '../lib/wpt/agents.js'
+import { createWptKey, wptAgent } from '../lib/wpt/agents.js'
 import { nextTest } from '../lib/wpt/tests.js'
-import { wptAgent } from '../lib/wpt/agents.js'
+import { wptJob } from '../lib/wpt/job.js'
 
 const ZIP = {
   h1: recordedFile('131150_SPIKE_H1_0001_all_x_result.zip'),
@@ -243,10 +243,7 @@ test('workdone is idempotent on (test id, run, cached), and the sharded form wor
   assert.deepEqual(rows.map((r) => `${r.mode}/${r.view}/${r.status}`).sort(), ['h2/first/ok', 'h2/repeat/ok', 'h3/first/ok', 'h3/repeat/ok'])
 })
 
-async function unzipMembers (zip) {
-  const { readZip } = await import('./helpers/zip.js')
-  return readZip(zip)
-}
+const unzipMembers = (zip) => readZip(zip)
 
 test('a bad or hostile zip is refused with 400 and nothing is stored', async () => {
   await monitorWithRounds({})
@@ -316,4 +313,17 @@ test('the two arms are handed out in random order', async () => {
     await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE location_id = 'wpt-us'")
   }
   assert.deepEqual(firsts.sort(), ['h2', 'h3'])
+})
+
+test('a job shapes only when the location says so, asks for a net log when the monitor keeps them, and forces QUIC on the H3 origins', async () => {
+  const job = { url: 'https://www.example.com/a', monitor_id: 1, due_at: new Date(0), options: { netlog: 'always' } }
+  const h3 = wptJob({ testId: 'x', mode: 'h3', job, forceOrigins: ['https://cdn.example.com'], location: { profile: { wpt_shaping: true, rtt_ms: 80, down_kbps: 5000, up_kbps: 1000, loss_pct: 0.5 } } })
+  assert.equal(h3.addCmdLine, '--enable-quic --origin-to-force-quic-on=www.example.com:443,cdn.example.com:443')
+  assert.deepEqual([h3.bwIn, h3.bwOut, h3.latency, h3.plr], [5000, 1000, 80, 0.5])
+  assert.equal(h3.netlog, 1)
+  const h2 = wptJob({ testId: 'y', mode: 'h2', job: { ...job, options: {}, repeat_view: true }, forceOrigins: ['https://cdn.example.com'], location: { profile: { rtt_ms: 80 } } })
+  assert.equal(h2.addCmdLine, '--disable-quic')
+  assert.deepEqual([h2.bwIn, h2.bwOut, h2.latency, h2.plr], [0, 0, 0, 0])
+  assert.equal(h2.netlog, undefined)
+  assert.equal(h2.fvonly, 0)
 })
