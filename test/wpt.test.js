@@ -267,6 +267,12 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
   const unknown = await workdone({ id: 'SPIKE_H3_0002', done: '1' }, ZIP.h3)
   assert.equal(unknown.status, 400, 'a test id h3lens never gave out')
   assert.equal(JSON.parse(unknown.body).field, 'id')
+  // Another location's key does not reach this location's tests.
+  await upsertLocation(t.db, { id: 'wpt-ap', name: 'WPT Singapore', region: 'Asia', kind: 'wpt' })
+  const apKey = (await createWptKey(t.db, { location: 'wpt-ap' })).key
+  const elsewhere = await workdone({ id, done: '1', location: 'wpt-ap', key: apKey }, await forTest(ZIP.h3, job))
+  assert.equal(elsewhere.status, 400, elsewhere.body)
+  assert.equal((await workdone({ id, done: '1', location: 'wpt-ap', key }, await forTest(ZIP.h3, job))).status, 403, 'nor its key another location')
   const { rows: [n] } = await t.db.query('SELECT count(*)::int AS n FROM wpt_runs WHERE test_id = $1', [id])
   assert.equal(n.n, 0)
 })
