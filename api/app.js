@@ -32,6 +32,7 @@ import agentProtocolRoutes from './routes/agent-protocol.js'
 import comparisonRoutes from './routes/comparison.js'
 import evidenceRoutes from './routes/evidence.js'
 import agentEvidenceRoutes from './routes/agent-evidence.js'
+import wptRoutes from './routes/wpt.js'
 import { VERSION } from '../lib/version.js'
 import { isValidDateTime } from '../lib/date-time.js'
 
@@ -146,6 +147,9 @@ export async function buildApp (context) {
       await agentApi.register(agentEvidenceRoutes)
     }, { prefix: '/agent' })
   }, { prefix: '/api/v1' })
+  // WebPageTest agents speak their own protocol at /work/*.php, with a
+  // location key in the query string instead of a bearer token.
+  await app.register(wptRoutes)
 
   await app.register(fastifyStatic, { root: WEB_ROOT, prefix: '/', index: 'index.html' })
   return app

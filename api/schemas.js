@@ -83,7 +83,7 @@ export const locationSchema = {
     id: { type: 'string' },
     name: { type: 'string' },
     region: { type: 'string' },
-    kind: { type: 'string', enum: ['lab', 'real'], description: 'lab = emulated network on this machine; real = an agent somewhere on the Internet' },
+    kind: { type: 'string', enum: ['lab', 'real', 'wpt'], description: 'lab = emulated network on this machine; real = an h3lens agent somewhere on the Internet; wpt = WebPageTest agents (wptagent) polling /work/' },
     profile: {
       type: 'object',
       additionalProperties: true,
@@ -98,10 +98,12 @@ export const agentSchema = {
   properties: {
     id: { type: 'integer' },
     location_id: { type: 'string' },
-    name: { type: 'string' },
+    name: { type: 'string', description: 'For a WebPageTest agent, its pc name' },
+    kind: { type: 'string', enum: ['puppeteer', 'wpt'], description: 'puppeteer = the h3lens agent; wpt = a WebPageTest agent (wptagent)' },
     version: nullableString,
     browser_version: nullableString,
-    last_seen_at: { type: ['string', 'null'], format: 'date-time' },
+    last_seen_at: { type: ['string', 'null'], format: 'date-time', description: 'Last call; for a WebPageTest agent its last poll or ping' },
+    last_result_at: { type: ['string', 'null'], format: 'date-time', description: 'When the agent last delivered results' },
     created_at: dateTime,
     revoked_at: { type: ['string', 'null'], format: 'date-time' },
     alive: { type: 'boolean', description: 'Seen within the last 60 s' }

@@ -7,6 +7,7 @@ import { createLifecycle } from '../lib/lifecycle.js'
 import { openDatabase } from '../lib/db.js'
 import { migrate } from '../lib/migrate.js'
 import { createAgentToken, listAgents } from '../lib/agents.js'
+import { createWptKey } from '../lib/wpt/agents.js'
 import { createApiKey, listApiKeys, revokeApiKey, ensureAdminKey } from '../lib/api-keys.js'
 import { getLocation, upsertLocation } from '../lib/locations.js'
 import { startApi } from '../api/server.js'
@@ -217,11 +218,12 @@ ${commonHelp}`,
     }
   },
   agents: {
-    summary: 'agent identities: agents token --location ID | agents enrol --token-dir DIR --location ID=REGION | agents list',
+    summary: 'agent identities: agents token --location ID | agents enrol --token-dir DIR --location ID=REGION | agents wpt-key --location ID | agents list',
     options: { ...common, location: { type: 'string', multiple: true }, name: { type: 'string' }, region: { type: 'string' }, 'token-dir': { type: 'string' } },
     positionals: true,
     usage: `Usage: h3lens agents token --location ID [--name NAME]
        h3lens agents enrol --token-dir DIR --location ID[=REGION] [--location ...]
+       h3lens agents wpt-key --location ID [--region TEXT]
        h3lens agents list
 
 "token" registers an agent for a location and prints its token once (only a
@@ -233,10 +235,15 @@ agent and the file (mode 0600) when not; tokens that still work are kept,
 so it is safe to run on every deployment. Agents read their file through
 H3LENS_AGENT_TOKEN_FILE. It prints the files, never the tokens.
 
+"wpt-key" prints a key for WebPageTest agents (wptagent) of a location of
+kind "wpt", once (only a hash is stored). Start each agent with
+--server https://HOST/work/ --location ID --key KEY; every agent (pc name)
+that polls with it is listed under the location.
+
 Options:
-  --location ID           the location the token is bound to (enrol: several, ID=REGION)
+  --location ID           the location the token or key is bound to (enrol: several, ID=REGION)
   --token-dir DIR         enrol: where the token files go
-  --region TEXT           create the location (kind "real") if it does not exist yet
+  --region TEXT           create the location (kind "real", or "wpt" for wpt-key) if it does not exist yet
   --name NAME             a name for the agent (default <location>-agent)
 ${commonHelp}`,
     run: async (values, positionals) => {
@@ -265,12 +272,26 @@ ${commonHelp}`,
             const { file, created } = await enrolLocation(pool, { location: id, region, tokenDir: values['token-dir'] })
             console.log(`${id}\t${file}\t${created ? 'new agent enrolled' : 'existing token kept'}`)
           }
+        } else if (sub === 'wpt-key') {
+          if (locations.length !== 1) throw Object.assign(new Error('agents wpt-key needs one --location <id>'), { userFacing: true })
+          values.location = locations[0]
+          if (!(await getLocation(pool, values.location))) {
+            if (!values.region) throw Object.assign(new Error(`location "${values.location}" does not exist; give --region TEXT to create it`), { userFacing: true })
+            if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
+            await upsertLocation(pool, { id: values.location, name: values.location, region: values.region, kind: 'wpt' })
+            console.error(`created location ${values.location} (${values.region}, WebPageTest agents)`)
+          }
+          const { key } = await createWptKey(pool, { location: values.location }).catch((err) => {
+            throw Object.assign(new Error(err.message), { userFacing: true })
+          })
+          console.error(`key for WebPageTest agents of location ${values.location} (shown once); start wptagent with --server https://HOST/work/ --location ${values.location} --key KEY`)
+          console.log(key)
         } else if (sub === 'list') {
           for (const a of await listAgents(pool)) {
-            console.log([a.id, a.location_id, a.name, a.alive ? 'alive' : 'idle', a.revoked_at ? 'revoked' : '', a.last_seen_at?.toISOString() ?? 'never seen'].join('\t'))
+            console.log([a.id, a.location_id, a.kind, a.name, a.alive ? 'alive' : 'idle', a.revoked_at ? 'revoked' : '', a.last_seen_at?.toISOString() ?? 'never seen'].join('\t'))
           }
         } else {
-          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID", "agents enrol --token-dir DIR --location ID=REGION" or "agents list"`), { userFacing: true })
+          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID", "agents enrol --token-dir DIR --location ID=REGION", "agents wpt-key --location ID" or "agents list"`), { userFacing: true })
         }
       } finally {
         await ctx.lifecycle.stopAll('done')

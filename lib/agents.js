@@ -67,7 +67,7 @@ export async function touchAgent (db, agentId, { version, browser_version: brows
 /** @param {import('pg').Pool} db */
 export async function listAgents (db) {
   const { rows } = await db.query(
-    `SELECT id, location_id, name, version, browser_version, last_seen_at, created_at, revoked_at,
+    `SELECT id, location_id, name, kind, version, browser_version, last_seen_at, last_result_at, created_at, revoked_at,
             (revoked_at IS NULL AND last_seen_at > now() - make_interval(secs => $1)) AS alive
        FROM agents ORDER BY location_id, id`, [AGENT_ALIVE_S])
   return rows

@@ -127,6 +127,7 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
     await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
     // Only rows actually inserted are queued: a resubmission never counts twice.
     await enqueueForRollup(client, inserted.map((r) => r.id))
+    await client.query({ name: 'agent-last-result', text: 'UPDATE agents SET last_result_at = now() WHERE id = $1', values: [agent.id] })
     await client.query({
       name: 'finish-job',
       text: `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL,

@@ -17,7 +17,7 @@ export async function getLocation (db, id) {
 /**
  * Create or update a location; lab start-up uses this to publish profiles.
  * @param {import('pg').Pool} db
- * @param {{ id: string, name: string, region: string, kind: 'lab'|'real', profile?: object }} loc
+ * @param {{ id: string, name: string, region: string, kind: 'lab'|'real'|'wpt', profile?: object }} loc
  */
 export async function upsertLocation (db, { id, name, region, kind, profile = {} }) {
   const { rows } = await db.query(

@@ -2,6 +2,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { createTestDatabase } from './helpers/db.js'
 
 const run = (args, env = {}) => spawnSync(process.execPath, ['bin/h3lens.js', ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000 })
@@ -58,6 +59,28 @@ test('migrate, agents token and rollups rebuild work against DATABASE_URL', asyn
     const rb = run(['rollups', 'rebuild'], env)
     assert.equal(rb.status, 0, rb.stderr)
     assert.match(rb.stdout, /rebuilt rollups from 0 results/)
+  } finally {
+    await db.drop()
+  }
+})
+
+test('agents wpt-key creates a wpt location and prints its key alone, stored hashed', async () => {
+  const db = await createTestDatabase()
+  try {
+    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' }
+    const res = run(['agents', 'wpt-key', '--location', 'wpt-fra', '--region', 'Europe'], env)
+    assert.equal(res.status, 0, res.stderr)
+    const key = res.stdout
+    assert.match(key, /^[0-9a-f]{48}\n$/, 'the key alone on stdout, so KEY=$(h3lens agents wpt-key ...) works')
+    const { rows: [loc] } = await db.pool.query("SELECT kind, region FROM locations WHERE id = 'wpt-fra'")
+    assert.deepEqual(loc, { kind: 'wpt', region: 'Europe' })
+    const { rows: keys } = await db.pool.query("SELECT key_hash FROM wpt_keys WHERE location_id = 'wpt-fra'")
+    assert.deepEqual(keys.map((k) => k.key_hash), [createHash('sha256').update(key.trim()).digest('hex')])
+    assert.equal(run(['agents', 'token', '--location', 'eu-west', '--region', 'Europe'], env).status, 0)
+    const wrongKind = run(['agents', 'wpt-key', '--location', 'eu-west'], env)
+    assert.notEqual(wrongKind.status, 0)
+    assert.match(wrongKind.stderr, /of kind real; WebPageTest agents need a location of kind wpt/)
+    assert.equal(wrongKind.stdout, '')
   } finally {
     await db.drop()
   }

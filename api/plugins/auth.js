@@ -7,6 +7,8 @@ import { authenticateApiKey } from '../../lib/api-keys.js'
  * protected without anyone remembering to protect it:
  *   - `config.auth` on the route, when given, wins;
  *   - /api/v1/agent/* → agent (its own bearer agent token, api/plugins/agent-auth.js);
+ *   - /work/* → wpt (WebPageTest agents: a location key in the query string,
+ *     checked by the routes themselves, api/routes/wpt.js);
  *   - /api/v1/* and /metrics → read for GET and HEAD, write for anything else;
  *   - everything else (the dashboard's static files, /healthz, /api/docs,
  *     /api/openapi.json, unknown paths) → public.
@@ -14,7 +16,7 @@ import { authenticateApiKey } from '../../lib/api-keys.js'
  * data the read API serves, so it follows the read rule; Prometheus sends
  * the key with `authorization: { credentials_file: ... }`.
  */
-export const AUTH = Object.freeze({ public: 'public', read: 'read', write: 'write', agent: 'agent' })
+export const AUTH = Object.freeze({ public: 'public', read: 'read', write: 'write', agent: 'agent', wpt: 'wpt' })
 
 const SAFE_METHODS = new Set(['GET', 'HEAD'])
 
@@ -29,6 +31,7 @@ export function authRequirement (route) {
   }
   const { url } = route
   if (url.startsWith('/api/v1/agent/')) return AUTH.agent
+  if (url.startsWith('/work/')) return AUTH.wpt
   if (url.startsWith('/api/v1/') || url === '/metrics') {
     const methods = [route.method].flat()
     return methods.every((m) => SAFE_METHODS.has(m)) ? AUTH.read : AUTH.write
@@ -41,7 +44,8 @@ const DOC = {
   read: { security: [{ apiKey: [] }], note: 'Needs an API key (role `read` or `write`).' },
   publicRead: { security: [{}, { apiKey: [] }], note: 'No key needed on this server (H3LENS_PUBLIC_READ=true); otherwise an API key with role `read` or `write`.' },
   write: { security: [{ apiKey: [] }], note: 'Needs an API key with role `write`.' },
-  agent: { security: [{ agentToken: [] }], note: 'Needs the agent token of the job\'s location.' }
+  agent: { security: [{ agentToken: [] }], note: 'Needs the agent token of the job\'s location.' },
+  wpt: { security: [], note: 'WebPageTest agents: needs `location` and that location\'s `key` (from `h3lens agents wpt-key`) in the query string; 403 otherwise, 429 after repeated wrong keys. requeue.php and started.php carry no key: a test id h3lens gave out is the proof.' }
 }
 const NOTE_MARK = '\n\n**Auth:** '
 
@@ -76,7 +80,7 @@ export default fp(async (/** @type {any} */ app) => {
     schema.security = doc.security
     // The HEAD twin of a GET route shares its schema object: note it once.
     if (!schema.description?.includes(NOTE_MARK)) schema.description = `${schema.description ?? ''}${NOTE_MARK}${doc.note}`
-    if (auth !== AUTH.public && schema.response) {
+    if (auth !== AUTH.public && auth !== AUTH.wpt && schema.response) {
       schema.response = {
         ...schema.response,
         401: { $ref: 'error#', description: 'No credentials, or credentials that are unknown or revoked' },
@@ -94,7 +98,7 @@ export default fp(async (/** @type {any} */ app) => {
 
   app.addHook('onRequest', async (request, reply) => {
     const need = request.routeOptions.config?.auth ?? AUTH.public
-    if (need === AUTH.public || need === AUTH.agent) return
+    if (need === AUTH.public || need === AUTH.agent || need === AUTH.wpt) return
     if (need === AUTH.read && publicRead) return
     const secret = bearerOf(request)
     if (!secret) {

@@ -12,10 +12,18 @@ const PROFILE_FIELDS = [
   ['queue_packets', 'Queue', (v) => `${v} packets`]
 ]
 
+/** What each location kind is called, and what it means. */
+const KIND_LABEL = { lab: 'lab', real: 'real', wpt: 'WebPageTest' }
+const KIND_TITLE = {
+  lab: 'An emulated network path on this machine',
+  real: 'h3lens agents somewhere on the Internet',
+  wpt: 'WebPageTest agents (wptagent) serving this location'
+}
+
 export async function render () {
   const [{ items: locations, lab_origin: labOrigin }, agents] = await Promise.all([api.locationsAndLab(), api.agents()])
   const head = h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Locations and agents'),
-    h('p', { class: 'sub' }, 'Where measurements come from. Lab locations emulate a network path on this machine; real ones are agents elsewhere.')))
+    h('p', { class: 'sub' }, 'Where measurements come from. Lab locations emulate a network path on this machine; real ones are agents elsewhere; WebPageTest ones are wptagent nodes.')))
   const originWarning = labOrigin?.distorts_h3 ? distortionNotice(labOrigin) : null
   if (!locations.length) return [head, originWarning, emptyState('No locations', 'Start the lab or register an agent with `h3lens agents token --location ID`.')].filter(Boolean)
   const live = agents.filter((a) => !a.revoked_at)
@@ -45,24 +53,27 @@ function card (l, agents) {
   return h('section', { class: 'panel loc-card', 'aria-labelledby': `loc-${l.id}` },
     h('div', { class: 'panel-head' },
       h('div', {}, h('h2', { id: `loc-${l.id}` }, l.name), h('p', { class: 'sub' }, h('span', { class: 'mono' }, l.id), ` · ${l.region}`)),
-      h('span', { class: `badge${l.kind === 'lab' ? '' : ' ok'}` }, l.kind === 'lab' ? 'lab' : 'real')),
+      h('span', { class: `badge${l.kind === 'lab' ? '' : ' ok'}`, title: KIND_TITLE[l.kind] ?? '' }, KIND_LABEL[l.kind] ?? l.kind)),
     h('div', { class: 'section-body' },
       fields.length
         ? h('dl', { class: 'profile' }, fields.map(([k, label, fmt]) => h('div', {}, h('dt', {}, label), h('dd', {}, fmt(p[k], p)))))
         : h('p', { class: 'muted' }, l.kind === 'lab' ? 'Unshaped: loopback with no added delay or loss.' : 'No network profile: a real network path.'),
+      l.kind === 'wpt' ? h('p', { class: 'muted' }, 'Measured by WebPageTest agents (wptagent) polling ', h('code', {}, '/work/'), '; each round is one WPT test per arm.') : null,
       h('h3', { class: 'mini-title' }, `Agents (${agents.filter((a) => !a.revoked_at).length})`),
       agents.length ? agentTable(agents) : h('p', { class: 'muted' }, 'No agent registered for this location; its rounds are not measured.')))
 }
 
 function agentTable (agents) {
   return h('table', { class: 'grid agents' },
-    h('thead', {}, h('tr', {}, ['Agent', 'Health', 'Last seen', 'Version', 'Browser'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('thead', {}, h('tr', {}, ['Agent', 'Kind', 'Health', 'Last seen', 'Last result', 'Version', 'Browser'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, agents.map((a) => {
       const state = health(a)
       return h('tr', { class: a.revoked_at ? 'revoked' : null },
         h('td', {}, a.name),
+        h('td', {}, a.kind === 'wpt' ? 'WebPageTest' : 'h3lens'),
         h('td', {}, h('span', { class: `dot ${state.cls}`, 'aria-hidden': 'true' }), ` ${state.text}`),
         h('td', {}, a.last_seen_at ? timeEl(a.last_seen_at, ago(a.last_seen_at)) : 'never'),
+        h('td', {}, a.last_result_at ? timeEl(a.last_result_at, ago(a.last_result_at)) : '—'),
         h('td', { class: 'mono' }, a.version ?? '—'),
         h('td', {}, a.browser_version ?? '—'))
     })))

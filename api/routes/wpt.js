@@ -1,0 +1,193 @@
+// The server side of the WebPageTest agent protocol (DESIGN §9), under
+// /work/, so that a stock wptagent started with
+// `--server https://HOST/work/ --location ID --key KEY` measures h3lens rounds.
+// The agent reads bodies, not statuses: an empty getwork body means "no
+// work", and it never retries an upload, so workdone stores before it answers.
+// Never sent: `Reboot` (the agent reboots its host) and `Servers:` /
+// `Scheduler:` lines (they reconfigure it).
+import multipart from '@fastify/multipart'
+import { wptAgent, wptKeyValid } from '../../lib/wpt/agents.js'
+import { nextTest, keepTestLeased, requeueTest, receiveWorkdone } from '../../lib/wpt/tests.js'
+import { readResultZip } from '../../lib/wpt/zip.js'
+import { ValidationError } from '../../lib/errors.js'
+
+/**
+ * A result.zip holds the trace, screenshots and the net log of a run: a few
+ * hundred KB on ordinary pages; 64 MB leaves room for a heavy page's net log.
+ */
+export const WPT_UPLOAD_LIMIT = 64 * 1024 * 1024
+
+const tags = ['WebPageTest agent protocol']
+const text = { type: 'string', maxLength: 200 }
+// The agent adds fields of its own (screen size, DNS, disk...); they are read where used and otherwise ignored.
+const agentQuery = (required, properties = {}) => ({
+  type: 'object',
+  additionalProperties: true,
+  required,
+  properties: { location: text, pc: text, key: text, version: text, ...properties }
+})
+const plain = { 200: { type: 'string' } }
+
+/**
+ * @param {any} app see api/routes/monitors.js
+ */
+export default async function wptRoutes (app) {
+  await app.register(multipart, { limits: { fileSize: WPT_UPLOAD_LIMIT, files: 1, fields: 20, parts: 21 } })
+  const failures = wrongKeyLimiter(app)
+
+  /**
+   * The agent this request comes from, marked seen; or a 403 (wrong
+   * location or key) / 429 (too many of those from this address for this
+   * location) already sent.
+   */
+  async function admit (request, reply) {
+    const q = request.query
+    const wait = failures.blockedFor(request)
+    if (wait) {
+      await reply.code(429).header('retry-after', String(wait)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${wait} s`)
+      return null
+    }
+    if (!q.location || !q.key || !(await wptKeyValid(app.db, { location: q.location, key: q.key }))) {
+      request.log.warn({ ip: request.ip, location: q.location, pc: q.pc }, 'WPT agent refused: wrong location or key')
+      const blocked = await failures.record(request)
+      if (blocked) {
+        await reply.code(429).header('retry-after', String(blocked)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${blocked} s`)
+        return null
+      }
+      await reply.code(403).type('text/plain').send('wrong location or key: create a key with "h3lens agents wpt-key --location ID"')
+      return null
+    }
+    if (!q.pc) throw new ValidationError('pc is required (the agent\'s name)', 'pc')
+    return wptAgent(app.db, { location: q.location, pc: q.pc, version: q.version ?? null })
+  }
+
+  app.get('/work/getwork.php', {
+    schema: {
+      description: 'wptagent asks for work. Answers one WPT test as JSON (one arm of an h3lens round), or an empty body when there is none.',
+      tags,
+      querystring: agentQuery(['location'], { f: text }),
+      response: { ...plain, 200: { description: 'A job as JSON, or empty' } }
+    }
+  }, async (request, reply) => {
+    const agent = await admit(request, reply)
+    if (!agent) return reply
+    const job = await nextTest(app.db, { agent, leaseSeconds: app.config.leaseSeconds })
+    if (!job) return reply.type('text/plain').send('')
+    return reply.type('application/json').send(JSON.stringify(job))
+  })
+
+  app.get('/work/ping.php', {
+    schema: { description: 'wptagent\'s heartbeat, at most once a minute; with test= it is still on that test.', tags, querystring: agentQuery(['location'], { test: text }), response: plain }
+  }, async (request, reply) => {
+    const agent = await admit(request, reply)
+    if (!agent) return reply
+    if (request.query.test) await keepTestLeased(app.db, { agent, testId: request.query.test, leaseSeconds: app.config.leaseSeconds })
+    return reply.type('text/plain').send('')
+  })
+
+  app.get('/work/started.php', {
+    schema: { description: 'Sent only for jobs that carry work_server and jobID, which h3lens never sends.', tags, querystring: { type: 'object', additionalProperties: true, properties: { id: text } }, response: plain }
+  }, async (request, reply) => reply.type('text/plain').send(''))
+
+  app.get('/work/requeue.php', {
+    schema: {
+      description: 'The agent stopped mid-test: its round goes back to the queue without using up an attempt. The agent sends no key; the test id, which carries random characters, is the proof.',
+      tags,
+      querystring: { type: 'object', additionalProperties: true, required: ['id', 'location'], properties: { id: text, location: text, sig: text } },
+      response: plain
+    }
+  }, async (request, reply) => {
+    const requeued = await requeueTest(app.db, { testId: request.query.id, location: request.query.location })
+    return reply.type('text/plain').send(requeued ? 'requeued' : '')
+  })
+
+  app.post('/work/workdone.php', {
+    bodyLimit: WPT_UPLOAD_LIMIT,
+    schema: {
+      description: 'A test\'s result.zip (multipart field file). Stored before the answer; idempotent on (test id, run, cached). ' +
+        'Sharded uploads add run and cached, and done=1 on the last. error= makes the test\'s results error results with that message. ' +
+        'A zip that is not a readable result of this test is 400 and nothing is stored.',
+      tags,
+      querystring: agentQuery(['location', 'id'], {
+        id: text, done: { type: 'string', maxLength: 10 }, run: { type: 'integer', minimum: 1, maximum: 1000 }, cached: { type: 'integer', enum: [0, 1] }, error: { type: 'string', maxLength: 4000 }
+      }),
+      response: {
+        200: { type: 'object', properties: { stored: { type: 'integer' }, duplicates: { type: 'integer' }, round_done: { type: 'boolean' } } },
+        400: { $ref: 'error#' },
+        409: { $ref: 'error#' },
+        413: { $ref: 'error#' },
+        422: { $ref: 'error#' }
+      }
+    }
+  }, async (request, reply) => {
+    const agent = await admit(request, reply)
+    if (!agent) return reply
+    const q = request.query
+    const zip = request.isMultipart() ? await uploadedZip(request) : null
+    const agentError = q.error ? String(q.error) : null
+    if (!zip && !agentError) throw new ValidationError('file: workdone needs the result.zip as multipart field "file"', 'file')
+    const views = zip ? await readResultZip(zip) : []
+    return receiveWorkdone(app.db, {
+      agent,
+      testId: q.id,
+      views,
+      agentError,
+      // Without run= the upload is the whole test; sharded ones say done=1 on the last.
+      done: q.run === undefined || q.done === '1',
+      run: q.run ?? null,
+      cached: q.cached === undefined ? null : q.cached === 1
+    })
+  })
+}
+
+/**
+ * The bytes of the multipart field `file`, or null when there is none.
+ * @param {any} request
+ * @returns {Promise<Buffer | null>}
+ */
+async function uploadedZip (request) {
+  for await (const part of request.parts()) {
+    if (part.type !== 'file') continue
+    if (part.fieldname !== 'file') {
+      await part.toBuffer()
+      continue
+    }
+    return part.toBuffer().catch((err) => {
+      if (err.code === 'FST_REQ_FILE_TOO_LARGE') throw Object.assign(new Error(`file: result.zip is larger than ${WPT_UPLOAD_LIMIT} bytes`), { statusCode: 413, field: 'file' })
+      throw err
+    })
+  }
+  return null
+}
+
+/**
+ * Wrong keys counted per client address and location: an address that keeps
+ * guessing one location's key is turned away from that location for the rest
+ * of the minute, while agents of other locations behind the same address (a
+ * shared NAT) go on polling.
+ * @param {any} app
+ */
+function wrongKeyLimiter (app) {
+  const perMinute = app.config.authFailuresPerMin ?? 20
+  if (!perMinute || typeof app.createRateLimit !== 'function') return { blockedFor: () => 0, record: async () => 0 }
+  const keyOf = (request) => `${request.ip}|${String(request.query.location ?? '').slice(0, 100)}`
+  const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: keyOf })
+  /** @type {Map<string, number>} */
+  const blocked = new Map()
+  return {
+    blockedFor (request) {
+      const until = blocked.get(keyOf(request))
+      if (!until) return 0
+      if (until > Date.now()) return Math.max(1, Math.ceil((until - Date.now()) / 1000))
+      blocked.delete(keyOf(request))
+      return 0
+    },
+    async record (request) {
+      const r = await count(request)
+      if (!r.isExceeded) return 0
+      if (blocked.size > 10_000) for (const [k, t] of blocked) if (t <= Date.now()) blocked.delete(k)
+      if (blocked.size <= 100_000) blocked.set(keyOf(request), Date.now() + r.ttl)
+      return Math.max(1, Math.ceil(r.ttl / 1000))
+    }
+  }
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+// Screenshots of a monitor with a WebPageTest location, for the docs: the
+// demo data of scripts/screenshots.js for the lab locations, plus a location
+// of kind wpt whose rounds are measured by the fake wptagent of the tests,
+// replaying a real agent's recorded requests and result zips
+// (test/fixtures/wpt/) over HTTP against the running API. In the replayed
+// rounds the H3 arm uploads the recorded H3 run (every seventh round the
+// recorded failed handshake instead), the H2 arm the same run as an H2 load
+// records it (protocol "HTTP/2"; every eleventh round the recorded plain-HTTP
+// run, which the protocol check calls a fallback).
+// Writes docs/screenshots/wpt-monitor.png and wpt-locations.png.
+//
+//   node scripts/wpt-screenshot.js [--out docs/screenshots]
+import fs from 'node:fs'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../test/helpers/ui.js'
+import { replayAgent, recordedRequests, recordedFile } from '../test/helpers/fake-wptagent.js'
+import { rewriteResultZip } from '../test/helpers/zip.js'
+import { upsertLocation } from '../lib/locations.js'
+import { createWptKey } from '../lib/wpt/agents.js'
+import { rebuildRollups } from '../lib/rollups.js'
+
+const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' }, rounds: { type: 'string', default: '48' } } })
+const out = path.resolve(values.out)
+fs.mkdirSync(out, { recursive: true })
+
+const db = await startScratchDatabase()
+let server = null
+let chromium = null
+let failed = false
+try {
+  console.log('seeding the demo…')
+  const seeded = await seedDemo(db.pool, { hours: 24, stepMinutes: 5 })
+  const monitor = seeded.monitors[1]
+  await upsertLocation(db.pool, { id: 'wpt-fra', name: 'WebPageTest Frankfurt', region: 'Europe', kind: 'wpt' })
+  const { key } = await createWptKey(db.pool, { location: 'wpt-fra' })
+  await db.pool.query("UPDATE monitors SET locations = locations || '{wpt-fra}' WHERE id = $1", [monitor.id])
+  await db.pool.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at)
+     SELECT $1, 'wpt-fra', date_trunc('minute', now()) - make_interval(mins => 5 * g) FROM generate_series(1, $2) g`,
+    [monitor.id, Number(values.rounds)])
+  server = await startDashboard(db.pool)
+
+  console.log(`replaying the recorded wptagent for ${values.rounds} rounds…`)
+  const zips = {
+    h3: recordedFile('131447_SPIKE_H3_0002_all_x_result.zip'),
+    h3Failed: recordedFile('131342_SPIKE_H3_0001_all_x_result.zip'),
+    h1: recordedFile('131150_SPIKE_H1_0001_all_x_result.zip')
+  }
+  let n = 0
+  const { jobs } = await replayAgent({
+    server: server.url,
+    records: recordedRequests('server-requests-run3.jsonl'),
+    location: 'wpt-fra',
+    key,
+    pc: 'wpt-fra-1',
+    maxJobs: 2 * Number(values.rounds),
+    result: async (job) => {
+      const round = Math.floor(n++ / 2)
+      const testId = job['Test ID']
+      if (job.addCmdLine.includes('--enable-quic')) {
+        return round % 7 === 3
+          ? { zip: await rewriteResultZip(zips.h3Failed, { testId }), error: 'net::ERR_QUIC_HANDSHAKE_FAILED' }
+          : { zip: await rewriteResultZip(zips.h3, { testId }) }
+      }
+      if (round % 11 === 5) return { zip: await rewriteResultZip(zips.h1, { testId }) }
+      return { zip: await rewriteResultZip(zips.h3, { testId, edit: (d) => { for (const r of d.requests) r.protocol = 'HTTP/2' } }) }
+    }
+  })
+  console.log(`${jobs.length} WPT tests run`)
+  await rebuildRollups(db.pool)
+
+  chromium = await launchBrowser()
+  for (const [name, hash] of [['wpt-monitor', `#/monitors/${monitor.id}?window=24h&metric=ttfb`], ['wpt-locations', '#/locations']]) {
+    const page = await chromium.browser.newPage()
+    const errors = collectPageErrors(page)
+    await useApiKey(page, seeded.apiKey)
+    await page.goto(`${server.url}/${hash}`, { waitUntil: 'networkidle0' })
+    await waitUntilSettled(page)
+    if (name === 'wpt-monitor') await page.waitForSelector('#cdf canvas')
+    await page.evaluate('document.activeElement?.blur()')
+    const file = path.join(out, `${name}.png`)
+    await page.screenshot({ path: file, fullPage: true })
+    console.log(`wrote ${path.relative(process.cwd(), file)}`)
+    if (errors.length) {
+      failed = true
+      console.error(`${name}: ${errors.join('\n  ')}`)
+    }
+    await page.close()
+  }
+} finally {
+  await chromium?.close()
+  await server?.close()
+  await db.stop()
+}
+process.exitCode = failed ? 1 : 0

@@ -1,0 +1,117 @@
+// Zips for the WebPageTest tests: a minimal writer (stored or deflated
+// members, any member name, sizes that may lie) for hostile cases, and
+// rewriting a recorded wptagent result.zip for the test id h3lens issued.
+import { deflateRawSync, gunzipSync, gzipSync } from 'node:zlib'
+import yauzl from 'yauzl'
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+  return c >>> 0
+})
+
+/** @param {Buffer} buf */
+function crc32 (buf) {
+  let c = 0xffffffff
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8)
+  return (c ^ 0xffffffff) >>> 0
+}
+
+/**
+ * @typedef {{ name: string, data: Buffer, deflate?: boolean, declaredSize?: number }} Member
+ */
+
+/**
+ * A zip of the given members. declaredSize replaces the true uncompressed
+ * size in the headers (a zip that lies about its contents).
+ * @param {Member[]} members
+ * @returns {Buffer}
+ */
+export function writeZip (members) {
+  const locals = []
+  const centrals = []
+  let offset = 0
+  for (const m of members) {
+    const name = Buffer.from(m.name, 'utf8')
+    const body = m.deflate ? deflateRawSync(m.data) : m.data
+    const size = m.declaredSize ?? m.data.length
+    const crc = crc32(m.data)
+    const local = Buffer.alloc(30)
+    local.writeUInt32LE(0x04034b50, 0)
+    local.writeUInt16LE(20, 4)
+    local.writeUInt16LE(0x0800, 6) // UTF-8 names
+    local.writeUInt16LE(m.deflate ? 8 : 0, 8)
+    local.writeUInt32LE(crc, 14)
+    local.writeUInt32LE(body.length, 18)
+    local.writeUInt32LE(size, 22)
+    local.writeUInt16LE(name.length, 26)
+    locals.push(local, name, body)
+    const central = Buffer.alloc(46)
+    central.writeUInt32LE(0x02014b50, 0)
+    central.writeUInt16LE(20, 4)
+    central.writeUInt16LE(20, 6)
+    central.writeUInt16LE(0x0800, 8)
+    central.writeUInt16LE(m.deflate ? 8 : 0, 10)
+    central.writeUInt32LE(crc, 16)
+    central.writeUInt32LE(body.length, 20)
+    central.writeUInt32LE(size, 24)
+    central.writeUInt16LE(name.length, 28)
+    central.writeUInt32LE(offset, 42)
+    centrals.push(central, name)
+    offset += local.length + name.length + body.length
+  }
+  const dir = Buffer.concat(centrals)
+  const end = Buffer.alloc(22)
+  end.writeUInt32LE(0x06054b50, 0)
+  end.writeUInt16LE(members.length, 8)
+  end.writeUInt16LE(members.length, 10)
+  end.writeUInt32LE(dir.length, 12)
+  end.writeUInt32LE(offset, 16)
+  return Buffer.concat([...locals, dir, end])
+}
+
+/**
+ * Every member of a (trusted, recorded) zip.
+ * @param {Buffer} buffer
+ * @returns {Promise<Member[]>}
+ */
+export function readZip (buffer) {
+  return new Promise((resolve, reject) => {
+    yauzl.fromBuffer(buffer, { lazyEntries: true }, (err, zip) => {
+      if (err) return reject(err)
+      const out = []
+      zip.on('error', reject)
+      zip.on('end', () => resolve(out))
+      zip.on('entry', (entry) => zip.openReadStream(entry, (err, stream) => {
+        if (err) return reject(err)
+        const chunks = []
+        stream.on('data', (c) => chunks.push(c))
+        stream.on('end', () => { out.push({ name: entry.fileName, data: Buffer.concat(chunks) }); zip.readEntry() })
+      }))
+      zip.readEntry()
+    })
+  })
+}
+
+/**
+ * A recorded result.zip as the agent would have made it for another test:
+ * the test id inside the devtools requests replaced, and optionally the
+ * parsed file changed further (a derived fixture) or members renamed.
+ * @param {Buffer} recorded
+ * @param {{ testId: string, edit?: (devtools: any) => void, rename?: (name: string) => string, drop?: (name: string) => boolean }} opts
+ */
+export async function rewriteResultZip (recorded, { testId, edit = () => {}, rename = (n) => n, drop = () => false }) {
+  const members = []
+  for (const m of await readZip(recorded)) {
+    if (drop(m.name)) continue
+    let data = m.data
+    if (m.name.endsWith('_devtools_requests.json.gz')) {
+      const devtools = JSON.parse(gunzipSync(data).toString())
+      devtools.pageData.testID = testId
+      edit(devtools)
+      data = gzipSync(JSON.stringify(devtools))
+    }
+    members.push({ name: rename(m.name), data })
+  }
+  return writeZip(members)
+}

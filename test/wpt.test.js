@@ -1,0 +1,335 @@
+// WebPageTest agents as h3lens locations, driven over real HTTP against a
+// running API with PostgreSQL, with the requests and result zips a real
+// wptagent made (test/fixtures/wpt/). What a team with a wptagent fleet sees:
+// its agents poll, get one WPT test per arm, upload, and the rounds appear in
+// the API with the protocol the agent itself recorded.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { gzipSync } from 'node:zlib'
+import { createTestApp } from './helpers/app.js'
+import { replayAgent, recordedRequests, recordedFile } from './helpers/fake-wptagent.js'
+import { rewriteResultZip, writeZip, readZip } from './helpers/zip.js'
+import { upsertLocation } from '../lib/locations.js'
+import { createMonitor } from '../lib/monitors.js'
+import { createWptKey, wptAgent } from '../lib/wpt/agents.js'
+import { nextTest } from '../lib/wpt/tests.js'
+import { wptJob } from '../lib/wpt/job.js'
+
+const ZIP = {
+  h1: recordedFile('131150_SPIKE_H1_0001_all_x_result.zip'),
+  h3Failed: recordedFile('131342_SPIKE_H3_0001_all_x_result.zip'),
+  h3: recordedFile('131447_SPIKE_H3_0002_all_x_result.zip')
+}
+const RUN = {
+  h1: recordedRequests('server-requests-run1.jsonl'),
+  h3Failed: recordedRequests('server-requests-run2.jsonl'),
+  h3: recordedRequests('server-requests-run3.jsonl')
+}
+// The origin the recordings loaded; the agent's own data says where it went.
+const URL_H3 = 'https://localhost:18443/'
+
+let t
+let server
+let key
+let otherKey
+before(async () => {
+  t = await createTestApp({ H3LENS_AUTH_FAILURES_PER_MIN: '5' })
+  await upsertLocation(t.db, { id: 'wpt-eu', name: 'WPT Frankfurt', region: 'Europe', kind: 'wpt' })
+  await upsertLocation(t.db, { id: 'wpt-us', name: 'WPT Virginia', region: 'North America', kind: 'wpt' })
+  key = (await createWptKey(t.db, { location: 'wpt-eu' })).key
+  otherKey = (await createWptKey(t.db, { location: 'wpt-us' })).key
+  await t.app.listen({ host: '127.0.0.1', port: 0 })
+  server = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (t.app.server.address()).port}`
+})
+after(async () => { await t.close() })
+
+/** A monitor at one wpt location, with `rounds` rounds due now and in the minutes before. */
+async function monitorWithRounds (input, rounds = 1, location = 'wpt-eu') {
+  const m = await createMonitor(t.db, { url: URL_H3, interval_s: 60, locations: [location], ...input }, { allowPrivateTargets: true })
+  await t.db.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at)
+     SELECT $1, $2, date_trunc('minute', now()) - make_interval(mins => g) FROM generate_series(0, $3 - 1) g`, [m.id, location, rounds])
+  return m
+}
+
+const arm = (job) => (job.addCmdLine.includes('--enable-quic') ? 'h3' : 'h2')
+const forTest = (zip, job, opts = {}) => rewriteResultZip(zip, { testId: job['Test ID'], ...opts })
+/** The H3 recording as an H2 load would have recorded it: the agent writes h2 as "HTTP/2". */
+const asH2 = (devtools) => { for (const r of devtools.requests) r.protocol = 'HTTP/2' }
+
+async function results (monitorId) {
+  const res = await fetch(`${server}/api/v1/monitors/${monitorId}/results?limit=100`, { headers: { authorization: `Bearer ${t.readKey}` } })
+  assert.equal(res.status, 200)
+  return (await res.json()).items
+}
+
+async function workdone (query, zip) {
+  const form = new FormData()
+  if (zip) form.append('file', new Blob([zip]), 'result.zip')
+  const res = await fetch(`${server}/work/workdone.php?${new URLSearchParams({ location: 'wpt-eu', pc: 'spike1', key, testinfo: '1', ...query })}`, { method: 'POST', body: form })
+  return { status: res.status, body: await res.text() }
+}
+
+async function getwork (pc = 'spike1', k = key, location = 'wpt-eu') {
+  const res = await fetch(`${server}/work/getwork.php?${new URLSearchParams({ f: 'json', location, pc, key: k, version: '23.07' })}`, { headers: { 'user-agent': 'wptagent' } })
+  const body = await res.text()
+  return { status: res.status, body, job: res.status === 200 && body ? JSON.parse(body) : null }
+}
+
+test('a round becomes one WPT test per arm; the uploads become its results, with the protocol and TTFB of the base page', async () => {
+  const m = await monitorWithRounds({})
+  const { jobs, bodies } = await replayAgent({
+    server,
+    records: RUN.h3,
+    location: 'wpt-eu',
+    key,
+    pc: 'spike3',
+    // The H3 arm gets the recorded H3 run; the H2 arm the recorded plain-HTTP run, which an H2 arm must not count.
+    result: async (job) => ({ zip: await forTest(arm(job) === 'h3' ? ZIP.h3 : ZIP.h1, job) })
+  })
+  assert.equal(jobs.length, 2, 'one test per arm')
+  assert.deepEqual(jobs.map(arm).sort(), ['h2', 'h3'])
+  for (const body of bodies) assert.ok(body === '' || body.startsWith('{'), `getwork answered ${JSON.stringify(body.slice(0, 40))}: only a job or nothing`)
+  for (const job of jobs) {
+    assert.equal(job.url, URL_H3)
+    assert.equal(job.runs, 1)
+    assert.equal(job.fvonly, 1)
+    assert.equal(job['Capture Video'], 0)
+    assert.deepEqual([job.bwIn, job.bwOut, job.latency, job.plr], [0, 0, 0, 0], 'no shaping unless the location shapes')
+    assert.doesNotMatch(job.addCmdLine, /--host-resolver-rules|--disable-features/, 'never a switch the agent sets itself')
+  }
+  assert.equal(jobs.find((j) => arm(j) === 'h3').addCmdLine, '--enable-quic --origin-to-force-quic-on=localhost:18443')
+  assert.equal(jobs.find((j) => arm(j) === 'h2').addCmdLine, '--disable-quic')
+  assert.notEqual(jobs[0]['Test ID'], jobs[1]['Test ID'])
+
+  const rows = await results(m.id)
+  assert.equal(rows.length, 2)
+  const h3 = rows.find((r) => r.mode === 'h3')
+  const h2 = rows.find((r) => r.mode === 'h2')
+  assert.equal(h3.status, 'ok')
+  assert.equal(h3.observed_protocol, 'h3')
+  assert.equal(h3.protocol_ok, true)
+  assert.equal(h3.ttfb_ms, 115, 'TTFB of the base-page request')
+  assert.equal(h3.load_ms, 260)
+  assert.equal(h3.lcp_ms, 287)
+  assert.equal(h3.connect_ms, 107, 'the QUIC handshake')
+  assert.equal(h3.requests, 4)
+  assert.equal(h3.browser_version, '156.0.0.0')
+  assert.deepEqual(h3.flags, ['--enable-quic', '--origin-to-force-quic-on=localhost:18443'], 'the switches the arm was sent')
+  assert.match(h3.agent_version, /^wptagent 23\.07$/)
+  // The origins the agent saw feed the monitor's capabilities, as a Puppeteer agent's do.
+  const caps = await (await fetch(`${server}/api/v1/monitors/${m.id}/capabilities`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
+  const origin = JSON.stringify(caps)
+  assert.match(origin, /https:\/\/localhost:18443/)
+  assert.match(origin, /h3=\\":18443\\"/)
+  const detail = async (id) => (await fetch(`${server}/api/v1/results/${id}`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
+  assert.deepEqual((await detail(h3.id)).details.requests.map((r) => r.protocol), ['h3', 'h3', 'h3', 'h3'], 'each request\'s protocol, as the agent recorded it')
+  // The plain-HTTP recording in the H2 arm: the server-side protocol check calls it a fallback.
+  assert.equal(h2.status, 'protocol_mismatch')
+  assert.equal(h2.observed_protocol, 'http/1.0')
+  assert.equal(h2.ttfb_ms, 5, 'from the base page, not the agent start page\'s 81 ms')
+  assert.equal((await detail(h2.id)).details.requests[0].url, 'http://127.0.0.1:8888/favicon.ico')
+
+  const { rows: [job] } = await t.db.query('SELECT state FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.equal(job.state, 'done')
+
+  // The H3 run's net log is kept as evidence, like a Puppeteer agent's.
+  const netlog = await fetch(`${server}/api/v1/results/${h3.id}/netlog`, { headers: { authorization: `Bearer ${t.readKey}` } })
+  assert.equal(netlog.status, 200)
+  const h3Detail = await detail(h3.id)
+  assert.equal(h3Detail.details.netlog.summary.quic_sessions.length > 0, true, 'the net log is summarised like a Puppeteer agent\'s')
+
+  const agents = await (await fetch(`${server}/api/v1/agents`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
+  const spike3 = agents.items.find((a) => a.name === 'spike3')
+  assert.equal(spike3.kind, 'wpt')
+  assert.equal(spike3.location_id, 'wpt-eu')
+  assert.equal(spike3.version, '23.07')
+  assert.equal(spike3.alive, true, 'polls are its heartbeat')
+  assert.ok(spike3.last_result_at)
+})
+
+test('the round is done only when both arms are in', async () => {
+  const m = await monitorWithRounds({})
+  const first = (await getwork('spike1')).job
+  const up = await workdone({ id: first['Test ID'], done: '1' }, await forTest(ZIP.h3, first, arm(first) === 'h2' ? { edit: asH2 } : {}))
+  assert.equal(up.status, 200, up.body)
+  assert.deepEqual(await results(m.id), [], 'half a round is not a result yet')
+  const second = (await getwork('spike1')).job
+  assert.notEqual(arm(second), arm(first))
+  await workdone({ id: second['Test ID'], done: '1' }, await forTest(ZIP.h3, second, arm(second) === 'h2' ? { edit: asH2 } : {}))
+  const rows = await results(m.id)
+  assert.deepEqual(rows.map((r) => [r.mode, r.status, r.observed_protocol]).sort(), [['h2', 'ok', 'h2'], ['h3', 'ok', 'h3']])
+})
+
+test('the replaying agent feeds matched rounds into the regional comparison', async () => {
+  const m = await monitorWithRounds({}, 6)
+  await replayAgent({
+    server, records: RUN.h3, location: 'wpt-eu', key, pc: 'spike3', maxJobs: 20,
+    result: async (job) => ({ zip: await forTest(ZIP.h3, job, arm(job) === 'h2' ? { edit: asH2 } : {}) })
+  })
+  const res = await fetch(`${server}/api/v1/monitors/${m.id}/comparison?metric=ttfb`, { headers: { authorization: `Bearer ${t.readKey}` } })
+  assert.equal(res.status, 200)
+  const loc = (await res.json()).locations.find((l) => l.location_id === 'wpt-eu')
+  assert.equal(loc.kind, 'wpt')
+  assert.equal(loc.rounds.matched, 6)
+})
+
+test('an A/A monitor sends both arms with its one protocol and judges both against it', async () => {
+  const m = await monitorWithRounds({ aa_protocol: 'h3' })
+  const { jobs } = await replayAgent({
+    server, records: RUN.h3, location: 'wpt-eu', key, pc: 'spike7',
+    result: async (job) => ({ zip: await forTest(ZIP.h3, job) })
+  })
+  assert.deepEqual(jobs.map((j) => j.addCmdLine), ['--enable-quic --origin-to-force-quic-on=localhost:18443', '--enable-quic --origin-to-force-quic-on=localhost:18443'])
+  const rows = await results(m.id)
+  assert.deepEqual(rows.map((r) => `${r.mode}/${r.status}/${r.observed_protocol}`).sort(), ['h2/ok/h3', 'h3/ok/h3'])
+})
+
+test('a ping is a heartbeat and keeps the test\'s round leased', async () => {
+  const m = await monitorWithRounds({})
+  const job = (await getwork('spike8')).job
+  await t.db.query("UPDATE jobs SET lease_expires_at = now() + interval '1 second' WHERE monitor_id = $1", [m.id])
+  const ping = recordedRequests('server-requests-run3.jsonl').find((r) => r.path.endsWith('/ping.php'))
+  const res = await fetch(`${server}/work/ping.php?${new URLSearchParams({ ...ping.query, location: 'wpt-eu', pc: 'spike8', key, test: job['Test ID'] })}`)
+  assert.equal(res.status, 200)
+  const { rows: [j] } = await t.db.query("SELECT lease_expires_at > now() + interval '60 seconds' AS extended FROM jobs WHERE monitor_id = $1", [m.id])
+  assert.equal(j.extended, true)
+  const wrong = await fetch(`${server}/work/ping.php?${new URLSearchParams({ ...ping.query, location: 'wpt-eu', pc: 'spike8', key: 'not-the-key' })}`)
+  assert.equal(wrong.status, 403)
+  // Leave the round finished for the tests after this one.
+  await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE monitor_id = $1", [m.id])
+})
+
+test('error= and a failed run become error results with the agent\'s message', async () => {
+  const m = await monitorWithRounds({})
+  await replayAgent({
+    server, records: RUN.h3Failed, location: 'wpt-eu', key, pc: 'spike2',
+    result: async (job) => arm(job) === 'h3'
+      ? { zip: await forTest(ZIP.h3Failed, job), error: 'net::ERR_QUIC_HANDSHAKE_FAILED' }
+      : { zip: await forTest(ZIP.h3, job, { edit: asH2 }) }
+  })
+  const rows = await results(m.id)
+  const h3 = rows.find((r) => r.mode === 'h3')
+  assert.equal(h3.status, 'error')
+  assert.equal(h3.error, 'net::ERR_QUIC_HANDSHAKE_FAILED')
+  assert.equal(h3.ttfb_ms, null)
+  assert.equal(rows.find((r) => r.mode === 'h2').status, 'ok')
+})
+
+test('workdone is idempotent on (test id, run, cached), and the sharded form works', async () => {
+  const m = await monitorWithRounds({ repeat_view: true })
+  const a = (await getwork('spike1')).job
+  assert.equal(a.fvonly, 0, 'repeat view asked for')
+  // Sharded: the first view, then the repeat view with done=1; each twice.
+  const first = await forTest(ZIP.h3, a, arm(a) === 'h2' ? { edit: asH2 } : {})
+  const repeat = await forTest(ZIP.h3, a, { edit: (d) => { d.pageData.cached = 1; if (arm(a) === 'h2') asH2(d) }, rename: (n) => n.replace(/^1_/, '1_Cached_') })
+  for (let i = 0; i < 2; i++) {
+    const r1 = await workdone({ id: a['Test ID'], run: '1', cached: '0' }, first)
+    assert.equal(r1.status, 200, r1.body)
+    assert.equal(JSON.parse(r1.body).stored, i === 0 ? 1 : 0)
+  }
+  await workdone({ id: a['Test ID'], run: '1', cached: '1', done: '1' }, repeat)
+  const again = await workdone({ id: a['Test ID'], run: '1', cached: '1', done: '1' }, repeat)
+  assert.deepEqual(JSON.parse(again.body), { stored: 0, duplicates: 1, round_done: false })
+  // The whole-test form for the other arm, sent twice.
+  const b = (await getwork('spike1')).job
+  const whole = writeZip([
+    ...(await unzipMembers(await forTest(ZIP.h3, b, arm(b) === 'h2' ? { edit: asH2 } : {}))),
+    ...(await unzipMembers(await forTest(ZIP.h3, b, { edit: (d) => { if (arm(b) === 'h2') asH2(d) }, rename: (n) => n.replace(/^1_/, '1_Cached_') })))
+  ])
+  assert.equal(JSON.parse((await workdone({ id: b['Test ID'], done: '1' }, whole)).body).round_done, true)
+  assert.equal((await workdone({ id: b['Test ID'], done: '1' }, whole)).status, 200)
+  const rows = await results(m.id)
+  assert.deepEqual(rows.map((r) => `${r.mode}/${r.view}/${r.status}`).sort(), ['h2/first/ok', 'h2/repeat/ok', 'h3/first/ok', 'h3/repeat/ok'])
+})
+
+const unzipMembers = (zip) => readZip(zip)
+
+test('a bad or hostile zip is refused with 400 and nothing is stored', async () => {
+  await monitorWithRounds({})
+  const job = (await getwork('spike4')).job
+  const id = job['Test ID']
+  const devtools = (await unzipMembers(await forTest(ZIP.h3, job))).find((m) => m.name === '1_devtools_requests.json.gz').data
+  const cases = {
+    'not a zip': Buffer.from('this is not a zip file at all'),
+    'no devtools requests': await forTest(ZIP.h3, job, { drop: (n) => n.includes('devtools_requests') }),
+    'a gzip bomb': writeZip([{ name: '1_devtools_requests.json.gz', data: gzipSync(Buffer.alloc(200 * 1024 * 1024, 0x20)) }]),
+    'a member that inflates past its cap': writeZip([{ name: '1_netlog.txt.gz', data: Buffer.alloc(40 * 1024 * 1024), deflate: true }]),
+    'a member that lies about its size': writeZip([{ name: '1_devtools_requests.json.gz', data: Buffer.alloc(1024 * 1024), deflate: true, declaredSize: 10 }]),
+    'a path out of the archive': writeZip([{ name: '../../../etc/cron.d/x', data: Buffer.from('x') }, { name: '1_devtools_requests.json.gz', data: devtools }]),
+    'an absolute path': writeZip([{ name: '/etc/passwd', data: Buffer.from('x') }, { name: '1_devtools_requests.json.gz', data: devtools }]),
+    'another test\'s zip': await rewriteResultZip(ZIP.h3, { testId: 'SPIKE_H3_0002' })
+  }
+  for (const [what, zip] of Object.entries(cases)) {
+    const res = await workdone({ id, done: '1' }, zip)
+    assert.equal(res.status, 400, `${what}: ${res.body}`)
+  }
+  const unknown = await workdone({ id: 'SPIKE_H3_0002', done: '1' }, ZIP.h3)
+  assert.equal(unknown.status, 400, 'a test id h3lens never gave out')
+  assert.equal(JSON.parse(unknown.body).field, 'id')
+  // Another location's key does not reach this location's tests.
+  await upsertLocation(t.db, { id: 'wpt-ap', name: 'WPT Singapore', region: 'Asia', kind: 'wpt' })
+  const apKey = (await createWptKey(t.db, { location: 'wpt-ap' })).key
+  const elsewhere = await workdone({ id, done: '1', location: 'wpt-ap', key: apKey }, await forTest(ZIP.h3, job))
+  assert.equal(elsewhere.status, 400, elsewhere.body)
+  assert.equal((await workdone({ id, done: '1', location: 'wpt-ap', key }, await forTest(ZIP.h3, job))).status, 403, 'nor its key another location')
+  const { rows: [n] } = await t.db.query('SELECT count(*)::int AS n FROM wpt_runs WHERE test_id = $1', [id])
+  assert.equal(n.n, 0)
+})
+
+test('a wrong key or location gets 403, then 429 for that location only; other locations\' agents go on', async () => {
+  for (let i = 0; i < 5; i++) assert.equal((await getwork('intruder', 'wrong-key', 'wpt-us')).status, 403)
+  assert.equal((await getwork('intruder', 'wrong-key', 'wpt-us')).status, 429)
+  assert.equal((await getwork('nobody', key, 'no-such-location')).status, 403)
+  assert.equal((await getwork('spike9', key, 'wpt-eu')).status, 200, 'an agent of another location from the same address is unaffected')
+  assert.equal((await getwork('spike9', otherKey, 'wpt-us')).status, 429, 'the guessed location stays closed for the minute')
+})
+
+test('requeue.php gives the test back; the round runs again with new tests', async () => {
+  const m = await monitorWithRounds({})
+  const job = (await getwork('spike5')).job
+  const res = await fetch(`${server}/work/requeue.php?${new URLSearchParams({ id: job['Test ID'], sig: 'x', location: 'wpt-eu' })}`)
+  assert.equal(await res.text(), 'requeued')
+  const { rows: [j] } = await t.db.query('SELECT state, attempts FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.deepEqual(j, { state: 'queued', attempts: 0 })
+  const again = (await getwork('spike5')).job
+  assert.notEqual(again['Test ID'], job['Test ID'])
+  const stale = await workdone({ id: job['Test ID'], pc: 'spike5', done: '1' }, await forTest(ZIP.h3, job))
+  assert.equal(stale.status, 409, 'the given-back test no longer counts')
+})
+
+test('an agent that asks for work without returning its test fails that attempt, which is retried', async () => {
+  const m = await monitorWithRounds({})
+  await getwork('spike6')
+  await getwork('spike6')
+  const { rows: [j] } = await t.db.query('SELECT state, attempts, last_error FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.equal(j.state, 'queued')
+  assert.match(j.last_error, /without returning test/)
+})
+
+test('the two arms are handed out in random order', async () => {
+  const db = t.db
+  const agent = await wptAgent(db, { location: 'wpt-us', pc: 'order' })
+  const firsts = []
+  for (const random of [() => 0, () => 0.99]) {
+    await monitorWithRounds({}, 1, 'wpt-us')
+    const job = await nextTest(db, { agent, leaseSeconds: 60, random })
+    firsts.push(arm(job))
+    await db.query("UPDATE jobs SET state = 'cancelled' WHERE location_id = 'wpt-us'")
+    await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE location_id = 'wpt-us'")
+  }
+  assert.deepEqual(firsts.sort(), ['h2', 'h3'])
+})
+
+test('a job shapes only when the location says so, asks for a net log when the monitor keeps them, and forces QUIC on the H3 origins', async () => {
+  const job = { url: 'https://www.example.com/a', monitor_id: 1, due_at: new Date(0), options: { netlog: 'always' } }
+  const h3 = wptJob({ testId: 'x', mode: 'h3', job, forceOrigins: ['https://cdn.example.com'], location: { profile: { wpt_shaping: true, rtt_ms: 80, down_kbps: 5000, up_kbps: 1000, loss_pct: 0.5 } } })
+  assert.equal(h3.addCmdLine, '--enable-quic --origin-to-force-quic-on=www.example.com:443,cdn.example.com:443')
+  assert.deepEqual([h3.bwIn, h3.bwOut, h3.latency, h3.plr], [5000, 1000, 80, 0.5])
+  assert.equal(h3.netlog, 1)
+  const h2 = wptJob({ testId: 'y', mode: 'h2', job: { ...job, options: {}, repeat_view: true }, forceOrigins: ['https://cdn.example.com'], location: { profile: { rtt_ms: 80 } } })
+  assert.equal(h2.addCmdLine, '--disable-quic')
+  assert.deepEqual([h2.bwIn, h2.bwOut, h2.latency, h2.plr], [0, 0, 0, 0])
+  assert.equal(h2.netlog, undefined)
+  assert.equal(h2.fvonly, 0)
+})
