@@ -245,7 +245,7 @@ test('the monitor page shows the rounds behind each location, the verdict of eve
 
   const legend = await page.$eval('#comparison .legend-block', (e) => e.textContent)
   assert.match(legend, /H3 faster.*H3 slower.*No clear difference.*Not enough data/)
-  assert.match(legend, /Green or red only when the 95% interval of Δ, corrected for the \d+ cells tested in this view \(Benjamini–Hochberg\), excludes 0 and \|Δ\| is at least max\(2% of H2, 1 ms\)/)
+  assert.match(legend, /Green or red only when Δ is significant after correcting for the \d+ cells tested in this view \(a screen per location column, then Benjamini–Hochberg within it\), its 95% interval excludes 0 and \|Δ\| is at least max\(2% of H2, 1 ms\)/)
   assert.match(legend, /p99 1,000/)
   assert.match(await page.$eval('#comparison .headline', (e) => e.textContent), /HTTP\/3 is \d+% faster at p50.*not yet measurable at p95.*H3 fails more often than H2/)
 

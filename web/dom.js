@@ -173,7 +173,7 @@ export function section (title, { id, actions, intro, flush = false } = {}) {
     h('div', { class: 'panel-head' }, h('h2', { id: id ? `${id}-title` : null }, title), actions ? h('div', { class: 'panel-actions' }, actions) : null),
     intro ? h(typeof intro === 'string' ? 'p' : 'div', { class: 'panel-intro' }, intro) : null,
     body)
-  return { el, body, fill: (...nodes) => body.replaceChildren(...nodes.flat()) }
+  return { el, body, fill: (...nodes) => body.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false)) }
 }
 
 let toastTimer = null

@@ -131,7 +131,7 @@ function cell (r, p, loc, names) {
   const v = VERDICT[r.verdict] ?? VERDICT.insufficient_data
   const why = r.verdict === 'no_clear_difference' ? whyNoDifference(r) : r.verdict === 'insufficient_data' ? numbers(r.reason ?? '') : null
   const title = [`${loc.name}, p${p}: ${label}`, r.reason ? numbers(r.reason) : null,
-    r.p_adjusted !== null && r.p_adjusted !== undefined ? `${pValue(r.p_adjusted)} (Benjamini–Hochberg adjusted)` : null,
+    r.p_adjusted !== null && r.p_adjusted !== undefined ? `${pValue(r.p_adjusted)} (adjusted: column screen, then Benjamini–Hochberg)` : null,
     r.min_effect_ms ? `practical minimum ${ms(r.min_effect_ms)}` : null,
     loc.location_id === null && r.locations ? `average of ${r.locations.length} location${r.locations.length === 1 ? '' : 's'}` : null].filter(Boolean).join('; ')
   const hasValues = r.h2_ms !== null && r.h3_ms !== null

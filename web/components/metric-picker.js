@@ -44,7 +44,7 @@ export function verdictLegend (cmp, { unsupported = false } = {}) {
   const tested = cmp?.cells?.tested
   const needs = cmp ? minRoundsText(cmp) : null
   const promise = [
-    h('b', {}, 'Green or red'), ` only when the 95% interval of Δ, corrected for ${tested ? `the ${count(tested)} cells tested in this view` : 'the cells tested in the view'} (Benjamini–Hochberg), excludes 0 and |Δ| is at least ${minText}. `,
+    h('b', {}, 'Green or red'), ` only when Δ is significant after correcting for ${tested ? `the ${count(tested)} cells tested in this view` : 'the cells tested in the view'} (a screen per location column, then Benjamini–Hochberg within it), its 95% interval excludes 0 and |Δ| is at least ${minText}. `,
     h('b', {}, 'Grey'), ': no clear difference — the data show no difference of that size; it does not prove the arms equal. ',
     h('b', {}, 'Hatched'), `: not enough matched rounds for that percentile${needs ? ` (${needs})` : ''}; the values shown are not tested.`
   ]

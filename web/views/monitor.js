@@ -82,7 +82,8 @@ function pagedRuns (id, range, first, nameOf) {
     const more = cursor
       ? h('button', { type: 'button', class: 'secondary small', id: 'runs-more', onclick: loadMore }, 'Show more runs')
       : null
-    wrap.replaceChildren(runsTable(items, nameOf), more ? h('div', { class: 'more' }, more) : null)
+    // replaceChildren would print a null as the text "null".
+    wrap.replaceChildren(...[runsTable(items, nameOf), more ? h('div', { class: 'more' }, more) : null].filter((n) => n !== null))
   }
   async function loadMore (ev) {
     ev.currentTarget.disabled = true
