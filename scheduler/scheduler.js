@@ -1,14 +1,19 @@
 // The scheduler's loop. Every tick it creates due rounds, returns expired
 // leases to the queue, fails rounds nobody claimed and folds new results into
 // the rollups. Every step is idempotent or takes a lock, so any number of
-// replicas may run side by side.
+// replicas may run side by side. Alert rules are evaluated by one replica per
+// evaluation interval (a row lock on the evaluator), and each notification
+// is sent by the replica that locks its outbox row.
 import { scheduleDueJobs, expireLeases, failStaleJobs } from '../lib/jobs.js'
 import { foldAllPending } from '../lib/rollups.js'
+import { evaluateAlerts } from '../lib/alerts.js'
+import { deliverDue } from '../lib/alert-deliveries.js'
 
 /**
- * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger, hooks?: Array<() => Promise<void>> }} deps
+ * `now` is the clock of alert evaluation and delivery (tests move it).
+ * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger, hooks?: Array<() => Promise<void>>, now?: () => Date }} deps
  */
-export function createScheduler ({ db, config, log, hooks = [] }) {
+export function createScheduler ({ db, config, log, hooks = [], now = () => new Date() }) {
   let timer = null
   let running = null
   let stopped = false
@@ -18,9 +23,13 @@ export function createScheduler ({ db, config, log, hooks = [] }) {
     const { requeued, failed } = await expireLeases(db)
     const stale = await failStaleJobs(db)
     const folded = await foldAllPending(db)
+    const alerts = await evaluateAlerts(db, { now: now(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
+    const deliveries = await deliverDue(db, { now: now(), log })
     for (const hook of hooks) await hook()
-    if (created || requeued || failed || stale || folded) log.debug({ created, requeued, failed, stale, folded }, 'scheduler tick')
-    return { created, requeued, failed, stale, folded }
+    if (created || requeued || failed || stale || folded || alerts.changes || deliveries.delivered || deliveries.failed) {
+      log.debug({ created, requeued, failed, stale, folded, alerts, deliveries }, 'scheduler tick')
+    }
+    return { created, requeued, failed, stale, folded, alerts, deliveries }
   }
 
   function loop () {
