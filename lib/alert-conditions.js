@@ -130,16 +130,17 @@ function errorRate (rule, e, base) {
 }
 
 /**
- * A location is silent when the monitor had rounds due there in the window,
- * none of them produced a result in the window, and the monitor is older
- * than the window (a new monitor is not silent, only young).
+ * A location is silent when rounds were due there between 2M and M ago
+ * (M = window_s) and not one result came from it in the last M: rounds
+ * have waited at least M minutes and nothing came back. A paused monitor
+ * has no due rounds.
  */
 async function silentLocations (db, rule, monitor, locations, now) {
-  if (monitor.paused || +new Date(monitor.created_at) > +now - rule.window_s * 1000) return []
+  if (monitor.paused) return []
   const { rows } = await db.query(
     `SELECT l.id AS location_id,
             (SELECT count(*)::int FROM jobs j WHERE j.monitor_id = $1 AND j.location_id = l.id AND j.state <> 'cancelled'
-               AND j.due_at > $2::timestamptz - make_interval(secs => $3) AND j.due_at <= $2) AS due,
+               AND j.due_at > $2::timestamptz - make_interval(secs => 2 * $3) AND j.due_at <= $2::timestamptz - make_interval(secs => $3)) AS due,
             (SELECT max(r.time) FROM results r WHERE r.monitor_id = $1 AND r.location_id = l.id
                AND r.time > $2::timestamptz - make_interval(secs => $3)) AS last_result
        FROM unnest($4::text[]) AS l(id)`, [monitor.id, now, rule.window_s, locations])
