@@ -86,9 +86,13 @@ async function checkRule (db, input) {
 const STORED = ['kind', 'monitor_id', 'locations', 'metric', 'percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct',
   'window_s', 'evaluations', 'severity', 'description', 'channels']
 
-/** @param {Record<string, any>} row */
+/**
+ * @param {Record<string, any>} row
+ * @returns {Record<string, any>}
+ */
 function present (row) {
-  const out = { ...row }
+  // bigint[] arrives as strings (pg parses int8 scalars only, lib/db.js).
+  const out = { ...row, channels: row.channels.map(Number) }
   if (out.kind !== 'h3_regression') delete out.metric
   return out
 }
