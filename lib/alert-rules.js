@@ -92,6 +92,7 @@ const STORED = ['kind', 'monitor_id', 'locations', 'metric', 'percentile', 'min_
  */
 function present (row) {
   // bigint[] arrives as strings (pg parses int8 scalars only, lib/db.js).
+  /** @type {Record<string, any>} */
   const out = { ...row, channels: row.channels.map(Number) }
   if (out.kind !== 'h3_regression') delete out.metric
   return out
