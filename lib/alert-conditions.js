@@ -26,7 +26,7 @@ export function alignedWindow (now, windowS) {
 
 /** The dashboard's monitor page showing the comparison an alert rests on. */
 export function evidencePath (monitorId, { from, to, metric, percentile }) {
-  const q = new URLSearchParams({ from, to, metric, analysis: 'matched' })
+  const q = new URLSearchParams({ window: 'custom', from, to, metric, analysis: 'matched' })
   if (percentile) q.set('percentile', String(percentile))
   return `#/monitors/${monitorId}?${q}`
 }
