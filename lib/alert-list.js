@@ -22,16 +22,19 @@ function where (f, alias) {
 }
 
 /**
- * Current states. Without a state filter, those worth a look: pending,
- * firing and resolved (ok keys are every pair ever evaluated).
+ * Current states of monitors that exist. Without a state filter, those
+ * worth a look: pending, firing and resolved (ok keys are every pair ever
+ * evaluated).
  * @param {import('pg').Pool} db
  * @param {{ state?: string, monitor_id?: number, location_id?: string, rule_id?: number }} [f]
  */
 export async function currentAlerts (db, f = {}) {
   const w = where(f, 's')
   const notOk = f.state ? '' : `${w.sql ? ' AND' : 'WHERE'} s.state <> 'ok'`
+  // A deleted monitor is no longer evaluated; its last states are history, not alerts.
   const { rows } = await db.query(
-    `SELECT ${STATE_COLUMNS} FROM alert_states s JOIN alert_rules r ON r.id = s.rule_id JOIN monitors m ON m.id = s.monitor_id
+    `SELECT ${STATE_COLUMNS} FROM alert_states s JOIN alert_rules r ON r.id = s.rule_id
+       JOIN monitors m ON m.id = s.monitor_id AND m.deleted_at IS NULL
       ${w.sql}${notOk}
       ORDER BY CASE s.state WHEN 'firing' THEN 0 WHEN 'pending' THEN 1 WHEN 'resolved' THEN 2 ELSE 3 END, s.since DESC, s.rule_id, s.monitor_id, s.location_id`,
     w.params)

@@ -9,13 +9,14 @@ import { seedAlerts } from './helpers/alerts-ui.js'
 
 /* global document, location -- used inside functions that run in the page */
 
-let database, seeded, alerts, server, chromium
+let database, seeded, server, chromium
 const apiGet = async (path) => (await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${seeded.apiKey}` } })).json()
 
 before(async () => {
   database = await createTestDatabase()
   seeded = await seedDemo(database.pool, { hours: 6, stepMinutes: 5 })
-  alerts = await seedAlerts(database.pool, { hours: 6 })
+  const { changes } = await seedAlerts(database.pool, { hours: 6 })
+  assert.ok(changes > 0)
   server = await startDashboard(database.pool)
   chromium = await launchBrowser()
 })
@@ -112,7 +113,7 @@ test('the rule and webhook forms check each field inline, and show the API\'s re
   assert.match(await page.$eval('#secret-error', (e) => e.textContent), /16 characters/)
   await page.type('#channel-secret', '-but-now-long-enough')
   await page.click('#channel-form button[type="submit"]')
-  await page.waitForFunction(() => !document.querySelector('#url-error').hidden)
+  await page.waitForFunction(() => !(/** @type {HTMLElement} */ (document.querySelector('#url-error'))).hidden)
   assert.match(await page.$eval('#url-error', (e) => e.textContent), /non-public address 10\.0\.0\.5.*H3LENS_ALLOW_PRIVATE_TARGETS/)
   await done([/400 \(Bad Request\)/])
 })
