@@ -199,8 +199,10 @@ test('a receiver that is down gets every delivery exactly once when it comes bac
   }
   assert.equal(receiver.requests.length, 0)
 
+  // The receiver comes back, and h3lens restarted meanwhile (a new scheduler): the outbox is in PostgreSQL.
   await receiver.start()
-  for (let k = 0; k < 6; k++) await tickAt(start + 5 * HOUR + k * 5 * MIN)
+  const restarted = newScheduler(t.db)
+  for (let k = 0; k < 6; k++) await tickAt(start + 5 * HOUR + k * 5 * MIN, restarted)
   assert.deepEqual(receiver.requests.map((r) => r.json.event).sort(), ['firing', 'resolved'])
   for (const r of receiver.requests) assertSigned(r)
   const ids = receiver.requests.map((r) => Number(r.headers['x-h3lens-delivery'])).sort()
@@ -244,6 +246,23 @@ test('two scheduler replicas evaluate once per interval and send no duplicates',
   await receiver.close()
 })
 
+test('H3 failing at one location fires h3_failure and error_rate there; a threshold above the rate does not', async () => {
+  const start = BASE + 18 * HOUR
+  const failing = scenario({ name: 'h3-fails-c', truth: 'H3 fails 30% at cal-c', rounds: 300, fails: ({ mode, location, random }) => mode === 'h3' && location === CAL_C.id && random() < 0.3 })
+  const m = await monitorWith([{ scenario: failing, from: start }])
+  const rule = async (body) => (await api('POST', '/api/v1/alert-rules', { monitor_id: m.id, window_s: 7200, evaluations: 1, ...body })).body
+  const failure = await rule({ kind: 'h3_failure', threshold_pct: 5 })
+  const errors = await rule({ kind: 'error_rate', threshold_pct: 10 })
+  const high = await rule({ kind: 'h3_failure', threshold_pct: 50 })
+  await tickAt(BASE + 19 * HOUR + 10 * MIN)
+  const f = (await alertsOf(failure.id)).current
+  assert.deepEqual(f.map((a) => [a.location_id, a.state]), [[CAL_C.id, 'firing']])
+  assert.equal(f[0].evidence.failure_verdict, 'h3_fails_more')
+  assert.ok(f[0].evidence.h3_lost_pct > 20 && f[0].evidence.h3_lost_pct < 40, JSON.stringify(f[0].evidence))
+  assert.deepEqual((await alertsOf(errors.id)).current.map((a) => [a.location_id, a.state]), [[CAL_C.id, 'firing']])
+  assert.deepEqual((await alertsOf(high.id)).current, [])
+})
+
 test('a location with due rounds and no results goes silent', async () => {
   const receiver = await startReceiver()
   const channel = await webhook(receiver, 'silent')
@@ -283,6 +302,12 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   const failed = await api('POST', `/api/v1/channels/${channel.id}/test`)
   assert.deepEqual([failed.body.ok, failed.body.status_code], [false, null])
   assert.ok(failed.body.error)
+
+  await receiver.start()
+  const slack = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'slack', url: receiver.url, secret: SECRET, format: 'slack' })
+  assert.equal((await api('POST', `/api/v1/channels/${slack.body.id}/test`)).body.ok, true)
+  assert.deepEqual(Object.keys(receiver.requests.at(-1).json), ['text'])
+  assertSigned(receiver.requests.at(-1))
 
   const patched = await api('PATCH', `/api/v1/channels/${channel.id}`, { name: 'renamed' })
   assert.equal(patched.body.name, 'renamed')
