@@ -31,6 +31,7 @@ export const rulePatchBody = { type: 'object', additionalProperties: false, minP
 
 export const alertRuleSchema = {
   $id: 'alertRule',
+  title: 'alertRule',
   type: 'object',
   properties: { id: { type: 'integer' }, ...ruleFields, created_at: dateTime, updated_at: dateTime }
 }
@@ -47,6 +48,7 @@ export const channelPatchBody = { type: 'object', additionalProperties: false, m
 
 export const alertChannelSchema = {
   $id: 'alertChannel',
+  title: 'alertChannel',
   type: 'object',
   properties: { id: { type: 'integer' }, kind: channelFields.kind, name: channelFields.name, url: channelFields.url, format: channelFields.format, created_at: dateTime, updated_at: dateTime }
 }
@@ -61,6 +63,7 @@ const evidence = {
 
 export const alertStateSchema = {
   $id: 'alertState',
+  title: 'alertState',
   type: 'object',
   properties: {
     rule_id: { type: 'integer' },
@@ -81,6 +84,7 @@ export const alertStateSchema = {
 
 export const alertEventSchema = {
   $id: 'alertEvent',
+  title: 'alertEvent',
   type: 'object',
   properties: {
     id: { type: 'integer' },
@@ -100,6 +104,7 @@ export const alertEventSchema = {
 
 export const alertNotificationSchema = {
   $id: 'alertNotification',
+  title: 'alertNotification',
   type: 'object',
   description: 'The body POSTed to a json-format webhook. Headers: X-H3lens-Timestamp (unix seconds), ' +
     'X-H3lens-Signature: "v1=" + hex(HMAC-SHA256(secret, timestamp + "." + raw body)), X-H3lens-Delivery (the same id on every retry; deduplicate on it). ' +

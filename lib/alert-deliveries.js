@@ -122,7 +122,7 @@ export async function sendTest (db, channelId) {
  */
 export async function listDeliveries (db, channelId, limit = 50) {
   const { rows } = await db.query(
-    `SELECT d.id, d.event_id, d.kind, d.status, d.attempts, d.next_attempt_at, d.created_at, d.delivered_at, d.last_error,
+    `SELECT d.id, d.event_id, d.kind, d.status, d.attempts, d.next_attempt_at, d.created_at, d.delivered_at, d.last_error, d.body,
             COALESCE((SELECT json_agg(json_build_object('at', a.at, 'status_code', a.status_code, 'error', a.error, 'duration_ms', a.duration_ms) ORDER BY a.id)
                         FROM alert_delivery_attempts a WHERE a.delivery_id = d.id), '[]') AS attempt_log
        FROM alert_deliveries d WHERE d.channel_id = $1 ORDER BY d.id DESC LIMIT $2`, [channelId, limit])

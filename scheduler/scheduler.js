@@ -23,8 +23,15 @@ export function createScheduler ({ db, config, log, hooks = [], now = () => new 
     const { requeued, failed } = await expireLeases(db)
     const stale = await failStaleJobs(db)
     const folded = await foldAllPending(db)
-    const alerts = await evaluateAlerts(db, { now: now(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
-    const deliveries = await deliverDue(db, { now: now(), log })
+    // Alerts must not hold up the rounds: a failure here is logged and retried next tick.
+    let alerts = { evaluated: false, changes: 0 }
+    let deliveries = { delivered: 0, failed: 0 }
+    try {
+      alerts = await evaluateAlerts(db, { now: now(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
+      deliveries = await deliverDue(db, { now: now(), log })
+    } catch (err) {
+      log.warn({ err: err.message }, 'alert evaluation or delivery failed; retrying next tick')
+    }
     for (const hook of hooks) await hook()
     if (created || requeued || failed || stale || folded || alerts.changes || deliveries.delivered || deliveries.failed) {
       log.debug({ created, requeued, failed, stale, folded, alerts, deliveries }, 'scheduler tick')

@@ -210,6 +210,7 @@ test('a receiver that is down gets every delivery exactly once when it comes bac
   const back = (await api('GET', `/api/v1/channels/${channel.id}/deliveries`)).body.items
   for (const d of back) {
     assert.equal(d.status, 'delivered')
+    assert.deepEqual(d.body, receiver.requests.find((r) => r.headers['x-h3lens-delivery'] === String(d.id)).json)
     assert.equal(d.attempt_log.at(-1).status_code, 204)
   }
   await receiver.close()

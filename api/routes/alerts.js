@@ -110,11 +110,11 @@ export default async function alertRoutes (app) {
                   created_at: { type: 'string', format: 'date-time' },
                   delivered_at: { type: ['string', 'null'], format: 'date-time' },
                   last_error: { type: ['string', 'null'] },
-                  attempt_log: { type: 'array', items: attempt }
+                  attempt_log: { type: 'array', items: attempt },
+                  body: { $ref: 'alertNotification#', description: 'What is sent (a slack channel gets {"text"} made from it)' }
                 }
               }
-            },
-            notification: { $ref: 'alertNotification#' }
+            }
           }
         },
         ...errorResponses
