@@ -12,6 +12,7 @@ import crypto from 'node:crypto'
 import { ValidationError, NotFoundError } from './errors.js'
 import { checkPublicTarget } from './targets.js'
 import { validateMonitorUrl } from './monitors.js'
+import { removeChannelFromRules } from './alert-rules.js'
 
 export const CHANNEL_FORMATS = ['json', 'slack']
 export const MIN_SECRET_LENGTH = 16
@@ -97,7 +98,7 @@ export async function deleteChannel (db, id) {
     await client.query('BEGIN')
     const { rowCount } = await client.query('DELETE FROM alert_channels WHERE id = $1', [id])
     if (!rowCount) throw new NotFoundError(`there is no channel ${id}`)
-    await client.query('UPDATE alert_rules SET channels = array_remove(channels, $1::bigint) WHERE $1 = ANY(channels)', [id])
+    await removeChannelFromRules(client, id)
     await client.query('COMMIT')
   } catch (err) {
     await client.query('ROLLBACK')

@@ -142,3 +142,12 @@ export async function deleteRule (db, id) {
   const { rowCount } = await db.query('DELETE FROM alert_rules WHERE id = $1', [id])
   if (!rowCount) throw new NotFoundError(`there is no alert rule ${id}`)
 }
+
+/**
+ * A deleted channel leaves every rule that named it.
+ * @param {import('pg').PoolClient} client inside the channel's deletion
+ * @param {number} channelId
+ */
+export async function removeChannelFromRules (client, channelId) {
+  await client.query('UPDATE alert_rules SET channels = array_remove(channels, $1::bigint) WHERE $1 = ANY(channels)', [channelId])
+}

@@ -5,7 +5,7 @@
 import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client'
 import { countJobsByState } from './jobs.js'
 import { listAgents, AGENT_ALIVE_S } from './agents.js'
-import { firingAlerts } from './alert-list.js'
+import { firingAlerts } from './alerts.js'
 
 // Latency gauges carry one series per monitor × location × mode (× 2
 // quantiles × 2 metrics). 500 keeps a scrape under ~2,000 latency samples,

@@ -2,7 +2,7 @@
 import { createRule, getRule, listRules, updateRule, deleteRule } from '../../lib/alert-rules.js'
 import { createChannel, getChannel, listChannels, updateChannel, deleteChannel } from '../../lib/alert-channels.js'
 import { sendTest, listDeliveries } from '../../lib/alert-deliveries.js'
-import { currentAlerts, alertHistory } from '../../lib/alert-list.js'
+import { currentAlerts, alertHistory } from '../../lib/alerts.js'
 import { errorResponses, idParams } from '../schemas.js'
 import { ruleCreateBody, rulePatchBody, channelCreateBody, channelPatchBody, alertFilterQuery } from '../alert-schemas.js'
 
