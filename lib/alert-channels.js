@@ -22,6 +22,20 @@ export const SEND_TIMEOUT_MS = 10000
 const COLUMNS = 'id, kind, name, url, format, created_at, updated_at'
 
 /**
+ * A channel as the API shows it. Webhook URLs often carry a token in their
+ * path or query (a Slack webhook is https://hooks.slack.com/services/T…/B…/
+ * <token>), and read keys may list channels: past the first path segment
+ * the URL is shown as "…".
+ * @param {Record<string, any>} row
+ */
+export function present (row) {
+  const u = new URL(row.url)
+  const segments = u.pathname.split('/').filter(Boolean)
+  if (segments.length <= 1 && !u.search) return row
+  return { ...row, url: `${u.origin}/${segments[0] ?? ''}/…` }
+}
+
+/**
  * @param {Record<string, any>} input full channel (POST) or stored channel merged with a patch
  * @param {{ allowPrivateTargets?: boolean }} policy
  */
@@ -56,19 +70,19 @@ export async function createChannel (db, input, policy) {
   const { rows } = await db.query(
     `INSERT INTO alert_channels (kind, name, url, secret, format) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
     [c.kind, c.name, c.url, c.secret, c.format])
-  return rows[0]
+  return present(rows[0])
 }
 
 /** @param {import('pg').Pool} db */
 export async function listChannels (db) {
-  return (await db.query(`SELECT ${COLUMNS} FROM alert_channels ORDER BY id`)).rows
+  return (await db.query(`SELECT ${COLUMNS} FROM alert_channels ORDER BY id`)).rows.map(present)
 }
 
 /** @param {import('pg').Pool} db @param {number} id */
 export async function getChannel (db, id) {
   const { rows } = await db.query(`SELECT ${COLUMNS} FROM alert_channels WHERE id = $1`, [id])
   if (!rows.length) throw new NotFoundError(`there is no channel ${id}`)
-  return rows[0]
+  return present(rows[0])
 }
 
 /**
@@ -88,7 +102,7 @@ export async function updateChannel (db, id, patch, policy) {
   const { rows } = await db.query(
     `UPDATE alert_channels SET name = $2, url = $3, secret = $4, format = $5, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [id, c.name, c.url, c.secret, c.format])
-  return rows[0]
+  return present(rows[0])
 }
 
 /** Removes the channel, its deliveries, and its id from every rule. */

@@ -310,6 +310,10 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   assert.deepEqual(Object.keys(receiver.requests.at(-1).json), ['text'])
   assertSigned(receiver.requests.at(-1))
 
+  const slackish = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'token in path', url: `${receiver.url}/T000/B000/XXXXtoken?x=1`, secret: SECRET })
+  assert.equal(slackish.body.url, `http://127.0.0.1:${new URL(receiver.url).port}/hook/…`, 'a token in the URL is not shown')
+  assert.equal((await api('POST', `/api/v1/channels/${slackish.body.id}/test`)).body.ok, true, 'but it is used')
+
   const patched = await api('PATCH', `/api/v1/channels/${channel.id}`, { name: 'renamed' })
   assert.equal(patched.body.name, 'renamed')
 
