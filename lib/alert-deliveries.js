@@ -67,7 +67,8 @@ async function deliverOne (db, now, log) {
       return null
     }
     const channel = await channelForSending(client, d.channel_id)
-    const result = await sendWebhook(channel, d.body, { deliveryId: d.id, now })
+    // The timestamp header is the wall clock at sending, which receivers check for freshness.
+    const result = await sendWebhook(channel, d.body, { deliveryId: d.id })
     await logAttempt(client, d.id, now, result)
     const attempts = d.attempts + 1
     if (result.ok) {

@@ -10,10 +10,13 @@ import { evaluateAlerts } from '../lib/alerts.js'
 import { deliverDue } from '../lib/alert-deliveries.js'
 
 /**
- * `now` is the clock of alert evaluation and delivery (tests move it).
+ * `now` is the clock of alert evaluation and delivery; by default the
+ * database's, so replicas on machines whose clocks differ agree on when the
+ * last evaluation was (tests pass their own and move it).
  * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger, hooks?: Array<() => Promise<void>>, now?: () => Date }} deps
  */
-export function createScheduler ({ db, config, log, hooks = [], now = () => new Date() }) {
+export function createScheduler ({ db, config, log, hooks = [], now }) {
+  const clock = async () => now ? now() : (await db.query('SELECT now() AS now')).rows[0].now
   let timer = null
   let running = null
   let stopped = false
@@ -27,8 +30,8 @@ export function createScheduler ({ db, config, log, hooks = [], now = () => new 
     let alerts = { evaluated: false, changes: 0 }
     let deliveries = { delivered: 0, failed: 0 }
     try {
-      alerts = await evaluateAlerts(db, { now: now(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
-      deliveries = await deliverDue(db, { now: now(), log })
+      alerts = await evaluateAlerts(db, { now: await clock(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
+      deliveries = await deliverDue(db, { now: await clock(), log })
     } catch (err) {
       log.warn({ err: err.message }, 'alert evaluation or delivery failed; retrying next tick')
     }
