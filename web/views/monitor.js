@@ -44,7 +44,7 @@ export async function render (ctx) {
 
   const comparison = api.comparison(id, { ...filters, analysis })
   const fills = [
-    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c)])),
+    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null })])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
       .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range), ctx))),
