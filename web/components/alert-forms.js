@@ -3,9 +3,10 @@
 // the API is shown next to the field it names.
 import { api } from '../api.js'
 import { h, toast } from '../dom.js'
+import { METRICS } from '../query.js'
 
 const KINDS = [
-  { id: 'h3_regression', label: 'HTTP/3 regression', uses: ['percentile', 'min_effect_pct', 'min_effect_ms'] },
+  { id: 'h3_regression', label: 'HTTP/3 regression', uses: ['metric', 'percentile', 'min_effect_pct', 'min_effect_ms'] },
   { id: 'h3_failure', label: 'HTTP/3 failure or fallback', uses: ['threshold_pct'] },
   { id: 'location_silent', label: 'Location silent', uses: [] },
   { id: 'error_rate', label: 'Error rate', uses: ['threshold_pct'] }
@@ -54,6 +55,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
   const kind = h('select', { id: 'rule-kind', name: 'kind' }, KINDS.map((k) => h('option', { value: k.id }, k.label)))
   const monitor = h('select', { id: 'rule-monitor', name: 'monitor_id' }, h('option', { value: '' }, 'Every monitor'),
     monitors.map((m) => h('option', { value: String(m.id) }, m.label || m.url)))
+  const metric = h('select', { id: 'rule-metric', name: 'metric' }, METRICS.map((m) => h('option', { value: m.id }, m.long)))
   const percentile = num('rule-percentile', { value: 95, min: 1, max: 99 })
   const minPct = num('rule-min_effect_pct', { value: 10, min: 0 })
   const minMs = num('rule-min_effect_ms', { min: 0, placeholder: 'optional' })
@@ -65,6 +67,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
   const locBoxes = locations.map((l) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'locations', value: l.id }), ` ${l.name}`))
   const chanBoxes = channels.map((c) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'channels', value: String(c.id) }), ` ${c.name}`))
   const kindFields = {
+    metric: f.field('metric', 'Metric', metric),
     percentile: f.field('percentile', 'Percentile', percentile, 'The comparison cell watched, above 0 and below 100'),
     min_effect_pct: f.field('min_effect_pct', 'H3 slower by at least (%)', minPct),
     min_effect_ms: f.field('min_effect_ms', 'H3 slower by at least (ms)', minMs, 'Either or both'),
@@ -72,7 +75,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
   }
   const form = h('form', { class: 'card-form', novalidate: true, id: 'rule-form', onsubmit: submit },
     h('div', { class: 'row-2' }, f.field('kind', 'Kind', kind), f.field('monitor_id', 'Monitor', monitor)),
-    h('div', { class: 'row-2' }, kindFields.percentile, kindFields.threshold_pct),
+    h('div', { class: 'row-2' }, kindFields.metric, kindFields.percentile, kindFields.threshold_pct),
     h('div', { class: 'row-2' }, kindFields.min_effect_pct, kindFields.min_effect_ms),
     h('div', { class: 'row-2' }, f.field('window_s', 'Window (minutes)', windowMin, 'At least 1 minute'), f.field('evaluations', 'Evaluations in a row', evaluations, 'To fire, and to resolve')),
     h('div', { class: 'row-2' }, f.field('severity', 'Severity', severity), f.field('description', 'Description', description)),
@@ -95,6 +98,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     const b = { kind: kind.value, window_s: Math.round(Number(windowMin.value) * 60), evaluations: Number(evaluations.value), severity: severity.value }
     if (monitor.value) b.monitor_id = Number(monitor.value)
     if (description.value.trim()) b.description = description.value.trim()
+    if (uses.includes('metric')) b.metric = metric.value
     for (const [name, el] of [['percentile', percentile], ['min_effect_pct', minPct], ['min_effect_ms', minMs], ['threshold_pct', threshold]]) {
       if (uses.includes(name) && n(el) !== null) b[name] = n(el)
     }
