@@ -155,6 +155,15 @@ test('H3 turning slower at one location fires one h3_regression with its evidenc
   assert.equal(fired.json.alert.evidence.delta_ms, firing.evidence.delta_ms)
   assert.match(fired.json.alert.summary, /HTTP\/3 slower than HTTP\/2 at p95 ttfb/)
 
+  // Filters: by monitor, location and state, on the current list and the history alike.
+  const filtered = (await api('GET', `/api/v1/alerts?monitor_id=${m.id}&location_id=${CAL_B.id}&state=firing`)).body
+  // The default p95 regression rule (same condition, every monitor, no channel) fires here too.
+  const defaultRule = (await api('GET', '/api/v1/alert-rules')).body.items[0]
+  assert.deepEqual(filtered.current.map((a) => a.rule_id).sort((a, b) => a - b), [defaultRule.id, rule.id])
+  assert.deepEqual(filtered.history.map((e) => e.state), ['firing', 'firing'])
+  assert.deepEqual((await api('GET', `/api/v1/alerts?monitor_id=${m.id}&location_id=${CAL_A.id}&state=firing`)).body, { current: [], history: [] })
+  assert.equal((await api('GET', '/api/v1/alerts?state=burning')).status, 400)
+
   const metrics = (await t.app.inject({ url: '/metrics' })).body
   assert.match(metrics, new RegExp(`h3lens_alerts_firing\\{rule="${rule.id}",monitor="${m.id}",location="${CAL_B.id}"\\} 1`))
 

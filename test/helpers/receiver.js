@@ -24,6 +24,8 @@ export async function startReceiver ({ status = 204, delayMs = 0 } = {}) {
       })
     })
     server.once('error', reject)
+    // A failed test that never closes it must not keep the test process alive.
+    server.unref()
     server.listen(port, '127.0.0.1', () => {
       port = /** @type {import('node:net').AddressInfo} */ (server.address()).port
       resolve(undefined)
