@@ -13,6 +13,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fastifyStatic from '@fastify/static'
 import { sharedSchemas } from './schemas.js'
+import { alertSchemas } from './alert-schemas.js'
 import contextPlugin from './plugins/context.js'
 import errorsPlugin from './plugins/errors.js'
 import agentAuth from './plugins/agent-auth.js'
@@ -31,6 +32,7 @@ import agentRoutes from './routes/agents.js'
 import agentProtocolRoutes from './routes/agent-protocol.js'
 import comparisonRoutes from './routes/comparison.js'
 import evidenceRoutes from './routes/evidence.js'
+import alertRoutes from './routes/alerts.js'
 import agentEvidenceRoutes from './routes/agent-evidence.js'
 import wptRoutes from './routes/wpt.js'
 import { VERSION } from '../lib/version.js'
@@ -106,7 +108,7 @@ export async function buildApp (context) {
     logController: new LogController({ disableRequestLogging: true }),
     schemaController: { compilersFactory: { buildValidator } }
   })
-  for (const schema of sharedSchemas) app.addSchema(schema)
+  for (const schema of [...sharedSchemas, ...alertSchemas]) app.addSchema(schema)
 
   await app.register(sensible)
   await app.register(contextPlugin, context)
@@ -139,6 +141,7 @@ export async function buildApp (context) {
     await api.register(importRoutes)
     await api.register(comparisonRoutes)
     await api.register(evidenceRoutes)
+    await api.register(alertRoutes)
     await api.register(locationRoutes)
     await api.register(agentRoutes)
     await api.register(async (agentApi) => {

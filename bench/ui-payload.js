@@ -22,7 +22,8 @@ try {
     ['monitor', `#/monitors/${seeded.monitors[0].id}`],
     ['run detail', `#/results/${seeded.latestResultId}`],
     ['add monitor', '#/new'],
-    ['locations', '#/locations']
+    ['locations', '#/locations'],
+    ['alerts', '#/alerts']
   ]
   const everything = new Map()
   /** @type {{ name: string, js: number, css: number, count: number }[]} */

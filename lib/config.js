@@ -47,6 +47,8 @@ export const VARIABLES = [
   { name: 'H3LENS_AUTH_FAILURES_PER_MIN', key: 'authFailuresPerMin', type: 'int', min: 0, max: 100000, default: 20, description: 'wrong keys or tokens one client address may present per minute before its wrong ones get 429; right keys and tokens are never limited by it (0 = no limit)' },
   { name: 'H3LENS_AGENT_REQUESTS_PER_MIN', key: 'agentRequestsPerMin', type: 'int', min: 0, max: 1000000, default: 600, description: 'requests one agent token may make per minute before it gets 429 (0 = no limit)' },
   { name: 'H3LENS_ALLOW_PRIVATE_TARGETS', key: 'allowPrivateTargets', type: 'bool', default: false, description: 'allow monitors on real locations to target loopback, private and link-local addresses' },
+  { name: 'H3LENS_ALERT_EVAL_S', key: 'alertEvalS', type: 'int', min: 10, max: 3600, default: 60, description: 'seconds between evaluations of the alert rules (one replica evaluates each time)' },
+  { name: 'H3LENS_PUBLIC_URL', key: 'publicUrl', type: 'httpUrl', default: null, description: 'the dashboard\'s address as people reach it, for evidence links in alert notifications' },
   { name: 'H3LENS_STOP_TIMEOUT_S', key: 'stopTimeoutS', type: 'int', min: 0, max: 600, default: 20, description: 'agent: on SIGTERM, how long a running job may finish before it is released' },
   { name: 'H3LENS_SEED', key: 'seed', flag: '--seed', type: 'bool', default: true, description: 'start: seed lab monitors into an empty database' }
 ]

@@ -1,10 +1,11 @@
 // Prometheus metrics of one API process. Each call to createMetrics builds its
 // own Registry, so several apps (tests) never share or clash over series.
 // Database-backed gauges are read at scrape time, not kept up to date on the
-// side: a scrape costs three queries, and a value can never be stale.
+// side: a scrape costs four queries, and a value can never be stale.
 import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client'
 import { countJobsByState } from './jobs.js'
 import { listAgents, AGENT_ALIVE_S } from './agents.js'
+import { firingAlerts } from './alerts.js'
 
 // Latency gauges carry one series per monitor × location × mode (× 2
 // quantiles × 2 metrics). 500 keeps a scrape under ~2,000 latency samples,
@@ -99,16 +100,16 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
 
   // Every database-backed gauge collects from the same snapshot: prom-client
   // calls all collect functions at once per scrape, and sharing the
-  // in-flight promise makes that three queries per scrape, not one per gauge.
+  // in-flight promise makes that four queries per scrape, not one per gauge.
   /** @type {Promise<Awaited<ReturnType<typeof readSnapshot>> | null> | null} */
   let inflight = null
   const snapshot = () => (inflight ??= readSnapshot().finally(() => { inflight = null }))
   async function readSnapshot () {
     try {
-      const [jobs, agents, latency] = await Promise.all([
-        countJobsByState(db), agentsAliveByLocation(db), latestLatency(db, { maxSeries })
+      const [jobs, agents, latency, firing] = await Promise.all([
+        countJobsByState(db), agentsAliveByLocation(db), latestLatency(db, { maxSeries }), firingAlerts(db)
       ])
-      return { jobs, agents, latency }
+      return { jobs, agents, latency, firing }
     } catch (err) {
       // The scrape still answers (process metrics, counters) so Prometheus
       // does not lose everything when the database is down; the gap in the
@@ -177,6 +178,18 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
     async collect () {
       const s = await snapshot()
       this.set(s ? Math.max(0, s.latency.total - s.latency.series.length) : 0)
+    }
+  })
+
+  new Gauge({
+    name: 'h3lens_alerts_firing',
+    help: 'Alerts firing now: 1 per (alert rule id, monitor id, location); route them with Alertmanager instead of webhooks if you like',
+    labelNames: ['rule', 'monitor', 'location'],
+    registers,
+    async collect () {
+      const s = await snapshot()
+      this.reset()
+      for (const a of s?.firing ?? []) this.set({ rule: String(a.rule_id), monitor: String(a.monitor_id), location: a.location_id }, 1)
     }
   })
 

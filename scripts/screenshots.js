@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../test/helpers/ui.js'
+import { seedAlerts } from '../test/helpers/alerts-ui.js'
 
 const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' } } })
 const out = path.resolve(values.out)
@@ -20,6 +21,7 @@ let failed = false
 try {
   console.log('seeding a day of results…')
   const seeded = await seedDemo(db.pool, { hours: 24, stepMinutes: 5 })
+  await seedAlerts(db.pool, { hours: 24 })
   server = await startDashboard(db.pool)
   chromium = await launchBrowser()
   const pages = [
@@ -28,7 +30,8 @@ try {
     ['monitor', `#/monitors/${seeded.monitors[1].id}?window=24h&metric=ttfb`],
     ['run-detail', `#/results/${seeded.latestResultId}`],
     ['add-monitor', '#/new'],
-    ['locations', '#/locations']
+    ['locations', '#/locations'],
+    ['alerts', '#/alerts']
   ]
   for (const scheme of ['light', 'dark']) {
     for (const [name, hash] of pages) {

@@ -83,7 +83,16 @@ export const api = {
   /** { from, to, metric, bucket, percentiles } */
   trends: (id, params) => request('GET', `/monitors/${id}/trends${qs(params)}`),
   /** { from, to, metric } */
-  distribution: (id, params) => request('GET', `/monitors/${id}/distribution${qs(params)}`)
+  distribution: (id, params) => request('GET', `/monitors/${id}/distribution${qs(params)}`),
+  /** { state, monitor_id, location_id, rule_id, limit } → { current, history } */
+  alerts: (params = {}) => request('GET', `/alerts${qs(params)}`),
+  rules: () => request('GET', '/alert-rules').then((d) => d.items),
+  createRule: (body) => request('POST', '/alert-rules', body),
+  deleteRule: (id) => request('DELETE', `/alert-rules/${id}`),
+  channels: () => request('GET', '/channels').then((d) => d.items),
+  createChannel: (body) => request('POST', '/channels', body),
+  deleteChannel: (id) => request('DELETE', `/channels/${id}`),
+  testChannel: (id) => request('POST', `/channels/${id}/test`)
 }
 
 /** Download links, with the view's current filters. */

@@ -10,6 +10,7 @@ import * as monitor from './views/monitor.js'
 import * as monitorForm from './views/monitor-form.js'
 import * as result from './views/result.js'
 import * as locations from './views/locations.js'
+import * as alerts from './views/alerts.js'
 
 const REFRESH_MS = 30000
 
@@ -20,7 +21,8 @@ const routes = [
   { re: /^\/monitors\/(\d+)\/edit$/, view: monitorForm, nav: 'overview', window: false, refresh: false },
   { re: /^\/monitors\/(\d+)$/, view: monitor, nav: 'overview', window: true, refresh: true },
   { re: /^\/results\/(\d+)$/, view: result, nav: 'overview', window: false, refresh: false },
-  { re: /^\/locations$/, view: locations, nav: 'locations', window: false, refresh: true }
+  { re: /^\/locations$/, view: locations, nav: 'locations', window: false, refresh: true },
+  { re: /^\/alerts$/, view: alerts, nav: 'alerts', window: false, refresh: true }
 ]
 
 const root = document.getElementById('view')

@@ -8,14 +8,17 @@ import { h, ms, pct, count, pValue, msInterval, srOnly, armNames, VERDICT, verdi
 
 const FDR_Q = 0.05
 
-/** @param {any} cmp response of GET /monitors/:id/comparison */
-export function comparisonTable (cmp) {
+/**
+ * @param {any} cmp response of GET /monitors/:id/comparison
+ * @param {{ highlight?: number | null }} [o] a percentile to mark: the row an alert's evidence points at
+ */
+export function comparisonTable (cmp, { highlight = null } = {}) {
   const names = armNames(cmp)
   const locs = [...cmp.locations.filter((l) => l.location_id === null), ...cmp.locations.filter((l) => l.location_id !== null)]
   const head = h('tr', {},
     h('th', { scope: 'col', class: 'pcol' }, h('span', { class: 'sr-only' }, 'Percentile')),
     locs.map((l) => columnHead(l, cmp, names)))
-  const body = cmp.percentiles.map((p, i) => h('tr', {},
+  const body = cmp.percentiles.map((p, i) => h('tr', { class: p === highlight ? 'evidence-row' : null },
     h('th', { scope: 'row' }, `p${p}`),
     locs.map((l) => {
       const all = l.location_id === null ? ' all-col' : ''

@@ -9,6 +9,7 @@ import { comparisonTable } from '../components/comparison-table.js'
 import { reliabilityTable, failureSentence } from '../components/reliability.js'
 import { runsTable } from '../components/runs-table.js'
 import { trendChart, cdfChart } from '../components/charts.js'
+import { alertBadges } from '../components/alert-badges.js'
 
 const TREND_PERCENTILES = [50, 95]
 const RUNS_PAGE = 20
@@ -18,7 +19,8 @@ export async function render (ctx) {
   const metric = metricOf(ctx.query)
   const win = timeWindow(ctx.query)
   const analysis = analysisOf(ctx.query)
-  const [monitor, locations] = await Promise.all([api.monitor(id), api.locations()])
+  const [monitor, locations, firing] = await Promise.all([api.monitor(id), api.locations(),
+    api.alerts({ monitor_id: id, state: 'firing' }).then((a) => a.current, () => [])])
   const bucket = bucketFor(win, monitor.interval_s, ctx.query)
   const probe = pick(ctx.query.get('probe'), monitor.probes ?? ['page'])
   const view = pick(ctx.query.get('view'), monitor.repeat_view ? ['first', 'repeat'] : ['first'])
@@ -42,7 +44,7 @@ export async function render (ctx) {
 
   const comparison = api.comparison(id, { ...filters, analysis })
   const fills = [
-    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c)])),
+    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null })])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
       .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range), ctx))),
@@ -65,6 +67,7 @@ export async function render (ctx) {
         exportMenu(id, { ...filters, bucket }, ctx.onDispose),
         h('a', { class: 'button secondary', href: href(`/monitors/${id}/edit`) }, 'Edit'))),
     win.error ? h('p', { class: 'notice warn', role: 'alert' }, win.error) : null,
+    firing.length ? h('p', { class: 'notice warn alert-notice' }, `${firing.length} alert${firing.length === 1 ? '' : 's'} firing:`, alertBadges(firing), ' ', h('a', { href: '#/alerts' }, 'All alerts')) : null,
     h('div', { class: 'view-controls' }, metricPicker(metric),
       (monitor.probes ?? []).length > 1 ? choice('probe', 'Probe', probe, monitor.probes) : null,
       monitor.repeat_view ? choice('view', 'View', view, ['first', 'repeat']) : null,

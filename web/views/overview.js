@@ -6,6 +6,7 @@ import { api } from '../api.js'
 import { h, ms, pct, share, count, pValue, srOnly, emptyState, duration, VERDICT, verdictClass } from '../dom.js'
 import { href, metricOf, metricLabel, analysisOf, timeWindow } from '../query.js'
 import { metricPicker, verdictLegend } from '../components/metric-picker.js'
+import { alertBadges, firingByMonitor } from '../components/alert-badges.js'
 
 const PERCENTILES = [50, 95]
 
@@ -24,11 +25,11 @@ export async function render (ctx) {
       h('a', { class: 'button', href: '#/new' }, 'Add your first URL'))]
   }
 
-  const settled = await Promise.allSettled(monitors.map((m) =>
-    api.comparison(m.id, { from: win.from, to: win.to, metric, percentiles: PERCENTILES, analysis })))
+  const [firing, settled] = await Promise.all([firingByMonitor(api), Promise.allSettled(monitors.map((m) =>
+    api.comparison(m.id, { from: win.from, to: win.to, metric, percentiles: PERCENTILES, analysis })))])
   const used = new Set(monitors.flatMap((m) => m.locations))
   const columns = [{ id: null, name: 'All locations', region: null }, ...locations.filter((l) => used.has(l.id))]
-  const rows = monitors.map((m, i) => row(m, settled[i], columns))
+  const rows = monitors.map((m, i) => row(m, settled[i], columns, firing.get(m.id)))
 
   return [
     head,
@@ -47,9 +48,10 @@ export async function render (ctx) {
   ]
 }
 
-function row (m, outcome, columns) {
+function row (m, outcome, columns, firing) {
   const name = h('th', { scope: 'row', class: 'mon-col' },
     h('a', { href: href(`/monitors/${m.id}`), class: 'mon-name' }, m.label || m.url),
+    alertBadges(firing),
     h('div', { class: 'sub ellipsis', title: m.url }, m.url),
     h('div', { class: 'mon-meta' }, `every ${duration(m.interval_s)}`, m.paused ? h('span', { class: 'badge warn' }, 'paused') : null,
       outcome.status === 'fulfilled' && outcome.value.aa_protocol ? h('span', { class: 'badge', title: `Both arms load over ${outcome.value.aa_protocol}: every flagged cell is a false positive` }, `A/A ${outcome.value.aa_protocol}`) : null))
