@@ -49,6 +49,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
       if (released.has(job.id)) return
       client.heartbeat(job.id).catch((err) => jobLog.warn({ err: err.message }, 'heartbeat failed'))
     }, Math.max(1000, leaseSeconds * 1000 / 3))
+    jobLog.info('measuring round')
     try {
       const results = await runJob(job, { location })
       if (released.has(job.id)) return

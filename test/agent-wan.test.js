@@ -117,7 +117,9 @@ test('an agent across a lossy WAN link submits over verified TLS, and its spool 
     // The link goes down as soon as the agent holds the next round: it
     // measures it, cannot submit, and keeps the results in its spool.
     const second = await queueRound()
-    await eventually(async () => (await db.pool.query("SELECT 1 FROM jobs WHERE id = $1 AND state = 'leased'", [second])).rowCount > 0, { what: 'the round claimed', intervalMs: 50 })
+    // Leased in the database is not enough: the claim's answer must have
+    // crossed the link too, or the agent never holds the round.
+    await eventually(() => new RegExp(`"job":${second},[^\n]*"msg":"measuring round"`).test(agent.output), { what: 'the round claimed by the agent', intervalMs: 50 })
     execFileSync('ip', ['-n', wan.ns, 'link', 'set', wan.device, 'down'])
     const downAt = Date.now()
     const spoolDir = path.join(agentDir, 'spool', LOCATION)
