@@ -1,6 +1,7 @@
 import pino from 'pino'
 import { BrowserLaunchError } from './browser.js'
 import { advertisesH3 } from './alt-svc.js'
+import { emptyResult as emptyRow } from '../lib/measurement/result.js'
 import { baseFlags, forcedOrigins, hostPort, MODES, modeFlags, netlogFlags } from './flags.js'
 import { recordNetwork } from './network.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, round, withTimeout } from './page-metrics.js'
@@ -266,29 +267,11 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
  * @param {string} mode
  * @param {string[]} flags
  * @param {{ probe?: string, view?: string }} [key]
+ * @returns {Record<string, any>}
  */
 export function emptyResult (mode, flags, { probe = 'page', view = 'first' } = {}) {
   return {
-    mode,
-    view,
-    probe,
-    status: 'error',
-    error: null,
-    observed_protocol: null,
-    protocol_ok: false,
-    ttfb_ms: null,
-    load_ms: null,
-    dns_ms: null,
-    connect_ms: null,
-    tls_ms: null,
-    fcp_ms: null,
-    lcp_ms: null,
-    dcl_ms: null,
-    bytes: 0,
-    requests: 0,
-    h3_request_share: null,
-    h3_byte_share: null,
-    browser_version: null,
+    ...emptyRow(mode, { probe, view }),
     flags,
     wall_ms: null,
     /** @type {RequestDetail[]} */

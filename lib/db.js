@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import { syncBuiltinESMExports } from 'node:module'
 import path from 'node:path'
 import pg from 'pg'
-import { assertPortFree } from './instance.js'
+import { assertPortFree, isAlive } from './instance.js'
 
 // bigint (int8) columns come back as JS numbers: ids and byte counts stay far
 // below 2^53, and numbers keep the JSON API simple.
@@ -192,15 +192,6 @@ function readPid (file) {
     return Number.isInteger(pid) && pid > 0 ? pid : null
   } catch {
     return null
-  }
-}
-
-function isAlive (pid) {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return err.code === 'EPERM'
   }
 }
 

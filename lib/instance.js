@@ -92,7 +92,11 @@ function readLock (file) {
   }
 }
 
-function isAlive (pid) {
+/**
+ * Whether a process with this pid exists (EPERM: it does, owned by another user).
+ * @param {number} pid
+ */
+export function isAlive (pid) {
   try {
     process.kill(pid, 0)
     return true

@@ -7,6 +7,7 @@
 // favicon; the page's document arrived 145 ms in).
 import { normalizeProtocol } from '../../agents/protocol.js'
 import { advertisesH3 } from '../../agents/alt-svc.js'
+import { emptyResult } from '../measurement/result.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
 const CONTENT_ERROR = 99999
@@ -164,29 +165,10 @@ function originsSeen (requests) {
   return [...byOrigin.values()].slice(0, 200)
 }
 
-/** @param {string} mode @param {string} view */
+/** @param {string} mode @param {string} view @returns {Record<string, any>} */
 function emptyRow (mode, view) {
   return {
-    mode,
-    view,
-    probe: 'page',
-    status: 'error',
-    error: null,
-    observed_protocol: null,
-    protocol_ok: false,
-    ttfb_ms: null,
-    load_ms: null,
-    dns_ms: null,
-    connect_ms: null,
-    tls_ms: null,
-    fcp_ms: null,
-    lcp_ms: null,
-    dcl_ms: null,
-    bytes: 0,
-    requests: 0,
-    h3_request_share: null,
-    h3_byte_share: null,
-    browser_version: null,
+    ...emptyResult(mode, { view }),
     details: { requests: [], origins: [] }
   }
 }
