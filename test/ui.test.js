@@ -348,6 +348,8 @@ test('an A/A calibration monitor labels its arms A and B and the overview shows 
   assert.doesNotMatch(await page.$eval('.compare tbody', (e) => e.textContent), /H2 \d|H3 \d|H3 faster|H3 slower/)
   assert.match(await page.$eval('#comparison .headline', (e) => e.textContent), /A\/A calibration monitor.*\d+ of \d+ cells tested are flagged/)
   assert.match(await page.$eval('#rates thead', (e) => e.textContent), /A \(h2\) failed.*B \(h2\) failed/)
+  assert.match(await page.$eval('#trends .legend', (e) => e.textContent), /A \(h2\) p50.*B \(h2\) p95/)
+  assert.match(await page.$eval('#cdf .legend', (e) => e.textContent), /A \(h2\).*B \(h2\)/)
 
   await page.evaluate(() => { location.hash = '#/?window=24h&metric=ttfb' })
   await settled(page)

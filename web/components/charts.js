@@ -71,7 +71,7 @@ function mount (container, makeOptions, data) {
  * @param {{ from: Date, to: Date }} range the window, so gaps in the data show as gaps
  * @returns {{ el: HTMLElement, dispose: () => void }}
  */
-export function trendChart (series, label, range) {
+export function trendChart (series, label, range, names = { h2: 'H2', h3: 'H3' }) {
   const times = [...new Set(['h2', 'h3'].flatMap((m) => series[m]?.points.map((p) => p.t) ?? []))].sort()
   const xs = times.map((t) => Date.parse(t) / 1000)
   const column = (mode, key) => {
@@ -81,8 +81,8 @@ export function trendChart (series, label, range) {
   const data = [xs, column('h2', 'p50'), column('h2', 'p95'), column('h3', 'p50'), column('h3', 'p95')]
   const last = (arr) => arr.findLast((v) => v !== null) ?? null
   const values = (i) => i === null
-    ? `Latest  H2 p50 ${ms(last(data[1]))} · p95 ${ms(last(data[2]))}   H3 p50 ${ms(last(data[3]))} · p95 ${ms(last(data[4]))}`
-    : `${new Date(xs[i] * 1000).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })}  H2 p50 ${ms(data[1][i])} · p95 ${ms(data[2][i])}   H3 p50 ${ms(data[3][i])} · p95 ${ms(data[4][i])}`
+    ? `Latest  ${names.h2} p50 ${ms(last(data[1]))} · p95 ${ms(last(data[2]))}   ${names.h3} p50 ${ms(last(data[3]))} · p95 ${ms(last(data[4]))}`
+    : `${new Date(xs[i] * 1000).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })}  ${names.h2} p50 ${ms(data[1][i])} · p95 ${ms(data[2][i])}   ${names.h3} p50 ${ms(data[3][i])} · p95 ${ms(data[4][i])}`
   const readout = h('p', { class: 'readout', 'aria-hidden': 'true' }, values(null))
   const plot = h('div', { role: 'img', 'aria-label': `${label}: ${values(null)}` })
   const t = theme()
@@ -95,7 +95,7 @@ export function trendChart (series, label, range) {
     hooks: { setCursor: [(u) => { readout.textContent = values(u.cursor.idx ?? null) }] },
     scales: { x: { time: true, range: () => [+range.from / 1000, +range.to / 1000] }, y: { range: (u, min, max) => [0, max * 1.08 || 1] } },
     axes: [axis(t), axis(t, { size: 56, values: (u, vals) => vals.map((v) => ms(v)) })],
-    series: [{}, line('H2 p50', t.h2, false), line('H2 p95', t.h2, true), line('H3 p50', t.h3, false), line('H3 p95', t.h3, true)]
+    series: [{}, line(`${names.h2} p50`, t.h2, false), line(`${names.h2} p95`, t.h2, true), line(`${names.h3} p50`, t.h3, false), line(`${names.h3} p95`, t.h3, true)]
   }), data)
   const el = h('div', {}, readout, plot)
   return { el, dispose }
@@ -107,7 +107,7 @@ export function trendChart (series, label, range) {
  * @param {{ h2?: any, h3?: any }} series distribution series by mode: { points: [{ q, ms }] }
  * @param {string} label
  */
-export function cdfChart (series, label) {
+export function cdfChart (series, label, names = { h2: 'H2', h3: 'H3' }) {
   const xs = [...new Set(['h2', 'h3'].flatMap((m) => series[m]?.points.map((p) => p.ms) ?? []))].sort((a, b) => a - b)
   const cdf = (mode) => {
     const pts = series[mode]?.points ?? []
@@ -124,8 +124,8 @@ export function cdfChart (series, label) {
   const data = [xs, cdf('h2'), cdf('h3')]
   const share = (v) => (v === null || v === undefined ? '—' : `${Math.round(v * 100)}%`)
   const values = (i) => i === null
-    ? `Median  H2 ${ms(p('h2', 0.5))} · H3 ${ms(p('h3', 0.5))}   p95  H2 ${ms(p('h2', 0.95))} · H3 ${ms(p('h3', 0.95))}`
-    : `Within ${ms(xs[i])}  H2 ${share(data[1][i])} · H3 ${share(data[2][i])} of loads`
+    ? `Median  ${names.h2} ${ms(p('h2', 0.5))} · ${names.h3} ${ms(p('h3', 0.5))}   p95  ${names.h2} ${ms(p('h2', 0.95))} · ${names.h3} ${ms(p('h3', 0.95))}`
+    : `Within ${ms(xs[i])}  ${names.h2} ${share(data[1][i])} · ${names.h3} ${share(data[2][i])} of loads`
   const readout = h('p', { class: 'readout', 'aria-hidden': 'true' }, values(null))
   const plot = h('div', { role: 'img', 'aria-label': `${label}: ${values(null)}` })
   const t = theme()
@@ -140,7 +140,7 @@ export function cdfChart (series, label) {
       axis(t, { size: 44, splits: () => [0, 0.25, 0.5, 0.75, 1], values: (u, vals) => vals.map((v) => `${Math.round(v * 100)}%`) })
     ],
     // A CDF is a step function: draw it as one.
-    series: [{}, ...[['H2', t.h2], ['H3', t.h3]].map(([name, color]) => ({ label: name, stroke: color, width: 2, points: { show: false }, paths: UPlot.paths.stepped({ align: 1 }) }))]
+    series: [{}, ...[[names.h2, t.h2], [names.h3, t.h3]].map(([name, color]) => ({ label: name, stroke: color, width: 2, points: { show: false }, paths: UPlot.paths.stepped({ align: 1 }) }))]
   }), data)
   const el = h('div', {}, readout, plot)
   return { el, dispose }

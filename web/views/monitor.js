@@ -32,13 +32,15 @@ export async function render (ctx) {
 
   // An A/A calibration monitor runs one protocol in both arms (A and B).
   const aa = monitor.aa_protocol ?? null
+  // An A/A monitor's arms are A and B of one protocol, in the charts too.
+  const arms = armNames({ aa_protocol: aa })
   const compare = section(aa ? `${label}: arm B against arm A by percentile (A/A, both ${aa})` : `${label}: HTTP/3 against HTTP/2 by percentile`, {
     id: 'comparison',
     actions: analysisPicker(analysis),
     intro: `${aa ? 'Δ = B − A, so negative means arm B was faster.' : 'Δ = H3 − H2, so negative means HTTP/3 is faster.'} Every number of a location comes from the same rounds: both arms of a round ran there moments apart.`
   })
-  const trends = section(`${label} over time: p50 and p95`, { id: 'trends', actions: [protocolKey(true), bucketPicker(bucket)] })
-  const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false) })
+  const trends = section(`${label} over time: p50 and p95`, { id: 'trends', actions: [protocolKey(true, arms), bucketPicker(bucket)] })
+  const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false, arms) })
   const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails more often than the other in the same rounds.', flush: true })
   const runs = section('Recent runs', { id: 'runs', flush: true })
 
@@ -47,9 +49,9 @@ export async function render (ctx) {
     fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null })])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
-      .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range), ctx))),
+      .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range, arms), ctx))),
     fill(cdfs, api.distribution(id, filters)
-      .then((d) => chartGrid(d.series, monitor, nameOf, (s, name) => cdfChart(s, `${label} CDF, ${name}`), ctx))),
+      .then((d) => chartGrid(d.series, monitor, nameOf, (s, name) => cdfChart(s, `${label} CDF, ${name}`, arms), ctx))),
     fill(runs, api.results(id, { ...range, probe, view, limit: RUNS_PAGE }).then((page) => page.items.length
       ? pagedRuns(id, { ...range, probe, view }, page, nameOf)
       : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`)))
@@ -167,10 +169,13 @@ function chartGrid (series, monitor, nameOf, make, ctx) {
   }))
 }
 
-function protocolKey (withDash) {
+/** @param {boolean} withDash @param {{ aa: string | null, h2: string, h3: string }} arms */
+function protocolKey (withDash, arms) {
   const item = (cls, text, dashed) => h('span', { class: 'legend-item' }, h('span', { class: `key-line ${cls}${dashed ? ' dashed' : ''}`, 'aria-hidden': 'true' }), text)
   return h('div', { class: 'legend', role: 'note', 'aria-label': 'Line key' },
-    withDash ? [item('h2', 'H2 p50'), item('h2', 'H2 p95', true), item('h3', 'H3 p50'), item('h3', 'H3 p95', true)] : [item('h2', 'HTTP/2'), item('h3', 'HTTP/3')])
+    withDash
+      ? [item('h2', `${arms.h2} p50`), item('h2', `${arms.h2} p95`, true), item('h3', `${arms.h3} p50`), item('h3', `${arms.h3} p95`, true)]
+      : (arms.aa ? [item('h2', arms.h2), item('h3', arms.h3)] : [item('h2', 'HTTP/2'), item('h3', 'HTTP/3')]))
 }
 
 /** The query's value when the monitor has it, else the first allowed. */
