@@ -217,10 +217,71 @@ export async function failStaleJobs (db) {
   return rowCount
 }
 
-/** @param {import('pg').Pool} db */
+// The states a job ends in. Finished jobs are pruned after the retention
+// period; the live ones (queued, leased) stay until they finish.
+export const FINISHED_STATES = Object.freeze([JOB_STATES.done, JOB_STATES.failed, JOB_STATES.cancelled])
+
+// /metrics counts finished jobs over this window, read through the
+// jobs_finished index (migration 010), never the whole table.
+export const FINISHED_WINDOW_S = 3600
+
+export const COUNT_JOBS_SQL =
+  `SELECT 'live' AS kind, 'queued' AS state, (SELECT count(*) FROM jobs WHERE state = 'queued')::int AS n
+   UNION ALL SELECT 'live', 'leased', (SELECT count(*) FROM jobs WHERE state = 'leased')::int
+   UNION ALL SELECT 'finished', state, count(*)::int FROM jobs
+    WHERE state IN ('done', 'failed', 'cancelled') AND finished_at > now() - make_interval(secs => $1)
+    GROUP BY state`
+
+/**
+ * Live jobs by state, counted exactly through their partial indexes
+ * (jobs_claimable, jobs_leased), and finished jobs by state over the last
+ * FINISHED_WINDOW_S through jobs_finished: a scrape reads the queue and the
+ * last hour, not the retained history.
+ * @param {import('pg').Pool} db
+ * @returns {Promise<{ live: Record<string, number>, finished: Record<string, number> }>}
+ */
 export async function countJobsByState (db) {
-  const { rows } = await db.query('SELECT state, count(*)::int AS n FROM jobs GROUP BY state')
-  return Object.fromEntries(Object.values(JOB_STATES).map((s) => [s, rows.find((r) => r.state === s)?.n ?? 0]))
+  const { rows } = await db.query(COUNT_JOBS_SQL, [FINISHED_WINDOW_S])
+  const pick = (kind, states) => Object.fromEntries(states.map((s) => [s, rows.find((r) => r.kind === kind && r.state === s)?.n ?? 0]))
+  return { live: pick('live', [JOB_STATES.queued, JOB_STATES.leased]), finished: pick('finished', FINISHED_STATES) }
+}
+
+/**
+ * Delete finished jobs older than the retention period, at most `batch` per
+ * call, oldest first (the jobs_finished index). Results are kept: they carry
+ * job_id, monitor, location and the round's time, which is all any view or
+ * the comparison uses; the round still current for its monitor is kept
+ * whatever its age, so the scheduler never creates it again. A WebPageTest
+ * round's tests and uploads go with it (their results are stored). SKIP
+ * LOCKED lets replicas prune side by side without waiting on each other.
+ * @param {import('pg').Pool} db
+ * @param {{ retentionDays: number, batch?: number }} opts
+ * @returns {Promise<number>} jobs deleted
+ */
+export async function pruneFinishedJobs (db, { retentionDays, batch = 1000 }) {
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rows } = await client.query(
+      `SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
+        WHERE j.state IN ('done', 'failed', 'cancelled') AND j.finished_at < now() - make_interval(days => $1)
+          AND j.due_at + make_interval(secs => m.interval_s) <= now()
+        ORDER BY j.finished_at LIMIT $2
+        FOR UPDATE OF j SKIP LOCKED`, [retentionDays, batch])
+    const ids = rows.map((r) => r.id)
+    if (ids.length) {
+      await client.query('DELETE FROM wpt_runs WHERE test_id IN (SELECT test_id FROM wpt_tests WHERE job_id = ANY($1::bigint[]))', [ids])
+      await client.query('DELETE FROM wpt_tests WHERE job_id = ANY($1::bigint[])', [ids])
+      await client.query('DELETE FROM jobs WHERE id = ANY($1::bigint[])', [ids])
+    }
+    await client.query('COMMIT')
+    return ids.length
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
 }
 
 async function explainNotLeased (db, jobId, agentId, locationId) {

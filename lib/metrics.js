@@ -3,7 +3,7 @@
 // Database-backed gauges are read at scrape time, not kept up to date on the
 // side: a scrape costs three queries, and a value can never be stale.
 import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client'
-import { countJobsByState } from './jobs.js'
+import { countJobsByState, FINISHED_WINDOW_S } from './jobs.js'
 import { listAgents, AGENT_ALIVE_S } from './agents.js'
 
 // Latency gauges carry one series per monitor × location × mode (× 2
@@ -127,13 +127,25 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
 
   new Gauge({
     name: 'h3lens_jobs',
-    help: 'Jobs (rounds of one monitor at one location) by state',
+    help: 'Live jobs (rounds of one monitor at one location) by state: queued or leased',
     labelNames: ['state'],
     registers,
     async collect () {
       const s = await snapshot()
       this.reset()
-      for (const [state, n] of Object.entries(s?.jobs ?? {})) this.set({ state }, n)
+      for (const [state, n] of Object.entries(s?.jobs.live ?? {})) this.set({ state }, n)
+    }
+  })
+
+  new Gauge({
+    name: 'h3lens_jobs_finished_last_hour',
+    help: `Jobs that finished in the last ${FINISHED_WINDOW_S / 60} minutes by state: done, failed or cancelled`,
+    labelNames: ['state'],
+    registers,
+    async collect () {
+      const s = await snapshot()
+      this.reset()
+      for (const [state, n] of Object.entries(s?.jobs.finished ?? {})) this.set({ state }, n)
     }
   })
 
