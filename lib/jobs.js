@@ -4,13 +4,17 @@ import { ConflictError, NotFoundError } from './errors.js'
 import { insertResults } from './results.js'
 import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './capabilities.js'
+import { AGENT_ALIVE_S } from './agents.js'
 
 export const JOB_STATES = Object.freeze({
   queued: 'queued',
   leased: 'leased',
   done: 'done',
   failed: 'failed',
-  cancelled: 'cancelled'
+  cancelled: 'cancelled',
+  // Not run: the previous round of its monitor at its location was still
+  // pending when it came due (scheduleDueJobs).
+  skipped: 'skipped'
 })
 
 // A round that no agent picked up within this many intervals (and at least
@@ -25,23 +29,61 @@ const STALE_MIN_S = 300
  * Rounds fall on anchor_at + k * interval_s. ON CONFLICT makes this safe to
  * run from several scheduler replicas at once: the unique key
  * (monitor_id, location_id, due_at) lets exactly one insert win.
+ *
+ * Back-pressure: at most one round per monitor and location is pending
+ * (queued or leased). When a round comes due and the previous one is still
+ * queued, the previous one could not start in time: it becomes skipped and
+ * the new one takes its place, so the queue holds the present, not a
+ * backlog. When the previous one is still running (leased), the new round is
+ * skipped. Either way the skipped round is a jobs row saying why, which the
+ * Locations page and /metrics count. A location with no live agent keeps its
+ * queued round for failStaleJobs to fail as "no agent is running"; its new
+ * rounds are skipped with that reason, not as "location busy".
  * @param {import('pg').Pool} db
  * @param {{ maxAttempts: number }} opts
- * @returns {Promise<number>} jobs created
+ * @returns {Promise<number>} rounds created (queued or skipped)
  */
 export async function scheduleDueJobs (db, { maxAttempts }) {
   const { rowCount } = await db.query(
-    `INSERT INTO jobs (monitor_id, location_id, due_at, max_attempts)
-     SELECT m.id, loc, m.anchor_at + make_interval(secs =>
-              floor(extract(epoch FROM now() - m.anchor_at) / m.interval_s) * m.interval_s), $1
-       FROM monitors m CROSS JOIN LATERAL unnest(m.locations) AS loc
-      WHERE m.deleted_at IS NULL AND NOT m.paused AND m.anchor_at <= now()
-        -- Skip rounds that exist already so the id sequence is not burnt on
-        -- every tick; ON CONFLICT still settles races between replicas.
-        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.monitor_id = m.id AND j.location_id = loc
-              AND j.due_at = m.anchor_at + make_interval(secs =>
-                    floor(extract(epoch FROM now() - m.anchor_at) / m.interval_s) * m.interval_s))
-     ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [maxAttempts])
+    `WITH due AS (
+       SELECT m.id AS monitor_id, loc AS location_id, m.anchor_at + make_interval(secs =>
+                floor(extract(epoch FROM now() - m.anchor_at) / m.interval_s) * m.interval_s) AS due_at
+         FROM monitors m CROSS JOIN LATERAL unnest(m.locations) AS loc
+        WHERE m.deleted_at IS NULL AND NOT m.paused AND m.anchor_at <= now()),
+     fresh AS (
+       -- Skip rounds that exist already so the id sequence is not burnt on
+       -- every tick; ON CONFLICT still settles races between replicas.
+       SELECT d.*, p.id AS pending_id, p.state AS pending_state, p.due_at AS pending_due,
+              EXISTS (SELECT 1 FROM agents a WHERE a.location_id = d.location_id AND a.revoked_at IS NULL
+                        AND a.last_seen_at > now() - make_interval(secs => $2)) AS served
+         FROM due d
+         LEFT JOIN LATERAL (SELECT j.id, j.state, j.due_at FROM jobs j
+                 WHERE j.monitor_id = d.monitor_id AND j.location_id = d.location_id
+                   AND j.state IN ('queued', 'leased') AND j.due_at < d.due_at
+                 ORDER BY j.due_at DESC LIMIT 1) p ON true
+        WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.monitor_id = d.monitor_id
+                            AND j.location_id = d.location_id AND j.due_at = d.due_at)),
+     superseded AS (
+       -- state = 'queued' is checked again on the locked row: a round an
+       -- agent claimed meanwhile is running, and the new round is skipped.
+       UPDATE jobs j SET state = 'skipped', finished_at = now(), updated_at = now(),
+              last_error = 'skipped: location busy (not started before the next round was due at '
+                || to_char(f.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ')'
+         FROM fresh f
+        WHERE j.id = f.pending_id AND j.state = 'queued' AND f.served
+       RETURNING j.id)
+     INSERT INTO jobs (monitor_id, location_id, due_at, max_attempts, state, finished_at, last_error)
+     SELECT f.monitor_id, f.location_id, f.due_at, $1, v.state,
+            CASE WHEN v.state = 'skipped' THEN now() END,
+            CASE WHEN v.state = 'queued' THEN NULL
+                 WHEN NOT f.served THEN 'skipped: no agent is running for location ' || f.location_id
+                   || ' (the round due at ' || to_char(f.pending_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' is still waiting)'
+                 ELSE 'skipped: location busy (the round due at '
+                   || to_char(f.pending_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' was still running)' END
+       FROM fresh f
+       CROSS JOIN LATERAL (SELECT CASE WHEN f.pending_id IS NULL OR f.pending_id IN (SELECT id FROM superseded)
+                                       THEN 'queued' ELSE 'skipped' END AS state) v
+     ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [maxAttempts, AGENT_ALIVE_S])
   return rowCount
 }
 
@@ -69,7 +111,7 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
         ORDER BY j.run_after
         LIMIT $2
         FOR UPDATE OF j SKIP LOCKED)
-     UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_owner = $3,
+     UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_owner = $3, started_at = now(),
             lease_expires_at = now() + make_interval(secs => $4), updated_at = now()
        FROM picked, monitors m
       WHERE j.id = picked.id AND m.id = j.monitor_id
@@ -219,7 +261,7 @@ export async function failStaleJobs (db) {
 
 // The states a job ends in. Finished jobs are pruned after the retention
 // period; the live ones (queued, leased) stay until they finish.
-export const FINISHED_STATES = Object.freeze([JOB_STATES.done, JOB_STATES.failed, JOB_STATES.cancelled])
+export const FINISHED_STATES = Object.freeze([JOB_STATES.done, JOB_STATES.failed, JOB_STATES.cancelled, JOB_STATES.skipped])
 
 // /metrics counts finished jobs over this window, read through the
 // jobs_finished index (migration 010), never the whole table.
@@ -229,7 +271,7 @@ export const COUNT_JOBS_SQL =
   `SELECT 'live' AS kind, 'queued' AS state, (SELECT count(*) FROM jobs WHERE state = 'queued')::int AS n
    UNION ALL SELECT 'live', 'leased', (SELECT count(*) FROM jobs WHERE state = 'leased')::int
    UNION ALL SELECT 'finished', state, count(*)::int FROM jobs
-    WHERE state IN ('done', 'failed', 'cancelled') AND finished_at > now() - make_interval(secs => $1)
+    WHERE state IN ('done', 'failed', 'cancelled', 'skipped') AND finished_at > now() - make_interval(secs => $1)
     GROUP BY state`
 
 /**
@@ -264,7 +306,7 @@ export async function pruneFinishedJobs (db, { retentionDays, batch = 1000 }) {
     await client.query('BEGIN')
     const { rows } = await client.query(
       `SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
-        WHERE j.state IN ('done', 'failed', 'cancelled') AND j.finished_at < now() - make_interval(days => $1)
+        WHERE j.state IN ('done', 'failed', 'cancelled', 'skipped') AND j.finished_at < now() - make_interval(days => $1)
           AND j.due_at + make_interval(secs => m.interval_s) <= now()
         ORDER BY j.finished_at LIMIT $2
         FOR UPDATE OF j SKIP LOCKED`, [retentionDays, batch])
