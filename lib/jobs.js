@@ -1,7 +1,7 @@
 // The job queue: one job is one round of one monitor at one location.
 // States live in one frozen object; every transition is one SQL statement.
 import { ConflictError, NotFoundError } from './errors.js'
-import { insertResults } from './results.js'
+import { insertResults, insertRoundResults } from './results.js'
 import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './capabilities.js'
 import { AGENT_ALIVE_S } from './agents.js'
@@ -178,6 +178,70 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
     })
     await client.query('COMMIT')
     return { stored: inserted.length, duplicates: results.length - inserted.length }
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/**
+ * Store many jobs' results in one transaction (the agents' batched route and
+ * spool). Each round gets the same checks as submitJobResults, and its own
+ * answer: { stored, duplicates } when accepted, { error } with the status
+ * and code the single-round route would give (404, 409 wrong_location,
+ * lease_lost, cancelled) when refused; a refused round stores nothing and
+ * does not stop the others. Jobs are locked in id order, so two batches
+ * sharing jobs never deadlock.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { id: number, location_id: string }, rounds: { job_id: number, results: object[] }[], agentVersion?: string }} opts
+ * @returns {Promise<({ job_id: number, stored: number, duplicates: number } | { job_id: number, error: { statusCode: number, code?: string, message: string } })[]>}
+ */
+export async function submitRoundsResults (db, { agent, rounds, agentVersion }) {
+  const ids = [...new Set(rounds.map((r) => r.job_id))].sort((a, b) => a - b)
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rows } = await client.query(
+      `SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs
+        WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, [ids])
+    const jobs = new Map(rows.map((j) => [Number(j.id), j]))
+    /** @type {Map<number, any>} */
+    const answers = new Map()
+    const accepted = []
+    for (const round of rounds) {
+      const job = jobs.get(Number(round.job_id))
+      const refusal = !job
+        ? new NotFoundError(`job ${round.job_id} does not exist`)
+        : job.location_id !== agent.location_id
+          ? new ConflictError(`job ${job.id} belongs to location ${job.location_id}, not ${agent.location_id}`, 'wrong_location')
+          : job.lease_owner !== agent.id
+            ? new ConflictError(`job ${job.id} is leased to another agent (its lease expired and it was re-run); these results were not stored`, 'lease_lost')
+            : job.state === JOB_STATES.cancelled
+              ? new ConflictError(`job ${job.id} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
+              : null
+      const id = Number(round.job_id)
+      if (refusal) answers.set(id, { job_id: id, error: { statusCode: refusal.statusCode, code: 'code' in refusal ? refusal.code : undefined, message: refusal.message } })
+      else if (!accepted.some((a) => a.job === job)) accepted.push({ job, results: round.results })
+    }
+    const inserted = await insertRoundResults(client, { rounds: accepted, agentId: agent.id, agentVersion })
+    const byJob = new Map()
+    for (const r of inserted) byJob.set(Number(r.job_id), [...(byJob.get(Number(r.job_id)) ?? []), r])
+    for (const { job, results } of accepted) {
+      const rowsOfJob = byJob.get(Number(job.id)) ?? []
+      await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: rowsOfJob })
+      answers.set(Number(job.id), { job_id: Number(job.id), stored: rowsOfJob.length, duplicates: results.length - rowsOfJob.length })
+    }
+    await enqueueForRollup(client, inserted.map((r) => r.id))
+    if (accepted.length) {
+      await client.query({ name: 'agent-last-result', text: 'UPDATE agents SET last_result_at = now() WHERE id = $1', values: [agent.id] })
+      await client.query(
+        `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL, updated_at = now()
+          WHERE id = ANY($1::bigint[])`, [accepted.map((a) => a.job.id)])
+    }
+    await client.query('COMMIT')
+    return rounds.map((r) => answers.get(Number(r.job_id)))
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {})
     throw err
