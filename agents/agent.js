@@ -12,6 +12,8 @@ const IDLE_POLL_MS = 2000
 // Result statuses of a load that did not complete.
 const FAILED = new Set(['error', 'timeout'])
 const MAX_BACKOFF_MS = 30000
+// Spooled rounds per request when the spool is flushed (POST /agent/results).
+const SPOOL_BATCH_ROUNDS = 50
 
 /**
  * @param {{
@@ -105,12 +107,18 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     }
   }
 
-  /** Resubmit everything in the spool; stop at the first transient failure. */
+  /**
+   * Resubmit everything in the spool, SPOOL_BATCH_ROUNDS rounds a request
+   * (POST /agent/results, one transaction each); stop at the first
+   * transient failure. A lone entry goes through the single-round route.
+   */
   async function flushSpool () {
     flushing ??= (async () => {
       try {
-        for (const { jobId, payload } of await spool.list()) {
-          if (!(await submitSpooled(jobId, payload))) return false
+        const entries = await spool.list()
+        if (entries.length === 1) return await submitSpooled(entries[0].jobId, entries[0].payload)
+        for (let i = 0; i < entries.length; i += SPOOL_BATCH_ROUNDS) {
+          if (!(await submitBatch(entries.slice(i, i + SPOOL_BATCH_ROUNDS)))) return false
         }
         return true
       } finally {
@@ -118,6 +126,46 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
       }
     })()
     return flushing
+  }
+
+  /**
+   * One batch of spooled rounds. Each round's answer settles its entry as a
+   * single submission's would: stored or refused for good leaves the spool.
+   * @param {{ jobId: number, payload: any }[]} entries
+   * @returns {Promise<boolean>} false on a transient failure (all kept)
+   */
+  async function submitBatch (entries) {
+    let answer
+    try {
+      answer = await client.submitRounds({
+        agent_version: entries[0].payload.agent_version ?? version,
+        rounds: entries.map((e) => ({ job_id: e.jobId, results: e.payload.results }))
+      })
+    } catch (err) {
+      if (err instanceof ApiError && err.permanent) {
+        // The batch as a whole was refused (an API without the route, a
+        // body too large, a value out of range): each round alone gets the
+        // answer that says which one, if any, is at fault.
+        for (const e of entries) if (!(await submitSpooled(e.jobId, e.payload))) return false
+        return true
+      }
+      log.warn({ jobs: entries.length, err: err.message }, 'results kept in spool; will resubmit')
+      return false
+    }
+    for (const ack of answer.rounds ?? []) {
+      if (ack.error) {
+        const refusal = new ApiError(ack.error.message, ack.error.statusCode, ack.error.code)
+        if (!refusal.permanent) {
+          log.warn({ job: ack.job_id, err: refusal.message }, 'results kept in spool; will resubmit')
+          continue
+        }
+        log.warn({ job: ack.job_id, status: refusal.status, code: refusal.code, err: refusal.message }, 'results refused; removed from spool')
+      } else {
+        log.debug({ job: ack.job_id, stored: ack.stored, duplicates: ack.duplicates }, 'results acknowledged')
+      }
+      await spool.remove(ack.job_id)
+    }
+    return true
   }
 
   /** Give a leased job back unrun; if that fails, its lease runs out instead. */

@@ -49,6 +49,8 @@ export function createApiClient ({ apiUrl, token, timeoutMs = 15000, ca }) {
     claim: (body) => call('POST', '/claim', body),
     heartbeat: (jobId) => call('POST', `/jobs/${jobId}/heartbeat`),
     submit: (jobId, body) => call('POST', `/jobs/${jobId}/results`, body),
+    /** Many rounds at once: { agent_version, rounds: [{ job_id, results }] } → { rounds: [answer per round] } */
+    submitRounds: (body) => call('POST', '/results', body),
     fail: (jobId, error) => call('POST', `/jobs/${jobId}/fail`, { error }),
     release: (jobId) => call('POST', `/jobs/${jobId}/release`)
   }

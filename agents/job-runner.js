@@ -5,7 +5,7 @@
 // measurement engine's output to the submitted shape.
 import os from 'node:os'
 import path from 'node:path'
-import { runRound, measurePageViews } from './measure.js'
+import { runRound, measurePageViews, emptyResult } from './measure.js'
 import { measureParallel } from './probes/parallel.js'
 import { measureUpload } from './probes/upload.js'
 import { labBrowserFlags } from './flags.js'
@@ -14,6 +14,19 @@ import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.j
 import { effectiveOptions } from '../lib/probe-options.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/lab-host.js'
 import { createChainCache } from './redirects.js'
+
+// A round's time budget, in page timeouts (H3LENS_PAGE_TIMEOUT_MS). The
+// redirect discovery and every load of the round (probes, repeat views,
+// outlier re-runs) share it, each getting at most what is left and a load
+// none when less than MIN_LOAD_MS is, so a page that hangs costs its round
+// two page timeouts at most, never one per load; the back-pressure in the
+// scheduler makes sure it costs no more rounds than that (lib/jobs.js
+// scheduleDueJobs).
+export const ROUND_BUDGET_TIMEOUTS = 2
+// The redirect discovery's own limit (agents/redirects.js).
+const CHAIN_TIMEOUT_MS = 10_000
+// A load is not started with less than this left of the round's budget.
+const MIN_LOAD_MS = 1000
 
 /** Fields of a measurement that are submitted as columns; the rest goes to details. */
 const COLUMNS = [
@@ -43,6 +56,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
    * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } } }} ctx
    */
   return async function runJob (job, { location } = {}) {
+    const budgetMs = ROUND_BUDGET_TIMEOUTS * timeoutMs
+    const deadline = Date.now() + budgetMs
     const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     if (isLab && !lab) throw new Error(`this agent has no lab origin configured, so it cannot measure ${job.url}`)
     const extraFlags = isLab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
@@ -51,7 +66,9 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping })
     // The H3 arm forces QUIC on every origin the URL redirects through, and
     // learns which of them advertise h3 (agents/redirects.js).
-    const chain = (job.modes ?? ['h3']).includes('h3') ? await chainOf({ pool, url: job.url, extraFlags, netns }) : null
+    const chain = (job.modes ?? ['h3']).includes('h3')
+      ? await chainOf({ pool, url: job.url, extraFlags, netns, timeoutMs: Math.max(MIN_LOAD_MS, Math.min(CHAIN_TIMEOUT_MS, timeoutMs, deadline - Date.now())) })
+      : null
     if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
     const common = {
       pool, url: job.url, extraFlags, netns, timeoutMs, log,
@@ -60,7 +77,19 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     }
     const capture = (kind, probe, mode) => ({ dir: netlogDir, jobId: job.id, probe, mode, kind, rttMs, uploadNetlog, log })
 
-    const runProbe = probeRunner(job, options)
+    const measureProbe = probeRunner(job, options)
+    /** @param {string} probe @param {any} o */
+    const runProbe = (probe, o) => {
+      const left = deadline - Date.now()
+      if (left < MIN_LOAD_MS) {
+        const r = emptyResult(o.mode, [], { probe })
+        r.status = 'timeout'
+        r.error = `not run: the round's time budget of ${budgetMs / 1000} s (${ROUND_BUDGET_TIMEOUTS} page timeouts) was spent`
+        log.debug({ job: job.id, probe, mode: o.mode }, 'round time budget spent; load not run')
+        return Promise.resolve([r])
+      }
+      return measureProbe(probe, { ...o, timeoutMs: Math.min(o.timeoutMs ?? timeoutMs, left) })
+    }
     /** @type {Record<string, any>[]} */
     const measured = []
     for (const probe of job.probes?.length ? job.probes : ['page']) {
@@ -78,7 +107,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     let reruns = 0
     for (const r of measured) {
       const outlier = options.netlog === 'outliers' && outlierOf(r, job.netlog_thresholds)
-      if (!outlier || reruns >= MAX_RERUNS_PER_JOB) continue
+      if (!outlier || reruns >= MAX_RERUNS_PER_JOB || deadline - Date.now() < MIN_LOAD_MS) continue
       reruns++
       /** @type {Record<string, any>[]} */
       const again = await captureNetlog(capture('rerun', r.probe, r.mode), (netlogFile) => runProbe(r.probe, { ...common, mode: r.mode, protocol: r.arm_protocol, netlogFile }))

@@ -88,6 +88,21 @@ export const locationSchema = {
       type: 'object',
       additionalProperties: true,
       description: 'Network profile of a lab location: rtt_ms, jitter_ms, loss_pct, loss_model, down_kbps, up_kbps, queue_packets'
+    },
+    capacity: {
+      type: 'object',
+      description: 'Rounds per hour the location is asked for (its active monitors\' intervals) against what it can take ' +
+        '(live agents × 3600 / the mean seconds a round took from claim to results over the last hour; null while none was measured). ' +
+        'skipped_busy: rounds skipped over the last hour because the previous round of their monitor was still pending there.',
+      properties: {
+        demand_per_hour: { type: 'number' },
+        capacity_per_hour: { type: 'number', nullable: true },
+        round_s: { type: 'number', nullable: true },
+        agents_alive: { type: 'integer' },
+        skipped_busy: { type: 'integer' },
+        skipped: { type: 'integer', description: 'all rounds skipped over the last hour, including those skipped because no agent was running' },
+        over_capacity: { type: 'boolean' }
+      }
     }
   }
 }

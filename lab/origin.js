@@ -175,6 +175,7 @@ export async function startOrigin ({
     endpoints: {
       noop: { path: '/noop', description: 'Empty 204 response, for parallel-request probes.' },
       upload: { path: '/upload', description: 'Accepts a POST body of any size, reads all of it, answers 204 with x-upload-bytes.' },
+      hang: { path: '/hang', description: 'Never answers: a page that hangs until the client gives up.' },
       truncated: { path: '/truncated', description: `An HTML document that declares Content-Length ${TRUNCATED_DECLARED_BYTES} and ends after ${TRUNCATED_SENT_BYTES} bytes.` },
       crossOriginRedirect: { path: '/redirect-cross-origin', description: `302 to the 15 KB page on the second origin, ${LAB_ALT_HOSTNAME}.` }
     },
@@ -205,9 +206,10 @@ export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, k
       { match: [{ path: ['/noop'] }], handle: [setHeaders(cors), noContent], terminal: true },
       // Caddy's own responders answer before the body arrives, which
       // would make upload timings meaningless; the sink reads it all.
-      // It also sends /truncated, which only a backend can get wrong.
+      // It also sends /truncated, which only a backend can get wrong, and
+      // holds /hang unanswered.
       {
-        match: [{ path: ['/upload', '/truncated'] }],
+        match: [{ path: ['/upload', '/truncated', '/hang'] }],
         handle: [setHeaders(cors), { handler: 'reverse_proxy', upstreams: [{ dial: `unix/${sinkSocket}` }] }],
         terminal: true
       },

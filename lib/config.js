@@ -37,6 +37,7 @@ export const VARIABLES = [
   { name: 'H3LENS_CHROMIUM', key: 'chromiumPath', type: 'string', default: '/usr/bin/chromium', description: 'path of the Chromium binary' },
   { name: 'H3LENS_LEASE_S', key: 'leaseSeconds', type: 'int', min: 10, max: 3600, default: 120, description: 'how long a claimed job stays leased without a heartbeat' },
   { name: 'H3LENS_MAX_ATTEMPTS', key: 'maxAttempts', type: 'int', min: 1, max: 20, default: 3, description: 'attempts before a job is marked failed' },
+  { name: 'H3LENS_JOBS_RETENTION_DAYS', key: 'jobsRetentionDays', type: 'int', min: 1, max: 3650, default: 7, description: 'scheduler: delete finished jobs (done, failed, cancelled, skipped) this many days after they finished; their results are kept' },
   { name: 'H3LENS_SCHEDULER_TICK_MS', key: 'schedulerTickMs', type: 'int', min: 100, max: 60000, default: 1000, description: 'how often the scheduler looks for due work' },
   { name: 'H3LENS_LAB_PORT', key: 'labPort', type: 'port', default: 8443, description: 'HTTPS (TCP+UDP) port of the lab origin' },
   { name: 'H3LENS_LAB', key: 'lab', flag: '--lab', type: 'enum', values: ['auto', 'regions', 'local', 'off'], default: 'auto', description: 'start: emulated regions when possible (auto), force them (regions), loopback only (local), or no lab (off)' },

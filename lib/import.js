@@ -209,15 +209,25 @@ async function storeImport (db, { monitorId, rows, rounds }) {
       const part = list.slice(i, i + 10000)
       const locations = part.map((r) => r.location)
       const times = part.map((r) => r.time)
+      // A round whose job was pruned (jobs retention) keeps its results:
+      // their job_id is the round's, so a re-import stores nothing twice
+      // rather than filing the same round under a new job.
+      const { rows: kept } = await client.query(
+        `SELECT DISTINCT ON (r.location_id, r.time) r.location_id, r.time AS due_at, r.job_id AS id
+           FROM results r JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
+             ON r.location_id = u.location_id AND r.time = u.due_at
+          WHERE r.monitor_id = $1`, [monitorId, locations, times])
+      for (const j of kept) rounds.get(`${j.location_id}|${+j.due_at}`).jobId = j.id
+      const fresh = part.filter((r) => r.jobId === undefined)
       await client.query(
         `INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
          SELECT $1, u.location_id, u.due_at, 'done', now() FROM unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-         ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [monitorId, locations, times])
+         ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [monitorId, fresh.map((r) => r.location), fresh.map((r) => r.time)])
       const { rows: jobs } = await client.query(
         `SELECT j.id, j.location_id, j.due_at FROM jobs j JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
             ON j.location_id = u.location_id AND j.due_at = u.due_at
           WHERE j.monitor_id = $1`, [monitorId, locations, times])
-      for (const j of jobs) rounds.get(`${j.location_id}|${+j.due_at}`).jobId = j.id
+      for (const j of jobs) rounds.get(`${j.location_id}|${+j.due_at}`).jobId ??= j.id
     }
     const jobAt = INSERT_COLUMNS.indexOf('job_id')
     const monitorAt = INSERT_COLUMNS.indexOf('monitor_id')

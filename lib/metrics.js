@@ -3,9 +3,10 @@
 // Database-backed gauges are read at scrape time, not kept up to date on the
 // side: a scrape costs four queries, and a value can never be stale.
 import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client'
-import { countJobsByState } from './jobs.js'
+import { countJobsByState, FINISHED_WINDOW_S } from './jobs.js'
 import { listAgents, AGENT_ALIVE_S } from './agents.js'
 import { firingAlerts } from './alerts.js'
+import { locationCapacity } from './locations.js'
 
 // Latency gauges carry one series per monitor × location × mode (× 2
 // quantiles × 2 metrics). 500 keeps a scrape under ~2,000 latency samples,
@@ -106,10 +107,10 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
   const snapshot = () => (inflight ??= readSnapshot().finally(() => { inflight = null }))
   async function readSnapshot () {
     try {
-      const [jobs, agents, latency, firing] = await Promise.all([
-        countJobsByState(db), agentsAliveByLocation(db), latestLatency(db, { maxSeries }), firingAlerts(db)
+      const [jobs, agents, latency, firing, capacity] = await Promise.all([
+        countJobsByState(db), agentsAliveByLocation(db), latestLatency(db, { maxSeries }), firingAlerts(db), locationCapacity(db)
       ])
-      return { jobs, agents, latency, firing }
+      return { jobs, agents, latency, firing, capacity }
     } catch (err) {
       // The scrape still answers (process metrics, counters) so Prometheus
       // does not lose everything when the database is down; the gap in the
@@ -128,13 +129,25 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
 
   new Gauge({
     name: 'h3lens_jobs',
-    help: 'Jobs (rounds of one monitor at one location) by state',
+    help: 'Live jobs (rounds of one monitor at one location) by state: queued or leased',
     labelNames: ['state'],
     registers,
     async collect () {
       const s = await snapshot()
       this.reset()
-      for (const [state, n] of Object.entries(s?.jobs ?? {})) this.set({ state }, n)
+      for (const [state, n] of Object.entries(s?.jobs.live ?? {})) this.set({ state }, n)
+    }
+  })
+
+  new Gauge({
+    name: 'h3lens_jobs_finished_last_hour',
+    help: `Jobs that finished in the last ${FINISHED_WINDOW_S / 60} minutes by state: done, failed, cancelled or skipped (not run: the previous round of its monitor at its location was still pending)`,
+    labelNames: ['state'],
+    registers,
+    async collect () {
+      const s = await snapshot()
+      this.reset()
+      for (const [state, n] of Object.entries(s?.jobs.finished ?? {})) this.set({ state }, n)
     }
   })
 
@@ -149,6 +162,28 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
       for (const [location, n] of s?.agents ?? []) this.set({ location }, n)
     }
   })
+
+  /** A gauge per location read from its capacity (lib/locations.js locationCapacity). */
+  const capacityGauge = (name, help, value) => new Gauge({
+    name,
+    help,
+    labelNames: ['location'],
+    registers,
+    async collect () {
+      const s = await snapshot()
+      this.reset()
+      for (const [location, c] of s?.capacity ?? []) {
+        const v = value(c)
+        if (v !== null) this.set({ location }, v)
+      }
+    }
+  })
+  capacityGauge('h3lens_location_demand_rounds_per_hour', 'Rounds per hour a location is asked for by its active monitors\' intervals', (c) => c.demand_per_hour)
+  capacityGauge('h3lens_location_capacity_rounds_per_hour',
+    'Rounds per hour a location can take: live agents x 3600 / mean seconds per round over the last hour (absent while none was measured)', (c) => c.capacity_per_hour)
+  capacityGauge('h3lens_location_over_capacity', '1 when a location is asked for more rounds per hour than it can take', (c) => (c.over_capacity ? 1 : 0))
+  capacityGauge('h3lens_location_rounds_skipped_busy_last_hour',
+    'Rounds skipped over the last hour because the previous round of their monitor at the location was still pending', (c) => c.skipped_busy)
 
   const latencyLabels = ['monitor_id', 'location', 'mode', 'quantile']
   const latencyGauge = (name, column, what) => new Gauge({

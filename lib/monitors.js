@@ -228,5 +228,5 @@ export async function updateMonitor (db, id, patch, policy) {
 export async function deleteMonitor (db, id) {
   const { rowCount } = await db.query('UPDATE monitors SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL', [id])
   if (!rowCount) throw new NotFoundError(`monitor ${id} does not exist`)
-  await db.query("UPDATE jobs SET state = 'cancelled', updated_at = now() WHERE monitor_id = $1 AND state = 'queued'", [id])
+  await db.query("UPDATE jobs SET state = 'cancelled', finished_at = now(), updated_at = now() WHERE monitor_id = $1 AND state = 'queued'", [id])
 }

@@ -20,35 +20,54 @@ export const RESULT_COLUMNS = ['id', ...INSERT_COLUMNS]
  * @returns {Promise<Record<string, any>[]>} the rows actually inserted
  */
 export async function insertResults (db, { job, agentId, agentVersion, results }) {
-  if (!results.length) return []
-  const values = []
-  const tuples = results.map((r) => {
-    const row = {
-      ...r,
-      time: job.due_at,
-      measured_at: r.measured_at ?? new Date(),
-      job_id: job.id,
-      monitor_id: job.monitor_id,
-      location_id: job.location_id,
-      agent_id: agentId,
-      agent_version: r.agent_version ?? agentVersion ?? null,
-      view: r.view ?? 'first',
-      probe: r.probe ?? 'page',
-      details: r.details ?? {},
-      // jsonb from a JS array needs JSON text: node-postgres would send a Postgres array.
-      notes: r.notes ? JSON.stringify(r.notes) : null
-    }
-    const placeholders = INSERT_COLUMNS.map((c) => {
-      values.push(row[c] ?? null)
-      return `$${values.length}`
+  return insertRoundResults(db, { rounds: [{ job, results }], agentId, agentVersion })
+}
+
+// Rows per INSERT: 1,000 × 36 columns stays under PostgreSQL's 65,535
+// parameters per statement.
+const ROWS_PER_INSERT = 1000
+
+/**
+ * Insert the results of several jobs in multi-row INSERTs; rows already
+ * present (a resubmission) are skipped.
+ * @param {import('pg').PoolClient | import('pg').Pool} db
+ * @param {{ rounds: { job: { id: number, monitor_id: number, location_id: string, due_at: Date }, results: Record<string, any>[] }[],
+ *   agentId: number, agentVersion?: string }} opts
+ * @returns {Promise<Record<string, any>[]>} the rows actually inserted
+ */
+export async function insertRoundResults (db, { rounds, agentId, agentVersion }) {
+  const all = rounds.flatMap(({ job, results }) => results.map((r) => ({
+    ...r,
+    time: job.due_at,
+    measured_at: r.measured_at ?? new Date(),
+    job_id: job.id,
+    monitor_id: job.monitor_id,
+    location_id: job.location_id,
+    agent_id: agentId,
+    agent_version: r.agent_version ?? agentVersion ?? null,
+    view: r.view ?? 'first',
+    probe: r.probe ?? 'page',
+    details: r.details ?? {},
+    // jsonb from a JS array needs JSON text: node-postgres would send a Postgres array.
+    notes: r.notes ? JSON.stringify(r.notes) : null
+  })))
+  const inserted = []
+  for (let i = 0; i < all.length; i += ROWS_PER_INSERT) {
+    const values = []
+    const tuples = all.slice(i, i + ROWS_PER_INSERT).map((row) => {
+      const placeholders = INSERT_COLUMNS.map((c) => {
+        values.push(row[c] ?? null)
+        return `$${values.length}`
+      })
+      return `(${placeholders.join(', ')})`
     })
-    return `(${placeholders.join(', ')})`
-  })
-  const { rows } = await db.query(
-    `INSERT INTO results (${INSERT_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}
-     ON CONFLICT (job_id, mode, view, probe, time) DO NOTHING
-     RETURNING ${RESULT_COLUMNS.join(', ')}`, values)
-  return rows
+    const { rows } = await db.query(
+      `INSERT INTO results (${INSERT_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}
+       ON CONFLICT (job_id, mode, view, probe, time) DO NOTHING
+       RETURNING ${RESULT_COLUMNS.join(', ')}`, values)
+    inserted.push(...rows)
+  }
+  return inserted
 }
 
 /**

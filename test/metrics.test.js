@@ -8,7 +8,7 @@ import { createMonitor } from '../lib/monitors.js'
 import { upsertLocation } from '../lib/locations.js'
 import { insertResults } from '../lib/results.js'
 import { createAgentToken, touchAgent, revokeAgent } from '../lib/agents.js'
-import { scheduleDueJobs } from '../lib/jobs.js'
+import { scheduleDueJobs, COUNT_JOBS_SQL } from '../lib/jobs.js'
 import { createPool } from '../lib/db.js'
 import { createMetrics } from '../lib/metrics.js'
 
@@ -60,8 +60,10 @@ const ok = (mode, ttfb) => ({ mode, status: 'ok', protocol_ok: true, observed_pr
 
 async function seed (location, agos, state, resultsOf) {
   const { rows: jobs } = await t.db.query(
-    `INSERT INTO jobs (monitor_id, location_id, due_at, state)
-     SELECT $1, $2, now() - ago::interval, $3 FROM unnest($4::text[]) AS ago
+    `INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
+     SELECT $1, $2, now() - ago::interval, $3,
+            CASE WHEN $3 IN ('done', 'failed', 'cancelled') THEN now() - ago::interval END
+       FROM unnest($4::text[]) AS ago
      RETURNING id, monitor_id, location_id, due_at`, [monitor.id, location, state, agos])
   for (const [i, job] of jobs.entries()) await insertResults(t.db, { job, agentId: null, results: resultsOf(i) })
 }
@@ -88,14 +90,36 @@ test('/metrics is Prometheus text with process and service metrics', async () =>
   assert.equal(sample(families, 'h3lens_database_up'), 1)
 })
 
-test('the job-state gauge matches the database', async () => {
+test('the job gauges count the queue exactly and the jobs finished in the last hour', async () => {
   const families = await scrape()
-  const { rows } = await t.db.query('SELECT state, count(*)::int AS n FROM jobs GROUP BY state')
-  for (const state of ['queued', 'leased', 'done', 'failed', 'cancelled']) {
-    assert.equal(sample(families, 'h3lens_jobs', { state }), rows.find((r) => r.state === state)?.n ?? 0, state)
+  const { rows } = await t.db.query(
+    `SELECT state, count(*)::int AS n FROM jobs
+      WHERE state IN ('queued', 'leased') OR finished_at > now() - interval '1 hour' GROUP BY state`)
+  const n = (state) => rows.find((r) => r.state === state)?.n ?? 0
+  for (const state of ['queued', 'leased']) assert.equal(sample(families, 'h3lens_jobs', { state }), n(state), state)
+  for (const state of ['done', 'failed', 'cancelled']) {
+    assert.equal(sample(families, 'h3lens_jobs', { state }), undefined, `${state} is not a live state`)
+    assert.equal(sample(families, 'h3lens_jobs_finished_last_hour', { state }), n(state), state)
   }
   assert.equal(sample(families, 'h3lens_jobs', { state: 'queued' }), 3)
-  assert.equal(sample(families, 'h3lens_jobs', { state: 'failed' }), 2)
+  assert.equal(sample(families, 'h3lens_jobs', { state: 'leased' }), 1)
+  assert.equal(sample(families, 'h3lens_jobs_finished_last_hour', { state: 'failed' }), 2)
+  assert.equal(sample(families, 'h3lens_jobs_finished_last_hour', { state: 'done' }), 101, 'the round 2 hours ago is out of the window')
+})
+
+test('a scrape reads the job counts through indexes, not the whole jobs table', async () => {
+  const client = await t.db.connect()
+  try {
+    // Small tables are scanned whole whatever the indexes; this asks the
+    // planner what it does when scans cost what they do on a big table.
+    await client.query('SET enable_seqscan = off')
+    const { rows } = await client.query(`EXPLAIN ${COUNT_JOBS_SQL}`, [3600])
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n')
+    assert.doesNotMatch(plan, /Seq Scan on jobs/, plan)
+    for (const index of ['jobs_claimable', 'jobs_leased', 'jobs_finished']) assert.match(plan, new RegExp(index), plan)
+  } finally {
+    client.release()
+  }
 })
 
 test('live agents are counted per location; revoked agents are left out', async () => {

@@ -438,6 +438,12 @@ test('locations show their network profile and agent health', async () => {
   assert.match(text, /25 Mbit\/s/)
   assert.match(text, /not seen recently/, 'the silent agent is called out')
   assert.match(text, /healthy/)
+  // Capacity: what each location is asked for; Asia's only agent is silent.
+  assert.match(text, /Capacity.*Asked\d+ rounds\/h/s)
+  const asia = await page.$eval('[aria-labelledby="loc-lab-asia"]', (e) => e.textContent)
+  assert.match(asia, /Demand exceeds capacity: no agent is running here/)
+  const local = await page.$eval('[aria-labelledby="loc-local"]', (e) => e.textContent)
+  assert.doesNotMatch(local, /Demand exceeds capacity/)
   await done()
 })
 

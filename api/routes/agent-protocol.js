@@ -1,16 +1,21 @@
 // The agent side of the API (DESIGN §4): claim, heartbeat, results. Every
 // route is behind the agent-token hook; request.agent is the caller.
-import { claimJobs, heartbeatJob, submitJobResults, failJob, releaseJob } from '../../lib/jobs.js'
+import { claimJobs, heartbeatJob, submitJobResults, submitRoundsResults, failJob, releaseJob } from '../../lib/jobs.js'
 import { touchAgent } from '../../lib/agents.js'
 import { getLocation } from '../../lib/locations.js'
 import { measurementHints } from '../../lib/claim-hints.js'
 import { errorResponses, idParams, submittedResult } from '../schemas.js'
 import { checkResults, expectedProtocolFor } from '../../lib/result-checks.js'
+import { ValidationError } from '../../lib/errors.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
 
 const security = [{ agentToken: [] }]
 const tags = ['agent protocol']
 const conflict = { 409: { $ref: 'error#' } }
+// POST /results: rounds per request, and the body they may take (a round
+// with its request lists runs to tens of KB).
+export const MAX_BATCH_ROUNDS = 200
+const BATCH_BODY_LIMIT = 32 * 1024 * 1024
 
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
@@ -133,6 +138,89 @@ export default async function agentProtocolRoutes (app) {
     return ack
   })
 
+  app.post('/results', {
+    // Many rounds a request: an agent's spool after an outage, or a busy agent.
+    bodyLimit: BATCH_BODY_LIMIT,
+    schemaErrorFormatter: rangeErrorsAre422,
+    schema: {
+      description: `Submit the results of up to ${MAX_BATCH_ROUNDS} jobs in one request and one transaction. ` +
+        'Each round gets the checks of `POST /jobs/{id}/results` and its own answer, in the order sent: ' +
+        '{job_id, stored, duplicates} when stored (idempotent, as for one job), or {job_id, error: {statusCode, code, message}} ' +
+        'with the status that route would give (404, 409 lease_lost / wrong_location / cancelled, 422 naming the field); ' +
+        'a refused round stores nothing and does not hold up the others.',
+      tags,
+      security,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['rounds'],
+        properties: {
+          agent_version: { type: 'string', maxLength: 100 },
+          rounds: {
+            type: 'array',
+            minItems: 1,
+            maxItems: MAX_BATCH_ROUNDS,
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['job_id', 'results'],
+              properties: {
+                job_id: { type: 'integer', minimum: 1 },
+                results: { type: 'array', minItems: 1, maxItems: 100, items: submittedResult }
+              }
+            }
+          }
+        }
+      },
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            rounds: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  job_id: { type: 'integer' },
+                  stored: { type: 'integer' },
+                  duplicates: { type: 'integer' },
+                  error: { type: 'object', properties: { statusCode: { type: 'integer' }, code: { type: 'string' }, message: { type: 'string' } } }
+                }
+              }
+            }
+          }
+        },
+        ...errorResponses,
+        422: { $ref: 'error#' }
+      }
+    }
+  }, async (request) => {
+    const { rounds, agent_version: agentVersion } = request.body
+    const seen = new Map()
+    rounds.forEach((r, i) => {
+      if (seen.has(r.job_id)) throw new ValidationError(`rounds.${i}.job_id: job ${r.job_id} is already rounds.${seen.get(r.job_id)}; send each job once`, `rounds.${i}.job_id`)
+      seen.set(r.job_id, i)
+    })
+    const monitors = await protocolsOfJobs(app.db, rounds.map((r) => r.job_id))
+    /** @type {Map<number, any>} */
+    const refused = new Map()
+    const checked = []
+    rounds.forEach((r, i) => {
+      try {
+        checkResults(r.results, { expectedProtocol: (mode) => expectedProtocolFor(mode, monitors.get(r.job_id) ?? null) })
+        checked.push(r)
+      } catch (err) {
+        if (err.statusCode !== 422) throw err
+        refused.set(r.job_id, { job_id: r.job_id, error: { statusCode: 422, code: 'implausible', message: `rounds.${i}.${err.message}` } })
+      }
+    })
+    await touchAgent(app.db, request.agent.id)
+    const answers = checked.length ? await submitRoundsResults(app.db, { agent: request.agent, rounds: checked, agentVersion }) : []
+    answers.forEach((ack, i) => { if (!('error' in ack)) app.metrics.countIngested(request.agent.location_id, checked[i].results, ack) })
+    const byJob = new Map(answers.map((a) => [a.job_id, a]))
+    return { rounds: rounds.map((r) => refused.get(r.job_id) ?? byJob.get(r.job_id)) }
+  })
+
   app.post('/jobs/:id/fail', {
     schema: {
       description: 'The agent could not run the job at all. It is retried with back-off until attempts run out.',
@@ -166,12 +254,21 @@ export default async function agentProtocolRoutes (app) {
  * @returns {Promise<{ aa_protocol?: string | null } | null>}
  */
 async function protocolsOfJob (db, jobId) {
+  return (await protocolsOfJobs(db, [jobId])).get(jobId) ?? null
+}
+
+/**
+ * protocolsOfJob for many jobs in one query.
+ * @param {import('pg').Pool} db
+ * @param {number[]} jobIds
+ * @returns {Promise<Map<number, { aa_protocol?: string | null }>>}
+ */
+async function protocolsOfJobs (db, jobIds) {
   const { rows } = await db.query({
     name: 'job-protocols',
-    text: `SELECT to_jsonb(j)->>'aa_protocol' AS job_aa, to_jsonb(m)->>'aa_protocol' AS monitor_aa
-             FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = $1`,
-    values: [jobId]
+    text: `SELECT j.id, to_jsonb(j)->>'aa_protocol' AS job_aa, to_jsonb(m)->>'aa_protocol' AS monitor_aa
+             FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = ANY($1::bigint[])`,
+    values: [jobIds]
   })
-  if (!rows[0]) return null
-  return { aa_protocol: rows[0].job_aa ?? rows[0].monitor_aa ?? undefined }
+  return new Map(rows.map((r) => [r.id, { aa_protocol: r.job_aa ?? r.monitor_aa ?? undefined }]))
 }

@@ -1,4 +1,4 @@
-import { listLocations } from '../../lib/locations.js'
+import { listLocations, locationCapacity } from '../../lib/locations.js'
 
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
@@ -30,5 +30,9 @@ export default async function locationRoutes (app) {
         }
       }
     }
-  }, async () => ({ items: await listLocations(app.db), lab_origin: app.labOrigin }))
+  }, async () => {
+    const [items, capacity] = await Promise.all([listLocations(app.db), locationCapacity(app.db)])
+    for (const l of items) l.capacity = capacity.get(l.id)
+    return { items, lab_origin: app.labOrigin }
+  })
 }

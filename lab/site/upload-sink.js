@@ -18,7 +18,8 @@ export const TRUNCATED_SENT_BYTES = 1024
  * from inside a network namespace, so the same sink serves both cases.
  * It also serves /truncated: an HTML document that declares
  * TRUNCATED_DECLARED_BYTES and ends after TRUNCATED_SENT_BYTES, the way a
- * crashing backend behind a proxy ends one.
+ * crashing backend behind a proxy ends one. And /hang, which never answers:
+ * a page that hangs until the client gives up.
  * @param {string} dir where the socket goes when its path is short enough
  * @param {string} name socket file name, unique per origin
  */
@@ -31,6 +32,8 @@ export async function startUploadSink (dir, name) {
   }
   const server = http.createServer({ requestTimeout: 0 }, (req, res) => {
     if (req.url?.startsWith('/truncated')) return truncated(res)
+    // Never answered: a page that hangs (the request is dropped when the sink closes).
+    if (req.url?.startsWith('/hang')) return
     let bytes = 0
     req.on('data', (chunk) => { bytes += chunk.length })
     req.on('end', () => res.writeHead(204, { 'x-upload-bytes': String(bytes) }).end())

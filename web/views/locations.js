@@ -58,9 +58,37 @@ function card (l, agents) {
       fields.length
         ? h('dl', { class: 'profile' }, fields.map(([k, label, fmt]) => h('div', {}, h('dt', {}, label), h('dd', {}, fmt(p[k], p)))))
         : h('p', { class: 'muted' }, l.kind === 'lab' ? 'Unshaped: loopback with no added delay or loss.' : 'No network profile: a real network path.'),
+      capacityBlock(l),
       l.kind === 'wpt' ? h('p', { class: 'muted' }, 'Measured by WebPageTest agents (wptagent) polling ', h('code', {}, '/work/'), '; each round is one WPT test per arm.') : null,
       h('h3', { class: 'mini-title' }, `Agents (${agents.filter((a) => !a.revoked_at).length})`),
       agents.length ? agentTable(agents) : h('p', { class: 'muted' }, 'No agent registered for this location; its rounds are not measured.')))
+}
+
+/**
+ * Rounds per hour asked of the location against what its agents can take,
+ * and the rounds skipped because the previous one was still pending.
+ */
+function capacityBlock (l) {
+  const c = l.capacity
+  if (!c || (c.demand_per_hour === 0 && c.skipped === 0)) return null
+  const perHour = (v) => `${Math.round(v).toLocaleString('en')} rounds/h`
+  const can = c.capacity_per_hour === null
+    ? 'not measured yet'
+    : c.agents_alive === 0 ? 'none (no agent running)' : `${perHour(c.capacity_per_hour)} (${c.agents_alive} agent${c.agents_alive === 1 ? '' : 's'}, ${c.round_s.toFixed(1)} s per round)`
+  return [
+    h('h3', { class: 'mini-title' }, 'Capacity'),
+    h('dl', { class: 'profile capacity' },
+      h('div', {}, h('dt', {}, 'Asked'), h('dd', {}, perHour(c.demand_per_hour))),
+      h('div', {}, h('dt', {}, 'Can take'), h('dd', {}, can)),
+      h('div', {}, h('dt', {}, 'Skipped: location busy (last hour)'), h('dd', { class: c.skipped_busy ? 'bad' : null }, String(c.skipped_busy)))),
+    c.over_capacity
+      ? h('div', { class: 'notice warn', role: 'alert' }, h('strong', {}, 'Demand exceeds capacity: '),
+          c.agents_alive === 0
+            ? 'no agent is running here, so its rounds are not measured.'
+            : `its monitors ask for ${perHour(c.demand_per_hour)} but its agents take about ${perHour(c.capacity_per_hour)}. ` +
+            'Rounds that cannot start before the next one is due are skipped. Add agents, lengthen intervals, or fix slow pages.')
+      : null
+  ]
 }
 
 function agentTable (agents) {

@@ -1,0 +1,198 @@
+// A location never drowns: at most one pending round per monitor and
+// location, skipped rounds counted with their reason, the location's capacity
+// against its demand on the API and /metrics, and, with real agents and a
+// lab page that never answers, a fast monitor kept on time beside it.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createRequire } from 'node:module'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createTestApp } from './helpers/app.js'
+import { createTestDatabase } from './helpers/db.js'
+import { freePort } from './helpers/process.js'
+import { createScheduler } from '../scheduler/scheduler.js'
+import { createMonitor } from '../lib/monitors.js'
+import { createAgentToken, touchAgent } from '../lib/agents.js'
+import { upsertLocation } from '../lib/locations.js'
+import { loadConfig } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { startOrigin } from '../lab/origin.js'
+import { startApi } from '../api/server.js'
+import { startAgent } from '../agents/main.js'
+
+const parsePrometheusTextFormat = createRequire(import.meta.url)('parse-prometheus-text-format')
+
+let t
+before(async () => { t = await createTestApp() })
+after(async () => { await t.close() })
+
+const tick = () => createScheduler({ db: t.db, config: t.config, log: t.log }).tick()
+
+/** A monitor whose current round is due now and whose previous round was due an interval ago. */
+async function monitorAt (location) {
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: [location] })
+  const { rows: [{ due }] } = await t.db.query(
+    `SELECT anchor_at + make_interval(secs => floor(extract(epoch FROM now() - anchor_at) / interval_s) * interval_s) AS due
+       FROM monitors WHERE id = $1`, [m.id])
+  return { m, due, previous: new Date(due.getTime() - 3600e3) }
+}
+
+const roundsOf = async (monitorId) =>
+  (await t.db.query('SELECT due_at, state, last_error FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [monitorId])).rows
+
+test('a round still running when the next comes due: the next is skipped as "location busy", not queued', async () => {
+  await upsertLocation(t.db, { id: 'bp-busy', name: 'Busy', region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: 'bp-busy' })
+  await touchAgent(t.db, agent.id)
+  const { m, due, previous } = await monitorAt('bp-busy')
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
+    VALUES ($1, 'bp-busy', $2, 'leased', 1, $3, now() + interval '1 minute', now())`, [m.id, previous, agent.id])
+  await tick()
+  await tick()
+  const rounds = await roundsOf(m.id)
+  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'leased'], [+due, 'skipped']])
+  assert.match(rounds[1].last_error, /^skipped: location busy \(the round due at .* was still running\)$/)
+})
+
+test('a round not started when the next comes due is skipped, and the next takes its place', async () => {
+  await upsertLocation(t.db, { id: 'bp-late', name: 'Late', region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: 'bp-late' })
+  await touchAgent(t.db, agent.id)
+  const { m, due, previous } = await monitorAt('bp-late')
+  await t.db.query("INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'bp-late', $2)", [m.id, previous])
+  await tick()
+  const rounds = await roundsOf(m.id)
+  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'skipped'], [+due, 'queued']])
+  assert.match(rounds[0].last_error, /^skipped: location busy \(not started before the next round was due/)
+  const { rows: [pending] } = await t.db.query("SELECT count(*)::int AS n FROM jobs WHERE monitor_id = $1 AND state IN ('queued', 'leased')", [m.id])
+  assert.equal(pending.n, 1, 'one pending round')
+})
+
+test('with no agent running, the waiting round stays for "no agent is running" and new ones say so', async () => {
+  await upsertLocation(t.db, { id: 'bp-empty', name: 'Empty', region: 'Test', kind: 'lab' })
+  const { m, due, previous } = await monitorAt('bp-empty')
+  await t.db.query("INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'bp-empty', $2)", [m.id, previous])
+  await tick()
+  const rounds = await roundsOf(m.id)
+  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'queued'], [+due, 'skipped']])
+  assert.match(rounds[1].last_error, /^skipped: no agent is running for location bp-empty/)
+})
+
+test('the Locations API and /metrics show capacity against demand, with a warning when demand exceeds it', async () => {
+  await upsertLocation(t.db, { id: 'bp-cap', name: 'Cap', region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: 'bp-cap' })
+  await touchAgent(t.db, agent.id)
+  // 2 monitors at 60 s and 30 s ask for 60 + 120 = 180 rounds an hour; the
+  // one agent took 40 s per round over the last hour, so it takes 90.
+  const a = await createMonitor(t.db, { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 60, locations: ['bp-cap'], paused: true })
+  await createMonitor(t.db, { url: 'https://lab.h3lens.test:8443/page-1m.html', interval_s: 30, locations: ['bp-cap'], paused: true })
+  await t.db.query("UPDATE monitors SET paused = false WHERE 'bp-cap' = ANY(locations)")
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, started_at, finished_at, last_error)
+    SELECT $1, 'bp-cap', now() - make_interval(mins => g), CASE WHEN g <= 3 THEN 'skipped' ELSE 'done' END,
+           now() - make_interval(mins => g, secs => 40), now() - make_interval(mins => g),
+           CASE WHEN g <= 3 THEN 'skipped: location busy (test)' END
+      FROM generate_series(1, 10) g`, [a.id])
+
+  const res = await t.app.inject({ url: '/api/v1/locations' })
+  assert.equal(res.statusCode, 200, res.body)
+  const cap = res.json().items.find((l) => l.id === 'bp-cap').capacity
+  assert.deepEqual(cap, { demand_per_hour: 180, capacity_per_hour: 90, round_s: 40, agents_alive: 1, skipped_busy: 3, skipped: 3, over_capacity: true })
+  const local = res.json().items.find((l) => l.id === 'local').capacity
+  assert.equal(local.over_capacity, false)
+
+  const scrape = await t.app.inject({ url: '/metrics' })
+  const families = new Map(parsePrometheusTextFormat(scrape.body).map((f) => [f.name, f]))
+  const value = (name) => Number(families.get(name).metrics.find((s) => s.labels.location === 'bp-cap').value)
+  assert.equal(value('h3lens_location_demand_rounds_per_hour'), 180)
+  assert.equal(value('h3lens_location_capacity_rounds_per_hour'), 90)
+  assert.equal(value('h3lens_location_over_capacity'), 1)
+  assert.equal(value('h3lens_location_rounds_skipped_busy_last_hour'), 3)
+  await t.db.query("UPDATE monitors SET paused = true WHERE 'bp-cap' = ANY(locations)")
+})
+
+test('a hanging monitor beside a fast one at the same location: the fast one stays on time, the hanging one\'s extra rounds are skipped', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-backpressure-'))
+  const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+  const database = await createTestDatabase()
+  const db = database.pool
+  const stops = []
+  try {
+    const origin = await startOrigin({ dataDir, port: await freePort(), log })
+    stops.push(() => origin.stop())
+    // A round of the hanging page takes two page timeouts (15 s each), three
+    // times its 10 s interval: without back-pressure its rounds would queue
+    // and take both agents, and the fast monitor's rounds would wait behind them.
+    const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_PUBLIC_READ: 'true', H3LENS_PAGE_TIMEOUT_MS: '15000', H3LENS_SCHEDULER_TICK_MS: '250' })
+    const api = await startApi({ db, config, log })
+    stops.push(() => api.close())
+    const hanging = await createMonitor(db, { url: `${origin.baseUrl}/hang`, interval_s: 10, locations: ['local'], paused: true })
+    const fast = await createMonitor(db, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], paused: true })
+    // Two agents, one round at a time each: enough for both monitors when
+    // the hanging one holds at most one of them.
+    for (const name of ['a', 'b']) {
+      const { token } = await createAgentToken(db, { location: 'local' })
+      const agent = await startAgent({ config: { ...config, apiUrl: api.url, dataDir: path.join(dataDir, name) }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1', netns: null } })
+      stops.push(() => agent.stop())
+    }
+    await sleep(2000) // the agents poll once and count as live
+    const scheduler = createScheduler({ db, config, log })
+    await db.query('UPDATE monitors SET paused = false, anchor_at = now() WHERE id = ANY($1)', [[hanging.id, fast.id]])
+    scheduler.start()
+    stops.push(() => scheduler.stop())
+
+    // Six of the fast monitor's rounds, and at least two of the hanging one's skipped.
+    const deadline = Date.now() + 180_000
+    let fastDone = 0
+    let skipped = 0
+    let maxPending = 0
+    while (Date.now() < deadline && (fastDone < 6 || skipped < 2)) {
+      const { rows } = await db.query(
+        `SELECT monitor_id, count(*) FILTER (WHERE state = 'done')::int AS done,
+                count(*) FILTER (WHERE state = 'skipped')::int AS skipped,
+                count(*) FILTER (WHERE state IN ('queued', 'leased'))::int AS pending
+           FROM jobs GROUP BY monitor_id`)
+      const of = (id) => rows.find((r) => Number(r.monitor_id) === id) ?? { done: 0, skipped: 0, pending: 0 }
+      fastDone = of(fast.id).done
+      skipped = of(hanging.id).skipped
+      maxPending = Math.max(maxPending, of(hanging.id).pending, of(fast.id).pending)
+      await sleep(250)
+    }
+    await db.query('UPDATE monitors SET paused = true')
+    assert.ok(fastDone >= 6 && skipped >= 2, `fast rounds done ${fastDone}, hanging rounds skipped ${skipped}`)
+    assert.equal(maxPending, 1, 'never more than one pending round per monitor and location')
+
+    // Every fast round that came due was run, each starting before the next was due.
+    const { rows: fastRounds } = await db.query(
+      `SELECT state, extract(epoch FROM started_at - due_at)::float8 AS late_s FROM jobs
+        WHERE monitor_id = $1 AND due_at < now() - interval '20 seconds' ORDER BY due_at`, [fast.id])
+    assert.ok(fastRounds.length >= 4)
+    for (const r of fastRounds) {
+      assert.equal(r.state, 'done', JSON.stringify(fastRounds))
+      assert.ok(r.late_s < 10, `a fast round started ${r.late_s} s after it was due: ${JSON.stringify(fastRounds)}`)
+    }
+    const { rows: okResults } = await db.query("SELECT count(*)::int AS n FROM results WHERE monitor_id = $1 AND status = 'ok'", [fast.id])
+    assert.ok(okResults[0].n >= 2 * 4, 'the fast rounds measured both arms')
+
+    // The hanging monitor: each run round cost two page timeouts at most, and
+    // its extra rounds were skipped as "location busy", not queued.
+    const { rows: hangRounds } = await db.query(
+      `SELECT state, last_error, extract(epoch FROM finished_at - started_at)::float8 AS took_s FROM jobs
+        WHERE monitor_id = $1 AND state IN ('done', 'skipped') ORDER BY due_at`, [hanging.id])
+    for (const r of hangRounds.filter((x) => x.state === 'done')) assert.ok(r.took_s < 2 * 15 + 5, `a hanging round took ${r.took_s} s`)
+    assert.ok(hangRounds.filter((r) => r.state === 'skipped').every((r) => /^skipped: location busy/.test(r.last_error)), JSON.stringify(hangRounds))
+    const { rows: hangResults } = await db.query('SELECT DISTINCT status FROM results WHERE monitor_id = $1', [hanging.id])
+    assert.deepEqual(hangResults.map((r) => r.status), ['timeout'])
+
+    const res = await fetch(`${api.url}/api/v1/locations`)
+    const local = (await res.json()).items.find((l) => l.id === 'local').capacity
+    assert.ok(local.skipped_busy >= 2, JSON.stringify(local))
+    assert.equal(local.agents_alive, 2)
+    assert.equal(local.demand_per_hour, 0, 'both monitors paused now')
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => {})
+    await database.drop()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+})

@@ -1,0 +1,107 @@
+// Batched ingest through the real API and PostgreSQL: many rounds in one
+// request and one transaction, each with the single-round route's checks and
+// its own answer, and an agent's spool flushed through it.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createTestApp } from './helpers/app.js'
+import { createMonitor } from '../lib/monitors.js'
+import { createAgentToken } from '../lib/agents.js'
+import { createAgent } from '../agents/agent.js'
+import { createSpool } from '../agents/spool.js'
+import { ApiError } from '../agents/api-client.js'
+
+let t
+before(async () => { t = await createTestApp() })
+after(async () => { await t.close() })
+
+const auth = (token) => ({ authorization: `Bearer ${token}` })
+const result = (mode, extra = {}) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 10, load_ms: 20, ...extra })
+const post = (token, payload) => t.app.inject({ method: 'POST', url: '/api/v1/agent/results', headers: auth(token), payload })
+
+/** `n` jobs leased to `agentId`, due a minute apart in the past. */
+async function leased (monitorId, agentId, n) {
+  const { rows } = await t.db.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at)
+     SELECT $1, 'local', now() - make_interval(mins => g), 'leased', 1, $2, now() + interval '1 hour'
+       FROM generate_series(1, $3) g RETURNING id`, [monitorId, agentId, n])
+  return rows.map((r) => r.id)
+}
+
+test('one request stores many rounds; each round is answered as the single-round route would, and a resubmission stores nothing', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true })
+  const me = await createAgentToken(t.db, { location: 'local' })
+  const other = await createAgentToken(t.db, { location: 'local' })
+  const mine = await leased(m.id, me.agent.id, 3)
+  const [theirs] = await leased(m.id, other.agent.id, 1)
+  const rounds = [
+    { job_id: mine[0], results: [result('h2'), result('h3')] },
+    { job_id: theirs, results: [result('h2'), result('h3')] },
+    { job_id: mine[1], results: [result('h2', { ttfb_ms: 50, load_ms: 20 }), result('h3')] },
+    { job_id: 987654321, results: [result('h2')] },
+    { job_id: mine[2], results: [result('h2'), result('h3')] }
+  ]
+  const res = await post(me.token, { agent_version: 'test', rounds })
+  assert.equal(res.statusCode, 200, res.body)
+  const answers = res.json().rounds
+  assert.deepEqual(answers.map((a) => a.job_id), rounds.map((r) => r.job_id), 'answers in the order sent')
+  assert.deepEqual(answers[0], { job_id: mine[0], stored: 2, duplicates: 0 })
+  assert.deepEqual([answers[1].error.statusCode, answers[1].error.code], [409, 'lease_lost'])
+  assert.equal(answers[2].error.statusCode, 422)
+  assert.match(answers[2].error.message, /rounds\.2\.results\.0\.ttfb_ms/)
+  assert.equal(answers[3].error.statusCode, 404)
+  assert.deepEqual(answers[4], { job_id: mine[2], stored: 2, duplicates: 0 })
+
+  const { rows } = await t.db.query('SELECT id, state, (SELECT count(*)::int FROM results r WHERE r.job_id = j.id) AS n FROM jobs j WHERE monitor_id = $1 ORDER BY id', [m.id])
+  assert.deepEqual(rows.map((r) => [r.id, r.state, r.n]), [[mine[0], 'done', 2], [mine[1], 'leased', 0], [mine[2], 'done', 2], [theirs, 'leased', 0]])
+  const { rows: [queued] } = await t.db.query('SELECT count(*)::int AS n FROM rollup_pending p JOIN results r ON r.id = p.result_id WHERE r.monitor_id = $1', [m.id])
+  assert.equal(queued.n, 4, 'stored results are queued for the rollups')
+
+  const again = await post(me.token, { rounds: [rounds[0], rounds[4]] })
+  assert.deepEqual(again.json().rounds, [{ job_id: mine[0], stored: 0, duplicates: 2 }, { job_id: mine[2], stored: 0, duplicates: 2 }])
+})
+
+test('a batch naming a job twice, or of the wrong shape, is refused naming the field', async () => {
+  const { token } = await createAgentToken(t.db, { location: 'local' })
+  const twice = await post(token, { rounds: [{ job_id: 1, results: [result('h2')] }, { job_id: 1, results: [result('h3')] }] })
+  assert.equal(twice.statusCode, 400)
+  assert.match(twice.json().message, /rounds\.1\.job_id/)
+  const empty = await post(token, { rounds: [] })
+  assert.equal(empty.statusCode, 400)
+  assert.match(empty.json().message, /rounds/)
+  const none = await t.app.inject({ method: 'POST', url: '/api/v1/agent/results', payload: { rounds: [] }, headers: { authorization: undefined } })
+  assert.equal(none.statusCode, 401)
+})
+
+test('an agent flushes its spool through the batched route: every round stored once, refused ones dropped', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true })
+  const me = await createAgentToken(t.db, { location: 'local' })
+  const other = await createAgentToken(t.db, { location: 'local' })
+  const mine = await leased(m.id, me.agent.id, 60)
+  const [theirs] = await leased(m.id, other.agent.id, 1)
+  const spool = createSpool(fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-spool-batch-')))
+  for (const id of [...mine, theirs]) await spool.put(id, { agent_version: 'test', results: [result('h2'), result('h3')] })
+
+  const calls = []
+  const client = {
+    /** @param {string} url @param {any} payload */
+    async call (url, payload) {
+      calls.push(url)
+      const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent${url}`, headers: auth(me.token), payload })
+      if (res.statusCode !== 200) throw new ApiError(res.json().message, res.statusCode, res.json().code)
+      return res.json()
+    },
+    submitRounds (body) { return this.call('/results', body) },
+    submit (jobId, body) { return this.call(`/jobs/${jobId}/results`, body) }
+  }
+  const log = t.log
+  const agent = createAgent(/** @type {any} */ ({ client, spool, runJob: async () => [], log, version: 'test' }))
+  assert.equal(await agent.flushSpool(), true)
+  assert.deepEqual(calls, ['/results', '/results'], '61 rounds in two requests of at most 50')
+  assert.deepEqual(await spool.list(), [], 'stored and refused rounds left the spool')
+  const { rows: [stored] } = await t.db.query('SELECT count(*)::int AS n, count(DISTINCT job_id)::int AS jobs FROM results WHERE monitor_id = $1', [m.id])
+  assert.deepEqual(stored, { n: 120, jobs: 60 })
+  fs.rmSync(spool.dir, { recursive: true, force: true })
+})
