@@ -96,7 +96,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
     qs,
     seed: `${seedBase}|${id}`
   }))
-  const all = allLocationsEntry(entries, percentiles)
+  const all = allLocationsEntry(entries, percentiles, ids.map((id) => states.get(id) ?? new Map()))
 
   // The cells of the view are corrected in two levels: a column (a location,
   // or all locations) may claim differences only when it passes a screen —
@@ -255,29 +255,7 @@ function STATE_SQL (metric) {
  * @returns {Record<string, any>}
  */
 function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
-  const count = (pred) => [...table].reduce((n, [k, v]) => (pred(...k.split('|')) ? n + v : n), 0)
-  const total = count(() => true)
-  const matched = table.get('ok|ok') ?? 0
-  const excluded = [...table].filter(([k]) => k !== 'ok|ok')
-    .map(([k, n]) => ({ h2: k.split('|')[0], h3: k.split('|')[1], rounds: n }))
-    .sort((a, b) => b.rounds - a.rounds)
-  const arm = (i) => {
-    const st = (s) => count((...pair) => pair[i] === s)
-    const attempted = total - st('missing')
-    const failed = st('failed')
-    const unsupported = st('unsupported')
-    const fallback = st('fallback')
-    return {
-      attempted,
-      ok: st('ok') + st('no_value'),
-      failed,
-      fallback,
-      unsupported,
-      failure_rate: wilsonInterval(failed + unsupported, attempted),
-      fallback_rate: wilsonInterval(fallback, attempted)
-    }
-  }
-  const arms = { h2: arm(0), h3: arm(1) }
+  const { total, matched, excluded, arms } = tableSummary(table)
   const used = rounds.used
   const base = {
     location_id: location.id,
@@ -289,15 +267,9 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
     arms,
     failure: failureTest(table),
     h3_supported: arms.h3.unsupported > 0 && arms.h3.ok + arms.h3.fallback === 0 ? false : (arms.h3.ok > 0 ? true : null),
-    // The older flat counts, kept for clients of the first API version.
     n_h2: used.reduce((n, r) => n + r.h2.length, 0),
     n_h3: used.reduce((n, r) => n + r.h3.length, 0),
-    runs: {
-      h2: { total: arms.h2.attempted, ok: arms.h2.ok, errors: arms.h2.failed + arms.h2.unsupported, fallbacks: arms.h2.fallback },
-      h3: { total: arms.h3.attempted, ok: arms.h3.ok, errors: arms.h3.failed + arms.h3.unsupported, fallbacks: arms.h3.fallback }
-    },
-    fallback_rate: { h2: arms.h2.fallback_rate.rate, h3: arms.h3.fallback_rate.rate },
-    error_rate: { h2: arms.h2.failure_rate.rate, h3: arms.h3.failure_rate.rate }
+    ...legacyCounts(arms)
   }
   if (!used.length) {
     return {
@@ -333,6 +305,50 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
     rows,
     draws: enough ? boot.deltas : null,
     h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5)
+  }
+}
+
+/**
+ * What a table of rounds by arm states says: how many rounds, how many
+ * matched, which were left out, and each arm's counts and rates.
+ * @param {Map<string, number>} table "h2state|h3state" → rounds
+ */
+function tableSummary (table) {
+  const count = (pred) => [...table].reduce((n, [k, v]) => (pred(...k.split('|')) ? n + v : n), 0)
+  const total = count(() => true)
+  const arm = (i) => {
+    const st = (s) => count((...pair) => pair[i] === s)
+    const attempted = total - st('missing')
+    const failed = st('failed')
+    const unsupported = st('unsupported')
+    const fallback = st('fallback')
+    return {
+      attempted,
+      ok: st('ok') + st('no_value'),
+      failed,
+      fallback,
+      unsupported,
+      failure_rate: wilsonInterval(failed + unsupported, attempted),
+      fallback_rate: wilsonInterval(fallback, attempted)
+    }
+  }
+  return {
+    total,
+    matched: table.get('ok|ok') ?? 0,
+    excluded: [...table].filter(([k]) => k !== 'ok|ok')
+      .map(([k, n]) => ({ h2: k.split('|')[0], h3: k.split('|')[1], rounds: n }))
+      .sort((a, b) => b.rounds - a.rounds),
+    arms: { h2: arm(0), h3: arm(1) }
+  }
+}
+
+/** The older flat counts, kept for clients of the first API version. */
+function legacyCounts (arms) {
+  const runs = (a) => ({ total: a.attempted, ok: a.ok, errors: a.failed + a.unsupported, fallbacks: a.fallback })
+  return {
+    runs: { h2: runs(arms.h2), h3: runs(arms.h3) },
+    fallback_rate: { h2: arms.h2.fallback_rate.rate, h3: arms.h3.fallback_rate.rate },
+    error_rate: { h2: arms.h2.failure_rate.rate, h3: arms.h3.failure_rate.rate }
   }
 }
 
@@ -429,9 +445,10 @@ function failureTest (table) {
  * the mean of theirs (each location resampled within itself).
  * @param {Record<string, any>[]} entries
  * @param {number[]} percentiles
+ * @param {Map<string, number>[]} tables the locations' round-state tables
  * @returns {Record<string, any>}
  */
-function allLocationsEntry (entries, percentiles) {
+function allLocationsEntry (entries, percentiles, tables) {
   const withData = entries.filter((e) => e.draws)
   const rows = percentiles.map((p, k) => {
     const parts = withData.filter((e) => e.rows[k].p_value !== null)
@@ -444,30 +461,13 @@ function allLocationsEntry (entries, percentiles) {
     const draws = new Float64Array(parts[0].draws[k].length)
     for (const e of parts) e.draws[k].forEach((v, i) => { draws[i] += v / parts.length })
     const row = testedRow(p, parts.reduce((n, e) => n + e.rows[k].rounds, 0), mean((e) => e.rows[k].h2_ms), mean((e) => e.rows[k].h3_ms), draws)
-    return { ...row, min_rounds: minRoundsFor(p), locations: parts.map((e) => e.location_id) }
+    return { ...row, locations: parts.map((e) => e.location_id) }
   })
   const sum = (f) => entries.reduce((n, e) => n + f(e), 0)
+  // Round counts add up over locations, so the whole table is the sum of theirs.
   const table = new Map()
-  for (const e of entries) {
-    for (const x of e.rounds.excluded) table.set(`${x.h2}|${x.h3}`, (table.get(`${x.h2}|${x.h3}`) ?? 0) + x.rounds)
-    table.set('ok|ok', (table.get('ok|ok') ?? 0) + e.rounds.matched)
-  }
-  const armSum = (a) => {
-    const attempted = sum((e) => e.arms[a].attempted)
-    const failed = sum((e) => e.arms[a].failed)
-    const unsupported = sum((e) => e.arms[a].unsupported)
-    const fallback = sum((e) => e.arms[a].fallback)
-    return {
-      attempted,
-      ok: sum((e) => e.arms[a].ok),
-      failed,
-      fallback,
-      unsupported,
-      failure_rate: wilsonInterval(failed + unsupported, attempted),
-      fallback_rate: wilsonInterval(fallback, attempted)
-    }
-  }
-  const arms = { h2: armSum('h2'), h3: armSum('h3') }
+  for (const t of tables) for (const [k, n] of t) table.set(k, (table.get(k) ?? 0) + n)
+  const { total, matched, excluded, arms } = tableSummary(table)
   const pairedParts = withData.filter((e) => e.paired.p !== null)
   return {
     location_id: null,
@@ -476,24 +476,13 @@ function allLocationsEntry (entries, percentiles) {
     kind: null,
     rtt_ms: null,
     stratified: true,
-    rounds: {
-      total: sum((e) => e.rounds.total),
-      matched: sum((e) => e.rounds.matched),
-      available: sum((e) => e.rounds.available),
-      used: sum((e) => e.rounds.used),
-      excluded: [...table].filter(([k]) => k !== 'ok|ok').map(([k, n]) => ({ h2: k.split('|')[0], h3: k.split('|')[1], rounds: n })).sort((a, b) => b.rounds - a.rounds)
-    },
+    rounds: { total, matched, available: sum((e) => e.rounds.available), used: sum((e) => e.rounds.used), excluded },
     arms,
     failure: failureTest(table),
     h3_supported: entries.some((e) => e.h3_supported === true) ? true : (entries.length && entries.every((e) => e.h3_supported === false) ? false : null),
     n_h2: sum((e) => e.n_h2),
     n_h3: sum((e) => e.n_h3),
-    runs: {
-      h2: { total: arms.h2.attempted, ok: arms.h2.ok, errors: arms.h2.failed + arms.h2.unsupported, fallbacks: arms.h2.fallback },
-      h3: { total: arms.h3.attempted, ok: arms.h3.ok, errors: arms.h3.failed + arms.h3.unsupported, fallbacks: arms.h3.fallback }
-    },
-    fallback_rate: { h2: arms.h2.fallback_rate.rate, h3: arms.h3.fallback_rate.rate },
-    error_rate: { h2: arms.h2.failure_rate.rate, h3: arms.h3.failure_rate.rate },
+    ...legacyCounts(arms),
     insufficient_data: !withData.length,
     reason: withData.length ? undefined : `no location has ${MIN_ROUNDS} rounds in which both arms loaded`,
     paired: combinePaired(pairedParts),
