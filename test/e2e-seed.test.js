@@ -4,23 +4,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { freePort, runH3lens, eventually, processesMatching } from './helpers/process.js'
+import { startLocalH3lens, eventually, processesMatching } from './helpers/process.js'
 import { AA_SEED_LABEL } from '../bin/start.js'
 
 test('h3lens start seeds an A/A monitor whose two arms both load over h2', async () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-e2e-seed-'))
-  const [port, labPort, pgPort] = [await freePort(), await freePort(), await freePort()]
-  const h3lens = runH3lens(['start', '--lab', 'local'], {
-    PORT: String(port),
-    H3LENS_LAB_PORT: String(labPort),
-    H3LENS_EMBEDDED_PG_PORT: String(pgPort),
-    H3LENS_DATA_DIR: dataDir,
-    DATABASE_URL: '',
-    LOG_LEVEL: 'info'
-  })
-  const api = `http://127.0.0.1:${port}`
+  const { h3lens, dataDir, api } = await startLocalH3lens([], 'h3lens-e2e-seed-')
   try {
     await h3lens.waitFor(/dashboard\s+http:\/\/127\.0\.0\.1:\d+\//, 90000)
     const auth = { authorization: `Bearer ${fs.readFileSync(path.join(dataDir, 'admin-key'), 'utf8').trim()}` }

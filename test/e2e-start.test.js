@@ -4,23 +4,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { chooseCaddy } from '../lab/caddy.js'
-import { freePort, runH3lens, eventually, processesMatching } from './helpers/process.js'
+import { startLocalH3lens, eventually, processesMatching } from './helpers/process.js'
 
 test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', async () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-e2e-'))
-  const [port, labPort, pgPort] = [await freePort(), await freePort(), await freePort()]
-  const h3lens = runH3lens(['start', '--lab', 'local', '--no-seed'], {
-    PORT: String(port),
-    H3LENS_LAB_PORT: String(labPort),
-    H3LENS_EMBEDDED_PG_PORT: String(pgPort),
-    H3LENS_DATA_DIR: dataDir,
-    DATABASE_URL: '',
-    LOG_LEVEL: 'info'
-  })
-  const api = `http://127.0.0.1:${port}`
+  const { h3lens, dataDir, labPort, api } = await startLocalH3lens(['--no-seed'], 'h3lens-e2e-')
   try {
     await h3lens.waitFor(/dashboard\s+http:\/\/127\.0\.0\.1:\d+\//, 90000)
     // The first start leaves an admin key for the user, readable by them only.

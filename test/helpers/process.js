@@ -1,6 +1,9 @@
 // Helpers for tests that run h3lens as a user would: as a child process.
 import { spawn, execFileSync } from 'node:child_process'
+import fs from 'node:fs'
 import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /** A TCP port that was free a moment ago. */
@@ -38,6 +41,26 @@ export function runH3lens (args, env) {
       throw new Error(`timed out waiting for ${re}:\n${output.slice(-3000)}`)
     }
   }
+}
+
+/**
+ * `h3lens start` with the local lab on free ports and a fresh data dir, as
+ * the end-to-end tests run it; resolves once the banner is printed.
+ * @param {string[]} [extraArgs] e.g. ['--no-seed']
+ * @param {string} [prefix] of the temporary data dir
+ */
+export async function startLocalH3lens (extraArgs = [], prefix = 'h3lens-e2e-') {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  const [port, labPort, pgPort] = [await freePort(), await freePort(), await freePort()]
+  const h3lens = runH3lens(['start', '--lab', 'local', ...extraArgs], {
+    PORT: String(port),
+    H3LENS_LAB_PORT: String(labPort),
+    H3LENS_EMBEDDED_PG_PORT: String(pgPort),
+    H3LENS_DATA_DIR: dataDir,
+    DATABASE_URL: '',
+    LOG_LEVEL: 'info'
+  })
+  return { h3lens, dataDir, labPort, api: `http://127.0.0.1:${port}` }
 }
 
 /** Poll `fn` until it returns a truthy value. */
