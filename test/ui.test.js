@@ -9,7 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { eventually } from './helpers/process.js'
 import { createTestDatabase } from './helpers/db.js'
-import { seedDemo, startDashboard, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled } from './helpers/ui.js'
+import { seedDemo, startDashboard, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled, openRoute } from './helpers/ui.js'
 
 /* global document, location, getComputedStyle, MouseEvent -- used inside functions that run in the page */
 
@@ -31,27 +31,8 @@ after(async () => {
   await database?.drop()
 })
 
-/**
- * Open a dashboard route, as a user whose API key is stored, and wait until
- * it has settled. Console errors and
- * uncaught exceptions are collected; `done` asserts there were none.
- * @param {string} hash
- */
-async function open (hash, { allow = [] } = {}) {
-  const page = await chromium.browser.newPage()
-  const errors = collectPageErrors(page)
-  await useApiKey(page, seeded.apiKey)
-  await page.goto(`${server.url}/${hash}`, { waitUntil: 'networkidle0' })
-  await settled(page)
-  return {
-    page,
-    async done () {
-      const unexpected = errors.filter((e) => !allow.some((re) => re.test(e)))
-      await page.close()
-      assert.deepEqual(unexpected, [], 'no console errors or uncaught exceptions')
-    }
-  }
-}
+/** @param {string} hash @param {{ allow?: RegExp[] }} [opts] */
+const open = (hash, opts) => openRoute(chromium, server, seeded.apiKey, hash, opts)
 
 /** Counts canvas pixels close to a CSS colour variable (a series' stroke). */
 function inkOf (page, selector, cssVar) {

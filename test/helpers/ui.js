@@ -19,6 +19,7 @@ import { rebuildRollups } from '../../lib/rollups.js'
 import { createApiKey } from '../../lib/api-keys.js'
 import { rttAccounting } from '../../agents/rtt.js'
 import { freePort } from './process.js'
+import assert from 'node:assert/strict'
 
 export const CHROMIUM_FLAGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync']
@@ -289,4 +290,30 @@ export function waitUntilSettled (page) {
     const main = document.getElementById('view')
     return main.getAttribute('aria-busy') === 'false' && !main.querySelector('.skeleton, .state.loading')
   }, { timeout: 30000 })
+}
+
+/**
+ * Open a dashboard route as a user whose API key is stored, and wait until
+ * it has settled. Console errors and uncaught exceptions are collected;
+ * `done` closes the page and asserts there were none but those `allow`ed.
+ * @param {any} chromium from launchBrowser (its pages untyped, as the tests use them)
+ * @param {{ url: string }} server
+ * @param {string} key
+ * @param {string} hash
+ * @param {{ allow?: RegExp[] }} [opts]
+ */
+export async function openRoute (chromium, server, key, hash, { allow = [] } = {}) {
+  const page = await chromium.browser.newPage()
+  const errors = collectPageErrors(page)
+  await useApiKey(page, key)
+  await page.goto(`${server.url}/${hash}`, { waitUntil: 'networkidle0' })
+  await waitUntilSettled(page)
+  return {
+    page,
+    async done () {
+      const unexpected = errors.filter((e) => !allow.some((re) => re.test(e)))
+      await page.close()
+      assert.deepEqual(unexpected, [], 'no console errors or uncaught exceptions')
+    }
+  }
 }
