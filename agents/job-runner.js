@@ -8,11 +8,11 @@ import path from 'node:path'
 import { runRound, measurePageViews, emptyResult } from './measure.js'
 import { measureParallel } from './probes/parallel.js'
 import { measureUpload } from './probes/upload.js'
-import { labBrowserFlags } from './flags.js'
+import { labBrowserFlags } from '../lib/measurement/modes.js'
 import { rttAccounting, tcpPing } from './rtt.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
-import { effectiveOptions } from '../lib/probe-options.js'
-import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/lab-host.js'
+import { effectiveOptions } from '../lib/measurement/probes/index.js'
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { createChainCache } from './redirects.js'
 
 // A round's time budget, in page timeouts (H3LENS_PAGE_TIMEOUT_MS). The
@@ -20,7 +20,7 @@ import { createChainCache } from './redirects.js'
 // outlier re-runs) share it, each getting at most what is left and a load
 // none when less than MIN_LOAD_MS is, so a page that hangs costs its round
 // two page timeouts at most, never one per load; the back-pressure in the
-// scheduler makes sure it costs no more rounds than that (lib/jobs.js
+// scheduler makes sure it costs no more rounds than that (lib/store/jobs.js
 // scheduleDueJobs).
 export const ROUND_BUDGET_TIMEOUTS = 2
 // The redirect discovery's own limit (agents/redirects.js).

@@ -11,11 +11,11 @@ import { createBrowserPool } from './browser.js'
 import { createJobRunner } from './job-runner.js'
 import { createNetlogUploader } from './netlog.js'
 import { loadCa } from './http.js'
-import { VERSION } from '../lib/version.js'
+import { VERSION } from '../lib/runtime/version.js'
 
 /**
  * @param {{ config: Record<string, any>, log: import('pino').Logger, token: string, location: string,
- *   lab?: import('./job-runner.js').LabTarget | null, gate?: ReturnType<typeof import('../lib/gate.js').createGate> }} opts
+ *   lab?: import('./job-runner.js').LabTarget | null, gate?: ReturnType<typeof import('../lib/runtime/gate.js').createGate> }} opts
  * @returns {Promise<{ stop: () => Promise<void>, flushSpool: () => Promise<boolean> }>}
  */
 export async function startAgent ({ config, log, token, location, lab = null, gate = null }) {

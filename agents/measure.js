@@ -2,10 +2,10 @@ import pino from 'pino'
 import { BrowserLaunchError } from './browser.js'
 import { advertisesH3 } from './alt-svc.js'
 import { emptyResult as emptyRow } from '../lib/measurement/result.js'
-import { baseFlags, forcedOrigins, hostPort, MODES, modeFlags, netlogFlags } from './flags.js'
+import { baseFlags, forcedOrigins, hostPort, MODES, modeFlags, netlogFlags } from '../lib/measurement/modes.js'
 import { recordNetwork } from './network.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, round, withTimeout } from './page-metrics.js'
-import { protocolMatchesMode } from './protocol.js'
+import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 
 export { PageLoadError, ProbeError } from './page-metrics.js'
 
@@ -22,8 +22,8 @@ const versions = new WeakMap()
  *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser>,
  *     withDedicated?: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T> },
  *   url: string,
- *   mode: import('./flags.js').Mode,
- *   protocol?: import('./flags.js').Mode,
+ *   mode: import('../lib/measurement/modes.js').Mode,
+ *   protocol?: import('../lib/measurement/modes.js').Mode,
  *   extraFlags?: string[],
  *   netns?: string | null,
  *   timeoutMs?: number,
@@ -234,7 +234,7 @@ export function reuseOf (requests) {
  * With `protocol` (an A/A monitor) every mode is an arm run with that one
  * protocol: mode h2 is arm A, mode h3 arm B, each in its fresh context, and
  * each result says so in `arm_protocol`.
- * @param {Omit<MeasureOptions, 'mode'> & { modes?: import('./flags.js').Mode[], random?: () => number,
+ * @param {Omit<MeasureOptions, 'mode'> & { modes?: import('../lib/measurement/modes.js').Mode[], random?: () => number,
  *   probe?: string, run?: (opts: MeasureOptions) => Promise<Record<string, any>[]> }} opts
  */
 export async function runRound ({ modes = [...MODES], random = Math.random, probe = 'page', run, protocol, ...opts }) {

@@ -7,7 +7,7 @@
 //   - options.netlog = 'always': every run of the monitor is captured, and the
 //     net log belongs to that very run (kind 'run').
 //   - options.netlog = 'outliers' (default): the claim carries, per probe and
-//     mode, the p99 of the last 100 ok runs (lib/netlogs.js). A run above it
+//     mode, the p99 of the last 100 ok runs (lib/store/netlogs.js). A run above it
 //     is run again at once, with capture, after the rest of the round (kind
 //     'rerun'). The outlier itself was not captured, so the re-run's own
 //     figures are kept next to its net log: they say whether it reproduced

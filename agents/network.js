@@ -4,7 +4,7 @@
 // its origin advertised. Navigation Timing covers the document only; this
 // covers everything the page fetched.
 import { advertisesH3 } from './alt-svc.js'
-import { normalizeProtocol } from './protocol.js'
+import { normalizeProtocol } from '../lib/measurement/protocol.js'
 import { round } from './page-metrics.js'
 
 /**

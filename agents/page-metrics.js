@@ -4,7 +4,7 @@
 import { fcp } from './page/fcp.js'
 import { lcp } from './page/lcp.js'
 import { navigation } from './page/navigation.js'
-import { normalizeProtocol } from './protocol.js'
+import { normalizeProtocol } from '../lib/measurement/protocol.js'
 
 /** How long to wait after the load event for LCP to be reported. */
 const LCP_WAIT_MS = 300

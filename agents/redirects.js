@@ -5,7 +5,7 @@
 // is followed once in the H2 arm's browser, reading response headers only:
 // every origin on it is forced in the H3 arm, and each one's Alt-Svc tells
 // an origin without HTTP/3 from a failing one.
-import { baseFlags, modeFlags } from './flags.js'
+import { baseFlags, modeFlags } from '../lib/measurement/modes.js'
 import { withTimeout } from './page-metrics.js'
 
 /** Redirects followed at most; Chromium itself gives up after 20. */

@@ -1,10 +1,10 @@
 // JSON schemas of alert rules, channels, alerts and the webhook body. The
 // response schemas are allow-lists: a channel's secret is not named, so it
 // never leaves the server.
-import { RULE_KINDS, SEVERITIES } from '../lib/alert-rules.js'
-import { CHANNEL_FORMATS } from '../lib/alert-channels.js'
-import { ALERT_STATES } from '../lib/alerts.js'
-import { COMPARABLE_METRICS } from '../lib/metrics-def.js'
+import { RULE_KINDS, SEVERITIES } from '../lib/store/alert-rules.js'
+import { CHANNEL_FORMATS } from '../lib/store/alert-channels.js'
+import { ALERT_STATES } from '../lib/store/alert-states.js'
+import { COMPARABLE_METRICS } from '../lib/measurement/metrics.js'
 
 const dateTime = { type: 'string', format: 'date-time' }
 const nullableDateTime = { type: ['string', 'null'], format: 'date-time' }

@@ -35,8 +35,8 @@ import evidenceRoutes from './routes/evidence.js'
 import alertRoutes from './routes/alerts.js'
 import agentEvidenceRoutes from './routes/agent-evidence.js'
 import wptRoutes from './routes/wpt.js'
-import { VERSION } from '../lib/version.js'
-import { isValidDateTime } from '../lib/date-time.js'
+import { VERSION } from '../lib/runtime/version.js'
+import { isValidDateTime } from '../lib/runtime/date-time.js'
 
 const WEB_ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web')
 
@@ -62,7 +62,7 @@ function buildValidator (externalSchemas, options) {
 
 /**
  * Every "date-time" in every schema (query windows, export filters, agent
- * submissions) follows lib/date-time.js, so a value passes the schema only
+ * submissions) follows lib/runtime/date-time.js, so a value passes the schema only
  * when JavaScript and PostgreSQL can both hold it. onCreate runs after
  * ajv-formats is added, so this replaces its looser rule.
  * @param {any} ajv

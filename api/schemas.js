@@ -1,7 +1,7 @@
 // JSON schemas shared by routes. Response schemas double as an allow-list:
 // fields not named here never leave the server (token hashes, internals).
-import { MODES, PROBES, MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/monitors.js'
-import { optionsSchema } from '../lib/probe-options.js'
+import { MODES, PROBES, MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/store/monitors.js'
+import { optionsSchema } from '../lib/measurement/probes/index.js'
 
 const ms = (description) => ({ type: ['number', 'null'], description })
 const nullableString = { type: ['string', 'null'] }
@@ -256,7 +256,7 @@ export const idParams = {
 
 /**
  * Query filters on results, shared by the listing and the export (both go
- * through resultWhere in lib/results.js).
+ * through resultWhere in lib/store/results.js).
  */
 export const resultFilterQuery = {
   location: { type: 'string', maxLength: 63 },

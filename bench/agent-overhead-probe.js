@@ -12,7 +12,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { createBrowserPool } from '../agents/browser.js'
-import { baseFlags, labBrowserFlags, modeFlags } from '../agents/flags.js'
+import { baseFlags, labBrowserFlags, modeFlags } from '../lib/measurement/modes.js'
 import { measurePage } from '../agents/measure.js'
 import { startOrigin } from '../lab/origin.js'
 
@@ -48,7 +48,7 @@ try {
   }
   const rows = { h3: [], h2: [] }
   for (let i = 0; i < runs; i++) {
-    /** @type {import('../agents/flags.js').Mode[]} */
+    /** @type {import('../lib/measurement/modes.js').Mode[]} */
     const order = i % 2 ? ['h2', 'h3'] : ['h3', 'h2'] // alternate who goes first
     for (const mode of order) {
       const r = await measurePage({ pool, url, mode, extraFlags })

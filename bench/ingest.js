@@ -3,7 +3,7 @@
 // concurrent agents, each posting a round of 2 results), through the batched
 // endpoint (POST /api/v1/agent/results, --batch rounds a request, one
 // transaction each, as an agent's spool flush sends them), and through the
-// direct batch path (lib/results.js insertResults, 1,000 rows a statement),
+// direct batch path (lib/store/results.js insertResults, 1,000 rows a statement),
 // with the scheduler's rollup folding running alongside so rollups stay
 // current. Load generator, API, folding and PostgreSQL share the machine.
 //
@@ -13,15 +13,15 @@ import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { Agent, request } from 'node:http'
-import { loadConfig } from '../lib/config.js'
-import { createLogger } from '../lib/log.js'
-import { createLifecycle } from '../lib/lifecycle.js'
-import { openDatabase } from '../lib/db.js'
-import { migrate } from '../lib/migrate.js'
-import { createMonitor } from '../lib/monitors.js'
-import { createAgentToken } from '../lib/agents.js'
-import { insertResults } from '../lib/results.js'
-import { enqueueForRollup, foldAllPending } from '../lib/rollups.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { openDatabase } from '../lib/runtime/db.js'
+import { migrate } from '../lib/runtime/migrate.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { createAgentToken } from '../lib/store/agents.js'
+import { insertResults } from '../lib/store/results.js'
+import { enqueueForRollup, foldAllPending } from '../lib/analysis/rollups.js'
 import { startApi } from '../api/server.js'
 
 const { values } = parseArgs({

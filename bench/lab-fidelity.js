@@ -15,8 +15,8 @@ import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { startOrigin } from '../lab/origin.js'
 import { createBrowserPool } from '../agents/browser.js'
 import { measurePage } from '../agents/measure.js'
-import { labBrowserFlags } from '../agents/flags.js'
-import { LAB_HOSTNAME } from '../lib/lab-host.js'
+import { labBrowserFlags } from '../lib/measurement/modes.js'
+import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { measureLink } from './lab-fidelity-net.js'
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '10' } } })

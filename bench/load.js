@@ -26,12 +26,12 @@ import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { createLogger } from '../lib/log.js'
-import { createPool, startEmbeddedPostgres } from '../lib/db.js'
-import { migrate } from '../lib/migrate.js'
-import { upsertLocation } from '../lib/locations.js'
-import { createMonitor } from '../lib/monitors.js'
-import { createAgentToken } from '../lib/agents.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createPool, startEmbeddedPostgres } from '../lib/runtime/db.js'
+import { migrate } from '../lib/runtime/migrate.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { createAgentToken } from '../lib/store/agents.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const { values } = parseArgs({

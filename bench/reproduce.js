@@ -25,7 +25,7 @@ import { createJobRunner } from '../agents/job-runner.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
-import { compareSamples, exactQuantile } from '../lib/stats/index.js'
+import { compareSamples, exactQuantile } from '../lib/analysis/stats/index.js'
 
 const { values } = parseArgs({
   options: {

@@ -12,10 +12,10 @@
 // "with evidence" rows as agents store them (per-request details, flags,
 // notes), from the dashboard's seeded data copied --evidence-copies times.
 import { parseArgs } from 'node:util'
-import { createPool } from '../lib/db.js'
-import { migrate } from '../lib/migrate.js'
-import { applyStoragePolicies } from '../lib/timescale.js'
-import { createLogger } from '../lib/log.js'
+import { createPool } from '../lib/runtime/db.js'
+import { migrate } from '../lib/runtime/migrate.js'
+import { applyStoragePolicies } from '../lib/runtime/timescale.js'
+import { createLogger } from '../lib/runtime/log.js'
 import { generateResults } from './lib/generate.js'
 import { seedDemo } from '../test/helpers/ui.js'
 import { startTimescale } from '../test/helpers/timescale.js'

@@ -1,24 +1,24 @@
 // The subcommands: their flags, help text and what they run. Each process
 // command reads its config once, starts its parts and stops them in reverse
-// order on SIGINT/SIGTERM (lib/lifecycle.js).
-import { loadConfig, isSlug } from '../lib/config.js'
-import { createLogger } from '../lib/log.js'
-import { createLifecycle } from '../lib/lifecycle.js'
-import { openDatabase } from '../lib/db.js'
-import { migrate } from '../lib/migrate.js'
-import { createAgentToken, listAgents } from '../lib/agents.js'
-import { createWptKey } from '../lib/wpt/agents.js'
-import { createApiKey, listApiKeys, revokeApiKey, ensureAdminKey } from '../lib/api-keys.js'
-import { getLocation, upsertLocation } from '../lib/locations.js'
+// order on SIGINT/SIGTERM (lib/runtime/lifecycle.js).
+import { loadConfig, isSlug } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { openDatabase } from '../lib/runtime/db.js'
+import { migrate } from '../lib/runtime/migrate.js'
+import { createAgentToken, listAgents } from '../lib/store/agents.js'
+import { createWptKey } from '../lib/store/wpt-keys.js'
+import { createApiKey, listApiKeys, revokeApiKey, ensureAdminKey } from '../lib/store/api-keys.js'
+import { getLocation, upsertLocation } from '../lib/store/locations.js'
 import { startApi } from '../api/server.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
 import { runStart, adminKeyNotice } from './start.js'
 import { runLab, labDownCommand } from './lab.js'
-import { rebuildRollups } from '../lib/rollups.js'
-import { applyStoragePolicies } from '../lib/timescale.js'
-import { assertPortFree } from '../lib/instance.js'
-import { enrolLocation, parseLocationSpec, readAgentToken } from '../lib/enrol.js'
+import { rebuildRollups } from '../lib/analysis/rollups.js'
+import { applyStoragePolicies } from '../lib/runtime/timescale.js'
+import { assertPortFree } from '../lib/runtime/instance.js'
+import { enrolLocation, parseLocationSpec, readAgentToken } from '../lib/runtime/enrol.js'
 
 const common = {
   'data-dir': { type: 'string' },

@@ -2,8 +2,8 @@
 // h3lens command-line entry: one subcommand per process (DESIGN §2).
 import { parseArgs } from 'node:util'
 import { COMMANDS } from './commands.js'
-import { ConfigError, VARIABLES } from '../lib/config.js'
-import { VERSION } from '../lib/version.js'
+import { ConfigError, VARIABLES } from '../lib/runtime/config.js'
+import { VERSION } from '../lib/runtime/version.js'
 
 const USAGE = `h3lens ${VERSION} — is HTTP/3 faster than HTTP/2 for your users, where, by how much, and why?
 

@@ -4,8 +4,8 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { startOrigin } from '../lab/origin.js'
-import { LAB_HOSTNAME } from '../lib/lab-host.js'
-import { assertPortFree, claimDataDir, labPrefix } from '../lib/instance.js'
+import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
+import { assertPortFree, claimDataDir, labPrefix } from '../lib/runtime/instance.js'
 
 /**
  * @typedef {{ id: string, name: string, region: string, kind: 'lab', profile: Record<string, any>,
@@ -14,7 +14,7 @@ import { assertPortFree, claimDataDir, labPrefix } from '../lib/instance.js'
 
 /**
  * Start the lab and register its stop with the lifecycle.
- * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/lifecycle.js').createLifecycle> }} ctx
+ * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
  * @returns {Promise<{ origin: Awaited<ReturnType<typeof startOrigin>>, locations: LabLocation[], mode: 'regions' | 'local', notice?: string }>}
  */
 export async function startLabEnvironment ({ config, log, lifecycle }) {

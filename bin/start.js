@@ -2,19 +2,19 @@
 // single-machine deployments.
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { openDatabase } from '../lib/db.js'
-import { migrate } from '../lib/migrate.js'
-import { applyStoragePolicies } from '../lib/timescale.js'
-import { upsertLocation } from '../lib/locations.js'
-import { authenticateAgent, createAgentToken } from '../lib/agents.js'
-import { createMonitor } from '../lib/monitors.js'
-import { ensureAdminKey } from '../lib/api-keys.js'
+import { openDatabase } from '../lib/runtime/db.js'
+import { migrate } from '../lib/runtime/migrate.js'
+import { applyStoragePolicies } from '../lib/runtime/timescale.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { authenticateAgent, createAgentToken } from '../lib/store/agents.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { ensureAdminKey } from '../lib/store/api-keys.js'
 import { startApi } from '../api/server.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { startAgent } from '../agents/main.js'
 import { startLabEnvironment } from './lab.js'
-import { createGate } from '../lib/gate.js'
-import { assertPortFree, claimDataDir } from '../lib/instance.js'
+import { createGate } from '../lib/runtime/gate.js'
+import { assertPortFree, claimDataDir } from '../lib/runtime/instance.js'
 
 // Seeded lab monitors run every minute: four pages and one A/A monitor, two
 // arms each, per location, which keeps two cores comfortably below saturation.
@@ -22,7 +22,7 @@ const SEED_INTERVAL_S = 60
 export const AA_SEED_LABEL = 'A/A calibration (lab 15 KB, h2 vs h2)'
 
 /**
- * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/lifecycle.js').createLifecycle> }} ctx
+ * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
  */
 export async function runStart (ctx) {
   const { config, log, lifecycle } = ctx

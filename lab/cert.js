@@ -3,7 +3,7 @@ import { createHash, X509Certificate } from 'node:crypto'
 import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/lab-host.js'
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 
 export { LAB_HOSTNAME }
 

@@ -9,7 +9,7 @@ import { promisify } from 'node:util'
 import pino from 'pino'
 import { caddyVersion, chooseCaddy, FALLBACK_WARNING, labOriginInfo } from './caddy.js'
 import { ensureLabCert, LAB_HOSTNAME } from './cert.js'
-import { LAB_ALT_HOSTNAME } from '../lib/lab-host.js'
+import { LAB_ALT_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { buildSite } from './site/build.js'
 import { startUploadSink, TRUNCATED_DECLARED_BYTES, TRUNCATED_SENT_BYTES } from './site/upload-sink.js'
 

@@ -4,10 +4,10 @@
 // replicas may run side by side. Alert rules are evaluated by one replica per
 // evaluation interval (a row lock on the evaluator), and each notification
 // is sent by the replica that locks its outbox row.
-import { scheduleDueJobs, expireLeases, failStaleJobs, pruneFinishedJobs } from '../lib/jobs.js'
-import { foldAllPending } from '../lib/rollups.js'
-import { evaluateAlerts } from '../lib/alerts.js'
-import { deliverDue } from '../lib/alert-deliveries.js'
+import { scheduleDueJobs, expireLeases, failStaleJobs, pruneFinishedJobs } from '../lib/store/jobs.js'
+import { foldAllPending } from '../lib/analysis/rollups.js'
+import { evaluateAlerts } from '../lib/store/alert-states.js'
+import { deliverDue } from '../lib/store/alert-deliveries.js'
 
 // Finished jobs are pruned once a minute per replica, in batches of
 // PRUNE_BATCH rows (one short transaction each) and at most PRUNE_BATCHES

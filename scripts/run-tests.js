@@ -6,9 +6,9 @@
 import { spawn } from 'node:child_process'
 import path from 'node:path'
 import pg from 'pg'
-import { startEmbeddedPostgres, createPool } from '../lib/db.js'
-import { migrate } from '../lib/migrate.js'
-import { createLogger } from '../lib/log.js'
+import { startEmbeddedPostgres, createPool } from '../lib/runtime/db.js'
+import { migrate } from '../lib/runtime/migrate.js'
+import { createLogger } from '../lib/runtime/log.js'
 
 const log = createLogger({ logLevel: process.env.LOG_LEVEL ?? 'warn', name: 'test-runner' })
 const files = process.argv.slice(2)

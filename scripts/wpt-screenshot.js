@@ -17,9 +17,9 @@ import { parseArgs } from 'node:util'
 import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../test/helpers/ui.js'
 import { replayAgent, recordedRequests, recordedFile } from '../test/helpers/fake-wptagent.js'
 import { rewriteResultZip } from '../test/helpers/zip.js'
-import { upsertLocation } from '../lib/locations.js'
-import { createWptKey } from '../lib/wpt/agents.js'
-import { rebuildRollups } from '../lib/rollups.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createWptKey } from '../lib/store/wpt-keys.js'
+import { rebuildRollups } from '../lib/analysis/rollups.js'
 
 const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' }, rounds: { type: 'string', default: '48' } } })
 const out = path.resolve(values.out)

@@ -16,9 +16,9 @@ import { createTestDatabase } from './helpers/db.js'
 import { eventually } from './helpers/process.js'
 import { labUp, labDown, netnsSupport } from '../lab/netns.js'
 import { startOrigin } from '../lab/origin.js'
-import { upsertLocation } from '../lib/locations.js'
-import { createMonitor } from '../lib/monitors.js'
-import { LAB_HOSTNAME } from '../lib/lab-host.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 
 const support = await netnsSupport()
 // Own prefix: other tests and a running lab keep theirs.

@@ -9,10 +9,10 @@ import { spawnSync } from 'node:child_process'
 import { createTestApp } from './helpers/app.js'
 import { createTestDatabase } from './helpers/db.js'
 import { buildApp } from '../api/app.js'
-import { loadConfig } from '../lib/config.js'
-import { createLogger } from '../lib/log.js'
-import { createApiKey, listApiKeys, revokeApiKey, authenticateApiKey } from '../lib/api-keys.js'
-import { createAgentToken } from '../lib/agents.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createApiKey, listApiKeys, revokeApiKey, authenticateApiKey } from '../lib/store/api-keys.js'
+import { createAgentToken } from '../lib/store/agents.js'
 
 let t
 // No limit on wrong credentials here: the coverage test sends hundreds of

@@ -7,10 +7,10 @@ import { Writable } from 'node:stream'
 import { createTestApp } from './helpers/app.js'
 import { createTestDatabase } from './helpers/db.js'
 import { buildApp } from '../api/app.js'
-import { loadConfig } from '../lib/config.js'
-import { createLogger } from '../lib/log.js'
-import { createMonitor } from '../lib/monitors.js'
-import { createApiKey } from '../lib/api-keys.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { createApiKey } from '../lib/store/api-keys.js'
 
 let t
 let monitorId

@@ -11,9 +11,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parse } from 'yaml'
-import { VARIABLES } from '../lib/config.js'
+import { VARIABLES } from '../lib/runtime/config.js'
 import { COMMANDS } from '../bin/commands.js'
-import { authenticateAgent } from '../lib/agents.js'
+import { authenticateAgent } from '../lib/store/agents.js'
 import { createTestDatabase } from './helpers/db.js'
 
 const text = fs.readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8')

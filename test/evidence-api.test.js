@@ -5,9 +5,9 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { createTestApp } from './helpers/app.js'
-import { upsertLocation } from '../lib/locations.js'
-import { foldAllPending } from '../lib/rollups.js'
-import { OUTLIER_MIN_RUNS } from '../lib/netlogs.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { foldAllPending } from '../lib/analysis/rollups.js'
+import { OUTLIER_MIN_RUNS } from '../lib/store/netlogs.js'
 
 const LAB = 'https://lab.h3lens.test:8443'
 let t

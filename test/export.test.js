@@ -4,10 +4,10 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { parse } from 'csv-parse/sync'
 import { createTestApp } from './helpers/app.js'
-import { createMonitor, deleteMonitor } from '../lib/monitors.js'
-import { upsertLocation } from '../lib/locations.js'
-import { insertResults } from '../lib/results.js'
-import { EXPORT_COLUMNS, EXPORT_BATCH_ROWS, JSON_MAX_ROWS } from '../lib/export.js'
+import { createMonitor, deleteMonitor } from '../lib/store/monitors.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { insertResults } from '../lib/store/results.js'
+import { EXPORT_COLUMNS, EXPORT_BATCH_ROWS, JSON_MAX_ROWS } from '../lib/measurement/export.js'
 
 const BASE = Date.parse('2024-03-01T00:00:00Z')
 const at = (s) => new Date(BASE + s * 1000).toISOString()

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { createGate } from '../lib/gate.js'
+import { createGate } from '../lib/runtime/gate.js'
 
 test('a gate of 1 runs tasks one at a time, in arrival order, and survives a failing task', async () => {
   const gate = createGate(1)

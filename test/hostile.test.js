@@ -7,13 +7,13 @@ import http from 'node:http'
 import { createTestDatabase } from './helpers/db.js'
 import { freePort } from './helpers/process.js'
 import { startApi } from '../api/server.js'
-import { loadConfig } from '../lib/config.js'
-import { createLogger } from '../lib/log.js'
-import { createApiKey } from '../lib/api-keys.js'
-import { createAgentToken } from '../lib/agents.js'
-import { upsertLocation } from '../lib/locations.js'
-import { createMonitor } from '../lib/monitors.js'
-import { scheduleDueJobs } from '../lib/jobs.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createApiKey } from '../lib/store/api-keys.js'
+import { createAgentToken } from '../lib/store/agents.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { scheduleDueJobs } from '../lib/store/jobs.js'
 
 let database, api, key, readKey
 
@@ -129,7 +129,7 @@ test('path traversal in static paths finds nothing outside the dashboard', async
   for (const path of [
     '/..%2f..%2fetc/passwd', '/%2e%2e/package.json', '/%2e%2e%2fpackage.json', '/..%5c..%5cpackage.json',
     '/../package.json', '/css/../../package.json', '/css/..%2f..%2fpackage.json', '/%252e%252e/package.json',
-    '/....//....//package.json', '/vendor/%2e%2e/%2e%2e/lib/config.js', '/%c0%ae%c0%ae/package.json', '/.git/config', '/%00'
+    '/....//....//package.json', '/vendor/%2e%2e/%2e%2e/lib/runtime/config.js', '/%c0%ae%c0%ae/package.json', '/.git/config', '/%00'
   ]) {
     const res = await raw({ path })
     assert.ok(res.status >= 400 && res.status < 500, `${path} → ${res.status}`)

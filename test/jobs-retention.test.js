@@ -4,8 +4,8 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { createScheduler } from '../scheduler/scheduler.js'
-import { createMonitor, deleteMonitor } from '../lib/monitors.js'
-import { pruneFinishedJobs } from '../lib/jobs.js'
+import { createMonitor, deleteMonitor } from '../lib/store/monitors.js'
+import { pruneFinishedJobs } from '../lib/store/jobs.js'
 
 // Recent enough for the default 24 h comparison window.
 const BASE = Math.floor((Date.now() - 6 * 3600e3) / 60e3) * 60e3

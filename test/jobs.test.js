@@ -4,9 +4,9 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { createScheduler } from '../scheduler/scheduler.js'
-import { createPool } from '../lib/db.js'
-import { scheduleDueJobs, expireLeases } from '../lib/jobs.js'
-import { upsertLocation } from '../lib/locations.js'
+import { createPool } from '../lib/runtime/db.js'
+import { scheduleDueJobs, expireLeases } from '../lib/store/jobs.js'
+import { upsertLocation } from '../lib/store/locations.js'
 
 let t
 before(async () => { t = await createTestApp({ H3LENS_LEASE_S: '10' }) })

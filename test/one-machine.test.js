@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { freePort, runH3lens } from './helpers/process.js'
-import { labPrefix } from '../lib/instance.js'
+import { labPrefix } from '../lib/runtime/instance.js'
 import { labUp, labDown, netnsSupport } from '../lab/netns.js'
 
 /** Run a one-shot command to its end. */

@@ -4,9 +4,9 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
-import { createMonitor } from '../lib/monitors.js'
-import { scheduleDueJobs } from '../lib/jobs.js'
-import { checkResults, expectedProtocolFor } from '../lib/result-checks.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { scheduleDueJobs } from '../lib/store/jobs.js'
+import { checkResults, expectedProtocolFor } from '../lib/measurement/checks.js'
 
 let t, token
 

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
-import { createMonitor } from '../lib/monitors.js'
+import { createMonitor } from '../lib/store/monitors.js'
 
 let t
 before(async () => { t = await createTestApp() })

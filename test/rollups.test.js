@@ -4,10 +4,10 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { parse } from 'csv-parse/sync'
 import { createTestApp } from './helpers/app.js'
-import { createMonitor } from '../lib/monitors.js'
-import { upsertLocation } from '../lib/locations.js'
-import { foldAllPending, rebuildRollups, mergedSeries, coverWindow } from '../lib/rollups.js'
-import { sketchQuantile } from '../lib/stats/index.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { foldAllPending, rebuildRollups, mergedSeries, coverWindow } from '../lib/analysis/rollups.js'
+import { sketchQuantile } from '../lib/analysis/stats/index.js'
 
 let t
 before(async () => {

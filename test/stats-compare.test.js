@@ -13,7 +13,7 @@ import {
   newSketch,
   randomNormal,
   sketchQuantile
-} from '../lib/stats/index.js'
+} from '../lib/analysis/stats/index.js'
 
 function lognormalSample (n, { median, sigma, seed }) {
   const random = createRandom(seed)

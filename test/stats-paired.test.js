@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import {
   wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP, benjaminiHochberg, roundBootstrap, bootstrapSummary,
   normalQuantile, createRandom
-} from '../lib/stats/index.js'
+} from '../lib/analysis/stats/index.js'
 
 const close = (a, b, tol, msg) => assert.ok(Math.abs(a - b) <= tol, `${msg ?? ''} ${a} vs ${b}`)
 

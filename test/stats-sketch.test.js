@@ -10,8 +10,8 @@ import {
   sketchCount,
   sketchQuantile,
   sketchSummary
-} from '../lib/stats/index.js'
-import { createRandom, randomNormal } from '../lib/stats/random.js'
+} from '../lib/analysis/stats/index.js'
+import { createRandom, randomNormal } from '../lib/analysis/stats/random.js'
 
 /** Heavy-tailed, like page-load times: lognormal around `median` ms. */
 function lognormalSample (n, { median, sigma, seed }) {

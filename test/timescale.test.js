@@ -7,13 +7,13 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { createPool } from '../lib/db.js'
+import { createPool } from '../lib/runtime/db.js'
 import { createTestDatabase } from './helpers/db.js'
 import { freePort } from './helpers/process.js'
 import { seedDemo } from './helpers/ui.js'
 import { buildApp } from '../api/app.js'
-import { loadConfig } from '../lib/config.js'
-import { createLogger } from '../lib/log.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
 import { startTimescale } from './helpers/timescale.js'
 
 /** @type {Awaited<ReturnType<typeof startTimescale>>} */

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
-import { upsertLocation } from '../lib/locations.js'
+import { upsertLocation } from '../lib/store/locations.js'
 import { scenario, CALIBRATION_LOCATIONS } from '../bench/lib/scenarios.js'
 import { runScenario, flaggedCells } from '../bench/lib/calibrate.js'
 

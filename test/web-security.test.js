@@ -9,10 +9,10 @@ import { createTestDatabase } from './helpers/db.js'
 import { freePort } from './helpers/process.js'
 import { launchBrowser, collectPageErrors } from './helpers/ui.js'
 import { startApi } from '../api/server.js'
-import { loadConfig } from '../lib/config.js'
-import { createLogger } from '../lib/log.js'
-import { createApiKey } from '../lib/api-keys.js'
-import { createMonitor } from '../lib/monitors.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createApiKey } from '../lib/store/api-keys.js'
+import { createMonitor } from '../lib/store/monitors.js'
 
 let database, api, chromium, readKey
 

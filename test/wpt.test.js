@@ -9,11 +9,11 @@ import { gzipSync } from 'node:zlib'
 import { createTestApp } from './helpers/app.js'
 import { replayAgent, recordedRequests, recordedFile } from './helpers/fake-wptagent.js'
 import { rewriteResultZip, writeZip, readZip } from './helpers/zip.js'
-import { upsertLocation } from '../lib/locations.js'
-import { createMonitor } from '../lib/monitors.js'
-import { createWptKey, wptAgent } from '../lib/wpt/agents.js'
-import { nextTest } from '../lib/wpt/tests.js'
-import { wptJob } from '../lib/wpt/job.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { createWptKey, wptAgent } from '../lib/store/wpt-keys.js'
+import { nextTest } from '../lib/store/wpt-tests.js'
+import { wptJob } from '../lib/measurement/wpt/job.js'
 
 const ZIP = {
   h1: recordedFile('131150_SPIKE_H1_0001_all_x_result.zip'),

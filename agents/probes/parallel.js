@@ -5,7 +5,7 @@
 import { measure, loadAndRead } from '../measure.js'
 import { parallelFetch } from '../page/parallel-fetch.js'
 import { ProbeError, round, withTimeout } from '../page-metrics.js'
-import { protocolMatchesMode } from '../protocol.js'
+import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
 
 /**
  * @param {import('../measure.js').MeasureOptions & { targetUrl?: string, count?: number }} opts

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { authenticateAgent } from '../../lib/agents.js'
+import { authenticateAgent } from '../../lib/store/agents.js'
 import { bearerOf, unauthorized, tooMany, agentTooMany } from './auth.js'
 
 /**

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
-import { authenticateApiKey } from '../../lib/api-keys.js'
+import { authenticateApiKey } from '../../lib/store/api-keys.js'
 
 /**
  * What a route needs. One rule decides it for every route, so a new route is

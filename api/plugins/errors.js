@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
-import { isDatabaseUnavailable } from '../../lib/db.js'
-import { DATE_TIME_RULE } from '../../lib/date-time.js'
+import { isDatabaseUnavailable } from '../../lib/runtime/db.js'
+import { DATE_TIME_RULE } from '../../lib/runtime/date-time.js'
 
 // Agents resubmit with back-off from 1 s; 5 s gives a restarting database
 // time to come back without a stampede of retries.

@@ -1,7 +1,7 @@
 // Agent upload of a Chromium net log. Its own content type and body limit:
 // net logs are binary (gzip) and much larger than result batches.
-import { storeNetlog } from '../../lib/netlogs.js'
-import { MODES, PROBES } from '../../lib/monitors.js'
+import { storeNetlog } from '../../lib/store/netlogs.js'
+import { MODES, PROBES } from '../../lib/store/monitors.js'
 import { errorResponses, idParams } from '../schemas.js'
 
 /**

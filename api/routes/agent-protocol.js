@@ -1,12 +1,12 @@
 // The agent side of the API (DESIGN §4): claim, heartbeat, results. Every
 // route is behind the agent-token hook; request.agent is the caller.
-import { claimJobs, heartbeatJob, submitJobResults, submitRoundsResults, failJob, releaseJob } from '../../lib/jobs.js'
-import { touchAgent } from '../../lib/agents.js'
-import { getLocation } from '../../lib/locations.js'
-import { measurementHints } from '../../lib/claim-hints.js'
+import { claimJobs, heartbeatJob, submitJobResults, submitRoundsResults, failJob, releaseJob } from '../../lib/store/jobs.js'
+import { touchAgent } from '../../lib/store/agents.js'
+import { getLocation } from '../../lib/store/locations.js'
+import { measurementHints } from '../../lib/measurement/claim-hints.js'
 import { errorResponses, idParams, submittedResult } from '../schemas.js'
-import { checkResults, expectedProtocolFor } from '../../lib/result-checks.js'
-import { ValidationError } from '../../lib/errors.js'
+import { checkResults, expectedProtocolFor } from '../../lib/measurement/checks.js'
+import { ValidationError } from '../../lib/runtime/errors.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
 
 const security = [{ agentToken: [] }]

@@ -1,4 +1,4 @@
-import { listAgents } from '../../lib/agents.js'
+import { listAgents } from '../../lib/store/agents.js'
 
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request

@@ -1,8 +1,8 @@
 // Alert rules, webhook channels and the alerts themselves.
-import { createRule, getRule, listRules, updateRule, deleteRule } from '../../lib/alert-rules.js'
-import { createChannel, getChannel, listChannels, updateChannel, deleteChannel } from '../../lib/alert-channels.js'
-import { sendTest, listDeliveries } from '../../lib/alert-deliveries.js'
-import { currentAlerts, alertHistory } from '../../lib/alerts.js'
+import { createRule, getRule, listRules, updateRule, deleteRule } from '../../lib/store/alert-rules.js'
+import { createChannel, getChannel, listChannels, updateChannel, deleteChannel } from '../../lib/store/alert-channels.js'
+import { sendTest, listDeliveries } from '../../lib/store/alert-deliveries.js'
+import { currentAlerts, alertHistory } from '../../lib/store/alert-states.js'
 import { errorResponses, idParams } from '../schemas.js'
 import { ruleCreateBody, rulePatchBody, channelCreateBody, channelPatchBody, alertFilterQuery } from '../alert-schemas.js'
 

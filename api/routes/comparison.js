@@ -1,12 +1,12 @@
 // Reading the question the product answers: the regional comparison table,
 // percentile trends and whole distributions, all merged from the rollups.
 import { stringify } from 'csv-stringify/sync'
-import { getMonitor } from '../../lib/monitors.js'
-import { regionalComparison, ANALYSES } from '../../lib/comparison.js'
-import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/trends.js'
-import { COMPARABLE_METRICS, DEFAULT_PERCENTILES, probeOfMetric } from '../../lib/metrics-def.js'
-import { PROBES } from '../../lib/monitors.js'
-import { TIERS } from '../../lib/rollups.js'
+import { getMonitor } from '../../lib/store/monitors.js'
+import { regionalComparison, ANALYSES } from '../../lib/analysis/comparison.js'
+import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/analysis/trends.js'
+import { COMPARABLE_METRICS, DEFAULT_PERCENTILES, probeOfMetric } from '../../lib/measurement/metrics.js'
+import { PROBES } from '../../lib/store/monitors.js'
+import { TIERS } from '../../lib/analysis/rollups.js'
 import { errorResponses, idParams } from '../schemas.js'
 
 const FIVE_MINUTES = TIERS['5m']

@@ -1,9 +1,9 @@
 // The evidence behind the numbers: which origins of a monitored page speak
 // HTTP/3 (the capability matrix), and the Chromium net log of a result.
-import { getMonitor } from '../../lib/monitors.js'
-import { getResult } from '../../lib/results.js'
-import { capabilityMatrix } from '../../lib/capabilities.js'
-import { getNetlog } from '../../lib/netlogs.js'
+import { getMonitor } from '../../lib/store/monitors.js'
+import { getResult } from '../../lib/store/results.js'
+import { capabilityMatrix } from '../../lib/store/monitor-origins.js'
+import { getNetlog } from '../../lib/store/netlogs.js'
 import { errorResponses, idParams } from '../schemas.js'
 
 const cell = {

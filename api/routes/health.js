@@ -1,4 +1,4 @@
-import { VERSION } from '../../lib/version.js'
+import { VERSION } from '../../lib/runtime/version.js'
 
 // Load balancers and compose healthchecks give up after a second or two; a
 // database that hangs (rather than refusing) must not hold the answer for

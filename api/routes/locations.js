@@ -1,4 +1,4 @@
-import { listLocations, locationCapacity } from '../../lib/locations.js'
+import { listLocations, locationCapacity } from '../../lib/store/locations.js'
 
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request

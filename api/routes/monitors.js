@@ -1,4 +1,4 @@
-import { createMonitor, getMonitor, listMonitors, updateMonitor, deleteMonitor } from '../../lib/monitors.js'
+import { createMonitor, getMonitor, listMonitors, updateMonitor, deleteMonitor } from '../../lib/store/monitors.js'
 import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '../schemas.js'
 
 /**

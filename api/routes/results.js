@@ -1,5 +1,5 @@
-import { getMonitor } from '../../lib/monitors.js'
-import { listResults, getResult } from '../../lib/results.js'
+import { getMonitor } from '../../lib/store/monitors.js'
+import { listResults, getResult } from '../../lib/store/results.js'
 import { errorResponses, idParams, resultFilterQuery } from '../schemas.js'
 
 /**

@@ -6,10 +6,10 @@
 // Never sent: `Reboot` (the agent reboots its host) and `Servers:` /
 // `Scheduler:` lines (they reconfigure it).
 import multipart from '@fastify/multipart'
-import { wptAgent, wptKeyValid } from '../../lib/wpt/agents.js'
-import { nextTest, keepTestLeased, requeueTest, receiveWorkdone } from '../../lib/wpt/tests.js'
-import { readResultZip } from '../../lib/wpt/zip.js'
-import { ValidationError } from '../../lib/errors.js'
+import { wptAgent, wptKeyValid } from '../../lib/store/wpt-keys.js'
+import { nextTest, keepTestLeased, requeueTest, receiveWorkdone } from '../../lib/store/wpt-tests.js'
+import { readResultZip } from '../../lib/measurement/wpt/zip.js'
+import { ValidationError } from '../../lib/runtime/errors.js'
 
 /**
  * A result.zip holds the trace, screenshots and the net log of a run: a few

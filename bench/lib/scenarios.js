@@ -7,7 +7,7 @@
 // (the minute's congestion, the agent's load: lognormal, σ_path), times each
 // arm's own noise (lognormal, σ_arm), times the arm's true effect. That is
 // why the unit is the round: the path factor moves both arms together.
-import { createRandom, randomNormal } from '../../lib/stats/index.js'
+import { createRandom, randomNormal } from '../../lib/analysis/stats/index.js'
 
 /**
  * @typedef {{ time: string, location_id: string, mode: string, probe?: string, status?: string,

@@ -1,9 +1,9 @@
 import { buildApp } from '../../api/app.js'
-import { createLogger } from '../../lib/log.js'
-import { loadConfig } from '../../lib/config.js'
+import { createLogger } from '../../lib/runtime/log.js'
+import { loadConfig } from '../../lib/runtime/config.js'
 import { createTestDatabase } from './db.js'
-import { createAgentToken } from '../../lib/agents.js'
-import { createApiKey } from '../../lib/api-keys.js'
+import { createAgentToken } from '../../lib/store/agents.js'
+import { createApiKey } from '../../lib/store/api-keys.js'
 
 /**
  * A Fastify app over a fresh database, for app.inject() tests. The API needs

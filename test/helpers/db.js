@@ -2,7 +2,7 @@
 // On failure the database is kept and its name printed, for inspection.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { createPool } from '../../lib/db.js'
+import { createPool } from '../../lib/runtime/db.js'
 
 /** @returns {Promise<{ pool: import('pg').Pool, url: string, name: string, drop: () => Promise<void> }>} */
 export async function createTestDatabase () {

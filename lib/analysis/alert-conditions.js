@@ -1,0 +1,152 @@
+// What each kind of alert rule observes at one evaluation: per (monitor,
+// location) whether the condition holds (true), does not (false), or cannot
+// be told (null: too few rounds), with the evidence behind it. Regression
+// and failure rules read the same regionalComparison as the dashboard's
+// table, with the same percentiles and window alignment, so an alert claims
+// exactly what the table would claim.
+import { regionalComparison } from './comparison.js'
+import { DEFAULT_PERCENTILES, probeOfMetric } from '../measurement/metrics.js'
+import { TIERS } from './rollups.js'
+
+const FIVE_MINUTES = TIERS['5m']
+
+/**
+ * @typedef {{ location_id: string, breach: boolean | null, evidence: Record<string, any> }} Observation
+ * @typedef {{ id: number, kind: string, monitor_id: number | null, locations: string[] | null, metric?: string, percentile: number | null,
+ *   min_effect_pct: number | null, min_effect_ms: number | null, threshold_pct: number | null, window_s: number }} Rule
+ */
+
+/** The window the comparison route would use for "the last window_s seconds". */
+export function alignedWindow (now, windowS) {
+  return {
+    from: new Date(Math.floor((+now - windowS * 1000) / FIVE_MINUTES) * FIVE_MINUTES),
+    to: new Date(Math.ceil(+now / FIVE_MINUTES) * FIVE_MINUTES)
+  }
+}
+
+/** The dashboard's monitor page showing the comparison an alert rests on. */
+export function evidencePath (monitorId, { from, to, metric, percentile }) {
+  const q = new URLSearchParams({ window: 'custom', from, to, metric, analysis: 'matched' })
+  if (percentile) q.set('percentile', String(percentile))
+  return `#/monitors/${monitorId}?${q}`
+}
+
+/**
+ * A cache of comparisons for one evaluation: rules that share a monitor,
+ * metric and window share the computation.
+ * @param {import('pg').Pool} db
+ * @param {{ now: Date, timeoutMs: number }} o
+ */
+export function comparisonCache (db, { now, timeoutMs }) {
+  const cache = new Map()
+  return (monitor, metric, windowS, percentile) => {
+    const percentiles = [...new Set([...DEFAULT_PERCENTILES, ...(percentile ? [percentile] : [])])].sort((a, b) => a - b)
+    const key = `${monitor.id}|${metric}|${windowS}|${percentiles}`
+    if (!cache.has(key)) {
+      const { from, to } = alignedWindow(now, windowS)
+      cache.set(key, regionalComparison(db, {
+        monitor, metric, percentiles, probe: probeOfMetric(metric) ?? 'page', view: 'first', from, to, analysis: 'matched', timeoutMs
+      }))
+    }
+    return cache.get(key)
+  }
+}
+
+/**
+ * @param {import('pg').Pool} db
+ * @param {Rule | Record<string, any>} rule
+ * @param {Record<string, any>} monitor
+ * @param {string[]} locations the monitor's locations this rule watches
+ * @param {{ now: Date, compare: ReturnType<typeof comparisonCache> }} ctx
+ * @returns {Promise<Observation[]>}
+ */
+export async function observe (db, rule, monitor, locations, { now, compare }) {
+  if (rule.kind === 'location_silent') return silentLocations(db, rule, monitor, locations, now)
+  const metric = rule.kind === 'h3_regression' ? rule.metric ?? 'ttfb' : 'ttfb'
+  const cmp = await compare(monitor, metric, rule.window_s, rule.kind === 'h3_regression' ? rule.percentile : null)
+  const base = { metric, from: cmp.from, to: cmp.to, analysis: 'matched' }
+  const out = []
+  for (const id of locations) {
+    const e = cmp.locations.find((l) => l.location_id === id)
+    if (!e) {
+      out.push({ location_id: id, breach: null, evidence: { ...base, reason: 'no rounds in the window' } })
+      continue
+    }
+    const rounds = e.rounds.total
+    const link = evidencePath(monitor.id, { ...base, percentile: rule.kind === 'h3_regression' ? rule.percentile : null })
+    if (rule.kind === 'h3_regression') out.push({ location_id: id, ...regression(rule, e, { ...base, rounds, link }) })
+    else if (rule.kind === 'h3_failure') out.push({ location_id: id, ...h3Failure(rule, e, { ...base, rounds, link }) })
+    else out.push({ location_id: id, ...errorRate(rule, e, { ...base, rounds, link }) })
+  }
+  return out
+}
+
+function regression (rule, e, base) {
+  const cell = e.rows.find((r) => r.percentile === rule.percentile)
+  const evidence = {
+    ...base,
+    percentile: rule.percentile,
+    verdict: cell?.verdict ?? 'insufficient_data',
+    h2_ms: cell?.h2_ms ?? null,
+    h3_ms: cell?.h3_ms ?? null,
+    delta_ms: cell?.delta_ms ?? null,
+    delta_pct: cell?.delta_pct ?? null,
+    ci_low_ms: cell?.ci_low_ms ?? null,
+    ci_high_ms: cell?.ci_high_ms ?? null,
+    p_adjusted: cell?.p_adjusted ?? null,
+    rounds_used: cell?.rounds ?? 0
+  }
+  if (!cell || cell.verdict === 'insufficient_data') return { breach: null, evidence }
+  const breach = cell.verdict === 'h3_slower' &&
+    (rule.min_effect_pct == null || cell.delta_pct >= rule.min_effect_pct) &&
+    (rule.min_effect_ms == null || cell.delta_ms >= rule.min_effect_ms)
+  return { breach, evidence }
+}
+
+function h3Failure (rule, e, base) {
+  const h3 = e.arms.h3
+  const lost = h3.failed + h3.unsupported + h3.fallback
+  const rate = h3.attempted ? lost / h3.attempted : null
+  const evidence = {
+    ...base,
+    h3_attempted: h3.attempted,
+    h3_failure_rate: h3.failure_rate,
+    h3_fallback_rate: h3.fallback_rate,
+    h3_lost_pct: rate === null ? null : rate * 100,
+    h2_failure_rate: e.arms.h2.failure_rate,
+    failure_verdict: e.failure.verdict,
+    failure_p_adjusted: e.failure.p_adjusted ?? null
+  }
+  if (rate === null) return { breach: null, evidence }
+  return { breach: rate * 100 > rule.threshold_pct && e.failure.verdict === 'h3_fails_more', evidence }
+}
+
+function errorRate (rule, e, base) {
+  const { h2, h3 } = e.arms
+  const evidence = { ...base, h2_attempted: h2.attempted, h3_attempted: h3.attempted, h2_failure_rate: h2.failure_rate, h3_failure_rate: h3.failure_rate }
+  if (!h2.attempted && !h3.attempted) return { breach: null, evidence }
+  const worst = Math.max(h2.attempted ? h2.failure_rate.rate : 0, h3.attempted ? h3.failure_rate.rate : 0)
+  return { breach: worst * 100 > rule.threshold_pct, evidence: { ...evidence, worst_pct: worst * 100 } }
+}
+
+/**
+ * A location is silent when rounds were due there between 2M and M ago
+ * (M = window_s) and not one result came from it in the last M: rounds
+ * have waited at least M minutes and nothing came back. A paused monitor
+ * has no due rounds.
+ */
+async function silentLocations (db, rule, monitor, locations, now) {
+  if (monitor.paused) return []
+  const { rows } = await db.query(
+    `SELECT l.id AS location_id,
+            (SELECT count(*)::int FROM jobs j WHERE j.monitor_id = $1 AND j.location_id = l.id AND j.state <> 'cancelled'
+               AND j.due_at > $2::timestamptz - make_interval(secs => 2 * $3) AND j.due_at <= $2::timestamptz - make_interval(secs => $3)) AS due,
+            (SELECT max(r.time) FROM results r WHERE r.monitor_id = $1 AND r.location_id = l.id
+               AND r.time > $2::timestamptz - make_interval(secs => $3)) AS last_result
+       FROM unnest($4::text[]) AS l(id)`, [monitor.id, now, rule.window_s, locations])
+  return rows.map((r) => ({
+    location_id: r.location_id,
+    breach: r.due > 0 && r.last_result === null,
+    evidence: { window_s: rule.window_s, due_rounds: r.due, last_result_at: r.last_result, link: `#/monitors/${monitor.id}` }
+  }))
+}

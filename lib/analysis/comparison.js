@@ -1,0 +1,565 @@
+// The regional comparison (DESIGN §6), built around the round: one round at
+// one location runs both arms moments apart on the same path, so every
+// inferential number of a location — H2, H3, Δ, its interval, the paired
+// test and the verdict — comes from one matched set of rounds, and the
+// table says how many rounds that is and why the others were left out.
+//
+// Two analyses of the same rounds (`analysis`):
+// - matched (default): the rounds in which both arms loaded with the
+//   protocol they were forced to. A round where one arm failed or fell back
+//   is left out of both arms, so a protocol that fails on the slowest paths
+//   cannot look faster by losing them; its failures are reported and tested
+//   on their own (failure asymmetry, below).
+// - itt (intention to treat): every round in which both arms ran; a failed
+//   load counts at the page timeout and a fallback at what it measured.
+//
+// Per location and percentile: Δ = Q_p(H3) − Q_p(H2) over the samples of the
+// rounds used, with a seeded round-level bootstrap (lib/analysis/stats/round-bootstrap.js).
+// All locations: per-location effects averaged with equal weight, the
+// bootstrap stratified by location; never a pool of raw samples whose
+// regional mix differs by arm.
+// Verdict of a cell: faster or slower only when its adjusted p-value (a
+// column screen, then Benjamini–Hochberg within the column) is ≤ 0.05, the 95%
+// interval excludes 0, |Δ| is at least the monitor's practical minimum
+// (default max(2% of H2, 1 ms)), and the percentile has its minimum number
+// of rounds (more for the tail). docs/STATISTICS.md explains, and
+// bench/calibration.js measures the false-positive rate and power.
+import { TIMING_METRICS } from '../measurement/metrics.js'
+import {
+  roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
+  benjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
+} from './stats/index.js'
+
+export const VERDICTS = Object.freeze({
+  H3_FASTER: 'h3_faster',
+  H3_SLOWER: 'h3_slower',
+  NO_CLEAR_DIFFERENCE: 'no_clear_difference',
+  INSUFFICIENT_DATA: 'insufficient_data',
+  H3_NOT_SUPPORTED: 'h3_not_supported'
+})
+export const FAILURE_VERDICTS = Object.freeze({
+  H3_FAILS_MORE: 'h3_fails_more',
+  H3_FAILS_LESS: 'h3_fails_less',
+  NO_CLEAR_DIFFERENCE: 'no_clear_difference',
+  INSUFFICIENT_DATA: 'insufficient_data',
+  H3_NOT_SUPPORTED: 'h3_not_supported'
+})
+export const ANALYSES = Object.freeze(['matched', 'itt'])
+export const ARM_STATES = Object.freeze(['ok', 'failed', 'fallback', 'unsupported', 'no_value', 'missing'])
+
+export const FDR_Q = 0.05
+export const BOOTSTRAP_ITERATIONS = 1000
+// Rounds per location the statistics read. Above it, an evenly spaced
+// subsample over the whole window (every k-th matched round by time), so a
+// 30-day answer describes 30 days; the entry says how many were used.
+// 2,000 rounds keep the bootstrap at ~25 ms per location.
+export const ROUND_CAP = 2000
+// Below this many rounds a location gets no paired test and no verdict.
+export const MIN_ROUNDS = 10
+// A percentile needs enough rounds beyond it to be estimated: at least
+// TAIL_ROUNDS expected rounds above (below) it, so p50 needs 20, p90 100,
+// p95 200 and p99 1,000 (bench/calibration.js shows why fewer gave false cells).
+export const TAIL_ROUNDS = 10
+export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
+
+/** @param {number} percentile */
+export function minRoundsFor (percentile) {
+  const q = percentile / 100
+  return Math.max(2 * MIN_ROUNDS, Math.ceil(TAIL_ROUNDS / Math.min(q, 1 - q) - 1e-9))
+}
+
+/**
+ * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number }} ComparedMonitor
+ * @typedef {{ job_id: string, h2: number[] | null, h3: number[] | null, h2_state: string, h3_state: string }} RoundRow
+ */
+
+/**
+ * @param {import('pg').Pool} db
+ * @param {{ monitor: ComparedMonitor, metric: string, percentiles: number[], probe: string, view: string, from: Date, to: Date,
+ *   analysis?: string, timeoutMs?: number }} q
+ */
+export async function regionalComparison (db, { monitor, metric, percentiles, probe, view, from, to, analysis = 'matched', timeoutMs = 30000 }) {
+  const window = { monitorId: monitor.id, metric, probe, view, from, to }
+  const { rows: locRows } = await db.query('SELECT id, name, region, kind, profile FROM locations')
+  const locations = new Map(locRows.map((l) => [l.id, l]))
+  const { states, rounds } = await readRounds(db, { ...window, analysis, timeoutMs })
+  const ids = [...new Set([...monitor.locations, ...states.keys()])]
+  const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
+  const seedBase = `${monitor.id}|${metric}|${probe}|${view}|${analysis}|${+from}|${+to}`
+  const qs = percentiles.map((p) => p / 100)
+
+  const entries = ids.map((id) => locationEntry({
+    location: locations.get(id) ?? { id, name: id, region: null, kind: null, profile: {} },
+    table: states.get(id) ?? new Map(),
+    rounds: rounds.get(id) ?? { used: [], available: 0 },
+    percentiles,
+    qs,
+    seed: `${seedBase}|${id}`
+  }))
+  const all = allLocationsEntry(entries, percentiles, ids.map((id) => states.get(id) ?? new Map()))
+
+  // The cells of the view are corrected in two levels: a column (a location,
+  // or all locations) may claim differences only when it passes a screen —
+  // the Simes test of its cells, Bonferroni over the columns — and then its
+  // cells are corrected with Benjamini–Hochberg. A column of identical arms
+  // thus stays quiet even when another column has real differences: one
+  // plain Benjamini–Hochberg over the whole table let a true H3 loss at one
+  // location lend a chance cell elsewhere a "faster" (bench/calibration.js,
+  // regional mix, intention to treat). Under identical arms everywhere any
+  // claim at all has probability ≤ FDR_Q.
+  const families = [...entries, all].map((e) => e.rows.filter((r) => r.p_value !== null)).filter((f) => f.length)
+  for (const family of families) {
+    const within = benjaminiHochberg(family.map((c) => c.p_value))
+    const simes = Math.min(...within.map((p) => p ?? 1))
+    family.forEach((c, i) => { c.p_adjusted = Math.min(1, Math.max(within[i] ?? 1, families.length * simes)) })
+  }
+  const cells = families.flat()
+  for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
+  const paired = [...entries, all].filter((e) => e.paired.p !== null)
+  benjaminiHochberg(paired.map((e) => e.paired.p)).forEach((p, i) => { paired[i].paired.p_adjusted = p })
+  const failures = [...entries, all].filter((e) => e.failure.p !== null)
+  benjaminiHochberg(failures.map((e) => e.failure.p)).forEach((p, i) => { failures[i].failure.p_adjusted = p })
+  for (const e of [...entries, all]) {
+    e.failure.verdict = failureVerdict(e)
+    e.verdict = locationVerdict(e, minEffect)
+  }
+  const flagged = (e) => e.rows.filter((r) => r.verdict === VERDICTS.H3_FASTER || r.verdict === VERDICTS.H3_SLOWER).length
+  for (const e of [...entries, all]) {
+    e.cells = { tested: e.rows.filter((r) => r.p_value !== null).length, flagged: flagged(e) }
+    delete e.draws
+    delete e.h2_median
+  }
+
+  return {
+    monitor_id: monitor.id,
+    metric,
+    probe,
+    view,
+    analysis,
+    from: from.toISOString(),
+    to: to.toISOString(),
+    percentiles,
+    aa_protocol: monitor.aa_protocol ?? null,
+    min_effect: minEffect,
+    cells: { tested: cells.length, flagged: [...entries, all].reduce((n, e) => n + e.cells.flagged, 0) },
+    method: method({ analysis, timeoutMs, minEffect, percentiles }),
+    locations: [...entries, all]
+  }
+}
+
+function method ({ analysis, timeoutMs, minEffect, percentiles }) {
+  return {
+    unit: 'the round: both arms of one round at one location, run moments apart',
+    rounds_used: analysis === 'matched'
+      ? 'matched rounds: both arms loaded with the protocol they were forced to; other rounds are counted under rounds.excluded'
+      : `intention to treat: every round where both arms ran; a failed load counts as ${timeoutMs} ms (the page timeout), a fallback at its measured value (or the timeout when it has none)`,
+    round_cap: `at most ${ROUND_CAP} rounds per location; above that an evenly spaced subsample over the window`,
+    percentiles: 'percentile_cont of the samples of the rounds used (H2, H3 and Δ from the same rounds)',
+    interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and window)`,
+    verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (its column passes a Simes screen, Bonferroni over the columns, then Benjamini–Hochberg within the column), the interval excludes 0, ` +
+      `|Δ| ≥ max(${minEffect.pct}% of H2, ${minEffect.ms} ms), and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')})`,
+    paired_test: 'Wilcoxon signed-rank on per-round differences (H3 − H2; a round\'s median for multi-sample probes), Hodges–Lehmann shift with its 95% interval',
+    unpaired: 'Mann–Whitney U and Cliff\'s δ on the same samples, unpaired, for description',
+    all_locations: 'per-location effects averaged with equal weight (stratified), never pooled samples',
+    failures: 'per arm: failure and fallback rates with Wilson 95% intervals; paired: exact McNemar test on rounds where exactly one arm did not load with its protocol'
+  }
+}
+
+/**
+ * The window's rounds in one scan: how many rounds at each location fell
+ * into each pair of arm states, and which rounds the analysis uses, evenly
+ * subsampled to ROUND_CAP per location. Then the values of just those
+ * rounds, by the results' (job_id, …) key. Reading states first and values
+ * only for the rounds used took a 30-day comparison of 432,000 results from
+ * ~1.2 s to ~0.5 s (bench/query.js).
+ * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number }> }>}
+ */
+async function readRounds (db, w) {
+  const usable = w.analysis === 'itt'
+    ? "h2 IN ('ok', 'failed', 'fallback', 'unsupported') AND h3 IN ('ok', 'failed', 'fallback', 'unsupported')"
+    : "h2 = 'ok' AND h3 = 'ok'"
+  const { rows } = await db.query(
+    `WITH round AS (
+       SELECT r.location_id, r.job_id, min(r.time) AS time,
+              max(${STATE_SQL(w.metric)}) FILTER (WHERE r.mode = 'h2') AS h2,
+              max(${STATE_SQL(w.metric)}) FILTER (WHERE r.mode = 'h3') AS h3
+         FROM results r
+        WHERE r.monitor_id = $1 AND r.probe = $2 AND r.view = $3 AND r.time >= $4 AND r.time < $5
+        GROUP BY r.location_id, r.job_id),
+     used AS (
+       SELECT location_id, job_id, h2, h3, row_number() OVER (PARTITION BY location_id ORDER BY time, job_id) - 1 AS k,
+              count(*) OVER (PARTITION BY location_id) AS n
+         FROM round WHERE ${usable})
+     SELECT 'count' AS kind, location_id, coalesce(h2, 'missing') AS h2, coalesce(h3, 'missing') AS h3, count(*)::int AS n, NULL::bigint AS job_id
+       FROM round GROUP BY 2, 3, 4
+     UNION ALL
+     SELECT 'used', location_id, h2, h3, n::int, job_id FROM used
+      WHERE n <= $6 OR (k * $6) / n <> ((k + 1) * $6) / n`,
+    [w.monitorId, w.probe, w.view, w.from, w.to, ROUND_CAP])
+  const states = new Map()
+  const picked = []
+  for (const r of rows) {
+    if (r.kind === 'used') { picked.push(r); continue }
+    if (!states.has(r.location_id)) states.set(r.location_id, new Map())
+    states.get(r.location_id).set(`${r.h2}|${r.h3}`, r.n)
+  }
+  const { rows: valueRows } = await db.query(
+    `SELECT r.job_id, r.mode, ${VALUES_SQL(w.metric)} AS v FROM results r
+      WHERE r.job_id = ANY($1::bigint[]) AND r.monitor_id = $2 AND r.probe = $3 AND r.view = $4 AND r.time >= $5 AND r.time < $6`,
+    [picked.map((r) => r.job_id), w.monitorId, w.probe, w.view, w.from, w.to])
+  const values = new Map(valueRows.map((r) => [`${r.job_id}|${r.mode}`, r.v ? r.v.map(Number) : null]))
+  const rounds = new Map()
+  for (const r of picked) {
+    if (!rounds.has(r.location_id)) rounds.set(r.location_id, { used: [], available: r.n })
+    const h2 = values.get(`${r.job_id}|h2`) ?? null
+    const h3 = values.get(`${r.job_id}|h3`) ?? null
+    // Intention to treat: an arm with no value (it failed, or fell back
+    // without this metric) counts at the timeout, as often as the other arm
+    // has samples.
+    const fill = (own, other) => (own && own.length ? own : Array((other?.length) || 1).fill(w.timeoutMs))
+    rounds.get(r.location_id).used.push({ job_id: r.job_id, h2_state: r.h2, h3_state: r.h3, h2: fill(h2, h3), h3: fill(h3, h2) })
+  }
+  return { states, rounds }
+}
+
+/**
+ * An arm's values: one for a timing column, the probe's samples otherwise.
+ * @param {string} metric
+ */
+function VALUES_SQL (metric) {
+  const column = TIMING_METRICS[metric]
+  return column
+    ? `CASE WHEN r.${column} IS NOT NULL THEN ARRAY[r.${column}] END`
+    : `CASE WHEN jsonb_typeof(r.details->'samples') = 'array' AND jsonb_array_length(r.details->'samples') > 0
+         THEN ARRAY(SELECT x::double precision FROM jsonb_array_elements_text(r.details->'samples') x) END`
+}
+
+/**
+ * An arm's state: loaded with its forced protocol (ok), could not load
+ * (failed), loaded over another protocol (fallback), met an origin that
+ * refuses QUIC (unsupported), or loaded without reporting this metric
+ * (no_value). details is read only for the rows that need it.
+ * @param {string} metric
+ */
+function STATE_SQL (metric) {
+  const column = TIMING_METRICS[metric]
+  const has = column ? `r.${column} IS NOT NULL` : "jsonb_typeof(r.details->'samples') = 'array' AND jsonb_array_length(r.details->'samples') > 0"
+  return `CASE WHEN r.status = 'ok' AND r.protocol_ok THEN CASE WHEN ${has} THEN 'ok' ELSE 'no_value' END
+               WHEN r.status = 'protocol_mismatch' THEN 'fallback'
+               WHEN r.details->>'failure_kind' = 'h3_unsupported' THEN 'unsupported'
+               ELSE 'failed' END`
+}
+
+/**
+ * Everything the table says about one location.
+ * @returns {Record<string, any>}
+ */
+function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
+  const { total, matched, excluded, arms } = tableSummary(table)
+  const used = rounds.used
+  const base = {
+    location_id: location.id,
+    name: location.name ?? location.id,
+    region: location.region ?? null,
+    kind: location.kind ?? null,
+    rtt_ms: location.profile?.rtt_ms > 0 ? location.profile.rtt_ms : null,
+    rounds: { total, matched, available: rounds.available, used: used.length, excluded },
+    arms,
+    failure: failureTest(table),
+    h3_supported: arms.h3.unsupported > 0 && arms.h3.ok + arms.h3.fallback === 0 ? false : (arms.h3.ok > 0 ? true : null),
+    n_h2: used.reduce((n, r) => n + r.h2.length, 0),
+    n_h3: used.reduce((n, r) => n + r.h3.length, 0),
+    ...legacyCounts(arms)
+  }
+  if (!used.length) {
+    return {
+      ...base,
+      insufficient_data: true,
+      reason: `no round in which both arms loaded${base.rounds.total ? ` (of ${base.rounds.total} in the window)` : ''}`,
+      paired: emptyPaired(),
+      mann_whitney_p: null,
+      cliffs_delta: null,
+      rows: percentiles.map((p) => emptyRow(p, 0)),
+      draws: null
+    }
+  }
+  // Below MIN_ROUNDS the values are shown, untested: no interval, no verdict.
+  const enough = used.length >= MIN_ROUNDS
+  const boot = roundBootstrap({ rounds: used, qs, iterations: enough ? BOOTSTRAP_ITERATIONS : 0, seed })
+  const rows = percentiles.map((p, k) => {
+    const h2 = boot.h2[k]
+    const h3 = boot.h3[k]
+    if (used.length < minRoundsFor(p)) return { ...emptyRow(p, used.length), h2_ms: h2, h3_ms: h3, delta_ms: h3 - h2, delta_pct: h2 ? (h3 - h2) / h2 * 100 : null }
+    return testedRow(p, used.length, h2, h3, boot.deltas[k])
+  })
+  const h2All = used.flatMap((r) => r.h2)
+  const h3All = used.flatMap((r) => r.h3)
+  return {
+    ...base,
+    insufficient_data: !enough,
+    reason: enough ? undefined : `need at least ${MIN_ROUNDS} rounds in which both arms loaded for a verdict; have ${used.length}`,
+    paired: enough ? pairedTest(used) : emptyPaired(),
+    mann_whitney_p: enough ? mannWhitneyU(h3All, h2All).p : null,
+    // Of H3 against H2: negative means H3 values tend to be smaller.
+    cliffs_delta: enough ? cliffsDelta(h3All, h2All) : null,
+    rows,
+    draws: enough ? boot.deltas : null,
+    h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5)
+  }
+}
+
+/**
+ * What a table of rounds by arm states says: how many rounds, how many
+ * matched, which were left out, and each arm's counts and rates.
+ * @param {Map<string, number>} table "h2state|h3state" → rounds
+ */
+function tableSummary (table) {
+  const count = (pred) => [...table].reduce((n, [k, v]) => (pred(...k.split('|')) ? n + v : n), 0)
+  const total = count(() => true)
+  const arm = (i) => {
+    const st = (s) => count((...pair) => pair[i] === s)
+    const attempted = total - st('missing')
+    const failed = st('failed')
+    const unsupported = st('unsupported')
+    const fallback = st('fallback')
+    return {
+      attempted,
+      ok: st('ok') + st('no_value'),
+      failed,
+      fallback,
+      unsupported,
+      failure_rate: wilsonInterval(failed + unsupported, attempted),
+      fallback_rate: wilsonInterval(fallback, attempted)
+    }
+  }
+  return {
+    total,
+    matched: table.get('ok|ok') ?? 0,
+    excluded: [...table].filter(([k]) => k !== 'ok|ok')
+      .map(([k, n]) => ({ h2: k.split('|')[0], h3: k.split('|')[1], rounds: n }))
+      .sort((a, b) => b.rounds - a.rounds),
+    arms: { h2: arm(0), h3: arm(1) }
+  }
+}
+
+/** The older flat counts, kept for clients of the first API version. */
+function legacyCounts (arms) {
+  const runs = (a) => ({ total: a.attempted, ok: a.ok, errors: a.failed + a.unsupported, fallbacks: a.fallback })
+  return {
+    runs: { h2: runs(arms.h2), h3: runs(arms.h3) },
+    fallback_rate: { h2: arms.h2.fallback_rate.rate, h3: arms.h3.fallback_rate.rate },
+    error_rate: { h2: arms.h2.failure_rate.rate, h3: arms.h3.failure_rate.rate }
+  }
+}
+
+function testedRow (p, rounds, h2, h3, draws) {
+  const delta = h3 - h2
+  const s = bootstrapSummary(draws, delta)
+  const pValue = s.p
+  return {
+    percentile: p,
+    h2_ms: h2,
+    h3_ms: h3,
+    delta_ms: delta,
+    delta_pct: h2 ? delta / h2 * 100 : null,
+    ci_low_ms: s.lo,
+    ci_high_ms: s.hi,
+    p_value: pValue,
+    p_adjusted: null,
+    rounds,
+    min_rounds: minRoundsFor(p),
+    verdict: VERDICTS.NO_CLEAR_DIFFERENCE,
+    reason: null
+  }
+}
+
+function emptyRow (p, rounds) {
+  return {
+    percentile: p,
+    h2_ms: null,
+    h3_ms: null,
+    delta_ms: null,
+    delta_pct: null,
+    ci_low_ms: null,
+    ci_high_ms: null,
+    p_value: null,
+    p_adjusted: null,
+    rounds,
+    min_rounds: minRoundsFor(p),
+    verdict: VERDICTS.INSUFFICIENT_DATA,
+    reason: `p${p} needs at least ${minRoundsFor(p)} rounds; have ${rounds}`
+  }
+}
+
+function emptyPaired () {
+  return { rounds: 0, p: null, p_adjusted: null, method: null, hodges_lehmann_ms: null, ci_low_ms: null, ci_high_ms: null }
+}
+
+/**
+ * Wilcoxon signed-rank on per-round differences of the round's medians,
+ * with the Hodges–Lehmann shift and its interval.
+ * @param {RoundRow[]} used
+ */
+function pairedTest (used) {
+  const median = (xs) => {
+    const s = Float64Array.from(xs).sort()
+    return exactQuantile(s, 0.5)
+  }
+  const d = used.map((r) => median(r.h3) - median(r.h2))
+  const w = wilcoxonSignedRank(d)
+  const hl = hodgesLehmann(d)
+  return { rounds: d.length, p: w.p, p_adjusted: null, z: w.z, method: w.method, hodges_lehmann_ms: hl.estimate, ci_low_ms: hl.lo, ci_high_ms: hl.hi }
+}
+
+/**
+ * Does one arm fail (or fall back) more often than the other in the same
+ * rounds? Rounds where both arms ran; discordant = exactly one arm did not
+ * load with its protocol.
+ * @param {Map<string, number>} table
+ */
+function failureTest (table) {
+  let h3Only = 0
+  let h2Only = 0
+  let both = 0
+  const bad = (s) => s === 'failed' || s === 'fallback' || s === 'unsupported'
+  for (const [k, n] of table) {
+    const [a, b] = k.split('|')
+    if (a === 'missing' || b === 'missing') continue
+    both += n
+    if (bad(b) && !bad(a)) h3Only += n
+    if (bad(a) && !bad(b)) h2Only += n
+  }
+  return {
+    rounds: both,
+    h3_only: h3Only,
+    h2_only: h2Only,
+    p: both >= MIN_ROUNDS ? mcnemarExactP(h2Only, h3Only) : null,
+    p_adjusted: null,
+    verdict: FAILURE_VERDICTS.INSUFFICIENT_DATA
+  }
+}
+
+/**
+ * All locations, stratified: each percentile's effect is the equal-weight
+ * mean of the locations that have enough rounds for it, and its bootstrap
+ * the mean of theirs (each location resampled within itself).
+ * @param {Record<string, any>[]} entries
+ * @param {number[]} percentiles
+ * @param {Map<string, number>[]} tables the locations' round-state tables
+ * @returns {Record<string, any>}
+ */
+function allLocationsEntry (entries, percentiles, tables) {
+  const withData = entries.filter((e) => e.draws)
+  const rows = percentiles.map((p, k) => {
+    const parts = withData.filter((e) => e.rows[k].p_value !== null)
+    if (!parts.length) {
+      const r = emptyRow(p, 0)
+      r.reason = `no location has the ${minRoundsFor(p)} rounds p${p} needs`
+      return { ...r, locations: [] }
+    }
+    const mean = (f) => parts.reduce((s, e) => s + f(e), 0) / parts.length
+    const draws = new Float64Array(parts[0].draws[k].length)
+    for (const e of parts) e.draws[k].forEach((v, i) => { draws[i] += v / parts.length })
+    const row = testedRow(p, parts.reduce((n, e) => n + e.rows[k].rounds, 0), mean((e) => e.rows[k].h2_ms), mean((e) => e.rows[k].h3_ms), draws)
+    return { ...row, locations: parts.map((e) => e.location_id) }
+  })
+  const sum = (f) => entries.reduce((n, e) => n + f(e), 0)
+  // Round counts add up over locations, so the whole table is the sum of theirs.
+  const table = new Map()
+  for (const t of tables) for (const [k, n] of t) table.set(k, (table.get(k) ?? 0) + n)
+  const { total, matched, excluded, arms } = tableSummary(table)
+  const pairedParts = withData.filter((e) => e.paired.p !== null)
+  return {
+    location_id: null,
+    name: 'All locations',
+    region: null,
+    kind: null,
+    rtt_ms: null,
+    stratified: true,
+    rounds: { total, matched, available: sum((e) => e.rounds.available), used: sum((e) => e.rounds.used), excluded },
+    arms,
+    failure: failureTest(table),
+    h3_supported: entries.some((e) => e.h3_supported === true) ? true : (entries.length && entries.every((e) => e.h3_supported === false) ? false : null),
+    n_h2: sum((e) => e.n_h2),
+    n_h3: sum((e) => e.n_h3),
+    ...legacyCounts(arms),
+    insufficient_data: !withData.length,
+    reason: withData.length ? undefined : `no location has ${MIN_ROUNDS} rounds in which both arms loaded`,
+    paired: combinePaired(pairedParts),
+    mann_whitney_p: null,
+    cliffs_delta: null,
+    rows,
+    draws: null,
+    h2_median: withData.length ? withData.reduce((s, e) => s + e.h2_median, 0) / withData.length : null
+  }
+}
+
+/**
+ * Stratified paired test: per-location signed-rank z-scores combined with
+ * equal weight (Stouffer), and the mean of the per-location shifts with an
+ * interval from their standard errors.
+ */
+function combinePaired (parts) {
+  if (!parts.length) return emptyPaired()
+  const z1 = normalQuantile(0.975)
+  const zs = parts.map((e) => {
+    const p = Math.max(e.paired.p, 1e-300)
+    const z = p >= 1 ? 0 : -normalQuantile(p / 2)
+    return Math.sign(e.paired.hodges_lehmann_ms || 0) * z
+  })
+  const z = zs.reduce((s, v) => s + v, 0) / Math.sqrt(parts.length)
+  const hl = parts.reduce((s, e) => s + e.paired.hodges_lehmann_ms, 0) / parts.length
+  const se = Math.sqrt(parts.reduce((s, e) => s + ((e.paired.ci_high_ms - e.paired.ci_low_ms) / (2 * z1)) ** 2, 0)) / parts.length
+  return {
+    rounds: parts.reduce((n, e) => n + e.paired.rounds, 0),
+    p: Math.min(1, 2 * normalSurvival(Math.abs(z))),
+    p_adjusted: null,
+    z,
+    method: 'stouffer',
+    hodges_lehmann_ms: hl,
+    ci_low_ms: hl - z1 * se,
+    ci_high_ms: hl + z1 * se
+  }
+}
+
+/** A cell's verdict, and why when it is not a difference. */
+function cellVerdict (row, minEffect) {
+  if (row.p_value === null) return VERDICTS.INSUFFICIENT_DATA
+  const threshold = Math.max(minEffect.pct / 100 * Math.abs(row.h2_ms), minEffect.ms)
+  row.min_effect_ms = threshold
+  const excludesZero = row.ci_low_ms > 0 || row.ci_high_ms < 0
+  if (!(row.p_adjusted <= FDR_Q) || !excludesZero) {
+    row.reason = 'the interval includes 0 after the false-discovery-rate correction'
+    return VERDICTS.NO_CLEAR_DIFFERENCE
+  }
+  if (Math.abs(row.delta_ms) < threshold) {
+    row.reason = `|Δ| is below the practical minimum of ${round1(threshold)} ms`
+    return VERDICTS.NO_CLEAR_DIFFERENCE
+  }
+  row.reason = null
+  return row.delta_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
+}
+
+/** One word per location for overviews: the paired test's verdict. */
+function locationVerdict (e, minEffect) {
+  if (e.h3_supported === false) {
+    e.reason = 'H3 not supported: the origin refused QUIC and advertises no Alt-Svc h3'
+    return VERDICTS.H3_NOT_SUPPORTED
+  }
+  const t = e.paired
+  if (t.p === null) return VERDICTS.INSUFFICIENT_DATA
+  const threshold = Math.max(minEffect.pct / 100 * Math.abs(e.h2_median ?? 0), minEffect.ms)
+  const excludesZero = t.ci_low_ms > 0 || t.ci_high_ms < 0
+  if (!(t.p_adjusted <= FDR_Q) || !excludesZero || Math.abs(t.hodges_lehmann_ms) < threshold) return VERDICTS.NO_CLEAR_DIFFERENCE
+  return t.hodges_lehmann_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
+}
+
+function failureVerdict (e) {
+  if (e.h3_supported === false) return FAILURE_VERDICTS.H3_NOT_SUPPORTED
+  const f = e.failure
+  if (f.p === null) return FAILURE_VERDICTS.INSUFFICIENT_DATA
+  if (!(f.p_adjusted <= FDR_Q)) return FAILURE_VERDICTS.NO_CLEAR_DIFFERENCE
+  return f.h3_only > f.h2_only ? FAILURE_VERDICTS.H3_FAILS_MORE : FAILURE_VERDICTS.H3_FAILS_LESS
+}
+
+const round1 = (v) => Math.round(v * 10) / 10

@@ -1,0 +1,132 @@
+// Plausibility of submitted results, beyond their JSON shape: a result that
+// passes these may be surprising, but it could be true. Anything else is
+// refused with 422 and the field at fault, never stored: one impossible
+// value poisons every percentile it is merged into.
+import { normalizeProtocol } from './protocol.js'
+import { UnprocessableError } from '../runtime/errors.js'
+
+// measure.js rounds each timing to 0.1 ms, so an ordering that holds exactly
+// in the browser may be off by a rounding step in the submission.
+const TOLERANCE_MS = 1
+// Agents' clocks drift; a day either way is a broken clock, not drift.
+const CLOCK_SKEW_MS = 86400e3
+const EPOCH = Date.parse('2020-01-01T00:00:00Z')
+
+/**
+ * Orderings Navigation Timing and Paint Timing guarantee for one navigation,
+ * all times relative to its startTime: each phase ends before the next
+ * begins (domainLookup → connect → request → responseStart → DOMContentLoaded
+ * → load), the TLS handshake lies inside the connect phase, and nothing is
+ * painted before the first byte of the document arrived.
+ * Not enforced, because they do not always hold:
+ *   - fcp ≤ lcp: an image without Timing-Allow-Origin reports its load time
+ *     as the LCP time, which can precede the first paint;
+ *   - fcp, lcp ≤ load: paints may come after the load event;
+ *   - dns + connect ≤ ttfb: true when the phases follow each other, which
+ *     connection racing does not promise; each of them ≤ ttfb always holds.
+ * They apply to the page probe only: other probes reuse these columns for
+ * their own measurements.
+ * @type {[string, string][]} [earlier, later]
+ */
+export const PAGE_ORDER = [
+  ['dns_ms', 'ttfb_ms'],
+  ['connect_ms', 'ttfb_ms'],
+  ['tls_ms', 'connect_ms'],
+  ['ttfb_ms', 'dcl_ms'],
+  ['dcl_ms', 'load_ms'],
+  ['ttfb_ms', 'load_ms'],
+  ['ttfb_ms', 'fcp_ms'],
+  ['ttfb_ms', 'lcp_ms']
+]
+
+/** Why a run failed, when the agent knows more than "error" (details.failure_kind). */
+export const FAILURE_KINDS = Object.freeze({
+  /** The document's body ended before its declared length, or the network failed after its headers. */
+  truncated: 'truncated',
+  /** The H3 arm's origin refused QUIC and advertises no Alt-Svc h3. */
+  h3_unsupported: 'h3_unsupported'
+})
+
+/**
+ * The protocol a run must have used to count for its arm: the mode, unless
+ * the monitor is an A/A monitor, whose arms both use its aa_protocol.
+ * @param {string} mode
+ * @param {{ aa_protocol?: string | null } | null} [monitor]
+ * @returns {string}
+ */
+export function expectedProtocolFor (mode, monitor) {
+  return monitor?.aa_protocol ?? mode
+}
+
+/**
+ * Checks every result, and sets each one's protocol_ok from what it observed:
+ * the agent's own verdict is never stored, only compared. A result that
+ * contradicts its observed protocol (status ok over the wrong protocol or
+ * with none observed, a protocol_mismatch that matched, protocol_ok true
+ * over the wrong protocol) is refused. Failed runs (error, timeout) may have
+ * observed nothing; their protocol_ok is recomputed all the same.
+ * @param {Record<string, any>[]} results as submitted (shape already checked by the schema); protocol_ok is rewritten
+ * @param {{ expectedProtocol?: (mode: string) => string }} [opts] default: the mode itself
+ * @throws {UnprocessableError} naming the first implausible field, as results.<i>.<field>
+ */
+export function checkResults (results, { expectedProtocol = (mode) => mode } = {}) {
+  const seen = new Map()
+  results.forEach((r, i) => {
+    const at = (field) => `results.${i}.${field}`
+    for (const [k, v] of Object.entries(r)) {
+      if (typeof v === 'number' && !Number.isFinite(v)) throw new UnprocessableError(`${at(k)} must be a finite number`, at(k))
+    }
+    const key = `${r.mode}/${r.view ?? 'first'}/${r.probe ?? 'page'}`
+    if (seen.has(key)) throw new UnprocessableError(`${at('mode')}: results.${seen.get(key)} is already the ${key} result of this job; a job has one result per mode, view and probe`, at('mode'))
+    seen.set(key, i)
+
+    checkProtocol(r, expectedProtocol(r.mode), at)
+    if (r.measured_at !== undefined) {
+      const t = Date.parse(r.measured_at)
+      if (!(t >= EPOCH && t <= Date.now() + CLOCK_SKEW_MS)) {
+        throw new UnprocessableError(`${at('measured_at')} ${r.measured_at} is not a plausible measurement time (is the agent's clock right?)`, at('measured_at'))
+      }
+    }
+    if ((r.probe ?? 'page') !== 'page') return
+    for (const [earlier, later] of PAGE_ORDER) {
+      const a = r[earlier]
+      const b = r[later]
+      if (typeof a === 'number' && typeof b === 'number' && a > b + TOLERANCE_MS) {
+        throw new UnprocessableError(`${at(earlier)} (${a} ms) is larger than ${later} (${b} ms), which cannot happen in one page load`, at(earlier))
+      }
+    }
+  })
+}
+
+/**
+ * @param {Record<string, any>} r one result; protocol_ok is set from observed_protocol
+ * @param {string} expected 'h2' or 'h3'
+ * @param {(field: string) => string} at
+ */
+function checkProtocol (r, expected, at) {
+  const observed = normalizeProtocol(r.observed_protocol)
+  const matches = observed !== null && observed === normalizeProtocol(expected)
+  const seen = observed === null ? 'no observed_protocol' : `observed_protocol ${JSON.stringify(r.observed_protocol)}`
+  if (r.status === 'ok' && r.protocol_ok === false) {
+    throw new UnprocessableError(`${at('status')} is ok but protocol_ok is false; a load over the wrong protocol has status protocol_mismatch`, at('status'))
+  }
+  if (r.status === 'ok' && observed === null) {
+    throw new UnprocessableError(`${at('observed_protocol')} is missing, but status ok says the run loaded over ${expected}`, at('observed_protocol'))
+  }
+  if ((r.status === 'ok' || r.status === 'protocol_mismatch') && r.protocol_ok === true && !matches) {
+    throw new UnprocessableError(`${at('protocol_ok')} is true but the run has ${seen}, not ${expected}`, at('protocol_ok'))
+  }
+  if (r.status === 'protocol_mismatch' && matches) {
+    throw new UnprocessableError(`${at('status')} is protocol_mismatch but ${seen} is the expected ${expected}`, at('status'))
+  }
+  const kind = r.details?.failure_kind
+  if (kind !== undefined && kind !== null) {
+    const field = at('details.failure_kind')
+    if (!Object.hasOwn(FAILURE_KINDS, kind)) throw new UnprocessableError(`${field} must be one of ${Object.keys(FAILURE_KINDS).join(', ')}`, field)
+    if (r.status !== 'error') throw new UnprocessableError(`${field} ${kind} describes a failed run, but status is ${r.status}`, field)
+    if (kind === FAILURE_KINDS.h3_unsupported && normalizeProtocol(expected) !== 'h3') {
+      throw new UnprocessableError(`${field} h3_unsupported is only possible for a run that expects h3, not ${expected}`, field)
+    }
+  }
+  r.protocol_ok = matches
+}

@@ -1,0 +1,362 @@
+// Results import: NDJSON lines in the export's field names become results of
+// one monitor, with a done job per round, atomically. Uses: restoring an
+// export, bringing history from another tool, calibration runs
+// (bench/calibration.js) that need 100k rows per scenario.
+//
+// The whole input is validated before anything is written, so one bad line
+// stores nothing; then every row is inserted in one transaction, in
+// multi-row INSERTs, each queueing its new rows for the rollups like the
+// agent path does (lib/store/jobs.js submitJobResults).
+import readline from 'node:readline'
+import { Transform } from 'node:stream'
+import { ValidationError } from '../runtime/errors.js'
+import { INSERT_COLUMNS, TIMING_COLUMNS } from '../store/results.js'
+import { MODES, PROBES } from '../store/monitors.js'
+import { checkResults } from './checks.js'
+import { normalizeProtocol } from './protocol.js'
+
+export const IMPORT_MAX_LINES = 100_000
+// 100,000 exported lines of a page-probe monitor are ~45 MB of NDJSON.
+export const IMPORT_MAX_BYTES = 64 * 1024 * 1024
+export const IMPORT_MAX_LINE_BYTES = 1024 * 1024
+
+// 1,000 rows × 38 columns is 38,000 parameters, under PostgreSQL's 65,535.
+// bench/import.js, 2 busy cores: 100,000 lines in 6–11 s, of which ~1.4 s is
+// parsing and checking, ~0.9 s the jobs and the rest these inserts. One
+// unnest() of column arrays per batch instead was no faster beyond noise.
+const INSERT_BATCH_ROWS = 1000
+
+// Fields of the source system: the importing monitor, its jobs and no agent
+// take their place.
+const IGNORED_FIELDS = new Set(['id', 'job_id', 'monitor_id', 'agent_id'])
+
+const STATUSES = ['ok', 'error', 'timeout', 'protocol_mismatch']
+const VIEWS = ['first', 'repeat']
+const EARLIEST = Date.parse('2000-01-01T00:00:00Z')
+// Agents' clocks drift; a day ahead is a broken clock, as in result-checks.
+const CLOCK_SKEW_MS = 86400e3
+
+/** What is wrong with one field's value; the caller adds the line and field. */
+class FieldProblem extends Error {}
+
+/**
+ * Each importable field: how to check it and what to store. A checker
+ * returns the stored value or throws a FieldProblem.
+ * @type {Record<string, (v: any) => any>}
+ */
+const FIELDS = {
+  time: (v) => roundTime(v),
+  location_id: (v) => text(v, 63),
+  mode: (v) => oneOf(v, MODES),
+  view: (v) => oneOf(v, VIEWS),
+  probe: (v) => oneOf(v, PROBES),
+  status: (v) => oneOf(v, STATUSES),
+  error: (v) => nullable(v, () => text(v, 4000)),
+  observed_protocol: (v) => nullable(v, () => text(v, 64)),
+  protocol_ok: (v) => nullable(v, () => { if (typeof v !== 'boolean') throw new FieldProblem('must be true or false'); return v }),
+  measured_at: (v) => nullable(v, () => dateTime(v)),
+  ...Object.fromEntries(TIMING_COLUMNS.map((c) => [c, (v) => nullable(v, () => number(v, 0, 3600000))])),
+  // The export writes bigint columns as text (node-postgres reads int8 so).
+  bytes: (v) => nullable(v, () => integer(typeof v === 'string' && /^\d{1,13}$/.test(v) ? Number(v) : v, 0, 1e12)),
+  requests: (v) => nullable(v, () => integer(v, 0, 100000)),
+  h3_request_share: (v) => nullable(v, () => number(v, 0, 1)),
+  h3_byte_share: (v) => nullable(v, () => number(v, 0, 1)),
+  rtt_ms: (v) => nullable(v, () => number(v, 0, 3600000)),
+  connect_rtt: (v) => nullable(v, () => number(v, 0, 1e6)),
+  ttfb_rtt: (v) => nullable(v, () => number(v, 0, 1e6)),
+  upload_mbps: (v) => nullable(v, () => number(v, 0, 1e6)),
+  notes: (v) => nullable(v, () => storableJson(notes(v))),
+  browser_version: (v) => nullable(v, () => text(v, 200)),
+  agent_version: (v) => nullable(v, () => text(v, 100)),
+  flags: (v) => nullable(v, () => {
+    if (!Array.isArray(v) || v.length > 100 || !v.every((f) => typeof f === 'string' && f.length <= 2000)) throw new FieldProblem('must be a list of at most 100 strings')
+    return v
+  }),
+  details: (v) => nullable(v, () => {
+    if (typeof v !== 'object' || Array.isArray(v)) throw new FieldProblem('must be an object, for example {"samples": [12.5, 13.1]}')
+    return storableJson(v)
+  })
+}
+
+/**
+ * @typedef {{ imported: number, skipped_existing: number, rounds: number }} ImportSummary
+ */
+
+/**
+ * Import NDJSON result lines into one monitor. Rows sharing (location_id,
+ * time) are one round: one job per (monitor, location, time), created done
+ * or reused, whose due time is the results' time. Re-importing stores
+ * nothing new (the results' unique key absorbs it).
+ * @param {import('pg').Pool} db
+ * @param {{ monitor: { id: number, aa_protocol?: string | null }, lines: AsyncIterable<string> }} opts
+ * @returns {Promise<ImportSummary>}
+ * @throws {ValidationError} naming the line and field (`line 17: ttfb_ms`), with `line` set; 413 over the limits
+ */
+export async function importResults (db, { monitor, lines }) {
+  const { rows: locs } = await db.query('SELECT id FROM locations')
+  const known = new Set(locs.map((l) => l.id))
+  const expected = (/** @type {string} */ mode) => monitor.aa_protocol ?? mode
+  const rows = []
+  /** @type {Map<string, { location: string, time: Date, jobId?: number }>} */
+  const rounds = new Map()
+  const seen = new Set()
+  let n = 0
+  let count = 0
+  for await (const line of lines) {
+    n++
+    if (line.trim() === '') continue
+    if (++count > IMPORT_MAX_LINES) {
+      throw Object.assign(new ValidationError(`more than ${IMPORT_MAX_LINES} lines; import at most ${IMPORT_MAX_LINES} results per request (split the file)`, `line ${n}`),
+        { statusCode: 413, line: n })
+    }
+    if (line.length > IMPORT_MAX_LINE_BYTES) throw lineError(n, null, `is longer than ${IMPORT_MAX_LINE_BYTES} characters`)
+    const row = parseLine(line, n, { known, expected })
+    const roundKey = `${row.location_id}|${+row.time}`
+    const key = `${roundKey}|${row.mode}|${row.view}|${row.probe}`
+    if (seen.has(key)) {
+      throw lineError(n, 'mode', `repeats the ${row.mode}/${row.view}/${row.probe} result of location ${row.location_id} at ${row.time.toISOString()}; a round has one result per mode, view and probe`)
+    }
+    seen.add(key)
+    if (!rounds.has(roundKey)) rounds.set(roundKey, { location: row.location_id, time: row.time })
+    // Kept as JSON text of the column values until the insert: 43 MB of
+    // heap for 100,000 page results instead of 65 MB as arrays of values
+    // (measured with --expose-gc); a full request stays well under 100 MB.
+    rows.push(JSON.stringify(INSERT_COLUMNS.map((c) => (c === 'job_id' ? roundKey : row[c] ?? null))))
+  }
+  seen.clear()
+  if (!rows.length) return { imported: 0, skipped_existing: 0, rounds: 0 }
+  return storeImport(db, { monitorId: monitor.id, rows, rounds })
+}
+
+/**
+ * One line → the row to insert, defaults filled in and checked like a
+ * submitted result (lib/measurement/checks.js), with the expected protocol of the
+ * monitor (an A/A monitor's arms both expect its aa_protocol).
+ * @param {string} line
+ * @param {number} n line number, from 1
+ * @param {{ known: Set<string>, expected: (mode: string) => string }} ctx
+ */
+function parseLine (line, n, { known, expected }) {
+  let input
+  try {
+    input = JSON.parse(line)
+  } catch (err) {
+    throw lineError(n, null, `is not valid JSON (${err.message})`)
+  }
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw lineError(n, null, 'must be a JSON object, one result per line')
+  for (const f of ['time', 'location_id', 'mode']) {
+    if (input[f] === undefined || input[f] === null) throw lineError(n, f, 'is required')
+  }
+  /** @type {Record<string, any>} */
+  const row = {}
+  for (const [k, v] of Object.entries(input)) {
+    if (IGNORED_FIELDS.has(k)) continue
+    const check = FIELDS[k]
+    if (!check) throw lineError(n, k, `is not a result field; fields are those of the NDJSON export (${Object.keys(FIELDS).join(', ')})`)
+    try {
+      row[k] = check(v)
+    } catch (err) {
+      if (!(err instanceof FieldProblem)) throw err
+      throw lineError(n, k, err.message)
+    }
+  }
+  if (!known.has(row.location_id)) throw lineError(n, 'location_id', `"${row.location_id}" is not a known location; add it first (GET /api/v1/locations lists them)`)
+  row.view ??= 'first'
+  row.probe ??= 'page'
+  row.status ??= 'ok'
+  const protocol = expected(row.mode)
+  // A load recorded ok without a protocol came over the one it was forced to.
+  if (row.observed_protocol == null && row.status === 'ok') row.observed_protocol = protocol
+  row.protocol_ok ??= normalizeProtocol(row.observed_protocol) === protocol
+  const submitted = { ...row }
+  delete submitted.time
+  delete submitted.location_id
+  // As an agent would send it: the text, not the parsed date.
+  if (input.measured_at == null) delete submitted.measured_at
+  else submitted.measured_at = input.measured_at
+  for (const c of ['notes', 'details']) delete submitted[c]
+  try {
+    checkResults([submitted], { expectedProtocol: expected })
+  } catch (err) {
+    if (!err.field) throw err
+    const field = String(err.field).replace(/^results\.0\./, '')
+    const message = String(err.message).replace(/results\.0\./g, '')
+    throw lineError(n, field, message.startsWith(`${field} `) ? message.slice(field.length + 1) : message)
+  }
+  // The check may settle status and protocol_ok from observed_protocol.
+  Object.assign(row, submitted)
+  row.measured_at ??= row.time
+  row.agent_id = null
+  row.details ??= '{}'
+  return row
+}
+
+/**
+ * Write the validated rows: jobs of every round (created done, or the
+ * existing one reused), then the results in multi-row INSERTs that queue
+ * their new rows for the rollups in the same statement. One transaction, so
+ * a failure stores nothing.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, rows: string[], rounds: Map<string, { location: string, time: Date, jobId?: number }> }} opts
+ * @returns {Promise<ImportSummary>}
+ */
+async function storeImport (db, { monitorId, rows, rounds }) {
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const list = [...rounds.values()]
+    for (let i = 0; i < list.length; i += 10000) {
+      const part = list.slice(i, i + 10000)
+      const locations = part.map((r) => r.location)
+      const times = part.map((r) => r.time)
+      // A round whose job was pruned (jobs retention) keeps its results:
+      // their job_id is the round's, so a re-import stores nothing twice
+      // rather than filing the same round under a new job.
+      const { rows: kept } = await client.query(
+        `SELECT DISTINCT ON (r.location_id, r.time) r.location_id, r.time AS due_at, r.job_id AS id
+           FROM results r JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
+             ON r.location_id = u.location_id AND r.time = u.due_at
+          WHERE r.monitor_id = $1`, [monitorId, locations, times])
+      for (const j of kept) rounds.get(`${j.location_id}|${+j.due_at}`).jobId = j.id
+      const fresh = part.filter((r) => r.jobId === undefined)
+      await client.query(
+        `INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
+         SELECT $1, u.location_id, u.due_at, 'done', now() FROM unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
+         ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [monitorId, fresh.map((r) => r.location), fresh.map((r) => r.time)])
+      const { rows: jobs } = await client.query(
+        `SELECT j.id, j.location_id, j.due_at FROM jobs j JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
+            ON j.location_id = u.location_id AND j.due_at = u.due_at
+          WHERE j.monitor_id = $1`, [monitorId, locations, times])
+      for (const j of jobs) rounds.get(`${j.location_id}|${+j.due_at}`).jobId ??= j.id
+    }
+    const jobAt = INSERT_COLUMNS.indexOf('job_id')
+    const monitorAt = INSERT_COLUMNS.indexOf('monitor_id')
+    let imported = 0
+    for (let i = 0; i < rows.length; i += INSERT_BATCH_ROWS) {
+      const values = []
+      const tuples = []
+      for (const text of rows.slice(i, i + INSERT_BATCH_ROWS)) {
+        const row = JSON.parse(text)
+        row[jobAt] = rounds.get(row[jobAt]).jobId
+        row[monitorAt] = monitorId
+        tuples.push(`(${row.map((v) => { values.push(v); return `$${values.length}` }).join(', ')})`)
+      }
+      const { rows: [{ n }] } = await client.query(
+        `WITH inserted AS (
+           INSERT INTO results (${INSERT_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}
+           ON CONFLICT (job_id, mode, view, probe, time) DO NOTHING RETURNING id),
+         queued AS (INSERT INTO rollup_pending (result_id) SELECT id FROM inserted RETURNING 1)
+         SELECT count(*)::int AS n FROM queued`, values)
+      imported += n
+    }
+    await client.query('COMMIT')
+    return { imported, skipped_existing: rows.length - imported, rounds: rounds.size }
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/**
+ * The lines of an NDJSON byte stream, read as they arrive (never the whole
+ * body at once). More than `maxBytes` is a 413.
+ * @param {import('node:stream').Readable} stream
+ * @param {{ maxBytes?: number }} [opts]
+ * @returns {AsyncIterable<string>}
+ */
+export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
+  let bytes = 0
+  const counted = new Transform({
+    transform (chunk, _enc, done) {
+      bytes += chunk.length
+      if (bytes > maxBytes) {
+        return done(Object.assign(new ValidationError(`the body is larger than ${maxBytes / 1024 / 1024} MiB; import at most ${IMPORT_MAX_LINES} results per request`), { statusCode: 413 }))
+      }
+      done(null, chunk)
+    }
+  })
+  stream.on('error', (err) => counted.destroy(err))
+  stream.pipe(counted)
+  const lines = readline.createInterface({ input: counted, crlfDelay: Infinity })
+  // The iterator buffers lines from the moment it exists; lines emitted
+  // before it is made (while the caller awaits something else) would be lost.
+  const iterator = lines[Symbol.asyncIterator]()
+  return { [Symbol.asyncIterator]: () => iterator }
+}
+
+/**
+ * @param {number} line
+ * @param {string | null} field
+ * @param {string} message what is wrong, after "line N: field"
+ */
+function lineError (line, field, message) {
+  const where = field ? `line ${line}: ${field}` : `line ${line}`
+  return Object.assign(new ValidationError(`${where} ${message}`, where), { line })
+}
+
+function nullable (v, check) { return v === null ? null : check() }
+
+function text (v, max) {
+  if (typeof v !== 'string') throw new FieldProblem('must be a string')
+  if (v.length > max) throw new FieldProblem(`must be at most ${max} characters`)
+  const wellFormed = /** @type {any} */ (v).isWellFormed()
+  if (v.includes('\0') || !wellFormed) throw new FieldProblem('contains a NUL character or an unpaired surrogate, which cannot be stored')
+  return v
+}
+
+function oneOf (v, allowed) {
+  if (!allowed.includes(v)) throw new FieldProblem(`must be one of ${allowed.join(', ')}`)
+  return v
+}
+
+function number (v, min, max) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new FieldProblem('must be a finite number')
+  if (v < min || v > max) throw new FieldProblem(`must be from ${min} to ${max}`)
+  return v
+}
+
+function integer (v, min, max) {
+  if (!Number.isInteger(v)) throw new FieldProblem('must be a whole number')
+  return number(v, min, max)
+}
+
+function dateTime (v) {
+  const t = typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)$/.test(v) ? Date.parse(v) : NaN
+  if (!Number.isFinite(t)) throw new FieldProblem('must be an ISO-8601 date-time with a time zone, for example 2026-03-01T12:00:00Z')
+  return new Date(t)
+}
+
+function roundTime (v) {
+  const t = dateTime(v)
+  if (+t < EARLIEST || +t > Date.now() + CLOCK_SKEW_MS) throw new FieldProblem(`${v} is not a plausible round time`)
+  return t
+}
+
+// JSON text with a NUL or a lone surrogate escape, which jsonb refuses: an
+// escape preceded by an even number of backslashes.
+const UNSTORABLE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i
+
+/** @param {object} v */
+function storableJson (v) {
+  let json
+  try {
+    json = JSON.stringify(v)
+  } catch {
+    throw new FieldProblem('is nested too deeply to store')
+  }
+  if (UNSTORABLE_ESCAPE.test(json)) throw new FieldProblem('contains a NUL character or an unpaired surrogate, which cannot be stored')
+  return json
+}
+
+function notes (v) {
+  if (!Array.isArray(v) || v.length > 50) throw new FieldProblem('must be a list of at most 50 notes')
+  for (const note of v) {
+    if (note === null || typeof note !== 'object' || typeof note.code !== 'string' || typeof note.message !== 'string') {
+      throw new FieldProblem('must be a list of {code, message, ...} objects')
+    }
+    if (note.code.length > 64 || note.message.length > 1000) throw new FieldProblem('has a note with a code over 64 or a message over 1000 characters')
+  }
+  return v
+}

@@ -1,0 +1,98 @@
+// Chromium command-line flags, each set defined once. The mode flags are what
+// makes a run an HTTP/3 or an HTTP/2 run; the lab flags are only ever added
+// for lab origins, never for real sites.
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
+
+/**
+ * Flags every measurement browser gets. Debian's Chromium otherwise reaches
+ * out to the network on start (component updates, sync, first-run pages),
+ * which both pollutes timings and fails on hosts without outside access.
+ * Even with these, a net log (--log-net-log) of Chromium 156 still shows a
+ * network-time query to clients2.google.com, hence the disabled feature; it
+ * also shows requests these flags cannot stop (accounts.google.com
+ * ListAccounts, an on-demand component check at update.googleapis.com),
+ * which is why lab runs also fail every other hostname at the resolver.
+ * @returns {string[]}
+ */
+export function baseFlags () {
+  return [
+    '--headless=new',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--disable-features=NetworkTimeServiceQuerying'
+  ]
+}
+
+/** @typedef {'h3' | 'h2'} Mode */
+export const MODES = Object.freeze(/** @type {Mode[]} */ (['h3', 'h2']))
+
+/**
+ * Flags that force the protocol for a page: HTTP/3 straight away (no Alt-Svc
+ * discovery round) for the page's origin, or QUIC off altogether. In h3
+ * mode `forceOrigins` adds more origins to force (a monitor's H3-capable
+ * origins); Chromium reads one comma-separated list, and a repeated switch
+ * would only keep its last value.
+ * @param {Mode} mode
+ * @param {string | URL} url
+ * @param {{ forceOrigins?: string[] }} [opts]
+ * @returns {string[]}
+ */
+export function modeFlags (mode, url, { forceOrigins = [] } = {}) {
+  if (mode === 'h3') return ['--enable-quic', `--origin-to-force-quic-on=${forcedOrigins(mode, url, { forceOrigins }).join(',')}`]
+  if (mode === 'h2') return ['--disable-quic']
+  throw new TypeError(`unknown mode ${JSON.stringify(mode)}; expected one of ${MODES.join(', ')}`)
+}
+
+/**
+ * The host:port list modeFlags forces QUIC on: the page's, then the others,
+ * each once. None in h2 mode.
+ * @param {Mode} mode
+ * @param {string | URL} url
+ * @param {{ forceOrigins?: string[] }} [opts]
+ * @returns {string[]}
+ */
+export function forcedOrigins (mode, url, { forceOrigins = [] } = {}) {
+  return mode === 'h3' ? [...new Set([hostPort(url), ...forceOrigins.map(hostPort)])] : []
+}
+
+/**
+ * host:port of a URL or origin, with the scheme's default port spelled out.
+ * @param {string | URL} url
+ */
+export function hostPort (url) {
+  const { hostname, port, protocol } = new URL(url)
+  return `${hostname}:${port || (protocol === 'http:' ? '80' : '443')}`
+}
+
+/**
+ * Flags that make Chromium write a net log of everything it does to `file`
+ * (complete once the browser exits). Default capture mode: events and their
+ * parameters, no cookies, credentials or payload bytes.
+ * @param {string} file
+ * @returns {string[]}
+ */
+export function netlogFlags (file) {
+  return [`--log-net-log=${file}`, '--net-log-capture-mode=Default']
+}
+
+/**
+ * Flags that let Chromium reach a lab origin: trust its self-signed
+ * certificate by public-key hash, and resolve its host names without DNS
+ * (the lab host name and, for it, the lab's second origin).
+ * Every other host fails to resolve (the first matching rule wins; the
+ * wildcard also catches IP literals), so a lab browser sends nothing beyond
+ * the lab, not even the DNS queries of Chromium's own background requests.
+ * @param {{ spki: string, hostname: string, address: string }} lab
+ * @returns {string[]}
+ */
+export function labBrowserFlags ({ spki, hostname, address }) {
+  const names = hostname === LAB_HOSTNAME ? LAB_HOSTNAMES : [hostname]
+  return [
+    `--ignore-certificate-errors-spki-list=${spki}`,
+    `--host-resolver-rules=${names.map((h) => `MAP ${h} ${address}`).join(', ')}, MAP * ~NOTFOUND`
+  ]
+}

@@ -1,0 +1,181 @@
+// One view of a WPT run (`N_devtools_requests.json.gz`: {pageData, requests})
+// → one h3lens result, in the shape Puppeteer agents submit. What counts is
+// the base-page request: its protocol is the run's observed protocol and its
+// timings give TTFB and connect. Page-level TTFB is not used: the agent takes
+// it from the first 200 response of the run, which can be its own start page
+// (recorded/131150_SPIKE_H1_0001: page TTFB 81 ms is the start page's
+// favicon; the page's document arrived 145 ms in).
+import { normalizeProtocol } from '../protocol.js'
+import { advertisesH3 } from '../../../agents/alt-svc.js'
+import { emptyResult } from '../result.js'
+
+/** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
+const CONTENT_ERROR = 99999
+/** Keeps details bounded on pages with thousands of requests. */
+const MAX_REQUESTS = 1000
+
+/**
+ * @param {Record<string, any> | null} devtools the parsed file, or null when the zip had none for this view
+ * @param {{ mode: string, view: 'first' | 'repeat', expected: string, agentError?: string | null }} ctx
+ *   expected: the protocol the arm was forced to; agentError: workdone's `error=`
+ * @returns {Record<string, any>} a result row (status, timings, details)
+ */
+export function resultFromDevtools (devtools, { mode, view, expected, agentError = null }) {
+  const row = emptyRow(mode, view)
+  if (!devtools || typeof devtools !== 'object') {
+    row.error = agentError ?? `the agent returned no ${view} view`
+    return row
+  }
+  const page = isObject(devtools.pageData) ? devtools.pageData : {}
+  const requests = Array.isArray(devtools.requests) ? devtools.requests.filter(isObject) : []
+  const base = Number.isInteger(page.final_base_page_request) ? requests[page.final_base_page_request] ?? null : null
+  row.browser_version = text(page.browser_version ?? page.browserVersion, 200)
+  row.observed_protocol = base ? normalizeProtocol(text(base.protocol, 64)) : null
+  row.details = {
+    requests: requests.slice(0, MAX_REQUESTS).map(requestDetail),
+    origins: originsSeen(requests.slice(0, MAX_REQUESTS)),
+    wpt: {
+      test_id: text(page.testID, 200),
+      result: num(page.result),
+      tester: text(page.tester, 200),
+      final_url: text(page.final_url, 4000),
+      page_ttfb_ms: num(page.TTFB)
+    }
+  }
+  if (base) Object.assign(row, baseTimings(base))
+  // The agent writes 0 for a time it did not see.
+  row.load_ms = measured(page.loadTime)
+  row.fcp_ms = measured(page.firstContentfulPaint)
+  row.lcp_ms = measured(page['chromeUserTiming.LargestContentfulPaint'])
+  row.dcl_ms = measured(page.domContentLoadedEventStart)
+  // Bounded like an imported result's bytes (lib/measurement/import.js): a hostile file must not overflow the column.
+  row.bytes = Math.min(1e12, Math.max(0, Math.round(num(page.bytesIn) ?? 0)))
+  row.requests = requests.length
+  const withProtocol = requests.filter((r) => r.protocol)
+  if (withProtocol.length) {
+    const h3 = withProtocol.filter((r) => normalizeProtocol(r.protocol) === 'h3')
+    row.h3_request_share = h3.length / withProtocol.length
+    const bytes = withProtocol.reduce((s, r) => s + (num(r.bytesIn) ?? 0), 0)
+    row.h3_byte_share = bytes > 0 ? h3.reduce((s, r) => s + (num(r.bytesIn) ?? 0), 0) / bytes : null
+  }
+
+  const result = num(page.result)
+  const baseStatus = base ? num(base.responseCode) : null
+  if (agentError || (result !== 0 && result !== CONTENT_ERROR) || !base) {
+    row.status = 'error'
+    row.error = agentError ?? text(page.error, 4000) ?? (base ? `the agent reported result ${result}` : 'the agent recorded no base-page request')
+    // A failed run's page timings are the agent's zeros and leftovers, not a load.
+    for (const c of ['ttfb_ms', 'load_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'fcp_ms', 'lcp_ms', 'dcl_ms']) row[c] = null
+  } else if (baseStatus !== null && baseStatus >= 400) {
+    // As for Puppeteer agents: a page answered with an HTTP error did not load.
+    row.status = 'error'
+    row.error = `HTTP ${baseStatus}: ${text(base.full_url, 4000) ?? ''}`.trim()
+  } else {
+    row.status = row.observed_protocol === normalizeProtocol(expected) ? 'ok' : 'protocol_mismatch'
+    // WebPageTest itself counts 99999 as a successful test (a subresource
+    // failed, the page loaded); so does a Puppeteer agent. Said in a note.
+    if (result === CONTENT_ERROR) {
+      const failed = requests.filter((r) => num(r.responseCode) >= 400 || num(r.responseCode) === -1).length
+      row.notes = [{ code: 'content_error', message: `${failed || 'some'} request${failed === 1 ? '' : 's'} of the page failed (WPT result 99999)` }]
+    }
+  }
+  row.protocol_ok = row.status === 'ok'
+  return row
+}
+
+/**
+ * TTFB and the connection phases of the base-page request, in ms from its
+ * own start (its DNS lookup, or its connect, or its request when the
+ * connection existed). connect_ms is TCP + TLS for H2 and the QUIC handshake
+ * for H3, as Navigation Timing gives it to Puppeteer agents: WPT's
+ * connect_ms is TCP alone (−1 on QUIC) and its ssl_ms the TLS or QUIC
+ * handshake.
+ * @param {Record<string, any>} base
+ */
+function baseTimings (base) {
+  const start = [base.dns_start, base.connect_start, base.ssl_start, base.load_start].map(num).filter((v) => v !== null && v >= 0)
+  const from = start.length ? Math.min(...start) : null
+  const ttfbEnd = positive(base.ttfb_end) ?? sum(positive(base.load_start), positive(base.ttfb_ms))
+  const tcp = positive(base.connect_ms)
+  const tls = positive(base.ssl_ms)
+  return {
+    ttfb_ms: ttfbEnd !== null && from !== null && ttfbEnd >= from ? ttfbEnd - from : null,
+    dns_ms: positive(base.dns_ms),
+    connect_ms: tcp === null && tls === null ? null : (tcp ?? 0) + (tls ?? 0),
+    tls_ms: tls
+  }
+}
+
+/**
+ * A WPT request as h3lens shows requests (agents/network.js RequestDetail).
+ * @param {Record<string, any>} r
+ */
+function requestDetail (r) {
+  const start = positive(r.all_start) ?? positive(r.load_start)
+  const end = positive(r.all_end) ?? positive(r.load_end)
+  return {
+    url: text(r.full_url, 4000) ?? text(r.url, 4000) ?? '',
+    type: text(r.request_type, 100),
+    method: text(r.method, 20),
+    protocol: normalizeProtocol(text(r.protocol, 64)),
+    status: num(r.responseCode),
+    bytes: Math.max(0, Math.round(num(r.bytesIn) ?? 0)),
+    start_ms: start,
+    end_ms: end,
+    connection_id: num(r.socket),
+    connection_reused: null,
+    from_cache: false,
+    alternate_protocol_usage: null,
+    remote_address: text(r.ip_addr, 100),
+    timing: {
+      dns_ms: positive(r.dns_ms),
+      connect_ms: positive(r.connect_ms),
+      ssl_ms: positive(r.ssl_ms),
+      send_ms: null,
+      wait_ms: positive(r.ttfb_ms),
+      receive_ms: positive(r.download_ms)
+    },
+    failed: null
+  }
+}
+
+/**
+ * Per origin: how its requests were served and the Alt-Svc it sent, as the
+ * h3lens agent reports them (details.origins), so a wpt location feeds the
+ * monitor's origin capabilities too. WPT keeps response headers as
+ * "name: value" lines.
+ * @param {Record<string, any>[]} requests
+ */
+function originsSeen (requests) {
+  const byOrigin = new Map()
+  for (const r of requests) {
+    let origin
+    try { origin = new URL(r.full_url).origin } catch { continue }
+    let o = byOrigin.get(origin)
+    if (!o) byOrigin.set(origin, (o = { origin, alt_svc: null, h3_advertised: false, requests: { h3: 0, h2: 0, other: 0 } }))
+    const protocol = normalizeProtocol(text(r.protocol, 64))
+    if (protocol) o.requests[protocol === 'h3' || protocol === 'h2' ? protocol : 'other']++
+    const lines = Array.isArray(r.headers?.response) ? r.headers.response : []
+    const altSvc = lines.find((l) => typeof l === 'string' && /^alt-svc:/i.test(l))
+    if (altSvc) {
+      o.alt_svc = altSvc.slice(altSvc.indexOf(':') + 1).trim().slice(0, 2000)
+      o.h3_advertised = advertisesH3(o.alt_svc)
+    }
+  }
+  return [...byOrigin.values()].slice(0, 200)
+}
+
+/** @param {string} mode @param {string} view @returns {Record<string, any>} */
+function emptyRow (mode, view) {
+  return {
+    ...emptyResult(mode, { view }),
+    details: { requests: [], origins: [] }
+  }
+}
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
+const positive = (v) => (num(v) !== null && v >= 0 && v < 3600000 ? v : null)
+const measured = (v) => (positive(v) !== null && v > 0 ? v : null)
+const sum = (a, b) => (a === null || b === null ? null : a + b)
+const text = (v, max) => (typeof v === 'string' && v !== '' ? v.slice(0, max) : null)

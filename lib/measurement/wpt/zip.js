@@ -1,0 +1,136 @@
+// Reading a wptagent's result.zip. The zip comes from the network, so it is
+// treated as hostile: member names are checked before anything is read, only
+// the members h3lens uses are decompressed, and every decompression is capped
+// (a few KB of gzip can expand to gigabytes).
+import { gunzipSync } from 'node:zlib'
+import yauzl from 'yauzl'
+import { ValidationError } from '../../runtime/errors.js'
+
+/**
+ * The devtools requests of a step of a run are 5–50 KB gzipped on ordinary
+ * pages and rarely above 1 MB; 16 MB compressed and 128 MB of JSON leave
+ * room for pages with thousands of requests and still bound what one upload
+ * can make the API hold.
+ */
+export const ZIP_LIMITS = Object.freeze({
+  entries: 500,
+  memberBytes: 32 * 1024 * 1024,
+  jsonBytes: 128 * 1024 * 1024
+})
+
+/** `1_devtools_requests.json.gz`, `1_Cached_devtools_requests.json.gz`; steps (`1_2_…`) are not read. */
+const MEMBER = /^(\d{1,3})(_Cached)?_(devtools_requests\.json\.gz|netlog\.txt\.gz)$/
+
+/**
+ * @typedef {{ run: number, cached: boolean, devtools: Record<string, any> | null, netlog: Buffer | null }} ZipView
+ */
+
+/**
+ * The views (run, cached) a result zip holds: each one's parsed devtools
+ * requests and its gzipped net log, when present.
+ * @param {Buffer} buffer
+ * @param {Partial<typeof ZIP_LIMITS>} [limits]
+ * @returns {Promise<ZipView[]>}
+ * @throws {ValidationError} (400, field `file`) for anything but a well-formed zip of safe member names within the limits
+ */
+export async function readResultZip (buffer, limits = {}) {
+  const lim = { ...ZIP_LIMITS, ...limits }
+  const members = await readMembers(buffer, lim)
+  /** @type {Map<string, ZipView>} */
+  const views = new Map()
+  for (const [name, data] of members) {
+    const [, run, cached, kind] = MEMBER.exec(name)
+    const key = `${run}/${cached ? 1 : 0}`
+    const view = views.get(key) ?? { run: Number(run), cached: Boolean(cached), devtools: null, netlog: null }
+    views.set(key, view)
+    if (kind === 'netlog.txt.gz') {
+      if (data.length < 2 || data[0] !== 0x1f || data[1] !== 0x8b) throw bad(`${name} is not gzip`)
+      view.netlog = data
+    } else {
+      view.devtools = parseGzippedJson(name, data, lim.jsonBytes)
+    }
+  }
+  return [...views.values()].sort((a, b) => a.run - b.run || Number(a.cached) - Number(b.cached))
+}
+
+/**
+ * @param {Buffer} buffer
+ * @param {typeof ZIP_LIMITS} lim
+ * @returns {Promise<Map<string, Buffer>>} the wanted members, by name
+ */
+function readMembers (buffer, lim) {
+  return new Promise((resolve, reject) => {
+    const fail = (err) => reject(err instanceof ValidationError ? err : bad(`not a readable zip (${err.message})`))
+    // lazyEntries: one member at a time, so nothing is read that is not asked for.
+    yauzl.fromBuffer(buffer, { lazyEntries: true, validateEntrySizes: true, strictFileNames: true }, (err, zip) => {
+      if (err) return fail(err)
+      /** @type {Map<string, Buffer>} */
+      const out = new Map()
+      let count = 0
+      zip.on('error', fail)
+      zip.on('end', () => resolve(out))
+      zip.on('entry', (entry) => {
+        const name = entry.fileName
+        if (++count > lim.entries) return fail(bad(`more than ${lim.entries} members`))
+        const unsafe = unsafeName(name)
+        if (unsafe) return fail(bad(`member "${name.slice(0, 200)}" ${unsafe}`))
+        if (!MEMBER.test(name)) return zip.readEntry()
+        if (out.has(name)) return fail(bad(`member ${name} appears twice`))
+        if (entry.uncompressedSize > lim.memberBytes) return fail(bad(`${name} is larger than ${lim.memberBytes} bytes`))
+        zip.openReadStream(entry, (err, stream) => {
+          if (err) return fail(err)
+          const chunks = []
+          let size = 0
+          stream.on('data', (c) => {
+            size += c.length
+            // validateEntrySizes stops a member longer than it declared; this
+            // is the same cap for one that declares nothing useful.
+            if (size > lim.memberBytes) { stream.destroy(); fail(bad(`${name} is larger than ${lim.memberBytes} bytes`)) } else chunks.push(c)
+          })
+          stream.on('error', fail)
+          stream.on('end', () => { out.set(name, Buffer.concat(chunks)); zip.readEntry() })
+        })
+      })
+      zip.readEntry()
+    })
+  })
+}
+
+/**
+ * Why a member name may not be used, or null. wptagent writes flat names
+ * (`1_screen.jpg`); a path, a parent reference or a drive letter is an
+ * attempt to write outside wherever the zip might be unpacked.
+ * @param {string} name
+ */
+export function unsafeName (name) {
+  if (name.includes('\\')) return 'contains a backslash'
+  if (name.startsWith('/') || /^[a-zA-Z]:/.test(name)) return 'is an absolute path'
+  if (name.split('/').some((part) => part === '..')) return 'leaves the archive (..)'
+  if (name.includes('\0')) return 'contains a NUL character'
+  return null
+}
+
+/**
+ * @param {string} name
+ * @param {Buffer} data
+ * @param {number} maxBytes
+ */
+function parseGzippedJson (name, data, maxBytes) {
+  let text
+  try {
+    text = gunzipSync(data, { maxOutputLength: maxBytes }).toString('utf8')
+  } catch (err) {
+    if (err.code === 'ERR_BUFFER_TOO_LARGE') throw bad(`${name} decompresses to more than ${maxBytes} bytes`)
+    throw bad(`${name} is not valid gzip (${err.message})`)
+  }
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw bad(`${name} is not valid JSON (${err.message})`)
+  }
+}
+
+/** @param {string} message */
+function bad (message) {
+  return new ValidationError(`result.zip: ${message}`, 'file')
+}

@@ -1,0 +1,62 @@
+// Agents that enrol themselves: a one-shot step (compose's `init` service,
+// or `h3lens agents enrol` by hand) makes sure each location exists and
+// that a token file for it holds a valid agent token; agents read their
+// token from that file (H3LENS_AGENT_TOKEN_FILE). Nobody copies a token by
+// hand, and running the step again keeps the tokens that still work, so a
+// restarted stack does not register a new agent each time.
+import fs from 'node:fs/promises'
+import path from 'node:path'
+import { authenticateAgent, createAgentToken } from '../store/agents.js'
+import { getLocation, upsertLocation } from '../store/locations.js'
+import { isSlug } from './config.js'
+import { ValidationError } from './errors.js'
+
+/**
+ * "us-east=North America" → { id: 'us-east', region: 'North America' }.
+ * @param {string} spec
+ */
+export function parseLocationSpec (spec) {
+  const [id, ...rest] = spec.split('=')
+  const region = rest.join('=').trim()
+  if (!isSlug(id)) throw new ValidationError(`--location "${spec}": the id before "=" must be lowercase letters, digits and dashes`, 'location')
+  return { id, region: region || null }
+}
+
+/**
+ * @param {import('pg').Pool} db
+ * @param {{ location: string, region: string | null, tokenDir: string }} opts
+ * @returns {Promise<{ file: string, created: boolean, agentId: number }>}
+ */
+export async function enrolLocation (db, { location, region, tokenDir }) {
+  if (!(await getLocation(db, location))) {
+    if (!region) throw new ValidationError(`unknown location "${location}"; give its region as --location ${location}=REGION to create it`, 'location')
+    await upsertLocation(db, { id: location, name: location, region, kind: 'real' })
+  }
+  const file = path.join(tokenDir, `${location}.token`)
+  const existing = (await fs.readFile(file, 'utf8').catch(() => '')).trim()
+  const agent = existing ? await authenticateAgent(db, existing) : null
+  if (agent?.location_id === location) return { file, created: false, agentId: agent.id }
+  const { agent: created, token } = await createAgentToken(db, { location, name: `${location}-agent` })
+  await fs.mkdir(tokenDir, { recursive: true })
+  // Written whole under another name, then renamed: an agent starting now
+  // never reads half a token.
+  const partial = `${file}.${process.pid}.tmp`
+  await fs.writeFile(partial, token + '\n', { mode: 0o600 })
+  await fs.rename(partial, file)
+  return { file, created: true, agentId: /** @type {any} */ (created).id }
+}
+
+/**
+ * The agent's token: H3LENS_AGENT_TOKEN, else the file H3LENS_AGENT_TOKEN_FILE names.
+ * @param {{ agentToken?: string | null, agentTokenFile?: string | null }} config
+ * @returns {Promise<string | null>}
+ */
+export async function readAgentToken (config) {
+  if (config.agentToken) return config.agentToken
+  if (!config.agentTokenFile) return null
+  try {
+    return (await fs.readFile(config.agentTokenFile, 'utf8')).trim() || null
+  } catch (err) {
+    throw Object.assign(new Error(`H3LENS_AGENT_TOKEN_FILE=${config.agentTokenFile} cannot be read (${err.code ?? err.message}); "h3lens agents enrol" writes it`), { userFacing: true })
+  }
+}

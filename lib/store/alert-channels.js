@@ -1,0 +1,185 @@
+// Alert channels: where notifications go. A webhook gets a JSON body (or a
+// Slack-compatible one) signed with the channel's secret:
+//
+//   X-H3lens-Timestamp: <unix seconds when the attempt was sent>
+//   X-H3lens-Signature: v1=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>
+//   X-H3lens-Delivery:  <delivery id, the same on every retry: deduplicate on it>
+//
+// A receiver recomputes the HMAC over the timestamp, a dot and the raw body
+// bytes, compares in constant time and refuses timestamps more than a few
+// minutes old (replays). The secret is never returned by the API nor logged.
+import crypto from 'node:crypto'
+import { ValidationError, NotFoundError } from '../runtime/errors.js'
+import { checkPublicTarget } from '../measurement/targets.js'
+import { validateMonitorUrl } from './monitors.js'
+import { removeChannelFromRules } from './alert-rules.js'
+
+export const CHANNEL_FORMATS = ['json', 'slack']
+export const MIN_SECRET_LENGTH = 16
+export const SEND_TIMEOUT_MS = 10000
+
+// Never the secret.
+const COLUMNS = 'id, kind, name, url, format, created_at, updated_at'
+
+/**
+ * A channel as the API shows it. Webhook URLs often carry a token in their
+ * path or query (a Slack webhook is https://hooks.slack.com/services/T…/B…/
+ * <token>), and read keys may list channels: past the first path segment
+ * the URL is shown as "…".
+ * @param {Record<string, any>} row
+ */
+export function present (row) {
+  const u = new URL(row.url)
+  const segments = u.pathname.split('/').filter(Boolean)
+  if (segments.length <= 1 && !u.search) return row
+  return { ...row, url: `${u.origin}/${segments[0] ?? ''}/…` }
+}
+
+/**
+ * @param {Record<string, any>} input full channel (POST) or stored channel merged with a patch
+ * @param {{ allowPrivateTargets?: boolean }} policy
+ */
+async function checkChannel (input, { allowPrivateTargets = false }) {
+  const c = { ...input }
+  if (c.kind !== 'webhook') throw new ValidationError('kind must be webhook', 'kind')
+  if (typeof c.name !== 'string' || !c.name.trim()) throw new ValidationError('name is required', 'name')
+  c.name = c.name.trim()
+  try {
+    c.url = validateMonitorUrl(c.url)
+  } catch (err) {
+    throw new ValidationError(err.message, 'url')
+  }
+  if (!allowPrivateTargets) {
+    try {
+      await checkPublicTarget(c.url)
+    } catch (err) {
+      throw new ValidationError(err.message.replace('monitors on real locations may not target', 'webhooks may not target'), 'url')
+    }
+  }
+  if (typeof c.secret !== 'string' || c.secret.length < MIN_SECRET_LENGTH) {
+    throw new ValidationError(`secret must be at least ${MIN_SECRET_LENGTH} characters (the HMAC key of X-H3lens-Signature)`, 'secret')
+  }
+  c.format ??= 'json'
+  if (!CHANNEL_FORMATS.includes(c.format)) throw new ValidationError(`format must be one of ${CHANNEL_FORMATS.join(', ')}`, 'format')
+  return c
+}
+
+/** @param {import('pg').Pool} db @param {Record<string, any>} input @param {{ allowPrivateTargets?: boolean }} policy */
+export async function createChannel (db, input, policy) {
+  const c = await checkChannel(input, policy)
+  const { rows } = await db.query(
+    `INSERT INTO alert_channels (kind, name, url, secret, format) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
+    [c.kind, c.name, c.url, c.secret, c.format])
+  return present(rows[0])
+}
+
+/** @param {import('pg').Pool} db */
+export async function listChannels (db) {
+  return (await db.query(`SELECT ${COLUMNS} FROM alert_channels ORDER BY id`)).rows.map(present)
+}
+
+/** @param {import('pg').Pool} db @param {number} id */
+export async function getChannel (db, id) {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM alert_channels WHERE id = $1`, [id])
+  if (!rows.length) throw new NotFoundError(`there is no channel ${id}`)
+  return present(rows[0])
+}
+
+/**
+ * The channel with its secret, for sending only.
+ * @param {import('pg').Pool | import('pg').PoolClient} db @param {number} id
+ */
+export async function channelForSending (db, id) {
+  const { rows } = await db.query(`SELECT ${COLUMNS}, secret FROM alert_channels WHERE id = $1`, [id])
+  return rows[0] ?? null
+}
+
+/** A patch without secret keeps the stored one. */
+export async function updateChannel (db, id, patch, policy) {
+  const current = await channelForSending(db, id)
+  if (!current) throw new NotFoundError(`there is no channel ${id}`)
+  const c = await checkChannel({ ...current, ...patch }, policy)
+  const { rows } = await db.query(
+    `UPDATE alert_channels SET name = $2, url = $3, secret = $4, format = $5, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id, c.name, c.url, c.secret, c.format])
+  return present(rows[0])
+}
+
+/** Removes the channel, its deliveries, and its id from every rule. */
+export async function deleteChannel (db, id) {
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rowCount } = await client.query('DELETE FROM alert_channels WHERE id = $1', [id])
+    if (!rowCount) throw new NotFoundError(`there is no channel ${id}`)
+    await removeChannelFromRules(client, id)
+    await client.query('COMMIT')
+  } catch (err) {
+    await client.query('ROLLBACK')
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/**
+ * @param {string} secret @param {string | number} timestamp unix seconds @param {string} body the exact bytes sent
+ * @returns {string} the X-H3lens-Signature value
+ */
+export function sign (secret, timestamp, body) {
+  return 'v1=' + crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')
+}
+
+/**
+ * Checks a signature as a receiver would (used by the tests and documented in the README).
+ * @param {string} secret @param {string} timestamp @param {string} body @param {string} signature
+ */
+export function verifySignature (secret, timestamp, body, signature) {
+  const want = Buffer.from(sign(secret, timestamp, body))
+  const got = Buffer.from(String(signature))
+  return want.length === got.length && crypto.timingSafeEqual(want, got)
+}
+
+/**
+ * One HTTP attempt. Never throws: the outcome is data for the attempt log.
+ * @param {{ url: string, secret: string, format: string }} channel
+ * @param {Record<string, any>} payload the JSON body
+ * @param {{ deliveryId: number, now?: Date }} o
+ * @returns {Promise<{ ok: boolean, status_code: number | null, error: string | null, duration_ms: number }>}
+ */
+export async function sendWebhook (channel, payload, { deliveryId, now = new Date() }) {
+  const body = JSON.stringify(channel.format === 'slack' ? slackBody(payload) : payload)
+  const timestamp = String(Math.floor(+now / 1000))
+  const started = performance.now()
+  try {
+    const res = await fetch(channel.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'h3lens-alerts',
+        'x-h3lens-timestamp': timestamp,
+        'x-h3lens-signature': sign(channel.secret, timestamp, body),
+        'x-h3lens-delivery': String(deliveryId)
+      },
+      body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(SEND_TIMEOUT_MS)
+    })
+    await res.arrayBuffer().catch(() => {})
+    const ok = res.status >= 200 && res.status < 300
+    return { ok, status_code: res.status, error: ok ? null : `HTTP ${res.status}`, duration_ms: performance.now() - started }
+  } catch (err) {
+    const cause = /** @type {any} */ (err).cause
+    const error = String(cause?.code ?? cause?.message ?? /** @type {any} */ (err).message).slice(0, 500)
+    return { ok: false, status_code: null, error, duration_ms: performance.now() - started }
+  }
+}
+
+/** Slack's incoming-webhook shape: one line of text. */
+export function slackBody (payload) {
+  if (payload.event === 'test') return { text: `h3lens test notification from channel "${payload.channel?.name}"` }
+  const a = payload.alert
+  const icon = payload.event === 'firing' ? ':rotating_light:' : ':white_check_mark:'
+  const where = `${a.monitor_label ?? `monitor ${a.monitor_id}`} at ${a.location_id}`
+  return { text: `${icon} [${a.severity}] ${payload.event === 'firing' ? 'FIRING' : 'RESOLVED'}: ${a.summary} — ${where}${a.evidence_url ? ` <${a.evidence_url}|evidence>` : ''}` }
+}

@@ -1,0 +1,153 @@
+// Alert rules: what to watch, where, and whom to tell. Shape checks live in
+// the API schemas (api/routes/alerts.js); the rules that span fields and the
+// database (known monitors, locations and channels) live here.
+import { ValidationError, NotFoundError } from '../runtime/errors.js'
+import { COMPARABLE_METRICS } from '../measurement/metrics.js'
+
+export const RULE_KINDS = ['h3_regression', 'h3_failure', 'location_silent', 'error_rate']
+export const SEVERITIES = ['info', 'warning', 'critical']
+// The comparison needs rounds; a window under a minute holds none.
+export const MIN_WINDOW_S = 60
+// Rollups keep a year; a regression over more than a month is a trend, not an alert.
+export const MAX_WINDOW_S = 30 * 86400
+export const MAX_EVALUATIONS = 100
+
+const COLUMNS = `id, kind, monitor_id, locations, metric, percentile, min_effect_pct, min_effect_ms, threshold_pct,
+  window_s, evaluations, severity, description, channels, created_at, updated_at`
+
+// Fields each kind uses; a field another kind uses is refused rather than ignored.
+const USES = {
+  h3_regression: ['percentile', 'min_effect_pct', 'min_effect_ms', 'metric'],
+  h3_failure: ['threshold_pct'],
+  error_rate: ['threshold_pct'],
+  location_silent: []
+}
+const KIND_FIELDS = ['percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct', 'metric']
+
+/**
+ * The rule as stored, defaults applied, after every check.
+ * @param {import('pg').Pool} db
+ * @param {Record<string, any>} input a full rule (POST) or the stored rule merged with a patch
+ */
+async function checkRule (db, input) {
+  const r = { ...input }
+  if (!RULE_KINDS.includes(r.kind)) throw new ValidationError(`kind must be one of ${RULE_KINDS.join(', ')}`, 'kind')
+  for (const f of KIND_FIELDS) {
+    if (r[f] != null && !USES[r.kind].includes(f)) throw new ValidationError(`${f} does not apply to a ${r.kind} rule`, f)
+  }
+  if (r.kind === 'h3_regression') {
+    r.percentile ??= 95
+    r.metric ??= 'ttfb'
+    if (!COMPARABLE_METRICS.includes(r.metric)) throw new ValidationError(`metric must be one of ${COMPARABLE_METRICS.join(', ')}`, 'metric')
+    if (!(r.percentile > 0 && r.percentile < 100)) throw new ValidationError('percentile must be above 0 and below 100', 'percentile')
+    if (r.min_effect_pct == null && r.min_effect_ms == null) throw new ValidationError('an h3_regression rule needs min_effect_pct or min_effect_ms (how much slower is a regression)', 'min_effect_pct')
+    if (r.min_effect_pct != null && !(r.min_effect_pct > 0 && r.min_effect_pct <= 1000)) throw new ValidationError('min_effect_pct must be above 0 and at most 1000', 'min_effect_pct')
+    if (r.min_effect_ms != null && !(r.min_effect_ms > 0 && r.min_effect_ms <= 600000)) throw new ValidationError('min_effect_ms must be above 0 and at most 600000', 'min_effect_ms')
+  } else {
+    r.metric = 'ttfb'
+  }
+  if (r.kind === 'h3_failure' || r.kind === 'error_rate') {
+    if (r.threshold_pct == null) throw new ValidationError(`a ${r.kind} rule needs threshold_pct`, 'threshold_pct')
+    // Above 100% can never be true, and "above 0%" would fire on one lost load.
+    if (!(r.threshold_pct > 0 && r.threshold_pct < 100)) throw new ValidationError('threshold_pct must be above 0 and below 100', 'threshold_pct')
+  }
+  if (!Number.isInteger(r.window_s) || r.window_s < MIN_WINDOW_S || r.window_s > MAX_WINDOW_S) {
+    throw new ValidationError(`window_s must be a whole number of seconds from ${MIN_WINDOW_S} to ${MAX_WINDOW_S}`, 'window_s')
+  }
+  r.evaluations ??= 1
+  if (!Number.isInteger(r.evaluations) || r.evaluations < 1 || r.evaluations > MAX_EVALUATIONS) {
+    throw new ValidationError(`evaluations must be a whole number from 1 to ${MAX_EVALUATIONS}`, 'evaluations')
+  }
+  r.severity ??= 'warning'
+  if (!SEVERITIES.includes(r.severity)) throw new ValidationError(`severity must be one of ${SEVERITIES.join(', ')}`, 'severity')
+  r.monitor_id ??= null
+  if (r.monitor_id !== null) {
+    const { rowCount } = await db.query('SELECT 1 FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
+    if (!rowCount) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
+  }
+  r.locations ??= null
+  if (r.locations !== null) {
+    if (!r.locations.length) throw new ValidationError('locations must name at least one location, or be left out for all', 'locations')
+    const { rows } = await db.query('SELECT id FROM locations WHERE id = ANY($1)', [r.locations])
+    const unknown = r.locations.filter((l) => !rows.some((x) => x.id === l))
+    if (unknown.length) throw new ValidationError(`unknown location ${unknown.join(', ')}`, 'locations')
+    r.locations = [...new Set(r.locations)]
+  }
+  r.channels = [...new Set(r.channels ?? [])]
+  if (r.channels.length) {
+    const { rows } = await db.query('SELECT id FROM alert_channels WHERE id = ANY($1)', [r.channels])
+    const unknown = r.channels.filter((c) => !rows.some((x) => x.id === c))
+    if (unknown.length) throw new ValidationError(`there is no channel ${unknown.join(', ')}`, 'channels')
+  }
+  r.description ??= null
+  return r
+}
+
+const STORED = ['kind', 'monitor_id', 'locations', 'metric', 'percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct',
+  'window_s', 'evaluations', 'severity', 'description', 'channels']
+
+/**
+ * @param {Record<string, any>} row
+ * @returns {Record<string, any>}
+ */
+function present (row) {
+  // bigint[] arrives as strings (pg parses int8 scalars only, lib/runtime/db.js).
+  /** @type {Record<string, any>} */
+  const out = { ...row, channels: row.channels.map(Number) }
+  if (out.kind !== 'h3_regression') delete out.metric
+  return out
+}
+
+/** @param {import('pg').Pool} db @param {Record<string, any>} input */
+export async function createRule (db, input) {
+  const r = await checkRule(db, input)
+  const { rows } = await db.query(
+    `INSERT INTO alert_rules (${STORED.join(', ')}) VALUES (${STORED.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
+    STORED.map((k) => r[k]))
+  return present(rows[0])
+}
+
+/** @param {import('pg').Pool} db @param {number} id */
+export async function getRule (db, id) {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM alert_rules WHERE id = $1`, [id])
+  if (!rows.length) throw new NotFoundError(`there is no alert rule ${id}`)
+  return present(rows[0])
+}
+
+/** @param {import('pg').Pool} db */
+export async function listRules (db) {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM alert_rules ORDER BY id`)
+  return rows.map(present)
+}
+
+/**
+ * A patch replaces the fields it names; null clears an optional field.
+ * @param {import('pg').Pool} db @param {number} id @param {Record<string, any>} patch
+ */
+export async function updateRule (db, id, patch) {
+  const current = await getRule(db, id)
+  if (patch.kind && patch.kind !== current.kind) {
+    // Another kind's fields would not carry over meaningfully: make a new rule.
+    throw new ValidationError('kind cannot change; delete the rule and create another', 'kind')
+  }
+  const r = await checkRule(db, { ...current, ...patch })
+  const { rows } = await db.query(
+    `UPDATE alert_rules SET ${STORED.map((k, i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id, ...STORED.map((k) => r[k])])
+  return present(rows[0])
+}
+
+/** Removes the rule with its states, history and pending deliveries. */
+export async function deleteRule (db, id) {
+  const { rowCount } = await db.query('DELETE FROM alert_rules WHERE id = $1', [id])
+  if (!rowCount) throw new NotFoundError(`there is no alert rule ${id}`)
+}
+
+/**
+ * A deleted channel leaves every rule that named it.
+ * @param {import('pg').PoolClient} client inside the channel's deletion
+ * @param {number} channelId
+ */
+export async function removeChannelFromRules (client, channelId) {
+  await client.query('UPDATE alert_rules SET channels = array_remove(channels, $1::bigint) WHERE $1 = ANY(channels)', [channelId])
+}

@@ -1,0 +1,221 @@
+// Alert state: each (rule, monitor, location) is ok, pending, firing or
+// resolved, kept in alert_states, every change recorded in alert_events.
+// A rule fires after `evaluations` consecutive breaching evaluations and
+// resolves after as many consecutive clear ones (hysteresis: one noisy
+// evaluation neither fires nor resolves). Firing and resolving write one
+// delivery per channel into the outbox in the same transaction, so a
+// notification exists exactly when the state changed. The state lives in
+// PostgreSQL: a restart continues where it was and re-fires nothing.
+import { listRules } from './alert-rules.js'
+import { observe, comparisonCache } from '../analysis/alert-conditions.js'
+import { enqueueDeliveries } from './alert-deliveries.js'
+
+export const ALERT_STATES = ['ok', 'pending', 'firing', 'resolved']
+
+/**
+ * The next state of one key after one observation; null when nothing changes.
+ * @param {{ state: string, breaches: number, clears: number }} cur
+ * @param {boolean} breach
+ * @param {number} n evaluations needed to fire and to resolve
+ */
+export function nextState (cur, breach, n) {
+  const breaches = breach ? cur.breaches + 1 : 0
+  const clears = breach ? 0 : cur.clears + 1
+  let state = cur.state
+  if (breach && cur.state !== 'firing') state = breaches >= n ? 'firing' : 'pending'
+  if (!breach && cur.state === 'pending') state = 'ok'
+  if (!breach && cur.state === 'firing' && clears >= n) state = 'resolved'
+  return { state, breaches, clears }
+}
+
+/**
+ * One evaluation of every rule, by at most one replica at a time and at most
+ * once per `intervalS`: the replica that locks the evaluator row (SKIP
+ * LOCKED: the others do not wait) and finds the last run old enough
+ * evaluates, writing every state change in the same transaction.
+ * @param {import('pg').Pool} db
+ * @param {{ now?: Date, intervalS?: number, timeoutMs?: number, publicUrl?: string | null, log?: import('pino').Logger }} [o]
+ * @returns {Promise<{ evaluated: boolean, changes: number }>}
+ */
+export async function evaluateAlerts (db, { now = new Date(), intervalS = 60, timeoutMs = 30000, publicUrl = null, log } = {}) {
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rows } = await client.query('SELECT last_run_at FROM alert_evaluator WHERE id = 1 FOR UPDATE SKIP LOCKED')
+    // A little slack so a tick a few ms early does not skip a whole interval.
+    if (!rows.length || (rows[0].last_run_at && +now - +rows[0].last_run_at < intervalS * 1000 - 500)) {
+      await client.query('ROLLBACK')
+      return { evaluated: false, changes: 0 }
+    }
+    let changes = 0
+    const compare = comparisonCache(db, { now, timeoutMs })
+    const { rows: monitors } = await client.query(
+      `SELECT id, url, label, locations, paused, aa_protocol, min_effect_pct, min_effect_ms, created_at
+         FROM monitors WHERE deleted_at IS NULL ORDER BY id`)
+    for (const rule of await listRules(db)) {
+      for (const monitor of monitors.filter((m) => rule.monitor_id === null || m.id === rule.monitor_id)) {
+        const locations = monitor.locations.filter((l) => !rule.locations || rule.locations.includes(l))
+        if (!locations.length) continue
+        let observations
+        try {
+          observations = await observe(db, rule, monitor, locations, { now, compare })
+        } catch (err) {
+          log?.warn({ rule: rule.id, monitor: monitor.id, err: err.message }, 'alert rule could not be evaluated')
+          continue
+        }
+        for (const o of observations) {
+          if (o.breach === null) continue
+          if (await applyObservation(client, { rule, monitor, observation: o, now, publicUrl })) changes++
+        }
+      }
+    }
+    await client.query('UPDATE alert_evaluator SET last_run_at = $1 WHERE id = 1', [now])
+    await client.query('COMMIT')
+    return { evaluated: true, changes }
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/** @returns {Promise<boolean>} whether the state changed */
+async function applyObservation (client, { rule, monitor, observation, now, publicUrl }) {
+  const key = [rule.id, monitor.id, observation.location_id]
+  const { rows } = await client.query(
+    'SELECT state, breaches, clears, fired_at, evidence FROM alert_states WHERE rule_id = $1 AND monitor_id = $2 AND location_id = $3', key)
+  const cur = rows[0] ?? { state: 'ok', breaches: 0, clears: 0, fired_at: null, evidence: {} }
+  const next = nextState(cur, observation.breach, rule.evaluations)
+  const changed = next.state !== cur.state
+  // The evidence kept is what tripped the alert while it fires, the latest observation otherwise.
+  const evidence = cur.state === 'firing' && next.state === 'firing' ? cur.evidence : observation.evidence
+  const firedAt = next.state === 'firing' && changed ? now : (next.state === 'ok' || next.state === 'pending' ? null : cur.fired_at)
+  await client.query(
+    `INSERT INTO alert_states (rule_id, monitor_id, location_id, state, breaches, clears, since, fired_at, resolved_at, evaluated_at, evidence)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $7, $10)
+     ON CONFLICT (rule_id, monitor_id, location_id) DO UPDATE SET
+       state = EXCLUDED.state, breaches = EXCLUDED.breaches, clears = EXCLUDED.clears,
+       since = CASE WHEN alert_states.state = EXCLUDED.state THEN alert_states.since ELSE EXCLUDED.since END,
+       fired_at = EXCLUDED.fired_at, resolved_at = EXCLUDED.resolved_at, evaluated_at = EXCLUDED.evaluated_at, evidence = EXCLUDED.evidence`,
+    [...key, next.state, next.breaches, next.clears, now, firedAt, next.state === 'resolved' ? now : null, evidence])
+  if (!changed) return false
+  const { rows: [event] } = await client.query(
+    'INSERT INTO alert_events (rule_id, monitor_id, location_id, state, previous, at, evidence) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id',
+    [...key, next.state, cur.state, now, observation.evidence])
+  if ((next.state === 'firing' || next.state === 'resolved') && rule.channels.length) {
+    await enqueueDeliveries(client, {
+      eventId: event.id,
+      channels: rule.channels,
+      now,
+      body: notification({ rule, monitor, event: next.state, eventId: event.id, locationId: observation.location_id, firedAt, now, evidence, observation, publicUrl })
+    })
+  }
+  return true
+}
+
+/** The webhook body of a firing or resolved alert (documented in the OpenAPI as alertNotification). */
+function notification ({ rule, monitor, event, eventId, locationId, firedAt, now, evidence, observation, publicUrl }) {
+  const shown = event === 'firing' ? evidence : observation.evidence
+  return {
+    version: 1,
+    event,
+    event_id: eventId,
+    alert: {
+      rule_id: rule.id,
+      kind: rule.kind,
+      severity: rule.severity,
+      description: rule.description,
+      summary: summary(rule, shown),
+      monitor_id: monitor.id,
+      monitor_label: monitor.label,
+      monitor_url: monitor.url,
+      aa_protocol: monitor.aa_protocol ?? null,
+      location_id: locationId,
+      state: event,
+      fired_at: firedAt ? new Date(firedAt).toISOString() : null,
+      resolved_at: event === 'resolved' ? now.toISOString() : null,
+      evidence: shown,
+      evidence_url: shown.link ? (publicUrl ? publicUrl.replace(/\/+$/, '') + '/' + shown.link : shown.link) : null
+    }
+  }
+}
+
+/** One line a person reads first. */
+export function summary (rule, e) {
+  const pct = (v) => (v == null ? '?' : `${Math.round(v * 10) / 10}%`)
+  if (rule.kind === 'h3_regression') {
+    return `HTTP/3 ${e.delta_pct >= 0 ? 'slower' : 'faster'} than HTTP/2 at p${rule.percentile} ${e.metric}: ` +
+      `${e.h3_ms?.toFixed?.(1)} ms vs ${e.h2_ms?.toFixed?.(1)} ms (${e.delta_pct >= 0 ? '+' : ''}${pct(e.delta_pct)}), ${e.rounds_used} rounds`
+  }
+  if (rule.kind === 'h3_failure') return `HTTP/3 lost ${pct(e.h3_lost_pct)} of ${e.h3_attempted} loads (failed or fell back), threshold ${rule.threshold_pct}%`
+  if (rule.kind === 'error_rate') return `failure rate ${pct(e.worst_pct)} (H2 ${pct(e.h2_failure_rate?.rate * 100)}, H3 ${pct(e.h3_failure_rate?.rate * 100)}), threshold ${rule.threshold_pct}%`
+  return `no result for ${Math.round(rule.window_s / 60)} min while ${e.due_rounds} rounds were due`
+}
+
+// Reading alerts: the current state of each key and the history of changes,
+// filtered as the API and dashboard ask.
+const STATE_COLUMNS = `s.rule_id, s.monitor_id, m.label AS monitor_label, s.location_id, s.state, s.since, s.fired_at, s.resolved_at,
+  s.evaluated_at, s.evidence, r.kind, r.severity, r.description`
+const EVENT_COLUMNS = `e.id, e.rule_id, e.monitor_id, m.label AS monitor_label, e.location_id, e.state, e.previous, e.at, e.evidence,
+  r.kind, r.severity, r.description`
+
+/**
+ * @param {{ state?: string, monitor_id?: number, location_id?: string, rule_id?: number }} f
+ * @param {string} alias
+ */
+function where (f, alias) {
+  const clauses = []
+  const params = []
+  for (const [k, col] of [['state', 'state'], ['monitor_id', 'monitor_id'], ['location_id', 'location_id'], ['rule_id', 'rule_id']]) {
+    if (f[k] === undefined || f[k] === null) continue
+    params.push(f[k])
+    clauses.push(`${alias}.${col} = $${params.length}`)
+  }
+  return { sql: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params }
+}
+
+/**
+ * Current states of monitors that exist. Without a state filter, those
+ * worth a look: pending, firing and resolved (ok keys are every pair ever
+ * evaluated).
+ * @param {import('pg').Pool} db
+ * @param {{ state?: string, monitor_id?: number, location_id?: string, rule_id?: number }} [f]
+ */
+export async function currentAlerts (db, f = {}) {
+  const w = where(f, 's')
+  const notOk = f.state ? '' : `${w.sql ? ' AND' : 'WHERE'} s.state <> 'ok'`
+  // A deleted monitor is no longer evaluated; its last states are history, not alerts.
+  const { rows } = await db.query(
+    `SELECT ${STATE_COLUMNS} FROM alert_states s JOIN alert_rules r ON r.id = s.rule_id
+       JOIN monitors m ON m.id = s.monitor_id AND m.deleted_at IS NULL
+      ${w.sql}${notOk}
+      ORDER BY CASE s.state WHEN 'firing' THEN 0 WHEN 'pending' THEN 1 WHEN 'resolved' THEN 2 ELSE 3 END, s.since DESC, s.rule_id, s.monitor_id, s.location_id`,
+    w.params)
+  return rows
+}
+
+/**
+ * Changes of state, newest first.
+ * @param {import('pg').Pool} db
+ * @param {{ state?: string, monitor_id?: number, location_id?: string, rule_id?: number, limit?: number }} [f]
+ */
+export async function alertHistory (db, f = {}) {
+  const w = where(f, 'e')
+  const { rows } = await db.query(
+    `SELECT ${EVENT_COLUMNS} FROM alert_events e JOIN alert_rules r ON r.id = e.rule_id JOIN monitors m ON m.id = e.monitor_id
+      ${w.sql} ORDER BY e.at DESC, e.id DESC LIMIT $${w.params.length + 1}`, [...w.params, f.limit ?? 100])
+  return rows
+}
+
+/**
+ * What fires now, for /metrics.
+ * @param {import('pg').Pool} db
+ * @returns {Promise<{ rule_id: number, monitor_id: number, location_id: string }[]>}
+ */
+export async function firingAlerts (db) {
+  const { rows } = await db.query(
+    `SELECT s.rule_id, s.monitor_id, s.location_id FROM alert_states s JOIN monitors m ON m.id = s.monitor_id AND m.deleted_at IS NULL
+      WHERE s.state = 'firing' ORDER BY s.rule_id, s.monitor_id, s.location_id`)
+  return rows
+}

@@ -1,0 +1,401 @@
+// The job queue: one job is one round of one monitor at one location.
+// States live in one frozen object; every transition is one SQL statement.
+import { ConflictError, NotFoundError } from '../runtime/errors.js'
+import { insertResults, insertRoundResults } from './results.js'
+import { enqueueForRollup } from '../analysis/rollups.js'
+import { recordCapabilities } from './monitor-origins.js'
+import { AGENT_ALIVE_S } from './agents.js'
+
+export const JOB_STATES = Object.freeze({
+  queued: 'queued',
+  leased: 'leased',
+  done: 'done',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  // Not run: the previous round of its monitor at its location was still
+  // pending when it came due (scheduleDueJobs).
+  skipped: 'skipped'
+})
+
+// A round that no agent picked up within this many intervals (and at least
+// this many seconds) is marked failed instead of piling up: the user sees
+// "not claimed" rather than a silent gap, and a returning agent measures the
+// present, not a backlog.
+const STALE_INTERVALS = 3
+const STALE_MIN_S = 300
+
+/**
+ * Insert the current round of every active monitor at each of its locations.
+ * Rounds fall on anchor_at + k * interval_s. ON CONFLICT makes this safe to
+ * run from several scheduler replicas at once: the unique key
+ * (monitor_id, location_id, due_at) lets exactly one insert win.
+ *
+ * Back-pressure: at most one round per monitor and location is pending
+ * (queued or leased). When a round comes due and the previous one is still
+ * queued, the previous one could not start in time: it becomes skipped and
+ * the new one takes its place, so the queue holds the present, not a
+ * backlog. When the previous one is still running (leased), the new round is
+ * skipped. Either way the skipped round is a jobs row saying why, which the
+ * Locations page and /metrics count. A location with no live agent keeps its
+ * queued round for failStaleJobs to fail as "no agent is running"; its new
+ * rounds are skipped with that reason, not as "location busy".
+ * @param {import('pg').Pool} db
+ * @param {{ maxAttempts: number }} opts
+ * @returns {Promise<number>} rounds created (queued or skipped)
+ */
+export async function scheduleDueJobs (db, { maxAttempts }) {
+  const { rowCount } = await db.query(
+    `WITH due AS (
+       SELECT m.id AS monitor_id, loc AS location_id, m.anchor_at + make_interval(secs =>
+                floor(extract(epoch FROM now() - m.anchor_at) / m.interval_s) * m.interval_s) AS due_at
+         FROM monitors m CROSS JOIN LATERAL unnest(m.locations) AS loc
+        WHERE m.deleted_at IS NULL AND NOT m.paused AND m.anchor_at <= now()),
+     fresh AS (
+       -- Skip rounds that exist already so the id sequence is not burnt on
+       -- every tick; ON CONFLICT still settles races between replicas.
+       SELECT d.*, p.id AS pending_id, p.state AS pending_state, p.due_at AS pending_due,
+              EXISTS (SELECT 1 FROM agents a WHERE a.location_id = d.location_id AND a.revoked_at IS NULL
+                        AND a.last_seen_at > now() - make_interval(secs => $2)) AS served
+         FROM due d
+         LEFT JOIN LATERAL (SELECT j.id, j.state, j.due_at FROM jobs j
+                 WHERE j.monitor_id = d.monitor_id AND j.location_id = d.location_id
+                   AND j.state IN ('queued', 'leased') AND j.due_at < d.due_at
+                 ORDER BY j.due_at DESC LIMIT 1) p ON true
+        WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.monitor_id = d.monitor_id
+                            AND j.location_id = d.location_id AND j.due_at = d.due_at)),
+     superseded AS (
+       -- state = 'queued' is checked again on the locked row: a round an
+       -- agent claimed meanwhile is running, and the new round is skipped.
+       UPDATE jobs j SET state = 'skipped', finished_at = now(), updated_at = now(),
+              last_error = 'skipped: location busy (not started before the next round was due at '
+                || to_char(f.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ')'
+         FROM fresh f
+        WHERE j.id = f.pending_id AND j.state = 'queued' AND f.served
+       RETURNING j.id)
+     INSERT INTO jobs (monitor_id, location_id, due_at, max_attempts, state, finished_at, last_error)
+     SELECT f.monitor_id, f.location_id, f.due_at, $1, v.state,
+            CASE WHEN v.state = 'skipped' THEN now() END,
+            CASE WHEN v.state = 'queued' THEN NULL
+                 WHEN NOT f.served THEN 'skipped: no agent is running for location ' || f.location_id
+                   || ' (the round due at ' || to_char(f.pending_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' is still waiting)'
+                 ELSE 'skipped: location busy (the round due at '
+                   || to_char(f.pending_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' was still running)' END
+       FROM fresh f
+       CROSS JOIN LATERAL (SELECT CASE WHEN f.pending_id IS NULL OR f.pending_id IN (SELECT id FROM superseded)
+                                       THEN 'queued' ELSE 'skipped' END AS state) v
+     ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [maxAttempts, AGENT_ALIVE_S])
+  return rowCount
+}
+
+/**
+ * Lease up to `limit` queued jobs of one location. SKIP LOCKED lets many
+ * agents claim at once without waiting on each other or taking the same row.
+ * The order is run_after alone, which the jobs_claimable index returns as
+ * is: a tiebreak on id made PostgreSQL sort every queued job of the
+ * location that shares its run_after (all rounds one scheduler tick makes),
+ * 2.8 ms per claim with 3,000 queued instead of 0.3 ms (bench/load.js,
+ * EXPLAIN ANALYZE of this statement).
+ * @param {import('pg').Pool} db
+ * @param {{ agentId: number, locationId: string, limit: number, leaseSeconds: number }} opts
+ */
+export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds }) {
+  // Named: each connection plans it once. Planning this statement costs as
+  // much as running it (0.35 ms each, EXPLAIN ANALYZE), and every agent
+  // sends it every second or two.
+  const { rows } = await db.query({
+    name: 'claim-jobs',
+    text: `WITH picked AS (
+       SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
+        WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now()
+          AND m.deleted_at IS NULL AND NOT m.paused
+        ORDER BY j.run_after
+        LIMIT $2
+        FOR UPDATE OF j SKIP LOCKED)
+     UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_owner = $3, started_at = now(),
+            lease_expires_at = now() + make_interval(secs => $4), updated_at = now()
+       FROM picked, monitors m
+      WHERE j.id = picked.id AND m.id = j.monitor_id
+     RETURNING j.id, j.monitor_id, j.location_id, j.due_at, j.attempts, j.lease_expires_at,
+               m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol`,
+    values: [locationId, limit, agentId, leaseSeconds]
+  })
+  return rows
+}
+
+/**
+ * Extend the lease of a job the agent still holds.
+ * @param {import('pg').Pool} db
+ * @param {{ jobId: number, agentId: number, locationId?: string, leaseSeconds: number }} opts
+ */
+export async function heartbeatJob (db, { jobId, agentId, locationId, leaseSeconds }) {
+  const { rows } = await db.query(
+    `UPDATE jobs SET lease_expires_at = now() + make_interval(secs => $3), updated_at = now()
+      WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING lease_expires_at`,
+    [jobId, agentId, leaseSeconds])
+  if (!rows[0]) await explainNotLeased(db, jobId, agentId, locationId)
+  return rows[0]
+}
+
+/**
+ * Store a job's results and mark it done, atomically. Submitting the same
+ * results again is harmless: the unique key on results absorbs them and the
+ * answer says how many were new.
+ * @param {import('pg').Pool} db
+ * @param {{ jobId: number, agent: { id: number, location_id: string }, results: object[], agentVersion?: string }} opts
+ * @returns {Promise<{ stored: number, duplicates: number }>}
+ */
+export async function submitJobResults (db, { jobId, agent, results, agentVersion }) {
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rows } = await client.query({
+      name: 'lock-job',
+      text: 'SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs WHERE id = $1 FOR UPDATE',
+      values: [jobId]
+    })
+    const job = rows[0]
+    if (!job) throw new NotFoundError(`job ${jobId} does not exist`)
+    if (job.location_id !== agent.location_id) throw new ConflictError(`job ${jobId} belongs to location ${job.location_id}, not ${agent.location_id}`, 'wrong_location')
+    if (job.lease_owner !== agent.id) {
+      throw new ConflictError(`job ${jobId} is leased to another agent (its lease expired and it was re-run); these results were not stored`, 'lease_lost')
+    }
+    // The lease holder's results are accepted even when its lease ran out and
+    // nobody else took the job yet: they are real measurements, and storing
+    // them is better than measuring the same round again.
+    if (job.state === JOB_STATES.cancelled) {
+      throw new ConflictError(`job ${jobId} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
+    }
+    const inserted = await insertResults(client, { job, agentId: agent.id, agentVersion, results })
+    await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
+    // Only rows actually inserted are queued: a resubmission never counts twice.
+    await enqueueForRollup(client, inserted.map((r) => r.id))
+    await client.query({ name: 'agent-last-result', text: 'UPDATE agents SET last_result_at = now() WHERE id = $1', values: [agent.id] })
+    await client.query({
+      name: 'finish-job',
+      text: `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL,
+              updated_at = now() WHERE id = $1`,
+      values: [jobId]
+    })
+    await client.query('COMMIT')
+    return { stored: inserted.length, duplicates: results.length - inserted.length }
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/**
+ * Store many jobs' results in one transaction (the agents' batched route and
+ * spool). Each round gets the same checks as submitJobResults, and its own
+ * answer: { stored, duplicates } when accepted, { error } with the status
+ * and code the single-round route would give (404, 409 wrong_location,
+ * lease_lost, cancelled) when refused; a refused round stores nothing and
+ * does not stop the others. Jobs are locked in id order, so two batches
+ * sharing jobs never deadlock.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { id: number, location_id: string }, rounds: { job_id: number, results: object[] }[], agentVersion?: string }} opts
+ * @returns {Promise<({ job_id: number, stored: number, duplicates: number } | { job_id: number, error: { statusCode: number, code?: string, message: string } })[]>}
+ */
+export async function submitRoundsResults (db, { agent, rounds, agentVersion }) {
+  const ids = [...new Set(rounds.map((r) => r.job_id))].sort((a, b) => a - b)
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rows } = await client.query(
+      `SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs
+        WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, [ids])
+    const jobs = new Map(rows.map((j) => [Number(j.id), j]))
+    /** @type {Map<number, any>} */
+    const answers = new Map()
+    const accepted = []
+    for (const round of rounds) {
+      const job = jobs.get(Number(round.job_id))
+      const refusal = !job
+        ? new NotFoundError(`job ${round.job_id} does not exist`)
+        : job.location_id !== agent.location_id
+          ? new ConflictError(`job ${job.id} belongs to location ${job.location_id}, not ${agent.location_id}`, 'wrong_location')
+          : job.lease_owner !== agent.id
+            ? new ConflictError(`job ${job.id} is leased to another agent (its lease expired and it was re-run); these results were not stored`, 'lease_lost')
+            : job.state === JOB_STATES.cancelled
+              ? new ConflictError(`job ${job.id} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
+              : null
+      const id = Number(round.job_id)
+      if (refusal) answers.set(id, { job_id: id, error: { statusCode: refusal.statusCode, code: 'code' in refusal ? refusal.code : undefined, message: refusal.message } })
+      else if (!accepted.some((a) => a.job === job)) accepted.push({ job, results: round.results })
+    }
+    const inserted = await insertRoundResults(client, { rounds: accepted, agentId: agent.id, agentVersion })
+    const byJob = new Map()
+    for (const r of inserted) byJob.set(Number(r.job_id), [...(byJob.get(Number(r.job_id)) ?? []), r])
+    for (const { job, results } of accepted) {
+      const rowsOfJob = byJob.get(Number(job.id)) ?? []
+      await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: rowsOfJob })
+      answers.set(Number(job.id), { job_id: Number(job.id), stored: rowsOfJob.length, duplicates: results.length - rowsOfJob.length })
+    }
+    await enqueueForRollup(client, inserted.map((r) => r.id))
+    if (accepted.length) {
+      await client.query({ name: 'agent-last-result', text: 'UPDATE agents SET last_result_at = now() WHERE id = $1', values: [agent.id] })
+      await client.query(
+        `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL, updated_at = now()
+          WHERE id = ANY($1::bigint[])`, [accepted.map((a) => a.job.id)])
+    }
+    await client.query('COMMIT')
+    return rounds.map((r) => answers.get(Number(r.job_id)))
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/**
+ * The agent could not run the job at all (browser failed to start, ...).
+ * Retry with exponential back-off until attempts run out.
+ * @param {import('pg').Pool} db
+ * @param {{ jobId: number, agentId: number, locationId?: string, error: string }} opts
+ */
+export async function failJob (db, { jobId, agentId, locationId, error }) {
+  const { rows } = await db.query(
+    `UPDATE jobs SET
+        state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+        run_after = now() + make_interval(secs => least(300, 5 * power(2, attempts - 1))),
+        lease_owner = CASE WHEN attempts >= max_attempts THEN lease_owner END,
+        lease_expires_at = NULL, last_error = $3, updated_at = now()
+      WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING state`,
+    [jobId, agentId, String(error).slice(0, 2000)])
+  if (!rows[0]) await explainNotLeased(db, jobId, agentId, locationId)
+  return rows[0].state
+}
+
+/**
+ * Give a job back without using up an attempt (graceful agent shutdown).
+ * Only the lease holder may: anyone else gets the same 409 (wrong_location,
+ * lease_lost) or 404 as for a heartbeat.
+ * @param {import('pg').Pool} db
+ * @param {{ jobId: number, agentId: number, locationId?: string }} opts
+ * @returns {Promise<true>}
+ */
+export async function releaseJob (db, { jobId, agentId, locationId }) {
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), lease_owner = NULL,
+            lease_expires_at = NULL, updated_at = now()
+      WHERE id = $1 AND lease_owner = $2 AND state = 'leased'`, [jobId, agentId])
+  if (!rowCount) await explainNotLeased(db, jobId, agentId, locationId)
+  return true
+}
+
+/**
+ * Leases that ran out (agent killed, machine gone) go back to the queue, or
+ * to failed when no attempts remain.
+ * @param {import('pg').Pool} db
+ * @returns {Promise<{ requeued: number, failed: number }>}
+ */
+export async function expireLeases (db) {
+  const { rows } = await db.query(
+    `UPDATE jobs SET
+        state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+        last_error = 'lease expired after attempt ' || attempts || ' (agent stopped or lost)',
+        lease_expires_at = NULL, updated_at = now()
+      WHERE state = 'leased' AND lease_expires_at < now()
+     RETURNING state`)
+  return {
+    requeued: rows.filter((r) => r.state === 'queued').length,
+    failed: rows.filter((r) => r.state === 'failed').length
+  }
+}
+
+/**
+ * Queued rounds nobody claimed in time become failed with a reason.
+ * @param {import('pg').Pool} db
+ */
+export async function failStaleJobs (db) {
+  const { rowCount } = await db.query(
+    `UPDATE jobs j SET state = 'failed', finished_at = now(), updated_at = now(),
+            last_error = 'not claimed in time: no agent is running for location ' || j.location_id
+       FROM monitors m
+      WHERE m.id = j.monitor_id AND j.state = 'queued' AND j.attempts = 0
+        AND j.due_at < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
+    [STALE_MIN_S, STALE_INTERVALS])
+  return rowCount
+}
+
+// The states a job ends in. Finished jobs are pruned after the retention
+// period; the live ones (queued, leased) stay until they finish.
+export const FINISHED_STATES = Object.freeze([JOB_STATES.done, JOB_STATES.failed, JOB_STATES.cancelled, JOB_STATES.skipped])
+
+// /metrics counts finished jobs over this window, read through the
+// jobs_finished index (migration 010), never the whole table.
+export const FINISHED_WINDOW_S = 3600
+
+export const COUNT_JOBS_SQL =
+  `SELECT 'live' AS kind, 'queued' AS state, (SELECT count(*) FROM jobs WHERE state = 'queued')::int AS n
+   UNION ALL SELECT 'live', 'leased', (SELECT count(*) FROM jobs WHERE state = 'leased')::int
+   UNION ALL SELECT 'finished', state, count(*)::int FROM jobs
+    WHERE state IN ('done', 'failed', 'cancelled', 'skipped') AND finished_at > now() - make_interval(secs => $1)
+    GROUP BY state`
+
+/**
+ * Live jobs by state, counted exactly through their partial indexes
+ * (jobs_claimable, jobs_leased), and finished jobs by state over the last
+ * FINISHED_WINDOW_S through jobs_finished: a scrape reads the queue and the
+ * last hour, not the retained history.
+ * @param {import('pg').Pool} db
+ * @returns {Promise<{ live: Record<string, number>, finished: Record<string, number> }>}
+ */
+export async function countJobsByState (db) {
+  const { rows } = await db.query(COUNT_JOBS_SQL, [FINISHED_WINDOW_S])
+  const pick = (kind, states) => Object.fromEntries(states.map((s) => [s, rows.find((r) => r.kind === kind && r.state === s)?.n ?? 0]))
+  return { live: pick('live', [JOB_STATES.queued, JOB_STATES.leased]), finished: pick('finished', FINISHED_STATES) }
+}
+
+/**
+ * Delete finished jobs older than the retention period, at most `batch` per
+ * call, oldest first (the jobs_finished index). Results are kept: they carry
+ * job_id, monitor, location and the round's time, which is all any view or
+ * the comparison uses; the round still current for its monitor is kept
+ * whatever its age, so the scheduler never creates it again. A WebPageTest
+ * round's tests and uploads go with it (their results are stored). SKIP
+ * LOCKED lets replicas prune side by side without waiting on each other.
+ * @param {import('pg').Pool} db
+ * @param {{ retentionDays: number, batch?: number }} opts
+ * @returns {Promise<number>} jobs deleted
+ */
+export async function pruneFinishedJobs (db, { retentionDays, batch = 1000 }) {
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rows } = await client.query(
+      `SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
+        WHERE j.state IN ('done', 'failed', 'cancelled', 'skipped') AND j.finished_at < now() - make_interval(days => $1)
+          AND j.due_at + make_interval(secs => m.interval_s) <= now()
+        ORDER BY j.finished_at LIMIT $2
+        FOR UPDATE OF j SKIP LOCKED`, [retentionDays, batch])
+    const ids = rows.map((r) => r.id)
+    if (ids.length) {
+      await client.query('DELETE FROM wpt_runs WHERE test_id IN (SELECT test_id FROM wpt_tests WHERE job_id = ANY($1::bigint[]))', [ids])
+      await client.query('DELETE FROM wpt_tests WHERE job_id = ANY($1::bigint[])', [ids])
+      await client.query('DELETE FROM jobs WHERE id = ANY($1::bigint[])', [ids])
+    }
+    await client.query('COMMIT')
+    return ids.length
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+async function explainNotLeased (db, jobId, agentId, locationId) {
+  const { rows } = await db.query('SELECT state, lease_owner, location_id FROM jobs WHERE id = $1', [jobId])
+  if (!rows[0]) throw new NotFoundError(`job ${jobId} does not exist`)
+  if (locationId !== undefined && rows[0].location_id !== locationId) {
+    throw new ConflictError(`job ${jobId} belongs to location ${rows[0].location_id}, not ${locationId}`, 'wrong_location')
+  }
+  if (rows[0].lease_owner !== agentId) throw new ConflictError(`job ${jobId} is not leased to this agent`, 'lease_lost')
+  throw new ConflictError(`job ${jobId} is ${rows[0].state}, not leased`, 'not_leased')
+}

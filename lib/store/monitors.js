@@ -1,0 +1,232 @@
+// Monitors: what to measure, from where, how often. Validation that needs the
+// database (known locations) lives here; shape checks live in the API schemas.
+import { ValidationError, NotFoundError } from '../runtime/errors.js'
+import { LAB_HOSTNAME } from '../runtime/lab-host.js'
+import { checkPublicTarget } from '../measurement/targets.js'
+import { checkOptions } from '../measurement/probes/index.js'
+
+export const MODES = ['h2', 'h3']
+export const PROBES = ['page', 'parallel', 'upload']
+// Real sites are not hammered: one round a minute is the floor. The lab
+// origin is ours, so lab monitors may run every 10 s.
+export const MIN_INTERVAL_S = 60
+export const MIN_LAB_INTERVAL_S = 10
+export const DEFAULT_INTERVAL_S = 300
+export const MAX_URL_LENGTH = 2048
+
+// The verdict rule's default practical minimum effect: max(2%, 1 ms).
+export const DEFAULT_MIN_EFFECT_PCT = 2
+export const DEFAULT_MIN_EFFECT_MS = 1
+
+const COLUMNS = `id, url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
+  aa_protocol, min_effect_pct, min_effect_ms, created_at, updated_at`
+
+/** @param {string} url */
+export function isLabUrl (url) {
+  try { return new URL(url).hostname === LAB_HOSTNAME } catch { return false }
+}
+
+/**
+ * Checks a monitor URL and returns it normalised.
+ * @param {unknown} value
+ */
+export function validateMonitorUrl (value) {
+  if (typeof value !== 'string' || value.trim() === '') throw new ValidationError('url is required, for example https://example.com/', 'url')
+  const raw = value.trim()
+  if (raw.length > MAX_URL_LENGTH) throw new ValidationError(`url is longer than ${MAX_URL_LENGTH} characters`, 'url')
+  let u
+  try {
+    u = new URL(raw)
+  } catch {
+    throw new ValidationError(`"${raw.slice(0, 100)}" is not a valid URL; write it in full, for example https://example.com/`, 'url')
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    throw new ValidationError(`url must use http or https, not ${u.protocol.replace(':', '')}`, 'url')
+  }
+  if (u.username || u.password) throw new ValidationError('url must not contain a user name or password', 'url')
+  if (!u.hostname) throw new ValidationError('url has no host name', 'url')
+  return u.toString()
+}
+
+/**
+ * Validates a full or partial monitor against the rules that span fields and
+ * the database, and returns the fields to store.
+ * @param {import('pg').Pool} db
+ * @param {Record<string, any>} input
+ * @param {Record<string, any>} [existing] the stored monitor, for PATCH
+ * @param {MonitorPolicy} [policy]
+ */
+async function checkMonitor (db, input, existing, { allowPrivateTargets = false } = {}) {
+  const out = {}
+  if (input.url !== undefined || !existing) out.url = validateMonitorUrl(input.url)
+  const url = out.url ?? existing.url
+  if (input.label !== undefined) out.label = input.label === null ? null : String(input.label).trim() || null
+
+  if (input.locations !== undefined) {
+    const wanted = [...new Set(input.locations)]
+    if (wanted.length === 0) throw new ValidationError('choose at least one location', 'locations')
+    const { rows } = await db.query('SELECT id FROM locations WHERE id = ANY($1)', [wanted])
+    const known = new Set(rows.map((r) => r.id))
+    const unknown = wanted.filter((l) => !known.has(l))
+    if (unknown.length) {
+      const { rows: all } = await db.query('SELECT id FROM locations ORDER BY id')
+      throw new ValidationError(`unknown location${unknown.length > 1 ? 's' : ''} ${unknown.map((l) => `"${l}"`).join(', ')}; known locations are ${all.map((r) => r.id).join(', ')}`, 'locations')
+    }
+    out.locations = wanted
+  } else if (!existing) {
+    out.locations = await defaultLocations(db)
+  }
+  if (!allowPrivateTargets && (out.url || out.locations)) {
+    const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind IN ('real', 'wpt') LIMIT 1", [out.locations ?? existing.locations])
+    if (real.length) await checkPublicTarget(url)
+  }
+
+  if (input.modes !== undefined) {
+    const modes = [...new Set(input.modes)]
+    if (modes.length === 0) throw new ValidationError('choose at least one mode (h2, h3)', 'modes')
+    out.modes = MODES.filter((m) => modes.includes(m))
+  }
+  if (input.probes !== undefined) {
+    const probes = [...new Set(input.probes)]
+    if (probes.length === 0) throw new ValidationError('choose at least one probe (page, parallel, upload)', 'probes')
+    const unknown = probes.filter((p) => !PROBES.includes(p))
+    if (unknown.length) throw new ValidationError(`unknown probe ${unknown.map((p) => `"${p}"`).join(', ')}; probes are ${PROBES.join(', ')}`, 'probes')
+    out.probes = PROBES.filter((p) => probes.includes(p))
+  }
+  // Options depend on the URL (same-origin rule), the probes (upload needs
+  // a URL) and the locations (target rules), so a change to any of them
+  // checks them again.
+  if (input.options !== undefined || input.url !== undefined || input.probes !== undefined || input.locations !== undefined) {
+    const options = input.options !== undefined ? input.options : existing?.options
+    const checked = checkOptions(options, { url, probes: out.probes ?? existing?.probes ?? ['page'] })
+    if (input.options !== undefined) out.options = checked
+    // A probe URL on another host (allow_cross_origin) is a target of its own.
+    const elsewhere = ['parallel_url', 'upload_url'].filter((k) => checked[k] && new URL(checked[k]).hostname !== new URL(url).hostname)
+    if (!allowPrivateTargets && elsewhere.length) {
+      const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind IN ('real', 'wpt') LIMIT 1", [out.locations ?? existing.locations])
+      for (const k of real.length ? elsewhere : []) {
+        await checkPublicTarget(checked[k]).catch((err) => { throw new ValidationError(err.message.replace(/^url/, `options.${k}`), `options.${k}`) })
+      }
+    }
+  }
+
+  const interval = input.interval_s ?? existing?.interval_s ?? DEFAULT_INTERVAL_S
+  const min = isLabUrl(url) ? MIN_LAB_INTERVAL_S : MIN_INTERVAL_S
+  if (interval < min) {
+    throw new ValidationError(`interval_s must be at least ${min} seconds${min === MIN_INTERVAL_S ? ` (only lab monitors on ${LAB_HOSTNAME} may run every ${MIN_LAB_INTERVAL_S} s)` : ''}`, 'interval_s')
+  }
+  if (input.interval_s !== undefined || !existing) out.interval_s = interval
+  for (const k of ['repeat_view', 'paused']) if (input[k] !== undefined) out[k] = input[k]
+  Object.assign(out, checkVerdictSettings(input, out, existing))
+  return out
+}
+
+/**
+ * A/A calibration and the practical minimum effect. An A/A monitor needs
+ * both arms, since its arms are stored as mode h2 (arm A) and h3 (arm B).
+ * @param {Record<string, any>} input
+ * @param {Record<string, any>} checked fields already validated (modes)
+ * @param {Record<string, any>} [existing]
+ */
+function checkVerdictSettings (input, checked, existing) {
+  const out = {}
+  if (input.aa_protocol !== undefined) {
+    if (input.aa_protocol !== null && !MODES.includes(input.aa_protocol)) {
+      throw new ValidationError(`aa_protocol must be h2, h3 or null, not ${JSON.stringify(input.aa_protocol)}`, 'aa_protocol')
+    }
+    out.aa_protocol = input.aa_protocol
+  }
+  const aa = out.aa_protocol !== undefined ? out.aa_protocol : existing?.aa_protocol ?? null
+  const modes = checked.modes ?? existing?.modes ?? MODES
+  if (aa && !MODES.every((m) => modes.includes(m))) {
+    const field = input.modes !== undefined && input.aa_protocol === undefined ? 'modes' : 'aa_protocol'
+    throw new ValidationError(`an A/A monitor (aa_protocol ${aa}) runs two arms, stored as modes h2 and h3; modes must be both h2 and h3`, field)
+  }
+  for (const [k, max] of /** @type {const} */ ([['min_effect_pct', 100], ['min_effect_ms', Infinity]])) {
+    if (input[k] === undefined) continue
+    const v = input[k]
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) {
+      throw new ValidationError(`${k} must be a number from 0${max === Infinity ? ' up' : ` to ${max}`}, not ${JSON.stringify(v)}`, k)
+    }
+    out[k] = v
+  }
+  return out
+}
+
+/**
+ * Locations that have an agent registered; all locations when none has.
+ * @param {import('pg').Pool} db
+ */
+async function defaultLocations (db) {
+  const { rows } = await db.query(
+    `SELECT l.id FROM locations l WHERE EXISTS (
+       SELECT 1 FROM agents a WHERE a.location_id = l.id AND a.revoked_at IS NULL) ORDER BY l.id`)
+  if (rows.length) return rows.map((r) => r.id)
+  const { rows: all } = await db.query('SELECT id FROM locations ORDER BY id')
+  return all.map((r) => r.id)
+}
+
+/**
+ * @typedef {{ allowPrivateTargets?: boolean }} MonitorPolicy
+ * allowPrivateTargets: monitors on real locations may target loopback and
+ * private addresses (lib/measurement/targets.js); off unless the deployment says so.
+ */
+
+/** @param {import('pg').Pool} db @param {Record<string, any>} input @param {MonitorPolicy} [policy] */
+export async function createMonitor (db, input, policy) {
+  const m = await checkMonitor(db, input, undefined, policy)
+  const { rows } = await db.query(
+    `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
+                           aa_protocol, min_effect_pct, min_effect_ms)
+     VALUES ($1, $2, $3, $4, coalesce($5, '{h2,h3}'::text[]), coalesce($6, '{page}'::text[]),
+             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12)
+     RETURNING ${COLUMNS}`,
+    [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? null, m.probes ?? null,
+      m.repeat_view ?? null, m.options ?? null, m.paused ?? null, m.aa_protocol ?? null,
+      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS])
+  return rows[0]
+}
+
+/** @param {import('pg').Pool} db @param {number} id */
+export async function getMonitor (db, id) {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM monitors WHERE id = $1 AND deleted_at IS NULL`, [id])
+  if (!rows[0]) throw new NotFoundError(`monitor ${id} does not exist`)
+  return rows[0]
+}
+
+/** @param {import('pg').Pool} db */
+export async function listMonitors (db) {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM monitors WHERE deleted_at IS NULL ORDER BY id`)
+  return rows
+}
+
+/** @param {import('pg').Pool} db @param {number} id @param {Record<string, any>} patch @param {MonitorPolicy} [policy] */
+export async function updateMonitor (db, id, patch, policy) {
+  const existing = await getMonitor(db, id)
+  const m = await checkMonitor(db, patch, existing, policy)
+  const sets = []
+  const values = [id]
+  for (const [k, v] of Object.entries(m)) {
+    values.push(v)
+    sets.push(`${k} = $${values.length}`)
+  }
+  if (!sets.length) return existing
+  // A new interval starts a new grid of rounds from now.
+  if (m.interval_s !== undefined && m.interval_s !== existing.interval_s) sets.push('anchor_at = now()')
+  const { rows } = await db.query(
+    `UPDATE monitors SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    values)
+  if (!rows[0]) throw new NotFoundError(`monitor ${id} does not exist`)
+  return rows[0]
+}
+
+/**
+ * Soft delete: the monitor stops running and disappears from the API; its
+ * results stay in the database for export and audits.
+ * @param {import('pg').Pool} db @param {number} id
+ */
+export async function deleteMonitor (db, id) {
+  const { rowCount } = await db.query('UPDATE monitors SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL', [id])
+  if (!rowCount) throw new NotFoundError(`monitor ${id} does not exist`)
+  await db.query("UPDATE jobs SET state = 'cancelled', finished_at = now(), updated_at = now() WHERE monitor_id = $1 AND state = 'queued'", [id])
+}

@@ -1,0 +1,257 @@
+// WPT tests of h3lens rounds: handing them out (getwork), keeping their
+// leases (ping), giving them back (requeue) and storing what comes back
+// (workdone). A round at a wpt location is an ordinary job, claimed and
+// leased like a Puppeteer agent's (lib/store/jobs.js); its two arms are two WPT
+// tests handed to the same agent one after the other, so both arms of a pair
+// ran on one machine. The round is done when both arms are in.
+import { randomBytes } from 'node:crypto'
+import { claimJobs, failJob, releaseJob, JOB_STATES } from './jobs.js'
+import { insertResults } from './results.js'
+import { enqueueForRollup } from '../analysis/rollups.js'
+import { recordCapabilities } from './monitor-origins.js'
+import { measurementHints } from '../measurement/claim-hints.js'
+import { getLocation } from './locations.js'
+import { checkResults, expectedProtocolFor } from '../measurement/checks.js'
+import { ConflictError, ValidationError } from '../runtime/errors.js'
+import { wptJob, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
+import { resultFromDevtools } from '../measurement/wpt/devtools.js'
+import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
+
+/**
+ * The next test for one agent, or null. A test the agent was sent and never
+ * returned means it lost it (wptagent asks for work only when idle): its
+ * round fails this attempt and is retried with back-off, as when a Puppeteer
+ * agent reports a failed job.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { id: number, location_id: string }, leaseSeconds: number, random?: () => number }} opts
+ * @returns {Promise<Record<string, any> | null>} the job JSON
+ */
+export async function nextTest (db, { agent, leaseSeconds, random = Math.random }) {
+  await dropLostTests(db, agent)
+  const lease = leaseSeconds + WPT_TEST_TIMEOUT_S
+  const pending = await sendPending(db, { agent, lease })
+  if (pending) return pending
+  const [job] = await claimJobs(db, { agentId: agent.id, locationId: agent.location_id, limit: 1, leaseSeconds: lease })
+  if (!job) return null
+  const modes = [...job.modes]
+  for (let i = modes.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1))
+    ;[modes[i], modes[j]] = [modes[j], modes[i]]
+  }
+  const values = []
+  const tuples = modes.map((mode, position) => {
+    values.push(testId(job.id, mode), job.id, job.attempts, mode, position, job.location_id, agent.id, Boolean(job.repeat_view))
+    const n = values.length
+    return `(${Array.from({ length: 8 }, (_, k) => `$${n - 7 + k}`).join(', ')})`
+  })
+  await db.query(`INSERT INTO wpt_tests (test_id, job_id, attempt, mode, position, location_id, agent_id, repeat_view)
+                  VALUES ${tuples.join(', ')}`, values)
+  return sendPending(db, { agent, lease })
+}
+
+/**
+ * Hand out the agent's next pending arm, extending its round's lease.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { id: number, location_id: string }, lease: number }} opts
+ */
+async function sendPending (db, { agent, lease }) {
+  const { rows } = await db.query(
+    `WITH next AS (
+       SELECT t.test_id FROM wpt_tests t JOIN jobs j ON j.id = t.job_id
+        WHERE t.agent_id = $1 AND t.state = 'pending' AND j.state = 'leased' AND j.lease_owner = $1 AND j.attempts = t.attempt
+        ORDER BY t.job_id, t.position LIMIT 1 FOR UPDATE OF t SKIP LOCKED)
+     UPDATE wpt_tests t SET state = 'sent', sent_at = now() FROM next WHERE t.test_id = next.test_id
+     RETURNING t.test_id, t.job_id, t.mode`, [agent.id])
+  const test = rows[0]
+  if (!test) return null
+  const { rows: jobs } = await db.query(
+    `UPDATE jobs j SET lease_expires_at = now() + make_interval(secs => $2), updated_at = now() FROM monitors m
+      WHERE j.id = $1 AND m.id = j.monitor_id
+     RETURNING j.id, j.monitor_id, j.location_id, j.due_at, m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol`,
+    [test.job_id, lease])
+  const job = jobs[0]
+  const [hints, location] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id)])
+  const wpt = wptJob({ testId: test.test_id, mode: test.mode, job, forceOrigins: hints.force_quic_origins, location })
+  await db.query('UPDATE wpt_tests SET add_cmd_line = $2 WHERE test_id = $1', [test.test_id, wpt.addCmdLine])
+  return wpt
+}
+
+/**
+ * Tests this agent was sent but never returned: their round fails this
+ * attempt (retried with back-off until attempts run out).
+ * @param {import('pg').Pool} db
+ * @param {{ id: number, name?: string }} agent
+ */
+async function dropLostTests (db, agent) {
+  const { rows } = await db.query(
+    `UPDATE wpt_tests t SET state = 'dropped' FROM jobs j
+      WHERE t.agent_id = $1 AND t.state IN ('pending', 'sent') AND j.id = t.job_id
+        AND (t.state = 'sent' OR j.attempts <> t.attempt OR j.state <> 'leased' OR j.lease_owner IS DISTINCT FROM $1)
+     RETURNING t.test_id, t.job_id, t.state, t.attempt, j.attempts, j.state AS job_state, j.lease_owner`, [agent.id])
+  for (const t of rows) {
+    if (t.job_state !== JOB_STATES.leased || t.lease_owner !== agent.id || t.attempts !== t.attempt) continue
+    await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND attempt = $2 AND state = 'pending'", [t.job_id, t.attempt])
+    await failJob(db, { jobId: t.job_id, agentId: agent.id, error: `WPT agent ${agent.name ?? agent.id} asked for new work without returning test ${t.test_id}` })
+      .catch((err) => { if (!(err instanceof ConflictError)) throw err })
+  }
+}
+
+/**
+ * The agent is still on this test (ping.php with test=): extend its round's lease.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { id: number }, testId: string, leaseSeconds: number }} q
+ */
+export async function keepTestLeased (db, { agent, testId, leaseSeconds }) {
+  await db.query(
+    `UPDATE jobs j SET lease_expires_at = now() + make_interval(secs => $3), updated_at = now() FROM wpt_tests t
+      WHERE t.test_id = $1 AND t.agent_id = $2 AND j.id = t.job_id AND j.state = 'leased' AND j.lease_owner = $2 AND j.attempts = t.attempt`,
+    [testId, agent.id, leaseSeconds + WPT_TEST_TIMEOUT_S])
+}
+
+/**
+ * requeue.php: the agent was told to stop mid-test. Its round goes back to
+ * the queue without using up an attempt, to be run again with new tests.
+ * @param {import('pg').Pool} db
+ * @param {{ testId: string, location: string }} q
+ * @returns {Promise<boolean>} whether a round was given back
+ */
+export async function requeueTest (db, { testId, location }) {
+  const test = await getTest(db, testId)
+  if (!test || test.location_id !== location) return false
+  await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND attempt = $2 AND state IN ('pending', 'sent')", [test.job_id, test.attempt])
+  const { rows } = await db.query('SELECT attempts FROM jobs WHERE id = $1', [test.job_id])
+  if (rows[0]?.attempts !== test.attempt) return false
+  return releaseJob(db, { jobId: test.job_id, agentId: test.agent_id })
+}
+
+/**
+ * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {string} testId
+ */
+export async function getTest (db, testId) {
+  const { rows } = await db.query('SELECT * FROM wpt_tests WHERE test_id = $1', [testId])
+  return rows[0] ?? null
+}
+
+/**
+ * @typedef {{ run: number, cached: boolean, devtools: Record<string, any> | null, netlog: Buffer | null }} UploadedView
+ */
+
+/**
+ * workdone.php: turn the uploaded views into result rows, check them as any
+ * submitted result, and store them with their net logs before answering. A
+ * view already received (same test, run, cached) is not stored again. When
+ * the upload completes its test (`done`), and the round's other arm is in
+ * too, both become results and the round is done.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { id: number, location_id: string }, testId: string, views: UploadedView[], agentError?: string | null,
+ *   done: boolean, run?: number | null, cached?: boolean | null }} upload
+ * @returns {Promise<{ stored: number, duplicates: number, round_done: boolean }>}
+ */
+export async function receiveWorkdone (db, { agent, testId, views, agentError = null, done, run = null, cached = null }) {
+  const test = await getTest(db, testId)
+  if (!test || test.location_id !== agent.location_id) throw new ValidationError(`id: no test "${String(testId).slice(0, 100)}" was given to location ${agent.location_id}`, 'id')
+  for (const v of views) {
+    const zipTestId = v.devtools?.pageData?.testID
+    if (zipTestId !== undefined && zipTestId !== testId) throw new ValidationError(`result.zip is for test "${String(zipTestId).slice(0, 100)}", not ${testId}`, 'file')
+    if (v.run !== 1) throw new ValidationError(`result.zip has run ${v.run}; h3lens asks for one run per test`, 'file')
+    if (v.cached && !test.repeat_view) throw new ValidationError('result.zip has a repeat view, which this test did not ask for', 'file')
+  }
+  const { rows: monitors } = await db.query('SELECT m.aa_protocol FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = $1', [test.job_id])
+  const expected = expectedProtocolFor(test.mode, monitors[0])
+
+  // Which views this upload stands for: a sharded upload names its own
+  // (run, cached); a whole one holds every view of the test.
+  const receivedAt = new Date().toISOString()
+  const wanted = run !== null ? [{ run, cached: Boolean(cached) }] : [{ run: 1, cached: false }, ...(test.repeat_view ? [{ run: 1, cached: true }] : [])]
+  const rows = wanted.map(({ run: r, cached: c }) => {
+    const v = views.find((x) => x.run === r && x.cached === c) ?? null
+    if (!v?.devtools && !agentError && !(c && views.some((x) => !x.cached))) {
+      throw new ValidationError(`result.zip has no ${r}${c ? '_Cached' : ''}_devtools_requests.json.gz`, 'file')
+    }
+    const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError })
+    result.measured_at = receivedAt
+    result.flags = test.add_cmd_line ? test.add_cmd_line.split(' ').filter(Boolean) : []
+    // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.
+    if (monitors[0]?.aa_protocol) result.details.arm_protocol = monitors[0].aa_protocol
+    const netlog = v?.netlog ? { gzip: v.netlog, ...summarizeWptNetlog(v.netlog) } : null
+    if (netlog) {
+      result.details.netlog = netlog.info
+      if (netlog.notes.length) result.notes = [...(result.notes ?? []), ...netlog.notes]
+    }
+    return { run: r, cached: c, result, netlog }
+  })
+  checkResults(rows.map((r) => r.result), { expectedProtocol: () => expected })
+
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    const { rows: jobs } = await client.query('SELECT id, monitor_id, location_id, due_at, state, attempts, lease_owner FROM jobs WHERE id = $1 FOR UPDATE', [test.job_id])
+    const job = jobs[0]
+    // As for Puppeteer agents: the lease holder's results count even after
+    // its lease ran out, unless the round was run again or cancelled.
+    const { rows: [now] } = await client.query('SELECT state FROM wpt_tests WHERE test_id = $1', [testId])
+    if (now.state === 'dropped' || job.attempts !== test.attempt || job.lease_owner !== test.agent_id || job.state === JOB_STATES.cancelled) {
+      throw new ConflictError(`test ${testId} was given back, lost or cancelled, and its round runs again with new tests; its results were not stored`, 'lease_lost')
+    }
+    let fresh = 0
+    for (const r of rows) {
+      const { rowCount } = await client.query(
+        'INSERT INTO wpt_runs (test_id, run, cached, result) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+        [testId, r.run, r.cached, JSON.stringify(r.result)])
+      fresh += rowCount
+      if (rowCount && r.netlog) {
+        await client.query(
+          `INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, agent_id, kind, raw_bytes, gzip)
+           VALUES ($1, $2, $3, 'page', $4, $5, $6, 'run', $7, $8) ON CONFLICT (job_id, mode, view, probe) DO NOTHING`,
+          [job.id, test.mode, r.result.view, job.monitor_id, job.location_id, test.agent_id, r.netlog.rawBytes, r.netlog.gzip])
+      }
+    }
+    const browser = rows.find((r) => r.result.browser_version)?.result.browser_version ?? null
+    await client.query('UPDATE agents SET last_result_at = now(), browser_version = coalesce($2, browser_version) WHERE id = $1', [test.agent_id, browser])
+    if (done) await client.query("UPDATE wpt_tests SET state = 'done', done_at = coalesce(done_at, now()) WHERE test_id = $1 AND state <> 'dropped'", [testId])
+    const roundDone = done && await finishRoundIfComplete(client, job, test)
+    await client.query('COMMIT')
+    return { stored: fresh, duplicates: rows.length - fresh, round_done: roundDone }
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
+/**
+ * When every arm of the round's attempt is done, store their results and
+ * mark the round done (lib/store/jobs.js submitJobResults does the same for
+ * Puppeteer agents).
+ * @param {import('pg').PoolClient} client
+ * @param {{ id: number, monitor_id: number, location_id: string, due_at: Date, state: string }} job
+ * @param {{ attempt: number, agent_id: number }} test
+ */
+async function finishRoundIfComplete (client, job, test) {
+  const { rows: arms } = await client.query("SELECT test_id, state FROM wpt_tests WHERE job_id = $1 AND attempt = $2 AND state <> 'dropped'", [job.id, test.attempt])
+  if (arms.some((a) => a.state !== 'done')) return false
+  const { rows: runs } = await client.query(
+    'SELECT result FROM wpt_runs WHERE test_id = ANY($1) ORDER BY test_id, run, cached', [arms.map((a) => a.test_id)])
+  const { rows: agents } = await client.query('SELECT version FROM agents WHERE id = $1', [test.agent_id])
+  const agentVersion = agents[0]?.version ? `wptagent ${agents[0].version}` : 'wptagent'
+  const inserted = await insertResults(client, { job, agentId: test.agent_id, agentVersion, results: runs.map((r) => r.result) })
+  await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
+  await enqueueForRollup(client, inserted.map((r) => r.id))
+  await client.query(
+    `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL, updated_at = now()
+      WHERE id = $1`, [job.id])
+  return true
+}
+
+/**
+ * A test id: the round's job id, the arm, and random characters (requeue.php
+ * carries no key, so the id itself is what proves the caller was given it).
+ * Letters, digits and underscores only: the agent names files after it.
+ * @param {number} jobId
+ * @param {string} mode
+ */
+function testId (jobId, mode) {
+  return `h3l_${jobId}_${mode}_${randomBytes(6).toString('hex')}`
+}
