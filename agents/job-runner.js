@@ -5,13 +5,13 @@
 // measurement engine's output to the submitted shape.
 import os from 'node:os'
 import path from 'node:path'
-import { runRound, measurePageViews, emptyResult } from './measure.js'
-import { measureParallel } from './probes/parallel.js'
-import { measureUpload } from './probes/upload.js'
+import { runRound, emptyResult } from './measure.js'
+import { PROBE_RUNNERS } from './probes/index.js'
 import { labBrowserFlags } from '../lib/measurement/modes.js'
-import { rttAccounting, tcpPing } from './rtt.js'
+import { tcpPing } from './rtt.js'
+import { toSubmission } from '../lib/measurement/result.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
-import { effectiveOptions } from '../lib/measurement/probes/index.js'
+import { effectiveOptions, probeOf } from '../lib/measurement/probes/index.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { createChainCache } from './redirects.js'
 
@@ -27,15 +27,6 @@ export const ROUND_BUDGET_TIMEOUTS = 2
 const CHAIN_TIMEOUT_MS = 10_000
 // A load is not started with less than this left of the round's budget.
 const MIN_LOAD_MS = 1000
-
-/** Fields of a measurement that are submitted as columns; the rest goes to details. */
-const COLUMNS = [
-  'mode', 'view', 'probe', 'status', 'error', 'observed_protocol', 'protocol_ok', 'ttfb_ms', 'load_ms', 'dns_ms',
-  'connect_ms', 'tls_ms', 'fcp_ms', 'lcp_ms', 'dcl_ms', 'bytes', 'requests', 'h3_request_share', 'h3_byte_share',
-  'upload_mbps', 'browser_version', 'flags'
-]
-/** Evidence that goes to details when a measurement has it. */
-const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'target_url', 'arm_protocol', 'failure_kind', 'forced_origins']
 
 /**
  * @typedef {{ spki: string, hostname?: string, address: string, netns?: string | null }} LabTarget
@@ -129,12 +120,9 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
 function probeRunner (job, options) {
   /** @param {string} probe @param {any} o */
   return function runProbe (probe, o) {
-    if (probe === 'parallel') return measureParallel({ ...o, targetUrl: options.parallel_url, count: options.parallel_requests })
-    if (probe === 'upload') {
-      if (!options.upload_url) throw new Error('the upload probe has no upload URL (options.upload_url)')
-      return measureUpload({ ...o, uploadUrl: options.upload_url, bytes: options.upload_bytes })
-    }
-    return measurePageViews({ ...o, repeatView: Boolean(job.repeat_view) })
+    const measureProbe = PROBE_RUNNERS[probeOf(probe).id]
+    if (!measureProbe) throw new Error(`this agent cannot measure the ${probe} probe`)
+    return measureProbe(o, { job, options })
   }
 }
 
@@ -157,23 +145,4 @@ export async function locationRtt ({ url, isLab, location, ping }) {
   const u = new URL(url)
   const rtt = await ping({ host: u.hostname, port: Number(u.port || (u.protocol === 'http:' ? 80 : 443)) })
   return rtt > 0 ? { rttMs: rtt, source: 'tcp_ping' } : { rttMs: null, source: null }
-}
-
-/**
- * @param {Record<string, any>} m one measurement
- * @param {{ rtt: number | null, rttSource?: string | null, options?: Record<string, any> }} ctx
- */
-export function toSubmission (m, { rtt, rttSource = null }) {
-  const out = {}
-  for (const k of COLUMNS) if (m[k] !== undefined) out[k] = m[k]
-  out.rtt_ms = rtt
-  const { connect_rtt: connectRtt, ttfb_rtt: ttfbRtt, notes } = rttAccounting(
-    { protocol: m.observed_protocol ?? null, connect_ms: m.connect_ms ?? null, ttfb_ms: m.ttfb_ms ?? null }, rtt)
-  out.connect_rtt = connectRtt
-  out.ttfb_rtt = ttfbRtt
-  out.notes = [...notes, ...(m.netlog?.summary?.findings ?? []).map((f) => ({ ...f, source: `netlog (${m.netlog.kind})` }))]
-  out.measured_at = new Date().toISOString()
-  out.details = { requests: m.requests_detail ?? [], origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource }
-  for (const k of DETAILS) if (m[k] !== undefined) out.details[k] = m[k]
-  return out
 }

@@ -14,6 +14,7 @@
 //     the outlier (a lasting cause such as a handshake quirk) or not (a
 //     transient: a loss burst, a busy CPU).
 import { finishNetlog, compactSummary, netlogPath, removeNetlog, NETLOG_UPLOAD_MAX_GZIP_BYTES } from './netlog.js'
+import { outlierValue, probeOf } from '../lib/measurement/probes/index.js'
 
 /** At most this many outlier re-runs per job: both modes of one probe. */
 export const MAX_RERUNS_PER_JOB = 2
@@ -69,8 +70,6 @@ export function outlierOf (r, thresholds) {
   if (r.view !== 'first' || r.status !== 'ok' || !thresholds) return null
   const limit = thresholds[`${r.probe}/${r.mode}`]
   if (!(limit > 0)) return null
-  const [what, value] = r.probe === 'page'
-    ? ['load_ms', r.load_ms]
-    : r.probe === 'parallel' ? ['slowest request ms', r.samples?.length ? Math.max(...r.samples) : null] : ['upload ms', r.samples?.[0]]
-  return value > limit ? `${what} ${value} above the p99 of recent runs (${limit})` : null
+  const value = outlierValue(r)
+  return value !== null && value > limit ? `${probeOf(r.probe).outlier.label} ${value} above the p99 of recent runs (${limit})` : null
 }

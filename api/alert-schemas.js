@@ -4,7 +4,7 @@
 import { RULE_KINDS, SEVERITIES } from '../lib/store/alert-rules.js'
 import { CHANNEL_FORMATS } from '../lib/store/alert-channels.js'
 import { ALERT_STATES } from '../lib/store/alert-states.js'
-import { COMPARABLE_METRICS } from '../lib/measurement/metrics.js'
+import { ACCEPTED_METRIC_NAMES } from '../lib/measurement/metrics.js'
 
 const dateTime = { type: 'string', format: 'date-time' }
 const nullableDateTime = { type: ['string', 'null'], format: 'date-time' }
@@ -14,7 +14,7 @@ const ruleFields = {
   kind: { type: 'string', enum: RULE_KINDS, description: 'h3_regression: the matched-round comparison cell at `percentile` says h3_slower by at least min_effect_pct % and/or min_effect_ms ms; h3_failure: H3 failure-or-fallback rate above threshold_pct and failure verdict h3_fails_more; location_silent: no result from a location for window_s while it had due rounds; error_rate: either arm\'s failure rate above threshold_pct' },
   monitor_id: { type: ['integer', 'null'], minimum: 1, maximum: 2147483647, description: 'One monitor; null or absent: every monitor' },
   locations: { type: ['array', 'null'], items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Only these locations; null or absent: all of the monitor\'s' },
-  metric: { type: 'string', enum: COMPARABLE_METRICS, description: 'h3_regression only: the compared metric (default ttfb)' },
+  metric: { type: 'string', enum: ACCEPTED_METRIC_NAMES, description: 'h3_regression only: the compared metric (default ttfb_ms). The names without a unit (ttfb, load, …) are deprecated aliases, stored as the id' },
   percentile: { type: ['number', 'null'], description: 'h3_regression: the percentile cell watched (default 95)' },
   min_effect_pct: { type: ['number', 'null'], description: 'h3_regression: H3 slower by at least this many percent' },
   min_effect_ms: { type: ['number', 'null'], description: 'h3_regression: H3 slower by at least this many milliseconds' },

@@ -27,6 +27,7 @@ import exportRoutes from './routes/export.js'
 import importRoutes from './routes/import.js'
 import monitorRoutes from './routes/monitors.js'
 import resultRoutes from './routes/results.js'
+import catalogueRoutes from './routes/catalogue.js'
 import locationRoutes from './routes/locations.js'
 import agentRoutes from './routes/agents.js'
 import agentProtocolRoutes from './routes/agent-protocol.js'
@@ -143,6 +144,7 @@ export async function buildApp (context) {
     await api.register(evidenceRoutes)
     await api.register(alertRoutes)
     await api.register(locationRoutes)
+    await api.register(catalogueRoutes)
     await api.register(agentRoutes)
     await api.register(async (agentApi) => {
       await agentApi.register(agentAuth)

@@ -1,7 +1,10 @@
 // JSON schemas shared by routes. Response schemas double as an allow-list:
 // fields not named here never leave the server (token hashes, internals).
-import { MODES, PROBES, MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/store/monitors.js'
-import { optionsSchema } from '../lib/measurement/probes/index.js'
+import { MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/store/monitors.js'
+import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
+import { MODES } from '../lib/measurement/modes.js'
+import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
+import { VIEWS } from '../lib/measurement/result.js'
 
 const ms = (description) => ({ type: ['number', 'null'], description })
 const nullableString = { type: ['string', 'null'] }
@@ -150,20 +153,13 @@ const resultProperties = {
   location_id: { type: 'string' },
   agent_id: { type: ['integer', 'null'] },
   mode: { type: 'string', enum: MODES },
-  view: { type: 'string', enum: ['first', 'repeat'] },
+  view: { type: 'string', enum: VIEWS },
   probe: { type: 'string', enum: PROBES },
   status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'], description: 'protocol_mismatch: the page loaded, but not over the forced protocol' },
   error: nullableString,
   observed_protocol: { ...nullableString, description: 'nextHopProtocol of the navigation, normalised (h2, h3, http/1.1)' },
   protocol_ok: { type: 'boolean', description: 'The navigation really used the mode\'s protocol' },
-  ttfb_ms: ms('responseStart, relative to navigation start'),
-  load_ms: ms('loadEventEnd'),
-  dns_ms: ms('domainLookupEnd - domainLookupStart'),
-  connect_ms: ms('connectEnd - connectStart; for QUIC includes the crypto handshake'),
-  tls_ms: ms('connectEnd - secureConnectionStart'),
-  fcp_ms: ms('first-contentful-paint'),
-  lcp_ms: ms('largest-contentful-paint'),
-  dcl_ms: ms('domContentLoadedEventEnd'),
+  ...Object.fromEntries(COLUMN_METRICS.map((m) => [m.column, ms(m.description)])),
   bytes: { type: ['integer', 'null'], description: 'Encoded bytes of every response' },
   requests: { type: ['integer', 'null'] },
   h3_request_share: { type: ['number', 'null'], description: 'Share of requests that went over H3 (0..1)' },
@@ -210,21 +206,14 @@ export const submittedResult = {
   required: ['mode', 'status', 'protocol_ok'],
   properties: {
     mode: { type: 'string', enum: MODES },
-    view: { type: 'string', enum: ['first', 'repeat'] },
+    view: { type: 'string', enum: VIEWS },
     probe: { type: 'string', enum: PROBES },
     status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
     error: { type: ['string', 'null'], maxLength: 4000 },
     observed_protocol: { type: ['string', 'null'], maxLength: 64 },
     protocol_ok: { type: 'boolean' },
     measured_at: { type: 'string', format: 'date-time' },
-    ttfb_ms: timing,
-    load_ms: timing,
-    dns_ms: timing,
-    connect_ms: timing,
-    tls_ms: timing,
-    fcp_ms: timing,
-    lcp_ms: timing,
-    dcl_ms: timing,
+    ...Object.fromEntries(TIMING_COLUMNS.map((c) => [c, timing])),
     bytes: { type: ['integer', 'null'], minimum: 0, maximum: 1e12 },
     requests: { type: ['integer', 'null'], minimum: 0, maximum: 100000 },
     h3_request_share: { type: ['number', 'null'], minimum: 0, maximum: 1 },
@@ -262,7 +251,7 @@ export const resultFilterQuery = {
   location: { type: 'string', maxLength: 63 },
   mode: { type: 'string', enum: MODES },
   probe: { type: 'string', enum: PROBES },
-  view: { type: 'string', enum: ['first', 'repeat'] },
+  view: { type: 'string', enum: VIEWS },
   status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
   from: { type: 'string', format: 'date-time', description: 'Inclusive lower bound on the round time' },
   to: { type: 'string', format: 'date-time', description: 'Exclusive upper bound on the round time; default now' }

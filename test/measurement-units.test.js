@@ -7,13 +7,15 @@ import net from 'node:net'
 import { describe, test } from 'node:test'
 import { normalizeProtocol } from '../lib/measurement/protocol.js'
 import { advertisesH3, parseAltSvc } from '../agents/alt-svc.js'
-import { rttAccounting, tcpPing } from '../agents/rtt.js'
+import { tcpPing } from '../agents/rtt.js'
+import { rttAccounting } from '../lib/measurement/rtt.js'
 import { summarizeNetlog } from '../agents/netlog-summary.js'
 import { outlierOf } from '../agents/netlog-capture.js'
-import { locationRtt, toSubmission } from '../agents/job-runner.js'
+import { locationRtt } from '../agents/job-runner.js'
+import { toSubmission } from '../lib/measurement/result.js'
 import { modeFlags, hostPort } from '../lib/measurement/modes.js'
 import { effectiveOptions } from '../lib/measurement/probes/index.js'
-import { metricSamples, ROLLUP_METRICS } from '../lib/measurement/metrics.js'
+import { metricSamples, ROLLUP_COLUMNS } from '../lib/measurement/metrics.js'
 
 test('every spelling of HTTP/3 and HTTP/2 normalises to h3 and h2', () => {
   for (const s of ['h3', 'H3', 'h3-29', 'h3-Q050', 'QUIC', 'quic', 'http/2+quic/46', 'HTTP/2+QUIC/43', 'HTTP/3', 'http/3.0']) assert.equal(normalizeProtocol(s), 'h3', s)
@@ -118,7 +120,7 @@ test('per-request samples feed the request and upload metrics, which have rollup
   assert.deepEqual(metricSamples({ probe: 'parallel', details: { samples: [10, 12, -1, null] } }), [['request', [10, 12]]])
   assert.deepEqual(metricSamples({ probe: 'upload', ttfb_ms: 90, details: { samples: [800] } }), [['ttfb', [90]], ['upload', [800]]])
   assert.deepEqual(metricSamples({ probe: 'page', details: { samples: [1] } }), [])
-  assert.ok(ROLLUP_METRICS.includes('request') && ROLLUP_METRICS.includes('upload'))
+  assert.ok(ROLLUP_COLUMNS.includes('request') && ROLLUP_COLUMNS.includes('upload'))
 })
 
 test('an outlier is a first-view ok run above the p99 of its probe and mode', () => {

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
-import { checkResults, expectedProtocolFor } from '../lib/measurement/checks.js'
+import { checkResults } from '../lib/measurement/checks.js'
+import { expectedProtocolFor } from '../lib/measurement/modes.js'
 
 let t, token
 

@@ -212,7 +212,7 @@ test('bad comparison and trend queries get a 400 that says what to change', asyn
   const m = await createMonitor(t.db, { url: 'https://example.com/bad', locations: ['local'], interval_s: 60 })
   /** @type {[string, RegExp][]} */
   const cases = [
-    [`/api/v1/monitors/${m.id}/comparison?metric=speed`, /metric must be one of ttfb, load, fcp, lcp, connect/],
+    [`/api/v1/monitors/${m.id}/comparison?metric=speed`, /metric must be one of ttfb_ms, load_ms, fcp_ms, lcp_ms, connect_ms/],
     [`/api/v1/monitors/${m.id}/comparison?percentiles=50,101`, /"101" is not a percentile/],
     [`/api/v1/monitors/${m.id}/comparison?percentiles=median`, /"median" is not a percentile/],
     [`/api/v1/monitors/${m.id}/comparison?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/],

@@ -45,7 +45,7 @@ test('the Alerts page shows what fires now with its evidence, the history and th
     assert.equal(r.state, 'firing')
     assert.match(r.text, /H3 failing · lab-asia/)
     assert.match(r.text, /H3 lost \d+\.\d% of \d+ loads; failure test: h3_fails_more/)
-    assert.match(r.evidence, /^#\/monitors\/\d+\?window=custom&from=.*&metric=ttfb&analysis=matched$/)
+    assert.match(r.evidence, /^#\/monitors\/\d+\?window=custom&from=.*&metric=ttfb_ms&analysis=matched$/)
   }
   assert.equal(await page.$$eval('#history tbody tr', (trs) => trs.length), firing.length, 'one ok→firing change each')
   const rules = await page.$$eval('#rules tbody tr', (trs) => trs.map((tr) => tr.querySelector('b').textContent))

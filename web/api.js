@@ -74,6 +74,8 @@ export const api = {
   /** @returns {Promise<{ items: any[], next_cursor: string | null }>} */
   results: (id, params = {}) => request('GET', `/monitors/${id}/results${qs(params)}`),
   result: (id) => request('GET', `/results/${id}`),
+  /** The measurement catalogue: { metrics, probes, modes, views, default_metric } */
+  catalogue: () => request('GET', '/catalogue'),
   locations: () => request('GET', '/locations').then((d) => d.items),
   /** Locations with the lab origin's server: { items, lab_origin }. */
   locationsAndLab: () => request('GET', '/locations'),

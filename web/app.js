@@ -4,6 +4,7 @@
 // place ("soft") on auto-refresh or when only the query changed.
 import { h, loadingState, errorState, toast } from './dom.js'
 import { parseHash } from './query.js'
+import { loadCatalogue } from './catalogue.js'
 import { mountControls, syncControls, setUpdated, setBusy, autoRefreshOn } from './controls.js'
 import * as overview from './views/overview.js'
 import * as monitor from './views/monitor.js'
@@ -58,6 +59,7 @@ async function render ({ soft = false } = {}) {
   inFlight = true
   setBusy(true)
   try {
+    await loadCatalogue()
     const nodes = [await route.view.render(ctx)].flat(Infinity).filter(Boolean)
     if (gen !== generation) return disposers.forEach((fn) => fn())
     show(gen, path, nodes, disposers)

@@ -1,18 +1,13 @@
-// What a view shows is kept in the hash query (#/monitors/3?window=24h&metric=ttfb)
+// What a view shows is kept in the hash query (#/monitors/3?window=24h&metric=ttfb_ms)
 // so any view can be shared as a link and survives a reload.
+import { catalogue, metricId } from './catalogue.js'
 
 export const WINDOWS = Object.freeze({ '1h': 3600e3, '24h': 86400e3, '7d': 7 * 86400e3, '30d': 30 * 86400e3 })
 export const DEFAULT_WINDOW = '24h'
 const LABELS = { '1h': 'last hour', '24h': 'last 24 hours', '7d': 'last 7 days', '30d': 'last 30 days' }
 
-export const METRICS = Object.freeze([
-  { id: 'ttfb', label: 'TTFB', long: 'Time to first byte' },
-  { id: 'load', label: 'Load', long: 'Page load (loadEventEnd)' },
-  { id: 'fcp', label: 'FCP', long: 'First contentful paint' },
-  { id: 'lcp', label: 'LCP', long: 'Largest contentful paint' },
-  { id: 'connect', label: 'Connect', long: 'Connection set-up (QUIC: includes the handshake)' }
-])
-export const DEFAULT_METRIC = 'ttfb'
+// Metrics come from the server's catalogue (web/catalogue.js).
+export { METRICS, metricLabel } from './catalogue.js'
 
 // Which rounds a comparison uses (GET /monitors/:id/comparison?analysis=).
 export const ANALYSES = Object.freeze([
@@ -110,8 +105,7 @@ export const BUCKET_NAMES = Object.keys(BUCKETS)
 
 /** @param {URLSearchParams} params */
 export function metricOf (params) {
-  const m = params.get('metric')
-  return METRICS.some((x) => x.id === m) ? m : DEFAULT_METRIC
+  return metricId(params.get('metric')) ?? catalogue.defaultMetric
 }
 
 /** @param {URLSearchParams} params */
@@ -119,5 +113,3 @@ export function analysisOf (params) {
   const a = params.get('analysis')
   return ANALYSES.some((x) => x.id === a) ? a : DEFAULT_ANALYSIS
 }
-
-export const metricLabel = (id) => METRICS.find((m) => m.id === id)?.label ?? id

@@ -1,7 +1,8 @@
 // Agent upload of a Chromium net log. Its own content type and body limit:
 // net logs are binary (gzip) and much larger than result batches.
 import { storeNetlog } from '../../lib/store/netlogs.js'
-import { MODES, PROBES } from '../../lib/store/monitors.js'
+import { MODES } from '../../lib/measurement/modes.js'
+import { PROBE_IDS as PROBES } from '../../lib/measurement/probes/index.js'
 import { errorResponses, idParams } from '../schemas.js'
 
 /**

@@ -4,8 +4,9 @@ import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
 import { regionalComparison, ANALYSES } from '../../lib/analysis/comparison.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/analysis/trends.js'
-import { COMPARABLE_METRICS, DEFAULT_PERCENTILES, probeOfMetric } from '../../lib/measurement/metrics.js'
-import { PROBES } from '../../lib/store/monitors.js'
+import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES, METRICS, probeOfMetric } from '../../lib/measurement/metrics.js'
+import { PROBE_IDS as PROBES } from '../../lib/measurement/probes/index.js'
+import { VIEWS } from '../../lib/measurement/result.js'
 import { TIERS } from '../../lib/analysis/rollups.js'
 import { errorResponses, idParams } from '../schemas.js'
 
@@ -17,9 +18,88 @@ const MAX_WINDOW_DAYS = 400
 const windowQuery = {
   from: { type: 'string', format: 'date-time', description: 'Window start (default: 24 h before `to`). Rounded down to 5 minutes.' },
   to: { type: 'string', format: 'date-time', description: 'Window end (default: now). Rounded up to 5 minutes.' },
-  metric: { type: 'string', enum: COMPARABLE_METRICS, default: 'ttfb', description: 'ttfb = responseStart; load = loadEventEnd; fcp, lcp; connect (QUIC: includes the handshake); request = one parallel-probe request; upload = one upload-probe POST (request and upload imply their probe)' },
+  metric: {
+    type: 'string',
+    enum: ACCEPTED_METRIC_NAMES,
+    default: DEFAULT_METRIC,
+    description: METRICS.filter((m) => COMPARABLE_METRICS.includes(m.id)).map((m) => `${m.id} = ${m.description}`).join('; ') +
+      ' (request_ms and upload_ms imply their probe). Deprecated: the names without a unit (ttfb, load, fcp, lcp, connect, request, upload) are still accepted ' +
+      'for one version; the response then names the id and carries a Deprecation header.'
+  },
   probe: { type: 'string', enum: PROBES, default: 'page' },
-  view: { type: 'string', enum: ['first', 'repeat'], default: 'first' }
+  view: { type: 'string', enum: VIEWS, default: 'first' }
+}
+
+const windowFields = {
+  monitor_id: { type: 'integer' },
+  metric: { type: 'string', description: 'The metric id (a deprecated alias in the request is answered with the id)' },
+  probe: { type: 'string' },
+  view: { type: 'string' },
+  from: { type: 'string', format: 'date-time' },
+  to: { type: 'string', format: 'date-time' }
+}
+const nullableMs = { type: ['number', 'null'] }
+
+const trendsResponse = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['monitor_id', 'metric', 'bucket', 'from', 'to', 'percentiles', 'series'],
+  properties: {
+    ...windowFields,
+    bucket: { type: 'string', enum: Object.keys(TIERS) },
+    percentiles: { type: 'array', items: { type: 'number' } },
+    series: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          location_id: { type: 'string' },
+          mode: { type: 'string' },
+          points: {
+            type: 'array',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                t: { type: 'string', format: 'date-time', description: 'Bucket start' },
+                count: { type: 'integer', description: 'Values merged into the bucket' },
+                runs: { type: 'integer' },
+                errors: { type: 'integer' },
+                fallbacks: { type: 'integer' }
+              },
+              patternProperties: { '^p[0-9_]+$': { ...nullableMs, description: 'The requested percentile (p50, p99_9), ms' } }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+const distributionResponse = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['monitor_id', 'metric', 'from', 'to', 'series'],
+  properties: {
+    ...windowFields,
+    series: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          location_id: { type: 'string' },
+          mode: { type: 'string' },
+          count: { type: 'integer' },
+          points: {
+            type: 'array',
+            items: { type: 'object', additionalProperties: false, properties: { q: { type: 'number' }, ms: nullableMs } }
+          }
+        }
+      }
+    }
+  }
 }
 
 const percentilesParam = (def) => ({
@@ -34,10 +114,18 @@ const percentilesParam = (def) => ({
  */
 export default async function comparisonRoutes (app) {
   const tags = ['comparison']
+  // A deprecated metric alias (ttfb for ttfb_ms) still works for one version,
+  // and says so (RFC 9745).
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.deprecatedMetric) reply.header('deprecation', 'true').header('x-h3lens-deprecated', `metric=${request.deprecatedMetric}: use metric=${canonicalMetric(request.deprecatedMetric)}`)
+    return payload
+  })
 
   /** Window, percentiles and monitor of a request, validated. */
   async function readQuery (request, { percentiles: wantPercentiles = true } = {}) {
     const q = request.query
+    const metric = canonicalMetric(q.metric)
+    if (metric !== q.metric) request.deprecatedMetric = q.metric
     const to = q.to ? new Date(q.to) : new Date()
     const from = q.from ? new Date(q.from) : new Date(+to - DAY)
     if (from > to) throw app.httpErrors.badRequest('from must not be after to')
@@ -49,7 +137,7 @@ export default async function comparisonRoutes (app) {
     if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
     const monitor = await getMonitor(app.db, request.params.id)
-    return { monitor, ...aligned, percentiles, metric: q.metric, probe: probeOfMetric(q.metric) ?? q.probe, view: q.view }
+    return { monitor, ...aligned, percentiles, metric, probe: probeOfMetric(metric) ?? q.probe, view: q.view }
   }
 
   function parsePercentiles (text) {
@@ -228,7 +316,7 @@ export default async function comparisonRoutes (app) {
           format: { type: 'string', enum: ['json', 'csv'], default: 'json' }
         }
       },
-      response: { 200: { type: 'object', additionalProperties: true }, ...errorResponses }
+      response: { 200: trendsResponse, ...errorResponses }
     }
   }, async (request, reply) => {
     const q = await readQuery(request)
@@ -252,7 +340,7 @@ export default async function comparisonRoutes (app) {
       tags,
       params: idParams,
       querystring: { type: 'object', additionalProperties: false, properties: windowQuery },
-      response: { 200: { type: 'object', additionalProperties: true }, ...errorResponses }
+      response: { 200: distributionResponse, ...errorResponses }
     }
   }, async (request) => {
     const q = await readQuery(request, { percentiles: false })

@@ -5,7 +5,7 @@
 // table, with the same percentiles and window alignment, so an alert claims
 // exactly what the table would claim.
 import { regionalComparison } from './comparison.js'
-import { DEFAULT_PERCENTILES, probeOfMetric } from '../measurement/metrics.js'
+import { DEFAULT_METRIC, DEFAULT_PERCENTILES, probeOfMetric } from '../measurement/metrics.js'
 import { TIERS } from './rollups.js'
 
 const FIVE_MINUTES = TIERS['5m']
@@ -62,7 +62,7 @@ export function comparisonCache (db, { now, timeoutMs }) {
  */
 export async function observe (db, rule, monitor, locations, { now, compare }) {
   if (rule.kind === 'location_silent') return silentLocations(db, rule, monitor, locations, now)
-  const metric = rule.kind === 'h3_regression' ? rule.metric ?? 'ttfb' : 'ttfb'
+  const metric = rule.kind === 'h3_regression' ? rule.metric ?? DEFAULT_METRIC : DEFAULT_METRIC
   const cmp = await compare(monitor, metric, rule.window_s, rule.kind === 'h3_regression' ? rule.percentile : null)
   const base = { metric, from: cmp.from, to: cmp.to, analysis: 'matched' }
   const out = []

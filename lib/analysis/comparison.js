@@ -24,7 +24,7 @@
 // (default max(2% of H2, 1 ms)), and the percentile has its minimum number
 // of rounds (more for the tail). docs/STATISTICS.md explains, and
 // bench/calibration.js measures the false-positive rate and power.
-import { TIMING_METRICS } from '../measurement/metrics.js'
+import { metricOf } from '../measurement/metrics.js'
 import {
   roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
   benjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
@@ -227,7 +227,7 @@ async function readRounds (db, w) {
  * @param {string} metric
  */
 function VALUES_SQL (metric) {
-  const column = TIMING_METRICS[metric]
+  const column = metricOf(metric).column
   return column
     ? `CASE WHEN r.${column} IS NOT NULL THEN ARRAY[r.${column}] END`
     : `CASE WHEN jsonb_typeof(r.details->'samples') = 'array' AND jsonb_array_length(r.details->'samples') > 0
@@ -242,7 +242,7 @@ function VALUES_SQL (metric) {
  * @param {string} metric
  */
 function STATE_SQL (metric) {
-  const column = TIMING_METRICS[metric]
+  const column = metricOf(metric).column
   const has = column ? `r.${column} IS NOT NULL` : "jsonb_typeof(r.details->'samples') = 'array' AND jsonb_array_length(r.details->'samples') > 0"
   return `CASE WHEN r.status = 'ok' AND r.protocol_ok THEN CASE WHEN ${has} THEN 'ok' ELSE 'no_value' END
                WHEN r.status = 'protocol_mismatch' THEN 'fallback'

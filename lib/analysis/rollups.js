@@ -6,7 +6,7 @@
 // and batching folds many results into each row. Queries merge rollups with
 // the pending rows in one snapshot, so answers are exact and current anyway.
 import { newSketch, addToSketch, encodeSketch, mergeSketches, sketchCount, readEncoded } from './stats/index.js'
-import { metricSamples, ROLLUP_METRICS } from '../measurement/metrics.js'
+import { metricOf, metricSamples, ROLLUP_COLUMNS, TIMING_COLUMNS } from '../measurement/metrics.js'
 
 export const TIERS = Object.freeze({ '5m': 5 * 60e3, '1h': 3600e3, '1d': 86400e3 })
 
@@ -16,7 +16,7 @@ export const TIERS = Object.freeze({ '5m': 5 * 60e3, '1h': 3600e3, '1d': 86400e3
 const ROLLUP_LOCK = 0x68337275
 
 const RESULT_FIELDS = `id, time, monitor_id, location_id, mode, view, probe, status, protocol_ok,
-  ttfb_ms, load_ms, dns_ms, connect_ms, tls_ms, fcp_ms, lcp_ms, dcl_ms, details`
+  ${TIMING_COLUMNS.join(', ')}, details`
 
 const KEY_COLUMNS = ['monitor_id', 'tier', 'probe', 'view', 'location_id', 'mode', 'bucket']
 const KEY_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'text', 'timestamptz']
@@ -66,7 +66,7 @@ export function aggregate (results) {
     }
     if (r.status !== 'ok' || !r.protocol_ok) continue
     for (const [metric, values] of metricSamples(r)) {
-      if (!ROLLUP_METRICS.includes(metric)) throw new Error(`metric "${metric}" has no rollup column`)
+      if (!ROLLUP_COLUMNS.includes(metric)) throw new Error(`rollup column "${metric}" does not exist`)
       let sketch = n5.sketches.get(metric)
       if (!sketch) n5.sketches.set(metric, (sketch = newSketch()))
       for (const v of values) addToSketch(sketch, v)
@@ -106,14 +106,14 @@ async function applyDeltas (client, deltas) {
   const keyList = KEY_COLUMNS.join(', ')
   await client.query(`INSERT INTO rollups (${keyList}) SELECT * FROM unnest(${keyArgs}) ON CONFLICT DO NOTHING`, cols)
   const { rows } = await client.query(
-    `SELECT r.${KEY_COLUMNS.join(', r.')}, r.runs, r.errors, r.fallbacks, r.${ROLLUP_METRICS.join(', r.')}
+    `SELECT r.${KEY_COLUMNS.join(', r.')}, r.runs, r.errors, r.fallbacks, r.${ROLLUP_COLUMNS.join(', r.')}
        FROM rollups r JOIN unnest(${keyArgs}) AS k(${keyList}) USING (${keyList})
       ORDER BY ${KEY_COLUMNS.map((c) => `r.${c}`).join(', ')} FOR UPDATE OF r`, cols)
   const keyOf = (k) => k.map((v) => (v instanceof Date ? +v : v)).join('|')
   const current = new Map(rows.map((r) => [keyOf(KEY_COLUMNS.map((c) => r[c])), r]))
   const merged = entries.map((e) => {
     const cur = current.get(keyOf(e.key))
-    const sketches = ROLLUP_METRICS.map((m) => {
+    const sketches = ROLLUP_COLUMNS.map((m) => {
       const parts = [cur?.[m], e.sketches.get(m)].filter(Boolean)
       return parts.length ? encodeSketch(mergeSketches(parts)) : null
     })
@@ -122,12 +122,12 @@ async function applyDeltas (client, deltas) {
   const n = KEY_COLUMNS.length
   await client.query(
     `UPDATE rollups r SET runs = u.runs, errors = u.errors, fallbacks = u.fallbacks,
-            ${ROLLUP_METRICS.map((m) => `${m} = u.${m}`).join(', ')}
-       FROM unnest(${keyArgs}, $${n + 1}::int[], $${n + 2}::int[], $${n + 3}::int[], ${ROLLUP_METRICS.map((_, i) => `$${n + 4 + i}::bytea[]`).join(', ')})
-            AS u(${keyList}, runs, errors, fallbacks, ${ROLLUP_METRICS.join(', ')})
+            ${ROLLUP_COLUMNS.map((m) => `${m} = u.${m}`).join(', ')}
+       FROM unnest(${keyArgs}, $${n + 1}::int[], $${n + 2}::int[], $${n + 3}::int[], ${ROLLUP_COLUMNS.map((_, i) => `$${n + 4 + i}::bytea[]`).join(', ')})
+            AS u(${keyList}, runs, errors, fallbacks, ${ROLLUP_COLUMNS.join(', ')})
       WHERE ${KEY_COLUMNS.map((c) => `r.${c} = u.${c}`).join(' AND ')}`,
     [...cols, merged.map((m) => m.runs), merged.map((m) => m.errors), merged.map((m) => m.fallbacks),
-      ...ROLLUP_METRICS.map((_, i) => merged.map((m) => m.sketches[i]))])
+      ...ROLLUP_COLUMNS.map((_, i) => merged.map((m) => m.sketches[i]))])
 }
 
 /**
@@ -259,10 +259,11 @@ export function coverWindow (from, to) {
   return ranges
 }
 
-/** The rollup column of a metric; only names from ROLLUP_METRICS reach SQL. */
+/** The rollup column of a metric (id or alias); only names from the catalogue reach SQL. */
 function metricColumn (metric) {
-  if (!ROLLUP_METRICS.includes(metric)) throw new Error(`unknown metric "${metric}"`)
-  return metric
+  const column = metricOf(metric).rollup
+  if (!column) throw new Error(`metric "${metric}" has no rollup`)
+  return column
 }
 
 /**
@@ -295,7 +296,7 @@ export async function mergedSeries (db, { monitorId, metric, probe, view, from, 
       for (const r of rows) groups.add(r)
     }
     for (const d of await pendingDeltas(client, { monitorId, probe, view, from, to, tier: '5m' })) {
-      groups.add({ location_id: d.key[4], mode: d.key[5], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(metric) })
+      groups.add({ location_id: d.key[4], mode: d.key[5], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(column) })
     }
     return new Map([...groups.finish()].map((g) => [`${g.location_id}|${g.mode}`, g]))
   })
@@ -316,7 +317,7 @@ export async function bucketSeries (db, { monitorId, metric, probe, view, tier, 
     const groups = new Groups((r) => `${r.location_id}|${r.mode}|${+r.bucket}`, { keepEncoded: true })
     for (const r of rows) groups.add(r)
     for (const d of await pendingDeltas(client, { monitorId, probe, view, from, to, tier })) {
-      groups.add({ location_id: d.key[4], mode: d.key[5], bucket: d.key[6], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(metric) })
+      groups.add({ location_id: d.key[4], mode: d.key[5], bucket: d.key[6], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(column) })
     }
     return [...groups.finish()].sort((a, b) => a.bucket - b.bucket)
   })

@@ -48,17 +48,6 @@ export const FAILURE_KINDS = Object.freeze({
 })
 
 /**
- * The protocol a run must have used to count for its arm: the mode, unless
- * the monitor is an A/A monitor, whose arms both use its aa_protocol.
- * @param {string} mode
- * @param {{ aa_protocol?: string | null } | null} [monitor]
- * @returns {string}
- */
-export function expectedProtocolFor (mode, monitor) {
-  return monitor?.aa_protocol ?? mode
-}
-
-/**
  * Checks every result, and sets each one's protocol_ok from what it observed:
  * the agent's own verdict is never stored, only compared. A result that
  * contradicts its observed protocol (status ok over the wrong protocol or

@@ -10,8 +10,11 @@
 import readline from 'node:readline'
 import { Transform } from 'node:stream'
 import { ValidationError } from '../runtime/errors.js'
-import { INSERT_COLUMNS, TIMING_COLUMNS } from '../store/results.js'
-import { MODES, PROBES } from '../store/monitors.js'
+import { INSERT_COLUMNS } from '../store/results.js'
+import { TIMING_COLUMNS } from './metrics.js'
+import { MODES } from './modes.js'
+import { PROBE_IDS as PROBES } from './probes/index.js'
+import { VIEWS } from './result.js'
 import { checkResults } from './checks.js'
 import { normalizeProtocol } from './protocol.js'
 
@@ -31,7 +34,6 @@ const INSERT_BATCH_ROWS = 1000
 const IGNORED_FIELDS = new Set(['id', 'job_id', 'monitor_id', 'agent_id'])
 
 const STATUSES = ['ok', 'error', 'timeout', 'protocol_mismatch']
-const VIEWS = ['first', 'repeat']
 const EARLIEST = Date.parse('2000-01-01T00:00:00Z')
 // Agents' clocks drift; a day ahead is a broken clock, as in result-checks.
 const CLOCK_SKEW_MS = 86400e3

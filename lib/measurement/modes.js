@@ -28,7 +28,22 @@ export function baseFlags () {
 }
 
 /** @typedef {'h3' | 'h2'} Mode */
-export const MODES = Object.freeze(/** @type {Mode[]} */ (['h3', 'h2']))
+/** The two arms of every round: QUIC off, QUIC forced. One definition; stored and listed in this order. */
+export const MODES = Object.freeze(/** @type {Mode[]} */ (['h2', 'h3']))
+
+/** The protocol a run of each mode must have used to count for that mode. */
+export const PROTOCOL_OF_MODE = Object.freeze({ h2: 'h2', h3: 'h3' })
+
+/**
+ * The protocol a run must have used to count for its arm: the mode's, unless
+ * the monitor is an A/A monitor, whose arms both use its aa_protocol.
+ * @param {string} mode
+ * @param {{ aa_protocol?: string | null } | null} [monitor]
+ * @returns {string}
+ */
+export function expectedProtocolFor (mode, monitor) {
+  return monitor?.aa_protocol ?? PROTOCOL_OF_MODE[/** @type {Mode} */ (mode)] ?? mode
+}
 
 /**
  * Flags that force the protocol for a page: HTTP/3 straight away (no Alt-Svc

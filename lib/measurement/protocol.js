@@ -2,6 +2,7 @@
 // 'http/2+quic/46', 'HTTP/2'); results store one spelling, so every
 // comparison between a run and its mode, every per-request protocol and every
 // Alt-Svc entry goes through here.
+import { PROTOCOL_OF_MODE } from './modes.js'
 
 /**
  * @param {string | null | undefined} value
@@ -16,9 +17,6 @@ export function normalizeProtocol (value) {
   if (s === 'h2' || s === 'http/2' || s === 'http/2.0') return 'h2'
   return s
 }
-
-/** The protocol a run of each mode must have used to count for that mode. */
-const PROTOCOL_OF_MODE = Object.freeze({ h3: 'h3', h2: 'h2' })
 
 /**
  * @param {string | null | undefined} protocol as observed, any spelling

@@ -1,6 +1,31 @@
-// What a submitted result is before anything was measured: a failed load
-// with every figure empty. Agents of every kind (Puppeteer, WebPageTest)
-// start from it, so a result has one shape whoever measured it.
+// What a result is, whoever measured it (the Puppeteer agent, a WebPageTest
+// agent, an import): the fields it submits, its empty form before anything
+// was measured, and how a measurement becomes a submission (protocol judged,
+// round trips accounted). The metric columns come from the catalogue
+// (./metrics.js), the protocol judging from ./protocol.js, the RTT notes
+// from ./rtt.js.
+import { TIMING_COLUMNS } from './metrics.js'
+import { rttAccounting } from './rtt.js'
+
+export { normalizeProtocol, protocolMatchesMode } from './protocol.js'
+
+/** A result's view: the first (cold) load, or a repeat load in the same browser. */
+export const VIEWS = Object.freeze(['first', 'repeat'])
+
+/** Fields of a result besides its round's keys (time, job, monitor, location, agent), as stored and exported. */
+export const RESULT_FIELDS = Object.freeze([
+  'mode', 'view', 'probe', 'status', 'error', 'observed_protocol', 'protocol_ok', ...TIMING_COLUMNS, 'bytes', 'requests',
+  'h3_request_share', 'h3_byte_share', 'rtt_ms', 'connect_rtt', 'ttfb_rtt', 'upload_mbps', 'notes', 'browser_version',
+  'agent_version', 'flags', 'details'
+])
+
+/** Fields of a measurement that are submitted as they are; the rest goes to details. */
+const COLUMNS = Object.freeze([
+  'mode', 'view', 'probe', 'status', 'error', 'observed_protocol', 'protocol_ok', ...TIMING_COLUMNS, 'bytes', 'requests',
+  'h3_request_share', 'h3_byte_share', 'upload_mbps', 'browser_version', 'flags'
+])
+/** Evidence that goes to details when a measurement has it. */
+const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'target_url', 'arm_protocol', 'failure_kind', 'forced_origins']
 
 /**
  * @param {string} mode the arm: h2 or h3
@@ -16,18 +41,31 @@ export function emptyResult (mode, { probe = 'page', view = 'first' } = {}) {
     error: null,
     observed_protocol: null,
     protocol_ok: false,
-    ttfb_ms: null,
-    load_ms: null,
-    dns_ms: null,
-    connect_ms: null,
-    tls_ms: null,
-    fcp_ms: null,
-    lcp_ms: null,
-    dcl_ms: null,
+    ...Object.fromEntries(TIMING_COLUMNS.map((c) => [c, null])),
     bytes: 0,
     requests: 0,
     h3_request_share: null,
     h3_byte_share: null,
     browser_version: null
   }
+}
+
+/**
+ * @param {Record<string, any>} m one measurement
+ * @param {{ rtt: number | null, rttSource?: string | null, options?: Record<string, any> }} ctx
+ */
+export function toSubmission (m, { rtt, rttSource = null }) {
+  /** @type {Record<string, any>} */
+  const out = {}
+  for (const k of COLUMNS) if (m[k] !== undefined) out[k] = m[k]
+  out.rtt_ms = rtt
+  const { connect_rtt: connectRtt, ttfb_rtt: ttfbRtt, notes } = rttAccounting(
+    { protocol: m.observed_protocol ?? null, connect_ms: m.connect_ms ?? null, ttfb_ms: m.ttfb_ms ?? null }, rtt)
+  out.connect_rtt = connectRtt
+  out.ttfb_rtt = ttfbRtt
+  out.notes = [...notes, ...(m.netlog?.summary?.findings ?? []).map((f) => ({ ...f, source: `netlog (${m.netlog.kind})` }))]
+  out.measured_at = new Date().toISOString()
+  out.details = { requests: m.requests_detail ?? [], origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource }
+  for (const k of DETAILS) if (m[k] !== undefined) out.details[k] = m[k]
+  return out
 }

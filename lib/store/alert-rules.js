@@ -2,7 +2,7 @@
 // the API schemas (api/routes/alerts.js); the rules that span fields and the
 // database (known monitors, locations and channels) live here.
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
-import { COMPARABLE_METRICS } from '../measurement/metrics.js'
+import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC } from '../measurement/metrics.js'
 
 export const RULE_KINDS = ['h3_regression', 'h3_failure', 'location_silent', 'error_rate']
 export const SEVERITIES = ['info', 'warning', 'critical']
@@ -37,14 +37,16 @@ async function checkRule (db, input) {
   }
   if (r.kind === 'h3_regression') {
     r.percentile ??= 95
-    r.metric ??= 'ttfb'
-    if (!COMPARABLE_METRICS.includes(r.metric)) throw new ValidationError(`metric must be one of ${COMPARABLE_METRICS.join(', ')}`, 'metric')
+    r.metric ??= DEFAULT_METRIC
+    if (!ACCEPTED_METRIC_NAMES.includes(r.metric)) throw new ValidationError(`metric must be one of ${COMPARABLE_METRICS.join(', ')}`, 'metric')
+    // The names without a unit (ttfb) are deprecated aliases; rules store the id (ttfb_ms).
+    r.metric = canonicalMetric(r.metric)
     if (!(r.percentile > 0 && r.percentile < 100)) throw new ValidationError('percentile must be above 0 and below 100', 'percentile')
     if (r.min_effect_pct == null && r.min_effect_ms == null) throw new ValidationError('an h3_regression rule needs min_effect_pct or min_effect_ms (how much slower is a regression)', 'min_effect_pct')
     if (r.min_effect_pct != null && !(r.min_effect_pct > 0 && r.min_effect_pct <= 1000)) throw new ValidationError('min_effect_pct must be above 0 and at most 1000', 'min_effect_pct')
     if (r.min_effect_ms != null && !(r.min_effect_ms > 0 && r.min_effect_ms <= 600000)) throw new ValidationError('min_effect_ms must be above 0 and at most 600000', 'min_effect_ms')
   } else {
-    r.metric = 'ttfb'
+    r.metric = DEFAULT_METRIC
   }
   if (r.kind === 'h3_failure' || r.kind === 'error_rate') {
     if (r.threshold_pct == null) throw new ValidationError(`a ${r.kind} rule needs threshold_pct`, 'threshold_pct')

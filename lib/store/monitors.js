@@ -3,10 +3,11 @@
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { LAB_HOSTNAME } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
-import { checkOptions } from '../measurement/probes/index.js'
+import { checkOptions, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
+import { MODES } from '../measurement/modes.js'
 
-export const MODES = ['h2', 'h3']
-export const PROBES = ['page', 'parallel', 'upload']
+export { MODES } from '../measurement/modes.js'
+export { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 // Real sites are not hammered: one round a minute is the floor. The lab
 // origin is ours, so lab monitors may run every 10 s.
 export const MIN_INTERVAL_S = 60

@@ -1,6 +1,7 @@
 // SQL for netlogs (Chromium net logs, gzip) and the outlier thresholds that
 // tell an agent when a run deserves one.
 import { ConflictError, NotFoundError } from '../runtime/errors.js'
+import { PROBES } from '../measurement/probes/index.js'
 
 /** Outliers are judged against this many recent ok runs of a series... */
 export const OUTLIER_WINDOW = 100
@@ -8,14 +9,15 @@ export const OUTLIER_WINDOW = 100
 export const OUTLIER_MIN_RUNS = 30
 export const OUTLIER_PERCENTILE = 0.99
 
-// The value each probe is judged by: the page load, the slowest of the
-// parallel requests, the upload.
-const OUTLIER_VALUE = {
-  page: 'r.load_ms',
-  parallel: `(SELECT max(x::double precision) FROM jsonb_array_elements_text(
+// The value each probe is judged by, in SQL: its outlier rule in the probe
+// catalogue (lib/measurement/probes/) says which.
+const OUTLIER_SQL = {
+  column: (/** @type {string} */ column) => `r.${column}`,
+  max_sample: () => `(SELECT max(x::double precision) FROM jsonb_array_elements_text(
                CASE WHEN jsonb_typeof(r.details->'samples') = 'array' THEN r.details->'samples' ELSE '[]'::jsonb END) x)`,
-  upload: `(r.details->'samples'->>0)::double precision`
+  first_sample: () => "(r.details->'samples'->>0)::double precision"
 }
+const OUTLIER_VALUE = Object.fromEntries(PROBES.map((p) => [p.id, OUTLIER_SQL[p.outlier.rule](/** @type {string} */ (p.outlier.column))]))
 
 /**
  * p99 of the last OUTLIER_WINDOW ok first-view runs per (probe, mode) of a

@@ -2,14 +2,12 @@
 // (job, mode, view, probe).
 import { ValidationError } from '../runtime/errors.js'
 
-/** Metric columns, each in milliseconds. One definition, used everywhere. */
-export const TIMING_COLUMNS = ['ttfb_ms', 'load_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'fcp_ms', 'lcp_ms', 'dcl_ms']
+import { RESULT_FIELDS } from '../measurement/result.js'
 
-export const INSERT_COLUMNS = [
-  'time', 'measured_at', 'job_id', 'monitor_id', 'location_id', 'agent_id', 'mode', 'view', 'probe', 'status', 'error',
-  'observed_protocol', 'protocol_ok', ...TIMING_COLUMNS, 'bytes', 'requests', 'h3_request_share', 'h3_byte_share',
-  'rtt_ms', 'connect_rtt', 'ttfb_rtt', 'upload_mbps', 'notes', 'browser_version', 'agent_version', 'flags', 'details'
-]
+/** Columns an insert writes: the round's keys, then the result's own fields (lib/measurement/result.js). */
+export const INSERT_COLUMNS = Object.freeze([
+  'time', 'measured_at', 'job_id', 'monitor_id', 'location_id', 'agent_id', ...RESULT_FIELDS
+])
 
 export const RESULT_COLUMNS = ['id', ...INSERT_COLUMNS]
 

@@ -17,7 +17,7 @@ import { createMonitor } from '../../lib/store/monitors.js'
 import { insertResults } from '../../lib/store/results.js'
 import { rebuildRollups } from '../../lib/analysis/rollups.js'
 import { createApiKey } from '../../lib/store/api-keys.js'
-import { rttAccounting } from '../../agents/rtt.js'
+import { rttAccounting } from '../../lib/measurement/rtt.js'
 import { freePort } from './process.js'
 import assert from 'node:assert/strict'
 

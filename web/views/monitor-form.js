@@ -4,13 +4,9 @@ import { api, ApiError } from '../api.js'
 import { askForKey } from '../auth.js'
 import { h, toast } from '../dom.js'
 import { href } from '../query.js'
+import { PROBES } from '../catalogue.js'
 
 const LAB_HOST = 'lab.h3lens.test'
-const PROBES = [
-  { id: 'page', label: 'Page load', hint: 'full navigation' },
-  { id: 'parallel', label: 'Parallel requests', hint: 'N requests on one connection' },
-  { id: 'upload', label: 'Upload', hint: 'POST throughput' }
-]
 
 export async function render (ctx) {
   const id = ctx.params[0]

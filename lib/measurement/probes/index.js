@@ -1,19 +1,67 @@
-// Monitor options (monitors.options): what each probe does, which origins are
-// forced onto QUIC, when a net log is captured. One definition of each
-// option, its default and its bounds, used by the API (validation) and by the
-// agent (effective values).
+// The probe catalogue: one file per probe (./page.js, ./parallel.js,
+// ./upload.js) with its options, their defaults, the metric its samples feed
+// and its outlier rule. Here: the list, and the monitor options
+// (monitors.options) built from the probes' own plus those of every run
+// (which origins are forced onto QUIC, when a net log is captured). One
+// definition of each option, its default and its bounds, used by the API
+// (validation) and by the agent (effective values).
+//
+// Adding a probe: a file here, its entry in PROBES, and the agent's
+// measurement of it (agents/probes/, registered in agents/probes/index.js).
 import { ValidationError } from '../../runtime/errors.js'
 import { LAB_HOSTNAME } from '../../runtime/lab-host.js'
+import { page } from './page.js'
+import { parallel, PARALLEL_REQUESTS, LAB_NOOP_PATH } from './parallel.js'
+import { upload, UPLOAD_BYTES, LAB_UPLOAD_PATH } from './upload.js'
 
-export const PARALLEL_REQUESTS = Object.freeze({ default: 5, min: 1, max: 50 })
-export const UPLOAD_BYTES = Object.freeze({ default: 1024 * 1024, min: 1024, max: 100 * 1024 * 1024 })
+export { PARALLEL_REQUESTS, LAB_NOOP_PATH, UPLOAD_BYTES, LAB_UPLOAD_PATH }
+
+/**
+ * @typedef {object} Probe
+ * @property {string} id
+ * @property {string} label
+ * @property {string} hint
+ * @property {string | null} samplesMetric the catalogue metric its details.samples feed (lib/measurement/metrics.js), or null
+ * @property {{ label: string, rule: 'column' | 'max_sample' | 'first_sample', column: string | null }} outlier
+ *   the value a run is judged by for net-log capture: a column, the largest sample, or the first sample
+ * @property {Readonly<Record<string, Record<string, any>>>} options JSON-schema properties of its monitor options
+ * @property {Readonly<Record<string, any>>} defaults
+ */
+
+/** Every probe, in the order forms and tables show them. */
+export const PROBES = Object.freeze([page, parallel, upload])
+export const PROBE_IDS = Object.freeze(PROBES.map((p) => p.id))
+const BY_ID = new Map(PROBES.map((p) => [p.id, p]))
+
+/**
+ * @param {string} id
+ * @returns {Probe}
+ */
+export function probeOf (id) {
+  const p = BY_ID.get(id)
+  if (!p) throw new TypeError(`unknown probe ${JSON.stringify(id)}; expected one of ${PROBE_IDS.join(', ')}`)
+  return p
+}
+
+/**
+ * The value a run is judged by for outlier capture (its probe's outlier
+ * rule), from a measurement (samples at the top) or a stored result
+ * (samples in details).
+ * @param {Record<string, any>} r
+ * @returns {number | null}
+ */
+export function outlierValue (r) {
+  const rule = BY_ID.get(r.probe ?? 'page')?.outlier
+  if (!rule) return null
+  const samples = r.samples ?? r.details?.samples
+  if (rule.rule === 'column') return r[/** @type {string} */ (rule.column)] ?? null
+  if (!Array.isArray(samples) || !samples.length) return null
+  return rule.rule === 'max_sample' ? Math.max(...samples) : samples[0]
+}
 /** 'main': only the page's origin is forced onto QUIC; 'all': also every origin seen advertising h3. */
 export const FORCE_QUIC = Object.freeze(['main', 'all'])
 /** 'outliers': capture only to explain runs above the p99; 'always': every run; 'off': never. */
 export const NETLOG = Object.freeze(['outliers', 'always', 'off'])
-/** The lab origin's upload sink and no-op endpoint. */
-export const LAB_UPLOAD_PATH = '/upload'
-export const LAB_NOOP_PATH = '/noop'
 
 /** JSON schema of monitors.options for the API; cross-field rules are in checkOptions. */
 export const optionsSchema = {
@@ -21,10 +69,7 @@ export const optionsSchema = {
   additionalProperties: false,
   description: 'Probe settings. Every field is optional; the defaults are shown.',
   properties: {
-    parallel_requests: { type: 'integer', minimum: PARALLEL_REQUESTS.min, maximum: PARALLEL_REQUESTS.max, description: `parallel probe: requests sent at once after the warm-up navigation (default ${PARALLEL_REQUESTS.default})` },
-    parallel_url: { type: 'string', minLength: 1, maxLength: 2048, description: `parallel probe: URL the requests go to (default: the monitor URL; the lab has ${LAB_NOOP_PATH}, an empty 204)` },
-    upload_bytes: { type: 'integer', minimum: UPLOAD_BYTES.min, maximum: UPLOAD_BYTES.max, description: `upload probe: POST body size in bytes, 1 KB to 100 MB (default ${UPLOAD_BYTES.default})` },
-    upload_url: { type: 'string', minLength: 1, maxLength: 2048, description: `upload probe: URL that accepts the POST (default for lab monitors: ${LAB_UPLOAD_PATH} on the lab origin; required for other sites)` },
+    ...Object.assign({}, ...PROBES.map((p) => p.options)),
     allow_cross_origin: { type: 'boolean', description: 'Allow parallel_url and upload_url on another origin than the monitor URL (default false): such requests run on their own connection, and need CORS' },
     force_quic: { type: 'string', enum: FORCE_QUIC, description: 'h3 mode forces QUIC on the page origin only (main, default) or also on every origin seen advertising h3 (all)' },
     netlog: { type: 'string', enum: NETLOG, description: 'Chromium net log capture: outliers (default; runs above the p99 of recent runs are run again with capture), always, or off' }

@@ -1,0 +1,21 @@
+// How this agent measures each probe of the catalogue
+// (lib/measurement/probes/), with the job's effective options applied. A
+// probe the catalogue has and this map lacks fails its runs with a clear
+// error rather than being measured as something else.
+import { measurePageViews } from '../measure.js'
+import { measureParallel } from './parallel.js'
+import { measureUpload } from './upload.js'
+
+/**
+ * @typedef {(o: any, ctx: { job: { repeat_view?: boolean }, options: Record<string, any> }) => Promise<Record<string, any>[]>} ProbeRunner
+ */
+
+/** @type {Readonly<Record<string, ProbeRunner>>} */
+export const PROBE_RUNNERS = Object.freeze({
+  page: (o, { job }) => measurePageViews({ ...o, repeatView: Boolean(job.repeat_view) }),
+  parallel: (o, { options }) => measureParallel({ ...o, targetUrl: options.parallel_url, count: options.parallel_requests }),
+  upload: (o, { options }) => {
+    if (!options.upload_url) throw new Error('the upload probe has no upload URL (options.upload_url)')
+    return measureUpload({ ...o, uploadUrl: options.upload_url, bytes: options.upload_bytes })
+  }
+})

@@ -1,0 +1,14 @@
+// The page probe: one full navigation per arm (and a repeat view on request).
+// Its results carry the page timings as columns; none as samples.
+
+/** @type {import('./index.js').Probe} */
+export const page = Object.freeze({
+  id: 'page',
+  label: 'Page load',
+  hint: 'full navigation',
+  samplesMetric: null,
+  // An outlier is judged by the page's load time.
+  outlier: Object.freeze({ label: 'load_ms', rule: 'column', column: 'load_ms' }),
+  options: Object.freeze({}),
+  defaults: Object.freeze({})
+})

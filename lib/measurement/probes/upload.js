@@ -1,0 +1,21 @@
+// The upload probe: one POST of upload_bytes; its duration is a sample of
+// upload_ms, and upload_mbps the throughput.
+
+export const UPLOAD_BYTES = Object.freeze({ default: 1024 * 1024, min: 1024, max: 100 * 1024 * 1024 })
+/** The lab origin's upload sink. */
+export const LAB_UPLOAD_PATH = '/upload'
+
+/** @type {import('./index.js').Probe} */
+export const upload = Object.freeze({
+  id: 'upload',
+  label: 'Upload',
+  hint: 'POST throughput',
+  samplesMetric: 'upload_ms',
+  // An outlier is judged by the upload's duration.
+  outlier: Object.freeze({ label: 'upload ms', rule: 'first_sample', column: null }),
+  options: Object.freeze({
+    upload_bytes: { type: 'integer', minimum: UPLOAD_BYTES.min, maximum: UPLOAD_BYTES.max, description: `upload probe: POST body size in bytes, 1 KB to 100 MB (default ${UPLOAD_BYTES.default})` },
+    upload_url: { type: 'string', minLength: 1, maxLength: 2048, description: `upload probe: URL that accepts the POST (default for lab monitors: ${LAB_UPLOAD_PATH} on the lab origin; required for other sites)` }
+  }),
+  defaults: Object.freeze({ upload_bytes: UPLOAD_BYTES.default })
+})

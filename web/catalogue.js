@@ -1,0 +1,45 @@
+// What a measurement is, as the server's catalogue says (GET
+// /api/v1/catalogue, from lib/measurement/): the metrics the dashboard can
+// compare, their labels, the probes. Loaded once before the first view
+// renders; the arrays are filled in place so every module sees them.
+import { api } from './api.js'
+
+/** @type {{ id: string, alias: string, label: string, long: string, description: string }[]} */
+export const METRICS = []
+/** @type {{ id: string, label: string, hint: string }[]} */
+export const PROBES = []
+/** @type {Map<string, string>} deprecated alias (ttfb) → id (ttfb_ms), so old links keep working */
+const ALIASES = new Map()
+export const catalogue = { defaultMetric: 'ttfb_ms' }
+
+/** @type {Promise<void> | null} */
+let loading = null
+
+/** Loads the catalogue once; a failed load is tried again on the next call. */
+export function loadCatalogue () {
+  loading ??= api.catalogue().then((c) => {
+    // The dashboard's metric menus show the page timings that can be compared;
+    // per-request samples (request_ms, upload_ms) belong to their probe's view.
+    METRICS.splice(0, METRICS.length, ...c.metrics.filter((m) => m.comparable && m.column))
+    PROBES.splice(0, PROBES.length, ...c.probes)
+    for (const m of c.metrics) ALIASES.set(m.alias, m.id)
+    catalogue.defaultMetric = c.default_metric
+  }, (err) => {
+    loading = null
+    throw err
+  })
+  return loading
+}
+
+/**
+ * The id of a metric named by id or deprecated alias, or null.
+ * @param {string | null} name
+ */
+export function metricId (name) {
+  if (name === null) return null
+  const id = ALIASES.get(name) ?? name
+  return METRICS.some((m) => m.id === id) ? id : null
+}
+
+/** @param {string} id */
+export const metricLabel = (id) => METRICS.find((m) => m.id === (ALIASES.get(id) ?? id))?.label ?? id
