@@ -9,7 +9,7 @@
 //   node bench/alerts-eval.js [--hours 2] [--runs 5]
 import { parseArgs } from 'node:util'
 import { seedDemo, startScratchDatabase } from '../test/helpers/ui.js'
-import { evaluateAlerts } from '../lib/store/alert-states.js'
+import { evaluateAlerts } from '../lib/analysis/alerts.js'
 
 const { values } = parseArgs({ options: { hours: { type: 'string', default: '2' }, runs: { type: 'string', default: '5' } } })
 const db = await startScratchDatabase()

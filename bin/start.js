@@ -7,7 +7,7 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { applyStoragePolicies } from '../lib/runtime/timescale.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { authenticateAgent, createAgentToken } from '../lib/store/agents.js'
-import { createMonitor } from '../lib/store/monitors.js'
+import { countMonitors, createMonitor } from '../lib/store/monitors.js'
 import { ensureAdminKey } from '../lib/store/api-keys.js'
 import { startApi } from '../api/server.js'
 import { createScheduler } from '../scheduler/scheduler.js'
@@ -94,8 +94,7 @@ async function agentTokenFor (pool, dataDir, location) {
  * is a false one.
  */
 async function seedMonitors (pool, lab, log) {
-  const { rows } = await pool.query('SELECT count(*)::int AS n FROM monitors')
-  if (rows[0].n > 0) return
+  if (await countMonitors(pool) > 0) return
   const locations = lab.locations.map((l) => l.id)
   for (const [name, page] of Object.entries(lab.origin.pages)) {
     if (!page.path.endsWith('.html')) continue

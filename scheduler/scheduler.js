@@ -6,7 +6,7 @@
 // is sent by the replica that locks its outbox row.
 import { scheduleDueJobs, expireLeases, failStaleJobs, pruneFinishedJobs } from '../lib/store/jobs.js'
 import { foldAllPending } from '../lib/analysis/rollups.js'
-import { evaluateAlerts } from '../lib/store/alert-states.js'
+import { evaluateAlerts } from '../lib/analysis/alerts.js'
 import { deliverDue } from '../lib/store/alert-deliveries.js'
 
 // Finished jobs are pruned once a minute per replica, in batches of

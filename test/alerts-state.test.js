@@ -2,7 +2,7 @@
 // breaching (1) and clear (0) evaluations does to one alert.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { nextState } from '../lib/store/alert-states.js'
+import { nextState } from '../lib/analysis/alerts.js'
 
 /** States after each evaluation of `seq` ("1101…") with `n` evaluations to fire and to resolve. */
 function run (seq, n) {

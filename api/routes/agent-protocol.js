@@ -9,6 +9,7 @@ import { checkResults } from '../../lib/measurement/checks.js'
 import { expectedProtocolFor } from '../../lib/measurement/modes.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
+import { protocolsOfJobs } from '../../lib/store/jobs.js'
 
 const security = [{ agentToken: [] }]
 const tags = ['agent protocol']
@@ -256,20 +257,4 @@ export default async function agentProtocolRoutes (app) {
  */
 async function protocolsOfJob (db, jobId) {
   return (await protocolsOfJobs(db, [jobId])).get(jobId) ?? null
-}
-
-/**
- * protocolsOfJob for many jobs in one query.
- * @param {import('pg').Pool} db
- * @param {number[]} jobIds
- * @returns {Promise<Map<number, { aa_protocol?: string | null }>>}
- */
-async function protocolsOfJobs (db, jobIds) {
-  const { rows } = await db.query({
-    name: 'job-protocols',
-    text: `SELECT j.id, to_jsonb(j)->>'aa_protocol' AS job_aa, to_jsonb(m)->>'aa_protocol' AS monitor_aa
-             FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = ANY($1::bigint[])`,
-    values: [jobIds]
-  })
-  return new Map(rows.map((r) => [r.id, { aa_protocol: r.job_aa ?? r.monitor_aa ?? undefined }]))
 }

@@ -7,6 +7,7 @@
 import { regionalComparison } from './comparison.js'
 import { DEFAULT_METRIC, DEFAULT_PERCENTILES, probeOfMetric } from '../measurement/metrics.js'
 import { TIERS } from './rollups.js'
+import { dueAndLastResult } from '../store/results.js'
 
 const FIVE_MINUTES = TIERS['5m']
 
@@ -137,13 +138,7 @@ function errorRate (rule, e, base) {
  */
 async function silentLocations (db, rule, monitor, locations, now) {
   if (monitor.paused) return []
-  const { rows } = await db.query(
-    `SELECT l.id AS location_id,
-            (SELECT count(*)::int FROM jobs j WHERE j.monitor_id = $1 AND j.location_id = l.id AND j.state <> 'cancelled'
-               AND j.due_at > $2::timestamptz - make_interval(secs => 2 * $3) AND j.due_at <= $2::timestamptz - make_interval(secs => $3)) AS due,
-            (SELECT max(r.time) FROM results r WHERE r.monitor_id = $1 AND r.location_id = l.id
-               AND r.time > $2::timestamptz - make_interval(secs => $3)) AS last_result
-       FROM unnest($4::text[]) AS l(id)`, [monitor.id, now, rule.window_s, locations])
+  const rows = await dueAndLastResult(db, { monitorId: monitor.id, now, windowS: rule.window_s, locations })
   return rows.map((r) => ({
     location_id: r.location_id,
     breach: r.due > 0 && r.last_result === null,

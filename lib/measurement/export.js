@@ -3,8 +3,9 @@
 // constant memory (bench/export-memory.js measures it).
 import { Readable } from 'node:stream'
 import { stringify } from 'csv-stringify/sync'
-import { RESULT_COLUMNS, resultWhere } from '../store/results.js'
-import { NotFoundError, ValidationError } from '../runtime/errors.js'
+import { RESULT_COLUMNS, resultBatches, resultRows } from '../store/results.js'
+export { assertMonitorExists } from '../store/monitors.js'
+import { ValidationError } from '../runtime/errors.js'
 
 export const EXPORT_FORMATS = ['csv', 'ndjson', 'json']
 
@@ -22,17 +23,6 @@ export const JSON_MAX_DAYS = 7
 export const JSON_MAX_ROWS = 10000
 
 /**
- * A monitor's results stay exportable after the monitor is deleted (DELETE
- * keeps them), so "unknown" means never created, not "deleted".
- * @param {import('pg').Pool} db
- * @param {number} monitorId
- */
-export async function assertMonitorExists (db, monitorId) {
-  const { rows } = await db.query('SELECT 1 FROM monitors WHERE id = $1', [monitorId])
-  if (!rows[0]) throw new NotFoundError(`monitor ${monitorId} does not exist`)
-}
-
-/**
  * Checks the range and, for `json`, the 7-day cap. `to` defaults to now.
  * @param {{ format: string, from?: string, to?: string }} q
  */
@@ -47,55 +37,23 @@ export function checkExportRange (q) {
 }
 
 /**
- * Result rows oldest first, in batches of `batchRows`, with keyset
- * pagination on (time, id). Each batch is its own query, so no connection or
- * snapshot is held while a slow client drains the previous one. Rows inserted
- * behind the cursor during an export are not included; every row that exists
- * for the whole export is delivered exactly once.
+ * Export rows (EXPORT_COLUMNS) oldest first, in batches (lib/store/results.js resultBatches).
  * @param {import('pg').Pool} db
  * @param {import('../store/results.js').ResultFilter} filter
  * @param {{ batchRows?: number }} [opts]
- * @returns {AsyncGenerator<Record<string, any>[]>}
  */
-export async function* exportBatches (db, filter, { batchRows = EXPORT_BATCH_ROWS } = {}) {
-  let after = null
-  for (;;) {
-    const { where, values } = resultWhere(filter)
-    if (after) {
-      values.push(after.time, after.id)
-      // The plain `time >=` is implied by the row comparison, but only it can
-      // start the (monitor_id, time) index scan at the cursor; without it
-      // every batch rescans the monitor's rows from the first one, which
-      // makes a long export quadratic.
-      where.push(`time >= $${values.length - 1}`, `(time, id) > ($${values.length - 1}, $${values.length})`)
-    }
-    values.push(batchRows)
-    // The cursor's time is read as text: a JS Date keeps milliseconds, and a
-    // microsecond timestamp cut to milliseconds would put rows of the same
-    // time with a smaller id after the cursor again, sending them twice.
-    const { rows } = await db.query(
-      `SELECT ${EXPORT_COLUMNS.join(', ')}, time::text AS cursor_time FROM results WHERE ${where.join(' AND ')}
-        ORDER BY time, id LIMIT $${values.length}`, values)
-    if (!rows.length) return
-    const last = rows.at(-1)
-    after = { time: last.cursor_time, id: last.id }
-    yield rows.map(({ cursor_time: _, ...row }) => row)
-    if (rows.length < batchRows) return
-  }
+export function exportBatches (db, filter, { batchRows = EXPORT_BATCH_ROWS } = {}) {
+  return resultBatches(db, filter, { columns: EXPORT_COLUMNS, batchRows })
 }
 
 /**
- * At most `maxRows` rows for a non-streaming answer.
+ * At most `maxRows` export rows for a non-streaming answer; more is a 400 naming `format`.
  * @param {import('pg').Pool} db
  * @param {import('../store/results.js').ResultFilter} filter
  * @param {{ maxRows?: number }} [opts]
  */
 export async function exportRowsCapped (db, filter, { maxRows = JSON_MAX_ROWS } = {}) {
-  const { where, values } = resultWhere(filter)
-  values.push(maxRows + 1)
-  const { rows } = await db.query(
-    `SELECT ${EXPORT_COLUMNS.join(', ')} FROM results WHERE ${where.join(' AND ')}
-      ORDER BY time, id LIMIT $${values.length}`, values)
+  const rows = await resultRows(db, filter, { columns: EXPORT_COLUMNS, limit: maxRows + 1 })
   if (rows.length > maxRows) {
     throw new ValidationError(`more than ${maxRows} results match; narrow the range or filters, ` +
       'or use format=csv or format=ndjson, which stream any number of rows', 'format')

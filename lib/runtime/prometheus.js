@@ -7,6 +7,7 @@ import { countJobsByState, FINISHED_WINDOW_S } from '../store/jobs.js'
 import { listAgents, AGENT_ALIVE_S } from '../store/agents.js'
 import { firingAlerts } from '../store/alert-states.js'
 import { locationCapacity } from '../store/locations.js'
+import { latestLatency } from '../store/results.js'
 
 // Latency gauges carry one series per monitor × location × mode (× 2
 // quantiles × 2 metrics). 500 keeps a scrape under ~2,000 latency samples,
@@ -22,38 +23,6 @@ export const LATENCY_WINDOW_S = 3600
 // Seconds. API calls take ~1-50 ms; exports of months of results stream for
 // tens of seconds, hence the long tail.
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
-
-/**
- * p50 and p95 of TTFB and load per monitor, location and mode over the
- * window, first-view page loads whose protocol was verified (the same runs
- * the comparisons use), most recently measured first.
- *
- * Exact percentiles over raw rows rather than merged rollup sketches: the
- * rollup helpers answer one monitor and metric per call (a snapshot
- * transaction each), while this is one statement for every monitor. The
- * join drives a (monitor_id, time) index scan per monitor, so the cost
- * follows the rows of the last hour, not the table: 200 monitors and 1M
- * results over 30 days (1,400 in the last hour, 600 series) take ~5 ms.
- * @param {import('pg').Pool} db
- * @param {{ windowS?: number, maxSeries?: number }} [opts]
- * @returns {Promise<{ series: { monitor_id: number, location_id: string, mode: string, ttfb_ms: (number|null)[]|null, load_ms: (number|null)[]|null }[], total: number }>}
- */
-export async function latestLatency (db, { windowS = LATENCY_WINDOW_S, maxSeries = MAX_LATENCY_SERIES } = {}) {
-  // count(*) OVER () runs after GROUP BY and before LIMIT: it is the number
-  // of series there would be without the cap.
-  const { rows } = await db.query(
-    `SELECT r.monitor_id, r.location_id, r.mode,
-            percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY r.ttfb_ms) AS ttfb_ms,
-            percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY r.load_ms) AS load_ms,
-            count(*) OVER ()::int AS total
-       FROM results r JOIN monitors m ON m.id = r.monitor_id AND m.deleted_at IS NULL
-      WHERE r.time >= now() - make_interval(secs => $1)
-        AND r.status = 'ok' AND r.protocol_ok AND r.probe = 'page' AND r.view = 'first'
-      GROUP BY r.monitor_id, r.location_id, r.mode
-      ORDER BY max(r.time) DESC, r.monitor_id, r.location_id, r.mode
-      LIMIT $2`, [windowS, maxSeries])
-  return { series: rows, total: rows[0]?.total ?? 0 }
-}
 
 /**
  * Live agents per location, for every location that has a registered,
@@ -108,7 +77,7 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
   async function readSnapshot () {
     try {
       const [jobs, agents, latency, firing, capacity] = await Promise.all([
-        countJobsByState(db), agentsAliveByLocation(db), latestLatency(db, { maxSeries }), firingAlerts(db), locationCapacity(db)
+        countJobsByState(db), agentsAliveByLocation(db), latestLatency(db, { windowS: LATENCY_WINDOW_S, maxSeries }), firingAlerts(db), locationCapacity(db)
       ])
       return { jobs, agents, latency, firing, capacity }
     } catch (err) {

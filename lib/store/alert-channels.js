@@ -13,6 +13,7 @@ import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { checkPublicTarget } from '../measurement/targets.js'
 import { validateMonitorUrl } from './monitors.js'
 import { removeChannelFromRules } from './alert-rules.js'
+import { withTransaction } from './transaction.js'
 
 export const CHANNEL_FORMATS = ['json', 'slack']
 export const MIN_SECRET_LENGTH = 16
@@ -107,19 +108,11 @@ export async function updateChannel (db, id, patch, policy) {
 
 /** Removes the channel, its deliveries, and its id from every rule. */
 export async function deleteChannel (db, id) {
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
+  await withTransaction(db, async (client) => {
     const { rowCount } = await client.query('DELETE FROM alert_channels WHERE id = $1', [id])
     if (!rowCount) throw new NotFoundError(`there is no channel ${id}`)
     await removeChannelFromRules(client, id)
-    await client.query('COMMIT')
-  } catch (err) {
-    await client.query('ROLLBACK')
-    throw err
-  } finally {
-    client.release()
-  }
+  })
 }
 
 /**

@@ -12,6 +12,7 @@
 // the same X-H3lens-Delivery id, on which receivers deduplicate.
 import { channelForSending, sendWebhook } from './alert-channels.js'
 import { NotFoundError } from '../runtime/errors.js'
+import { withTransaction } from './transaction.js'
 
 export const FIRST_RETRY_S = 30
 export const MAX_RETRY_S = 3600
@@ -55,15 +56,12 @@ export async function deliverDue (db, { now = new Date(), limit = DELIVERIES_PER
 
 /** @returns {Promise<boolean | null>} null when nothing was due */
 async function deliverOne (db, now, log) {
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
+  return withTransaction(db, async (client) => {
     const { rows: [d] } = await client.query(
       `SELECT id, channel_id, body, attempts, created_at FROM alert_deliveries
         WHERE status = 'pending' AND next_attempt_at <= $1
         ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`, [now])
     if (!d) {
-      await client.query('COMMIT')
       return null
     }
     const channel = await channelForSending(client, d.channel_id)
@@ -82,14 +80,8 @@ async function deliverOne (db, now, log) {
       // The channel's name and id, never its URL's secret parts or the secret.
       log?.warn({ delivery: d.id, channel: channel.id, attempt: attempts, error: result.error, gave_up: giveUp }, 'alert delivery failed')
     }
-    await client.query('COMMIT')
     return result.ok
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  })
 }
 
 async function logAttempt (client, deliveryId, now, result) {

@@ -1,92 +1,46 @@
-// Alert state: each (rule, monitor, location) is ok, pending, firing or
-// resolved, kept in alert_states, every change recorded in alert_events.
-// A rule fires after `evaluations` consecutive breaching evaluations and
-// resolves after as many consecutive clear ones (hysteresis: one noisy
-// evaluation neither fires nor resolves). Firing and resolving write one
+// SQL for alert_states (each (rule, monitor, location) is ok, pending,
+// firing or resolved), alert_events (every change) and the evaluator row
+// that lets one replica evaluate at a time. The state machine and the
+// evaluation are lib/analysis/alerts.js. Firing and resolving write one
 // delivery per channel into the outbox in the same transaction, so a
-// notification exists exactly when the state changed. The state lives in
-// PostgreSQL: a restart continues where it was and re-fires nothing.
-import { listRules } from './alert-rules.js'
-import { observe, comparisonCache } from '../analysis/alert-conditions.js'
+// notification exists exactly when the state changed.
 import { enqueueDeliveries } from './alert-deliveries.js'
 
 export const ALERT_STATES = ['ok', 'pending', 'firing', 'resolved']
 
 /**
- * The next state of one key after one observation; null when nothing changes.
- * @param {{ state: string, breaches: number, clears: number }} cur
- * @param {boolean} breach
- * @param {number} n evaluations needed to fire and to resolve
+ * Takes the evaluator row for this evaluation, inside the caller's
+ * transaction: false when another replica holds it (SKIP LOCKED: nobody
+ * waits) or the last run is younger than `intervalS`.
+ * @param {import('pg').PoolClient} client
+ * @param {Date} now
+ * @param {number} intervalS
  */
-export function nextState (cur, breach, n) {
-  const breaches = breach ? cur.breaches + 1 : 0
-  const clears = breach ? 0 : cur.clears + 1
-  let state = cur.state
-  if (breach && cur.state !== 'firing') state = breaches >= n ? 'firing' : 'pending'
-  if (!breach && cur.state === 'pending') state = 'ok'
-  if (!breach && cur.state === 'firing' && clears >= n) state = 'resolved'
-  return { state, breaches, clears }
+export async function claimEvaluation (client, now, intervalS) {
+  const { rows } = await client.query('SELECT last_run_at FROM alert_evaluator WHERE id = 1 FOR UPDATE SKIP LOCKED')
+  // A little slack so a tick a few ms early does not skip a whole interval.
+  return rows.length > 0 && !(rows[0].last_run_at && +now - +rows[0].last_run_at < intervalS * 1000 - 500)
+}
+
+/** @param {import('pg').PoolClient} client @param {Date} now */
+export async function markEvaluated (client, now) {
+  await client.query('UPDATE alert_evaluator SET last_run_at = $1 WHERE id = 1', [now])
 }
 
 /**
- * One evaluation of every rule, by at most one replica at a time and at most
- * once per `intervalS`: the replica that locks the evaluator row (SKIP
- * LOCKED: the others do not wait) and finds the last run old enough
- * evaluates, writing every state change in the same transaction.
- * @param {import('pg').Pool} db
- * @param {{ now?: Date, intervalS?: number, timeoutMs?: number, publicUrl?: string | null, log?: import('pino').Logger }} [o]
- * @returns {Promise<{ evaluated: boolean, changes: number }>}
+ * Stores one observation of (rule, monitor, location), moving its state by
+ * `next` (the state machine's answer for the current state).
+ * @param {import('pg').PoolClient} client
+ * @param {{ rule: any, monitor: any, observation: any, now: Date, publicUrl: string | null,
+ *   next: (cur: { state: string, breaches: number, clears: number }) => { state: string, breaches: number, clears: number } }} o
+ * @returns {Promise<boolean>} whether the state changed
  */
-export async function evaluateAlerts (db, { now = new Date(), intervalS = 60, timeoutMs = 30000, publicUrl = null, log } = {}) {
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
-    const { rows } = await client.query('SELECT last_run_at FROM alert_evaluator WHERE id = 1 FOR UPDATE SKIP LOCKED')
-    // A little slack so a tick a few ms early does not skip a whole interval.
-    if (!rows.length || (rows[0].last_run_at && +now - +rows[0].last_run_at < intervalS * 1000 - 500)) {
-      await client.query('ROLLBACK')
-      return { evaluated: false, changes: 0 }
-    }
-    let changes = 0
-    const compare = comparisonCache(db, { now, timeoutMs })
-    const { rows: monitors } = await client.query(
-      `SELECT id, url, label, locations, paused, aa_protocol, min_effect_pct, min_effect_ms, created_at
-         FROM monitors WHERE deleted_at IS NULL ORDER BY id`)
-    for (const rule of await listRules(db)) {
-      for (const monitor of monitors.filter((m) => rule.monitor_id === null || m.id === rule.monitor_id)) {
-        const locations = monitor.locations.filter((l) => !rule.locations || rule.locations.includes(l))
-        if (!locations.length) continue
-        let observations
-        try {
-          observations = await observe(db, rule, monitor, locations, { now, compare })
-        } catch (err) {
-          log?.warn({ rule: rule.id, monitor: monitor.id, err: err.message }, 'alert rule could not be evaluated')
-          continue
-        }
-        for (const o of observations) {
-          if (o.breach === null) continue
-          if (await applyObservation(client, { rule, monitor, observation: o, now, publicUrl })) changes++
-        }
-      }
-    }
-    await client.query('UPDATE alert_evaluator SET last_run_at = $1 WHERE id = 1', [now])
-    await client.query('COMMIT')
-    return { evaluated: true, changes }
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
-}
-
-/** @returns {Promise<boolean>} whether the state changed */
-async function applyObservation (client, { rule, monitor, observation, now, publicUrl }) {
+export async function applyObservation (client, { rule, monitor, observation, now, publicUrl, next: step }) {
   const key = [rule.id, monitor.id, observation.location_id]
   const { rows } = await client.query(
     'SELECT state, breaches, clears, fired_at, evidence FROM alert_states WHERE rule_id = $1 AND monitor_id = $2 AND location_id = $3', key)
   const cur = rows[0] ?? { state: 'ok', breaches: 0, clears: 0, fired_at: null, evidence: {} }
-  const next = nextState(cur, observation.breach, rule.evaluations)
+  const next = step(cur)
   const changed = next.state !== cur.state
   // The evidence kept is what tripped the alert while it fires, the latest observation otherwise.
   const evidence = cur.state === 'firing' && next.state === 'firing' ? cur.evidence : observation.evidence

@@ -399,3 +399,20 @@ async function explainNotLeased (db, jobId, agentId, locationId) {
   if (rows[0].lease_owner !== agentId) throw new ConflictError(`job ${jobId} is not leased to this agent`, 'lease_lost')
   throw new ConflictError(`job ${jobId} is ${rows[0].state}, not leased`, 'not_leased')
 }
+
+/**
+ * The A/A protocol of each job (the job's own, else its monitor's), for
+ * the server's protocol check of submitted results.
+ * @param {import('pg').Pool} db
+ * @param {number[]} jobIds
+ * @returns {Promise<Map<number, { aa_protocol?: string | null }>>}
+ */
+export async function protocolsOfJobs (db, jobIds) {
+  const { rows } = await db.query({
+    name: 'job-protocols',
+    text: `SELECT j.id, to_jsonb(j)->>'aa_protocol' AS job_aa, to_jsonb(m)->>'aa_protocol' AS monitor_aa
+             FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = ANY($1::bigint[])`,
+    values: [jobIds]
+  })
+  return new Map(rows.map((r) => [r.id, { aa_protocol: r.job_aa ?? r.monitor_aa ?? undefined }]))
+}

@@ -195,7 +195,7 @@ export async function getMonitor (db, id) {
   return rows[0]
 }
 
-/** @param {import('pg').Pool} db */
+/** @param {import('pg').Pool | import('pg').PoolClient} db */
 export async function listMonitors (db) {
   const { rows } = await db.query(`SELECT ${COLUMNS} FROM monitors WHERE deleted_at IS NULL ORDER BY id`)
   return rows
@@ -230,4 +230,25 @@ export async function deleteMonitor (db, id) {
   const { rowCount } = await db.query('UPDATE monitors SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL', [id])
   if (!rowCount) throw new NotFoundError(`monitor ${id} does not exist`)
   await db.query("UPDATE jobs SET state = 'cancelled', finished_at = now(), updated_at = now() WHERE monitor_id = $1 AND state = 'queued'", [id])
+}
+
+/**
+ * A monitor's results stay exportable after the monitor is deleted (DELETE
+ * keeps them), so "unknown" means never created, not "deleted".
+ * @param {import('pg').Pool} db
+ * @param {number} monitorId
+ */
+export async function assertMonitorExists (db, monitorId) {
+  const { rows } = await db.query('SELECT 1 FROM monitors WHERE id = $1', [monitorId])
+  if (!rows[0]) throw new NotFoundError(`monitor ${monitorId} does not exist`)
+}
+
+/**
+ * Monitors ever created, deleted ones included (a database whose monitors
+ * were all deleted is not an empty one to seed).
+ * @param {import('pg').Pool} db
+ */
+export async function countMonitors (db) {
+  const { rows } = await db.query('SELECT count(*)::int AS n FROM monitors')
+  return rows[0].n
 }

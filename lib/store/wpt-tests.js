@@ -17,6 +17,7 @@ import { ConflictError, ValidationError } from '../runtime/errors.js'
 import { wptJob, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
 import { resultFromDevtools } from '../measurement/wpt/devtools.js'
 import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
+import { withTransaction } from './transaction.js'
 
 /**
  * The next test for one agent, or null. A test the agent was sent and never
@@ -184,9 +185,7 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
   })
   checkResults(rows.map((r) => r.result), { expectedProtocol: () => expected })
 
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
+  return withTransaction(db, async (client) => {
     const { rows: jobs } = await client.query('SELECT id, monitor_id, location_id, due_at, state, attempts, lease_owner FROM jobs WHERE id = $1 FOR UPDATE', [test.job_id])
     const job = jobs[0]
     // As for Puppeteer agents: the lease holder's results count even after
@@ -212,14 +211,8 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     await client.query('UPDATE agents SET last_result_at = now(), browser_version = coalesce($2, browser_version) WHERE id = $1', [test.agent_id, browser])
     if (done) await client.query("UPDATE wpt_tests SET state = 'done', done_at = coalesce(done_at, now()) WHERE test_id = $1 AND state <> 'dropped'", [testId])
     const roundDone = done && await finishRoundIfComplete(client, job, test)
-    await client.query('COMMIT')
     return { stored: fresh, duplicates: rows.length - fresh, round_done: roundDone }
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  })
 }
 
 /**

@@ -4,7 +4,7 @@
 // scripts/screenshots.js.
 import { createRule } from '../../lib/store/alert-rules.js'
 import { createChannel } from '../../lib/store/alert-channels.js'
-import { evaluateAlerts } from '../../lib/store/alert-states.js'
+import { evaluateAlerts } from '../../lib/analysis/alerts.js'
 
 /**
  * @param {import('pg').Pool} db

@@ -1,0 +1,168 @@
+// The measurement catalogue (lib/measurement/) is the one definition of what
+// a measurement is: every metric in it must reach the results table, the
+// API's request and response schemas, the rollups, the export, the
+// comparison and the dashboard, and every probe the schemas and the agent.
+// Nothing here lists a metric by hand: a metric added to the catalogue is
+// checked by these tests without a change to them.
+/* global document, location */
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestApp } from './helpers/app.js'
+import { startDashboard, launchBrowser, openRoute } from './helpers/ui.js'
+import { METRICS, COMPARABLE_METRICS, ROLLUP_METRICS, TIMING_COLUMNS, metricOf, canonicalMetric } from '../lib/measurement/metrics.js'
+import { PROBES, PROBE_IDS } from '../lib/measurement/probes/index.js'
+import { MODES } from '../lib/measurement/modes.js'
+import { RESULT_FIELDS, emptyResult } from '../lib/measurement/result.js'
+import { resultSchema, submittedResult } from '../api/schemas.js'
+import { INSERT_COLUMNS } from '../lib/store/results.js'
+import { EXPORT_COLUMNS } from '../lib/measurement/export.js'
+import { PROBE_RUNNERS } from '../agents/probes/index.js'
+import { createMonitor } from '../lib/store/monitors.js'
+
+// Recent enough for the default 24 h window.
+const BASE = Math.floor((Date.now() - 3 * 3600e3) / 60e3) * 60e3
+const ROUNDS = 30
+
+let t
+before(async () => { t = await createTestApp() })
+after(async () => { await t.close() })
+
+test('every column metric is a results field, in both result schemas, the insert, the export and an empty result', () => {
+  for (const m of METRICS.filter((x) => x.column)) {
+    const c = /** @type {string} */ (m.column)
+    assert.ok(RESULT_FIELDS.includes(c), `${m.id}: results field`)
+    assert.ok(resultSchema.properties[c], `${m.id}: response schema`)
+    assert.match(resultSchema.properties[c].description, /\S/, `${m.id}: described`)
+    assert.ok(submittedResult.properties[c], `${m.id}: submission schema`)
+    assert.ok(INSERT_COLUMNS.includes(c), `${m.id}: insert`)
+    assert.ok(EXPORT_COLUMNS.includes(c), `${m.id}: export`)
+    assert.equal(emptyResult('h3')[c], null, `${m.id}: empty result`)
+  }
+  assert.deepEqual(TIMING_COLUMNS, METRICS.filter((x) => x.column).map((x) => x.column))
+})
+
+test('metric ids carry their unit; each old name is an alias of exactly one id', () => {
+  const aliases = new Set()
+  for (const m of METRICS) {
+    assert.match(m.id, new RegExp(`_${m.unit}$`), `${m.id} names its unit`)
+    assert.ok(!aliases.has(m.alias), `alias ${m.alias} is used once`)
+    aliases.add(m.alias)
+    assert.equal(canonicalMetric(m.alias), m.id)
+    assert.equal(metricOf(m.alias), metricOf(m.id))
+  }
+  assert.throws(() => metricOf('speed'), /unknown metric "speed"/)
+})
+
+test('every probe is in the schemas, has an agent runner, and its samples feed a catalogue metric of its own', () => {
+  assert.deepEqual(submittedResult.properties.probe.enum, PROBE_IDS)
+  assert.deepEqual(resultSchema.properties.probe.enum, PROBE_IDS)
+  assert.deepEqual(submittedResult.properties.mode.enum, MODES)
+  for (const p of PROBES) {
+    assert.equal(typeof PROBE_RUNNERS[p.id], 'function', `${p.id}: the agent can measure it`)
+    if (p.samplesMetric) assert.equal(metricOf(p.samplesMetric).samplesOf, p.id, `${p.id}: ${p.samplesMetric}`)
+    if (p.outlier.rule === 'column') assert.ok(RESULT_FIELDS.includes(/** @type {string} */ (p.outlier.column)), `${p.id}: outlier column`)
+  }
+  for (const m of METRICS.filter((x) => x.samplesOf)) assert.ok(PROBE_IDS.includes(/** @type {string} */ (m.samplesOf)), `${m.id}: its probe exists`)
+})
+
+test('the migrated database has a results column for every column metric and a rollups column for every rollup', async () => {
+  const columns = async (table) => new Set((await t.db.query(
+    'SELECT column_name FROM information_schema.columns WHERE table_name = $1', [table])).rows.map((r) => r.column_name))
+  const results = await columns('results')
+  const rollups = await columns('rollups')
+  for (const m of METRICS) {
+    if (m.column) assert.ok(results.has(m.column), `results.${m.column}`)
+    if (m.rollup) assert.ok(rollups.has(m.rollup), `rollups.${m.rollup}`)
+  }
+})
+
+test('GET /api/v1/catalogue serves the catalogue the server uses', async () => {
+  const res = await t.app.inject({ url: '/api/v1/catalogue' })
+  assert.equal(res.statusCode, 200)
+  const c = res.json()
+  assert.deepEqual(c.metrics.map((m) => m.id), METRICS.map((m) => m.id))
+  assert.deepEqual(c.metrics.find((m) => m.id === 'ttfb_ms'), { ...metricOf('ttfb_ms') })
+  assert.deepEqual(c.probes.map((p) => p.id), PROBE_IDS)
+  assert.deepEqual(c.probes.find((p) => p.id === 'parallel').options, ['parallel_requests', 'parallel_url'])
+  assert.deepEqual(c.modes.map((m) => m.id), MODES)
+  assert.equal(c.default_metric, 'ttfb_ms')
+})
+
+/**
+ * One round of every probe at `local`: page loads with a distinct value per
+ * column metric, and samples for the probes that have them.
+ * @param {number} i
+ */
+function round (i) {
+  const time = new Date(BASE + i * 60e3).toISOString()
+  return MODES.flatMap((mode, k) => PROBES.map((p) => {
+    const line = { time, location_id: 'local', mode, probe: p.id, status: 'ok', observed_protocol: mode, protocol_ok: true }
+    METRICS.filter((m) => m.column).forEach((m, j) => { line[m.column] = 10 * (j + 1) + (i % 7) + k })
+    if (p.samplesMetric) line.details = { samples: [50 + (i % 5) + k, 60 + (i % 3) + k] }
+    return line
+  }))
+}
+
+test('every metric imported reaches the export, the rollups (trends, distribution) and the comparison, by id and by its deprecated alias', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], probes: PROBE_IDS })
+  const body = Array.from({ length: ROUNDS }, (_, i) => round(i)).flat().map((l) => JSON.stringify(l)).join('\n') + '\n'
+  const imported = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: body })
+  assert.equal(imported.statusCode, 200, imported.body)
+
+  const exported = (await t.app.inject({ url: `/api/v1/results?monitor=${m.id}&format=ndjson` })).body.trim().split('\n').map((l) => JSON.parse(l))
+  assert.equal(exported.length, ROUNDS * MODES.length * PROBES.length)
+  const first = exported.find((r) => r.probe === 'page' && r.mode === MODES[0] && r.time === new Date(BASE).toISOString())
+  METRICS.filter((x) => x.column).forEach((x, j) => assert.equal(first[/** @type {string} */ (x.column)], 10 * (j + 1), `export ${x.column}`))
+
+  const window = `from=${encodeURIComponent(new Date(BASE - 3600e3).toISOString())}&to=${encodeURIComponent(new Date(BASE + 2 * 3600e3).toISOString())}`
+  for (const x of ROLLUP_METRICS) {
+    const probe = x.samplesOf ? `&probe=${x.samplesOf}` : ''
+    const trends = await t.app.inject({ url: `/api/v1/monitors/${m.id}/trends?${window}&metric=${x.id}&bucket=1h${probe}` })
+    assert.equal(trends.statusCode, 200, `${x.id}: ${trends.body}`)
+    const counts = trends.json().series.flatMap((s) => s.points.map((p) => p.count))
+    assert.equal(counts.reduce((a, b) => a + b, 0), ROUNDS * MODES.length * (x.samplesOf ? 2 : PROBES.length), `${x.id}: every value in the rollups`)
+    const dist = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/distribution?${window}&metric=${x.id}${probe}` })).json()
+    assert.equal(dist.metric, x.id)
+    assert.equal(dist.series.length, MODES.length, `${x.id}: a CDF per mode`)
+  }
+
+  for (const id of COMPARABLE_METRICS) {
+    const byId = await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?${window}&metric=${id}&percentiles=50` })
+    assert.equal(byId.statusCode, 200, `${id}: ${byId.body}`)
+    assert.equal(byId.json().metric, id)
+    assert.equal(byId.headers.deprecation, undefined)
+    const loc = byId.json().locations.find((l) => l.location_id === 'local')
+    assert.equal(loc.rounds.used, ROUNDS, `${id}: every round matched`)
+
+    const alias = metricOf(id).alias
+    const byAlias = await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?${window}&metric=${alias}&percentiles=50` })
+    assert.equal(byAlias.statusCode, 200)
+    assert.equal(byAlias.headers.deprecation, 'true', `${alias} is deprecated`)
+    assert.match(String(byAlias.headers['x-h3lens-deprecated']), new RegExp(`use metric=${id}`))
+    assert.deepEqual({ ...byAlias.json(), computed_at: null }, { ...byId.json(), computed_at: null }, `${alias} answers as ${id}`)
+  }
+  const unknown = await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?metric=speed` })
+  assert.equal(unknown.statusCode, 400)
+  assert.equal(unknown.json().field, 'metric')
+})
+
+test('the dashboard offers the catalogue\'s page metrics and keeps old metric links working', async () => {
+  const server = await startDashboard(t.db)
+  const chromium = await launchBrowser()
+  try {
+    const shown = METRICS.filter((x) => x.comparable && x.column)
+    const { page, done } = await openRoute(chromium, server, t.readKey, '#/?metric=load')
+    const picker = await page.$$eval('#metric-group input[name=metric]', (els) => els.map((e) => ({
+      id: e.value, checked: e.checked, label: document.querySelector(`label[for="${e.id}"]`)?.textContent.trim()
+    })))
+    assert.deepEqual(picker.map((x) => [x.id, x.label]), shown.map((x) => [x.id, x.label]), 'one choice per page metric, labelled as the catalogue says')
+    assert.deepEqual(picker.filter((x) => x.checked).map((x) => x.id), ['load_ms'], 'the old name metric=load selects load_ms')
+    await page.click('label[for="metric-lcp_ms"]')
+    await page.waitForFunction(() => location.hash.includes('metric=lcp_ms'))
+    assert.match(await page.$eval('#view', (e) => e.textContent), new RegExp(metricOf('lcp_ms').label))
+    await done()
+  } finally {
+    await chromium.close()
+    await server.close()
+  }
+})
