@@ -2,7 +2,7 @@
 -- on time (existing rows migrated). On plain PostgreSQL this does nothing and
 -- every query returns the same answers: rollups are maintained by h3lens
 -- itself either way. Compression and retention policies are set at start-up
--- from H3LENS_COMPRESS_AFTER_DAYS / H3LENS_RETENTION_DAYS (lib/runtime/timescale.js),
+-- from H3LENS_COMPRESS_AFTER_DAYS / H3LENS_RETENTION_DAYS (lib/timescale.js),
 -- since they are settings, not schema.
 DO $$
 BEGIN

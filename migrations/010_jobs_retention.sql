@@ -1,5 +1,5 @@
 -- Jobs retention: finished jobs are deleted after H3LENS_JOBS_RETENTION_DAYS
--- (lib/store/jobs.js pruneFinishedJobs); results keep their job_id, which is all
+-- (lib/jobs.js pruneFinishedJobs); results keep their job_id, which is all
 -- they need of the job. The pruner takes the oldest finished jobs first and
 -- /metrics counts the jobs finished in the last hour, both through this index,
 -- so neither reads the whole table.

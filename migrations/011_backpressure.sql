@@ -1,4 +1,4 @@
--- Back-pressure (lib/store/jobs.js scheduleDueJobs): at most one pending (queued
+-- Back-pressure (lib/jobs.js scheduleDueJobs): at most one pending (queued
 -- or leased) round per monitor and location. A round that could not start
 -- before the next one came due is kept as a job in state 'skipped' with the
 -- reason, so the API, the Locations page and /metrics can count it; it is a

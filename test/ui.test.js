@@ -79,7 +79,7 @@ test('the overview shows a verdict for every monitor and location, with failure 
 
 test('the time window is kept in the URL and switching it reloads the view', async () => {
   const { page, done } = await open('#/?metric=load')
-  assert.equal(await page.$eval('#metric-load', (i) => i.checked), true)
+  assert.equal(await page.$eval('#metric-load_ms', (i) => i.checked), true)
   await page.click('label[for="window-7d"]')
   await page.waitForFunction(() => location.hash.includes('window=7d'))
   await settled(page)
