@@ -138,7 +138,7 @@ test('012 brings a database created with 002 before its key edit to the current 
 
     // Its 002 checksum is the historic one, accepted; 012 re-keys.
     const applied = await migrate(db.pool)
-    assert.equal(applied.at(-1), '012_rollups_key')
+    assert.ok(applied.includes('012_rollups_key'), applied.join(', '))
     assert.ok(!applied.includes('002_rollups'))
     assert.deepEqual(await rollupsKey(db.pool), NEW_KEY)
     assert.equal((await recorded(db.pool))['002_rollups'], await sha256(PRE_EDIT_002))
