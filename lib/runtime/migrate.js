@@ -19,16 +19,19 @@ export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.u
 const LOCK_ID = 0x68336c73
 
 /**
- * Earlier contents of landed files that databases may have recorded, by
- * version: accepted as unchanged. Only for edits made before checksums were
- * kept, each repaired by a later migration.
+ * Earlier contents of landed files, by version, accepted as unchanged: edits
+ * made before checksums were kept, each repaired by a later migration. A
+ * database from before checksums records the current file instead (see the
+ * backfill below), so these are met only where this code ran the old file
+ * itself (a migrations folder carrying the pre-edit 002); the state they
+ * stand for is known and repaired, not drift.
  * @type {Record<number, Record<string, string>>}
  */
 export const HISTORIC_CHECKSUMS = {
   2: {
     // 002 before 89ef876, which reordered the rollups primary key to put
     // bucket before location_id and mode; 012_rollups_key brings databases
-    // created from these to the current key.
+    // created from these to the current key (judged from the catalogue).
     fbdcae89966311ad32338a7cffaeabff993468b43e089a9b5d998b34d86597cd: '002 of 4866cb1: key (..., view, location_id, mode, bucket)',
     '642dd3e50c6acfa4e190dd75d6fe7f10f74c769bd2f0955a4d098b47ef165d11': '002 of 58d1060: the same key, without the rollup_pending backfill of older results'
     // 002 of 6a7301b (one row per metric, d078fb00...) is not accepted: its
