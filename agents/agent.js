@@ -1,10 +1,12 @@
 // The agent loop: claim → measure → spool → submit. A failed page load is a
 // result, not an exception; an unreachable API means results wait in the
-// spool; SIGTERM stops claiming, lets the running job finish for up to
-// stopTimeoutMs (or gives it back, so another agent runs it at once instead
-// of after its lease expires) and flushes the spool before the browsers
-// close. A new agent process flushes what an earlier one left in the spool
-// before it claims anything.
+// spool; SIGTERM stops claiming, lets the running jobs finish for up to
+// stopTimeoutMs (or gives them back, so another agent runs them at once
+// instead of after their leases expire) and flushes the spool before the
+// browsers close. A new agent process flushes what an earlier one left in the
+// spool before it claims anything. Up to `concurrency` rounds run at once
+// (H3LENS_AGENT_CONCURRENCY, default 1: page loads that share cores distort
+// each other's timings).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ApiError } from './api-client.js'
 
@@ -24,24 +26,26 @@ const SPOOL_BATCH_ROUNDS = 50
  *   version: string,
  *   browserVersion?: () => Promise<string|undefined>,
  *   stopTimeoutMs?: number,
- *   idlePollMs?: number
+ *   idlePollMs?: number,
+ *   concurrency?: number
  * }} deps
  */
-export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS }) {
+export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, concurrency = 1 }) {
   const abort = new AbortController()
   let loopDone = null
-  /** @type {{ job: any, done: Promise<void> } | null} */
-  let current = null
+  /** Rounds being measured or submitted, by job id. @type {Map<number, { job: any, done: Promise<void> }>} */
+  const running = new Map()
   let flushing = null
   let browser
   // Jobs given back on shutdown: whatever their measurement still produces
   // belongs to whoever runs them next.
   const released = new Set()
 
-  async function claimOne () {
+  /** @param {number} limit */
+  async function claim (limit) {
     browser ??= await browserVersion?.()
-    const { jobs, lease_seconds: leaseSeconds, location } = await client.claim({ limit: 1, version, browser_version: browser })
-    return { job: jobs[0], leaseSeconds, location }
+    const { jobs, lease_seconds: leaseSeconds, location } = await client.claim({ limit, version, browser_version: browser })
+    return { jobs, leaseSeconds, location }
   }
 
   async function runOne (job, leaseSeconds, location) {
@@ -115,7 +119,8 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
   async function flushSpool () {
     flushing ??= (async () => {
       try {
-        const entries = await spool.list()
+        // Rounds still running submit their own entry.
+        const entries = (await spool.list()).filter((e) => !running.has(e.jobId))
         if (entries.length === 1) return await submitSpooled(entries[0].jobId, entries[0].payload)
         for (let i = 0; i < entries.length; i += SPOOL_BATCH_ROUNDS) {
           if (!(await submitBatch(entries.slice(i, i + SPOOL_BATCH_ROUNDS)))) return false
@@ -182,23 +187,29 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     let backoff = 1000
     while (!abort.signal.aborted) {
       try {
+        if (running.size >= concurrency) {
+          await Promise.race([...running.values()].map((r) => r.done))
+          continue
+        }
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
-        const { job, leaseSeconds, location } = await claimOne()
+        const { jobs, leaseSeconds, location } = await claim(concurrency - running.size)
         backoff = 1000
-        if (job && abort.signal.aborted) {
-          // Claimed while stop() was called: give it straight back.
-          await releaseJob(job.id)
+        if (jobs.length && abort.signal.aborted) {
+          // Claimed while stop() was called: give them straight back.
+          for (const job of jobs) await releaseJob(job.id)
           break
         }
-        if (!job) {
+        if (!jobs.length) {
           await sleep(idlePollMs * (0.75 + Math.random() / 2), undefined, { signal: abort.signal }).catch(() => {})
           continue
         }
-        current = { job, done: runOne(job, leaseSeconds, location) }
-        await current.done
-        current = null
+        for (const job of jobs) {
+          const done = runOne(job, leaseSeconds, location)
+            .catch((err) => log.error({ job: job.id, err: err.message }, 'round failed'))
+            .finally(() => running.delete(job.id))
+          running.set(job.id, { job, done })
+        }
       } catch (err) {
-        current = null
         if (err instanceof ApiError && err.status === 401) log.error({ err: err.message }, 'agent token refused; check H3LENS_AGENT_TOKEN')
         else log.warn({ err: err.message, retryInMs: backoff }, 'API call failed; backing off')
         await sleep(backoff, undefined, { signal: abort.signal }).catch(() => {})
@@ -211,23 +222,22 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     start () {
       loopDone = loop()
     },
-    /** Stop claiming, finish or release the running job, flush the spool. */
+    /** Stop claiming, finish or release the running jobs, flush the spool. */
     async stop () {
       abort.abort()
-      const inflight = current
-      if (inflight) {
-        const finished = await Promise.race([inflight.done.then(() => true, () => true), sleep(stopTimeoutMs).then(() => false)])
-        if (!finished) {
-          // The loop is still inside this job; it ends when the browsers
-          // close after stop() returns, so stop() does not wait for it.
-          released.add(inflight.job.id)
-          await releaseJob(inflight.job.id, `did not finish within ${stopTimeoutMs} ms of the stop signal`)
-        } else {
-          await loopDone
-        }
-      } else {
-        await loopDone
-      }
+      const waited = new AbortController()
+      const timeout = sleep(stopTimeoutMs, false, { signal: waited.signal }).catch(() => false)
+      const finished = await Promise.all([...running.values()].map(async ({ job, done }) => {
+        if (await Promise.race([done.then(() => true), timeout])) return true
+        // Its measurement ends when the browsers close after stop()
+        // returns; whatever it still produces is dropped (released).
+        released.add(job.id)
+        await releaseJob(job.id, `did not finish within ${stopTimeoutMs} ms of the stop signal`)
+        return false
+      }))
+      waited.abort()
+      // The loop waits for a released job's measurement: not waited for.
+      if (finished.every(Boolean)) await loopDone
       const flushed = await flushSpool().catch(() => false)
       if (!flushed) log.warn({ spool: spool.dir }, 'some results are still in the spool; they will be submitted on next start')
     },

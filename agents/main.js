@@ -36,7 +36,8 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
     log: agentLog,
     version: VERSION,
     browserVersion: () => chromiumVersion(config.chromiumPath),
-    stopTimeoutMs: (config.stopTimeoutS ?? 20) * 1000
+    stopTimeoutMs: (config.stopTimeoutS ?? 20) * 1000,
+    concurrency: config.agentConcurrency ?? 1
   })
   agent.start()
   agentLog.info({ api: config.apiUrl, lab: lab ? `${lab.address}${lab.netns ? ` in ${lab.netns}` : ''}` : 'none' }, 'agent running')

@@ -145,7 +145,9 @@ Options:
     usage: `Usage: h3lens migrate [options]
 
 Applies pending migrations from migrations/ in order, under an advisory lock,
-and exits.
+and exits. Applied migrations are immutable: when one's file no longer matches
+the checksum recorded as it ran, this (and every command that migrates on
+start) refuses, naming the file.
 
 Options:
 ${commonHelp}`,

@@ -44,9 +44,10 @@ export async function runStart (ctx) {
   scheduler.start()
   lifecycle.add('scheduler', scheduler.stop)
 
-  // The local agents share this machine's cores: one round at a time, so a
-  // page load in one region never slows down another region's measurement.
-  const gate = createGate(1)
+  // The local agents share this machine's cores: H3LENS_AGENT_CONCURRENCY
+  // rounds at a time in all (default one, so a page load in one region never
+  // slows down another region's measurement).
+  const gate = createGate(config.agentConcurrency)
   for (const loc of lab?.locations ?? []) {
     const token = await agentTokenFor(pool, config.dataDir, loc.id)
     // With HTTPS on, the local agents trust the API's own certificate (a

@@ -32,7 +32,7 @@ export const VARIABLES = [
   { name: 'H3LENS_AGENT_TOKEN', key: 'agentToken', flag: '--token', type: 'string', default: null, description: 'agent: token from `h3lens agents token --location X`' },
   { name: 'H3LENS_AGENT_TOKEN_FILE', key: 'agentTokenFile', flag: '--token-file', type: 'path', default: null, description: 'agent: file holding the token, as `h3lens agents enrol` writes it (used when H3LENS_AGENT_TOKEN is unset)' },
   { name: 'H3LENS_LOCATION', key: 'location', flag: '--location', type: 'slug', default: null, description: 'agent: location id the agent measures from' },
-  { name: 'H3LENS_AGENT_CONCURRENCY', key: 'agentConcurrency', type: 'int', min: 1, max: 16, default: 1, description: 'agent: jobs run at once (1 keeps timings clean)' },
+  { name: 'H3LENS_AGENT_CONCURRENCY', key: 'agentConcurrency', type: 'int', min: 1, max: 16, default: 1, description: 'agent: rounds measured at once; with start, on the whole machine (1 keeps timings clean)' },
   { name: 'H3LENS_PAGE_TIMEOUT_MS', key: 'pageTimeoutMs', type: 'int', min: 1000, max: 300000, default: 30000, description: 'agent: timeout of one page load' },
   { name: 'H3LENS_CHROMIUM', key: 'chromiumPath', type: 'string', default: '/usr/bin/chromium', description: 'path of the Chromium binary' },
   { name: 'H3LENS_LEASE_S', key: 'leaseSeconds', type: 'int', min: 10, max: 3600, default: 120, description: 'how long a claimed job stays leased without a heartbeat' },

@@ -1,16 +1,42 @@
-// Each test file gets its own database cloned from the migrated template.
-// On failure the database is kept and its name printed, for inspection.
+// Each test file gets its own database cloned from the migrated template (or
+// an empty one, for tests of the migrations themselves). When a test in the
+// file failed, its databases are kept and their URLs printed, for
+// inspection; the next run of scripts/run-tests.js drops them.
+//
+// Whether a test failed is known only once the file's tests have run: a
+// database dropped in a test's `finally` goes before node:test marks that
+// test failed. So drop() closes the pool and parks the database, and the
+// parked ones are settled when the event loop empties ('beforeExit', after
+// every test and file-level hook has run; node:test sets process.exitCode
+// to 1 as soon as any test fails). Databases dropped after that point, by
+// hooks that run late, are settled at once.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { createPool } from '../../lib/runtime/db.js'
 
-/** @returns {Promise<{ pool: import('pg').Pool, url: string, name: string, drop: () => Promise<void> }>} */
-export async function createTestDatabase () {
+/** @type {{ name: string, url: string }[]} */
+const parked = []
+let testsDone = false
+let listening = false
+
+/**
+ * @param {{ empty?: boolean }} [opts] empty: a new database without the
+ *   migrations, instead of a clone of the migrated template
+ * @returns {Promise<{ pool: import('pg').Pool, url: string, name: string, drop: (opts?: { keep?: boolean }) => Promise<void> }>}
+ */
+export async function createTestDatabase ({ empty = false } = {}) {
   const adminUrl = process.env.H3LENS_TEST_ADMIN_URL
   const template = process.env.H3LENS_TEST_TEMPLATE
   if (!adminUrl || !template) throw new Error('run tests through `npm test` (scripts/run-tests.js), which provides PostgreSQL')
+  if (!listening) {
+    listening = true
+    process.once('beforeExit', () => {
+      testsDone = true
+      settle(adminUrl).catch((err) => console.error(`# could not drop test databases: ${err.message}`))
+    })
+  }
   const name = `h3lens_t_${randomBytes(4).toString('hex')}`
-  await withAdmin(adminUrl, (c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`))
+  await withAdmin(adminUrl, (c) => c.query(empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template}`))
   const u = new URL(adminUrl)
   u.pathname = `/${name}`
   const url = u.toString()
@@ -19,15 +45,30 @@ export async function createTestDatabase () {
     pool,
     url,
     name,
+    /** @param {{ keep?: boolean }} [opts] keep: keep it even if every test passed */
     async drop ({ keep = false } = {}) {
       await pool.end()
-      if (keep) {
-        console.log(`# kept test database ${name} for inspection`)
-        return
-      }
-      await withAdmin(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+      if (keep) return report({ name, url }, 'kept on request')
+      parked.push({ name, url })
+      if (testsDone) await settle(adminUrl)
     }
   }
+}
+
+/** Drop the parked databases, or keep and name them when a test failed. */
+async function settle (adminUrl) {
+  const failed = Boolean(process.exitCode)
+  for (const db of parked.splice(0)) {
+    if (failed) report(db, 'a test in this file failed')
+    else await withAdmin(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${db.name} WITH (FORCE)`))
+  }
+}
+
+/** @param {{ name: string, url: string }} db @param {string} why */
+function report ({ name, url }, why) {
+  const u = new URL(url)
+  u.password = ''
+  console.log(`# kept test database ${name} for inspection (${why}): ${u}`)
 }
 
 async function withAdmin (url, fn) {
