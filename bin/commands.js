@@ -18,7 +18,7 @@ import { runLab, labDownCommand } from './lab.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { applyStoragePolicies } from '../lib/runtime/timescale.js'
 import { assertPortFree } from '../lib/runtime/instance.js'
-import { enrolLocation, parseLocationSpec, readAgentToken } from '../lib/runtime/enrol.js'
+import { enrolLocation, parseLocationSpec, readAgentToken } from './enrol.js'
 
 const common = {
   'data-dir': { type: 'string' },

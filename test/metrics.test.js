@@ -10,7 +10,7 @@ import { insertResults } from '../lib/store/results.js'
 import { createAgentToken, touchAgent, revokeAgent } from '../lib/store/agents.js'
 import { scheduleDueJobs, COUNT_JOBS_SQL } from '../lib/store/jobs.js'
 import { createPool } from '../lib/runtime/db.js'
-import { createMetrics } from '../lib/runtime/prometheus.js'
+import { createMetrics } from '../api/prometheus.js'
 
 // Loaded through require: the package ships no types, and an import would
 // make the type check (jsconfig follows JS into node_modules) check its

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { createMetrics } from '../../lib/runtime/prometheus.js'
+import { createMetrics } from '../prometheus.js'
 
 /**
  * Prometheus metrics for this app: `app.metrics` (registry, counters) and a

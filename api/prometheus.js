@@ -3,11 +3,11 @@
 // Database-backed gauges are read at scrape time, not kept up to date on the
 // side: a scrape costs four queries, and a value can never be stale.
 import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client'
-import { countJobsByState, FINISHED_WINDOW_S } from '../store/jobs.js'
-import { listAgents, AGENT_ALIVE_S } from '../store/agents.js'
-import { firingAlerts } from '../store/alert-states.js'
-import { locationCapacity } from '../store/locations.js'
-import { latestLatency } from '../store/results.js'
+import { countJobsByState, FINISHED_WINDOW_S } from '../lib/store/jobs.js'
+import { listAgents, AGENT_ALIVE_S } from '../lib/store/agents.js'
+import { firingAlerts } from '../lib/store/alert-states.js'
+import { locationCapacity } from '../lib/store/locations.js'
+import { latestLatency } from '../lib/store/results.js'
 
 // Latency gauges carry one series per monitor × location × mode (× 2
 // quantiles × 2 metrics). 500 keeps a scrape under ~2,000 latency samples,

@@ -2,7 +2,7 @@
 // earlier results: which origins to force onto QUIC when the monitor asks for
 // every H3-capable origin, and above which values a run counts as an outlier
 // that deserves a net log.
-import { effectiveOptions } from './probes/index.js'
+import { effectiveOptions } from '../measurement/probes/index.js'
 import { h3Origins } from '../store/monitor-origins.js'
 import { outlierThresholds } from '../store/netlogs.js'
 

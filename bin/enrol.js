@@ -6,10 +6,10 @@
 // restarted stack does not register a new agent each time.
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { authenticateAgent, createAgentToken } from '../store/agents.js'
-import { getLocation, upsertLocation } from '../store/locations.js'
-import { isSlug } from './config.js'
-import { ValidationError } from './errors.js'
+import { authenticateAgent, createAgentToken } from '../lib/store/agents.js'
+import { getLocation, upsertLocation } from '../lib/store/locations.js'
+import { isSlug } from '../lib/runtime/config.js'
+import { ValidationError } from '../lib/runtime/errors.js'
 
 /**
  * "us-east=North America" → { id: 'us-east', region: 'North America' }.
