@@ -21,7 +21,8 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { insertResults } from '../lib/store/results.js'
-import { enqueueForRollup, foldAllPending } from '../lib/analysis/rollups.js'
+import { foldAllPending } from '../lib/analysis/rollups.js'
+import { enqueueForRollup } from '../lib/store/rollups.js'
 import { startApi } from '../api/server.js'
 
 const { values } = parseArgs({

@@ -1,4 +1,6 @@
-// Rollups are maintained by the scheduler, not on the ingest path. Results
+// Rollups are maintained by the scheduler, not on the ingest path (the
+// SQL is lib/store/rollups.js; here, what goes into them and how they are
+// read back). Results
 // are written with a row in rollup_pending in the same transaction; the
 // scheduler folds pending results into the 5m/1h/1d rollups in batches.
 // Why: ingest stays one INSERT per batch (the HTTP target is 5,000 results/s
@@ -6,20 +8,14 @@
 // and batching folds many results into each row. Queries merge rollups with
 // the pending rows in one snapshot, so answers are exact and current anyway.
 import { newSketch, addToSketch, encodeSketch, mergeSketches, sketchCount, readEncoded } from './stats/index.js'
-import { metricOf, metricSamples, ROLLUP_COLUMNS, TIMING_COLUMNS } from '../measurement/metrics.js'
+import { metricOf, metricSamples, ROLLUP_COLUMNS } from '../measurement/metrics.js'
+import { clearRollups, pendingResults, resultsForRollups, rollupBuckets, rollupsInRanges, takePendingResults, upsertRollups } from '../store/rollups.js'
+import { withTransaction } from '../store/transaction.js'
+
+// Reads in one REPEATABLE READ snapshot, so a concurrent fold is seen entirely or not at all.
+const SNAPSHOT = { begin: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' }
 
 export const TIERS = Object.freeze({ '5m': 5 * 60e3, '1h': 3600e3, '1d': 86400e3 })
-
-// One worker at a time folds pending rows (a scheduler replica that does not
-// get the lock just skips); `rollups rebuild` holds it for its whole run, so
-// a rebuild never races an incremental fold.
-const ROLLUP_LOCK = 0x68337275
-
-const RESULT_FIELDS = `id, time, monitor_id, location_id, mode, view, probe, status, protocol_ok,
-  ${TIMING_COLUMNS.join(', ')}, details`
-
-const KEY_COLUMNS = ['monitor_id', 'tier', 'probe', 'view', 'location_id', 'mode', 'bucket']
-const KEY_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'text', 'timestamptz']
 
 /** @param {Date|number} t @param {number} width */
 export function bucketStart (t, width) {
@@ -92,84 +88,18 @@ export function aggregate (results) {
 }
 
 /**
- * Merge aggregated deltas into the rollups table. Rows are created empty
- * first and then locked in key order, so concurrent writers serialise on the
- * row instead of overwriting each other.
- * @param {import('pg').PoolClient} client
- * @param {Map<string, RollupDelta>} deltas
- */
-async function applyDeltas (client, deltas) {
-  if (!deltas.size) return
-  const entries = [...deltas.values()]
-  const cols = KEY_COLUMNS.map((_, i) => entries.map((e) => e.key[i]))
-  const keyArgs = KEY_TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')
-  const keyList = KEY_COLUMNS.join(', ')
-  await client.query(`INSERT INTO rollups (${keyList}) SELECT * FROM unnest(${keyArgs}) ON CONFLICT DO NOTHING`, cols)
-  const { rows } = await client.query(
-    `SELECT r.${KEY_COLUMNS.join(', r.')}, r.runs, r.errors, r.fallbacks, r.${ROLLUP_COLUMNS.join(', r.')}
-       FROM rollups r JOIN unnest(${keyArgs}) AS k(${keyList}) USING (${keyList})
-      ORDER BY ${KEY_COLUMNS.map((c) => `r.${c}`).join(', ')} FOR UPDATE OF r`, cols)
-  const keyOf = (k) => k.map((v) => (v instanceof Date ? +v : v)).join('|')
-  const current = new Map(rows.map((r) => [keyOf(KEY_COLUMNS.map((c) => r[c])), r]))
-  const merged = entries.map((e) => {
-    const cur = current.get(keyOf(e.key))
-    const sketches = ROLLUP_COLUMNS.map((m) => {
-      const parts = [cur?.[m], e.sketches.get(m)].filter(Boolean)
-      return parts.length ? encodeSketch(mergeSketches(parts)) : null
-    })
-    return { runs: (cur?.runs ?? 0) + e.runs, errors: (cur?.errors ?? 0) + e.errors, fallbacks: (cur?.fallbacks ?? 0) + e.fallbacks, sketches }
-  })
-  const n = KEY_COLUMNS.length
-  await client.query(
-    `UPDATE rollups r SET runs = u.runs, errors = u.errors, fallbacks = u.fallbacks,
-            ${ROLLUP_COLUMNS.map((m) => `${m} = u.${m}`).join(', ')}
-       FROM unnest(${keyArgs}, $${n + 1}::int[], $${n + 2}::int[], $${n + 3}::int[], ${ROLLUP_COLUMNS.map((_, i) => `$${n + 4 + i}::bytea[]`).join(', ')})
-            AS u(${keyList}, runs, errors, fallbacks, ${ROLLUP_COLUMNS.join(', ')})
-      WHERE ${KEY_COLUMNS.map((c) => `r.${c} = u.${c}`).join(' AND ')}`,
-    [...cols, merged.map((m) => m.runs), merged.map((m) => m.errors), merged.map((m) => m.fallbacks),
-      ...ROLLUP_COLUMNS.map((_, i) => merged.map((m) => m.sketches[i]))])
-}
-
-/**
- * Queue freshly stored results for the rollups (same transaction as the insert).
- * @param {import('pg').PoolClient | import('pg').Pool} db
- * @param {number[]} resultIds
- */
-export async function enqueueForRollup (db, resultIds) {
-  if (!resultIds.length) return
-  await db.query('INSERT INTO rollup_pending (result_id) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING', [resultIds])
-}
-
-/**
  * Fold up to `batch` pending results into the rollups.
  * @param {import('pg').Pool} db
  * @param {{ batch?: number }} [opts]
  * @returns {Promise<number>} results folded; 0 when another worker holds the lock
  */
 export async function foldPendingResults (db, { batch = 5000 } = {}) {
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
-    const { rows: [{ locked }] } = await client.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [ROLLUP_LOCK])
-    if (!locked) {
-      await client.query('COMMIT')
-      return 0
-    }
-    const { rows: done } = await client.query(
-      `DELETE FROM rollup_pending WHERE result_id IN (
-         SELECT result_id FROM rollup_pending ORDER BY result_id LIMIT $1) RETURNING result_id`, [batch])
-    if (done.length) {
-      const { rows: results } = await client.query(`SELECT ${RESULT_FIELDS} FROM results WHERE id = ANY($1)`, [done.map((d) => d.result_id)])
-      await applyDeltas(client, aggregate(results))
-    }
-    await client.query('COMMIT')
-    return done.length
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  return withTransaction(db, async (client) => {
+    const results = await takePendingResults(client, batch)
+    if (results === null) return 0
+    if (results.length) await upsertRollups(client, [...aggregate(results).values()], mergeRollupRow)
+    return results.length
+  })
 }
 
 /**
@@ -194,34 +124,34 @@ export async function foldAllPending (db, { budgetMs = 800 } = {}) {
  * @returns {Promise<number>} results folded
  */
 export async function rebuildRollups (db, { monitorId, log } = {}) {
-  const client = await db.connect()
-  let folded = 0
-  try {
-    await client.query('BEGIN')
-    await client.query('SELECT pg_advisory_xact_lock($1)', [ROLLUP_LOCK])
-    const only = monitorId === undefined ? '' : 'WHERE monitor_id = $1'
-    const args = monitorId === undefined ? [] : [monitorId]
-    await client.query(`DELETE FROM rollups ${only}`, args)
-    await client.query(`DELETE FROM rollup_pending WHERE result_id IN (SELECT id FROM results ${only})`, args)
+  return withTransaction(db, async (client) => {
+    let folded = 0
+    await clearRollups(client, monitorId)
     let after = 0
     for (;;) {
-      const { rows } = await client.query(
-        `SELECT ${RESULT_FIELDS} FROM results WHERE id > $1 ${monitorId === undefined ? '' : 'AND monitor_id = $2'}
-          ORDER BY id LIMIT 5000`, [after, ...args])
+      const rows = await resultsForRollups(client, { after, monitorId, limit: 5000 })
       if (!rows.length) break
-      await applyDeltas(client, aggregate(rows))
+      await upsertRollups(client, [...aggregate(rows).values()], mergeRollupRow)
       folded += rows.length
       after = rows.at(-1).id
       log?.info({ folded }, 'rebuilding rollups')
     }
-    await client.query('COMMIT')
     return folded
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  })
+}
+
+/**
+ * A rollup row after adding a delta: counts summed, sketches merged, in
+ * ROLLUP_COLUMNS order.
+ * @param {Record<string, any> | undefined} cur the stored row (encoded sketches), if any
+ * @param {RollupDelta} delta
+ */
+function mergeRollupRow (cur, delta) {
+  const sketches = ROLLUP_COLUMNS.map((m) => {
+    const parts = [cur?.[m], delta.sketches.get(m)].filter(Boolean)
+    return parts.length ? encodeSketch(mergeSketches(parts)) : null
+  })
+  return { runs: (cur?.runs ?? 0) + delta.runs, errors: (cur?.errors ?? 0) + delta.errors, fallbacks: (cur?.fallbacks ?? 0) + delta.fallbacks, sketches }
 }
 
 /**
@@ -275,31 +205,15 @@ function metricColumn (metric) {
  */
 export async function mergedSeries (db, { monitorId, metric, probe, view, from, to }) {
   const column = metricColumn(metric)
-  return withSnapshot(db, async (client) => {
+  return withTransaction(db, async (client) => {
     const ranges = coverWindow(+from, +to)
     const groups = new Groups((r) => `${r.location_id}|${r.mode}`)
-    if (ranges.length) {
-      // One index range scan per covering range (the primary key leads with
-      // monitor, tier, probe, view, bucket), each range a branch with its own
-      // parameters so the planner sees the bounds. A join against unnest()ed
-      // ranges hid them, and PostgreSQL scanned the monitor's whole rollups
-      // instead: 128 ms rather than ~3 ms for 30 days over 94k rollup rows.
-      /** @type {any[]} */
-      const params = [monitorId, probe, view]
-      const branches = ranges.map((r) => {
-        params.push(r.tier, new Date(r.from), new Date(r.to))
-        const n = params.length
-        return `SELECT location_id, mode, runs, errors, fallbacks, ${column} AS sketch FROM rollups
-                 WHERE monitor_id = $1 AND probe = $2 AND view = $3 AND tier = $${n - 2} AND bucket >= $${n - 1} AND bucket < $${n}`
-      })
-      const { rows } = await client.query(branches.join('\n UNION ALL \n'), params)
-      for (const r of rows) groups.add(r)
-    }
+    for (const r of await rollupsInRanges(client, { monitorId, probe, view, column, ranges })) groups.add(r)
     for (const d of await pendingDeltas(client, { monitorId, probe, view, from, to, tier: '5m' })) {
       groups.add({ location_id: d.key[4], mode: d.key[5], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(column) })
     }
     return new Map([...groups.finish()].map((g) => [`${g.location_id}|${g.mode}`, g]))
-  })
+  }, SNAPSHOT)
 }
 
 /**
@@ -309,18 +223,15 @@ export async function mergedSeries (db, { monitorId, metric, probe, view, from, 
  */
 export async function bucketSeries (db, { monitorId, metric, probe, view, tier, from, to }) {
   const column = metricColumn(metric)
-  return withSnapshot(db, async (client) => {
-    const { rows } = await client.query(
-      `SELECT location_id, mode, bucket, runs, errors, fallbacks, ${column} AS sketch FROM rollups
-        WHERE monitor_id = $1 AND probe = $2 AND view = $3 AND tier = $4 AND bucket >= $5 AND bucket < $6`,
-      [monitorId, probe, view, tier, from, to])
+  return withTransaction(db, async (client) => {
+    const rows = await rollupBuckets(client, { monitorId, probe, view, column, tier, from, to })
     const groups = new Groups((r) => `${r.location_id}|${r.mode}|${+r.bucket}`, { keepEncoded: true })
     for (const r of rows) groups.add(r)
     for (const d of await pendingDeltas(client, { monitorId, probe, view, from, to, tier })) {
       groups.add({ location_id: d.key[4], mode: d.key[5], bucket: d.key[6], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(column) })
     }
     return [...groups.finish()].sort((a, b) => a.bucket - b.bucket)
-  })
+  }, SNAPSHOT)
 }
 
 /** Sums outcome counts and merges sketches of rows that share a group key. */
@@ -358,26 +269,6 @@ class Groups {
 
 /** Pending (not yet folded) results of a window, aggregated like rollups. */
 async function pendingDeltas (client, { monitorId, probe, view, from, to, tier }) {
-  const { rows } = await client.query(
-    `SELECT ${RESULT_FIELDS.split(',').map((c) => `r.${c.trim()}`).join(', ')}
-       FROM rollup_pending p JOIN results r ON r.id = p.result_id
-      WHERE r.monitor_id = $1 AND r.probe = $2 AND r.view = $3 AND r.time >= $4 AND r.time < $5`,
-    [monitorId, probe, view, from, to])
+  const rows = await pendingResults(client, { monitorId, probe, view, from, to })
   return [...aggregate(rows).values()].filter((d) => d.key[1] === tier)
-}
-
-/** Run reads in one REPEATABLE READ snapshot so a concurrent fold is seen entirely or not at all. */
-async function withSnapshot (db, fn) {
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-    const out = await fn(client)
-    await client.query('COMMIT')
-    return out
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
 }

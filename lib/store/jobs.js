@@ -2,7 +2,7 @@
 // States live in one frozen object; every transition is one SQL statement.
 import { ConflictError, NotFoundError } from '../runtime/errors.js'
 import { insertResults, insertRoundResults } from './results.js'
-import { enqueueForRollup } from '../analysis/rollups.js'
+import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
 import { AGENT_ALIVE_S } from './agents.js'
 

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { claimJobs, failJob, releaseJob, JOB_STATES } from './jobs.js'
 import { insertResults } from './results.js'
-import { enqueueForRollup } from '../analysis/rollups.js'
+import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
 import { measurementHints } from '../analysis/claim-hints.js'
 import { getLocation } from './locations.js'
