@@ -53,7 +53,9 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
   const pruneJobs = createJobsPruner({ db, config })
 
   async function tick () {
-    const created = await scheduleDueJobs(db, { maxAttempts: config.maxAttempts })
+    // Rounds due before the next tick starts are created now, claimable at
+    // their due time (scheduleDueJobs), so none waits for a tick.
+    const created = await scheduleDueJobs(db, { maxAttempts: config.maxAttempts, lookAheadMs: config.schedulerTickMs ?? 0 })
     const { requeued, failed } = await expireLeases(db)
     const stale = await failStaleJobs(db)
     const folded = await foldAllPending(db)
@@ -74,13 +76,17 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     return { created, requeued, failed, stale, folded, pruned, alerts, deliveries }
   }
 
+  // Ticks start schedulerTickMs apart (or back to back when one takes
+  // longer), not schedulerTickMs after the last one ended: each tick's
+  // look-ahead then reaches the start of the next.
   function loop () {
     if (stopped) return
+    const startedAt = performance.now()
     running = tick()
       .catch((err) => log.warn({ err: err.message }, 'scheduler tick failed; retrying next tick'))
       .finally(() => {
         running = null
-        if (!stopped) timer = setTimeout(loop, config.schedulerTickMs)
+        if (!stopped) timer = setTimeout(loop, Math.max(0, config.schedulerTickMs - (performance.now() - startedAt)))
       })
   }
 
