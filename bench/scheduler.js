@@ -143,7 +143,7 @@ try {
         buf = buf.slice(nl + 1)
         let entry
         try { entry = JSON.parse(line) } catch { continue }
-        if (entry.msg === 'scheduler tick') {
+        if (entry.msg === 'scheduler rounds') {
           stats.created += entry.created
         } else if (entry.level >= 40) {
           stats.errors++
