@@ -14,6 +14,7 @@ import { createTestDatabase } from './helpers/db.js'
 import { freePort } from './helpers/process.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { createMonitor } from '../lib/store/monitors.js'
+import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createAgentToken, touchAgent } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { loadConfig } from '../lib/runtime/config.js'
@@ -78,6 +79,25 @@ test('with no agent running, the waiting round stays for "no agent is running" a
   const rounds = await roundsOf(m.id)
   assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'queued'], [+due, 'skipped']])
   assert.match(rounds[1].last_error, /^skipped: no agent is running for location bp-empty/)
+})
+
+test('back-pressure is decided when a round comes due, not when it is created ahead: a round that finishes in time lets the next one run', async () => {
+  await upsertLocation(t.db, { id: 'bp-ahead', name: 'Ahead', region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: 'bp-ahead' })
+  await touchAgent(t.db, agent.id)
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: ['bp-ahead'] })
+  // The previous round is running, and the next falls 4 s from now.
+  const { rows: [{ previous }] } = await t.db.query(
+    "UPDATE monitors SET anchor_at = now() + interval '4 seconds' - interval '1 hour' WHERE id = $1 RETURNING anchor_at AS previous", [m.id])
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
+    VALUES ($1, 'bp-ahead', $2, 'leased', 1, $3, now() + interval '1 minute', now())`, [m.id, previous, agent.id])
+  const schedule = () => scheduleDueJobs(t.db, { maxAttempts: 3, lookAheadMs: 5000 })
+  assert.equal(await schedule(), 0)
+  assert.deepEqual((await roundsOf(m.id)).map((r) => r.state), ['leased'], 'the next round is neither skipped nor queued ahead')
+  await t.db.query("UPDATE jobs SET state = 'done', finished_at = now() WHERE monitor_id = $1", [m.id])
+  assert.equal(await schedule(), 1)
+  const rounds = await roundsOf(m.id)
+  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'done'], [+previous + 3600e3, 'queued']])
 })
 
 test('the Locations API and /metrics show capacity against demand, with a warning when demand exceeds it', async () => {

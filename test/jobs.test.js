@@ -152,3 +152,47 @@ test('a job the agent cannot run is retried with back-off, then failed with its 
   const { rows } = await t.db.query('SELECT state, last_error FROM jobs WHERE id = $1', [job.id])
   assert.deepEqual(rows[0], { state: 'failed', last_error: 'chromium failed to launch' })
 })
+
+test('a round coming due within the look-ahead is created ahead with its own due time, and no agent can claim it before then', async () => {
+  await clearQueue()
+  const due = await freshMonitor()
+  const soon = await freshMonitor()
+  // The first round of `soon` falls 4 s from now.
+  await t.db.query("UPDATE monitors SET anchor_at = now() + interval '4 seconds' WHERE id = $1", [soon.id])
+  assert.equal(await scheduleDueJobs(t.db, { maxAttempts: 3 }), 1, 'without look-ahead, only the round due now')
+  assert.equal(await scheduleDueJobs(t.db, { maxAttempts: 3, lookAheadMs: 5000 }), 1, 'with it, the round due in 4 s as well')
+  const { rows: [ahead] } = await t.db.query(
+    'SELECT j.due_at, j.run_after, m.anchor_at FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.monitor_id = $1', [soon.id])
+  assert.equal(+ahead.due_at, +ahead.anchor_at, 'due when its round falls, not when it was created')
+  assert.equal(+ahead.run_after, +ahead.due_at)
+  const claimed = (await claim(await t.agentToken('local'), 10)).json().jobs
+  assert.deepEqual(claimed.map((j) => j.monitor_id), [due.id], 'only the round already due is handed out')
+  assert.equal(await scheduleDueJobs(t.db, { maxAttempts: 3, lookAheadMs: 5000 }), 0, 'and no round is created twice')
+})
+
+test('a location added, a new interval or an unpaused monitor gets its current round at the next tick; rounds that exist are not created again', async () => {
+  await clearQueue()
+  await upsertLocation(t.db, { id: 'lab-us', name: 'US', region: 'America', kind: 'lab' })
+  const res = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 3600, locations: ['local'] } })
+  const m = res.json()
+  const patch = async (payload) => assert.equal((await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload })).statusCode, 200)
+  const rounds = async () => (await t.db.query(
+    'SELECT location_id, due_at, state FROM jobs WHERE monitor_id = $1 ORDER BY due_at, location_id', [m.id])).rows
+  const schedule = () => scheduleDueJobs(t.db, { maxAttempts: 3, lookAheadMs: 1000 })
+
+  assert.equal(await schedule(), 1)
+  const [first] = await rounds()
+  await patch({ locations: ['local', 'lab-us'] })
+  assert.equal(await schedule(), 1, 'the new location\'s round only')
+  assert.deepEqual((await rounds()).map((r) => [r.location_id, +r.due_at]), [['lab-us', +first.due_at], ['local', +first.due_at]])
+  assert.equal(await schedule(), 0)
+
+  await t.db.query("UPDATE jobs SET state = 'done', finished_at = now() WHERE monitor_id = $1", [m.id])
+  await patch({ paused: true, interval_s: 1800 })
+  assert.equal(await schedule(), 0, 'paused')
+  await patch({ paused: false })
+  assert.equal(await schedule(), 2, 'unpaused: a round at each location on the new interval\'s grid, which starts now')
+  const now = (await rounds()).filter((r) => r.state === 'queued')
+  assert.equal(now.length, 2)
+  assert.ok(now.every((r) => +r.due_at > +first.due_at && +r.due_at === +now[0].due_at), JSON.stringify(now))
+})
