@@ -50,6 +50,8 @@ try {
   const { rows: [{ n }] } = await pool.query('SELECT count(*)::int AS n FROM results')
   say(`${n} results generated in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
   await pool.query('ANALYZE results')
+  // As autovacuum would have by now: the summaries' visibility map and statistics.
+  await pool.query('VACUUM ANALYZE round_summaries')
   const target = ids[0]
   t0 = performance.now()
   const folded = await rebuildRollups(pool, { monitorId: target })

@@ -185,7 +185,7 @@ async function readRounds (db, w) {
     states.get(r.location_id).set(`${r.h2}|${r.h3}`, r.n)
   }
   // In the order of the window (by time), as the bootstrap's seed expects.
-  used.sort((a, b) => (a.location_id < b.location_id ? -1 : a.location_id > b.location_id ? 1 : 0) || Number(a.k) - Number(b.k))
+  used.sort((a, b) => (a.location_id < b.location_id ? -1 : a.location_id > b.location_id ? 1 : 0) || a.k - b.k)
   for (const r of used) {
     if (!rounds.has(r.location_id)) rounds.set(r.location_id, { used: [], available: r.n })
     const h2 = r.h2_v ? r.h2_v.map(Number) : null

@@ -125,7 +125,8 @@ $$;
 
 CREATE FUNCTION round_summaries_after_insert_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM round_summaries_fold(ARRAY[NEW]);
+  -- NEW is a row of the hypertable's chunk, a type of its own.
+  PERFORM round_summaries_fold(ARRAY[jsonb_populate_record(NULL::results, to_jsonb(NEW))]);
   RETURN NULL;
 END
 $$;
