@@ -9,8 +9,9 @@
 // 23 monitors × 30 days × 1,440 rounds × 5 locations × 2 modes ≈ 10M results.
 // Rollups are built for the monitor that is queried; the other monitors make
 // the table (and its indexes) production-sized. Round summaries are written
-// by the results' trigger as the data is generated (migration 013). Uses DATABASE_URL or an
-// embedded PostgreSQL in a temporary data dir.
+// by the results' trigger as the data is generated (migration 013). Uses
+// DATABASE_URL, or an embedded PostgreSQL in a temporary data dir on
+// H3LENS_EMBEDDED_PG_PORT (54392).
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -35,6 +36,7 @@ const log = createLogger({ logLevel: 'warn' })
 const lifecycle = createLifecycle(log)
 const say = (msg) => console.log(`# ${msg}`)
 
+const ratio = (a, b) => (a / b).toFixed(a / b < 10 ? 1 : 0)
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p / 100 * xs.length))]
 async function time (fn) {
   const t0 = performance.now()
@@ -125,8 +127,8 @@ try {
   const f = (x) => x.toFixed(1).padStart(8)
   console.log(`\nquery benchmark — ${n} results, ${monitors} monitors, ${days}-day window, ${os.cpus().length} cores`)
   console.log('endpoint              p50 ms   p95 ms   exact SQL p50 ms   speed-up')
-  console.log(`comparison          ${f(pct(comparison, 50))} ${f(pct(comparison, 95))}   ${f(pct(exact, 50))}          ${(pct(exact, 50) / pct(comparison, 50)).toFixed(0)}×`)
-  console.log(`trends (1h)         ${f(pct(trend, 50))} ${f(pct(trend, 95))}   ${f(pct(exactTrend, 50))}          ${(pct(exactTrend, 50) / pct(trend, 50)).toFixed(0)}×`)
+  console.log(`comparison          ${f(pct(comparison, 50))} ${f(pct(comparison, 95))}   ${f(pct(exact, 50))}          ${ratio(pct(exact, 50), pct(comparison, 50))}×`)
+  console.log(`trends (1h)         ${f(pct(trend, 50))} ${f(pct(trend, 95))}   ${f(pct(exactTrend, 50))}          ${ratio(pct(exactTrend, 50), pct(trend, 50))}×`)
   console.log(`rounds used/matched per location: ${rounds}`)
   console.log(`largest percentile error of the comparison (p${body.percentiles.join(', p')}; H2 and H3; every location):`)
   console.log(`  against exact SQL over the same (matched) rounds: ${errMatched.pct.toFixed(2)}% (${errMatched.at})`)

@@ -171,7 +171,8 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
  * the rounds the analysis uses with their values, evenly subsampled to
  * ROUND_CAP per location. Reading per-round summaries instead of grouping
  * the window's results into rounds took a 30-day comparison of 432,000
- * results from ~2 s to a few hundred ms (bench/query.js).
+ * results from ~1.0–1.8 s to ~0.5–0.7 s on the busy 2-core machine, with
+ * the same answer (docs/BENCHMARKS.md).
  * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number }> }>}
  */
 async function readRounds (db, w) {

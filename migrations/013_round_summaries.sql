@@ -58,7 +58,7 @@ CREATE INDEX round_summaries_series ON round_summaries (monitor_id, probe, view,
 -- inserts). A sample that is not a number (or is beyond ±1e300) is left
 -- out: it could not be compared, and one such sample must not fail the
 -- results' insert. This is the one definition of a summary: the triggers
--- below, the backfill and lib/store/round-summaries.js rebuild use it.
+-- and the backfill below use it.
 CREATE FUNCTION round_summaries_fold(rs results[]) RETURNS void LANGUAGE sql AS $$
 INSERT INTO round_summaries AS s (job_id, probe, view, time, monitor_id, location_id,
   h2_state, h3_state, h2_ttfb_ms, h3_ttfb_ms, h2_load_ms, h3_load_ms, h2_dns_ms, h3_dns_ms, h2_connect_ms, h3_connect_ms, h2_tls_ms, h3_tls_ms, h2_fcp_ms, h3_fcp_ms, h2_lcp_ms, h3_lcp_ms, h2_dcl_ms, h3_dcl_ms, h2_samples, h3_samples)

@@ -65,28 +65,6 @@ export async function readRoundWindow (db, w) {
 }
 
 /**
- * Rebuild the summaries of one monitor (or of all) from its results, in
- * steps of 100,000 results. For data written before the trigger existed or
- * with it disabled (bulk loads, benchmarks).
- * @param {import('pg').Pool} db
- * @param {{ monitorId?: number }} [opts]
- * @returns {Promise<number>} summaries written
- */
-export async function rebuildRoundSummaries (db, { monitorId } = {}) {
-  const only = monitorId === undefined ? 'true' : 'monitor_id = $1'
-  const args = monitorId === undefined ? [] : [monitorId]
-  await db.query(`DELETE FROM round_summaries WHERE ${only}`, args)
-  const { rows: [{ lo, hi }] } = await db.query(`SELECT min(id)::float8 AS lo, max(id)::float8 AS hi FROM results WHERE ${only}`, args)
-  for (let from = lo; from !== null && from <= hi; from += 100000) {
-    await db.query(
-      `SELECT round_summaries_fold(ARRAY(SELECT r FROM results r WHERE ${only.replace('monitor_id', 'r.monitor_id')}
-         AND r.id >= $${args.length + 1} AND r.id < $${args.length + 2}))`, [...args, from, from + 100000])
-  }
-  const { rows: [{ n }] } = await db.query(`SELECT count(*)::int AS n FROM round_summaries WHERE ${only}`, args)
-  return n
-}
-
-/**
  * TimescaleDB: drop summaries with the raw results they summarise (the
  * results' retention policy, H3LENS_RETENTION_DAYS). On plain PostgreSQL
  * nothing drops results, so nothing drops summaries either.
