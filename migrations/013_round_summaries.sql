@@ -59,7 +59,10 @@ CREATE INDEX round_summaries_series ON round_summaries (monitor_id, probe, view,
 -- out: it could not be compared, and one such sample must not fail the
 -- results' insert. This is the one definition of a summary: the triggers
 -- and the backfill below use it.
-CREATE FUNCTION round_summaries_fold(rs results[]) RETURNS void LANGUAGE sql AS $$
+-- PL/pgSQL rather than SQL: its plan is kept for the session, where a SQL
+-- function's INSERT was planned again on every call (+0.6 ms a round).
+CREATE FUNCTION round_summaries_fold(rs results[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
 INSERT INTO round_summaries AS s (job_id, probe, view, time, monitor_id, location_id,
   h2_state, h3_state, h2_ttfb_ms, h3_ttfb_ms, h2_load_ms, h3_load_ms, h2_dns_ms, h3_dns_ms, h2_connect_ms, h3_connect_ms, h2_tls_ms, h3_tls_ms, h2_fcp_ms, h3_fcp_ms, h2_lcp_ms, h3_lcp_ms, h2_dcl_ms, h3_dcl_ms, h2_samples, h3_samples)
 SELECT r.job_id, r.probe, r.view, r.time, max(r.monitor_id), max(r.location_id),
@@ -113,7 +116,8 @@ ON CONFLICT (job_id, probe, view, time) DO UPDATE SET
   h3_fcp_ms = CASE WHEN excluded.h3_state IS NULL THEN s.h3_fcp_ms ELSE excluded.h3_fcp_ms END,
   h3_lcp_ms = CASE WHEN excluded.h3_state IS NULL THEN s.h3_lcp_ms ELSE excluded.h3_lcp_ms END,
   h3_dcl_ms = CASE WHEN excluded.h3_state IS NULL THEN s.h3_dcl_ms ELSE excluded.h3_dcl_ms END,
-  h3_samples = CASE WHEN excluded.h3_state IS NULL THEN s.h3_samples ELSE excluded.h3_samples END
+  h3_samples = CASE WHEN excluded.h3_state IS NULL THEN s.h3_samples ELSE excluded.h3_samples END;
+END
 $$;
 
 CREATE FUNCTION round_summaries_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
