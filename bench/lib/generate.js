@@ -42,7 +42,10 @@ export async function generateResults (db, { monitors, days, log = () => {} }) {
            CROSS JOIN unnest('{h2,h3}'::text[]) AS mode
            CROSS JOIN LATERAL (SELECT $5 * exp(0.45 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))
                                   * CASE WHEN mode = 'h3' THEN 0.97 ELSE 1 END
-                                  + CASE WHEN random() < 0.03 THEN $5 * (CASE WHEN mode = 'h3' THEN 2 ELSE 3 END) * random() ELSE 0 END AS ttfb) v`,
+                                  + CASE WHEN random() < 0.03 THEN $5 * (CASE WHEN mode = 'h3' THEN 2 ELSE 3 END) * random() ELSE 0 END
+                                  -- g: a draw per round and mode (without it the planner
+                                  -- may draw once per mode and repeat it for every round)
+                                  + 0 * g AS ttfb) v`,
         [id, li, l.id, minutes, l.median])
     }
     log(`generated monitor ${id}: ${minutes * BENCH_LOCATIONS.length * 2} results`)

@@ -24,7 +24,7 @@
 // (default max(2% of H2, 1 ms)), and the percentile has its minimum number
 // of rounds (more for the tail). docs/STATISTICS.md explains, and
 // bench/calibration.js measures the false-positive rate and power.
-import { metricOf } from '../measurement/metrics.js'
+import { readRoundWindow } from '../store/round-summaries.js'
 import {
   roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
   benjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
@@ -166,53 +166,31 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
 }
 
 /**
- * The window's rounds in one scan: how many rounds at each location fell
- * into each pair of arm states, and which rounds the analysis uses, evenly
- * subsampled to ROUND_CAP per location. Then the values of just those
- * rounds, by the results' (job_id, …) key. Reading states first and values
- * only for the rounds used took a 30-day comparison of 432,000 results from
- * ~1.2 s to ~0.5 s (bench/query.js).
+ * The window's rounds from their summaries (lib/store/round-summaries.js):
+ * how many rounds at each location fell into each pair of arm states, and
+ * the rounds the analysis uses with their values, evenly subsampled to
+ * ROUND_CAP per location. Reading per-round summaries instead of grouping
+ * the window's results into rounds took a 30-day comparison of 432,000
+ * results from ~1.0–1.8 s to ~0.5–0.7 s on the busy 2-core machine, with
+ * the same answer (docs/BENCHMARKS.md).
  * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number }> }>}
  */
 async function readRounds (db, w) {
-  const usable = w.analysis === 'itt'
-    ? "h2 IN ('ok', 'failed', 'fallback', 'unsupported') AND h3 IN ('ok', 'failed', 'fallback', 'unsupported')"
-    : "h2 = 'ok' AND h3 = 'ok'"
-  const { rows } = await db.query(
-    `WITH round AS (
-       SELECT r.location_id, r.job_id, min(r.time) AS time,
-              max(${STATE_SQL(w.metric)}) FILTER (WHERE r.mode = 'h2') AS h2,
-              max(${STATE_SQL(w.metric)}) FILTER (WHERE r.mode = 'h3') AS h3
-         FROM results r
-        WHERE r.monitor_id = $1 AND r.probe = $2 AND r.view = $3 AND r.time >= $4 AND r.time < $5
-        GROUP BY r.location_id, r.job_id),
-     used AS (
-       SELECT location_id, job_id, h2, h3, row_number() OVER (PARTITION BY location_id ORDER BY time, job_id) - 1 AS k,
-              count(*) OVER (PARTITION BY location_id) AS n
-         FROM round WHERE ${usable})
-     SELECT 'count' AS kind, location_id, coalesce(h2, 'missing') AS h2, coalesce(h3, 'missing') AS h3, count(*)::int AS n, NULL::bigint AS job_id
-       FROM round GROUP BY 2, 3, 4
-     UNION ALL
-     SELECT 'used', location_id, h2, h3, n::int, job_id FROM used
-      WHERE n <= $6 OR (k * $6) / n <> ((k + 1) * $6) / n`,
-    [w.monitorId, w.probe, w.view, w.from, w.to, ROUND_CAP])
+  const rows = await readRoundWindow(db, { ...w, cap: ROUND_CAP })
   const states = new Map()
-  const picked = []
+  const rounds = new Map()
+  const used = []
   for (const r of rows) {
-    if (r.kind === 'used') { picked.push(r); continue }
+    if (r.kind === 'used') { used.push(r); continue }
     if (!states.has(r.location_id)) states.set(r.location_id, new Map())
     states.get(r.location_id).set(`${r.h2}|${r.h3}`, r.n)
   }
-  const { rows: valueRows } = await db.query(
-    `SELECT r.job_id, r.mode, ${VALUES_SQL(w.metric)} AS v FROM results r
-      WHERE r.job_id = ANY($1::bigint[]) AND r.monitor_id = $2 AND r.probe = $3 AND r.view = $4 AND r.time >= $5 AND r.time < $6`,
-    [picked.map((r) => r.job_id), w.monitorId, w.probe, w.view, w.from, w.to])
-  const values = new Map(valueRows.map((r) => [`${r.job_id}|${r.mode}`, r.v ? r.v.map(Number) : null]))
-  const rounds = new Map()
-  for (const r of picked) {
+  // In the order of the window (by time), as the bootstrap's seed expects.
+  used.sort((a, b) => (a.location_id < b.location_id ? -1 : a.location_id > b.location_id ? 1 : 0) || a.k - b.k)
+  for (const r of used) {
     if (!rounds.has(r.location_id)) rounds.set(r.location_id, { used: [], available: r.n })
-    const h2 = values.get(`${r.job_id}|h2`) ?? null
-    const h3 = values.get(`${r.job_id}|h3`) ?? null
+    const h2 = r.h2_v ? r.h2_v.map(Number) : null
+    const h3 = r.h3_v ? r.h3_v.map(Number) : null
     // Intention to treat: an arm with no value (it failed, or fell back
     // without this metric) counts at the timeout, as often as the other arm
     // has samples.
@@ -220,34 +198,6 @@ async function readRounds (db, w) {
     rounds.get(r.location_id).used.push({ job_id: r.job_id, h2_state: r.h2, h3_state: r.h3, h2: fill(h2, h3), h3: fill(h3, h2) })
   }
   return { states, rounds }
-}
-
-/**
- * An arm's values: one for a timing column, the probe's samples otherwise.
- * @param {string} metric
- */
-function VALUES_SQL (metric) {
-  const column = metricOf(metric).column
-  return column
-    ? `CASE WHEN r.${column} IS NOT NULL THEN ARRAY[r.${column}] END`
-    : `CASE WHEN jsonb_typeof(r.details->'samples') = 'array' AND jsonb_array_length(r.details->'samples') > 0
-         THEN ARRAY(SELECT x::double precision FROM jsonb_array_elements_text(r.details->'samples') x) END`
-}
-
-/**
- * An arm's state: loaded with its forced protocol (ok), could not load
- * (failed), loaded over another protocol (fallback), met an origin that
- * refuses QUIC (unsupported), or loaded without reporting this metric
- * (no_value). details is read only for the rows that need it.
- * @param {string} metric
- */
-function STATE_SQL (metric) {
-  const column = metricOf(metric).column
-  const has = column ? `r.${column} IS NOT NULL` : "jsonb_typeof(r.details->'samples') = 'array' AND jsonb_array_length(r.details->'samples') > 0"
-  return `CASE WHEN r.status = 'ok' AND r.protocol_ok THEN CASE WHEN ${has} THEN 'ok' ELSE 'no_value' END
-               WHEN r.status = 'protocol_mismatch' THEN 'fallback'
-               WHEN r.details->>'failure_kind' = 'h3_unsupported' THEN 'unsupported'
-               ELSE 'failed' END`
 }
 
 /**

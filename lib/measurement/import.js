@@ -4,13 +4,14 @@
 // (bench/calibration.js) that need 100k rows per scenario.
 //
 // The whole input is validated before anything is written, so one bad line
-// stores nothing; then every row is inserted in one transaction, in
-// multi-row INSERTs, each queueing its new rows for the rollups like the
-// agent path does (lib/store/jobs.js submitJobResults).
+// stores nothing; then every row is inserted in one transaction through the
+// agents' batched insert (lib/store/results.js insertRoundResults), its new rows
+// queued for the rollups like the agent path does (lib/store/jobs.js).
 import readline from 'node:readline'
 import { Transform } from 'node:stream'
 import { ValidationError } from '../runtime/errors.js'
-import { INSERT_COLUMNS } from '../store/results.js'
+import { INSERT_COLUMNS, insertRoundResults } from '../store/results.js'
+import { enqueueForRollup } from '../store/rollups.js'
 import { TIMING_COLUMNS } from './metrics.js'
 import { MODES } from './modes.js'
 import { PROBE_IDS as PROBES } from './probes/index.js'
@@ -23,10 +24,10 @@ export const IMPORT_MAX_LINES = 100_000
 export const IMPORT_MAX_BYTES = 64 * 1024 * 1024
 export const IMPORT_MAX_LINE_BYTES = 1024 * 1024
 
-// 1,000 rows × 38 columns is 38,000 parameters, under PostgreSQL's 65,535.
-// bench/import.js, 2 busy cores: 100,000 lines in 6–11 s, of which ~1.4 s is
-// parsing and checking, ~0.9 s the jobs and the rest these inserts. One
-// unnest() of column arrays per batch instead was no faster beyond noise.
+// Rows per call of the batched insert, which splits them into INSERTs under
+// PostgreSQL's 65,535 parameters. bench/import.js, 2 busy cores, with the
+// import's own INSERTs: 100,000 lines in 6–11 s, of which ~1.4 s is parsing
+// and checking, ~0.9 s the jobs and the rest the inserts.
 const INSERT_BATCH_ROWS = 1000
 
 // Fields of the source system: the importing monitor, its jobs and no agent
@@ -195,9 +196,9 @@ function parseLine (line, n, { known, expected }) {
 
 /**
  * Write the validated rows: jobs of every round (created done, or the
- * existing one reused), then the results in multi-row INSERTs that queue
- * their new rows for the rollups in the same statement. One transaction, so
- * a failure stores nothing.
+ * existing one reused), then the results through the batched insert, their
+ * new rows queued for the rollups. One transaction, so a failure stores
+ * nothing.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, rows: string[], rounds: Map<string, { location: string, time: Date, jobId?: number }> }} opts
  * @returns {Promise<ImportSummary>}
@@ -231,25 +232,21 @@ async function storeImport (db, { monitorId, rows, rounds }) {
           WHERE j.monitor_id = $1`, [monitorId, locations, times])
       for (const j of jobs) rounds.get(`${j.location_id}|${+j.due_at}`).jobId ??= j.id
     }
-    const jobAt = INSERT_COLUMNS.indexOf('job_id')
-    const monitorAt = INSERT_COLUMNS.indexOf('monitor_id')
+    // The agents' batched insert (lib/results.js insertRoundResults), so an
+    // imported round is stored like a submitted one, its summary included.
     let imported = 0
     for (let i = 0; i < rows.length; i += INSERT_BATCH_ROWS) {
-      const values = []
-      const tuples = []
-      for (const text of rows.slice(i, i + INSERT_BATCH_ROWS)) {
-        const row = JSON.parse(text)
-        row[jobAt] = rounds.get(row[jobAt]).jobId
-        row[monitorAt] = monitorId
-        tuples.push(`(${row.map((v) => { values.push(v); return `$${values.length}` }).join(', ')})`)
-      }
-      const { rows: [{ n }] } = await client.query(
-        `WITH inserted AS (
-           INSERT INTO results (${INSERT_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}
-           ON CONFLICT (job_id, mode, view, probe, time) DO NOTHING RETURNING id),
-         queued AS (INSERT INTO rollup_pending (result_id) SELECT id FROM inserted RETURNING 1)
-         SELECT count(*)::int AS n FROM queued`, values)
-      imported += n
+      const batch = rows.slice(i, i + INSERT_BATCH_ROWS).map((text) => {
+        const values = JSON.parse(text)
+        const row = Object.fromEntries(INSERT_COLUMNS.map((c, k) => [c, values[k]]))
+        const job = { id: rounds.get(row.job_id).jobId, monitor_id: monitorId, location_id: row.location_id, due_at: row.time }
+        // Kept as JSON text; the insert writes notes from the list.
+        if (row.notes != null) row.notes = JSON.parse(row.notes)
+        return { job, results: [row] }
+      })
+      const inserted = await insertRoundResults(client, { rounds: batch, agentId: null })
+      await enqueueForRollup(client, inserted.map((r) => r.id))
+      imported += inserted.length
     }
     await client.query('COMMIT')
     return { imported, skipped_existing: rows.length - imported, rounds: rounds.size }

@@ -43,7 +43,7 @@ export const VARIABLES = [
   { name: 'H3LENS_LAB', key: 'lab', flag: '--lab', type: 'enum', values: ['auto', 'regions', 'local', 'off'], default: 'auto', description: 'start: emulated regions when possible (auto), force them (regions), loopback only (local), or no lab (off)' },
   { name: 'H3LENS_LAB_BACKEND', key: 'labBackend', type: 'enum', values: ['linkem', 'netem'], default: 'linkem', description: 'link emulator for lab regions' },
   { name: 'H3LENS_COMPRESS_AFTER_DAYS', key: 'compressAfterDays', type: 'int', min: 0, max: 3650, default: 7, description: 'TimescaleDB: compress raw results older than this (0 = never)' },
-  { name: 'H3LENS_RETENTION_DAYS', key: 'retentionDays', type: 'int', min: 0, max: 36500, default: 0, description: 'TimescaleDB: drop raw results older than this (0 = keep; rollups are kept)' },
+  { name: 'H3LENS_RETENTION_DAYS', key: 'retentionDays', type: 'int', min: 0, max: 36500, default: 0, description: 'TimescaleDB: drop raw results and their round summaries older than this (0 = keep; rollups are kept)' },
   { name: 'H3LENS_PUBLIC_READ', key: 'publicRead', type: 'bool', default: false, description: 'let anyone read the REST API and /metrics without a key (writes still need a write key)' },
   { name: 'H3LENS_AUTH_FAILURES_PER_MIN', key: 'authFailuresPerMin', type: 'int', min: 0, max: 100000, default: 20, description: 'wrong keys or tokens one client address may present per minute before its wrong ones get 429; right keys and tokens are never limited by it (0 = no limit)' },
   { name: 'H3LENS_AGENT_REQUESTS_PER_MIN', key: 'agentRequestsPerMin', type: 'int', min: 0, max: 1000000, default: 600, description: 'requests one agent token may make per minute before it gets 429 (0 = no limit)' },

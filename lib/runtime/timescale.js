@@ -1,5 +1,6 @@
 // Storage path: TimescaleDB (results as a hypertable with compression and
 // retention policies) when the extension is there, plain PostgreSQL otherwise.
+import { applyRoundSummaryRetention } from '../store/round-summaries.js'
 
 /**
  * @param {import('pg').Pool} db
@@ -13,8 +14,9 @@ export async function isHypertable (db) {
 }
 
 /**
- * Apply (or change) compression and retention of raw results. Rollups are
- * kept: trends and comparisons outlive the raw rows they were built from.
+ * Apply (or change) compression and retention of raw results and of their
+ * round summaries. Rollups are kept: trends outlive the raw rows they were
+ * built from.
  * @param {import('pg').Pool} db
  * @param {{ compressAfterDays?: number, retentionDays?: number, log: import('pino').Logger } & Record<string, any>} opts
  * @returns {Promise<string>} a one-line description of the storage path, for the start-up log
@@ -31,6 +33,8 @@ export async function applyStoragePolicies (db, { compressAfterDays, retentionDa
   if (compressAfterDays > 0) await db.query(`SELECT add_compression_policy('results', make_interval(days => $1))`, [compressAfterDays])
   await db.query(`SELECT remove_retention_policy('results', if_exists => true)`)
   if (retentionDays > 0) await db.query(`SELECT add_retention_policy('results', make_interval(days => $1))`, [retentionDays])
+  // Round summaries go with the raw rows they summarise (migration 013).
+  await applyRoundSummaryRetention(db, { retentionDays })
   const text = `TimescaleDB: results is a hypertable, compressed after ${compressAfterDays || 'never'} days, raw rows kept ${retentionDays ? `${retentionDays} days` : 'forever'}`
   log.info(text)
   return text

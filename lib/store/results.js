@@ -27,10 +27,13 @@ const ROWS_PER_INSERT = 1000
 
 /**
  * Insert the results of several jobs in multi-row INSERTs; rows already
- * present (a resubmission) are skipped.
+ * present (a resubmission) are skipped. The agents' single and batched
+ * routes, the WPT path and the import all store results here; a trigger
+ * (migration 013) folds the new rows into their rounds' summaries in the
+ * same statement. agentId is null for imported rounds.
  * @param {import('pg').PoolClient | import('pg').Pool} db
  * @param {{ rounds: { job: { id: number, monitor_id: number, location_id: string, due_at: Date }, results: Record<string, any>[] }[],
- *   agentId: number, agentVersion?: string }} opts
+ *   agentId: number | null, agentVersion?: string }} opts
  * @returns {Promise<Record<string, any>[]>} the rows actually inserted
  */
 export async function insertRoundResults (db, { rounds, agentId, agentVersion }) {
