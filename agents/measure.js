@@ -1,6 +1,6 @@
 import pino from 'pino'
 import { BrowserLaunchError } from './browser.js'
-import { advertisesH3 } from './alt-svc.js'
+import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { emptyResult as emptyRow } from '../lib/measurement/result.js'
 import { baseFlags, forcedOrigins, hostPort, MODES, modeFlags, netlogFlags } from '../lib/measurement/modes.js'
 import { recordNetwork } from './network.js'

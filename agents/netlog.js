@@ -5,7 +5,9 @@ import { mkdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { gzip as gzipCallback } from 'node:zlib'
-import { summarizeNetlog } from './netlog-summary.js'
+import { summarizeNetlog, parseNetlog } from '../lib/measurement/netlog.js'
+
+export { compactSummary } from '../lib/measurement/netlog.js'
 import { request } from './http.js'
 
 const gzip = promisify(gzipCallback)
@@ -23,25 +25,6 @@ export async function netlogPath (dir, { jobId, probe, mode, kind }) {
 }
 
 /**
- * Parse a net log file. A browser killed before it exited leaves the events
- * array open; everything up to the last complete event is kept.
- * @param {string} text
- */
-export function parseNetlog (text) {
-  try {
-    return JSON.parse(text)
-  } catch {
-    const cut = text.lastIndexOf('},')
-    const end = text.lastIndexOf('}')
-    for (const at of [end, cut]) {
-      if (at < 0) continue
-      try { return JSON.parse(text.slice(0, at + 1) + ']}') } catch {}
-    }
-    throw new Error('the net log is not valid JSON, even when cut at its last complete event')
-  }
-}
-
-/**
  * Read a finished capture: the summary for the result, and the gzip to upload.
  * @param {string} file
  * @param {{ rttMs?: number | null }} [opts]
@@ -55,19 +38,6 @@ export async function finishNetlog (file, { rttMs = null } = {}) {
 /** @param {string} file */
 export async function removeNetlog (file) {
   await rm(file, { force: true })
-}
-
-/**
- * The part of a summary stored with the result (details.netlog.summary):
- * small, and what the notes refer to.
- * @param {ReturnType<typeof summarizeNetlog>} summary
- */
-export function compactSummary (summary) {
-  return {
-    quic_sessions: summary.quic_sessions.map(({ findings, ...s }) => s),
-    tls_sessions: summary.tls_sessions.map(({ findings, ...s }) => s),
-    findings: summary.findings
-  }
 }
 
 /**

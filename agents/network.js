@@ -3,7 +3,7 @@
 // (alternateProtocolUsage), timing phases, bytes on the wire and the Alt-Svc
 // its origin advertised. Navigation Timing covers the document only; this
 // covers everything the page fetched.
-import { advertisesH3 } from './alt-svc.js'
+import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { normalizeProtocol } from '../lib/measurement/protocol.js'
 import { round } from './page-metrics.js'
 

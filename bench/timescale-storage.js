@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util'
 import { createPool } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
-import { applyStoragePolicies } from '../lib/runtime/timescale.js'
+import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { generateResults } from './lib/generate.js'
 import { seedDemo } from '../test/helpers/ui.js'

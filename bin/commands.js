@@ -16,7 +16,7 @@ import { startAgent } from '../agents/main.js'
 import { runStart, adminKeyNotice } from './start.js'
 import { runLab, labDownCommand } from './lab.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
-import { applyStoragePolicies } from '../lib/runtime/timescale.js'
+import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { assertPortFree } from '../lib/runtime/instance.js'
 import { enrolLocation, parseLocationSpec, readAgentToken } from './enrol.js'
 

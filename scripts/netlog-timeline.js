@@ -7,8 +7,7 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { gunzipSync } from 'node:zlib'
-import { parseNetlog } from '../agents/netlog.js'
-import { namedEvents, summarizeNetlog } from '../agents/netlog-summary.js'
+import { namedEvents, parseNetlog, summarizeNetlog } from '../lib/measurement/netlog.js'
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { rtt: { type: 'string' }, events: { type: 'string', default: '40' } } })
 if (positionals.length !== 1) {
@@ -47,7 +46,7 @@ console.log('\nFindings')
 for (const f of summary.findings) console.log(`  - ${f.message}`)
 if (!summary.findings.length) console.log('  none: every handshake went as its floor says')
 
-/** @param {import('../agents/netlog-summary.js').NetlogEvent} e */
+/** @param {import('../lib/measurement/netlog.js').NetlogEvent} e */
 function describe (e) {
   const p = e.params
   const level = (p.encryption_level ?? '').replace('ENCRYPTION_', '').replace('FORWARD_SECURE', '1-RTT').toLowerCase()

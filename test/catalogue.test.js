@@ -7,6 +7,8 @@
 /* global document, location */
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
 import { createTestApp } from './helpers/app.js'
 import { startDashboard, launchBrowser, openRoute } from './helpers/ui.js'
 import { METRICS, COMPARABLE_METRICS, ROLLUP_METRICS, TIMING_COLUMNS, metricOf, canonicalMetric } from '../lib/measurement/metrics.js'
@@ -16,7 +18,7 @@ import { RESULT_FIELDS, emptyResult } from '../lib/measurement/result.js'
 import { resultSchema, submittedResult } from '../api/schemas.js'
 import { PAGE_ORDER } from '../lib/measurement/checks.js'
 import { INSERT_COLUMNS } from '../lib/store/results.js'
-import { EXPORT_COLUMNS } from '../lib/measurement/export.js'
+import { EXPORT_COLUMNS } from '../lib/store/results-export.js'
 import { PROBE_RUNNERS } from '../agents/probes/index.js'
 import { createMonitor } from '../lib/store/monitors.js'
 
@@ -179,4 +181,51 @@ test('the dashboard offers the catalogue\'s page metrics and keeps old metric li
     await chromium.close()
     await server.close()
   }
+})
+
+// lib/ is four rooms on four floors (docs/ARCHITECTURE.md): each imports
+// only the rooms below it, and table SQL lives in lib/store/ alone.
+const ROOMS = ['runtime', 'measurement', 'store', 'analysis']
+const ROOT = path.resolve(import.meta.dirname, '..')
+
+/** @param {string} dir @returns {string[]} repository-relative .js files under dir */
+function sources (dir) {
+  return fs.readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.js') && !f.split(path.sep).includes('vendor') && !f.split(path.sep).includes('node_modules'))
+    .map((f) => path.join(dir, f))
+}
+
+test('lib/ has exactly the four rooms, and each imports only the rooms below it', () => {
+  const entries = fs.readdirSync(path.join(ROOT, 'lib'))
+  assert.deepEqual(entries.sort(), [...ROOMS].sort(), 'nothing lives loose in lib/')
+  for (const file of sources('lib')) {
+    const room = file.split(path.sep)[1]
+    const floor = ROOMS.indexOf(room)
+    const text = fs.readFileSync(path.join(ROOT, file), 'utf8')
+    for (const [, spec] of text.matchAll(/^(?:import|export)[^'"]*from '(\.[^']+)'/gm)) {
+      const target = path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, file)), spec))
+      const parts = target.split(path.sep)
+      assert.equal(parts[0], 'lib', `${file} imports ${target}, outside lib/`)
+      assert.ok(ROOMS.indexOf(parts[1]) <= floor, `${file} (${room}) imports ${target} (${parts[1]}), a room above it`)
+    }
+  }
+})
+
+test('no module outside lib/store/ runs SQL against a table', () => {
+  const tables = new Set()
+  for (const f of fs.readdirSync(path.join(ROOT, 'migrations')).filter((x) => x.endsWith('.sql'))) {
+    for (const [, name] of fs.readFileSync(path.join(ROOT, 'migrations', f), 'utf8').matchAll(/CREATE TABLE (?:IF NOT EXISTS )?([a-z_]+)/g)) tables.add(name)
+  }
+  assert.ok(tables.has('results') && tables.has('jobs'))
+  const sql = new RegExp(`\\b(?:FROM|INTO|UPDATE|JOIN|TABLE)\\s+(${[...tables].join('|')})\\b`)
+  // The runtime administers the database itself: migrations and its creation.
+  const schemaAdmin = new Set(['lib/runtime/migrate.js', 'lib/runtime/db.js'])
+  const offenders = []
+  for (const file of ['lib', 'api', 'scheduler', 'agents', 'bin'].flatMap(sources)) {
+    if (file.startsWith(`lib${path.sep}store${path.sep}`) || schemaAdmin.has(file)) continue
+    fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n').forEach((line, i) => {
+      if (!line.trim().startsWith('//') && !line.trim().startsWith('*') && sql.test(line)) offenders.push(`${file}:${i + 1}: ${line.trim()}`)
+    })
+  }
+  assert.deepEqual(offenders, [])
 })

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream'
 import { createTestApp } from './helpers/app.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { upsertLocation } from '../lib/store/locations.js'
-import { IMPORT_MAX_LINES, IMPORT_MAX_BYTES } from '../lib/measurement/import.js'
+import { IMPORT_MAX_LINES, IMPORT_MAX_BYTES } from '../lib/store/results-import.js'
 
 // Recent enough for the default 24 h comparison window.
 const BASE = Math.floor((Date.now() - 6 * 3600e3) / 60e3) * 60e3

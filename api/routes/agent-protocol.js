@@ -3,7 +3,7 @@
 import { claimJobs, heartbeatJob, submitJobResults, submitRoundsResults, failJob, releaseJob } from '../../lib/store/jobs.js'
 import { touchAgent } from '../../lib/store/agents.js'
 import { getLocation } from '../../lib/store/locations.js'
-import { measurementHints } from '../../lib/analysis/claim-hints.js'
+import { measurementHints } from '../../lib/store/claim-hints.js'
 import { errorResponses, idParams, submittedResult } from '../schemas.js'
 import { checkResults } from '../../lib/measurement/checks.js'
 import { expectedProtocolFor } from '../../lib/measurement/modes.js'

@@ -1,7 +1,7 @@
 import {
   EXPORT_FORMATS, JSON_MAX_DAYS, JSON_MAX_ROWS, assertMonitorExists, checkExportRange, exportBatches, exportRowsCapped,
   csvStream, ndjsonStream, exportFilename
-} from '../../lib/measurement/export.js'
+} from '../../lib/store/results-export.js'
 import { errorResponses, resultFilterQuery } from '../schemas.js'
 
 const STREAMS = {

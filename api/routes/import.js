@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import { getMonitor } from '../../lib/store/monitors.js'
-import { importResults, ndjsonLines, IMPORT_MAX_BYTES, IMPORT_MAX_LINES } from '../../lib/measurement/import.js'
+import { importResults, ndjsonLines, IMPORT_MAX_BYTES, IMPORT_MAX_LINES } from '../../lib/store/results-import.js'
 import { errorResponses, idParams } from '../schemas.js'
 
 const NDJSON = 'application/x-ndjson'

@@ -25,6 +25,7 @@
 // of rounds (more for the tail). docs/STATISTICS.md explains, and
 // bench/calibration.js measures the false-positive rate and power.
 import { readRoundWindow } from '../store/round-summaries.js'
+import { listLocations } from '../store/locations.js'
 import {
   roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
   benjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
@@ -80,7 +81,7 @@ export function minRoundsFor (percentile) {
  */
 export async function regionalComparison (db, { monitor, metric, percentiles, probe, view, from, to, analysis = 'matched', timeoutMs = 30000 }) {
   const window = { monitorId: monitor.id, metric, probe, view, from, to }
-  const { rows: locRows } = await db.query('SELECT id, name, region, kind, profile FROM locations')
+  const locRows = await listLocations(db)
   const locations = new Map(locRows.map((l) => [l.id, l]))
   const { states, rounds } = await readRounds(db, { ...window, analysis, timeoutMs })
   const ids = [...new Set([...monitor.locations, ...states.keys()])]

@@ -6,7 +6,7 @@
 // (recorded/131150_SPIKE_H1_0001: page TTFB 81 ms is the start page's
 // favicon; the page's document arrived 145 ms in).
 import { normalizeProtocol } from '../protocol.js'
-import { advertisesH3 } from '../../../agents/alt-svc.js'
+import { advertisesH3 } from '../alt-svc.js'
 import { emptyResult } from '../result.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
@@ -48,7 +48,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   row.fcp_ms = measured(page.firstContentfulPaint)
   row.lcp_ms = measured(page['chromeUserTiming.LargestContentfulPaint'])
   row.dcl_ms = measured(page.domContentLoadedEventStart)
-  // Bounded like an imported result's bytes (lib/measurement/import.js): a hostile file must not overflow the column.
+  // Bounded like an imported result's bytes (lib/store/results-import.js): a hostile file must not overflow the column.
   row.bytes = Math.min(1e12, Math.max(0, Math.round(num(page.bytesIn) ?? 0)))
   row.requests = requests.length
   const withProtocol = requests.filter((r) => r.protocol)

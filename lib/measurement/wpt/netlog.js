@@ -2,8 +2,7 @@
 // uploaded, and summarised like a Puppeteer agent's capture (QUIC and TLS
 // sessions, handshake findings) for the result's details and notes.
 import { gunzipSync } from 'node:zlib'
-import { parseNetlog, compactSummary } from '../../../agents/netlog.js'
-import { summarizeNetlog } from '../../../agents/netlog-summary.js'
+import { compactSummary, parseNetlog, summarizeNetlog } from '../netlog.js'
 
 /**
  * A page's net log in Default capture mode is a few MB; past this the log is

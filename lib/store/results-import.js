@@ -10,14 +10,17 @@
 import readline from 'node:readline'
 import { Transform } from 'node:stream'
 import { ValidationError } from '../runtime/errors.js'
-import { INSERT_COLUMNS, insertRoundResults } from '../store/results.js'
-import { enqueueForRollup } from '../store/rollups.js'
-import { TIMING_COLUMNS } from './metrics.js'
-import { MODES } from './modes.js'
-import { PROBE_IDS as PROBES } from './probes/index.js'
-import { VIEWS } from './result.js'
-import { checkResults } from './checks.js'
-import { normalizeProtocol } from './protocol.js'
+import { INSERT_COLUMNS, insertRoundResults, jobsOfStoredRounds } from './results.js'
+import { doneJobsFor } from './jobs.js'
+import { listLocations } from './locations.js'
+import { withTransaction } from './transaction.js'
+import { enqueueForRollup } from './rollups.js'
+import { TIMING_COLUMNS } from '../measurement/metrics.js'
+import { MODES } from '../measurement/modes.js'
+import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
+import { VIEWS } from '../measurement/result.js'
+import { checkResults } from '../measurement/checks.js'
+import { normalizeProtocol } from '../measurement/protocol.js'
 
 export const IMPORT_MAX_LINES = 100_000
 // 100,000 exported lines of a page-probe monitor are ~45 MB of NDJSON.
@@ -96,8 +99,7 @@ const FIELDS = {
  * @throws {ValidationError} naming the line and field (`line 17: ttfb_ms`), with `line` set; 413 over the limits
  */
 export async function importResults (db, { monitor, lines }) {
-  const { rows: locs } = await db.query('SELECT id FROM locations')
-  const known = new Set(locs.map((l) => l.id))
+  const known = new Set((await listLocations(db)).map((l) => l.id))
   const expected = (/** @type {string} */ mode) => monitor.aa_protocol ?? mode
   const rows = []
   /** @type {Map<string, { location: string, time: Date, jobId?: number }>} */
@@ -204,9 +206,7 @@ function parseLine (line, n, { known, expected }) {
  * @returns {Promise<ImportSummary>}
  */
 async function storeImport (db, { monitorId, rows, rounds }) {
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
+  return withTransaction(db, async (client) => {
     const list = [...rounds.values()]
     for (let i = 0; i < list.length; i += 10000) {
       const part = list.slice(i, i + 10000)
@@ -215,24 +215,13 @@ async function storeImport (db, { monitorId, rows, rounds }) {
       // A round whose job was pruned (jobs retention) keeps its results:
       // their job_id is the round's, so a re-import stores nothing twice
       // rather than filing the same round under a new job.
-      const { rows: kept } = await client.query(
-        `SELECT DISTINCT ON (r.location_id, r.time) r.location_id, r.time AS due_at, r.job_id AS id
-           FROM results r JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-             ON r.location_id = u.location_id AND r.time = u.due_at
-          WHERE r.monitor_id = $1`, [monitorId, locations, times])
-      for (const j of kept) rounds.get(`${j.location_id}|${+j.due_at}`).jobId = j.id
+      for (const j of await jobsOfStoredRounds(client, { monitorId, locations, times })) rounds.get(`${j.location_id}|${+j.due_at}`).jobId = j.id
       const fresh = part.filter((r) => r.jobId === undefined)
-      await client.query(
-        `INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
-         SELECT $1, u.location_id, u.due_at, 'done', now() FROM unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-         ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [monitorId, fresh.map((r) => r.location), fresh.map((r) => r.time)])
-      const { rows: jobs } = await client.query(
-        `SELECT j.id, j.location_id, j.due_at FROM jobs j JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-            ON j.location_id = u.location_id AND j.due_at = u.due_at
-          WHERE j.monitor_id = $1`, [monitorId, locations, times])
-      for (const j of jobs) rounds.get(`${j.location_id}|${+j.due_at}`).jobId ??= j.id
+      for (const j of await doneJobsFor(client, { monitorId, locations: fresh.map((r) => r.location), times: fresh.map((r) => r.time) })) {
+        rounds.get(`${j.location_id}|${+j.due_at}`).jobId ??= j.id
+      }
     }
-    // The agents' batched insert (lib/results.js insertRoundResults), so an
+    // The agents' batched insert (lib/store/results.js insertRoundResults), so an
     // imported round is stored like a submitted one, its summary included.
     let imported = 0
     for (let i = 0; i < rows.length; i += INSERT_BATCH_ROWS) {
@@ -248,14 +237,8 @@ async function storeImport (db, { monitorId, rows, rounds }) {
       await enqueueForRollup(client, inserted.map((r) => r.id))
       imported += inserted.length
     }
-    await client.query('COMMIT')
     return { imported, skipped_existing: rows.length - imported, rounds: rounds.size }
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  })
 }
 
 /**

@@ -1,6 +1,6 @@
 // Alt-Svc (RFC 7838) as servers send it: `h3=":443"; ma=86400, h3-29=":443"`,
 // or `clear`. Only what discovery needs: which protocols, where, how long.
-import { normalizeProtocol } from '../lib/measurement/protocol.js'
+import { normalizeProtocol } from './protocol.js'
 
 /**
  * @param {string | null | undefined} header

@@ -3,8 +3,8 @@
 // every H3-capable origin, and above which values a run counts as an outlier
 // that deserves a net log.
 import { effectiveOptions } from '../measurement/probes/index.js'
-import { h3Origins } from '../store/monitor-origins.js'
-import { outlierThresholds } from '../store/netlogs.js'
+import { h3Origins } from './monitor-origins.js'
+import { outlierThresholds } from './netlogs.js'
 
 /**
  * @param {import('pg').Pool} db

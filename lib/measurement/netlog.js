@@ -1,4 +1,5 @@
-// Reads a Chromium net log (the JSON --log-net-log writes) and tells what the
+// Reads a Chromium net log (the JSON --log-net-log writes), whoever captured
+// it (the Puppeteer agent, a WebPageTest agent's upload) and tells what the
 // connections of a run did during their handshakes: how the ClientHello was
 // packed, what the server acknowledged, which probe timeouts fired, when the
 // handshake completed and was confirmed, whether 0-RTT or TLS resumption
@@ -195,4 +196,36 @@ function closeOf (list) {
 
 function invert (obj) {
   return Object.fromEntries(Object.entries(obj).map(([k, v]) => [v, k]))
+}
+
+/**
+ * Parse a net log file. A browser killed before it exited leaves the events
+ * array open; everything up to the last complete event is kept.
+ * @param {string} text
+ */
+export function parseNetlog (text) {
+  try {
+    return JSON.parse(text)
+  } catch {
+    const cut = text.lastIndexOf('},')
+    const end = text.lastIndexOf('}')
+    for (const at of [end, cut]) {
+      if (at < 0) continue
+      try { return JSON.parse(text.slice(0, at + 1) + ']}') } catch {}
+    }
+    throw new Error('the net log is not valid JSON, even when cut at its last complete event')
+  }
+}
+
+/**
+ * The part of a summary stored with the result (details.netlog.summary):
+ * small, and what the notes refer to.
+ * @param {ReturnType<typeof summarizeNetlog>} summary
+ */
+export function compactSummary (summary) {
+  return {
+    quic_sessions: summary.quic_sessions.map(({ findings, ...s }) => s),
+    tls_sessions: summary.tls_sessions.map(({ findings, ...s }) => s),
+    findings: summary.findings
+  }
 }

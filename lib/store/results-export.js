@@ -3,8 +3,8 @@
 // constant memory (bench/export-memory.js measures it).
 import { Readable } from 'node:stream'
 import { stringify } from 'csv-stringify/sync'
-import { RESULT_COLUMNS, resultBatches, resultRows } from '../store/results.js'
-export { assertMonitorExists } from '../store/monitors.js'
+import { RESULT_COLUMNS, resultBatches, resultRows } from './results.js'
+export { assertMonitorExists } from './monitors.js'
 import { ValidationError } from '../runtime/errors.js'
 
 export const EXPORT_FORMATS = ['csv', 'ndjson', 'json']
@@ -39,7 +39,7 @@ export function checkExportRange (q) {
 /**
  * Export rows (EXPORT_COLUMNS) oldest first, in batches (lib/store/results.js resultBatches).
  * @param {import('pg').Pool} db
- * @param {import('../store/results.js').ResultFilter} filter
+ * @param {import('./results.js').ResultFilter} filter
  * @param {{ batchRows?: number }} [opts]
  */
 export function exportBatches (db, filter, { batchRows = EXPORT_BATCH_ROWS } = {}) {
@@ -49,7 +49,7 @@ export function exportBatches (db, filter, { batchRows = EXPORT_BATCH_ROWS } = {
 /**
  * At most `maxRows` export rows for a non-streaming answer; more is a 400 naming `format`.
  * @param {import('pg').Pool} db
- * @param {import('../store/results.js').ResultFilter} filter
+ * @param {import('./results.js').ResultFilter} filter
  * @param {{ maxRows?: number }} [opts]
  */
 export async function exportRowsCapped (db, filter, { maxRows = JSON_MAX_ROWS } = {}) {

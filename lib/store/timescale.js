@@ -1,6 +1,6 @@
 // Storage path: TimescaleDB (results as a hypertable with compression and
 // retention policies) when the extension is there, plain PostgreSQL otherwise.
-import { applyRoundSummaryRetention } from '../store/round-summaries.js'
+import { applyRoundSummaryRetention } from './round-summaries.js'
 
 /**
  * @param {import('pg').Pool} db
