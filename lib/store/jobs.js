@@ -5,6 +5,7 @@ import { insertResults, insertRoundResults } from './results.js'
 import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
 import { AGENT_ALIVE_S } from './agents.js'
+import { withTransaction } from './transaction.js'
 
 export const JOB_STATES = Object.freeze({
   queued: 'queued',
@@ -181,9 +182,7 @@ export async function heartbeatJob (db, { jobId, agentId, locationId, leaseSecon
  * @returns {Promise<{ stored: number, duplicates: number }>}
  */
 export async function submitJobResults (db, { jobId, agent, results, agentVersion }) {
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
+  return withTransaction(db, async (client) => {
     const { rows } = await client.query({
       name: 'lock-job',
       text: 'SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs WHERE id = $1 FOR UPDATE',
@@ -212,14 +211,8 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
               updated_at = now() WHERE id = $1`,
       values: [jobId]
     })
-    await client.query('COMMIT')
     return { stored: inserted.length, duplicates: results.length - inserted.length }
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  })
 }
 
 /**
@@ -236,9 +229,7 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
  */
 export async function submitRoundsResults (db, { agent, rounds, agentVersion }) {
   const ids = [...new Set(rounds.map((r) => r.job_id))].sort((a, b) => a - b)
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
+  return withTransaction(db, async (client) => {
     const { rows } = await client.query(
       `SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs
         WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, [ids])
@@ -276,14 +267,8 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
         `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL, updated_at = now()
           WHERE id = ANY($1::bigint[])`, [accepted.map((a) => a.job.id)])
     }
-    await client.query('COMMIT')
     return rounds.map((r) => answers.get(Number(r.job_id)))
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  })
 }
 
 /**
@@ -401,9 +386,7 @@ export async function countJobsByState (db) {
  * @returns {Promise<number>} jobs deleted
  */
 export async function pruneFinishedJobs (db, { retentionDays, batch = 1000 }) {
-  const client = await db.connect()
-  try {
-    await client.query('BEGIN')
+  return withTransaction(db, async (client) => {
     const { rows } = await client.query(
       `SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
         WHERE j.state IN ('done', 'failed', 'cancelled', 'skipped') AND j.finished_at < now() - make_interval(days => $1)
@@ -416,14 +399,8 @@ export async function pruneFinishedJobs (db, { retentionDays, batch = 1000 }) {
       await client.query('DELETE FROM wpt_tests WHERE job_id = ANY($1::bigint[])', [ids])
       await client.query('DELETE FROM jobs WHERE id = ANY($1::bigint[])', [ids])
     }
-    await client.query('COMMIT')
     return ids.length
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw err
-  } finally {
-    client.release()
-  }
+  })
 }
 
 async function explainNotLeased (db, jobId, agentId, locationId) {
