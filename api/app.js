@@ -75,7 +75,7 @@ function useDateTimeRule (ajv) {
  * HTTPS when H3LENS_TLS_CERT and H3LENS_TLS_KEY are set (agents in other
  * regions send bearer tokens, which must not cross the Internet in clear).
  * HTTP/1.1 over TLS; agents and browsers need nothing more.
- * @param {Record<string, any>} config
+ * @param {import('../lib/runtime/config.js').Config} config
  * @returns {{ https?: { cert: Buffer, key: Buffer } }}
  */
 function tlsOptions (config) {
@@ -91,7 +91,7 @@ function tlsOptions (config) {
 }
 
 /**
- * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger,
+ * @param {{ db: import('pg').Pool, config: import('../lib/runtime/config.js').Config, log: import('pino').Logger,
  *   labOrigin?: { server: string, version: string | null, distorts_h3: boolean } | null }} context
  */
 export async function buildApp (context) {

@@ -14,7 +14,7 @@ import { assertPortFree, claimDataDir, labPrefix } from '../lib/runtime/instance
 
 /**
  * Start the lab and register its stop with the lifecycle.
- * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
+ * @param {{ config: import('../lib/runtime/config.js').Config, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
  * @returns {Promise<{ origin: Awaited<ReturnType<typeof startOrigin>>, locations: LabLocation[], mode: 'regions' | 'local', notice?: string }>}
  */
 export async function startLabEnvironment ({ config, log, lifecycle }) {

@@ -22,7 +22,7 @@ const SEED_INTERVAL_S = 60
 export const AA_SEED_LABEL = 'A/A calibration (lab 15 KB, h2 vs h2)'
 
 /**
- * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
+ * @param {{ config: import('../lib/runtime/config.js').Config, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
  */
 export async function runStart (ctx) {
   const { config, log, lifecycle } = ctx

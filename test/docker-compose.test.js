@@ -20,6 +20,7 @@ const text = fs.readFileSync(new URL('../docker-compose.yml', import.meta.url), 
 const compose = parse(text, { merge: true })
 const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 const dockerfile = fs.readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8')
+/** @type {Set<string>} */
 const known = new Set(VARIABLES.map((v) => v.name))
 const h3lensServices = Object.entries(compose.services).filter(([, svc]) => svc.image?.startsWith('h3lens'))
 const agents = h3lensServices.filter(([, svc]) => svc.command?.[2] === 'agent')

@@ -245,7 +245,7 @@ export function redactUrl (url) {
 
 /**
  * The database every process uses: DATABASE_URL, or the embedded cluster.
- * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('./lifecycle.js').createLifecycle>, poolMax?: number }} deps
+ * @param {{ config: import('./config.js').Config, log: import('pino').Logger, lifecycle: ReturnType<typeof import('./lifecycle.js').createLifecycle>, poolMax?: number }} deps
  * @returns {Promise<{ pool: import('pg').Pool, url: string, embedded: boolean }>}
  */
 export async function openDatabase ({ config, log, lifecycle, poolMax }) {
