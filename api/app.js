@@ -51,7 +51,7 @@ const ajvPool = AjvCompiler()
  * the schema's types ("?limit=10" → 10). JSON bodies have real types, and a
  * wrong one is an error: "interval_s": "60" or true is refused, not guessed.
  * @param {Record<string, any>} externalSchemas
- * @param {{ customOptions?: Record<string, any>, plugins?: any[], onCreate?: (ajv: any) => void }} options
+ * @param {{ customOptions?: Record<string, any>, plugins?: any[], onCreate?: (ajv: any) => void }} [options]
  */
 function buildValidator (externalSchemas, options) {
   options = { ...options, onCreate: useDateTimeRule }
@@ -83,7 +83,7 @@ function tlsOptions (config) {
   const read = (file, name) => {
     try {
       return fs.readFileSync(file)
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       throw Object.assign(new Error(`${name}=${file} cannot be read (${err.code ?? err.message})`), { userFacing: true })
     }
   }
@@ -97,7 +97,7 @@ function tlsOptions (config) {
 export async function buildApp (context) {
   const app = Fastify({
     ...tlsOptions(context.config),
-    loggerInstance: context.log,
+    loggerInstance: /** @type {import('fastify').FastifyBaseLogger} */ (context.log),
     // 1 MiB: a result batch with per-request details is ~50 KB; anything
     // bigger than this is a mistake or an attack.
     bodyLimit: 1024 * 1024,
@@ -106,7 +106,9 @@ export async function buildApp (context) {
     // Agents poll every few seconds; per-request info lines would drown the
     // log. Failures are logged by the error handler with request context.
     logController: new LogController({ disableRequestLogging: true }),
-    schemaController: { compilersFactory: { buildValidator } }
+    // @fastify/ajv-compiler's types say a compiler gets the schema; at run
+    // time it gets the route ({ schema, method, url, httpPart }), as here.
+    schemaController: { compilersFactory: { buildValidator: /** @type {import('@fastify/ajv-compiler').ValidatorFactory} */ (/** @type {unknown} */ (buildValidator)) } }
   })
   for (const schema of [...sharedSchemas, ...alertSchemas]) app.addSchema(schema)
 

@@ -63,7 +63,7 @@ export function bearerOf (request) {
  * without credentials are not counted: a dashboard opened without a key
  * makes several at once and must still be able to ask for one.
  */
-export default fp(async (/** @type {any} */ app) => {
+export default fp(async (app) => {
   const publicRead = Boolean(app.config.publicRead)
   /** @type {{ method: string, url: string, auth: string }[]} */
   const routes = []
@@ -154,7 +154,7 @@ export function agentTooMany (reply, seconds) {
  * able to lock them out. Guessing is not helped by this: keys and tokens
  * carry 192 random bits, and a blocked address's guesses are
  * answered 429 without being logged one by one.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  * @param {number} perMinute 0 = no limit
  * @returns {Promise<{ reject: (request: any, why: string) => Promise<number> }>} seconds to wait, 0 = answer 401
  */
@@ -172,7 +172,7 @@ async function authFailureLimiter (app, perMinute) {
       if (until) blocked.delete(request.ip)
       warn(request, why)
       const r = await count(request)
-      if (!r.isExceeded) return 0
+      if (r.isAllowed || !r.isExceeded) return 0
       const next = Date.now() + r.ttl
       // Entries are few (addresses that went over the limit) and expire;
       // a sweep on insert keeps a spray from many addresses bounded.
@@ -190,7 +190,7 @@ async function authFailureLimiter (app, perMinute) {
  * once a second and a busy one adds a heartbeat and a few submissions per
  * job, so 600 leaves ten times the normal rate for a spool being flushed
  * while stopping a runaway or stolen token from flooding the API.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  * @param {number} perMinute 0 = no limit
  * @returns {(request: any) => Promise<number>} seconds to wait, 0 = go ahead
  */
@@ -199,6 +199,6 @@ export function agentRequestLimiter (app, perMinute) {
   const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => `agent:${request.agent.id}` })
   return async (request) => {
     const r = await count(request)
-    return r.isExceeded ? Math.max(1, Math.ceil(r.ttl / 1000)) : 0
+    return !r.isAllowed && r.isExceeded ? Math.max(1, Math.ceil(r.ttl / 1000)) : 0
   }
 }

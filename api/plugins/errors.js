@@ -13,7 +13,7 @@ const RETRY_AFTER_S = 5
  * else is logged with request context and answered with a generic 500 that
  * leaks nothing.
  */
-export default fp(async (/** @type {any} */ app) => {
+export default fp(async (app) => {
   app.setErrorHandler((/** @type {any} */ err, request, reply) => {
     if (err.validation) {
       // 400 unless the route's schemaErrorFormatter chose another status

@@ -30,12 +30,25 @@ const percentilesParam = (def) => ({
 })
 
 /**
- * @param {any} app see api/routes/monitors.js
+ * The query string of windowQuery (defaults filled in), plus `percentiles`
+ * where the route takes it.
+ * @typedef {{ from?: string, to?: string, metric: string, probe: string, view: string, percentiles?: string }} WindowQuery
+ */
+/**
+ * @template [Q={}] what the route's query string adds to WindowQuery
+ * @typedef {import('fastify').FastifyRequest<{ Params: { id: number }, Querystring: WindowQuery & Q }>} WindowRequest
+ */
+
+/**
+ * @param {import('fastify').FastifyInstance} app see api/routes/monitors.js
  */
 export default async function comparisonRoutes (app) {
   const tags = ['comparison']
 
-  /** Window, percentiles and monitor of a request, validated. */
+  /**
+   * Window, percentiles and monitor of a request, validated.
+   * @param {WindowRequest} request
+   */
   async function readQuery (request, { percentiles: wantPercentiles = true } = {}) {
     const q = request.query
     const to = q.to ? new Date(q.to) : new Date()
@@ -208,7 +221,7 @@ export default async function comparisonRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request) => {
+  }, async (/** @type {WindowRequest<{ analysis: string }>} */ request) => {
     const q = await readQuery(request)
     return regionalComparison(app.db, { ...q, analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs })
   })
@@ -230,7 +243,7 @@ export default async function comparisonRoutes (app) {
       },
       response: { 200: { type: 'object', additionalProperties: true }, ...errorResponses }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {WindowRequest<{ bucket: keyof typeof TIERS, format: 'json' | 'csv' }>} */ request, reply) => {
     const q = await readQuery(request)
     const bucket = request.query.bucket
     if (bucketCount(bucket, q.from, q.to) > MAX_POINTS) {
@@ -254,7 +267,7 @@ export default async function comparisonRoutes (app) {
       querystring: { type: 'object', additionalProperties: false, properties: windowQuery },
       response: { 200: { type: 'object', additionalProperties: true }, ...errorResponses }
     }
-  }, async (request) => {
+  }, async (/** @type {WindowRequest} */ request) => {
     const q = await readQuery(request, { percentiles: false })
     return distribution(app.db, { monitorId: q.monitor.id, metric: q.metric, from: q.from, to: q.to, probe: q.probe, view: q.view })
   })
