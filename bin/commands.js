@@ -130,12 +130,15 @@ Options:
       const flags = { ...values, 'api-url': values['api-url'] }
       const ctx = boot(flags, 'h3lens-agent')
       const { config } = ctx
-      config.agentToken = await readAgentToken(config)
-      const missing = [!config.agentToken && 'H3LENS_AGENT_TOKEN (--token)', !config.location && 'H3LENS_LOCATION (--location)'].filter(Boolean)
-      if (missing.length) throw Object.assign(new Error(`the agent needs ${missing.join(' and ')}; create a token with "h3lens agents token --location <id>"`), { userFacing: true })
+      const token = config.agentToken = await readAgentToken(config)
+      const location = config.location
+      if (!token || !location) {
+        const missing = [!token && 'H3LENS_AGENT_TOKEN (--token)', !location && 'H3LENS_LOCATION (--location)'].filter(Boolean)
+        throw Object.assign(new Error(`the agent needs ${missing.join(' and ')}; create a token with "h3lens agents token --location <id>"`), { userFacing: true })
+      }
       const { readLabTarget } = await import('./lab.js')
-      const lab = await readLabTarget(config.dataDir, config.location)
-      const agent = await startAgent({ config, log: ctx.log, token: config.agentToken, location: config.location, lab })
+      const lab = await readLabTarget(config.dataDir, location)
+      const agent = await startAgent({ config, log: ctx.log, token, location, lab })
       ctx.lifecycle.add('agent', agent.stop)
     }
   },

@@ -36,7 +36,7 @@ async function main (argv) {
   let parsed
   try {
     parsed = parseArgs({ args: rest, options: { help: { type: 'boolean', short: 'h' }, ...command.options }, allowPositionals: Boolean(command.positionals), strict: true })
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     console.error(`h3lens ${name}: ${err.message}\n\n${command.usage}`)
     return 2
   }
@@ -66,6 +66,6 @@ function describeFailure (err) {
     return `failed with ${err === undefined ? 'no reason given' : JSON.stringify(err) ?? String(err)} (a bug: please report it with the log above)`
   }
   const e = /** @type {Error & { userFacing?: boolean, statusCode?: number }} */ (err)
-  if (err instanceof ConfigError || e.userFacing || (e.statusCode >= 400 && e.statusCode < 500)) return err.message
+  if (err instanceof ConfigError || e.userFacing || (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500)) return err.message
   return err.stack ?? String(err)
 }

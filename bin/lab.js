@@ -50,7 +50,8 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
 
   const { DEFAULT_PROFILES } = await import('../lab/profiles.js')
   // Named for this data dir, so a lab of another data dir keeps its own.
-  const topology = await netns.labUp({ profiles: DEFAULT_PROFILES, log, backend: config.labBackend, runDir: labDir, prefix: labPrefix(config.dataDir) })
+  // mode is regions only when netns was imported above.
+  const topology = await /** @type {typeof import('../lab/netns.js')} */ (netns).labUp({ profiles: DEFAULT_PROFILES, log, backend: config.labBackend, runDir: labDir, prefix: labPrefix(config.dataDir) })
   lifecycle.add('lab namespaces', () => topology.down())
   const origin = await startOrigin({ dataDir: config.dataDir, port: config.labPort, netns: topology.originNs, log })
   lifecycle.add('lab origin', origin.stop)

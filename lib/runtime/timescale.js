@@ -16,7 +16,7 @@ export async function isHypertable (db) {
  * Apply (or change) compression and retention of raw results. Rollups are
  * kept: trends and comparisons outlive the raw rows they were built from.
  * @param {import('pg').Pool} db
- * @param {{ compressAfterDays?: number, retentionDays?: number, log: import('pino').Logger } & Record<string, any>} opts
+ * @param {{ compressAfterDays: number, retentionDays: number, log: import('pino').Logger }} opts (0 = never, for both)
  * @returns {Promise<string>} a one-line description of the storage path, for the start-up log
  */
 export async function applyStoragePolicies (db, { compressAfterDays, retentionDays, log }) {

@@ -76,5 +76,5 @@ export async function listAgents (db) {
 /** @param {import('pg').Pool} db @param {number} id */
 export async function revokeAgent (db, id) {
   const { rowCount } = await db.query('UPDATE agents SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id])
-  return rowCount > 0
+  return (rowCount ?? 0) > 0
 }

@@ -59,7 +59,7 @@ export async function evaluateAlerts (db, { now = new Date(), intervalS = 60, ti
         let observations
         try {
           observations = await observe(db, rule, monitor, locations, { now, compare })
-        } catch (err) {
+        } catch (/** @type {any} */ err) {
           log?.warn({ rule: rule.id, monitor: monitor.id, err: err.message }, 'alert rule could not be evaluated')
           continue
         }

@@ -84,7 +84,7 @@ export async function scheduleDueJobs (db, { maxAttempts }) {
        CROSS JOIN LATERAL (SELECT CASE WHEN f.pending_id IS NULL OR f.pending_id IN (SELECT id FROM superseded)
                                        THEN 'queued' ELSE 'skipped' END AS state) v
      ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [maxAttempts, AGENT_ALIVE_S])
-  return rowCount
+  return rowCount ?? 0
 }
 
 /**
