@@ -43,7 +43,7 @@ export async function buildLinkem ({ log } = {}) {
   try {
     await execFileP('cc', ['-O2', '-Wall', '-o', tmp, LINKEM_SOURCE, '-lm'])
     await rename(tmp, LINKEM_BINARY)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     await unlink(tmp).catch(() => {})
     const detail = err.code === 'ENOENT' ? 'no C compiler "cc" found (install gcc)' : (err.stderr || err.message).trim()
     throw new Error(`cannot build linkem: ${detail}`)
@@ -60,7 +60,7 @@ export async function readLinkemStats (statsFile) {
   let text
   try {
     text = await readFile(statsFile, 'utf8')
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (err.code === 'ENOENT') return null
     throw err
   }
@@ -170,7 +170,8 @@ export async function startLinkem (options) {
   })
   child.stdout.resume()
 
-  const pid = child.pid
+  // It said ready, so it was spawned and has a pid.
+  const pid = /** @type {number} */ (child.pid)
   let running = true
   let stopping = false
   exited.then(({ code, signal }) => {

@@ -52,7 +52,7 @@ export function netnsExec (ns) {
 async function run (cmd, args) {
   try {
     return (await execFileP(cmd, args, { timeout: 10_000 })).stdout
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     const detail = err.code === 'ENOENT' ? `${cmd} not found` : (err.stderr || err.message).trim()
     throw new Error(`${cmd} ${args.join(' ')} failed: ${detail}`)
   }
@@ -72,7 +72,7 @@ export async function netnsSupport () {
     await ip('netns', 'add', probe)
     await ip('-n', probe, 'link', 'set', 'lo', 'up')
     return { ok: true }
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     return { ok: false, reason: `ip netns not usable: ${err.message}` }
   } finally {
     await ip('netns', 'del', probe).catch(() => {})
@@ -93,7 +93,7 @@ export async function netemSupport () {
     await ip('-n', probe, 'link', 'add', 'probe0', 'type', 'veth', 'peer', 'name', 'probe1')
     await run('tc', ['-n', probe, 'qdisc', 'add', 'dev', 'probe0', 'root', 'netem', 'delay', '1ms'])
     return { ok: true }
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     return { ok: false, reason: `netem not usable: ${err.message}` }
   } finally {
     await ip('netns', 'del', probe).catch(() => {})

@@ -171,7 +171,8 @@ export function profileToLinkemArgs (p) {
     args.push(`--${dir}-delay`, fmt(p.rtt_ms / 2))
     if (p.jitter_ms > 0) args.push(`--${dir}-jitter`, fmt(p.jitter_ms / 2), `--${dir}-keep-order`)
     if (p.loss_model === 'gilbert-elliott') {
-      const { p: gp, r, h, k } = p.ge
+      // validateProfile: a gilbert-elliott profile has its ge.
+      const { p: gp, r, h, k } = /** @type {GilbertElliott} */ (p.ge)
       args.push(`--${dir}-ge`, [gp, r, h, k].map(fmt).join(','))
     } else if (p.loss_pct > 0) {
       args.push(`--${dir}-loss`, fmt(p.loss_pct))
@@ -199,7 +200,8 @@ export function profileToNetemArgs (p, direction) {
   const args = ['delay', `${fmt(p.rtt_ms / 2)}ms`]
   if (p.jitter_ms > 0) args.push(`${fmt(p.jitter_ms / 2)}ms`)
   if (p.loss_model === 'gilbert-elliott') {
-    const { p: gp, r, h, k } = p.ge
+    // validateProfile: a gilbert-elliott profile has its ge.
+    const { p: gp, r, h, k } = /** @type {GilbertElliott} */ (p.ge)
     args.push('loss', 'gemodel', pct(gp), pct(r), pct(1 - h), pct(1 - k))
   } else if (p.loss_pct > 0) {
     args.push('loss', 'random', `${fmt(p.loss_pct)}%`)
