@@ -119,7 +119,7 @@ export async function startOrigin ({
     }
   })
   const killGroup = () => {
-    try { process.kill(-/** @type {number} */ (child.pid), 'SIGKILL') } catch {}
+    try { process.kill(-(/** @type {number} */ (child.pid)), 'SIGKILL') } catch {}
   }
   process.on('exit', killGroup)
   const exited = once(child, 'exit').catch((err) => [null, err.message]) // spawn failure
