@@ -80,14 +80,15 @@ function useDateTimeRule (ajv) {
  */
 function tlsOptions (config) {
   if (!config.tlsCert) return {}
-  const read = (file, name) => {
+  const read = (/** @type {string} */ file, /** @type {string} */ name) => {
     try {
       return fs.readFileSync(file)
     } catch (/** @type {any} */ err) {
       throw Object.assign(new Error(`${name}=${file} cannot be read (${err.code ?? err.message})`), { userFacing: true })
     }
   }
-  return { https: { cert: read(config.tlsCert, 'H3LENS_TLS_CERT'), key: read(config.tlsKey, 'H3LENS_TLS_KEY') } }
+  // loadConfig takes both or neither.
+  return { https: { cert: read(config.tlsCert, 'H3LENS_TLS_CERT'), key: read(/** @type {string} */ (config.tlsKey), 'H3LENS_TLS_KEY') } }
 }
 
 /**

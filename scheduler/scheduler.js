@@ -54,7 +54,9 @@ export function createJobsPruner ({ db, config }) {
  */
 export function createScheduler ({ db, config, log, hooks = [], now }) {
   const clock = async () => now ? now() : (await db.query('SELECT now() AS now')).rows[0].now
-  let timer = null
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer
+  /** @type {Promise<unknown> | null} the tick under way */
   let running = null
   let stopped = false
   const pruneJobs = createJobsPruner({ db, config })

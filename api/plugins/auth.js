@@ -39,6 +39,7 @@ export function authRequirement (route) {
   return AUTH.public
 }
 
+/** @type {Record<string, { security: Record<string, string[]>[], note: string }>} */
 const DOC = {
   public: { security: [], note: 'No key needed.' },
   read: { security: [{ apiKey: [] }], note: 'Needs an API key (role `read` or `write`).' },
@@ -49,7 +50,10 @@ const DOC = {
 }
 const NOTE_MARK = '\n\n**Auth:** '
 
-/** Bearer credentials of a request, or null. */
+/**
+ * Bearer credentials of a request, or null.
+ * @param {import('fastify').FastifyRequest} request
+ */
 export function bearerOf (request) {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
   return match ? match[1] : null
@@ -159,13 +163,17 @@ export function agentTooMany (reply, seconds) {
  * @returns {Promise<{ reject: (request: any, why: string) => Promise<number> }>} seconds to wait, 0 = answer 401
  */
 async function authFailureLimiter (app, perMinute) {
-  const warn = (request, why) => request.log.warn({ ip: request.ip, method: request.method, url: request.routeOptions.url }, `authentication failed: ${why}`)
-  if (!perMinute) return { reject: async (request, why) => { warn(request, why); return 0 } }
+  const warn = (/** @type {import('fastify').FastifyRequest} */ request, /** @type {string} */ why) => request.log.warn({ ip: request.ip, method: request.method, url: request.routeOptions.url }, `authentication failed: ${why}`)
+  if (!perMinute) return { reject: async (/** @type {import('fastify').FastifyRequest} */ request, /** @type {string} */ why) => { warn(request, why); return 0 } }
   const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => request.ip })
   /** @type {Map<string, number>} address → blocked until (ms) */
   const blocked = new Map()
-  const left = (until) => Math.max(1, Math.ceil((until - Date.now()) / 1000))
+  const left = (/** @type {number} */ until) => Math.max(1, Math.ceil((until - Date.now()) / 1000))
   return {
+    /**
+     * @param {import('fastify').FastifyRequest} request
+     * @param {string} why
+     */
     async reject (request, why) {
       const until = blocked.get(request.ip)
       if (until && until > Date.now()) return left(until)

@@ -209,6 +209,7 @@ export default async function agentProtocolRoutes (app) {
     const monitors = await protocolsOfJobs(app.db, rounds.map((r) => r.job_id))
     /** @type {Map<number, any>} */
     const refused = new Map()
+    /** @type {typeof rounds} */
     const checked = []
     rounds.forEach((r, i) => {
       try {

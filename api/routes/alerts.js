@@ -6,7 +6,7 @@ import { currentAlerts, alertHistory } from '../../lib/store/alert-states.js'
 import { errorResponses, idParams } from '../schemas.js'
 import { ruleCreateBody, rulePatchBody, channelCreateBody, channelPatchBody, alertFilterQuery } from '../alert-schemas.js'
 
-const items = (ref) => ({ type: 'object', properties: { items: { type: 'array', items: { $ref: `${ref}#` } } } })
+const items = (/** @type {string} */ ref) => ({ type: 'object', properties: { items: { type: 'array', items: { $ref: `${ref}#` } } } })
 
 /** @param {import('fastify').FastifyInstance} app see api/routes/monitors.js */
 export default async function alertRoutes (app) {

@@ -22,7 +22,7 @@ const windowQuery = {
   view: { type: 'string', enum: ['first', 'repeat'], default: 'first' }
 }
 
-const percentilesParam = (def) => ({
+const percentilesParam = (/** @type {readonly number[]} */ def) => ({
   type: 'string',
   maxLength: 100,
   default: def.join(','),
@@ -65,6 +65,7 @@ export default async function comparisonRoutes (app) {
     return { monitor, ...aligned, percentiles, metric: q.metric, probe: probeOfMetric(q.metric) ?? q.probe, view: q.view }
   }
 
+  /** @param {string | undefined} text */
   function parsePercentiles (text) {
     const parts = String(text).split(',').map((s) => s.trim()).filter(Boolean)
     if (!parts.length) throw app.httpErrors.badRequest('percentiles is empty; give a list such as 50,95')

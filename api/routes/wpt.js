@@ -20,7 +20,7 @@ export const WPT_UPLOAD_LIMIT = 64 * 1024 * 1024
 const tags = ['WebPageTest agent protocol']
 const text = { type: 'string', maxLength: 200 }
 // The agent adds fields of its own (screen size, DNS, disk...); they are read where used and otherwise ignored.
-const agentQuery = (required, properties = {}) => ({
+const agentQuery = (/** @type {string[]} */ required, properties = {}) => ({
   type: 'object',
   additionalProperties: true,
   required,

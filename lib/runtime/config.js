@@ -55,8 +55,14 @@ export const VARIABLES = /** @type {const} */ ([
 ])
 
 /**
- * One entry of VARIABLES.
+ * One entry of VARIABLES, exactly (Config is derived from these).
  * @typedef {typeof VARIABLES[number]} Variable
+ */
+
+/**
+ * What every entry of VARIABLES may carry, for the code that reads them.
+ * @typedef {{ name: string, key: string, flag?: string, type: Variable['type'], min?: number, max?: number,
+ *   values?: readonly string[], default: string | number | boolean | null, description: string }} VariableSpec
  */
 
 /**
@@ -75,7 +81,7 @@ export const VARIABLES = /** @type {const} */ ([
  *   | (V['default'] extends null ? null : never) }, 'apiUrl'> & { apiUrl: string }} Config
  */
 
-/** @type {{ [T in Variable['type']]: (v: string, spec: Variable) => string | number | boolean }} */
+/** @type {{ [T in Variable['type']]: (v: string, spec: VariableSpec) => string | number | boolean }} */
 const PARSERS = {
   string: (v) => v,
   path: (v) => path.resolve(v),
@@ -97,7 +103,9 @@ const PARSERS = {
     throw new Error('must be true or false')
   },
   enum: (v, spec) => {
-    if (!spec.values.includes(v)) throw new Error(`must be one of ${spec.values.join(', ')}`)
+    // Every enum variable has its values.
+    const values = /** @type {readonly string[]} */ (spec.values)
+    if (!values.includes(v)) throw new Error(`must be one of ${values.join(', ')}`)
     return v
   },
   slug: (v) => {
@@ -136,7 +144,7 @@ export function loadConfig (env, flags = {}) {
   const config = {}
   /** @type {string[]} */
   const problems = []
-  for (const spec of VARIABLES) {
+  for (const spec of /** @type {readonly VariableSpec[]} */ (VARIABLES)) {
     const flagName = spec.flag?.slice(2)
     const fromFlag = flagName !== undefined && flags[flagName] !== undefined
     const raw = fromFlag ? String(flags[flagName]) : env[spec.name]
