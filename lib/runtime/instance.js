@@ -82,6 +82,7 @@ export function labPrefix (dataDir) {
   return `h3l${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 5)}`
 }
 
+/** @param {string} file */
 function readLock (file) {
   try {
     const [pid, command] = fs.readFileSync(file, 'utf8').split('\n')
