@@ -19,6 +19,7 @@ export const LINKEM_BINARY = fileURLToPath(new URL('./linkem/linkem', import.met
  * @typedef {{ info?: Function, warn?: Function, error?: Function }} Log
  */
 
+/** @param {string} path */
 async function mtimeMs (path) {
   try {
     return (await stat(path)).mtimeMs
@@ -67,7 +68,7 @@ export async function readLinkemStats (statsFile) {
   return JSON.parse(text)
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Asks a running linkem for fresh counters (SIGUSR1) and waits until the

@@ -194,7 +194,7 @@ export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, k
     'Access-Control-Max-Age': ['600'],
     'Cache-Control': ['no-store']
   }
-  const setHeaders = (headers) => ({ handler: 'headers', response: { set: headers } })
+  const setHeaders = (/** @type {Record<string, string[]>} */ headers) => ({ handler: 'headers', response: { set: headers } })
   const noContent = { handler: 'static_response', status_code: 204 }
   const site = {
     // No ACME, no redirects, no certificate management: the
@@ -252,7 +252,8 @@ export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, k
  * @param {import('pino').Logger} log
  */
 function watchCaddyLog (child, log) {
-  let markReady
+  /** @type {(v?: undefined) => void} */
+  let markReady = () => {}
   const output = {
     /** @type {string[]} */
     tail: [],
