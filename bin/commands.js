@@ -20,11 +20,13 @@ import { applyStoragePolicies } from '../lib/runtime/timescale.js'
 import { assertPortFree } from '../lib/runtime/instance.js'
 import { enrolLocation, parseLocationSpec, readAgentToken } from '../lib/runtime/enrol.js'
 
+/** @type {import('node:util').ParseArgsConfig['options']} */
 const common = {
   'data-dir': { type: 'string' },
   'database-url': { type: 'string' },
   'log-level': { type: 'string' }
 }
+/** @type {import('node:util').ParseArgsConfig['options']} */
 const server = { port: { type: 'string' }, host: { type: 'string' } }
 
 const commonHelp = `  --data-dir DIR          data folder (H3LENS_DATA_DIR, default .h3lens)
@@ -33,7 +35,11 @@ const commonHelp = `  --data-dir DIR          data folder (H3LENS_DATA_DIR, defa
 const serverHelp = `  --port N                HTTP port (PORT, default 8080)
   --host ADDR             bind address (HOST, default 127.0.0.1)`
 
-/** Read config, make a logger and a lifecycle. */
+/**
+ * Read config, make a logger and a lifecycle.
+ * @param {Record<string, string | boolean>} flags parsed CLI flags
+ * @param {string} name the logger's name
+ */
 function boot (flags, name) {
   const config = loadConfig(process.env, flags)
   const log = createLogger({ logLevel: config.logLevel, name })
@@ -42,6 +48,15 @@ function boot (flags, name) {
   return { config, log, lifecycle }
 }
 
+/**
+ * A subcommand. `values` are parseArgs' flags, typed by the command's own
+ * `options` (a string, a boolean, or a list for `multiple`), hence any here.
+ * @typedef {{ summary: string, usage: string, positionals?: boolean,
+ *   options: import('node:util').ParseArgsConfig['options'],
+ *   run: (values: any, positionals: string[]) => unknown }} Command
+ */
+
+/** @type {Record<string, Command>} */
 export const COMMANDS = {
   start: {
     summary: 'everything in one process: database, api, dashboard, scheduler, lab and agents',
@@ -320,7 +335,7 @@ Options:
   --name NAME             what the key is for, e.g. grafana (create)
 ${commonHelp}`,
     run: async (values, positionals) => {
-      const fail = (message) => { throw Object.assign(new Error(message), { userFacing: true }) }
+      const fail = (/** @type {string} */ message) => { throw Object.assign(new Error(message), { userFacing: true }) }
       const [sub, arg] = positionals
       if (!['create', 'list', 'revoke'].includes(sub)) fail(`unknown keys command "${sub ?? ''}"; use "keys create --role read|write --name NAME", "keys list" or "keys revoke ID"`)
       const id = Number(arg)

@@ -15,9 +15,10 @@ ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}
 Run "h3lens <command> --help" for a command's options.
 
 Configuration (environment variable, or the flag where one exists):
-${VARIABLES.map((v) => `  ${v.name.padEnd(26)} ${(v.flag ?? '').padEnd(15)} ${v.description}${v.default !== null && v.default !== undefined ? ` (default ${v.default})` : ''}`).join('\n')}
+${/** @type {readonly import('../lib/runtime/config.js').VariableSpec[]} */ (VARIABLES).map((v) => `  ${v.name.padEnd(26)} ${(v.flag ?? '').padEnd(15)} ${v.description}${v.default !== null && v.default !== undefined ? ` (default ${v.default})` : ''}`).join('\n')}
 `
 
+/** @param {string[]} argv */
 async function main (argv) {
   const [name, ...rest] = argv
   if (!name || name === '--help' || name === '-h' || name === 'help') {

@@ -70,6 +70,11 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
   return { origin, locations, mode }
 }
 
+/**
+ * @param {string} labDir
+ * @param {Awaited<ReturnType<typeof startOrigin>>} origin
+ * @param {LabLocation[]} locations
+ */
 async function writeLabState (labDir, origin, locations) {
   const state = {
     hostname: LAB_HOSTNAME,
@@ -98,7 +103,10 @@ export async function readLabTarget (dataDir, location) {
   }
 }
 
-/** `h3lens lab [up]`: the lab in the foreground until a signal. */
+/**
+ * `h3lens lab [up]`: the lab in the foreground until a signal.
+ * @param {Parameters<typeof startLabEnvironment>[0]} ctx
+ */
 export async function runLab (ctx) {
   ctx.lifecycle.add('data dir lock', claimDataDir(ctx.config.dataDir, 'lab'))
   const lab = await startLabEnvironment(ctx)
@@ -107,7 +115,10 @@ export async function runLab (ctx) {
   console.log('Ctrl-C stops the lab.')
 }
 
-/** `h3lens lab down`: remove what a crashed lab left behind. */
+/**
+ * `h3lens lab down`: remove what a crashed lab left behind.
+ * @param {Parameters<typeof startLabEnvironment>[0]} ctx
+ */
 export async function labDownCommand ({ config, log, lifecycle }) {
   const netns = await import('../lab/netns.js')
   const prefix = labPrefix(config.dataDir)

@@ -73,6 +73,9 @@ ${adminKeyNotice(admin)}
 /**
  * The local agents keep their tokens in the data dir so restarts reuse the
  * same agent identity instead of registering a new one each time.
+ * @param {import('pg').Pool} pool
+ * @param {string} dataDir
+ * @param {string} location
  */
 async function agentTokenFor (pool, dataDir, location) {
   const file = path.join(dataDir, 'agents', `${location}.token`)
@@ -92,6 +95,9 @@ async function agentTokenFor (pool, dataDir, location) {
  * once, and one A/A monitor (both arms over HTTP/2 on the 15 KB page), whose
  * comparison shows each location's noise floor: every difference it flags
  * is a false one.
+ * @param {import('pg').Pool} pool
+ * @param {Awaited<ReturnType<typeof import('./lab.js').startLabEnvironment>>} lab
+ * @param {import('pino').Logger} log
  */
 async function seedMonitors (pool, lab, log) {
   const { rows } = await pool.query('SELECT count(*)::int AS n FROM monitors')

@@ -17,7 +17,7 @@ export function hashToken (token) {
 /**
  * @param {import('pg').Pool} db
  * @param {{ location: string, name?: string }} opts
- * @returns {Promise<{ agent: object, token: string }>}
+ * @returns {Promise<{ agent: { id: number, location_id: string, name: string, created_at: Date }, token: string }>}
  */
 export async function createAgentToken (db, { location, name }) {
   if (!(await getLocation(db, location))) throw new ValidationError(`unknown location "${location}"`, 'location')
