@@ -70,7 +70,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
       }
       await spool.put(job.id, { agent_version: version, results })
       jobLog.info({ results: results.map((r) => `${r.probe ?? 'page'}/${r.mode}/${r.view ?? 'first'}:${r.status}:${r.observed_protocol}`) }, 'round measured')
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       if (released.has(job.id)) return
       if (abort.signal.aborted) {
         released.add(job.id)
@@ -96,7 +96,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
       await spool.remove(jobId)
       log.debug({ job: jobId, ...ack }, 'results acknowledged')
       return true
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       if (err instanceof ApiError && err.permanent) {
         // The API will never take these (lease lost to another agent, job
         // cancelled, values refused as implausible): another set of results
@@ -146,7 +146,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
         agent_version: entries[0].payload.agent_version ?? version,
         rounds: entries.map((e) => ({ job_id: e.jobId, results: e.payload.results }))
       })
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       if (err instanceof ApiError && err.permanent) {
         // The batch as a whole was refused (an API without the route, a
         // body too large, a value out of range): each round alone gets the
@@ -178,7 +178,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     try {
       await client.release(jobId)
       log.info({ job: jobId, why }, 'job released; another agent may run it now')
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       log.warn({ job: jobId, err: err.message }, 'could not release the job; it runs again when its lease expires')
     }
   }
@@ -209,7 +209,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
             .finally(() => running.delete(job.id))
           running.set(job.id, { job, done })
         }
-      } catch (err) {
+      } catch (/** @type {any} */ err) {
         if (err instanceof ApiError && err.status === 401) log.error({ err: err.message }, 'agent token refused; check H3LENS_AGENT_TOKEN')
         else log.warn({ err: err.message, retryInMs: backoff }, 'API call failed; backing off')
         await sleep(backoff, undefined, { signal: abort.signal }).catch(() => {})

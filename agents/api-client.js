@@ -37,7 +37,7 @@ export function createApiClient ({ apiUrl, token, timeoutMs = 15000, ca }) {
         timeoutMs,
         ca
       })
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       throw new ApiError(`API unreachable at ${apiUrl}: ${err.code ?? err.message}`, 0)
     }
     let data = null

@@ -89,7 +89,7 @@ export function createBrowserPool ({
         handleSIGTERM: false,
         handleSIGHUP: false
       })
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       await rm(userDataDir, { recursive: true, force: true, maxRetries: 3 })
       throw new BrowserLaunchError(`chromium did not start: ${err.message}`, { flags, netns, cause: err })
     }
@@ -180,7 +180,7 @@ async function closeEntry ({ browser, closed }) {
   const proc = browser.process()
   if (proc && proc.exitCode === null && proc.signalCode === null) {
     // Chromium is started in its own process group; take its helpers too.
-    try { process.kill(-proc.pid, 'SIGKILL') } catch { proc.kill('SIGKILL') }
+    try { process.kill(-(/** @type {number} */ (proc.pid)), 'SIGKILL') } catch { proc.kill('SIGKILL') }
   }
   await closed
 }

@@ -20,7 +20,7 @@ export function loadCa (caFile) {
   let pem
   try {
     pem = fs.readFileSync(caFile, 'utf8')
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     throw Object.assign(new Error(`H3LENS_CA_FILE=${caFile} cannot be read (${err.code ?? err.message})`), { userFacing: true })
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw Object.assign(new Error(`H3LENS_CA_FILE=${caFile} holds no PEM certificate`), { userFacing: true })

@@ -51,7 +51,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     const deadline = Date.now() + budgetMs
     const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     if (isLab && !lab) throw new Error(`this agent has no lab origin configured, so it cannot measure ${job.url}`)
-    const extraFlags = isLab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
+    const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
     const netns = lab?.netns ?? null
     const options = effectiveOptions(job.url, job.options ?? {})
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping })
@@ -140,9 +140,9 @@ function outlierValues (r) {
  */
 export async function locationRtt ({ url, isLab, location, ping }) {
   const profileRtt = location?.profile?.rtt_ms
-  if (profileRtt > 0) return { rttMs: profileRtt, source: 'profile' }
+  if (profileRtt !== undefined && profileRtt > 0) return { rttMs: profileRtt, source: 'profile' }
   if (isLab || location?.kind !== 'real') return { rttMs: null, source: null }
   const u = new URL(url)
   const rtt = await ping({ host: u.hostname, port: Number(u.port || (u.protocol === 'http:' ? 80 : 443)) })
-  return rtt > 0 ? { rttMs: rtt, source: 'tcp_ping' } : { rttMs: null, source: null }
+  return rtt !== null && rtt > 0 ? { rttMs: rtt, source: 'tcp_ping' } : { rttMs: null, source: null }
 }

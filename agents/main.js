@@ -14,8 +14,8 @@ import { loadCa } from './http.js'
 import { VERSION } from '../lib/runtime/version.js'
 
 /**
- * @param {{ config: Record<string, any>, log: import('pino').Logger, token: string, location: string,
- *   lab?: import('./job-runner.js').LabTarget | null, gate?: ReturnType<typeof import('../lib/runtime/gate.js').createGate> }} opts
+ * @param {{ config: import('../lib/runtime/config.js').Config, log: import('pino').Logger, token: string, location: string,
+ *   lab?: import('./job-runner.js').LabTarget | null, gate?: ReturnType<typeof import('../lib/runtime/gate.js').createGate> | null }} opts
  * @returns {Promise<{ stop: () => Promise<void>, flushSpool: () => Promise<boolean> }>}
  */
 export async function startAgent ({ config, log, token, location, lab = null, gate = null }) {

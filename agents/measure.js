@@ -20,7 +20,7 @@ const versions = new WeakMap()
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
  *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated?: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T> },
+ *     withDedicated: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T> },
  *   url: string,
  *   mode: import('../lib/measurement/modes.js').Mode,
  *   protocol?: import('../lib/measurement/modes.js').Mode,

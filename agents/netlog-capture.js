@@ -31,6 +31,7 @@ export async function captureNetlog (spec, fn) {
   const file = await netlogPath(dir, { jobId, probe, mode, kind })
   try {
     const results = await fn(file)
+    /** @type {{ kind: string, uploaded: boolean, error: string | null, raw_bytes: number | null, gzip_bytes: number | null, summary: ReturnType<typeof compactSummary> | null }} */
     const info = { kind, uploaded: false, error: null, raw_bytes: null, gzip_bytes: null, summary: null }
     try {
       const { summary, gzip, rawBytes } = await finishNetlog(file, { rttMs })
@@ -41,7 +42,7 @@ export async function captureNetlog (spec, fn) {
         await uploadNetlog(jobId, { mode, view: 'first', probe, kind, rawBytes, gzip })
         info.uploaded = true
       }
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       info.error = err.message
       log.warn({ job: jobId, probe, mode, err: err.message }, 'net log not kept')
     }

@@ -60,7 +60,7 @@ export function createNetlogUploader ({ apiUrl, token, timeoutMs = 60_000, ca })
         timeoutMs,
         ca
       })
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       throw new Error(`net log upload: API unreachable at ${apiUrl}: ${err.code ?? err.message}`)
     }
     if (res.status < 200 || res.status >= 300) {

@@ -52,7 +52,7 @@ export async function load (page, url, timeoutMs) {
   let response
   try {
     response = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs })
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (err?.name === 'TimeoutError') {
       throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
     }
@@ -60,7 +60,7 @@ export async function load (page, url, timeoutMs) {
   }
   const httpStatus = response?.status() ?? null
   if (httpStatus !== null && httpStatus >= 400) {
-    throw new PageLoadError(`HTTP ${httpStatus} ${response.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
+    throw new PageLoadError(`HTTP ${httpStatus} ${response?.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
   }
 }
 

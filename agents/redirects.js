@@ -45,7 +45,7 @@ export async function discoverChain ({ pool, url, extraFlags = [], netns = null,
         if (finished) return
         const altSvc = (e.responseHeaders ?? []).find((h) => h.name.toLowerCase() === 'alt-svc')?.value ?? null
         hops.push({ url: e.request.url, status: e.responseStatusCode ?? null, alt_svc: altSvc, error: e.responseErrorReason ?? null })
-        const redirect = e.responseStatusCode >= 300 && e.responseStatusCode < 400 &&
+        const redirect = e.responseStatusCode !== undefined && e.responseStatusCode >= 300 && e.responseStatusCode < 400 &&
           (e.responseHeaders ?? []).some((h) => h.name.toLowerCase() === 'location')
         if (redirect && hops.length < MAX_HOPS) {
           cdp.send('Fetch.continueRequest', { requestId: e.requestId }).catch((err) => finish(err.message))
@@ -61,7 +61,7 @@ export async function discoverChain ({ pool, url, extraFlags = [], netns = null,
     await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Response' }] })
     page.goto(url).catch(() => {}) // aborted on purpose; the hops are what counts
     error = await withTimeout(done, timeoutMs, `following the redirects of ${url}`)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     error = err.message
   } finally {
     await context?.close().catch(() => {})

@@ -52,7 +52,7 @@ const ajvPool = AjvCompiler()
  * the schema's types ("?limit=10" → 10). JSON bodies have real types, and a
  * wrong one is an error: "interval_s": "60" or true is refused, not guessed.
  * @param {Record<string, any>} externalSchemas
- * @param {{ customOptions?: Record<string, any>, plugins?: any[], onCreate?: (ajv: any) => void }} options
+ * @param {{ customOptions?: Record<string, any>, plugins?: any[], onCreate?: (ajv: any) => void }} [options]
  */
 function buildValidator (externalSchemas, options) {
   options = { ...options, onCreate: useDateTimeRule }
@@ -76,29 +76,30 @@ function useDateTimeRule (ajv) {
  * HTTPS when H3LENS_TLS_CERT and H3LENS_TLS_KEY are set (agents in other
  * regions send bearer tokens, which must not cross the Internet in clear).
  * HTTP/1.1 over TLS; agents and browsers need nothing more.
- * @param {Record<string, any>} config
+ * @param {import('../lib/runtime/config.js').Config} config
  * @returns {{ https?: { cert: Buffer, key: Buffer } }}
  */
 function tlsOptions (config) {
   if (!config.tlsCert) return {}
-  const read = (file, name) => {
+  const read = (/** @type {string} */ file, /** @type {string} */ name) => {
     try {
       return fs.readFileSync(file)
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       throw Object.assign(new Error(`${name}=${file} cannot be read (${err.code ?? err.message})`), { userFacing: true })
     }
   }
-  return { https: { cert: read(config.tlsCert, 'H3LENS_TLS_CERT'), key: read(config.tlsKey, 'H3LENS_TLS_KEY') } }
+  // loadConfig takes both or neither.
+  return { https: { cert: read(config.tlsCert, 'H3LENS_TLS_CERT'), key: read(/** @type {string} */ (config.tlsKey), 'H3LENS_TLS_KEY') } }
 }
 
 /**
- * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger,
+ * @param {{ db: import('pg').Pool, config: import('../lib/runtime/config.js').Config, log: import('pino').Logger,
  *   labOrigin?: { server: string, version: string | null, distorts_h3: boolean } | null }} context
  */
 export async function buildApp (context) {
   const app = Fastify({
     ...tlsOptions(context.config),
-    loggerInstance: context.log,
+    loggerInstance: /** @type {import('fastify').FastifyBaseLogger} */ (context.log),
     // 1 MiB: a result batch with per-request details is ~50 KB; anything
     // bigger than this is a mistake or an attack.
     bodyLimit: 1024 * 1024,
@@ -107,7 +108,9 @@ export async function buildApp (context) {
     // Agents poll every few seconds; per-request info lines would drown the
     // log. Failures are logged by the error handler with request context.
     logController: new LogController({ disableRequestLogging: true }),
-    schemaController: { compilersFactory: { buildValidator } }
+    // @fastify/ajv-compiler's types say a compiler gets the schema; at run
+    // time it gets the route ({ schema, method, url, httpPart }), as here.
+    schemaController: { compilersFactory: { buildValidator: /** @type {import('@fastify/ajv-compiler').ValidatorFactory} */ (/** @type {unknown} */ (buildValidator)) } }
   })
   for (const schema of [...sharedSchemas, ...alertSchemas]) app.addSchema(schema)
 

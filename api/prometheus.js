@@ -61,7 +61,7 @@ export function ingestedByStatus (results, { stored, duplicates }) {
 }
 
 /**
- * @param {{ db: import('pg').Pool, log: import('pino').Logger, maxSeries?: number }} deps
+ * @param {{ db: import('pg').Pool, log: Pick<import('pino').BaseLogger, 'warn'>, maxSeries?: number }} deps
  */
 export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
   const registry = new Registry()
@@ -80,7 +80,7 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
         countJobsByState(db), agentsAliveByLocation(db), latestLatency(db, { windowS: LATENCY_WINDOW_S, maxSeries }), firingAlerts(db), locationCapacity(db)
       ])
       return { jobs, agents, latency, firing, capacity }
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       // The scrape still answers (process metrics, counters) so Prometheus
       // does not lose everything when the database is down; the gap in the
       // database-backed series and h3lens_database_up show it.

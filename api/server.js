@@ -3,7 +3,7 @@
 import { buildApp } from './app.js'
 
 /**
- * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger,
+ * @param {{ db: import('pg').Pool, config: import('../lib/runtime/config.js').Config, log: import('pino').Logger,
  *   labOrigin?: { server: string, version: string | null, distorts_h3: boolean } | null }} context
  * @returns {Promise<{ app: import('fastify').FastifyInstance, url: string, close: () => Promise<void> }>}
  */

@@ -35,10 +35,11 @@ const median = (xs) => {
 }
 
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-bench-'))
+// Outside a namespace the origin has an address (loopback).
 const origin = await startOrigin({ dataDir, port: await freePort() })
 const pool = createBrowserPool({ dataDir })
 try {
-  const extraFlags = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: origin.address })
+  const extraFlags = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: /** @type {string} */ (origin.address) })
   const url = origin.baseUrl + origin.pages[pageName].path
   for (const mode of /** @type {const} */ (['h3', 'h2'])) {
     const t0 = performance.now()
@@ -46,6 +47,7 @@ try {
     console.log(`${mode}: browser launch ${Math.round(performance.now() - t0)} ms`)
     await measurePage({ pool, url, mode, extraFlags }) // warm-up, not counted
   }
+  /** @type {{ h3: Record<string, any>[], h2: Record<string, any>[] }} */
   const rows = { h3: [], h2: [] }
   for (let i = 0; i < runs; i++) {
     /** @type {import('../lib/measurement/modes.js').Mode[]} */

@@ -26,7 +26,7 @@ try {
   times.sort((a, b) => a - b)
   const median = times[Math.floor(times.length / 2)]
   console.log(`monitors: ${n} (${seeded.locations.length} locations, ${seeded.results} results over ${values.hours} h)`)
-  console.log(`evaluation of the default rules: median ${median.toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times.at(-1).toFixed(0)} ms`)
+  console.log(`evaluation of the default rules: median ${median.toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times[times.length - 1].toFixed(0)} ms`)
   console.log(`per monitor: ${(median / n).toFixed(1)} ms (the scheduler evaluates once a minute)`)
 } finally {
   await db.stop()

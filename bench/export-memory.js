@@ -68,7 +68,7 @@ async function parent () {
         // last line is its measurement.
         const lines = out.trim().split('\n')
         for (const line of lines.slice(0, -1)) console.error(line)
-        return { n, ...JSON.parse(lines.at(-1)) }
+        return { n, ...JSON.parse(lines[lines.length - 1]) }
       })
       for (const r of runs) {
         console.log(`  ${format.padEnd(6)} ${String(r.n).padStart(7)} rows  ${(r.bytes / 1e6).toFixed(1).padStart(6)} MB in ${(r.ms / 1000).toFixed(1)} s` +
@@ -110,7 +110,8 @@ async function seed (pool, n) {
 
 async function child () {
   const log = createLogger({ logLevel: 'warn' })
-  const db = createPool(process.env.H3LENS_BENCH_DATABASE_URL)
+  // The parent sets it for every child it starts.
+  const db = createPool(/** @type {string} */ (process.env.H3LENS_BENCH_DATABASE_URL))
   const app = await buildApp({ db, config: loadConfig({ LOG_LEVEL: 'warn' }), log })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = /** @type {import('node:net').AddressInfo} */ (app.server.address())

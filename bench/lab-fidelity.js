@@ -39,6 +39,7 @@ try {
   for (const loc of lab.locations) {
     const link = await measureLink(lab, loc)
     const rtt = loc.profile.rtt_ms
+    /** @type {{ h2: Record<string, any>[], h3: Record<string, any>[] }} */
     const runs = { h2: [], h3: [] }
     for (let i = 0; i < rounds; i++) {
       for (const mode of /** @type {const} */ (['h2', 'h3'])) {

@@ -144,8 +144,11 @@ async function main () {
   if (!apiUrl) {
     const port = await freePort()
     const env = { DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', H3LENS_DATA_DIR: dataDir }
-    measured.api = h3lens('api', env).pid
-    if (!values['no-scheduler']) measured.scheduler = h3lens('scheduler', env).pid
+    // Spawned children that failed to start have no pid; those are not measured.
+    const api = h3lens('api', env).pid
+    if (api !== undefined) measured.api = api
+    const scheduler = values['no-scheduler'] ? undefined : h3lens('scheduler', env).pid
+    if (scheduler !== undefined) measured.scheduler = scheduler
     apiUrl = `http://127.0.0.1:${port}`
     for (let i = 0; ; i++) {
       if (await fetch(`${apiUrl}/healthz`).then((r) => r.ok, () => false)) break
@@ -201,7 +204,7 @@ async function main () {
         return null
       }
       return data
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       noteError(`${kind} ${err.message}`)
       return null
     }
@@ -279,7 +282,7 @@ async function main () {
 let code = 1
 try {
   code = await main()
-} catch (err) {
+} catch (/** @type {any} */ err) {
   console.error(`load: ${err.stack ?? err}`)
 } finally {
   for (const child of children.reverse()) {

@@ -90,9 +90,9 @@ try {
       const extraFlags = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: loc.originAddress })
       for (const mode of /** @type {const} */ (['h3', 'h2'])) {
         const netlogFile = path.join(dataDir, `${variant}-${mode}-${i}.json`)
-        const before = await loc.readStats()
+        const before = await loc.readStats?.()
         const r = await measurePage({ pool, url: `${origin.baseUrl}/page-15k.html`, mode, extraFlags, netns: loc.ns, netlogFile, log })
-        const after = await loc.readStats()
+        const after = await loc.readStats?.()
         const summary = summarizeNetlog(parseNetlog(await readFile(netlogFile, 'utf8')), { rttMs })
         const units = rttAccounting({ protocol: r.observed_protocol, connect_ms: r.connect_ms, ttfb_ms: r.ttfb_ms }, rttMs)
         const drops = (s) => (s ? s.down.drop_loss + s.down.drop_queue + s.up.drop_loss + s.up.drop_queue : 0)
@@ -103,7 +103,7 @@ try {
         const tls = summary.tls_sessions.find((s) => s.next_proto)
         // The handshake as the packets saw it: from the first packet sent to
         // handshake complete (QUIC), or TCP connect + TLS handshake.
-        const wireMs = mode === 'h3' ? quic?.handshake_complete_ms : (tls ? tls.tcp_connect_ms + tls.tls_handshake_ms : null)
+        const wireMs = mode === 'h3' ? quic?.handshake_complete_ms : (tls && tls.tcp_connect_ms !== null && tls.tls_handshake_ms !== null ? tls.tcp_connect_ms + tls.tls_handshake_ms : null)
         rows.push({
           variant, mode, status: r.status, connect: units.connect_rtt, ttfb: units.ttfb_rtt, codes, drops: drops(after) - drops(before),
           wire: wireMs === null || wireMs === undefined ? null : wireMs / rttMs,

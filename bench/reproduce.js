@@ -47,6 +47,7 @@ const load = os.loadavg()[0]
 const topology = await labUp({ profiles: DEFAULT_PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
 const pool = createBrowserPool({ dataDir, log })
 /** @type {Record<string, Record<string, any[]>>} results per region and study */
+/** @type {Record<string, Record<'parallel' | 'page15k' | 'page1m' | 'upload', Record<string, any>[]>>} */
 const byRegion = {}
 try {
   const origin = await startOrigin({ dataDir, port: 8443, netns: topology.originNs, log })
@@ -55,7 +56,7 @@ try {
       const runJob = createJobRunner({ pool, lab: { spki: origin.spki, address: loc.originAddress, netns: loc.ns }, timeoutMs: 60_000, log })
       const ctx = { location: { kind: 'lab', profile: loc.profile } }
       const job = (id, page, probes, options = {}) => runJob({ id, url: `${origin.baseUrl}/${page}`, modes: ['h3', 'h2'], probes, options: { netlog: 'off', ...options } }, ctx)
-      const cell = (byRegion[loc.name] = { parallel: [], page15k: [], page1m: [], upload: [] })
+      const cell = (byRegion[loc.name] = /** @type {typeof byRegion[string]} */ ({ parallel: [], page15k: [], page1m: [], upload: [] }))
       for (let i = 0; i < rounds.parallel; i++) cell.parallel.push(...await job(i, 'page-15k.html', ['parallel'], { parallel_url: '/noop', parallel_requests: 5 }))
       for (let i = 0; i < rounds.page; i++) {
         cell.page15k.push(...await job(i, 'page-15k.html', ['page']))
@@ -75,7 +76,8 @@ try {
 
 const ok = (list, mode) => list.filter((r) => r.mode === mode && r.status === 'ok' && r.protocol_ok)
 const failed = (list) => list.filter((r) => r.status !== 'ok')
-const median = (xs) => exactQuantile(Float64Array.from(xs).sort(), 0.5)
+// NaN, not null, for no runs: null would count as 0 in the deltas below.
+const median = (xs) => exactQuantile(Float64Array.from(xs).sort(), 0.5) ?? NaN
 const f1 = (x) => (x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(1))
 const pct = (d, base) => (base > 0 ? `${d >= 0 ? '+' : ''}${((d / base) * 100).toFixed(1)}%` : '–')
 const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
@@ -119,7 +121,8 @@ console.log('\n## Firefox style: upload throughput, medians (Mbit/s)\n')
 console.log('| region | up link | h2 | h3 | h3 / h2 | upload ms h2 | upload ms h3 |')
 console.log('|---|---|---|---|---|---|---|')
 for (const [region, cell] of Object.entries(byRegion)) {
-  const p = DEFAULT_PROFILES.find((x) => x.name === region)
+  // byRegion's keys are the names of DEFAULT_PROFILES' locations.
+  const p = /** @type {typeof DEFAULT_PROFILES[number]} */ (DEFAULT_PROFILES.find((x) => x.name === region))
   const m = (mode, f) => median(ok(cell.upload, mode).map(f))
   const [h2, h3] = [m('h2', (r) => r.upload_mbps), m('h3', (r) => r.upload_mbps)]
   console.log(`| ${region} | ${p.up_kbps / 1000} Mbit/s | ${f1(h2)} | ${f1(h3)} | ${(h3 / h2).toFixed(2)}× | ${f1(m('h2', (r) => r.details.samples[0]))} | ${f1(m('h3', (r) => r.details.samples[0]))} |`)

@@ -164,7 +164,7 @@ try {
       const { rowCount } = await pool.query(
         `UPDATE jobs SET state = 'done', started_at = clock_timestamp(), finished_at = clock_timestamp(), updated_at = clock_timestamp()
           WHERE state = 'queued' AND run_after <= now()`)
-      marked += rowCount
+      marked += rowCount ?? 0
       await sleep(200)
     }
   })()

@@ -38,7 +38,7 @@ try {
   const kb = (n) => `${(n / 1024).toFixed(1)} KB`
   console.log(`${'page'.padEnd(12)} ${'JS'.padStart(10)} ${'CSS'.padStart(10)} ${'total'.padStart(10)}  files`)
   for (const r of rows) console.log(`${r.name.padEnd(12)} ${kb(r.js).padStart(10)} ${kb(r.css).padStart(10)} ${kb(r.js + r.css).padStart(10)}  ${r.count}`)
-  const total = rows.at(-1).js + rows.at(-1).css
+  const total = rows[rows.length - 1].js + rows[rows.length - 1].css
   console.log(`\nbudget ${kb(BUDGET)}: ${kb(total)} used (${(total / BUDGET * 100).toFixed(0)}%) — ${total <= BUDGET ? 'within budget' : 'OVER BUDGET'}`)
   console.log('largest files:')
   for (const [url, f] of [...everything].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 5)) {

@@ -56,7 +56,7 @@ try {
   }
   times.sort((a, b) => a - b)
   console.log(`monitor page, 30-day comparison — ${n} results in the database, ${os.cpus().length} cores`)
-  console.log(`  table filled: median ${Math.round(times[Math.floor(times.length / 2)])} ms, worst ${Math.round(times.at(-1))} ms over ${times.length} cold loads (target < 1,000 ms)`)
+  console.log(`  table filled: median ${Math.round(times[Math.floor(times.length / 2)])} ms, worst ${Math.round(times[times.length - 1])} ms over ${times.length} cold loads (target < 1,000 ms)`)
 } finally {
   await lifecycle.stopAll('done')
   fs.rmSync(dataDir, { recursive: true, force: true })

@@ -20,11 +20,13 @@ import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { assertPortFree } from '../lib/runtime/instance.js'
 import { enrolLocation, parseLocationSpec, readAgentToken } from './enrol.js'
 
+/** @type {import('node:util').ParseArgsConfig['options']} */
 const common = {
   'data-dir': { type: 'string' },
   'database-url': { type: 'string' },
   'log-level': { type: 'string' }
 }
+/** @type {import('node:util').ParseArgsConfig['options']} */
 const server = { port: { type: 'string' }, host: { type: 'string' } }
 
 const commonHelp = `  --data-dir DIR          data folder (H3LENS_DATA_DIR, default .h3lens)
@@ -33,7 +35,11 @@ const commonHelp = `  --data-dir DIR          data folder (H3LENS_DATA_DIR, defa
 const serverHelp = `  --port N                HTTP port (PORT, default 8080)
   --host ADDR             bind address (HOST, default 127.0.0.1)`
 
-/** Read config, make a logger and a lifecycle. */
+/**
+ * Read config, make a logger and a lifecycle.
+ * @param {Record<string, string | boolean>} flags parsed CLI flags
+ * @param {string} name the logger's name
+ */
 function boot (flags, name) {
   const config = loadConfig(process.env, flags)
   const log = createLogger({ logLevel: config.logLevel, name })
@@ -42,6 +48,15 @@ function boot (flags, name) {
   return { config, log, lifecycle }
 }
 
+/**
+ * A subcommand. `values` are parseArgs' flags, typed by the command's own
+ * `options` (a string, a boolean, or a list for `multiple`), hence any here.
+ * @typedef {{ summary: string, usage: string, positionals?: boolean,
+ *   options: import('node:util').ParseArgsConfig['options'],
+ *   run: (values: any, positionals: string[]) => unknown }} Command
+ */
+
+/** @type {Record<string, Command>} */
 export const COMMANDS = {
   start: {
     summary: 'everything in one process: database, api, dashboard, scheduler, lab and agents',
@@ -130,12 +145,15 @@ Options:
       const flags = { ...values, 'api-url': values['api-url'] }
       const ctx = boot(flags, 'h3lens-agent')
       const { config } = ctx
-      config.agentToken = await readAgentToken(config)
-      const missing = [!config.agentToken && 'H3LENS_AGENT_TOKEN (--token)', !config.location && 'H3LENS_LOCATION (--location)'].filter(Boolean)
-      if (missing.length) throw Object.assign(new Error(`the agent needs ${missing.join(' and ')}; create a token with "h3lens agents token --location <id>"`), { userFacing: true })
+      const token = config.agentToken = await readAgentToken(config)
+      const location = config.location
+      if (!token || !location) {
+        const missing = [!token && 'H3LENS_AGENT_TOKEN (--token)', !location && 'H3LENS_LOCATION (--location)'].filter(Boolean)
+        throw Object.assign(new Error(`the agent needs ${missing.join(' and ')}; create a token with "h3lens agents token --location <id>"`), { userFacing: true })
+      }
       const { readLabTarget } = await import('./lab.js')
-      const lab = await readLabTarget(config.dataDir, config.location)
-      const agent = await startAgent({ config, log: ctx.log, token: config.agentToken, location: config.location, lab })
+      const lab = await readLabTarget(config.dataDir, location)
+      const agent = await startAgent({ config, log: ctx.log, token, location, lab })
       ctx.lifecycle.add('agent', agent.stop)
     }
   },
@@ -319,7 +337,7 @@ Options:
   --name NAME             what the key is for, e.g. grafana (create)
 ${commonHelp}`,
     run: async (values, positionals) => {
-      const fail = (message) => { throw Object.assign(new Error(message), { userFacing: true }) }
+      const fail = (/** @type {string} */ message) => { throw Object.assign(new Error(message), { userFacing: true }) }
       const [sub, arg] = positionals
       if (!['create', 'list', 'revoke'].includes(sub)) fail(`unknown keys command "${sub ?? ''}"; use "keys create --role read|write --name NAME", "keys list" or "keys revoke ID"`)
       const id = Number(arg)

@@ -56,7 +56,7 @@ export async function readAgentToken (config) {
   if (!config.agentTokenFile) return null
   try {
     return (await fs.readFile(config.agentTokenFile, 'utf8')).trim() || null
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     throw Object.assign(new Error(`H3LENS_AGENT_TOKEN_FILE=${config.agentTokenFile} cannot be read (${err.code ?? err.message}); "h3lens agents enrol" writes it`), { userFacing: true })
   }
 }

@@ -15,9 +15,10 @@ ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}
 Run "h3lens <command> --help" for a command's options.
 
 Configuration (environment variable, or the flag where one exists):
-${VARIABLES.map((v) => `  ${v.name.padEnd(26)} ${(v.flag ?? '').padEnd(15)} ${v.description}${v.default !== null && v.default !== undefined ? ` (default ${v.default})` : ''}`).join('\n')}
+${/** @type {readonly import('../lib/runtime/config.js').VariableSpec[]} */ (VARIABLES).map((v) => `  ${v.name.padEnd(26)} ${(v.flag ?? '').padEnd(15)} ${v.description}${v.default !== null && v.default !== undefined ? ` (default ${v.default})` : ''}`).join('\n')}
 `
 
+/** @param {string[]} argv */
 async function main (argv) {
   const [name, ...rest] = argv
   if (!name || name === '--help' || name === '-h' || name === 'help') {
@@ -36,7 +37,7 @@ async function main (argv) {
   let parsed
   try {
     parsed = parseArgs({ args: rest, options: { help: { type: 'boolean', short: 'h' }, ...command.options }, allowPositionals: Boolean(command.positionals), strict: true })
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     console.error(`h3lens ${name}: ${err.message}\n\n${command.usage}`)
     return 2
   }
@@ -66,6 +67,6 @@ function describeFailure (err) {
     return `failed with ${err === undefined ? 'no reason given' : JSON.stringify(err) ?? String(err)} (a bug: please report it with the log above)`
   }
   const e = /** @type {Error & { userFacing?: boolean, statusCode?: number }} */ (err)
-  if (err instanceof ConfigError || e.userFacing || (e.statusCode >= 400 && e.statusCode < 500)) return err.message
+  if (err instanceof ConfigError || e.userFacing || (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500)) return err.message
   return err.stack ?? String(err)
 }

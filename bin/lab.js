@@ -14,7 +14,7 @@ import { assertPortFree, claimDataDir, labPrefix } from '../lib/runtime/instance
 
 /**
  * Start the lab and register its stop with the lifecycle.
- * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
+ * @param {{ config: import('../lib/runtime/config.js').Config, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
  * @returns {Promise<{ origin: Awaited<ReturnType<typeof startOrigin>>, locations: LabLocation[], mode: 'regions' | 'local', notice?: string }>}
  */
 export async function startLabEnvironment ({ config, log, lifecycle }) {
@@ -50,7 +50,8 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
 
   const { DEFAULT_PROFILES } = await import('../lab/profiles.js')
   // Named for this data dir, so a lab of another data dir keeps its own.
-  const topology = await netns.labUp({ profiles: DEFAULT_PROFILES, log, backend: config.labBackend, runDir: labDir, prefix: labPrefix(config.dataDir) })
+  // mode is regions only when netns was imported above.
+  const topology = await /** @type {typeof import('../lab/netns.js')} */ (netns).labUp({ profiles: DEFAULT_PROFILES, log, backend: config.labBackend, runDir: labDir, prefix: labPrefix(config.dataDir) })
   lifecycle.add('lab namespaces', () => topology.down())
   const origin = await startOrigin({ dataDir: config.dataDir, port: config.labPort, netns: topology.originNs, log })
   lifecycle.add('lab origin', origin.stop)
@@ -69,6 +70,11 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
   return { origin, locations, mode }
 }
 
+/**
+ * @param {string} labDir
+ * @param {Awaited<ReturnType<typeof startOrigin>>} origin
+ * @param {LabLocation[]} locations
+ */
 async function writeLabState (labDir, origin, locations) {
   const state = {
     hostname: LAB_HOSTNAME,
@@ -97,7 +103,10 @@ export async function readLabTarget (dataDir, location) {
   }
 }
 
-/** `h3lens lab [up]`: the lab in the foreground until a signal. */
+/**
+ * `h3lens lab [up]`: the lab in the foreground until a signal.
+ * @param {Parameters<typeof startLabEnvironment>[0]} ctx
+ */
 export async function runLab (ctx) {
   ctx.lifecycle.add('data dir lock', claimDataDir(ctx.config.dataDir, 'lab'))
   const lab = await startLabEnvironment(ctx)
@@ -106,7 +115,10 @@ export async function runLab (ctx) {
   console.log('Ctrl-C stops the lab.')
 }
 
-/** `h3lens lab down`: remove what a crashed lab left behind. */
+/**
+ * `h3lens lab down`: remove what a crashed lab left behind.
+ * @param {Parameters<typeof startLabEnvironment>[0]} ctx
+ */
 export async function labDownCommand ({ config, log, lifecycle }) {
   const netns = await import('../lab/netns.js')
   const prefix = labPrefix(config.dataDir)

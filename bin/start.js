@@ -22,7 +22,7 @@ const SEED_INTERVAL_S = 60
 export const AA_SEED_LABEL = 'A/A calibration (lab 15 KB, h2 vs h2)'
 
 /**
- * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
+ * @param {{ config: import('../lib/runtime/config.js').Config, log: import('pino').Logger, lifecycle: ReturnType<typeof import('../lib/runtime/lifecycle.js').createLifecycle> }} ctx
  */
 export async function runStart (ctx) {
   const { config, log, lifecycle } = ctx
@@ -74,6 +74,9 @@ ${adminKeyNotice(admin)}
 /**
  * The local agents keep their tokens in the data dir so restarts reuse the
  * same agent identity instead of registering a new one each time.
+ * @param {import('pg').Pool} pool
+ * @param {string} dataDir
+ * @param {string} location
  */
 async function agentTokenFor (pool, dataDir, location) {
   const file = path.join(dataDir, 'agents', `${location}.token`)
@@ -93,6 +96,9 @@ async function agentTokenFor (pool, dataDir, location) {
  * once, and one A/A monitor (both arms over HTTP/2 on the 15 KB page), whose
  * comparison shows each location's noise floor: every difference it flags
  * is a false one.
+ * @param {import('pg').Pool} pool
+ * @param {Awaited<ReturnType<typeof import('./lab.js').startLabEnvironment>>} lab
+ * @param {import('pino').Logger} log
  */
 async function seedMonitors (pool, lab, log) {
   if (await countMonitors(pool) > 0) return

@@ -19,6 +19,7 @@ export const LINKEM_BINARY = fileURLToPath(new URL('./linkem/linkem', import.met
  * @typedef {{ info?: Function, warn?: Function, error?: Function }} Log
  */
 
+/** @param {string} path */
 async function mtimeMs (path) {
   try {
     return (await stat(path)).mtimeMs
@@ -43,7 +44,7 @@ export async function buildLinkem ({ log } = {}) {
   try {
     await execFileP('cc', ['-O2', '-Wall', '-o', tmp, LINKEM_SOURCE, '-lm'])
     await rename(tmp, LINKEM_BINARY)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     await unlink(tmp).catch(() => {})
     const detail = err.code === 'ENOENT' ? 'no C compiler "cc" found (install gcc)' : (err.stderr || err.message).trim()
     throw new Error(`cannot build linkem: ${detail}`)
@@ -60,14 +61,14 @@ export async function readLinkemStats (statsFile) {
   let text
   try {
     text = await readFile(statsFile, 'utf8')
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (err.code === 'ENOENT') return null
     throw err
   }
   return JSON.parse(text)
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Asks a running linkem for fresh counters (SIGUSR1) and waits until the
@@ -170,7 +171,8 @@ export async function startLinkem (options) {
   })
   child.stdout.resume()
 
-  const pid = child.pid
+  // It said ready, so it was spawned and has a pid.
+  const pid = /** @type {number} */ (child.pid)
   let running = true
   let stopping = false
   exited.then(({ code, signal }) => {

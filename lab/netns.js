@@ -49,16 +49,20 @@ export function netnsExec (ns) {
   return ['ip', 'netns', 'exec', ns]
 }
 
+/**
+ * @param {string} cmd
+ * @param {string[]} args
+ */
 async function run (cmd, args) {
   try {
     return (await execFileP(cmd, args, { timeout: 10_000 })).stdout
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     const detail = err.code === 'ENOENT' ? `${cmd} not found` : (err.stderr || err.message).trim()
     throw new Error(`${cmd} ${args.join(' ')} failed: ${detail}`)
   }
 }
 
-const ip = (...args) => run('ip', args)
+const ip = (/** @type {string[]} */ ...args) => run('ip', args)
 
 /**
  * Whether this process can build the lab. Never throws.
@@ -72,7 +76,7 @@ export async function netnsSupport () {
     await ip('netns', 'add', probe)
     await ip('-n', probe, 'link', 'set', 'lo', 'up')
     return { ok: true }
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     return { ok: false, reason: `ip netns not usable: ${err.message}` }
   } finally {
     await ip('netns', 'del', probe).catch(() => {})
@@ -93,13 +97,14 @@ export async function netemSupport () {
     await ip('-n', probe, 'link', 'add', 'probe0', 'type', 'veth', 'peer', 'name', 'probe1')
     await run('tc', ['-n', probe, 'qdisc', 'add', 'dev', 'probe0', 'root', 'netem', 'delay', '1ms'])
     return { ok: true }
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     return { ok: false, reason: `netem not usable: ${err.message}` }
   } finally {
     await ip('netns', 'del', probe).catch(() => {})
   }
 }
 
+/** @param {string} prefix */
 function checkPrefix (prefix) {
   // Device names are "<prefix>-<i>-o": 8 + 6 characters fit IFNAMSIZ (15).
   if (!/^[a-z][a-z0-9]{0,7}$/.test(prefix)) throw new Error(`prefix must be 1–8 characters of a-z and 0-9 (got ${JSON.stringify(prefix)})`)
@@ -140,6 +145,7 @@ export async function labUp (options = {}) {
   return { originNs, locations, down: () => labDown({ prefix, runDir, log }) }
 }
 
+/** @param {readonly Profile[]} profiles */
 function checkProfiles (profiles) {
   if (!Array.isArray(profiles) || profiles.length === 0) throw new Error('profiles must be a non-empty array')
   if (profiles.length > MAX_LOCATIONS) throw new Error(`at most ${MAX_LOCATIONS} locations (got ${profiles.length})`)
@@ -152,11 +158,17 @@ function checkProfiles (profiles) {
   }
 }
 
+/** @param {string} ns */
 async function addNamespace (ns) {
   await ip('netns', 'add', ns)
   await ip('-n', ns, 'link', 'set', 'lo', 'up')
 }
 
+/**
+ * @param {string} ns
+ * @param {string} dev
+ * @param {string} cidr
+ */
 async function configureEnd (ns, dev, cidr) {
   // No IPv6 link-local address: otherwise the kernel sends router and
   // neighbour solicitations through the link, which show up in loss counts
@@ -166,6 +178,10 @@ async function configureEnd (ns, dev, cidr) {
   await ip('-n', ns, 'link', 'set', 'dev', dev, 'up')
 }
 
+/**
+ * @param {{ i: number, profile: Profile, prefix: string, originNs: string, backend: 'linkem' | 'netem', runDir: string, log?: Log }} opts
+ * @returns {Promise<LabLocation>}
+ */
 async function addLocation ({ i, profile, prefix, originNs, backend, runDir, log }) {
   const ns = `${prefix}-${profile.name}`
   const devOrigin = `${prefix}-${i}-o`
@@ -199,6 +215,12 @@ async function addLocation ({ i, profile, prefix, originNs, backend, runDir, log
   return { name: profile.name, region: profile.region, ns, device: devLocation, address, originAddress, profile, readStats }
 }
 
+/**
+ * @param {string} ns
+ * @param {string} dev
+ * @param {string[]} netemArgs
+ * @param {Log} [log]
+ */
 async function shapeVeth (ns, dev, netemArgs, log) {
   // veth hands 64 KB GSO super-packets to the qdisc; netem would rate and
   // drop them as one packet. Segmenting first keeps loss per wire packet.
@@ -207,7 +229,7 @@ async function shapeVeth (ns, dev, netemArgs, log) {
   await run('tc', ['-n', ns, 'qdisc', 'add', 'dev', dev, 'root', 'netem', ...netemArgs])
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** @param {number} pid */
 async function processArgv (pid) {
@@ -218,7 +240,10 @@ async function processArgv (pid) {
   }
 }
 
-/** A zombie counts as gone: it only waits for its parent to reap it. */
+/**
+ * A zombie counts as gone: it only waits for its parent to reap it.
+ * @param {number} pid
+ */
 async function isRunning (pid) {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
@@ -228,9 +253,12 @@ async function isRunning (pid) {
   }
 }
 
-/** SIGTERM, then SIGKILL whatever still runs after 2 s. */
+/**
+ * SIGTERM, then SIGKILL whatever still runs after 2 s.
+ * @param {number[]} pids
+ */
 async function stopProcesses (pids) {
-  const signal = (pid, sig) => { try { process.kill(pid, sig) } catch {} }
+  const signal = (/** @type {number} */ pid, /** @type {NodeJS.Signals} */ sig) => { try { process.kill(pid, sig) } catch {} }
   for (const pid of pids) signal(pid, 'SIGTERM')
   const deadline = Date.now() + 2000
   let left = pids
@@ -242,13 +270,21 @@ async function stopProcesses (pids) {
   for (const pid of left) signal(pid, 'SIGKILL')
 }
 
+/**
+ * @param {string[] | null} argv
+ * @param {string} prefix
+ */
 function isLabLinkem (argv, prefix) {
   if (!argv?.length || !path.basename(argv[0]).startsWith('linkem')) return false
   const i = argv.indexOf('--netns-a')
   return i >= 0 && argv[i + 1] === `${prefix}-origin`
 }
 
-/** linkem processes of this lab: from pid files, and any a lost pid file missed. */
+/**
+ * linkem processes of this lab: from pid files, and any a lost pid file missed.
+ * @param {string} prefix
+ * @param {string} runDir
+ */
 async function findLinkems (prefix, runDir) {
   const pids = new Set()
   const files = await readdir(runDir).catch(() => [])

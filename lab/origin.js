@@ -90,7 +90,7 @@ export async function startOrigin ({
   let sink
   try {
     sink = await startUploadSink(labDir, `upload-${port}.sock`)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     throw new OriginStartError(`lab origin on port ${port} did not start: upload sink: ${err.message}`, { port, netns, logTail: [], cause: err })
   }
 
@@ -119,7 +119,7 @@ export async function startOrigin ({
     }
   })
   const killGroup = () => {
-    try { process.kill(-child.pid, 'SIGKILL') } catch {}
+    try { process.kill(-(/** @type {number} */ (child.pid)), 'SIGKILL') } catch {}
   }
   process.on('exit', killGroup)
   const exited = once(child, 'exit').catch((err) => [null, err.message]) // spawn failure
@@ -149,7 +149,7 @@ export async function startOrigin ({
       ? () => probeInNetns({ netns, host: probeHost, port, caPath: cert.certPath })
       : () => probeOrigin({ host: probeHost, port, ca })
     await waitReady({ output, exited, probe, timeoutMs: startTimeoutMs })
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     await stop()
     const why = output.lastProblem ? `${err.message}: ${output.lastProblem}` : err.message
     throw new OriginStartError(`lab origin on port ${port} did not start: ${why}`,
@@ -194,7 +194,7 @@ export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, k
     'Access-Control-Max-Age': ['600'],
     'Cache-Control': ['no-store']
   }
-  const setHeaders = (headers) => ({ handler: 'headers', response: { set: headers } })
+  const setHeaders = (/** @type {Record<string, string[]>} */ headers) => ({ handler: 'headers', response: { set: headers } })
   const noContent = { handler: 'static_response', status_code: 204 }
   const site = {
     // No ACME, no redirects, no certificate management: the
@@ -248,11 +248,12 @@ export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, k
 
 /**
  * Forward Caddy's JSON log lines to our logger and notice when it is serving.
- * @param {import('node:child_process').ChildProcess} child
+ * @param {{ stderr: import('node:stream').Readable }} child
  * @param {import('pino').Logger} log
  */
 function watchCaddyLog (child, log) {
-  let markReady
+  /** @type {(v?: undefined) => void} */
+  let markReady = () => {}
   const output = {
     /** @type {string[]} */
     tail: [],
@@ -282,7 +283,7 @@ function watchCaddyLog (child, log) {
 async function waitReady ({ output, exited, probe, timeoutMs }) {
   let reason = null
   let timer
-  const over = new Promise((resolve) => {
+  const over = new Promise((/** @type {(v?: undefined) => void} */ resolve) => {
     exited.then(([code, signal]) => { reason ??= new Error(`caddy exited (${signal ?? code})`); resolve() })
     timer = setTimeout(() => { reason ??= new Error(`no answer within ${timeoutMs} ms`); resolve() }, timeoutMs)
   })
@@ -314,7 +315,8 @@ export function probeOrigin ({ host, port, ca, timeoutMs = 2000 }) {
       headers: { host: `${LAB_HOSTNAME}:${port}` }
     }, (res) => {
       res.resume()
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers }))
+      // A response to a client request always has a status.
+      res.on('end', () => resolve({ status: /** @type {number} */ (res.statusCode), headers: res.headers }))
     })
     req.on('timeout', () => req.destroy(new Error('probe timed out')))
     req.on('error', reject)

@@ -106,9 +106,15 @@ export function geLossPct ({ p, r, h, k }) {
 export function validateProfile (p) {
   if (p === null || typeof p !== 'object') throw new Error('profile must be an object')
   const where = typeof p.name === 'string' ? `profile "${p.name}"` : 'profile'
+  /** @type {(field: string, rule: string, value: unknown) => never} */
   const fail = (field, rule, value) => {
     throw new Error(`${where}: ${field} ${rule} (got ${JSON.stringify(value) ?? String(value)})`)
   }
+  /**
+   * @param {keyof Profile} field
+   * @param {number} min
+   * @param {number} max
+   */
   const number = (field, min, max, { above = false, integer = false } = {}) => {
     const v = p[field]
     if (typeof v !== 'number' || !Number.isFinite(v)) fail(field, 'must be a finite number', v)
@@ -139,10 +145,14 @@ export function validateProfile (p) {
   return p
 }
 
+/**
+ * @param {Profile} p
+ * @param {(field: string, rule: string, value: unknown) => never} fail
+ */
 function validateGe (p, fail) {
   const ge = p.ge
   if (ge === null || typeof ge !== 'object') fail('ge', 'must be an object { p, r, h, k } for gilbert-elliott loss', ge)
-  for (const key of ['p', 'r', 'h', 'k']) {
+  for (const key of /** @type {const} */ (['p', 'r', 'h', 'k'])) {
     const v = ge[key]
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1) fail(`ge.${key}`, 'must be a probability in [0, 1]', v)
   }
@@ -171,7 +181,8 @@ export function profileToLinkemArgs (p) {
     args.push(`--${dir}-delay`, fmt(p.rtt_ms / 2))
     if (p.jitter_ms > 0) args.push(`--${dir}-jitter`, fmt(p.jitter_ms / 2), `--${dir}-keep-order`)
     if (p.loss_model === 'gilbert-elliott') {
-      const { p: gp, r, h, k } = p.ge
+      // validateProfile: a gilbert-elliott profile has its ge.
+      const { p: gp, r, h, k } = /** @type {GilbertElliott} */ (p.ge)
       args.push(`--${dir}-ge`, [gp, r, h, k].map(fmt).join(','))
     } else if (p.loss_pct > 0) {
       args.push(`--${dir}-loss`, fmt(p.loss_pct))
@@ -195,11 +206,12 @@ export function profileToLinkemArgs (p) {
 export function profileToNetemArgs (p, direction) {
   validateProfile(p)
   if (direction !== 'down' && direction !== 'up') throw new Error(`direction must be 'down' or 'up' (got ${direction})`)
-  const pct = (x) => `${fmt(x * 100)}%`
+  const pct = (/** @type {number} */ x) => `${fmt(x * 100)}%`
   const args = ['delay', `${fmt(p.rtt_ms / 2)}ms`]
   if (p.jitter_ms > 0) args.push(`${fmt(p.jitter_ms / 2)}ms`)
   if (p.loss_model === 'gilbert-elliott') {
-    const { p: gp, r, h, k } = p.ge
+    // validateProfile: a gilbert-elliott profile has its ge.
+    const { p: gp, r, h, k } = /** @type {GilbertElliott} */ (p.ge)
     args.push('loss', 'gemodel', pct(gp), pct(r), pct(1 - h), pct(1 - k))
   } else if (p.loss_pct > 0) {
     args.push('loss', 'random', `${fmt(p.loss_pct)}%`)

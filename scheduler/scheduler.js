@@ -20,7 +20,14 @@ const PRUNE_BATCHES = 20
 const DEFAULT_JOBS_RETENTION_DAYS = 7
 
 /**
- * @param {{ db: import('pg').Pool, config: Record<string, any> }} deps
+ * The part of the configuration the scheduler reads; the rest have defaults
+ * here, so tests may pass only these two.
+ * @typedef {Pick<import('../lib/runtime/config.js').Config, 'schedulerTickMs' | 'maxAttempts'>
+ *   & Partial<import('../lib/runtime/config.js').Config>} SchedulerConfig
+ */
+
+/**
+ * @param {{ db: import('pg').Pool, config: Partial<import('../lib/runtime/config.js').Config> }} deps
  * @returns {() => Promise<number>} runs a prune when one is due; jobs deleted
  */
 export function createJobsPruner ({ db, config }) {
@@ -43,7 +50,7 @@ export function createJobsPruner ({ db, config }) {
  * `now` is the clock of alert evaluation and delivery; by default the
  * database's, so replicas on machines whose clocks differ agree on when the
  * last evaluation was (tests pass their own and move it).
- * @param {{ db: import('pg').Pool, config: Record<string, any>, log: import('pino').Logger, hooks?: Array<() => Promise<void>>, now?: () => Date }} deps
+ * @param {{ db: import('pg').Pool, config: SchedulerConfig, log: import('pino').Logger, hooks?: Array<() => Promise<void>>, now?: () => Date }} deps
  */
 export function createScheduler ({ db, config, log, hooks = [], now }) {
   const clock = async () => now ? now() : (await db.query('SELECT now() AS now')).rows[0].now
@@ -64,7 +71,7 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     try {
       alerts = await evaluateAlerts(db, { now: await clock(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
       deliveries = await deliverDue(db, { now: await clock(), log })
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       log.warn({ err: err.message }, 'alert evaluation or delivery failed; retrying next tick')
     }
     for (const hook of hooks) await hook()
@@ -118,7 +125,7 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     },
     async stop () {
       stopped = true
-      for (const loop of loops) clearTimeout(loop.timer)
+      for (const loop of loops) clearTimeout(loop.timer ?? undefined)
       await Promise.all(loops.map((loop) => loop.running))
     }
   }

@@ -20,13 +20,16 @@ const rttMs = values.rtt ? Number(values.rtt) : null
 const max = Number(values.events)
 
 const SHOWN = /^(QUIC_SESSION_(PACKET_SENT|PACKET_LOST|ACK_FRAME_RECEIVED|UNAUTHENTICATED_PACKET_HEADER_RECEIVED|CRYPTO_HANDSHAKE_COMPLETE|HANDSHAKE_DONE_FRAME_RECEIVED|ZERO_RTT_STATE)|HTTP3_HEADERS_(SENT|RECEIVED)|TCP_CONNECT|SSL_CONNECT|SSL_HANDSHAKE_MESSAGE_(SENT|RECEIVED)|SOCKET_BYTES_(SENT|RECEIVED))$/
+/** @type {Record<number, string>} */
 const TLS_MESSAGES = { 1: 'ClientHello', 2: 'ServerHello', 4: 'NewSessionTicket', 8: 'EncryptedExtensions', 11: 'Certificate', 15: 'CertificateVerify', 20: 'Finished' }
 
 const events = namedEvents(log)
+/** @type {Map<number, typeof events>} source id → its events */
 const sources = new Map()
 for (const e of events) {
-  if (!sources.has(e.source)) sources.set(e.source, [])
-  sources.get(e.source).push(e)
+  const list = sources.get(e.source)
+  if (list) list.push(e)
+  else sources.set(e.source, [e])
 }
 for (const list of sources.values()) {
   const quic = list[0].sourceType === 'QUIC_SESSION'

@@ -44,6 +44,10 @@ const code = await new Promise((resolve) => child.on('exit', (c, sig) => resolve
 if (embedded) await embedded.stop()
 process.exit(code)
 
+/**
+ * @param {string} url
+ * @param {string} db
+ */
 function withDatabase (url, db) {
   const u = new URL(url)
   u.pathname = `/${db}`

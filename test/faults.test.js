@@ -267,7 +267,7 @@ test('kill -9 of an agent in the middle of a job: the job runs again and one set
     scheduler.start()
     const first = runH3lens(['agent'], agentEnv)
     const job = await eventually(async () => (await db.query("SELECT id FROM jobs WHERE monitor_id = $1 AND state = 'leased'", [monitor.id])).rows[0], { intervalMs: 20, what: 'the job leased' })
-    process.kill(first.child.pid, 'SIGKILL')
+    process.kill(/** @type {number} */ (first.child.pid), 'SIGKILL')
     await first.exited
     const { rows: [mid] } = await db.query('SELECT count(*)::int AS n FROM results WHERE job_id = $1', [job.id])
     assert.equal(mid.n, 0, 'killed before it submitted anything')

@@ -41,6 +41,7 @@ test('a hanging database: /healthz answers 503 "database timeout" within a secon
     }
     let res
     for (let i = 0; i < 20 && res?.statusCode !== 200; i++) res = await app.inject({ url: '/healthz' })
+    assert.ok(res)
     assert.equal(res.statusCode, 200)
     assert.equal(res.json().status, 'ok')
     assert.equal(res.json().database, 'ok')

@@ -43,7 +43,7 @@ function raw ({ method = 'GET', path, headers = {}, body }) {
       let text = ''
       res.setEncoding('utf8')
       res.on('data', (d) => { text += d })
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text, json: () => JSON.parse(text) }))
+      res.on('end', () => resolve({ status: /** @type {number} */ (res.statusCode), headers: res.headers, text, json: () => JSON.parse(text) }))
     })
     req.on('error', reject)
     req.end(body)

@@ -112,7 +112,7 @@ async function sendNumbered (count) {
   const sender = nodeIn(ORIGIN, UDP_SEND, { host: '10.213.0.2', port: 9300, count })
   await new Promise((resolve) => sender.on('exit', resolve))
   await exited
-  return JSON.parse(out.split('\n').filter(Boolean).at(-1))
+  return JSON.parse(out.split('\n').filter(Boolean).at(-1) ?? '')
 }
 
 const ip = (...args) => execFileP('ip', args)

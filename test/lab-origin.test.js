@@ -45,7 +45,7 @@ function request ({ port, ca, path: urlPath, method = 'GET', body }) {
     }, (res) => {
       const chunks = []
       res.on('data', (c) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }))
+      res.on('end', () => resolve({ status: /** @type {number} */ (res.statusCode), headers: res.headers, body: Buffer.concat(chunks) }))
     })
     req.on('error', reject)
     req.end(body)

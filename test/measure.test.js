@@ -74,7 +74,7 @@ describe('measurePage against the lab origin', () => {
       ...created,
       acquire: async (spec) => {
         const browser = await created.acquire(spec)
-        browserPids.add(browser.process().pid)
+        browserPids.add(browser.process()?.pid)
         return browser
       }
     }

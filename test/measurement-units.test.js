@@ -85,7 +85,7 @@ describe('the RTT a round is judged against', () => {
     const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
     try {
       const ms = await tcpPing({ host: '127.0.0.1', port })
-      assert.ok(ms > 0 && ms < 500, String(ms))
+      assert.ok(ms !== null && ms > 0 && ms < 500, String(ms))
       const asked = []
       const r = await locationRtt({ url: `https://127.0.0.1:${port}/`, isLab: false, location: { kind: 'real', profile: {} }, ping: async (q) => { asked.push(q); return 12.5 } })
       assert.deepEqual(r, { rttMs: 12.5, source: 'tcp_ping' })
@@ -125,13 +125,13 @@ test('per-request samples feed the request and upload metrics, which have rollup
 
 test('an outlier is a first-view ok run above the p99 of its probe and mode', () => {
   const t = { 'page/h3': 500, 'parallel/h2': 100, 'upload/h3': 900 }
-  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'page', mode: 'h3', load_ms: 501 }, t), /load_ms 501 above the p99 of recent runs \(500\)/)
+  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'page', mode: 'h3', load_ms: 501 }, t) ?? '', /load_ms 501 above the p99 of recent runs \(500\)/)
   assert.equal(outlierOf({ view: 'first', status: 'ok', probe: 'page', mode: 'h3', load_ms: 499 }, t), null)
   assert.equal(outlierOf({ view: 'repeat', status: 'ok', probe: 'page', mode: 'h3', load_ms: 900 }, t), null)
   assert.equal(outlierOf({ view: 'first', status: 'error', probe: 'page', mode: 'h3', load_ms: 900 }, t), null)
   assert.equal(outlierOf({ view: 'first', status: 'ok', probe: 'page', mode: 'h2', load_ms: 900 }, t), null, 'no threshold yet')
-  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'parallel', mode: 'h2', samples: [20, 140] }, t), /slowest request/)
-  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'upload', mode: 'h3', samples: [901] }, t), /upload ms/)
+  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'parallel', mode: 'h2', samples: [20, 140] }, t) ?? '', /slowest request/)
+  assert.match(outlierOf({ view: 'first', status: 'ok', probe: 'upload', mode: 'h3', samples: [901] }, t) ?? '', /upload ms/)
 })
 
 describe('net log findings', () => {

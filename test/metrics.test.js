@@ -134,11 +134,11 @@ test('p50/p95 TTFB and load per monitor, location and mode cover the last hour o
   const at = (name, mode, quantile) => sample(families, name, { monitor_id: String(monitor.id), location: 'local', mode, quantile })
   // percentile_cont over 1..100: p50 = 50.5, p95 = 95.05; over 1..20: 10.5, 19.05.
   assert.equal(at('h3lens_ttfb_ms', 'h2', '0.5'), 50.5)
-  assert.ok(Math.abs(at('h3lens_ttfb_ms', 'h2', '0.95') - 95.05) < 1e-9)
+  assert.ok(Math.abs(Number(at('h3lens_ttfb_ms', 'h2', '0.95')) - 95.05) < 1e-9)
   assert.equal(at('h3lens_ttfb_ms', 'h3', '0.5'), 10.5)
-  assert.ok(Math.abs(at('h3lens_ttfb_ms', 'h3', '0.95') - 19.05) < 1e-9)
+  assert.ok(Math.abs(Number(at('h3lens_ttfb_ms', 'h3', '0.95')) - 19.05) < 1e-9)
   assert.equal(at('h3lens_load_ms', 'h2', '0.5'), 505)
-  assert.ok(Math.abs(at('h3lens_load_ms', 'h3', '0.95') - 190.5) < 1e-9)
+  assert.ok(Math.abs(Number(at('h3lens_load_ms', 'h3', '0.95')) - 190.5) < 1e-9)
   // lab-eu has no results, so no series; nothing was dropped.
   assert.equal(sample(families, 'h3lens_ttfb_ms', { location: 'lab-eu' }), undefined)
   assert.equal(families.get('h3lens_ttfb_ms').metrics.length, 4)

@@ -124,7 +124,7 @@ describe('protocol truth in the lab', () => {
     assert.equal(chain.error, null)
     assert.deepEqual(chain.hops.map((h) => h.status), [302, 200])
     assert.deepEqual(chain.origins, [origin.baseUrl, origin.altBaseUrl])
-    assert.match(chain.altSvc.get(origin.altBaseUrl), /h3=/)
+    assert.match(chain.altSvc.get(origin.altBaseUrl) ?? '', /h3=/)
     const plain = await discoverChain({ pool, url: origin.noH3BaseUrl + '/page-15k.html', extraFlags })
     assert.deepEqual([...plain.altSvc], [[origin.noH3BaseUrl, null]])
     assert.equal(launched.length, before, 'no browser of its own')
@@ -185,7 +185,7 @@ describe('judging a document and a failure (pure rules)', () => {
   })
 
   test('a network error after the headers is incomplete; an abort or an error status is not', () => {
-    assert.match(documentOutcome(rec({ finished: false, failed: 'net::ERR_HTTP2_PROTOCOL_ERROR', received_bytes: 1024 })).incomplete,
+    assert.match(documentOutcome(rec({ finished: false, failed: 'net::ERR_HTTP2_PROTOCOL_ERROR', received_bytes: 1024 })).incomplete ?? '',
       /^network error after the headers \(net::ERR_HTTP2_PROTOCOL_ERROR\) at 1,024 bytes of the body$/)
     assert.equal(documentOutcome(rec({ finished: false, failed: 'net::ERR_ABORTED', canceled: true })).incomplete, null)
     assert.equal(documentOutcome(rec({ finished: false, status: 404, failed: 'net::ERR_HTTP_RESPONSE_CODE_FAILURE' })).incomplete, null)

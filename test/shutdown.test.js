@@ -34,7 +34,7 @@ test('SIGTERM to the process group mid-round stores no false error and leaves no
   try {
     await eventually(() => /dashboard\s+http/.test(output) || child.exitCode !== null, { timeoutMs: 90000, what: 'the start banner' })
     assert.match(output, /dashboard\s+http/, output.slice(-3000))
-    const labPort = /lab\s+https:\/\/lab\.h3lens\.test:(\d+)/.exec(output)[1]
+    const labPort = /lab\s+https:\/\/lab\.h3lens\.test:(\d+)/.exec(output)?.[1]
     const key = fs.readFileSync(path.join(dataDir, 'admin-key'), 'utf8').trim()
     // The slowest region and the largest page, viewed twice: a round is
     // several seconds of page loads through the emulated link.
@@ -48,10 +48,10 @@ test('SIGTERM to the process group mid-round stores no false error and leaves no
     const monitorId = body.id
     // One full round first, so the browsers are warm and the next round is
     // page loads from its first second.
-    await eventually(async () => (await db.pool.query("SELECT 1 FROM jobs WHERE monitor_id = $1 AND state = 'done'", [monitorId])).rowCount > 0, { timeoutMs: 90000, what: 'a first round' })
-    await eventually(async () => (await db.pool.query("SELECT 1 FROM jobs WHERE monitor_id = $1 AND state = 'leased'", [monitorId])).rowCount > 0, { timeoutMs: 30000, intervalMs: 100, what: 'a round in flight' })
+    await eventually(async () => ((await db.pool.query("SELECT 1 FROM jobs WHERE monitor_id = $1 AND state = 'done'", [monitorId])).rowCount ?? 0) > 0, { timeoutMs: 90000, what: 'a first round' })
+    await eventually(async () => ((await db.pool.query("SELECT 1 FROM jobs WHERE monitor_id = $1 AND state = 'leased'", [monitorId])).rowCount ?? 0) > 0, { timeoutMs: 30000, intervalMs: 100, what: 'a round in flight' })
     await sleep(600)
-    process.kill(-child.pid, 'SIGTERM')
+    process.kill(-(/** @type {number} */ (child.pid)), 'SIGTERM')
     stopped = true
     const { code } = await exited
     assert.equal(code, 0, output.slice(-3000))
@@ -62,7 +62,7 @@ test('SIGTERM to the process group mid-round stores no false error and leaves no
     assert.deepEqual(leased, [], 'the round in flight was finished or given back')
     assert.doesNotMatch(output, /linkem exited unexpectedly/)
   } finally {
-    if (!stopped) try { process.kill(-child.pid, 'SIGTERM') } catch {}
+    if (!stopped) try { process.kill(-(/** @type {number} */ (child.pid)), 'SIGTERM') } catch {}
     await exited
     await db.drop()
     fs.rmSync(dataDir, { recursive: true, force: true })

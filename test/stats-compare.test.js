@@ -21,8 +21,13 @@ function lognormalSample (n, { median, sigma, seed }) {
 }
 
 /** @param {number} actual @param {number} expected @param {number} tolerance */
+/**
+ * @param {number | null} actual
+ * @param {number} expected
+ * @param {number} tolerance
+ */
 function near (actual, expected, tolerance, message = '') {
-  assert.ok(Math.abs(actual - expected) <= tolerance, `${message} ${actual} is not within ${tolerance} of ${expected}`)
+  assert.ok(actual !== null && Math.abs(actual - expected) <= tolerance, `${message} ${actual} is not within ${tolerance} of ${expected}`)
 }
 
 test('exactQuantile interpolates like PostgreSQL percentile_cont', () => {
@@ -150,7 +155,7 @@ test('bootstrap reads resample quantiles off draw counts exactly as sorting the 
 
     const intervals = bootstrapDeltaCIs({ h2, h3, qs, iterations: 1, seed })
     qs.forEach((q, i) => {
-      const expected = exactQuantile(h3Star, q) - exactQuantile(h2Star, q)
+      const expected = Number(exactQuantile(h3Star, q)) - Number(exactQuantile(h2Star, q))
       near(intervals[i].lo, expected, 1e-9, `seed ${seed} q ${q}`)
       assert.equal(intervals[i].hi, intervals[i].lo)
     })
@@ -174,7 +179,7 @@ test('compareSamples reports insufficient data without numbers', () => {
   assert.equal(result.insufficient_data, true)
   assert.equal(result.n_h2, 3)
   assert.equal(result.n_h3, 50)
-  assert.match(result.reason, /h2 has 3 .* at least 10/)
+  assert.match(result.reason ?? '', /h2 has 3 .* at least 10/)
   assert.equal(result.mann_whitney_p, null)
   assert.equal(result.cliffs_delta, null)
   assert.deepEqual(result.rows.map((r) => r.percentile), [25, 50, 75, 90, 95, 99])
@@ -204,8 +209,8 @@ test('compareSamples delta and delta_pct on a hand-computed case', () => {
   near(p90.h3_ms, 252.9, 1e-9)
   near(p90.delta_ms, -28.1, 1e-9)
   near(p90.delta_pct, -10, 1e-9)
-  for (const row of result.rows) assert.ok(row.ci_low_ms <= row.ci_high_ms)
-  assert.ok(result.cliffs_delta < 0, 'h3 values tend to be smaller')
+  for (const row of result.rows) assert.ok(row.ci_low_ms !== null && row.ci_high_ms !== null && row.ci_low_ms <= row.ci_high_ms)
+  assert.ok(result.cliffs_delta !== null && result.cliffs_delta < 0, 'h3 values tend to be smaller')
 })
 
 test('compareSamples verdicts follow the confidence interval', () => {
@@ -215,20 +220,20 @@ test('compareSamples verdicts follow the confidence interval', () => {
   const faster = compareSamples({ h2: slow, h3: fast, seed: 1 })
   for (const row of faster.rows) {
     assert.equal(row.verdict, VERDICTS.H3_FASTER, `p${row.percentile}`)
-    assert.ok(row.ci_high_ms < 0 && row.delta_ms < 0)
+    assert.ok(row.ci_high_ms !== null && row.delta_ms !== null && row.ci_high_ms < 0 && row.delta_ms < 0)
   }
-  assert.ok(faster.mann_whitney_p < 1e-6)
-  assert.ok(faster.cliffs_delta < -0.3)
+  assert.ok(faster.mann_whitney_p !== null && faster.mann_whitney_p < 1e-6)
+  assert.ok(faster.cliffs_delta !== null && faster.cliffs_delta < -0.3)
 
   const slower = compareSamples({ h2: fast, h3: slow, seed: 1 })
   assert.ok(slower.rows.every((row) => row.verdict === VERDICTS.H3_SLOWER))
-  assert.ok(slower.cliffs_delta > 0.3)
+  assert.ok(slower.cliffs_delta !== null && slower.cliffs_delta > 0.3)
 
   const same = compareSamples({ h2: slow, h3: slow, seed: 1 })
   for (const row of same.rows) {
     assert.equal(row.verdict, VERDICTS.NO_SIGNIFICANT_DIFFERENCE, `p${row.percentile}`)
     assert.equal(row.delta_ms, 0)
-    assert.ok(row.ci_low_ms < 0 && row.ci_high_ms > 0)
+    assert.ok(row.ci_low_ms !== null && row.ci_high_ms !== null && row.ci_low_ms < 0 && row.ci_high_ms > 0)
   }
   assert.equal(same.cliffs_delta, 0)
   assert.equal(same.mann_whitney_p, 1)

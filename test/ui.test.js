@@ -100,7 +100,7 @@ test('adding a monitor through the form lands on its page', async () => {
   await page.waitForFunction(() => /^#\/monitors\/\d+$/.test(location.hash.split('?')[0]))
   await settled(page)
   assert.equal(await page.$eval('h1', (e) => e.textContent), 'Landing page')
-  const id = Number(await page.evaluate(() => location.hash.match(/monitors\/(\d+)/)[1]))
+  const id = Number(await page.evaluate(() => location.hash.match(/monitors\/(\d+)/)?.[1]))
   const stored = await (await apiGet(`/api/v1/monitors/${id}`)).json()
   assert.equal(stored.url, 'https://example.org/landing')
   assert.equal(stored.interval_s, 120)
@@ -127,7 +127,7 @@ test('bad input shows the error next to its field', async () => {
   const interval = await errorOf('interval_s')
   assert.equal(interval.hidden, false)
   assert.match(interval.text, /at least 60 seconds/)
-  assert.equal(await page.evaluate(() => document.activeElement.id), 'url', 'focus moves to the first problem')
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'url', 'focus moves to the first problem')
 
   // What only the server knows also lands next to its field.
   await page.$eval('#url', (i) => { i.value = '' })
@@ -135,7 +135,7 @@ test('bad input shows the error next to its field', async () => {
   await page.$eval('#interval_s', (i) => { i.value = '' })
   await page.type('#interval_s', '300')
   await page.click('form.card-form button[type="submit"]')
-  await page.waitForFunction(() => /user name or password/.test(document.getElementById('url-error').textContent))
+  await page.waitForFunction(() => /user name or password/.test(document.getElementById('url-error')?.textContent ?? ''))
   assert.equal(await page.evaluate(() => location.hash), '#/new', 'stays on the form')
 
   // An A/A monitor needs both modes; the minimum effect is a percentage.
@@ -153,7 +153,7 @@ test('bad input shows the error next to its field', async () => {
   await page.type('#min_effect_pct', '5')
   await page.click('form.card-form button[type="submit"]')
   await page.waitForFunction(() => /^#\/monitors\/\d+$/.test(location.hash.split('?')[0]))
-  const id = Number(await page.evaluate(() => location.hash.match(/monitors\/(\d+)/)[1]))
+  const id = Number(await page.evaluate(() => location.hash.match(/monitors\/(\d+)/)?.[1]))
   const stored = await (await apiGet(`/api/v1/monitors/${id}`)).json()
   assert.deepEqual([stored.aa_protocol, stored.min_effect_pct, stored.min_effect_ms, stored.modes], ['h2', 5, 1, ['h2', 'h3']])
   await done()
@@ -373,7 +373,7 @@ test('the export links download CSV with the current filters', async () => {
   assert.match(raw, new RegExp(`/api/v1/results\\?monitor=${id}&from=.*&to=.*&format=csv`))
   const res = await fetch(raw, { headers: { authorization: `Bearer ${seeded.apiKey}` } })
   assert.equal(res.status, 200, await res.clone().text())
-  assert.match(res.headers.get('content-type'), /text\/csv/)
+  assert.match(res.headers.get('content-type') ?? '', /text\/csv/)
   const lines = (await res.text()).trim().split('\n')
   assert.match(lines[0], /ttfb_ms/)
   assert.ok(lines.length > 100, `${lines.length} lines`)
@@ -382,14 +382,14 @@ test('the export links download CSV with the current filters', async () => {
   assert.match(trends, /metric=load/)
   const t = await fetch(trends, { headers: { authorization: `Bearer ${seeded.apiKey}` } })
   assert.equal(t.status, 200, await t.clone().text())
-  assert.match(t.headers.get('content-type'), /text\/csv/)
+  assert.match(t.headers.get('content-type') ?? '', /text\/csv/)
   assert.match((await t.text()).split('\n')[0], /p50/)
 
   // A plain link cannot send the key; the click fetches with it and saves the file.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-ui-download-'))
   const cdp = await page.createCDPSession()
   await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: dir })
-  await page.evaluate(() => [...document.querySelectorAll('.menu-list a')].find((a) => a.textContent === 'Raw results as CSV').dispatchEvent(new MouseEvent('click', { bubbles: true, cancelable: true })))
+  await page.evaluate(() => [...document.querySelectorAll('.menu-list a')].find((a) => a.textContent === 'Raw results as CSV')?.dispatchEvent(new MouseEvent('click', { bubbles: true, cancelable: true })))
   const file = path.join(dir, `h3lens-results-${id}.csv`)
   await eventually(() => fs.existsSync(file) && fs.statSync(file).size > 0, { timeoutMs: 15000, what: 'the downloaded CSV' })
   assert.match(fs.readFileSync(file, 'utf8').split('\n')[0], /ttfb_ms/)

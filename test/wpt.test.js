@@ -98,8 +98,8 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
     assert.deepEqual([job.bwIn, job.bwOut, job.latency, job.plr], [0, 0, 0, 0], 'no shaping unless the location shapes')
     assert.doesNotMatch(job.addCmdLine, /--host-resolver-rules|--disable-features/, 'never a switch the agent sets itself')
   }
-  assert.equal(jobs.find((j) => arm(j) === 'h3').addCmdLine, '--enable-quic --origin-to-force-quic-on=localhost:18443')
-  assert.equal(jobs.find((j) => arm(j) === 'h2').addCmdLine, '--disable-quic')
+  assert.equal(jobs.find((j) => arm(j) === 'h3')?.addCmdLine, '--enable-quic --origin-to-force-quic-on=localhost:18443')
+  assert.equal(jobs.find((j) => arm(j) === 'h2')?.addCmdLine, '--disable-quic')
   assert.notEqual(jobs[0]['Test ID'], jobs[1]['Test ID'])
 
   const rows = await results(m.id)
@@ -249,7 +249,8 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
   await monitorWithRounds({})
   const job = (await getwork('spike4')).job
   const id = job['Test ID']
-  const devtools = (await unzipMembers(await forTest(ZIP.h3, job))).find((m) => m.name === '1_devtools_requests.json.gz').data
+  const devtools = (await unzipMembers(await forTest(ZIP.h3, job))).find((m) => m.name === '1_devtools_requests.json.gz')?.data
+  assert.ok(devtools)
   const cases = {
     'not a zip': Buffer.from('this is not a zip file at all'),
     'no devtools requests': await forTest(ZIP.h3, job, { drop: (n) => n.includes('devtools_requests') }),

@@ -26,7 +26,10 @@ const routes = [
   { re: /^\/alerts$/, view: alerts, nav: 'alerts', window: false, refresh: true }
 ]
 
-const root = document.getElementById('view')
+/** @typedef {typeof routes[number]} Route */
+
+// index.html has it.
+const root = /** @type {HTMLElement} */ (document.getElementById('view'))
 let generation = 0
 let shown = null // { path, disposers }
 let inFlight = false
@@ -38,8 +41,9 @@ async function render ({ soft = false } = {}) {
   soft = soft || samePage
   const gen = ++generation
   if (!match) return show(gen, path, [notFound()], [])
-  const [route, m] = match
-  for (const a of document.querySelectorAll('header nav a')) a.toggleAttribute('aria-current', a.dataset.nav === route.nav)
+  // find kept only a route whose pattern matched.
+  const [route, m] = /** @type {[Route, RegExpExecArray]} */ (match)
+  for (const a of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll('header nav a'))) a.toggleAttribute('aria-current', a.dataset.nav === route.nav)
   syncControls(route)
   if (!soft) {
     dispose()
@@ -66,7 +70,7 @@ async function render ({ soft = false } = {}) {
     for (const fn of mounted) fn()
     if (route.refresh) setUpdated(new Date())
     if (!soft) document.title = `${titleOf(nodes) ?? 'h3lens'} · h3lens`
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (gen !== generation) return
     if (soft && root.querySelector('.panel, table, form')) return toast(`Could not refresh: ${err.message}`)
     show(gen, path, [errorState(err, () => render())], disposers)
@@ -80,7 +84,7 @@ async function render ({ soft = false } = {}) {
 
 /** Replace the page, keeping keyboard focus on the same control when it still exists. */
 function show (gen, path, nodes, disposers) {
-  const focusedId = root.contains(document.activeElement) ? document.activeElement.id : null
+  const focusedId = document.activeElement && root.contains(document.activeElement) ? document.activeElement.id : null
   const scroll = window.scrollY
   const same = shown?.path === path
   dispose()
@@ -109,7 +113,8 @@ function notFound () {
 }
 
 mountControls({ onRefresh: () => render({ soft: true }) })
-document.getElementById('skip-link').addEventListener('click', (ev) => {
+const skipLink = /** @type {HTMLElement} */ (document.getElementById('skip-link'))
+skipLink.addEventListener('click', (ev) => {
   ev.preventDefault()
   root.focus()
 })

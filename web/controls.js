@@ -7,6 +7,12 @@ import { WINDOWS, DEFAULT_WINDOW, parseHash, setParams, timeWindow } from './que
 const AUTO_KEY = 'h3lens.autoRefresh'
 const CHOICES = [...Object.keys(WINDOWS), 'custom']
 
+/**
+ * An element index.html always has (toolbar, subbar, view).
+ * @param {string} id
+ */
+const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id))
+
 let els = null
 
 /** Build the controls once. `onRefresh` reloads the current view. */
@@ -23,7 +29,7 @@ export function mountControls ({ onRefresh }) {
   const refreshGroup = h('div', { class: 'refresh' }, updated, refresh, h('label', { class: 'auto', for: 'auto-refresh' }, auto, ' Auto-refresh'))
   // Shown once a key is stored: change it (say, read → write) or forget it.
   const key = h('button', { type: 'button', class: 'secondary small', id: 'api-key-button', title: 'Change or forget the stored API key', onclick: async () => { if (await askForKey()) onRefresh(); else syncKeyButton() } }, 'API key')
-  document.getElementById('toolbar').replaceChildren(windowGroup, refreshGroup, key)
+  byId('toolbar').replaceChildren(windowGroup, refreshGroup, key)
 
   const from = h('input', { type: 'datetime-local', id: 'custom-from', name: 'from', required: true, 'aria-describedby': 'custom-error' })
   const to = h('input', { type: 'datetime-local', id: 'custom-to', name: 'to', 'aria-describedby': 'custom-error custom-hint' })
@@ -33,7 +39,7 @@ export function mountControls ({ onRefresh }) {
     h('label', { for: 'custom-to' }, 'To'), to,
     h('span', { class: 'hint', id: 'custom-hint' }, 'Leave “To” empty for now'),
     h('button', { type: 'submit', class: 'small' }, 'Apply'), error)
-  document.getElementById('subbar').replaceChildren(form)
+  byId('subbar').replaceChildren(form)
   els = { windowGroup, updated, refreshGroup, from, to, error, refresh, key }
   syncKeyButton()
 }
@@ -50,7 +56,7 @@ function chooseWindow (w) {
   const current = timeWindow(parseHash().params)
   els.from.value = toLocalInput(current.from)
   els.to.value = ''
-  document.getElementById('subbar').hidden = false
+  byId('subbar').hidden = false
   els.from.focus()
 }
 
@@ -80,7 +86,7 @@ export function syncControls (uses) {
   els.refreshGroup.hidden = !uses.refresh
   for (const input of els.windowGroup.querySelectorAll('input')) input.checked = input.value === name
   const custom = uses.window && name === 'custom'
-  document.getElementById('subbar').hidden = !custom
+  byId('subbar').hidden = !custom
   if (custom) {
     const w = timeWindow(params)
     els.from.value = toLocalInput(w.from)
@@ -97,7 +103,7 @@ export function setUpdated (date) {
 
 export function setBusy (busy) {
   els.refresh.classList.toggle('spinning', busy)
-  document.getElementById('view').setAttribute('aria-busy', busy ? 'true' : 'false')
+  byId('view').setAttribute('aria-busy', busy ? 'true' : 'false')
 }
 
 export function autoRefreshOn () {

@@ -3,13 +3,14 @@
 
 /**
  * h('a', { href: '#/', class: 'x', onclick: fn }, 'text', child, [more])
- * @param {string} tag
+ * @template {string} K
+ * @param {K} tag
  * @param {Record<string, any> | null} [attrs]
  * @param {...any} children
- * @returns {HTMLElement}
+ * @returns {K extends keyof HTMLElementTagNameMap ? HTMLElementTagNameMap[K] : HTMLElement} the element createElement makes for the tag
  */
 export function h (tag, attrs = {}, ...children) {
-  const el = document.createElement(tag)
+  const el = /** @type {K extends keyof HTMLElementTagNameMap ? HTMLElementTagNameMap[K] : HTMLElement} */ (document.createElement(tag))
   for (const [k, v] of Object.entries(attrs ?? {})) {
     if (v === undefined || v === null || v === false) continue
     if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v)
@@ -166,7 +167,11 @@ export function errorState (err, retry) {
       : retry ? h('button', { type: 'button', class: 'secondary', onclick: retry }, err?.status === 401 ? 'Enter API key' : 'Try again') : null)
 }
 
-/** A titled section whose body is filled in later (its own loading/error states). */
+/**
+ * A titled section whose body is filled in later (its own loading/error states).
+ * @param {string} title
+ * @param {{ id?: string, actions?: any, intro?: any, flush?: boolean }} [opts]
+ */
 export function section (title, { id, actions, intro, flush = false } = {}) {
   const body = h('div', { class: `section-body${flush ? ' flush' : ''}` }, skeleton())
   const el = h('section', { class: 'panel', id, 'aria-labelledby': id ? `${id}-title` : null },
@@ -179,7 +184,8 @@ export function section (title, { id, actions, intro, flush = false } = {}) {
 let toastTimer = null
 /** A short message at the bottom of the screen (refresh failures, saved). */
 export function toast (text) {
-  const el = document.getElementById('toast')
+  // index.html has it.
+  const el = /** @type {HTMLElement} */ (document.getElementById('toast'))
   el.textContent = text
   el.hidden = false
   clearTimeout(toastTimer)

@@ -36,7 +36,7 @@ export function parseHash (hash = location.hash) {
 export function href (path, patch = {}) {
   const current = parseHash().params
   const next = new URLSearchParams()
-  for (const k of STICKY) if (current.has(k)) next.set(k, current.get(k))
+  for (const k of STICKY) if (current.has(k)) next.set(k, /** @type {string} */ (current.get(k)))
   for (const [k, v] of Object.entries(patch)) {
     if (v === null || v === undefined) next.delete(k)
     else next.set(k, v)
@@ -66,7 +66,8 @@ export function timeWindow (params, now = Date.now()) {
   const name = params.get('window') ?? DEFAULT_WINDOW
   if (name === 'custom') {
     const from = Date.parse(params.get('from') ?? '')
-    const to = params.get('to') ? Date.parse(params.get('to')) : now
+    const toText = params.get('to')
+    const to = toText ? Date.parse(toText) : now
     if (Number.isFinite(from) && Number.isFinite(to) && from < to) {
       return { name, custom: true, from: new Date(from), to: new Date(to), label: `${fmt(from)} – ${fmt(to)}` }
     }
@@ -95,7 +96,7 @@ const BUCKETS = Object.freeze({ '5m': 300e3, '1h': 3600e3, '1d': 86400e3 })
 export function bucketFor ({ from, to }, intervalS, params) {
   const asked = params?.get('bucket')
   if (asked && BUCKETS[asked]) return asked
-  const span = to - from
+  const span = +to - +from
   const fits = Object.entries(BUCKETS).filter(([, w]) => span / w >= 12 && span / w <= 2000)
   const full = fits.find(([, w]) => w / (intervalS * 1000) >= 8)
   return (full ?? fits.at(-1) ?? ['5m'])[0]
@@ -111,5 +112,5 @@ export function metricOf (params) {
 /** @param {URLSearchParams} params */
 export function analysisOf (params) {
   const a = params.get('analysis')
-  return ANALYSES.some((x) => x.id === a) ? a : DEFAULT_ANALYSIS
+  return a !== null && ANALYSES.some((x) => x.id === a) ? a : DEFAULT_ANALYSIS
 }

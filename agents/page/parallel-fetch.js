@@ -10,7 +10,7 @@ export function parallelFetch (url, count) {
       const res = await fetch(url, { cache: 'no-store' })
       await res.arrayBuffer()
       return { ms: performance.now() - start, status: res.status, error: null }
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       return { ms: performance.now() - start, status: null, error: String(err && err.message ? err.message : err) }
     }
   }

@@ -11,7 +11,7 @@ export async function uploadPost (url, bytes) {
     const res = await fetch(url, { method: 'POST', body, cache: 'no-store' })
     await res.arrayBuffer()
     return { ms: performance.now() - start, status: res.status, received: res.headers.get('x-upload-bytes'), error: null }
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     return { ms: performance.now() - start, status: null, received: null, error: String(err && err.message ? err.message : err) }
   }
 }

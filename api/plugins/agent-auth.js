@@ -9,8 +9,10 @@ import { bearerOf, unauthorized, tooMany, agentTooMany } from './auth.js'
  * per-address limit as wrong API keys (api/plugins/auth.js); a valid agent
  * is limited per token, never by what others sent from its address.
  */
-export default fp(async (/** @type {any} */ app) => {
-  app.decorateRequest('agent', null)
+export default fp(async (app) => {
+  // Null until the hook below sets it; only the agent routes, which run
+  // after the hook, read it, so api/types.d.ts declares it never null.
+  app.decorateRequest('agent', /** @type {any} */ (null))
   app.addHook('onRequest', async (request, reply) => {
     const token = bearerOf(request)
     if (!token) return unauthorized(reply, 'agent endpoints need "Authorization: Bearer <agent token>"; create one with "h3lens agents token --location <id>"')

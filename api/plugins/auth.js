@@ -39,6 +39,7 @@ export function authRequirement (route) {
   return AUTH.public
 }
 
+/** @type {Record<string, { security: Record<string, string[]>[], note: string }>} */
 const DOC = {
   public: { security: [], note: 'No key needed.' },
   read: { security: [{ apiKey: [] }], note: 'Needs an API key (role `read` or `write`).' },
@@ -49,7 +50,10 @@ const DOC = {
 }
 const NOTE_MARK = '\n\n**Auth:** '
 
-/** Bearer credentials of a request, or null. */
+/**
+ * Bearer credentials of a request, or null.
+ * @param {import('fastify').FastifyRequest} request
+ */
 export function bearerOf (request) {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
   return match ? match[1] : null
@@ -63,7 +67,7 @@ export function bearerOf (request) {
  * without credentials are not counted: a dashboard opened without a key
  * makes several at once and must still be able to ask for one.
  */
-export default fp(async (/** @type {any} */ app) => {
+export default fp(async (app) => {
   const publicRead = Boolean(app.config.publicRead)
   /** @type {{ method: string, url: string, auth: string }[]} */
   const routes = []
@@ -154,25 +158,29 @@ export function agentTooMany (reply, seconds) {
  * able to lock them out. Guessing is not helped by this: keys and tokens
  * carry 192 random bits, and a blocked address's guesses are
  * answered 429 without being logged one by one.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  * @param {number} perMinute 0 = no limit
  * @returns {Promise<{ reject: (request: any, why: string) => Promise<number> }>} seconds to wait, 0 = answer 401
  */
 async function authFailureLimiter (app, perMinute) {
-  const warn = (request, why) => request.log.warn({ ip: request.ip, method: request.method, url: request.routeOptions.url }, `authentication failed: ${why}`)
-  if (!perMinute) return { reject: async (request, why) => { warn(request, why); return 0 } }
+  const warn = (/** @type {import('fastify').FastifyRequest} */ request, /** @type {string} */ why) => request.log.warn({ ip: request.ip, method: request.method, url: request.routeOptions.url }, `authentication failed: ${why}`)
+  if (!perMinute) return { reject: async (/** @type {import('fastify').FastifyRequest} */ request, /** @type {string} */ why) => { warn(request, why); return 0 } }
   const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => request.ip })
   /** @type {Map<string, number>} address → blocked until (ms) */
   const blocked = new Map()
-  const left = (until) => Math.max(1, Math.ceil((until - Date.now()) / 1000))
+  const left = (/** @type {number} */ until) => Math.max(1, Math.ceil((until - Date.now()) / 1000))
   return {
+    /**
+     * @param {import('fastify').FastifyRequest} request
+     * @param {string} why
+     */
     async reject (request, why) {
       const until = blocked.get(request.ip)
       if (until && until > Date.now()) return left(until)
       if (until) blocked.delete(request.ip)
       warn(request, why)
       const r = await count(request)
-      if (!r.isExceeded) return 0
+      if (r.isAllowed || !r.isExceeded) return 0
       const next = Date.now() + r.ttl
       // Entries are few (addresses that went over the limit) and expire;
       // a sweep on insert keeps a spray from many addresses bounded.
@@ -190,7 +198,7 @@ async function authFailureLimiter (app, perMinute) {
  * once a second and a busy one adds a heartbeat and a few submissions per
  * job, so 600 leaves ten times the normal rate for a spool being flushed
  * while stopping a runaway or stolen token from flooding the API.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  * @param {number} perMinute 0 = no limit
  * @returns {(request: any) => Promise<number>} seconds to wait, 0 = go ahead
  */
@@ -199,6 +207,6 @@ export function agentRequestLimiter (app, perMinute) {
   const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => `agent:${request.agent.id}` })
   return async (request) => {
     const r = await count(request)
-    return r.isExceeded ? Math.max(1, Math.ceil(r.ttl / 1000)) : 0
+    return !r.isAllowed && r.isExceeded ? Math.max(1, Math.ceil(r.ttl / 1000)) : 0
   }
 }

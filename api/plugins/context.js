@@ -5,7 +5,7 @@ import fp from 'fastify-plugin'
  * `app.config` instead of importing them; tests pass their own. `labOrigin`
  * is the server of the lab this process runs (`h3lens start`), or null.
  */
-export default fp(async (/** @type {any} */ app, /** @type {any} */ { db, config, labOrigin = null }) => {
+export default fp(async (app, /** @type {{ db: import('pg').Pool, config: import('../../lib/runtime/config.js').Config, labOrigin?: import('../types.js').LabOrigin | null }} */ { db, config, labOrigin = null }) => {
   app.decorate('db', db)
   app.decorate('config', config)
   app.decorate('labOrigin', labOrigin)

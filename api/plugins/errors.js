@@ -13,7 +13,7 @@ const RETRY_AFTER_S = 5
  * else is logged with request context and answered with a generic 500 that
  * leaks nothing.
  */
-export default fp(async (/** @type {any} */ app) => {
+export default fp(async (app) => {
   app.setErrorHandler((/** @type {any} */ err, request, reply) => {
     if (err.validation) {
       // 400 unless the route's schemaErrorFormatter chose another status
@@ -36,6 +36,7 @@ export default fp(async (/** @type {any} */ app) => {
       request.log.error({ err, url: request.routeOptions.url ?? 'unmatched', method: request.method }, 'request failed')
       return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'something went wrong on the server; it has been logged' })
     }
+    /** @type {{ statusCode: number, error: string, message: string, field?: string, line?: number, code?: string }} */
     const body = { statusCode: status, error: httpReason(status), message: err.message }
     if (err.field) body.field = err.field
     if (err.line) body.line = err.line
@@ -93,6 +94,7 @@ function fieldOf (v) {
   return path || undefined
 }
 
+/** @param {number} status */
 function httpReason (status) {
-  return { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests' }[status] ?? 'Error'
+  return /** @type {Record<number, string>} */ ({ 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests' })[status] ?? 'Error'
 }

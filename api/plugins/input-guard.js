@@ -15,7 +15,7 @@ const MAX_DEPTH = 64
  * silently ignored; the same goes for bodies sent to POST routes that take
  * none.
  */
-export default fp(async (/** @type {any} */ app) => {
+export default fp(async (app) => {
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith('/api/') || !route.schema || route.schema.hide) return
     route.schema.querystring ??= { type: 'object', additionalProperties: false, properties: {} }

@@ -6,7 +6,7 @@ import { createMetrics } from '../prometheus.js'
  * response-time histogram over every route. Registered before the routes so
  * its hook covers them all.
  */
-export default fp(async (/** @type {any} */ app) => {
+export default fp(async (app) => {
   const metrics = createMetrics({ db: app.db, log: app.log })
   app.decorate('metrics', metrics)
   app.addHook('onResponse', async (request, reply) => {

@@ -33,7 +33,7 @@ export const DOCS_CSP = { ...DASHBOARD_CSP, 'style-src': ["'self'", "'unsafe-inl
 /** @param {Record<string, string[]>} directives */
 export const cspString = (directives) => Object.entries(directives).map(([k, v]) => `${k} ${v.join(' ')}`).join('; ')
 
-export default fp(async (/** @type {any} */ app) => {
+export default fp(async (app) => {
   await app.register(helmet, {
     contentSecurityPolicy: { useDefaults: false, directives: DASHBOARD_CSP },
     // Browsers ignore HSTS over plain HTTP; behind a TLS proxy it applies to

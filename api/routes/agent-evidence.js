@@ -13,7 +13,7 @@ import { errorResponses, idParams } from '../schemas.js'
 export const NETLOG_BODY_LIMIT = 32 * 1024 * 1024
 
 /**
- * @param {any} app see api/routes/monitors.js; registered behind agent-auth
+ * @param {import('fastify').FastifyInstance} app see api/routes/monitors.js; registered behind agent-auth
  */
 export default async function agentEvidenceRoutes (app) {
   app.addContentTypeParser('application/gzip', { parseAs: 'buffer', bodyLimit: NETLOG_BODY_LIMIT }, (request, body, done) => done(null, body))
@@ -44,7 +44,8 @@ export default async function agentEvidenceRoutes (app) {
         413: { $ref: 'error#' }
       }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Body: unknown,
+    Querystring: { mode: string, view: string, probe: string, kind: 'run' | 'rerun', raw_bytes?: number } }>} */ request, reply) => {
     const body = request.body
     if (!Buffer.isBuffer(body) || body.length < 2 || body[0] !== 0x1f || body[1] !== 0x8b) {
       return reply.badRequest('the body must be a gzip-compressed net log with content-type application/gzip')

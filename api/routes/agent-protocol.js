@@ -20,9 +20,14 @@ export const MAX_BATCH_ROUNDS = 200
 const BATCH_BODY_LIMIT = 32 * 1024 * 1024
 
 /**
- * Route plugins take the app as `any`: Fastify's types cannot derive request
- * shapes from JSON schemas in plain JS. The schemas check them at run time.
- * @param {any} app
+ * One submitted result, as api/schemas.js submittedResult has checked it
+ * (its required fields named; checkResults and the store read the rest).
+ * @typedef {{ mode: string, status: string, protocol_ok: boolean } & Record<string, any>} SubmittedResult
+ */
+
+/**
+ * Request types follow the schemas (see api/routes/monitors.js).
+ * @param {import('fastify').FastifyInstance} app
  */
 export default async function agentProtocolRoutes (app) {
   app.post('/claim', {
@@ -76,7 +81,7 @@ export default async function agentProtocolRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string } | undefined }>} */ request) => {
     const body = request.body ?? {}
     await touchAgent(app.db, request.agent.id, body)
     const leaseSeconds = app.config.leaseSeconds
@@ -94,7 +99,7 @@ export default async function agentProtocolRoutes (app) {
       params: idParams,
       response: { 200: { type: 'object', properties: { lease_expires_at: { type: 'string', format: 'date-time' } } }, ...errorResponses, ...conflict }
     }
-  }, async (request) => {
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => {
     await touchAgent(app.db, request.agent.id)
     return heartbeatJob(app.db, { jobId: request.params.id, agentId: request.agent.id, locationId: request.agent.location_id, leaseSeconds: app.config.leaseSeconds })
   })
@@ -126,7 +131,7 @@ export default async function agentProtocolRoutes (app) {
         422: { $ref: 'error#' }
       }
     }
-  }, async (request) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Body: { agent_version?: string, results: SubmittedResult[] } }>} */ request) => {
     const monitor = await protocolsOfJob(app.db, request.params.id)
     checkResults(request.body.results, { expectedProtocol: (mode) => expectedProtocolFor(mode, monitor) })
     await touchAgent(app.db, request.agent.id)
@@ -196,7 +201,7 @@ export default async function agentProtocolRoutes (app) {
         422: { $ref: 'error#' }
       }
     }
-  }, async (request) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { agent_version?: string, rounds: { job_id: number, results: SubmittedResult[] }[] } }>} */ request) => {
     const { rounds, agent_version: agentVersion } = request.body
     const seen = new Map()
     rounds.forEach((r, i) => {
@@ -206,12 +211,13 @@ export default async function agentProtocolRoutes (app) {
     const monitors = await protocolsOfJobs(app.db, rounds.map((r) => r.job_id))
     /** @type {Map<number, any>} */
     const refused = new Map()
+    /** @type {typeof rounds} */
     const checked = []
     rounds.forEach((r, i) => {
       try {
         checkResults(r.results, { expectedProtocol: (mode) => expectedProtocolFor(mode, monitors.get(r.job_id) ?? null) })
         checked.push(r)
-      } catch (err) {
+      } catch (/** @type {any} */ err) {
         if (err.statusCode !== 422) throw err
         refused.set(r.job_id, { job_id: r.job_id, error: { statusCode: 422, code: 'implausible', message: `rounds.${i}.${err.message}` } })
       }
@@ -232,7 +238,7 @@ export default async function agentProtocolRoutes (app) {
       body: { type: 'object', additionalProperties: false, required: ['error'], properties: { error: { type: 'string', maxLength: 4000 } } },
       response: { 200: { type: 'object', properties: { state: { type: 'string' } } }, ...errorResponses, ...conflict }
     }
-  }, async (request) => ({ state: await failJob(app.db, { jobId: request.params.id, agentId: request.agent.id, locationId: request.agent.location_id, error: request.body.error }) }))
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Body: { error: string } }>} */ request) => ({ state: await failJob(app.db, { jobId: request.params.id, agentId: request.agent.id, locationId: request.agent.location_id, error: request.body.error }) }))
 
   app.post('/jobs/:id/release', {
     schema: {
@@ -243,7 +249,7 @@ export default async function agentProtocolRoutes (app) {
       params: idParams,
       response: { 200: { type: 'object', properties: { released: { type: 'boolean' } } }, ...errorResponses, ...conflict }
     }
-  }, async (request) => ({ released: await releaseJob(app.db, { jobId: request.params.id, agentId: request.agent.id, locationId: request.agent.location_id }) }))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => ({ released: await releaseJob(app.db, { jobId: request.params.id, agentId: request.agent.id, locationId: request.agent.location_id }) }))
 }
 
 /**

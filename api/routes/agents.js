@@ -3,7 +3,7 @@ import { listAgents } from '../../lib/store/agents.js'
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
  * shapes from JSON schemas in plain JS. The schemas check them at run time.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  */
 export default async function agentRoutes (app) {
   app.get('/agents', {

@@ -6,9 +6,9 @@ import { currentAlerts, alertHistory } from '../../lib/store/alert-states.js'
 import { errorResponses, idParams } from '../schemas.js'
 import { ruleCreateBody, rulePatchBody, channelCreateBody, channelPatchBody, alertFilterQuery } from '../alert-schemas.js'
 
-const items = (ref) => ({ type: 'object', properties: { items: { type: 'array', items: { $ref: `${ref}#` } } } })
+const items = (/** @type {string} */ ref) => ({ type: 'object', properties: { items: { type: 'array', items: { $ref: `${ref}#` } } } })
 
-/** @param {any} app see api/routes/monitors.js */
+/** @param {import('fastify').FastifyInstance} app see api/routes/monitors.js */
 export default async function alertRoutes (app) {
   const policy = { allowPrivateTargets: app.config.allowPrivateTargets }
 
@@ -21,7 +21,7 @@ export default async function alertRoutes (app) {
       body: ruleCreateBody,
       response: { 201: { $ref: 'alertRule#' }, ...errorResponses }
     }
-  }, async (request, reply) => reply.code(201).send(await createRule(app.db, request.body)))
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: Record<string, any> }>} */ request, reply) => reply.code(201).send(await createRule(app.db, request.body)))
 
   app.get('/alert-rules', {
     schema: { description: 'Every alert rule, oldest first (a new installation has three defaults).', tags: rules, response: { 200: items('alertRule') } }
@@ -29,15 +29,15 @@ export default async function alertRoutes (app) {
 
   app.get('/alert-rules/:id', {
     schema: { description: 'One alert rule.', tags: rules, params: idParams, response: { 200: { $ref: 'alertRule#' }, ...errorResponses } }
-  }, async (request) => getRule(app.db, request.params.id))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => getRule(app.db, request.params.id))
 
   app.patch('/alert-rules/:id', {
     schema: { description: 'Change a rule; only the fields given change, null clears an optional one. The kind cannot change.', tags: rules, params: idParams, body: rulePatchBody, response: { 200: { $ref: 'alertRule#' }, ...errorResponses } }
-  }, async (request) => updateRule(app.db, request.params.id, request.body))
+  }, async (/** @type {import('../types.js').IdBodyRequest} */ request) => updateRule(app.db, request.params.id, request.body))
 
   app.delete('/alert-rules/:id', {
     schema: { description: 'Remove a rule with its alerts and history. Notifications already in the outbox are still sent.', tags: rules, params: idParams, response: { 204: { type: 'null' }, ...errorResponses } }
-  }, async (request, reply) => {
+  }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
     await deleteRule(app.db, request.params.id)
     return reply.code(204).send()
   })
@@ -53,7 +53,7 @@ export default async function alertRoutes (app) {
       body: channelCreateBody,
       response: { 201: { $ref: 'alertChannel#' }, ...errorResponses }
     }
-  }, async (request, reply) => reply.code(201).send(await createChannel(app.db, request.body, policy)))
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: Record<string, any> }>} */ request, reply) => reply.code(201).send(await createChannel(app.db, request.body, policy)))
 
   app.get('/channels', {
     schema: { description: 'Every channel (never its secret).', tags: channels, response: { 200: items('alertChannel') } }
@@ -61,15 +61,15 @@ export default async function alertRoutes (app) {
 
   app.get('/channels/:id', {
     schema: { description: 'One channel (never its secret).', tags: channels, params: idParams, response: { 200: { $ref: 'alertChannel#' }, ...errorResponses } }
-  }, async (request) => getChannel(app.db, request.params.id))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => getChannel(app.db, request.params.id))
 
   app.patch('/channels/:id', {
     schema: { description: 'Change a channel; without secret the stored one is kept.', tags: channels, params: idParams, body: channelPatchBody, response: { 200: { $ref: 'alertChannel#' }, ...errorResponses } }
-  }, async (request) => updateChannel(app.db, request.params.id, request.body, policy))
+  }, async (/** @type {import('../types.js').IdBodyRequest} */ request) => updateChannel(app.db, request.params.id, request.body, policy))
 
   app.delete('/channels/:id', {
     schema: { description: 'Remove a channel, its deliveries, and its id from every rule.', tags: channels, params: idParams, response: { 204: { type: 'null' }, ...errorResponses } }
-  }, async (request, reply) => {
+  }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
     await deleteChannel(app.db, request.params.id)
     return reply.code(204).send()
   })
@@ -84,7 +84,7 @@ export default async function alertRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request) => sendTest(app.db, request.params.id))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => sendTest(app.db, request.params.id))
 
   const attempt = { type: 'object', properties: { at: { type: 'string' }, status_code: { type: ['integer', 'null'] }, error: { type: ['string', 'null'] }, duration_ms: { type: 'number' } } }
   app.get('/channels/:id/deliveries', {
@@ -120,7 +120,7 @@ export default async function alertRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request) => {
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => {
     await getChannel(app.db, request.params.id)
     return { items: await listDeliveries(app.db, request.params.id) }
   })
@@ -143,5 +143,5 @@ export default async function alertRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request) => ({ current: await currentAlerts(app.db, request.query), history: await alertHistory(app.db, request.query) }))
+  }, async (/** @type {import('fastify').FastifyRequest<{ Querystring: { state?: string, monitor_id?: number, location_id?: string, rule_id?: number, limit?: number } }>} */ request) => ({ current: await currentAlerts(app.db, request.query), history: await alertHistory(app.db, request.query) }))
 }

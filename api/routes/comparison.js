@@ -102,7 +102,7 @@ const distributionResponse = {
   }
 }
 
-const percentilesParam = (def) => ({
+const percentilesParam = (/** @type {readonly number[]} */ def) => ({
   type: 'string',
   maxLength: 100,
   default: def.join(','),
@@ -110,7 +110,17 @@ const percentilesParam = (def) => ({
 })
 
 /**
- * @param {any} app see api/routes/monitors.js
+ * The query string of windowQuery (defaults filled in), plus `percentiles`
+ * where the route takes it.
+ * @typedef {{ from?: string, to?: string, metric: string, probe: string, view: string, percentiles?: string }} WindowQuery
+ */
+/**
+ * @template [Q={}] what the route's query string adds to WindowQuery
+ * @typedef {import('fastify').FastifyRequest<{ Params: { id: number }, Querystring: WindowQuery & Q }>} WindowRequest
+ */
+
+/**
+ * @param {import('fastify').FastifyInstance} app see api/routes/monitors.js
  */
 export default async function comparisonRoutes (app) {
   const tags = ['comparison']
@@ -121,7 +131,10 @@ export default async function comparisonRoutes (app) {
     return payload
   })
 
-  /** Window, percentiles and monitor of a request, validated. */
+  /**
+   * Window, percentiles and monitor of a request, validated.
+   * @param {WindowRequest} request
+   */
   async function readQuery (request, { percentiles: wantPercentiles = true } = {}) {
     const q = request.query
     const metric = canonicalMetric(q.metric)
@@ -140,6 +153,7 @@ export default async function comparisonRoutes (app) {
     return { monitor, ...aligned, percentiles, metric, probe: probeOfMetric(metric) ?? q.probe, view: q.view }
   }
 
+  /** @param {string | undefined} text */
   function parsePercentiles (text) {
     const parts = String(text).split(',').map((s) => s.trim()).filter(Boolean)
     if (!parts.length) throw app.httpErrors.badRequest('percentiles is empty; give a list such as 50,95')
@@ -296,7 +310,7 @@ export default async function comparisonRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request) => {
+  }, async (/** @type {WindowRequest<{ analysis: string }>} */ request) => {
     const q = await readQuery(request)
     return regionalComparison(app.db, { ...q, analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs })
   })
@@ -318,7 +332,7 @@ export default async function comparisonRoutes (app) {
       },
       response: { 200: trendsResponse, ...errorResponses }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {WindowRequest<{ bucket: keyof typeof TIERS, format: 'json' | 'csv' }>} */ request, reply) => {
     const q = await readQuery(request)
     const bucket = request.query.bucket
     if (bucketCount(bucket, q.from, q.to) > MAX_POINTS) {
@@ -342,7 +356,7 @@ export default async function comparisonRoutes (app) {
       querystring: { type: 'object', additionalProperties: false, properties: windowQuery },
       response: { 200: distributionResponse, ...errorResponses }
     }
-  }, async (request) => {
+  }, async (/** @type {WindowRequest} */ request) => {
     const q = await readQuery(request, { percentiles: false })
     return distribution(app.db, { monitorId: q.monitor.id, metric: q.metric, from: q.from, to: q.to, probe: q.probe, view: q.view })
   })

@@ -25,7 +25,7 @@ const cell = {
 }
 
 /**
- * @param {any} app see api/routes/monitors.js
+ * @param {import('fastify').FastifyInstance} app see api/routes/monitors.js
  */
 export default async function evidenceRoutes (app) {
   app.get('/monitors/:id/capabilities', {
@@ -57,7 +57,7 @@ export default async function evidenceRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request) => {
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => {
     await getMonitor(app.db, request.params.id)
     return capabilityMatrix(app.db, request.params.id)
   })
@@ -70,7 +70,7 @@ export default async function evidenceRoutes (app) {
       params: idParams,
       response: errorResponses
     }
-  }, async (request, reply) => {
+  }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
     const result = await getResult(app.db, request.params.id)
     if (!result) return reply.notFound(`result ${request.params.id} does not exist`)
     const netlog = await getNetlog(app.db, result)

@@ -12,7 +12,7 @@ const STREAMS = {
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
  * shapes from JSON schemas in plain JS. The schemas check them at run time.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  */
 export default async function exportRoutes (app) {
   app.get('/results', {
@@ -43,7 +43,7 @@ export default async function exportRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Querystring: import('../types.js').ResultFilterQuery & { monitor: number, format: 'csv' | 'ndjson' | 'json' } }>} */ request, reply) => {
     const q = request.query
     checkExportRange(q)
     await assertMonitorExists(app.db, q.monitor)

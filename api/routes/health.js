@@ -18,7 +18,7 @@ const healthSchema = {
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
  * shapes from JSON schemas in plain JS. The schemas check them at run time.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  */
 export default async function healthRoutes (app) {
   app.get('/healthz', {

@@ -8,7 +8,7 @@ const NDJSON = 'application/x-ndjson'
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
  * shapes from JSON schemas in plain JS. The schemas check them at run time.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  */
 export default async function importRoutes (app) {
   // The body is handed over as the request stream and read line by line,
@@ -58,7 +58,7 @@ export default async function importRoutes (app) {
         415: { $ref: 'error#', description: `The body is not ${NDJSON}` }
       }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Body: unknown }>} */ request, reply) => {
     const body = request.body
     if (!(body instanceof Readable)) {
       return reply.code(415).send({ statusCode: 415, error: 'Unsupported Media Type', message: `send the results as ${NDJSON}, one JSON object per line` })

@@ -3,7 +3,7 @@ import { listLocations, locationCapacity } from '../../lib/store/locations.js'
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
  * shapes from JSON schemas in plain JS. The schemas check them at run time.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  */
 export default async function locationRoutes (app) {
   app.get('/locations', {

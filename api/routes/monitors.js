@@ -2,9 +2,10 @@ import { createMonitor, getMonitor, listMonitors, updateMonitor, deleteMonitor }
 import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '../schemas.js'
 
 /**
- * Route plugins take the app as `any`: Fastify's types cannot derive request
- * shapes from JSON schemas in plain JS. The schemas check them at run time.
- * @param {any} app
+ * Fastify's types cannot derive request shapes from JSON schemas in plain JS,
+ * so a handler that reads params, query or body names its request type
+ * (api/types.d.ts); the schemas check the values at run time.
+ * @param {import('fastify').FastifyInstance} app
  */
 export default async function monitorRoutes (app) {
   const tags = ['monitors']
@@ -20,7 +21,7 @@ export default async function monitorRoutes (app) {
       body: monitorCreateBody,
       response: { 201: { $ref: 'monitor#' }, ...errorResponses }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: Record<string, any> }>} */ request, reply) => {
     const monitor = await createMonitor(app.db, request.body, policy)
     return reply.code(201).send(monitor)
   })
@@ -35,7 +36,7 @@ export default async function monitorRoutes (app) {
 
   app.get('/monitors/:id', {
     schema: { description: 'One monitor.', tags, params: idParams, response: { 200: { $ref: 'monitor#' }, ...errorResponses } }
-  }, async (request) => getMonitor(app.db, request.params.id))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => getMonitor(app.db, request.params.id))
 
   app.patch('/monitors/:id', {
     schema: {
@@ -45,7 +46,7 @@ export default async function monitorRoutes (app) {
       body: monitorPatchBody,
       response: { 200: { $ref: 'monitor#' }, ...errorResponses }
     }
-  }, async (request) => updateMonitor(app.db, request.params.id, request.body, policy))
+  }, async (/** @type {import('../types.js').IdBodyRequest} */ request) => updateMonitor(app.db, request.params.id, request.body, policy))
 
   app.delete('/monitors/:id', {
     schema: {
@@ -54,7 +55,7 @@ export default async function monitorRoutes (app) {
       params: idParams,
       response: { 204: { type: 'null' }, ...errorResponses }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
     await deleteMonitor(app.db, request.params.id)
     return reply.code(204).send()
   })

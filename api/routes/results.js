@@ -5,7 +5,7 @@ import { errorResponses, idParams, resultFilterQuery } from '../schemas.js'
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
  * shapes from JSON schemas in plain JS. The schemas check them at run time.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  */
 export default async function resultRoutes (app) {
   app.get('/monitors/:id/results', {
@@ -33,7 +33,7 @@ export default async function resultRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (request) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Querystring: import('../types.js').ResultFilterQuery & { limit: number, cursor?: string } }>} */ request) => {
     const q = request.query
     if (q.from && q.to && Date.parse(q.from) > Date.parse(q.to)) throw app.httpErrors.badRequest('from must not be after to')
     await getMonitor(app.db, request.params.id)
@@ -47,7 +47,7 @@ export default async function resultRoutes (app) {
       params: idParams,
       response: { 200: { $ref: 'resultDetail#' }, ...errorResponses }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
     const result = await getResult(app.db, request.params.id)
     if (!result) return reply.notFound(`result ${request.params.id} does not exist`)
     return result

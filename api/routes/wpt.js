@@ -20,7 +20,7 @@ export const WPT_UPLOAD_LIMIT = 64 * 1024 * 1024
 const tags = ['WebPageTest agent protocol']
 const text = { type: 'string', maxLength: 200 }
 // The agent adds fields of its own (screen size, DNS, disk...); they are read where used and otherwise ignored.
-const agentQuery = (required, properties = {}) => ({
+const agentQuery = (/** @type {string[]} */ required, properties = {}) => ({
   type: 'object',
   additionalProperties: true,
   required,
@@ -29,7 +29,16 @@ const agentQuery = (required, properties = {}) => ({
 const plain = { 200: { type: 'string' } }
 
 /**
- * @param {any} app see api/routes/monitors.js
+ * The query string of agentQuery (the agent's own extra fields are not read).
+ * @typedef {{ location?: string, pc?: string, key?: string, version?: string }} AgentQuery
+ */
+/**
+ * @template [Q={}] what the route's query string adds to AgentQuery
+ * @typedef {import('fastify').FastifyRequest<{ Querystring: AgentQuery & Q }>} AgentRequest
+ */
+
+/**
+ * @param {import('fastify').FastifyInstance} app see api/routes/monitors.js
  */
 export default async function wptRoutes (app) {
   await app.register(multipart, { limits: { fileSize: WPT_UPLOAD_LIMIT, files: 1, fields: 20, parts: 21 } })
@@ -39,6 +48,8 @@ export default async function wptRoutes (app) {
    * The agent this request comes from, marked seen; or a 403 (wrong
    * location or key) / 429 (too many of those from this address for this
    * location) already sent.
+   * @param {AgentRequest} request
+   * @param {import('fastify').FastifyReply} reply
    */
   async function admit (request, reply) {
     const q = request.query
@@ -68,7 +79,7 @@ export default async function wptRoutes (app) {
       querystring: agentQuery(['location'], { f: text }),
       response: { ...plain, 200: { description: 'A job as JSON, or empty' } }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {AgentRequest<{ f?: string }>} */ request, reply) => {
     const agent = await admit(request, reply)
     if (!agent) return reply
     const job = await nextTest(app.db, { agent, leaseSeconds: app.config.leaseSeconds })
@@ -78,7 +89,7 @@ export default async function wptRoutes (app) {
 
   app.get('/work/ping.php', {
     schema: { description: 'wptagent\'s heartbeat, at most once a minute; with test= it is still on that test.', tags, querystring: agentQuery(['location'], { test: text }), response: plain }
-  }, async (request, reply) => {
+  }, async (/** @type {AgentRequest<{ test?: string }>} */ request, reply) => {
     const agent = await admit(request, reply)
     if (!agent) return reply
     if (request.query.test) await keepTestLeased(app.db, { agent, testId: request.query.test, leaseSeconds: app.config.leaseSeconds })
@@ -96,7 +107,7 @@ export default async function wptRoutes (app) {
       querystring: { type: 'object', additionalProperties: true, required: ['id', 'location'], properties: { id: text, location: text, sig: text } },
       response: plain
     }
-  }, async (request, reply) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Querystring: { id: string, location: string, sig?: string } }>} */ request, reply) => {
     const requeued = await requeueTest(app.db, { testId: request.query.id, location: request.query.location })
     return reply.type('text/plain').send(requeued ? 'requeued' : '')
   })
@@ -119,7 +130,7 @@ export default async function wptRoutes (app) {
         422: { $ref: 'error#' }
       }
     }
-  }, async (request, reply) => {
+  }, async (/** @type {AgentRequest<{ id: string, done?: string, run?: number, cached?: 0 | 1, error?: string }>} */ request, reply) => {
     const agent = await admit(request, reply)
     if (!agent) return reply
     const q = request.query
@@ -142,7 +153,7 @@ export default async function wptRoutes (app) {
 
 /**
  * The bytes of the multipart field `file`, or null when there is none.
- * @param {any} request
+ * @param {import('fastify').FastifyRequest} request
  * @returns {Promise<Buffer | null>}
  */
 async function uploadedZip (request) {
@@ -165,16 +176,17 @@ async function uploadedZip (request) {
  * guessing one location's key is turned away from that location for the rest
  * of the minute, while agents of other locations behind the same address (a
  * shared NAT) go on polling.
- * @param {any} app
+ * @param {import('fastify').FastifyInstance} app
  */
 function wrongKeyLimiter (app) {
   const perMinute = app.config.authFailuresPerMin ?? 20
   if (!perMinute || typeof app.createRateLimit !== 'function') return { blockedFor: () => 0, record: async () => 0 }
-  const keyOf = (request) => `${request.ip}|${String(request.query.location ?? '').slice(0, 100)}`
+  const keyOf = (/** @type {import('fastify').FastifyRequest} */ request) => `${request.ip}|${String(/** @type {AgentQuery} */ (request.query).location ?? '').slice(0, 100)}`
   const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: keyOf })
   /** @type {Map<string, number>} */
   const blocked = new Map()
   return {
+    /** @param {AgentRequest} request */
     blockedFor (request) {
       const until = blocked.get(keyOf(request))
       if (!until) return 0
@@ -182,9 +194,10 @@ function wrongKeyLimiter (app) {
       blocked.delete(keyOf(request))
       return 0
     },
+    /** @param {AgentRequest} request */
     async record (request) {
       const r = await count(request)
-      if (!r.isExceeded) return 0
+      if (r.isAllowed || !r.isExceeded) return 0
       if (blocked.size > 10_000) for (const [k, t] of blocked) if (t <= Date.now()) blocked.delete(k)
       if (blocked.size <= 100_000) blocked.set(keyOf(request), Date.now() + r.ttl)
       return Math.max(1, Math.ceil(r.ttl / 1000))

@@ -14,7 +14,10 @@ const WORDS = ('quic stream frame packet handshake latency window congestion ' +
   'loss retransmit multiplex priority header table datagram migration ' +
   'round trip ack pacing cubic bbr resume ticket crypto initial origin').split(' ')
 
-/** Deterministic PRNG (mulberry32) so every build yields identical files. */
+/**
+ * Deterministic PRNG (mulberry32) so every build yields identical files.
+ * @param {number} seed
+ */
 function prng (seed) {
   let a = seed >>> 0
   return () => {
@@ -114,6 +117,7 @@ const HERO_PAGES = [
   { name: 'page-1m', title: 'h3lens lab: 1 MB page', htmlBytes: 24 * 1024, imageBytes: 1000 * 1024, imageWidth: 800, seed: 1000 }
 ]
 
+/** @type {Record<string, string>} */
 const DESCRIPTIONS = {
   'page-15k': 'About 15 KB: HTML plus one small hero image (Cloudflare 2020 small page).',
   'page-100k': 'About 100 KB: HTML plus one hero image.',

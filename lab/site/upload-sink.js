@@ -41,7 +41,7 @@ export async function startUploadSink (dir, name) {
   })
   try {
     await listen(server, socketPath)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     // A socket file left by a killed process refuses connections: replace it.
     // One that answers belongs to a running origin, so this start fails.
     if (err.code !== 'EADDRINUSE' || await answers(socketPath)) {

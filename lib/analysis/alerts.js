@@ -50,13 +50,14 @@ export async function evaluateAlerts (db, { now = new Date(), intervalS = 60, ti
         let observations
         try {
           observations = await observe(db, rule, monitor, locations, { now, compare })
-        } catch (err) {
+        } catch (/** @type {any} */ err) {
           log?.warn({ rule: rule.id, monitor: monitor.id, err: err.message }, 'alert rule could not be evaluated')
           continue
         }
         for (const o of observations) {
-          if (o.breach === null) continue
-          const next = (/** @type {{ state: string, breaches: number, clears: number }} */ cur) => nextState(cur, o.breach, rule.evaluations)
+          const breach = o.breach
+          if (breach === null) continue
+          const next = (/** @type {{ state: string, breaches: number, clears: number }} */ cur) => nextState(cur, breach, rule.evaluations)
           if (await applyObservation(client, { rule, monitor, observation: o, now, publicUrl, next })) changes++
         }
       }

@@ -352,9 +352,10 @@ function emptyPaired () {
  * @param {RoundRow[]} used
  */
 function pairedTest (used) {
-  const median = (xs) => {
-    const s = Float64Array.from(xs).sort()
-    return exactQuantile(s, 0.5)
+  // A used round has at least one load of each arm, so never null.
+  const median = (/** @type {number[] | null} */ xs) => {
+    const s = Float64Array.from(/** @type {number[]} */ (xs)).sort()
+    return /** @type {number} */ (exactQuantile(s, 0.5))
   }
   const d = used.map((r) => median(r.h3) - median(r.h2))
   const w = wilcoxonSignedRank(d)

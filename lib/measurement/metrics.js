@@ -113,10 +113,10 @@ export function metricSamples (r) {
   for (const m of ROLLUP_METRICS) {
     if (m.column) {
       const v = r[m.column]
-      if (usable(v)) out.push([(m.rollup), [v]])
+      if (usable(v)) out.push([/** @type {string} */ (m.rollup), [v]])
     } else if (r.probe === m.samplesOf && Array.isArray(r.details?.samples)) {
       const values = r.details.samples.filter(usable)
-      if (values.length) out.push([(m.rollup), values])
+      if (values.length) out.push([/** @type {string} */ (m.rollup), values])
     }
   }
   return out

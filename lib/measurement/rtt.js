@@ -25,7 +25,7 @@ export const NOTE_MARGIN_RTT = 0.5
  */
 export function rttAccounting ({ protocol, connect_ms: connectMs, ttfb_ms: ttfbMs }, rttMs) {
   const notes = []
-  if (!(rttMs > 0)) return { connect_rtt: null, ttfb_rtt: null, notes }
+  if (rttMs === null || !(rttMs > 0)) return { connect_rtt: null, ttfb_rtt: null, notes }
   const quic = protocol === 'h3'
   const kind = quic ? 'h3' : 'tcp'
   const inRtt = (ms) => (ms === null || ms === undefined ? null : round(ms / rttMs, 2))

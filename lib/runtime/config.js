@@ -17,7 +17,7 @@ export class ConfigError extends Error {
  * The README's configuration table is generated from the same facts, so keep
  * descriptions short and accurate.
  */
-export const VARIABLES = [
+export const VARIABLES = /** @type {const} */ ([
   { name: 'PORT', key: 'port', flag: '--port', type: 'port', default: 8080, description: 'HTTP port of the API and dashboard' },
   { name: 'HOST', key: 'host', flag: '--host', type: 'string', default: '127.0.0.1', description: 'address the API binds to (0.0.0.0 to accept remote agents)' },
   { name: 'H3LENS_TLS_CERT', key: 'tlsCert', type: 'path', default: null, description: 'api: PEM certificate (chain) to serve HTTPS with; needs H3LENS_TLS_KEY' },
@@ -52,8 +52,36 @@ export const VARIABLES = [
   { name: 'H3LENS_PUBLIC_URL', key: 'publicUrl', type: 'httpUrl', default: null, description: 'the dashboard\'s address as people reach it, for evidence links in alert notifications' },
   { name: 'H3LENS_STOP_TIMEOUT_S', key: 'stopTimeoutS', type: 'int', min: 0, max: 600, default: 20, description: 'agent: on SIGTERM, how long a running job may finish before it is released' },
   { name: 'H3LENS_SEED', key: 'seed', flag: '--seed', type: 'bool', default: true, description: 'start: seed lab monitors into an empty database' }
-]
+])
 
+/**
+ * One entry of VARIABLES, exactly (Config is derived from these).
+ * @typedef {typeof VARIABLES[number]} Variable
+ */
+
+/**
+ * What every entry of VARIABLES may carry, for the code that reads them.
+ * @typedef {{ name: string, key: string, flag?: string, type: Variable['type'], min?: number, max?: number,
+ *   values?: readonly string[], default: string | number | boolean | null, description: string }} VariableSpec
+ */
+
+/**
+ * What each parser of a variable's `type` returns.
+ * @typedef {{ string: string, path: string, port: number, int: number, bool: boolean,
+ *   slug: string, httpUrl: string, postgresUrl: string }} ParsedTypes
+ */
+
+/**
+ * The validated configuration loadConfig returns: one key per entry of
+ * VARIABLES, holding its parser's result (for an enum, one of its values),
+ * or null when it is unset and has no default. apiUrl always has a value
+ * (loadConfig derives it from the port when unset).
+ * @typedef {Omit<{ [V in Variable as V['key']]:
+ *   (V extends { type: 'enum', values: readonly (infer E)[] } ? E : ParsedTypes[Exclude<V['type'], 'enum'>])
+ *   | (V['default'] extends null ? null : never) }, 'apiUrl'> & { apiUrl: string }} Config
+ */
+
+/** @type {{ [T in Variable['type']]: (v: string, spec: VariableSpec) => string | number | boolean }} */
 const PARSERS = {
   string: (v) => v,
   path: (v) => path.resolve(v),
@@ -75,7 +103,9 @@ const PARSERS = {
     throw new Error('must be true or false')
   },
   enum: (v, spec) => {
-    if (!spec.values.includes(v)) throw new Error(`must be one of ${spec.values.join(', ')}`)
+    // Every enum variable has its values.
+    const values = /** @type {readonly string[]} */ (spec.values)
+    if (!values.includes(v)) throw new Error(`must be one of ${values.join(', ')}`)
     return v
   },
   slug: (v) => {
@@ -96,7 +126,10 @@ const PARSERS = {
   }
 }
 
-/** Location ids and similar: lowercase letters, digits and dashes. */
+/**
+ * Location ids and similar: lowercase letters, digits and dashes.
+ * @param {string} v
+ */
 export function isSlug (v) {
   return /^[a-z0-9][a-z0-9-]{0,62}$/.test(v)
 }
@@ -104,12 +137,14 @@ export function isSlug (v) {
 /**
  * @param {Record<string, string|undefined>} env usually process.env
  * @param {Record<string, string|boolean>} [flags] parsed CLI flags, keyed by flag name without dashes
- * @returns {Record<string, any>}
+ * @returns {Config}
  */
 export function loadConfig (env, flags = {}) {
+  /** @type {Record<string, string | number | boolean | null>} */
   const config = {}
+  /** @type {string[]} */
   const problems = []
-  for (const spec of VARIABLES) {
+  for (const spec of /** @type {readonly VariableSpec[]} */ (VARIABLES)) {
     const flagName = spec.flag?.slice(2)
     const fromFlag = flagName !== undefined && flags[flagName] !== undefined
     const raw = fromFlag ? String(flags[flagName]) : env[spec.name]
@@ -119,7 +154,7 @@ export function loadConfig (env, flags = {}) {
     }
     try {
       config[spec.key] = PARSERS[spec.type](raw, spec)
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       const where = fromFlag ? `${spec.flag} (${spec.name})` : spec.name
       problems.push(`${where}=${JSON.stringify(raw)} ${err.message}`)
     }
@@ -127,5 +162,6 @@ export function loadConfig (env, flags = {}) {
   if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) problems.push('H3LENS_TLS_CERT and H3LENS_TLS_KEY go together: set both to serve HTTPS, or neither')
   if (problems.length) throw new ConfigError(problems)
   config.apiUrl ??= `${config.tlsCert ? 'https' : 'http'}://127.0.0.1:${config.port}`
-  return config
+  // built key by key from VARIABLES above, which is what Config is derived from
+  return /** @type {Config} */ (/** @type {unknown} */ (config))
 }

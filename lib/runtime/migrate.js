@@ -92,7 +92,7 @@ export async function migrate (pool, { log, dir } = {}) {
 
     for (const m of migrations) {
       if (!recorded.has(m.version)) continue
-      const sum = recorded.get(m.version)
+      const sum = recorded.get(m.version) ?? null
       if (sum === null) {
         // Applied before checksums were kept: what ran then is unknown, so
         // the file as it is now becomes the reference from here on. The one
@@ -112,7 +112,7 @@ export async function migrate (pool, { log, dir } = {}) {
         await client.query(m.sql)
         await client.query('INSERT INTO h3lens_migrations (version, name, checksum) VALUES ($1, $2, $3)', [m.version, m.name, m.checksum])
         await client.query('COMMIT')
-      } catch (err) {
+      } catch (/** @type {any} */ err) {
         await client.query('ROLLBACK')
         throw new Error(`migration ${m.name} failed: ${err.message}`)
       }

@@ -17,7 +17,7 @@ export function hashToken (token) {
 /**
  * @param {import('pg').Pool} db
  * @param {{ location: string, name?: string }} opts
- * @returns {Promise<{ agent: object, token: string }>}
+ * @returns {Promise<{ agent: { id: number, location_id: string, name: string, created_at: Date }, token: string }>}
  */
 export async function createAgentToken (db, { location, name }) {
   if (!(await getLocation(db, location))) throw new ValidationError(`unknown location "${location}"`, 'location')
@@ -76,5 +76,5 @@ export async function listAgents (db) {
 /** @param {import('pg').Pool} db @param {number} id */
 export async function revokeAgent (db, id) {
   const { rowCount } = await db.query('UPDATE agents SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id])
-  return rowCount > 0
+  return (rowCount ?? 0) > 0
 }

@@ -47,13 +47,13 @@ async function checkChannel (input, { allowPrivateTargets = false }) {
   c.name = c.name.trim()
   try {
     c.url = validateMonitorUrl(c.url)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     throw new ValidationError(err.message, 'url')
   }
   if (!allowPrivateTargets) {
     try {
       await checkPublicTarget(c.url)
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       throw new ValidationError(err.message.replace('monitors on real locations may not target', 'webhooks may not target'), 'url')
     }
   }

@@ -121,7 +121,7 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
        CROSS JOIN LATERAL (SELECT CASE WHEN f.pending_id IS NULL OR f.pending_id IN (SELECT id FROM superseded)
                                        THEN 'queued' ELSE 'skipped' END AS state) v
      ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [maxAttempts, AGENT_ALIVE_S, Math.min(Math.max(0, lookAheadMs ?? 0), MAX_LOOK_AHEAD_MS)])
-  return rowCount
+  return rowCount ?? 0
 }
 
 /**

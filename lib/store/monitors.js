@@ -60,7 +60,7 @@ export function validateMonitorUrl (value) {
 async function checkMonitor (db, input, existing, { allowPrivateTargets = false } = {}) {
   const out = {}
   if (input.url !== undefined || !existing) out.url = validateMonitorUrl(input.url)
-  const url = out.url ?? existing.url
+  const url = out.url ?? existing?.url
   if (input.label !== undefined) out.label = input.label === null ? null : String(input.label).trim() || null
 
   if (input.locations !== undefined) {
@@ -78,7 +78,7 @@ async function checkMonitor (db, input, existing, { allowPrivateTargets = false 
     out.locations = await defaultLocations(db)
   }
   if (!allowPrivateTargets && (out.url || out.locations)) {
-    const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind IN ('real', 'wpt') LIMIT 1", [out.locations ?? existing.locations])
+    const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind IN ('real', 'wpt') LIMIT 1", [out.locations ?? existing?.locations])
     if (real.length) await checkPublicTarget(url)
   }
 
@@ -104,7 +104,7 @@ async function checkMonitor (db, input, existing, { allowPrivateTargets = false 
     // A probe URL on another host (allow_cross_origin) is a target of its own.
     const elsewhere = ['parallel_url', 'upload_url'].filter((k) => checked[k] && new URL(checked[k]).hostname !== new URL(url).hostname)
     if (!allowPrivateTargets && elsewhere.length) {
-      const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind IN ('real', 'wpt') LIMIT 1", [out.locations ?? existing.locations])
+      const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind IN ('real', 'wpt') LIMIT 1", [out.locations ?? existing?.locations])
       for (const k of real.length ? elsewhere : []) {
         await checkPublicTarget(checked[k]).catch((err) => { throw new ValidationError(err.message.replace(/^url/, `options.${k}`), `options.${k}`) })
       }

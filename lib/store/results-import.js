@@ -88,6 +88,8 @@ const FIELDS = {
  * @typedef {{ imported: number, skipped_existing: number, rounds: number }} ImportSummary
  */
 
+/** @typedef {{ location: string, time: Date, jobId?: number }} Round one round of an import, by location and time */
+
 /**
  * Import NDJSON result lines into one monitor. Rows sharing (location_id,
  * time) are one round: one job per (monitor, location, time), created done
@@ -102,7 +104,7 @@ export async function importResults (db, { monitor, lines }) {
   const known = new Set((await listLocations(db)).map((l) => l.id))
   const expected = (/** @type {string} */ mode) => monitor.aa_protocol ?? mode
   const rows = []
-  /** @type {Map<string, { location: string, time: Date, jobId?: number }>} */
+  /** @type {Map<string, Round>} */
   const rounds = new Map()
   const seen = new Set()
   let n = 0
@@ -145,7 +147,7 @@ function parseLine (line, n, { known, expected }) {
   let input
   try {
     input = JSON.parse(line)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     throw lineError(n, null, `is not valid JSON (${err.message})`)
   }
   if (input === null || typeof input !== 'object' || Array.isArray(input)) throw lineError(n, null, 'must be a JSON object, one result per line')
@@ -182,7 +184,7 @@ function parseLine (line, n, { known, expected }) {
   for (const c of ['notes', 'details']) delete submitted[c]
   try {
     checkResults([submitted], { expectedProtocol: expected })
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (!err.field) throw err
     const field = String(err.field).replace(/^results\.0\./, '')
     const message = String(err.message).replace(/results\.0\./g, '')
@@ -215,10 +217,10 @@ async function storeImport (db, { monitorId, rows, rounds }) {
       // A round whose job was pruned (jobs retention) keeps its results:
       // their job_id is the round's, so a re-import stores nothing twice
       // rather than filing the same round under a new job.
-      for (const j of await jobsOfStoredRounds(client, { monitorId, locations, times })) rounds.get(`${j.location_id}|${+j.due_at}`).jobId = j.id
+      for (const j of await jobsOfStoredRounds(client, { monitorId, locations, times })) /** @type {Round} */ (rounds.get(`${j.location_id}|${+j.due_at}`)).jobId = j.id
       const fresh = part.filter((r) => r.jobId === undefined)
       for (const j of await doneJobsFor(client, { monitorId, locations: fresh.map((r) => r.location), times: fresh.map((r) => r.time) })) {
-        rounds.get(`${j.location_id}|${+j.due_at}`).jobId ??= j.id
+        /** @type {Round} */ (rounds.get(`${j.location_id}|${+j.due_at}`)).jobId ??= j.id
       }
     }
     // The agents' batched insert (lib/store/results.js insertRoundResults), so an
@@ -228,7 +230,7 @@ async function storeImport (db, { monitorId, rows, rounds }) {
       const batch = rows.slice(i, i + INSERT_BATCH_ROWS).map((text) => {
         const values = JSON.parse(text)
         const row = Object.fromEntries(INSERT_COLUMNS.map((c, k) => [c, values[k]]))
-        const job = { id: rounds.get(row.job_id).jobId, monitor_id: monitorId, location_id: row.location_id, due_at: row.time }
+        const job = { id: /** @type {number} */ (/** @type {Round} */ (rounds.get(row.job_id)).jobId), monitor_id: monitorId, location_id: row.location_id, due_at: row.time }
         // Kept as JSON text; the insert writes notes from the list.
         if (row.notes != null) row.notes = JSON.parse(row.notes)
         return { job, results: [row] }

@@ -14,7 +14,7 @@ export const RESULT_COLUMNS = ['id', ...INSERT_COLUMNS]
 /**
  * Insert a job's results; rows already present (a resubmission) are skipped.
  * @param {import('pg').PoolClient | import('pg').Pool} db
- * @param {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date }, agentId: number, agentVersion?: string, results: Record<string, any>[] }} opts
+ * @param {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date }, agentId: number | null, agentVersion?: string, results: Record<string, any>[] }} opts
  * @returns {Promise<Record<string, any>[]>} the rows actually inserted
  */
 export async function insertResults (db, { job, agentId, agentVersion, results }) {
@@ -33,7 +33,7 @@ const ROWS_PER_INSERT = 1000
  * same statement. agentId is null for imported rounds.
  * @param {import('pg').PoolClient | import('pg').Pool} db
  * @param {{ rounds: { job: { id: number, monitor_id: number, location_id: string, due_at: Date }, results: Record<string, any>[] }[],
- *   agentId: number | null, agentVersion?: string }} opts
+ *   agentId: number | null, agentVersion?: string }} opts (agentId null: results of no agent, as test fixtures)
  * @returns {Promise<Record<string, any>[]>} the rows actually inserted
  */
 export async function insertRoundResults (db, { rounds, agentId, agentVersion }) {

@@ -73,5 +73,5 @@ export async function readRoundWindow (db, w) {
  */
 export async function applyRoundSummaryRetention (db, { retentionDays }) {
   await db.query(`SELECT remove_retention_policy('round_summaries', if_exists => true)`)
-  if (retentionDays > 0) await db.query(`SELECT add_retention_policy('round_summaries', make_interval(days => $1))`, [retentionDays])
+  if (retentionDays !== undefined && retentionDays > 0) await db.query(`SELECT add_retention_policy('round_summaries', make_interval(days => $1))`, [retentionDays])
 }

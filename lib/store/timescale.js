@@ -18,7 +18,7 @@ export async function isHypertable (db) {
  * round summaries. Rollups are kept: trends outlive the raw rows they were
  * built from.
  * @param {import('pg').Pool} db
- * @param {{ compressAfterDays?: number, retentionDays?: number, log: import('pino').Logger } & Record<string, any>} opts
+ * @param {{ compressAfterDays: number, retentionDays: number, log: import('pino').Logger }} opts (0 = never, for both)
  * @returns {Promise<string>} a one-line description of the storage path, for the start-up log
  */
 export async function applyStoragePolicies (db, { compressAfterDays, retentionDays, log }) {

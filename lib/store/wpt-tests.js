@@ -199,7 +199,7 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
       const { rowCount } = await client.query(
         'INSERT INTO wpt_runs (test_id, run, cached, result) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
         [testId, r.run, r.cached, JSON.stringify(r.result)])
-      fresh += rowCount
+      fresh += rowCount ?? 0
       if (rowCount && r.netlog) {
         await client.query(
           `INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, agent_id, kind, raw_bytes, gzip)

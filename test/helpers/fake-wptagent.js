@@ -36,6 +36,7 @@ export async function replayAgent ({ server, records, location, key, pc, result,
   const poll = records.find((r) => r.path.endsWith('/getwork.php'))
   const ping = records.find((r) => r.path.endsWith('/ping.php'))
   const done = records.find((r) => r.path.endsWith('/workdone.php'))
+  if (!poll || !done) throw new Error('the recording has no getwork.php or no workdone.php')
   // The polls the recording made after its upload, with nothing to do.
   const idlePolls = Math.max(1, records.length - records.indexOf(done) - 1)
   const own = (q) => ({ ...q, ...(q.location ? { location } : {}), ...(q.pc ? { pc } : {}), ...(q.key ? { key } : {}) })

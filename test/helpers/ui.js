@@ -102,6 +102,7 @@ function detailRequests ({ page, mode, labPort, dns, connect, ttfb, load, i }) {
     alternate_protocol_usage: mode === 'h3' ? 'dnsAlpnH3JobWonRace' : 'unspecifiedReason',
     timing: { dns_ms: r1(dns), connect_ms: r1(connect), ssl_ms: r1(mode === 'h3' ? connect : connect / 2), send_ms: 0.1, wait_ms: r1(ttfb - dns - connect), receive_ms: r1(docEnd - ttfb) }
   }
+  /** @type {Record<string, any>[]} */
   const out = [doc]
   const names = ['site.css', 'app.js', 'hero.jpg', 'logo.svg', 'font.woff2', 'photo-1.jpg', 'photo-2.jpg', 'photo-3.jpg', 'data.json', 'chart.js', 'icon.png', 'analytics.js']
   for (let k = 0; k < page.subs; k++) {
@@ -288,7 +289,7 @@ export function collectPageErrors (page) {
 export function waitUntilSettled (page) {
   return page.waitForFunction(() => {
     const main = document.getElementById('view')
-    return main.getAttribute('aria-busy') === 'false' && !main.querySelector('.skeleton, .state.loading')
+    return main?.getAttribute('aria-busy') === 'false' && !main.querySelector('.skeleton, .state.loading')
   }, { timeout: 30000 })
 }
 

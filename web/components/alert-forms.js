@@ -12,6 +12,12 @@ const KINDS = [
   { id: 'error_rate', label: 'Error rate', uses: ['threshold_pct'] }
 ]
 
+/**
+ * The kind of a rule form's kind select, whose options are KINDS.
+ * @param {string} id
+ */
+const kindOf = (id) => /** @type {typeof KINDS[number]} */ (KINDS.find((k) => k.id === id))
+
 /** A rule in words: "p95 H3 regression ≥ 10% over 1 h, 3 evaluations". */
 export function ruleText (r) {
   const over = r.window_s % 3600 === 0 ? `${r.window_s / 3600} h` : `${Math.round(r.window_s / 60)} min`
@@ -84,7 +90,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     f.formError,
     h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Add rule')))
   const sync = () => {
-    const uses = KINDS.find((k) => k.id === kind.value).uses
+    const uses = kindOf(kind.value).uses
     for (const [name, el] of Object.entries(kindFields)) el.hidden = !uses.includes(name)
     windowMin.value = kind.value === 'location_silent' && windowMin.value === '60' ? '15' : windowMin.value
   }
@@ -93,13 +99,13 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
   sync()
 
   function body () {
-    const uses = KINDS.find((k) => k.id === kind.value).uses
+    const uses = kindOf(kind.value).uses
     const n = (el) => (el.value === '' ? null : Number(el.value))
     const b = { kind: kind.value, window_s: Math.round(Number(windowMin.value) * 60), evaluations: Number(evaluations.value), severity: severity.value }
     if (monitor.value) b.monitor_id = Number(monitor.value)
     if (description.value.trim()) b.description = description.value.trim()
     if (uses.includes('metric')) b.metric = metric.value
-    for (const [name, el] of [['percentile', percentile], ['min_effect_pct', minPct], ['min_effect_ms', minMs], ['threshold_pct', threshold]]) {
+    for (const [name, el] of /** @type {[string, HTMLInputElement][]} */ ([['percentile', percentile], ['min_effect_pct', minPct], ['min_effect_ms', minMs], ['threshold_pct', threshold]])) {
       if (uses.includes(name) && n(el) !== null) b[name] = n(el)
     }
     const ticked = (name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => /** @type {HTMLInputElement} */ (i).value)
@@ -127,12 +133,12 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     const b = body()
     const bad = problems(b)
     for (const [name, message] of bad) f.show(form, name, message)
-    if (bad.length) return form.querySelector('[aria-invalid]')?.focus()
+    if (bad.length) return /** @type {HTMLElement | null} */ (form.querySelector('[aria-invalid]'))?.focus()
     try {
       await api.createRule(b)
       toast('Rule added')
       onSaved()
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       f.show(form, err.field ?? '_form', err.message)
     }
   }
@@ -161,12 +167,12 @@ export function channelForm ({ onSaved }) {
     if (!/^https?:\/\/[^/\s]+/.test(url.value.trim())) bad.push(['url', 'A full http:// or https:// address.'])
     if (secret.value.length < 16) bad.push(['secret', 'At least 16 characters.'])
     for (const [n, m] of bad) f.show(form, n, m)
-    if (bad.length) return form.querySelector('[aria-invalid]')?.focus()
+    if (bad.length) return /** @type {HTMLElement | null} */ (form.querySelector('[aria-invalid]'))?.focus()
     try {
       await api.createChannel({ kind: 'webhook', name: name.value.trim(), url: url.value.trim(), secret: secret.value, format: format.value })
       toast('Webhook added')
       onSaved()
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       f.show(form, err.field ?? '_form', err.message)
     }
   }

@@ -89,6 +89,7 @@ export function waterfall (requests) {
 
 // Phases of a request drawn inside its bar: set-up (DNS, connect, TLS or
 // the QUIC handshake, send), waiting for the first byte, downloading.
+/** @type {[string, string[]][]} */
 const PHASES = [['setup', ['dns_ms', 'connect_ms', 'send_ms']], ['wait', ['wait_ms']], ['receive', ['receive_ms']]]
 
 function phaseSegments (q, start) {

@@ -20,9 +20,9 @@ export async function render (ctx) {
       h('div', {}, h('h1', {}, 'Alerts'),
         h('p', { class: 'sub' }, firing.length ? `${firing.length} firing now.` : 'Nothing is firing.', ' Rules are evaluated by the scheduler every minute; a rule fires after its evaluations in a row and resolves after as many clear ones.'))),
     panel('firing', 'Firing now', firing.length
-      ? alertTable(firing, monitorName, { live: true })
+      ? alertTable(firing, monitorName)
       : emptyState('Nothing is firing', 'When a rule trips, it shows here with a link to the comparison that tripped it.')),
-    others.length ? panel('recent', 'Pending and resolved', alertTable(others, monitorName, { live: true })) : null,
+    others.length ? panel('recent', 'Pending and resolved', alertTable(others, monitorName)) : null,
     panel('history', 'History', alerts.history.length ? historyTable(alerts.history, monitorName) : emptyState('No changes yet', null)),
     panel('rules', 'Rules', [
       rulesTable(rules, channels, monitorName, after),
@@ -117,7 +117,7 @@ function channelsTable (channels, after) {
                 const r = await api.testChannel(c.id)
                 result.className = `test-result ${r.ok ? 'ok' : 'bad'}`
                 result.textContent = r.ok ? `Delivered (HTTP ${r.status_code})` : `Failed: ${r.error}`
-              } catch (err) {
+              } catch (/** @type {any} */ err) {
                 result.className = 'test-result bad'
                 result.textContent = err.message
               }

@@ -3,6 +3,7 @@
 import { api } from '../api.js'
 import { h, ago, kbps, emptyState, timeEl } from '../dom.js'
 
+/** @type {[string, string, (v: any, p: Record<string, any>) => string][]} */
 const PROFILE_FIELDS = [
   ['rtt_ms', 'RTT', (v) => `${v} ms`],
   ['jitter_ms', 'Jitter', (v) => `±${v} ms`],

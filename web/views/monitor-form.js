@@ -62,7 +62,7 @@ export async function render (ctx) {
       h('span', { class: 'spacer' }),
       monitor ? h('button', { type: 'button', class: 'danger', onclick: onDelete }, 'Delete monitor') : null))
 
-  for (const input of form.querySelectorAll('input, select')) input.addEventListener('input', () => clearError(input.name))
+  for (const input of /** @type {NodeListOf<HTMLInputElement | HTMLSelectElement>} */ (form.querySelectorAll('input, select'))) input.addEventListener('input', () => clearError(input.name))
 
   function clearError (name) {
     if (!errors[name]) return
@@ -80,7 +80,7 @@ export async function render (ctx) {
     return target ?? el
   }
 
-  const checked = (name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => i.value)
+  const checked = (name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => /** @type {HTMLInputElement} */ (i).value)
 
   /** Checks made before sending; each problem names its field. */
   function problems (body) {
@@ -131,7 +131,7 @@ export async function render (ctx) {
       const saved = monitor ? await api.updateMonitor(monitor.id, body) : await api.createMonitor(body)
       toast(monitor ? 'Saved' : 'Monitor added; the first round runs now')
       location.hash = href(`/monitors/${saved.id}`)
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       const name = err instanceof ApiError ? (err.field ?? '').split('.')[0] : ''
       writeKey.hidden = err.status !== 403
       focusFirst(showError(name, err instanceof ApiError ? capitalise(err.message) : `Could not save: ${err.message}`))
@@ -146,7 +146,7 @@ export async function render (ctx) {
       await api.deleteMonitor(monitor.id)
       toast('Monitor deleted')
       location.hash = href('/')
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       focusFirst(showError('', `Could not delete: ${err.message}`))
     }
   }

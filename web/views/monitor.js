@@ -100,7 +100,7 @@ function pagedRuns (id, range, first, nameOf) {
       wrap.dataset.holdRefresh = 'true'
       draw()
       document.getElementById('runs-more')?.focus()
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       toast(`Could not load more runs: ${err.message}`)
       ev.currentTarget.disabled = false
     }

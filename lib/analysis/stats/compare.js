@@ -187,13 +187,14 @@ export function evenlySpacedSubsample (sorted, cap) {
 /**
  * @param {PointEstimate | undefined} source
  * @param {number} q
- * @param {Float64Array} sorted fallback
+ * @param {Float64Array} sorted fallback, never empty (the caller has at least minSamples)
+ * @returns {number}
  */
 function pointEstimate (source, q, sorted) {
   let value = null
   if (typeof source === 'function') value = source(q)
   else if (source) value = sketchQuantile(source, q)
-  return Number.isFinite(value) ? value : exactQuantile(sorted, q)
+  return Number.isFinite(value) ? /** @type {number} */ (value) : /** @type {number} */ (exactQuantile(sorted, q))
 }
 
 /** @param {number} percentile */

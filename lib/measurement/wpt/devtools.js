@@ -75,7 +75,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
     // WebPageTest itself counts 99999 as a successful test (a subresource
     // failed, the page loaded); so does a Puppeteer agent. Said in a note.
     if (result === CONTENT_ERROR) {
-      const failed = requests.filter((r) => num(r.responseCode) >= 400 || num(r.responseCode) === -1).length
+      const failed = requests.filter((r) => (num(r.responseCode) ?? 0) >= 400 || num(r.responseCode) === -1).length
       row.notes = [{ code: 'content_error', message: `${failed || 'some'} request${failed === 1 ? '' : 's'} of the page failed (WPT result 99999)` }]
     }
   }
@@ -93,7 +93,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
  * @param {Record<string, any>} base
  */
 function baseTimings (base) {
-  const start = [base.dns_start, base.connect_start, base.ssl_start, base.load_start].map(num).filter((v) => v !== null && v >= 0)
+  const start = [base.dns_start, base.connect_start, base.ssl_start, base.load_start].map(num).filter(/** @type {(v: number | null) => v is number} */ ((v) => v !== null && v >= 0))
   const from = start.length ? Math.min(...start) : null
   const ttfbEnd = positive(base.ttfb_end) ?? sum(positive(base.load_start), positive(base.ttfb_ms))
   const tcp = positive(base.connect_ms)

@@ -16,18 +16,19 @@ export const NETLOG_SUMMARY_MAX_BYTES = 64 * 1024 * 1024
  *   info: details.netlog of the result; notes: its findings, as the result's notes
  */
 export function summarizeWptNetlog (gzip) {
+  /** @type {{ kind: string, uploaded: boolean, error: string | null, raw_bytes: number | null, gzip_bytes: number, summary: ReturnType<typeof compactSummary> | null }} */
   const info = { kind: 'run', uploaded: true, error: null, raw_bytes: null, gzip_bytes: gzip.length, summary: null }
   let raw
   try {
     raw = gunzipSync(gzip, { maxOutputLength: NETLOG_SUMMARY_MAX_BYTES })
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     info.error = err.code === 'ERR_BUFFER_TOO_LARGE' ? `kept, not summarised: larger than ${NETLOG_SUMMARY_MAX_BYTES} bytes` : `kept, not summarised: ${err.message}`
     return { info, rawBytes: null, notes: [] }
   }
   info.raw_bytes = raw.length
   try {
     info.summary = compactSummary(summarizeNetlog(parseNetlog(raw.toString('utf8'))))
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     info.error = `kept, not summarised: ${err.message}`
   }
   const notes = (info.summary?.findings ?? []).map((f) => ({ ...f, source: 'netlog (run)' }))

@@ -39,7 +39,8 @@ export async function readResultZip (buffer, limits = {}) {
   /** @type {Map<string, ZipView>} */
   const views = new Map()
   for (const [name, data] of members) {
-    const [, run, cached, kind] = MEMBER.exec(name)
+    // readMembers keeps only the names MEMBER matches.
+    const [, run, cached, kind] = /** @type {RegExpExecArray} */ (MEMBER.exec(name))
     const key = `${run}/${cached ? 1 : 0}`
     const view = views.get(key) ?? { run: Number(run), cached: Boolean(cached), devtools: null, netlog: null }
     views.set(key, view)
@@ -119,13 +120,13 @@ function parseGzippedJson (name, data, maxBytes) {
   let text
   try {
     text = gunzipSync(data, { maxOutputLength: maxBytes }).toString('utf8')
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (err.code === 'ERR_BUFFER_TOO_LARGE') throw bad(`${name} decompresses to more than ${maxBytes} bytes`)
     throw bad(`${name} is not valid gzip (${err.message})`)
   }
   try {
     return JSON.parse(text)
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     throw bad(`${name} is not valid JSON (${err.message})`)
   }
 }
