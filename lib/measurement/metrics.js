@@ -111,12 +111,13 @@ export function metricSamples (r) {
   const out = []
   const usable = (/** @type {any} */ v) => v !== null && v !== undefined && Number.isFinite(v) && v >= 0
   for (const m of ROLLUP_METRICS) {
+    const rollup = /** @type {string} */ (m.rollup)
     if (m.column) {
       const v = r[m.column]
-      if (usable(v)) out.push([/** @type {string} */ (m.rollup), [v]])
+      if (usable(v)) out.push([rollup, [v]])
     } else if (r.probe === m.samplesOf && Array.isArray(r.details?.samples)) {
       const values = r.details.samples.filter(usable)
-      if (values.length) out.push([/** @type {string} */ (m.rollup), values])
+      if (values.length) out.push([rollup, values])
     }
   }
   return out
