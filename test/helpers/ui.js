@@ -183,7 +183,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   await rebuildRollups(db)
   const { secret: apiKey } = await createApiKey(db, { name: 'dashboard', role: 'write' })
   const { rows: [latest] } = await db.query(
-    "SELECT id FROM results WHERE monitor_id = $1 AND mode = 'h3' AND status = 'ok' ORDER BY time DESC LIMIT 1", [monitors[2].id])
+    "SELECT id FROM results WHERE monitor_id = $1 AND mode = 'h3' AND status = 'ok' AND rtt_ms IS NOT NULL ORDER BY time DESC, location_id LIMIT 1", [monitors[2].id])
   return { monitors, h2Only, fresh, apiKey, locations: locations.map((l) => l.id), results: jobs.length * 2, latestResultId: latest.id }
 }
 
