@@ -68,14 +68,16 @@ test('every probe is in the schemas, has an agent runner, and its samples feed a
   for (const m of METRICS.filter((x) => x.samplesOf)) assert.ok(PROBE_IDS.includes(/** @type {string} */ (m.samplesOf)), `${m.id}: its probe exists`)
 })
 
-test('the migrated database has a results column for every column metric and a rollups column for every rollup', async () => {
+test('the migrated database has a results column and a per-arm round-summary column for every column metric, and a rollups column for every rollup', async () => {
   const columns = async (table) => new Set((await t.db.query(
     'SELECT column_name FROM information_schema.columns WHERE table_name = $1', [table])).rows.map((r) => r.column_name))
   const results = await columns('results')
   const rollups = await columns('rollups')
+  const summaries = await columns('round_summaries')
   for (const m of METRICS) {
     if (m.column) assert.ok(results.has(m.column), `results.${m.column}`)
     if (m.rollup) assert.ok(rollups.has(m.rollup), `rollups.${m.rollup}`)
+    for (const arm of MODES) if (m.column) assert.ok(summaries.has(`${arm}_${m.column}`), `round_summaries.${arm}_${m.column}`)
   }
 })
 
