@@ -79,6 +79,8 @@ export function createBrowserPool ({
   const pooled = new Set()
   /** @type {Map<import('puppeteer-core').Browser, Promise<FreshPage | null>>} */
   const spares = new Map()
+  /** @type {Set<import('puppeteer-core').Browser>} browsers a run took a context of since the last settle */
+  const used = new Set()
   /** @type {import('puppeteer-core').BrowserContext[]} */
   const retired = []
   /** @type {Promise<void>} */
@@ -197,6 +199,7 @@ export function createBrowserPool ({
    */
   async function freshPage (browser) {
     await settling
+    used.add(browser)
     const spare = spares.get(browser)
     spares.delete(browser)
     const ready = spare ? await spare : null
@@ -219,7 +222,9 @@ export function createBrowserPool ({
 
   /**
    * Close the retired contexts and prepare a spare for every pooled browser
-   * that has none: the work a run would otherwise do on its own path. Call
+   * a run used since the last settle (the browsers the next round of the
+   * same monitor will ask for; one that sits unused keeps at most the one
+   * spare it has): the work a run would otherwise do on its own path. Call
    * it when no run is measuring (the agent calls it when a round's loads
    * are done); the next freshPage() waits for it.
    * @returns {Promise<void>}
@@ -228,7 +233,9 @@ export function createBrowserPool ({
     settling = settling.then(async () => {
       if (closing) return
       const work = [closeContexts(retired.splice(0))]
-      for (const browser of pooled) {
+      const wanted = [...used].filter((b) => pooled.has(b))
+      used.clear()
+      for (const browser of wanted) {
         if (spares.has(browser) || !browser.connected) continue
         const spare = newContextPage(browser).catch((err) => {
           log.warn({ err: err.message }, 'preparing a spare context failed; the next run makes its own')
