@@ -13,12 +13,14 @@ import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/lab-host.js'
  * ListAccounts, an on-demand component check at update.googleapis.com),
  * which is why lab runs also fail every other hostname at the resolver.
  *
- * SpareRendererForSitePerProcess is off because every run has a context of
- * its own: Chromium would start a spare renderer for the next navigation in
- * the context just used, which never comes, so each run paid a renderer
- * nobody used (Chromium's CPU per run on the 15 KB page 0.61 s with it,
- * 0.39 s without; see docs/BENCHMARKS.md "Agent throughput"). Chromium reads
- * one --disable-features list, so both go into one switch.
+ * Every run has a context of its own, and headless Chromium gave each new
+ * context two renderers besides the page's: a spare one for the next
+ * navigation in that context, which never comes (SpareRendererForSitePerProcess),
+ * and one for the window's omnibox popup, a WebUI nobody sees in headless
+ * (WebUIOmniboxPopup and its variants). Without them a run costs one
+ * renderer: Chromium's CPU per run on the lab's 15 KB page went from 0.61 s
+ * to 0.24 s (docs/BENCHMARKS.md "Agent throughput"). Chromium reads one
+ * --disable-features list, so they all go into one switch.
  * @returns {string[]}
  */
 export function baseFlags () {
@@ -30,7 +32,7 @@ export function baseFlags () {
     '--disable-background-networking',
     '--disable-component-update',
     '--disable-sync',
-    '--disable-features=NetworkTimeServiceQuerying,SpareRendererForSitePerProcess'
+    '--disable-features=NetworkTimeServiceQuerying,SpareRendererForSitePerProcess,WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup'
   ]
 }
 
