@@ -18,8 +18,9 @@ import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/lab-host.js'
  * navigation in that context, which never comes (SpareRendererForSitePerProcess),
  * and one for the window's omnibox popup, a WebUI nobody sees in headless
  * (WebUIOmniboxPopup and its variants). Without them a run costs one
- * renderer: Chromium's CPU per run on the lab's 15 KB page went from 0.61 s
- * to 0.24 s (docs/BENCHMARKS.md "Agent throughput"). Chromium reads one
+ * renderer: Chromium's CPU per run on the lab's 15 KB page went from
+ * 0.41-0.45 s to 0.20-0.21 s, nearly all of it the popup's (docs/BENCHMARKS.md
+ * "Agent throughput"). Chromium reads one
  * --disable-features list, so they all go into one switch.
  * @returns {string[]}
  */
