@@ -10,6 +10,22 @@ import puppeteer from 'puppeteer-core'
 // of the same mode reuse a warm process instead of paying ~0.5 s of launch.
 // Isolation between runs comes from a fresh incognito context per run, not
 // from a fresh process.
+//
+// A fresh context's first page costs a new renderer process (site isolation
+// gives each context its own): 100-350 ms on two busy cores, more than the
+// lab's 15 KB page takes to load. So the pool keeps one spare per browser,
+// a context with a blank page that has never navigated, prepared by
+// settle() between rounds (while the agent submits results), and a run
+// takes it instead of making one. Contexts a run is done with are closed by
+// settle() too. Neither happens while a run is measuring: freshPage() waits
+// for a settle under way, so preparing never competes with a page load for
+// the CPU. A spare is as cold as a context made on the spot: it has no
+// cache, no cookies and no connections (nothing was fetched in it), and an
+// incognito context's network state is its own, never shared with another
+// context of the same browser.
+
+// Contexts left to close at most; beyond, a run closes the oldest itself.
+const MAX_RETIRED = 8
 
 const NETNS_WRAPPER = fileURLToPath(new URL('../lab/netns-chromium.sh', import.meta.url))
 const CLOSE_GRACE_MS = 5000
@@ -38,6 +54,7 @@ export class BrowserLaunchError extends Error {
 
 /**
  * @typedef {{ browser: import('puppeteer-core').Browser, userDataDir: string, closed: Promise<void>, retiring?: boolean }} PooledBrowser
+ * @typedef {{ context: import('puppeteer-core').BrowserContext, page: import('puppeteer-core').Page }} FreshPage
  */
 
 /**
@@ -58,6 +75,16 @@ export function createBrowserPool ({
   const browsers = new Map()
   /** @type {Set<PooledBrowser>} */
   const live = new Set()
+  /** @type {Set<import('puppeteer-core').Browser>} browsers acquire() handed out (no dedicated ones) */
+  const pooled = new Set()
+  /** @type {Map<import('puppeteer-core').Browser, Promise<FreshPage | null>>} */
+  const spares = new Map()
+  /** @type {Set<import('puppeteer-core').Browser>} browsers a run took a context of since the last settle */
+  const used = new Set()
+  /** @type {import('puppeteer-core').BrowserContext[]} */
+  const retired = []
+  /** @type {Promise<void>} */
+  let settling = Promise.resolve()
   let closing = false
 
   /**
@@ -130,7 +157,13 @@ export function createBrowserPool ({
         pending.catch(() => { if (browsers.get(key) === pending) browsers.delete(key) })
       }
       const entry = await pending
-      if (entry.browser.connected) return entry.browser
+      if (entry.browser.connected) {
+        if (!pooled.has(entry.browser)) {
+          pooled.add(entry.browser)
+          entry.browser.once('disconnected', () => { pooled.delete(entry.browser); spares.delete(entry.browser) })
+        }
+        return entry.browser
+      }
       if (browsers.get(key) === pending) browsers.delete(key)
       await closeEntry(entry)
     }
@@ -157,9 +190,72 @@ export function createBrowserPool ({
     }
   }
 
+  /**
+   * A context of its own and a blank page in it, for one run: the spare
+   * settle() prepared for this browser if there is one, else made now.
+   * Waits for a settle under way first.
+   * @param {import('puppeteer-core').Browser} browser
+   * @returns {Promise<FreshPage & { prepared: boolean }>} prepared: it was the spare
+   */
+  async function freshPage (browser) {
+    await settling
+    used.add(browser)
+    const spare = spares.get(browser)
+    spares.delete(browser)
+    const ready = spare ? await spare : null
+    if (ready && browser.connected && !ready.page.isClosed()) return { ...ready, prepared: true }
+    if (ready) retire(ready.context)
+    return { ...(await newContextPage(browser)), prepared: false }
+  }
+
+  /**
+   * A context the caller is done with; settle() closes it. Off the run's
+   * path, but never left to pile up: beyond MAX_RETIRED the oldest are
+   * closed at once.
+   * @param {import('puppeteer-core').BrowserContext} context
+   * @returns {Promise<void>}
+   */
+  async function retire (context) {
+    retired.push(context)
+    if (retired.length > MAX_RETIRED) await closeContexts(retired.splice(0, retired.length - MAX_RETIRED))
+  }
+
+  /**
+   * Close the retired contexts and prepare a spare for every pooled browser
+   * a run used since the last settle (the browsers the next round of the
+   * same monitor will ask for; one that sits unused keeps at most the one
+   * spare it has): the work a run would otherwise do on its own path. Call
+   * it when no run is measuring (the agent calls it when a round's loads
+   * are done); the next freshPage() waits for it.
+   * @returns {Promise<void>}
+   */
+  function settle () {
+    settling = settling.then(async () => {
+      if (closing) return
+      /** @type {Promise<unknown>[]} */
+      const work = [closeContexts(retired.splice(0))]
+      const wanted = [...used].filter((b) => pooled.has(b))
+      used.clear()
+      for (const browser of wanted) {
+        if (spares.has(browser) || !browser.connected) continue
+        const spare = newContextPage(browser).catch((err) => {
+          log.warn({ err: err.message }, 'preparing a spare context failed; the next run makes its own')
+          return null
+        })
+        spares.set(browser, spare)
+        work.push(spare)
+      }
+      await Promise.all(work)
+    })
+    return settling
+  }
+
   /** Close every browser and remove their profiles. */
   async function close () {
     closing = true
+    await settling
+    spares.clear()
+    retired.length = 0
     const pending = [...browsers.values()]
     browsers.clear()
     const launched = await Promise.allSettled(pending)
@@ -167,7 +263,30 @@ export function createBrowserPool ({
     await Promise.all([...live].map(closeEntry))
   }
 
-  return { acquire, withDedicated, close }
+  /**
+   * @param {import('puppeteer-core').BrowserContext[]} contexts
+   */
+  async function closeContexts (contexts) {
+    await Promise.all(contexts.map((c) => c.close().catch((err) => {
+      if (c.browser().connected) log.warn({ err: err.message }, 'closing a browser context failed')
+    })))
+  }
+
+  return { acquire, withDedicated, freshPage, retire, settle, close }
+}
+
+/**
+ * @param {import('puppeteer-core').Browser} browser
+ * @returns {Promise<FreshPage>}
+ */
+async function newContextPage (browser) {
+  const context = await browser.createBrowserContext()
+  try {
+    return { context, page: await context.newPage() }
+  } catch (err) {
+    await context.close().catch(() => {})
+    throw err
+  }
 }
 
 /** @param {PooledBrowser} entry */

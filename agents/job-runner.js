@@ -108,6 +108,10 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       log.info({ job: job.id, probe: r.probe, mode: r.mode, reason: outlier }, 'outlier run measured again with a net log')
     }
 
+    // The round's loads are done: close its contexts and prepare the next
+    // round's while the agent spools and submits these results (not awaited;
+    // the next run waits for it, agents/browser.js).
+    pool.settle?.().catch((err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
     return measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options }))
   }
 }

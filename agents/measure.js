@@ -20,7 +20,9 @@ const versions = new WeakMap()
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
  *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T> },
+ *     withDedicated: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browser.js').FreshPage & { prepared: boolean }>,
+ *     retire?: (c: import('puppeteer-core').BrowserContext) => Promise<void> },
  *   url: string,
  *   mode: import('../lib/measurement/modes.js').Mode,
  *   protocol?: import('../lib/measurement/modes.js').Mode,
@@ -45,8 +47,11 @@ const versions = new WeakMap()
  * net log is captured), fresh context, network recording, and the rule that
  * whatever fails becomes the result's status. `steps` fills in `result` and
  * may add further results of the same context (a repeat view) to `extra`.
- * `wall_ms` runs from context creation to context closed: the per-run cost
- * of the agent; a pooled browser's launch is not in it.
+ * `wall_ms` runs from asking for a fresh context to the run's results read:
+ * what the run costs the agent's loop. A pooled browser's launch is not in
+ * it, nor are making the context and closing it when the pool does those
+ * between rounds (agents/browser.js settle); `context` says which it was
+ * (prepared: the pool's spare; ready_ms: how long the run waited for it).
  * @param {MeasureOptions & { probe?: string }} opts
  * @param {(ctx: StepContext) => Promise<void>} steps
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
@@ -73,8 +78,18 @@ export async function measure (opts, steps) {
     try {
       if (!versions.has(browser)) versions.set(browser, await browser.version())
       result.browser_version = versions.get(browser)
-      context = await browser.createBrowserContext()
-      const page = await context.newPage()
+      // A net log's browser is the run's own and closes right after: nothing to prepare ahead.
+      const freshPage = netlogFile ? undefined : pool.freshPage
+      const pooled = Boolean(freshPage && pool.retire)
+      let page
+      if (freshPage && pooled) {
+        const fresh = await freshPage(browser)
+        ;({ context, page } = fresh)
+        result.context = { prepared: fresh.prepared, ready_ms: round(performance.now() - started) }
+      } else {
+        context = await browser.createBrowserContext()
+        page = await context.newPage()
+      }
       network = await recordNetwork(page)
       await steps({ page, network, result, extra, summarize })
     } catch (err) {
@@ -89,7 +104,8 @@ export async function measure (opts, steps) {
         result.observed_protocol = network.documentProtocol()
         result.protocol_ok = protocolMatchesMode(result.observed_protocol, protocol)
       }
-      await context?.close().catch((err) => log.warn({ err, url }, 'closing browser context failed'))
+      if (context && !netlogFile && pool.retire) await pool.retire(context)
+      else await context?.close().catch((err) => log.warn({ err, url }, 'closing browser context failed'))
     }
   }
   // A browser that cannot start is the agent's failure, not the page's: it

@@ -69,9 +69,10 @@ export async function load (page, url, timeoutMs) {
  * @param {import('puppeteer-core').Page} page
  */
 export async function collectPageMetrics (page) {
+  // LCP first: it waits for the frames after the load event, and only then
+  // are the first paint and the load event's end sure to be recorded.
   const lcpMs = await page.evaluate(lcp, LCP_WAIT_MS)
-  const nav = await page.evaluate(navigation)
-  const fcpMs = await page.evaluate(fcp)
+  const [nav, fcpMs] = await Promise.all([page.evaluate(navigation), page.evaluate(fcp)])
   if (!nav) throw new Error('the page has no navigation timing entry')
   const since = (t) => (t > 0 ? round(t - nav.startTime) : null)
   const span = (from, to) => (from > 0 && to >= from ? round(to - from) : null)

@@ -192,7 +192,8 @@ export const resultDetailSchema = {
         'origins (Alt-Svc seen per origin), samples (parallel and upload probes, ms), warmup (the navigation before a probe), ' +
         'repeat (repeat view: connection reuse, 0-RTT where known), netlog (summary of a captured net log; download at /api/v1/results/{id}/netlog), ' +
         'failure_kind (on error results: truncated = the document ended before its Content-Length or failed after its headers; ' +
-        'h3_unsupported = the origin refused QUIC and advertises no Alt-Svc h3), forced_origins (host:port list QUIC was forced on: the URL\'s redirect chain in h3 mode, empty in h2 mode)'
+        'h3_unsupported = the origin refused QUIC and advertises no Alt-Svc h3), forced_origins (host:port list QUIC was forced on: the URL\'s redirect chain in h3 mode, empty in h2 mode), ' +
+        'context (prepared: whether the run\'s fresh incognito context was made ahead, between rounds; ready_ms: how long the run waited for it)'
     }
   }
 }

@@ -3,8 +3,10 @@
 //
 //   node bench/agent-overhead-probe.js [runs per mode, default 10] [page, default page-15k]
 //
-// Prints medians per mode: TTFB, load, wall time of the run (context created
-// to context closed) and overhead = wall - load. Browser launch happens once
+// Prints medians per mode: TTFB, load, wall time of the run (asking for a
+// context to the results read; this probe never calls pool.settle(), so
+// every run makes its own context and closing it is left to the pool) and
+// overhead = wall - load. Browser launch happens once
 // per flag set and is reported separately. Loopback has no RTT, so the TTFB
 // gap is CPU time (QUIC's user-space crypto and packet handling), not network.
 import { mkdtemp, rm } from 'node:fs/promises'

@@ -112,6 +112,29 @@ describe('measurePage against the lab origin', () => {
     assert.ok(r.requests_detail[0].timing.connect_ms > 0, 'the document opened the connection')
   })
 
+  test('back-to-back runs on contexts prepared between them are each cold: a new connection with its own handshake, nothing from a cache', async () => {
+    for (const mode of /** @type {const} */ (['h2', 'h3'])) {
+      const runs = []
+      for (let i = 0; i < 4; i++) {
+        runs.push(await measurePage({ pool, url: url('page-15k'), mode, extraFlags: lab }))
+        await pool.settle() // what the agent does while it submits a round
+      }
+      assert.deepEqual(runs.slice(1).map((r) => r.context.prepared), [true, true, true], `${mode}: runs after the first take the prepared context`)
+      const ids = new Set()
+      for (const [i, r] of runs.entries()) {
+        assert.equal(r.status, 'ok', r.error)
+        assert.equal(r.observed_protocol, mode)
+        const doc = r.requests_detail.find((q) => q.type === 'Document')
+        assert.equal(doc.connection_reused, false, `${mode} run ${i}: the document came over a new connection`)
+        assert.ok(doc.timing.connect_ms > 0 && r.connect_ms > 0, `${mode} run ${i}: the connection was set up in the run (connect ${doc.timing.connect_ms} ms)`)
+        if (mode === 'h2') assert.ok(doc.timing.ssl_ms > 0 && r.tls_ms > 0, `${mode} run ${i}: a TLS handshake of its own (${doc.timing.ssl_ms} ms)`)
+        assert.deepEqual(r.requests_detail.filter((q) => q.from_cache).map((q) => q.url), [], `${mode} run ${i}: nothing from a cache`)
+        ids.add(doc.connection_id)
+      }
+      assert.equal(ids.size, runs.length, `${mode}: every run has a connection of its own (${[...ids]})`)
+    }
+  })
+
   test('h2 mode loads the same page over HTTP/2', async () => {
     const r = await measurePage({ pool, url: url('page-15k'), mode: 'h2', extraFlags: lab })
     assert.equal(r.status, 'ok', r.error)
