@@ -14,6 +14,8 @@ const FIVE_MINUTES = TIERS['5m']
 const DAY = 86400e3
 // Rollups make long windows cheap; a year is plenty for a comparison.
 const MAX_WINDOW_DAYS = 400
+// 2026-11-22, when metric names gained their unit, as an RFC 9745 date.
+const METRIC_ALIASES_DEPRECATED = `@${Date.UTC(2026, 10, 22) / 1000}`
 
 const windowQuery = {
   from: { type: 'string', format: 'date-time', description: 'Window start (default: 24 h before `to`). Rounded down to 5 minutes.' },
@@ -125,9 +127,10 @@ const percentilesParam = (/** @type {readonly number[]} */ def) => ({
 export default async function comparisonRoutes (app) {
   const tags = ['comparison']
   // A deprecated metric alias (ttfb for ttfb_ms) still works for one version,
-  // and says so (RFC 9745).
+  // and says so: RFC 9745's Deprecation header, with the date the names
+  // were deprecated, and which name to use instead.
   app.addHook('onSend', async (request, reply, payload) => {
-    if (request.deprecatedMetric) reply.header('deprecation', 'true').header('x-h3lens-deprecated', `metric=${request.deprecatedMetric}: use metric=${canonicalMetric(request.deprecatedMetric)}`)
+    if (request.deprecatedMetric) reply.header('deprecation', METRIC_ALIASES_DEPRECATED).header('x-h3lens-deprecated', `metric=${request.deprecatedMetric}: use metric=${canonicalMetric(request.deprecatedMetric)}`)
     return payload
   })
 

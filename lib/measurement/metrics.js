@@ -10,7 +10,7 @@
 /**
  * @typedef {object} Metric
  * @property {string} id API name, with its unit, as the column is named (`ttfb_ms`)
- * @property {string} alias the API name before units were added (`ttfb`); accepted for one version, deprecated
+ * @property {string} alias the API name before units were added (`ttfb`); accepted for one version, deprecated since 2026-11-22
  * @property {string | null} column results column holding one value per result, or null when the values are samples in details.samples
  * @property {string | null} samplesOf the probe whose results carry this metric as details.samples (one value per request or upload)
  * @property {'ms'} unit
