@@ -130,9 +130,7 @@ const EVENT_COLUMNS = `e.id, e.rule_id, e.monitor_id, m.label AS monitor_label, 
 function where (f, alias) {
   const clauses = []
   const params = []
-  /** @type {[keyof typeof f, string][]} */
-  const filters = [['state', 'state'], ['monitor_id', 'monitor_id'], ['location_id', 'location_id'], ['rule_id', 'rule_id']]
-  for (const [k, col] of filters) {
+  for (const [k, col] of /** @type {const} */ ([['state', 'state'], ['monitor_id', 'monitor_id'], ['location_id', 'location_id'], ['rule_id', 'rule_id']])) {
     if (f[k] === undefined || f[k] === null) continue
     params.push(f[k])
     clauses.push(`${alias}.${col} = $${params.length}`)
