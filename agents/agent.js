@@ -21,7 +21,7 @@ const SPOOL_BATCH_ROUNDS = 50
  * @param {{
  *   client: ReturnType<typeof import('./api-client.js').createApiClient>,
  *   spool: ReturnType<typeof import('./spool.js').createSpool>,
- *   runJob: (job: any, ctx: { location: any }) => Promise<object[]>,
+ *   runJob: (job: any, ctx: { location: any }) => Promise<Record<string, any>[]>,
  *   log: import('pino').Logger,
  *   version: string,
  *   browserVersion?: () => Promise<string|undefined>,
@@ -32,6 +32,7 @@ const SPOOL_BATCH_ROUNDS = 50
  */
 export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, concurrency = 1 }) {
   const abort = new AbortController()
+  /** @type {Promise<void> | null} */
   let loopDone = null
   /** Rounds being measured or submitted, by job id. @type {Map<number, { job: any, done: Promise<void> }>} */
   const running = new Map()
@@ -48,6 +49,11 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     return { jobs, leaseSeconds, location }
   }
 
+  /**
+   * @param {any} job a claimed job (JSON from the API)
+   * @param {number} leaseSeconds
+   * @param {any} location the agent's location (JSON from the API)
+   */
   async function runOne (job, leaseSeconds, location) {
     const jobLog = log.child({ job: job.id, monitor: job.monitor_id, url: job.url })
     // Heartbeat at a third of the lease so one lost heartbeat is not fatal.
@@ -87,7 +93,11 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     await submitSpooled(job.id)
   }
 
-  /** @returns {Promise<boolean>} true when the entry left the spool */
+  /**
+   * @param {number} jobId
+   * @param {object} [payload] the spooled entry; read from the spool when left out
+   * @returns {Promise<boolean>} true when the entry left the spool
+   */
   async function submitSpooled (jobId, payload) {
     payload ??= (await spool.list()).find((e) => e.jobId === jobId)?.payload
     if (!payload) return true
@@ -173,7 +183,11 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     return true
   }
 
-  /** Give a leased job back unrun; if that fails, its lease runs out instead. */
+  /**
+   * Give a leased job back unrun; if that fails, its lease runs out instead.
+   * @param {number} jobId
+   * @param {string} [why]
+   */
   async function releaseJob (jobId, why = 'the agent is stopping') {
     try {
       await client.release(jobId)

@@ -27,6 +27,12 @@ export class ApiError extends Error {
  *   ca: CAs to verify an https API with (agents/http.js loadCa)
  */
 export function createApiClient ({ apiUrl, token, timeoutMs = 15000, ca }) {
+  /**
+   * @param {string} method
+   * @param {string} path under /api/v1/agent
+   * @param {object} [body] sent as JSON
+   * @returns {Promise<any>} the response's JSON
+   */
   async function call (method, path, body) {
     let res
     try {
@@ -46,12 +52,12 @@ export function createApiClient ({ apiUrl, token, timeoutMs = 15000, ca }) {
     return data
   }
   return {
-    claim: (body) => call('POST', '/claim', body),
-    heartbeat: (jobId) => call('POST', `/jobs/${jobId}/heartbeat`),
-    submit: (jobId, body) => call('POST', `/jobs/${jobId}/results`, body),
+    claim: (/** @type {{ limit: number, version: string, browser_version?: string }} */ body) => call('POST', '/claim', body),
+    heartbeat: (/** @type {number} */ jobId) => call('POST', `/jobs/${jobId}/heartbeat`),
+    submit: (/** @type {number} */ jobId, /** @type {object} */ body) => call('POST', `/jobs/${jobId}/results`, body),
     /** Many rounds at once: { agent_version, rounds: [{ job_id, results }] } → { rounds: [answer per round] } */
-    submitRounds: (body) => call('POST', '/results', body),
-    fail: (jobId, error) => call('POST', `/jobs/${jobId}/fail`, { error }),
-    release: (jobId) => call('POST', `/jobs/${jobId}/release`)
+    submitRounds: (/** @type {{ agent_version: string, rounds: { job_id: number, results: object[] }[] }} */ body) => call('POST', '/results', body),
+    fail: (/** @type {number} */ jobId, /** @type {string} */ error) => call('POST', `/jobs/${jobId}/fail`, { error }),
+    release: (/** @type {number} */ jobId) => call('POST', `/jobs/${jobId}/release`)
   }
 }

@@ -45,6 +45,7 @@ export function request (url, { method = 'GET', headers = {}, body, timeoutMs, c
       ...(u.protocol === 'https:' && ca ? { ca } : {}),
       signal: AbortSignal.timeout(timeoutMs)
     }, (res) => {
+      /** @type {Buffer[]} */
       const chunks = []
       res.on('data', (c) => chunks.push(c))
       res.on('end', () => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', text: Buffer.concat(chunks).toString('utf8') }))

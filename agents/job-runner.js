@@ -66,7 +66,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       forceOrigins: [...(chain?.origins ?? []).filter((o) => o.startsWith('https:')), ...(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : [])],
       altSvc: chain?.altSvc ?? null
     }
-    const capture = (kind, probe, mode) => ({ dir: netlogDir, jobId: job.id, probe, mode, kind, rttMs, uploadNetlog, log })
+    const capture = (/** @type {'run' | 'rerun'} */ kind, /** @type {string} */ probe, /** @type {string} */ mode) => ({ dir: netlogDir, jobId: job.id, probe, mode, kind, rttMs, uploadNetlog, log })
 
     const measureProbe = probeRunner(job, options)
     /** @param {string} probe @param {any} o */
@@ -85,8 +85,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     const measured = []
     for (const probe of job.probes?.length ? job.probes : ['page']) {
       const run = options.netlog === 'always'
-        ? (o) => captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
-        : (o) => runProbe(probe, o)
+        ? (/** @type {import('./measure.js').MeasureOptions} */ o) => captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
+        : (/** @type {import('./measure.js').MeasureOptions} */ o) => runProbe(probe, o)
       // An A/A monitor's arms both load with aa_protocol; they keep their
       // modes as arm labels (h2 = arm A, h3 = arm B).
       measured.push(...await runRound({ ...common, modes: /** @type {any} */ (job.modes), protocol: job.aa_protocol ?? undefined, random, probe, run }))
@@ -111,7 +111,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     // The round's loads are done: close its contexts and prepare the next
     // round's while the agent spools and submits these results (not awaited;
     // the next run waits for it, agents/browser.js).
-    pool.settle?.().catch((err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
+    pool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
     return measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options }))
   }
 }
@@ -130,7 +130,10 @@ function probeRunner (job, options) {
   }
 }
 
-/** The figures of a re-run that say whether it reproduced the outlier. */
+/**
+ * The figures of a re-run that say whether it reproduced the outlier.
+ * @param {Record<string, any>} r
+ */
 function outlierValues (r) {
   return { ttfb_ms: r.ttfb_ms ?? null, connect_ms: r.connect_ms ?? null, load_ms: r.load_ms ?? null, samples: r.samples ?? null }
 }

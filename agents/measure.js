@@ -63,16 +63,19 @@ export async function measure (opts, steps) {
   const result = emptyResult(mode, flags, { probe })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced
+  /** @type {Record<string, any>[]} */
   const extra = []
   const summarized = new WeakSet()
   let started = performance.now()
 
-  const run = async (browser) => {
+  const run = async (/** @type {import('puppeteer-core').Browser} */ browser) => {
     started = performance.now()
     let context = null
+    /** @type {StepContext['network'] | null} */
     let network = null
-    const summarize = (r) => {
-      Object.assign(r, network.take())
+    const summarize = (/** @type {Record<string, any>} */ r) => {
+      // Only called once the recording runs.
+      Object.assign(r, /** @type {StepContext['network']} */ (network).take())
       summarized.add(r)
     }
     try {
@@ -105,7 +108,7 @@ export async function measure (opts, steps) {
         result.protocol_ok = protocolMatchesMode(result.observed_protocol, protocol)
       }
       if (context && !netlogFile && pool.retire) await pool.retire(context)
-      else await context?.close().catch((err) => log.warn({ err, url }, 'closing browser context failed'))
+      else await context?.close().catch((/** @type {any} */ err) => log.warn({ err, url }, 'closing browser context failed'))
     }
   }
   // A browser that cannot start is the agent's failure, not the page's: it

@@ -17,6 +17,13 @@ import { round } from './page-metrics.js'
  *   remote_address: string | null, timing: RequestPhases | null, failed: string | null
  * }} RequestDetail
  * @typedef {{ origin: string, alt_svc: string | null, h3_advertised: boolean, requests: { h3: number, h2: number, other: number } }} OriginSeen
+ * @typedef {{
+ *   url: string, type: string | null, method: string | null, protocol: string | null, status: number | null, bytes: number,
+ *   start: number, end: number | null, connection_id: number | null, connection_reused: boolean | null, from_cache: boolean,
+ *   alternate_protocol_usage: string | null, remote_address: string | null, alt_svc: string | null,
+ *   timingRaw: import('puppeteer-core').Protocol.Network.ResourceTiming | null, failed: string | null, responded: boolean,
+ *   declared_bytes: number | null, content_encoding: string | null, received_bytes: number, canceled: boolean, finished: boolean
+ * }} RequestRecord one request as recorded from the DevTools events; timestamps in seconds
  */
 
 /**
@@ -26,17 +33,26 @@ import { round } from './page-metrics.js'
  */
 export async function recordNetwork (page) {
   const cdp = await page.createCDPSession()
+  /** @type {Map<string, RequestRecord>} */
   const open = new Map()
+  /** @type {RequestRecord[]} */
   const all = []
+  /** @type {number | null} */
   let firstTimestamp = null
+  /** @type {RequestRecord | null} */
   let documentRecord = null
   // The top frame's latest document request (each redirect hop and each
   // navigation replaces it): what a page load's completeness is judged on.
+  /** @type {RequestRecord | null} */
   let mainDocument = null
   let taken = 0
   const { frameTree } = await cdp.send('Page.getFrameTree')
   const mainFrameId = frameTree.frame.id
 
+  /**
+   * @param {RequestRecord} rec
+   * @param {import('puppeteer-core').Protocol.Network.Response} response
+   */
   const respond = (rec, response) => {
     rec.protocol = normalizeProtocol(response.protocol)
     rec.status = response.status
@@ -63,6 +79,7 @@ export async function recordNetwork (page) {
     // data: and blob: URLs never touch the network.
     if (!/^https?:/.test(e.request.url)) return
     firstTimestamp ??= e.timestamp
+    /** @type {RequestRecord} */
     const rec = {
       url: e.request.url, type: e.type ?? null, method: e.request.method ?? null, protocol: null, status: null, bytes: 0,
       start: e.timestamp, end: null, connection_id: null, connection_reused: null, from_cache: false,
@@ -111,7 +128,7 @@ export async function recordNetwork (page) {
   })
   await cdp.send('Network.enable')
 
-  const sinceFirst = (t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
+  const sinceFirst = (/** @type {number | null} */ t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
   return {
     documentProtocol: () => documentRecord?.protocol ?? null,
     /** The top frame's latest document: its URL, whether it got a response, how it failed, and whether it arrived whole. */
@@ -142,7 +159,7 @@ export async function recordNetwork (page) {
  * @returns {DocumentOutcome}
  */
 export function documentOutcome (rec) {
-  const grouped = (n) => n.toLocaleString('en-US')
+  const grouped = (/** @type {number} */ n) => n.toLocaleString('en-US')
   let incomplete = null
   // An error status's body is not the page (Chromium fails a 4xx/5xx
   // navigation with ERR_HTTP_RESPONSE_CODE_FAILURE), and an abort is ours.
@@ -191,7 +208,7 @@ function toDetail (rec, sinceFirst) {
  */
 export function phases (t, end) {
   if (!t) return null
-  const span = (a, b) => (t[a] >= 0 && t[b] >= t[a] ? round(t[b] - t[a]) : null)
+  const span = (/** @type {string} */ a, /** @type {string} */ b) => (t[a] >= 0 && t[b] >= t[a] ? round(t[b] - t[a]) : null)
   const headersStart = t.receiveHeadersStart > 0 ? t.receiveHeadersStart : t.receiveHeadersEnd
   const finished = end !== null && t.requestTime > 0 ? (end - t.requestTime) * 1000 : null
   return {
@@ -209,7 +226,7 @@ export function phases (t, end) {
  * @param {Record<string, any>[]} recs the same requests, with their Alt-Svc
  */
 function summarize (details, recs) {
-  const sum = (list) => list.reduce((total, r) => total + r.bytes, 0)
+  const sum = (/** @type {RequestDetail[]} */ list) => list.reduce((total, r) => total + r.bytes, 0)
   // Shares count what came over the network, where a protocol was chosen.
   const fetched = details.filter((r) => r.protocol && !r.from_cache)
   const overH3 = fetched.filter((r) => r.protocol === 'h3')
@@ -246,7 +263,11 @@ function originsSeen (details, recs) {
   return [...byOrigin.values()]
 }
 
-/** Case-insensitive header lookup in a CDP headers object. */
+/**
+ * Case-insensitive header lookup in a CDP headers object.
+ * @param {Record<string, unknown> | undefined} headers
+ * @param {string} name lower case
+ */
 function headerValue (headers, name) {
   if (!headers) return null
   for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return String(v)

@@ -74,8 +74,8 @@ export async function collectPageMetrics (page) {
   const lcpMs = await page.evaluate(lcp, LCP_WAIT_MS)
   const [nav, fcpMs] = await Promise.all([page.evaluate(navigation), page.evaluate(fcp)])
   if (!nav) throw new Error('the page has no navigation timing entry')
-  const since = (t) => (t > 0 ? round(t - nav.startTime) : null)
-  const span = (from, to) => (from > 0 && to >= from ? round(to - from) : null)
+  const since = (/** @type {number} */ t) => (t > 0 ? round(t - nav.startTime) : null)
+  const span = (/** @type {number} */ from, /** @type {number} */ to) => (from > 0 && to >= from ? round(to - from) : null)
   return {
     observed_protocol: normalizeProtocol(nav.nextHopProtocol),
     ttfb_ms: since(nav.responseStart),
@@ -99,6 +99,7 @@ export async function collectPageMetrics (page) {
  * @returns {Promise<T>}
  */
 export function withTimeout (promise, ms, what, makeError = (message) => new Error(message)) {
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer
   const expired = new Promise((resolve, reject) => {
     timer = setTimeout(() => reject(makeError(`${what} took longer than ${ms} ms`)), ms)

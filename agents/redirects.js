@@ -40,7 +40,7 @@ export async function discoverChain ({ pool, url, extraFlags = [], netns = null,
     let finished = false
     /** @type {Promise<string | null>} the error that ended the chain, or null */
     const done = new Promise((resolve) => {
-      const finish = (why) => { finished = true; resolve(why) }
+      const finish = (/** @type {string | null} */ why) => { finished = true; resolve(why) }
       cdp.on('Fetch.requestPaused', (e) => {
         if (finished) return
         const altSvc = (e.responseHeaders ?? []).find((h) => h.name.toLowerCase() === 'alt-svc')?.value ?? null
@@ -66,6 +66,7 @@ export async function discoverChain ({ pool, url, extraFlags = [], netns = null,
   } finally {
     await context?.close().catch(() => {})
   }
+  /** @type {string[]} */
   const origins = []
   const altSvc = new Map()
   for (const hop of hops) {

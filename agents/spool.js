@@ -7,7 +7,7 @@ import path from 'node:path'
 
 /** @param {string} dir */
 export function createSpool (dir) {
-  const fileOf = (jobId) => path.join(dir, `job-${jobId}.json`)
+  const fileOf = (/** @type {number} */ jobId) => path.join(dir, `job-${jobId}.json`)
   return {
     dir,
     /** @param {number} jobId @param {object} payload */

@@ -24,6 +24,8 @@ export const LATENCY_WINDOW_S = 3600
 // tens of seconds, hence the long tail.
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
+/** @typedef {Awaited<ReturnType<typeof locationCapacity>> extends Map<string, infer C> ? C : never} LocationCapacity */
+
 /**
  * Live agents per location, for every location that has a registered,
  * unrevoked agent: 0 there means "agents exist but none is polling".
@@ -132,7 +134,12 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
     }
   })
 
-  /** A gauge per location read from its capacity (lib/store/locations.js locationCapacity). */
+  /**
+   * A gauge per location read from its capacity (lib/store/locations.js locationCapacity).
+   * @param {string} name
+   * @param {string} help
+   * @param {(c: LocationCapacity) => number | null} value
+   */
   const capacityGauge = (name, help, value) => new Gauge({
     name,
     help,
@@ -155,6 +162,11 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
     'Rounds skipped over the last hour because the previous round of their monitor at the location was still pending', (c) => c.skipped_busy)
 
   const latencyLabels = ['monitor_id', 'location', 'mode', 'quantile']
+  /**
+   * @param {string} name
+   * @param {'ttfb_ms' | 'load_ms'} column
+   * @param {string} what
+   */
   const latencyGauge = (name, column, what) => new Gauge({
     name,
     help: `${what} of ok first-view page loads over the last hour (quantile 0.5 and 0.95), per monitor, location and mode; ` +

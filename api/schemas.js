@@ -6,7 +6,7 @@ import { MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
 import { VIEWS } from '../lib/measurement/result.js'
 
-const ms = (description) => ({ type: ['number', 'null'], description })
+const ms = (/** @type {string} */ description) => ({ type: ['number', 'null'], description })
 const nullableString = { type: ['string', 'null'] }
 const dateTime = { type: 'string', format: 'date-time' }
 

@@ -92,6 +92,11 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
   // to back when one takes longer), not schedulerTickMs after the last one
   // ended, so each tick's look-ahead reaches the start of the next.
   let stopped = false
+  /**
+   * @typedef {{ name: string, fixedRate: boolean, step: () => Promise<Record<string, any>>, busy: (r: Record<string, any>) => unknown,
+   *   timer: ReturnType<typeof setTimeout> | null, running: Promise<void> | null }} Loop
+   */
+  /** @type {Loop[]} */
   const loops = [
     { name: 'rounds', fixedRate: true, step: async () => ({ created: await scheduleRounds() }), busy: (r) => r.created > 0, timer: null, running: null },
     {
@@ -103,12 +108,13 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
       running: null
     }
   ]
+  /** @param {Loop} loop */
   function run (loop) {
     if (stopped) return
     const startedAt = performance.now()
     loop.running = loop.step()
       .then((r) => { if (loop.busy(r)) log.debug(r, `scheduler ${loop.name}`) })
-      .catch((err) => log.warn({ err: err.message }, `scheduler ${loop.name} failed; retrying next tick`))
+      .catch((/** @type {any} */ err) => log.warn({ err: err.message }, `scheduler ${loop.name} failed; retrying next tick`))
       .finally(() => {
         loop.running = null
         const wait = loop.fixedRate ? config.schedulerTickMs - (performance.now() - startedAt) : config.schedulerTickMs

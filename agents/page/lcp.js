@@ -6,14 +6,16 @@
 /** @param {number} waitMs */
 export function lcp (waitMs) {
   return new Promise((resolve) => {
+    /** @type {number | null} */
     let latest = null
+    /** @type {PerformanceObserver | null} */
     let observer = null
     const finish = () => {
       if (observer) observer.disconnect()
       resolve(latest)
     }
     const deadline = setTimeout(finish, waitMs)
-    const afterPaint = (callback) => requestAnimationFrame(() => requestAnimationFrame(callback))
+    const afterPaint = (/** @type {FrameRequestCallback} */ callback) => requestAnimationFrame(() => requestAnimationFrame(callback))
     afterPaint(() => {
       observer = new PerformanceObserver((list) => {
         const entries = list.getEntries()

@@ -17,10 +17,10 @@ export async function measureParallel ({ targetUrl, count = 5, ...opts }) {
   return measure({ ...opts, probe: 'parallel' }, async ({ page, result, network, summarize }) => {
     result.target_url = target
     await warmUp(page, url, protocol, timeoutMs, result, network)
-    const timeout = (message) => new ProbeError(message, { url: target, probe: 'parallel', status: 'timeout' })
+    const timeout = (/** @type {string} */ message) => new ProbeError(message, { url: target, probe: 'parallel', status: 'timeout' })
     const answers = await withTimeout(page.evaluate(parallelFetch, target, count), timeoutMs, `${count} parallel requests`, timeout)
     summarize(result)
-    const requests = result.requests_detail.filter((r) => r.url === target && r.method === 'GET')
+    const requests = result.requests_detail.filter((/** @type {import('../network.js').RequestDetail} */ r) => r.url === target && r.method === 'GET')
     result.samples = answers.filter((a) => a.error === null && a.status < 400).map((a) => round(a.ms))
     judgeProtocol(result, requests, protocol)
     const failed = answers.filter((a) => a.error !== null || a.status >= 400)
@@ -43,6 +43,7 @@ export async function measureParallel ({ targetUrl, count = 5, ...opts }) {
  * @param {{ take: () => Record<string, any>, mainDocument: () => import('../network.js').DocumentOutcome | null }} network
  */
 export async function warmUp (page, url, mode, timeoutMs, result, network) {
+  /** @type {Record<string, any>} the navigation's figures, as loadAndRead reads them */
   const nav = {}
   try {
     await loadAndRead(page, url, mode, timeoutMs, nav, network)

@@ -16,7 +16,7 @@ export async function measureUpload ({ uploadUrl, bytes = 1024 * 1024, ...opts }
   return measure({ ...opts, probe: 'upload' }, async ({ page, result, network, summarize }) => {
     result.target_url = uploadUrl
     await warmUp(page, url, protocol, timeoutMs, result, network)
-    const timeout = (message) => new ProbeError(message, { url: uploadUrl, probe: 'upload', status: 'timeout' })
+    const timeout = (/** @type {string} */ message) => new ProbeError(message, { url: uploadUrl, probe: 'upload', status: 'timeout' })
     const answer = await withTimeout(page.evaluate(uploadPost, uploadUrl, bytes), timeoutMs, `uploading ${bytes} bytes`, timeout)
     summarize(result)
     result.upload_bytes = bytes
@@ -30,6 +30,6 @@ export async function measureUpload ({ uploadUrl, bytes = 1024 * 1024, ...opts }
     }
     result.samples = [round(answer.ms)]
     result.upload_mbps = round((bytes * 8) / (answer.ms / 1000) / 1e6, 2)
-    judgeProtocol(result, result.requests_detail.filter((r) => r.url === uploadUrl && r.method === 'POST'), protocol)
+    judgeProtocol(result, result.requests_detail.filter((/** @type {import('../network.js').RequestDetail} */ r) => r.url === uploadUrl && r.method === 'POST'), protocol)
   })
 }

@@ -17,7 +17,11 @@ const FIVE_MINUTES = TIERS['5m']
  *   min_effect_pct: number | null, min_effect_ms: number | null, threshold_pct: number | null, window_s: number }} Rule
  */
 
-/** The window the comparison route would use for "the last window_s seconds". */
+/**
+ * The window the comparison route would use for "the last window_s seconds".
+ * @param {Date | number} now
+ * @param {number} windowS
+ */
 export function alignedWindow (now, windowS) {
   return {
     from: new Date(Math.floor((+now - windowS * 1000) / FIVE_MINUTES) * FIVE_MINUTES),
@@ -25,7 +29,11 @@ export function alignedWindow (now, windowS) {
   }
 }
 
-/** The dashboard's monitor page showing the comparison an alert rests on. */
+/**
+ * The dashboard's monitor page showing the comparison an alert rests on.
+ * @param {number} monitorId
+ * @param {{ from: string, to: string, metric: string, percentile?: number | null }} q from and to as ISO timestamps
+ */
 export function evidencePath (monitorId, { from, to, metric, percentile }) {
   const q = new URLSearchParams({ window: 'custom', from, to, metric, analysis: 'matched' })
   if (percentile) q.set('percentile', String(percentile))
@@ -39,7 +47,14 @@ export function evidencePath (monitorId, { from, to, metric, percentile }) {
  * @param {{ now: Date, timeoutMs: number }} o
  */
 export function comparisonCache (db, { now, timeoutMs }) {
+  /** @type {Map<string, ReturnType<typeof regionalComparison>>} */
   const cache = new Map()
+  /**
+   * @param {import('./comparison.js').ComparedMonitor} monitor
+   * @param {string} metric
+   * @param {number} windowS
+   * @param {number | null} percentile
+   */
   return (monitor, metric, windowS, percentile) => {
     const percentiles = [...new Set([...DEFAULT_PERCENTILES, ...(percentile ? [percentile] : [])])].sort((a, b) => a - b)
     const key = `${monitor.id}|${metric}|${windowS}|${percentiles}`
@@ -49,14 +64,14 @@ export function comparisonCache (db, { now, timeoutMs }) {
         monitor, metric, percentiles, probe: probeOfMetric(metric) ?? 'page', view: 'first', from, to, analysis: 'matched', timeoutMs
       }))
     }
-    return cache.get(key)
+    return /** @type {ReturnType<typeof regionalComparison>} */ (cache.get(key))
   }
 }
 
 /**
  * @param {import('pg').Pool} db
  * @param {Rule | Record<string, any>} rule
- * @param {Record<string, any>} monitor
+ * @param {import('./comparison.js').ComparedMonitor & Record<string, any>} monitor a monitor row
  * @param {string[]} locations the monitor's locations this rule watches
  * @param {{ now: Date, compare: ReturnType<typeof comparisonCache> }} ctx
  * @returns {Promise<Observation[]>}
@@ -68,7 +83,7 @@ export async function observe (db, rule, monitor, locations, { now, compare }) {
   const base = { metric, from: cmp.from, to: cmp.to, analysis: 'matched' }
   const out = []
   for (const id of locations) {
-    const e = cmp.locations.find((l) => l.location_id === id)
+    const e = cmp.locations.find((/** @type {import('./comparison.js').Entry} */ l) => l.location_id === id)
     if (!e) {
       out.push({ location_id: id, breach: null, evidence: { ...base, reason: 'no rounds in the window' } })
       continue
@@ -82,8 +97,17 @@ export async function observe (db, rule, monitor, locations, { now, compare }) {
   return out
 }
 
+/**
+ * @typedef {{ metric: string, from: string, to: string, analysis: string, rounds: number, link: string }} EvidenceBase
+ */
+
+/**
+ * @param {Rule | Record<string, any>} rule
+ * @param {import('./comparison.js').Entry} e
+ * @param {EvidenceBase} base
+ */
 function regression (rule, e, base) {
-  const cell = e.rows.find((r) => r.percentile === rule.percentile)
+  const cell = e.rows.find((/** @type {import('./comparison.js').Row} */ r) => r.percentile === rule.percentile)
   const evidence = {
     ...base,
     percentile: rule.percentile,
@@ -104,6 +128,11 @@ function regression (rule, e, base) {
   return { breach, evidence }
 }
 
+/**
+ * @param {Rule | Record<string, any>} rule
+ * @param {import('./comparison.js').Entry} e
+ * @param {EvidenceBase} base
+ */
 function h3Failure (rule, e, base) {
   const h3 = e.arms.h3
   const lost = h3.failed + h3.unsupported + h3.fallback
@@ -122,6 +151,11 @@ function h3Failure (rule, e, base) {
   return { breach: rate * 100 > rule.threshold_pct && e.failure.verdict === 'h3_fails_more', evidence }
 }
 
+/**
+ * @param {Rule | Record<string, any>} rule
+ * @param {import('./comparison.js').Entry} e
+ * @param {EvidenceBase} base
+ */
 function errorRate (rule, e, base) {
   const { h2, h3 } = e.arms
   const evidence = { ...base, h2_attempted: h2.attempted, h3_attempted: h3.attempted, h2_failure_rate: h2.failure_rate, h3_failure_rate: h3.failure_rate }
@@ -135,6 +169,11 @@ function errorRate (rule, e, base) {
  * (M = window_s) and not one result came from it in the last M: rounds
  * have waited at least M minutes and nothing came back. A paused monitor
  * has no due rounds.
+ * @param {import('pg').Pool} db
+ * @param {Rule | Record<string, any>} rule
+ * @param {Record<string, any>} monitor
+ * @param {string[]} locations
+ * @param {Date} now
  */
 async function silentLocations (db, rule, monitor, locations, now) {
   if (monitor.paused) return []

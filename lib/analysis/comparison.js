@@ -71,7 +71,12 @@ export function minRoundsFor (percentile) {
 
 /**
  * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number }} ComparedMonitor
- * @typedef {{ job_id: string, h2: number[] | null, h3: number[] | null, h2_state: string, h3_state: string }} RoundRow
+ * @typedef {{ job_id: string, h2: number[], h3: number[], h2_state: string, h3_state: string }} RoundRow
+ * @typedef {{ id: string, name?: string | null, region?: string | null, kind?: string | null, profile?: any }} EntryLocation profile: the location's network profile (JSON)
+ * @typedef {Record<string, any>} Entry a location's (or all locations') part of the answer, see locationEntry
+ * @typedef {Record<string, any>} Row one percentile's cell, see testedRow and emptyRow
+ * @typedef {{ pct: number, ms: number }} MinEffect
+ * @typedef {ReturnType<typeof tableSummary>['arms']} Arms
  */
 
 /**
@@ -108,11 +113,11 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
   // location lend a chance cell elsewhere a "faster" (bench/calibration.js,
   // regional mix, intention to treat). Under identical arms everywhere any
   // claim at all has probability ≤ FDR_Q.
-  const families = [...entries, all].map((e) => e.rows.filter((r) => r.p_value !== null)).filter((f) => f.length)
+  const families = [...entries, all].map((e) => e.rows.filter((/** @type {Row} */ r) => r.p_value !== null)).filter((f) => f.length)
   for (const family of families) {
-    const within = benjaminiHochberg(family.map((c) => c.p_value))
+    const within = benjaminiHochberg(family.map((/** @type {Row} */ c) => c.p_value))
     const simes = Math.min(...within.map((p) => p ?? 1))
-    family.forEach((c, i) => { c.p_adjusted = Math.min(1, Math.max(within[i] ?? 1, families.length * simes)) })
+    family.forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = Math.min(1, Math.max(within[i] ?? 1, families.length * simes)) })
   }
   const cells = families.flat()
   for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
@@ -124,9 +129,9 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
     e.failure.verdict = failureVerdict(e)
     e.verdict = locationVerdict(e, minEffect)
   }
-  const flagged = (e) => e.rows.filter((r) => r.verdict === VERDICTS.H3_FASTER || r.verdict === VERDICTS.H3_SLOWER).length
+  const flagged = (/** @type {Entry} */ e) => e.rows.filter((/** @type {Row} */ r) => r.verdict === VERDICTS.H3_FASTER || r.verdict === VERDICTS.H3_SLOWER).length
   for (const e of [...entries, all]) {
-    e.cells = { tested: e.rows.filter((r) => r.p_value !== null).length, flagged: flagged(e) }
+    e.cells = { tested: e.rows.filter((/** @type {Row} */ r) => r.p_value !== null).length, flagged: flagged(e) }
     delete e.draws
     delete e.h2_median
   }
@@ -148,6 +153,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
   }
 }
 
+/** @param {{ analysis: string, timeoutMs: number, minEffect: MinEffect, percentiles: number[] }} o */
 function method ({ analysis, timeoutMs, minEffect, percentiles }) {
   return {
     unit: 'the round: both arms of one round at one location, run moments apart',
@@ -174,6 +180,8 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
  * the window's results into rounds took a 30-day comparison of 432,000
  * results from ~1.0–1.8 s to ~0.5–0.7 s on the busy 2-core machine, with
  * the same answer (docs/BENCHMARKS.md).
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, metric: string, probe: string, view: string, from: Date, to: Date, analysis: string, timeoutMs: number }} w
  * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number }> }>}
  */
 async function readRounds (db, w) {
@@ -195,7 +203,7 @@ async function readRounds (db, w) {
     // Intention to treat: an arm with no value (it failed, or fell back
     // without this metric) counts at the timeout, as often as the other arm
     // has samples.
-    const fill = (own, other) => (own && own.length ? own : Array((other?.length) || 1).fill(w.timeoutMs))
+    const fill = (/** @type {number[] | null} */ own, /** @type {number[] | null} */ other) => (own && own.length ? own : Array((other?.length) || 1).fill(w.timeoutMs))
     rounds.get(r.location_id).used.push({ job_id: r.job_id, h2_state: r.h2, h3_state: r.h3, h2: fill(h2, h3), h3: fill(h3, h2) })
   }
   return { states, rounds }
@@ -203,7 +211,8 @@ async function readRounds (db, w) {
 
 /**
  * Everything the table says about one location.
- * @returns {Record<string, any>}
+ * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number }, percentiles: number[], qs: number[], seed: string }} o
+ * @returns {Entry}
  */
 function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
   const { total, matched, excluded, arms } = tableSummary(table)
@@ -265,10 +274,10 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
  * @param {Map<string, number>} table "h2state|h3state" → rounds
  */
 function tableSummary (table) {
-  const count = (pred) => [...table].reduce((n, [k, v]) => (pred(...k.split('|')) ? n + v : n), 0)
+  const count = (/** @type {(...pair: string[]) => boolean} */ pred) => [...table].reduce((n, [k, v]) => (pred(...k.split('|')) ? n + v : n), 0)
   const total = count(() => true)
-  const arm = (i) => {
-    const st = (s) => count((...pair) => pair[i] === s)
+  const arm = (/** @type {number} */ i) => {
+    const st = (/** @type {string} */ s) => count((...pair) => pair[i] === s)
     const attempted = total - st('missing')
     const failed = st('failed')
     const unsupported = st('unsupported')
@@ -293,9 +302,12 @@ function tableSummary (table) {
   }
 }
 
-/** The older flat counts, kept for clients of the first API version. */
+/**
+ * The older flat counts, kept for clients of the first API version.
+ * @param {Arms} arms
+ */
 function legacyCounts (arms) {
-  const runs = (a) => ({ total: a.attempted, ok: a.ok, errors: a.failed + a.unsupported, fallbacks: a.fallback })
+  const runs = (/** @type {Arms['h2']} */ a) => ({ total: a.attempted, ok: a.ok, errors: a.failed + a.unsupported, fallbacks: a.fallback })
   return {
     runs: { h2: runs(arms.h2), h3: runs(arms.h3) },
     fallback_rate: { h2: arms.h2.fallback_rate.rate, h3: arms.h3.fallback_rate.rate },
@@ -303,6 +315,14 @@ function legacyCounts (arms) {
   }
 }
 
+/**
+ * @param {number} p
+ * @param {number} rounds
+ * @param {number} h2
+ * @param {number} h3
+ * @param {Float64Array} draws
+ * @returns {Row}
+ */
 function testedRow (p, rounds, h2, h3, draws) {
   const delta = h3 - h2
   const s = bootstrapSummary(draws, delta)
@@ -324,6 +344,11 @@ function testedRow (p, rounds, h2, h3, draws) {
   }
 }
 
+/**
+ * @param {number} p
+ * @param {number} rounds
+ * @returns {Row}
+ */
 function emptyRow (p, rounds) {
   return {
     percentile: p,
@@ -373,7 +398,7 @@ function failureTest (table) {
   let h3Only = 0
   let h2Only = 0
   let both = 0
-  const bad = (s) => s === 'failed' || s === 'fallback' || s === 'unsupported'
+  const bad = (/** @type {string} */ s) => s === 'failed' || s === 'fallback' || s === 'unsupported'
   for (const [k, n] of table) {
     const [a, b] = k.split('|')
     if (a === 'missing' || b === 'missing') continue
@@ -409,13 +434,13 @@ function allLocationsEntry (entries, percentiles, tables) {
       r.reason = `no location has the ${minRoundsFor(p)} rounds p${p} needs`
       return { ...r, locations: [] }
     }
-    const mean = (f) => parts.reduce((s, e) => s + f(e), 0) / parts.length
+    const mean = (/** @type {(e: Entry) => number} */ f) => parts.reduce((s, e) => s + f(e), 0) / parts.length
     const draws = new Float64Array(parts[0].draws[k].length)
-    for (const e of parts) e.draws[k].forEach((v, i) => { draws[i] += v / parts.length })
+    for (const e of parts) e.draws[k].forEach((/** @type {number} */ v, /** @type {number} */ i) => { draws[i] += v / parts.length })
     const row = testedRow(p, parts.reduce((n, e) => n + e.rows[k].rounds, 0), mean((e) => e.rows[k].h2_ms), mean((e) => e.rows[k].h3_ms), draws)
     return { ...row, locations: parts.map((e) => e.location_id) }
   })
-  const sum = (f) => entries.reduce((n, e) => n + f(e), 0)
+  const sum = (/** @type {(e: Entry) => number} */ f) => entries.reduce((n, e) => n + f(e), 0)
   // Round counts add up over locations, so the whole table is the sum of theirs.
   const table = new Map()
   for (const t of tables) for (const [k, n] of t) table.set(k, (table.get(k) ?? 0) + n)
@@ -450,6 +475,7 @@ function allLocationsEntry (entries, percentiles, tables) {
  * Stratified paired test: per-location signed-rank z-scores combined with
  * equal weight (Stouffer), and the mean of the per-location shifts with an
  * interval from their standard errors.
+ * @param {Entry[]} parts
  */
 function combinePaired (parts) {
   if (!parts.length) return emptyPaired()
@@ -474,7 +500,11 @@ function combinePaired (parts) {
   }
 }
 
-/** A cell's verdict, and why when it is not a difference. */
+/**
+ * A cell's verdict, and why when it is not a difference.
+ * @param {Row} row
+ * @param {MinEffect} minEffect
+ */
 function cellVerdict (row, minEffect) {
   if (row.p_value === null) return VERDICTS.INSUFFICIENT_DATA
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(row.h2_ms), minEffect.ms)
@@ -492,7 +522,11 @@ function cellVerdict (row, minEffect) {
   return row.delta_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
 }
 
-/** One word per location for overviews: the paired test's verdict. */
+/**
+ * One word per location for overviews: the paired test's verdict.
+ * @param {Entry} e
+ * @param {MinEffect} minEffect
+ */
 function locationVerdict (e, minEffect) {
   if (e.h3_supported === false) {
     e.reason = 'H3 not supported: the origin refused QUIC and advertises no Alt-Svc h3'
@@ -506,6 +540,7 @@ function locationVerdict (e, minEffect) {
   return t.hodges_lehmann_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
 }
 
+/** @param {Entry} e */
 function failureVerdict (e) {
   if (e.h3_supported === false) return FAILURE_VERDICTS.H3_NOT_SUPPORTED
   const f = e.failure
@@ -514,4 +549,4 @@ function failureVerdict (e) {
   return f.h3_only > f.h2_only ? FAILURE_VERDICTS.H3_FAILS_MORE : FAILURE_VERDICTS.H3_FAILS_LESS
 }
 
-const round1 = (v) => Math.round(v * 10) / 10
+const round1 = (/** @type {number} */ v) => Math.round(v * 10) / 10

@@ -38,6 +38,12 @@ export function bucketStart (t, width) {
 export function aggregate (results) {
   /** @type {Map<string, RollupDelta & { tier: string, children: Set<RollupDelta> }>} */
   const nodes = new Map()
+  /**
+   * @param {Record<string, any>} r a result row
+   * @param {string} baseKey
+   * @param {string} tier
+   * @param {number} width the tier's bucket width in ms
+   */
   const node = (r, baseKey, tier, width) => {
     const bucket = +r.time - (+r.time % width)
     const k = `${baseKey}|${tier}|${bucket}`
@@ -162,11 +168,12 @@ function mergeRollupRow (cur, delta) {
  * @returns {{ tier: '5m'|'1h'|'1d', from: number, to: number }[]}
  */
 export function coverWindow (from, to) {
+  /** @type {{ tier: '5m'|'1h'|'1d', from: number, to: number }[]} */
   const ranges = []
-  const up = (t, w) => Math.ceil(t / w) * w
-  const down = (t, w) => Math.floor(t / w) * w
-  const push = (tier, a, b) => { if (a < b) ranges.push({ tier, from: a, to: b }) }
-  const hours = (a, b) => {
+  const up = (/** @type {number} */ t, /** @type {number} */ w) => Math.ceil(t / w) * w
+  const down = (/** @type {number} */ t, /** @type {number} */ w) => Math.floor(t / w) * w
+  const push = (/** @type {'5m'|'1h'|'1d'} */ tier, /** @type {number} */ a, /** @type {number} */ b) => { if (a < b) ranges.push({ tier, from: a, to: b }) }
+  const hours = (/** @type {number} */ a, /** @type {number} */ b) => {
     const h0 = up(a, TIERS['1h'])
     const h1 = down(b, TIERS['1h'])
     if (h0 < h1) {
@@ -189,7 +196,10 @@ export function coverWindow (from, to) {
   return ranges
 }
 
-/** The rollup column of a metric (id or alias); only names from the catalogue reach SQL. */
+/**
+ * The rollup column of a metric (id or alias); only names from the catalogue reach SQL.
+ * @param {string} metric
+ */
 function metricColumn (metric) {
   const column = metricOf(metric).rollup
   if (!column) throw new Error(`metric "${metric}" has no rollup`)
@@ -243,6 +253,7 @@ class Groups {
     this.map = new Map()
   }
 
+  /** @param {{ location_id: string, mode: string, bucket?: Date, runs: number, errors: number, fallbacks: number, sketch: any }} row sketch: a sketch or its encoded bytes */
   add (row) {
     const k = this.keyOf(row)
     let g = this.map.get(k)
@@ -267,7 +278,11 @@ class Groups {
   }
 }
 
-/** Pending (not yet folded) results of a window, aggregated like rollups. */
+/**
+ * Pending (not yet folded) results of a window, aggregated like rollups.
+ * @param {import('pg').PoolClient} client
+ * @param {{ monitorId: number, probe: string, view: string, from: Date, to: Date, tier: '5m'|'1h'|'1d' }} q
+ */
 async function pendingDeltas (client, { monitorId, probe, view, from, to, tier }) {
   const rows = await pendingResults(client, { monitorId, probe, view, from, to })
   return [...aggregate(rows).values()].filter((d) => d.key[1] === tier)

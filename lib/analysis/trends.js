@@ -19,6 +19,7 @@ export async function trends (db, { monitorId, metric, bucket, from, to, percent
   for (const r of rows) {
     const k = `${r.location_id}|${r.mode}`
     if (!series.has(k)) series.set(k, { location_id: r.location_id, mode: r.mode, points: [] })
+    /** @type {Record<string, string | number | null>} */
     const point = { t: r.bucket.toISOString(), count: r.count, runs: r.runs, errors: r.errors, fallbacks: r.fallbacks }
     const values = r.read
       ? encodedQuantiles(r.read, percentiles.map((p) => p / 100))
@@ -40,6 +41,7 @@ export async function trends (db, { monitorId, metric, bucket, from, to, percent
 }
 
 /** Stable CSV columns for trends: one row per (bucket, location, mode). */
+/** @param {number[]} percentiles */
 export function trendColumns (percentiles) {
   return ['bucket_start', 'location_id', 'mode', 'metric', 'count', 'runs', 'errors', 'fallbacks', ...percentiles.map((p) => `${key(p)}_ms`)]
 }
@@ -70,11 +72,17 @@ export async function distribution (db, { monitorId, metric, from, to, probe, vi
   return { monitor_id: monitorId, metric, probe, view, from: from.toISOString(), to: to.toISOString(), series }
 }
 
-/** Number of buckets of width `bucket` in [from, to). */
+/**
+ * Number of buckets of width `bucket` in [from, to).
+ * @param {keyof typeof TIERS} bucket
+ * @param {Date | number} from
+ * @param {Date | number} to
+ */
 export function bucketCount (bucket, from, to) {
   return Math.ceil((+to - +from) / TIERS[bucket])
 }
 
+/** @param {number | null | undefined} v */
 function round (v) {
   return v === null || v === undefined ? null : Math.round(v * 100) / 100
 }

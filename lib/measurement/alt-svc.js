@@ -20,7 +20,10 @@ export function parseAltSvc (header) {
   return out
 }
 
-/** Whether an Alt-Svc header offers HTTP/3 in any spelling (h3, h3-29, quic). */
+/**
+ * Whether an Alt-Svc header offers HTTP/3 in any spelling (h3, h3-29, quic).
+ * @param {string | null | undefined} header
+ */
 export function advertisesH3 (header) {
   return parseAltSvc(header).some((a) => normalizeProtocol(a.protocol) === 'h3')
 }

@@ -61,7 +61,7 @@ export const FAILURE_KINDS = Object.freeze({
 export function checkResults (results, { expectedProtocol = (mode) => mode } = {}) {
   const seen = new Map()
   results.forEach((r, i) => {
-    const at = (field) => `results.${i}.${field}`
+    const at = (/** @type {string} */ field) => `results.${i}.${field}`
     for (const [k, v] of Object.entries(r)) {
       if (typeof v === 'number' && !Number.isFinite(v)) throw new UnprocessableError(`${at(k)} must be a finite number`, at(k))
     }

@@ -44,10 +44,12 @@ export function namedEvents (log) {
  */
 export function summarizeNetlog (log, { rttMs = null } = {}) {
   const events = namedEvents(log)
+  /** @type {Map<number, NetlogEvent[]>} */
   const bySource = new Map()
   for (const e of events) {
     if (!bySource.has(e.source)) bySource.set(e.source, [])
-    bySource.get(e.source).push(e)
+    const list = /** @type {NetlogEvent[]} set just above */ (bySource.get(e.source))
+    list.push(e)
   }
   const quic = []
   const tls = []
@@ -72,7 +74,7 @@ function quicSession (list, rttMs) {
   const begin = list.find((e) => e.name === 'QUIC_SESSION' && e.phase === 1)
   const sent = list.filter((e) => e.name === 'QUIC_SESSION_PACKET_SENT')
   const t0 = sent[0]?.time ?? begin?.time ?? list[0].time
-  const since = (e) => (e ? e.time - t0 : null)
+  const since = (/** @type {NetlogEvent | undefined} */ e) => (e ? e.time - t0 : null)
   const firstReceived = list.find((e) => e.name === 'QUIC_SESSION_PACKET_RECEIVED')
   const firstFlight = sent.filter((e) => e.params.encryption_level === 'ENCRYPTION_INITIAL' &&
     e.params.transmission_type === 'NOT_RETRANSMISSION' && (!firstReceived || e.time <= firstReceived.time))
@@ -80,7 +82,7 @@ function quicSession (list, rttMs) {
     .map((e) => (e.params.offset ?? 0) + (e.params.data_length ?? 0)))
   const acks = list.filter((e) => e.name === 'QUIC_SESSION_ACK_FRAME_RECEIVED')
   const firstAck = acks[0]
-  const acked = (ack, pn) => ack.params.largest_observed >= pn && !(ack.params.missing_packets ?? []).includes(pn)
+  const acked = (/** @type {NetlogEvent} */ ack, /** @type {number} */ pn) => ack.params.largest_observed >= pn && !(ack.params.missing_packets ?? []).includes(pn)
   const complete = list.find((e) => e.name === 'QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE')
   const initialResend = sent.find((e) => e.params.encryption_level === 'ENCRYPTION_INITIAL' && e.params.transmission_type !== 'NOT_RETRANSMISSION' &&
     (!complete || e.time <= complete.time))
@@ -96,7 +98,7 @@ function quicSession (list, rttMs) {
   const firstFlightNeverAcked = firstFlight.filter((p) => lost.has(p.params.packet_number)).length
   const confirmed = list.find((e) => e.name === 'QUIC_SESSION_HANDSHAKE_DONE_FRAME_RECEIVED')
   const headers = list.find((e) => e.name === 'HTTP3_HEADERS_RECEIVED')
-  const ptoBefore = (level, until) => sent.filter((e) => e.params.transmission_type === 'PTO_RETRANSMISSION' &&
+  const ptoBefore = (/** @type {string} */ level, /** @type {NetlogEvent | undefined} */ until) => sent.filter((e) => e.params.transmission_type === 'PTO_RETRANSMISSION' &&
     e.params.encryption_level === level && (!until || e.time <= until.time)).length
   // The client's Finished is its first Handshake-level packet; the time to
   // its acknowledgement is one RTT when the server reads it at once.
@@ -128,9 +130,15 @@ function quicSession (list, rttMs) {
   return session
 }
 
+/**
+ * @param {Record<string, any>} s the session so far (quicSession)
+ * @param {{ firstAck?: NetlogEvent, firstFlight: NetlogEvent[], initialResend?: NetlogEvent, complete?: NetlogEvent, rttMs: any }} o
+ *   rttMs: a number or null (comparisons with null are false)
+ * @returns {Finding[]}
+ */
 function quicFindings (s, { firstAck, firstFlight, initialResend, complete, rttMs }) {
   const findings = []
-  const inRtt = (ms) => (rttMs > 0 && ms !== null ? Math.round((ms / rttMs) * 10) / 10 : null)
+  const inRtt = (/** @type {number | null} */ ms) => (rttMs > 0 && ms !== null ? Math.round((ms / rttMs) * 10) / 10 : null)
   const where = s.host ? ` (${s.host}:${s.port})` : ''
   if (firstAck && initialResend && firstFlight.length > 1 && s.first_flight_acked_packets > 0 && s.first_flight_acked_packets < firstFlight.length) {
     // Had the server answered the whole first flight, the handshake would
@@ -183,17 +191,26 @@ function tlsSession (list) {
   return session
 }
 
+/**
+ * @param {NetlogEvent[]} list
+ * @param {string} name
+ */
 function span (list, name) {
   const begin = list.find((e) => e.name === name && e.phase === 1)
   const end = begin && list.find((e) => e.name === name && e.phase === 2 && e.time >= begin.time)
   return { begin, end, ms: begin && end ? end.time - begin.time : null }
 }
 
+/** @param {NetlogEvent[]} list */
 function closeOf (list) {
   const closed = list.find((e) => e.name === 'QUIC_SESSION_CLOSED')
   return closed ? { quic_error: closed.params.quic_error ?? null, from_peer: closed.params.from_peer ?? null, details: closed.params.details ?? null } : null
 }
 
+/**
+ * @param {Record<string, number>} obj name → numeric id
+ * @returns {Record<number, string>}
+ */
 function invert (obj) {
   return Object.fromEntries(Object.entries(obj).map(([k, v]) => [v, k]))
 }

@@ -23,6 +23,6 @@ export function normalizeProtocol (value) {
  * @param {string} mode
  */
 export function protocolMatchesMode (protocol, mode) {
-  const expected = PROTOCOL_OF_MODE[mode]
+  const expected = /** @type {Record<string, string | undefined>} */ (PROTOCOL_OF_MODE)[mode]
   return expected !== undefined && normalizeProtocol(protocol) === expected
 }

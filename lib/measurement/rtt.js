@@ -24,11 +24,12 @@ export const NOTE_MARGIN_RTT = 0.5
  * @returns {{ connect_rtt: number | null, ttfb_rtt: number | null, notes: Note[] }}
  */
 export function rttAccounting ({ protocol, connect_ms: connectMs, ttfb_ms: ttfbMs }, rttMs) {
+  /** @type {Note[]} */
   const notes = []
   if (rttMs === null || !(rttMs > 0)) return { connect_rtt: null, ttfb_rtt: null, notes }
   const quic = protocol === 'h3'
   const kind = quic ? 'h3' : 'tcp'
-  const inRtt = (ms) => (ms === null || ms === undefined ? null : round(ms / rttMs, 2))
+  const inRtt = (/** @type {number | null | undefined} */ ms) => (ms === null || ms === undefined ? null : round(ms / rttMs, 2))
   const connectRtt = inRtt(connectMs)
   const ttfbRtt = inRtt(ttfbMs)
   // A connect of 0 is a connection that was already there (repeat view,
@@ -51,11 +52,24 @@ export function rttAccounting ({ protocol, connect_ms: connectMs, ttfb_ms: ttfbM
   return { connect_rtt: connectRtt, ttfb_rtt: ttfbRtt, notes }
 }
 
+/**
+ * @param {string} code
+ * @param {string} metric
+ * @param {string | null} protocol
+ * @param {number} rtt
+ * @param {number} floor
+ * @param {number} rttMs
+ * @param {string} message
+ * @returns {Note}
+ */
 function note (code, metric, protocol, rtt, floor, rttMs, message) {
   return { code, message, metric, protocol, rtt, floor, extra_rtt: round(rtt - floor, 2), extra_ms: round((rtt - floor) * rttMs), source: 'timing' }
 }
 
-/** One decimal, without a trailing ".0": "3.9", "4". */
+/**
+ * One decimal, without a trailing ".0": "3.9", "4".
+ * @param {number} x
+ */
 function fmt (x) {
   return String(round(x, 1))
 }

@@ -60,7 +60,7 @@ export function isPrivateAddress (address) {
  */
 export async function checkPublicTarget (url, { resolve = resolveHost } = {}) {
   const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase()
-  const why = (what) => new ValidationError(
+  const why = (/** @type {string} */ what) => new ValidationError(
     `url points at ${what}, which monitors on real locations may not target (set H3LENS_ALLOW_PRIVATE_TARGETS=true to allow it)`, 'url')
   if (net.isIP(host)) {
     if (isPrivateAddress(host)) throw why(`the non-public address ${host}`)

@@ -95,7 +95,13 @@ export async function channelForSending (db, id) {
   return rows[0] ?? null
 }
 
-/** A patch without secret keeps the stored one. */
+/**
+ * A patch without secret keeps the stored one.
+ * @param {import('pg').Pool} db
+ * @param {number} id
+ * @param {Record<string, any>} patch
+ * @param {{ allowPrivateTargets?: boolean }} policy
+ */
 export async function updateChannel (db, id, patch, policy) {
   const current = await channelForSending(db, id)
   if (!current) throw new NotFoundError(`there is no channel ${id}`)
@@ -106,7 +112,11 @@ export async function updateChannel (db, id, patch, policy) {
   return present(rows[0])
 }
 
-/** Removes the channel, its deliveries, and its id from every rule. */
+/**
+ * Removes the channel, its deliveries, and its id from every rule.
+ * @param {import('pg').Pool} db
+ * @param {number} id
+ */
 export async function deleteChannel (db, id) {
   await withTransaction(db, async (client) => {
     const { rowCount } = await client.query('DELETE FROM alert_channels WHERE id = $1', [id])
@@ -168,7 +178,10 @@ export async function sendWebhook (channel, payload, { deliveryId, now = new Dat
   }
 }
 
-/** Slack's incoming-webhook shape: one line of text. */
+/**
+ * Slack's incoming-webhook shape: one line of text.
+ * @param {Record<string, any>} payload the notification (alertNotification) or a test message
+ */
 export function slackBody (payload) {
   if (payload.event === 'test') return { text: `h3lens test notification from channel "${payload.channel?.name}"` }
   const a = payload.alert

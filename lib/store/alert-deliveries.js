@@ -19,7 +19,10 @@ export const MAX_RETRY_S = 3600
 export const RETRY_FOR_S = 24 * 3600
 export const DELIVERIES_PER_TICK = 50
 
-/** Seconds to wait after the n-th failed attempt (n ≥ 1). */
+/**
+ * Seconds to wait after the n-th failed attempt (n ≥ 1).
+ * @param {number} n
+ */
 export function backoffS (n) {
   return Math.min(MAX_RETRY_S, FIRST_RETRY_S * 2 ** Math.min(n - 1, 20))
 }
@@ -54,7 +57,12 @@ export async function deliverDue (db, { now = new Date(), limit = DELIVERIES_PER
   return { delivered, failed }
 }
 
-/** @returns {Promise<boolean | null>} null when nothing was due */
+/**
+ * @param {import('pg').Pool} db
+ * @param {Date} now
+ * @param {import('pino').Logger} [log]
+ * @returns {Promise<boolean | null>} null when nothing was due
+ */
 async function deliverOne (db, now, log) {
   return withTransaction(db, async (client) => {
     const { rows: [d] } = await client.query(
@@ -84,6 +92,12 @@ async function deliverOne (db, now, log) {
   })
 }
 
+/**
+ * @param {import('pg').PoolClient | import('pg').Pool} client
+ * @param {number} deliveryId
+ * @param {Date} now
+ * @param {Awaited<ReturnType<typeof sendWebhook>>} result
+ */
 async function logAttempt (client, deliveryId, now, result) {
   await client.query(
     'INSERT INTO alert_delivery_attempts (delivery_id, at, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5)',

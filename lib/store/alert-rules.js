@@ -16,6 +16,7 @@ const COLUMNS = `id, kind, monitor_id, locations, metric, percentile, min_effect
   window_s, evaluations, severity, description, channels, created_at, updated_at`
 
 // Fields each kind uses; a field another kind uses is refused rather than ignored.
+/** @type {Record<string, string[]>} */
 const USES = {
   h3_regression: ['percentile', 'min_effect_pct', 'min_effect_ms', 'metric'],
   h3_failure: ['threshold_pct'],
@@ -71,14 +72,14 @@ async function checkRule (db, input) {
   if (r.locations !== null) {
     if (!r.locations.length) throw new ValidationError('locations must name at least one location, or be left out for all', 'locations')
     const { rows } = await db.query('SELECT id FROM locations WHERE id = ANY($1)', [r.locations])
-    const unknown = r.locations.filter((l) => !rows.some((x) => x.id === l))
+    const unknown = r.locations.filter((/** @type {string} */ l) => !rows.some((x) => x.id === l))
     if (unknown.length) throw new ValidationError(`unknown location ${unknown.join(', ')}`, 'locations')
     r.locations = [...new Set(r.locations)]
   }
   r.channels = [...new Set(r.channels ?? [])]
   if (r.channels.length) {
     const { rows } = await db.query('SELECT id FROM alert_channels WHERE id = ANY($1)', [r.channels])
-    const unknown = r.channels.filter((c) => !rows.some((x) => x.id === c))
+    const unknown = r.channels.filter((/** @type {number} */ c) => !rows.some((x) => x.id === c))
     if (unknown.length) throw new ValidationError(`there is no channel ${unknown.join(', ')}`, 'channels')
   }
   r.description ??= null
@@ -139,7 +140,11 @@ export async function updateRule (db, id, patch) {
   return present(rows[0])
 }
 
-/** Removes the rule with its states, history and pending deliveries. */
+/**
+ * Removes the rule with its states, history and pending deliveries.
+ * @param {import('pg').Pool} db
+ * @param {number} id
+ */
 export async function deleteRule (db, id) {
   const { rowCount } = await db.query('DELETE FROM alert_rules WHERE id = $1', [id])
   if (!rowCount) throw new NotFoundError(`there is no alert rule ${id}`)

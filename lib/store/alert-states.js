@@ -68,7 +68,12 @@ export async function applyObservation (client, { rule, monitor, observation, no
   return true
 }
 
-/** The webhook body of a firing or resolved alert (documented in the OpenAPI as alertNotification). */
+/**
+ * The webhook body of a firing or resolved alert (documented in the OpenAPI as alertNotification).
+ * @param {{ rule: Record<string, any>, monitor: Record<string, any>, event: string, eventId: number, locationId: string, firedAt: Date | null, now: Date,
+ *   evidence: Record<string, any>, observation: import('../analysis/alert-conditions.js').Observation, publicUrl: string | null }} o
+ *   rule and monitor: their rows; evidence: what tripped the alert
+ */
 function notification ({ rule, monitor, event, eventId, locationId, firedAt, now, evidence, observation, publicUrl }) {
   const shown = event === 'firing' ? evidence : observation.evidence
   return {
@@ -95,9 +100,13 @@ function notification ({ rule, monitor, event, eventId, locationId, firedAt, now
   }
 }
 
-/** One line a person reads first. */
+/**
+ * One line a person reads first.
+ * @param {Record<string, any>} rule an alert rule row
+ * @param {Record<string, any>} e the evidence of an observation (lib/analysis/alert-conditions.js)
+ */
 export function summary (rule, e) {
-  const pct = (v) => (v == null ? '?' : `${Math.round(v * 10) / 10}%`)
+  const pct = (/** @type {number | null | undefined} */ v) => (v == null ? '?' : `${Math.round(v * 10) / 10}%`)
   if (rule.kind === 'h3_regression') {
     return `HTTP/3 ${e.delta_pct >= 0 ? 'slower' : 'faster'} than HTTP/2 at p${rule.percentile} ${e.metric}: ` +
       `${e.h3_ms?.toFixed?.(1)} ms vs ${e.h2_ms?.toFixed?.(1)} ms (${e.delta_pct >= 0 ? '+' : ''}${pct(e.delta_pct)}), ${e.rounds_used} rounds`
@@ -121,7 +130,7 @@ const EVENT_COLUMNS = `e.id, e.rule_id, e.monitor_id, m.label AS monitor_label, 
 function where (f, alias) {
   const clauses = []
   const params = []
-  for (const [k, col] of [['state', 'state'], ['monitor_id', 'monitor_id'], ['location_id', 'location_id'], ['rule_id', 'rule_id']]) {
+  for (const [k, col] of /** @type {const} */ ([['state', 'state'], ['monitor_id', 'monitor_id'], ['location_id', 'location_id'], ['rule_id', 'rule_id']])) {
     if (f[k] === undefined || f[k] === null) continue
     params.push(f[k])
     clauses.push(`${alias}.${col} = $${params.length}`)

@@ -28,6 +28,10 @@ const THRESHOLD_TTL_MS = 60_000
 /** @type {Map<string, { at: number, value: Promise<Record<string, number>> }>} */
 const thresholdCache = new Map()
 
+/**
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, locationId: string, probes: string[], modes: string[] }} q
+ */
 function cachedThresholds (db, q) {
   const k = JSON.stringify([q.monitorId, q.locationId, q.probes, q.modes])
   const hit = thresholdCache.get(k)

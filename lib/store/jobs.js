@@ -236,6 +236,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
     const jobs = new Map(rows.map((j) => [Number(j.id), j]))
     /** @type {Map<number, any>} */
     const answers = new Map()
+    /** @type {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date }, results: Record<string, any>[] }[]} */
     const accepted = []
     for (const round of rounds) {
       const job = jobs.get(Number(round.job_id))
@@ -369,7 +370,7 @@ export const COUNT_JOBS_SQL =
  */
 export async function countJobsByState (db) {
   const { rows } = await db.query(COUNT_JOBS_SQL, [FINISHED_WINDOW_S])
-  const pick = (kind, states) => Object.fromEntries(states.map((s) => [s, rows.find((r) => r.kind === kind && r.state === s)?.n ?? 0]))
+  const pick = (/** @type {string} */ kind, /** @type {readonly string[]} */ states) => Object.fromEntries(states.map((s) => [s, rows.find((r) => r.kind === kind && r.state === s)?.n ?? 0]))
   return { live: pick('live', [JOB_STATES.queued, JOB_STATES.leased]), finished: pick('finished', FINISHED_STATES) }
 }
 
@@ -403,6 +404,12 @@ export async function pruneFinishedJobs (db, { retentionDays, batch = 1000 }) {
   })
 }
 
+/**
+ * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {number} jobId
+ * @param {number} agentId
+ * @param {string} [locationId] the agent's location, when the caller knows it
+ */
 async function explainNotLeased (db, jobId, agentId, locationId) {
   const { rows } = await db.query('SELECT state, lease_owner, location_id FROM jobs WHERE id = $1', [jobId])
   if (!rows[0]) throw new NotFoundError(`job ${jobId} does not exist`)

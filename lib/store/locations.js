@@ -86,4 +86,4 @@ export async function locationCapacity (db) {
   return out
 }
 
-const round1 = (v) => Math.round(v * 10) / 10
+const round1 = (/** @type {number} */ v) => Math.round(v * 10) / 10

@@ -11,6 +11,11 @@
 const MAX_ORIGINS_PER_RESULT = 200
 
 /**
+ * @typedef {{ altSvc: string | null, advertised: boolean | null, advertisedAt: Date | null, h3: number, h2: number, other: number,
+ *   h3At: Date | null, seenAt: Date }} OriginSeen
+ */
+
+/**
  * Fold the origins seen in freshly stored results into monitor_origins.
  * Called in the transaction that stores the results, with the rows actually
  * inserted, so a resubmission never counts twice.
@@ -18,6 +23,7 @@ const MAX_ORIGINS_PER_RESULT = 200
  * @param {{ monitorId: number, locationId: string, rows: Record<string, any>[] }} opts
  */
 export async function recordCapabilities (db, { monitorId, locationId, rows }) {
+  /** @type {Map<string, OriginSeen>} */
   const byOrigin = new Map()
   for (const row of rows) {
     const origins = Array.isArray(row.details?.origins) ? row.details.origins.slice(0, MAX_ORIGINS_PER_RESULT) : []
@@ -26,7 +32,7 @@ export async function recordCapabilities (db, { monitorId, locationId, rows }) {
       if (typeof o?.origin !== 'string' || !/^https?:\/\/[^/\s]+$/.test(o.origin) || o.origin.length > 300) continue
       let agg = byOrigin.get(o.origin)
       if (!agg) byOrigin.set(o.origin, (agg = { altSvc: null, advertised: null, advertisedAt: null, h3: 0, h2: 0, other: 0, h3At: null, seenAt }))
-      const n = (v) => (Number.isInteger(v) && v > 0 ? v : 0)
+      const n = (/** @type {any} */ v) => (Number.isInteger(v) && v > 0 ? v : 0) // v: a count from the result's details (JSON)
       agg.h3 += n(o.requests?.h3)
       agg.h2 += n(o.requests?.h2)
       agg.other += n(o.requests?.other)
@@ -43,7 +49,7 @@ export async function recordCapabilities (db, { monitorId, locationId, rows }) {
   }
   if (!byOrigin.size) return
   const list = [...byOrigin.entries()].sort(([a], [b]) => (a < b ? -1 : 1)) // fixed lock order
-  const col = (f) => list.map(([origin, a]) => f(origin, a))
+  const col = (/** @type {(origin: string, a: OriginSeen) => unknown} */ f) => list.map(([origin, a]) => f(origin, a))
   await db.query(
     `INSERT INTO monitor_origins AS m (monitor_id, location_id, origin, alt_svc, h3_advertised, first_advertised_at, last_advertised_at,
             h3_requests, h2_requests, other_requests, last_h3_at, first_seen_at, last_seen_at)

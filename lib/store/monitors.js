@@ -58,6 +58,7 @@ export function validateMonitorUrl (value) {
  * @param {MonitorPolicy} [policy]
  */
 async function checkMonitor (db, input, existing, { allowPrivateTargets = false } = {}) {
+  /** @type {Record<string, any>} the monitor's columns to store */
   const out = {}
   if (input.url !== undefined || !existing) out.url = validateMonitorUrl(input.url)
   const url = out.url ?? existing?.url
@@ -130,6 +131,7 @@ async function checkMonitor (db, input, existing, { allowPrivateTargets = false 
  * @param {Record<string, any>} [existing]
  */
 function checkVerdictSettings (input, checked, existing) {
+  /** @type {{ aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number }} */
   const out = {}
   if (input.aa_protocol !== undefined) {
     if (input.aa_protocol !== null && !MODES.includes(input.aa_protocol)) {

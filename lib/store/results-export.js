@@ -70,11 +70,11 @@ export async function exportRowsCapped (db, filter, { maxRows = JSON_MAX_ROWS } 
 const CSV_OPTIONS = {
   columns: EXPORT_COLUMNS,
   cast: {
-    date: (d) => d.toISOString(),
+    date: (/** @type {Date} */ d) => d.toISOString(),
     // csv-stringify's default writes true as "1" and false as "".
-    boolean: (b) => String(b),
+    boolean: (/** @type {boolean} */ b) => String(b),
     // Structured columns (notes) as JSON text; flags are flattened before.
-    object: (o) => JSON.stringify(o)
+    object: (/** @type {object} */ o) => JSON.stringify(o)
   }
 }
 
@@ -106,12 +106,13 @@ export function ndjsonStream (batches) {
  * @param {string} ext
  */
 export function exportFilename (q, ext) {
-  const stamp = (iso) => new Date(iso).toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '')
+  const stamp = (/** @type {string} */ iso) => new Date(iso).toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '')
   const from = q.from ? stamp(q.from) : 'start'
   const to = stamp(q.to ?? new Date().toISOString())
   return `h3lens-results-${q.monitor}-${from}-${to}.${ext}`
 }
 
+/** @param {AsyncIterable<Record<string, any>[]>} batches */
 async function* csvChunks (batches) {
   yield stringify([], { ...CSV_OPTIONS, header: true })
   for await (const rows of batches) {
@@ -119,6 +120,7 @@ async function* csvChunks (batches) {
   }
 }
 
+/** @param {AsyncIterable<Record<string, any>[]>} batches */
 async function* ndjsonChunks (batches) {
   for await (const rows of batches) yield rows.map((r) => JSON.stringify(r) + '\n').join('')
 }

@@ -280,8 +280,17 @@ function lineError (line, field, message) {
   return Object.assign(new ValidationError(`${where} ${message}`, where), { line })
 }
 
+/**
+ * @template T
+ * @param {unknown} v
+ * @param {() => T} check
+ */
 function nullable (v, check) { return v === null ? null : check() }
 
+/**
+ * @param {unknown} v
+ * @param {number} max
+ */
 function text (v, max) {
   if (typeof v !== 'string') throw new FieldProblem('must be a string')
   if (v.length > max) throw new FieldProblem(`must be at most ${max} characters`)
@@ -290,28 +299,44 @@ function text (v, max) {
   return v
 }
 
+/**
+ * @param {any} v a field of the imported line
+ * @param {readonly string[]} allowed
+ */
 function oneOf (v, allowed) {
   if (!allowed.includes(v)) throw new FieldProblem(`must be one of ${allowed.join(', ')}`)
   return v
 }
 
+/**
+ * @param {unknown} v
+ * @param {number} min
+ * @param {number} max
+ */
 function number (v, min, max) {
   if (typeof v !== 'number' || !Number.isFinite(v)) throw new FieldProblem('must be a finite number')
   if (v < min || v > max) throw new FieldProblem(`must be from ${min} to ${max}`)
   return v
 }
 
+/**
+ * @param {unknown} v
+ * @param {number} min
+ * @param {number} max
+ */
 function integer (v, min, max) {
   if (!Number.isInteger(v)) throw new FieldProblem('must be a whole number')
   return number(v, min, max)
 }
 
+/** @param {unknown} v */
 function dateTime (v) {
   const t = typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)$/.test(v) ? Date.parse(v) : NaN
   if (!Number.isFinite(t)) throw new FieldProblem('must be an ISO-8601 date-time with a time zone, for example 2026-03-01T12:00:00Z')
   return new Date(t)
 }
 
+/** @param {unknown} v */
 function roundTime (v) {
   const t = dateTime(v)
   if (+t < EARLIEST || +t > Date.now() + CLOCK_SKEW_MS) throw new FieldProblem(`${v} is not a plausible round time`)
@@ -334,6 +359,7 @@ function storableJson (v) {
   return json
 }
 
+/** @param {unknown} v */
 function notes (v) {
   if (!Array.isArray(v) || v.length > 50) throw new FieldProblem('must be a list of at most 50 notes')
   for (const note of v) {

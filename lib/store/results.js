@@ -54,10 +54,11 @@ export async function insertRoundResults (db, { rounds, agentId, agentVersion })
   })))
   const inserted = []
   for (let i = 0; i < all.length; i += ROWS_PER_INSERT) {
+    /** @type {unknown[]} */
     const values = []
     const tuples = all.slice(i, i + ROWS_PER_INSERT).map((row) => {
       const placeholders = INSERT_COLUMNS.map((c) => {
-        values.push(row[c] ?? null)
+        values.push(/** @type {Record<string, unknown>} */ (row)[c] ?? null)
         return `$${values.length}`
       })
       return `(${placeholders.join(', ')})`
@@ -119,8 +120,9 @@ export async function getResult (db, id) {
  */
 export function resultWhere (f) {
   const where = ['true']
+  /** @type {unknown[]} */
   const values = []
-  const add = (sql, v) => { values.push(v); where.push(sql.replace('?', `$${values.length}`)) }
+  const add = (/** @type {string} */ sql, /** @type {unknown} */ v) => { values.push(v); where.push(sql.replace('?', `$${values.length}`)) }
   if (f.monitorId !== undefined) add('monitor_id = ?', f.monitorId)
   if (f.location) add('location_id = ?', f.location)
   if (f.mode) add('mode = ?', f.mode)
@@ -132,10 +134,15 @@ export function resultWhere (f) {
   return { where, values }
 }
 
+/**
+ * @param {string} time the row's time as Postgres text
+ * @param {number} id
+ */
 function encodeCursor (time, id) {
   return Buffer.from(`${time}|${id}`).toString('base64url')
 }
 
+/** @param {string} cursor */
 function decodeCursor (cursor) {
   const [time, id] = Buffer.from(cursor, 'base64url').toString().split('|')
   if (!/^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?([+-]\d\d(:?\d\d)?|Z)?$/.test(time ?? '') || !/^\d+$/.test(id ?? '')) {

@@ -35,7 +35,7 @@ export async function upsertRollups (client, entries, merge) {
     `SELECT r.${KEY_COLUMNS.join(', r.')}, r.runs, r.errors, r.fallbacks, r.${ROLLUP_COLUMNS.join(', r.')}
        FROM rollups r JOIN unnest(${keyArgs}) AS k(${keyList}) USING (${keyList})
       ORDER BY ${KEY_COLUMNS.map((c) => `r.${c}`).join(', ')} FOR UPDATE OF r`, cols)
-  const keyOf = (k) => k.map((v) => (v instanceof Date ? +v : v)).join('|')
+  const keyOf = (/** @type {any[]} */ k) => k.map((v) => (v instanceof Date ? +v : v)).join('|')
   const current = new Map(rows.map((r) => [keyOf(KEY_COLUMNS.map((c) => r[c])), r]))
   const merged = entries.map((e) => merge(current.get(keyOf(e.key)), e))
   const n = KEY_COLUMNS.length

@@ -30,11 +30,11 @@ import { metricOf } from '../measurement/metrics.js'
  * @returns {Promise<RoundWindowRow[]>}
  */
 export async function readRoundWindow (db, w) {
-  const value = (arm) => metricOf(w.metric).column
+  const value = (/** @type {'h2' | 'h3'} */ arm) => metricOf(w.metric).column
     ? `CASE WHEN s.${arm}_${metricOf(w.metric).column} IS NOT NULL THEN ARRAY[s.${arm}_${metricOf(w.metric).column}] END`
     : `s.${arm}_samples`
-  const has = (arm) => metricOf(w.metric).column ? `s.${arm}_${metricOf(w.metric).column} IS NOT NULL` : `s.${arm}_samples IS NOT NULL`
-  const state = (arm) => `CASE WHEN s.${arm}_state = 'ok' AND NOT (${has(arm)}) THEN 'no_value' ELSE s.${arm}_state END`
+  const has = (/** @type {'h2' | 'h3'} */ arm) => metricOf(w.metric).column ? `s.${arm}_${metricOf(w.metric).column} IS NOT NULL` : `s.${arm}_samples IS NOT NULL`
+  const state = (/** @type {'h2' | 'h3'} */ arm) => `CASE WHEN s.${arm}_state = 'ok' AND NOT (${has(arm)}) THEN 'no_value' ELSE s.${arm}_state END`
   const usable = w.analysis === 'itt'
     ? `${state('h2')} IN ('ok', 'failed', 'fallback', 'unsupported') AND ${state('h3')} IN ('ok', 'failed', 'fallback', 'unsupported')`
     : `s.h2_state = 'ok' AND s.h3_state = 'ok' AND ${has('h2')} AND ${has('h3')}`

@@ -40,6 +40,7 @@ export async function nextTest (db, { agent, leaseSeconds, random = Math.random 
     const j = Math.floor(random() * (i + 1))
     ;[modes[i], modes[j]] = [modes[j], modes[i]]
   }
+  /** @type {unknown[]} */
   const values = []
   const tuples = modes.map((mode, position) => {
     values.push(testId(job.id, mode), job.id, job.attempts, mode, position, job.location_id, agent.id, Boolean(job.repeat_view))

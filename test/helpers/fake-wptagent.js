@@ -39,11 +39,17 @@ export async function replayAgent ({ server, records, location, key, pc, result,
   if (!poll || !done) throw new Error('the recording has no getwork.php or no workdone.php')
   // The polls the recording made after its upload, with nothing to do.
   const idlePolls = Math.max(1, records.length - records.indexOf(done) - 1)
+  /** @type {(q: Record<string, string>) => Record<string, string>} */
   const own = (q) => ({ ...q, ...(q.location ? { location } : {}), ...(q.pc ? { pc } : {}), ...(q.key ? { key } : {}) })
   /** @type {Sent[]} */
   const sent = []
   const bodies = []
   const jobs = []
+  /**
+   * @param {RecordedRequest} rec
+   * @param {Record<string, string>} query
+   * @param {{ headers?: Record<string, string>, body?: BodyInit }} [init]
+   */
   const send = async (rec, query, init = {}) => {
     const url = `${server}${rec.path}?${new URLSearchParams(query)}`
     const res = await fetch(url, { method: rec.method, headers: { 'user-agent': rec.ua ?? 'wptagent', ...init.headers }, body: init.body })
@@ -63,6 +69,7 @@ export async function replayAgent ({ server, records, location, key, pc, result,
     idle = 0
     if (ping) await send(ping, { ...own(ping.query), test: job['Test ID'] })
     const { zip, error = null } = await result(job)
+    /** @type {Record<string, string>} */
     const query = { ...own(done.query), id: job['Test ID'] }
     delete query.error
     if (error) query.error = error

@@ -30,7 +30,11 @@ export function runH3lens (args, env) {
     child,
     exited,
     get output () { return output },
-    /** Wait until the output matches, or fail with the output so far. */
+    /**
+     * Wait until the output matches, or fail with the output so far.
+     * @param {RegExp} re
+     * @param {number} [timeoutMs]
+     */
     async waitFor (re, timeoutMs = 60000) {
       const until = Date.now() + timeoutMs
       while (Date.now() < until) {
@@ -63,19 +67,30 @@ export async function startLocalH3lens (extraArgs = [], prefix = 'h3lens-e2e-') 
   return { h3lens, dataDir, labPort, api: `http://127.0.0.1:${port}` }
 }
 
-/** Poll `fn` until it returns a truthy value. */
+/** @template T @typedef {Exclude<T, false | 0 | '' | null | undefined>} Truthy */
+
+/**
+ * Poll `fn` until it returns a truthy value.
+ * @template T
+ * @param {() => T | Promise<T>} fn
+ * @param {{ timeoutMs?: number, intervalMs?: number, what?: string }} [opts]
+ * @returns {Promise<Truthy<Awaited<T>>>} the first truthy value
+ */
 export async function eventually (fn, { timeoutMs = 60000, intervalMs = 500, what = 'condition' } = {}) {
   const until = Date.now() + timeoutMs
   let last
   while (Date.now() < until) {
     last = await fn()
-    if (last) return last
+    if (last) return /** @type {Truthy<Awaited<T>>} */ (last)
     await sleep(intervalMs)
   }
   throw new Error(`timed out waiting for ${what}`)
 }
 
-/** Processes whose command line mentions `needle` (chromium, caddy, postgres under a data dir). */
+/**
+ * Processes whose command line mentions `needle` (chromium, caddy, postgres under a data dir).
+ * @param {string} needle
+ */
 export function processesMatching (needle) {
   try {
     return execFileSync('pgrep', ['-af', needle], { encoding: 'utf8' }).split('\n')

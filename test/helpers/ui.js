@@ -39,7 +39,17 @@ const PAGES = [
   { label: 'Lab page-many', file: 'page-many.html', kb: 80, subs: 12 }
 ]
 
-/** Small seeded PRNG (mulberry32), so every seeding draws the same data. */
+/**
+ * @typedef {ReturnType<typeof random>} Rnd
+ * @typedef {typeof PAGES[number]} DemoPage
+ * @typedef {{ id: string, profile: Record<string, any> }} DemoLocation
+ * @typedef {{ monitor: Record<string, any>, page: DemoPage, loc: DemoLocation, k: number, due: Date, unsupported?: boolean }} DemoJob
+ */
+
+/**
+ * Small seeded PRNG (mulberry32), so every seeding draws the same data.
+ * @param {number} seed
+ */
 function random (seed) {
   let a = seed >>> 0
   const next = () => {
@@ -50,7 +60,7 @@ function random (seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
   const normal = () => Math.sqrt(-2 * Math.log(next() || 1e-12)) * Math.cos(2 * Math.PI * next())
-  return { next, logNormal: (sigma) => Math.exp(sigma * normal()) }
+  return { next, logNormal: (/** @type {number} */ sigma) => Math.exp(sigma * normal()) }
 }
 
 /**
@@ -58,6 +68,7 @@ function random (seed) {
  * (2 RTT) before the request, H3 one combined handshake (1 RTT); losses cost
  * H2 more (a retransmission timeout and head-of-line blocking); on loopback
  * QUIC's user-space stack makes H3 slower for big transfers.
+ * @param {{ rnd: Rnd, page: DemoPage, loc: DemoLocation, mode: string, time: number, labPort: number, i: number }} o
  */
 function sampleLoad ({ rnd, page, loc, mode, time, labPort, i }) {
   const p = loc.profile
@@ -80,7 +91,7 @@ function sampleLoad ({ rnd, page, loc, mode, time, labPort, i }) {
   const fcp = dcl + 12 * noise()
   const load = Math.max(dcl, ttfb + transfer + Math.ceil(page.subs / 6) * rtt * noise() + hol + (lost() ? penalty() : 0) + 8)
   const lcp = Math.min(load, fcp + page.kb / 40 * noise())
-  const r1 = (v) => Math.round(v * 10) / 10
+  const r1 = (/** @type {number} */ v) => Math.round(v * 10) / 10
   const requests = detailRequests({ page, mode, labPort, dns, connect, ttfb, load, i })
   return {
     dns_ms: r1(dns), connect_ms: r1(connect), tls_ms: r1(tls), ttfb_ms: r1(ttfb), dcl_ms: r1(dcl),
@@ -90,11 +101,14 @@ function sampleLoad ({ rnd, page, loc, mode, time, labPort, i }) {
   }
 }
 
+/**
+ * @param {{ page: DemoPage, mode: string, labPort: number, dns: number, connect: number, ttfb: number, load: number, i: number }} o
+ */
 function detailRequests ({ page, mode, labPort, dns, connect, ttfb, load, i }) {
   const origin = `https://lab.h3lens.test:${labPort}`
   const conn = 100 + i
   const docBytes = Math.round(page.kb * 1024 / (page.subs + 1)) + 400
-  const r1 = (v) => Math.round(v * 10) / 10
+  const r1 = (/** @type {number} */ v) => Math.round(v * 10) / 10
   const docEnd = ttfb * 1.1
   const doc = {
     url: `${origin}/${page.file}`, type: 'Document', method: 'GET', protocol: mode, status: 200, bytes: docBytes,
@@ -118,6 +132,7 @@ function detailRequests ({ page, mode, labPort, dns, connect, ttfb, load, i }) {
   return out
 }
 
+/** @type {Record<string, string[]>} */
 const FLAGS = {
   h2: ['--disable-quic'],
   h3: ['--enable-quic', '--origin-to-force-quic-on=lab.h3lens.test:PORT']
@@ -136,6 +151,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   const rnd = random(seed)
   const locations = [{ id: 'local', profile: {} }]
   for (const l of LOCATIONS) locations.push(await upsertLocation(db, { ...l, kind: 'lab' }))
+  /** @type {Record<string, number>} location → its agent's id */
   const agents = {}
   for (const l of locations) {
     const { agent } = await createAgentToken(db, { location: l.id, name: `${l.id}-agent` })
@@ -156,6 +172,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   const step = stepMinutes * 60e3
   const end = Math.floor(endAt / step) * step
   const rounds = Math.floor(hours * 3600e3 / step)
+  /** @type {DemoJob[]} */
   const jobs = []
   for (const [m, monitor] of monitors.entries()) {
     for (const loc of locations) {
@@ -187,6 +204,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   return { monitors, h2Only, fresh, apiKey, locations: locations.map((l) => l.id), results: jobs.length * 2, latestResultId: latest.id }
 }
 
+/** @param {{ rnd: Rnd, j: DemoJob, mode: string, labPort: number, i: number }} o */
 function resultFor ({ rnd, j, mode, labPort, i }) {
   const base = {
     mode,
@@ -275,6 +293,7 @@ export function useApiKey (page, key) {
  * @param {import('puppeteer-core').Page} page
  */
 export function collectPageErrors (page) {
+  /** @type {string[]} */
   const errors = []
   page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()} ${m.location()?.url ?? ''}`) })
   page.on('pageerror', (err) => errors.push(`pageerror: ${err instanceof Error ? err.message : String(err)}`))

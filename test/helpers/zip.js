@@ -79,11 +79,13 @@ export function readZip (buffer) {
   return new Promise((resolve, reject) => {
     yauzl.fromBuffer(buffer, { lazyEntries: true }, (err, zip) => {
       if (err) return reject(err)
+      /** @type {Member[]} */
       const out = []
       zip.on('error', reject)
       zip.on('end', () => resolve(out))
       zip.on('entry', (entry) => zip.openReadStream(entry, (err, stream) => {
         if (err) return reject(err)
+        /** @type {Buffer[]} */
         const chunks = []
         stream.on('data', (c) => chunks.push(c))
         stream.on('end', () => { out.push({ name: entry.fileName, data: Buffer.concat(chunks) }); zip.readEntry() })

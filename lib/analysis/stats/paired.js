@@ -56,7 +56,11 @@ export function wilcoxonSignedRank (differences) {
   return { n, w_plus: wPlus, z, p: Math.min(1, 2 * normalSurvival(Math.abs(z))), method: 'asymptotic' }
 }
 
-/** 2·P(W+ ≥ max(w, M − w)) under the null, M = n(n+1)/2. */
+/**
+ * 2·P(W+ ≥ max(w, M − w)) under the null, M = n(n+1)/2.
+ * @param {number} w
+ * @param {number} n
+ */
 function exactSignedRankP (w, n) {
   const max = n * (n + 1) / 2
   const counts = new Float64Array(max + 1)
@@ -89,7 +93,7 @@ export function hodgesLehmann (differences, confidence = 0.95) {
   const n = d.length
   if (n === 0) return { estimate: null, lo: null, hi: null }
   const m = n * (n + 1) / 2
-  const kth = (k) => kthWalshAverage(d, k)
+  const kth = (/** @type {number} */ k) => kthWalshAverage(d, k)
   const estimate = m % 2 === 1 ? kth((m + 1) / 2) : (kth(m / 2) + kth(m / 2 + 1)) / 2
   const z = normalQuantile(1 - (1 - confidence) / 2)
   const c = Math.floor(m / 2 - z * Math.sqrt(n * (n + 1) * (2 * n + 1) / 24))
@@ -116,7 +120,11 @@ function kthWalshAverage (d, k) {
   return largestWalshAtMost(d, hi)
 }
 
-/** How many Walsh averages (i ≤ j) are ≤ t. */
+/**
+ * How many Walsh averages (i ≤ j) are ≤ t.
+ * @param {Float64Array} d ascending
+ * @param {number} t
+ */
 function countWalshAtMost (d, t) {
   const n = d.length
   let count = 0
@@ -129,7 +137,11 @@ function countWalshAtMost (d, t) {
   return count
 }
 
-/** The largest Walsh average ≤ t. */
+/**
+ * The largest Walsh average ≤ t.
+ * @param {Float64Array} d ascending
+ * @param {number} t
+ */
 function largestWalshAtMost (d, t) {
   const n = d.length
   let best = -Infinity
@@ -147,6 +159,7 @@ function largestWalshAtMost (d, t) {
  * Inverse standard normal CDF (Acklam's rational approximation, relative
  * error below 1.2e-9).
  * @param {number} p in (0, 1)
+ * @returns {number}
  */
 export function normalQuantile (p) {
   if (!(p > 0 && p < 1)) throw new RangeError(`p must be in (0, 1), got ${p}`)

@@ -64,6 +64,7 @@ export function roundBootstrap ({ rounds, qs, iterations = 1000, seed }) {
  * @param {'h2' | 'h3'} arm
  */
 function flatten (rounds, arm) {
+  /** @type {[number, number][]} value, round index */
   const pairs = []
   rounds.forEach((r, i) => {
     for (const v of r[arm]) {
@@ -125,7 +126,7 @@ function weightedQuantiles ({ values, roundOf }, weights, qs) {
 export function bootstrapSummary (draws, estimate, confidence = 0.95) {
   const sorted = Float64Array.from(draws).sort()
   const n = sorted.length
-  const at = (q) => {
+  const at = (/** @type {number} */ q) => {
     const pos = q * (n - 1)
     const lo = Math.floor(pos)
     return sorted[lo] + (sorted[Math.ceil(pos)] - sorted[lo]) * (pos - lo)

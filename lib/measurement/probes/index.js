@@ -90,6 +90,11 @@ export function checkOptions (options, { url, probes }) {
     if (!known.has(key)) throw new ValidationError(`unknown option "${key}"; known options are ${[...known].join(', ')}`, `options.${key}`)
   }
   const out = { ...options }
+  /**
+   * @param {string} key
+   * @param {{ min: number, max: number }} range
+   * @param {string} unit
+   */
   const int = (key, { min, max }, unit) => {
     const v = options[key]
     if (v === undefined) return
@@ -97,7 +102,7 @@ export function checkOptions (options, { url, probes }) {
   }
   int('parallel_requests', PARALLEL_REQUESTS, '')
   int('upload_bytes', UPLOAD_BYTES, ' bytes (1 KB to 100 MB)')
-  const oneOf = (key, allowed) => {
+  const oneOf = (/** @type {string} */ key, /** @type {readonly string[]} */ allowed) => {
     if (options[key] !== undefined && !allowed.includes(options[key])) throw new ValidationError(`options.${key} must be one of ${allowed.join(', ')}`, `options.${key}`)
   }
   oneOf('force_quic', FORCE_QUIC)
@@ -139,6 +144,11 @@ export function effectiveOptions (url, options = {}) {
   }
 }
 
+/**
+ * @param {unknown} value the option as given
+ * @param {string} key
+ * @param {URL} page the monitor URL
+ */
 function probeUrl (value, key, page) {
   let u
   try {

@@ -156,7 +156,7 @@ function originsSeen (requests) {
     const protocol = normalizeProtocol(text(r.protocol, 64))
     if (protocol) o.requests[protocol === 'h3' || protocol === 'h2' ? protocol : 'other']++
     const lines = Array.isArray(r.headers?.response) ? r.headers.response : []
-    const altSvc = lines.find((l) => typeof l === 'string' && /^alt-svc:/i.test(l))
+    const altSvc = lines.find((/** @type {unknown} */ l) => typeof l === 'string' && /^alt-svc:/i.test(l))
     if (altSvc) {
       o.alt_svc = altSvc.slice(altSvc.indexOf(':') + 1).trim().slice(0, 2000)
       o.h3_advertised = advertisesH3(o.alt_svc)
@@ -173,9 +173,10 @@ function emptyRow (mode, view) {
   }
 }
 
-const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
-const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
-const positive = (v) => (num(v) !== null && v >= 0 && v < 3600000 ? v : null)
-const measured = (v) => (positive(v) !== null && v > 0 ? v : null)
-const sum = (a, b) => (a === null || b === null ? null : a + b)
-const text = (v, max) => (typeof v === 'string' && v !== '' ? v.slice(0, max) : null)
+// v: a value of the agent's JSON, not yet checked.
+const isObject = (/** @type {any} */ v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+const num = (/** @type {any} */ v) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
+const positive = (/** @type {any} */ v) => (num(v) !== null && v >= 0 && v < 3600000 ? v : null)
+const measured = (/** @type {any} */ v) => (positive(v) !== null && v > 0 ? v : null)
+const sum = (/** @type {number | null} */ a, /** @type {number | null} */ b) => (a === null || b === null ? null : a + b)
+const text = (/** @type {any} */ v, /** @type {number} */ max) => (typeof v === 'string' && v !== '' ? v.slice(0, max) : null)

@@ -61,7 +61,7 @@ export async function readResultZip (buffer, limits = {}) {
  */
 function readMembers (buffer, lim) {
   return new Promise((resolve, reject) => {
-    const fail = (err) => reject(err instanceof ValidationError ? err : bad(`not a readable zip (${err.message})`))
+    const fail = (/** @type {any} */ err) => reject(err instanceof ValidationError ? err : bad(`not a readable zip (${err.message})`))
     // lazyEntries: one member at a time, so nothing is read that is not asked for.
     yauzl.fromBuffer(buffer, { lazyEntries: true, validateEntrySizes: true, strictFileNames: true }, (err, zip) => {
       if (err) return fail(err)
@@ -80,6 +80,7 @@ function readMembers (buffer, lim) {
         if (entry.uncompressedSize > lim.memberBytes) return fail(bad(`${name} is larger than ${lim.memberBytes} bytes`))
         zip.openReadStream(entry, (err, stream) => {
           if (err) return fail(err)
+          /** @type {Buffer[]} */
           const chunks = []
           let size = 0
           stream.on('data', (c) => {
