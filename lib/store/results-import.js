@@ -39,7 +39,7 @@ const IGNORED_FIELDS = new Set(['id', 'job_id', 'monitor_id', 'agent_id'])
 
 const STATUSES = ['ok', 'error', 'timeout', 'protocol_mismatch']
 const EARLIEST = Date.parse('2000-01-01T00:00:00Z')
-// Agents' clocks drift; a day ahead is a broken clock, as in result-checks.
+// Agents' clocks drift; a day ahead is a broken clock, as in lib/measurement/checks.js.
 const CLOCK_SKEW_MS = 86400e3
 
 /** What is wrong with one field's value; the caller adds the line and field. */
