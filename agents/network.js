@@ -5,7 +5,7 @@
 // covers everything the page fetched.
 import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { normalizeProtocol } from '../lib/measurement/protocol.js'
-import { round } from './page-metrics.js'
+import { round } from '../lib/measurement/units.js'
 
 /**
  * @typedef {{ dns_ms: number | null, connect_ms: number | null, ssl_ms: number | null, send_ms: number | null,

@@ -5,6 +5,7 @@ import { fcp } from './page/fcp.js'
 import { lcp } from './page/lcp.js'
 import { navigation } from './page/navigation.js'
 import { normalizeProtocol } from '../lib/measurement/protocol.js'
+import { round } from '../lib/measurement/units.js'
 
 /** How long to wait after the load event for LCP to be reported. */
 const LCP_WAIT_MS = 300
@@ -105,13 +106,4 @@ export function withTimeout (promise, ms, what, makeError = (message) => new Err
     timer = setTimeout(() => reject(makeError(`${what} took longer than ${ms} ms`)), ms)
   })
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer))
-}
-
-/**
- * @param {number} value
- * @param {number} [digits] decimals kept; 1 for milliseconds
- */
-export function round (value, digits = 1) {
-  const f = 10 ** digits
-  return Math.round(value * f) / f
 }

@@ -1,7 +1,7 @@
 // RTT to a real location's target, for the round-trip accounting of
 // lib/measurement/rtt.js when no lab profile says what the RTT is.
 import net from 'node:net'
-import { round } from './page-metrics.js'
+import { round } from '../lib/measurement/units.js'
 
 /**
  * RTT to a host by timing TCP connects (SYN → SYN-ACK is one round trip),

@@ -61,19 +61,24 @@ const evidence = {
     'location_silent: window_s, due_rounds, last_result_at. `link`: the dashboard route showing it (the monitor page with that window, metric and percentile)'
 }
 
+/** What an alert state and an alert event both say: whose rule, which monitor and location, which state. */
+const alertKeyProperties = {
+  rule_id: { type: 'integer' },
+  kind: { type: 'string', enum: RULE_KINDS },
+  severity: { type: 'string' },
+  description: { type: ['string', 'null'] },
+  monitor_id: { type: 'integer' },
+  monitor_label: { type: ['string', 'null'] },
+  location_id: { type: 'string' },
+  state: { type: 'string', enum: ALERT_STATES }
+}
+
 export const alertStateSchema = {
   $id: 'alertState',
   title: 'alertState',
   type: 'object',
   properties: {
-    rule_id: { type: 'integer' },
-    kind: { type: 'string', enum: RULE_KINDS },
-    severity: { type: 'string' },
-    description: { type: ['string', 'null'] },
-    monitor_id: { type: 'integer' },
-    monitor_label: { type: ['string', 'null'] },
-    location_id: { type: 'string' },
-    state: { type: 'string', enum: ALERT_STATES },
+    ...alertKeyProperties,
     since: dateTime,
     fired_at: nullableDateTime,
     resolved_at: nullableDateTime,
@@ -88,14 +93,7 @@ export const alertEventSchema = {
   type: 'object',
   properties: {
     id: { type: 'integer' },
-    rule_id: { type: 'integer' },
-    kind: { type: 'string', enum: RULE_KINDS },
-    severity: { type: 'string' },
-    description: { type: ['string', 'null'] },
-    monitor_id: { type: 'integer' },
-    monitor_label: { type: ['string', 'null'] },
-    location_id: { type: 'string' },
-    state: { type: 'string', enum: ALERT_STATES },
+    ...alertKeyProperties,
     previous: { type: 'string', enum: ALERT_STATES },
     at: dateTime,
     evidence

@@ -4,7 +4,8 @@
 // requests, not rounds.
 import { measure, loadAndRead } from '../measure.js'
 import { parallelFetch } from '../page/parallel-fetch.js'
-import { ProbeError, round, withTimeout } from '../page-metrics.js'
+import { ProbeError, withTimeout } from '../page-metrics.js'
+import { round } from '../../lib/measurement/units.js'
 import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
 
 /**

@@ -4,7 +4,8 @@
 // Mbit/s is kept for display.
 import { measure } from '../measure.js'
 import { uploadPost } from '../page/upload-post.js'
-import { ProbeError, round, withTimeout } from '../page-metrics.js'
+import { ProbeError, withTimeout } from '../page-metrics.js'
+import { round } from '../../lib/measurement/units.js'
 import { judgeProtocol, warmUp } from './parallel.js'
 
 /**

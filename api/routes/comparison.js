@@ -42,6 +42,20 @@ const windowFields = {
 }
 const nullableMs = { type: ['number', 'null'] }
 
+/**
+ * A list of series, one per location and mode, each with its points.
+ * @param {Record<string, object>} fields the series' own fields besides location_id, mode and points
+ * @param {object} point schema of one point
+ */
+const seriesSchema = (fields, point) => ({
+  type: 'array',
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { location_id: { type: 'string' }, mode: { type: 'string' }, ...fields, points: { type: 'array', items: point } }
+  }
+})
+
 const trendsResponse = {
   type: 'object',
   additionalProperties: false,
@@ -50,32 +64,18 @@ const trendsResponse = {
     ...windowFields,
     bucket: { type: 'string', enum: Object.keys(TIERS) },
     percentiles: { type: 'array', items: { type: 'number' } },
-    series: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        properties: {
-          location_id: { type: 'string' },
-          mode: { type: 'string' },
-          points: {
-            type: 'array',
-            items: {
-              type: 'object',
-              additionalProperties: false,
-              properties: {
-                t: { type: 'string', format: 'date-time', description: 'Bucket start' },
-                count: { type: 'integer', description: 'Values merged into the bucket' },
-                runs: { type: 'integer' },
-                errors: { type: 'integer' },
-                fallbacks: { type: 'integer' }
-              },
-              patternProperties: { '^p[0-9_]+$': { ...nullableMs, description: 'The requested percentile (p50, p99_9), ms' } }
-            }
-          }
-        }
-      }
-    }
+    series: seriesSchema({}, {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        t: { type: 'string', format: 'date-time', description: 'Bucket start' },
+        count: { type: 'integer', description: 'Values merged into the bucket' },
+        runs: { type: 'integer' },
+        errors: { type: 'integer' },
+        fallbacks: { type: 'integer' }
+      },
+      patternProperties: { '^p[0-9_]+$': { ...nullableMs, description: 'The requested percentile (p50, p99_9), ms' } }
+    })
   }
 }
 
@@ -85,22 +85,8 @@ const distributionResponse = {
   required: ['monitor_id', 'metric', 'from', 'to', 'series'],
   properties: {
     ...windowFields,
-    series: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        properties: {
-          location_id: { type: 'string' },
-          mode: { type: 'string' },
-          count: { type: 'integer' },
-          points: {
-            type: 'array',
-            items: { type: 'object', additionalProperties: false, properties: { q: { type: 'number' }, ms: nullableMs } }
-          }
-        }
-      }
-    }
+    series: seriesSchema({ count: { type: 'integer' } },
+      { type: 'object', additionalProperties: false, properties: { q: { type: 'number' }, ms: nullableMs } })
   }
 }
 

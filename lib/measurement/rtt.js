@@ -7,6 +7,7 @@
 //            H2 (or HTTP/1.1) over TCP + TLS 1.3    3 RTT
 // A run more than half a round trip above its floor gets a note that says so,
 // in words a person can act on.
+import { round } from './units.js'
 
 export const CONNECT_FLOOR_RTT = Object.freeze({ h3: 1, tcp: 2 })
 export const TTFB_FLOOR_RTT = Object.freeze({ h3: 2, tcp: 3 })
@@ -72,13 +73,4 @@ function note (code, metric, protocol, rtt, floor, rttMs, message) {
  */
 function fmt (x) {
   return String(round(x, 1))
-}
-
-/**
- * @param {number} value
- * @param {number} [digits]
- */
-function round (value, digits = 1) {
-  const f = 10 ** digits
-  return Math.round(value * f) / f
 }

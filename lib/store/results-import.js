@@ -16,7 +16,7 @@ import { listLocations } from './locations.js'
 import { withTransaction } from './transaction.js'
 import { enqueueForRollup } from './rollups.js'
 import { TIMING_COLUMNS } from '../measurement/metrics.js'
-import { MODES } from '../measurement/modes.js'
+import { expectedProtocolFor, MODES } from '../measurement/modes.js'
 import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { VIEWS } from '../measurement/result.js'
 import { checkResults } from '../measurement/checks.js'
@@ -102,7 +102,7 @@ const FIELDS = {
  */
 export async function importResults (db, { monitor, lines }) {
   const known = new Set((await listLocations(db)).map((l) => l.id))
-  const expected = (/** @type {string} */ mode) => monitor.aa_protocol ?? mode
+  const expected = (/** @type {string} */ mode) => expectedProtocolFor(mode, monitor)
   const rows = []
   /** @type {Map<string, Round>} */
   const rounds = new Map()

@@ -30,10 +30,11 @@ import { metricOf } from '../measurement/metrics.js'
  * @returns {Promise<RoundWindowRow[]>}
  */
 export async function readRoundWindow (db, w) {
-  const value = (/** @type {'h2' | 'h3'} */ arm) => metricOf(w.metric).column
-    ? `CASE WHEN s.${arm}_${metricOf(w.metric).column} IS NOT NULL THEN ARRAY[s.${arm}_${metricOf(w.metric).column}] END`
+  const column = metricOf(w.metric).column
+  const value = (/** @type {'h2' | 'h3'} */ arm) => column
+    ? `CASE WHEN s.${arm}_${column} IS NOT NULL THEN ARRAY[s.${arm}_${column}] END`
     : `s.${arm}_samples`
-  const has = (/** @type {'h2' | 'h3'} */ arm) => metricOf(w.metric).column ? `s.${arm}_${metricOf(w.metric).column} IS NOT NULL` : `s.${arm}_samples IS NOT NULL`
+  const has = (/** @type {'h2' | 'h3'} */ arm) => column ? `s.${arm}_${column} IS NOT NULL` : `s.${arm}_samples IS NOT NULL`
   const state = (/** @type {'h2' | 'h3'} */ arm) => `CASE WHEN s.${arm}_state = 'ok' AND NOT (${has(arm)}) THEN 'no_value' ELSE s.${arm}_state END`
   const usable = w.analysis === 'itt'
     ? `${state('h2')} IN ('ok', 'failed', 'fallback', 'unsupported') AND ${state('h3')} IN ('ok', 'failed', 'fallback', 'unsupported')`

@@ -2,7 +2,7 @@
 // one browser set-up, so each arm is its own test, with the arm's protocol
 // switches in addCmdLine: the same ones the Puppeteer agent starts Chromium
 // with (lib/measurement/modes.js).
-import { modeFlags } from '../modes.js'
+import { expectedProtocolFor, modeFlags } from '../modes.js'
 import { effectiveOptions } from '../probes/index.js'
 
 /**
@@ -24,7 +24,7 @@ export const WPT_TEST_TIMEOUT_S = 60
 export function wptJob ({ testId, mode, job, forceOrigins = [], location }) {
   const options = effectiveOptions(job.url, job.options ?? {})
   // An A/A monitor's arms both load with its one protocol; the mode stays the arm's label.
-  const protocol = /** @type {'h2' | 'h3'} */ (job.aa_protocol ?? mode)
+  const protocol = /** @type {'h2' | 'h3'} */ (expectedProtocolFor(mode, job))
   const switches = modeFlags(protocol, job.url, { forceOrigins: protocol === 'h3' ? forceOrigins : [] })
     .filter((s) => !AGENT_OWNED_SWITCHES.includes(s.split('=')[0]))
   return {
