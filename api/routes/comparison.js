@@ -247,7 +247,8 @@ export default async function comparisonRoutes (app) {
                       total: { type: 'integer', description: 'Rounds in the window' },
                       matched: { type: 'integer', description: 'Rounds in which both arms loaded with their forced protocol' },
                       available: { type: 'integer', description: 'Rounds this analysis could use' },
-                      used: { type: 'integer', description: 'Rounds the numbers rest on (available, or an evenly spaced subsample of them)' },
+                      used: { type: 'integer', description: 'Rounds the percentiles, deltas and intervals rest on (all available ones)' },
+                      resampled: { type: 'integer', description: 'Rounds the bootstrap, the paired test and the unpaired tests read: used, or above 2,000 an evenly spaced subsample of them (the interval is then scaled to all used rounds; see method.round_cap)' },
                       excluded: { type: 'array', items: { type: 'object', properties: { h2: armState, h3: armState, rounds: { type: 'integer' } } }, description: 'Rounds left out of the matched set, by the state of each arm' }
                     }
                   },

@@ -50,9 +50,10 @@ export const ARM_STATES = Object.freeze(['ok', 'failed', 'fallback', 'unsupporte
 
 export const FDR_Q = 0.05
 export const BOOTSTRAP_ITERATIONS = 1000
-// Rounds per location the statistics read. Above it, an evenly spaced
+// Rounds per location the bootstrap resamples. Above it, an evenly spaced
 // subsample over the whole window (every k-th matched round by time), so a
-// 30-day answer describes 30 days; the entry says how many were used.
+// 30-day answer describes 30 days, while the percentiles and Δ are those of
+// every round (see locationEntry); the entry says how many were resampled.
 // 2,000 rounds keep the bootstrap at ~25 ms per location.
 export const ROUND_CAP = 2000
 // Below this many rounds a location gets no paired test and no verdict.
@@ -77,6 +78,7 @@ export function minRoundsFor (percentile) {
  * @typedef {Record<string, any>} Row one percentile's cell, see testedRow and emptyRow
  * @typedef {{ pct: number, ms: number }} MinEffect
  * @typedef {ReturnType<typeof tableSummary>['arms']} Arms
+ * @typedef {{ h2: number[], h3: number[], n_h2: number, n_h3: number }} Exact each arm's percentiles over all usable rounds of a subsampled location, and its samples
  */
 
 /**
@@ -88,16 +90,16 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
   const window = { monitorId: monitor.id, metric, probe, view, from, to }
   const locRows = await listLocations(db)
   const locations = new Map(locRows.map((l) => [l.id, l]))
-  const { states, rounds } = await readRounds(db, { ...window, analysis, timeoutMs })
+  const qs = percentiles.map((p) => p / 100)
+  const { states, rounds } = await readRounds(db, { ...window, analysis, timeoutMs, qs })
   const ids = [...new Set([...monitor.locations, ...states.keys()])]
   const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
   const seedBase = `${monitor.id}|${metric}|${probe}|${view}|${analysis}|${+from}|${+to}`
-  const qs = percentiles.map((p) => p / 100)
 
   const entries = ids.map((id) => locationEntry({
     location: locations.get(id) ?? { id, name: id, region: null, kind: null, profile: {} },
     table: states.get(id) ?? new Map(),
-    rounds: rounds.get(id) ?? { used: [], available: 0 },
+    rounds: rounds.get(id) ?? { used: [], available: 0, exact: null },
     percentiles,
     qs,
     seed: `${seedBase}|${id}`
@@ -160,7 +162,8 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
     rounds_used: analysis === 'matched'
       ? 'matched rounds: both arms loaded with the protocol they were forced to; other rounds are counted under rounds.excluded'
       : `intention to treat: every round where both arms ran; a failed load counts as ${timeoutMs} ms (the page timeout), a fallback at its measured value (or the timeout when it has none)`,
-    round_cap: `at most ${ROUND_CAP} rounds per location; above that an evenly spaced subsample over the window`,
+    round_cap: `the bootstrap, the paired test and the unpaired ones read at most ${ROUND_CAP} rounds per location (rounds.resampled); above that an evenly spaced subsample over the window, ` +
+      'and the interval is the subsample\'s bootstrap spread scaled by √(resampled / used) around the Δ of every round used (m-out-of-n bootstrap)',
     percentiles: 'percentile_cont of the samples of the rounds used (H2, H3 and Δ from the same rounds)',
     interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and window)`,
     verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (its column passes a Simes screen, Bonferroni over the columns, then Benjamini–Hochberg within the column), the interval excludes 0, ` +
@@ -181,54 +184,70 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
  * results from ~1.0–1.8 s to ~0.5–0.7 s on the busy 2-core machine, with
  * the same answer (docs/BENCHMARKS.md).
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, metric: string, probe: string, view: string, from: Date, to: Date, analysis: string, timeoutMs: number }} w
- * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number }> }>}
+ * @param {{ monitorId: number, metric: string, probe: string, view: string, from: Date, to: Date, analysis: string, timeoutMs: number, qs: number[] }} w
+ * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number, exact: Exact | null }> }>}
  */
 async function readRounds (db, w) {
   const rows = await readRoundWindow(db, { ...w, cap: ROUND_CAP })
   const states = new Map()
+  /** @type {Map<string, { used: RoundRow[], available: number, exact: Exact | null }>} */
   const rounds = new Map()
   const used = []
+  /** @type {Map<string, Exact>} */
+  const exact = new Map()
   for (const r of rows) {
     if (r.kind === 'used') { used.push(r); continue }
+    if (r.kind === 'exact') { exact.set(r.location_id, { h2: r.h2_q.map(Number), h3: r.h3_q.map(Number), n_h2: r.h2_n, n_h3: r.h3_n }); continue }
     if (!states.has(r.location_id)) states.set(r.location_id, new Map())
     states.get(r.location_id).set(`${r.h2}|${r.h3}`, r.n)
   }
   // In the order of the window (by time), as the bootstrap's seed expects.
   used.sort((a, b) => (a.location_id < b.location_id ? -1 : a.location_id > b.location_id ? 1 : 0) || a.k - b.k)
   for (const r of used) {
-    if (!rounds.has(r.location_id)) rounds.set(r.location_id, { used: [], available: r.n })
+    if (!rounds.has(r.location_id)) rounds.set(r.location_id, { used: [], available: r.n, exact: exact.get(r.location_id) ?? null })
     const h2 = r.h2_v ? r.h2_v.map(Number) : null
     const h3 = r.h3_v ? r.h3_v.map(Number) : null
     // Intention to treat: an arm with no value (it failed, or fell back
     // without this metric) counts at the timeout, as often as the other arm
     // has samples.
     const fill = (/** @type {number[] | null} */ own, /** @type {number[] | null} */ other) => (own && own.length ? own : Array((other?.length) || 1).fill(w.timeoutMs))
-    rounds.get(r.location_id).used.push({ job_id: r.job_id, h2_state: r.h2, h3_state: r.h3, h2: fill(h2, h3), h3: fill(h3, h2) })
+    const entry = /** @type {{ used: RoundRow[] }} */ (rounds.get(r.location_id))
+    entry.used.push({ job_id: r.job_id, h2_state: r.h2, h3_state: r.h3, h2: fill(h2, h3), h3: fill(h3, h2) })
   }
   return { states, rounds }
 }
 
 /**
  * Everything the table says about one location.
- * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number }, percentiles: number[], qs: number[], seed: string }} o
+ *
+ * Above ROUND_CAP usable rounds the bootstrap resamples an evenly spaced
+ * subsample of m of the n rounds, while H2, H3 and Δ are the percentiles of
+ * all n (exact, from the database): an m-out-of-n bootstrap. Its spread
+ * around the subsample's Δ, scaled by √(m/n) (sample percentiles converge at
+ * 1/√rounds), is laid around the Δ of all n rounds, so the interval and
+ * p-value describe the estimate that is shown. Below the cap m = n and
+ * nothing is scaled. The paired test, Mann–Whitney and Cliff's δ read the
+ * m rounds and say so (paired.rounds).
+ * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null }, percentiles: number[], qs: number[], seed: string }} o
  * @returns {Entry}
  */
 function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
   const { total, matched, excluded, arms } = tableSummary(table)
   const used = rounds.used
+  const exact = used.length && used.length < rounds.available ? rounds.exact : null
+  const n = exact ? rounds.available : used.length
   const base = {
     location_id: location.id,
     name: location.name ?? location.id,
     region: location.region ?? null,
     kind: location.kind ?? null,
     rtt_ms: location.profile?.rtt_ms > 0 ? location.profile.rtt_ms : null,
-    rounds: { total, matched, available: rounds.available, used: used.length, excluded },
+    rounds: { total, matched, available: rounds.available, used: n, resampled: used.length, excluded },
     arms,
     failure: failureTest(table),
     h3_supported: arms.h3.unsupported > 0 && arms.h3.ok + arms.h3.fallback === 0 ? false : (arms.h3.ok > 0 ? true : null),
-    n_h2: used.reduce((n, r) => n + r.h2.length, 0),
-    n_h3: used.reduce((n, r) => n + r.h3.length, 0),
+    n_h2: exact ? exact.n_h2 : used.reduce((k, r) => k + r.h2.length, 0),
+    n_h3: exact ? exact.n_h3 : used.reduce((k, r) => k + r.h3.length, 0),
     ...legacyCounts(arms)
   }
   if (!used.length) {
@@ -246,11 +265,19 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
   // Below MIN_ROUNDS the values are shown, untested: no interval, no verdict.
   const enough = used.length >= MIN_ROUNDS
   const boot = roundBootstrap({ rounds: used, qs, iterations: enough ? BOOTSTRAP_ITERATIONS : 0, seed })
+  const point = exact ?? boot
+  const scale = Math.sqrt(used.length / n)
+  const deltas = boot.deltas.map((draws, k) => {
+    if (!exact) return draws
+    const all = point.h3[k] - point.h2[k]
+    const sub = boot.h3[k] - boot.h2[k]
+    return draws.map((d) => all + (d - sub) * scale)
+  })
   const rows = percentiles.map((p, k) => {
-    const h2 = boot.h2[k]
-    const h3 = boot.h3[k]
-    if (used.length < minRoundsFor(p)) return { ...emptyRow(p, used.length), h2_ms: h2, h3_ms: h3, delta_ms: h3 - h2, delta_pct: h2 ? (h3 - h2) / h2 * 100 : null }
-    return testedRow(p, used.length, h2, h3, boot.deltas[k])
+    const h2 = point.h2[k]
+    const h3 = point.h3[k]
+    if (n < minRoundsFor(p)) return { ...emptyRow(p, n), h2_ms: h2, h3_ms: h3, delta_ms: h3 - h2, delta_pct: h2 ? (h3 - h2) / h2 * 100 : null }
+    return testedRow(p, n, h2, h3, deltas[k])
   })
   const h2All = used.flatMap((r) => r.h2)
   const h3All = used.flatMap((r) => r.h3)
@@ -263,7 +290,7 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
     // Of H3 against H2: negative means H3 values tend to be smaller.
     cliffs_delta: enough ? cliffsDelta(h3All, h2All) : null,
     rows,
-    draws: enough ? boot.deltas : null,
+    draws: enough ? deltas : null,
     h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5)
   }
 }

@@ -105,7 +105,7 @@ function roundsText (l, cmp, names) {
     lines.push(h('span', { class: 'rounds-main' }, `${count(r.matched)} matched round${r.matched === 1 ? '' : 's'} of ${count(r.total)}`))
     if (r.excluded.length) lines.push(h('span', { class: 'rounds-excl' }, `${count(sum(r.excluded))} excluded: ${excludedList(r.excluded, names)}`))
   }
-  if (r.used < r.available) lines.push(h('span', { class: 'rounds-excl' }, `statistics on an evenly spaced ${count(r.used)} of them`))
+  if (r.resampled < r.used) lines.push(h('span', { class: 'rounds-excl' }, `intervals and tests resampled from an evenly spaced ${count(r.resampled)} of them`))
   return h('span', { class: 'loc-rounds' }, lines)
 }
 
