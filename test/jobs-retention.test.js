@@ -34,14 +34,15 @@ const importInto = (monitorId, body) => t.app.inject({
 
 /** What a user reads about a monitor: its results, comparison and trends. */
 async function userView (monitorId) {
+  // no-cache: each view reads the database, not the comparison kept from the one before.
   const read = async (url) => {
-    const res = await t.app.inject({ url })
+    const res = await t.app.inject({ url, headers: { 'cache-control': 'no-cache' } })
     assert.equal(res.statusCode, 200, res.body)
     return res.json()
   }
   const results = await read(`/api/v1/monitors/${monitorId}/results?limit=1000`)
   const comparison = await read(`/api/v1/monitors/${monitorId}/comparison`)
-  delete comparison.generated_at
+  delete comparison.computed_at
   const trends = await read(`/api/v1/monitors/${monitorId}/trends?bucket=1h&percentiles=50`)
   return { results, comparison, trends }
 }

@@ -19,7 +19,8 @@ async function newRound (monitorId, minutesAgo) {
   return job
 }
 
-const comparison = async (m, metric) => (await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?metric=${metric}&percentiles=50` })).json()
+// no-cache: each read must see the rounds just stored (test/comparison-cache.test.js covers the cache).
+const comparison = async (m, metric) => (await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?metric=${metric}&percentiles=50`, headers: { 'cache-control': 'no-cache' } })).json()
   .locations.find((l) => l.location_id === 'local')
 
 test('a round whose arms are stored one at a time is one matched round', async () => {

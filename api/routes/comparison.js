@@ -2,7 +2,8 @@
 // percentile trends and whole distributions, all merged from the rollups.
 import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
-import { regionalComparison, ANALYSES } from '../../lib/analysis/comparison.js'
+import { ANALYSES } from '../../lib/analysis/comparison.js'
+import { createComparisonCache } from '../../lib/analysis/comparison-cache.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/analysis/trends.js'
 import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES, METRICS, probeOfMetric } from '../../lib/measurement/metrics.js'
 import { PROBE_IDS as PROBES } from '../../lib/measurement/probes/index.js'
@@ -112,6 +113,7 @@ const percentilesParam = (/** @type {readonly number[]} */ def) => ({
  */
 export default async function comparisonRoutes (app) {
   const tags = ['comparison']
+  const comparisons = createComparisonCache({ maxAgeMs: app.config.comparisonMaxAgeS * 1000 })
   // A deprecated metric alias (ttfb for ttfb_ms) still works for one version,
   // and says so: RFC 9745's Deprecation header, with the date the names
   // were deprecated, and which name to use instead.
@@ -223,6 +225,12 @@ export default async function comparisonRoutes (app) {
             probe: { type: 'string' },
             view: { type: 'string' },
             analysis: { type: 'string', enum: ANALYSES },
+            computed_at: {
+              type: 'string',
+              format: 'date-time',
+              description: 'When this answer was computed. An answer is served again for up to H3LENS_COMPARISON_MAX_AGE_S (default 60 s; the Age header gives its age in seconds); ' +
+                'send Cache-Control: no-cache to have it computed now. Imports are seen at once.'
+            },
             from: { type: 'string', format: 'date-time' },
             to: { type: 'string', format: 'date-time' },
             percentiles: { type: 'array', items: { type: 'number' } },
@@ -300,9 +308,12 @@ export default async function comparisonRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (/** @type {WindowRequest<{ analysis: string }>} */ request) => {
+  }, async (/** @type {WindowRequest<{ analysis: string }>} */ request, reply) => {
     const q = await readQuery(request)
-    return regionalComparison(app.db, { ...q, analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs })
+    const fresh = /\bno-cache\b/i.test(request.headers['cache-control'] ?? '')
+    const { answer, ageMs } = await comparisons.answer(app.db, { ...q, analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs }, { fresh })
+    reply.header('age', String(Math.floor(ageMs / 1000)))
+    return answer
   })
 
   app.get('/monitors/:id/trends', {

@@ -71,7 +71,7 @@ export function minRoundsFor (percentile) {
 }
 
 /**
- * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number }} ComparedMonitor
+ * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number, results_changed_at?: Date | string | null }} ComparedMonitor
  * @typedef {{ job_id: string, h2: number[], h3: number[], h2_state: string, h3_state: string }} RoundRow
  * @typedef {{ id: string, name?: string | null, region?: string | null, kind?: string | null, profile?: any }} EntryLocation profile: the location's network profile (JSON)
  * @typedef {Record<string, any>} Entry a location's (or all locations') part of the answer, see locationEntry

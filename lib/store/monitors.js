@@ -20,7 +20,7 @@ export const DEFAULT_MIN_EFFECT_PCT = 2
 export const DEFAULT_MIN_EFFECT_MS = 1
 
 const COLUMNS = `id, url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
-  aa_protocol, min_effect_pct, min_effect_ms, created_at, updated_at`
+  aa_protocol, min_effect_pct, min_effect_ms, created_at, updated_at, results_changed_at`
 
 /** @param {string} url */
 export function isLabUrl (url) {
@@ -195,6 +195,16 @@ export async function getMonitor (db, id) {
   const { rows } = await db.query(`SELECT ${COLUMNS} FROM monitors WHERE id = $1 AND deleted_at IS NULL`, [id])
   if (!rows[0]) throw new NotFoundError(`monitor ${id} does not exist`)
   return rows[0]
+}
+
+/**
+ * Note that results of the monitor were written outside the agents' flow
+ * (an import): cached comparisons of it are no longer current (migration 017).
+ * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {number} id
+ */
+export async function markResultsChanged (db, id) {
+  await db.query('UPDATE monitors SET results_changed_at = clock_timestamp() WHERE id = $1', [id])
 }
 
 /** @param {import('pg').Pool | import('pg').PoolClient} db */

@@ -15,6 +15,7 @@ import { doneJobsFor } from './jobs.js'
 import { listLocations } from './locations.js'
 import { withTransaction } from './transaction.js'
 import { enqueueForRollup } from './rollups.js'
+import { markResultsChanged } from './monitors.js'
 import { TIMING_COLUMNS } from '../measurement/metrics.js'
 import { expectedProtocolFor, MODES } from '../measurement/modes.js'
 import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
@@ -239,6 +240,7 @@ async function storeImport (db, { monitorId, rows, rounds }) {
       await enqueueForRollup(client, inserted.map((r) => r.id))
       imported += inserted.length
     }
+    if (imported) await markResultsChanged(client, monitorId)
     return { imported, skipped_existing: rows.length - imported, rounds: rounds.size }
   })
 }

@@ -46,7 +46,7 @@ export async function render (ctx) {
 
   const comparison = api.comparison(id, { ...filters, analysis })
   const fills = [
-    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null })])),
+    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null }), computedNote(c)])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
       .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range, arms), ctx))),
@@ -115,6 +115,12 @@ function fill (sec, promise) {
 }
 
 /** One sentence answering the question for all locations together, and what it may not be read as. */
+/** When the table was computed: the API serves a computed comparison again for a short while. */
+function computedNote (c) {
+  if (!c.computed_at) return null
+  return h('p', { class: 'muted computed-at' }, `Computed at ${new Date(c.computed_at).toLocaleTimeString()} from the rounds stored by then.`)
+}
+
 function headline (c) {
   const names = armNames(c)
   const all = c.locations.find((l) => l.location_id === null)
