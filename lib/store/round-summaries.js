@@ -24,8 +24,9 @@ import { metricOf } from '../measurement/metrics.js'
  * subsampling in one statement (window functions over every round) took
  * ~1 s of a 30-day window's 216,000 rounds on the 2 shared cores.
  *
- * With `qs`, a location with more usable rounds than `cap` also gets its
- * arms' exact percentiles over all of them (kind 'exact'), a fourth read.
+ * With `qs`, each location also gets its arms' exact percentiles over all
+ * its usable rounds (kind 'exact'), read beside the first two; the
+ * comparison uses them where the rounds are subsampled.
  *
  * States per metric: an ok arm without this metric's value is no_value; an
  * arm with no result is missing.
@@ -45,12 +46,16 @@ export async function readRoundWindow (db, w) {
     : `s.h2_state = 'ok' AND s.h3_state = 'ok' AND ${has('h2')} AND ${has('h3')}`
   const series = 's.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.time >= $4 AND s.time < $5'
   const args = [w.monitorId, w.probe, w.view, w.from, w.to]
-  const { rows: counts } = await db.query(
-    `SELECT 'count' AS kind, s.location_id, coalesce(${state('h2')}, 'missing') AS h2, coalesce(${state('h3')}, 'missing') AS h3, count(*)::int AS n
-       FROM round_summaries s WHERE ${series} GROUP BY 2, 3, 4`, args)
-  const { rows: usableRounds } = await db.query(
-    `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs
-       FROM round_summaries s WHERE ${series} AND ${usable} GROUP BY 1`, args)
+  // Independent reads, at once where the pool has the connections.
+  const [{ rows: counts }, { rows: usableRounds }, exact] = await Promise.all([
+    db.query(
+      `SELECT 'count' AS kind, s.location_id, coalesce(${state('h2')}, 'missing') AS h2, coalesce(${state('h3')}, 'missing') AS h3, count(*)::int AS n
+         FROM round_summaries s WHERE ${series} GROUP BY 2, 3, 4`, args),
+    db.query(
+      `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs
+         FROM round_summaries s WHERE ${series} AND ${usable} GROUP BY 1`, args),
+    w.qs?.length ? exactQuantiles(db, w, { column, usable, series, args, value }) : []
+  ])
   /** @type {Map<string, { location_id: string, k: number, n: number }>} */
   const picked = new Map()
   for (const { location_id: location, jobs } of usableRounds) {
@@ -59,7 +64,6 @@ export async function readRoundWindow (db, w) {
       if (n <= w.cap || Math.floor(k * w.cap / n) !== Math.floor((k + 1) * w.cap / n)) picked.set(String(jobs[k]), { location_id: location, k, n })
     }
   }
-  const exact = w.qs?.length ? await exactQuantiles(db, w, { column, usable, series, args, value, over: usableRounds.filter((r) => r.jobs.length > w.cap).map((r) => r.location_id) }) : []
   const { rows: values } = await db.query(
     `SELECT s.job_id::text AS job_id, ${state('h2')} AS h2, ${state('h3')} AS h3, ${value('h2')} AS h2_v, ${value('h3')} AS h3_v
        FROM round_summaries s WHERE s.job_id = ANY($6::bigint[]) AND ${series}`, [...args, [...picked.keys()]])
@@ -71,24 +75,23 @@ export async function readRoundWindow (db, w) {
 }
 
 /**
- * percentile_cont of each arm over every usable round of the locations
- * with more usable rounds than the cap (`over`), so a subsampled location's
- * percentiles are still those of all its rounds. Intention to treat fills
- * an arm without a value as the comparison does: the timeout, as many
- * times as the other arm has samples (at least once).
+ * percentile_cont of each arm over every usable round of each location, so
+ * a location whose rounds are subsampled still shows the percentiles of all
+ * of them. Intention to treat fills an arm without a value as the
+ * comparison does: the timeout, as many times as the other arm has samples
+ * (at least once).
  * @param {import('pg').Pool | import('pg').PoolClient} db
  * @param {{ qs?: number[], analysis: string, timeoutMs?: number }} w
- * @param {{ column: string | null, usable: string, series: string, args: any[], value: (arm: 'h2' | 'h3') => string, over: string[] }} q
+ * @param {{ column: string | null, usable: string, series: string, args: any[], value: (arm: 'h2' | 'h3') => string }} q
  * @returns {Promise<RoundWindowRow[]>}
  */
-async function exactQuantiles (db, w, { column, usable, series, args, value, over }) {
-  if (!over.length) return []
+async function exactQuantiles (db, w, { column, usable, series, args, value }) {
   const itt = w.analysis === 'itt'
-  // $8, the timeout, only where intention to treat fills with it.
-  const params = [...args, w.qs, over, ...(itt ? [w.timeoutMs ?? 30000] : [])]
-  const scope = `${series} AND ${usable} AND s.location_id = ANY($7::text[])`
+  // $7, the timeout, only where intention to treat fills with it.
+  const params = [...args, w.qs, ...(itt ? [w.timeoutMs ?? 30000] : [])]
+  const scope = `${series} AND ${usable}`
   if (column) {
-    const v = (/** @type {'h2' | 'h3'} */ arm) => itt ? `coalesce(s.${arm}_${column}, $8::float8)` : `s.${arm}_${column}`
+    const v = (/** @type {'h2' | 'h3'} */ arm) => itt ? `coalesce(s.${arm}_${column}, $7::float8)` : `s.${arm}_${column}`
     const { rows } = await db.query(
       `SELECT s.location_id, percentile_cont($6::float8[]) WITHIN GROUP (ORDER BY ${v('h2')}) AS h2_q,
               percentile_cont($6::float8[]) WITHIN GROUP (ORDER BY ${v('h3')}) AS h3_q, count(*)::int AS n
@@ -96,7 +99,7 @@ async function exactQuantiles (db, w, { column, usable, series, args, value, ove
     return rows.map((r) => ({ kind: /** @type {'exact'} */ ('exact'), location_id: r.location_id, h2_q: r.h2_q, h3_q: r.h3_q, h2_n: r.n, h3_n: r.n }))
   }
   const filled = (/** @type {'h2' | 'h3'} */ arm, /** @type {'h2' | 'h3'} */ other) => itt
-    ? `CASE WHEN cardinality(${value(arm)}) > 0 THEN ${value(arm)} ELSE array_fill($8::float8, ARRAY[greatest(coalesce(cardinality(${value(other)}), 0), 1)]) END`
+    ? `CASE WHEN cardinality(${value(arm)}) > 0 THEN ${value(arm)} ELSE array_fill($7::float8, ARRAY[greatest(coalesce(cardinality(${value(other)}), 0), 1)]) END`
     : value(arm)
   const { rows } = await db.query(
     `SELECT s.location_id, a.arm, percentile_cont($6::float8[]) WITHIN GROUP (ORDER BY a.v) AS q, count(*)::int AS n
