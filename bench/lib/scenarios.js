@@ -111,6 +111,19 @@ export function calibrationScenarios ({ quick = false } = {}) {
       level: (i, n) => (i < n / 2 ? 1 : 1.5),
       fails: ({ mode, i, n, random }) => mode === 'h3' && i < n / 2 && random() < 0.3
     }),
-    ...[0.05, 0.1, 0.2].map((g) => scenario({ name: `H3 ${g * 100}% faster, n=500`, truth: `H3 ${g * 100}% faster everywhere`, rounds: 500, gain: g }))
+    ...[0.05, 0.1, 0.2].map((g) => scenario({ name: `H3 ${g * 100}% faster, n=500`, truth: `H3 ${g * 100}% faster everywhere`, rounds: 500, gain: g })),
+    // Above 2,000 rounds a location's interval comes from an evenly spaced
+    // subsample, scaled to all rounds (m-out-of-n): it must stay calibrated
+    // when the level moves inside the window, and gain the power of all rounds.
+    ...(quick ? [] : [
+      scenario({
+        name: 'level shift inside the window, unequal failure, n=5000',
+        truth: 'identical arms',
+        rounds: 5000,
+        level: (i, n) => (i < n / 2 ? 1 : 1.5),
+        fails: ({ mode, i, n, random }) => mode === 'h3' && i < n / 2 && random() < 0.3
+      }),
+      scenario({ name: 'H3 3% faster, n=10000', truth: 'H3 3% faster everywhere', rounds: 10000, gain: 0.03 })
+    ])
   ]
 }
