@@ -60,7 +60,7 @@ try {
   const started = performance.now()
   const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1' } })
   lifecycle.add('agent', agent.stop)
-  /** @type {{ done: number, cpu: Record<string, number> } | null} */
+  /** @type {{ done: number, cpu: Record<string, number> | null } | null} */
   let steadyFrom = null
   let done = 0
   for (;;) {
@@ -98,10 +98,11 @@ try {
   const steadyRuns = (span.n - 1) * (rows.length / rounds)
   const steadyWall = span.ms / steadyRuns
   console.log(`  steady loop wall per run  ${steadyWall.toFixed(1)} ms   (first round's submission to the last's over ${steadyRuns} runs; ratio ${(steadyWall / median(loads)).toFixed(2)}×)`)
-  if (steadyFrom) {
-    const runsIn = (done - steadyFrom.done) * (rows.length / rounds)
-    const parts = Object.keys(cpuEnd).map((k) => `${k} ${((cpuEnd[k] - (steadyFrom?.cpu[k] ?? 0)) / runsIn).toFixed(0)}`)
-    const total = Object.keys(cpuEnd).reduce((sum, k) => sum + cpuEnd[k] - (steadyFrom?.cpu[k] ?? 0), 0) / runsIn
+  const runsIn = steadyFrom ? (done - steadyFrom.done) * (rows.length / rounds) : 0
+  const cpuFrom = steadyFrom?.cpu
+  if (cpuFrom && cpuEnd && runsIn > 0) {
+    const parts = Object.keys(cpuEnd).map((k) => `${k} ${((cpuEnd[k] - cpuFrom[k]) / runsIn).toFixed(0)}`)
+    const total = Object.keys(cpuEnd).reduce((sum, k) => sum + cpuEnd[k] - cpuFrom[k], 0) / runsIn
     console.log(`  CPU per run (steady)      ${total.toFixed(0)} ms: ${parts.join(', ')} (ms, over ${runsIn} runs)`)
   }
   // Coldness, from each run's own evidence: the document came over a new
@@ -119,9 +120,11 @@ try {
  * children: 'chromium' (the browsers, their renderers, GPU and network
  * processes; a renderer that exited is in its zygote's reaped-children
  * time), 'postgres', 'caddy'. From /proc; all processes alive at the time.
- * @returns {Record<string, number>}
+ * Null without /proc (not Linux).
+ * @returns {Record<string, number> | null}
  */
 function cpuByPart () {
+  if (!fs.existsSync('/proc/self/stat')) return null
   const hz = 100 // USER_HZ, 100 on Linux
   /** @type {Map<number, number[]>} */
   const children = new Map()
