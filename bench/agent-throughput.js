@@ -8,7 +8,14 @@
 //
 // Prints runs per minute and the median per-run overhead = the agent's wall
 // time per run (context creation, navigation, metric collection, context
-// close) minus the page's own load time (loadEventEnd).
+// close) minus the page's own load time (loadEventEnd). The loop wall per run
+// is given twice: over the whole bench (with the agent's start: two browser
+// launches and the redirect discovery) and in the steady state, from the
+// first round's submission to the last's (the jobs' finished_at), which is
+// what an agent that has been running a while costs per run. The CPU per run
+// of each part (Chromium with all its processes, PostgreSQL, Caddy, and this
+// process: the API, the agent and the bench) is read from /proc over the
+// steady state.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -53,12 +60,18 @@ try {
   const started = performance.now()
   const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1' } })
   lifecycle.add('agent', agent.stop)
+  /** @type {{ done: number, cpu: Record<string, number> | null } | null} */
+  let steadyFrom = null
+  let done = 0
   for (;;) {
     const { rows } = await pool.query("SELECT count(*)::int AS n FROM jobs WHERE monitor_id = $1 AND state IN ('done', 'failed')", [monitor.id])
-    if (rows[0].n >= rounds) break
-    await sleep(200)
+    done = rows[0].n
+    if (done >= rounds) break
+    if (!steadyFrom && done >= 1) steadyFrom = { done, cpu: cpuByPart() }
+    await sleep(50)
   }
   const elapsedMs = performance.now() - started
+  const cpuEnd = cpuByPart()
   const { rows } = await pool.query(
     `SELECT mode, status, load_ms, connect_ms, (details->>'wall_ms')::float AS wall_ms,
        (details->'context'->>'prepared')::boolean AS prepared, (details->'context'->>'ready_ms')::float AS ready_ms,
@@ -79,6 +92,19 @@ try {
   console.log(`  loop wall per run         ${perRunWall.toFixed(1)} ms   (elapsed / runs, includes claim, spool and submit)`)
   console.log(`  loop overhead per run     ${(perRunWall - median(loads)).toFixed(1)} ms   (loop wall − median load; ratio ${(perRunWall / median(loads)).toFixed(2)}×, goal ≤ 2.5×)`)
   console.log(`  runs on a prepared context ${ok.filter((r) => r.prepared).length} of ${ok.length}; median wait for it ${median(ready).toFixed(1)} ms, p90 ${ready[Math.floor(ready.length * 0.9)]?.toFixed(1)} ms`)
+  const { rows: [span] } = await pool.query(
+    `SELECT extract(epoch FROM max(finished_at) - min(finished_at)) * 1000 AS ms, count(*)::int AS n
+     FROM jobs WHERE monitor_id = $1 AND state = 'done'`, [monitor.id])
+  const steadyRuns = (span.n - 1) * (rows.length / rounds)
+  const steadyWall = span.ms / steadyRuns
+  console.log(`  steady loop wall per run  ${steadyWall.toFixed(1)} ms   (first round's submission to the last's over ${steadyRuns} runs; ratio ${(steadyWall / median(loads)).toFixed(2)}×)`)
+  const runsIn = steadyFrom ? (done - steadyFrom.done) * (rows.length / rounds) : 0
+  const cpuFrom = steadyFrom?.cpu
+  if (cpuFrom && cpuEnd && runsIn > 0) {
+    const parts = Object.keys(cpuEnd).map((k) => `${k} ${((cpuEnd[k] - cpuFrom[k]) / runsIn).toFixed(0)}`)
+    const total = Object.keys(cpuEnd).reduce((sum, k) => sum + cpuEnd[k] - cpuFrom[k], 0) / runsIn
+    console.log(`  CPU per run (steady)      ${total.toFixed(0)} ms: ${parts.join(', ')} (ms, over ${runsIn} runs)`)
+  }
   // Coldness, from each run's own evidence: the document came over a new
   // connection (connect > 0, not reused) and nothing came from a cache.
   const warm = ok.filter((r) => !(r.connect_ms > 0) || r.reused !== 'false' || r.cached !== 'false')
@@ -86,4 +112,52 @@ try {
 } finally {
   await lifecycle.stopAll('done')
   fs.rmSync(dataDir, { recursive: true, force: true })
+}
+
+/**
+ * CPU time used so far, in ms, by this process ('node': the API, the agent
+ * and the bench) and by each kind of process started under it, with its
+ * children: 'chromium' (the browsers, their renderers, GPU and network
+ * processes; a renderer that exited is in its zygote's reaped-children
+ * time), 'postgres', 'caddy'. From /proc; all processes alive at the time.
+ * Null without /proc (not Linux).
+ * @returns {Record<string, number> | null}
+ */
+function cpuByPart () {
+  if (!fs.existsSync('/proc/self/stat')) return null
+  const hz = 100 // USER_HZ, 100 on Linux
+  /** @type {Map<number, number[]>} */
+  const children = new Map()
+  /** @type {Map<number, number>} */
+  const used = new Map()
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    let stat
+    try { stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8') } catch { continue }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    // utime, stime, cutime, cstime: fields 14-17 of stat(5)
+    used.set(Number(name), (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000 / hz)
+    const ppid = Number(f[1])
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(name)])
+  }
+  const subtree = (/** @type {number} */ pid) => {
+    let sum = 0
+    const stack = [pid]
+    while (stack.length) {
+      const p = /** @type {number} */ (stack.pop())
+      sum += used.get(p) ?? 0
+      stack.push(...(children.get(p) ?? []))
+    }
+    return sum
+  }
+  const { user, system } = process.cpuUsage()
+  /** @type {Record<string, number>} */
+  const parts = { node: (user + system) / 1000, chromium: 0, postgres: 0, caddy: 0 }
+  for (const pid of children.get(process.pid) ?? []) {
+    let cmd = ''
+    try { cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') } catch { continue }
+    const part = /chrom/.test(cmd) ? 'chromium' : /postgres/.test(cmd) ? 'postgres' : /caddy/.test(cmd) ? 'caddy' : null
+    if (part) parts[part] += subtree(pid)
+  }
+  return parts
 }

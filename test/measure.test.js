@@ -68,7 +68,8 @@ describe('measurePage against the lab origin', () => {
   before(async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-measure-test-'))
     origin = await startOrigin({ dataDir, port: await freePort() })
-    const created = createBrowserPool({ dataDir })
+    // H3LENS_CHROMIUM runs these against another build (the agent's setting of the same name).
+    const created = createBrowserPool({ dataDir, executablePath: process.env.H3LENS_CHROMIUM ?? '/usr/bin/chromium' })
     // Remember every browser the tests use, to check none outlives the pool.
     pool = {
       ...created,
