@@ -16,8 +16,6 @@ export {
 } from './sketch.js'
 export { exactQuantile } from './quantile.js'
 export { mannWhitneyU, cliffsDelta } from './rank.js'
-export { bootstrapDeltaCI, bootstrapDeltaCIs } from './bootstrap.js'
-export { VERDICTS, DEFAULT_PERCENTILES, compareSamples, verdictFromInterval } from './compare.js'
 export { SeededRandom, createRandom, randomNormal } from './random.js'
 export { roundBootstrap, bootstrapSummary } from './round-bootstrap.js'
 export { wilcoxonSignedRank, hodgesLehmann, normalQuantile } from './paired.js'
