@@ -184,6 +184,7 @@ for (const probe of ['page', 'parallel']) {
       assert.ok(l.rounds.available > 2000, JSON.stringify(l.rounds))
       assert.equal(l.rounds.used, l.rounds.available, `${analysis}: the percentiles rest on every round`)
       assert.equal(l.rounds.resampled, 2000)
+      assert.equal(byLocation(cmp, null).rounds.resampled, 2000, 'all locations: the sum of theirs')
       assert.equal(l.n_h2, exact.h2.n)
       assert.equal(l.n_h3, exact.h3.n)
       for (const [k, r] of l.rows.entries()) {

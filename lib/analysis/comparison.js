@@ -480,7 +480,7 @@ function allLocationsEntry (entries, percentiles, tables) {
     kind: null,
     rtt_ms: null,
     stratified: true,
-    rounds: { total, matched, available: sum((e) => e.rounds.available), used: sum((e) => e.rounds.used), excluded },
+    rounds: { total, matched, available: sum((e) => e.rounds.available), used: sum((e) => e.rounds.used), resampled: sum((e) => e.rounds.resampled), excluded },
     arms,
     failure: failureTest(table),
     h3_supported: entries.some((e) => e.h3_supported === true) ? true : (entries.length && entries.every((e) => e.h3_supported === false) ? false : null),
