@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { eventually } from './helpers/process.js'
+import { insertResults } from '../lib/store/results.js'
 import { createTestDatabase } from './helpers/db.js'
 import { seedDemo, startDashboard, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled, openRoute } from './helpers/ui.js'
 
@@ -232,6 +233,30 @@ test('the monitor page shows the rounds behind each location, the verdict of eve
 
   const runs = await page.$$eval('#runs tbody tr a', (as) => as.map((a) => a.getAttribute('href')))
   assert.ok(runs.length > 0 && runs.every((h) => /^#\/results\/\d+/.test(h)))
+  await done()
+})
+
+test('the table says when it was computed, and ↻ computes it anew with the rounds stored since', async () => {
+  const m = seeded.monitors[0]
+  const { page, done } = await open(`#/monitors/${m.id}?window=24h&metric=ttfb`)
+  await page.waitForSelector('#comparison .computed-at')
+  const computed = () => page.$eval('#comparison .computed-at', (e) => e.textContent)
+  const matched = async () => Number((await readTable(page)).heads['Local (unshaped loopback)'].match(/(\d+) matched rounds? of/)[1])
+  const before = { at: await computed(), matched: await matched() }
+  assert.match(before.at, /^Computed at .+ from the rounds stored by then\.$/)
+
+  // A new round arrives, as from an agent; the answer kept by the API does not have it yet.
+  const { rows: [job] } = await database.pool.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at, state) VALUES ($1, 'local', now() - interval '1 minute', 'done') RETURNING id, monitor_id, location_id, due_at`, [m.id])
+  await insertResults(database.pool, {
+    job,
+    agentId: null,
+    results: ['h2', 'h3'].map((mode) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 42 }))
+  })
+  await new Promise((resolve) => setTimeout(resolve, 1100)) // a new second on the clock
+  await page.click('#refresh-now')
+  await eventually(async () => (await computed()) !== before.at, { what: 'a newly computed table' })
+  assert.equal(await matched(), before.matched + 1, 'the refreshed table counts the new round')
   await done()
 })
 

@@ -30,14 +30,14 @@ function headers (extra = {}) {
  * @param {string} method
  * @param {string} path below /api/v1
  * @param {any} [body]
- * @param {{ retried?: boolean }} [opts]
+ * @param {{ retried?: boolean, fresh?: boolean }} [opts] fresh: Cache-Control: no-cache (an answer computed now)
  */
-async function request (method, path, body, { retried = false } = {}) {
+async function request (method, path, body, { retried = false, fresh = false } = {}) {
   let res
   try {
     res = await fetch(`${BASE}${path}`, {
       method,
-      headers: headers(body ? { 'content-type': 'application/json' } : {}),
+      headers: headers({ ...(body ? { 'content-type': 'application/json' } : {}), ...(fresh ? { 'cache-control': 'no-cache' } : {}) }),
       body: body ? JSON.stringify(body) : undefined
     })
   } catch (err) {
@@ -45,7 +45,7 @@ async function request (method, path, body, { retried = false } = {}) {
   }
   if (res.status === 401 && !retried) {
     const data = await res.json().catch(() => ({}))
-    if (await askForKey(data.message)) return request(method, path, body, { retried: true })
+    if (await askForKey(data.message)) return request(method, path, body, { retried: true, fresh })
     throw new ApiError('This h3lens needs an API key to show this page.', 401)
   }
   if (res.status === 204) return null
@@ -80,8 +80,8 @@ export const api = {
   /** Locations with the lab origin's server: { items, lab_origin }. */
   locationsAndLab: () => request('GET', '/locations'),
   agents: () => request('GET', '/agents').then((d) => d.items),
-  /** { from, to, metric, percentiles, probe, view } */
-  comparison: (id, params) => request('GET', `/monitors/${id}/comparison${qs(params)}`),
+  /** { from, to, metric, percentiles, probe, view }; fresh: computed now, not the answer the API keeps for up to a minute */
+  comparison: (id, params, { fresh = false } = {}) => request('GET', `/monitors/${id}/comparison${qs(params)}`, undefined, { fresh }),
   /** { from, to, metric, bucket, percentiles } */
   trends: (id, params) => request('GET', `/monitors/${id}/trends${qs(params)}`),
   /** { from, to, metric } */

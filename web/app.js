@@ -34,7 +34,7 @@ let generation = 0
 let shown = null // { path, disposers }
 let inFlight = false
 
-async function render ({ soft = false } = {}) {
+async function render ({ soft = false, fresh = false } = {}) {
   const { path, params } = parseHash()
   const match = routes.map((r) => [r, r.re.exec(path)]).find(([, m]) => m)
   const samePage = shown?.path === path
@@ -55,6 +55,8 @@ async function render ({ soft = false } = {}) {
     params: m.slice(1),
     query: params,
     soft,
+    // The ↻ button: computed answers, not the ones the API keeps for a minute.
+    fresh,
     onDispose: (fn) => disposers.push(fn),
     afterMount: (fn) => mounted.push(fn),
     isCurrent: () => gen === generation,
@@ -112,7 +114,7 @@ function notFound () {
     h('p', {}, h('a', { href: '#/' }, 'Go to the overview')))
 }
 
-mountControls({ onRefresh: () => render({ soft: true }) })
+mountControls({ onRefresh: () => render({ soft: true, fresh: true }) })
 const skipLink = /** @type {HTMLElement} */ (document.getElementById('skip-link'))
 skipLink.addEventListener('click', (ev) => {
   ev.preventDefault()

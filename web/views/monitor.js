@@ -44,7 +44,7 @@ export async function render (ctx) {
   const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails more often than the other in the same rounds.', flush: true })
   const runs = section('Recent runs', { id: 'runs', flush: true })
 
-  const comparison = api.comparison(id, { ...filters, analysis })
+  const comparison = api.comparison(id, { ...filters, analysis }, { fresh: ctx.fresh })
   const fills = [
     fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null }), computedNote(c)])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),

@@ -26,7 +26,7 @@ export async function render (ctx) {
   }
 
   const [firing, settled] = await Promise.all([firingByMonitor(api), Promise.allSettled(monitors.map((m) =>
-    api.comparison(m.id, { from: win.from, to: win.to, metric, percentiles: PERCENTILES, analysis })))])
+    api.comparison(m.id, { from: win.from, to: win.to, metric, percentiles: PERCENTILES, analysis }, { fresh: ctx.fresh })))])
   const used = new Set(monitors.flatMap((m) => m.locations))
   const columns = [{ id: null, name: 'All locations', region: null }, ...locations.filter((l) => used.has(l.id))]
   const rows = monitors.map((m, i) => row(m, settled[i], columns, firing.get(m.id)))
