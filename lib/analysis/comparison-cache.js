@@ -19,7 +19,8 @@
 // question), the monitor's settings that shape the answer (locations, A/A
 // protocol, practical minimum), the page timeout, and when the monitor's
 // results were last imported (migration 017), so an import is seen at once,
-// on every replica.
+// on every replica. What is left out (a location's name or profile, rounds
+// from agents) shows within the maximum age.
 //
 // A live window (one that ends in the future) is also computed ahead for
 // the next 5-minute slot once it is served within the last maximum age of its
