@@ -4,6 +4,7 @@
 // comparison (lib/comparison.js) reads its rounds here instead of grouping
 // the window's results into rounds.
 import { metricOf } from '../measurement/metrics.js'
+import { withTransaction } from './transaction.js'
 
 /**
  * @typedef {{ kind: 'count', location_id: string, h2: string, h3: string, n: number }
@@ -25,16 +26,28 @@ import { metricOf } from '../measurement/metrics.js'
  * ~1 s of a 30-day window's 216,000 rounds on the 2 shared cores.
  *
  * With `qs`, each location also gets its arms' exact percentiles over all
- * its usable rounds (kind 'exact'), read beside the first two; the
- * comparison uses them where the rounds are subsampled.
+ * its usable rounds (kind 'exact'); the comparison uses them where the
+ * rounds are subsampled. All reads see one snapshot.
  *
  * States per metric: an ok arm without this metric's value is no_value; an
  * arm with no result is missing.
- * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {import('pg').Pool} db
  * @param {{ monitorId: number, metric: string, probe: string, view: string, from: Date, to: Date, analysis: string, cap: number, qs?: number[], timeoutMs?: number }} w
  * @returns {Promise<RoundWindowRow[]>}
  */
 export async function readRoundWindow (db, w) {
+  // One snapshot for every read: the counts, the rounds picked, their exact
+  // percentiles and their values describe the same rounds while agents store
+  // new ones.
+  return withTransaction(db, (client) => readWindow(client, w), { begin: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' })
+}
+
+/**
+ * @param {import('pg').PoolClient} db
+ * @param {Parameters<typeof readRoundWindow>[1]} w
+ * @returns {Promise<RoundWindowRow[]>}
+ */
+async function readWindow (db, w) {
   const column = metricOf(w.metric).column
   const value = (/** @type {'h2' | 'h3'} */ arm) => column
     ? `CASE WHEN s.${arm}_${column} IS NOT NULL THEN ARRAY[s.${arm}_${column}] END`
@@ -46,16 +59,13 @@ export async function readRoundWindow (db, w) {
     : `s.h2_state = 'ok' AND s.h3_state = 'ok' AND ${has('h2')} AND ${has('h3')}`
   const series = 's.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.time >= $4 AND s.time < $5'
   const args = [w.monitorId, w.probe, w.view, w.from, w.to]
-  // Independent reads, at once where the pool has the connections.
-  const [{ rows: counts }, { rows: usableRounds }, exact] = await Promise.all([
-    db.query(
-      `SELECT 'count' AS kind, s.location_id, coalesce(${state('h2')}, 'missing') AS h2, coalesce(${state('h3')}, 'missing') AS h3, count(*)::int AS n
-         FROM round_summaries s WHERE ${series} GROUP BY 2, 3, 4`, args),
-    db.query(
-      `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs
-         FROM round_summaries s WHERE ${series} AND ${usable} GROUP BY 1`, args),
-    w.qs?.length ? exactQuantiles(db, w, { column, usable, series, args, value }) : []
-  ])
+  const { rows: counts } = await db.query(
+    `SELECT 'count' AS kind, s.location_id, coalesce(${state('h2')}, 'missing') AS h2, coalesce(${state('h3')}, 'missing') AS h3, count(*)::int AS n
+       FROM round_summaries s WHERE ${series} GROUP BY 2, 3, 4`, args)
+  const { rows: usableRounds } = await db.query(
+    `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs
+       FROM round_summaries s WHERE ${series} AND ${usable} GROUP BY 1`, args)
+  const exact = w.qs?.length ? await exactQuantiles(db, w, { column, usable, series, args, value }) : []
   /** @type {Map<string, { location_id: string, k: number, n: number }>} */
   const picked = new Map()
   for (const { location_id: location, jobs } of usableRounds) {
