@@ -31,6 +31,7 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { startApi } from '../api/server.js'
 import { startOrigin } from '../lab/origin.js'
 import { startAgent } from '../agents/main.js'
+import { processTable, treeCpuS } from './lib/proc-cpu.js'
 
 const { values } = parseArgs({
   options: {
@@ -125,39 +126,15 @@ try {
  */
 function cpuByPart () {
   if (!fs.existsSync('/proc/self/stat')) return null
-  const hz = 100 // USER_HZ, 100 on Linux
-  /** @type {Map<number, number[]>} */
-  const children = new Map()
-  /** @type {Map<number, number>} */
-  const used = new Map()
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    let stat
-    try { stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8') } catch { continue }
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    // utime, stime, cutime, cstime: fields 14-17 of stat(5)
-    used.set(Number(name), (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000 / hz)
-    const ppid = Number(f[1])
-    children.set(ppid, [...(children.get(ppid) ?? []), Number(name)])
-  }
-  const subtree = (/** @type {number} */ pid) => {
-    let sum = 0
-    const stack = [pid]
-    while (stack.length) {
-      const p = /** @type {number} */ (stack.pop())
-      sum += used.get(p) ?? 0
-      stack.push(...(children.get(p) ?? []))
-    }
-    return sum
-  }
+  const table = processTable()
   const { user, system } = process.cpuUsage()
   /** @type {Record<string, number>} */
   const parts = { node: (user + system) / 1000, chromium: 0, postgres: 0, caddy: 0 }
-  for (const pid of children.get(process.pid) ?? []) {
+  for (const pid of table.children.get(process.pid) ?? []) {
     let cmd = ''
     try { cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') } catch { continue }
     const part = /chrom/.test(cmd) ? 'chromium' : /postgres/.test(cmd) ? 'postgres' : /caddy/.test(cmd) ? 'caddy' : null
-    if (part) parts[part] += subtree(pid)
+    if (part) parts[part] += treeCpuS(pid, table) * 1000
   }
   return parts
 }

@@ -52,6 +52,7 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { startApi } from '../api/server.js'
 import { startOrigin } from '../lab/origin.js'
 import { baseFlags, labBrowserFlags } from '../lib/measurement/modes.js'
+import { reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
 
 const { values } = parseArgs({
   options: {
@@ -74,7 +75,6 @@ const CHROMIUM = '/usr/bin/chromium'
 const CHROMEDRIVER = '/usr/bin/chromedriver'
 const PEERS_DIR = fileURLToPath(new URL('./peers/', import.meta.url))
 const AGENT_PROCESS = fileURLToPath(new URL('./lib/agent-process.js', import.meta.url))
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
 
 ensurePeers()
 ensureChromedriver()
@@ -176,7 +176,7 @@ async function runPeer (n, invocation) {
   for (let i = 0; i < n; i++) {
     const dir = fs.mkdtempSync(path.join(dataDir, 'peer-'))
     const { command, args, env, read } = invocation(dir)
-    const cpuBefore = childrenCpuS()
+    const cpuBefore = reapedChildrenCpuS()
     const t0 = performance.now()
     const child = spawn(command, args, { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     let output = ''
@@ -186,7 +186,7 @@ async function runPeer (n, invocation) {
     const [code] = await once(child, 'exit')
     clearTimeout(timer)
     const wallMs = performance.now() - t0
-    const cpuS = childrenCpuS() - cpuBefore
+    const cpuS = reapedChildrenCpuS() - cpuBefore
     /** @type {{ loadMs: number | null, protocol: string | null }} */
     let figures = { loadMs: null, protocol: null }
     let error = code === 0 ? null : `exit ${code}: ${output.trim().split('\n').slice(-3).join(' | ')}`
@@ -261,44 +261,6 @@ function lighthouse (url, lab, dir) {
  */
 function chromeFlags (lab) {
   return [...baseFlags(), '--disable-quic', ...lab]
-}
-
-/** CPU seconds of this process's children that have exited and been waited for, and of what they waited for. */
-function childrenCpuS () {
-  const fields = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')
-  return (Number(fields[13]) + Number(fields[14])) / CLK_TCK
-}
-
-/**
- * CPU seconds of a live process tree: each process's own time and that of
- * the children it has reaped, so a renderer that exited still counts (in
- * its parent's).
- * @param {number} root
- */
-function treeCpuS (root) {
-  /** @type {Map<number, number[]>} */
-  const children = new Map()
-  /** @type {Map<number, number>} */
-  const cpu = new Map()
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    let stat
-    try { stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8') } catch { continue }
-    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')
-    const pid = Number(name)
-    const ppid = Number(fields[1])
-    cpu.set(pid, (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / CLK_TCK)
-    if (!children.has(ppid)) children.set(ppid, [])
-    children.get(ppid)?.push(pid)
-  }
-  let total = 0
-  const stack = [root]
-  while (stack.length) {
-    const pid = /** @type {number} */ (stack.pop())
-    total += cpu.get(pid) ?? 0
-    stack.push(...(children.get(pid) ?? []))
-  }
-  return total
 }
 
 function ensurePeers () {

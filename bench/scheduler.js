@@ -31,6 +31,7 @@ import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { BENCH_LOCATIONS } from './lib/generate.js'
+import { processTable, procCpuS } from './lib/proc-cpu.js'
 
 const { values } = parseArgs({
   options: {
@@ -60,31 +61,10 @@ const say = (msg) => console.log(`# ${new Date().toISOString().slice(11, 19)} ${
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const pct = (xs, p) => xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p / 100 * xs.length))] : NaN
 
-const CLK_TCK = 100 // Linux USER_HZ; /proc/<pid>/stat times are in these ticks
-/** utime + stime (and, with children, cutime + cstime) of a process, in seconds; 0 when it is gone. */
-function procCpuS (pid, { children = false } = {}) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    // After the name: f[0] is state (field 3); utime is field 14, stime 15, cutime 16, cstime 17.
-    const own = Number(f[11]) + Number(f[12])
-    return (own + (children ? Number(f[13]) + Number(f[14]) : 0)) / CLK_TCK
-  } catch {
-    return 0
-  }
-}
 /** CPU seconds of the postmaster, its live children and the children it has reaped. */
 function postgresCpuS (postmasterPid) {
-  let total = procCpuS(postmasterPid, { children: true })
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8')
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      if (ppid === postmasterPid) total += procCpuS(Number(name))
-    } catch {}
-  }
-  return total
+  const backends = processTable().children.get(postmasterPid) ?? []
+  return backends.reduce((total, pid) => total + procCpuS(pid), procCpuS(postmasterPid, { children: true }))
 }
 
 const children = []
