@@ -93,7 +93,7 @@ export function createComparisonCache ({ maxAgeMs, max = 500, now = Date.now }) 
     cache.fetch(key, { context: { db, q: next } }).catch(() => {})
   }
 
-  return { answer, clear: () => cache?.clear(), get size () { return cache?.size ?? 0 } }
+  return { answer, get size () { return cache?.size ?? 0 } }
 }
 
 /**

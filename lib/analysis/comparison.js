@@ -267,12 +267,13 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
   const boot = roundBootstrap({ rounds: used, qs, iterations: enough ? BOOTSTRAP_ITERATIONS : 0, seed })
   const point = exact ?? boot
   const scale = Math.sqrt(used.length / n)
-  const deltas = boot.deltas.map((draws, k) => {
-    if (!exact) return draws
-    const all = point.h3[k] - point.h2[k]
-    const sub = boot.h3[k] - boot.h2[k]
-    return draws.map((d) => all + (d - sub) * scale)
-  })
+  const deltas = exact
+    ? boot.deltas.map((draws, k) => {
+        const all = point.h3[k] - point.h2[k]
+        const sub = boot.h3[k] - boot.h2[k]
+        return draws.map((d) => all + (d - sub) * scale)
+      })
+    : boot.deltas
   const rows = percentiles.map((p, k) => {
     const h2 = point.h2[k]
     const h3 = point.h3[k]

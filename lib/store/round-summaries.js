@@ -25,9 +25,9 @@ import { withTransaction } from './transaction.js'
  * subsampling in one statement (window functions over every round) took
  * ~1 s of a 30-day window's 216,000 rounds on the 2 shared cores.
  *
- * With `qs`, each location also gets its arms' exact percentiles over all
- * its usable rounds (kind 'exact'); the comparison uses them where the
- * rounds are subsampled. All reads see one snapshot.
+ * With `qs`, a location with more usable rounds than `cap` also gets its
+ * arms' exact percentiles over all of them (kind 'exact'). All reads see
+ * one snapshot.
  *
  * States per metric: an ok arm without this metric's value is no_value; an
  * arm with no result is missing.
@@ -65,7 +65,8 @@ async function readWindow (db, w) {
   const { rows: usableRounds } = await db.query(
     `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs
        FROM round_summaries s WHERE ${series} AND ${usable} GROUP BY 1`, args)
-  const exact = w.qs?.length ? await exactQuantiles(db, w, { column, usable, series, args, value }) : []
+  const over = usableRounds.filter((r) => r.jobs.length > w.cap).map((r) => r.location_id)
+  const exact = w.qs?.length && over.length ? await exactQuantiles(db, w, { column, usable, series, args, value, over }) : []
   /** @type {Map<string, { location_id: string, k: number, n: number }>} */
   const picked = new Map()
   for (const { location_id: location, jobs } of usableRounds) {
@@ -85,23 +86,23 @@ async function readWindow (db, w) {
 }
 
 /**
- * percentile_cont of each arm over every usable round of each location, so
- * a location whose rounds are subsampled still shows the percentiles of all
- * of them. Intention to treat fills an arm without a value as the
+ * percentile_cont of each arm over every usable round of the locations
+ * whose rounds are subsampled (`over`), so they still show the percentiles
+ * of all of them. Intention to treat fills an arm without a value as the
  * comparison does: the timeout, as many times as the other arm has samples
  * (at least once).
  * @param {import('pg').Pool | import('pg').PoolClient} db
  * @param {{ qs?: number[], analysis: string, timeoutMs?: number }} w
- * @param {{ column: string | null, usable: string, series: string, args: any[], value: (arm: 'h2' | 'h3') => string }} q
+ * @param {{ column: string | null, usable: string, series: string, args: any[], value: (arm: 'h2' | 'h3') => string, over: string[] }} q
  * @returns {Promise<RoundWindowRow[]>}
  */
-async function exactQuantiles (db, w, { column, usable, series, args, value }) {
+async function exactQuantiles (db, w, { column, usable, series, args, value, over }) {
   const itt = w.analysis === 'itt'
-  // $7, the timeout, only where intention to treat fills with it.
-  const params = [...args, w.qs, ...(itt ? [w.timeoutMs ?? 30000] : [])]
-  const scope = `${series} AND ${usable}`
+  // $8, the timeout, only where intention to treat fills with it.
+  const params = [...args, w.qs, over, ...(itt ? [w.timeoutMs ?? 30000] : [])]
+  const scope = `${series} AND ${usable} AND s.location_id = ANY($7::text[])`
   if (column) {
-    const v = (/** @type {'h2' | 'h3'} */ arm) => itt ? `coalesce(s.${arm}_${column}, $7::float8)` : `s.${arm}_${column}`
+    const v = (/** @type {'h2' | 'h3'} */ arm) => itt ? `coalesce(s.${arm}_${column}, $8::float8)` : `s.${arm}_${column}`
     const { rows } = await db.query(
       `SELECT s.location_id, percentile_cont($6::float8[]) WITHIN GROUP (ORDER BY ${v('h2')}) AS h2_q,
               percentile_cont($6::float8[]) WITHIN GROUP (ORDER BY ${v('h3')}) AS h3_q, count(*)::int AS n
@@ -109,7 +110,7 @@ async function exactQuantiles (db, w, { column, usable, series, args, value }) {
     return rows.map((r) => ({ kind: /** @type {'exact'} */ ('exact'), location_id: r.location_id, h2_q: r.h2_q, h3_q: r.h3_q, h2_n: r.n, h3_n: r.n }))
   }
   const filled = (/** @type {'h2' | 'h3'} */ arm, /** @type {'h2' | 'h3'} */ other) => itt
-    ? `CASE WHEN cardinality(${value(arm)}) > 0 THEN ${value(arm)} ELSE array_fill($7::float8, ARRAY[greatest(coalesce(cardinality(${value(other)}), 0), 1)]) END`
+    ? `CASE WHEN cardinality(${value(arm)}) > 0 THEN ${value(arm)} ELSE array_fill($8::float8, ARRAY[greatest(coalesce(cardinality(${value(other)}), 0), 1)]) END`
     : value(arm)
   const { rows } = await db.query(
     `SELECT s.location_id, a.arm, percentile_cont($6::float8[]) WITHIN GROUP (ORDER BY a.v) AS q, count(*)::int AS n
