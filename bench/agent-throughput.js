@@ -18,18 +18,11 @@
 // steady state.
 import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
-import { openDatabase } from '../lib/runtime/db.js'
-import { migrate } from '../lib/runtime/migrate.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
-import { startApi } from '../api/server.js'
-import { startOrigin } from '../lab/origin.js'
+import { startBenchStack } from './lib/stack.js'
 import { startAgent } from '../agents/main.js'
 import { processTable, treeCpuS } from './lib/proc-cpu.js'
 
@@ -42,18 +35,9 @@ const { values } = parseArgs({
   }
 })
 const rounds = Math.max(20, Number(values.rounds))
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-'))
-const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: values['api-port'], H3LENS_LAB_PORT: values['lab-port'], H3LENS_EMBEDDED_PG_PORT: values['pg-port'], LOG_LEVEL: 'warn' })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
+const stack = await startBenchStack({ name: 'bench', ports: values })
+const { config, log, lifecycle, pool, origin, api } = stack
 try {
-  const { pool } = await openDatabase({ config, log, lifecycle })
-  await migrate(pool)
-  const origin = await startOrigin({ dataDir, port: config.labPort, log })
-  lifecycle.add('origin', origin.stop)
-  const api = await startApi({ db: pool, config, log })
-  lifecycle.add('api', api.close)
-
   const monitor = await createMonitor(pool, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], paused: false })
   await pool.query(`INSERT INTO jobs (monitor_id, location_id, due_at)
     SELECT $1, 'local', now() - make_interval(secs => g) FROM generate_series(1, $2) g`, [monitor.id, rounds])
@@ -111,8 +95,7 @@ try {
   const warm = ok.filter((r) => !(r.connect_ms > 0) || r.reused !== 'false' || r.cached !== 'false')
   console.log(`  cold runs                 ${ok.length - warm.length} of ${ok.length} (document on a new connection with connect > 0, nothing from cache)`)
 } finally {
-  await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
+  await stack.stop()
 }
 
 /**

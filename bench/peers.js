@@ -42,15 +42,9 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
-import { openDatabase } from '../lib/runtime/db.js'
-import { migrate } from '../lib/runtime/migrate.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
-import { startApi } from '../api/server.js'
-import { startOrigin } from '../lab/origin.js'
+import { startBenchStack } from './lib/stack.js'
 import { baseFlags, labBrowserFlags } from '../lib/measurement/modes.js'
 import { reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
 
@@ -79,19 +73,11 @@ const AGENT_PROCESS = fileURLToPath(new URL('./lib/agent-process.js', import.met
 ensurePeers()
 ensureChromedriver()
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-peers-'))
-const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: values['api-port'], H3LENS_LAB_PORT: values['lab-port'], H3LENS_EMBEDDED_PG_PORT: values['pg-port'], LOG_LEVEL: 'warn' })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
+const stack = await startBenchStack({ name: 'bench-peers', ports: values })
+const { dataDir, pool, origin, api } = stack
 /** @type {Record<string, Record<string, Figures>>} */
 const table = {}
 try {
-  const { pool } = await openDatabase({ config, log, lifecycle })
-  await migrate(pool)
-  const origin = await startOrigin({ dataDir, port: config.labPort, log })
-  lifecycle.add('origin', origin.stop)
-  const api = await startApi({ db: pool, config, log })
-  lifecycle.add('api', api.close)
   const lab = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: /** @type {string} */ (origin.address) })
   const { token } = await createAgentToken(pool, { location: 'local' })
 
@@ -108,8 +94,7 @@ try {
   }
   print()
 } finally {
-  await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
+  await stack.stop()
 }
 
 /**
