@@ -21,7 +21,8 @@ const versions = new WeakMap()
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
  *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *     withDedicated: <T>(spec: { flags: string[], netns?: string | null, profile?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *     newProfile?: () => Promise<string>, removeProfile?: (dir: string) => Promise<void>,
  *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browser.js').FreshPage & { prepared: boolean }>,
  *     retire?: (c: import('puppeteer-core').BrowserContext) => Promise<void> },
  *   url: string,
@@ -33,8 +34,16 @@ const versions = new WeakMap()
  *   forceOrigins?: string[],
  *   altSvc?: Map<string, string | null> | null,
  *   netlogFile?: string | null,
+ *   lab?: boolean,
+ *   profile?: string | null,
+ *   deadline?: number | null,
  *   log?: import('pino').Logger
  * }} MeasureOptions
+ * lab: the page is a lab origin (modeFlags says what that changes);
+ * profile: run in a browser of its own on this profile (pool.newProfile),
+ *   in its default context, so what the browser learns outlives it;
+ * deadline: when the round's time budget ends (Date.now() scale), for
+ *   measurements of several loads
  * @typedef {{ page: import('puppeteer-core').Page, network: Awaited<ReturnType<typeof recordNetwork>>,
  *   result: Record<string, any>, extra: Record<string, any>[], summarize: (r: Record<string, any>) => void }} StepContext
  */
@@ -53,15 +62,15 @@ const versions = new WeakMap()
  * it, nor are making the context and closing it when the pool does those
  * between rounds (agents/browser.js settle); `context` says which it was
  * (prepared: the pool's spare; ready_ms: how long the run waited for it).
- * @param {MeasureOptions & { probe?: string }} opts
+ * @param {MeasureOptions & { probe?: string, view?: string }} opts
  * @param {(ctx: StepContext) => Promise<void>} steps
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
  */
 export async function measure (opts, steps) {
-  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
+  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, probe = 'page', view = 'first', lab = false, profile = null, log = pino({ level: 'silent' }) } = opts
   const protocol = opts.protocol ?? mode
-  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
-  const result = emptyResult(mode, flags, { probe })
+  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins, lab }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
+  const result = emptyResult(mode, flags, { probe, view })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced
   /** @type {Record<string, any>[]} */
@@ -83,10 +92,14 @@ export async function measure (opts, steps) {
       if (!versions.has(browser)) versions.set(browser, await browser.version())
       result.browser_version = versions.get(browser)
       // A net log's browser is the run's own and closes right after: nothing to prepare ahead.
-      const freshPage = netlogFile ? undefined : pool.freshPage
+      const freshPage = netlogFile || profile ? undefined : pool.freshPage
       const pooled = Boolean(freshPage && pool.retire)
       let page
-      if (freshPage && pooled) {
+      if (profile) {
+        // The profile's own context: what it learns is kept on disk, where
+        // an incognito context would forget it.
+        page = await browser.defaultBrowserContext().newPage()
+      } else if (freshPage && pooled) {
         const fresh = await freshPage(browser)
         ;({ context, page } = fresh)
         result.context = { prepared: fresh.prepared, ready_ms: round(performance.now() - started) }
@@ -114,7 +127,7 @@ export async function measure (opts, steps) {
   }
   // A browser that cannot start is the agent's failure, not the page's: it
   // throws (BrowserLaunchError) rather than being recorded against the URL.
-  if (netlogFile) await pool.withDedicated({ flags, netns }, run)
+  if (netlogFile || profile) await pool.withDedicated({ flags, netns, profile }, run)
   else await run(await pool.acquire({ flags, netns }))
   result.wall_ms = round(performance.now() - started)
   log.debug({ url, mode, probe, status: result.status, ttfb_ms: result.ttfb_ms, load_ms: result.load_ms, wall_ms: result.wall_ms }, 'measured')
@@ -134,7 +147,7 @@ export async function measurePage (opts) {
  * the same context (warm cache; the connection is reused where the browser
  * keeps it). A failed repeat view is its own failed result; the first view
  * stands.
- * @param {MeasureOptions & { repeatView?: boolean }} opts
+ * @param {MeasureOptions & { repeatView?: boolean, view?: string }} opts view: the first load's (the auto arm's returning visit)
  */
 export async function measurePageViews ({ repeatView = false, ...opts }) {
   const { url, mode, timeoutMs = 30_000, altSvc = null } = opts
@@ -164,7 +177,7 @@ export async function measurePageViews ({ repeatView = false, ...opts }) {
       ...emptyResult(mode, first.flags, { probe: 'page', view: 'repeat' }),
       browser_version: first.browser_version,
       forced_origins: first.forced_origins,
-      error: `not run: the first view failed (${first.error ?? first.status})`,
+      error: `not run: the ${first.view} view failed (${first.error ?? first.status})`,
       ...(first.failure_kind ? { failure_kind: first.failure_kind } : {})
     })
   }

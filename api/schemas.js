@@ -2,7 +2,7 @@
 // fields not named here never leave the server (token hashes, internals).
 import { MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/store/monitors.js'
 import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
-import { MODES } from '../lib/measurement/modes.js'
+import { FORCED_MODES, MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
 import { VIEWS } from '../lib/measurement/result.js'
 
@@ -25,6 +25,8 @@ export const errorSchema = {
 
 const AA_PROTOCOL_DESCRIPTION = 'A/A calibration monitor: both arms of each round load with this protocol; the arms are still stored as ' +
   'mode h2 (arm A) and h3 (arm B) and compared like any monitor, which shows the location\'s noise floor'
+const MODES_DESCRIPTION = 'The arms of each round: h2 = QUIC disabled, h3 = QUIC forced for the page origin, ' +
+  'auto = the browser\'s defaults, nothing forced (as users get it: a first visit, then a returning visit that knows the origin\'s Alt-Svc)'
 const MIN_EFFECT_PCT_DESCRIPTION = 'Practical minimum effect, percent: a verdict needs a difference of at least this much and at least min_effect_ms'
 const MIN_EFFECT_MS_DESCRIPTION = 'Practical minimum effect, milliseconds: a verdict needs a difference of at least this much and at least min_effect_pct'
 
@@ -37,12 +39,12 @@ export const monitorSchema = {
     label: nullableString,
     interval_s: { type: 'integer', description: 'Seconds between rounds' },
     locations: { type: 'array', items: { type: 'string' }, description: 'Location ids the monitor runs from' },
-    modes: { type: 'array', items: { type: 'string', enum: MODES }, description: 'h2 = QUIC disabled, h3 = QUIC forced for the page origin' },
+    modes: { type: 'array', items: { type: 'string', enum: MODES }, description: MODES_DESCRIPTION },
     probes: { type: 'array', items: { type: 'string', enum: PROBES } },
     repeat_view: { type: 'boolean', description: 'Also measure a second, warm navigation in the same context' },
     options: { type: 'object', additionalProperties: true },
     paused: { type: 'boolean' },
-    aa_protocol: { type: ['string', 'null'], enum: [...MODES, null], description: AA_PROTOCOL_DESCRIPTION },
+    aa_protocol: { type: ['string', 'null'], enum: [...FORCED_MODES, null], description: AA_PROTOCOL_DESCRIPTION },
     min_effect_pct: { type: 'number', description: MIN_EFFECT_PCT_DESCRIPTION },
     min_effect_ms: { type: 'number', description: MIN_EFFECT_MS_DESCRIPTION },
     created_at: dateTime,
@@ -55,12 +57,12 @@ const monitorInputProperties = {
   label: { type: ['string', 'null'], maxLength: 200 },
   interval_s: { type: 'integer', minimum: 1, maximum: 86400, description: 'At least 60 (10 for lab monitors)' },
   locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
-  modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: 2 },
+  modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: MODES.length, description: `${MODES_DESCRIPTION}. Default: all three (an A/A monitor: h2 and h3)` },
   probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
   repeat_view: { type: 'boolean' },
   options: optionsSchema,
   paused: { type: 'boolean' },
-  aa_protocol: { type: ['string', 'null'], enum: [...MODES, null], description: `${AA_PROTOCOL_DESCRIPTION}. Needs modes h2 and h3; null (default) = an ordinary H2-vs-H3 monitor` },
+  aa_protocol: { type: ['string', 'null'], enum: [...FORCED_MODES, null], description: `${AA_PROTOCOL_DESCRIPTION}. Needs modes h2 and h3, without auto; null (default) = an ordinary H2-vs-H3 monitor` },
   min_effect_pct: { type: 'number', minimum: 0, maximum: 100, description: `${MIN_EFFECT_PCT_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_PCT})` },
   min_effect_ms: { type: 'number', minimum: 0, maximum: 3600000, description: `${MIN_EFFECT_MS_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_MS})` }
 }

@@ -270,3 +270,33 @@ export async function jobsOfStoredRounds (client, { monitorId, locations, times 
       WHERE r.monitor_id = $1`, [monitorId, locations, times])
   return rows
 }
+
+/**
+ * What the auto arm's visits got, per location and view (first,
+ * returning, repeat) of one monitor's window: how many ran and loaded, how
+ * many loaded over H3, the byte share's sums (for a ratio estimate and its
+ * interval: n, Σx, Σy, Σx², Σy², Σxy with x = bytes and y = bytes over H3),
+ * and how many gave each protocol reason (details.protocol_reason) and each
+ * alternateProtocolUsage of the document.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, from: Date, to: Date }} w
+ */
+export async function autoVisitOutcomes (db, { monitorId, from, to }) {
+  const series = "monitor_id = $1 AND mode = 'auto' AND probe = 'page' AND time >= $2 AND time < $3"
+  const [{ rows: totals }, { rows: reasons }] = await Promise.all([
+    db.query(
+      `SELECT location_id, view, count(*)::int AS runs, count(*) FILTER (WHERE status = 'ok')::int AS loaded,
+              count(*) FILTER (WHERE status = 'ok' AND observed_protocol = 'h3')::int AS h3,
+              count(b.x)::int AS byte_n, coalesce(sum(b.x), 0)::float8 AS sx, coalesce(sum(b.y), 0)::float8 AS sy,
+              coalesce(sum(b.x * b.x), 0)::float8 AS sxx, coalesce(sum(b.y * b.y), 0)::float8 AS syy, coalesce(sum(b.x * b.y), 0)::float8 AS sxy
+         FROM results
+         LEFT JOIN LATERAL (SELECT bytes::float8 AS x, bytes * h3_byte_share AS y
+                              WHERE status = 'ok' AND bytes > 0 AND h3_byte_share IS NOT NULL) b ON true
+        WHERE ${series} GROUP BY 1, 2`, [monitorId, from, to]),
+    db.query(
+      `SELECT location_id, view, status = 'ok' AS loaded, coalesce(details->'protocol_reason'->>'code', 'unknown') AS code,
+              coalesce(details->'protocol_reason'->>'alternate_protocol_usage', 'none') AS usage, count(*)::int AS n
+         FROM results WHERE ${series} GROUP BY 1, 2, 3, 4, 5`, [monitorId, from, to])
+  ])
+  return { totals, reasons }
+}

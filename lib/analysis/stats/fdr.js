@@ -24,3 +24,27 @@ export function benjaminiHochberg (pValues) {
   }
   return out
 }
+
+/**
+ * Adjusted p-values for a table whose cells fall into columns (a location,
+ * or all locations; for the auto arm, a location and contrast): a column
+ * may claim differences only when it passes a screen — the Simes test of
+ * its cells, Bonferroni over the columns — and its cells are then corrected
+ * with Benjamini–Hochberg within the column. A column of identical arms thus
+ * stays quiet even when another column has real differences, which one
+ * plain Benjamini–Hochberg over the whole table did not ensure (a true H3
+ * loss at one location lent a chance cell elsewhere a "faster";
+ * bench/calibration.js). Under identical arms everywhere any claim at all
+ * has probability ≤ q.
+ * @param {number[][]} columns each column's tested p-values (empty columns may be left out)
+ * @returns {number[][]} the adjusted p-values, in the same shape
+ */
+export function screenedBenjaminiHochberg (columns) {
+  const tested = columns.filter((c) => c.length)
+  return columns.map((family) => {
+    if (!family.length) return []
+    const within = benjaminiHochberg(family)
+    const simes = Math.min(...within.map((p) => p ?? 1))
+    return family.map((_, i) => Math.min(1, Math.max(within[i] ?? 1, tested.length * simes)))
+  })
+}

@@ -44,3 +44,23 @@ export function mcnemarExactP (b, c) {
   }
   return Math.min(1, 2 * tail)
 }
+
+/**
+ * A share of sums, ΣY / ΣX (the share of a visit's bytes that came over H3
+ * across visits), with a 95% interval by the delta method for a ratio
+ * estimator: var ≈ Σ(y − R·x)² / (n − 1) · n / (ΣX)². Visits of different
+ * sizes weigh by their size, as the share of all bytes does. Clipped to
+ * [0, 1]; no interval below two visits.
+ * @param {{ n: number, sx: number, sy: number, sxx: number, syy: number, sxy: number }} sums
+ * @param {number} [confidence]
+ * @returns {{ rate: number | null, lo: number | null, hi: number | null }}
+ */
+export function ratioInterval ({ n, sx, sy, sxx, syy, sxy }, confidence = 0.95) {
+  if (!(n > 0) || !(sx > 0)) return { rate: null, lo: null, hi: null }
+  const r = sy / sx
+  if (n < 2) return { rate: r, lo: null, hi: null }
+  const residual = Math.max(0, syy - 2 * r * sxy + r * r * sxx)
+  const se = Math.sqrt(residual / (n - 1) * n) / sx
+  const z = normalQuantile(1 - (1 - confidence) / 2)
+  return { rate: r, lo: Math.max(0, r - z * se), hi: Math.min(1, r + z * se) }
+}
