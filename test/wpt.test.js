@@ -33,7 +33,8 @@ let server
 let key
 let otherKey
 before(async () => {
-  t = await createTestApp({ H3LENS_AUTH_FAILURES_PER_MIN: '5' })
+  // The recordings loaded a loopback origin, which a WPT location measures only while private targets are allowed.
+  t = await createTestApp({ H3LENS_AUTH_FAILURES_PER_MIN: '5', H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })
   await upsertLocation(t.db, { id: 'wpt-eu', name: 'WPT Frankfurt', region: 'Europe', kind: 'wpt' })
   await upsertLocation(t.db, { id: 'wpt-us', name: 'WPT Virginia', region: 'North America', kind: 'wpt' })
   key = (await createWptKey(t.db, { location: 'wpt-eu' })).key
