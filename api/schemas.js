@@ -145,7 +145,7 @@ export const agentSchema = {
 const noteSchema = {
   type: 'object',
   properties: {
-    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, or a net-log finding' },
+    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused; content_error and wpt_page_ttfb (WebPageTest agents, docs/WPT.md); or a net-log finding' },
     message: { type: 'string' },
     metric: { type: ['string', 'null'] },
     protocol: { type: ['string', 'null'] },
