@@ -179,6 +179,13 @@ test('values that cannot be true make that arm an error result with the reason; 
   assert.match(refusal.reason, /^stored as an error: implausible timings: ttfb_ms/)
 })
 
+test('a first byte before its navigation began is an error arm too, with both times', async () => {
+  const backwards = (d) => Object.assign(d.requests[d.pageData.final_base_page_request], { dns_start: -1, connect_start: -1, ssl_start: -1, ttfb_end: 20 })
+  const { h2, h3, round } = await replayRound(`${ORIGIN}/`, { h2: REAL.fastH2, h3: REAL.fastH3 }, { edit: { h3: backwards } })
+  assert.deepEqual([round.state, h2.status, h3.status], ['done', 'ok', 'error'])
+  assert.equal(h3.error, 'implausible timings: the base-page request\'s first byte (20 ms) comes before its navigation began (30 ms)')
+})
+
 test('a refused upload says why: in the log, in the round\'s error and on the location\'s page', async () => {
   const m = await monitorWithRound(`${ORIGIN}/`)
   const { jobs, sent } = await replayAgent({

@@ -213,11 +213,11 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
       checkResults([r.result], { expectedProtocol: () => expected })
     } catch (err) {
       if (!(err instanceof UnprocessableError)) throw err
-      const reason = err.message.replace(/^results\.0\./, '')
-      implausible.push({ view: r.result.view, reason })
-      failRun(r.result, `${IMPLAUSIBLE}: ${reason}`)
+      failRun(r.result, `${IMPLAUSIBLE}: ${err.message.replace(/^results\.0\./, '')}`)
       checkResults([r.result], { expectedProtocol: () => expected })
     }
+    // Those checks, or the reading of the upload (a first byte before its navigation).
+    if (r.result.error?.startsWith(`${IMPLAUSIBLE}: `)) implausible.push({ view: r.result.view, reason: r.result.error.slice(IMPLAUSIBLE.length + 2) })
   }
 
   return withTransaction(db, async (client) => {
