@@ -55,7 +55,7 @@ export function navigationTimings (requests, base, page) {
   const chain = navigationRequests(requests, base)
   const starts = chain.map(earliestStart).filter(isNumber)
   const from = starts.length ? Math.min(...starts) : null
-  const firstByte = num(base.ttfb_end) ?? sum(nonNegative(base.load_start), nonNegative(base.ttfb_ms))
+  const firstByte = nonNegative(base.ttfb_end) ?? sum(nonNegative(base.load_start), nonNegative(base.ttfb_ms))
   const baseTtfb = from !== null && firstByte !== null ? firstByte - from : null
 
   // The page-level figure is this navigation's when it is the base request's
