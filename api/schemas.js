@@ -94,6 +94,19 @@ export const locationSchema = {
       additionalProperties: true,
       description: 'Network profile of a lab location: rtt_ms, jitter_ms, loss_pct, loss_model, down_kbps, up_kbps, queue_packets'
     },
+    last_refusal: {
+      type: 'object',
+      nullable: true,
+      description: 'The last upload of this location\'s WebPageTest agents that was refused (status 4xx, nothing stored) or stored as an error result ' +
+        'because its timings could not be true (status 200); null when none was. The API log has every one.',
+      properties: {
+        at: { type: 'string', format: 'date-time' },
+        agent: { type: 'string', nullable: true, description: 'the agent\'s name (its pc)' },
+        test_id: { type: 'string', nullable: true },
+        status: { type: 'integer', description: 'the HTTP status workdone answered' },
+        reason: { type: 'string' }
+      }
+    },
     capacity: {
       type: 'object',
       description: 'Rounds per hour the location is asked for (its active monitors\' intervals) against what it can take ' +
@@ -134,7 +147,7 @@ export const agentSchema = {
 const noteSchema = {
   type: 'object',
   properties: {
-    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, or a net-log finding' },
+    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused; content_error and wpt_page_ttfb (WebPageTest agents, docs/WPT.md); or a net-log finding' },
     message: { type: 'string' },
     metric: { type: ['string', 'null'] },
     protocol: { type: ['string', 'null'] },

@@ -1,11 +1,13 @@
 // Bringing the lab up for `h3lens lab` and `h3lens start`: the origin, and
 // either emulated regions (namespaces + linkem) or the unshaped loopback
-// location. Agents learn how to reach the origin from lab/state.json.
+// location. Agents learn how to reach the origin from lab/state.json
+// (lib/runtime/lab-state.js).
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { startOrigin } from '../lab/origin.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { assertPortFree, claimDataDir, labPrefix } from '../lib/runtime/instance.js'
+import { readLabState } from '../lib/runtime/lab-state.js'
 
 /**
  * @typedef {{ id: string, name: string, region: string, kind: 'lab', profile: Record<string, any>,
@@ -93,14 +95,10 @@ async function writeLabState (labDir, origin, locations) {
  * @param {string} location
  */
 export async function readLabTarget (dataDir, location) {
-  try {
-    const state = JSON.parse(await fs.readFile(path.join(dataDir, 'lab', 'state.json'), 'utf8'))
-    const loc = state.locations?.[location]
-    if (!loc) return null
-    return { spki: state.spki, hostname: state.hostname, address: loc.address, netns: loc.netns }
-  } catch {
-    return null
-  }
+  const state = await readLabState(dataDir)
+  const loc = state?.locations?.[location]
+  if (!state || !loc) return null
+  return { spki: state.spki, hostname: state.hostname, address: loc.address, netns: loc.netns }
 }
 
 /**

@@ -12,6 +12,7 @@
 //
 //   node scripts/wpt-screenshot.js [--out docs/screenshots]
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../test/helpers/ui.js'
@@ -26,6 +27,7 @@ const out = path.resolve(values.out)
 fs.mkdirSync(out, { recursive: true })
 
 const db = await startScratchDatabase()
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-wpt-screenshot-'))
 let server = null
 let chromium = null
 let failed = false
@@ -40,7 +42,12 @@ try {
     `INSERT INTO jobs (monitor_id, location_id, due_at)
      SELECT $1, 'wpt-fra', date_trunc('minute', now()) - make_interval(mins => 5 * g) FROM generate_series(1, $2) g`,
     [monitor.id, Number(values.rounds)])
-  server = await startDashboard(db.pool)
+  // The monitor is a lab page: the API sends it to a WPT location with the
+  // lab's resolver rule and pin, read from its data dir as `h3lens start`
+  // leaves them (an unshaped lab; the replay loads nothing).
+  fs.mkdirSync(path.join(dataDir, 'lab'), { recursive: true })
+  fs.writeFileSync(path.join(dataDir, 'lab', 'state.json'), JSON.stringify({ hostname: 'lab.h3lens.test', port: 8443, spki: 'replayed-recording', locations: { local: { address: '127.0.0.1', netns: null } } }))
+  server = await startDashboard(db.pool, { H3LENS_DATA_DIR: dataDir })
 
   console.log(`replaying the recorded wptagent for ${values.rounds} rounds…`)
   const zips = {
@@ -93,5 +100,6 @@ try {
   await chromium?.close()
   await server?.close()
   await db.stop()
+  fs.rmSync(dataDir, { recursive: true, force: true })
 }
 process.exitCode = failed ? 1 : 0

@@ -14,6 +14,7 @@ import { createMonitor } from '../lib/store/monitors.js'
 import { createWptKey, wptAgent } from '../lib/store/wpt-keys.js'
 import { nextTest } from '../lib/store/wpt-tests.js'
 import { wptJob } from '../lib/measurement/wpt/job.js'
+import { navigationTimings } from '../lib/measurement/wpt/navigation.js'
 
 const ZIP = {
   h1: recordedFile('131150_SPIKE_H1_0001_all_x_result.zip'),
@@ -33,7 +34,8 @@ let server
 let key
 let otherKey
 before(async () => {
-  t = await createTestApp({ H3LENS_AUTH_FAILURES_PER_MIN: '5' })
+  // The recordings loaded a loopback origin, which a WPT location measures only while private targets are allowed.
+  t = await createTestApp({ H3LENS_AUTH_FAILURES_PER_MIN: '5', H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })
   await upsertLocation(t.db, { id: 'wpt-eu', name: 'WPT Frankfurt', region: 'Europe', kind: 'wpt' })
   await upsertLocation(t.db, { id: 'wpt-us', name: 'WPT Virginia', region: 'North America', kind: 'wpt' })
   key = (await createWptKey(t.db, { location: 'wpt-eu' })).key
@@ -333,4 +335,19 @@ test('a job shapes only when the location says so, asks for a net log when the m
   assert.deepEqual([h2.bwIn, h2.bwOut, h2.latency, h2.plr], [0, 0, 0, 0])
   assert.equal(h2.netlog, undefined)
   assert.equal(h2.fvonly, 0)
+})
+
+test('TTFB counts the redirects before the base page, from the first hop\'s DNS lookup, as Navigation Timing does', () => {
+  const none = { dns_start: -1, dns_end: -1, connect_start: -1, connect_end: -1, ssl_start: -1, ssl_end: -1, dns_ms: -1, connect_ms: -1, ssl_ms: -1 }
+  const requests = [
+    // The agent's start page, before the navigation: not 200, so the page TTFB is the base page's.
+    { ...none, raw_id: 'S', responseCode: 404, load_start: 0, all_start: 0, ttfb_end: 3 },
+    { ...none, raw_id: 'N', responseCode: 301, dns_start: 5, dns_end: 6, connect_start: 6, connect_end: 9, load_start: 9, ttfb_end: 30 },
+    { ...none, raw_id: 'N', responseCode: 200, load_start: 31, ttfb_end: 131 }
+  ]
+  const t = navigationTimings(requests, requests[2], { TTFB: 131 })
+  assert.equal(t.ttfb_ms, 126, 'from the first hop\'s DNS lookup at 5 ms')
+  assert.equal(t.check.page_ttfb_is_navigation, false, 'the page TTFB counts from the start page, before the navigation')
+  assert.equal(t.note, null)
+  assert.deepEqual([t.dns_ms, t.connect_ms, t.tls_ms], [null, null, null], 'the base page reused the connection')
 })

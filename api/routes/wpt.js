@@ -7,8 +7,11 @@
 // `Scheduler:` lines (they reconfigure it).
 import multipart from '@fastify/multipart'
 import { wptAgent, wptKeyValid } from '../../lib/store/wpt-keys.js'
-import { nextTest, keepTestLeased, requeueTest, receiveWorkdone } from '../../lib/store/wpt-tests.js'
+import { nextTest, keepTestLeased, requeueTest, receiveWorkdone, refuseUpload } from '../../lib/store/wpt-tests.js'
 import { readResultZip } from '../../lib/measurement/wpt/zip.js'
+import { isLabPage } from '../../lib/measurement/wpt/job.js'
+import { checkPublicTarget } from '../../lib/measurement/targets.js'
+import { labFromOutside, readLabState } from '../../lib/runtime/lab-state.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 
 /**
@@ -53,13 +56,16 @@ export default async function wptRoutes (app) {
    */
   async function admit (request, reply) {
     const q = request.query
+    // An upload turned away here is lost (the agent never retries): its log line names the test.
+    const test = (/** @type {{ id?: string }} */ (q)).id
     const wait = failures.blockedFor(request)
     if (wait) {
+      if (test) request.log.warn({ ip: request.ip, location: q.location, agent: q.pc, test, status: 429 }, 'WPT upload refused: too many wrong keys from this address')
       await reply.code(429).header('retry-after', String(wait)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${wait} s`)
       return null
     }
     if (!q.location || !q.key || !(await wptKeyValid(app.db, { location: q.location, key: q.key }))) {
-      request.log.warn({ ip: request.ip, location: q.location, pc: q.pc }, 'WPT agent refused: wrong location or key')
+      request.log.warn({ ip: request.ip, location: q.location, agent: q.pc, ...(test ? { test, status: 403 } : {}) }, 'WPT agent refused: wrong location or key')
       const blocked = await failures.record(request)
       if (blocked) {
         await reply.code(429).header('retry-after', String(blocked)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${blocked} s`)
@@ -72,6 +78,24 @@ export default async function wptRoutes (app) {
     return wptAgent(app.db, { location: q.location, pc: q.pc, version: q.version ?? null })
   }
 
+  /**
+   * What a WPT location may measure is what a Puppeteer one may: a lab page
+   * through the lab's resolver rule and certificate pin (the lab as this
+   * API's data dir has it), and a private address only while
+   * H3LENS_ALLOW_PRIVATE_TARGETS allows it, checked again when the round is
+   * sent because a name may resolve elsewhere since the monitor was saved.
+   * @param {string} url
+   */
+  async function reachable (url) {
+    if (isLabPage(url)) {
+      const lab = labFromOutside(await readLabState(app.config.dataDir))
+      if (!lab) throw new Error(`no lab reachable from outside its namespaces runs with this API's data dir (the lab origin is reached at 127.0.0.1 when the lab runs unshaped, H3LENS_LAB=local)`)
+      return lab
+    }
+    if (!app.config.allowPrivateTargets) await checkPublicTarget(url)
+    return null
+  }
+
   app.get('/work/getwork.php', {
     schema: {
       description: 'wptagent asks for work. Answers one WPT test as JSON (one arm of an h3lens round), or an empty body when there is none.',
@@ -82,7 +106,15 @@ export default async function wptRoutes (app) {
   }, async (/** @type {AgentRequest<{ f?: string }>} */ request, reply) => {
     const agent = await admit(request, reply)
     if (!agent) return reply
-    const job = await nextTest(app.db, { agent, leaseSeconds: app.config.leaseSeconds })
+    const target = async (/** @type {string} */ url) => {
+      try {
+        return await reachable(url)
+      } catch (/** @type {any} */ err) {
+        request.log.warn({ location: agent.location_id, agent: agent.name, url, reason: err.message }, 'WPT round not sent: its page cannot be measured from this location')
+        throw err
+      }
+    }
+    const job = await nextTest(app.db, { agent, leaseSeconds: app.config.leaseSeconds, target })
     if (!job) return reply.type('text/plain').send('')
     return reply.type('application/json').send(JSON.stringify(job))
   })
@@ -114,10 +146,20 @@ export default async function wptRoutes (app) {
 
   app.post('/work/workdone.php', {
     bodyLimit: WPT_UPLOAD_LIMIT,
+    // Every refusal is logged with its reason, test, location and agent:
+    // wptagent ignores the status and logs nothing of the answer.
+    onError: async (/** @type {AgentRequest<{ id?: string }>} */ request, reply, /** @type {any} */ err) => {
+      const status = err.statusCode ?? 500
+      if (status < 400 || status >= 500) return
+      const q = request.query ?? {}
+      request.log.warn({ test: q.id, location: q.location, agent: q.pc, status, reason: err.message }, 'WPT upload refused')
+    },
     schema: {
       description: 'A test\'s result.zip (multipart field file). Stored before the answer; idempotent on (test id, run, cached). ' +
-        'Sharded uploads add run and cached, and done=1 on the last. error= makes the test\'s results error results with that message. ' +
-        'A zip that is not a readable result of this test is 400 and nothing is stored.',
+        'Sharded uploads add run and cached, and done=1 on the last. error= makes the test\'s results error results with that message; ' +
+        'a view whose timings cannot be true is stored as an error result with the reason. ' +
+        'A zip that is not a readable result of this test is 400 and nothing is stored; the refusal is logged, kept as the location\'s ' +
+        'last_refusal, and fails the round\'s attempt with the reason.',
       tags,
       querystring: agentQuery(['location', 'id'], {
         id: text, done: { type: 'string', maxLength: 10 }, run: { type: 'integer', minimum: 1, maximum: 1000 }, cached: { type: 'integer', enum: [0, 1] }, error: { type: 'string', maxLength: 4000 }
@@ -134,20 +176,31 @@ export default async function wptRoutes (app) {
     const agent = await admit(request, reply)
     if (!agent) return reply
     const q = request.query
-    const zip = request.isMultipart() ? await uploadedZip(request) : null
-    const agentError = q.error ? String(q.error) : null
-    if (!zip && !agentError) throw new ValidationError('file: workdone needs the result.zip as multipart field "file"', 'file')
-    const views = zip ? await readResultZip(zip) : []
-    return receiveWorkdone(app.db, {
-      agent,
-      testId: q.id,
-      views,
-      agentError,
-      // Without run= the upload is the whole test; sharded ones say done=1 on the last.
-      done: q.run === undefined || q.done === '1',
-      run: q.run ?? null,
-      cached: q.cached === undefined ? null : q.cached === 1
-    })
+    try {
+      const zip = request.isMultipart() ? await uploadedZip(request) : null
+      const agentError = q.error ? String(q.error) : null
+      if (!zip && !agentError) throw new ValidationError('file: workdone needs the result.zip as multipart field "file"', 'file')
+      const views = zip ? await readResultZip(zip) : []
+      const ack = await receiveWorkdone(app.db, {
+        agent,
+        testId: q.id,
+        views,
+        agentError,
+        // Without run= the upload is the whole test; sharded ones say done=1 on the last.
+        done: q.run === undefined || q.done === '1',
+        run: q.run ?? null,
+        cached: q.cached === undefined ? null : q.cached === 1
+      })
+      for (const v of ack.implausible) {
+        request.log.warn({ test: q.id, location: q.location, agent: q.pc, view: v.view, reason: v.reason }, 'WPT upload stored as an error result: its timings cannot be true')
+      }
+      return ack
+    } catch (/** @type {any} */ err) {
+      // Stored before the answer, like an upload: the round learns why.
+      const status = err.statusCode ?? 500
+      if (status >= 400 && status < 500) await refuseUpload(app.db, { agent, testId: q.id, status, reason: err.message })
+      throw err
+    }
   })
 }
 

@@ -135,13 +135,16 @@ export function netlogFlags (file) {
  * Every other host fails to resolve (the first matching rule wins; the
  * wildcard also catches IP literals), so a lab browser sends nothing beyond
  * the lab, not even the DNS queries of Chromium's own background requests.
- * @param {{ spki: string, hostname: string, address: string }} lab
+ * `exclude` names hosts the wildcard must leave alone (a WebPageTest agent's
+ * own start page at 127.0.0.1, lib/measurement/wpt/job.js).
+ * @param {{ spki: string, hostname: string, address: string, exclude?: string[] }} lab
  * @returns {string[]}
  */
-export function labBrowserFlags ({ spki, hostname, address }) {
+export function labBrowserFlags ({ spki, hostname, address, exclude = [] }) {
   const names = hostname === LAB_HOSTNAME ? LAB_HOSTNAMES : [hostname]
+  const rules = [...names.map((h) => `MAP ${h} ${address}`), 'MAP * ~NOTFOUND', ...exclude.map((h) => `EXCLUDE ${h}`)]
   return [
     `--ignore-certificate-errors-spki-list=${spki}`,
-    `--host-resolver-rules=${names.map((h) => `MAP ${h} ${address}`).join(', ')}, MAP * ~NOTFOUND`
+    `--host-resolver-rules=${rules.join(', ')}`
   ]
 }

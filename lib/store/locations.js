@@ -1,7 +1,7 @@
 // SQL for the locations table.
 import { AGENT_ALIVE_S } from './agents.js'
 
-const COLUMNS = 'id, name, region, kind, profile, created_at, updated_at'
+const COLUMNS = 'id, name, region, kind, profile, last_refusal, created_at, updated_at'
 
 /** @param {import('pg').Pool} db */
 export async function listLocations (db) {
@@ -27,6 +27,20 @@ export async function upsertLocation (db, { id, name, region, kind, profile = {}
      RETURNING ${COLUMNS}`,
     [id, name, region, kind, profile])
   return rows[0]
+}
+
+/**
+ * Keep what was refused last at a location (its WebPageTest agents'
+ * uploads): shown on its page, so a user sees why its rounds are missing.
+ * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {string} locationId
+ * @param {{ agent: string | null, test_id: string | null, status: number, reason: string }} refusal
+ *   status: the HTTP status answered (200 when the upload was stored as an error result)
+ */
+export async function recordRefusal (db, locationId, { agent, test_id: testId, status, reason }) {
+  await db.query(
+    "UPDATE locations SET last_refusal = jsonb_build_object('at', now(), 'agent', $2::text, 'test_id', $3::text, 'status', $4::int, 'reason', $5::text) WHERE id = $1",
+    [locationId, agent, testId, status, reason.slice(0, 2000)])
 }
 
 // A location's capacity is estimated from the rounds its agents finished in

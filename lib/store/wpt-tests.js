@@ -10,28 +10,37 @@ import { insertResults } from './results.js'
 import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
 import { measurementHints } from './claim-hints.js'
-import { getLocation } from './locations.js'
+import { getLocation, recordRefusal } from './locations.js'
 import { checkResults } from '../measurement/checks.js'
 import { expectedProtocolFor } from '../measurement/modes.js'
-import { ConflictError, ValidationError } from '../runtime/errors.js'
-import { wptJob, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
-import { resultFromDevtools } from '../measurement/wpt/devtools.js'
+import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
+import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
+import { resultFromDevtools, failRun, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
 import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
 import { withTransaction } from './transaction.js'
+
+/**
+ * How a WPT agent reaches a page: the lab's address and certificate pin for
+ * a lab page, null for any other. Throws, with the reason, for a page the
+ * agent may not or cannot load (a private address while those are not
+ * allowed; a lab it cannot reach).
+ * @typedef {(url: string) => Promise<{ spki: string, address: string } | null>} TargetCheck
+ */
 
 /**
  * The next test for one agent, or null. A test the agent was sent and never
  * returned means it lost it (wptagent asks for work only when idle): its
  * round fails this attempt and is retried with back-off, as when a Puppeteer
- * agent reports a failed job.
+ * agent reports a failed job. So does a round whose page `target` refuses,
+ * with the reason, and the agent gets no test this time.
  * @param {import('pg').Pool} db
- * @param {{ agent: { id: number, location_id: string }, leaseSeconds: number, random?: () => number }} opts
+ * @param {{ agent: { id: number, location_id: string, name?: string }, leaseSeconds: number, random?: () => number, target?: TargetCheck }} opts
  * @returns {Promise<Record<string, any> | null>} the job JSON
  */
-export async function nextTest (db, { agent, leaseSeconds, random = Math.random }) {
+export async function nextTest (db, { agent, leaseSeconds, random = Math.random, target = async () => null }) {
   await dropLostTests(db, agent)
   const lease = leaseSeconds + WPT_TEST_TIMEOUT_S
-  const pending = await sendPending(db, { agent, lease })
+  const pending = await sendPending(db, { agent, lease, target })
   if (pending) return pending
   const [job] = await claimJobs(db, { agentId: agent.id, locationId: agent.location_id, limit: 1, leaseSeconds: lease })
   if (!job) return null
@@ -49,15 +58,15 @@ export async function nextTest (db, { agent, leaseSeconds, random = Math.random 
   })
   await db.query(`INSERT INTO wpt_tests (test_id, job_id, attempt, mode, position, location_id, agent_id, repeat_view)
                   VALUES ${tuples.join(', ')}`, values)
-  return sendPending(db, { agent, lease })
+  return sendPending(db, { agent, lease, target })
 }
 
 /**
  * Hand out the agent's next pending arm, extending its round's lease.
  * @param {import('pg').Pool} db
- * @param {{ agent: { id: number, location_id: string }, lease: number }} opts
+ * @param {{ agent: { id: number, location_id: string, name?: string }, lease: number, target: TargetCheck }} opts
  */
-async function sendPending (db, { agent, lease }) {
+async function sendPending (db, { agent, lease, target }) {
   const { rows } = await db.query(
     `WITH next AS (
        SELECT t.test_id FROM wpt_tests t JOIN jobs j ON j.id = t.job_id
@@ -73,8 +82,17 @@ async function sendPending (db, { agent, lease }) {
      RETURNING j.id, j.monitor_id, j.location_id, j.due_at, m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol`,
     [test.job_id, lease])
   const job = jobs[0]
+  let lab
+  try {
+    lab = await target(job.url)
+  } catch (/** @type {any} */ err) {
+    await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND state IN ('pending', 'sent')", [job.id])
+    await failJob(db, { jobId: job.id, agentId: agent.id, error: `WPT location ${job.location_id} cannot measure ${job.url}: ${err.message}` })
+      .catch((e) => { if (!(e instanceof ConflictError)) throw e })
+    return null
+  }
   const [hints, location] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id)])
-  const wpt = wptJob({ testId: test.test_id, mode: test.mode, job, forceOrigins: hints.force_quic_origins, location })
+  const wpt = wptJob({ testId: test.test_id, mode: test.mode, job, forceOrigins: hints.force_quic_origins, location, lab })
   await db.query('UPDATE wpt_tests SET add_cmd_line = $2 WHERE test_id = $1', [test.test_id, wpt.addCmdLine])
   return wpt
 }
@@ -147,9 +165,10 @@ export async function getTest (db, testId) {
  * the upload completes its test (`done`), and the round's other arm is in
  * too, both become results and the round is done.
  * @param {import('pg').Pool} db
- * @param {{ agent: { id: number, location_id: string }, testId: string, views: UploadedView[], agentError?: string | null,
+ * @param {{ agent: { id: number, location_id: string, name?: string }, testId: string, views: UploadedView[], agentError?: string | null,
  *   done: boolean, run?: number | null, cached?: boolean | null }} upload
- * @returns {Promise<{ stored: number, duplicates: number, round_done: boolean }>}
+ * @returns {Promise<{ stored: number, duplicates: number, round_done: boolean, implausible: { view: string, reason: string }[] }>}
+ *   implausible: the views stored as error results because their values could not be true
  */
 export async function receiveWorkdone (db, { agent, testId, views, agentError = null, done, run = null, cached = null }) {
   const test = await getTest(db, testId)
@@ -174,7 +193,7 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     }
     const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError })
     result.measured_at = receivedAt
-    result.flags = test.add_cmd_line ? test.add_cmd_line.split(' ').filter(Boolean) : []
+    result.flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
     // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.
     if (monitors[0]?.aa_protocol) result.details.arm_protocol = monitors[0].aa_protocol
     const netlog = v?.netlog ? { gzip: v.netlog, ...summarizeWptNetlog(v.netlog) } : null
@@ -184,7 +203,22 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     }
     return { run: r, cached: c, result, netlog }
   })
-  checkResults(rows.map((r) => r.result), { expectedProtocol: () => expected })
+  // As for a Puppeteer agent's round, a run is data: values that cannot be
+  // true make that arm an error result with the reason, and the round is
+  // done, rather than refused and run again until it is skipped.
+  /** @type {{ view: string, reason: string }[]} */
+  const implausible = []
+  for (const r of rows) {
+    try {
+      checkResults([r.result], { expectedProtocol: () => expected })
+    } catch (err) {
+      if (!(err instanceof UnprocessableError)) throw err
+      failRun(r.result, `${IMPLAUSIBLE}: ${err.message.replace(/^results\.0\./, '')}`)
+      checkResults([r.result], { expectedProtocol: () => expected })
+    }
+    // Those checks, or the reading of the upload (a first byte before its navigation).
+    if (r.result.error?.startsWith(`${IMPLAUSIBLE}: `)) implausible.push({ view: r.result.view, reason: r.result.error.slice(IMPLAUSIBLE.length + 2) })
+  }
 
   return withTransaction(db, async (client) => {
     const { rows: jobs } = await client.query('SELECT id, monitor_id, location_id, due_at, state, attempts, lease_owner FROM jobs WHERE id = $1 FOR UPDATE', [test.job_id])
@@ -211,9 +245,39 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     const browser = rows.find((r) => r.result.browser_version)?.result.browser_version ?? null
     await client.query('UPDATE agents SET last_result_at = now(), browser_version = coalesce($2, browser_version) WHERE id = $1', [test.agent_id, browser])
     if (done) await client.query("UPDATE wpt_tests SET state = 'done', done_at = coalesce(done_at, now()) WHERE test_id = $1 AND state <> 'dropped'", [testId])
+    if (fresh && implausible.length) {
+      await recordRefusal(client, job.location_id, { agent: agent.name ?? null, test_id: testId, status: 200, reason: `stored as an error: ${IMPLAUSIBLE}: ${implausible[0].reason}` })
+    }
     const roundDone = done && await finishRoundIfComplete(client, job, test)
-    return { stored: fresh, duplicates: rows.length - fresh, round_done: roundDone }
+    return { stored: fresh, duplicates: rows.length - fresh, round_done: roundDone, implausible: fresh ? implausible : [] }
   })
+}
+
+/**
+ * workdone answered 4xx: nothing of the upload was stored. The refusal is
+ * kept as the location's last one; and when the test's round is still this
+ * agent's attempt, the round fails that attempt with the reason (retried
+ * with back-off, as when a Puppeteer agent reports a failed job) instead of
+ * waiting for the agent to ask for new work, which it does without a word
+ * about the refusal (it ignores the status). A lease lost (409) leaves the
+ * round alone: it already runs again.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { id: number, location_id: string, name?: string }, testId: string | null, status: number, reason: string }} refusal
+ * @returns {Promise<{ round_failed: boolean }>}
+ */
+export async function refuseUpload (db, { agent, testId, status, reason }) {
+  await recordRefusal(db, agent.location_id, { agent: agent.name ?? null, test_id: testId, status, reason })
+  const test = testId ? await getTest(db, testId) : null
+  if (!test || status === 409 || test.location_id !== agent.location_id || test.agent_id !== agent.id || !['pending', 'sent'].includes(test.state)) return { round_failed: false }
+  const { rowCount } = await db.query(
+    `UPDATE wpt_tests t SET state = 'dropped' FROM jobs j
+      WHERE t.job_id = $1 AND t.attempt = $2 AND t.state IN ('pending', 'sent') AND j.id = t.job_id
+        AND j.state = 'leased' AND j.lease_owner = $3 AND j.attempts = t.attempt`,
+    [test.job_id, test.attempt, agent.id])
+  if (!rowCount) return { round_failed: false }
+  await failJob(db, { jobId: test.job_id, agentId: agent.id, error: `WPT agent ${agent.name ?? agent.id}: the upload of test ${testId} was refused (${status}): ${reason}` })
+    .catch((err) => { if (!(err instanceof ConflictError)) throw err })
+  return { round_failed: true }
 }
 
 /**

@@ -234,9 +234,10 @@ function resultFor ({ rnd, j, mode, labPort, i }) {
 /**
  * The API (and so the dashboard) on a free loopback port.
  * @param {import('pg').Pool} db
+ * @param {Record<string, string>} [env] more settings (H3LENS_DATA_DIR, …)
  */
-export async function startDashboard (db) {
-  const config = loadConfig({ PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
+export async function startDashboard (db, env = {}) {
+  const config = loadConfig({ PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env })
   const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
   return startApi({ db, config, log })
 }

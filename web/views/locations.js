@@ -61,8 +61,25 @@ function card (l, agents) {
         : h('p', { class: 'muted' }, l.kind === 'lab' ? 'Unshaped: loopback with no added delay or loss.' : 'No network profile: a real network path.'),
       capacityBlock(l),
       l.kind === 'wpt' ? h('p', { class: 'muted' }, 'Measured by WebPageTest agents (wptagent) polling ', h('code', {}, '/work/'), '; each round is one WPT test per arm.') : null,
+      refusalBlock(l.last_refusal),
       h('h3', { class: 'mini-title' }, `Agents (${agents.filter((a) => !a.revoked_at).length})`),
       agents.length ? agentTable(agents) : h('p', { class: 'muted' }, 'No agent registered for this location; its rounds are not measured.')))
+}
+
+/**
+ * The last upload of the location's WebPageTest agents that h3lens refused
+ * or stored as an error: the agent ignores the answer and logs nothing of
+ * it, so this is where a missing round is explained.
+ * @param {{ at: string, agent: string | null, test_id: string | null, status: number, reason: string } | null | undefined} r
+ */
+function refusalBlock (r) {
+  if (!r) return null
+  const what = r.status === 200 ? 'Last upload stored as an error' : `Last refused upload (HTTP ${r.status})`
+  return h('div', { class: 'notice warn refusal', role: 'status' },
+    h('strong', {}, `${what}: `), timeEl(r.at, ago(r.at)),
+    r.agent ? [' from agent ', h('span', { class: 'mono' }, r.agent)] : null,
+    r.test_id ? [', test ', h('span', { class: 'mono' }, r.test_id)] : null,
+    h('p', {}, r.reason))
 }
 
 /**

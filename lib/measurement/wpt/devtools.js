@@ -1,18 +1,22 @@
 // One view of a WPT run (`N_devtools_requests.json.gz`: {pageData, requests})
 // → one h3lens result, in the shape Puppeteer agents submit. What counts is
-// the base-page request: its protocol is the run's observed protocol and its
-// timings give TTFB and connect. Page-level TTFB is not used: the agent takes
-// it from the first 200 response of the run, which can be its own start page
-// (recorded/131150_SPIKE_H1_0001: page TTFB 81 ms is the start page's
-// favicon; the page's document arrived 145 ms in).
+// the base-page request: its protocol is the run's observed protocol, and
+// the navigation's TTFB and connection phases come from it and the
+// redirects before it, cross-checked against the agent's page-level TTFB
+// (./navigation.js).
 import { normalizeProtocol } from '../protocol.js'
 import { advertisesH3 } from '../alt-svc.js'
 import { emptyResult } from '../result.js'
+import { navigationTimings } from './navigation.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
 const CONTENT_ERROR = 99999
 /** Keeps details bounded on pages with thousands of requests. */
 const MAX_REQUESTS = 1000
+/** How the error of a run whose timings cannot be a page load begins. */
+export const IMPLAUSIBLE = 'implausible timings'
+/** The timings a result reads from the upload. */
+const PAGE_TIMINGS = Object.freeze(['ttfb_ms', 'load_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'fcp_ms', 'lcp_ms', 'dcl_ms'])
 
 /**
  * @param {Record<string, any> | null} devtools the parsed file, or null when the zip had none for this view
@@ -31,6 +35,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   const base = Number.isInteger(page.final_base_page_request) ? requests[page.final_base_page_request] ?? null : null
   row.browser_version = text(page.browser_version ?? page.browserVersion, 200)
   row.observed_protocol = base ? normalizeProtocol(text(base.protocol, 64)) : null
+  const timings = base ? navigationTimings(requests, base, page) : null
   row.details = {
     requests: requests.slice(0, MAX_REQUESTS).map(requestDetail),
     origins: originsSeen(requests.slice(0, MAX_REQUESTS)),
@@ -39,10 +44,11 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
       result: num(page.result),
       tester: text(page.tester, 200),
       final_url: text(page.final_url, 4000),
-      page_ttfb_ms: num(page.TTFB)
+      page_ttfb_ms: num(page.TTFB),
+      ttfb_check: timings?.check ?? null
     }
   }
-  if (base) Object.assign(row, baseTimings(base))
+  if (timings) for (const c of /** @type {const} */ (['ttfb_ms', 'dns_ms', 'connect_ms', 'tls_ms'])) row[c] = timings[c]
   // The agent writes 0 for a time it did not see.
   row.load_ms = measured(page.loadTime)
   row.fcp_ms = measured(page.firstContentfulPaint)
@@ -62,10 +68,10 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   const result = num(page.result)
   const baseStatus = base ? num(base.responseCode) : null
   if (agentError || (result !== 0 && result !== CONTENT_ERROR) || !base) {
-    row.status = 'error'
-    row.error = agentError ?? text(page.error, 4000) ?? (base ? `the agent reported result ${result}` : 'the agent recorded no base-page request')
     // A failed run's page timings are the agent's zeros and leftovers, not a load.
-    for (const c of ['ttfb_ms', 'load_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'fcp_ms', 'lcp_ms', 'dcl_ms']) row[c] = null
+    failRun(row, agentError ?? text(page.error, 4000) ?? (base ? `the agent reported result ${result}` : 'the agent recorded no base-page request'))
+  } else if (timings?.problem) {
+    failRun(row, `${IMPLAUSIBLE}: ${timings.problem}`)
   } else if (baseStatus !== null && baseStatus >= 400) {
     // As for Puppeteer agents: a page answered with an HTTP error did not load.
     row.status = 'error'
@@ -78,32 +84,23 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
       const failed = requests.filter((r) => (num(r.responseCode) ?? 0) >= 400 || num(r.responseCode) === -1).length
       row.notes = [{ code: 'content_error', message: `${failed || 'some'} request${failed === 1 ? '' : 's'} of the page failed (WPT result 99999)` }]
     }
+    if (timings?.note) row.notes = [...(row.notes ?? []), timings.note]
   }
   row.protocol_ok = row.status === 'ok'
   return row
 }
 
 /**
- * TTFB and the connection phases of the base-page request, in ms from its
- * own start (its DNS lookup, or its connect, or its request when the
- * connection existed). connect_ms is TCP + TLS for H2 and the QUIC handshake
- * for H3, as Navigation Timing gives it to Puppeteer agents: WPT's
- * connect_ms is TCP alone (−1 on QUIC) and its ssl_ms the TLS or QUIC
- * handshake.
- * @param {Record<string, any>} base
+ * Make a row an error result: its timings are not a page load's (the
+ * agent's zeros and leftovers of a failed run, or values that cannot be
+ * true), so none is kept where percentiles would read it.
+ * @param {Record<string, any>} row
+ * @param {string} error
  */
-function baseTimings (base) {
-  const start = [base.dns_start, base.connect_start, base.ssl_start, base.load_start].map(num).filter(/** @type {(v: number | null) => v is number} */ ((v) => v !== null && v >= 0))
-  const from = start.length ? Math.min(...start) : null
-  const ttfbEnd = positive(base.ttfb_end) ?? sum(positive(base.load_start), positive(base.ttfb_ms))
-  const tcp = positive(base.connect_ms)
-  const tls = positive(base.ssl_ms)
-  return {
-    ttfb_ms: ttfbEnd !== null && from !== null && ttfbEnd >= from ? ttfbEnd - from : null,
-    dns_ms: positive(base.dns_ms),
-    connect_ms: tcp === null && tls === null ? null : (tcp ?? 0) + (tls ?? 0),
-    tls_ms: tls
-  }
+export function failRun (row, error) {
+  row.status = 'error'
+  row.error = error.slice(0, 4000)
+  for (const c of PAGE_TIMINGS) row[c] = null
 }
 
 /**
@@ -178,5 +175,4 @@ const isObject = (/** @type {any} */ v) => v !== null && typeof v === 'object' &
 const num = (/** @type {any} */ v) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
 const positive = (/** @type {any} */ v) => (num(v) !== null && v >= 0 && v < 3600000 ? v : null)
 const measured = (/** @type {any} */ v) => (positive(v) !== null && v > 0 ? v : null)
-const sum = (/** @type {number | null} */ a, /** @type {number | null} */ b) => (a === null || b === null ? null : a + b)
 const text = (/** @type {any} */ v, /** @type {number} */ max) => (typeof v === 'string' && v !== '' ? v.slice(0, max) : null)

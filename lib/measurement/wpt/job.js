@@ -1,16 +1,24 @@
 // One arm of an h3lens round → the job JSON a wptagent runs. One WPT test is
 // one browser set-up, so each arm is its own test, with the arm's protocol
 // switches in addCmdLine: the same ones the Puppeteer agent starts Chromium
-// with (lib/measurement/modes.js).
-import { expectedProtocolFor, modeFlags } from '../modes.js'
+// with (lib/measurement/modes.js), and for a lab page the lab's.
+import { expectedProtocolFor, labBrowserFlags, modeFlags } from '../modes.js'
 import { effectiveOptions } from '../probes/index.js'
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../../runtime/lab-host.js'
 
 /**
  * Switches wptagent sets itself. Chromium keeps only the last value of a
  * repeated switch, so an addCmdLine that repeated one would replace the
- * agent's own list (its host resolver rules, its disabled features).
+ * agent's own list (its host resolver rules, its disabled features). Only a
+ * lab page's job does, on purpose (labSwitches).
  */
 export const AGENT_OWNED_SWITCHES = Object.freeze(['--host-resolver-rules', '--disable-features'])
+
+/**
+ * Where wptagent serves its own start page (http://127.0.0.1:8888/orange.html),
+ * which it loads before every test.
+ */
+export const AGENT_LOOPBACK = '127.0.0.1'
 
 /** Seconds a WPT test may take, as the Puppeteer agent's page timeout. */
 export const WPT_TEST_TIMEOUT_S = 60
@@ -18,15 +26,19 @@ export const WPT_TEST_TIMEOUT_S = 60
 /**
  * @param {{ testId: string, mode: 'h2' | 'h3', job: { url: string, repeat_view?: boolean, options?: Record<string, any>,
  *   aa_protocol?: string | null, monitor_id: number, due_at: Date | string }, forceOrigins?: string[],
- *   location: { profile?: Record<string, any> } | null }} arm
+ *   location: { profile?: Record<string, any> } | null, lab?: { spki: string, address: string } | null }} arm
+ *   lab: how the agent reaches the lab origin, for a page on it (isLabPage)
  * @returns {Record<string, any>}
  */
-export function wptJob ({ testId, mode, job, forceOrigins = [], location }) {
+export function wptJob ({ testId, mode, job, forceOrigins = [], location, lab = null }) {
   const options = effectiveOptions(job.url, job.options ?? {})
   // An A/A monitor's arms both load with its one protocol; the mode stays the arm's label.
   const protocol = /** @type {'h2' | 'h3'} */ (expectedProtocolFor(mode, job))
-  const switches = modeFlags(protocol, job.url, { forceOrigins: protocol === 'h3' ? forceOrigins : [] })
-    .filter((s) => !AGENT_OWNED_SWITCHES.includes(s.split('=')[0]))
+  const switches = [
+    ...modeFlags(protocol, job.url, { forceOrigins: protocol === 'h3' ? forceOrigins : [] })
+      .filter((s) => !AGENT_OWNED_SWITCHES.includes(s.split('=')[0])),
+    ...(lab && isLabPage(job.url) ? labSwitches(lab) : [])
+  ]
   return {
     'Test ID': testId,
     url: job.url,
@@ -43,7 +55,7 @@ export function wptJob ({ testId, mode, job, forceOrigins = [], location }) {
     axe: 0,
     ...shaping(location?.profile ?? {}),
     ...(options.netlog === 'always' ? { netlog: 1 } : {}),
-    addCmdLine: switches.join(' '),
+    addCmdLine: commandLine(switches),
     label: `h3lens monitor ${job.monitor_id}, round ${new Date(job.due_at).toISOString()}, ${mode} arm (${protocol.toUpperCase()})`
   }
 }
@@ -62,4 +74,41 @@ function shaping (profile) {
     latency: Math.round(profile.rtt_ms ?? 0),
     plr: profile.loss_pct ?? 0
   }
+}
+
+/** @param {string} url */
+export function isLabPage (url) {
+  return LAB_HOSTNAMES.includes(new URL(url).hostname)
+}
+
+/**
+ * The lab's switches, as a Puppeteer agent of a lab location gets them: the
+ * origin's certificate pinned by its public key, its names mapped to it and
+ * every other name failing at the resolver. This --host-resolver-rules
+ * replaces the agent's own list (Chromium keeps the last one), and covers
+ * what that list is for: it maps a few update and background hosts to
+ * 127.0.0.1, this fails them. The agent's start page is let through, or the
+ * wildcard would fail it too.
+ * @param {{ spki: string, address: string }} lab
+ */
+function labSwitches ({ spki, address }) {
+  return labBrowserFlags({ spki, hostname: LAB_HOSTNAME, address, exclude: [AGENT_LOOPBACK] })
+}
+
+/**
+ * Switches as one addCmdLine. wptagent splits it as a shell would
+ * (shlex.split), so a value with spaces (the resolver rules) is quoted.
+ * @param {string[]} switches
+ */
+export function commandLine (switches) {
+  return switches.map((s) => (s.includes(' ') ? s.replace(/=(.*)$/, '="$1"') : s)).join(' ')
+}
+
+/**
+ * The switches of an addCmdLine commandLine wrote, as the agent passes them
+ * to Chromium: the results' flags.
+ * @param {string} line
+ */
+export function switchesOf (line) {
+  return (line.match(/(?:[^\s"]+|"[^"]*")+/g) ?? []).map((s) => s.replace(/"/g, ''))
 }
