@@ -157,10 +157,10 @@ test('a monitor with the auto arm gets a third WPT test with nothing forced, its
     result: async (job) => ({ zip: await forTest(arm(job) === 'h2' ? ZIP.h1 : ZIP.h3, job) })
   })
   assert.deepEqual(jobs.map(arm).sort(), ['auto', 'h2', 'h3'], 'one test per arm')
-  const auto = jobs.find((j) => arm(j) === 'auto')
+  const auto = jobs.find((j) => arm(j) === 'auto') ?? assert.fail('no auto test')
   assert.equal(auto.addCmdLine, '--enable-quic', 'QUIC as Chromium ships it, nothing forced or switched off')
   assert.equal(auto.fvonly, 1, 'the first visit only: the agent\'s repeat view keeps the cache')
-  assert.equal(jobs.find((j) => arm(j) === 'h3').fvonly, 0, 'the forced arms keep their repeat view')
+  assert.equal(jobs.find((j) => arm(j) === 'h3')?.fvonly, 0, 'the forced arms keep their repeat view')
   assert.match(auto.label, /auto arm \(nothing forced\)/)
 
   const rows = await results(m.id)
