@@ -36,6 +36,9 @@ const { values } = parseArgs({
   }
 })
 const bounded = (v, max) => Math.min(max, Math.max(1, Number(v)))
+// The field studies compare H3 with H2 where both can load; lab-udp-blocked
+// carries no QUIC by design.
+const PROFILES = DEFAULT_PROFILES.filter((p) => !p.block_udp)
 const rounds = { parallel: bounded(values['parallel-rounds'], 200), page: bounded(values['page-rounds'], 100), upload: bounded(values['upload-rounds'], 100) }
 const uploadBytes = bounded(values['upload-bytes'], 100 * 1024 * 1024)
 const PERCENTILES = [25, 50, 75, 90, 95]
@@ -44,7 +47,7 @@ const log = pino({ level: 'warn' })
 const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'h3lens-reproduce-'))
 const started = Date.now()
 const load = os.loadavg()[0]
-const topology = await labUp({ profiles: DEFAULT_PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
+const topology = await labUp({ profiles: PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
 const pool = createBrowserPool({ dataDir, log })
 /** @type {Record<string, Record<string, any[]>>} results per region and study */
 /** @type {Record<string, Record<'parallel' | 'page15k' | 'page1m' | 'upload', Record<string, any>[]>>} */
@@ -86,7 +89,7 @@ const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
 console.log(`# h3lens field-study reproduction — ${new Date().toISOString()}`)
 console.log(`${os.cpus().length} cores, load average ${load.toFixed(1)} at start, ${Math.round((Date.now() - started) / 1000)} s; ` +
   `rounds per region: parallel ${rounds.parallel}, pages ${rounds.page}, upload ${rounds.upload} (${uploadBytes} bytes)`)
-console.log('\nProfiles: ' + DEFAULT_PROFILES.map((p) => `${p.name} ${p.rtt_ms} ms RTT, ${p.loss_pct}% ${p.loss_model} loss, ${p.down_kbps / 1000}/${p.up_kbps / 1000} Mbit/s`).join('; '))
+console.log('\nProfiles: ' + PROFILES.map((p) => `${p.name} ${p.rtt_ms} ms RTT, ${p.loss_pct}% ${p.loss_model} loss, ${p.down_kbps / 1000}/${p.up_kbps / 1000} Mbit/s`).join('; '))
 
 console.log('\n## Dropbox style: 5 parallel requests to /noop on a warm connection (H3 − H2 per request)\n')
 console.log(`| region | matched rounds, requests h2 / h3 | ${PERCENTILES.map((p) => `p${p}`).join(' | ')} |`)
@@ -137,8 +140,8 @@ console.log('\n## Firefox style: upload throughput, medians (Mbit/s)\n')
 console.log('| region | up link | h2 | h3 | h3 / h2 | upload ms h2 | upload ms h3 |')
 console.log('|---|---|---|---|---|---|---|')
 for (const [region, cell] of Object.entries(byRegion)) {
-  // byRegion's keys are the names of DEFAULT_PROFILES' locations.
-  const p = /** @type {typeof DEFAULT_PROFILES[number]} */ (DEFAULT_PROFILES.find((x) => x.name === region))
+  // byRegion's keys are the names of PROFILES' locations.
+  const p = /** @type {typeof PROFILES[number]} */ (PROFILES.find((x) => x.name === region))
   const m = (mode, f) => median(ok(cell.upload, mode).map(f))
   const [h2, h3] = [m('h2', (r) => r.upload_mbps), m('h3', (r) => r.upload_mbps)]
   console.log(`| ${region} | ${p.up_kbps / 1000} Mbit/s | ${f1(h2)} | ${f1(h3)} | ${(h3 / h2).toFixed(2)}× | ${f1(m('h2', (r) => r.details.samples[0]))} | ${f1(m('h3', (r) => r.details.samples[0]))} |`)

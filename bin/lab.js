@@ -31,7 +31,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
     } else if (config.lab === 'regions') {
       throw Object.assign(new Error(`emulated regions are not available: ${support.reason}`), { userFacing: true })
     } else {
-      notice = `emulated regions are off (${support.reason}); measuring from the unshaped "local" location only. Run as root on Linux with /dev/net/tun for lab-na, lab-eu and lab-asia.`
+      notice = `emulated regions are off (${support.reason}); measuring from the unshaped "local" location only. Run as root on Linux with /dev/net/tun for lab-na, lab-eu, lab-asia and lab-udp-blocked.`
       log.warn(notice)
     }
   }
