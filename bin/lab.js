@@ -111,7 +111,8 @@ export async function runLab (ctx) {
   ctx.lifecycle.add('data dir lock', claimDataDir(ctx.config.dataDir, 'lab'))
   const lab = await startLabEnvironment(ctx)
   console.log(`lab origin: ${lab.origin.baseUrl} on Caddy ${lab.origin.labOrigin.version} (maps to the lab via --host-resolver-rules)`)
-  for (const l of lab.locations) console.log(`  ${l.id.padEnd(9)} origin at ${l.target.address}${l.target.netns ? ` from namespace ${l.target.netns}` : ''}`)
+  const width = Math.max(...lab.locations.map((l) => l.id.length))
+  for (const l of lab.locations) console.log(`  ${l.id.padEnd(width)} origin at ${l.target.address}${l.target.netns ? ` from namespace ${l.target.netns}` : ''}`)
   console.log('Ctrl-C stops the lab.')
 }
 

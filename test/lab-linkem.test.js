@@ -265,7 +265,7 @@ describe('linkem between two namespaces', { skip }, () => {
     assert.equal(afterUdp.down.drop_loss + afterUdp.up.drop_loss, 0, 'a blocked packet is not a lost one')
 
     const echo = nodeIn(ORIGIN, TCP_ECHO, { port: 9301 })
-    await once(echo.stdout, 'data')
+    await Promise.race([once(echo.stdout, 'data'), once(echo, 'exit').then(() => { throw new Error('the echo server exited before listening') })])
     const back = await lastJson(nodeIn(LOCATION, TCP_ROUND_TRIP, { host: '10.213.0.1', port: 9301, bytes: 1 << 20 }))
     echo.kill('SIGTERM')
     const afterTcp = await link.readStats()
