@@ -92,7 +92,7 @@ export const locationSchema = {
     profile: {
       type: 'object',
       additionalProperties: true,
-      description: 'Network profile of a lab location: rtt_ms, jitter_ms, loss_pct, loss_model, down_kbps, up_kbps, queue_packets'
+      description: 'Network profile of a lab location: rtt_ms, jitter_ms, loss_pct, loss_model, down_kbps, up_kbps, queue_packets, block_udp (true: the path drops all UDP, so QUIC cannot connect)'
     },
     last_refusal: {
       type: 'object',

@@ -52,6 +52,11 @@ const rounds = {
   upload: only.has('firefox') ? bounded(values['upload-rounds'], 100) : 0,
   auto: only.has('apnic') ? bounded(values['auto-rounds'], 100) : 0
 }
+// The field studies compare H3 with H2 where both can load; lab-udp-blocked
+// carries no QUIC by design, so only the APNIC study (what users get) goes there.
+const PROFILES = rounds.auto ? DEFAULT_PROFILES : DEFAULT_PROFILES.filter((p) => !p.block_udp)
+/** @param {string} region */
+const forcedStudies = (region) => !DEFAULT_PROFILES.find((p) => p.name === region)?.block_udp
 const uploadBytes = bounded(values['upload-bytes'], 100 * 1024 * 1024)
 const PERCENTILES = [25, 50, 75, 90, 95]
 
@@ -59,7 +64,7 @@ const log = pino({ level: 'warn' })
 const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'h3lens-reproduce-'))
 const started = Date.now()
 const load = os.loadavg()[0]
-const topology = await labUp({ profiles: DEFAULT_PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
+const topology = await labUp({ profiles: PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
 const pool = createBrowserPool({ dataDir, log })
 /** @type {Record<string, Record<string, any[]>>} results per region and study */
 /** @type {Record<string, Record<'parallel' | 'page15k' | 'page1m' | 'upload' | 'auto' | 'autoNoH3', Record<string, any>[]>>} */
@@ -72,13 +77,14 @@ try {
       const ctx = { location: { kind: 'lab', profile: loc.profile } }
       const job = (id, page, probes, options = {}) => runJob({ id, url: `${origin.baseUrl}/${page}`, modes: ['h3', 'h2'], probes, options: { netlog: 'off', ...options } }, ctx)
       const cell = (byRegion[loc.name] = /** @type {typeof byRegion[string]} */ ({ parallel: [], page15k: [], page1m: [], upload: [], auto: [], autoNoH3: [] }))
+      const forced = forcedStudies(loc.name)
       // Each result keeps its round, so the comparison resamples whole rounds.
-      for (let i = 0; i < rounds.parallel; i++) cell.parallel.push(...(await job(i, 'page-15k.html', ['parallel'], { parallel_url: '/noop', parallel_requests: 5 })).map((r) => ({ ...r, round: i })))
-      for (let i = 0; i < rounds.page; i++) {
+      for (let i = 0; forced && i < rounds.parallel; i++) cell.parallel.push(...(await job(i, 'page-15k.html', ['parallel'], { parallel_url: '/noop', parallel_requests: 5 })).map((r) => ({ ...r, round: i })))
+      for (let i = 0; forced && i < rounds.page; i++) {
         cell.page15k.push(...await job(i, 'page-15k.html', ['page']))
         cell.page1m.push(...await job(i, 'page-1m.html', ['page']))
       }
-      for (let i = 0; i < rounds.upload; i++) cell.upload.push(...await job(i, 'page-15k.html', ['upload'], { upload_bytes: uploadBytes }))
+      for (let i = 0; forced && i < rounds.upload; i++) cell.upload.push(...await job(i, 'page-15k.html', ['upload'], { upload_bytes: uploadBytes }))
       // The auto arm beside the forced ones, as a monitor with all three runs them.
       for (let i = 0; i < rounds.auto; i++) {
         const arms = { modes: ['h2', 'h3', 'auto'], probes: ['page'], options: { netlog: 'off' } }
@@ -107,13 +113,13 @@ const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
 console.log(`# h3lens field-study reproduction — ${new Date().toISOString()}`)
 console.log(`${os.cpus().length} cores, load average ${load.toFixed(1)} at start, ${Math.round((Date.now() - started) / 1000)} s; ` +
   `rounds per region: parallel ${rounds.parallel}, pages ${rounds.page}, upload ${rounds.upload} (${uploadBytes} bytes)`)
-console.log('\nProfiles: ' + DEFAULT_PROFILES.map((p) => `${p.name} ${p.rtt_ms} ms RTT, ${p.loss_pct}% ${p.loss_model} loss, ${p.down_kbps / 1000}/${p.up_kbps / 1000} Mbit/s`).join('; '))
+console.log('\nProfiles: ' + PROFILES.map((p) => `${p.name} ${p.rtt_ms} ms RTT, ${p.loss_pct}% ${p.loss_model} loss, ${p.down_kbps / 1000}/${p.up_kbps / 1000} Mbit/s`).join('; '))
 
 if (rounds.parallel) {
   console.log('\n## Dropbox style: 5 parallel requests to /noop on a warm connection (H3 − H2 per request)\n')
   console.log(`| region | matched rounds, requests h2 / h3 | ${PERCENTILES.map((p) => `p${p}`).join(' | ')} |`)
   console.log(`|---|---|${PERCENTILES.map(() => '---').join('|')}|`)
-  for (const [region, cell] of Object.entries(byRegion)) {
+  for (const [region, cell] of Object.entries(byRegion).filter(([r]) => forcedStudies(r))) {
   // Matched rounds, as the product compares them: both arms loaded with
   // their protocol; a round's requests are resampled together.
     const matched = []
@@ -138,7 +144,7 @@ if (rounds.parallel) {
   console.log('\nAbsolute values (ms), h2 → h3:\n')
   console.log(`| region | ${PERCENTILES.map((p) => `p${p}`).join(' | ')} |`)
   console.log(`|---|${PERCENTILES.map(() => '---').join('|')}|`)
-  for (const [region, cell] of Object.entries(byRegion)) {
+  for (const [region, cell] of Object.entries(byRegion).filter(([r]) => forcedStudies(r))) {
     const sorted = (mode) => Float64Array.from(ok(cell.parallel, mode).flatMap((r) => r.details.samples)).sort()
     const [h2, h3] = [sorted('h2'), sorted('h3')]
     console.log(`| ${region} | ${PERCENTILES.map((p) => `${f1(exactQuantile(h2, p / 100))} → ${f1(exactQuantile(h3, p / 100))}`).join(' | ')} |`)
@@ -149,7 +155,7 @@ if (rounds.page) {
   console.log('\n## Cloudflare style: fresh connection, medians (ms)\n')
   console.log('| region | page | TTFB h2 | TTFB h3 | Δ TTFB | load h2 | load h3 | Δ load | connect RTT h2 / h3 |')
   console.log('|---|---|---|---|---|---|---|---|---|')
-  for (const [region, cell] of Object.entries(byRegion)) {
+  for (const [region, cell] of Object.entries(byRegion).filter(([r]) => forcedStudies(r))) {
     for (const [name, list] of [['15 KB', cell.page15k], ['1 MB', cell.page1m]]) {
       const m = (mode, k) => median(ok(list, mode).map((r) => r[k]))
       const [t2, t3, l2, l3] = [m('h2', 'ttfb_ms'), m('h3', 'ttfb_ms'), m('h2', 'load_ms'), m('h3', 'load_ms')]
@@ -162,7 +168,7 @@ if (rounds.upload) {
   console.log('\n## Firefox style: upload throughput, medians (Mbit/s)\n')
   console.log('| region | up link | h2 | h3 | h3 / h2 | upload ms h2 | upload ms h3 |')
   console.log('|---|---|---|---|---|---|---|')
-  for (const [region, cell] of Object.entries(byRegion)) {
+  for (const [region, cell] of Object.entries(byRegion).filter(([r]) => forcedStudies(r))) {
   // byRegion's keys are the names of DEFAULT_PROFILES' locations.
     const p = /** @type {typeof DEFAULT_PROFILES[number]} */ (DEFAULT_PROFILES.find((x) => x.name === region))
     const m = (mode, f) => median(ok(cell.upload, mode).map(f))

@@ -66,7 +66,8 @@ export const COMMANDS = {
 Starts the whole product: an embedded PostgreSQL (unless DATABASE_URL is set),
 migrations, the API and dashboard, the scheduler, the lab origin (Caddy with
 HTTP/3) and one agent per lab location. Emulated regions (lab-na, lab-eu,
-lab-asia) need root and /dev/net/tun; otherwise one unshaped "local" location
+lab-asia, and lab-udp-blocked, whose network drops UDP so QUIC cannot
+connect) need root and /dev/net/tun; otherwise one unshaped "local" location
 is used and a notice says why. An empty database gets one monitor per lab page.
 
 Options:

@@ -10,7 +10,8 @@ const PROFILE_FIELDS = [
   ['loss_pct', 'Loss', (v, p) => `${v}%${p.loss_model ? ` ${p.loss_model === 'gilbert-elliott' ? '(bursty, Gilbert–Elliott)' : `(${p.loss_model})`}` : ''}`],
   ['down_kbps', 'Down', kbps],
   ['up_kbps', 'Up', kbps],
-  ['queue_packets', 'Queue', (v) => `${v} packets`]
+  ['queue_packets', 'Queue', (v) => `${v} packets`],
+  ['block_udp', 'UDP', (v) => v ? 'blocked: QUIC cannot connect' : 'passes']
 ]
 
 /** What each location kind is called, and what it means. */
