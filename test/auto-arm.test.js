@@ -5,6 +5,8 @@
 // visit, and the location's story in words.
 //   - a normal path: the first visit comes over H2 (the origin is not yet
 //     known to speak H3), the returning visit over H3 (learnt from Alt-Svc);
+//   - a path that blocks UDP: forced H3 fails fast, the auto arm falls back
+//     to H2, and the words say QUIC is blocked on this path;
 //   - an origin without H3 (the lab's h2-only port): no visit over H3, "the
 //     origin does not announce H3".
 import assert from 'node:assert/strict'
@@ -37,7 +39,8 @@ let dataDir
 let topology
 let origin
 let api
-let agent
+/** @type {any[]} */
+let agents = []
 let key
 
 before(async () => {
@@ -47,24 +50,29 @@ before(async () => {
   topology = await labUp({
     prefix: 'h3tau',
     runDir: path.join(dataDir, 'run'),
-    profiles: [{ name: 'open', rtt_ms: 20, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 50_000, up_kbps: 20_000, queue_packets: 200 }]
+    profiles: [
+      { name: 'open', rtt_ms: 20, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 50_000, up_kbps: 20_000, queue_packets: 200 },
+      { name: 'blocked', rtt_ms: 20, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 50_000, up_kbps: 20_000, queue_packets: 200, block_udp: true }
+    ]
   })
   origin = await startOrigin({ dataDir, port: 8443, noH3Port: 8444, netns: topology.originNs })
-  const [loc] = topology.locations
-  await upsertLocation(database.pool, { id: 'lab-open', name: 'Open path', region: 'Test', kind: 'lab', profile: loc.profile })
   const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const config = loadConfig({ LOG_LEVEL: 'silent', PORT: String(await freePort()), HOST: '127.0.0.1', H3LENS_DATA_DIR: dataDir })
   api = await startApi({ db: database.pool, config, log })
   key = (await createApiKey(database.pool, { name: 'test', role: 'read' })).secret
-  const { token } = await createAgentToken(database.pool, { location: 'lab-open' })
-  agent = await startAgent({
-    config: { ...config, apiUrl: api.url }, log, token, location: 'lab-open',
-    lab: { spki: origin.spki, hostname: origin.hostname, address: loc.originAddress, netns: loc.ns }
-  })
+  for (const loc of topology.locations) {
+    const id = `lab-${loc.name}`
+    await upsertLocation(database.pool, { id, name: loc.name, region: 'Test', kind: 'lab', profile: loc.profile })
+    const { token } = await createAgentToken(database.pool, { location: id })
+    agents.push(await startAgent({
+      config: { ...config, apiUrl: api.url }, log, token, location: id,
+      lab: { spki: origin.spki, hostname: origin.hostname, address: loc.originAddress, netns: loc.ns }
+    }))
+  }
 })
 
 after(async () => {
-  await agent?.stop()
+  for (const agent of agents) await agent.stop()
   await api?.close()
   await origin?.stop()
   await topology?.down()
@@ -80,15 +88,16 @@ async function get (url) {
 }
 
 /**
- * Queue `n` rounds of a monitor (due a second apart, in the past) and wait
- * until the agent has done them all.
+ * Queue `n` rounds of a monitor at a location (due a second apart, in the
+ * past) and wait until its agent has done them all.
  * @param {number} monitorId
  * @param {number} n
+ * @param {string} [location]
  */
-async function runRounds (monitorId, n) {
+async function runRounds (monitorId, n, location = 'lab-open') {
   const { rows } = await database.pool.query(
     `INSERT INTO jobs (monitor_id, location_id, due_at)
-     SELECT $1, 'lab-open', date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n])
+     SELECT $1, $3, date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n, location])
   const ids = rows.map((r) => r.id)
   const until = Date.now() + n * 20_000
   for (;;) {
@@ -141,6 +150,31 @@ test('a normal path: the first visit is over H2 (not yet known), the returning v
   assert.ok(row.rounds >= 0.9 * ROUNDS, `matched rounds: ${row.rounds}`)
   assert.ok(row.auto_ms > 0 && row.h2_ms > 0 && row.h3_ms > 0)
   for (const c of ['auto_vs_h2', 'auto_vs_h3', 'h3_vs_h2']) assert.ok(row.contrasts[c].verdict, c)
+})
+
+test('a path that blocks UDP: forced H3 fails fast, the auto arm falls back to H2, and the words say QUIC is blocked', { skip }, async () => {
+  const monitor = await createMonitor(database.pool, { url: `${origin.baseUrl}/page-15k.html`, locations: ['lab-blocked'], interval_s: 3600 })
+  await runRounds(monitor.id, 3, 'lab-blocked')
+  const { items } = await get(`/api/v1/monitors/${monitor.id}/results?limit=100`)
+  const forced = items.filter((r) => r.mode === 'h3')
+  assert.equal(forced.length, 3)
+  for (const r of forced) assert.equal(r.status, 'error', 'forced H3 fails: no QUIC gets through')
+  const auto = items.filter((r) => r.mode === 'auto')
+  for (const r of auto) {
+    assert.equal(r.status, 'ok', `${r.view}: ${r.error}`)
+    assert.equal(r.observed_protocol, 'h2', `${r.view}: users get H2`)
+    // Well under the page timeout: Chromium gives up on QUIC by itself and TCP carries the page.
+    assert.ok(r.load_ms < 5000, `${r.view}: load ${r.load_ms} ms`)
+  }
+  const reasons = await Promise.all(auto.filter((r) => r.view === 'returning').map(async (r) => (await get(`/api/v1/results/${r.id}`)).details.protocol_reason))
+  for (const reason of reasons) assert.ok(['tcp_won', 'broken'].includes(reason.code), `returning visit: ${JSON.stringify(reason)}`)
+
+  const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
+  const [loc] = answer.locations
+  assert.equal(loc.shares.returning.navigation_share.rate, 0)
+  assert.equal(loc.visits.first.failures.h3.failed, 3)
+  assert.equal(loc.story.code, 'quic_blocked')
+  assert.match(loc.story.text, /^QUIC blocked on this path: users get H2/)
 })
 
 test('an origin without H3: no visit over H3, and the words say the origin does not announce it', { skip }, async () => {
