@@ -97,8 +97,11 @@ export async function measure (opts, steps) {
       let page
       if (profile) {
         // The profile's own context: what it learns is kept on disk, where
-        // an incognito context would forget it.
-        page = await browser.defaultBrowserContext().newPage()
+        // an incognito context would forget it. Its first tab, which the
+        // browser opened at start, blank: a new one would cost another
+        // renderer (~200 ms on the 2-core test machine).
+        const [blank] = await browser.defaultBrowserContext().pages()
+        page = blank ?? await browser.defaultBrowserContext().newPage()
       } else if (freshPage && pooled) {
         const fresh = await freshPage(browser)
         ;({ context, page } = fresh)
