@@ -112,7 +112,7 @@ const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
 
 console.log(`# h3lens field-study reproduction — ${new Date().toISOString()}`)
 console.log(`${os.cpus().length} cores, load average ${load.toFixed(1)} at start, ${Math.round((Date.now() - started) / 1000)} s; ` +
-  `rounds per region: parallel ${rounds.parallel}, pages ${rounds.page}, upload ${rounds.upload} (${uploadBytes} bytes)`)
+  `rounds per region: parallel ${rounds.parallel}, pages ${rounds.page}, upload ${rounds.upload} (${uploadBytes} bytes), auto ${rounds.auto} per origin`)
 console.log('\nProfiles: ' + PROFILES.map((p) => `${p.name} ${p.rtt_ms} ms RTT, ${p.loss_pct}% ${p.loss_model} loss, ${p.down_kbps / 1000}/${p.up_kbps / 1000} Mbit/s`).join('; '))
 
 if (rounds.parallel) {
