@@ -25,14 +25,16 @@ test('a window with too few visits neither breaches nor clears, and says so', ()
   assert.equal(d.evidence.text, `not enough visits: ${MIN_VISITS - 1} returning visits loaded in the window; the rule needs ${MIN_VISITS}`)
 })
 
-test('below the threshold needs the whole Wilson interval below it', () => {
-  // 4 of 12: Wilson 95% is 14–61%, so not confidently below 50%.
-  const unsure = shareDecision({ threshold_pct: 50, min_drop_points: null }, { loaded: 12, h3: 4 }, { loaded: 0, h3: 0 })
+test('below the threshold needs the whole Wilson 99.8% interval below it', () => {
+  const floor = { threshold_pct: 50, min_drop_points: null }
+  // 1 of 12: the 95% interval (1–35%) is below 50%, the 99.8% one is not.
+  const unsure = shareDecision(floor, { loaded: 12, h3: 1 }, { loaded: 0, h3: 0 })
   assert.equal(unsure.breach, false)
-  assert.equal(unsure.evidence.text, 'returning visits over H3: 33% of 12 (Wilson 95%: 14–61%), not clearly below 50%')
-  const sure = shareDecision({ threshold_pct: 50, min_drop_points: null }, { loaded: 50, h3: 6 }, { loaded: 0, h3: 0 })
+  assert.equal(unsure.evidence.text, 'returning visits over H3: 8% of 12 (Wilson 99.8%: 1–53%), not clearly below 50%')
+  assert.equal(shareDecision(floor, { loaded: 12, h3: 0 }, { loaded: 0, h3: 0 }).evidence.text, 'returning visits over H3: 0% of 12 (Wilson 99.8%: 0–44%), below 50%')
+  const sure = shareDecision(floor, { loaded: 50, h3: 6 }, { loaded: 0, h3: 0 })
   assert.equal(sure.breach, true)
-  assert.equal(sure.evidence.text, 'returning visits over H3: 12% of 50 (Wilson 95%: 6–24%), below 50%')
+  assert.equal(sure.evidence.text, 'returning visits over H3: 12% of 50 (Wilson 99.8%: 4–32%), below 50%')
 })
 
 test('a drop needs both the points and the significance; without a baseline it is not tested', () => {
