@@ -86,17 +86,17 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     min_effect_pct: f.field('min_effect_pct', 'H3 slower by at least (%)', minPct),
     min_effect_ms: f.field('min_effect_ms', 'H3 slower by at least (ms)', minMs, 'Either or both'),
     threshold_pct: f.field('threshold_pct', 'Threshold (%)', threshold, 'Above 0 and below 100'),
-    min_drop_points: f.field('min_drop_points', 'Drop by at least (points)', minDrop, 'Percentage points against the 7 days before the window; optional')
+    min_drop_points: f.field('min_drop_points', 'Drop by at least (points)', minDrop, 'Percentage points below the 7 days before the window. Either field, or both')
   }
   // The threshold reads differently for a share (fires below it) than for a rate (fires above it).
   const thresholdText = {
     rate: ['Threshold (%)', 'Above 0 and below 100'],
-    share: ['Fire below (% over H3)', `Optional: fires when the share is confidently below it. Needs ${MIN_VISITS} returning visits in the window`]
+    share: ['Fire below (% over H3)', `When the share of returning visits over H3 is confidently below it (at least ${MIN_VISITS} visits in the window)`]
   }
   const form = h('form', { class: 'card-form', novalidate: true, id: 'rule-form', onsubmit: submit },
     h('div', { class: 'row-2' }, f.field('kind', 'Kind', kind), f.field('monitor_id', 'Monitor', monitor)),
-    h('div', { class: 'row-2' }, kindFields.metric, kindFields.percentile, kindFields.threshold_pct),
-    h('div', { class: 'row-2' }, kindFields.min_effect_pct, kindFields.min_effect_ms, kindFields.min_drop_points),
+    h('div', { class: 'row-2' }, kindFields.metric, kindFields.percentile, kindFields.threshold_pct, kindFields.min_drop_points),
+    h('div', { class: 'row-2' }, kindFields.min_effect_pct, kindFields.min_effect_ms),
     h('div', { class: 'row-2' }, f.field('window_s', 'Window (minutes)', windowMin, 'At least 1 minute'), f.field('evaluations', 'Evaluations in a row', evaluations, 'To fire, and to resolve')),
     h('div', { class: 'row-2' }, f.field('severity', 'Severity', severity), f.field('description', 'Description', description)),
     h('fieldset', { id: 'locations-group' }, h('legend', {}, 'Locations'), h('p', { class: 'hint' }, 'None ticked: every location of the monitor'), h('div', { class: 'checks' }, locBoxes)),
