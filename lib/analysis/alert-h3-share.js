@@ -27,7 +27,7 @@ export const BASELINE_S = 7 * 86400
  * share gets at most 1,440 chances a day to fire by chance: with p ≤ 1e-5
  * each, at most 1.44% a day per (monitor, location) at the shortest monitor
  * interval (union bound), 0.29% at the default 5 minutes. A real loss of H3
- * is far past it: 0 of 12 visits against 95% of a week gives p ≈ 1e-16.
+ * is far past it: 0 of 12 visits against 96% of a week gives p < 1e-16.
  */
 export const DROP_ALPHA = 1e-5
 /**
