@@ -306,8 +306,8 @@ export async function autoVisitOutcomes (db, { monitorId, from, to }) {
  * and in the location's baseline [baseline_from, baseline_to), each as how
  * many ran, how many loaded and how many of those loaded over H3, with the
  * location's kind. What an h3_share_drop alert rule observes
- * (lib/analysis/alert-h3-share.js). Each count is a range scan of
- * results_series_time (monitor, location, mode, probe, view, time).
+ * (lib/analysis/alert-h3-share.js). Each count is an index-only range scan
+ * of results_auto_returning (migration 022), which holds just these visits.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, from: Date, to: Date, baselines: { location_id: string, from: Date, to: Date }[] }} q
  * @returns {Promise<{ location_id: string, kind: string | null, part: 'window' | 'baseline', visits: number, loaded: number, h3: number }[]>}
