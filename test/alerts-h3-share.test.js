@@ -168,7 +168,7 @@ test('a drop of the returning visits\' H3 share fires once with its evidence, ke
   assert.ok(verifySignature(SECRET, fired.headers['x-h3lens-timestamp'], fired.body, fired.headers['x-h3lens-signature']))
   assert.equal(fired.json.event, 'firing')
   assert.deepEqual([fired.json.alert.kind, fired.json.alert.location_id, fired.json.alert.monitor_id, fired.json.alert.severity], ['h3_share_drop', 'cal-b', monitor.id, 'critical'])
-  assert.equal(fired.json.alert.summary, `H3 share of returning visits: ${e.text}`)
+  assert.match(fired.json.alert.summary, /^Returning visits over H3 fell from 96% of 336 to 0% of 12 \(96 points, p = /)
   assert.equal(fired.json.alert.evidence.p_value, e.p_value)
   assert.ok(fired.json.alert.evidence_url.startsWith(`#/monitors/${monitor.id}?window=custom&from=`), fired.json.alert.evidence_url)
 
@@ -188,7 +188,7 @@ test('a drop of the returning visits\' H3 share fires once with its evidence, ke
   const cleared = after.history[0].evidence
   assert.deepEqual([cleared.loaded, cleared.h3, cleared.dropped, cleared.baseline_frozen, cleared.baseline_to], [12, 12, false, true, new Date(DROP).toISOString()])
   assert.deepEqual(receiver.requests.map((r) => r.json.event), ['firing', 'resolved'])
-  assert.match(receiver.requests[1].json.alert.summary, /^H3 share of returning visits: returning visits over H3: 100% of 12 \(Wilson 99.8%: 56–100%\); 96% of 336 before/)
+  assert.match(receiver.requests[1].json.alert.summary, /^Returning visits over H3: 100% of 12 \(Wilson 99.8%: 56–100%\); 96% of 336 before/)
   assert.deepEqual(byLocation((await states(floor.id)).current), { 'cal-b': 'resolved' })
 
   // After resolving, the baseline is the week before the window again.

@@ -112,7 +112,10 @@ export function summary (rule, e) {
       `${e.h3_ms?.toFixed?.(1)} ms vs ${e.h2_ms?.toFixed?.(1)} ms (${e.delta_pct >= 0 ? '+' : ''}${pct(e.delta_pct)}), ${e.rounds_used} rounds`
   }
   if (rule.kind === 'h3_failure') return `HTTP/3 lost ${pct(e.h3_lost_pct)} of ${e.h3_attempted} loads (failed or fell back), threshold ${rule.threshold_pct}%`
-  if (rule.kind === 'h3_share_drop') return `H3 share of returning visits: ${e.text ?? e.reason ?? '?'}`
+  if (rule.kind === 'h3_share_drop') {
+    const text = e.text ?? e.reason ?? 'the H3 share of returning visits could not be read'
+    return text[0].toUpperCase() + text.slice(1)
+  }
   if (rule.kind === 'error_rate') return `failure rate ${pct(e.worst_pct)} (H2 ${pct(e.h2_failure_rate?.rate * 100)}, H3 ${pct(e.h3_failure_rate?.rate * 100)}), threshold ${rule.threshold_pct}%`
   return `no result for ${Math.round(rule.window_s / 60)} min while ${e.due_rounds} rounds were due`
 }
