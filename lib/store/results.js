@@ -300,3 +300,30 @@ export async function autoVisitOutcomes (db, { monitorId, from, to }) {
   ])
   return { totals, reasons }
 }
+
+/**
+ * Per location: the auto arm's returning visits in the window [from, to)
+ * and in the location's baseline [baseline_from, baseline_to), each as how
+ * many ran, how many loaded and how many of those loaded over H3, with the
+ * location's kind. What an h3_share_drop alert rule observes
+ * (lib/analysis/alert-h3-share.js). Each count is an index-only range scan
+ * of results_auto_returning (migration 022), which holds just these visits.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, from: Date, to: Date, baselines: { location_id: string, from: Date, to: Date }[] }} q
+ * @returns {Promise<{ location_id: string, kind: string | null, part: 'window' | 'baseline', visits: number, loaded: number, h3: number }[]>}
+ */
+export async function returningVisitCounts (db, { monitorId, from, to, baselines }) {
+  const { rows } = await db.query(
+    `SELECT l.id AS location_id, loc.kind, w.part, c.visits, c.loaded, c.h3
+       FROM unnest($2::text[], $3::timestamptz[], $4::timestamptz[]) AS l(id, baseline_from, baseline_to)
+       LEFT JOIN locations loc ON loc.id = l.id
+      CROSS JOIN LATERAL (VALUES ('window', $5::timestamptz, $6::timestamptz), ('baseline', l.baseline_from, l.baseline_to)) AS w(part, t0, t1)
+      CROSS JOIN LATERAL (
+        SELECT count(*)::int AS visits, count(*) FILTER (WHERE r.status = 'ok')::int AS loaded,
+               count(*) FILTER (WHERE r.status = 'ok' AND r.observed_protocol = 'h3')::int AS h3
+          FROM results r
+         WHERE r.monitor_id = $1 AND r.location_id = l.id AND r.mode = 'auto' AND r.probe = 'page' AND r.view = 'returning'
+           AND r.time >= w.t0 AND r.time < w.t1) AS c`,
+    [monitorId, baselines.map((b) => b.location_id), baselines.map((b) => b.from), baselines.map((b) => b.to), from, to])
+  return rows
+}

@@ -64,3 +64,53 @@ export function ratioInterval ({ n, sx, sy, sxx, syy, sxy }, confidence = 0.95) 
   const z = normalQuantile(1 - (1 - confidence) / 2)
   return { rate: r, lo: Math.max(0, r - z * se), hi: Math.min(1, r + z * se) }
 }
+
+/**
+ * One-sided Fisher exact test that the first of two shares is lower than
+ * the second: k1 of n1 against k2 of n2. Under "the same share in both",
+ * and given the k1 + k2 successes of both, the first sample's successes are
+ * hypergeometric; p = P(X ≤ k1). Exact at any size and conservative, which
+ * a normal approximation is not in the far tail the alert rules test at
+ * (p ≈ 1e-5, lib/analysis/h3-share.js).
+ * @param {number} k1
+ * @param {number} n1
+ * @param {number} k2
+ * @param {number} n2
+ * @returns {number} p-value in [0, 1]
+ */
+export function fisherLowerP (k1, n1, k2, n2) {
+  const N = n1 + n2
+  const K = k1 + k2
+  if (!(n1 > 0 && n2 > 0)) return 1
+  const lo = Math.max(0, n1 - (N - K))
+  // log C(K, x) + log C(N − K, n1 − x) − log C(N, n1)
+  const logTotal = logChoose(N, n1)
+  const terms = []
+  for (let x = lo; x <= k1; x++) terms.push(logChoose(K, x) + logChoose(N - K, n1 - x) - logTotal)
+  const top = Math.max(...terms)
+  const p = Math.exp(top) * terms.reduce((s, t) => s + Math.exp(t - top), 0)
+  return Math.min(1, p)
+}
+
+/** @param {number} n @param {number} k */
+function logChoose (n, k) {
+  return logGamma(n + 1) - logGamma(k + 1) - logGamma(n - k + 1)
+}
+
+// Lanczos approximation (g = 7, 9 coefficients): ~15 significant digits.
+const LANCZOS = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+  -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7]
+
+/**
+ * log Γ(x) for x > 0.
+ * @param {number} x
+ * @returns {number}
+ */
+export function logGamma (x) {
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x)
+  const z = x - 1
+  let a = LANCZOS[0]
+  const t = z + 7.5
+  for (let i = 1; i < 9; i++) a += LANCZOS[i] / (z + i)
+  return 0.5 * Math.log(2 * Math.PI) + (z + 0.5) * Math.log(t) - t + Math.log(a)
+}
