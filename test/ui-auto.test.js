@@ -136,6 +136,9 @@ test('the overview shows the H3 share of returning visits per cell, or the story
   const na = mine.find((c) => c.column === 'Lab North America')
   const cmp = await apiGet(`/api/v1/monitors/${auto.monitor.id}/comparison?percentiles=50,95`)
   const returning = cmp.locations.find((l) => l.location_id === 'lab-na').users_get.returning
+  // The overview's story is the monitor page's.
+  const full = await apiGet(`/api/v1/monitors/${auto.monitor.id}/auto?percentiles=50`)
+  for (const l of full.locations) assert.deepEqual(cmp.locations.find((c) => c.location_id === l.location_id).users_get.story, l.story)
   assert.equal(na.badge, `H3 ${Math.round(returning.h3 / returning.loaded * 100)}% returning`)
   assert.match(na.title, new RegExp(`H3 on ${returning.h3} of 72 returning visits that loaded \\(95% interval \\d+(\\.\\d)?% \\(\\d+(\\.\\d)?–\\d+(\\.\\d)?%\\)\\)`))
   assert.match(na.title, /Users get H3 from their second visit on/)
