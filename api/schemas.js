@@ -190,7 +190,19 @@ const resultProperties = {
   },
   browser_version: nullableString,
   agent_version: nullableString,
-  flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact Chromium flags of the run' }
+  flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact Chromium flags of the run' },
+  protocol_reason: {
+    type: ['object', 'null'],
+    additionalProperties: false,
+    description: 'Why the page came over its protocol (details.protocol_reason; the codes and their words are in GET /api/v1/catalogue): ' +
+      'the forced arm\'s switch, or for the auto arm the browser\'s own choice ("H2: TCP won the race"); null for results stored before reasons were kept',
+    properties: {
+      code: { type: 'string' },
+      text: { type: 'string' },
+      alternate_protocol_usage: { ...nullableString, description: 'Chromium\'s alternateProtocolUsage of the document request' },
+      h3_announced: { ...nullableString, description: 'How the origin announced H3: alt-svc, https-record, or null' }
+    }
+  }
 }
 
 export const resultSchema = { $id: 'result', type: 'object', properties: resultProperties }

@@ -300,6 +300,25 @@ export default async function comparisonRoutes (app) {
                   cliffs_delta: { type: ['number', 'null'], description: 'Cliff\'s δ of H3 against H2 (negative: H3 tends to be faster)' },
                   verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data', 'h3_not_supported'], description: 'Location verdict from the paired test (BH-corrected over locations, practical minimum on the Hodges–Lehmann shift)' },
                   cells: { type: 'object', properties: { tested: { type: 'integer' }, flagged: { type: 'integer' } } },
+                  users_get: {
+                    type: ['object', 'null'],
+                    additionalProperties: false,
+                    description: 'As users get it, from the auto arm\'s visits in the window (page probe, whatever the metric): the location\'s story in words and the H3 share of its returning visits. ' +
+                      'null for all locations and where the auto arm has no visit. GET /monitors/{id}/auto has the rest (every visit, the race outcomes, the received gain)',
+                    properties: {
+                      story: { type: 'object', additionalProperties: false, properties: { code: { type: 'string', enum: Object.keys(STORIES) }, text: { type: 'string' } } },
+                      returning: {
+                        type: 'object',
+                        additionalProperties: false,
+                        properties: {
+                          visits: { type: 'integer', description: 'Returning visits in the window' },
+                          loaded: { type: 'integer', description: 'Those that loaded' },
+                          h3: { type: 'integer', description: 'Those whose page came over H3' },
+                          navigation_share: { type: 'object', additionalProperties: false, properties: { rate: { type: ['number', 'null'] }, lo: { type: ['number', 'null'] }, hi: { type: ['number', 'null'] } }, description: 'h3 / loaded with its Wilson 95% interval' }
+                        }
+                      }
+                    }
+                  },
                   runs: { type: 'object', properties: { h2: modeCounts, h3: modeCounts }, description: 'Deprecated: the arms object has the same counts with intervals' },
                   fallback_rate: { ...perMode, description: 'Share of runs that loaded over another protocol than forced' },
                   error_rate: { ...perMode, description: 'Share of runs that failed or timed out' },

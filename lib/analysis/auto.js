@@ -283,7 +283,7 @@ function judgeCell (cell, minEffect) {
  * @param {Awaited<ReturnType<typeof autoVisitOutcomes>>} outcomes
  * @param {string} id
  */
-function sharesOf (outcomes, id) {
+export function sharesOf (outcomes, id) {
   return Object.fromEntries(SHARE_VIEWS.map((view) => {
     const t = outcomes.totals.find((r) => r.location_id === id && r.view === view)
     const mine = outcomes.reasons.filter((r) => r.location_id === id && r.view === view)
@@ -313,7 +313,7 @@ function sharesOf (outcomes, id) {
  * @param {Record<string, any>} e
  * @returns {{ code: string, text: string }}
  */
-function storyOf (e) {
+export function storyOf (e) {
   const story = (/** @type {keyof typeof STORIES} */ code, /** @type {string} */ detail = '') => ({ code, text: `${STORIES[code]}${detail}` })
   const returning = e.shares.returning
   const all = SHARE_VIEWS.map((v) => e.shares[v])

@@ -23,6 +23,23 @@ export const ALTERNATE_PROTOCOL_USAGE = Object.freeze({
 })
 
 /**
+ * A few words for each alternateProtocolUsage value, where a table has room
+ * for no more (the run detail's waterfall); ALTERNATE_PROTOCOL_USAGE says it
+ * in full.
+ * @type {Readonly<Record<string, string>>}
+ */
+export const ALTERNATE_PROTOCOL_USAGE_LABELS = Object.freeze({
+  alternativeJobWonWithoutRace: 'QUIC, no race',
+  alternativeJobWonRace: 'QUIC won',
+  mainJobWonRace: 'TCP won',
+  mappingMissing: 'no Alt-Svc',
+  broken: 'QUIC broken',
+  dnsAlpnH3JobWonWithoutRace: 'DNS: QUIC, no race',
+  dnsAlpnH3JobWonRace: 'DNS: QUIC won',
+  unspecifiedReason: 'unspecified'
+})
+
+/**
  * The reasons a run can give, by code.
  * @type {Readonly<Record<string, string>>}
  */

@@ -277,14 +277,18 @@ export async function jobsOfStoredRounds (client, { monitorId, locations, times 
  * many loaded over H3, the byte share's sums (for a ratio estimate and its
  * interval: n, Σx, Σy, Σx², Σy², Σxy with x = bytes and y = bytes over H3),
  * and how many gave each protocol reason (details.protocol_reason) and each
- * alternateProtocolUsage of the document.
+ * alternateProtocolUsage of the document. Either part can be left out (an
+ * empty list): the reasons are read from each result's details, most of
+ * the cost (about 300 of 380 ms for the 34,560 visits of 30 days of
+ * test/helpers/auto-ui.js's seeding, on the 2 shared cores).
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, from: Date, to: Date }} w
+ * @param {{ monitorId: number, from: Date, to: Date, totals?: boolean, reasons?: boolean }} w
  */
-export async function autoVisitOutcomes (db, { monitorId, from, to }) {
+export async function autoVisitOutcomes (db, { monitorId, from, to, totals: withTotals = true, reasons: withReasons = true }) {
   const series = "monitor_id = $1 AND mode = 'auto' AND probe = 'page' AND time >= $2 AND time < $3"
+  const none = { rows: [] }
   const [{ rows: totals }, { rows: reasons }] = await Promise.all([
-    db.query(
+    !withTotals ? none : db.query(
       `SELECT location_id, view, count(*)::int AS runs, count(*) FILTER (WHERE status = 'ok')::int AS loaded,
               count(*) FILTER (WHERE status = 'ok' AND observed_protocol = 'h3')::int AS h3,
               count(b.x)::int AS byte_n, coalesce(sum(b.x), 0)::float8 AS sx, coalesce(sum(b.y), 0)::float8 AS sy,
@@ -293,7 +297,7 @@ export async function autoVisitOutcomes (db, { monitorId, from, to }) {
          LEFT JOIN LATERAL (SELECT bytes::float8 AS x, bytes * h3_byte_share AS y
                               WHERE status = 'ok' AND bytes > 0 AND h3_byte_share IS NOT NULL) b ON true
         WHERE ${series} GROUP BY 1, 2`, [monitorId, from, to]),
-    db.query(
+    !withReasons ? none : db.query(
       `SELECT location_id, view, status = 'ok' AS loaded, coalesce(details->'protocol_reason'->>'code', 'unknown') AS code,
               coalesce(details->'protocol_reason'->>'alternate_protocol_usage', 'none') AS usage, count(*)::int AS n
          FROM results WHERE ${series} GROUP BY 1, 2, 3, 4, 5`, [monitorId, from, to])

@@ -197,3 +197,23 @@ export async function readVisitRounds (db, w) {
     return [...counts, ...used]
   }, { begin: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' })
 }
+
+/**
+ * Per location, the rounds of a window in which the forced H3 arm ran (page
+ * probe, first view) and those in which it failed: an error, a timeout or a
+ * refused QUIC handshake. The auto arm's story reads them to tell "QUIC
+ * blocked on this path" (lib/analysis/auto.js counts the same states from
+ * readVisitRounds); the overview asks for them without the paired analysis.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, from: Date, to: Date }} w
+ * @returns {Promise<{ location_id: string, attempted: number, failed: number }[]>}
+ */
+export async function forcedH3Failures (db, { monitorId, from, to }) {
+  const { rows } = await db.query(
+    `SELECT location_id, count(*) FILTER (WHERE h3_state IS NOT NULL)::int AS attempted,
+            count(*) FILTER (WHERE h3_state IN ('failed', 'unsupported'))::int AS failed
+       FROM round_summaries
+      WHERE monitor_id = $1 AND probe = 'page' AND view = 'first' AND time >= $2 AND time < $3
+      GROUP BY 1`, [monitorId, from, to])
+  return rows
+}
