@@ -7,8 +7,8 @@
 //
 //   node bench/calibration.js [--quick] [--reps N] [--only TEXT] [--pg-port N]
 //
-// Uses an embedded PostgreSQL in a temporary data dir (port 54393 unless
-// --pg-port says otherwise).
+// Uses DATABASE_URL or an embedded PostgreSQL in a temporary data dir (on
+// port 54393, or --pg-port).
 // Targets: ≤ 5% of A/A cells flagged in every scenario; no selective-failure
 // or regional-mix scenario reads as an H3 gain (H3-faster cells no more often
 // than chance allows one side, 2.5%, and never in the all-locations column);
