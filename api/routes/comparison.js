@@ -354,9 +354,13 @@ export default async function comparisonRoutes (app) {
       ci_low_ms: num,
       ci_high_ms: num,
       p_value: num,
-      p_adjusted: num,
+      p_adjusted: { ...num, description: 'Adjusted p-value of the view\'s correction (a column per location, visit and contrast, selected by Benjamini–Hochberg over their Simes p-values; `method.verdict`)' },
       min_effect_ms: num,
-      verdict: { type: 'string', enum: Object.values(CONTRAST_VERDICTS), description: 'faster/slower: the arm against ref, under the same rule as the forced table' },
+      verdict: {
+        type: 'string',
+        enum: Object.values(CONTRAST_VERDICTS),
+        description: 'faster/slower: the arm against ref, under the forced table\'s rule (p_adjusted ≤ 0.05, the interval excludes 0, |delta| ≥ min_effect_ms, enough rounds)'
+      },
       reason: { type: ['string', 'null'] }
     }
   }
@@ -409,7 +413,7 @@ export default async function comparisonRoutes (app) {
       loaded: { type: 'integer' },
       h3: { type: 'integer', description: 'Visits whose page came over H3' },
       navigation_share: { ...share, description: 'h3 / loaded with its Wilson 95% interval' },
-      byte_share: { ...share, description: 'Bytes over H3 / bytes of the visits that loaded, with a 95% interval' },
+      byte_share: { ...share, description: 'Bytes over H3 / bytes of the visits that loaded, with a 95% interval (Wilson, at the effective number of visits)' },
       reasons: { ...counts, description: 'Visits by protocol reason code (details.protocol_reason.code)' },
       alternate_protocol_usage: { ...counts, description: 'Loaded visits by Chromium\'s alternateProtocolUsage of the document' }
     }

@@ -3,7 +3,8 @@
 // (./comparison.js) says what H3 could do; this says what a user's browser
 // gets of it:
 //   - the H3 share of each visit (first, returning, repeat): navigations
-//     over H3 with a Wilson interval, bytes over H3 with a ratio interval,
+//     over H3 with a Wilson interval, bytes over H3 with a ratio interval
+//     (lib/analysis/stats/proportions.js ratioInterval),
 //     and why the browser chose its protocol (the runs' protocol reasons and
 //     Chromium's alternateProtocolUsage);
 //   - per visit and percentile, paired per round: auto − H2, auto − H3, and
@@ -24,7 +25,7 @@
 import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
-import { armsBootstrap, bootstrapSummary, ratioInterval, screenedBenjaminiHochberg, wilsonInterval } from './stats/index.js'
+import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
 import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor } from './comparison.js'
 
 /** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
@@ -103,7 +104,9 @@ export async function autoComparison (db, { monitor, metric, percentiles, from, 
   })
 
   // Every tested cell of the view, a column per (location, visit,
-  // contrast), corrected together as the forced table's are.
+  // contrast), corrected together: columns selected by Benjamini–Hochberg
+  // over their Simes p-values, Benjamini–Hochberg within the selected ones
+  // (selectiveBenjaminiHochberg says why not the forced table's screen).
   /** @type {Record<string, any>[][]} */
   const columns = []
   for (const e of entries) {
@@ -111,7 +114,7 @@ export async function autoComparison (db, { monitor, metric, percentiles, from, 
       for (const c of CONTRASTS) columns.push(e.visits[visit].rows.map((/** @type {any} */ r) => r.contrasts[c.id]).filter((/** @type {any} */ cell) => cell.p_value !== null))
     }
   }
-  screenedBenjaminiHochberg(columns.map((col) => col.map((cell) => cell.p_value)))
+  selectiveBenjaminiHochberg(columns.map((col) => col.map((cell) => cell.p_value)), FDR_Q)
     .forEach((adjusted, j) => columns[j].forEach((cell, i) => { cell.p_adjusted = adjusted[i] }))
   for (const e of entries) {
     for (const visit of AUTO_VISITS) {
@@ -378,11 +381,12 @@ function method (minEffect, percentiles) {
     rounds_used: 'per visit, the rounds in which both forced arms loaded with their protocol and the auto visit loaded, each with the metric; ' +
       `above ${ROUND_CAP} such rounds per location, an evenly spaced subsample of ${ROUND_CAP} over the window`,
     interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds; every arm of a resample sees the same rounds)`,
-    verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (a Simes screen per location, visit and contrast, Bonferroni over them, ` +
-      `then Benjamini–Hochberg within), the interval excludes 0, |Δ| ≥ max(${minEffect.pct}% of the reference arm, ${minEffect.ms} ms), ` +
+    verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (a column per location, visit and contrast; the columns selected by ` +
+      `Benjamini–Hochberg over their Simes p-values, then Benjamini–Hochberg within each selected column at ${FDR_Q} × selected / columns), the interval excludes 0, |Δ| ≥ max(${minEffect.pct}% of the reference arm, ${minEffect.ms} ms), ` +
       `and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')})`,
     received_gain: '(H2 − auto) / (H2 − H3) at the percentile: 1 = users get all of the forced H3 gain, 0 = none of it; its interval is the 2.5th and 97.5th ' +
       'percentile of the ratio over the resamples. Shown only where H3 − H2 in the same rounds is itself a verdict of "faster"',
-    shares: 'navigations over H3 / visits that loaded, with a Wilson 95% interval; bytes over H3 / bytes, weighted by visit size, with a delta-method 95% interval'
+    shares: 'navigations over H3 / visits that loaded, with a Wilson 95% interval; bytes over H3 / bytes, weighted by visit size, with a Wilson 95% interval ' +
+      'at the effective number of visits (from the delta method\'s standard error of the ratio, at most the visits)'
   }
 }
