@@ -20,8 +20,8 @@ const versions = new WeakMap()
 /**
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
- *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *   pool: { acquire: (spec: import('./browser.js').BrowserSpec) => Promise<import('puppeteer-core').Browser>,
+ *     withDedicated: <T>(spec: import('./browser.js').BrowserSpec, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
  *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browser.js').FreshPage & { prepared: boolean }>,
  *     retire?: (c: import('puppeteer-core').BrowserContext) => Promise<void> },
  *   url: string,
@@ -33,6 +33,7 @@ const versions = new WeakMap()
  *   forceOrigins?: string[],
  *   altSvc?: Map<string, string | null> | null,
  *   netlogFile?: string | null,
+ *   guard?: import('./target-guard.js').TargetGuard | null,
  *   log?: import('pino').Logger
  * }} MeasureOptions
  * @typedef {{ page: import('puppeteer-core').Page, network: Awaited<ReturnType<typeof recordNetwork>>,
@@ -53,14 +54,18 @@ const versions = new WeakMap()
  * it, nor are making the context and closing it when the pool does those
  * between rounds (agents/browser.js settle); `context` says which it was
  * (prepared: the pool's spare; ready_ms: how long the run waited for it).
+ * With `guard`, the run reaches public addresses only (agents/target-guard.js),
+ * and what the guard refused is said in its words.
  * @param {MeasureOptions & { probe?: string }} opts
  * @param {(ctx: StepContext) => Promise<void>} steps
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
  */
 export async function measure (opts, steps) {
-  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
+  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
   const protocol = opts.protocol ?? mode
-  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
+  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(guard?.browser.flags ?? []), ...(netlogFile ? netlogFlags(netlogFile) : [])]
+  const spec = { flags, netns, localState: guard?.browser.localState ?? null }
+  const since = Date.now()
   const result = emptyResult(mode, flags, { probe })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced
@@ -94,6 +99,7 @@ export async function measure (opts, steps) {
         context = await browser.createBrowserContext()
         page = await context.newPage()
       }
+      if (guard) await guard.watch(page)
       network = await recordNetwork(page)
       await steps({ page, network, result, extra, summarize })
     } catch (err) {
@@ -108,14 +114,15 @@ export async function measure (opts, steps) {
         result.observed_protocol = network.documentProtocol()
         result.protocol_ok = protocolMatchesMode(result.observed_protocol, protocol)
       }
+      if (guard) for (const r of [result, ...extra]) guard.judge(r, { documentUrl: network?.mainDocument()?.url ?? url, since })
       if (context && !netlogFile && pool.retire) await pool.retire(context)
       else await context?.close().catch((/** @type {any} */ err) => log.warn({ err, url }, 'closing browser context failed'))
     }
   }
   // A browser that cannot start is the agent's failure, not the page's: it
   // throws (BrowserLaunchError) rather than being recorded against the URL.
-  if (netlogFile) await pool.withDedicated({ flags, netns }, run)
-  else await run(await pool.acquire({ flags, netns }))
+  if (netlogFile) await pool.withDedicated(spec, run)
+  else await run(await pool.acquire(spec))
   result.wall_ms = round(performance.now() - started)
   log.debug({ url, mode, probe, status: result.status, ttfb_ms: result.ttfb_ms, load_ms: result.load_ms, wall_ms: result.wall_ms }, 'measured')
   return [result, ...extra]

@@ -42,7 +42,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
     lifecycle.add('lab origin', origin.stop)
     const locations = [{
       id: 'local', name: 'Local (unshaped loopback)', region: 'Local', kind: /** @type {const} */ ('lab'), profile: { rtt_ms: 0 },
-      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: '127.0.0.1', netns: null }
+      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: '127.0.0.1', port: origin.port, netns: null }
     }]
     await writeLabState(labDir, origin, locations)
     return { origin, locations, mode, notice }
@@ -63,7 +63,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
       region: p?.region ?? loc.name,
       kind: /** @type {const} */ ('lab'),
       profile: loc.profile,
-      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: loc.originAddress, netns: loc.ns }
+      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: loc.originAddress, port: origin.port, netns: loc.ns }
     }
   })
   await writeLabState(labDir, origin, locations)
@@ -97,7 +97,7 @@ export async function readLabTarget (dataDir, location) {
     const state = JSON.parse(await fs.readFile(path.join(dataDir, 'lab', 'state.json'), 'utf8'))
     const loc = state.locations?.[location]
     if (!loc) return null
-    return { spki: state.spki, hostname: state.hostname, address: loc.address, netns: loc.netns }
+    return { spki: state.spki, hostname: state.hostname, address: loc.address, port: state.port ?? null, netns: loc.netns }
   } catch {
     return null
   }

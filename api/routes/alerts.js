@@ -2,6 +2,7 @@
 import { createRule, getRule, listRules, updateRule, deleteRule } from '../../lib/store/alert-rules.js'
 import { createChannel, getChannel, listChannels, updateChannel, deleteChannel } from '../../lib/store/alert-channels.js'
 import { sendTest, listDeliveries } from '../../lib/store/alert-deliveries.js'
+import { targetPolicy } from '../../lib/measurement/targets.js'
 import { currentAlerts, alertHistory } from '../../lib/store/alert-states.js'
 import { errorResponses, idParams } from '../schemas.js'
 import { ruleCreateBody, rulePatchBody, channelCreateBody, channelPatchBody, alertFilterQuery } from '../alert-schemas.js'
@@ -10,7 +11,7 @@ const items = (/** @type {string} */ ref) => ({ type: 'object', properties: { it
 
 /** @param {import('fastify').FastifyInstance} app see api/routes/monitors.js */
 export default async function alertRoutes (app) {
-  const policy = { allowPrivateTargets: app.config.allowPrivateTargets }
+  const policy = targetPolicy(app.config)
 
   // Rules
   const rules = ['alerts']
@@ -84,7 +85,7 @@ export default async function alertRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (/** @type {import('../types.js').IdRequest} */ request) => sendTest(app.db, request.params.id))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => sendTest(app.db, request.params.id, policy))
 
   const attempt = { type: 'object', properties: { at: { type: 'string' }, status_code: { type: ['integer', 'null'] }, error: { type: ['string', 'null'] }, duration_ms: { type: 'number' } } }
   app.get('/channels/:id/deliveries', {

@@ -168,7 +168,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   // An origin that serves HTTP/2 only: every H3 attempt meets a refused QUIC handshake.
   const h2Only = await createMonitor(db, { url: `https://lab.h3lens.test:${labPort + 1}/page-15k.html`, label: 'Lab h2-only origin', interval_s: stepMinutes * 60, locations: ['lab-eu', 'lab-na'] })
   // A monitor added moments ago: nothing measured yet.
-  const fresh = await createMonitor(db, { url: 'https://example.com/', label: 'example.com', interval_s: 300, locations: ['lab-eu', 'lab-na'] })
+  const fresh = await createMonitor(db, { url: 'https://example.com/', label: 'example.com', interval_s: 300, locations: ['lab-eu', 'lab-na'] }, { allowPrivateTargets: true })
   const step = stepMinutes * 60e3
   const end = Math.floor(endAt / step) * step
   const rounds = Math.floor(hours * 3600e3 / step)

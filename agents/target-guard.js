@@ -1,0 +1,293 @@
+// The private-target guard at run time: a run for a monitor reaches public
+// addresses only, whatever the page, its redirects, subresources, scripts,
+// workers or probes ask for and whatever DNS answers by then
+// (lib/measurement/targets.js checked the monitor when it was saved; DNS may
+// have changed since: rebinding). Runs on the lab origin are not guarded
+// here: their browser resolves nothing but the lab (modes.js labBrowserFlags).
+//
+// Why resolver pinning and not request interception alone: intercepting a
+// request (DevTools Fetch domain) lets the agent look the host up, but
+// Chromium then looks it up again itself, and a name with a zero TTL can
+// answer a public address to the agent and 127.0.0.1 to Chromium a moment
+// later. And interception sees only the page's own requests, not those of
+// workers or WebSockets. So Chromium is made to resolve every name through
+// the agent, and to use exactly the addresses the agent checked:
+//
+//   - DNS names: Chromium's secure DNS (DNS over HTTPS, "secure" mode: no
+//     fallback to the system's resolver) asks a resolver this module serves
+//     on the agent's loopback. It resolves the name as the machine does
+//     (lib/measurement/targets.js createResolver) and answers NXDOMAIN, and
+//     records why, when any address is not public. Every connection of every
+//     kind starts with such a lookup.
+//   - Names Chromium answers without DNS (localhost, *.localhost, and the
+//     names in /etc/hosts, which secure DNS still reads first): mapped to
+//     "not found" by --host-resolver-rules when their address is not public.
+//   - IP literals need no lookup, so the page's requests whose host starts
+//     with a digit or "[" are intercepted (DevTools Fetch domain, request
+//     stage) and a non-public one failed before it is sent. Only such URLs
+//     pause, so a page whose requests go to names pays nothing. Workers and
+//     WebSockets of a public page that use a private literal are refused by
+//     Chromium itself (Local Network Access: a public page may not reach
+//     loopback or private addresses; checked with Chromium 156).
+//
+// Cost, measured with bench/target-guard.js: see docs/BENCHMARKS.md
+// "Private-target guard". A blocked run is stored as an error that names the
+// guard ("blocked by the private-target guard: host X resolves to
+// 127.0.0.1 (loopback)"), never with what the address would have answered.
+import http2 from 'node:http2'
+import { guardedLookup, guardMessage, isLocalhostName, nonPublicReason, RESOLVE_TIMEOUT_MS, systemResolver, targetHost } from '../lib/measurement/targets.js'
+import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
+import { loopbackCertificate } from './loopback-cert.js'
+
+// Chromium asks for A, AAAA and HTTPS records of a name at once: one lookup
+// serves them all. Short, so that what a run sees is what DNS says now.
+const VERDICT_TTL_MS = 2000
+// TTL of the answers given to Chromium. Every run has a fresh context, and
+// with it an empty host cache.
+const ANSWER_TTL_S = 30
+// /etc/hosts names with a non-public address become resolver rules, at most
+// this many (the command line has a limit; huge block lists map thousands of
+// names to 0.0.0.0). Beyond them, Chromium's own Local Network Access check
+// still refuses those names to a public page.
+const MAX_HOSTS_RULES = 500
+// How long a blocked name is remembered, to explain the failed request.
+const BLOCK_MEMORY_MS = 10 * 60_000
+const MAX_DOH_BODY = 4096
+const MAX_GUARD_NOTES = 10
+
+/** URL patterns of requests whose host may be an IP literal. */
+const LITERAL_PATTERNS = ['*://[*', ...'0123456789'.split('').map((d) => `*://${d}*`)]
+
+/**
+ * @typedef {{ resolve: (host: string) => Promise<string[]>, hostsEntries: () => Promise<Map<string, string[]>> }} Resolver
+ * @typedef {{ address: string, reason: string, at: number }} Block
+ * @typedef {{ addresses: string[] } | { block: Block } | { error: any }} Verdict
+ * @typedef {Awaited<ReturnType<typeof startTargetGuard>>} TargetGuard
+ */
+
+/**
+ * Start the guard's resolver. Close it when the agent stops.
+ * @param {{ resolver?: Resolver, log?: import('pino').Logger, timeoutMs?: number }} [opts]
+ */
+export async function startTargetGuard ({ resolver = systemResolver, log, timeoutMs = RESOLVE_TIMEOUT_MS } = {}) {
+  /** @type {Map<string, { at: number, verdict: Promise<Verdict> }>} */
+  const verdicts = new Map()
+  /** @type {Map<string, Block>} names refused recently, for explaining failed requests */
+  const blocked = new Map()
+  const hostsRules = await hostsFileRules(resolver)
+  const { cert, key, spki } = loopbackCertificate()
+  const server = http2.createSecureServer({ cert, key, allowHTTP1: true }, (req, res) => {
+    answerDoh(req, res).catch((err) => {
+      log?.warn({ err: err.message }, 'the guard\'s resolver failed to answer')
+      if (!res.headersSent) res.writeHead(500).end()
+    })
+  })
+  await new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', () => resolve(undefined)))
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
+  const template = `https://127.0.0.1:${port}/dns-query`
+
+  /**
+   * What a name resolves to, or why it is refused; one lookup serves the
+   * queries of the next VERDICT_TTL_MS.
+   * @param {string} host
+   */
+  function verdictOf (host) {
+    const now = Date.now()
+    for (const [h, v] of verdicts) if (now - v.at > VERDICT_TTL_MS) verdicts.delete(h)
+    let entry = verdicts.get(host)
+    if (!entry) {
+      entry = { at: now, verdict: judgeName(host) }
+      verdicts.set(host, entry)
+    }
+    return entry.verdict
+  }
+
+  /**
+   * @param {string} host
+   * @returns {Promise<Verdict>}
+   */
+  async function judgeName (host) {
+    if (isLocalhostName(host)) return { block: remember(host, 'localhost', 'a loopback name') }
+    let addresses
+    try {
+      addresses = await resolver.resolve(host)
+    } catch (err) {
+      return { error: err }
+    }
+    for (const a of addresses) {
+      const why = nonPublicReason(a)
+      if (why) {
+        log?.info({ host, address: a, reason: why }, 'private-target guard refused a name')
+        return { block: remember(host, a, why) }
+      }
+    }
+    return { addresses }
+  }
+
+  /** @param {string} host @param {string} address @param {string} reason */
+  function remember (host, address, reason) {
+    const block = { address, reason, at: Date.now() }
+    blocked.set(host, block)
+    for (const [h, b] of blocked) if (block.at - b.at > BLOCK_MEMORY_MS) blocked.delete(h)
+    return block
+  }
+
+  /**
+   * DNS over HTTPS (RFC 8484): GET with ?dns= or POST of the query.
+   * @param {import('node:http2').Http2ServerRequest} req
+   * @param {import('node:http2').Http2ServerResponse} res
+   */
+  async function answerDoh (req, res) {
+    let msg
+    if (req.method === 'GET') {
+      msg = Buffer.from(new URL(req.url, 'https://resolver').searchParams.get('dns') ?? '', 'base64url')
+    } else {
+      const chunks = []
+      let size = 0
+      for await (const chunk of req) {
+        size += chunk.length
+        if (size > MAX_DOH_BODY) return res.writeHead(413).end()
+        chunks.push(chunk)
+      }
+      msg = Buffer.concat(chunks)
+    }
+    let query
+    try {
+      query = parseQuery(msg)
+    } catch {
+      return res.writeHead(400).end()
+    }
+    let answer
+    const name = query.name.replace(/\.+$/, '')
+    if ((query.type !== TYPE_A && query.type !== TYPE_AAAA) || name.split('.').some((l) => l.startsWith('_'))) {
+      // HTTPS/SVCB and other records: none (as the system resolver gives
+      // Chromium none). They would carry address hints past the check.
+      answer = buildAnswer(query, {})
+    } else {
+      const v = await verdictOf(name)
+      if ('block' in v) answer = buildAnswer(query, { rcode: RCODE.NXDOMAIN })
+      else if ('error' in v) answer = buildAnswer(query, { rcode: ['ENOTFOUND', 'ENODATA'].includes(v.error.code) ? RCODE.NXDOMAIN : RCODE.SERVFAIL })
+      else answer = buildAnswer(query, { addresses: v.addresses.filter((a) => a.includes(':') === (query.type === TYPE_AAAA)), ttl: ANSWER_TTL_S })
+    }
+    res.writeHead(200, { 'content-type': 'application/dns-message', 'content-length': answer.length })
+    res.end(answer)
+  }
+
+  /**
+   * Why a request to `url` is refused whatever DNS says (an IP literal,
+   * a localhost name, an /etc/hosts entry), or null.
+   * @param {string} url
+   */
+  function refusedOutright (url) {
+    let host, address
+    try {
+      ({ host, address } = targetHost(url))
+    } catch {
+      return null
+    }
+    if (address) {
+      const why = nonPublicReason(address)
+      return why ? guardMessage(address, address, why) : null
+    }
+    const listed = hostsRules.blocked.get(host)
+    if (listed) return guardMessage(host, listed.address, listed.reason)
+    if (isLocalhostName(host)) return `blocked by the private-target guard: host ${host} is a loopback name`
+    return null
+  }
+
+  /**
+   * Why a request to `url` was refused by the guard, its resolver's refusals
+   * counted since `since`, in the guard's words; null when it was not.
+   * @param {string} url
+   * @param {number} [since] ms epoch
+   */
+  function explain (url, since = 0) {
+    const outright = refusedOutright(url)
+    if (outright) return outright
+    let host
+    try {
+      ({ host } = targetHost(url))
+    } catch {
+      return null
+    }
+    const block = blocked.get(host)
+    return block && block.at >= since ? guardMessage(host, block.address, block.reason) : null
+  }
+
+  return {
+    /** What a guarded browser is launched with: the rules, trust in the resolver's key, and secure DNS through it (its profile's Local State). */
+    browser: {
+      flags: [`--host-resolver-rules=${hostsRules.rules.join(', ')}`, `--ignore-certificate-errors-spki-list=${spki}`],
+      localState: { dns_over_https: { mode: 'secure', templates: template } }
+    },
+    /** A node:net lookup that refuses non-public addresses (the agent's own connections for a monitor, such as its RTT ping). */
+    lookup: guardedLookup(resolver.resolve),
+    explain,
+
+    /**
+     * Refuse the page's requests to non-public IP literals, from now until
+     * the page closes.
+     * @param {import('puppeteer-core').Page} page
+     */
+    async watch (page) {
+      const cdp = await page.createCDPSession()
+      cdp.on('Fetch.requestPaused', (e) => {
+        const refused = refusedOutright(e.request.url)
+        const reply = refused
+          ? cdp.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'BlockedByClient' })
+          : cdp.send('Fetch.continueRequest', { requestId: e.requestId })
+        reply.catch(() => {}) // the page or the request went away meanwhile
+      })
+      await cdp.send('Fetch.enable', { patterns: LITERAL_PATTERNS.map((urlPattern) => ({ urlPattern, requestStage: /** @type {const} */ ('Request') })) })
+    },
+
+    /**
+     * Put the guard's words on a run it failed: the error of a load whose
+     * document (or probe target) it refused, and a note per other refused
+     * request.
+     * @param {Record<string, any>} result a run's result (agents/measure.js)
+     * @param {{ documentUrl: string | null, since: number }} ctx documentUrl: the top frame's last document
+     */
+    judge (result, { documentUrl, since }) {
+      if (result.status === 'error' || result.status === 'timeout') {
+        const why = [documentUrl, result.target_url].map((u) => u && explain(u, since)).find(Boolean)
+        if (why) {
+          result.status = 'error'
+          result.error = why
+          delete result.failure_kind
+        }
+      }
+      /** @type {{ code: string, message: string, source: string }[]} */
+      const notes = []
+      for (const r of result.requests_detail ?? []) {
+        const why = r.failed && explain(r.url, since)
+        if (why && why !== result.error && !notes.some((n) => n.message === why)) notes.push({ code: 'private_target_blocked', message: why, source: 'agent' })
+      }
+      if (notes.length) result.guard_notes = notes.slice(0, MAX_GUARD_NOTES)
+    },
+
+    async close () {
+      await new Promise((resolve) => server.close(() => resolve(undefined)))
+    },
+    /** For tests and benches: how long a lookup may take. */
+    timeoutMs
+  }
+}
+
+/**
+ * Resolver rules for the names Chromium answers without asking DNS.
+ * @param {Resolver} resolver
+ * @returns {Promise<{ rules: string[], blocked: Map<string, { address: string, reason: string }> }>}
+ */
+async function hostsFileRules (resolver) {
+  const rules = ['localhost', '*.localhost'].flatMap((n) => [`MAP ${n} ~NOTFOUND`, `MAP ${n}. ~NOTFOUND`])
+  /** @type {Map<string, { address: string, reason: string }>} */
+  const blocked = new Map()
+  for (const [name, addresses] of await resolver.hostsEntries()) {
+    const address = addresses.find((a) => nonPublicReason(a))
+    if (!address || isLocalhostName(name)) continue
+    blocked.set(name, { address, reason: /** @type {string} */ (nonPublicReason(address)) })
+    if (blocked.size <= MAX_HOSTS_RULES) rules.push(`MAP ${name} ~NOTFOUND`, `MAP ${name}. ~NOTFOUND`)
+  }
+  return { rules, blocked }
+}
