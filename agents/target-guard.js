@@ -61,7 +61,7 @@ const LITERAL_PATTERNS = ['*://[*', ...'0123456789'.split('').map((d) => `*://${
 /**
  * @typedef {{ resolve: (host: string) => Promise<string[]>, hostsEntries: () => Promise<Map<string, string[]>> }} Resolver
  * @typedef {{ address: string, reason: string, at: number }} Block
- * @typedef {{ addresses: string[] } | { block: Block } | { error: any }} Verdict
+ * @typedef {{ addresses: string[] } | { block: { address: string, reason: string } } | { error: any }} Verdict
  * @typedef {Awaited<ReturnType<typeof startTargetGuard>>} TargetGuard
  */
 
@@ -107,7 +107,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
    * @returns {Promise<Verdict>}
    */
   async function judgeName (host) {
-    if (isLocalhostName(host)) return { block: remember(host, 'localhost', 'a loopback name') }
+    if (isLocalhostName(host)) return { block: { address: 'localhost', reason: 'a loopback name' } }
     let addresses
     try {
       addresses = await resolver.resolve(host)
@@ -116,20 +116,20 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
     }
     for (const a of addresses) {
       const why = nonPublicReason(a)
-      if (why) {
-        log?.info({ host, address: a, reason: why }, 'private-target guard refused a name')
-        return { block: remember(host, a, why) }
-      }
+      if (why) return { block: { address: a, reason: why } }
     }
     return { addresses }
   }
 
-  /** @param {string} host @param {string} address @param {string} reason */
-  function remember (host, address, reason) {
-    const block = { address, reason, at: Date.now() }
-    blocked.set(host, block)
-    for (const [h, b] of blocked) if (block.at - b.at > BLOCK_MEMORY_MS) blocked.delete(h)
-    return block
+  /**
+   * Note that a name was refused now: the failed request it causes is explained by it.
+   * @param {string} host @param {{ address: string, reason: string }} why
+   */
+  function remember (host, { address, reason }) {
+    const at = Date.now()
+    if (!blocked.has(host)) log?.info({ host, address, reason }, 'private-target guard refused a name')
+    blocked.set(host, { address, reason, at })
+    for (const [h, b] of blocked) if (at - b.at > BLOCK_MEMORY_MS) blocked.delete(h)
   }
 
   /**
@@ -165,6 +165,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
       answer = buildAnswer(query, {})
     } else {
       const v = await verdictOf(name)
+      if ('block' in v) remember(name, v.block)
       if ('block' in v) answer = buildAnswer(query, { rcode: RCODE.NXDOMAIN })
       else if ('error' in v) answer = buildAnswer(query, { rcode: ['ENOTFOUND', 'ENODATA'].includes(v.error.code) ? RCODE.NXDOMAIN : RCODE.SERVFAIL })
       else answer = buildAnswer(query, { addresses: v.addresses.filter((a) => a.includes(':') === (query.type === TYPE_AAAA)), ttl: ANSWER_TTL_S })
