@@ -1,4 +1,4 @@
-// A self-signed certificate for 127.0.0.1, made in memory: Chromium speaks
+// A self-signed certificate for one IPv4 address (the agent's loopback), made in memory: Chromium speaks
 // DNS over HTTPS only, and the agent's resolver (agents/target-guard.js)
 // needs a certificate that Chromium is told to trust by its public key
 // (--ignore-certificate-errors-spki-list). Agent machines need nothing but
@@ -15,10 +15,11 @@ const OID = {
 }
 
 /**
+ * @param {string} [address] the IPv4 address it is for
  * @returns {{ cert: string, key: string, spki: string }} PEM certificate and key, and the
  *   base64 SHA-256 of the public key as --ignore-certificate-errors-spki-list wants it
  */
-export function loopbackCertificate () {
+export function loopbackCertificate (address = '127.0.0.1') {
   const { publicKey, privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' })
   const spkiDer = publicKey.export({ type: 'spki', format: 'der' })
   const name = seq(set(seq(oid(OID.commonName), utf8('h3lens agent resolver'))))
@@ -33,7 +34,7 @@ export function loopbackCertificate () {
     name,
     spkiDer,
     tlv(0xa3, seq(
-      seq(oid(OID.subjectAltName), tlv(0x04, seq(tlv(0x87, Buffer.from([127, 0, 0, 1]))))), // iPAddress
+      seq(oid(OID.subjectAltName), tlv(0x04, seq(tlv(0x87, Buffer.from(address.split('.').map(Number)))))), // iPAddress
       seq(oid(OID.extendedKeyUsage), tlv(0x04, seq(oid(OID.serverAuth))))
     ))
   )

@@ -66,7 +66,7 @@ export async function measure (opts, steps) {
   const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(guard?.browser.flags ?? []), ...(netlogFile ? netlogFlags(netlogFile) : [])]
   const spec = { flags, netns, localState: guard?.browser.localState ?? null }
   const since = Date.now()
-  const result = emptyResult(mode, flags, { probe })
+  const result = emptyResult(mode, recordedFlags(flags, guard), { probe })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced
   /** @type {Record<string, any>[]} */
@@ -99,7 +99,6 @@ export async function measure (opts, steps) {
         context = await browser.createBrowserContext()
         page = await context.newPage()
       }
-      if (guard) await guard.watch(page)
       network = await recordNetwork(page)
       await steps({ page, network, result, extra, summarize })
     } catch (err) {
@@ -280,7 +279,7 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
     } catch (err) {
       if (!(err instanceof BrowserLaunchError)) throw err
       launchErrors.push(err)
-      const failed = emptyResult(mode, err.flags, { probe })
+      const failed = emptyResult(mode, recordedFlags(err.flags, opts.guard), { probe })
       failed.error = err.message
       results.push(failed)
     }
@@ -288,6 +287,22 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
   if (launchErrors.length === order.length) throw launchErrors[0]
   if (protocol) for (const r of results) r.arm_protocol = protocol
   return results
+}
+
+/**
+ * The flags a result records: the run's, with the private-target guard's
+ * two (thousands of characters of resolver rules, and its resolver's key)
+ * as one short line each; they are the same for every guarded run of an
+ * agent, and say nothing about the measurement.
+ * @param {string[]} flags
+ * @param {import('./target-guard.js').TargetGuard | null | undefined} guard
+ */
+function recordedFlags (flags, guard) {
+  if (!guard) return flags
+  return flags.map((f) => {
+    const i = guard.browser.flags.indexOf(f)
+    return i < 0 ? f : guard.browser.recorded[i]
+  })
 }
 
 /**

@@ -39,7 +39,6 @@ export async function discoverChain ({ pool, url, extraFlags = [], netns = null,
     })
     context = await browser.createBrowserContext()
     const page = await context.newPage()
-    if (guard) await guard.watch(page)
     const cdp = await page.createCDPSession()
     let finished = false
     /** @type {Promise<string | null>} the error that ended the chain, or null */

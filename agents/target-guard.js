@@ -1,41 +1,44 @@
 // The private-target guard at run time: a run for a monitor reaches public
 // addresses only, whatever the page, its redirects, subresources, scripts,
-// workers or probes ask for and whatever DNS answers by then
+// workers, WebSockets or probes ask for, and whatever DNS answers by then
 // (lib/measurement/targets.js checked the monitor when it was saved; DNS may
 // have changed since: rebinding). Runs on the lab origin are not guarded
 // here: their browser resolves nothing but the lab (modes.js labBrowserFlags).
 //
-// Why resolver pinning and not request interception alone: intercepting a
-// request (DevTools Fetch domain) lets the agent look the host up, but
-// Chromium then looks it up again itself, and a name with a zero TTL can
-// answer a public address to the agent and 127.0.0.1 to Chromium a moment
-// later. And interception sees only the page's own requests, not those of
-// workers or WebSockets. So Chromium is made to resolve every name through
-// the agent, and to use exactly the addresses the agent checked:
+// Resolver pinning, not request interception. Intercepting requests
+// (DevTools Fetch domain) lets the agent look a host up, but Chromium then
+// looks it up again itself, and a name with a zero TTL can answer a public
+// address to the agent and 127.0.0.1 to Chromium a moment later; and it
+// sees only the page's own requests, not those of workers or WebSockets
+// (a WebSocket to ws://127.0.0.1 still opened a TCP connection: Chromium's
+// Local Network Access check refuses it only once connected). Every
+// connection Chromium makes starts with its host resolver, so the guard
+// sits there:
 //
-//   - DNS names: Chromium's secure DNS (DNS over HTTPS, "secure" mode: no
-//     fallback to the system's resolver) asks a resolver this module serves
-//     on the agent's loopback. It resolves the name as the machine does
-//     (lib/measurement/targets.js createResolver) and answers NXDOMAIN, and
-//     records why, when any address is not public. Every connection of every
-//     kind starts with such a lookup.
+//   - DNS names: Chromium's secure DNS (DNS over HTTPS in "secure" mode, no
+//     fallback to the system's resolver; set in the profile's Local State,
+//     as no switch sets it) asks a resolver this module serves to the
+//     agent's loopback. It resolves the name as the machine does
+//     (createResolver: /etc/hosts, then the system's or H3LENS_DNS_SERVERS)
+//     and answers NXDOMAIN, and records why, when any address is not
+//     public; otherwise it answers exactly the addresses it checked.
 //   - Names Chromium answers without DNS (localhost, *.localhost, and the
-//     names in /etc/hosts, which secure DNS still reads first): mapped to
-//     "not found" by --host-resolver-rules when their address is not public.
-//   - IP literals need no lookup, so the page's requests whose host starts
-//     with a digit or "[" are intercepted (DevTools Fetch domain, request
-//     stage) and a non-public one failed before it is sent. Only such URLs
-//     pause, so a page whose requests go to names pays nothing. Workers and
-//     WebSockets of a public page that use a private literal are refused by
-//     Chromium itself (Local Network Access: a public page may not reach
-//     loopback or private addresses; checked with Chromium 156).
+//     names in /etc/hosts, which secure DNS still reads first) and IP
+//     literals, which need no lookup: --host-resolver-rules maps the
+//     non-public ones to "not found", as glob patterns drawn from the same
+//     ranges as lib/measurement/addresses.js (literalPatterns below).
+//   - The resolver itself is reached by a name of its own that the rules map
+//     to its loopback port (an IP literal of loopback is refused like any).
 //
-// Cost, measured with bench/target-guard.js: see docs/BENCHMARKS.md
-// "Private-target guard". A blocked run is stored as an error that names the
-// guard ("blocked by the private-target guard: host X resolves to
-// 127.0.0.1 (loopback)"), never with what the address would have answered.
+// What it costs: nothing per request; a lookup takes a local DNS-over-HTTPS
+// exchange more (bench/target-guard.js, docs/BENCHMARKS.md "Private-target
+// guard"). A refused load is stored as an error that names the guard
+// ("blocked by the private-target guard: host X resolves to 127.0.0.1
+// (loopback)"), never with what the address would have answered; other
+// refused requests of a run are its notes.
 import http2 from 'node:http2'
-import { guardedLookup, guardMessage, isLocalhostName, nonPublicReason, RESOLVE_TIMEOUT_MS, systemResolver, targetHost } from '../lib/measurement/targets.js'
+import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicReason, RESOLVE_TIMEOUT_MS, systemResolver, targetHost } from '../lib/measurement/targets.js'
+import { IPV4_RANGES } from '../lib/measurement/addresses.js'
 import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
 import { loopbackCertificate } from './loopback-cert.js'
 
@@ -47,16 +50,17 @@ const VERDICT_TTL_MS = 2000
 const ANSWER_TTL_S = 30
 // /etc/hosts names with a non-public address become resolver rules, at most
 // this many (the command line has a limit; huge block lists map thousands of
-// names to 0.0.0.0). Beyond them, Chromium's own Local Network Access check
-// still refuses those names to a public page.
+// names to 0.0.0.0). Beyond them, a navigation to one fails as the guard's
+// (explain) and Chromium's own Local Network Access check refuses them to a
+// public page's subresources.
 const MAX_HOSTS_RULES = 500
+// The name Chromium reaches the guard's resolver by (.invalid never resolves
+// elsewhere, RFC 6761).
+const RESOLVER_NAME = 'resolver.h3lens.invalid'
 // How long a blocked name is remembered, to explain the failed request.
 const BLOCK_MEMORY_MS = 10 * 60_000
 const MAX_DOH_BODY = 4096
 const MAX_GUARD_NOTES = 10
-
-/** URL patterns of requests whose host may be an IP literal. */
-const LITERAL_PATTERNS = ['*://[*', ...'0123456789'.split('').map((d) => `*://${d}*`)]
 
 /**
  * @typedef {{ resolve: (host: string) => Promise<string[]>, hostsEntries: () => Promise<Map<string, string[]>> }} Resolver
@@ -66,25 +70,27 @@ const LITERAL_PATTERNS = ['*://[*', ...'0123456789'.split('').map((d) => `*://${
  */
 
 /**
- * Start the guard's resolver. Close it when the agent stops.
- * @param {{ resolver?: Resolver, log?: import('pino').Logger, timeoutMs?: number }} [opts]
+ * Start the guard's resolver. Close it when the agent stops. `listen` is the
+ * IPv4 address it answers Chromium on: the agent's loopback, unless its
+ * Chromium runs in a network namespace that reaches the agent elsewhere.
+ * @param {{ resolver?: Resolver, log?: import('pino').Logger, timeoutMs?: number, listen?: string }} [opts]
  */
-export async function startTargetGuard ({ resolver = systemResolver, log, timeoutMs = RESOLVE_TIMEOUT_MS } = {}) {
+export async function startTargetGuard ({ resolver = systemResolver, log, timeoutMs = RESOLVE_TIMEOUT_MS, listen = '127.0.0.1' } = {}) {
   /** @type {Map<string, { at: number, verdict: Promise<Verdict> }>} */
   const verdicts = new Map()
   /** @type {Map<string, Block>} names refused recently, for explaining failed requests */
   const blocked = new Map()
   const hostsRules = await hostsFileRules(resolver)
-  const { cert, key, spki } = loopbackCertificate()
+  const { cert, key, spki } = loopbackCertificate(listen)
   const server = http2.createSecureServer({ cert, key, allowHTTP1: true }, (req, res) => {
     answerDoh(req, res).catch((err) => {
       log?.warn({ err: err.message }, 'the guard\'s resolver failed to answer')
       if (!res.headersSent) res.writeHead(500).end()
     })
   })
-  await new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', () => resolve(undefined)))
+  await new Promise((resolve, reject) => server.once('error', reject).listen(0, listen, () => resolve(undefined)))
   const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  const template = `https://127.0.0.1:${port}/dns-query`
+  const rules = [`MAP ${RESOLVER_NAME} ${listen}:${port}`, ...hostsRules.rules, ...literalRules()]
 
   /**
    * What a name resolves to, or why it is refused; one lookup serves the
@@ -187,7 +193,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
       return null
     }
     if (address) {
-      const why = nonPublicReason(address)
+      const why = literalReason(address)
       return why ? guardMessage(address, address, why) : null
     }
     const listed = hostsRules.blocked.get(host)
@@ -218,29 +224,14 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
   return {
     /** What a guarded browser is launched with: the rules, trust in the resolver's key, and secure DNS through it (its profile's Local State). */
     browser: {
-      flags: [`--host-resolver-rules=${hostsRules.rules.join(', ')}`, `--ignore-certificate-errors-spki-list=${spki}`],
-      localState: { dns_over_https: { mode: 'secure', templates: template } }
+      flags: [`--host-resolver-rules=${rules.join(', ')}`, `--ignore-certificate-errors-spki-list=${spki}`],
+      /** What results record of `flags`. */
+      recorded: [`--host-resolver-rules=<private-target guard: ${rules.length} rules>`, '--ignore-certificate-errors-spki-list=<private-target guard resolver key>'],
+      localState: { dns_over_https: { mode: 'secure', templates: `https://${RESOLVER_NAME}/dns-query` } }
     },
     /** A node:net lookup that refuses non-public addresses (the agent's own connections for a monitor, such as its RTT ping). */
     lookup: guardedLookup(resolver.resolve),
     explain,
-
-    /**
-     * Refuse the page's requests to non-public IP literals, from now until
-     * the page closes.
-     * @param {import('puppeteer-core').Page} page
-     */
-    async watch (page) {
-      const cdp = await page.createCDPSession()
-      cdp.on('Fetch.requestPaused', (e) => {
-        const refused = refusedOutright(e.request.url)
-        const reply = refused
-          ? cdp.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'BlockedByClient' })
-          : cdp.send('Fetch.continueRequest', { requestId: e.requestId })
-        reply.catch(() => {}) // the page or the request went away meanwhile
-      })
-      await cdp.send('Fetch.enable', { patterns: LITERAL_PATTERNS.map((urlPattern) => ({ urlPattern, requestStage: /** @type {const} */ ('Request') })) })
-    },
 
     /**
      * Put the guard's words on a run it failed: the error of a load whose
@@ -273,6 +264,49 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
     /** For tests and benches: how long a lookup may take. */
     timeoutMs
   }
+}
+
+/**
+ * Resolver rules that refuse non-public IP literals, in Chromium's glob
+ * (base::MatchPattern: "*" any run of characters, "?" zero or one), matched
+ * against the host as the URL parser wrote it (IPv4 dotted decimal, IPv6
+ * compressed, lower case, no brackets). IPv4 ranges come from
+ * lib/measurement/addresses.js, each octet the prefix does not fix as
+ * "???"; a DNS name caught by one would start with such an octet and have
+ * four labels of at most three characters ("10.ab.cd.ef"). IPv6 literals
+ * (only they contain ":") follow addresses.js's rule: outside 2000::/3
+ * all, inside it 6to4, Teredo and the documentation, benchmarking and
+ * ORCHID ranges. test/target-guard-rules.test.js checks them against
+ * literalReason.
+ * @returns {string[]}
+ */
+export function literalPatterns () {
+  const v4 = IPV4_RANGES.flatMap(([prefix, bits]) => {
+    const octets = prefix.split('.')
+    const fixed = octets.slice(0, Math.floor(bits / 8))
+    const free = (/** @type {number} */ n) => new Array(n).fill('???')
+    if (bits % 8 === 0) return [[...fixed, ...free(4 - fixed.length)].join('.')]
+    const first = Number(octets[fixed.length])
+    return Array.from({ length: 2 ** (8 - bits % 8) }, (_, i) => [...fixed, String(first + i), ...free(3 - fixed.length)].join('.'))
+  })
+  const hex = (/** @type {number} */ n) => n.toString(16)
+  const v6 = [
+    '::*', // ::, ::1, IPv4-mapped and -compatible
+    '???:*', // a first group below 0x1000
+    ...[1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15].map((d) => `${hex(d)}???:*`), // four digits outside 2000::/3
+    '2002:*', // 6to4
+    '2001::*', '2001:0:*', // Teredo
+    '2001:db8:*', // documentation
+    '2001:2::*', '2001:2:0:*', // benchmarking
+    ...Array.from({ length: 32 }, (_, i) => `2001:${hex(0x10 + i)}:*`), // ORCHID, ORCHIDv2
+    '3fff:???:*' // documentation (3fff::/20)
+  ]
+  return [...v4, ...v6]
+}
+
+/** @returns {string[]} */
+function literalRules () {
+  return literalPatterns().map((p) => `MAP ${p} ~NOTFOUND`)
 }
 
 /**

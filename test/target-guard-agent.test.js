@@ -8,6 +8,7 @@
 // the API and the agent use (H3LENS_DNS_SERVERS).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
@@ -16,6 +17,11 @@ import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startApi } from '../api/server.js'
 import { startAgent } from '../agents/main.js'
+import { createBrowserPool } from '../agents/browser.js'
+import { measurePage } from '../agents/measure.js'
+import { startTargetGuard } from '../agents/target-guard.js'
+import { netnsSupport } from '../lab/netns.js'
+import { createResolver } from '../lib/measurement/targets.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { createApiKey } from '../lib/store/api-keys.js'
@@ -81,7 +87,7 @@ test('a name that resolves to loopback only after the monitor was saved is block
     let rows = []
     for (const until = Date.now() + 90_000; Date.now() < until;) {
       ({ rows } = await database.pool.query(
-        `SELECT r.probe, r.mode, r.view, r.status, r.error, r.bytes, r.notes, r.details, j.state FROM results r JOIN jobs j ON j.id = r.job_id
+        `SELECT r.probe, r.mode, r.view, r.status, r.error, r.bytes, r.notes, r.details, r.flags, j.state FROM results r JOIN jobs j ON j.id = r.job_id
           WHERE r.monitor_id = $1 ORDER BY r.probe, r.mode, r.view`, [monitor.id]))
       if (rows.length && rows[0].state === 'done') break
       await sleep(500)
@@ -91,6 +97,7 @@ test('a name that resolves to loopback only after the monitor was saved is block
     ], 'every run of the round was stored')
     for (const r of rows) {
       assert.equal(r.status, 'error', `${r.probe}/${r.mode}/${r.view}`)
+      assert.ok(r.flags.some((f) => /^--host-resolver-rules=<private-target guard: \d+ rules>$/.test(f)), `the run records that it was guarded: ${r.flags}`)
       if (r.view === 'repeat') assert.equal(r.error, `not run: the first view failed (${GUARD})`)
       else assert.equal(r.error, GUARD, `${r.probe}/${r.mode}: ${r.error}`)
       assert.equal(r.bytes, 0)
@@ -101,3 +108,97 @@ test('a name that resolves to loopback only after the monitor was saved is block
     for (const stop of stops) await stop()
   }
 })
+
+// A public address this test can serve from: 93.184.215.14 on the loopback
+// of a network namespace of its own, where Chromium runs (as a lab region's
+// does). The guard's resolver answers it over a veth pair. Only with root
+// and network namespaces; skipped otherwise, with the reason.
+const support = await netnsSupport()
+
+test('in a guarded run a public page loads, and its redirects, subresources, fetches and WebSockets to private targets are refused by the guard',
+  { skip: !support.ok && `needs network namespaces: ${support.reason}` }, async () => {
+    const ns = `h3gd-${process.pid}`
+    const octet = (process.pid >> 6) & 255
+    const base = (process.pid & 63) * 4
+    const [hostSide, nsSide] = [`10.231.${octet}.${base + 1}`, `10.231.${octet}.${base + 2}`]
+    const ip = (/** @type {string[]} */ ...args) => execFileSync('ip', args, { stdio: 'pipe' })
+    const stops = []
+    try {
+      ip('netns', 'add', ns)
+      stops.unshift(() => ip('netns', 'del', ns))
+      ip('link', 'add', `${ns}-h`, 'type', 'veth', 'peer', 'name', `${ns}-n`, 'netns', ns)
+      stops.unshift(() => { try { ip('link', 'del', `${ns}-h`) } catch {} })
+      ip('addr', 'add', `${hostSide}/30`, 'dev', `${ns}-h`)
+      ip('link', 'set', `${ns}-h`, 'up')
+      ip('-n', ns, 'addr', 'add', `${nsSide}/30`, 'dev', `${ns}-n`)
+      ip('-n', ns, 'link', 'set', `${ns}-n`, 'up')
+      ip('-n', ns, 'link', 'set', 'lo', 'up')
+      ip('-n', ns, 'addr', 'add', '93.184.215.14/32', 'dev', 'lo')
+
+      // The public site on 93.184.215.14:80, and the internal service on the namespace's 127.0.0.1.
+      const internalPort = 8181
+      const page = (/** @type {string} */ body) => `<!doctype html><title>t</title>${body}`
+      const site = spawn('ip', ['netns', 'exec', ns, process.execPath, '--input-type=module', '-e', `
+        import http from 'node:http'
+        const hits = []
+        const pages = ${JSON.stringify({
+          '/ok': page('<h1>public</h1>'),
+          '/subresources': page(`<img src="http://127.0.0.1:${internalPort}/literal.png"><img src="http://rebind.test:${internalPort}/name.png">
+            <script>
+              fetch('http://[::ffff:7f00:1]:${internalPort}/fetch').catch(() => {})
+              new WebSocket('ws://127.0.0.1:${internalPort}/ws').onerror = () => {}
+              new Worker(URL.createObjectURL(new Blob(["fetch('http://10.0.0.1/', { mode: 'no-cors' }).catch(() => {}); fetch('http://127.0.0.1:${internalPort}/worker', { mode: 'no-cors' }).catch(() => {})"])))
+            </script>`)
+        })}
+        http.createServer((req, res) => {
+          if (req.url === '/hits') return res.end(JSON.stringify(hits))
+          if (req.socket.localAddress === '10.0.0.1') return hits.push('10.0.0.1' + req.url) && res.end('private')
+          if (req.url === '/redirect-literal') return res.writeHead(302, { location: 'http://127.0.0.1:${internalPort}/admin' }).end()
+          if (req.url === '/redirect-name') return res.writeHead(302, { location: 'http://rebind.test:${internalPort}/admin' }).end()
+          res.writeHead(pages[req.url] ? 200 : 404, { 'content-type': 'text/html' }).end(pages[req.url] ?? 'no')
+        }).on('connection', (socket) => socket.localAddress === '10.0.0.1' && hits.push('connection to 10.0.0.1')).listen(80, '0.0.0.0')
+        http.createServer((req, res) => { hits.push(req.url); res.end('internal secret: do not store') }).on('connection', () => hits.push('connection')).listen(${internalPort}, '127.0.0.1')
+        console.log('ready')
+      `], { stdio: ['ignore', 'pipe', 'inherit'] })
+      stops.unshift(() => { site.kill('SIGKILL') })
+      await once(site.stdout, 'data')
+      ip('-n', ns, 'addr', 'add', '10.0.0.1/32', 'dev', 'lo') // a private address the worker tries
+
+      dns.set('pub.test', ['93.184.215.14'])
+      dns.set('rebind.test', ['127.0.0.1'])
+      const guard = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }), listen: hostSide })
+      stops.unshift(() => guard.close())
+      const pool = createBrowserPool({ dataDir })
+      stops.unshift(() => pool.close())
+      const measure = (/** @type {string} */ path) => measurePage({ pool, url: `http://pub.test${path}`, mode: 'h2', netns: ns, guard, timeoutMs: 15_000 })
+
+      // The public page loads through the guard's resolver (plain HTTP: HTTP/1.1, so not an h2 run).
+      const ok = await measure('/ok')
+      assert.equal(ok.status, 'protocol_mismatch', ok.error)
+      assert.equal(ok.observed_protocol, 'http/1.1')
+      assert.ok(ok.ttfb_ms > 0 && ok.load_ms >= ok.ttfb_ms)
+      assert.ok(dns.asked.some((q) => q.name === 'pub.test'), 'Chromium asked the guard, which asked DNS')
+
+      for (const [path, why] of [
+        ['/redirect-literal', 'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)'],
+        ['/redirect-name', 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)']
+      ]) {
+        const r = await measure(path)
+        assert.equal(r.status, 'error', path)
+        assert.equal(r.error, why, path)
+      }
+
+      const sub = await measure('/subresources')
+      assert.equal(sub.status, 'protocol_mismatch', 'the page itself loaded')
+      assert.deepEqual(sub.guard_notes.map((/** @type {any} */ n) => n.message).sort(), [
+        'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)',
+        'blocked by the private-target guard: host ::ffff:7f00:1 is a non-public address (loopback, as IPv4-mapped 127.0.0.1)',
+        'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
+      ])
+
+      const hits = await (await fetch(`http://${nsSide}/hits`)).json()
+      assert.deepEqual(hits, [], 'the internal service saw no connection: not from a redirect, an image, a fetch nor a WebSocket')
+    } finally {
+      for (const stop of stops) await stop()
+    }
+  })

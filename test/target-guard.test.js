@@ -23,6 +23,7 @@ before(async () => {
     ...PUBLIC_ZONE,
     'public.test': ['93.184.215.14'],
     'v6public.test': ['2606:4700:4700::1111'],
+    'dns64.test': ['64:ff9b::5db8:d70e'], // what DNS64 answers for 93.184.215.14 on an IPv6-only network
     'xn--e1afmkfd.xn--p1ai': ['93.184.215.14'], // пример.рф
     // Names like localtest.me and nip.io, which public DNS answers with the address they spell:
     'localtest.me': ['127.0.0.1'],
@@ -77,6 +78,10 @@ const REFUSED = /** @type {[string, RegExp][]} */ ([
   ['http://[64:ff9b::a9fe:a9fe]/', /as NAT64 169\.254\.169\.254/],
   ['http://[64:ff9b:1::a9fe:a9fe]/', /local-use NAT64/],
   ['http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/', /as Teredo 127\.0\.0\.1/],
+  // Public IPv4 addresses in IPv6 clothing: deprecated forms, or a NAT64 literal that says what the IPv4 address says.
+  ['http://[::ffff:93.184.215.14]/', /IPv4-mapped 93\.184\.215\.14; write the IPv4 address instead/],
+  ['http://[2002:5db8:d70e::]/', /6to4 of 93\.184\.215\.14 \(deprecated\)/],
+  ['http://[64:ff9b::5db8:d70e]/', /NAT64 of 93\.184\.215\.14; write the IPv4 address instead/],
   // The cloud metadata service.
   ['http://169.254.169.254/latest/meta-data/', /169\.254\.169\.254 \(link-local \(cloud metadata\)\)/],
   ['http://0251.0376.0251.0376/', /169\.254\.169\.254/],
@@ -118,8 +123,7 @@ const ACCEPTED = [
   'https://v6public.test/',
   'https://пример.рф/',
   'http://[2606:4700:4700::1111]/',
-  'http://[64:ff9b::5db8:d70e]/', // NAT64 of 93.184.215.14: what DNS64 answers on IPv6-only networks
-  'http://[::ffff:93.184.215.14]/'
+  'https://dns64.test/'
 ]
 
 const post = (/** @type {object} */ payload) => t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload })

@@ -6,17 +6,20 @@
 // (docs/SECURITY.md).
 //
 // The ranges are IANA's special-purpose registries (IPv4 and IPv6) minus
-// what is globally reachable. IPv6 addresses that carry an IPv4 address
-// (IPv4-mapped ::ffff:0:0/96, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo
-// 2001::/32) are judged by the IPv4 address they carry, so
-// [::ffff:7f00:1], [64:ff9b::a9fe:a9fe] and [2002:a9fe:a9fe::] are as
-// private as 127.0.0.1 and 169.254.169.254; NAT64 of a public address is
-// public (an agent on an IPv6-only network with DNS64 gets such answers for
-// every IPv4-only site).
+// what is globally reachable. IPv6 addresses that carry an IPv4 address say
+// which in their reason, so [::ffff:7f00:1], [64:ff9b::a9fe:a9fe] and
+// [2002:a9fe:a9fe::] read as what they are: 127.0.0.1 and 169.254.169.254.
+// Every IPv6 address outside the global unicast range 2000::/3 is
+// non-public, IPv4-mapped and -compatible ones (::/96) included; so are the
+// deprecated 6to4 (2002::/16) and Teredo (2001::/32) whatever they carry.
+// NAT64 (64:ff9b::/96) of a public address is public: an agent on an
+// IPv6-only network with DNS64 gets such answers for every IPv4-only site;
+// written as a literal in a URL it is refused (literalReason), since the
+// IPv4 address says the same.
 import net from 'node:net'
 
 /** @type {[string, number, string][]} prefix, length, what it is */
-const IPV4_RANGES = [
+export const IPV4_RANGES = [
   ['0.0.0.0', 8, 'this network'], // 0.0.0.0 reaches localhost on Linux
   ['10.0.0.0', 8, 'private'],
   ['100.64.0.0', 10, 'shared address space (carrier-grade NAT)'],
@@ -74,8 +77,9 @@ export function nonPublicReason (address) {
   if (carried) {
     const why = v4(carried.address)
     if (why) return `${why}, as ${carried.how} ${carried.address}`
-    // IPv4-compatible addresses (::a.b.c.d) are deprecated and routed nowhere.
-    return carried.how === 'IPv4-compatible' ? `IPv4-compatible ${carried.address} (deprecated)` : null
+    if (carried.how === 'NAT64') return null
+    if (carried.how === 'IPv4-mapped') return `IPv4-mapped ${carried.address}; write the IPv4 address instead`
+    return `${carried.how} of ${carried.address} (deprecated)`
   }
   // Everything outside 2000::/3 is reserved, local or special.
   if ((groups[0] & 0xe000) !== 0x2000) return 'not global unicast'
@@ -85,6 +89,19 @@ export function nonPublicReason (address) {
 /** @param {string} address */
 export function isPrivateAddress (address) {
   return nonPublicReason(address) !== null
+}
+
+/**
+ * Why an address written in a URL is refused, or null: as nonPublicReason,
+ * and NAT64 of a public address too (write the IPv4 address instead).
+ * @param {string} address
+ * @returns {string | null}
+ */
+export function literalReason (address) {
+  const why = nonPublicReason(address)
+  if (why || net.isIPv4(address)) return why
+  const carried = carriedIPv4(/** @type {number[]} */ (parseIPv6(address)))
+  return carried?.how === 'NAT64' ? `NAT64 of ${carried.address}; write the IPv4 address instead` : null
 }
 
 /**

@@ -17,9 +17,9 @@ import dns from 'node:dns'
 import { readFile } from 'node:fs/promises'
 import net from 'node:net'
 import { ValidationError } from '../runtime/errors.js'
-import { nonPublicReason } from './addresses.js'
+import { literalReason, nonPublicReason } from './addresses.js'
 
-export { nonPublicReason, isPrivateAddress } from './addresses.js'
+export { nonPublicReason, isPrivateAddress, literalReason } from './addresses.js'
 
 // A monitor is saved by a person waiting for the answer, and the agent's
 // resolver answers Chromium during a page load: a resolver that does not
@@ -132,7 +132,7 @@ export async function checkPublicTarget (url, { resolve = systemResolver.resolve
   const refuse = (/** @type {string} */ what) => new ValidationError(
     `${field} points at ${what}, which ${subject} may not target (set H3LENS_ALLOW_PRIVATE_TARGETS=true to allow private targets)`, field)
   if (address) {
-    const why = nonPublicReason(address)
+    const why = literalReason(address)
     if (why) throw refuse(`the non-public address ${address} (${why})`)
     return
   }
@@ -154,7 +154,7 @@ export async function checkPublicTarget (url, { resolve = systemResolver.resolve
  * A `lookup` for node:http(s) and node:net that refuses, at connect time,
  * a host that resolves to any non-public address: what the host resolves to
  * now is what the connection uses. IP literals never reach a lookup; check
- * them with targetHost and nonPublicReason first.
+ * them with targetHost and literalReason first.
  * @param {(host: string) => Promise<string[]>} resolve
  * @returns {import('node:net').LookupFunction}
  */

@@ -12,7 +12,7 @@ import crypto from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
-import { checkPublicTarget, guardedLookup, guardMessage, nonPublicReason, systemResolver, targetHost } from '../measurement/targets.js'
+import { checkPublicTarget, guardedLookup, guardMessage, literalReason, systemResolver, targetHost } from '../measurement/targets.js'
 import { validateMonitorUrl } from './monitors.js'
 import { removeChannelFromRules } from './alert-rules.js'
 import { withTransaction } from './transaction.js'
@@ -166,7 +166,7 @@ export async function sendWebhook (channel, payload, { deliveryId, now = new Dat
   let lookup
   if (!policy.allowPrivateTargets) {
     const { host, address } = targetHost(url)
-    const why = address && nonPublicReason(address)
+    const why = address && literalReason(address)
     if (why) return failed(guardMessage(host, /** @type {string} */ (address), why))
     lookup = guardedLookup(policy.resolve ?? systemResolver.resolve)
   }
