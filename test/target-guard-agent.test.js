@@ -202,3 +202,35 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
       for (const stop of stops) await stop()
     }
   })
+
+test('the lab is no loophole at run time: a lab monitor on another port of the lab host fails its round, a loopback monitor at a lab location is guarded', async () => {
+  // Monitors saved before the API refused them (an older version, or straight into the database).
+  const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_DNS_SERVERS: dns.server, H3LENS_PAGE_TIMEOUT_MS: '10000' })
+  const api = await startApi({ db: database.pool, config, log })
+  const stops = [() => api.close()]
+  try {
+    await database.pool.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+    const { rows: [onPort, onLoopback] } = await database.pool.query(
+      `INSERT INTO monitors (url, interval_s, locations, modes) VALUES ($1, 3600, '{local}', '{h2}'), ($2, 3600, '{local}', '{h2}') RETURNING id`,
+      [`https://lab.h3lens.test:${internalPort}/`, `http://127.0.0.1:${internalPort}/`])
+    await scheduleDueJobs(database.pool, { maxAttempts: 1 })
+    const { token } = await createAgentToken(database.pool, { location: 'local' })
+    // The lab as `h3lens start` describes it to a local agent: its origin is on port 8443 of 127.0.0.1.
+    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: 'AAAA', address: '127.0.0.1', port: 8443, netns: null } })
+    stops.unshift(() => agent.stop())
+
+    let jobs = []
+    for (const until = Date.now() + 60_000; Date.now() < until;) {
+      ({ rows: jobs } = await database.pool.query('SELECT monitor_id, state, last_error FROM jobs WHERE monitor_id = ANY($1) ORDER BY monitor_id', [[onPort.id, onLoopback.id]]))
+      if (jobs.every((j) => ['done', 'failed'].includes(j.state))) break
+      await sleep(500)
+    }
+    assert.deepEqual(jobs.map((j) => j.state), ['failed', 'done'])
+    assert.match(jobs[0].last_error, new RegExp(`https://lab\\.h3lens\\.test:${internalPort}/ is not the lab origin \\(https://lab\\.h3lens\\.test:8443\\); lab runs reach the lab origin only`))
+    const { rows: [loopback] } = await database.pool.query('SELECT status, error FROM results WHERE monitor_id = $1', [onLoopback.id])
+    assert.deepEqual(loopback, { status: 'error', error: 'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)' })
+    assert.deepEqual(connections, [], 'the service on the lab host\'s loopback was never reached')
+  } finally {
+    for (const stop of stops) await stop()
+  }
+})

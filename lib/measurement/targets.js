@@ -84,7 +84,7 @@ export function createResolver ({ servers = [], hostsFile = HOSTS_FILE, timeoutM
   /** @type {import('node:dns').promises.Resolver | null} */
   let resolver = null
   if (servers.length) {
-    resolver = new dns.promises.Resolver({ timeout: Math.ceil(timeoutMs / 2), tries: 1 })
+    resolver = new dns.promises.Resolver({ timeout: Math.ceil(timeoutMs / 2), tries: 2 })
     resolver.setServers(servers)
   }
 
