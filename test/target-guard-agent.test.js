@@ -21,7 +21,7 @@ import { createBrowserPool } from '../agents/browser.js'
 import { measurePage } from '../agents/measure.js'
 import { startTargetGuard } from '../agents/target-guard.js'
 import { netnsSupport } from '../lab/netns.js'
-import { createResolver } from '../lib/measurement/targets.js'
+import { createResolver, nonPublicReason } from '../lib/measurement/targets.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { createApiKey } from '../lib/store/api-keys.js'
@@ -232,5 +232,36 @@ test('the lab is no loophole at run time: a lab monitor on another port of the l
     assert.deepEqual(connections, [], 'the service on the lab host\'s loopback was never reached')
   } finally {
     for (const stop of stops) await stop()
+  }
+})
+
+test('names Chromium resolves by itself and IP literals in every spelling are refused before any connection', async () => {
+  const guard = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }) })
+  const pool = createBrowserPool({ dataDir })
+  try {
+    // This machine's own /etc/hosts names for loopback or private addresses, which Chromium reads itself.
+    const hostsNames = [...(await createResolver().hostsEntries())]
+      .filter(([name, addresses]) => !/localhost/.test(name) && addresses.some((a) => nonPublicReason(a)))
+      .map(([name]) => name).slice(0, 2)
+    const cases = [
+      ['localhost.', /host localhost is a loopback name/],
+      ['LOCALHOST', /host localhost is a loopback name/],
+      ['a.b.localhost', /host a\.b\.localhost is a loopback name/],
+      ['127.1', /host 127\.0\.0\.1 is a non-public address \(loopback\)/],
+      ['0x7f000001', /host 127\.0\.0\.1 is a non-public address/],
+      ['[::ffff:7f00:1]', /host ::ffff:7f00:1 is a non-public address \(loopback, as IPv4-mapped 127\.0\.0\.1\)/],
+      ['0.0.0.0', /host 0\.0\.0\.0 is a non-public address \(this network\)/],
+      ...hostsNames.map((name) => [name, new RegExp(`host ${name.replace(/\./g, '\\.')} resolves to .* \\(`)])
+    ]
+    for (const [host, why] of /** @type {[string, RegExp][]} */ (cases)) {
+      const r = await measurePage({ pool, url: `http://${host}:${internalPort}/`, mode: 'h2', guard, timeoutMs: 10_000 })
+      assert.equal(r.status, 'error', host)
+      assert.match(r.error, /^blocked by the private-target guard: /, host)
+      assert.match(r.error, why, host)
+    }
+    assert.deepEqual(connections, [])
+  } finally {
+    await pool.close()
+    await guard.close()
   }
 })

@@ -49,7 +49,8 @@ export default async function alertRoutes (app) {
     schema: {
       description: 'Add a webhook channel. Each notification is a POST of the alertNotification body (format json) or {"text"} (format slack), signed: ' +
         'X-H3lens-Timestamp is the unix time in seconds, X-H3lens-Signature is "v1=" followed by the hex HMAC-SHA256 of `<timestamp>.<raw body>` keyed with the secret. ' +
-        'The secret is write-only. Private addresses are refused unless H3LENS_ALLOW_PRIVATE_TARGETS=true.',
+        'The secret is write-only. Unless H3LENS_ALLOW_PRIVATE_TARGETS=true, url must be on a host that resolves to public addresses only ' +
+        '(not loopback, private, link-local…), checked now and again as each delivery connects.',
       tags: channels,
       body: channelCreateBody,
       response: { 201: { $ref: 'alertChannel#' }, ...errorResponses }

@@ -23,8 +23,9 @@ export const PUBLIC_ZONE = {
 
 /**
  * @param {Record<string, string[]>} [records] name → addresses (both families)
+ * @param {{ address?: string, port?: number }} [listen] where it answers (loopback, any free port)
  */
-export async function startDnsServer (records = {}) {
+export async function startDnsServer (records = {}, { address = '127.0.0.1', port: wanted = 0 } = {}) {
   /** @type {Map<string, string[]>} */
   const names = new Map(Object.entries(records))
   /** @type {{ name: string, type: number }[]} */
@@ -45,11 +46,11 @@ export async function startDnsServer (records = {}) {
       : buildAnswer(query, { addresses: addresses.filter((a) => net.isIP(a) === family), ttl: 0 })
     socket.send(answer, from.port, from.address)
   })
-  await new Promise((resolve) => socket.bind(0, '127.0.0.1', () => resolve(undefined)))
+  await new Promise((resolve) => socket.bind(wanted, address, () => resolve(undefined)))
   const { port } = socket.address()
   return {
     /** For H3LENS_DNS_SERVERS. */
-    server: `127.0.0.1:${port}`,
+    server: `${address}:${port}`,
     /** Make `name` resolve to `addresses` from now on (none: NXDOMAIN). */
     set (/** @type {string} */ name, /** @type {string[] | undefined} */ addresses) {
       if (addresses === undefined) names.delete(name)
