@@ -8,6 +8,7 @@ import path from 'node:path'
 import puppeteer from 'puppeteer-core'
 import { startApi } from '../../api/server.js'
 import { loadConfig } from '../../lib/runtime/config.js'
+import { PUBLIC_ZONE, startDnsServer } from './dns-server.js'
 import { createLogger } from '../../lib/runtime/log.js'
 import { createPool, startEmbeddedPostgres } from '../../lib/runtime/db.js'
 import { migrate } from '../../lib/runtime/migrate.js'
@@ -232,13 +233,23 @@ function resultFor ({ rnd, j, mode, labPort, i }) {
 }
 
 /**
- * The API (and so the dashboard) on a free loopback port.
+ * The API (and so the dashboard) on a free loopback port. It resolves
+ * monitor and webhook hosts through a test DNS server that knows the public
+ * names of PUBLIC_ZONE (this machine has no outside DNS).
  * @param {import('pg').Pool} db
  */
 export async function startDashboard (db) {
-  const config = loadConfig({ PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
+  const dns = await startDnsServer(PUBLIC_ZONE)
+  const config = loadConfig({ PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'silent', H3LENS_DNS_SERVERS: dns.server })
   const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
-  return startApi({ db, config, log })
+  const api = await startApi({ db, config, log })
+  return {
+    ...api,
+    async close () {
+      await api.close()
+      await dns.close()
+    }
+  }
 }
 
 /**
