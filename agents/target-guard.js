@@ -37,7 +37,7 @@
 // (loopback)"), never with what the address would have answered; other
 // refused requests of a run are its notes.
 import http2 from 'node:http2'
-import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicReason, RESOLVE_TIMEOUT_MS, systemResolver, targetHost } from '../lib/measurement/targets.js'
+import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicReason, systemResolver, targetHost } from '../lib/measurement/targets.js'
 import { IPV4_RANGES } from '../lib/measurement/addresses.js'
 import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
 import { loopbackCertificate } from './loopback-cert.js'
@@ -58,6 +58,9 @@ const MAX_HOSTS_RULES = 1000
 const RESOLVER_NAME = 'resolver.h3lens.invalid'
 // How long a blocked name is remembered, to explain the failed request.
 const BLOCK_MEMORY_MS = 10 * 60_000
+// A name refused this long before a run began still explains its failure:
+// a browser may answer it from its own cache of failed lookups.
+const RECENT_BLOCK_MS = 60_000
 const MAX_DOH_BODY = 4096
 const MAX_GUARD_NOTES = 10
 
@@ -72,9 +75,9 @@ const MAX_GUARD_NOTES = 10
  * Start the guard's resolver. Close it when the agent stops. `listen` is the
  * IPv4 address it answers Chromium on: the agent's loopback, unless its
  * Chromium runs in a network namespace that reaches the agent elsewhere.
- * @param {{ resolver?: Resolver, log?: import('pino').Logger, timeoutMs?: number, listen?: string }} [opts]
+ * @param {{ resolver?: Resolver, log?: import('pino').Logger, listen?: string }} [opts]
  */
-export async function startTargetGuard ({ resolver = systemResolver, log, timeoutMs = RESOLVE_TIMEOUT_MS, listen = '127.0.0.1' } = {}) {
+export async function startTargetGuard ({ resolver = systemResolver, log, listen = '127.0.0.1' } = {}) {
   /** @type {Map<string, { at: number, verdict: Promise<Verdict> }>} */
   const verdicts = new Map()
   /** @type {Map<string, Block>} names refused recently, for explaining failed requests */
@@ -180,9 +183,8 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
       if ('block' in v) {
         stats.refused++
         remember(name, v.block)
-      }
-      if ('block' in v) answer = buildAnswer(query, { rcode: RCODE.NXDOMAIN })
-      else if ('error' in v) answer = buildAnswer(query, { rcode: ['ENOTFOUND', 'ENODATA'].includes(v.error.code) ? RCODE.NXDOMAIN : RCODE.SERVFAIL })
+        answer = buildAnswer(query, { rcode: RCODE.NXDOMAIN })
+      } else if ('error' in v) answer = buildAnswer(query, { rcode: ['ENOTFOUND', 'ENODATA'].includes(v.error.code) ? RCODE.NXDOMAIN : RCODE.SERVFAIL })
       else answer = buildAnswer(query, { addresses: v.addresses.filter((a) => a.includes(':') === (query.type === TYPE_AAAA)), ttl: ANSWER_TTL_S })
     }
     res.writeHead(200, { 'content-type': 'application/dns-message', 'content-length': answer.length })
@@ -252,7 +254,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
      */
     judge (result, { documentUrl, since }) {
       if (result.status === 'error' || result.status === 'timeout') {
-        const why = [documentUrl, result.target_url].map((u) => u && explain(u, since)).find(Boolean)
+        const why = [documentUrl, result.target_url].map((u) => u && explain(u, since - RECENT_BLOCK_MS)).find(Boolean)
         if (why) {
           result.status = 'error'
           result.error = why
@@ -262,7 +264,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
       /** @type {{ code: string, message: string, source: string }[]} */
       const notes = []
       for (const r of result.requests_detail ?? []) {
-        const why = r.failed && explain(r.url, since)
+        const why = r.failed && explain(r.url, since - RECENT_BLOCK_MS)
         if (why && why !== result.error && !notes.some((n) => n.message === why)) notes.push({ code: 'private_target_blocked', message: why, source: 'agent' })
       }
       if (notes.length) result.guard_notes = notes.slice(0, MAX_GUARD_NOTES)
@@ -270,9 +272,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, timeou
 
     async close () {
       await new Promise((resolve) => server.close(() => resolve(undefined)))
-    },
-    /** For tests and benches: how long a lookup may take. */
-    timeoutMs
+    }
   }
 }
 

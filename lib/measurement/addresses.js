@@ -86,11 +86,6 @@ export function nonPublicReason (address) {
   return v6Global(address)
 }
 
-/** @param {string} address */
-export function isPrivateAddress (address) {
-  return nonPublicReason(address) !== null
-}
-
 /**
  * Why an address written in a URL is refused, or null: as nonPublicReason,
  * and NAT64 of a public address too (write the IPv4 address instead).

@@ -19,7 +19,7 @@ import net from 'node:net'
 import { ValidationError } from '../runtime/errors.js'
 import { literalReason, nonPublicReason } from './addresses.js'
 
-export { nonPublicReason, isPrivateAddress, literalReason } from './addresses.js'
+export { nonPublicReason, literalReason } from './addresses.js'
 
 // A monitor is saved by a person waiting for the answer, and the agent's
 // resolver answers Chromium during a page load: a resolver that does not
