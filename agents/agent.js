@@ -21,7 +21,7 @@ const SPOOL_BATCH_ROUNDS = 50
  * @param {{
  *   client: ReturnType<typeof import('./api-client.js').createApiClient>,
  *   spool: ReturnType<typeof import('./spool.js').createSpool>,
- *   runJob: (job: any, ctx: { location: any }) => Promise<Record<string, any>[]>,
+ *   runJob: (job: any, ctx: { location: any, allowPrivateTargets: boolean }) => Promise<Record<string, any>[]>,
  *   log: import('pino').Logger,
  *   version: string,
  *   browserVersion?: () => Promise<string|undefined>,
@@ -45,16 +45,18 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
   /** @param {number} limit */
   async function claim (limit) {
     browser ??= await browserVersion?.()
-    const { jobs, lease_seconds: leaseSeconds, location } = await client.claim({ limit, version, browser_version: browser })
-    return { jobs, leaseSeconds, location }
+    const { jobs, lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } = await client.claim({ limit, version, browser_version: browser })
+    // An API that does not say (an older one) gets the guard.
+    return { jobs, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
   }
 
   /**
    * @param {any} job a claimed job (JSON from the API)
    * @param {number} leaseSeconds
    * @param {any} location the agent's location (JSON from the API)
+   * @param {boolean} allowPrivateTargets the API's H3LENS_ALLOW_PRIVATE_TARGETS
    */
-  async function runOne (job, leaseSeconds, location) {
+  async function runOne (job, leaseSeconds, location, allowPrivateTargets) {
     const jobLog = log.child({ job: job.id, monitor: job.monitor_id, url: job.url })
     // Heartbeat at a third of the lease so one lost heartbeat is not fatal.
     const beat = setInterval(() => {
@@ -63,7 +65,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     }, Math.max(1000, leaseSeconds * 1000 / 3))
     jobLog.info('measuring round')
     try {
-      const results = await runJob(job, { location })
+      const results = await runJob(job, { location, allowPrivateTargets })
       if (released.has(job.id)) return
       if (abort.signal.aborted && results.some((r) => FAILED.has(r.status))) {
         // A load that failed while this process was stopping may have failed
@@ -206,7 +208,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
           continue
         }
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
-        const { jobs, leaseSeconds, location } = await claim(concurrency - running.size)
+        const { jobs, leaseSeconds, location, allowPrivateTargets } = await claim(concurrency - running.size)
         backoff = 1000
         if (jobs.length && abort.signal.aborted) {
           // Claimed while stop() was called: give them straight back.
@@ -218,7 +220,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
           continue
         }
         for (const job of jobs) {
-          const done = runOne(job, leaseSeconds, location)
+          const done = runOne(job, leaseSeconds, location, allowPrivateTargets)
             .catch((err) => log.error({ job: job.id, err: err.message }, 'round failed'))
             .finally(() => running.delete(job.id))
           running.set(job.id, { job, done })

@@ -53,6 +53,9 @@ export class BrowserLaunchError extends Error {
 }
 
 /**
+ * @typedef {{ flags: string[], netns?: string | null, localState?: Record<string, any> | null }} BrowserSpec
+ * netns: the network namespace Chromium runs in; localState: browser-wide
+ * preferences that have no switch (secure DNS, agents/target-guard.js)
  * @typedef {{ browser: import('puppeteer-core').Browser, userDataDir: string, closed: Promise<void>, retiring?: boolean }} PooledBrowser
  * @typedef {{ context: import('puppeteer-core').BrowserContext, page: import('puppeteer-core').Page }} FreshPage
  */
@@ -90,15 +93,17 @@ export function createBrowserPool ({
   /**
    * @param {string[]} flags
    * @param {string | null} netns
+   * @param {Record<string, any> | null} localState browser-wide preferences (the profile's "Local State")
    * @returns {Promise<PooledBrowser>}
    */
-  async function launch (flags, netns) {
+  async function launch (flags, netns, localState) {
     await mkdir(profilesDir, { recursive: true })
     const userDataDir = await mkdtemp(path.join(profilesDir, 'h3lens-chromium-'))
     let browser
     try {
       await mkdir(path.join(userDataDir, 'Default'))
       await writeFile(path.join(userDataDir, 'Default', 'Preferences'), JSON.stringify(PROFILE_PREFERENCES))
+      if (localState) await writeFile(path.join(userDataDir, 'Local State'), JSON.stringify(localState))
       browser = await puppeteer.launch({
         // In a namespace, the wrapper execs `ip netns exec <ns> chromium`.
         executablePath: netns ? NETNS_WRAPPER : executablePath,
@@ -141,18 +146,18 @@ export function createBrowserPool ({
 
   /**
    * The browser for this flag set, launching (or replacing a dead) one as needed.
-   * @param {{ flags: string[], netns?: string | null }} spec
+   * @param {BrowserSpec} spec
    * @returns {Promise<import('puppeteer-core').Browser>}
    */
-  async function acquire ({ flags, netns = null }) {
-    const key = JSON.stringify([netns, flags])
+  async function acquire ({ flags, netns = null, localState = null }) {
+    const key = JSON.stringify([netns, flags, localState])
     // Two rounds at most: a browser found dead is replaced once, and a
     // replacement that is dead on arrival is an error, not a loop.
     for (let attempt = 0; attempt < 2; attempt++) {
       if (closing) throw new Error('browser pool is closed')
       let pending = browsers.get(key)
       if (!pending) {
-        pending = launch(flags, netns)
+        pending = launch(flags, netns, localState)
         browsers.set(key, pending)
         pending.catch(() => { if (browsers.get(key) === pending) browsers.delete(key) })
       }
@@ -175,13 +180,13 @@ export function createBrowserPool ({
    * (--log-net-log) is complete only once its browser has exited, and its
    * flags are unique to the run anyway.
    * @template T
-   * @param {{ flags: string[], netns?: string | null }} spec
+   * @param {BrowserSpec} spec
    * @param {(browser: import('puppeteer-core').Browser) => Promise<T>} fn
    * @returns {Promise<T>}
    */
-  async function withDedicated ({ flags, netns = null }, fn) {
+  async function withDedicated ({ flags, netns = null, localState = null }, fn) {
     if (closing) throw new Error('browser pool is closed')
-    const entry = await launch(flags, netns)
+    const entry = await launch(flags, netns, localState)
     try {
       return await fn(entry.browser)
     } finally {

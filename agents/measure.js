@@ -20,8 +20,8 @@ const versions = new WeakMap()
 /**
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
- *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated: <T>(spec: { flags: string[], netns?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *   pool: { acquire: (spec: import('./browser.js').BrowserSpec) => Promise<import('puppeteer-core').Browser>,
+ *     withDedicated: <T>(spec: import('./browser.js').BrowserSpec, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
  *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browser.js').FreshPage & { prepared: boolean }>,
  *     retire?: (c: import('puppeteer-core').BrowserContext) => Promise<void> },
  *   url: string,
@@ -33,6 +33,7 @@ const versions = new WeakMap()
  *   forceOrigins?: string[],
  *   altSvc?: Map<string, string | null> | null,
  *   netlogFile?: string | null,
+ *   guard?: import('./target-guard.js').TargetGuard | null,
  *   log?: import('pino').Logger
  * }} MeasureOptions
  * @typedef {{ page: import('puppeteer-core').Page, network: Awaited<ReturnType<typeof recordNetwork>>,
@@ -53,15 +54,19 @@ const versions = new WeakMap()
  * it, nor are making the context and closing it when the pool does those
  * between rounds (agents/browser.js settle); `context` says which it was
  * (prepared: the pool's spare; ready_ms: how long the run waited for it).
+ * With `guard`, the run reaches public addresses only (agents/target-guard.js),
+ * and what the guard refused is said in its words.
  * @param {MeasureOptions & { probe?: string }} opts
  * @param {(ctx: StepContext) => Promise<void>} steps
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
  */
 export async function measure (opts, steps) {
-  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
+  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
   const protocol = opts.protocol ?? mode
-  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
-  const result = emptyResult(mode, flags, { probe })
+  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(guard?.browser.flags ?? []), ...(netlogFile ? netlogFlags(netlogFile) : [])]
+  const spec = { flags, netns, localState: guard?.browser.localState ?? null }
+  const since = Date.now()
+  const result = emptyResult(mode, recordedFlags(flags, guard), { probe })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced
   /** @type {Record<string, any>[]} */
@@ -108,14 +113,15 @@ export async function measure (opts, steps) {
         result.observed_protocol = network.documentProtocol()
         result.protocol_ok = protocolMatchesMode(result.observed_protocol, protocol)
       }
+      if (guard) for (const r of [result, ...extra]) guard.judge(r, { documentUrl: network?.mainDocument()?.url ?? url, since })
       if (context && !netlogFile && pool.retire) await pool.retire(context)
       else await context?.close().catch((/** @type {any} */ err) => log.warn({ err, url }, 'closing browser context failed'))
     }
   }
   // A browser that cannot start is the agent's failure, not the page's: it
   // throws (BrowserLaunchError) rather than being recorded against the URL.
-  if (netlogFile) await pool.withDedicated({ flags, netns }, run)
-  else await run(await pool.acquire({ flags, netns }))
+  if (netlogFile) await pool.withDedicated(spec, run)
+  else await run(await pool.acquire(spec))
   result.wall_ms = round(performance.now() - started)
   log.debug({ url, mode, probe, status: result.status, ttfb_ms: result.ttfb_ms, load_ms: result.load_ms, wall_ms: result.wall_ms }, 'measured')
   return [result, ...extra]
@@ -273,7 +279,7 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
     } catch (err) {
       if (!(err instanceof BrowserLaunchError)) throw err
       launchErrors.push(err)
-      const failed = emptyResult(mode, err.flags, { probe })
+      const failed = emptyResult(mode, recordedFlags(err.flags, opts.guard), { probe })
       failed.error = err.message
       results.push(failed)
     }
@@ -281,6 +287,22 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
   if (launchErrors.length === order.length) throw launchErrors[0]
   if (protocol) for (const r of results) r.arm_protocol = protocol
   return results
+}
+
+/**
+ * The flags a result records: the run's, with the private-target guard's
+ * two (thousands of characters of resolver rules, and its resolver's key)
+ * as one short line each; they are the same for every guarded run of an
+ * agent, and say nothing about the measurement.
+ * @param {string[]} flags
+ * @param {import('./target-guard.js').TargetGuard | null | undefined} guard
+ */
+function recordedFlags (flags, guard) {
+  if (!guard) return flags
+  return flags.map((f) => {
+    const i = guard.browser.flags.indexOf(f)
+    return i < 0 ? f : guard.browser.recorded[i]
+  })
 }
 
 /**

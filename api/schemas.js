@@ -145,7 +145,7 @@ export const agentSchema = {
 const noteSchema = {
   type: 'object',
   properties: {
-    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused; content_error and wpt_page_ttfb (WebPageTest agents, docs/WPT.md); or a net-log finding' },
+    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, private_target_blocked (a request the private-target guard refused); content_error and wpt_page_ttfb (WebPageTest agents, docs/WPT.md); or a net-log finding' },
     message: { type: 'string' },
     metric: { type: ['string', 'null'] },
     protocol: { type: ['string', 'null'] },
@@ -153,7 +153,7 @@ const noteSchema = {
     floor: { type: ['number', 'null'], description: 'Physical floor in RTT' },
     extra_ms: { type: ['number', 'null'] },
     extra_rtt: { type: ['number', 'null'] },
-    source: { type: ['string', 'null'], description: 'timing (Navigation Timing and the RTT) or netlog' }
+    source: { type: ['string', 'null'], description: 'timing (Navigation Timing and the RTT), netlog, or agent' }
   }
 }
 
@@ -183,7 +183,7 @@ const resultProperties = {
   upload_mbps: { type: ['number', 'null'], description: 'upload probe: body bits / upload duration, Mbit/s' },
   notes: {
     type: ['array', 'null'],
-    description: 'What explains this result: handshakes slower than their floor, reused connections, net-log findings',
+    description: 'What explains this result: handshakes slower than their floor, reused connections, requests the private-target guard refused, net-log findings',
     items: noteSchema
   },
   browser_version: nullableString,

@@ -33,7 +33,7 @@ const tick = () => createScheduler({ db: t.db, config: t.config, log: t.log }).t
 
 /** A monitor whose current round is due now and whose previous round was due an interval ago. */
 async function monitorAt (location) {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: [location] })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: [location] }, { allowPrivateTargets: true })
   const { rows: [{ due }] } = await t.db.query(
     `SELECT anchor_at + make_interval(secs => floor(extract(epoch FROM now() - anchor_at) / interval_s) * interval_s) AS due
        FROM monitors WHERE id = $1`, [m.id])
@@ -85,7 +85,7 @@ test('back-pressure is decided when a round comes due, not when it is created ah
   await upsertLocation(t.db, { id: 'bp-ahead', name: 'Ahead', region: 'Test', kind: 'lab' })
   const { agent } = await createAgentToken(t.db, { location: 'bp-ahead' })
   await touchAgent(t.db, agent.id)
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: ['bp-ahead'] })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: ['bp-ahead'] }, { allowPrivateTargets: true })
   // The previous round is running, and the next falls 4 s from now.
   const { rows: [{ previous }] } = await t.db.query(
     "UPDATE monitors SET anchor_at = now() + interval '4 seconds' - interval '1 hour' WHERE id = $1 RETURNING anchor_at AS previous", [m.id])

@@ -20,7 +20,7 @@ before(async () => {
 })
 after(async () => { await t.close() })
 
-const newMonitor = (extra = {}) => createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'], ...extra })
+const newMonitor = (extra = {}) => createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'], ...extra }, { allowPrivateTargets: true })
 
 /** One round: h2 and h3 page loads at one location and time. */
 function round (i, location = 'local', extra = {}) {

@@ -49,6 +49,10 @@ export default async function agentProtocolRoutes (app) {
           type: 'object',
           properties: {
             lease_seconds: { type: 'integer' },
+            allow_private_targets: {
+              type: 'boolean',
+              description: 'H3LENS_ALLOW_PRIVATE_TARGETS of the API: when false, the agent blocks every request of a run to a host that is or resolves to a non-public address'
+            },
             location: { $ref: 'location#' },
             jobs: {
               type: 'array',
@@ -88,7 +92,7 @@ export default async function agentProtocolRoutes (app) {
     const jobs = await claimJobs(app.db, { agentId: request.agent.id, locationId: request.agent.location_id, limit: body.limit ?? 1, leaseSeconds })
     for (const job of jobs) Object.assign(job, await measurementHints(app.db, job))
     const location = await getLocation(app.db, request.agent.location_id)
-    return { lease_seconds: leaseSeconds, location, jobs }
+    return { lease_seconds: leaseSeconds, allow_private_targets: app.config.allowPrivateTargets, location, jobs }
   })
 
   app.post('/jobs/:id/heartbeat', {

@@ -1,4 +1,5 @@
 import { createMonitor, getMonitor, listMonitors, updateMonitor, deleteMonitor } from '../../lib/store/monitors.js'
+import { targetPolicy } from '../../lib/measurement/targets.js'
 import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '../schemas.js'
 
 /**
@@ -9,12 +10,13 @@ import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '.
  */
 export default async function monitorRoutes (app) {
   const tags = ['monitors']
-  const policy = { allowPrivateTargets: app.config.allowPrivateTargets }
+  const policy = targetPolicy(app.config)
 
   app.post('/monitors', {
     schema: {
       description: 'Add a URL to monitor. It is measured with H2 and H3 from each location every interval_s seconds; the first round is due at once. ' +
-        'Monitors on real locations may not target loopback, private or link-local addresses unless H3LENS_ALLOW_PRIVATE_TARGETS=true. ' +
+        'Unless H3LENS_ALLOW_PRIVATE_TARGETS=true, url and the probe URLs must be on hosts that resolve to public addresses only (not loopback, private, link-local…), ' +
+        'or on the lab origin for lab locations only; the agents check again on every request of a run. ' +
         'With aa_protocol set it is an A/A calibration monitor: both arms load with that protocol, stored as h2 (arm A) and h3 (arm B), so its comparison shows the noise floor. ' +
         'min_effect_pct and min_effect_ms set the practical minimum effect a verdict needs (default max(2%, 1 ms)).',
       tags,
