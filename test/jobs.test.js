@@ -150,7 +150,7 @@ test('a job the agent cannot run is retried with back-off, then failed with its 
   const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/fail`, headers: auth(token), payload: { error: 'chromium failed to launch' } })
   assert.equal(res.json().state, 'failed')
   const { rows } = await t.db.query('SELECT state, last_error FROM jobs WHERE id = $1', [job.id])
-  assert.deepEqual(rows[0], { state: 'failed', last_error: 'chromium failed to launch' })
+  assert.deepEqual(rows[0], { state: 'failed', last_error: 'given up after 1 attempt; the last failed: chromium failed to launch' })
 })
 
 test('a round coming due within the look-ahead is created ahead with its own due time, and no agent can claim it before then', async () => {

@@ -59,10 +59,10 @@ describe('protocol truth in the lab', () => {
    * an agent does, then read back from the results table, by mode.
    * @param {string} url
    */
-  async function round (url) {
+  async function round (url, options = {}) {
     const agent = { authorization: `Bearer ${token}` }
     await t.db.query('UPDATE monitors SET paused = true')
-    await createMonitor(t.db, { url, interval_s: 10, locations: ['local'], modes: ['h3', 'h2'], probes: ['page'] })
+    await createMonitor(t.db, { url, interval_s: 10, locations: ['local'], modes: ['h3', 'h2'], probes: ['page'], options })
     await scheduleDueJobs(t.db, { maxAttempts: 3 })
     const claimed = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: agent, payload: { limit: 1 } })).json()
     const [job] = claimed.jobs
@@ -71,27 +71,54 @@ describe('protocol truth in the lab', () => {
     const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: agent, payload: { results } })
     assert.equal(res.statusCode, 200, res.body)
     const { rows } = await t.db.query(
-      'SELECT mode, status, error, observed_protocol, protocol_ok, load_ms, flags, details FROM results WHERE job_id = $1', [job.id])
+      'SELECT mode, status, error, observed_protocol, protocol_ok, load_ms, bytes, notes, flags, details FROM results WHERE job_id = $1', [job.id])
     return Object.fromEntries(rows.map((r) => [r.mode, r]))
   }
 
-  test('a document that ends before its Content-Length is an error in both modes, never ok', async () => {
+  test('a document that ends before its Content-Length is an error in both modes, never ok, and stores the bytes that arrived', async () => {
     const { h3, h2 } = await round(origin.baseUrl + origin.endpoints.truncated.path)
     // How the cut shows depends on the server: Caddy 2.6 closed the stream
     // cleanly after 1 KB (the browser saw a finished load; only the byte
-    // count tells), Caddy 2.11 resets it, after the headers or, racing them,
-    // before. Whatever the browser saw, the run is an error, never ok, and
-    // "incomplete document" whenever a response had begun.
+    // count tells), Caddy 2.11 resets it after the headers. Whatever the
+    // browser saw, the run is an error, never ok, "incomplete document"
+    // whenever a response had begun, and its bytes are the 1,024 that came.
     for (const [r, protocol, reset] of [[h2, 'h2', /net::ERR_HTTP2_PROTOCOL_ERROR/], [h3, 'h3', /net::ERR_QUIC_PROTOCOL_ERROR/]]) {
       assert.equal(r.status, 'error', `${protocol}: ${r.error}`)
       if (r.details.failure_kind === 'truncated') {
-        assert.match(r.error, /^incomplete document: (received 1,024 of 100,000 declared bytes|network error after the headers \(net::ERR_\w+\) at \d+ bytes of the body): https:\/\/lab\.h3lens\.test:\d+\/truncated$/)
+        assert.match(r.error, /^incomplete document: (received 1,024 of 100,000 declared bytes|network error after the headers \(net::ERR_\w+\) at 1,024 bytes of the body): https:\/\/lab\.h3lens\.test:\d+\/truncated$/)
         assert.equal(r.observed_protocol, protocol)
+        const doc = r.details.requests.find((q) => q.type === 'Document')
+        assert.ok(doc.bytes >= 1024 && doc.bytes < 1024 + 1024, `${protocol}: the document's bytes are what arrived, not 0: ${doc.bytes}`)
+        assert.equal(Number(r.bytes), doc.bytes + r.details.requests.filter((q) => q !== doc).reduce((n, q) => n + q.bytes, 0))
       } else {
         assert.match(r.error, reset)
         assert.equal(r.details.failure_kind, undefined, 'the origin advertises h3: not "H3 not supported"')
       }
     }
+  })
+
+  test('an empty 200 document is an error with a note in both modes, unless the monitor allows empty pages', async () => {
+    const url = origin.baseUrl + origin.endpoints.empty.path
+    const note = (r) => r.notes.find((n) => n.code === 'empty_document')
+    const refused = await round(url)
+    for (const [protocol, r] of Object.entries(refused)) {
+      assert.equal(r.status, 'error', `${protocol}: ${r.error}`)
+      assert.equal(r.details.failure_kind, 'empty')
+      assert.match(r.error, /^empty document: https:\/\/lab\.h3lens\.test:\d+\/empty answered HTTP 200 with no body \(set options\.allow_empty to count such loads\)$/)
+      assert.equal(r.observed_protocol, protocol, 'it did load, over the forced protocol')
+      assert.equal(note(r)?.message, 'the document answered HTTP 200 with an empty body')
+    }
+    const allowed = await round(url, { allow_empty: true })
+    for (const [protocol, r] of Object.entries(allowed)) {
+      assert.equal(r.status, 'ok', `${protocol}: ${r.error}`)
+      assert.equal(r.details.failure_kind, undefined)
+      assert.ok(r.load_ms > 0)
+      assert.equal(note(r)?.message, 'the document answered HTTP 200 with an empty body (allowed by the monitor\'s options.allow_empty)')
+    }
+    // A page with a body has no such note.
+    const { h2 } = await round(`${origin.baseUrl}/page-15k.html`)
+    assert.equal(h2.status, 'ok')
+    assert.equal(note(h2), undefined)
   })
 
   test('a URL that redirects to another origin is measured over HTTP/3 in h3 mode, with both origins forced', async () => {
