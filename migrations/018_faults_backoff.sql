@@ -13,15 +13,16 @@ ALTER TABLE agents ADD COLUMN last_fault text;
 -- BACKOFF_AFTER_TIMEOUTS such rounds in a row its interval there is
 -- stretched (doubling, capped); rounds due before `until` are recorded as
 -- skipped with the reason (lib/store/jobs.js scheduleDueJobs). The first
--- round that does not time out deletes the row. A row with `until` null
--- counts a timeout that has not backed the monitor off yet.
+-- round that does not time out sets the count back to 0 (the row stays, so
+-- a timed-out round that arrives late from a spool is seen to be older).
+-- `until` is null while the monitor is not backed off.
 CREATE TABLE round_backoffs (
   monitor_id   bigint NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
   location_id  text NOT NULL REFERENCES locations (id) ON DELETE CASCADE,
   -- Rounds in a row, by due time, in which every load timed out.
-  timeouts     integer NOT NULL CHECK (timeouts > 0),
-  -- The due time of the last of them: results that arrive late (an
-  -- agent's spool) never move the count backwards.
+  timeouts     integer NOT NULL CHECK (timeouts >= 0),
+  -- The due time of the last round counted (timed out or not): results
+  -- that arrive late (an agent's spool) never move the count backwards.
   last_due_at  timestamptz NOT NULL,
   until        timestamptz,
   PRIMARY KEY (monitor_id, location_id)

@@ -8,7 +8,8 @@
 // rounds in between are recorded as skipped, with the reason
 // (lib/store/jobs.js scheduleDueJobs), and a round it does run gets one page
 // timeout instead of two (agents/job-runner.js). The first round that does
-// not time out ends it: the next round is on the monitor's own interval.
+// not time out ends it (the count goes back to 0): the next round is on the
+// monitor's own interval.
 // docs/OPERATIONS.md explains the numbers.
 
 // Two timed-out rounds in a row: one can be a passing outage of the site
@@ -55,8 +56,11 @@ export async function recordRoundOutcomes (client, rounds) {
   }
   const cleared = [...byPair.values()].filter((p) => p.clearedAt)
   if (cleared.length) {
+    // Only a pair that has a row: most never timed out, and their rounds
+    // cost no write here.
     await client.query(
-      `DELETE FROM round_backoffs b USING unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u(monitor_id, location_id, due_at)
+      `UPDATE round_backoffs b SET timeouts = 0, until = NULL, last_due_at = u.due_at
+         FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u(monitor_id, location_id, due_at)
         WHERE b.monitor_id = u.monitor_id AND b.location_id = u.location_id AND b.last_due_at < u.due_at`,
       [cleared.map((p) => p.monitorId), cleared.map((p) => p.locationId), cleared.map((p) => p.clearedAt)])
   }
