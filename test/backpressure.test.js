@@ -43,7 +43,7 @@ async function monitorAt (location) {
 const roundsOf = async (monitorId) =>
   (await t.db.query('SELECT due_at, state, last_error FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [monitorId])).rows
 
-test('a round still running when the next comes due: the next is skipped as "location busy", not queued', async () => {
+test('a round still running when the next comes due: the next waits for it a grace, then is skipped as "location busy", not queued', async () => {
   await upsertLocation(t.db, { id: 'bp-busy', name: 'Busy', region: 'Test', kind: 'lab' })
   const { agent } = await createAgentToken(t.db, { location: 'bp-busy' })
   await touchAgent(t.db, agent.id)
@@ -51,10 +51,29 @@ test('a round still running when the next comes due: the next is skipped as "loc
   await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
     VALUES ($1, 'bp-busy', $2, 'leased', 1, $3, now() + interval '1 minute', now())`, [m.id, previous, agent.id])
   await tick()
+  assert.deepEqual((await roundsOf(m.id)).map((r) => [+r.due_at, r.state]), [[+previous, 'leased']], 'within the grace, the new round waits')
+  // The grace (a quarter of the interval, at most 15 s) is over: the round due now fell 16 s ago.
+  await t.db.query("UPDATE monitors SET anchor_at = anchor_at - interval '16 seconds' WHERE id = $1", [m.id])
+  await tick()
   await tick()
   const rounds = await roundsOf(m.id)
-  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'leased'], [+due, 'skipped']])
+  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'leased'], [+due - 16_000, 'skipped']])
   assert.match(rounds[1].last_error, /^skipped: location busy \(the round due at .* was still running\)$/)
+})
+
+test('a round that ends within the grace after the next came due lets the next one run, late, instead of losing it', async () => {
+  await upsertLocation(t.db, { id: 'bp-grace', name: 'Grace', region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: 'bp-grace' })
+  await touchAgent(t.db, agent.id)
+  const { m, due, previous } = await monitorAt('bp-grace')
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
+    VALUES ($1, 'bp-grace', $2, 'leased', 1, $3, now() + interval '1 minute', now())`, [m.id, previous, agent.id])
+  await tick()
+  assert.deepEqual((await roundsOf(m.id)).map((r) => r.state), ['leased'])
+  await t.db.query("UPDATE jobs SET state = 'done', finished_at = now() WHERE monitor_id = $1", [m.id])
+  await tick()
+  const { rows } = await t.db.query('SELECT due_at, state, run_after <= now() AS claimable FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [m.id])
+  assert.deepEqual(rows.map((r) => [+r.due_at, r.state, r.claimable]), [[+previous, 'done', true], [+due, 'queued', true]])
 })
 
 test('a round not started when the next comes due is skipped, and the next takes its place', async () => {

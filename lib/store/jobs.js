@@ -31,6 +31,11 @@ const STALE_MIN_S = 300
 // round, due at once, is never passed over for its second.
 const MAX_LOOK_AHEAD_MS = 5000
 
+// The longest a round waits, past its due time, for its monitor's previous
+// round to finish running (scheduleDueJobs); a quarter of the interval
+// when that is shorter, so the wait always ends well before the next round.
+const RUNNING_GRACE_S = 15
+
 // Rounds a stopped scheduler missed are recorded one by one, the last this
 // many per monitor and location (the reason of each says how many there
 // were): a day's outage of a 10 s lab monitor would be 8,640 rows.
@@ -58,7 +63,12 @@ const MAX_MISSED_ROUNDS = 100
  * (queued or leased). When a round comes due and the previous one is still
  * queued, the previous one could not start in time: it becomes skipped and
  * the new one takes its place, so the queue holds the present, not a
- * backlog. When the previous one is still running (leased), the new round is
+ * backlog. When the previous one is still running (leased), the new round
+ * waits for it up to a grace of a quarter of the interval (at most
+ * RUNNING_GRACE_S): a round that started late, behind a slow neighbour,
+ * usually ends moments after its successor is due, and skipping the
+ * successor then would lose the present round for a second's overlap. If
+ * the previous one is still running when the grace ends, the new round is
  * skipped. Either way the skipped round is a jobs row saying why, which the
  * Locations page and /metrics count. A location with no live agent keeps its
  * queued round for failStaleJobs to fail as "no agent is running"; its new
@@ -91,7 +101,7 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
         WHERE m.next_due_at <= h.horizon AND m.deleted_at IS NULL AND NOT m.paused
           FOR NO KEY UPDATE OF m SKIP LOCKED),
      due AS (
-       SELECT p.id AS monitor_id, loc AS location_id, p.anchor_at + make_interval(secs => p.k * p.interval_s) AS due_at
+       SELECT p.id AS monitor_id, loc AS location_id, p.anchor_at + make_interval(secs => p.k * p.interval_s) AS due_at, p.interval_s
          FROM picked p CROSS JOIN LATERAL unnest(p.locations) AS loc
         WHERE p.started),
      fresh AS (
@@ -99,7 +109,9 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
        -- ON CONFLICT still settles races with a replica on an older snapshot.
        SELECT d.*, p.id AS pending_id, p.state AS pending_state, p.due_at AS pending_due,
               b.timeouts AS backoff_timeouts, b.until AS backoff_until, coalesce(d.due_at < b.until, false) AS off,
-              d.due_at > now() AND (p.id IS NOT NULL OR coalesce(d.due_at < b.until, false)) AS deferred,
+              (d.due_at > now() AND (p.id IS NOT NULL OR coalesce(d.due_at < b.until, false)))
+                OR (p.id IS NOT NULL AND p.state = 'leased' AND NOT coalesce(d.due_at < b.until, false)
+                    AND now() < d.due_at + make_interval(secs => least(d.interval_s / 4.0, $5))) AS deferred,
               EXISTS (SELECT 1 FROM agents a WHERE a.location_id = d.location_id AND a.revoked_at IS NULL
                         AND a.last_seen_at > now() - make_interval(secs => $2)) AS served
          FROM due d
@@ -112,7 +124,8 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
                             AND j.location_id = d.location_id AND j.due_at = d.due_at)),
      ready AS (SELECT * FROM fresh WHERE NOT deferred),
      advanced AS (
-       -- A deferred round brings its monitor back at its due time.
+       -- A deferred round brings its monitor back at its due time (at every
+       -- tick once that has passed, while it waits for a running round).
        UPDATE monitors m SET next_due_at = CASE
                 WHEN NOT p.started THEN p.anchor_at
                 WHEN EXISTS (SELECT 1 FROM fresh f WHERE f.monitor_id = p.id AND f.deferred)
@@ -165,7 +178,7 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
        ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING
        RETURNING 1)
      SELECT (SELECT count(*) FROM inserted)::int + (SELECT count(*) FROM missed)::int AS created`,
-    [maxAttempts, AGENT_ALIVE_S, Math.min(Math.max(0, lookAheadMs ?? 0), MAX_LOOK_AHEAD_MS), MAX_MISSED_ROUNDS])
+    [maxAttempts, AGENT_ALIVE_S, Math.min(Math.max(0, lookAheadMs ?? 0), MAX_LOOK_AHEAD_MS), MAX_MISSED_ROUNDS, RUNNING_GRACE_S])
   return created
 }
 
