@@ -250,8 +250,11 @@ export function isEmptyDocument (httpStatus, bodyBytes) {
 const QUIC_REFUSED = /^net::ERR_(QUIC_[A-Z_]+|CONNECTION_REFUSED|CONNECTION_RESET|CONNECTION_TIMED_OUT|TIMED_OUT|ADDRESS_UNREACHABLE)$/
 
 /**
- * The status, error and failure kind of a run that threw. Beyond the error's
- * own status and message, two failures are named (details.failure_kind):
+ * The status, error and failure kind of a run that threw (never an agent
+ * fault: agents/faults.js sorts those out first). A PageLoadError that names
+ * its failure kind keeps it (empty, renderer_crashed, truncated). Beyond the
+ * error's own status and message, two failures are recognised here
+ * (details.failure_kind):
  *   - truncated: the document's body ended short of its Content-Length, or
  *     the network failed after its headers;
  *   - h3_unsupported: in h3 mode, a forced origin's document failed with a

@@ -129,8 +129,8 @@ export async function recordNetwork (page) {
     rec.canceled = Boolean(e.canceled)
     // No loadingFinished, so no encodedDataLength: what arrived before the
     // failure is what the data events counted, on the wire where Chromium
-    // reports it, else as decoded (a truncated HTTP/1.1 body: its 1,024
-    // bytes, not 0).
+    // reports it, else as decoded (a body cut short: the 1,024 bytes that
+    // came, not 0).
     rec.bytes = rec.received_encoded_bytes || rec.received_bytes
     open.delete(e.requestId)
   })

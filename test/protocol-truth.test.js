@@ -12,7 +12,7 @@ import pino from 'pino'
 import { createBrowserPool } from '../agents/browser.js'
 import { hostPort, labBrowserFlags } from '../lib/measurement/modes.js'
 import { createJobRunner } from '../agents/job-runner.js'
-import { judgeFailure, measurePage, PageLoadError } from '../agents/measure.js'
+import { isEmptyDocument, judgeFailure, measurePage, PageLoadError } from '../agents/measure.js'
 import { documentOutcome } from '../agents/network.js'
 import { discoverChain } from '../agents/redirects.js'
 import { startOrigin } from '../lab/origin.js'
@@ -214,9 +214,16 @@ describe('judging a document and a failure (pure rules)', () => {
   test('a network error after the headers is incomplete; an abort or an error status is not', () => {
     assert.match(documentOutcome(rec({ finished: false, failed: 'net::ERR_HTTP2_PROTOCOL_ERROR', received_bytes: 1024 })).incomplete ?? '',
       /^network error after the headers \(net::ERR_HTTP2_PROTOCOL_ERROR\) at 1,024 bytes of the body$/)
+    assert.equal(documentOutcome(rec({ finished: false, failed: 'net::ERR_HTTP2_PROTOCOL_ERROR', received_bytes: 0 })).incomplete,
+      'network error after the headers (net::ERR_HTTP2_PROTOCOL_ERROR) before the browser reported any of the body')
     assert.equal(documentOutcome(rec({ finished: false, failed: 'net::ERR_ABORTED', canceled: true })).incomplete, null)
     assert.equal(documentOutcome(rec({ finished: false, status: 404, failed: 'net::ERR_HTTP_RESPONSE_CODE_FAILURE' })).incomplete, null)
     assert.equal(documentOutcome(rec({ responded: false, finished: false, failed: 'net::ERR_QUIC_HANDSHAKE_FAILED' })).incomplete, null)
+  })
+
+  test('an empty document is a 2xx other than 204 and 205 with no body', () => {
+    for (const status of [200, 201, 203, 206]) assert.equal(isEmptyDocument(status, 0), true, String(status))
+    for (const [status, bytes] of [[200, 1], [204, 0], [205, 0], [301, 0], [404, 0], [null, 0], [200, null]]) assert.equal(isEmptyDocument(status, bytes), false, `${status} ${bytes}`)
   })
 
   test('"H3 not supported" needs h3 mode, a forced origin, a QUIC error before any response and a known Alt-Svc without h3', () => {
