@@ -9,6 +9,7 @@
 // each other's timings).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ApiError } from './api-client.js'
+import { InfrastructureError } from './faults.js'
 
 const IDLE_POLL_MS = 2000
 // Result statuses of a load that did not complete.
@@ -85,9 +86,14 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
         await releaseJob(job.id, `the round could not run while the agent was stopping (${err.message})`)
         return
       }
-      // The round could not run at all (browser failed to launch, ...).
-      jobLog.error({ err: err.message }, 'round failed to run')
-      await client.fail(job.id, err.message).catch((e) => jobLog.warn({ err: e.message }, 'could not report failure'))
+      // The round could not run, or an infrastructure fault ended it (its
+      // browser did not start or went away: agents/faults.js). Nothing of
+      // it is stored: the API queues it again as a new attempt, or gives it
+      // up when its attempts are spent, keeping the cause on the job.
+      const fault = err instanceof InfrastructureError ? 'infrastructure fault' : 'round failed to run'
+      jobLog.warn({ err: err.message, attempt: job.attempts }, `${fault}; nothing stored, the round is handed back to run again`)
+      const answer = await client.fail(job.id, `${fault}: ${err.message}`).catch((e) => { jobLog.warn({ err: e.message }, 'could not report the failure; the round runs again when its lease expires') })
+      if (answer?.state === 'failed') jobLog.error({ err: err.message, attempts: job.attempts }, 'round given up: its attempts are spent')
       return
     } finally {
       clearInterval(beat)

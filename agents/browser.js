@@ -4,6 +4,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import puppeteer from 'puppeteer-core'
+import { InfrastructureError } from './faults.js'
 
 // One Chromium process per flag set (and namespace): the flags decide the
 // protocol, so an h3 run and an h2 run can never share a browser, while runs
@@ -39,7 +40,8 @@ const CLOSE_GRACE_MS = 5000
 // goes into the fresh profile's preferences; incognito contexts inherit it.
 const PROFILE_PREFERENCES = { net: { network_prediction_options: 2 } }
 
-export class BrowserLaunchError extends Error {
+/** The browser did not start: the agent's failure, never the page's. */
+export class BrowserLaunchError extends InfrastructureError {
   /**
    * @param {string} message
    * @param {{ flags: string[], netns: string | null, cause?: unknown }} context

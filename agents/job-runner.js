@@ -21,8 +21,16 @@ import { createChainCache } from './redirects.js'
 // none when less than MIN_LOAD_MS is, so a page that hangs costs its round
 // two page timeouts at most, never one per load; the back-pressure in the
 // scheduler makes sure it costs no more rounds than that (lib/store/jobs.js
-// scheduleDueJobs).
+// scheduleDueJobs). Two, so that when one arm hangs the other still loads:
+// "H3 hangs where H2 loads" is a finding, and it needs the H2 load.
 export const ROUND_BUDGET_TIMEOUTS = 2
+// The budget of a round of a monitor that is backed off (its last rounds at
+// this location all timed out, lib/store/round-backoffs.js): one page
+// timeout. Its page hung in both arms twice in a row; a round that finds it
+// answering again ends the back-off, and one that finds it hanging holds
+// the location's agent half as long, so with one agent the monitors beside
+// it keep their rounds (docs/OPERATIONS.md has the arithmetic).
+export const BACKED_OFF_BUDGET_TIMEOUTS = 1
 // The redirect discovery's own limit (agents/redirects.js).
 const CHAIN_TIMEOUT_MS = 10_000
 // A load is not started with less than this left of the round's budget.
@@ -48,12 +56,14 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
   const chainOf = createChainCache()
   /**
    * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
-   *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null }} job
+   *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null,
+   *   backed_off_timeouts?: number | null }} job
    * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } }, allowPrivateTargets?: boolean }} ctx
    *   allowPrivateTargets: the API's H3LENS_ALLOW_PRIVATE_TARGETS (from the claim)
    */
   return async function runJob (job, { location, allowPrivateTargets = false } = {}) {
-    const budgetMs = ROUND_BUDGET_TIMEOUTS * timeoutMs
+    const budgetTimeouts = job.backed_off_timeouts ? BACKED_OFF_BUDGET_TIMEOUTS : ROUND_BUDGET_TIMEOUTS
+    const budgetMs = budgetTimeouts * timeoutMs
     const deadline = Date.now() + budgetMs
     const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     const options = effectiveOptions(job.url, job.options ?? {})
@@ -83,7 +93,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       if (left < MIN_LOAD_MS) {
         const r = emptyResult(o.mode, [], { probe })
         r.status = 'timeout'
-        r.error = `not run: the round's time budget of ${budgetMs / 1000} s (${ROUND_BUDGET_TIMEOUTS} page timeouts) was spent`
+        r.error = `not run: the round's time budget of ${budgetMs / 1000} s (${budgetTimeouts} page timeout${budgetTimeouts === 1 ? '' : 's'}` +
+          `${job.backed_off_timeouts ? `: backed off, the last ${job.backed_off_timeouts} rounds timed out` : ''}) was spent`
         log.debug({ job: job.id, probe, mode: o.mode }, 'round time budget spent; load not run')
         return Promise.resolve([r])
       }

@@ -1,6 +1,7 @@
 // JSON schemas shared by routes. Response schemas double as an allow-list:
 // fields not named here never leave the server (token hashes, internals).
 import { MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/store/monitors.js'
+import { AGENT_FAULT_RECENT_S } from '../lib/store/agents.js'
 import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
 import { MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
@@ -46,7 +47,21 @@ export const monitorSchema = {
     min_effect_pct: { type: 'number', description: MIN_EFFECT_PCT_DESCRIPTION },
     min_effect_ms: { type: 'number', description: MIN_EFFECT_MS_DESCRIPTION },
     created_at: dateTime,
-    updated_at: dateTime
+    updated_at: dateTime,
+    backed_off: {
+      type: 'array',
+      description: 'Locations where the monitor is backed off (GET only): its last rounds there all timed out, so its interval there is stretched ' +
+        '(doubling, at most an hour or its own interval) and the rounds in between are skipped; its first round that does not time out ends it',
+      items: {
+        type: 'object',
+        properties: {
+          location_id: { type: 'string' },
+          timeouts: { type: 'integer', description: 'Rounds in a row that timed out' },
+          interval_s: { type: 'integer', description: 'The stretched interval' },
+          until: { ...dateTime, description: 'When its next round there runs' }
+        }
+      }
+    }
   }
 }
 
@@ -137,7 +152,11 @@ export const agentSchema = {
     last_result_at: { type: ['string', 'null'], format: 'date-time', description: 'When the agent last delivered results' },
     created_at: dateTime,
     revoked_at: { type: ['string', 'null'], format: 'date-time' },
-    alive: { type: 'boolean', description: 'Seen within the last 60 s' }
+    alive: { type: 'boolean', description: 'Seen within the last 60 s' },
+    faults: { type: 'integer', description: 'Infrastructure faults since the agent was registered: rounds it could not run (its browser did not start or went away, a lease it let expire). Each such round ran again; none was stored as the page\'s error' },
+    last_fault_at: { type: ['string', 'null'], format: 'date-time', description: 'When the last infrastructure fault happened' },
+    last_fault: { type: ['string', 'null'], description: 'What the last infrastructure fault was' },
+    faulty: { type: 'boolean', description: `An infrastructure fault within the last ${AGENT_FAULT_RECENT_S / 60} minutes` }
   }
 }
 
@@ -205,7 +224,8 @@ export const resultDetailSchema = {
         'origins (Alt-Svc seen per origin), samples (parallel and upload probes, ms), warmup (the navigation before a probe), ' +
         'repeat (repeat view: connection reuse, 0-RTT where known), netlog (summary of a captured net log; download at /api/v1/results/{id}/netlog), ' +
         'failure_kind (on error results: truncated = the document ended before its Content-Length or failed after its headers; ' +
-        'h3_unsupported = the origin refused QUIC and advertises no Alt-Svc h3), forced_origins (host:port list QUIC was forced on: the URL\'s redirect chain in h3 mode, empty in h2 mode), ' +
+        'h3_unsupported = the origin refused QUIC and advertises no Alt-Svc h3; empty = the document answered 2xx with an empty body and the monitor does not set options.allow_empty; ' +
+        'renderer_crashed = the page\'s renderer process crashed while the browser ran on), forced_origins (host:port list QUIC was forced on: the URL\'s redirect chain in h3 mode, empty in h2 mode), ' +
         'context (prepared: whether the run\'s fresh incognito context was made ahead, between rounds; ready_ms: how long the run waited for it)'
     }
   }

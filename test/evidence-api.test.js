@@ -31,6 +31,7 @@ test('bad probe options get a 400 that names the field', async (s) => {
     [{ url: `${LAB}/`, options: { upload_bytes: 100 * 1024 * 1024 + 1 } }, /<= 104857600/, 'options.upload_bytes'],
     [{ url: `${LAB}/`, options: { colour: 'red' } }, /unknown field "colour"/, 'options'],
     [{ url: `${LAB}/`, options: { force_quic: 'some' } }, /must be one of main, all/, 'options.force_quic'],
+    [{ url: `${LAB}/`, options: { allow_empty: 'yes' } }, /must be boolean/, 'options.allow_empty'],
     [{ url: `${LAB}/`, probes: ['upload'], options: { upload_url: 'https://elsewhere.example/upload' } }, /another origin.*allow_cross_origin/, 'options.upload_url'],
     [{ url: `${LAB}/`, options: { parallel_url: 'https://elsewhere.example/noop' } }, /another origin/, 'options.parallel_url'],
     [{ url: `${LAB}/`, options: { upload_url: 'ftp://lab.h3lens.test/x' } }, /http or https/, 'options.upload_url'],
@@ -51,11 +52,11 @@ test('good options are stored normalised; a cross-origin URL needs the explicit 
     url: `${LAB}/page-15k.html`,
     probes: ['page', 'parallel', 'upload'],
     repeat_view: true,
-    options: { parallel_requests: 10, parallel_url: '/noop', upload_bytes: 2048, upload_url: 'https://www.example.com/upload', allow_cross_origin: true, force_quic: 'all', netlog: 'always' }
+    options: { parallel_requests: 10, parallel_url: '/noop', upload_bytes: 2048, upload_url: 'https://www.example.com/upload', allow_cross_origin: true, force_quic: 'all', netlog: 'always', allow_empty: true }
   })
   assert.equal(ok.statusCode, 201, ok.body)
   assert.deepEqual(ok.json().options, {
-    parallel_requests: 10, parallel_url: `${LAB}/noop`, upload_bytes: 2048, upload_url: 'https://www.example.com/upload', allow_cross_origin: true, force_quic: 'all', netlog: 'always'
+    parallel_requests: 10, parallel_url: `${LAB}/noop`, upload_bytes: 2048, upload_url: 'https://www.example.com/upload', allow_cross_origin: true, force_quic: 'all', netlog: 'always', allow_empty: true
   })
   // The override can not be dropped while a URL still needs it.
   const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${ok.json().id}`, payload: { options: { upload_url: 'https://www.example.com/upload' } } })

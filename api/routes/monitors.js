@@ -1,5 +1,6 @@
 import { createMonitor, getMonitor, listMonitors, updateMonitor, deleteMonitor } from '../../lib/store/monitors.js'
 import { targetPolicy } from '../../lib/measurement/targets.js'
+import { backoffsOf } from '../../lib/store/round-backoffs.js'
 import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '../schemas.js'
 
 /**
@@ -11,6 +12,11 @@ import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '.
 export default async function monitorRoutes (app) {
   const tags = ['monitors']
   const policy = targetPolicy(app.config)
+  /** Each monitor with the locations it is backed off at (lib/store/round-backoffs.js). @param {Record<string, any>[]} monitors */
+  const withBackoffs = async (monitors) => {
+    const backoffs = await backoffsOf(app.db, monitors.map((m) => m.id))
+    return monitors.map((m) => ({ ...m, backed_off: backoffs.get(Number(m.id)) ?? [] }))
+  }
 
   app.post('/monitors', {
     schema: {
@@ -34,11 +40,11 @@ export default async function monitorRoutes (app) {
       tags,
       response: { 200: { type: 'object', properties: { items: { type: 'array', items: { $ref: 'monitor#' } } } } }
     }
-  }, async () => ({ items: await listMonitors(app.db) }))
+  }, async () => ({ items: await withBackoffs(await listMonitors(app.db)) }))
 
   app.get('/monitors/:id', {
     schema: { description: 'One monitor.', tags, params: idParams, response: { 200: { $ref: 'monitor#' }, ...errorResponses } }
-  }, async (/** @type {import('../types.js').IdRequest} */ request) => getMonitor(app.db, request.params.id))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => (await withBackoffs([await getMonitor(app.db, request.params.id)]))[0])
 
   app.patch('/monitors/:id', {
     schema: {

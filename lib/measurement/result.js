@@ -63,7 +63,7 @@ export function toSubmission (m, { rtt, rttSource = null }) {
     { protocol: m.observed_protocol ?? null, connect_ms: m.connect_ms ?? null, ttfb_ms: m.ttfb_ms ?? null }, rtt)
   out.connect_rtt = connectRtt
   out.ttfb_rtt = ttfbRtt
-  out.notes = [...notes, ...(m.netlog?.summary?.findings ?? []).map((/** @type {import('./netlog.js').Finding} */ f) => ({ ...f, source: `netlog (${m.netlog.kind})` })),
+  out.notes = [...notes, ...(m.notes ?? []), ...(m.netlog?.summary?.findings ?? []).map((/** @type {import('./netlog.js').Finding} */ f) => ({ ...f, source: `netlog (${m.netlog.kind})` })),
     // Requests the private-target guard refused (agents/target-guard.js).
     ...(m.guard_notes ?? [])]
   out.measured_at = new Date().toISOString()
