@@ -46,30 +46,30 @@ export default async function wptRoutes (app) {
 
   /**
    * The agent this request comes from, marked seen; or a 403 (wrong
-   * location or key) / 429 (too many of those from this address for this
-   * location) already sent.
+   * location or key) / 429 (too many wrong keys from this address for this
+   * location) already sent. A right key is checked first and always passes:
+   * behind a reverse proxy every agent shares one address, so a stranger's
+   * wrong keys must not lock a location's agents out (as for REST keys,
+   * api/plugins/auth.js).
    * @param {AgentRequest} request
    * @param {import('fastify').FastifyReply} reply
    */
   async function admit (request, reply) {
     const q = request.query
+    if (q.location && q.key && await wptKeyValid(app.db, { location: q.location, key: q.key })) {
+      if (!q.pc) throw new ValidationError('pc is required (the agent\'s name)', 'pc')
+      return wptAgent(app.db, { location: q.location, pc: q.pc, version: q.version ?? null })
+    }
+    // A blocked address's wrong keys are answered without being logged one by one.
     const wait = failures.blockedFor(request)
-    if (wait) {
-      await reply.code(429).header('retry-after', String(wait)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${wait} s`)
+    if (!wait) request.log.warn({ ip: request.ip, location: q.location, pc: q.pc }, 'WPT agent refused: wrong location or key')
+    const blocked = wait || await failures.record(request)
+    if (blocked) {
+      await reply.code(429).header('retry-after', String(blocked)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${blocked} s`)
       return null
     }
-    if (!q.location || !q.key || !(await wptKeyValid(app.db, { location: q.location, key: q.key }))) {
-      request.log.warn({ ip: request.ip, location: q.location, pc: q.pc }, 'WPT agent refused: wrong location or key')
-      const blocked = await failures.record(request)
-      if (blocked) {
-        await reply.code(429).header('retry-after', String(blocked)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${blocked} s`)
-        return null
-      }
-      await reply.code(403).type('text/plain').send('wrong location or key: create a key with "h3lens agents wpt-key --location ID"')
-      return null
-    }
-    if (!q.pc) throw new ValidationError('pc is required (the agent\'s name)', 'pc')
-    return wptAgent(app.db, { location: q.location, pc: q.pc, version: q.version ?? null })
+    await reply.code(403).type('text/plain').send('wrong location or key: create a key with "h3lens agents wpt-key --location ID"')
+    return null
   }
 
   app.get('/work/getwork.php', {
@@ -173,9 +173,10 @@ async function uploadedZip (request) {
 
 /**
  * Wrong keys counted per client address and location: an address that keeps
- * guessing one location's key is turned away from that location for the rest
- * of the minute, while agents of other locations behind the same address (a
- * shared NAT) go on polling.
+ * guessing one location's key has its further wrong keys for that location
+ * answered 429 for the rest of the minute. Right keys are never limited by
+ * it, and agents of other locations behind the same address (a shared NAT,
+ * a reverse proxy) are not counted with it.
  * @param {import('fastify').FastifyInstance} app
  */
 function wrongKeyLimiter (app) {
