@@ -58,7 +58,39 @@ function buildValidator (externalSchemas, options) {
   options = { ...options, onCreate: useDateTimeRule }
   const coercing = ajvPool(externalSchemas, options)
   const strict = ajvPool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: false } })
-  return (/** @type {{ httpPart?: string }} */ route) => (route.httpPart === 'body' ? strict : coercing)(route)
+  return (/** @type {{ httpPart?: string, schema?: any }} */ route) => {
+    if (route.httpPart === 'body') return strict(route)
+    const validate = coercing(route)
+    return route.httpPart === 'params' || route.httpPart === 'querystring' ? withDecimalIntegers(route.schema, validate) : validate
+  }
+}
+
+const DECIMAL_INTEGER = /^-?\d+$/
+
+/**
+ * Ajv coerces any text JavaScript reads as a number: "1e3", "0x10", " 12"
+ * and "+5" would pass as 1000, 16, 12 and 5, so a mistyped id could name
+ * another monitor. Integer parameters in paths and query strings must be
+ * written in decimal digits; anything else is a 400 naming the parameter.
+ * @param {any} schema the params or querystring schema
+ * @param {any} validate Ajv's validator for it
+ */
+function withDecimalIntegers (schema, validate) {
+  const integers = Object.entries(schema?.properties ?? {}).filter(([, s]) => [s?.type].flat().includes('integer')).map(([name]) => name)
+  if (!integers.length) return validate
+  const checked = Object.assign((/** @type {any} */ data, /** @type {any} */ context) => {
+    for (const name of integers) {
+      const bad = [data?.[name]].flat().find((v) => typeof v === 'string' && !DECIMAL_INTEGER.test(v))
+      if (bad !== undefined) {
+        checked.errors = [{ keyword: 'format', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { format: 'integer' }, message: `must be a whole number written in decimal digits, such as 12 (not ${JSON.stringify(bad.slice(0, 40))})` }]
+        return false
+      }
+    }
+    const ok = validate(data, context)
+    checked.errors = validate.errors
+    return ok
+  }, { schemaEnv: validate.schemaEnv, errors: /** @type {any} */ (null) })
+  return checked
 }
 
 /**

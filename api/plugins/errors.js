@@ -19,7 +19,7 @@ export default fp(async (app) => {
       // 400 unless the route's schemaErrorFormatter chose another status
       // (the results route answers 422 for values out of range).
       const status = err.statusCode ?? 400
-      return reply.code(status).send({ statusCode: status, error: httpReason(status), message: describeValidation(err), field: fieldOf(err.validation[0]) })
+      return reply.code(status).send({ statusCode: status, error: httpReason(status), message: describeValidation(err), field: fieldOf(err.validation[0]) ?? err.validationContext ?? 'body' })
     }
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ err: err.message, url: request.routeOptions.url, method: request.method }, 'database unavailable')
@@ -39,6 +39,9 @@ export default fp(async (app) => {
     /** @type {{ statusCode: number, error: string, message: string, field?: string, line?: number, code?: string }} */
     const body = { statusCode: status, error: httpReason(status), message: err.message }
     if (err.field) body.field = err.field
+    // Fastify's own body errors (a Content-Length that does not match the
+    // body) are about the body as a whole.
+    else if (status === 400 && String(err.code).startsWith('FST_ERR_CTP_')) body.field = 'body'
     if (err.line) body.line = err.line
     if (err.code && !String(err.code).startsWith('FST_')) body.code = err.code
     return reply.code(status).send(body)
