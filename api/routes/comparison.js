@@ -332,7 +332,13 @@ export default async function comparisonRoutes (app) {
           format: { type: 'string', enum: ['json', 'csv'], default: 'json' }
         }
       },
-      response: { 200: trendsResponse, ...errorResponses }
+      response: {
+        200: {
+          description: 'The series as JSON, or with format=csv as a CSV download',
+          content: { 'application/json': { schema: trendsResponse }, 'text/csv': { schema: { type: 'string' } } }
+        },
+        ...errorResponses
+      }
     }
   }, async (/** @type {WindowRequest<{ bucket: keyof typeof TIERS, format: 'json' | 'csv' }>} */ request, reply) => {
     const q = await readQuery(request)

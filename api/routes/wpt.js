@@ -26,7 +26,15 @@ const agentQuery = (/** @type {string[]} */ required, properties = {}) => ({
   required,
   properties: { location: text, pc: text, key: text, version: text, ...properties }
 })
-const plain = { 200: { type: 'string' } }
+const textBody = (/** @type {string} */ description) => ({ description, content: { 'text/plain': { schema: { type: 'string' } } } })
+const plain = { 200: textBody('Empty, or a word the agent reads') }
+// What the agent hears when its location or key is wrong (admit, below);
+// schema errors in the query string are JSON, as on every route.
+const refused = {
+  400: { $ref: 'badRequest#' },
+  403: textBody('Wrong location or key'),
+  429: textBody('Too many wrong keys from this address for this location this minute; see Retry-After. A right key is never refused so.')
+}
 
 /**
  * The query string of agentQuery (the agent's own extra fields are not read).
@@ -77,7 +85,13 @@ export default async function wptRoutes (app) {
       description: 'wptagent asks for work. Answers one WPT test as JSON (one arm of an h3lens round), or an empty body when there is none.',
       tags,
       querystring: agentQuery(['location'], { f: text }),
-      response: { ...plain, 200: { description: 'A job as JSON, or empty' } }
+      response: {
+        200: {
+          description: 'One WPT test as JSON, or an empty text body when there is no work',
+          content: { 'application/json': { schema: { type: 'object', additionalProperties: true } }, 'text/plain': { schema: { type: 'string', maxLength: 0 } } }
+        },
+        ...refused
+      }
     }
   }, async (/** @type {AgentRequest<{ f?: string }>} */ request, reply) => {
     const agent = await admit(request, reply)
@@ -88,7 +102,7 @@ export default async function wptRoutes (app) {
   })
 
   app.get('/work/ping.php', {
-    schema: { description: 'wptagent\'s heartbeat, at most once a minute; with test= it is still on that test.', tags, querystring: agentQuery(['location'], { test: text }), response: plain }
+    schema: { description: 'wptagent\'s heartbeat, at most once a minute; with test= it is still on that test.', tags, querystring: agentQuery(['location'], { test: text }), response: { ...plain, ...refused } }
   }, async (/** @type {AgentRequest<{ test?: string }>} */ request, reply) => {
     const agent = await admit(request, reply)
     if (!agent) return reply
@@ -97,7 +111,7 @@ export default async function wptRoutes (app) {
   })
 
   app.get('/work/started.php', {
-    schema: { description: 'Sent only for jobs that carry work_server and jobID, which h3lens never sends.', tags, querystring: { type: 'object', additionalProperties: true, properties: { id: text } }, response: plain }
+    schema: { description: 'Sent only for jobs that carry work_server and jobID, which h3lens never sends.', tags, querystring: { type: 'object', additionalProperties: true, properties: { id: text } }, response: { ...plain, 400: { $ref: 'badRequest#' } } }
   }, async (request, reply) => reply.type('text/plain').send(''))
 
   app.get('/work/requeue.php', {
@@ -105,7 +119,7 @@ export default async function wptRoutes (app) {
       description: 'The agent stopped mid-test: its round goes back to the queue without using up an attempt. The agent sends no key; the test id, which carries random characters, is the proof.',
       tags,
       querystring: { type: 'object', additionalProperties: true, required: ['id', 'location'], properties: { id: text, location: text, sig: text } },
-      response: plain
+      response: { 200: textBody('"requeued", or empty when the test was not out'), 400: { $ref: 'badRequest#' } }
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Querystring: { id: string, location: string, sig?: string } }>} */ request, reply) => {
     const requeued = await requeueTest(app.db, { testId: request.query.id, location: request.query.location })
@@ -124,7 +138,7 @@ export default async function wptRoutes (app) {
       }),
       response: {
         200: { type: 'object', properties: { stored: { type: 'integer' }, duplicates: { type: 'integer' }, round_done: { type: 'boolean' } } },
-        400: { $ref: 'error#' },
+        ...refused,
         409: { $ref: 'error#' },
         413: { $ref: 'error#' },
         422: { $ref: 'error#' }
