@@ -28,9 +28,14 @@ const agentQuery = (/** @type {string[]} */ required, properties = {}) => ({
 })
 const textBody = (/** @type {string} */ description) => ({ description, content: { 'text/plain': { schema: { type: 'string' } } } })
 const plain = { 200: textBody('Empty, or a word the agent reads') }
+// The agent's query string may carry fields of its own beyond those read
+// here, so its length has no bound the schema could state: Node answers a
+// request line and headers over 16 KB with 431.
+const tooLong = { 431: { $ref: 'error#', description: 'The query string is too long to read (the request line and headers are over 16 KB)' } }
 // What the agent hears when its location or key is wrong (admit, below);
 // schema errors in the query string are JSON, as on every route.
 const refused = {
+  ...tooLong,
   400: { $ref: 'badRequest#' },
   403: textBody('Wrong location or key'),
   429: textBody('Too many wrong keys from this address for this location this minute; see Retry-After. A right key is never refused so.')
@@ -111,7 +116,7 @@ export default async function wptRoutes (app) {
   })
 
   app.get('/work/started.php', {
-    schema: { description: 'Sent only for jobs that carry work_server and jobID, which h3lens never sends.', tags, querystring: { type: 'object', additionalProperties: true, properties: { id: text } }, response: { ...plain, 400: { $ref: 'badRequest#' } } }
+    schema: { description: 'Sent only for jobs that carry work_server and jobID, which h3lens never sends.', tags, querystring: { type: 'object', additionalProperties: true, properties: { id: text } }, response: { ...plain, ...tooLong, 400: { $ref: 'badRequest#' } } }
   }, async (request, reply) => reply.type('text/plain').send(''))
 
   app.get('/work/requeue.php', {
@@ -119,7 +124,7 @@ export default async function wptRoutes (app) {
       description: 'The agent stopped mid-test: its round goes back to the queue without using up an attempt. The agent sends no key; the test id, which carries random characters, is the proof.',
       tags,
       querystring: { type: 'object', additionalProperties: true, required: ['id', 'location'], properties: { id: text, location: text, sig: text } },
-      response: { 200: textBody('"requeued", or empty when the test was not out'), 400: { $ref: 'badRequest#' } }
+      response: { 200: textBody('"requeued", or empty when the test was not out'), ...tooLong, 400: { $ref: 'badRequest#' } }
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Querystring: { id: string, location: string, sig?: string } }>} */ request, reply) => {
     const requeued = await requeueTest(app.db, { testId: request.query.id, location: request.query.location })
