@@ -140,6 +140,12 @@ export async function buildApp (context) {
     // Agents poll every few seconds; per-request info lines would drown the
     // log. Failures are logged by the error handler with request context.
     logController: new LogController({ disableRequestLogging: true }),
+    // Paths the router cannot read, answered like every other 400 (with the
+    // field at fault) instead of Fastify's own shape.
+    frameworkErrors: (error, request, reply) => {
+      const problem = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'has a part longer than 100 characters' : 'is not valid percent-encoding'
+      return /** @type {any} */ (reply).code(400).send({ statusCode: 400, error: 'Bad Request', message: `the path ${problem}`, field: 'path' })
+    },
     // @fastify/ajv-compiler's types say a compiler gets the schema; at run
     // time it gets the route ({ schema, method, url, httpPart }), as here.
     schemaController: { compilersFactory: { buildValidator: /** @type {import('@fastify/ajv-compiler').ValidatorFactory} */ (/** @type {unknown} */ (buildValidator)) } }

@@ -84,6 +84,14 @@ test('malformed and empty JSON bodies are 400s naming the body', async () => {
   }
 })
 
+test('a path the router cannot decode is a 400 naming the path', async () => {
+  for (const path of ['/api/v1/monitors/%FF', '/api/v1/monitors/%', '/api/v1/results/%E2%82']) {
+    const res = await send({ path })
+    assert.equal(res.status, 400, `${path}: ${res.text}`)
+    assert.deepEqual(res.json(), { statusCode: 400, error: 'Bad Request', message: 'the path is not valid percent-encoding', field: 'path' })
+  }
+})
+
 test('integer ids and parameters written other than in decimal digits are 400s naming the parameter, on every route', async () => {
   const m = await createMonitor(t.db, { url: 'https://example.com/ids', locations: ['local'] })
   const NOT_DECIMAL = ['1e0', '0x1', ' 1', '+1', '1 ', '1.0', '１']
