@@ -38,7 +38,7 @@ export default fp(async (app) => {
       return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'something went wrong on the server; it has been logged' })
     }
     const message = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-      ? `this route does not read a body of type ${request.headers['content-type'] ?? '(none)'}; send application/json`
+      ? `this route does not read a body of type ${request.headers['content-type'] ?? '(none)'}; send ${bodyTypesOf(request).join(' or ')}`
       : err.message
     /** @type {{ statusCode: number, error: string, message: string, field?: string, line?: number, code?: string }} */
     const body = { statusCode: status, error: httpReason(status), message }
@@ -56,6 +56,15 @@ export default fp(async (app) => {
 }, { name: 'errors' })
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
+
+/**
+ * The content types a route reads: those its body schema names, or JSON.
+ * @param {import('fastify').FastifyRequest} request
+ */
+function bodyTypesOf (request) {
+  const types = Object.keys(/** @type {any} */ (request.routeOptions.schema)?.body?.content ?? {})
+  return types.length ? types : ['application/json']
+}
 
 /**
  * The answers this handler and the plugins give on any route, in the route's

@@ -26,6 +26,8 @@ export default async function agentEvidenceRoutes (app) {
       tags: ['agent protocol'],
       security: [{ agentToken: [] }],
       params: idParams,
+      // No type: the body is a Buffer, which the handler checks is gzip.
+      body: { content: { 'application/gzip': { schema: { description: 'The net log, gzip-compressed' } } } },
       querystring: {
         type: 'object',
         additionalProperties: false,

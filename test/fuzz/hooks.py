@@ -8,7 +8,8 @@
 #   (H3LENS_FUZZ_IDS, H3LENS_FUZZ_WPT), so the fuzzer gets past the 404s and
 #   403s to the code behind them. Deletions keep random ids: the seeded
 #   things stay for the rest of the run.
-# - NDJSON bodies (the results import) are sent as lines of JSON.
+# - NDJSON bodies (the results import) are sent as lines of JSON; net log
+#   bodies (application/gzip) as the bytes generated.
 import json
 import os
 import re
@@ -60,6 +61,15 @@ def flatmap_query(ctx, query):
     if not WPT or not ctx.operation.path.startswith('/work/') or not isinstance(query, dict):
         return st.just(query)
     return st.sampled_from([query, {**query, 'location': WPT['location'], 'key': WPT['key']}])
+
+
+@schemathesis.serializer('application/gzip')
+def gzip_bytes(ctx, value):
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode('utf-8', 'surrogatepass')
+    return json.dumps(value).encode('utf-8')
 
 
 @schemathesis.serializer('application/x-ndjson')
