@@ -1,7 +1,8 @@
 // JSON schemas shared by routes. Response schemas double as an allow-list:
 // fields not named here never leave the server (token hashes, internals).
-import { MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/store/monitors.js'
+import { MAX_URL_LENGTH, DEFAULT_INTERVAL_S, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS, MIN_INTERVAL_S, MIN_LAB_INTERVAL_S } from '../lib/store/monitors.js'
 import { AGENT_FAULT_RECENT_S } from '../lib/store/agents.js'
+import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
 import { MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
@@ -22,6 +23,18 @@ export const errorSchema = {
     line: { type: 'integer', description: 'The line at fault, for line-based input (results import)' },
     code: { type: 'string' }
   }
+}
+
+/**
+ * A 400: the error with the field at fault, which every 400 names (the
+ * body as a whole is `body`). The OpenAPI document marks field required
+ * (api/app.js); the serializer does not, so a 400 that lacked one would
+ * still go out as a 400, and the fuzzer (test/api-fuzz.test.js) reports it.
+ */
+export const badRequestSchema = {
+  ...errorSchema,
+  $id: 'badRequest',
+  properties: { ...errorSchema.properties, field: { type: 'string', description: 'The input field at fault: a field of the body (`options.upload_url`), a path or query parameter, `body` for the body as a whole, or `line N: field` in an import' } }
 }
 
 const AA_PROTOCOL_DESCRIPTION = 'A/A calibration monitor: both arms of each round load with this protocol; the arms are still stored as ' +
@@ -68,7 +81,13 @@ export const monitorSchema = {
 const monitorInputProperties = {
   url: { type: 'string', minLength: 1, maxLength: MAX_URL_LENGTH, description: 'http or https URL of the page to load' },
   label: { type: ['string', 'null'], maxLength: 200 },
-  interval_s: { type: 'integer', minimum: 1, maximum: 86400, description: 'At least 60 (10 for lab monitors)' },
+  interval_s: {
+    type: 'integer',
+    // The schema holds the lab's floor; the real one depends on the URL and is checked with it.
+    minimum: MIN_LAB_INTERVAL_S,
+    maximum: 86400,
+    description: `Seconds between rounds: at least ${MIN_INTERVAL_S}; lab monitors (on ${LAB_HOSTNAME}) at least ${MIN_LAB_INTERVAL_S}. Default ${DEFAULT_INTERVAL_S}`
+  },
   locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
   modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: 2 },
   probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
@@ -264,10 +283,10 @@ export const submittedResult = {
   }
 }
 
-export const sharedSchemas = [errorSchema, monitorSchema, locationSchema, agentSchema, resultSchema, resultDetailSchema]
+export const sharedSchemas = [errorSchema, badRequestSchema, monitorSchema, locationSchema, agentSchema, resultSchema, resultDetailSchema]
 
 export const errorResponses = {
-  400: { $ref: 'error#' },
+  400: { $ref: 'badRequest#' },
   404: { $ref: 'error#' }
 }
 

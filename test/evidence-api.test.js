@@ -29,7 +29,7 @@ test('bad probe options get a 400 that names the field', async (s) => {
     [{ url: `${LAB}/`, options: { parallel_requests: 51 } }, /<= 50/, 'options.parallel_requests'],
     [{ url: `${LAB}/`, options: { upload_bytes: 1023 } }, />= 1024/, 'options.upload_bytes'],
     [{ url: `${LAB}/`, options: { upload_bytes: 100 * 1024 * 1024 + 1 } }, /<= 104857600/, 'options.upload_bytes'],
-    [{ url: `${LAB}/`, options: { colour: 'red' } }, /unknown field "colour"/, 'options'],
+    [{ url: `${LAB}/`, options: { colour: 'red' } }, /unknown field "colour"/, 'options.colour'],
     [{ url: `${LAB}/`, options: { force_quic: 'some' } }, /must be one of main, all/, 'options.force_quic'],
     [{ url: `${LAB}/`, options: { allow_empty: 'yes' } }, /must be boolean/, 'options.allow_empty'],
     [{ url: `${LAB}/`, probes: ['upload'], options: { upload_url: 'https://elsewhere.example/upload' } }, /another origin.*allow_cross_origin/, 'options.upload_url'],

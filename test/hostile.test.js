@@ -64,15 +64,15 @@ async function assertAlive () {
 test('malformed JSON, wrong types and unknown fields are 400s that say what is wrong', async () => {
   /** @type {[string, RegExp, string | RegExp | undefined][]} */
   const cases = [
-    ['{"url": "https://example.com/",', /JSON/i, undefined],
+    ['{"url": "https://example.com/",', /JSON/i, 'body'],
     ['{"url": "https://example.com/", "interval_s": "120"}', /interval_s must be integer/, 'interval_s'],
     ['{"url": "https://example.com/", "paused": "true"}', /paused must be boolean/, 'paused'],
     ['{"url": "https://example.com/", "locations": "local"}', /locations must be array/, 'locations'],
     ['{"url": "https://example.com/", "interval_s": null}', /interval_s must be integer/, 'interval_s'],
     ['{"url": ["https://example.com/"]}', /url must be string/, 'url'],
-    ['{"url": "https://example.com/", "__proto__": {"admin": true}}', /./, undefined],
-    ['[]', /must be object/, undefined],
-    ['"just a string"', /must be object/, undefined],
+    ['{"url": "https://example.com/", "__proto__": {"admin": true}}', /./, 'body'],
+    ['[]', /must be object/, 'body'],
+    ['"just a string"', /must be object/, 'body'],
     ['{"url": "https://example.com/", "label": "a\\u0000b"}', /label contains a NUL character/, 'label'],
     ['{"url": "https://example.com/", "label": "\\ud800"}', /unpaired surrogate/, 'label'],
     [`{"url": "https://example.com/", "label": ${'['.repeat(5000)}${']'.repeat(5000)}}`, /nested more than 64 levels deep/, /^label(\.0)+$/]
@@ -94,14 +94,14 @@ test('malformed JSON, wrong types and unknown fields are 400s that say what is w
 test('query strings: wrong types and unknown parameters are refused on every route', async () => {
   const m = await createMonitor(database.pool, { url: 'https://example.com/', locations: ['local'] }, { allowPrivateTargets: true })
   for (const [path, message] of /** @type {[string, RegExp][]} */ ([
-    [`/api/v1/monitors/${m.id}/results?limit=abc`, /limit must be integer/],
+    [`/api/v1/monitors/${m.id}/results?limit=abc`, /limit must be a whole number written in decimal digits/],
     [`/api/v1/monitors/${m.id}/results?limit=5000`, /limit must be <= 1000/],
     [`/api/v1/monitors/${m.id}/results?colour=red`, /unknown field "colour"/],
     [`/api/v1/monitors/${m.id}/results?from=yesterday`, /querystring from must be an RFC 3339 date-time/],
     ['/api/v1/monitors?page=2', /unknown field "page"/],
     ['/api/v1/locations?x=1', /unknown field "x"/],
     [`/api/v1/monitors/${m.id}/results?location=%00`, /NUL character/],
-    ['/api/v1/monitors/1.5', /must be integer/],
+    ['/api/v1/monitors/1.5', /id must be a whole number written in decimal digits/],
     ['/api/v1/monitors/99999999999', /must be <= 2147483647/],
     ['/api/v1/monitors/-1', /must be >= 1/]
   ])) {

@@ -67,7 +67,7 @@ test('finished jobs past retention are deleted; results, comparison and trends a
 
   const again = await importInto(m.id, body)
   assert.equal(again.statusCode, 200, again.body)
-  assert.deepEqual(again.json(), { imported: 0, skipped_existing: 80, rounds: 40 })
+  assert.deepEqual(again.json(), { imported: 0, skipped_existing: 80, rounds: 40, added_locations: [] })
   assert.deepEqual(await jobsOf(m.id), [], 'the re-import files its rounds under their old job ids')
 })
 

@@ -209,22 +209,27 @@ test('trends give percentiles per bucket as JSON and as CSV that round-trips', a
   assert.ok(d.points.every((p, i) => i === 0 || p.ms >= d.points[i - 1].ms), 'a CDF never decreases')
 })
 
-test('bad comparison and trend queries get a 400 that says what to change', async () => {
+test('bad comparison and trend queries get a 400 that says what to change and names the field', async () => {
   const m = await createMonitor(t.db, { url: 'https://example.com/bad', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
-  /** @type {[string, RegExp][]} */
+  /** @type {[string, RegExp, string][]} */
   const cases = [
-    [`/api/v1/monitors/${m.id}/comparison?metric=speed`, /metric must be one of ttfb_ms, load_ms, fcp_ms, lcp_ms, connect_ms/],
-    [`/api/v1/monitors/${m.id}/comparison?percentiles=50,101`, /"101" is not a percentile/],
-    [`/api/v1/monitors/${m.id}/comparison?percentiles=median`, /"median" is not a percentile/],
-    [`/api/v1/monitors/${m.id}/comparison?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/],
-    [`/api/v1/monitors/${m.id}/trends?bucket=2m`, /bucket must be one of 5m, 1h, 1d/],
-    [`/api/v1/monitors/${m.id}/trends?bucket=5m&from=2025-01-01T00:00:00Z&to=2025-12-01T00:00:00Z`, /too many .* use a wider bucket/],
-    [`/api/v1/monitors/${m.id}/trends?format=xml`, /format must be one of json, csv/]
+    [`/api/v1/monitors/${m.id}/comparison?metric=speed`, /metric must be one of ttfb_ms, load_ms, fcp_ms, lcp_ms, connect_ms/, 'metric'],
+    [`/api/v1/monitors/${m.id}/comparison?percentiles=50,101`, /"101" is not a percentile/, 'percentiles'],
+    [`/api/v1/monitors/${m.id}/comparison?percentiles=median`, /"median" is not a percentile/, 'percentiles'],
+    [`/api/v1/monitors/${m.id}/comparison?percentiles=,`, /percentiles is empty/, 'percentiles'],
+    [`/api/v1/monitors/${m.id}/trends?percentiles=${Array.from({ length: 21 }, (_, i) => i + 1).join(',')}`, /at most 20 percentiles/, 'percentiles'],
+    [`/api/v1/monitors/${m.id}/comparison?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/, 'from'],
+    [`/api/v1/monitors/${m.id}/distribution?from=2024-01-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /the window is longer than 400 days/, 'from'],
+    [`/api/v1/monitors/${m.id}/results?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/, 'from'],
+    [`/api/v1/monitors/${m.id}/trends?bucket=2m`, /bucket must be one of 5m, 1h, 1d/, 'bucket'],
+    [`/api/v1/monitors/${m.id}/trends?bucket=5m&from=2025-01-01T00:00:00Z&to=2025-12-01T00:00:00Z`, /too many .* use a wider bucket/, 'bucket'],
+    [`/api/v1/monitors/${m.id}/trends?format=xml`, /format must be one of json, csv/, 'format']
   ]
-  for (const [url, message] of cases) {
+  for (const [url, message, field] of cases) {
     const res = await t.app.inject({ url })
     assert.equal(res.statusCode, 400, `${url}: ${res.body}`)
     assert.match(res.json().message, message, url)
+    assert.equal(res.json().field, field, url)
   }
   assert.equal((await t.app.inject({ url: '/api/v1/monitors/99999/comparison' })).statusCode, 404)
 })

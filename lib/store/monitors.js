@@ -66,7 +66,7 @@ export function validateMonitorUrl (value) {
 /**
  * Validates a full or partial monitor against the rules that span fields and
  * the database, and returns the fields to store.
- * @param {import('pg').Pool} db
+ * @param {import('pg').Pool | import('pg').PoolClient} db
  * @param {Record<string, any>} input
  * @param {Record<string, any>} [existing] the stored monitor, for PATCH
  * @param {MonitorPolicy} [policy]
@@ -135,7 +135,7 @@ async function checkMonitor (db, input, existing, policy = {}) {
  * locations reach, or on a host that resolves to public addresses only.
  * Lab locations are no exception for other targets: in local mode the lab
  * is this machine, and its Chromium reaches what this machine reaches.
- * @param {import('pg').Pool} db
+ * @param {import('pg').Pool | import('pg').PoolClient} db
  * @param {[string, string][]} targets URL and the field it came from
  * @param {string[]} locations
  * @param {MonitorPolicy} policy
@@ -197,7 +197,7 @@ function checkVerdictSettings (input, checked, existing) {
 
 /**
  * Locations that have an agent registered; all locations when none has.
- * @param {import('pg').Pool} db
+ * @param {import('pg').Pool | import('pg').PoolClient} db
  */
 async function defaultLocations (db) {
   const { rows } = await db.query(
@@ -231,7 +231,7 @@ export async function createMonitor (db, input, policy) {
   return rows[0]
 }
 
-/** @param {import('pg').Pool} db @param {number} id */
+/** @param {import('pg').Pool | import('pg').PoolClient} db @param {number} id */
 export async function getMonitor (db, id) {
   const { rows } = await db.query(`SELECT ${COLUMNS} FROM monitors WHERE id = $1 AND deleted_at IS NULL`, [id])
   if (!rows[0]) throw new NotFoundError(`monitor ${id} does not exist`)
@@ -254,7 +254,7 @@ export async function listMonitors (db) {
   return rows
 }
 
-/** @param {import('pg').Pool} db @param {number} id @param {Record<string, any>} patch @param {MonitorPolicy} [policy] */
+/** @param {import('pg').Pool | import('pg').PoolClient} db @param {number} id @param {Record<string, any>} patch @param {MonitorPolicy} [policy] */
 export async function updateMonitor (db, id, patch, policy) {
   const existing = await getMonitor(db, id)
   const m = await checkMonitor(db, patch, existing, policy)
