@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream'
 import { getMonitor } from '../../lib/store/monitors.js'
+import { targetPolicy } from '../../lib/measurement/targets.js'
 import { importResults, ndjsonLines, IMPORT_MAX_AHEAD_MS, IMPORT_MAX_BYTES, IMPORT_MAX_LINES } from '../../lib/store/results-import.js'
 import { errorResponses, idParams } from '../schemas.js'
 
@@ -11,6 +12,8 @@ const NDJSON = 'application/x-ndjson'
  * @param {import('fastify').FastifyInstance} app
  */
 export default async function importRoutes (app) {
+  // Rows that add a location to the monitor are checked as a PATCH of its locations would be.
+  const policy = targetPolicy(app.config)
   // The body is handed over as the request stream and read line by line,
   // never buffered whole. Fastify's bodyLimit (1 MiB) applies only to the
   // parsers that buffer; this one counts bytes itself and stops at
@@ -76,7 +79,7 @@ export default async function importRoutes (app) {
     try {
       const monitor = await getMonitor(app.db, request.params.id)
       return await importResults(app.db, {
-        monitor, lines: ndjsonLines(body), addLocations: request.query.add_locations, policy: { allowPrivateTargets: app.config.allowPrivateTargets }
+        monitor, lines: ndjsonLines(body), addLocations: request.query.add_locations, policy
       })
     } finally {
       // A refused import may leave the rest of the body unread: drain it, so

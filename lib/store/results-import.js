@@ -7,7 +7,7 @@
 // stores nothing; then every row is inserted in one transaction through the
 // agents' batched insert (lib/store/results.js insertRoundResults), its new rows
 // queued for the rollups like the agent path does (lib/store/jobs.js).
-import readline from 'node:readline'
+import { StringDecoder } from 'node:string_decoder'
 import { Transform } from 'node:stream'
 import { ValidationError } from '../runtime/errors.js'
 import { INSERT_COLUMNS, insertRoundResults, jobsOfStoredRounds } from './results.js'
@@ -96,7 +96,7 @@ const FIELDS = {
 /**
  * @typedef {object} ImportTarget
  * @property {{ id: number, locations: string[], aa_protocol?: string | null }} monitor
- * @property {AsyncIterable<string>} lines
+ * @property {AsyncIterable<{ n: number, line: string }>} lines the non-blank lines and their numbers (ndjsonLines)
  * @property {boolean} [addLocations] rows of a known location the monitor does not run at add it to the monitor, instead of a 400
  * @property {import('./monitors.js').MonitorPolicy} [policy] the target rules that apply when locations are added
  */
@@ -127,9 +127,8 @@ export async function importResults (db, { monitor, lines, addLocations = false,
   const seen = new Set()
   let n = 0
   let count = 0
-  for await (const line of lines) {
-    n++
-    if (line.trim() === '') continue
+  for await (const { n: at, line } of lines) {
+    n = at
     if (++count > IMPORT_MAX_LINES) {
       throw Object.assign(new ValidationError(`more than ${IMPORT_MAX_LINES} lines; import at most ${IMPORT_MAX_LINES} results per request (split the file)`, `line ${n}`),
         { statusCode: 413, line: n })
@@ -286,11 +285,15 @@ async function storeImport (db, { monitor, rows, rounds, addedLocations, policy 
 }
 
 /**
- * The lines of an NDJSON byte stream, read as they arrive (never the whole
- * body at once). More than `maxBytes` is a 413.
+ * The non-blank lines of an NDJSON byte stream with their line numbers,
+ * read as they arrive (never the whole body at once). More than `maxBytes`
+ * is a 413. Lines end at \n (a \r before it is dropped). Blank lines are
+ * counted but never handed out: a body of 64 MiB of blank lines, handed
+ * out one by one through an async iterator, took 130–250 s on two busy
+ * cores; split here a chunk at a time it takes well under a second.
  * @param {import('node:stream').Readable} stream
  * @param {{ maxBytes?: number }} [opts]
- * @returns {AsyncIterable<string>}
+ * @returns {AsyncIterable<{ n: number, line: string }>}
  */
 export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
   let bytes = 0
@@ -304,12 +307,27 @@ export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
     }
   })
   stream.on('error', (err) => counted.destroy(err))
+  // The stream holds what arrives until it is read (back-pressure), so
+  // nothing is lost while the caller awaits something else first.
   stream.pipe(counted)
-  const lines = readline.createInterface({ input: counted, crlfDelay: Infinity })
-  // The iterator buffers lines from the moment it exists; lines emitted
-  // before it is made (while the caller awaits something else) would be lost.
-  const iterator = lines[Symbol.asyncIterator]()
-  return { [Symbol.asyncIterator]: () => iterator }
+  return (async function* () {
+    const decoder = new StringDecoder('utf8')
+    let rest = ''
+    let n = 0
+    /** @param {string} text */
+    const numbered = (text) => ({ n, line: text.endsWith('\r') ? text.slice(0, -1) : text })
+    for await (const chunk of counted) {
+      const parts = (rest + decoder.write(chunk)).split('\n')
+      rest = /** @type {string} */ (parts.pop())
+      for (const part of parts) {
+        n++
+        if (part.trim() !== '') yield numbered(part)
+      }
+    }
+    rest += decoder.end()
+    n++
+    if (rest.trim() !== '') yield numbered(rest)
+  })()
 }
 
 /**

@@ -1,5 +1,5 @@
 // Back-off of a monitor whose rounds keep timing out at a location
-// (migration 018). A page that hangs costs its round the whole time budget
+// (migration 019). A page that hangs costs its round the whole time budget
 // (two page timeouts), and with one agent at a location every other
 // monitor's round waits behind it and loses rounds to back-pressure. So
 // after BACKOFF_AFTER_TIMEOUTS rounds in a row that timed out, its interval
