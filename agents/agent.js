@@ -9,6 +9,7 @@
 // each other's timings).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ApiError } from './api-client.js'
+import { InfrastructureError } from './faults.js'
 
 const IDLE_POLL_MS = 2000
 // Result statuses of a load that did not complete.
@@ -21,7 +22,7 @@ const SPOOL_BATCH_ROUNDS = 50
  * @param {{
  *   client: ReturnType<typeof import('./api-client.js').createApiClient>,
  *   spool: ReturnType<typeof import('./spool.js').createSpool>,
- *   runJob: (job: any, ctx: { location: any }) => Promise<Record<string, any>[]>,
+ *   runJob: (job: any, ctx: { location: any, allowPrivateTargets: boolean }) => Promise<Record<string, any>[]>,
  *   log: import('pino').Logger,
  *   version: string,
  *   browserVersion?: () => Promise<string|undefined>,
@@ -45,16 +46,18 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
   /** @param {number} limit */
   async function claim (limit) {
     browser ??= await browserVersion?.()
-    const { jobs, lease_seconds: leaseSeconds, location } = await client.claim({ limit, version, browser_version: browser })
-    return { jobs, leaseSeconds, location }
+    const { jobs, lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } = await client.claim({ limit, version, browser_version: browser })
+    // An API that does not say (an older one) gets the guard.
+    return { jobs, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
   }
 
   /**
    * @param {any} job a claimed job (JSON from the API)
    * @param {number} leaseSeconds
    * @param {any} location the agent's location (JSON from the API)
+   * @param {boolean} allowPrivateTargets the API's H3LENS_ALLOW_PRIVATE_TARGETS
    */
-  async function runOne (job, leaseSeconds, location) {
+  async function runOne (job, leaseSeconds, location, allowPrivateTargets) {
     const jobLog = log.child({ job: job.id, monitor: job.monitor_id, url: job.url })
     // Heartbeat at a third of the lease so one lost heartbeat is not fatal.
     const beat = setInterval(() => {
@@ -63,7 +66,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
     }, Math.max(1000, leaseSeconds * 1000 / 3))
     jobLog.info('measuring round')
     try {
-      const results = await runJob(job, { location })
+      const results = await runJob(job, { location, allowPrivateTargets })
       if (released.has(job.id)) return
       if (abort.signal.aborted && results.some((r) => FAILED.has(r.status))) {
         // A load that failed while this process was stopping may have failed
@@ -83,9 +86,14 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
         await releaseJob(job.id, `the round could not run while the agent was stopping (${err.message})`)
         return
       }
-      // The round could not run at all (browser failed to launch, ...).
-      jobLog.error({ err: err.message }, 'round failed to run')
-      await client.fail(job.id, err.message).catch((e) => jobLog.warn({ err: e.message }, 'could not report failure'))
+      // The round could not run, or an infrastructure fault ended it (its
+      // browser did not start or went away: agents/faults.js). Nothing of
+      // it is stored: the API queues it again as a new attempt, or gives it
+      // up when its attempts are spent, keeping the cause on the job.
+      const fault = err instanceof InfrastructureError ? 'infrastructure fault' : 'round failed to run'
+      jobLog.warn({ err: err.message, attempt: job.attempts }, `${fault}; nothing stored, the round is handed back to run again`)
+      const answer = await client.fail(job.id, `${fault}: ${err.message}`).catch((e) => { jobLog.warn({ err: e.message }, 'could not report the failure; the round runs again when its lease expires') })
+      if (answer?.state === 'failed') jobLog.error({ err: err.message, attempts: job.attempts }, 'round given up: its attempts are spent')
       return
     } finally {
       clearInterval(beat)
@@ -206,7 +214,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
           continue
         }
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
-        const { jobs, leaseSeconds, location } = await claim(concurrency - running.size)
+        const { jobs, leaseSeconds, location, allowPrivateTargets } = await claim(concurrency - running.size)
         backoff = 1000
         if (jobs.length && abort.signal.aborted) {
           // Claimed while stop() was called: give them straight back.
@@ -218,7 +226,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
           continue
         }
         for (const job of jobs) {
-          const done = runOne(job, leaseSeconds, location)
+          const done = runOne(job, leaseSeconds, location, allowPrivateTargets)
             .catch((err) => log.error({ job: job.id, err: err.message }, 'round failed'))
             .finally(() => running.delete(job.id))
           running.set(job.id, { job, done })

@@ -4,6 +4,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import puppeteer from 'puppeteer-core'
+import { InfrastructureError } from './faults.js'
 
 // One Chromium process per flag set (and namespace): the flags decide the
 // protocol, so an h3 run and an h2 run can never share a browser, while runs
@@ -39,7 +40,8 @@ const CLOSE_GRACE_MS = 5000
 // goes into the fresh profile's preferences; incognito contexts inherit it.
 const PROFILE_PREFERENCES = { net: { network_prediction_options: 2 } }
 
-export class BrowserLaunchError extends Error {
+/** The browser did not start: the agent's failure, never the page's. */
+export class BrowserLaunchError extends InfrastructureError {
   /**
    * @param {string} message
    * @param {{ flags: string[], netns: string | null, cause?: unknown }} context
@@ -53,6 +55,9 @@ export class BrowserLaunchError extends Error {
 }
 
 /**
+ * @typedef {{ flags: string[], netns?: string | null, localState?: Record<string, any> | null }} BrowserSpec
+ * netns: the network namespace Chromium runs in; localState: browser-wide
+ * preferences that have no switch (secure DNS, agents/target-guard.js)
  * @typedef {{ browser: import('puppeteer-core').Browser, userDataDir: string, closed: Promise<void>, retiring?: boolean }} PooledBrowser
  * @typedef {{ context: import('puppeteer-core').BrowserContext, page: import('puppeteer-core').Page }} FreshPage
  */
@@ -90,14 +95,17 @@ export function createBrowserPool ({
   /**
    * @param {string[]} flags
    * @param {string | null} netns
+   * @param {Record<string, any> | null} localState browser-wide preferences (the profile's "Local State")
    * @param {string | null} [profile] a profile the caller made (newProfile) and keeps
    *   across launches; by default each launch gets a fresh one, removed when it closes
    * @returns {Promise<PooledBrowser>}
    */
-  async function launch (flags, netns, profile = null) {
+  async function launch (flags, netns, localState, profile = null) {
     const userDataDir = profile ?? await newProfile()
     let browser
     try {
+      // Written at every launch: Chromium rewrites the file as it exits.
+      if (localState) await writeFile(path.join(userDataDir, 'Local State'), JSON.stringify(localState))
       browser = await puppeteer.launch({
         // In a namespace, the wrapper execs `ip netns exec <ns> chromium`.
         executablePath: netns ? NETNS_WRAPPER : executablePath,
@@ -140,18 +148,18 @@ export function createBrowserPool ({
 
   /**
    * The browser for this flag set, launching (or replacing a dead) one as needed.
-   * @param {{ flags: string[], netns?: string | null }} spec
+   * @param {BrowserSpec} spec
    * @returns {Promise<import('puppeteer-core').Browser>}
    */
-  async function acquire ({ flags, netns = null }) {
-    const key = JSON.stringify([netns, flags])
+  async function acquire ({ flags, netns = null, localState = null }) {
+    const key = JSON.stringify([netns, flags, localState])
     // Two rounds at most: a browser found dead is replaced once, and a
     // replacement that is dead on arrival is an error, not a loop.
     for (let attempt = 0; attempt < 2; attempt++) {
       if (closing) throw new Error('browser pool is closed')
       let pending = browsers.get(key)
       if (!pending) {
-        pending = launch(flags, netns)
+        pending = launch(flags, netns, localState)
         browsers.set(key, pending)
         pending.catch(() => { if (browsers.get(key) === pending) browsers.delete(key) })
       }
@@ -176,13 +184,13 @@ export function createBrowserPool ({
    * With `profile` (from newProfile) the browser starts on that profile,
    * which outlives it: a second launch on it finds what the first learnt.
    * @template T
-   * @param {{ flags: string[], netns?: string | null, profile?: string | null }} spec
+   * @param {BrowserSpec & { profile?: string | null }} spec
    * @param {(browser: import('puppeteer-core').Browser) => Promise<T>} fn
    * @returns {Promise<T>}
    */
-  async function withDedicated ({ flags, netns = null, profile = null }, fn) {
+  async function withDedicated ({ flags, netns = null, localState = null, profile = null }, fn) {
     if (closing) throw new Error('browser pool is closed')
-    const entry = await launch(flags, netns, profile)
+    const entry = await launch(flags, netns, localState, profile)
     try {
       return await fn(entry.browser)
     } finally {

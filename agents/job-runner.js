@@ -21,48 +21,66 @@ import { createChainCache } from './redirects.js'
 // none when less than MIN_LOAD_MS is, so a page that hangs costs its round
 // two page timeouts at most, never one per load; the back-pressure in the
 // scheduler makes sure it costs no more rounds than that (lib/store/jobs.js
-// scheduleDueJobs).
+// scheduleDueJobs). Two, so that when one arm hangs the other still loads:
+// "H3 hangs where H2 loads" is a finding, and it needs the H2 load.
 export const ROUND_BUDGET_TIMEOUTS = 2
+// The budget of a round of a monitor that is backed off (its last rounds at
+// this location all timed out, lib/store/round-backoffs.js): one page
+// timeout. Its page hung in both arms twice in a row; a round that finds it
+// answering again ends the back-off, and one that finds it hanging holds
+// the location's agent half as long, so with one agent the monitors beside
+// it keep their rounds (docs/OPERATIONS.md has the arithmetic).
+export const BACKED_OFF_BUDGET_TIMEOUTS = 1
 // The redirect discovery's own limit (agents/redirects.js).
 const CHAIN_TIMEOUT_MS = 10_000
 // A load is not started with less than this left of the round's budget.
 const MIN_LOAD_MS = 1000
 
 /**
- * @typedef {{ spki: string, hostname?: string, address: string, netns?: string | null }} LabTarget
+ * @typedef {{ spki: string, hostname?: string, address: string, port?: number | null, netns?: string | null }} LabTarget
  * How this agent reaches the lab origin: its certificate's SPKI, the address
- * the lab host name maps to, and the namespace Chromium runs in.
+ * the lab host name maps to, the origin's port when known (a lab URL on any
+ * other port is refused: in local mode the lab host name is this machine's
+ * loopback), and the namespace Chromium runs in.
  */
 
 /**
+ * `guard` (agents/target-guard.js) keeps the runs of monitors off non-public
+ * addresses unless the API allows private targets; a runner without one
+ * refuses such runs. Lab runs need none: their browser reaches the lab only.
  * @param {{ pool: any, lab?: LabTarget | null, timeoutMs: number, log: import('pino').Logger, random?: () => number,
  *   uploadNetlog?: ((jobId: number, n: any) => Promise<unknown>) | null, netlogDir?: string,
- *   ping?: typeof tcpPing }} deps
+ *   ping?: typeof tcpPing, guard?: import('./target-guard.js').TargetGuard | null }} deps
  */
-export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing }) {
+export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing, guard = null }) {
   const chainOf = createChainCache()
   /**
    * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
-   *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null }} job
-   * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } } }} ctx
+   *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null,
+   *   backed_off_timeouts?: number | null }} job
+   * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } }, allowPrivateTargets?: boolean }} ctx
+   *   allowPrivateTargets: the API's H3LENS_ALLOW_PRIVATE_TARGETS (from the claim)
    */
-  return async function runJob (job, { location } = {}) {
-    const budgetMs = ROUND_BUDGET_TIMEOUTS * timeoutMs
+  return async function runJob (job, { location, allowPrivateTargets = false } = {}) {
+    const budgetTimeouts = job.backed_off_timeouts ? BACKED_OFF_BUDGET_TIMEOUTS : ROUND_BUDGET_TIMEOUTS
+    const budgetMs = budgetTimeouts * timeoutMs
     const deadline = Date.now() + budgetMs
     const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
-    if (isLab && !lab) throw new Error(`this agent has no lab origin configured, so it cannot measure ${job.url}`)
+    const options = effectiveOptions(job.url, job.options ?? {})
+    if (isLab) checkLabTargets(lab, [job.url, options.parallel_url ?? undefined, options.upload_url ?? undefined])
+    const runGuard = isLab || allowPrivateTargets ? null : guard
+    if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot measure ${job.url}`)
     const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
     const netns = lab?.netns ?? null
-    const options = effectiveOptions(job.url, job.options ?? {})
-    const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping })
+    const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping, guard: runGuard })
     // The H3 arm forces QUIC on every origin the URL redirects through, and
     // learns which of them advertise h3 (agents/redirects.js).
     const chain = (job.modes ?? ['h3']).includes('h3')
-      ? await chainOf({ pool, url: job.url, extraFlags, netns, timeoutMs: Math.max(MIN_LOAD_MS, Math.min(CHAIN_TIMEOUT_MS, timeoutMs, deadline - Date.now())) })
+      ? await chainOf({ pool, url: job.url, extraFlags, netns, guard: runGuard, timeoutMs: Math.max(MIN_LOAD_MS, Math.min(CHAIN_TIMEOUT_MS, timeoutMs, deadline - Date.now())) })
       : null
     if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
     const common = {
-      pool, url: job.url, extraFlags, netns, timeoutMs, log, lab: isLab, deadline,
+      pool, url: job.url, extraFlags, netns, timeoutMs, log, guard: runGuard, lab: isLab, deadline,
       forceOrigins: [...(chain?.origins ?? []).filter((o) => o.startsWith('https:')), ...(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : [])],
       altSvc: chain?.altSvc ?? null
     }
@@ -75,7 +93,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       if (left < MIN_LOAD_MS) {
         const r = emptyResult(o.mode, [], { probe })
         r.status = 'timeout'
-        r.error = `not run: the round's time budget of ${budgetMs / 1000} s (${ROUND_BUDGET_TIMEOUTS} page timeouts) was spent`
+        r.error = `not run: the round's time budget of ${budgetMs / 1000} s (${budgetTimeouts} page timeout${budgetTimeouts === 1 ? '' : 's'}` +
+          `${job.backed_off_timeouts ? `: backed off, the last ${job.backed_off_timeouts} rounds timed out` : ''}) was spent`
         log.debug({ job: job.id, probe, mode: o.mode }, 'round time budget spent; load not run')
         return Promise.resolve([r])
       }
@@ -144,17 +163,40 @@ function outlierValues (r) {
 }
 
 /**
+ * A lab run reaches the lab origin only: its browser maps the lab host names
+ * to the lab's address and nothing else (modes.js labBrowserFlags), and
+ * when the lab's port is known, a lab URL on another port is refused (in
+ * local mode the lab's address is this machine's loopback).
+ * @param {LabTarget | null} lab
+ * @param {(string | undefined)[]} urls the monitor URL and its probe URLs
+ */
+function checkLabTargets (lab, urls) {
+  if (!lab) throw new Error(`this agent has no lab origin configured, so it cannot measure ${urls[0]}`)
+  for (const url of urls) {
+    if (!url || lab.port === undefined || lab.port === null) continue
+    const u = new URL(url)
+    if (!LAB_HOSTNAMES.includes(u.hostname)) continue // resolves nowhere in a lab browser
+    if (u.protocol !== 'https:' || Number(u.port || 443) !== lab.port) {
+      throw new Error(`${url} is not the lab origin (https://${u.hostname}:${lab.port}); lab runs reach the lab origin only`)
+    }
+  }
+}
+
+/**
  * The RTT a round is judged against: the lab profile's, or for a real
  * location a TCP connect ping to the page's origin. Lab origins are never
- * pinged: their RTT is known, and a ping would only add traffic.
- * @param {{ url: string, isLab: boolean, location?: { kind?: string, profile?: { rtt_ms?: number } }, ping: typeof tcpPing }} q
+ * pinged: their RTT is known, and a ping would only add traffic. With
+ * `guard`, a host that is or resolves to a non-public address is not pinged.
+ * @param {{ url: string, isLab: boolean, location?: { kind?: string, profile?: { rtt_ms?: number } }, ping: typeof tcpPing,
+ *   guard?: import('./target-guard.js').TargetGuard | null }} q
  * @returns {Promise<{ rttMs: number | null, source: 'profile' | 'tcp_ping' | null }>}
  */
-export async function locationRtt ({ url, isLab, location, ping }) {
+export async function locationRtt ({ url, isLab, location, ping, guard = null }) {
   const profileRtt = location?.profile?.rtt_ms
   if (profileRtt !== undefined && profileRtt > 0) return { rttMs: profileRtt, source: 'profile' }
   if (isLab || location?.kind !== 'real') return { rttMs: null, source: null }
+  if (guard?.explain(url)) return { rttMs: null, source: null }
   const u = new URL(url)
-  const rtt = await ping({ host: u.hostname, port: Number(u.port || (u.protocol === 'http:' ? 80 : 443)) })
+  const rtt = await ping({ host: u.hostname, port: Number(u.port || (u.protocol === 'http:' ? 80 : 443)), lookup: guard?.lookup })
   return rtt !== null && rtt > 0 ? { rttMs: rtt, source: 'tcp_ping' } : { rttMs: null, source: null }
 }

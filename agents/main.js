@@ -11,6 +11,8 @@ import { createBrowserPool } from './browser.js'
 import { createJobRunner } from './job-runner.js'
 import { createNetlogUploader } from './netlog.js'
 import { loadCa } from './http.js'
+import { startTargetGuard } from './target-guard.js'
+import { createResolver, systemResolver } from '../lib/measurement/targets.js'
 import { VERSION } from '../lib/runtime/version.js'
 
 /**
@@ -22,8 +24,9 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
   const agentLog = log.child({ agent: location })
   const ca = loadCa(config.caFile)
   const pool = createBrowserPool({ executablePath: config.chromiumPath, log: agentLog, dataDir: path.join(config.dataDir, 'agents', location) })
+  const guard = await startTargetGuard({ resolver: config.dnsServers?.length ? createResolver({ servers: config.dnsServers }) : systemResolver, log: agentLog })
   const measure = createJobRunner({
-    pool, lab, timeoutMs: config.pageTimeoutMs, log: agentLog,
+    pool, lab, guard, timeoutMs: config.pageTimeoutMs, log: agentLog,
     uploadNetlog: createNetlogUploader({ apiUrl: config.apiUrl, token, ca }),
     netlogDir: path.join(config.dataDir, 'agents', location, 'netlogs')
   })
@@ -46,6 +49,7 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
     async stop () {
       await agent.stop()
       await pool.close()
+      await guard.close()
     }
   }
 }

@@ -1,10 +1,10 @@
 import pino from 'pino'
-import { BrowserLaunchError } from './browser.js'
+import { InfrastructureError, infrastructureFault } from './faults.js'
 import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { emptyResult as emptyRow } from '../lib/measurement/result.js'
 import { baseFlags, forcedOrigins, hostPort, MODES, modeFlags, netlogFlags } from '../lib/measurement/modes.js'
 import { recordNetwork } from './network.js'
-import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, withTimeout } from './page-metrics.js'
+import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, rendererCrash, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 
@@ -20,8 +20,8 @@ const versions = new WeakMap()
 /**
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
- *   pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated: <T>(spec: { flags: string[], netns?: string | null, profile?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *   pool: { acquire: (spec: import('./browser.js').BrowserSpec) => Promise<import('puppeteer-core').Browser>,
+ *     withDedicated: <T>(spec: import('./browser.js').BrowserSpec & { profile?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
  *     newProfile?: () => Promise<string>, removeProfile?: (dir: string) => Promise<void>,
  *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browser.js').FreshPage & { prepared: boolean }>,
  *     retire?: (c: import('puppeteer-core').BrowserContext) => Promise<void> },
@@ -34,6 +34,7 @@ const versions = new WeakMap()
  *   forceOrigins?: string[],
  *   altSvc?: Map<string, string | null> | null,
  *   netlogFile?: string | null,
+ *   guard?: import('./target-guard.js').TargetGuard | null,
  *   lab?: boolean,
  *   profile?: string | null,
  *   deadline?: number | null,
@@ -45,7 +46,9 @@ const versions = new WeakMap()
  * deadline: when the round's time budget ends (Date.now() scale), for
  *   measurements of several loads
  * @typedef {{ page: import('puppeteer-core').Page, network: Awaited<ReturnType<typeof recordNetwork>>,
- *   result: Record<string, any>, extra: Record<string, any>[], summarize: (r: Record<string, any>) => void }} StepContext
+ *   result: Record<string, any>, extra: Record<string, any>[], summarize: (r: Record<string, any>) => void,
+ *   infrastructure: (err: unknown) => Promise<import('./faults.js').InfrastructureError | null> }} StepContext
+ *   infrastructure: the agent's fault behind an error a step caught, or null when it is the page's
  */
 
 /**
@@ -62,15 +65,19 @@ const versions = new WeakMap()
  * it, nor are making the context and closing it when the pool does those
  * between rounds (agents/browser.js settle); `context` says which it was
  * (prepared: the pool's spare; ready_ms: how long the run waited for it).
+ * With `guard`, the run reaches public addresses only (agents/target-guard.js),
+ * and what the guard refused is said in its words.
  * @param {MeasureOptions & { probe?: string, view?: string }} opts
  * @param {(ctx: StepContext) => Promise<void>} steps
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
  */
 export async function measure (opts, steps) {
-  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, probe = 'page', view = 'first', lab = false, profile = null, log = pino({ level: 'silent' }) } = opts
+  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', view = 'first', lab = false, profile = null, log = pino({ level: 'silent' }) } = opts
   const protocol = opts.protocol ?? mode
-  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins, lab }), ...extraFlags, ...(netlogFile ? netlogFlags(netlogFile) : [])]
-  const result = emptyResult(mode, flags, { probe, view })
+  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins, lab }), ...extraFlags, ...(guard?.browser.flags ?? []), ...(netlogFile ? netlogFlags(netlogFile) : [])]
+  const spec = { flags, netns, localState: guard?.browser.localState ?? null }
+  const since = Date.now()
+  const result = emptyResult(mode, recordedFlags(flags, guard), { probe, view })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced
   /** @type {Record<string, any>[]} */
@@ -78,8 +85,14 @@ export async function measure (opts, steps) {
   const summarized = new WeakSet()
   let started = performance.now()
 
+  /** @type {import('./faults.js').InfrastructureError | null} */
+  let fault = null
   const run = async (/** @type {import('puppeteer-core').Browser} */ browser) => {
     started = performance.now()
+    // Whose failure a failed run is depends on how far it got and on what
+    // happened to the browser and the page's renderer (agents/faults.js).
+    let navigating = false
+    let rendererCrashed = false
     let context = null
     /** @type {StepContext['network'] | null} */
     let network = null
@@ -110,13 +123,20 @@ export async function measure (opts, steps) {
         context = await browser.createBrowserContext()
         page = await context.newPage()
       }
+      page.once('error', () => { rendererCrashed = true })
       network = await recordNetwork(page)
-      await steps({ page, network, result, extra, summarize })
+      navigating = true
+      const infrastructure = (/** @type {unknown} */ err) => infrastructureFault(err, { browser, navigating, rendererCrashed })
+      await steps({ page, network, result, extra, summarize, infrastructure })
     } catch (err) {
-      Object.assign(result, judgeFailure(err, network?.mainDocument() ?? null, { mode: protocol, forced, altSvc }))
-      // Anything but a page or probe failure (a crashed browser, a protocol
-      // timeout) is still recorded against the run, and also worth a look.
-      if (!(err instanceof PageLoadError) && !(err instanceof ProbeError)) log.warn({ err, url, mode, probe }, 'measurement failed outside the page load')
+      fault = await infrastructureFault(err, { browser, navigating, rendererCrashed })
+      if (!fault) {
+        Object.assign(result, judgeFailure(err, network?.mainDocument() ?? null, { mode: protocol, forced, altSvc }))
+        // Anything but a page or probe failure (a protocol timeout, a
+        // script that would not run) is recorded against the run, and is
+        // also worth a look.
+        if (!(err instanceof PageLoadError) && !(err instanceof ProbeError)) log.warn({ err, url, mode, probe }, 'measurement failed outside the page load')
+      }
     } finally {
       if (network && !summarized.has(result)) summarize(result)
       if (!result.observed_protocol && network) {
@@ -124,14 +144,17 @@ export async function measure (opts, steps) {
         result.observed_protocol = network.documentProtocol()
         result.protocol_ok = protocolMatchesMode(result.observed_protocol, protocol)
       }
+      if (guard) for (const r of [result, ...extra]) guard.judge(r, { documentUrl: network?.mainDocument()?.url ?? url, since })
       if (context && !netlogFile && pool.retire) await pool.retire(context)
       else await context?.close().catch((/** @type {any} */ err) => log.warn({ err, url }, 'closing browser context failed'))
     }
   }
-  // A browser that cannot start is the agent's failure, not the page's: it
-  // throws (BrowserLaunchError) rather than being recorded against the URL.
-  if (netlogFile || profile) await pool.withDedicated({ flags, netns, profile }, run)
-  else await run(await pool.acquire({ flags, netns }))
+  // A browser that cannot start, or that went away, is the agent's failure,
+  // not the page's: it throws (an InfrastructureError) rather than being
+  // recorded against the URL, and the round is run again.
+  if (netlogFile || profile) await pool.withDedicated({ ...spec, profile }, run)
+  else await run(await pool.acquire(spec))
+  if (fault) throw fault
   result.wall_ms = round(performance.now() - started)
   log.debug({ url, mode, probe, status: result.status, ttfb_ms: result.ttfb_ms, load_ms: result.load_ms, wall_ms: result.wall_ms }, 'measured')
   return [result, ...extra]
@@ -149,22 +172,25 @@ export async function measurePage (opts) {
  * The page probe: a cold load, and with `repeatView` a second navigation in
  * the same context (warm cache; the connection is reused where the browser
  * keeps it). A failed repeat view is its own failed result; the first view
- * stands.
- * @param {MeasureOptions & { repeatView?: boolean, view?: string }} opts view: the first load's (the auto arm's returning visit)
+ * stands. `allowEmpty`: an empty document counts as a load (loadAndRead).
+ * @param {MeasureOptions & { repeatView?: boolean, allowEmpty?: boolean, view?: string }} opts view: the first load's (the auto arm's returning visit)
  */
-export async function measurePageViews ({ repeatView = false, ...opts }) {
+export async function measurePageViews ({ repeatView = false, allowEmpty = false, ...opts }) {
   const { url, mode, timeoutMs = 30_000, altSvc = null } = opts
   const protocol = opts.protocol ?? mode
-  const results = await measure({ ...opts, probe: 'page' }, async ({ page, network, result, extra, summarize }) => {
-    await loadAndRead(page, url, protocol, timeoutMs, result, network)
+  const results = await measure({ ...opts, probe: 'page' }, async ({ page, network, result, extra, summarize, infrastructure }) => {
+    await loadAndRead(page, url, protocol, timeoutMs, result, network, { allowEmpty })
     summarize(result)
     if (!repeatView) return
     /** @type {Record<string, any>} */
     const repeat = { ...emptyResult(mode, result.flags, { probe: 'page', view: 'repeat' }), browser_version: result.browser_version, forced_origins: result.forced_origins }
     const started = performance.now()
     try {
-      await loadAndRead(page, url, protocol, timeoutMs, repeat, network)
+      await loadAndRead(page, url, protocol, timeoutMs, repeat, network, { allowEmpty })
     } catch (err) {
+      // The browser going away fails the round, not the repeat view.
+      const fault = await infrastructure(err)
+      if (fault) throw fault
       Object.assign(repeat, judgeFailure(err, network.mainDocument(), { mode: protocol, forced: result.forced_origins, altSvc }))
     }
     summarize(repeat)
@@ -191,28 +217,66 @@ export async function measurePageViews ({ repeatView = false, ...opts }) {
  * Navigate, read the page metrics into `into` and judge the protocol. A
  * document that did not arrive whole fails the load (failure kind
  * truncated), whatever the browser made of it: its timings stay in `into`.
+ * A 2xx document with an empty body gets a note (`into.notes`), and fails
+ * the load (failure kind empty) unless `allowEmpty` (the monitor's
+ * options.allow_empty): a page that renders nothing is rarely what was
+ * meant to be measured, and its fast loads would flatter either protocol.
  * @param {import('puppeteer-core').Page} page
  * @param {string} url
  * @param {string} mode the protocol the run was forced to (an A/A arm's, not its label)
  * @param {number} timeoutMs
  * @param {Record<string, any>} into
  * @param {{ mainDocument: () => import('./network.js').DocumentOutcome | null } | null} [network] the page's recording
+ * @param {{ allowEmpty?: boolean }} [opts]
  */
-export async function loadAndRead (page, url, mode, timeoutMs, into, network = null) {
-  await load(page, url, timeoutMs)
-  Object.assign(into, await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics'))
+export async function loadAndRead (page, url, mode, timeoutMs, into, network = null, { allowEmpty = false } = {}) {
+  const crash = rendererCrash(page, url)
+  const loaded = (async () => {
+    const status = await load(page, url, timeoutMs)
+    return /** @type {const} */ ([status, await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics')])
+  })()
+  loaded.catch(() => {}) // when the renderer's crash settles the race first
+  let httpStatus, read
+  try {
+    [httpStatus, read] = await Promise.race([loaded, crash.crashed])
+  } finally {
+    crash.dispose()
+  }
+  const { document_body_bytes: bodyBytes, ...metrics } = read
+  Object.assign(into, metrics)
   into.protocol_ok = protocolMatchesMode(into.observed_protocol, mode)
   const doc = network?.mainDocument()
   if (doc?.incomplete) throw new PageLoadError(`incomplete document: ${doc.incomplete}: ${doc.url}`, { url, failureKind: 'truncated' })
+  if (isEmptyDocument(httpStatus, bodyBytes)) {
+    const where = doc?.url ?? page.url()
+    into.notes = [...(into.notes ?? []), {
+      code: 'empty_document',
+      message: `the document answered HTTP ${httpStatus} with an empty body${allowEmpty ? ' (allowed by the monitor\'s options.allow_empty)' : ''}`
+    }]
+    if (!allowEmpty) throw new PageLoadError(`empty document: ${where} answered HTTP ${httpStatus} with no body (set options.allow_empty to count such loads)`, { url, failureKind: 'empty' })
+  }
   into.status = into.protocol_ok ? 'ok' : 'protocol_mismatch'
+}
+
+/**
+ * A success answered with no body at all. 204 and 205 mean "no content" by
+ * definition (and a navigation to one does not even leave about:blank).
+ * @param {number | null} httpStatus
+ * @param {number | null} bodyBytes the document's decoded body size (Navigation Timing)
+ */
+export function isEmptyDocument (httpStatus, bodyBytes) {
+  return httpStatus !== null && httpStatus >= 200 && httpStatus < 300 && httpStatus !== 204 && httpStatus !== 205 && bodyBytes === 0
 }
 
 /** Chromium's errors for a QUIC connection that never came up (refused, no answer, handshake failed). */
 const QUIC_REFUSED = /^net::ERR_(QUIC_[A-Z_]+|CONNECTION_REFUSED|CONNECTION_RESET|CONNECTION_TIMED_OUT|TIMED_OUT|ADDRESS_UNREACHABLE)$/
 
 /**
- * The status, error and failure kind of a run that threw. Beyond the error's
- * own status and message, two failures are named (details.failure_kind):
+ * The status, error and failure kind of a run that threw (never an agent
+ * fault: agents/faults.js sorts those out first). A PageLoadError that names
+ * its failure kind keeps it (empty, renderer_crashed, truncated). Beyond the
+ * error's own status and message, two failures are recognised here
+ * (details.failure_kind):
  *   - truncated: the document's body ended short of its Content-Length, or
  *     the network failed after its headers;
  *   - h3_unsupported: in h3 mode, a forced origin's document failed with a
@@ -265,8 +329,9 @@ export function reuseOf (requests) {
 /**
  * Run one probe in each mode, in random order so neither protocol always goes
  * first (and, say, always meets a colder origin), and return the results in
- * the order they ran. A mode whose browser cannot start is an error result
- * for that mode; only when no mode could start does the round fail.
+ * the order they ran. An infrastructure fault in any mode (its browser did
+ * not start or went away: agents/faults.js) fails the round as a whole, so
+ * that it runs again with both arms moments apart: it is never a result.
  * With `protocol` (an A/A monitor) every mode is an arm run with that one
  * protocol: mode h2 is arm A, mode h3 arm B, each in its fresh context, and
  * each result says so in `arm_protocol`.
@@ -282,21 +347,32 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
   const measureMode = run ?? ((o) => measurePageViews(o))
   /** @type {Record<string, any>[]} */
   const results = []
-  const launchErrors = []
   for (const mode of order) {
     try {
       results.push(...await measureMode({ ...opts, mode, protocol }))
     } catch (err) {
-      if (!(err instanceof BrowserLaunchError)) throw err
-      launchErrors.push(err)
-      const failed = emptyResult(mode, err.flags, { probe })
-      failed.error = err.message
-      results.push(failed)
+      if (err instanceof InfrastructureError) err.message = `${mode} arm: ${err.message}`
+      throw err
     }
   }
-  if (launchErrors.length === order.length) throw launchErrors[0]
   if (protocol) for (const r of results) r.arm_protocol = protocol
   return results
+}
+
+/**
+ * The flags a result records: the run's, with the private-target guard's
+ * two (thousands of characters of resolver rules, and its resolver's key)
+ * as one short line each; they are the same for every guarded run of an
+ * agent, and say nothing about the measurement.
+ * @param {string[]} flags
+ * @param {import('./target-guard.js').TargetGuard | null | undefined} guard
+ */
+function recordedFlags (flags, guard) {
+  if (!guard) return flags
+  return flags.map((f) => {
+    const i = guard.browser.flags.indexOf(f)
+    return i < 0 ? f : guard.browser.recorded[i]
+  })
 }
 
 /**

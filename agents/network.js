@@ -22,7 +22,8 @@ import { round } from '../lib/measurement/units.js'
  *   start: number, end: number | null, connection_id: number | null, connection_reused: boolean | null, from_cache: boolean,
  *   alternate_protocol_usage: string | null, remote_address: string | null, alt_svc: string | null,
  *   timingRaw: import('puppeteer-core').Protocol.Network.ResourceTiming | null, failed: string | null, responded: boolean,
- *   declared_bytes: number | null, content_encoding: string | null, received_bytes: number, canceled: boolean, finished: boolean
+ *   declared_bytes: number | null, content_encoding: string | null, received_bytes: number, received_encoded_bytes: number,
+ *   canceled: boolean, finished: boolean
  * }} RequestRecord one request as recorded from the DevTools events; timestamps in seconds
  */
 
@@ -84,7 +85,7 @@ export async function recordNetwork (page) {
       url: e.request.url, type: e.type ?? null, method: e.request.method ?? null, protocol: null, status: null, bytes: 0,
       start: e.timestamp, end: null, connection_id: null, connection_reused: null, from_cache: false,
       alternate_protocol_usage: null, remote_address: null, alt_svc: null, timingRaw: null, failed: null,
-      responded: false, declared_bytes: null, content_encoding: null, received_bytes: 0, canceled: false, finished: false
+      responded: false, declared_bytes: null, content_encoding: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false
     }
     if (e.type === 'Document' && !documentRecord) documentRecord = rec
     if (e.type === 'Document' && e.frameId === mainFrameId) mainDocument = rec
@@ -108,7 +109,9 @@ export async function recordNetwork (page) {
   })
   cdp.on('Network.dataReceived', (e) => {
     const rec = open.get(e.requestId)
-    if (rec) rec.received_bytes += e.dataLength
+    if (!rec) return
+    rec.received_bytes += e.dataLength
+    rec.received_encoded_bytes += e.encodedDataLength ?? 0
   })
   cdp.on('Network.loadingFinished', (e) => {
     const rec = open.get(e.requestId)
@@ -124,6 +127,11 @@ export async function recordNetwork (page) {
     rec.end = e.timestamp
     rec.failed = e.errorText || 'failed'
     rec.canceled = Boolean(e.canceled)
+    // No loadingFinished, so no encodedDataLength: what arrived before the
+    // failure is what the data events counted, on the wire where Chromium
+    // reports it, else as decoded (a body cut short: the 1,024 bytes that
+    // came, not 0).
+    rec.bytes = rec.received_encoded_bytes || rec.received_bytes
     open.delete(e.requestId)
   })
   await cdp.send('Network.enable')
@@ -164,7 +172,12 @@ export function documentOutcome (rec) {
   // An error status's body is not the page (Chromium fails a 4xx/5xx
   // navigation with ERR_HTTP_RESPONSE_CODE_FAILURE), and an abort is ours.
   if (rec.responded && rec.failed && !rec.canceled && rec.status < 400 && !/ERR_(ABORTED|HTTP_RESPONSE_CODE_FAILURE)$/.test(rec.failed)) {
-    incomplete = `network error after the headers (${rec.failed}) at ${grouped(rec.received_bytes)} bytes of the body`
+    // Chromium reports a body's bytes as the page reads them; a navigation
+    // that fails before the page takes its body (HTTP/2 and HTTP/3 often
+    // do) reports none of what arrived.
+    incomplete = rec.received_bytes > 0
+      ? `network error after the headers (${rec.failed}) at ${grouped(rec.received_bytes)} bytes of the body`
+      : `network error after the headers (${rec.failed}) before the browser reported any of the body`
   } else if (rec.finished && rec.declared_bytes !== null && !rec.from_cache && rec.status !== 204 && rec.status !== 304 && rec.method !== 'HEAD') {
     const identity = rec.content_encoding === null || /^\s*identity\s*$/i.test(rec.content_encoding)
     const got = identity ? rec.received_bytes : rec.bytes

@@ -23,7 +23,7 @@ export class PageLoadError extends Error {
     this.url = url
     this.status = status
     this.httpStatus = httpStatus
-    /** details.failure_kind of the run: 'truncated', 'h3_unsupported', or null */
+    /** details.failure_kind of the run: 'truncated', 'h3_unsupported', 'empty', 'renderer_crashed', or null */
     this.failureKind = failureKind
   }
 }
@@ -48,6 +48,7 @@ export class ProbeError extends Error {
  * @param {import('puppeteer-core').Page} page
  * @param {string} url
  * @param {number} timeoutMs
+ * @returns {Promise<number | null>} the document's HTTP status
  */
 export async function load (page, url, timeoutMs) {
   let response
@@ -63,10 +64,34 @@ export async function load (page, url, timeoutMs) {
   if (httpStatus !== null && httpStatus >= 400) {
     throw new PageLoadError(`HTTP ${httpStatus} ${response?.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
   }
+  return httpStatus
 }
 
 /**
- * Timings of the loaded page.
+ * Rejects when the page's renderer process crashes (a PageLoadError of
+ * failure kind renderer_crashed): a navigation whose renderer died never
+ * settles by itself, it would wait out its timeout. dispose() stops
+ * listening.
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} url
+ * @returns {{ crashed: Promise<never>, dispose: () => void }}
+ */
+export function rendererCrash (page, url) {
+  /** @type {(err: Error) => void} */
+  let onError = () => {}
+  /** @type {Promise<never>} */
+  const crashed = new Promise((resolve, reject) => {
+    onError = (err) => reject(new PageLoadError(`the page's renderer process crashed (${err.message}): ${url}`, { url, failureKind: 'renderer_crashed', cause: err }))
+    page.once('error', onError)
+  })
+  crashed.catch(() => {})
+  return { crashed, dispose: () => { page.off('error', onError) } }
+}
+
+/**
+ * Timings of the loaded page, and the size of its document's body
+ * (document_body_bytes, decoded; not a metric: it says whether the page was
+ * empty).
  * @param {import('puppeteer-core').Page} page
  */
 export async function collectPageMetrics (page) {
@@ -87,7 +112,8 @@ export async function collectPageMetrics (page) {
     dcl_ms: since(nav.domContentLoadedEventEnd),
     load_ms: since(nav.loadEventEnd),
     fcp_ms: fcpMs === null ? null : round(fcpMs),
-    lcp_ms: lcpMs === null ? null : round(lcpMs)
+    lcp_ms: lcpMs === null ? null : round(lcpMs),
+    document_body_bytes: typeof nav.decodedBodySize === 'number' ? nav.decodedBodySize : null
   }
 }
 

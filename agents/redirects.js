@@ -23,17 +23,20 @@ export const CHAIN_TTL_MS = 5 * 60_000
  * hop's response is intercepted (DevTools Fetch domain, response stage), a
  * redirect is let through, and the final response is aborted before its body.
  * Failure is never thrown: the chain then has what was seen, and an error.
- * @param {{ pool: { acquire: (spec: { flags: string[], netns?: string | null }) => Promise<import('puppeteer-core').Browser> },
- *   url: string, extraFlags?: string[], netns?: string | null, timeoutMs?: number }} opts
+ * With `guard`, the hops reach public addresses only, as the runs' do.
+ * @param {{ pool: { acquire: (spec: import('./browser.js').BrowserSpec) => Promise<import('puppeteer-core').Browser> },
+ *   url: string, extraFlags?: string[], netns?: string | null, timeoutMs?: number, guard?: import('./target-guard.js').TargetGuard | null }} opts
  * @returns {Promise<Chain>}
  */
-export async function discoverChain ({ pool, url, extraFlags = [], netns = null, timeoutMs = 10_000 }) {
+export async function discoverChain ({ pool, url, extraFlags = [], netns = null, timeoutMs = 10_000, guard = null }) {
   /** @type {Hop[]} */
   const hops = []
   let error = null
   let context = null
   try {
-    const browser = await pool.acquire({ flags: [...baseFlags(), ...modeFlags('h2', url), ...extraFlags], netns })
+    const browser = await pool.acquire({
+      flags: [...baseFlags(), ...modeFlags('h2', url), ...extraFlags, ...(guard?.browser.flags ?? [])], netns, localState: guard?.browser.localState ?? null
+    })
     context = await browser.createBrowserContext()
     const page = await context.newPage()
     const cdp = await page.createCDPSession()
@@ -89,7 +92,7 @@ export function createChainCache ({ now = Date.now } = {}) {
   const cache = new Map()
   /** @param {Parameters<typeof discoverChain>[0]} opts */
   return async function chainOf (opts) {
-    const key = JSON.stringify([opts.url, opts.extraFlags ?? [], opts.netns ?? null])
+    const key = JSON.stringify([opts.url, opts.extraFlags ?? [], opts.netns ?? null, Boolean(opts.guard)])
     const hit = cache.get(key)
     if (hit && now() - hit.at < CHAIN_TTL_MS) return hit.chain
     for (const [k, v] of cache) if (now() - v.at >= CHAIN_TTL_MS) cache.delete(k)

@@ -38,7 +38,7 @@ const MIN_VISIT_MS = 1000
 
 /**
  * The auto arm's visits of the page, each a result with its view.
- * @param {import('./measure.js').MeasureOptions & { repeatView?: boolean }} opts
+ * @param {import('./measure.js').MeasureOptions & { repeatView?: boolean, allowEmpty?: boolean }} opts
  * @returns {Promise<Record<string, any>[]>} first, returning, then repeat when asked for
  */
 export async function measureVisits ({ repeatView = false, ...opts }) {

@@ -44,7 +44,7 @@ export const alertRuleSchema = {
 const channelFields = {
   kind: { type: 'string', enum: ['webhook'] },
   name: { type: 'string', minLength: 1, maxLength: 200 },
-  url: { type: 'string', maxLength: 2048, description: 'http(s) URL receiving a POST per notification; private addresses only with H3LENS_ALLOW_PRIVATE_TARGETS=true. Shown with everything past its first path segment as "…" (webhook URLs often carry a token)' },
+  url: { type: 'string', maxLength: 2048, description: 'http(s) URL receiving a POST per notification; a host that is or resolves to a private address, or does not resolve, only with H3LENS_ALLOW_PRIVATE_TARGETS=true. Shown with everything past its first path segment as "…" (webhook URLs often carry a token)' },
   secret: { type: 'string', minLength: 1, maxLength: 500, description: 'HMAC-SHA256 key of X-H3lens-Signature (at least 16 characters); write-only' },
   format: { type: 'string', enum: CHANNEL_FORMATS, description: 'json: the alertNotification body; slack: {"text": "…"} for a Slack incoming webhook (signed the same way)' }
 }

@@ -58,7 +58,39 @@ function buildValidator (externalSchemas, options) {
   options = { ...options, onCreate: useDateTimeRule }
   const coercing = ajvPool(externalSchemas, options)
   const strict = ajvPool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: false } })
-  return (/** @type {{ httpPart?: string }} */ route) => (route.httpPart === 'body' ? strict : coercing)(route)
+  return (/** @type {{ httpPart?: string, schema?: any }} */ route) => {
+    if (route.httpPart === 'body') return strict(route)
+    const validate = coercing(route)
+    return route.httpPart === 'params' || route.httpPart === 'querystring' ? withDecimalIntegers(route.schema, validate) : validate
+  }
+}
+
+const DECIMAL_INTEGER = /^-?\d+$/
+
+/**
+ * Ajv coerces any text JavaScript reads as a number: "1e3", "0x10", " 12"
+ * and "+5" would pass as 1000, 16, 12 and 5, so a mistyped id could name
+ * another monitor. Integer parameters in paths and query strings must be
+ * written in decimal digits; anything else is a 400 naming the parameter.
+ * @param {any} schema the params or querystring schema
+ * @param {any} validate Ajv's validator for it
+ */
+function withDecimalIntegers (schema, validate) {
+  const integers = Object.entries(schema?.properties ?? {}).filter(([, s]) => [s?.type].flat().includes('integer')).map(([name]) => name)
+  if (!integers.length) return validate
+  const checked = Object.assign((/** @type {any} */ data, /** @type {any} */ context) => {
+    for (const name of integers) {
+      const bad = [data?.[name]].flat().find((v) => typeof v === 'string' && !DECIMAL_INTEGER.test(v))
+      if (bad !== undefined) {
+        checked.errors = [{ keyword: 'format', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { format: 'integer' }, message: `must be a whole number written in decimal digits, such as 12 (not ${JSON.stringify(bad.slice(0, 40))})` }]
+        return false
+      }
+    }
+    const ok = validate(data, context)
+    checked.errors = validate.errors
+    return ok
+  }, { schemaEnv: validate.schemaEnv, errors: /** @type {any} */ (null) })
+  return checked
 }
 
 /**
@@ -108,6 +140,12 @@ export async function buildApp (context) {
     // Agents poll every few seconds; per-request info lines would drown the
     // log. Failures are logged by the error handler with request context.
     logController: new LogController({ disableRequestLogging: true }),
+    // Paths the router cannot read, answered like every other 400 (with the
+    // field at fault) instead of Fastify's own shape.
+    frameworkErrors: (error, request, reply) => {
+      const problem = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'has a part longer than 100 characters' : 'is not valid percent-encoding'
+      return /** @type {any} */ (reply).code(400).send({ statusCode: 400, error: 'Bad Request', message: `the path ${problem}`, field: 'path' })
+    },
     // @fastify/ajv-compiler's types say a compiler gets the schema; at run
     // time it gets the route ({ schema, method, url, httpPart }), as here.
     schemaController: { compilersFactory: { buildValidator: /** @type {import('@fastify/ajv-compiler').ValidatorFactory} */ (/** @type {unknown} */ (buildValidator)) } }
@@ -122,6 +160,14 @@ export async function buildApp (context) {
   await app.register(inputGuard)
   await app.register(metricsPlugin)
   await app.register(swagger, {
+    // Every 400 names its field; the document says so, while the response
+    // serializer leaves it optional (see badRequestSchema in api/schemas.js).
+    transformObject: (/** @type {any} */ { openapiObject }) => {
+      for (const schema of Object.values(openapiObject.components?.schemas ?? {})) {
+        if (schema.title === 'badRequest') schema.required = ['statusCode', 'error', 'message', 'field']
+      }
+      return openapiObject
+    },
     openapi: {
       openapi: '3.0.3',
       info: { title: 'h3lens API', version: VERSION, description: 'Is HTTP/3 faster than HTTP/2 for your users, where, by how much, and why?' },

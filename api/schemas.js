@@ -1,6 +1,8 @@
 // JSON schemas shared by routes. Response schemas double as an allow-list:
 // fields not named here never leave the server (token hashes, internals).
-import { MAX_URL_LENGTH, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS } from '../lib/store/monitors.js'
+import { MAX_URL_LENGTH, DEFAULT_INTERVAL_S, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS, MIN_INTERVAL_S, MIN_LAB_INTERVAL_S } from '../lib/store/monitors.js'
+import { AGENT_FAULT_RECENT_S } from '../lib/store/agents.js'
+import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
 import { FORCED_MODES, MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
@@ -21,6 +23,18 @@ export const errorSchema = {
     line: { type: 'integer', description: 'The line at fault, for line-based input (results import)' },
     code: { type: 'string' }
   }
+}
+
+/**
+ * A 400: the error with the field at fault, which every 400 names (the
+ * body as a whole is `body`). The OpenAPI document marks field required
+ * (api/app.js); the serializer does not, so a 400 that lacked one would
+ * still go out as a 400, and the fuzzer (test/api-fuzz.test.js) reports it.
+ */
+export const badRequestSchema = {
+  ...errorSchema,
+  $id: 'badRequest',
+  properties: { ...errorSchema.properties, field: { type: 'string', description: 'The input field at fault: a field of the body (`options.upload_url`), a path or query parameter, `body` for the body as a whole, or `line N: field` in an import' } }
 }
 
 const AA_PROTOCOL_DESCRIPTION = 'A/A calibration monitor: both arms of each round load with this protocol; the arms are still stored as ' +
@@ -48,14 +62,34 @@ export const monitorSchema = {
     min_effect_pct: { type: 'number', description: MIN_EFFECT_PCT_DESCRIPTION },
     min_effect_ms: { type: 'number', description: MIN_EFFECT_MS_DESCRIPTION },
     created_at: dateTime,
-    updated_at: dateTime
+    updated_at: dateTime,
+    backed_off: {
+      type: 'array',
+      description: 'Locations where the monitor is backed off (GET only): its last rounds there all timed out, so its interval there is stretched ' +
+        '(doubling, at most an hour or its own interval) and the rounds in between are skipped; its first round that does not time out ends it',
+      items: {
+        type: 'object',
+        properties: {
+          location_id: { type: 'string' },
+          timeouts: { type: 'integer', description: 'Rounds in a row that timed out' },
+          interval_s: { type: 'integer', description: 'The stretched interval' },
+          until: { ...dateTime, description: 'When its next round there runs' }
+        }
+      }
+    }
   }
 }
 
 const monitorInputProperties = {
   url: { type: 'string', minLength: 1, maxLength: MAX_URL_LENGTH, description: 'http or https URL of the page to load' },
   label: { type: ['string', 'null'], maxLength: 200 },
-  interval_s: { type: 'integer', minimum: 1, maximum: 86400, description: 'At least 60 (10 for lab monitors)' },
+  interval_s: {
+    type: 'integer',
+    // The schema holds the lab's floor; the real one depends on the URL and is checked with it.
+    minimum: MIN_LAB_INTERVAL_S,
+    maximum: 86400,
+    description: `Seconds between rounds: at least ${MIN_INTERVAL_S}; lab monitors (on ${LAB_HOSTNAME}) at least ${MIN_LAB_INTERVAL_S}. Default ${DEFAULT_INTERVAL_S}`
+  },
   locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
   modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: MODES.length, description: `${MODES_DESCRIPTION}. Default: all three (an A/A monitor: h2 and h3)` },
   probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
@@ -139,7 +173,11 @@ export const agentSchema = {
     last_result_at: { type: ['string', 'null'], format: 'date-time', description: 'When the agent last delivered results' },
     created_at: dateTime,
     revoked_at: { type: ['string', 'null'], format: 'date-time' },
-    alive: { type: 'boolean', description: 'Seen within the last 60 s' }
+    alive: { type: 'boolean', description: 'Seen within the last 60 s' },
+    faults: { type: 'integer', description: 'Infrastructure faults since the agent was registered: rounds it could not run (its browser did not start or went away, a lease it let expire). Each such round ran again; none was stored as the page\'s error' },
+    last_fault_at: { type: ['string', 'null'], format: 'date-time', description: 'When the last infrastructure fault happened' },
+    last_fault: { type: ['string', 'null'], description: 'What the last infrastructure fault was' },
+    faulty: { type: 'boolean', description: `An infrastructure fault within the last ${AGENT_FAULT_RECENT_S / 60} minutes` }
   }
 }
 
@@ -147,7 +185,7 @@ export const agentSchema = {
 const noteSchema = {
   type: 'object',
   properties: {
-    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused; content_error and wpt_page_ttfb (WebPageTest agents, docs/WPT.md); or a net-log finding' },
+    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, private_target_blocked (a request the private-target guard refused); content_error and wpt_page_ttfb (WebPageTest agents, docs/WPT.md); or a net-log finding' },
     message: { type: 'string' },
     metric: { type: ['string', 'null'] },
     protocol: { type: ['string', 'null'] },
@@ -155,7 +193,7 @@ const noteSchema = {
     floor: { type: ['number', 'null'], description: 'Physical floor in RTT' },
     extra_ms: { type: ['number', 'null'] },
     extra_rtt: { type: ['number', 'null'] },
-    source: { type: ['string', 'null'], description: 'timing (Navigation Timing and the RTT) or netlog' }
+    source: { type: ['string', 'null'], description: 'timing (Navigation Timing and the RTT), netlog, or agent' }
   }
 }
 
@@ -185,7 +223,7 @@ const resultProperties = {
   upload_mbps: { type: ['number', 'null'], description: 'upload probe: body bits / upload duration, Mbit/s' },
   notes: {
     type: ['array', 'null'],
-    description: 'What explains this result: handshakes slower than their floor, reused connections, net-log findings',
+    description: 'What explains this result: handshakes slower than their floor, reused connections, requests the private-target guard refused, net-log findings',
     items: noteSchema
   },
   browser_version: nullableString,
@@ -219,7 +257,8 @@ export const resultDetailSchema = {
         'origins (Alt-Svc seen per origin), samples (parallel and upload probes, ms), warmup (the navigation before a probe), ' +
         'repeat (repeat view: connection reuse, 0-RTT where known), netlog (summary of a captured net log; download at /api/v1/results/{id}/netlog), ' +
         'failure_kind (on error results: truncated = the document ended before its Content-Length or failed after its headers; ' +
-        'h3_unsupported = the origin refused QUIC and advertises no Alt-Svc h3), forced_origins (host:port list QUIC was forced on: the URL\'s redirect chain in h3 mode, empty in h2 mode), ' +
+        'h3_unsupported = the origin refused QUIC and advertises no Alt-Svc h3; empty = the document answered 2xx with an empty body and the monitor does not set options.allow_empty; ' +
+        'renderer_crashed = the page\'s renderer process crashed while the browser ran on), forced_origins (host:port list QUIC was forced on: the URL\'s redirect chain in h3 mode, empty in h2 mode), ' +
         'context (prepared: whether the run\'s fresh incognito context was made ahead, between rounds; ready_ms: how long the run waited for it)'
     }
   }
@@ -258,10 +297,10 @@ export const submittedResult = {
   }
 }
 
-export const sharedSchemas = [errorSchema, monitorSchema, locationSchema, agentSchema, resultSchema, resultDetailSchema]
+export const sharedSchemas = [errorSchema, badRequestSchema, monitorSchema, locationSchema, agentSchema, resultSchema, resultDetailSchema]
 
 export const errorResponses = {
-  400: { $ref: 'error#' },
+  400: { $ref: 'badRequest#' },
   404: { $ref: 'error#' }
 }
 

@@ -92,7 +92,7 @@ async function freePort () {
 
 /** A monitor with n results shaped like real ones (flags, versions, every timing). */
 async function seed (pool, n) {
-  const m = await createMonitor(pool, { url: 'https://example.com/', interval_s: 60, locations: ['local'] })
+  const m = await createMonitor(pool, { url: 'https://example.com/', interval_s: 60, locations: ['local'] }, { allowPrivateTargets: true })
   await pool.query(
     `INSERT INTO results (time, measured_at, job_id, monitor_id, location_id, mode, status, observed_protocol, protocol_ok,
         ttfb_ms, load_ms, dns_ms, connect_ms, tls_ms, fcp_ms, lcp_ms, dcl_ms, bytes, requests, h3_request_share, h3_byte_share,

@@ -41,7 +41,7 @@ try {
   await migrate(pool)
   await upsertLocation(pool, { id: 'lab-eu', name: 'EU', region: 'Europe', kind: 'lab' })
   const { secret } = await createApiKey(pool, { name: 'bench-import', role: 'write' })
-  const monitor = await createMonitor(pool, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'] })
+  const monitor = await createMonitor(pool, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'] }, { allowPrivateTargets: true })
   const app = await buildApp({ db: pool, config, log })
   await app.listen({ port: 0, host: '127.0.0.1' })
   lifecycle.add('api', () => app.close())

@@ -54,7 +54,7 @@ try {
   await migrate(pool)
   const api = await startApi({ db: pool, config, log })
   lifecycle.add('api', api.close)
-  const monitor = await createMonitor(pool, { url: 'https://bench.example/ingest', locations: ['local'], interval_s: 60, paused: true })
+  const monitor = await createMonitor(pool, { url: 'https://bench.example/ingest', locations: ['local'], interval_s: 60, paused: true }, { allowPrivateTargets: true })
   const tokens = []
   for (let i = 0; i < agents; i++) tokens.push(await createAgentToken(pool, { location: 'local' }))
   // Enough leased jobs for the whole run, spread over the agents, one a minute in the past.

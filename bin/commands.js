@@ -35,6 +35,9 @@ const commonHelp = `  --data-dir DIR          data folder (H3LENS_DATA_DIR, defa
 const serverHelp = `  --port N                HTTP port (PORT, default 8080)
   --host ADDR             bind address (HOST, default 127.0.0.1)`
 
+/** @type {ReturnType<typeof createLifecycle>[]} */
+const lifecycles = []
+
 /**
  * Read config, make a logger and a lifecycle.
  * @param {Record<string, string | boolean>} flags parsed CLI flags
@@ -45,7 +48,17 @@ function boot (flags, name) {
   const log = createLogger({ logLevel: config.logLevel, name })
   const lifecycle = createLifecycle(log)
   lifecycle.handleSignals()
+  lifecycles.push(lifecycle)
   return { config, log, lifecycle }
+}
+
+/**
+ * Stop what this process's commands started, in reverse order: called when a
+ * command fails, so a refused `start` (a port in use) gives its data dir
+ * back instead of leaving h3lens.pid there.
+ */
+export async function stopStarted () {
+  for (const lifecycle of lifecycles.splice(0)) await lifecycle.stopAll('failed')
 }
 
 /**

@@ -1,11 +1,34 @@
 #!/usr/bin/env node
 // h3lens command-line entry: one subcommand per process (DESIGN §2).
+// Only Node's own modules are imported up front: the commands import the npm
+// packages, and before `npm ci` a person asking for --help should be told
+// that, not shown a stack of ERR_MODULE_NOT_FOUND.
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { COMMANDS } from './commands.js'
 import { ConfigError, VARIABLES } from '../lib/runtime/config.js'
 import { VERSION } from '../lib/runtime/version.js'
 
-const USAGE = `h3lens ${VERSION} — is HTTP/3 faster than HTTP/2 for your users, where, by how much, and why?
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
+
+/** @type {typeof import('./commands.js') | null} */
+let commands = null
+
+/** @returns {Promise<Record<string, import('./commands.js').Command>>} */
+async function loadCommands () {
+  try {
+    commands = await import('./commands.js')
+    return commands.COMMANDS
+  } catch (/** @type {any} */ err) {
+    const missing = err?.code === 'ERR_MODULE_NOT_FOUND' && /Cannot find package '([^']+)'/.exec(String(err.message))
+    if (!missing) throw err
+    throw Object.assign(new Error(`the npm packages h3lens needs are not installed (there is no "${missing[1]}"): run "npm ci" in ${ROOT} first ` +
+      '(npm start and npm test run it for you)'), { userFacing: true })
+  }
+}
+
+/** @param {Record<string, import('./commands.js').Command>} COMMANDS */
+const usage = (COMMANDS) => `h3lens ${VERSION} — is HTTP/3 faster than HTTP/2 for your users, where, by how much, and why?
 
 Usage: h3lens <command> [options]
 
@@ -21,12 +44,13 @@ ${/** @type {readonly import('../lib/runtime/config.js').VariableSpec[]} */ (VAR
 /** @param {string[]} argv */
 async function main (argv) {
   const [name, ...rest] = argv
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(USAGE)
-    return 0
-  }
   if (name === '--version' || name === '-v') {
     console.log(VERSION)
+    return 0
+  }
+  const COMMANDS = await loadCommands()
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage(COMMANDS))
     return 0
   }
   const command = COMMANDS[name]
@@ -51,7 +75,10 @@ async function main (argv) {
 main(process.argv.slice(2)).then((code) => {
   // Long-running commands return undefined and keep the process alive.
   if (typeof code === 'number') process.exitCode = code
-}, (err) => {
+}, async (err) => {
+  // A command that fails while starting (a port in use) stops what it had
+  // started, so it leaves no lock file or half-started parts behind.
+  await commands?.stopStarted()
   console.error(`h3lens: ${describeFailure(err)}`)
   process.exit(1)
 })

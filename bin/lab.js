@@ -44,7 +44,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
     lifecycle.add('lab origin', origin.stop)
     const locations = [{
       id: 'local', name: 'Local (unshaped loopback)', region: 'Local', kind: /** @type {const} */ ('lab'), profile: { rtt_ms: 0 },
-      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: '127.0.0.1', netns: null }
+      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: '127.0.0.1', port: origin.port, netns: null }
     }]
     await writeLabState(labDir, origin, locations)
     return { origin, locations, mode, notice }
@@ -65,7 +65,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
       region: p?.region ?? loc.name,
       kind: /** @type {const} */ ('lab'),
       profile: loc.profile,
-      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: loc.originAddress, netns: loc.ns }
+      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: loc.originAddress, port: origin.port, netns: loc.ns }
     }
   })
   await writeLabState(labDir, origin, locations)
@@ -98,7 +98,7 @@ export async function readLabTarget (dataDir, location) {
   const state = await readLabState(dataDir)
   const loc = state?.locations?.[location]
   if (!state || !loc) return null
-  return { spki: state.spki, hostname: state.hostname, address: loc.address, netns: loc.netns }
+  return { spki: state.spki, hostname: state.hostname, address: loc.address, port: state.port ?? null, netns: loc.netns }
 }
 
 /**

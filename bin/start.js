@@ -109,16 +109,17 @@ async function agentTokenFor (pool, dataDir, location) {
 async function seedMonitors (pool, lab, log) {
   if (await countMonitors(pool) > 0) return
   const locations = lab.locations.map((l) => l.id)
+  const policy = { labPort: lab.origin.port }
   for (const [name, page] of Object.entries(lab.origin.pages)) {
     if (!page.path.endsWith('.html')) continue
-    const m = await createMonitor(pool, { url: `${lab.origin.baseUrl}${page.path}`, label: `Lab ${name}`, interval_s: SEED_INTERVAL_S, locations })
+    const m = await createMonitor(pool, { url: `${lab.origin.baseUrl}${page.path}`, label: `Lab ${name}`, interval_s: SEED_INTERVAL_S, locations }, policy)
     log.info({ monitor: m.id, url: m.url }, 'seeded lab monitor')
   }
   const small = lab.origin.pages['page-15k']
   if (small) {
     const m = await createMonitor(pool, {
       url: `${lab.origin.baseUrl}${small.path}`, label: AA_SEED_LABEL, interval_s: SEED_INTERVAL_S, locations, aa_protocol: 'h2'
-    })
+    }, policy)
     log.info({ monitor: m.id, url: m.url, aa_protocol: m.aa_protocol }, 'seeded A/A calibration monitor')
   }
 }

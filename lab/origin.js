@@ -11,7 +11,7 @@ import { caddyVersion, chooseCaddy, FALLBACK_WARNING, labOriginInfo } from './ca
 import { ensureLabCert, LAB_HOSTNAME } from './cert.js'
 import { LAB_ALT_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { buildSite } from './site/build.js'
-import { startUploadSink, TRUNCATED_DECLARED_BYTES, TRUNCATED_SENT_BYTES } from './site/upload-sink.js'
+import { startUploadSink, SLOW_DEFAULT_MS, TRUNCATED_DECLARED_BYTES, TRUNCATED_SENT_BYTES } from './site/upload-sink.js'
 
 export { LAB_HOSTNAME } from './cert.js'
 
@@ -176,6 +176,8 @@ export async function startOrigin ({
       noop: { path: '/noop', description: 'Empty 204 response, for parallel-request probes.' },
       upload: { path: '/upload', description: 'Accepts a POST body of any size, reads all of it, answers 204 with x-upload-bytes.' },
       hang: { path: '/hang', description: 'Never answers: a page that hangs until the client gives up.' },
+      slow: { path: '/slow', description: `A small HTML page answered after ?ms= milliseconds (default ${SLOW_DEFAULT_MS}, at most 60,000).` },
+      empty: { path: '/empty', description: 'A 200 HTML document with an empty body.' },
       truncated: { path: '/truncated', description: `An HTML document that declares Content-Length ${TRUNCATED_DECLARED_BYTES} and ends after ${TRUNCATED_SENT_BYTES} bytes.` },
       crossOriginRedirect: { path: '/redirect-cross-origin', description: `302 to the 15 KB page on the second origin, ${LAB_ALT_HOSTNAME}.` }
     },
@@ -206,11 +208,13 @@ export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, k
       { match: [{ path: ['/noop'] }], handle: [setHeaders(cors), noContent], terminal: true },
       // Caddy's own responders answer before the body arrives, which
       // would make upload timings meaningless; the sink reads it all.
-      // It also sends /truncated, which only a backend can get wrong, and
-      // holds /hang unanswered.
+      // It also sends /truncated, which only a backend can get wrong, holds
+      // /hang unanswered, answers /slow late and /empty with no body. Each
+      // write is passed on at once (flush_interval -1), as a streaming
+      // backend's would be.
       {
-        match: [{ path: ['/upload', '/truncated', '/hang'] }],
-        handle: [setHeaders(cors), { handler: 'reverse_proxy', upstreams: [{ dial: `unix/${sinkSocket}` }] }],
+        match: [{ path: ['/upload', '/truncated', '/hang', '/slow', '/empty'] }],
+        handle: [setHeaders(cors), { handler: 'reverse_proxy', flush_interval: -1, upstreams: [{ dial: `unix/${sinkSocket}` }] }],
         terminal: true
       },
       {

@@ -8,6 +8,7 @@ import { scheduleDueJobs, expireLeases, failStaleJobs, pruneFinishedJobs } from 
 import { foldAllPending } from '../lib/analysis/rollups.js'
 import { evaluateAlerts } from '../lib/analysis/alerts.js'
 import { deliverDue } from '../lib/store/alert-deliveries.js'
+import { targetPolicy } from '../lib/measurement/targets.js'
 
 // Finished jobs are pruned once a minute per replica, in batches of
 // PRUNE_BATCH rows (one short transaction each) and at most PRUNE_BATCHES
@@ -55,6 +56,8 @@ export function createJobsPruner ({ db, config }) {
 export function createScheduler ({ db, config, log, hooks = [], now }) {
   const clock = async () => now ? now() : (await db.query('SELECT now() AS now')).rows[0].now
   const pruneJobs = createJobsPruner({ db, config })
+  // Webhooks connect through the private-target guard unless it is lifted.
+  const targets = targetPolicy(config)
 
   // Rounds due before the next tick starts are created now, claimable at
   // their due time (scheduleDueJobs), so none waits for a tick.
@@ -70,7 +73,7 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     let deliveries = { delivered: 0, failed: 0 }
     try {
       alerts = await evaluateAlerts(db, { now: await clock(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
-      deliveries = await deliverDue(db, { now: await clock(), log })
+      deliveries = await deliverDue(db, { now: await clock(), log, policy: targets })
     } catch (/** @type {any} */ err) {
       log.warn({ err: err.message }, 'alert evaluation or delivery failed; retrying next tick')
     }

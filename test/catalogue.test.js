@@ -128,7 +128,7 @@ function round (i) {
 }
 
 test('every metric imported reaches the export, the rollups (trends, distribution) and the comparison, by id and by its deprecated alias', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], probes: PROBE_IDS, options: { upload_url: 'https://example.com/upload' } })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], probes: PROBE_IDS, options: { upload_url: 'https://example.com/upload' } }, { allowPrivateTargets: true })
   const body = Array.from({ length: ROUNDS }, (_, i) => round(i)).flat().map((l) => JSON.stringify(l)).join('\n') + '\n'
   const imported = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: body })
   assert.equal(imported.statusCode, 200, imported.body)

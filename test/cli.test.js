@@ -2,6 +2,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { createHash } from 'node:crypto'
 import { createTestDatabase } from './helpers/db.js'
 
@@ -17,6 +20,29 @@ test('every subcommand has --help, and h3lens --help lists commands and variable
     assert.match(help.stdout, new RegExp(`^Usage: h3lens ${c}`), c)
   }
   for (const v of ['PORT', 'H3LENS_DATA_DIR', 'DATABASE_URL', 'H3LENS_API_URL', 'H3LENS_AGENT_TOKEN', 'H3LENS_LOCATION']) assert.match(top.stdout, new RegExp(v))
+})
+
+test('without its npm packages, h3lens --help says to run npm ci instead of crashing', () => {
+  // A copy of the program without node_modules anywhere above it, as a
+  // fresh clone is before `npm ci`.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-no-deps-'))
+  try {
+    for (const d of ['bin', 'lib', 'api', 'agents', 'scheduler', 'lab', 'web']) fs.cpSync(d, path.join(dir, d), { recursive: true })
+    fs.copyFileSync('package.json', path.join(dir, 'package.json'))
+    const env = { ...process.env }
+    delete env.NODE_PATH
+    const bare = (/** @type {string[]} */ args) => spawnSync(process.execPath, [path.join(dir, 'bin', 'h3lens.js'), ...args], { encoding: 'utf8', env, cwd: dir, timeout: 60000 })
+    for (const args of [['--help'], ['start', '--help'], ['keys', 'list']]) {
+      const r = bare(args)
+      assert.equal(r.status, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`)
+      assert.equal(r.stderr.replace(/there is no "[^"]+"/, 'there is no "X"'), `h3lens: the npm packages h3lens needs are not installed (there is no "X"): run "npm ci" in ${dir} first (npm start and npm test run it for you)\n`)
+    }
+    const version = bare(['--version'])
+    assert.equal(version.status, 0)
+    assert.match(version.stdout, /^\d+\.\d+\.\d+/)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('an invalid value exits non-zero with a message naming the variable', () => {

@@ -44,7 +44,7 @@ async function comparison (t, monitorId, { query = 'percentiles=50', headers = {
 
 test('an answer is served again and says how old it is; no-cache and an import give a current one at once', async () => {
   const t = await app()
-  const m = await createMonitor(t.db, { url: 'https://example.com/cached', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/cached', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   await agentRound(t, m.id, 30)
   const first = await comparison(t, m.id)
   assert.equal(first.matched, 1)
@@ -78,7 +78,7 @@ test('an answer is served again and says how old it is; no-cache and an import g
 
 test('no answer is older than the maximum age, and a watched one is refreshed in the background', async () => {
   const t = await app({ H3LENS_COMPARISON_MAX_AGE_S: '2' })
-  const m = await createMonitor(t.db, { url: 'https://example.com/watched', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/watched', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   await agentRound(t, m.id, 60)
   let rounds = 1
   let served = 0
@@ -107,7 +107,7 @@ test('no answer is older than the maximum age, and a watched one is refreshed in
 
 test('H3LENS_COMPARISON_MAX_AGE_S=0 computes every answer', async () => {
   const t = await app({ H3LENS_COMPARISON_MAX_AGE_S: '0' })
-  const m = await createMonitor(t.db, { url: 'https://example.com/uncached', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/uncached', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   for (let i = 1; i <= 3; i++) {
     await agentRound(t, m.id, 10 * i)
     const c = await comparison(t, m.id)
@@ -119,7 +119,7 @@ test('H3LENS_COMPARISON_MAX_AGE_S=0 computes every answer', async () => {
 test('a live window is computed ahead for its next 5-minute slot, so a dashboard does not wait when its window moves on', async () => {
   const { createComparisonCache } = await import('../lib/analysis/comparison-cache.js')
   const t = await app()
-  const m = await createMonitor(t.db, { url: 'https://example.com/live', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/live', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   await agentRound(t, m.id, 3)
   const slot = 5 * 60e3
   const to = Math.ceil(Date.now() / slot) * slot + slot // a window that ends in the future

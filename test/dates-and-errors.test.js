@@ -16,7 +16,7 @@ let t
 let monitorId
 before(async () => {
   t = await createTestApp()
-  monitorId = (await createMonitor(t.db, { url: 'https://example.com/', locations: ['local'] })).id
+  monitorId = (await createMonitor(t.db, { url: 'https://example.com/', locations: ['local'] }, { allowPrivateTargets: true })).id
 })
 after(async () => { await t.close() })
 
@@ -63,7 +63,7 @@ test('an export that fails after it started is an aborted chunked download, and 
   try {
     const address = await app.listen({ port: 0, host: '127.0.0.1' })
     const key = (await createApiKey(database.pool, { name: 't', role: 'read' })).secret
-    const id = (await createMonitor(database.pool, { url: 'https://example.com/', locations: ['local'] })).id
+    const id = (await createMonitor(database.pool, { url: 'https://example.com/', locations: ['local'] }, { allowPrivateTargets: true })).id
     // The header row is written before the first query; the query then fails.
     await database.pool.query('ALTER TABLE results RENAME TO results_gone')
     for (const format of ['csv', 'ndjson']) {

@@ -29,8 +29,9 @@ test('bad probe options get a 400 that names the field', async (s) => {
     [{ url: `${LAB}/`, options: { parallel_requests: 51 } }, /<= 50/, 'options.parallel_requests'],
     [{ url: `${LAB}/`, options: { upload_bytes: 1023 } }, />= 1024/, 'options.upload_bytes'],
     [{ url: `${LAB}/`, options: { upload_bytes: 100 * 1024 * 1024 + 1 } }, /<= 104857600/, 'options.upload_bytes'],
-    [{ url: `${LAB}/`, options: { colour: 'red' } }, /unknown field "colour"/, 'options'],
+    [{ url: `${LAB}/`, options: { colour: 'red' } }, /unknown field "colour"/, 'options.colour'],
     [{ url: `${LAB}/`, options: { force_quic: 'some' } }, /must be one of main, all/, 'options.force_quic'],
+    [{ url: `${LAB}/`, options: { allow_empty: 'yes' } }, /must be boolean/, 'options.allow_empty'],
     [{ url: `${LAB}/`, probes: ['upload'], options: { upload_url: 'https://elsewhere.example/upload' } }, /another origin.*allow_cross_origin/, 'options.upload_url'],
     [{ url: `${LAB}/`, options: { parallel_url: 'https://elsewhere.example/noop' } }, /another origin/, 'options.parallel_url'],
     [{ url: `${LAB}/`, options: { upload_url: 'ftp://lab.h3lens.test/x' } }, /http or https/, 'options.upload_url'],
@@ -51,14 +52,14 @@ test('good options are stored normalised; a cross-origin URL needs the explicit 
     url: `${LAB}/page-15k.html`,
     probes: ['page', 'parallel', 'upload'],
     repeat_view: true,
-    options: { parallel_requests: 10, parallel_url: '/noop', upload_bytes: 2048, upload_url: 'https://cdn.example/upload', allow_cross_origin: true, force_quic: 'all', netlog: 'always' }
+    options: { parallel_requests: 10, parallel_url: '/noop', upload_bytes: 2048, upload_url: 'https://www.example.com/upload', allow_cross_origin: true, force_quic: 'all', netlog: 'always', allow_empty: true }
   })
   assert.equal(ok.statusCode, 201, ok.body)
   assert.deepEqual(ok.json().options, {
-    parallel_requests: 10, parallel_url: `${LAB}/noop`, upload_bytes: 2048, upload_url: 'https://cdn.example/upload', allow_cross_origin: true, force_quic: 'all', netlog: 'always'
+    parallel_requests: 10, parallel_url: `${LAB}/noop`, upload_bytes: 2048, upload_url: 'https://www.example.com/upload', allow_cross_origin: true, force_quic: 'all', netlog: 'always', allow_empty: true
   })
   // The override can not be dropped while a URL still needs it.
-  const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${ok.json().id}`, payload: { options: { upload_url: 'https://cdn.example/upload' } } })
+  const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${ok.json().id}`, payload: { options: { upload_url: 'https://www.example.com/upload' } } })
   assert.equal(patched.statusCode, 400, patched.body)
   assert.equal(patched.json().field, 'options.upload_url')
   // Nor can the page move to another origin under its same-origin options.
@@ -68,7 +69,7 @@ test('good options are stored normalised; a cross-origin URL needs the explicit 
   assert.equal(moved.json().field, 'options.parallel_url')
 })
 
-test('a probe URL on another host must be public when the monitor runs on a real location', async () => {
+test('a probe URL on another host must be public, at real and lab locations alike', async () => {
   await upsertLocation(t.db, { id: 'real-x', name: 'Real X', region: 'Test', kind: 'real' })
   // Address literals: checking them needs no name lookup.
   const res = await post({ url: 'https://93.184.215.14/', locations: ['real-x'], probes: ['upload'], options: { upload_url: 'https://10.0.0.5/upload', allow_cross_origin: true } })
@@ -76,7 +77,8 @@ test('a probe URL on another host must be public when the monitor runs on a real
   assert.equal(res.json().field, 'options.upload_url')
   assert.match(res.json().message, /options\.upload_url points at the non-public address 10\.0\.0\.5/)
   const lab = await post({ url: `${LAB}/`, locations: ['lab-x'], probes: ['upload'], options: { upload_url: 'https://10.0.0.5/upload', allow_cross_origin: true } })
-  assert.equal(lab.statusCode, 201, 'lab locations are exempt')
+  assert.equal(lab.statusCode, 400, 'the lab origin is exempt, not whatever else a lab monitor names')
+  assert.equal(lab.json().field, 'options.upload_url')
 })
 
 /** A queued job for the monitor at lab-x, due `secondsAgo` ago. */

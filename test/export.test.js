@@ -21,7 +21,7 @@ let large
 before(async () => {
   t = await createTestApp()
   await upsertLocation(t.db, { id: 'lab-eu', name: 'EU', region: 'Europe', kind: 'lab' })
-  small = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'] })
+  small = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'] }, { allowPrivateTargets: true })
   // local: 10 rounds a minute apart, h2 + h3 each; the first h3 run failed
   // with an error text that needs CSV quoting.
   await seed(small.id, 'local', Array.from({ length: 10 }, (_, i) => at(i * 60)), (job, i) => [
@@ -34,7 +34,7 @@ before(async () => {
 
   // 2.5 batches; h2 and h3 of a round share a time, so the keyset must
   // break ties on id.
-  large = await createMonitor(t.db, { url: 'https://example.org/', interval_s: 60, locations: ['local'] })
+  large = await createMonitor(t.db, { url: 'https://example.org/', interval_s: 60, locations: ['local'] }, { allowPrivateTargets: true })
   await seed(large.id, 'local', Array.from({ length: 1250 }, (_, i) => at(i * 10)), () => [result('h2'), result('h3')])
   // Round times carry microseconds (anchor_at is now() at creation), finer
   // than a JS Date holds.
@@ -176,7 +176,7 @@ test('format=json refuses long ranges and more than 10,000 rows, pointing at the
   assert.equal(open.statusCode, 400)
   assert.match(open.json().message, /format=csv or format=ndjson/)
 
-  const many = await createMonitor(t.db, { url: 'https://example.net/', interval_s: 60, locations: ['local'] })
+  const many = await createMonitor(t.db, { url: 'https://example.net/', interval_s: 60, locations: ['local'] }, { allowPrivateTargets: true })
   await t.db.query(
     `INSERT INTO results (time, job_id, monitor_id, location_id, mode, status, protocol_ok)
      SELECT $2::timestamptz + make_interval(secs => g), g, $1, 'local', 'h2', 'ok', true FROM generate_series(1, $3) g`,
@@ -222,7 +222,7 @@ test('exporting needs an API key; a read key is enough', async () => {
 })
 
 test('a deleted monitor\'s results can still be exported', async () => {
-  const gone = await createMonitor(t.db, { url: 'https://example.com/gone', interval_s: 60, locations: ['local'] })
+  const gone = await createMonitor(t.db, { url: 'https://example.com/gone', interval_s: 60, locations: ['local'] }, { allowPrivateTargets: true })
   await seed(gone.id, 'local', [at(0)], () => [result('h2')])
   await deleteMonitor(t.db, gone.id)
   const res = await get({ monitor: gone.id })

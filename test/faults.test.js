@@ -299,3 +299,62 @@ test('kill -9 of an agent in the middle of a job: the job runs again and one set
   }
   assert.deepEqual(processesMatching(dataDir), [])
 })
+
+test('kill -9 of the agent\'s Chromium in the middle of a load: the round runs again, no error is stored, and the cause is in the log, the job and the agent\'s health', async () => {
+  const database = await createTestDatabase()
+  const db = database.pool
+  const dataDir = tmpDir('faults-browser')
+  const log = quiet()
+  const origin = await startOrigin({ dataDir, port: await freePort(), log })
+  fs.writeFileSync(path.join(dataDir, 'lab', 'state.json'), JSON.stringify({ hostname: LAB_HOSTNAME, port: origin.port, spki: origin.spki, locations: { local: { address: '127.0.0.1', netns: null } } }))
+  const config = loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent', H3LENS_PUBLIC_READ: 'true' })
+  const api = await startApi({ db, config, log })
+  const scheduler = createScheduler({ db, config: { schedulerTickMs: 500, maxAttempts: 3 }, log })
+  const { token, agent: identity } = await createAgentToken(db, { location: 'local' })
+  const agent = runH3lens(['agent'], { H3LENS_API_URL: api.url, H3LENS_AGENT_TOKEN: token, H3LENS_LOCATION: 'local', H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' })
+  const logLines = () => agent.output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+  try {
+    // The page answers after 4 s: the H3 arm's load is surely in flight
+    // 1.5 s after its browser started.
+    const monitor = await createMonitor(db, { url: `${origin.baseUrl}/slow?ms=4000`, interval_s: 3600, locations: ['local'] })
+    scheduler.start()
+    const h3Browser = await eventually(() => logLines().find((l) => l.msg === 'browser launched' && l.flags.includes('--enable-quic')),
+      { timeoutMs: 60000, intervalMs: 50, what: 'the H3 arm\'s browser launched' })
+    await sleep(1500)
+    const { rows: [during] } = await db.query('SELECT id, state, attempts FROM jobs WHERE monitor_id = $1', [monitor.id])
+    assert.deepEqual([during.state, during.attempts], ['leased', 1], 'killed during the first attempt')
+    process.kill(h3Browser.browserPid, 'SIGKILL')
+
+    await eventually(async () => (await db.query("SELECT 1 FROM jobs WHERE id = $1 AND state = 'done'", [during.id])).rowCount,
+      { timeoutMs: 120000, what: 'the round done on its second attempt' })
+    const { rows: [job] } = await db.query('SELECT attempts, last_error FROM jobs WHERE id = $1', [during.id])
+    assert.equal(job.attempts, 2)
+    assert.match(job.last_error, /^attempt 1 of 3 failed and runs again: infrastructure fault: h3 arm: browser disconnected \(pid \d+ killed by SIGKILL\) during the run: /)
+    const { rows } = await db.query('SELECT mode, status, error FROM results WHERE job_id = $1 ORDER BY mode', [during.id])
+    assert.deepEqual(rows.map((r) => [r.mode, r.status]), [['h2', 'ok'], ['h3', 'ok']], JSON.stringify(rows))
+
+    const fault = logLines().find((l) => l.msg?.startsWith('infrastructure fault'))
+    assert.ok(fault, agent.output.slice(-3000))
+    assert.equal(fault.job, Number(during.id))
+    assert.match(fault.err, /^h3 arm: browser disconnected \(pid \d+ killed by SIGKILL\)/)
+    assert.ok(logLines().some((l) => l.msg === 'browser disconnected; it will be replaced on next use' && l.browserPid === h3Browser.browserPid))
+
+    const agents = (await (await fetch(`${api.url}/api/v1/agents`)).json()).items
+    const health = agents.find((a) => a.id === Number(identity.id))
+    assert.equal(health.faults, 1)
+    assert.equal(health.faulty, true)
+    assert.match(health.last_fault, /^infrastructure fault: h3 arm: browser disconnected/)
+    assert.ok(Date.parse(health.last_fault_at) > Date.now() - 120000)
+  } finally {
+    agent.child.kill('SIGTERM')
+    await agent.exited
+    await scheduler.stop()
+    await api.close()
+    await origin.stop()
+    await eventually(async () => processesMatching(dataDir).length === 0, { timeoutMs: 10000, what: 'no process left' }).catch(() => {
+      for (const line of processesMatching(dataDir)) process.kill(Number(line.split(' ')[0]), 'SIGKILL')
+    })
+    await database.drop()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+})

@@ -14,12 +14,14 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
+import { PUBLIC_ZONE, startDnsServer } from './helpers/dns-server.js'
 
-let database, api, key, readKey
+let database, api, key, readKey, dns
 
 before(async () => {
   database = await createTestDatabase()
-  const config = loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent', H3LENS_AUTH_FAILURES_PER_MIN: '0' })
+  dns = await startDnsServer(PUBLIC_ZONE) // no outside DNS here: example.com resolves through it
+  const config = loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent', H3LENS_AUTH_FAILURES_PER_MIN: '0', H3LENS_DNS_SERVERS: dns.server })
   api = await startApi({ db: database.pool, config, log: createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' }) })
   key = (await createApiKey(database.pool, { name: 'hostile-test', role: 'write' })).secret
   readKey = (await createApiKey(database.pool, { name: 'hostile-read', role: 'read' })).secret
@@ -28,6 +30,7 @@ before(async () => {
 after(async () => {
   await api?.close()
   await database?.drop()
+  await dns?.close()
 })
 
 /**
@@ -61,15 +64,15 @@ async function assertAlive () {
 test('malformed JSON, wrong types and unknown fields are 400s that say what is wrong', async () => {
   /** @type {[string, RegExp, string | RegExp | undefined][]} */
   const cases = [
-    ['{"url": "https://example.com/",', /JSON/i, undefined],
+    ['{"url": "https://example.com/",', /JSON/i, 'body'],
     ['{"url": "https://example.com/", "interval_s": "120"}', /interval_s must be integer/, 'interval_s'],
     ['{"url": "https://example.com/", "paused": "true"}', /paused must be boolean/, 'paused'],
     ['{"url": "https://example.com/", "locations": "local"}', /locations must be array/, 'locations'],
     ['{"url": "https://example.com/", "interval_s": null}', /interval_s must be integer/, 'interval_s'],
     ['{"url": ["https://example.com/"]}', /url must be string/, 'url'],
-    ['{"url": "https://example.com/", "__proto__": {"admin": true}}', /./, undefined],
-    ['[]', /must be object/, undefined],
-    ['"just a string"', /must be object/, undefined],
+    ['{"url": "https://example.com/", "__proto__": {"admin": true}}', /./, 'body'],
+    ['[]', /must be object/, 'body'],
+    ['"just a string"', /must be object/, 'body'],
     ['{"url": "https://example.com/", "label": "a\\u0000b"}', /label contains a NUL character/, 'label'],
     ['{"url": "https://example.com/", "label": "\\ud800"}', /unpaired surrogate/, 'label'],
     [`{"url": "https://example.com/", "label": ${'['.repeat(5000)}${']'.repeat(5000)}}`, /nested more than 64 levels deep/, /^label(\.0)+$/]
@@ -89,16 +92,16 @@ test('malformed JSON, wrong types and unknown fields are 400s that say what is w
 })
 
 test('query strings: wrong types and unknown parameters are refused on every route', async () => {
-  const m = await createMonitor(database.pool, { url: 'https://example.com/', locations: ['local'] })
+  const m = await createMonitor(database.pool, { url: 'https://example.com/', locations: ['local'] }, { allowPrivateTargets: true })
   for (const [path, message] of /** @type {[string, RegExp][]} */ ([
-    [`/api/v1/monitors/${m.id}/results?limit=abc`, /limit must be integer/],
+    [`/api/v1/monitors/${m.id}/results?limit=abc`, /limit must be a whole number written in decimal digits/],
     [`/api/v1/monitors/${m.id}/results?limit=5000`, /limit must be <= 1000/],
     [`/api/v1/monitors/${m.id}/results?colour=red`, /unknown field "colour"/],
     [`/api/v1/monitors/${m.id}/results?from=yesterday`, /querystring from must be an RFC 3339 date-time/],
     ['/api/v1/monitors?page=2', /unknown field "page"/],
     ['/api/v1/locations?x=1', /unknown field "x"/],
     [`/api/v1/monitors/${m.id}/results?location=%00`, /NUL character/],
-    ['/api/v1/monitors/1.5', /must be integer/],
+    ['/api/v1/monitors/1.5', /id must be a whole number written in decimal digits/],
     ['/api/v1/monitors/99999999999', /must be <= 2147483647/],
     ['/api/v1/monitors/-1', /must be >= 1/]
   ])) {
@@ -179,7 +182,7 @@ test('agents: wrong, revoked and other-location tokens get clear 4xx answers', a
   await upsertLocation(database.pool, { id: 'us-east', name: 'US', region: 'North America', kind: 'real' })
   await database.pool.query("UPDATE jobs SET state = 'cancelled'")
   await database.pool.query('UPDATE monitors SET paused = true')
-  await createMonitor(database.pool, { url: 'https://example.com/eu', locations: ['eu-west', 'us-east'], interval_s: 60 })
+  await createMonitor(database.pool, { url: 'https://example.com/eu', locations: ['eu-west', 'us-east'], interval_s: 60 }, { allowPrivateTargets: true })
   await scheduleDueJobs(database.pool, { maxAttempts: 3 })
   const eu = (await createAgentToken(database.pool, { location: 'eu-west' })).token
   const us = (await createAgentToken(database.pool, { location: 'us-east' })).token
@@ -219,20 +222,21 @@ test('agents: wrong, revoked and other-location tokens get clear 4xx answers', a
   await assertAlive()
 })
 
-test('monitors on real locations may not target private addresses; lab locations may', async () => {
-  const real = ['eu-west']
-  for (const url of ['http://127.0.0.1:8080/', 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.1/', 'http://[::1]/',
-    'http://localhost/', 'http://2130706433/', 'http://[fd12::1]/', 'http://192.168.1.1/', 'http://[::ffff:10.0.0.1]/']) {
-    const res = await json('POST', '/api/v1/monitors', { url, locations: real })
-    assert.equal(res.status, 400, `${url} → ${res.status}`)
-    assert.equal(res.json().field, 'url')
-    assert.match(res.json().message, /monitors on real locations may not target .*H3LENS_ALLOW_PRIVATE_TARGETS/)
+test('monitors may not target private addresses, at real and lab locations alike', async () => {
+  for (const locations of [['eu-west'], ['local']]) {
+    for (const url of ['http://127.0.0.1:8080/', 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.1/', 'http://[::1]/',
+      'http://localhost/', 'http://2130706433/', 'http://[fd12::1]/', 'http://192.168.1.1/', 'http://[::ffff:10.0.0.1]/']) {
+      const res = await json('POST', '/api/v1/monitors', { url, locations })
+      assert.equal(res.status, 400, `${url} → ${res.status}`)
+      assert.equal(res.json().field, 'url')
+      assert.match(res.json().message, /monitors may not target .*H3LENS_ALLOW_PRIVATE_TARGETS/)
+    }
   }
-  const lab = await json('POST', '/api/v1/monitors', { url: 'http://127.0.0.1:8080/', locations: ['local'] })
-  assert.equal(lab.status, 201, 'lab locations measure this machine')
+  const lab = await json('POST', '/api/v1/monitors', { url: 'https://lab.h3lens.test:8443/', locations: ['local'] })
+  assert.equal(lab.status, 201, 'lab locations measure the lab origin')
   const moved = await json('PATCH', `/api/v1/monitors/${lab.json().id}`, { locations: ['local', 'eu-west'] })
-  assert.equal(moved.status, 400, 'adding a real location to a private target is refused too')
-  const pub = await json('POST', '/api/v1/monitors', { url: 'http://93.184.215.14/', locations: real })
+  assert.equal(moved.status, 400, 'adding a real location to the lab origin is refused')
+  const pub = await json('POST', '/api/v1/monitors', { url: 'http://93.184.215.14/', locations: ['eu-west'] })
   assert.equal(pub.status, 201, pub.text)
 })
 

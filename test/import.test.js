@@ -20,7 +20,7 @@ before(async () => {
 })
 after(async () => { await t.close() })
 
-const newMonitor = (extra = {}) => createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'], ...extra })
+const newMonitor = (extra = {}) => createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'lab-eu'], ...extra }, { allowPrivateTargets: true })
 
 /** One round: h2 and h3 page loads at one location and time. */
 function round (i, location = 'local', extra = {}) {
@@ -58,7 +58,7 @@ test('an import stores one done job per round and the results with their default
   ]
   const res = await importInto(m.id, rows)
   assert.equal(res.statusCode, 200, res.body)
-  assert.deepEqual(res.json(), { imported: 9, skipped_existing: 0, rounds: 4 })
+  assert.deepEqual(res.json(), { imported: 9, skipped_existing: 0, rounds: 4, added_locations: [] })
 
   const { rows: jobs } = await t.db.query('SELECT id, location_id, due_at, state FROM jobs WHERE monitor_id = $1 ORDER BY due_at, location_id', [m.id])
   assert.equal(jobs.length, 4)
@@ -85,10 +85,10 @@ test('an import stores one done job per round and the results with their default
 test('re-importing the same file stores nothing new', async () => {
   const m = await newMonitor()
   const body = ndjson(Array.from({ length: 30 }, (_, i) => round(i)).flat())
-  assert.deepEqual((await importInto(m.id, body)).json(), { imported: 60, skipped_existing: 0, rounds: 30 })
+  assert.deepEqual((await importInto(m.id, body)).json(), { imported: 60, skipped_existing: 0, rounds: 30, added_locations: [] })
   const again = await importInto(m.id, body)
   assert.equal(again.statusCode, 200)
-  assert.deepEqual(again.json(), { imported: 0, skipped_existing: 60, rounds: 30 })
+  assert.deepEqual(again.json(), { imported: 0, skipped_existing: 60, rounds: 30, added_locations: [] })
   assert.deepEqual(await stored(m.id), { results: 60, jobs: 30 })
   const { rows: [{ n }] } = await t.db.query('SELECT count(*)::int AS n FROM rollup_pending p JOIN results r ON r.id = p.result_id WHERE r.monitor_id = $1', [m.id])
   assert.equal(n, 60, 'each result is queued for the rollups once')
@@ -144,13 +144,72 @@ test('bad lines are refused with the line and the field at fault', async () => {
   assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
 })
 
+test('rows at a location the monitor does not run at are refused, unless the import adds it to the monitor', async () => {
+  await upsertLocation(t.db, { id: 'lab-asia', name: 'Asia', region: 'Asia', kind: 'lab' })
+  const m = await newMonitor()
+  const rows = [...round(0), ...round(0, 'lab-asia')]
+  const refused = await importInto(m.id, rows)
+  assert.equal(refused.statusCode, 400, refused.body)
+  assert.equal(refused.json().field, 'line 3: location_id')
+  assert.equal(refused.json().line, 3)
+  assert.match(refused.json().message, new RegExp(`^line 3: location_id "lab-asia" is not a location of monitor ${m.id} \\(it runs at local, lab-eu\\); .*add_locations=true`))
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+
+  const added = await t.app.inject({
+    method: 'POST', url: `/api/v1/monitors/${m.id}/results/import?add_locations=true`, headers: { 'content-type': 'application/x-ndjson' }, payload: ndjson(rows)
+  })
+  assert.equal(added.statusCode, 200, added.body)
+  assert.deepEqual(added.json(), { imported: 4, skipped_existing: 0, rounds: 2, added_locations: ['lab-asia'] })
+  const monitor = (await t.app.inject({ url: `/api/v1/monitors/${m.id}` })).json()
+  assert.deepEqual(monitor.locations, ['local', 'lab-eu', 'lab-asia'], 'the location is now the monitor\'s, and measured there')
+  const comparison = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison` })).json()
+  assert.ok(comparison.locations.some((l) => l.location_id === 'lab-asia'))
+
+  // Adding a location is checked as a PATCH of the locations is: a real
+  // location may not measure a loopback target.
+  await upsertLocation(t.db, { id: 'real-eu', name: 'Real EU', region: 'Europe', kind: 'real' })
+  const loopback = await newMonitor({ url: 'http://127.0.0.1:9/', locations: ['local'] })
+  const guarded = await t.app.inject({
+    method: 'POST', url: `/api/v1/monitors/${loopback.id}/results/import?add_locations=true`, headers: { 'content-type': 'application/x-ndjson' }, payload: ndjson(round(0, 'real-eu'))
+  })
+  assert.equal(guarded.statusCode, 400, guarded.body)
+  assert.equal(guarded.json().field, 'add_locations')
+  assert.match(guarded.json().message, /^add_locations: monitor \d+ cannot run at real-eu: .*may not target/)
+  assert.deepEqual(await stored(loopback.id), { results: 0, jobs: 0 })
+  assert.deepEqual((await t.app.inject({ url: `/api/v1/monitors/${loopback.id}` })).json().locations, ['local'], 'nothing changed')
+
+  const flag = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import?add_locations=maybe`, headers: { 'content-type': 'application/x-ndjson' }, payload: ndjson(round(1)) })
+  assert.equal(flag.statusCode, 400)
+  assert.equal(flag.json().field, 'add_locations')
+})
+
+test('rows more than a minute ahead of the server\'s clock are refused, naming the line and field', async () => {
+  const m = await newMonitor()
+  const ahead = (s) => new Date(Date.now() + s * 1000).toISOString()
+  for (const [row, field] of /** @type {[Record<string, any>, string][]} */ ([
+    [{ time: ahead(90), location_id: 'local', mode: 'h2' }, 'line 2: time'],
+    [{ time: ahead(24 * 3600 - 60), location_id: 'local', mode: 'h2' }, 'line 2: time'],
+    [{ time: at(1), measured_at: ahead(90), location_id: 'local', mode: 'h2' }, 'line 2: measured_at']
+  ])) {
+    const res = await importInto(m.id, [round(0)[0], row])
+    assert.equal(res.statusCode, 400, res.body)
+    assert.equal(res.json().field, field)
+    assert.equal(res.json().line, 2)
+    assert.match(res.json().message, /is more than 60 s ahead of this server's clock/)
+  }
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+  // A clock a few seconds ahead of this server's is drift, not a wrong row.
+  const drift = await importInto(m.id, [round(0)[0], { time: ahead(20), measured_at: ahead(20), location_id: 'local', mode: 'h2' }])
+  assert.equal(drift.statusCode, 200, drift.body)
+})
+
 test('source ids are ignored; blank lines are skipped but counted for line numbers', async () => {
   const m = await newMonitor()
   const [a, b] = round(0).map((r) => ({ id: 77, job_id: 5, monitor_id: 999, agent_id: 3, ...r }))
   const res = await importInto(m.id, `${JSON.stringify(a)}\n\n${JSON.stringify(b)}\r\n{"oops"\n`)
   assert.equal(res.json().line, 4)
   const ok = await importInto(m.id, `${JSON.stringify(a)}\n\n${JSON.stringify(b)}\r\n`)
-  assert.deepEqual(ok.json(), { imported: 2, skipped_existing: 0, rounds: 1 })
+  assert.deepEqual(ok.json(), { imported: 2, skipped_existing: 0, rounds: 1, added_locations: [] })
   const { rows } = await t.db.query('SELECT monitor_id, agent_id FROM results WHERE monitor_id = $1', [m.id])
   assert.deepEqual(rows.map((r) => [Number(r.monitor_id), r.agent_id]), [[m.id, null], [m.id, null]])
 })
@@ -273,7 +332,7 @@ test('over a socket, a bad line early in a large upload is answered while the re
     method: 'POST', headers: { authorization: `Bearer ${t.writeKey}`, 'content-type': 'application/x-ndjson' }, body: ndjson(round(0))
   })
   assert.equal(ok.status, 200)
-  assert.deepEqual(await ok.json(), { imported: 2, skipped_existing: 0, rounds: 1 })
+  assert.deepEqual(await ok.json(), { imported: 2, skipped_existing: 0, rounds: 1, added_locations: [] })
 })
 
 test('a body over the byte limit is refused with 413, announced or streamed', async () => {

@@ -31,7 +31,7 @@ async function leased (monitorId, agentId, n) {
 }
 
 test('one request stores many rounds; each round is answered as the single-round route would, and a resubmission stores nothing', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true }, { allowPrivateTargets: true })
   const me = await createAgentToken(t.db, { location: 'local' })
   const other = await createAgentToken(t.db, { location: 'local' })
   const mine = await leased(m.id, me.agent.id, 3)
@@ -76,7 +76,7 @@ test('a batch naming a job twice, or of the wrong shape, is refused naming the f
 })
 
 test('an agent flushes its spool through the batched route: every round stored once, refused ones dropped', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true }, { allowPrivateTargets: true })
   const me = await createAgentToken(t.db, { location: 'local' })
   const other = await createAgentToken(t.db, { location: 'local' })
   const mine = await leased(m.id, me.agent.id, 60)

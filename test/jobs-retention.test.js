@@ -48,7 +48,7 @@ async function userView (monitorId) {
 }
 
 test('finished jobs past retention are deleted; results, comparison and trends are unchanged, and a re-import stores nothing twice', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true }, { allowPrivateTargets: true })
   const body = rounds(40)
   assert.equal((await importInto(m.id, body)).json().imported, 80)
   // Ten of the rounds failed, five were cancelled: all finished 8 days ago.
@@ -67,12 +67,12 @@ test('finished jobs past retention are deleted; results, comparison and trends a
 
   const again = await importInto(m.id, body)
   assert.equal(again.statusCode, 200, again.body)
-  assert.deepEqual(again.json(), { imported: 0, skipped_existing: 80, rounds: 40 })
+  assert.deepEqual(again.json(), { imported: 0, skipped_existing: 80, rounds: 40, added_locations: [] })
   assert.deepEqual(await jobsOf(m.id), [], 'the re-import files its rounds under their old job ids')
 })
 
 test('live jobs, recently finished jobs and a monitor\'s current round are kept', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true }, { allowPrivateTargets: true })
   const { rows: old } = await t.db.query(
     `INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at) VALUES
        ($1, 'local', now() - interval '9 days', 'queued', NULL),
@@ -81,7 +81,7 @@ test('live jobs, recently finished jobs and a monitor\'s current round are kept'
      RETURNING id`, [m.id])
   // A daily monitor whose current round finished 9 days ago under a
   // retention of 1 day: deleting it would let the scheduler create it again.
-  const daily = await createMonitor(t.db, { url: 'https://example.com/daily', interval_s: 86400, locations: ['local'] })
+  const daily = await createMonitor(t.db, { url: 'https://example.com/daily', interval_s: 86400, locations: ['local'] }, { allowPrivateTargets: true })
   await t.db.query("UPDATE monitors SET interval_s = 30 * 86400, anchor_at = now() - interval '9 days' WHERE id = $1", [daily.id])
   await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
     SELECT id, 'local', anchor_at, 'done', anchor_at FROM monitors WHERE id = $1`, [daily.id])
@@ -96,7 +96,7 @@ test('live jobs, recently finished jobs and a monitor\'s current round are kept'
 })
 
 test('a deleted monitor\'s cancelled rounds finish, and are pruned with their WebPageTest tests', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'] })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'] }, { allowPrivateTargets: true })
   const { rows: [job] } = await t.db.query(
     "INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'local', now() - interval '8 days') RETURNING id", [m.id])
   const { rows: [agent] } = await t.db.query("INSERT INTO agents (location_id, name, kind) VALUES ('local', 'wpt-pc', 'wpt') RETURNING id")
@@ -116,7 +116,7 @@ test('a deleted monitor\'s cancelled rounds finish, and are pruned with their We
 })
 
 test('a backlog is pruned in bounded batches, oldest first', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'] })
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'] }, { allowPrivateTargets: true })
   await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
     SELECT $1, 'local', now() - make_interval(days => 10, mins => g), 'done', now() - make_interval(days => 10, mins => g)
       FROM generate_series(1, 2500) g`, [m.id])

@@ -140,17 +140,87 @@ test('a second agent re-runs an expired job; the first agent\'s late results are
   assert.deepEqual(rows[0], { n: 2, ttfb: 10 }, 'the late ttfb of 19 ms was not stored')
 })
 
-test('a job the agent cannot run is retried with back-off, then failed with its error', async () => {
+test('a job the agent cannot run is retried with back-off, then given up with its cause; the agent\'s health shows the faults', async () => {
   await clearQueue()
   await freshMonitor()
-  await t.db.query('UPDATE jobs SET max_attempts = 1')
-  await scheduleDueJobs(t.db, { maxAttempts: 1 })
+  await scheduleDueJobs(t.db, { maxAttempts: 2 })
   const token = await t.agentToken('local')
+  const fail = (id, error) => t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${id}/fail`, headers: auth(token), payload: { error } })
   const [job] = (await claim(token, 1)).json().jobs
-  const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/fail`, headers: auth(token), payload: { error: 'chromium failed to launch' } })
-  assert.equal(res.json().state, 'failed')
-  const { rows } = await t.db.query('SELECT state, last_error FROM jobs WHERE id = $1', [job.id])
-  assert.deepEqual(rows[0], { state: 'failed', last_error: 'chromium failed to launch' })
+  assert.equal((await fail(job.id, 'infrastructure fault: h2 arm: browser disconnected')).json().state, 'queued')
+  const { rows: [retry] } = await t.db.query('SELECT state, last_error, run_after > now() AS later FROM jobs WHERE id = $1', [job.id])
+  assert.deepEqual(retry, { state: 'queued', last_error: 'attempt 1 of 2 failed and runs again: infrastructure fault: h2 arm: browser disconnected', later: true })
+  assert.deepEqual((await claim(token, 1)).json().jobs, [], 'not before its back-off')
+  await t.db.query('UPDATE jobs SET run_after = now() WHERE id = $1', [job.id])
+  const [again] = (await claim(token, 1)).json().jobs
+  assert.deepEqual([again.id, again.attempts], [job.id, 2])
+  assert.equal((await fail(job.id, 'chromium did not start: spawn ENOENT')).json().state, 'failed')
+  const { rows: [given] } = await t.db.query('SELECT state, last_error FROM jobs WHERE id = $1', [job.id])
+  assert.deepEqual(given, { state: 'failed', last_error: 'given up after 2 attempts; the last failed: chromium did not start: spawn ENOENT' })
+  const { rows: stored } = await t.db.query('SELECT 1 FROM results WHERE job_id = $1', [job.id])
+  assert.equal(stored.length, 0, 'nothing of it stored as the page\'s')
+
+  const agents = (await t.app.inject({ url: '/api/v1/agents' })).json().items
+  const health = agents.find((a) => a.last_fault === 'chromium did not start: spawn ENOENT')
+  assert.deepEqual({ faults: health?.faults, faulty: health?.faulty }, { faults: 2, faulty: true }, JSON.stringify(agents))
+  assert.ok(Date.parse(health.last_fault_at) > Date.now() - 60_000)
+})
+
+test('a monitor whose rounds time out twice in a row is backed off where they did: its interval there doubles, the rounds between are skipped with the reason, and its first round that loads ends it', async () => {
+  await clearQueue()
+  const token = await t.agentToken('local')
+  const m = await freshMonitor()
+  const timedOut = [{ ...result('h2'), status: 'timeout', protocol_ok: false, observed_protocol: null, ttfb_ms: null, load_ms: null, error: 'load did not finish within 30000 ms' },
+    { ...result('h3'), status: 'timeout', protocol_ok: false, observed_protocol: null, ttfb_ms: null, load_ms: null, error: 'not run: the round\'s time budget was spent' }]
+  const submit = (id, results) => t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${id}/results`, headers: auth(token), payload: { results } })
+  /** A round of the monitor due `ago` seconds ago, claimed by this agent. */
+  const leasedRound = async (ago) => {
+    await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, run_after) VALUES ($1, 'local', now() - make_interval(secs => $2), now() - interval '1 hour')`, [m.id, ago])
+    const [job] = (await claim(token, 1)).json().jobs
+    assert.equal(job.monitor_id, m.id)
+    return job
+  }
+  const backedOff = async () => (await t.app.inject({ url: `/api/v1/monitors/${m.id}` })).json().backed_off
+
+  const first = await leasedRound(25)
+  assert.equal(first.backed_off_timeouts, null)
+  assert.equal((await submit(first.id, timedOut)).statusCode, 200)
+  assert.equal((await submit(first.id, timedOut)).statusCode, 200, 'a resubmission counts once')
+  assert.deepEqual(await backedOff(), [], 'one timed-out round is not enough')
+  const late = await leasedRound(20) // its results come last, from a spool
+  const second = await leasedRound(15)
+  await submit(second.id, timedOut)
+  const [off] = await backedOff()
+  assert.deepEqual({ ...off, until: undefined }, { location_id: 'local', timeouts: 2, interval_s: 20, until: undefined }, 'the 10 s interval doubled')
+  assert.equal(Date.parse(off.until), Date.parse(second.due_at) + 20_000)
+  const listed = (await t.app.inject({ url: '/api/v1/monitors' })).json().items.find((x) => x.id === m.id)
+  assert.deepEqual(listed.backed_off, [off])
+
+  // The round due now falls before the back-off's end: skipped, saying why.
+  await t.db.query("UPDATE monitors SET anchor_at = now() - interval '1 second' WHERE id = $1", [m.id])
+  await scheduleDueJobs(t.db, { maxAttempts: 3 })
+  const { rows: [skipped] } = await t.db.query("SELECT state, last_error FROM jobs WHERE monitor_id = $1 AND due_at > now() - interval '2 seconds'", [m.id])
+  assert.equal(skipped.state, 'skipped')
+  assert.equal(skipped.last_error, `skipped: backed off: the last 2 rounds timed out (its next round runs at ${new Date(off.until).toISOString().replace(/\.\d+Z$/, 'Z')})`)
+
+  // A round it runs meanwhile gets the hint (one page timeout); a third timeout stretches it further.
+  const third = await leasedRound(5)
+  assert.equal(third.backed_off_timeouts, 2)
+  await submit(third.id, timedOut)
+  assert.deepEqual((await backedOff()).map((b) => [b.timeouts, b.interval_s]), [[3, 40]])
+
+  // Its first round that loads ends the back-off; the hint goes with it.
+  const fourth = await leasedRound(2)
+  assert.equal(fourth.backed_off_timeouts, 3)
+  assert.equal((await submit(fourth.id, [result('h2'), { ...timedOut[1] }])).statusCode, 200)
+  assert.deepEqual(await backedOff(), [])
+  const fifth = await leasedRound(1)
+  assert.equal(fifth.backed_off_timeouts, null)
+  // An older timed-out round that arrives late counts for nothing; the next
+  // timeout is the first of a new run.
+  assert.equal((await submit(late.id, timedOut)).statusCode, 200)
+  await submit(fifth.id, timedOut)
+  assert.deepEqual(await backedOff(), [], 'one timeout since the round that loaded')
 })
 
 test('a round coming due within the look-ahead is created ahead with its own due time, and no agent can claim it before then', async () => {

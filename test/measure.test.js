@@ -10,7 +10,8 @@ import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import { createBrowserPool } from '../agents/browser.js'
 import { baseFlags, labBrowserFlags, modeFlags } from '../lib/measurement/modes.js'
-import { measurePage, runRound } from '../agents/measure.js'
+import { loadAndRead, measure, measurePage, runRound } from '../agents/measure.js'
+import { InfrastructureError } from '../agents/faults.js'
 import { normalizeProtocol, protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from './helpers/process.js'
@@ -257,6 +258,39 @@ describe('measurePage against the lab origin', () => {
     assert.ok(second.connected)
     const r = await measurePage({ pool, url: url('page-15k'), mode: 'h2', extraFlags: lab })
     assert.equal(r.status, 'ok', r.error)
+  })
+
+  test('a browser killed in the middle of a load fails the round as an infrastructure fault, never as a result of either arm', async () => {
+    const flags = [...baseFlags(), ...modeFlags('h2', origin.baseUrl), ...lab]
+    const browser = await pool.acquire({ flags })
+    // The page answers after 3 s; the browser dies 1 s into its load.
+    const killer = setTimeout(() => browser.process().kill('SIGKILL'), 1000)
+    try {
+      await assert.rejects(runRound({ pool, url: `${origin.baseUrl}/slow?ms=3000`, modes: ['h2', 'h3'], extraFlags: lab, random: () => 0.99 }), (err) => {
+        assert.ok(err instanceof InfrastructureError, String(err))
+        assert.match(err.message, /^h2 arm: browser disconnected \(pid \d+ killed by SIGKILL\) during the run: Navigating frame was detached$/)
+        return true
+      })
+    } finally {
+      clearTimeout(killer)
+    }
+    const again = await measurePage({ pool, url: url('page-15k'), mode: 'h2', extraFlags: lab })
+    assert.equal(again.status, 'ok', 'the next run has a new browser')
+  })
+
+  test('a page whose renderer crashes while the browser lives is the page\'s error (renderer_crashed), at once, not at the timeout', async () => {
+    const pageUrl = url('page-1m')
+    const [r] = await measure({ pool, url: pageUrl, mode: 'h2', extraFlags: lab }, async ({ page, network, result }) => {
+      // What an out-of-memory page does to its renderer, asked of Chromium directly.
+      const cdp = await page.createCDPSession()
+      page.once('domcontentloaded', () => { cdp.send('Page.crash').catch(() => {}) })
+      await loadAndRead(page, pageUrl, 'h2', 20_000, result, network)
+    })
+    assert.equal(r.status, 'error', 'it failed when the renderer crashed, not at the timeout')
+    assert.equal(r.failure_kind, 'renderer_crashed')
+    assert.match(r.error, /^the page's renderer process crashed \(Page crashed!\): https:\/\/lab\.h3lens\.test:\d+\/page-1m\.html$/)
+    const again = await measurePage({ pool, url: url('page-15k'), mode: 'h2', extraFlags: lab })
+    assert.equal(again.status, 'ok', 'the browser lives on')
   })
 
   test('in a lab network namespace, the origin and the browser both run inside it', { skip: process.getuid?.() !== 0 && 'needs root for ip netns' }, async () => {

@@ -22,7 +22,7 @@ let monitor
 before(async () => {
   t = await createTestApp()
   for (const id of ['lab-eu', 'lab-asia']) await upsertLocation(t.db, { id, name: id, region: id, kind: 'lab' })
-  monitor = await createMonitor(t.db, { url: 'https://example.com/?utm=1', interval_s: 60, locations: ['local', 'lab-eu'], paused: true })
+  monitor = await createMonitor(t.db, { url: 'https://example.com/?utm=1', interval_s: 60, locations: ['local', 'lab-eu'], paused: true }, { allowPrivateTargets: true })
 
   // local: 100 rounds in the last hour; TTFB 1..100 ms over h2 and 1..20 ms
   // over h3, load 10× TTFB. Older, failed and warm runs must not count.
@@ -146,7 +146,7 @@ test('p50/p95 TTFB and load per monitor, location and mode cover the last hour o
 })
 
 test('above the series cap only the most recently measured series are exported, and the rest are counted', async () => {
-  const other = await createMonitor(t.db, { url: 'https://example.org/', interval_s: 60, locations: ['local'], paused: true })
+  const other = await createMonitor(t.db, { url: 'https://example.org/', interval_s: 60, locations: ['local'], paused: true }, { allowPrivateTargets: true })
   const { rows: [job] } = await t.db.query(
     "INSERT INTO jobs (monitor_id, location_id, due_at, state) VALUES ($1, 'local', now(), 'done') RETURNING id, monitor_id, location_id, due_at", [other.id])
   await insertResults(t.db, { job, agentId: null, results: [ok('h2', 42)] })

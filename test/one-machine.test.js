@@ -61,7 +61,7 @@ describe('beside a running h3lens start', () => {
     assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200)
   })
 
-  test('a second start on the same port stops at once naming the port and how to choose another', async () => {
+  test('a second start on the same port stops at once naming the port and how to choose another, and leaves no pid file', async () => {
     const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-one-machine-b-'))
     try {
       const second = run(['start', '--lab', 'off', '--no-seed'], { ...env, H3LENS_DATA_DIR: otherDir, H3LENS_EMBEDDED_PG_PORT: String(await freePort()) })
@@ -71,6 +71,8 @@ describe('beside a running h3lens start', () => {
       assert.equal(samePg.status, 1)
       assert.match(samePg.stderr, new RegExp(`h3lens: port ${pgPort} on 127\\.0\\.0\\.1 \\(embedded PostgreSQL\\) is in use by another process; choose another with H3LENS_EMBEDDED_PG_PORT`))
       assert.doesNotMatch(second.stderr + samePg.stderr, /TypeError|Cannot read properties/)
+      // A refused start gives its data dir back: no lock file stays to name a process that is gone.
+      assert.ok(!fs.existsSync(path.join(otherDir, 'h3lens.pid')), 'a refused start leaves no h3lens.pid')
     } finally {
       fs.rmSync(otherDir, { recursive: true, force: true })
     }

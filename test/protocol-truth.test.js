@@ -12,7 +12,7 @@ import pino from 'pino'
 import { createBrowserPool } from '../agents/browser.js'
 import { hostPort, labBrowserFlags } from '../lib/measurement/modes.js'
 import { createJobRunner } from '../agents/job-runner.js'
-import { judgeFailure, measurePage, PageLoadError } from '../agents/measure.js'
+import { isEmptyDocument, judgeFailure, measurePage, PageLoadError } from '../agents/measure.js'
 import { documentOutcome } from '../agents/network.js'
 import { discoverChain } from '../agents/redirects.js'
 import { startOrigin } from '../lab/origin.js'
@@ -59,10 +59,10 @@ describe('protocol truth in the lab', () => {
    * an agent does, then read back from the results table, by mode.
    * @param {string} url
    */
-  async function round (url) {
+  async function round (url, options = {}) {
     const agent = { authorization: `Bearer ${token}` }
     await t.db.query('UPDATE monitors SET paused = true')
-    await createMonitor(t.db, { url, interval_s: 10, locations: ['local'], modes: ['h3', 'h2'], probes: ['page'] })
+    await createMonitor(t.db, { url, interval_s: 10, locations: ['local'], modes: ['h3', 'h2'], probes: ['page'], options })
     await scheduleDueJobs(t.db, { maxAttempts: 3 })
     const claimed = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: agent, payload: { limit: 1 } })).json()
     const [job] = claimed.jobs
@@ -71,27 +71,54 @@ describe('protocol truth in the lab', () => {
     const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: agent, payload: { results } })
     assert.equal(res.statusCode, 200, res.body)
     const { rows } = await t.db.query(
-      'SELECT mode, status, error, observed_protocol, protocol_ok, load_ms, flags, details FROM results WHERE job_id = $1', [job.id])
+      'SELECT mode, status, error, observed_protocol, protocol_ok, load_ms, bytes, notes, flags, details FROM results WHERE job_id = $1', [job.id])
     return Object.fromEntries(rows.map((r) => [r.mode, r]))
   }
 
-  test('a document that ends before its Content-Length is an error in both modes, never ok', async () => {
+  test('a document that ends before its Content-Length is an error in both modes, never ok, and stores the bytes that arrived', async () => {
     const { h3, h2 } = await round(origin.baseUrl + origin.endpoints.truncated.path)
     // How the cut shows depends on the server: Caddy 2.6 closed the stream
     // cleanly after 1 KB (the browser saw a finished load; only the byte
-    // count tells), Caddy 2.11 resets it, after the headers or, racing them,
-    // before. Whatever the browser saw, the run is an error, never ok, and
-    // "incomplete document" whenever a response had begun.
+    // count tells), Caddy 2.11 resets it after the headers. Whatever the
+    // browser saw, the run is an error, never ok, "incomplete document"
+    // whenever a response had begun, and its bytes are the 1,024 that came.
     for (const [r, protocol, reset] of [[h2, 'h2', /net::ERR_HTTP2_PROTOCOL_ERROR/], [h3, 'h3', /net::ERR_QUIC_PROTOCOL_ERROR/]]) {
       assert.equal(r.status, 'error', `${protocol}: ${r.error}`)
       if (r.details.failure_kind === 'truncated') {
-        assert.match(r.error, /^incomplete document: (received 1,024 of 100,000 declared bytes|network error after the headers \(net::ERR_\w+\) at \d+ bytes of the body): https:\/\/lab\.h3lens\.test:\d+\/truncated$/)
+        assert.match(r.error, /^incomplete document: (received 1,024 of 100,000 declared bytes|network error after the headers \(net::ERR_\w+\) at 1,024 bytes of the body): https:\/\/lab\.h3lens\.test:\d+\/truncated$/)
         assert.equal(r.observed_protocol, protocol)
+        const doc = r.details.requests.find((q) => q.type === 'Document')
+        assert.ok(doc.bytes >= 1024 && doc.bytes < 1024 + 1024, `${protocol}: the document's bytes are what arrived, not 0: ${doc.bytes}`)
+        assert.equal(Number(r.bytes), doc.bytes + r.details.requests.filter((q) => q !== doc).reduce((n, q) => n + q.bytes, 0))
       } else {
         assert.match(r.error, reset)
         assert.equal(r.details.failure_kind, undefined, 'the origin advertises h3: not "H3 not supported"')
       }
     }
+  })
+
+  test('an empty 200 document is an error with a note in both modes, unless the monitor allows empty pages', async () => {
+    const url = origin.baseUrl + origin.endpoints.empty.path
+    const note = (r) => r.notes.find((n) => n.code === 'empty_document')
+    const refused = await round(url)
+    for (const [protocol, r] of Object.entries(refused)) {
+      assert.equal(r.status, 'error', `${protocol}: ${r.error}`)
+      assert.equal(r.details.failure_kind, 'empty')
+      assert.match(r.error, /^empty document: https:\/\/lab\.h3lens\.test:\d+\/empty answered HTTP 200 with no body \(set options\.allow_empty to count such loads\)$/)
+      assert.equal(r.observed_protocol, protocol, 'it did load, over the forced protocol')
+      assert.equal(note(r)?.message, 'the document answered HTTP 200 with an empty body')
+    }
+    const allowed = await round(url, { allow_empty: true })
+    for (const [protocol, r] of Object.entries(allowed)) {
+      assert.equal(r.status, 'ok', `${protocol}: ${r.error}`)
+      assert.equal(r.details.failure_kind, undefined)
+      assert.ok(r.load_ms > 0)
+      assert.equal(note(r)?.message, 'the document answered HTTP 200 with an empty body (allowed by the monitor\'s options.allow_empty)')
+    }
+    // A page with a body has no such note.
+    const { h2 } = await round(`${origin.baseUrl}/page-15k.html`)
+    assert.equal(h2.status, 'ok')
+    assert.equal(note(h2), undefined)
   })
 
   test('a URL that redirects to another origin is measured over HTTP/3 in h3 mode, with both origins forced', async () => {
@@ -187,9 +214,16 @@ describe('judging a document and a failure (pure rules)', () => {
   test('a network error after the headers is incomplete; an abort or an error status is not', () => {
     assert.match(documentOutcome(rec({ finished: false, failed: 'net::ERR_HTTP2_PROTOCOL_ERROR', received_bytes: 1024 })).incomplete ?? '',
       /^network error after the headers \(net::ERR_HTTP2_PROTOCOL_ERROR\) at 1,024 bytes of the body$/)
+    assert.equal(documentOutcome(rec({ finished: false, failed: 'net::ERR_HTTP2_PROTOCOL_ERROR', received_bytes: 0 })).incomplete,
+      'network error after the headers (net::ERR_HTTP2_PROTOCOL_ERROR) before the browser reported any of the body')
     assert.equal(documentOutcome(rec({ finished: false, failed: 'net::ERR_ABORTED', canceled: true })).incomplete, null)
     assert.equal(documentOutcome(rec({ finished: false, status: 404, failed: 'net::ERR_HTTP_RESPONSE_CODE_FAILURE' })).incomplete, null)
     assert.equal(documentOutcome(rec({ responded: false, finished: false, failed: 'net::ERR_QUIC_HANDSHAKE_FAILED' })).incomplete, null)
+  })
+
+  test('an empty document is a 2xx other than 204 and 205 with no body', () => {
+    for (const status of [200, 201, 203, 206]) assert.equal(isEmptyDocument(status, 0), true, String(status))
+    for (const [status, bytes] of [[200, 1], [204, 0], [205, 0], [301, 0], [404, 0], [null, 0], [200, null]]) assert.equal(isEmptyDocument(status, bytes), false, `${status} ${bytes}`)
   })
 
   test('"H3 not supported" needs h3 mode, a forced origin, a QUIC error before any response and a known Alt-Svc without h3', () => {

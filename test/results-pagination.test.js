@@ -10,7 +10,7 @@ before(async () => { t = await createTestApp() })
 after(async () => { await t.close() })
 
 test('next_cursor pages through microsecond-precise times without skipping or repeating', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/page', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/page', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   // Pairs of rounds 300 µs apart: same millisecond, different times.
   const { rows: jobs } = await t.db.query(
     `INSERT INTO jobs (monitor_id, location_id, due_at, state)

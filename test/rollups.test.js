@@ -58,7 +58,7 @@ test('coverWindow uses whole days, then hours, then five-minute buckets', () => 
 })
 
 test('percentiles from rollups are within 1% of exact percentile_cont on 100k heavy-tailed rows', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/heavy', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/heavy', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   await t.db.query('SELECT setseed(0.42)')
   const { rows: jobs } = await t.db.query(
     `INSERT INTO jobs (monitor_id, location_id, due_at, state)
@@ -92,7 +92,7 @@ test('percentiles from rollups are within 1% of exact percentile_cont on 100k he
 })
 
 test('a resubmitted result leaves the rollups unchanged, and a rebuild equals the incremental rollups', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/idem', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/idem', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'local', now() - interval '1 minute')`, [m.id])
   const token = await t.agentToken('local')
   const [job] = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: auth(token), payload: {} })).json().jobs
@@ -121,7 +121,7 @@ test('a resubmitted result leaves the rollups unchanged, and a rebuild equals th
 })
 
 test('the comparison endpoint: verdicts, intervals, counts, rates and the all-locations entry', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/cmp', locations: ['local', 'lab-eu'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/cmp', locations: ['local', 'lab-eu'], interval_s: 60 }, { allowPrivateTargets: true })
   // local: H3 is exactly 20 ms faster on every round → the interval is [-20, -20].
   await seedRounds(m.id, 'local', 40, (mode) => (mode === 'h2' ? 100 : 80))
   // lab-eu: identical spread in both modes → no significant difference; one fallback on h3.
@@ -176,7 +176,7 @@ test('the comparison endpoint: verdicts, intervals, counts, rates and the all-lo
 })
 
 test('too few samples say insufficient_data with the counts instead of numbers', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/few', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/few', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   await seedRounds(m.id, 'local', 3, () => 100)
   const body = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison` })).json()
   const local = body.locations.find((l) => l.location_id === 'local')
@@ -186,7 +186,7 @@ test('too few samples say insufficient_data with the counts instead of numbers',
 })
 
 test('trends give percentiles per bucket as JSON and as CSV that round-trips', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/trend', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/trend', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   await seedRounds(m.id, 'local', 120, (mode, i) => (mode === 'h2' ? 100 : 90) + (i % 7))
   await foldAllPending(t.db)
   const from = new Date(Date.now() - 3 * HOUR).toISOString()
@@ -209,22 +209,27 @@ test('trends give percentiles per bucket as JSON and as CSV that round-trips', a
   assert.ok(d.points.every((p, i) => i === 0 || p.ms >= d.points[i - 1].ms), 'a CDF never decreases')
 })
 
-test('bad comparison and trend queries get a 400 that says what to change', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/bad', locations: ['local'], interval_s: 60 })
-  /** @type {[string, RegExp][]} */
+test('bad comparison and trend queries get a 400 that says what to change and names the field', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/bad', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
+  /** @type {[string, RegExp, string][]} */
   const cases = [
-    [`/api/v1/monitors/${m.id}/comparison?metric=speed`, /metric must be one of ttfb_ms, load_ms, fcp_ms, lcp_ms, connect_ms/],
-    [`/api/v1/monitors/${m.id}/comparison?percentiles=50,101`, /"101" is not a percentile/],
-    [`/api/v1/monitors/${m.id}/comparison?percentiles=median`, /"median" is not a percentile/],
-    [`/api/v1/monitors/${m.id}/comparison?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/],
-    [`/api/v1/monitors/${m.id}/trends?bucket=2m`, /bucket must be one of 5m, 1h, 1d/],
-    [`/api/v1/monitors/${m.id}/trends?bucket=5m&from=2025-01-01T00:00:00Z&to=2025-12-01T00:00:00Z`, /too many .* use a wider bucket/],
-    [`/api/v1/monitors/${m.id}/trends?format=xml`, /format must be one of json, csv/]
+    [`/api/v1/monitors/${m.id}/comparison?metric=speed`, /metric must be one of ttfb_ms, load_ms, fcp_ms, lcp_ms, connect_ms/, 'metric'],
+    [`/api/v1/monitors/${m.id}/comparison?percentiles=50,101`, /"101" is not a percentile/, 'percentiles'],
+    [`/api/v1/monitors/${m.id}/comparison?percentiles=median`, /"median" is not a percentile/, 'percentiles'],
+    [`/api/v1/monitors/${m.id}/comparison?percentiles=,`, /percentiles is empty/, 'percentiles'],
+    [`/api/v1/monitors/${m.id}/trends?percentiles=${Array.from({ length: 21 }, (_, i) => i + 1).join(',')}`, /at most 20 percentiles/, 'percentiles'],
+    [`/api/v1/monitors/${m.id}/comparison?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/, 'from'],
+    [`/api/v1/monitors/${m.id}/distribution?from=2024-01-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /the window is longer than 400 days/, 'from'],
+    [`/api/v1/monitors/${m.id}/results?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/, 'from'],
+    [`/api/v1/monitors/${m.id}/trends?bucket=2m`, /bucket must be one of 5m, 1h, 1d/, 'bucket'],
+    [`/api/v1/monitors/${m.id}/trends?bucket=5m&from=2025-01-01T00:00:00Z&to=2025-12-01T00:00:00Z`, /too many .* use a wider bucket/, 'bucket'],
+    [`/api/v1/monitors/${m.id}/trends?format=xml`, /format must be one of json, csv/, 'format']
   ]
-  for (const [url, message] of cases) {
+  for (const [url, message, field] of cases) {
     const res = await t.app.inject({ url })
     assert.equal(res.statusCode, 400, `${url}: ${res.body}`)
     assert.match(res.json().message, message, url)
+    assert.equal(res.json().field, field, url)
   }
   assert.equal((await t.app.inject({ url: '/api/v1/monitors/99999/comparison' })).statusCode, 404)
 })

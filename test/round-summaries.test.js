@@ -24,7 +24,7 @@ const comparison = async (m, metric) => (await t.app.inject({ url: `/api/v1/moni
   .locations.find((l) => l.location_id === 'local')
 
 test('a round whose arms are stored one at a time is one matched round', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/split', locations: ['local'], interval_s: 60 })
+  const m = await createMonitor(t.db, { url: 'https://example.com/split', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   const job = await newRound(m.id, 5)
   await insertResults(t.db, { job, agentId: null, results: [{ mode: 'h2', status: 'ok', protocol_ok: true, observed_protocol: 'h2', ttfb_ms: 50 }] })
   let local = await comparison(m, 'ttfb')
@@ -36,7 +36,7 @@ test('a round whose arms are stored one at a time is one matched round', async (
 })
 
 test('a sample that is not a number is stored with its result and left out of the comparison', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/odd', locations: ['local'], interval_s: 60, probes: ['parallel'] })
+  const m = await createMonitor(t.db, { url: 'https://example.com/odd', locations: ['local'], interval_s: 60, probes: ['parallel'] }, { allowPrivateTargets: true })
   const job = await newRound(m.id, 5)
   const result = (mode, samples) => ({ mode, probe: 'parallel', status: 'ok', protocol_ok: true, observed_protocol: mode, details: { samples } })
   const inserted = await insertResults(t.db, { job, agentId: null, results: [result('h2', [10, 'fast', 12]), result('h3', [9, '1e999', 11])] })

@@ -498,3 +498,33 @@ test('every page works under a strict Content-Security-Policy', async () => {
   await page.close()
   assert.deepEqual(errors, [])
 })
+
+test('a backed-off monitor is marked on the overview, and an agent with infrastructure faults on the locations page', async () => {
+  const [monitor] = seeded.monitors
+  await database.pool.query(
+    `INSERT INTO round_backoffs (monitor_id, location_id, timeouts, last_due_at, until)
+     VALUES ($1, 'lab-eu', 3, now() - interval '1 minute', now() + interval '19 minutes')`, [monitor.id])
+  const { rows: [agent] } = await database.pool.query(
+    `UPDATE agents SET faults = 2, last_fault_at = now() - interval '3 minutes', last_fault = 'infrastructure fault: h3 arm: browser disconnected (pid 4242 killed by SIGKILL) during the run',
+            last_seen_at = now() WHERE location_id = 'lab-eu' RETURNING id`)
+  try {
+    const overview = await open('#/')
+    const row = await overview.page.$$eval('.heat tbody tr', (rows, label) => rows.find((r) => r.querySelector('th a')?.textContent === label).querySelector('.mon-meta').textContent, monitor.label)
+    assert.match(row, /backed off at lab-eu: the last 3 rounds timed out/)
+    const others = await overview.page.$$eval('.heat tbody tr', (rows, label) => rows.filter((r) => r.querySelector('th a')?.textContent !== label).map((r) => r.textContent), monitor.label)
+    assert.ok(others.every((t) => !/backed off/.test(t)))
+    await overview.done()
+
+    const locations = await open('#/locations')
+    const eu = await locations.page.$eval('[aria-labelledby="loc-lab-eu"]', (e) => e.textContent)
+    assert.match(eu, /infrastructure faults \(last hour\)/)
+    assert.match(eu, /2, the last 3 min ago/)
+    assert.match(eu, /browser disconnected \(pid 4242 killed by SIGKILL\)/)
+    const na = await locations.page.$eval('[aria-labelledby="loc-lab-na"]', (e) => e.textContent)
+    assert.doesNotMatch(na, /infrastructure faults/)
+    await locations.done()
+  } finally {
+    await database.pool.query('DELETE FROM round_backoffs WHERE monitor_id = $1', [monitor.id])
+    await database.pool.query('UPDATE agents SET faults = 0, last_fault_at = NULL, last_fault = NULL WHERE id = $1', [agent.id])
+  }
+})

@@ -20,7 +20,7 @@ before(async () => {
   database = await createTestDatabase()
   api = await startApi({ db: database.pool, config: loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent' }), log: createLogger({ logLevel: 'silent' }) })
   readKey = (await createApiKey(database.pool, { name: 'browser', role: 'read' })).secret
-  await createMonitor(database.pool, { url: 'https://example.com/', label: 'Example monitor', locations: ['local'] })
+  await createMonitor(database.pool, { url: 'https://example.com/', label: 'Example monitor', locations: ['local'] }, { allowPrivateTargets: true })
   chromium = await launchBrowser()
 })
 

@@ -305,12 +305,20 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
   assert.equal(n.n, 0)
 })
 
-test('a wrong key or location gets 403, then 429 for that location only; other locations\' agents go on', async () => {
+test('wrong keys get 403, then 429 for that address and location; the right key always passes', async () => {
   for (let i = 0; i < 5; i++) assert.equal((await getwork('intruder', 'wrong-key', 'wpt-us')).status, 403)
-  assert.equal((await getwork('intruder', 'wrong-key', 'wpt-us')).status, 429)
-  assert.equal((await getwork('nobody', key, 'no-such-location')).status, 403)
+  const over = await fetch(`${server}/work/getwork.php?${new URLSearchParams({ location: 'wpt-us', pc: 'intruder', key: 'wrong-key' })}`)
+  assert.equal(over.status, 429)
+  assert.match(over.headers.get('retry-after') ?? '', /^\d+$/)
+  assert.match(await over.text(), /too many wrong keys for location wpt-us; try again in \d+ s/)
+  // The agents of the guessed location share the guesser's address (a reverse proxy): their key still works.
+  const right = await getwork('spike9', otherKey, 'wpt-us')
+  assert.equal(right.status, 200, right.body)
+  const ping = await fetch(`${server}/work/ping.php?${new URLSearchParams({ location: 'wpt-us', pc: 'spike9', key: otherKey })}`)
+  assert.equal(ping.status, 200)
+  assert.equal((await getwork('intruder', 'wrong-key', 'wpt-us')).status, 429, 'further wrong keys stay refused for the minute')
+  assert.equal((await getwork('nobody', key, 'no-such-location')).status, 403, 'another location is counted on its own')
   assert.equal((await getwork('spike9', key, 'wpt-eu')).status, 200, 'an agent of another location from the same address is unaffected')
-  assert.equal((await getwork('spike9', otherKey, 'wpt-us')).status, 429, 'the guessed location stays closed for the minute')
 })
 
 test('requeue.php gives the test back; the round runs again with new tests', async () => {

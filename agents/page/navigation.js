@@ -18,6 +18,7 @@ export function navigation () {
     responseEnd: entry.responseEnd,
     domContentLoadedEventEnd: entry.domContentLoadedEventEnd,
     loadEventEnd: entry.loadEventEnd,
-    transferSize: entry.transferSize
+    transferSize: entry.transferSize,
+    decodedBodySize: entry.decodedBodySize
   }
 }

@@ -14,7 +14,7 @@ import { measureUpload } from './upload.js'
 /** @type {Readonly<Record<string, ProbeRunner>>} */
 export const PROBE_RUNNERS = Object.freeze({
   // The auto arm loads the page as a visit sequence (agents/visits.js).
-  page: (o, { job }) => (o.mode === 'auto' ? measureVisits : measurePageViews)({ ...o, repeatView: Boolean(job.repeat_view) }),
+  page: (o, { job, options }) => (o.mode === 'auto' ? measureVisits : measurePageViews)({ ...o, repeatView: Boolean(job.repeat_view), allowEmpty: Boolean(options.allow_empty) }),
   parallel: (o, { options }) => measureParallel({ ...o, targetUrl: options.parallel_url, count: options.parallel_requests }),
   upload: (o, { options }) => {
     if (!options.upload_url) throw new Error('the upload probe has no upload URL (options.upload_url)')

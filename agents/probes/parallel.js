@@ -47,7 +47,8 @@ export async function warmUp (page, url, mode, timeoutMs, result, network) {
   /** @type {Record<string, any>} the navigation's figures, as loadAndRead reads them */
   const nav = {}
   try {
-    await loadAndRead(page, url, mode, timeoutMs, nav, network)
+    // The warm-up is there for its connection: an empty page serves as well.
+    await loadAndRead(page, url, mode, timeoutMs, nav, network, { allowEmpty: true })
   } finally {
     const seen = network.take()
     result.warmup = {

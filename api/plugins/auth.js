@@ -46,7 +46,7 @@ const DOC = {
   publicRead: { security: [{}, { apiKey: [] }], note: 'No key needed on this server (H3LENS_PUBLIC_READ=true); otherwise an API key with role `read` or `write`.' },
   write: { security: [{ apiKey: [] }], note: 'Needs an API key with role `write`.' },
   agent: { security: [{ agentToken: [] }], note: 'Needs the agent token of the job\'s location.' },
-  wpt: { security: [], note: 'WebPageTest agents: needs `location` and that location\'s `key` (from `h3lens agents wpt-key`) in the query string; 403 otherwise, 429 after repeated wrong keys. requeue.php and started.php carry no key: a test id h3lens gave out is the proof.' }
+  wpt: { security: [], note: 'WebPageTest agents: needs `location` and that location\'s `key` (from `h3lens agents wpt-key`) in the query string; 403 otherwise, and 429 for further wrong keys once an address has sent too many for the location (a right key always passes). requeue.php and started.php carry no key: a test id h3lens gave out is the proof.' }
 }
 const NOTE_MARK = '\n\n**Auth:** '
 

@@ -14,12 +14,13 @@ const RETRY_AFTER_S = 5
  * leaks nothing.
  */
 export default fp(async (app) => {
+  app.addHook('onRoute', (route) => documentErrors(route))
   app.setErrorHandler((/** @type {any} */ err, request, reply) => {
     if (err.validation) {
       // 400 unless the route's schemaErrorFormatter chose another status
       // (the results route answers 422 for values out of range).
       const status = err.statusCode ?? 400
-      return reply.code(status).send({ statusCode: status, error: httpReason(status), message: describeValidation(err), field: fieldOf(err.validation[0]) })
+      return reply.code(status).send({ statusCode: status, error: httpReason(status), message: describeValidation(err), field: fieldOf(err.validation[0]) ?? err.validationContext ?? 'body' })
     }
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ err: err.message, url: request.routeOptions.url, method: request.method }, 'database unavailable')
@@ -36,9 +37,15 @@ export default fp(async (app) => {
       request.log.error({ err, url: request.routeOptions.url ?? 'unmatched', method: request.method }, 'request failed')
       return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'something went wrong on the server; it has been logged' })
     }
+    const message = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+      ? `this route does not read a body of type ${request.headers['content-type'] ?? '(none)'}; send ${bodyTypesOf(request).join(' or ')}`
+      : err.message
     /** @type {{ statusCode: number, error: string, message: string, field?: string, line?: number, code?: string }} */
-    const body = { statusCode: status, error: httpReason(status), message: err.message }
+    const body = { statusCode: status, error: httpReason(status), message }
     if (err.field) body.field = err.field
+    // Fastify's own body errors (a Content-Length that does not match the
+    // body) are about the body as a whole.
+    else if (status === 400 && String(err.code).startsWith('FST_ERR_CTP_')) body.field = 'body'
     if (err.line) body.line = err.line
     if (err.code && !String(err.code).startsWith('FST_')) body.code = err.code
     return reply.code(status).send(body)
@@ -47,6 +54,46 @@ export default fp(async (app) => {
     reply.code(404).send({ statusCode: 404, error: 'Not Found', message: `no route for ${request.method} ${request.url.split('?')[0]}` })
   })
 }, { name: 'errors' })
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
+
+/**
+ * The content types a route reads: those its body schema names, or JSON.
+ * @param {import('fastify').FastifyRequest} request
+ */
+function bodyTypesOf (request) {
+  const types = Object.keys(/** @type {any} */ (request.routeOptions.schema)?.body?.content ?? {})
+  return types.length ? types : ['application/json']
+}
+
+/**
+ * The answers this handler and the plugins give on any route, in the route's
+ * OpenAPI responses, so the document lists every status the server sends
+ * (test/openapi.test.js and the fuzzer check it). A route's own entry for a
+ * status wins.
+ *   - 400: every /api/ route refuses unknown query parameters
+ *     (api/plugins/input-guard.js), malformed ids and bodies;
+ *   - 413 and 415: a route that takes a body refuses one over its limit or
+ *     of a type it does not read;
+ *   - 503: a route that reads the database answers so while it is down.
+ * @param {import('fastify').RouteOptions} route
+ */
+function documentErrors (route) {
+  const schema = /** @type {any} */ (route.schema)
+  if (!schema?.response || schema.hide) return
+  const { url } = route
+  /** @type {Record<number, object>} */
+  const common = {}
+  if (url.startsWith('/api/')) common[400] = { $ref: 'badRequest#' }
+  if ([route.method].flat().some((m) => BODY_METHODS.has(m))) {
+    common[413] = { $ref: 'error#', description: 'The body is larger than this route takes' }
+    common[415] = { $ref: 'error#', description: 'The body\'s content-type is not one this route reads' }
+  }
+  if (url.startsWith('/api/v1/') || url.startsWith('/work/') || url === '/metrics') {
+    common[503] = { $ref: 'error#', description: `The database is unreachable; retry after Retry-After (${RETRY_AFTER_S} s)` }
+  }
+  schema.response = { ...common, ...schema.response }
+}
 
 const RANGE_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'])
 
@@ -69,8 +116,10 @@ function describeValidation (err) {
   const where = err.validationContext === 'body' ? '' : `${err.validationContext} `
   const field = fieldOf(v)
   switch (v.keyword) {
-    case 'additionalProperties':
-      return `unknown field "${v.params.additionalProperty}"${field ? ` in ${field}` : ''}`
+    case 'additionalProperties': {
+      const parent = (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.')
+      return `unknown field "${v.params.additionalProperty}"${parent ? ` in ${parent}` : ''}`
+    }
     case 'required':
       return `${where}${v.params.missingProperty} is required`
     case 'format':
@@ -91,6 +140,7 @@ function fieldOf (v) {
   if (!v) return undefined
   const path = (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.')
   if (v.keyword === 'required') return path ? `${path}.${v.params.missingProperty}` : v.params.missingProperty
+  if (v.keyword === 'additionalProperties') return path ? `${path}.${v.params.additionalProperty}` : v.params.additionalProperty
   return path || undefined
 }
 

@@ -5,7 +5,15 @@ import fp from 'fastify-plugin'
 // deep); a 1 MiB body of nested brackets would otherwise cost a deep walk.
 const MAX_DEPTH = 64
 
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
 /**
+ * JSON bodies must be UTF-8 (RFC 8259). Fastify's own parser reads the bytes
+ * as UTF-8 and turns what is not into U+FFFD, so a label sent in Latin-1 or
+ * UTF-16 would be stored changed, with a 201. This parser decodes strictly
+ * and answers 400 naming the first bad byte; the text then goes through
+ * Fastify's parser (which refuses __proto__ and constructor.prototype keys).
+ *
  * Input that passes JSON and schema checks but that PostgreSQL refuses:
  * a NUL character (text cannot hold it) and a lone UTF-16 surrogate (jsonb
  * rejects the escape). Caught here they are a 400 that names the field;
@@ -16,6 +24,25 @@ const MAX_DEPTH = 64
  * none.
  */
 export default fp(async (app) => {
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = /** @type {Buffer} */ (body)
+    let text
+    try {
+      text = utf8.decode(bytes)
+    } catch {
+      return done(badBody(`is not valid UTF-8 (${whereUtf8Breaks(bytes)}); send JSON as UTF-8 text`), undefined)
+    }
+    parseJson(request, text, (/** @type {any} */ err, /** @type {unknown} */ value) => {
+      if (!err) return done(null, value)
+      if (text.trim() === '') return done(badBody('is empty; send a JSON value, or no content-type with no body'), undefined)
+      let why = 'it has a __proto__ or constructor.prototype key'
+      try { JSON.parse(text) } catch (/** @type {any} */ e) { why = e.message }
+      done(badBody(`is not valid JSON (${why})`), undefined)
+    })
+  })
+
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith('/api/') || !route.schema || route.schema.hide) return
     route.schema.querystring ??= { type: 'object', additionalProperties: false, properties: {} }
@@ -36,6 +63,48 @@ export default fp(async (app) => {
     }
   })
 }, { name: 'input-guard' })
+
+/** @param {string} problem what is wrong with the body, after "the body" */
+function badBody (problem) {
+  return Object.assign(new Error(`the body ${problem}`), { statusCode: 400, field: 'body' })
+}
+
+/**
+ * Where the first byte that breaks UTF-8 is, for the 400: the longest prefix
+ * that still decodes as the start of a UTF-8 text is found by bisection (a
+ * prefix of a good prefix is good), so a 1 MiB body costs ~20 decodes.
+ * @param {Uint8Array} bytes bytes that are not valid UTF-8
+ */
+export function whereUtf8Breaks (bytes) {
+  const goodStart = (/** @type {number} */ n) => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, n), { stream: true })
+      return true
+    } catch {
+      return false
+    }
+  }
+  if (goodStart(bytes.length)) return 'it ends in the middle of a character'
+  let good = 0
+  let bad = bytes.length
+  while (bad - good > 1) {
+    const mid = (good + bad) >>> 1
+    if (goodStart(mid)) good = mid
+    else bad = mid
+  }
+  // The decoder refused byte bad - 1; a character it had begun before it
+  // (a lead byte with too few continuation bytes) is where the text breaks.
+  let start = bad - 1
+  for (let k = bad - 2; k >= Math.max(0, bad - 4) && bytes[k] >= 0x80; k--) {
+    if (bytes[k] >= 0xc0) {
+      const length = bytes[k] >= 0xf0 ? 4 : bytes[k] >= 0xe0 ? 3 : 2
+      if (length > bad - 1 - k) start = k
+      break
+    }
+  }
+  const hex = [...bytes.subarray(start, bad)].map((b) => `0x${b.toString(16).toUpperCase().padStart(2, '0')}`).join(' ')
+  return `${start === bad - 1 ? 'byte' : 'bytes'} ${hex} at offset ${start}`
+}
 
 /**
  * @param {unknown} value

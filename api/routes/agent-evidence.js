@@ -3,6 +3,7 @@
 import { storeNetlog } from '../../lib/store/netlogs.js'
 import { MODES } from '../../lib/measurement/modes.js'
 import { PROBE_IDS as PROBES } from '../../lib/measurement/probes/index.js'
+import { ValidationError } from '../../lib/runtime/errors.js'
 import { errorResponses, idParams } from '../schemas.js'
 
 /**
@@ -25,6 +26,8 @@ export default async function agentEvidenceRoutes (app) {
       tags: ['agent protocol'],
       security: [{ agentToken: [] }],
       params: idParams,
+      // No type: the body is a Buffer, which the handler checks is gzip.
+      body: { content: { 'application/gzip': { schema: { description: 'The net log, gzip-compressed' } } } },
       querystring: {
         type: 'object',
         additionalProperties: false,
@@ -48,7 +51,7 @@ export default async function agentEvidenceRoutes (app) {
     Querystring: { mode: string, view: string, probe: string, kind: 'run' | 'rerun', raw_bytes?: number } }>} */ request, reply) => {
     const body = request.body
     if (!Buffer.isBuffer(body) || body.length < 2 || body[0] !== 0x1f || body[1] !== 0x8b) {
-      return reply.badRequest('the body must be a gzip-compressed net log with content-type application/gzip')
+      throw new ValidationError('the body must be a gzip-compressed net log with content-type application/gzip', 'body')
     }
     const q = request.query
     return storeNetlog(app.db, {

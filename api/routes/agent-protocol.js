@@ -49,6 +49,10 @@ export default async function agentProtocolRoutes (app) {
           type: 'object',
           properties: {
             lease_seconds: { type: 'integer' },
+            allow_private_targets: {
+              type: 'boolean',
+              description: 'H3LENS_ALLOW_PRIVATE_TARGETS of the API: when false, the agent blocks every request of a run to a host that is or resolves to a non-public address'
+            },
             location: { $ref: 'location#' },
             jobs: {
               type: 'array',
@@ -72,6 +76,11 @@ export default async function agentProtocolRoutes (app) {
                       'and submit them under their arm\'s mode with details.arm_protocol'
                   },
                   force_quic_origins: { type: 'array', items: { type: 'string' }, description: 'Origins seen advertising h3 (options.force_quic = all)' },
+                  backed_off_timeouts: {
+                    type: ['integer', 'null'],
+                    description: 'Set when the monitor is backed off at this location: its last n rounds here timed out. ' +
+                      'The round then gets one page timeout in all instead of two (docs/OPERATIONS.md)'
+                  },
                   netlog_thresholds: { type: 'object', additionalProperties: { type: 'number' }, description: 'p99 per "probe/mode" of recent runs; a run above it is run again with a net log' }
                 }
               }
@@ -88,7 +97,7 @@ export default async function agentProtocolRoutes (app) {
     const jobs = await claimJobs(app.db, { agentId: request.agent.id, locationId: request.agent.location_id, limit: body.limit ?? 1, leaseSeconds })
     for (const job of jobs) Object.assign(job, await measurementHints(app.db, job))
     const location = await getLocation(app.db, request.agent.location_id)
-    return { lease_seconds: leaseSeconds, location, jobs }
+    return { lease_seconds: leaseSeconds, allow_private_targets: app.config.allowPrivateTargets, location, jobs }
   })
 
   app.post('/jobs/:id/heartbeat', {
@@ -231,7 +240,9 @@ export default async function agentProtocolRoutes (app) {
 
   app.post('/jobs/:id/fail', {
     schema: {
-      description: 'The agent could not run the job at all. It is retried with back-off until attempts run out.',
+      description: 'The agent could not run the job: an infrastructure fault (its browser did not start or went away), never the page\'s failure. ' +
+        'Nothing of the attempt is stored; the round runs again as a new attempt, with back-off, until attempts run out, and the job keeps the cause. ' +
+        'Counted in the agent\'s health (faults, last_fault on GET /agents).',
       tags,
       security,
       params: idParams,

@@ -2,6 +2,7 @@
 import { createRule, getRule, listRules, updateRule, deleteRule } from '../../lib/store/alert-rules.js'
 import { createChannel, getChannel, listChannels, updateChannel, deleteChannel } from '../../lib/store/alert-channels.js'
 import { sendTest, listDeliveries } from '../../lib/store/alert-deliveries.js'
+import { targetPolicy } from '../../lib/measurement/targets.js'
 import { currentAlerts, alertHistory } from '../../lib/store/alert-states.js'
 import { errorResponses, idParams } from '../schemas.js'
 import { ruleCreateBody, rulePatchBody, channelCreateBody, channelPatchBody, alertFilterQuery } from '../alert-schemas.js'
@@ -10,7 +11,7 @@ const items = (/** @type {string} */ ref) => ({ type: 'object', properties: { it
 
 /** @param {import('fastify').FastifyInstance} app see api/routes/monitors.js */
 export default async function alertRoutes (app) {
-  const policy = { allowPrivateTargets: app.config.allowPrivateTargets }
+  const policy = targetPolicy(app.config)
 
   // Rules
   const rules = ['alerts']
@@ -48,7 +49,8 @@ export default async function alertRoutes (app) {
     schema: {
       description: 'Add a webhook channel. Each notification is a POST of the alertNotification body (format json) or {"text"} (format slack), signed: ' +
         'X-H3lens-Timestamp is the unix time in seconds, X-H3lens-Signature is "v1=" followed by the hex HMAC-SHA256 of `<timestamp>.<raw body>` keyed with the secret. ' +
-        'The secret is write-only. Private addresses are refused unless H3LENS_ALLOW_PRIVATE_TARGETS=true.',
+        'The secret is write-only. Unless H3LENS_ALLOW_PRIVATE_TARGETS=true, url must be on a host that resolves to public addresses only ' +
+        '(not loopback, private, link-local…), checked now and again as each delivery connects.',
       tags: channels,
       body: channelCreateBody,
       response: { 201: { $ref: 'alertChannel#' }, ...errorResponses }
@@ -84,7 +86,7 @@ export default async function alertRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (/** @type {import('../types.js').IdRequest} */ request) => sendTest(app.db, request.params.id))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => sendTest(app.db, request.params.id, policy))
 
   const attempt = { type: 'object', properties: { at: { type: 'string' }, status_code: { type: ['integer', 'null'] }, error: { type: ['string', 'null'] }, duration_ms: { type: 'number' } } }
   app.get('/channels/:id/deliveries', {

@@ -134,8 +134,8 @@ export default async function comparisonRoutes (app) {
     if (metric !== q.metric) request.deprecatedMetric = q.metric
     const to = q.to ? new Date(q.to) : new Date()
     const from = q.from ? new Date(q.from) : new Date(+to - DAY)
-    if (from > to) throw app.httpErrors.badRequest('from must not be after to')
-    if (+to - +from > MAX_WINDOW_DAYS * DAY) throw app.httpErrors.badRequest(`the window is longer than ${MAX_WINDOW_DAYS} days; choose a shorter from/to`)
+    if (from > to) throw new ValidationError('from must not be after to', 'from')
+    if (+to - +from > MAX_WINDOW_DAYS * DAY) throw new ValidationError(`the window is longer than ${MAX_WINDOW_DAYS} days; choose a later from or an earlier to`, 'from')
     const aligned = {
       from: new Date(Math.floor(+from / FIVE_MINUTES) * FIVE_MINUTES),
       to: new Date(Math.ceil(+to / FIVE_MINUTES) * FIVE_MINUTES)
@@ -149,16 +149,16 @@ export default async function comparisonRoutes (app) {
   /** @param {string | undefined} text */
   function parsePercentiles (text) {
     const parts = String(text).split(',').map((s) => s.trim()).filter(Boolean)
-    if (!parts.length) throw app.httpErrors.badRequest('percentiles is empty; give a list such as 50,95')
+    if (!parts.length) throw new ValidationError('percentiles is empty; give a list such as 50,95', 'percentiles')
     const out = []
     for (const s of parts) {
       const p = Number(s)
       if (!/^\d+(\.\d+)?$/.test(s) || !(p > 0 && p < 100)) {
-        throw app.httpErrors.badRequest(`"${s}" is not a percentile; use numbers above 0 and below 100, such as 50,95,99`)
+        throw new ValidationError(`percentiles: "${s}" is not a percentile; use numbers above 0 and below 100, such as 50,95,99`, 'percentiles')
       }
       out.push(p)
     }
-    if (out.length > 20) throw app.httpErrors.badRequest('at most 20 percentiles at once')
+    if (out.length > 20) throw new ValidationError('percentiles: at most 20 percentiles at once', 'percentiles')
     return [...new Set(out)].sort((a, b) => a - b)
   }
 
@@ -497,13 +497,19 @@ export default async function comparisonRoutes (app) {
           format: { type: 'string', enum: ['json', 'csv'], default: 'json' }
         }
       },
-      response: { 200: trendsResponse, ...errorResponses }
+      response: {
+        200: {
+          description: 'The series as JSON, or with format=csv as a CSV download',
+          content: { 'application/json': { schema: trendsResponse }, 'text/csv': { schema: { type: 'string' } } }
+        },
+        ...errorResponses
+      }
     }
   }, async (/** @type {WindowRequest<{ bucket: keyof typeof TIERS, format: 'json' | 'csv' }>} */ request, reply) => {
     const q = await readQuery(request)
     const bucket = request.query.bucket
     if (bucketCount(bucket, q.from, q.to) > MAX_POINTS) {
-      throw app.httpErrors.badRequest(`${bucketCount(bucket, q.from, q.to)} buckets of ${bucket} is too many for one series (max ${MAX_POINTS}); use a wider bucket (1h or 1d) or a shorter window`)
+      throw new ValidationError(`${bucketCount(bucket, q.from, q.to)} buckets of ${bucket} is too many for one series (max ${MAX_POINTS}); use a wider bucket (1h or 1d) or a shorter window`, 'bucket')
     }
     const t = await trends(app.db, { monitorId: q.monitor.id, metric: q.metric, bucket, from: q.from, to: q.to, percentiles: q.percentiles, probe: q.probe, view: q.view })
     if (request.query.format === 'csv') {

@@ -1,4 +1,6 @@
 import { createMonitor, getMonitor, listMonitors, updateMonitor, deleteMonitor } from '../../lib/store/monitors.js'
+import { targetPolicy } from '../../lib/measurement/targets.js'
+import { backoffsOf } from '../../lib/store/round-backoffs.js'
 import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '../schemas.js'
 
 /**
@@ -9,12 +11,18 @@ import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '.
  */
 export default async function monitorRoutes (app) {
   const tags = ['monitors']
-  const policy = { allowPrivateTargets: app.config.allowPrivateTargets }
+  const policy = targetPolicy(app.config)
+  /** Each monitor with the locations it is backed off at (lib/store/round-backoffs.js). @param {Record<string, any>[]} monitors */
+  const withBackoffs = async (monitors) => {
+    const backoffs = await backoffsOf(app.db, monitors.map((m) => m.id))
+    return monitors.map((m) => ({ ...m, backed_off: backoffs.get(Number(m.id)) ?? [] }))
+  }
 
   app.post('/monitors', {
     schema: {
       description: 'Add a URL to monitor. It is measured with H2 and H3 from each location every interval_s seconds; the first round is due at once. ' +
-        'Monitors on real locations may not target loopback, private or link-local addresses unless H3LENS_ALLOW_PRIVATE_TARGETS=true. ' +
+        'Unless H3LENS_ALLOW_PRIVATE_TARGETS=true, url and the probe URLs must be on hosts that resolve to public addresses only (not loopback, private, link-local…), ' +
+        'or on the lab origin for lab locations only; the agents check again on every request of a run. ' +
         'With aa_protocol set it is an A/A calibration monitor: both arms load with that protocol, stored as h2 (arm A) and h3 (arm B), so its comparison shows the noise floor. ' +
         'min_effect_pct and min_effect_ms set the practical minimum effect a verdict needs (default max(2%, 1 ms)).',
       tags,
@@ -32,11 +40,11 @@ export default async function monitorRoutes (app) {
       tags,
       response: { 200: { type: 'object', properties: { items: { type: 'array', items: { $ref: 'monitor#' } } } } }
     }
-  }, async () => ({ items: await listMonitors(app.db) }))
+  }, async () => ({ items: await withBackoffs(await listMonitors(app.db)) }))
 
   app.get('/monitors/:id', {
     schema: { description: 'One monitor.', tags, params: idParams, response: { 200: { $ref: 'monitor#' }, ...errorResponses } }
-  }, async (/** @type {import('../types.js').IdRequest} */ request) => getMonitor(app.db, request.params.id))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => (await withBackoffs([await getMonitor(app.db, request.params.id)]))[0])
 
   app.patch('/monitors/:id', {
     schema: {

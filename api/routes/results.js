@@ -1,3 +1,4 @@
+import { ValidationError } from '../../lib/runtime/errors.js'
 import { getMonitor } from '../../lib/store/monitors.js'
 import { listResults, getResult } from '../../lib/store/results.js'
 import { errorResponses, idParams, resultFilterQuery } from '../schemas.js'
@@ -35,7 +36,7 @@ export default async function resultRoutes (app) {
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Querystring: import('../types.js').ResultFilterQuery & { limit: number, cursor?: string } }>} */ request) => {
     const q = request.query
-    if (q.from && q.to && Date.parse(q.from) > Date.parse(q.to)) throw app.httpErrors.badRequest('from must not be after to')
+    if (q.from && q.to && Date.parse(q.from) > Date.parse(q.to)) throw new ValidationError('from must not be after to', 'from')
     await getMonitor(app.db, request.params.id)
     const page = await listResults(app.db, { monitorId: request.params.id, ...q })
     for (const item of page.items) withReason(item)

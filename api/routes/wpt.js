@@ -29,7 +29,20 @@ const agentQuery = (/** @type {string[]} */ required, properties = {}) => ({
   required,
   properties: { location: text, pc: text, key: text, version: text, ...properties }
 })
-const plain = { 200: { type: 'string' } }
+const textBody = (/** @type {string} */ description) => ({ description, content: { 'text/plain': { schema: { type: 'string' } } } })
+const plain = { 200: textBody('Empty, or a word the agent reads') }
+// The agent's query string may carry fields of its own beyond those read
+// here, so its length has no bound the schema could state: Node answers a
+// request line and headers over 16 KB with 431.
+const tooLong = { 431: { $ref: 'error#', description: 'The query string is too long to read (the request line and headers are over 16 KB)' } }
+// What the agent hears when its location or key is wrong (admit, below);
+// schema errors in the query string are JSON, as on every route.
+const refused = {
+  ...tooLong,
+  400: { $ref: 'badRequest#' },
+  403: textBody('Wrong location or key'),
+  429: textBody('Too many wrong keys from this address for this location this minute; see Retry-After. A right key is never refused so.')
+}
 
 /**
  * The query string of agentQuery (the agent's own extra fields are not read).
@@ -49,8 +62,11 @@ export default async function wptRoutes (app) {
 
   /**
    * The agent this request comes from, marked seen; or a 403 (wrong
-   * location or key) / 429 (too many of those from this address for this
-   * location) already sent.
+   * location or key) / 429 (too many wrong keys from this address for this
+   * location) already sent. A right key is checked first and always passes:
+   * behind a reverse proxy every agent shares one address, so a stranger's
+   * wrong keys must not lock a location's agents out (as for REST keys,
+   * api/plugins/auth.js).
    * @param {AgentRequest} request
    * @param {import('fastify').FastifyReply} reply
    */
@@ -58,24 +74,23 @@ export default async function wptRoutes (app) {
     const q = request.query
     // An upload turned away here is lost (the agent never retries): its log line names the test.
     const test = (/** @type {{ id?: string }} */ (q)).id
+    // The right key is checked first and always passes: wrong keys from the
+    // same address (a reverse proxy's) never lock a location's agents out.
+    if (q.location && q.key && await wptKeyValid(app.db, { location: q.location, key: q.key })) {
+      if (!q.pc) throw new ValidationError('pc is required (the agent\'s name)', 'pc')
+      return wptAgent(app.db, { location: q.location, pc: q.pc, version: q.version ?? null })
+    }
+    // A blocked address's wrong keys are answered without being logged one by one.
     const wait = failures.blockedFor(request)
-    if (wait) {
+    if (!wait) request.log.warn({ ip: request.ip, location: q.location, agent: q.pc, ...(test ? { test, status: 403 } : {}) }, 'WPT agent refused: wrong location or key')
+    const blocked = wait || await failures.record(request)
+    if (blocked) {
       if (test) request.log.warn({ ip: request.ip, location: q.location, agent: q.pc, test, status: 429 }, 'WPT upload refused: too many wrong keys from this address')
-      await reply.code(429).header('retry-after', String(wait)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${wait} s`)
+      await reply.code(429).header('retry-after', String(blocked)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${blocked} s`)
       return null
     }
-    if (!q.location || !q.key || !(await wptKeyValid(app.db, { location: q.location, key: q.key }))) {
-      request.log.warn({ ip: request.ip, location: q.location, agent: q.pc, ...(test ? { test, status: 403 } : {}) }, 'WPT agent refused: wrong location or key')
-      const blocked = await failures.record(request)
-      if (blocked) {
-        await reply.code(429).header('retry-after', String(blocked)).type('text/plain').send(`too many wrong keys for location ${q.location}; try again in ${blocked} s`)
-        return null
-      }
-      await reply.code(403).type('text/plain').send('wrong location or key: create a key with "h3lens agents wpt-key --location ID"')
-      return null
-    }
-    if (!q.pc) throw new ValidationError('pc is required (the agent\'s name)', 'pc')
-    return wptAgent(app.db, { location: q.location, pc: q.pc, version: q.version ?? null })
+    await reply.code(403).type('text/plain').send('wrong location or key: create a key with "h3lens agents wpt-key --location ID"')
+    return null
   }
 
   /**
@@ -101,7 +116,13 @@ export default async function wptRoutes (app) {
       description: 'wptagent asks for work. Answers one WPT test as JSON (one arm of an h3lens round), or an empty body when there is none.',
       tags,
       querystring: agentQuery(['location'], { f: text }),
-      response: { ...plain, 200: { description: 'A job as JSON, or empty' } }
+      response: {
+        200: {
+          description: 'One WPT test as JSON, or an empty text body when there is no work',
+          content: { 'application/json': { schema: { type: 'object', additionalProperties: true } }, 'text/plain': { schema: { type: 'string', maxLength: 0 } } }
+        },
+        ...refused
+      }
     }
   }, async (/** @type {AgentRequest<{ f?: string }>} */ request, reply) => {
     const agent = await admit(request, reply)
@@ -120,7 +141,7 @@ export default async function wptRoutes (app) {
   })
 
   app.get('/work/ping.php', {
-    schema: { description: 'wptagent\'s heartbeat, at most once a minute; with test= it is still on that test.', tags, querystring: agentQuery(['location'], { test: text }), response: plain }
+    schema: { description: 'wptagent\'s heartbeat, at most once a minute; with test= it is still on that test.', tags, querystring: agentQuery(['location'], { test: text }), response: { ...plain, ...refused } }
   }, async (/** @type {AgentRequest<{ test?: string }>} */ request, reply) => {
     const agent = await admit(request, reply)
     if (!agent) return reply
@@ -129,7 +150,7 @@ export default async function wptRoutes (app) {
   })
 
   app.get('/work/started.php', {
-    schema: { description: 'Sent only for jobs that carry work_server and jobID, which h3lens never sends.', tags, querystring: { type: 'object', additionalProperties: true, properties: { id: text } }, response: plain }
+    schema: { description: 'Sent only for jobs that carry work_server and jobID, which h3lens never sends.', tags, querystring: { type: 'object', additionalProperties: true, properties: { id: text } }, response: { ...plain, ...tooLong, 400: { $ref: 'badRequest#' } } }
   }, async (request, reply) => reply.type('text/plain').send(''))
 
   app.get('/work/requeue.php', {
@@ -137,7 +158,7 @@ export default async function wptRoutes (app) {
       description: 'The agent stopped mid-test: its round goes back to the queue without using up an attempt. The agent sends no key; the test id, which carries random characters, is the proof.',
       tags,
       querystring: { type: 'object', additionalProperties: true, required: ['id', 'location'], properties: { id: text, location: text, sig: text } },
-      response: plain
+      response: { 200: textBody('"requeued", or empty when the test was not out'), ...tooLong, 400: { $ref: 'badRequest#' } }
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Querystring: { id: string, location: string, sig?: string } }>} */ request, reply) => {
     const requeued = await requeueTest(app.db, { testId: request.query.id, location: request.query.location })
@@ -166,7 +187,7 @@ export default async function wptRoutes (app) {
       }),
       response: {
         200: { type: 'object', properties: { stored: { type: 'integer' }, duplicates: { type: 'integer' }, round_done: { type: 'boolean' } } },
-        400: { $ref: 'error#' },
+        ...refused,
         409: { $ref: 'error#' },
         413: { $ref: 'error#' },
         422: { $ref: 'error#' }
@@ -226,9 +247,10 @@ async function uploadedZip (request) {
 
 /**
  * Wrong keys counted per client address and location: an address that keeps
- * guessing one location's key is turned away from that location for the rest
- * of the minute, while agents of other locations behind the same address (a
- * shared NAT) go on polling.
+ * guessing one location's key has its further wrong keys for that location
+ * answered 429 for the rest of the minute. Right keys are never limited by
+ * it, and agents of other locations behind the same address (a shared NAT,
+ * a reverse proxy) are not counted with it.
  * @param {import('fastify').FastifyInstance} app
  */
 function wrongKeyLimiter (app) {

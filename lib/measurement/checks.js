@@ -45,7 +45,11 @@ export const FAILURE_KINDS = Object.freeze({
   /** The document's body ended before its declared length, or the network failed after its headers. */
   truncated: 'truncated',
   /** The H3 arm's origin refused QUIC and advertises no Alt-Svc h3. */
-  h3_unsupported: 'h3_unsupported'
+  h3_unsupported: 'h3_unsupported',
+  /** The document answered 2xx with an empty body, and the monitor does not allow empty pages (options.allow_empty). */
+  empty: 'empty',
+  /** The page's renderer process crashed (out of memory, or a bug the page triggers) while the browser ran on. */
+  renderer_crashed: 'renderer_crashed'
 })
 
 /**

@@ -79,7 +79,9 @@ export function toSubmission (m, { rtt, rttSource = null }) {
     { protocol: m.observed_protocol ?? null, connect_ms: m.connect_ms ?? null, ttfb_ms: m.ttfb_ms ?? null }, rtt)
   out.connect_rtt = connectRtt
   out.ttfb_rtt = ttfbRtt
-  out.notes = [...notes, ...(m.netlog?.summary?.findings ?? []).map((/** @type {import('./netlog.js').Finding} */ f) => ({ ...f, source: `netlog (${m.netlog.kind})` }))]
+  out.notes = [...notes, ...(m.notes ?? []), ...(m.netlog?.summary?.findings ?? []).map((/** @type {import('./netlog.js').Finding} */ f) => ({ ...f, source: `netlog (${m.netlog.kind})` })),
+    // Requests the private-target guard refused (agents/target-guard.js).
+    ...(m.guard_notes ?? [])]
   out.measured_at = new Date().toISOString()
   out.details = { requests: m.requests_detail ?? [], origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource, protocol_reason: protocolReason(m) }
   for (const k of DETAILS) if (m[k] !== undefined) out.details[k] = m[k]

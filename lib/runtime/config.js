@@ -1,6 +1,7 @@
 // Configuration is read from the environment (and CLI flags) exactly once, at
 // process start, and validated in one place so that a typo fails fast with the
 // name of the variable instead of surfacing later as an odd runtime error.
+import net from 'node:net'
 import path from 'node:path'
 
 export class ConfigError extends Error {
@@ -47,7 +48,8 @@ export const VARIABLES = /** @type {const} */ ([
   { name: 'H3LENS_PUBLIC_READ', key: 'publicRead', type: 'bool', default: false, description: 'let anyone read the REST API and /metrics without a key (writes still need a write key)' },
   { name: 'H3LENS_AUTH_FAILURES_PER_MIN', key: 'authFailuresPerMin', type: 'int', min: 0, max: 100000, default: 20, description: 'wrong keys or tokens one client address may present per minute before its wrong ones get 429; right keys and tokens are never limited by it (0 = no limit)' },
   { name: 'H3LENS_AGENT_REQUESTS_PER_MIN', key: 'agentRequestsPerMin', type: 'int', min: 0, max: 1000000, default: 600, description: 'requests one agent token may make per minute before it gets 429 (0 = no limit)' },
-  { name: 'H3LENS_ALLOW_PRIVATE_TARGETS', key: 'allowPrivateTargets', type: 'bool', default: false, description: 'allow monitors on real locations to target loopback, private and link-local addresses' },
+  { name: 'H3LENS_ALLOW_PRIVATE_TARGETS', key: 'allowPrivateTargets', type: 'bool', default: false, description: 'let monitors and webhooks target loopback, private and link-local addresses and hosts that do not resolve (the API\'s setting; agents follow it)' },
+  { name: 'H3LENS_DNS_SERVERS', key: 'dnsServers', type: 'dnsServers', default: null, description: 'DNS servers (address or address:port, comma-separated) the private-target guard resolves monitor and webhook hosts with, after /etc/hosts; unset = the system resolver' },
   { name: 'H3LENS_COMPARISON_MAX_AGE_S', key: 'comparisonMaxAgeS', type: 'int', min: 0, max: 3600, default: 60, description: 'api: how old a computed comparison may be when it is served again (0 = compute every time); past half of it the next request refreshes it in the background. computed_at and the Age header say how old an answer is; an import is seen at once' },
   { name: 'H3LENS_ALERT_EVAL_S', key: 'alertEvalS', type: 'int', min: 10, max: 3600, default: 60, description: 'seconds between evaluations of the alert rules (one replica evaluates each time)' },
   { name: 'H3LENS_PUBLIC_URL', key: 'publicUrl', type: 'httpUrl', default: null, description: 'the dashboard\'s address as people reach it, for evidence links in alert notifications' },
@@ -69,7 +71,7 @@ export const VARIABLES = /** @type {const} */ ([
 /**
  * What each parser of a variable's `type` returns.
  * @typedef {{ string: string, path: string, port: number, int: number, bool: boolean,
- *   slug: string, httpUrl: string, postgresUrl: string }} ParsedTypes
+ *   slug: string, httpUrl: string, postgresUrl: string, dnsServers: string[] }} ParsedTypes
  */
 
 /**
@@ -82,7 +84,7 @@ export const VARIABLES = /** @type {const} */ ([
  *   | (V['default'] extends null ? null : never) }, 'apiUrl'> & { apiUrl: string }} Config
  */
 
-/** @type {{ [T in Variable['type']]: (v: string, spec: VariableSpec) => string | number | boolean }} */
+/** @type {{ [T in Variable['type']]: (v: string, spec: VariableSpec) => string | number | boolean | string[] }} */
 const PARSERS = {
   string: (v) => v,
   path: (v) => path.resolve(v),
@@ -119,6 +121,12 @@ const PARSERS = {
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('must use http or https')
     return v.replace(/\/+$/, '')
   },
+  dnsServers: (v) => {
+    const servers = v.split(',').map((s) => s.trim()).filter(Boolean)
+    const bad = servers.find((s) => !net.isIP(s) && !/^(\d+\.\d+\.\d+\.\d+|\[[\da-f:.]+\]):\d{1,5}$/i.test(s))
+    if (!servers.length || bad) throw new Error(`must be IP addresses, each with an optional port (1.1.1.1, 127.0.0.1:5353, [::1]:53)${bad ? `; "${bad}" is not one` : ''}`)
+    return servers
+  },
   postgresUrl: (v) => {
     let u
     try { u = new URL(v) } catch { throw new Error('must be a URL such as postgres://user:pass@host:5432/db') }
@@ -141,7 +149,7 @@ export function isSlug (v) {
  * @returns {Config}
  */
 export function loadConfig (env, flags = {}) {
-  /** @type {Record<string, string | number | boolean | null>} */
+  /** @type {Record<string, string | number | boolean | string[] | null>} */
   const config = {}
   /** @type {string[]} */
   const problems = []

@@ -7,6 +7,8 @@ import { getLocation } from './locations.js'
 // An agent counts as alive when it was seen within this many seconds; agents
 // poll for work every few seconds, so three missed polls is a real outage.
 export const AGENT_ALIVE_S = 60
+// An agent with an infrastructure fault this recent is shown as faulty.
+export const AGENT_FAULT_RECENT_S = 3600
 const TOUCH_RESOLUTION_S = 5
 
 /** @param {string} token */
@@ -68,8 +70,9 @@ export async function touchAgent (db, agentId, { version, browser_version: brows
 export async function listAgents (db) {
   const { rows } = await db.query(
     `SELECT id, location_id, name, kind, version, browser_version, last_seen_at, last_result_at, created_at, revoked_at,
-            (revoked_at IS NULL AND last_seen_at > now() - make_interval(secs => $1)) AS alive
-       FROM agents ORDER BY location_id, id`, [AGENT_ALIVE_S])
+            (revoked_at IS NULL AND last_seen_at > now() - make_interval(secs => $1)) AS alive,
+            faults, last_fault_at, last_fault, coalesce(last_fault_at > now() - make_interval(secs => $2), false) AS faulty
+       FROM agents ORDER BY location_id, id`, [AGENT_ALIVE_S, AGENT_FAULT_RECENT_S])
   return rows
 }
 

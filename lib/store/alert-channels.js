@@ -9,8 +9,10 @@
 // bytes, compares in constant time and refuses timestamps more than a few
 // minutes old (replays). The secret is never returned by the API nor logged.
 import crypto from 'node:crypto'
+import http from 'node:http'
+import https from 'node:https'
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
-import { checkPublicTarget } from '../measurement/targets.js'
+import { checkPublicTarget, guardedLookup, guardMessage, literalReason, systemResolver, targetHost } from '../measurement/targets.js'
 import { validateMonitorUrl } from './monitors.js'
 import { removeChannelFromRules } from './alert-rules.js'
 import { withTransaction } from './transaction.js'
@@ -37,10 +39,16 @@ export function present (row) {
 }
 
 /**
- * @param {Record<string, any>} input full channel (POST) or stored channel merged with a patch
- * @param {{ allowPrivateTargets?: boolean }} policy
+ * @typedef {{ allowPrivateTargets?: boolean, resolve?: (host: string) => Promise<string[]> }} TargetPolicy
+ * allowPrivateTargets: webhooks may go to any host (H3LENS_ALLOW_PRIVATE_TARGETS);
+ * resolve: how host names are resolved (the system's resolver by default).
  */
-async function checkChannel (input, { allowPrivateTargets = false }) {
+
+/**
+ * @param {Record<string, any>} input full channel (POST) or stored channel merged with a patch
+ * @param {TargetPolicy} policy
+ */
+async function checkChannel (input, { allowPrivateTargets = false, resolve }) {
   const c = { ...input }
   if (c.kind !== 'webhook') throw new ValidationError('kind must be webhook', 'kind')
   if (typeof c.name !== 'string' || !c.name.trim()) throw new ValidationError('name is required', 'name')
@@ -50,13 +58,7 @@ async function checkChannel (input, { allowPrivateTargets = false }) {
   } catch (/** @type {any} */ err) {
     throw new ValidationError(err.message, 'url')
   }
-  if (!allowPrivateTargets) {
-    try {
-      await checkPublicTarget(c.url)
-    } catch (/** @type {any} */ err) {
-      throw new ValidationError(err.message.replace('monitors on real locations may not target', 'webhooks may not target'), 'url')
-    }
-  }
+  if (!allowPrivateTargets) await checkPublicTarget(c.url, { resolve, subject: 'webhooks' })
   if (typeof c.secret !== 'string' || c.secret.length < MIN_SECRET_LENGTH) {
     throw new ValidationError(`secret must be at least ${MIN_SECRET_LENGTH} characters (the HMAC key of X-H3lens-Signature)`, 'secret')
   }
@@ -65,7 +67,7 @@ async function checkChannel (input, { allowPrivateTargets = false }) {
   return c
 }
 
-/** @param {import('pg').Pool} db @param {Record<string, any>} input @param {{ allowPrivateTargets?: boolean }} policy */
+/** @param {import('pg').Pool} db @param {Record<string, any>} input @param {TargetPolicy} policy */
 export async function createChannel (db, input, policy) {
   const c = await checkChannel(input, policy)
   const { rows } = await db.query(
@@ -100,7 +102,7 @@ export async function channelForSending (db, id) {
  * @param {import('pg').Pool} db
  * @param {number} id
  * @param {Record<string, any>} patch
- * @param {{ allowPrivateTargets?: boolean }} policy
+ * @param {TargetPolicy} policy
  */
 export async function updateChannel (db, id, patch, policy) {
   const current = await channelForSending(db, id)
@@ -145,37 +147,70 @@ export function verifySignature (secret, timestamp, body, signature) {
 
 /**
  * One HTTP attempt. Never throws: the outcome is data for the attempt log.
+ * Unless private targets are allowed, the address is checked again as the
+ * connection is made (the host may resolve elsewhere than when the channel
+ * was saved), and a refused one is an attempt that failed with the guard's
+ * reason.
  * @param {{ url: string, secret: string, format: string }} channel
  * @param {Record<string, any>} payload the JSON body
- * @param {{ deliveryId: number, now?: Date }} o
+ * @param {{ deliveryId: number, now?: Date, policy?: TargetPolicy }} o
  * @returns {Promise<{ ok: boolean, status_code: number | null, error: string | null, duration_ms: number }>}
  */
-export async function sendWebhook (channel, payload, { deliveryId, now = new Date() }) {
+export async function sendWebhook (channel, payload, { deliveryId, now = new Date(), policy = {} }) {
   const body = JSON.stringify(channel.format === 'slack' ? slackBody(payload) : payload)
   const timestamp = String(Math.floor(+now / 1000))
   const started = performance.now()
-  try {
-    const res = await fetch(channel.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'h3lens-alerts',
-        'x-h3lens-timestamp': timestamp,
-        'x-h3lens-signature': sign(channel.secret, timestamp, body),
-        'x-h3lens-delivery': String(deliveryId)
-      },
-      body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(SEND_TIMEOUT_MS)
-    })
-    await res.arrayBuffer().catch(() => {})
-    const ok = res.status >= 200 && res.status < 300
-    return { ok, status_code: res.status, error: ok ? null : `HTTP ${res.status}`, duration_ms: performance.now() - started }
-  } catch (err) {
-    const cause = /** @type {any} */ (err).cause
-    const error = String(cause?.code ?? cause?.message ?? /** @type {any} */ (err).message).slice(0, 500)
-    return { ok: false, status_code: null, error, duration_ms: performance.now() - started }
+  const failed = (/** @type {string} */ error) => ({ ok: false, status_code: null, error: error.slice(0, 500), duration_ms: performance.now() - started })
+  const url = new URL(channel.url)
+  /** @type {import('node:net').LookupFunction | undefined} */
+  let lookup
+  if (!policy.allowPrivateTargets) {
+    const { host, address } = targetHost(url)
+    const why = address && literalReason(address)
+    if (why) return failed(guardMessage(host, /** @type {string} */ (address), why))
+    lookup = guardedLookup(policy.resolve ?? systemResolver.resolve)
   }
+  try {
+    const status = await post(url, body, {
+      'content-type': 'application/json',
+      'user-agent': 'h3lens-alerts',
+      'x-h3lens-timestamp': timestamp,
+      'x-h3lens-signature': sign(channel.secret, timestamp, body),
+      'x-h3lens-delivery': String(deliveryId)
+    }, lookup)
+    const ok = status >= 200 && status < 300
+    return { ok, status_code: status, error: ok ? null : `HTTP ${status}`, duration_ms: performance.now() - started }
+  } catch (/** @type {any} */ err) {
+    return failed(String(err.code === 'EPRIVATETARGET' ? err.message : err.code ?? err.message))
+  }
+}
+
+/**
+ * POST `body` and read the answer to its end; redirects are not followed
+ * (a 3xx is an answer, not a delivery). SEND_TIMEOUT_MS covers the whole
+ * exchange.
+ * @param {URL} url
+ * @param {string} body
+ * @param {Record<string, string>} headers
+ * @param {import('node:net').LookupFunction | undefined} lookup
+ * @returns {Promise<number>} the status code
+ */
+function post (url, body, headers, lookup) {
+  const client = url.protocol === 'https:' ? https : http
+  return new Promise((resolve, reject) => {
+    const req = client.request(url, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+      lookup,
+      signal: AbortSignal.timeout(SEND_TIMEOUT_MS)
+    }, (res) => {
+      res.on('error', reject)
+      res.on('end', () => resolve(/** @type {number} */ (res.statusCode)))
+      res.resume()
+    })
+    req.on('error', (err) => reject(err.name === 'AbortError' ? Object.assign(err, { code: 'TimeoutError' }) : err))
+    req.end(body)
+  })
 }
 
 /**

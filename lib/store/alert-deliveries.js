@@ -42,14 +42,15 @@ export async function enqueueDeliveries (client, { eventId, channels, body, now 
 /**
  * Sends due deliveries one by one until none is due or the batch is done.
  * @param {import('pg').Pool} db
- * @param {{ now?: Date, limit?: number, log?: import('pino').Logger }} [o]
+ * @param {{ now?: Date, limit?: number, log?: import('pino').Logger, policy?: import('./alert-channels.js').TargetPolicy }} [o]
+ *   policy: whether webhooks may reach private addresses (checked again as each connects)
  * @returns {Promise<{ delivered: number, failed: number }>}
  */
-export async function deliverDue (db, { now = new Date(), limit = DELIVERIES_PER_TICK, log } = {}) {
+export async function deliverDue (db, { now = new Date(), limit = DELIVERIES_PER_TICK, log, policy } = {}) {
   let delivered = 0
   let failed = 0
   for (let i = 0; i < limit; i++) {
-    const outcome = await deliverOne(db, now, log)
+    const outcome = await deliverOne(db, now, log, policy)
     if (outcome === null) break
     if (outcome) delivered++
     else failed++
@@ -61,9 +62,10 @@ export async function deliverDue (db, { now = new Date(), limit = DELIVERIES_PER
  * @param {import('pg').Pool} db
  * @param {Date} now
  * @param {import('pino').Logger} [log]
+ * @param {import('./alert-channels.js').TargetPolicy} [policy]
  * @returns {Promise<boolean | null>} null when nothing was due
  */
-async function deliverOne (db, now, log) {
+async function deliverOne (db, now, log, policy) {
   return withTransaction(db, async (client) => {
     const { rows: [d] } = await client.query(
       `SELECT id, channel_id, body, attempts, created_at FROM alert_deliveries
@@ -74,7 +76,7 @@ async function deliverOne (db, now, log) {
     }
     const channel = await channelForSending(client, d.channel_id)
     // The timestamp header is the wall clock at sending, which receivers check for freshness.
-    const result = await sendWebhook(channel, d.body, { deliveryId: d.id })
+    const result = await sendWebhook(channel, d.body, { deliveryId: d.id, policy })
     await logAttempt(client, d.id, now, result)
     const attempts = d.attempts + 1
     if (result.ok) {
@@ -107,8 +109,9 @@ async function logAttempt (client, deliveryId, now, result) {
 /**
  * The "send test" action: one attempt now, logged like any delivery, not retried.
  * @param {import('pg').Pool} db @param {number} channelId
+ * @param {import('./alert-channels.js').TargetPolicy} [policy]
  */
-export async function sendTest (db, channelId) {
+export async function sendTest (db, channelId, policy) {
   const channel = await channelForSending(db, channelId)
   if (!channel) throw new NotFoundError(`there is no channel ${channelId}`)
   const now = new Date()
@@ -116,7 +119,7 @@ export async function sendTest (db, channelId) {
   const { rows: [d] } = await db.query(
     `INSERT INTO alert_deliveries (channel_id, kind, body, next_attempt_at, created_at, status)
      VALUES ($1, 'test', $2, $3, $3, 'failed') RETURNING id`, [channel.id, body, now])
-  const result = await sendWebhook(channel, body, { deliveryId: d.id, now })
+  const result = await sendWebhook(channel, body, { deliveryId: d.id, now, policy })
   await logAttempt(db, d.id, now, result)
   await db.query('UPDATE alert_deliveries SET status = $2, attempts = 1, delivered_at = $3, last_error = $4 WHERE id = $1',
     [d.id, result.ok ? 'delivered' : 'failed', result.ok ? now : null, result.error])

@@ -6,6 +6,7 @@ import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
 import { AGENT_ALIVE_S } from './agents.js'
 import { withTransaction } from './transaction.js'
+import { recordRoundOutcomes } from './round-backoffs.js'
 
 export const JOB_STATES = Object.freeze({
   queued: 'queued',
@@ -30,6 +31,16 @@ const STALE_MIN_S = 300
 // round, due at once, is never passed over for its second.
 const MAX_LOOK_AHEAD_MS = 5000
 
+// The longest a round waits, past its due time, for its monitor's previous
+// round to finish running (scheduleDueJobs); a quarter of the interval
+// when that is shorter, so the wait always ends well before the next round.
+const RUNNING_GRACE_S = 15
+
+// Rounds a stopped scheduler missed are recorded one by one, the last this
+// many per monitor and location (the reason of each says how many there
+// were): a day's outage of a 10 s lab monitor would be 8,640 rows.
+const MAX_MISSED_ROUNDS = 100
+
 /**
  * Insert the current round of every active monitor at each of its locations.
  * Rounds fall on anchor_at + k * interval_s. ON CONFLICT makes this safe to
@@ -52,35 +63,55 @@ const MAX_LOOK_AHEAD_MS = 5000
  * (queued or leased). When a round comes due and the previous one is still
  * queued, the previous one could not start in time: it becomes skipped and
  * the new one takes its place, so the queue holds the present, not a
- * backlog. When the previous one is still running (leased), the new round is
+ * backlog. When the previous one is still running (leased), the new round
+ * waits for it up to a grace of a quarter of the interval (at most
+ * RUNNING_GRACE_S): a round that started late, behind a slow neighbour,
+ * usually ends moments after its successor is due, and skipping the
+ * successor then would lose the present round for a second's overlap. If
+ * the previous one is still running when the grace ends, the new round is
  * skipped. Either way the skipped round is a jobs row saying why, which the
  * Locations page and /metrics count. A location with no live agent keeps its
  * queued round for failStaleJobs to fail as "no agent is running"; its new
  * rounds are skipped with that reason, not as "location busy".
+ *
+ * Back-off: a monitor backed off at a location (its rounds there kept
+ * timing out, lib/store/round-backoffs.js) has its rounds due before the
+ * back-off's end skipped with that reason, each created when it is due.
+ *
+ * Missed rounds: rounds that came due while no scheduler ran (stopped, or
+ * the database frozen) are not run late (the queue holds the present), but
+ * each is recorded as skipped with the reason, so a gap in the data is
+ * explained rather than silent.
  * @param {import('pg').Pool} db
  * @param {{ maxAttempts: number, lookAheadMs?: number }} opts
  * @returns {Promise<number>} rounds created (queued or skipped)
  */
 export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
-  const { rowCount } = await db.query(
+  const { rows: [{ created }] } = await db.query(
     `WITH picked AS (
        -- k: the monitor's last round due by the horizon (now + look-ahead);
-       -- none yet while anchor_at is later. NO KEY UPDATE does not block the
+       -- none yet while anchor_at is later. owed_from: the first round not
+       -- looked at yet (next_due_at), so rounds k' with owed_from <= k' < k
+       -- came due while no scheduler ran. NO KEY UPDATE does not block the
        -- foreign-key checks of rows that reference the monitor.
        SELECT m.id, m.interval_s, m.locations, m.anchor_at, m.anchor_at <= h.horizon AS started,
-              floor(extract(epoch FROM h.horizon - m.anchor_at) / m.interval_s) AS k
+              floor(extract(epoch FROM h.horizon - m.anchor_at) / m.interval_s)::bigint AS k,
+              greatest(0, ceil(extract(epoch FROM m.next_due_at - m.anchor_at) / m.interval_s))::bigint AS owed_from
          FROM monitors m, (SELECT now() + make_interval(secs => $3::float8 / 1000) AS horizon) h
         WHERE m.next_due_at <= h.horizon AND m.deleted_at IS NULL AND NOT m.paused
           FOR NO KEY UPDATE OF m SKIP LOCKED),
      due AS (
-       SELECT p.id AS monitor_id, loc AS location_id, p.anchor_at + make_interval(secs => p.k * p.interval_s) AS due_at
+       SELECT p.id AS monitor_id, loc AS location_id, p.anchor_at + make_interval(secs => p.k * p.interval_s) AS due_at, p.interval_s
          FROM picked p CROSS JOIN LATERAL unnest(p.locations) AS loc
         WHERE p.started),
      fresh AS (
        -- Skip rounds that exist already so the id sequence is not burnt;
        -- ON CONFLICT still settles races with a replica on an older snapshot.
        SELECT d.*, p.id AS pending_id, p.state AS pending_state, p.due_at AS pending_due,
-              d.due_at > now() AND p.id IS NOT NULL AS deferred,
+              b.timeouts AS backoff_timeouts, b.until AS backoff_until, coalesce(d.due_at < b.until, false) AS off,
+              (d.due_at > now() AND (p.id IS NOT NULL OR coalesce(d.due_at < b.until, false)))
+                OR (p.id IS NOT NULL AND p.state = 'leased' AND NOT coalesce(d.due_at < b.until, false)
+                    AND now() < d.due_at + make_interval(secs => least(d.interval_s / 4.0, $5))) AS deferred,
               EXISTS (SELECT 1 FROM agents a WHERE a.location_id = d.location_id AND a.revoked_at IS NULL
                         AND a.last_seen_at > now() - make_interval(secs => $2)) AS served
          FROM due d
@@ -88,11 +119,13 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
                  WHERE j.monitor_id = d.monitor_id AND j.location_id = d.location_id
                    AND j.state IN ('queued', 'leased') AND j.due_at <> d.due_at
                  ORDER BY j.due_at DESC LIMIT 1) p ON true
+         LEFT JOIN round_backoffs b ON b.monitor_id = d.monitor_id AND b.location_id = d.location_id AND b.until IS NOT NULL
         WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.monitor_id = d.monitor_id
                             AND j.location_id = d.location_id AND j.due_at = d.due_at)),
      ready AS (SELECT * FROM fresh WHERE NOT deferred),
      advanced AS (
-       -- A deferred round brings its monitor back at its due time.
+       -- A deferred round brings its monitor back at its due time (at every
+       -- tick once that has passed, while it waits for a running round).
        UPDATE monitors m SET next_due_at = CASE
                 WHEN NOT p.started THEN p.anchor_at
                 WHEN EXISTS (SELECT 1 FROM fresh f WHERE f.monitor_id = p.id AND f.deferred)
@@ -103,25 +136,50 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
      superseded AS (
        -- state = 'queued' is checked again on the locked row: a round an
        -- agent claimed meanwhile is running, and the new round is skipped.
+       -- A backed-off round takes no one's place.
        UPDATE jobs j SET state = 'skipped', finished_at = now(), updated_at = now(),
               last_error = 'skipped: location busy (not started before the next round was due at '
                 || to_char(f.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ')'
          FROM ready f
-        WHERE j.id = f.pending_id AND j.state = 'queued' AND f.served
-       RETURNING j.id)
-     INSERT INTO jobs (monitor_id, location_id, due_at, run_after, max_attempts, state, finished_at, last_error)
-     SELECT f.monitor_id, f.location_id, f.due_at, greatest(f.due_at, now()), $1, v.state,
-            CASE WHEN v.state = 'skipped' THEN now() END,
-            CASE WHEN v.state = 'queued' THEN NULL
-                 WHEN NOT f.served THEN 'skipped: no agent is running for location ' || f.location_id
-                   || ' (the round due at ' || to_char(f.pending_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' is still waiting)'
-                 ELSE 'skipped: location busy (the round due at '
-                   || to_char(f.pending_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' was still running)' END
-       FROM ready f
-       CROSS JOIN LATERAL (SELECT CASE WHEN f.pending_id IS NULL OR f.pending_id IN (SELECT id FROM superseded)
-                                       THEN 'queued' ELSE 'skipped' END AS state) v
-     ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [maxAttempts, AGENT_ALIVE_S, Math.min(Math.max(0, lookAheadMs ?? 0), MAX_LOOK_AHEAD_MS)])
-  return rowCount ?? 0
+        WHERE j.id = f.pending_id AND j.state = 'queued' AND f.served AND NOT f.off
+       RETURNING j.id),
+     missed AS (
+       -- Rounds owed from before the current one: their due time passed
+       -- while no scheduler created rounds (none running, or the database
+       -- not answering). Each is kept as a skipped round that says so, the
+       -- last MAX_MISSED_ROUNDS of them when there are more.
+       INSERT INTO jobs (monitor_id, location_id, due_at, run_after, max_attempts, state, finished_at, last_error)
+       SELECT p.id, loc, p.anchor_at + make_interval(secs => i * p.interval_s), now(), $1, 'skipped', now(),
+              'skipped: not scheduled: ' || (p.k - p.owed_from) || ' round' || CASE WHEN p.k - p.owed_from = 1 THEN '' ELSE 's' END
+                || ' of this monitor came due from '
+                || to_char((p.anchor_at + make_interval(secs => p.owed_from * p.interval_s)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                || ' to ' || to_char((p.anchor_at + make_interval(secs => (p.k - 1) * p.interval_s)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                || ' while no scheduler could create rounds (none was running, or the database did not answer)'
+         FROM picked p CROSS JOIN LATERAL unnest(p.locations) AS loc
+         CROSS JOIN LATERAL generate_series(greatest(p.owed_from, p.k - $4), p.k - 1) AS i
+        WHERE p.started
+       ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING
+       RETURNING 1),
+     inserted AS (
+       INSERT INTO jobs (monitor_id, location_id, due_at, run_after, max_attempts, state, finished_at, last_error)
+       SELECT f.monitor_id, f.location_id, f.due_at, greatest(f.due_at, now()), $1, v.state,
+              CASE WHEN v.state = 'skipped' THEN now() END,
+              CASE WHEN v.state = 'queued' THEN NULL
+                   WHEN f.off THEN 'skipped: backed off: the last ' || f.backoff_timeouts || ' rounds timed out (its next round runs at '
+                     || to_char(f.backoff_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ')'
+                   WHEN NOT f.served THEN 'skipped: no agent is running for location ' || f.location_id
+                     || ' (the round due at ' || to_char(f.pending_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' is still waiting)'
+                   ELSE 'skipped: location busy (the round due at '
+                     || to_char(f.pending_due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' was still running)' END
+         FROM ready f
+         CROSS JOIN LATERAL (SELECT CASE WHEN f.off THEN 'skipped'
+                                         WHEN f.pending_id IS NULL OR f.pending_id IN (SELECT id FROM superseded) THEN 'queued'
+                                         ELSE 'skipped' END AS state) v
+       ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING
+       RETURNING 1)
+     SELECT (SELECT count(*) FROM inserted)::int + (SELECT count(*) FROM missed)::int AS created`,
+    [maxAttempts, AGENT_ALIVE_S, Math.min(Math.max(0, lookAheadMs ?? 0), MAX_LOOK_AHEAD_MS), MAX_MISSED_ROUNDS, RUNNING_GRACE_S])
+  return created
 }
 
 /**
@@ -139,6 +197,9 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
   // Named: each connection plans it once. Planning this statement costs as
   // much as running it (0.35 ms each, EXPLAIN ANALYZE), and every agent
   // sends it every second or two.
+  // backed_off_timeouts: the monitor is backed off at this location (the
+  // last n rounds timed out, lib/store/round-backoffs.js); the agent gives
+  // the round one page timeout instead of two.
   const { rows } = await db.query({
     name: 'claim-jobs',
     text: `WITH picked AS (
@@ -153,7 +214,9 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
        FROM picked, monitors m
       WHERE j.id = picked.id AND m.id = j.monitor_id
      RETURNING j.id, j.monitor_id, j.location_id, j.due_at, j.attempts, j.lease_expires_at,
-               m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol`,
+               m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol,
+               (SELECT b.timeouts FROM round_backoffs b WHERE b.monitor_id = j.monitor_id AND b.location_id = j.location_id
+                   AND b.until IS NOT NULL) AS backed_off_timeouts`,
     values: [locationId, limit, agentId, leaseSeconds]
   })
   return rows
@@ -202,6 +265,8 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
     }
     const inserted = await insertResults(client, { job, agentId: agent.id, agentVersion, results })
     await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
+    // A round done already was submitted before: its outcome is counted.
+    if (job.state !== JOB_STATES.done) await recordRoundOutcomes(client, [{ job, results }])
     // Only rows actually inserted are queued: a resubmission never counts twice.
     await enqueueForRollup(client, inserted.map((r) => r.id))
     await client.query({ name: 'agent-last-result', text: 'UPDATE agents SET last_result_at = now() WHERE id = $1', values: [agent.id] })
@@ -236,7 +301,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
     const jobs = new Map(rows.map((j) => [Number(j.id), j]))
     /** @type {Map<number, any>} */
     const answers = new Map()
-    /** @type {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date }, results: Record<string, any>[] }[]} */
+    /** @type {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date, state: string }, results: Record<string, any>[] }[]} */
     const accepted = []
     for (const round of rounds) {
       const job = jobs.get(Number(round.job_id))
@@ -262,6 +327,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
       answers.set(Number(job.id), { job_id: Number(job.id), stored: rowsOfJob.length, duplicates: results.length - rowsOfJob.length })
     }
     await enqueueForRollup(client, inserted.map((r) => r.id))
+    await recordRoundOutcomes(client, accepted.filter((a) => a.job.state !== JOB_STATES.done))
     if (accepted.length) {
       await client.query({ name: 'agent-last-result', text: 'UPDATE agents SET last_result_at = now() WHERE id = $1', values: [agent.id] })
       await client.query(
@@ -273,20 +339,32 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
 }
 
 /**
- * The agent could not run the job at all (browser failed to start, ...).
- * Retry with exponential back-off until attempts run out.
+ * The agent could not run the job (an infrastructure fault: its browser did
+ * not start or went away, agents/faults.js): nothing of the attempt is
+ * stored. Retry with exponential back-off until attempts run out; the job
+ * keeps the cause in last_error, saying which attempt it ended, or that the
+ * round was given up. The agent's fault count and last fault (its health,
+ * GET /agents) go up with it.
  * @param {import('pg').Pool} db
  * @param {{ jobId: number, agentId: number, locationId?: string, error: string }} opts
  */
 export async function failJob (db, { jobId, agentId, locationId, error }) {
   const { rows } = await db.query(
-    `UPDATE jobs SET
-        state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
-        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
-        run_after = now() + make_interval(secs => least(300, 5 * power(2, attempts - 1))),
-        lease_owner = CASE WHEN attempts >= max_attempts THEN lease_owner END,
-        lease_expires_at = NULL, last_error = $3, updated_at = now()
-      WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING state`,
+    `WITH failed AS (
+       UPDATE jobs SET
+          state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+          finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+          run_after = now() + make_interval(secs => least(300, 5 * power(2, attempts - 1))),
+          lease_owner = CASE WHEN attempts >= max_attempts THEN lease_owner END,
+          lease_expires_at = NULL, updated_at = now(),
+          last_error = CASE WHEN attempts >= max_attempts
+                            THEN 'given up after ' || attempts || ' attempt' || CASE WHEN attempts = 1 THEN '' ELSE 's' END || '; the last failed: ' || $3
+                            ELSE 'attempt ' || attempts || ' of ' || max_attempts || ' failed and runs again: ' || $3 END
+        WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING state),
+     agent AS (
+       UPDATE agents SET faults = faults + 1, last_fault_at = now(), last_fault = $3
+        WHERE id = $2 AND EXISTS (SELECT 1 FROM failed))
+     SELECT state FROM failed`,
     [jobId, agentId, String(error).slice(0, 2000)])
   if (!rows[0]) await explainNotLeased(db, jobId, agentId, locationId)
   return rows[0].state
@@ -311,19 +389,28 @@ export async function releaseJob (db, { jobId, agentId, locationId }) {
 
 /**
  * Leases that ran out (agent killed, machine gone) go back to the queue, or
- * to failed when no attempts remain.
+ * to failed when no attempts remain; either way an infrastructure fault of
+ * the agent that held them.
  * @param {import('pg').Pool} db
  * @returns {Promise<{ requeued: number, failed: number }>}
  */
 export async function expireLeases (db) {
   const { rows } = await db.query(
-    `UPDATE jobs SET
-        state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
-        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
-        last_error = 'lease expired after attempt ' || attempts || ' (agent stopped or lost)',
-        lease_expires_at = NULL, updated_at = now()
-      WHERE state = 'leased' AND lease_expires_at < now()
-     RETURNING state`)
+    `WITH expired AS (
+       UPDATE jobs SET
+          state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+          finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+          last_error = CASE WHEN attempts >= max_attempts THEN 'given up after ' || attempts || ' attempt' || CASE WHEN attempts = 1 THEN '' ELSE 's' END || '; the last failed: ' ELSE '' END
+            || 'lease expired after attempt ' || attempts || ' (agent stopped or lost)',
+          lease_expires_at = NULL, updated_at = now()
+        WHERE state = 'leased' AND lease_expires_at < now()
+       RETURNING state, lease_owner, attempts),
+     agent AS (
+       UPDATE agents a SET faults = a.faults + e.n, last_fault_at = now(),
+              last_fault = 'lease expired after attempt ' || e.attempts || ' (agent stopped or lost)'
+         FROM (SELECT lease_owner, count(*)::int AS n, max(attempts) AS attempts FROM expired WHERE lease_owner IS NOT NULL GROUP BY lease_owner) e
+        WHERE a.id = e.lease_owner)
+     SELECT state FROM expired`)
   return {
     requeued: rows.filter((r) => r.state === 'queued').length,
     failed: rows.filter((r) => r.state === 'failed').length

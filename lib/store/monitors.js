@@ -1,7 +1,7 @@
 // Monitors: what to measure, from where, how often. Validation that needs the
 // database (known locations) lives here; shape checks live in the API schemas.
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
-import { LAB_HOSTNAME } from '../runtime/lab-host.js'
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
 import { checkOptions, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
@@ -25,6 +25,20 @@ const COLUMNS = `id, url, label, interval_s, locations, modes, probes, repeat_vi
 /** @param {string} url */
 export function isLabUrl (url) {
   try { return new URL(url).hostname === LAB_HOSTNAME } catch { return false }
+}
+
+/**
+ * Whether a URL is on the lab origin: https on a lab host name and, when the
+ * lab's port is known, that port. Another port of the lab host name is not
+ * the lab: in local mode the name maps to this machine's loopback, where the
+ * database and the API listen too.
+ * @param {string} url
+ * @param {number | null} [labPort]
+ */
+export function isLabOrigin (url, labPort = null) {
+  const u = new URL(url)
+  if (u.protocol !== 'https:' || !LAB_HOSTNAMES.includes(u.hostname)) return false
+  return labPort === null || Number(u.port || 443) === labPort
 }
 
 /**
@@ -52,12 +66,12 @@ export function validateMonitorUrl (value) {
 /**
  * Validates a full or partial monitor against the rules that span fields and
  * the database, and returns the fields to store.
- * @param {import('pg').Pool} db
+ * @param {import('pg').Pool | import('pg').PoolClient} db
  * @param {Record<string, any>} input
  * @param {Record<string, any>} [existing] the stored monitor, for PATCH
  * @param {MonitorPolicy} [policy]
  */
-async function checkMonitor (db, input, existing, { allowPrivateTargets = false } = {}) {
+async function checkMonitor (db, input, existing, policy = {}) {
   /** @type {Record<string, any>} the monitor's columns to store */
   const out = {}
   if (input.url !== undefined || !existing) out.url = validateMonitorUrl(input.url)
@@ -78,11 +92,6 @@ async function checkMonitor (db, input, existing, { allowPrivateTargets = false 
   } else if (!existing) {
     out.locations = await defaultLocations(db)
   }
-  if (!allowPrivateTargets && (out.url || out.locations)) {
-    const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind IN ('real', 'wpt') LIMIT 1", [out.locations ?? existing?.locations])
-    if (real.length) await checkPublicTarget(url)
-  }
-
   if (input.modes !== undefined) {
     const modes = [...new Set(input.modes)]
     if (modes.length === 0) throw new ValidationError(`choose at least one mode (${MODES.join(', ')})`, 'modes')
@@ -97,18 +106,15 @@ async function checkMonitor (db, input, existing, { allowPrivateTargets = false 
   }
   // Options depend on the URL (same-origin rule), the probes (upload needs
   // a URL) and the locations (target rules), so a change to any of them
-  // checks them again.
+  // checks them again, and with them the targets.
   if (input.options !== undefined || input.url !== undefined || input.probes !== undefined || input.locations !== undefined) {
     const options = input.options !== undefined ? input.options : existing?.options
     const checked = checkOptions(options, { url, probes: out.probes ?? existing?.probes ?? ['page'] })
     if (input.options !== undefined) out.options = checked
-    // A probe URL on another host (allow_cross_origin) is a target of its own.
-    const elsewhere = ['parallel_url', 'upload_url'].filter((k) => checked[k] && new URL(checked[k]).hostname !== new URL(url).hostname)
-    if (!allowPrivateTargets && elsewhere.length) {
-      const { rows: real } = await db.query("SELECT 1 FROM locations WHERE id = ANY($1) AND kind IN ('real', 'wpt') LIMIT 1", [out.locations ?? existing?.locations])
-      for (const k of real.length ? elsewhere : []) {
-        await checkPublicTarget(checked[k]).catch((err) => { throw new ValidationError(err.message.replace(/^url/, `options.${k}`), `options.${k}`) })
-      }
+    if (!policy.allowPrivateTargets) {
+      const field = input.url === undefined && input.locations !== undefined ? 'locations' : 'url'
+      const targets = [[url, field], ...['parallel_url', 'upload_url'].filter((k) => checked[k]).map((k) => [checked[k], `options.${k}`])]
+      await checkTargets(db, /** @type {[string, string][]} */ (targets), out.locations ?? existing?.locations, policy)
     }
   }
 
@@ -121,6 +127,39 @@ async function checkMonitor (db, input, existing, { allowPrivateTargets = false 
   for (const k of ['repeat_view', 'paused']) if (input[k] !== undefined) out[k] = input[k]
   Object.assign(out, checkVerdictSettings(input, out, existing))
   return out
+}
+
+/**
+ * The private-target guard at save time (lib/measurement/targets.js): every
+ * URL a monitor's agents will fetch is on the lab origin, which only lab
+ * locations reach, or on a host that resolves to public addresses only.
+ * Lab locations are no exception for other targets: in local mode the lab
+ * is this machine, and its Chromium reaches what this machine reaches.
+ * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {[string, string][]} targets URL and the field it came from
+ * @param {string[]} locations
+ * @param {MonitorPolicy} policy
+ */
+async function checkTargets (db, targets, locations, { labPort = null, resolve } = {}) {
+  const { rows } = await db.query("SELECT id FROM locations WHERE id = ANY($1) AND kind <> 'lab' ORDER BY id", [locations])
+  const notLab = rows.map((r) => r.id)
+  const checked = new Set()
+  for (const [url, field] of targets) {
+    const { origin, hostname } = new URL(url)
+    if (checked.has(origin)) continue
+    checked.add(origin)
+    if (isLabOrigin(url, labPort)) {
+      if (notLab.length) {
+        throw new ValidationError(`${field} is on the lab origin (${origin}), which only lab locations reach, not ${notLab.join(', ')}`, field)
+      }
+      continue
+    }
+    if (LAB_HOSTNAMES.includes(hostname)) {
+      throw new ValidationError(`${field} (${origin}) is not the lab origin${labPort === null ? '' : ` https://${hostname}:${labPort}`}; ` +
+        'lab host names reach nothing else', field)
+    }
+    await checkPublicTarget(url, { resolve, field })
+  }
 }
 
 /**
@@ -160,7 +199,7 @@ function checkVerdictSettings (input, checked, existing) {
 
 /**
  * Locations that have an agent registered; all locations when none has.
- * @param {import('pg').Pool} db
+ * @param {import('pg').Pool | import('pg').PoolClient} db
  */
 async function defaultLocations (db) {
   const { rows } = await db.query(
@@ -172,9 +211,11 @@ async function defaultLocations (db) {
 }
 
 /**
- * @typedef {{ allowPrivateTargets?: boolean }} MonitorPolicy
- * allowPrivateTargets: monitors on real locations may target loopback and
- * private addresses (lib/measurement/targets.js); off unless the deployment says so.
+ * @typedef {{ allowPrivateTargets?: boolean, labPort?: number | null, resolve?: (host: string) => Promise<string[]> }} MonitorPolicy
+ * allowPrivateTargets: monitors may target any host, private and
+ * unresolvable ones included (lib/measurement/targets.js); off unless the
+ * deployment says so. labPort: the lab origin's port (H3LENS_LAB_PORT), when
+ * known. resolve: how host names are resolved (the system's resolver by default).
  */
 
 /** @param {import('pg').Pool} db @param {Record<string, any>} input @param {MonitorPolicy} [policy] */
@@ -192,7 +233,7 @@ export async function createMonitor (db, input, policy) {
   return rows[0]
 }
 
-/** @param {import('pg').Pool} db @param {number} id */
+/** @param {import('pg').Pool | import('pg').PoolClient} db @param {number} id */
 export async function getMonitor (db, id) {
   const { rows } = await db.query(`SELECT ${COLUMNS} FROM monitors WHERE id = $1 AND deleted_at IS NULL`, [id])
   if (!rows[0]) throw new NotFoundError(`monitor ${id} does not exist`)
@@ -215,7 +256,7 @@ export async function listMonitors (db) {
   return rows
 }
 
-/** @param {import('pg').Pool} db @param {number} id @param {Record<string, any>} patch @param {MonitorPolicy} [policy] */
+/** @param {import('pg').Pool | import('pg').PoolClient} db @param {number} id @param {Record<string, any>} patch @param {MonitorPolicy} [policy] */
 export async function updateMonitor (db, id, patch, policy) {
   const existing = await getMonitor(db, id)
   const m = await checkMonitor(db, patch, existing, policy)

@@ -7,7 +7,7 @@
 // stores nothing; then every row is inserted in one transaction through the
 // agents' batched insert (lib/store/results.js insertRoundResults), its new rows
 // queued for the rollups like the agent path does (lib/store/jobs.js).
-import readline from 'node:readline'
+import { StringDecoder } from 'node:string_decoder'
 import { Transform } from 'node:stream'
 import { ValidationError } from '../runtime/errors.js'
 import { INSERT_COLUMNS, insertRoundResults, jobsOfStoredRounds } from './results.js'
@@ -15,7 +15,7 @@ import { doneJobsFor } from './jobs.js'
 import { listLocations } from './locations.js'
 import { withTransaction } from './transaction.js'
 import { enqueueForRollup } from './rollups.js'
-import { markResultsChanged } from './monitors.js'
+import { markResultsChanged, updateMonitor } from './monitors.js'
 import { TIMING_COLUMNS } from '../measurement/metrics.js'
 import { expectedProtocolFor, MODES } from '../measurement/modes.js'
 import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
@@ -40,8 +40,10 @@ const IGNORED_FIELDS = new Set(['id', 'job_id', 'monitor_id', 'agent_id'])
 
 const STATUSES = ['ok', 'error', 'timeout', 'protocol_mismatch']
 const EARLIEST = Date.parse('2000-01-01T00:00:00Z')
-// Agents' clocks drift; a day ahead is a broken clock, as in lib/measurement/checks.js.
-const CLOCK_SKEW_MS = 86400e3
+// An import brings results that were measured already: a time ahead of this
+// server's clock by more than clock drift is a wrong row, which would sit at
+// the right edge of every chart and window until its time came.
+export const IMPORT_MAX_AHEAD_MS = 60e3
 
 /** What is wrong with one field's value; the caller adds the line and field. */
 class FieldProblem extends Error {}
@@ -92,33 +94,54 @@ const FIELDS = {
 /** @typedef {{ location: string, time: Date, jobId?: number }} Round one round of an import, by location and time */
 
 /**
+ * @typedef {object} ImportTarget
+ * @property {{ id: number, locations: string[], aa_protocol?: string | null }} monitor
+ * @property {AsyncIterable<{ n: number, line: string }>} lines the non-blank lines and their numbers (ndjsonLines)
+ * @property {boolean} [addLocations] rows of a known location the monitor does not run at add it to the monitor, instead of a 400
+ * @property {import('./monitors.js').MonitorPolicy} [policy] the target rules that apply when locations are added
+ */
+
+/**
  * Import NDJSON result lines into one monitor. Rows sharing (location_id,
  * time) are one round: one job per (monitor, location, time), created done
  * or reused, whose due time is the results' time. Re-importing stores
- * nothing new (the results' unique key absorbs it).
+ * nothing new (the results' unique key absorbs it). Rows must belong to the
+ * monitor: at one of its locations (or, with addLocations, at a known
+ * location, which the import adds to it), and not ahead of now by more than
+ * IMPORT_MAX_AHEAD_MS.
  * @param {import('pg').Pool} db
- * @param {{ monitor: { id: number, aa_protocol?: string | null }, lines: AsyncIterable<string> }} opts
- * @returns {Promise<ImportSummary>}
+ * @param {ImportTarget} opts
+ * @returns {Promise<ImportSummary & { added_locations: string[] }>}
  * @throws {ValidationError} naming the line and field (`line 17: ttfb_ms`), with `line` set; 413 over the limits
  */
-export async function importResults (db, { monitor, lines }) {
+export async function importResults (db, { monitor, lines, addLocations = false, policy }) {
   const known = new Set((await listLocations(db)).map((l) => l.id))
   const expected = (/** @type {string} */ mode) => expectedProtocolFor(mode, monitor)
+  const own = new Set(monitor.locations)
+  /** @type {Set<string>} */
+  const added = new Set()
+  const latest = Date.now() + IMPORT_MAX_AHEAD_MS
   const rows = []
   /** @type {Map<string, Round>} */
   const rounds = new Map()
   const seen = new Set()
   let n = 0
   let count = 0
-  for await (const line of lines) {
-    n++
-    if (line.trim() === '') continue
+  for await (const { n: at, line } of lines) {
+    n = at
     if (++count > IMPORT_MAX_LINES) {
       throw Object.assign(new ValidationError(`more than ${IMPORT_MAX_LINES} lines; import at most ${IMPORT_MAX_LINES} results per request (split the file)`, `line ${n}`),
         { statusCode: 413, line: n })
     }
     if (line.length > IMPORT_MAX_LINE_BYTES) throw lineError(n, null, `is longer than ${IMPORT_MAX_LINE_BYTES} characters`)
-    const row = parseLine(line, n, { known, expected })
+    const row = parseLine(line, n, { known, expected, latest })
+    if (!own.has(row.location_id)) {
+      if (!addLocations) {
+        throw lineError(n, 'location_id', `"${row.location_id}" is not a location of monitor ${monitor.id} (it runs at ${monitor.locations.join(', ')}); ` +
+          'add the location to the monitor first, or import with add_locations=true')
+      }
+      added.add(row.location_id)
+    }
     const roundKey = `${row.location_id}|${+row.time}`
     const key = `${roundKey}|${row.mode}|${row.view}|${row.probe}`
     if (seen.has(key)) {
@@ -132,8 +155,9 @@ export async function importResults (db, { monitor, lines }) {
     rows.push(JSON.stringify(INSERT_COLUMNS.map((c) => (c === 'job_id' ? roundKey : row[c] ?? null))))
   }
   seen.clear()
-  if (!rows.length) return { imported: 0, skipped_existing: 0, rounds: 0 }
-  return storeImport(db, { monitorId: monitor.id, rows, rounds })
+  if (!rows.length) return { imported: 0, skipped_existing: 0, rounds: 0, added_locations: [] }
+  const addedLocations = [...added]
+  return storeImport(db, { monitor, rows, rounds, addedLocations, policy })
 }
 
 /**
@@ -142,9 +166,10 @@ export async function importResults (db, { monitor, lines }) {
  * monitor (an A/A monitor's arms both expect its aa_protocol).
  * @param {string} line
  * @param {number} n line number, from 1
- * @param {{ known: Set<string>, expected: (mode: string) => string | null }} ctx
+ * @param {{ known: Set<string>, expected: (mode: string) => string | null, latest: number }} ctx
+ *   latest: the last time (ms) a row's time and measured_at may have
  */
-function parseLine (line, n, { known, expected }) {
+function parseLine (line, n, { known, expected, latest }) {
   let input
   try {
     input = JSON.parse(line)
@@ -169,6 +194,11 @@ function parseLine (line, n, { known, expected }) {
     }
   }
   if (!known.has(row.location_id)) throw lineError(n, 'location_id', `"${row.location_id}" is not a known location; add it first (GET /api/v1/locations lists them)`)
+  for (const f of /** @type {const} */ (['time', 'measured_at'])) {
+    if (row[f] != null && +row[f] > latest) {
+      throw lineError(n, f, `${input[f]} is more than ${IMPORT_MAX_AHEAD_MS / 1000} s ahead of this server's clock (${new Date(latest - IMPORT_MAX_AHEAD_MS).toISOString()}); results are imported after they were measured`)
+    }
+  }
   row.view ??= 'first'
   row.probe ??= 'page'
   row.status ??= 'ok'
@@ -201,16 +231,25 @@ function parseLine (line, n, { known, expected }) {
 }
 
 /**
- * Write the validated rows: jobs of every round (created done, or the
- * existing one reused), then the results through the batched insert, their
- * new rows queued for the rollups. One transaction, so a failure stores
- * nothing.
+ * Write the validated rows: the locations the import adds to the monitor
+ * (checked as a PATCH of its locations would be), jobs of every round
+ * (created done, or the existing one reused), then the results through the
+ * batched insert, their new rows queued for the rollups. One transaction,
+ * so a failure stores nothing.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, rows: string[], rounds: Map<string, { location: string, time: Date, jobId?: number }> }} opts
- * @returns {Promise<ImportSummary>}
+ * @param {{ monitor: ImportTarget['monitor'], rows: string[], rounds: Map<string, { location: string, time: Date, jobId?: number }>,
+ *   addedLocations: string[], policy?: import('./monitors.js').MonitorPolicy }} opts
+ * @returns {Promise<ImportSummary & { added_locations: string[] }>}
  */
-async function storeImport (db, { monitorId, rows, rounds }) {
+async function storeImport (db, { monitor, rows, rounds, addedLocations, policy }) {
+  const monitorId = monitor.id
   return withTransaction(db, async (client) => {
+    if (addedLocations.length) {
+      await updateMonitor(client, monitorId, { locations: [...monitor.locations, ...addedLocations] }, policy).catch((err) => {
+        if (!(err instanceof ValidationError)) throw err
+        throw new ValidationError(`add_locations: monitor ${monitorId} cannot run at ${addedLocations.join(', ')}: ${err.message}`, 'add_locations')
+      })
+    }
     const list = [...rounds.values()]
     for (let i = 0; i < list.length; i += 10000) {
       const part = list.slice(i, i + 10000)
@@ -242,16 +281,20 @@ async function storeImport (db, { monitorId, rows, rounds }) {
       imported += inserted.length
     }
     if (imported) await markResultsChanged(client, monitorId)
-    return { imported, skipped_existing: rows.length - imported, rounds: rounds.size }
+    return { imported, skipped_existing: rows.length - imported, rounds: rounds.size, added_locations: addedLocations }
   })
 }
 
 /**
- * The lines of an NDJSON byte stream, read as they arrive (never the whole
- * body at once). More than `maxBytes` is a 413.
+ * The non-blank lines of an NDJSON byte stream with their line numbers,
+ * read as they arrive (never the whole body at once). More than `maxBytes`
+ * is a 413. Lines end at \n (a \r before it is dropped). Blank lines are
+ * counted but never handed out: a body of 64 MiB of blank lines, handed
+ * out one by one through an async iterator, took 130–250 s on two busy
+ * cores; split here a chunk at a time it takes well under a second.
  * @param {import('node:stream').Readable} stream
  * @param {{ maxBytes?: number }} [opts]
- * @returns {AsyncIterable<string>}
+ * @returns {AsyncIterable<{ n: number, line: string }>}
  */
 export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
   let bytes = 0
@@ -265,12 +308,27 @@ export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
     }
   })
   stream.on('error', (err) => counted.destroy(err))
+  // The stream holds what arrives until it is read (back-pressure), so
+  // nothing is lost while the caller awaits something else first.
   stream.pipe(counted)
-  const lines = readline.createInterface({ input: counted, crlfDelay: Infinity })
-  // The iterator buffers lines from the moment it exists; lines emitted
-  // before it is made (while the caller awaits something else) would be lost.
-  const iterator = lines[Symbol.asyncIterator]()
-  return { [Symbol.asyncIterator]: () => iterator }
+  return (async function* () {
+    const decoder = new StringDecoder('utf8')
+    let rest = ''
+    let n = 0
+    /** @param {string} text */
+    const numbered = (text) => ({ n, line: text.endsWith('\r') ? text.slice(0, -1) : text })
+    for await (const chunk of counted) {
+      const parts = (rest + decoder.write(chunk)).split('\n')
+      rest = /** @type {string} */ (parts.pop())
+      for (const part of parts) {
+        n++
+        if (part.trim() !== '') yield numbered(part)
+      }
+    }
+    rest += decoder.end()
+    n++
+    if (rest.trim() !== '') yield numbered(rest)
+  })()
 }
 
 /**
@@ -342,7 +400,7 @@ function dateTime (v) {
 /** @param {unknown} v */
 function roundTime (v) {
   const t = dateTime(v)
-  if (+t < EARLIEST || +t > Date.now() + CLOCK_SKEW_MS) throw new FieldProblem(`${v} is not a plausible round time`)
+  if (+t < EARLIEST) throw new FieldProblem(`${v} is not a plausible round time (before 2000)`)
   return t
 }
 

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { claimJobs, failJob, releaseJob, JOB_STATES } from './jobs.js'
 import { insertResults } from './results.js'
+import { recordRoundOutcomes } from './round-backoffs.js'
 import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
 import { measurementHints } from './claim-hints.js'
@@ -306,6 +307,7 @@ async function finishRoundIfComplete (client, job, test) {
   const inserted = await insertResults(client, { job, agentId: test.agent_id, agentVersion, results: runs.map((r) => r.result) })
   await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
   await enqueueForRollup(client, inserted.map((r) => r.id))
+  if (job.state !== JOB_STATES.done) await recordRoundOutcomes(client, [{ job, results: runs.map((r) => r.result) }])
   await client.query(
     `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL, updated_at = now()
       WHERE id = $1`, [job.id])

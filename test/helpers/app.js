@@ -4,17 +4,22 @@ import { loadConfig } from '../../lib/runtime/config.js'
 import { createTestDatabase } from './db.js'
 import { createAgentToken } from '../../lib/store/agents.js'
 import { createApiKey } from '../../lib/store/api-keys.js'
+import { PUBLIC_ZONE, startDnsServer } from './dns-server.js'
 
 /**
  * A Fastify app over a fresh database, for app.inject() tests. The API needs
  * keys, so the helper makes a write key and a read key, and `app.inject`
  * sends the write key unless the request names its own `authorization`
- * header (`authorization: undefined` sends none).
+ * header (`authorization: undefined` sends none). This machine has no
+ * outside DNS, so unless `env` names its own H3LENS_DNS_SERVERS the app
+ * resolves monitor and webhook hosts through a test DNS server that knows
+ * the public names in PUBLIC_ZONE (example.com and friends).
  * @param {Record<string, string>} [env]
  */
 export async function createTestApp (env = {}) {
   const database = await createTestDatabase()
-  const config = loadConfig({ LOG_LEVEL: 'silent', ...env })
+  const dns = env.H3LENS_DNS_SERVERS ? null : await startDnsServer(PUBLIC_ZONE)
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...(dns ? { H3LENS_DNS_SERVERS: dns.server } : {}), ...env })
   const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const app = await buildApp({ db: database.pool, config, log })
   await app.ready()
@@ -35,6 +40,7 @@ export async function createTestApp (env = {}) {
     async close () {
       await app.close()
       await database.drop()
+      await dns?.close()
     }
   }
 }

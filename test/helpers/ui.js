@@ -8,6 +8,7 @@ import path from 'node:path'
 import puppeteer from 'puppeteer-core'
 import { startApi } from '../../api/server.js'
 import { loadConfig } from '../../lib/runtime/config.js'
+import { PUBLIC_ZONE, startDnsServer } from './dns-server.js'
 import { createLogger } from '../../lib/runtime/log.js'
 import { createPool, startEmbeddedPostgres } from '../../lib/runtime/db.js'
 import { migrate } from '../../lib/runtime/migrate.js'
@@ -170,7 +171,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   // An origin that serves HTTP/2 only: every H3 attempt meets a refused QUIC handshake.
   const h2Only = await createMonitor(db, { url: `https://lab.h3lens.test:${labPort + 1}/page-15k.html`, label: 'Lab h2-only origin', interval_s: stepMinutes * 60, locations: ['lab-eu', 'lab-na'] })
   // A monitor added moments ago: nothing measured yet.
-  const fresh = await createMonitor(db, { url: 'https://example.com/', label: 'example.com', interval_s: 300, locations: ['lab-eu', 'lab-na'] })
+  const fresh = await createMonitor(db, { url: 'https://example.com/', label: 'example.com', interval_s: 300, locations: ['lab-eu', 'lab-na'] }, { allowPrivateTargets: true })
   const step = stepMinutes * 60e3
   const end = Math.floor(endAt / step) * step
   const rounds = Math.floor(hours * 3600e3 / step)
@@ -244,14 +245,24 @@ function resultFor ({ rnd, j, mode, labPort, i }) {
 }
 
 /**
- * The API (and so the dashboard) on a free loopback port.
+ * The API (and so the dashboard) on a free loopback port. It resolves
+ * monitor and webhook hosts through a test DNS server that knows the public
+ * names of PUBLIC_ZONE (this machine has no outside DNS).
  * @param {import('pg').Pool} db
  * @param {Record<string, string>} [env] more settings (H3LENS_DATA_DIR, …)
  */
 export async function startDashboard (db, env = {}) {
-  const config = loadConfig({ PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env })
+  const dns = await startDnsServer(PUBLIC_ZONE)
+  const config = loadConfig({ PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'silent', H3LENS_DNS_SERVERS: dns.server, ...env })
   const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
-  return startApi({ db, config, log })
+  const api = await startApi({ db, config, log })
+  return {
+    ...api,
+    async close () {
+      await api.close()
+      await dns.close()
+    }
+  }
 }
 
 /**

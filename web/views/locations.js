@@ -112,7 +112,7 @@ function capacityBlock (l) {
 
 function agentTable (agents) {
   return h('table', { class: 'grid agents' },
-    h('thead', {}, h('tr', {}, ['Agent', 'Kind', 'Health', 'Last seen', 'Last result', 'Version', 'Browser'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('thead', {}, h('tr', {}, ['Agent', 'Kind', 'Health', 'Last seen', 'Last result', 'Faults', 'Version', 'Browser'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, agents.map((a) => {
       const state = health(a)
       return h('tr', { class: a.revoked_at ? 'revoked' : null },
@@ -121,13 +121,24 @@ function agentTable (agents) {
         h('td', {}, h('span', { class: `dot ${state.cls}`, 'aria-hidden': 'true' }), ` ${state.text}`),
         h('td', {}, a.last_seen_at ? timeEl(a.last_seen_at, ago(a.last_seen_at)) : 'never'),
         h('td', {}, a.last_result_at ? timeEl(a.last_result_at, ago(a.last_result_at)) : '—'),
+        h('td', {}, faults(a)),
         h('td', { class: 'mono' }, a.version ?? '—'),
         h('td', {}, a.browser_version ?? '—'))
     })))
 }
 
+/**
+ * Infrastructure faults: rounds the agent could not run (its browser did not
+ * start or went away). Each ran again; none was stored as the page's error.
+ */
+function faults (a) {
+  if (!a.faults) return 'none'
+  return h('span', { title: a.last_fault ?? '' }, `${a.faults}, the last `, timeEl(a.last_fault_at, ago(a.last_fault_at)), a.last_fault ? h('div', { class: 'sub ellipsis' }, a.last_fault) : null)
+}
+
 function health (a) {
   if (a.revoked_at) return { cls: '', text: 'revoked' }
+  if (a.alive && a.faulty) return { cls: 'warn', text: 'infrastructure faults (last hour)' }
   if (a.alive) return { cls: 'ok', text: 'healthy' }
   if (!a.last_seen_at) return { cls: 'warn', text: 'never connected' }
   return { cls: 'bad', text: 'not seen recently' }

@@ -55,6 +55,7 @@ function row (m, outcome, columns, firing) {
     alertBadges(firing),
     h('div', { class: 'sub ellipsis', title: m.url }, m.url),
     h('div', { class: 'mon-meta' }, `every ${duration(m.interval_s)}`, m.paused ? h('span', { class: 'badge warn' }, 'paused') : null,
+      (m.backed_off ?? []).map((b) => backedOffBadge(b, m.locations.length > 1)),
       outcome.status === 'fulfilled' && outcome.value.aa_protocol ? h('span', { class: 'badge', title: `Both arms load over ${outcome.value.aa_protocol}: every flagged cell is a false positive` }, `A/A ${outcome.value.aa_protocol}`) : null))
   if (outcome.status === 'rejected') {
     return h('tr', {}, name, h('td', { colspan: columns.length, class: 'cell-error' }, `Comparison unavailable: ${outcome.reason.message}`))
@@ -66,6 +67,19 @@ function row (m, outcome, columns, firing) {
     const loc = byLoc.get(c.id)
     return cmp.aa_protocol ? calibrationCell(loc, cmp) : cell(loc, cmp)
   }))
+}
+
+/**
+ * A monitor whose rounds at a location keep timing out runs there on a
+ * stretched interval until one loads (lib/store/round-backoffs.js).
+ * @param {{ location_id: string, timeouts: number, interval_s: number, until: string }} b
+ * @param {boolean} named say which location
+ */
+function backedOffBadge (b, named) {
+  return h('span', {
+    class: 'badge warn',
+    title: `Its rounds${named ? ` at ${b.location_id}` : ''} kept timing out, so they run every ${duration(b.interval_s)} until one loads; the next at ${new Date(b.until).toLocaleString()}. The rounds in between are skipped.`
+  }, `backed off${named ? ` at ${b.location_id}` : ''}: the last ${b.timeouts} rounds timed out`)
 }
 
 /** Rounds a cell rests on: "288 matched rounds". */

@@ -108,8 +108,8 @@ export function checkOptions (options, { url, probes }) {
   }
   oneOf('force_quic', FORCE_QUIC)
   oneOf('netlog', NETLOG)
-  if (options.allow_cross_origin !== undefined && typeof options.allow_cross_origin !== 'boolean') {
-    throw new ValidationError('options.allow_cross_origin must be true or false', 'options.allow_cross_origin')
+  for (const key of ['allow_cross_origin', 'allow_empty']) {
+    if (options[key] !== undefined && typeof options[key] !== 'boolean') throw new ValidationError(`options.${key} must be true or false`, `options.${key}`)
   }
   const page = new URL(url)
   for (const key of ['parallel_url', 'upload_url']) {
@@ -140,6 +140,7 @@ export function effectiveOptions (url, options = {}) {
     parallel_url: new URL(options.parallel_url ?? page, page).toString(),
     upload_bytes: options.upload_bytes ?? UPLOAD_BYTES.default,
     upload_url: options.upload_url ? new URL(options.upload_url, page).toString() : (page.hostname === LAB_HOSTNAME ? new URL(LAB_UPLOAD_PATH, page).toString() : null),
+    allow_empty: options.allow_empty ?? false,
     force_quic: options.force_quic ?? 'main',
     netlog: options.netlog ?? 'outliers'
   }

@@ -12,6 +12,8 @@ export const page = Object.freeze({
   samplesMetric: null,
   // An outlier is judged by the page's load time.
   outlier: Object.freeze({ label: 'load_ms', rule: 'column', column: 'load_ms' }),
-  options: Object.freeze({}),
-  defaults: Object.freeze({})
+  options: Object.freeze({
+    allow_empty: { type: 'boolean', description: 'page probe: a 2xx document with an empty body counts as a load (default false: it is an error, details.failure_kind empty); either way the result carries a note' }
+  }),
+  defaults: Object.freeze({ allow_empty: false })
 })

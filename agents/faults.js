@@ -1,0 +1,118 @@
+// Whose failure is it: the page's, or the agent's own? A page's failure is
+// a result (error, timeout), stored and counted against the site. The
+// agent's (an infrastructure fault) is never stored as a result: the round
+// is handed back and run again as a new attempt (agents/agent.js), and only
+// when its attempts run out is it failed, with the cause on the job. The
+// rule, and why, is in docs/OPERATIONS.md; in short:
+//
+//   - the browser did not start, or is gone (its process exited, its
+//     DevTools pipe closed) when a load fails: infrastructure;
+//   - the run could not be prepared (browser context, page, DevTools
+//     session) before the navigation began: infrastructure;
+//   - the page's DevTools session or frame went away while the browser
+//     lived on and the page's renderer did not crash: infrastructure;
+//   - the page's renderer crashed while the browser lived on: the page's
+//     (failure kind renderer_crashed). Site isolation gives every context a
+//     renderer of its own, which runs this page's code and nothing else;
+//     out of memory is the usual cause;
+//   - anything else (network errors, HTTP statuses, timeouts, a page that
+//     is truncated or empty): the page's.
+
+/** How long a failed load waits for the browser's disconnect to be seen, when the error says DevTools lost the page. */
+const DISCONNECT_GRACE_MS = 1000
+
+/** The agent's own failure: the round is run again, never stored against the page. */
+export class InfrastructureError extends Error {
+  /**
+   * @param {string} message
+   * @param {{ cause?: unknown }} [context]
+   */
+  constructor (message, { cause } = {}) {
+    super(message, { cause })
+    this.name = 'InfrastructureError'
+  }
+}
+
+/**
+ * Errors by which DevTools says the page, its session or the browser went
+ * away (not a protocol timeout: a page whose renderer is busy causes those).
+ * @param {unknown} err
+ */
+export function isDevtoolsLoss (err) {
+  for (let e = err; e instanceof Error; e = /** @type {any} */ (e).cause) {
+    // puppeteer's TargetCloseError and ConnectionClosedError (the first is not in its type declarations).
+    if (e.name === 'TargetCloseError' || e.name === 'ConnectionClosedError') return true
+    if (/Navigating frame was detached|Session closed|Target closed|Connection closed|browser has disconnected/.test(e.message)) return true
+  }
+  return false
+}
+
+/**
+ * The infrastructure fault behind a failed run, or null when the failure
+ * is the page's (the rule above).
+ * @param {unknown} err what the run threw
+ * @param {{ browser: import('puppeteer-core').Browser, navigating: boolean, rendererCrashed: boolean }} state
+ *   navigating: the navigation had begun; rendererCrashed: the page's renderer crashed
+ * @returns {Promise<InfrastructureError | null>}
+ */
+export async function infrastructureFault (err, { browser, navigating, rendererCrashed }) {
+  if (err instanceof InfrastructureError) return err
+  const message = err instanceof Error ? err.message : String(err)
+  if (await browserGone(browser, isDevtoolsLoss(err) ? DISCONNECT_GRACE_MS : 0)) {
+    await exited(browser, DISCONNECT_GRACE_MS)
+    return new InfrastructureError(`browser disconnected (${browserExit(browser)}) during the run: ${message}`, { cause: err })
+  }
+  if (rendererCrashed) return null
+  if (!navigating) return new InfrastructureError(`the run could not be prepared in the browser: ${message}`, { cause: err })
+  if (isDevtoolsLoss(err)) return new InfrastructureError(`the DevTools session lost the page while the browser ran on: ${message}`, { cause: err })
+  return null
+}
+
+/**
+ * Whether the browser is gone, waiting up to `graceMs` for its disconnect
+ * (a dead pipe is noticed a moment after the errors it causes, or before).
+ * @param {import('puppeteer-core').Browser} browser
+ * @param {number} graceMs
+ */
+async function browserGone (browser, graceMs) {
+  if (!browser.connected) return true
+  if (graceMs <= 0) return false
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer
+  /** @type {() => void} */
+  let onDisconnect = () => {}
+  const gone = await Promise.race([
+    new Promise((resolve) => { onDisconnect = () => resolve(true); browser.once('disconnected', onDisconnect) }),
+    new Promise((resolve) => { timer = setTimeout(() => resolve(false), graceMs) })
+  ])
+  clearTimeout(timer)
+  browser.off('disconnected', onDisconnect)
+  return Boolean(gone) || !browser.connected
+}
+
+/**
+ * Wait up to `ms` for the browser's process to exit, so the fault can say how.
+ * @param {import('puppeteer-core').Browser} browser
+ * @param {number} ms
+ */
+async function exited (browser, ms) {
+  const proc = browser.process()
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer
+  await Promise.race([new Promise((resolve) => proc.once('exit', resolve)), new Promise((resolve) => { timer = setTimeout(resolve, ms) })])
+  clearTimeout(timer)
+}
+
+/**
+ * How the browser's process ended, as far as is known yet.
+ * @param {import('puppeteer-core').Browser} browser
+ */
+function browserExit (browser) {
+  const proc = browser.process()
+  if (!proc) return 'no process of ours'
+  const pid = `pid ${proc.pid}`
+  if (proc.signalCode) return `${pid} killed by ${proc.signalCode}`
+  if (proc.exitCode !== null) return `${pid} exited with code ${proc.exitCode}`
+  return `${pid}, its DevTools pipe closed`
+}

@@ -1,0 +1,339 @@
+// The private-target guard at run time: a run for a monitor reaches public
+// addresses only, whatever the page, its redirects, subresources, scripts,
+// workers, WebSockets or probes ask for, and whatever DNS answers by then
+// (lib/measurement/targets.js checked the monitor when it was saved; DNS may
+// have changed since: rebinding). Runs on the lab origin are not guarded
+// here: their browser resolves nothing but the lab (modes.js labBrowserFlags).
+//
+// Resolver pinning, not request interception. Intercepting requests
+// (DevTools Fetch domain) lets the agent look a host up, but Chromium then
+// looks it up again itself, and a name with a zero TTL can answer a public
+// address to the agent and 127.0.0.1 to Chromium a moment later; and it
+// sees only the page's own requests, not those of workers or WebSockets
+// (a WebSocket to ws://127.0.0.1 still opened a TCP connection: Chromium's
+// Local Network Access check refuses it only once connected). Every
+// connection Chromium makes starts with its host resolver, so the guard
+// sits there:
+//
+//   - DNS names: Chromium's secure DNS (DNS over HTTPS in "secure" mode, no
+//     fallback to the system's resolver; set in the profile's Local State,
+//     as no switch sets it) asks a resolver this module serves to the
+//     agent's loopback. It resolves the name as the machine does
+//     (createResolver: /etc/hosts, then the system's or H3LENS_DNS_SERVERS)
+//     and answers NXDOMAIN, and records why, when any address is not
+//     public; otherwise it answers exactly the addresses it checked.
+//   - Names Chromium answers without DNS (localhost, *.localhost, and the
+//     names in /etc/hosts, which secure DNS still reads first) and IP
+//     literals, which need no lookup: --host-resolver-rules maps the
+//     non-public ones to "not found", as glob patterns drawn from the same
+//     ranges as lib/measurement/addresses.js (literalPatterns below).
+//   - The resolver itself is reached by a name of its own that the rules map
+//     to its loopback port (an IP literal of loopback is refused like any).
+//
+// What it costs: nothing per request; a lookup takes a local DNS-over-HTTPS
+// exchange more (bench/target-guard.js, docs/BENCHMARKS.md "Private-target
+// guard"). A refused load is stored as an error that names the guard
+// ("blocked by the private-target guard: host X resolves to 127.0.0.1
+// (loopback)"), never with what the address would have answered; other
+// refused requests of a run are its notes.
+import http2 from 'node:http2'
+import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicReason, systemResolver, targetHost } from '../lib/measurement/targets.js'
+import { IPV4_RANGES } from '../lib/measurement/addresses.js'
+import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
+import { loopbackCertificate } from './loopback-cert.js'
+
+// Chromium asks for A, AAAA and HTTPS records of a name at once: one lookup
+// serves them all. Short, so that what a run sees is what DNS says now.
+const VERDICT_TTL_MS = 2000
+// TTL of the answers given to Chromium. Every run has a fresh context, and
+// with it an empty host cache.
+const ANSWER_TTL_S = 30
+// /etc/hosts names with a non-public address become resolver rules, at most
+// this many: a switch may be 128 KiB long, and block lists map tens of
+// thousands of names to 0.0.0.0. Names beyond it are not refused by the
+// guard (docs/SECURITY.md says so); the agent logs how many.
+const MAX_HOSTS_RULES = 1000
+// The name Chromium reaches the guard's resolver by (.invalid never resolves
+// elsewhere, RFC 6761).
+const RESOLVER_NAME = 'resolver.h3lens.invalid'
+// How long a blocked name is remembered, to explain the failed request.
+const BLOCK_MEMORY_MS = 10 * 60_000
+// A name refused this long before a run began still explains its failure:
+// a browser may answer it from its own cache of failed lookups.
+const RECENT_BLOCK_MS = 60_000
+const MAX_DOH_BODY = 4096
+const MAX_GUARD_NOTES = 10
+
+/**
+ * @typedef {{ resolve: (host: string) => Promise<string[]>, hostsEntries: () => Promise<Map<string, string[]>> }} Resolver
+ * @typedef {{ address: string, reason: string, at: number }} Block
+ * @typedef {{ addresses: string[] } | { block: { address: string, reason: string } } | { error: any }} Verdict
+ * @typedef {Awaited<ReturnType<typeof startTargetGuard>>} TargetGuard
+ */
+
+/**
+ * Start the guard's resolver. Close it when the agent stops. `listen` is the
+ * IPv4 address it answers Chromium on: the agent's loopback, unless its
+ * Chromium runs in a network namespace that reaches the agent elsewhere.
+ * @param {{ resolver?: Resolver, log?: import('pino').Logger, listen?: string }} [opts]
+ */
+export async function startTargetGuard ({ resolver = systemResolver, log, listen = '127.0.0.1' } = {}) {
+  /** @type {Map<string, { at: number, verdict: Promise<Verdict> }>} */
+  const verdicts = new Map()
+  /** @type {Map<string, Block>} names refused recently, for explaining failed requests */
+  const blocked = new Map()
+  const hostsRules = await hostsFileRules(resolver)
+  if (hostsRules.blocked.size > MAX_HOSTS_RULES) {
+    log?.warn({ names: hostsRules.blocked.size, refused: MAX_HOSTS_RULES }, '/etc/hosts has more non-public names than the private-target guard refuses; the rest are reachable from pages')
+  }
+  const { cert, key, spki } = loopbackCertificate(listen)
+  const server = http2.createSecureServer({ cert, key, allowHTTP1: true }, (req, res) => {
+    answerDoh(req, res).catch((err) => {
+      log?.warn({ err: err.message }, 'the guard\'s resolver failed to answer')
+      if (!res.headersSent) res.writeHead(500).end()
+    })
+  })
+  /** What the resolver has done, for benches. */
+  const stats = { connections: 0, queries: 0, refused: 0 }
+  server.on('secureConnection', () => { stats.connections++ })
+  await new Promise((resolve, reject) => server.once('error', reject).listen(0, listen, () => resolve(undefined)))
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
+  const rules = [`MAP ${RESOLVER_NAME} ${listen}:${port}`, ...hostsRules.rules, ...literalRules()]
+
+  /**
+   * What a name resolves to, or why it is refused; one lookup serves the
+   * queries of the next VERDICT_TTL_MS.
+   * @param {string} host
+   */
+  function verdictOf (host) {
+    const now = Date.now()
+    for (const [h, v] of verdicts) if (now - v.at > VERDICT_TTL_MS) verdicts.delete(h)
+    let entry = verdicts.get(host)
+    if (!entry) {
+      entry = { at: now, verdict: judgeName(host) }
+      verdicts.set(host, entry)
+    }
+    return entry.verdict
+  }
+
+  /**
+   * @param {string} host
+   * @returns {Promise<Verdict>}
+   */
+  async function judgeName (host) {
+    if (isLocalhostName(host)) return { block: { address: 'localhost', reason: 'a loopback name' } }
+    let addresses
+    try {
+      addresses = await resolver.resolve(host)
+    } catch (err) {
+      return { error: err }
+    }
+    for (const a of addresses) {
+      const why = nonPublicReason(a)
+      if (why) return { block: { address: a, reason: why } }
+    }
+    return { addresses }
+  }
+
+  /**
+   * Note that a name was refused now: the failed request it causes is explained by it.
+   * @param {string} host @param {{ address: string, reason: string }} why
+   */
+  function remember (host, { address, reason }) {
+    const at = Date.now()
+    if (!blocked.has(host)) log?.info({ host, address, reason }, 'private-target guard refused a name')
+    blocked.set(host, { address, reason, at })
+    for (const [h, b] of blocked) if (at - b.at > BLOCK_MEMORY_MS) blocked.delete(h)
+  }
+
+  /**
+   * DNS over HTTPS (RFC 8484): GET with ?dns= or POST of the query.
+   * @param {import('node:http2').Http2ServerRequest} req
+   * @param {import('node:http2').Http2ServerResponse} res
+   */
+  async function answerDoh (req, res) {
+    let msg
+    if (req.method === 'GET') {
+      msg = Buffer.from(new URL(req.url, 'https://resolver').searchParams.get('dns') ?? '', 'base64url')
+    } else {
+      const chunks = []
+      let size = 0
+      for await (const chunk of req) {
+        size += chunk.length
+        if (size > MAX_DOH_BODY) return res.writeHead(413).end()
+        chunks.push(chunk)
+      }
+      msg = Buffer.concat(chunks)
+    }
+    let query
+    try {
+      query = parseQuery(msg)
+    } catch {
+      return res.writeHead(400).end()
+    }
+    stats.queries++
+    let answer
+    const name = query.name.replace(/\.+$/, '')
+    if ((query.type !== TYPE_A && query.type !== TYPE_AAAA) || name.split('.').some((l) => l.startsWith('_'))) {
+      // HTTPS/SVCB and other records: none (as the system resolver gives
+      // Chromium none). They would carry address hints past the check.
+      answer = buildAnswer(query, {})
+    } else {
+      const v = await verdictOf(name)
+      if ('block' in v) {
+        stats.refused++
+        remember(name, v.block)
+        answer = buildAnswer(query, { rcode: RCODE.NXDOMAIN })
+      } else if ('error' in v) answer = buildAnswer(query, { rcode: ['ENOTFOUND', 'ENODATA'].includes(v.error.code) ? RCODE.NXDOMAIN : RCODE.SERVFAIL })
+      else answer = buildAnswer(query, { addresses: v.addresses.filter((a) => a.includes(':') === (query.type === TYPE_AAAA)), ttl: ANSWER_TTL_S })
+    }
+    res.writeHead(200, { 'content-type': 'application/dns-message', 'content-length': answer.length })
+    res.end(answer)
+  }
+
+  /**
+   * Why a request to `url` is refused whatever DNS says (an IP literal,
+   * a localhost name, an /etc/hosts entry), or null.
+   * @param {string} url
+   */
+  function refusedOutright (url) {
+    let host, address
+    try {
+      ({ host, address } = targetHost(url))
+    } catch {
+      return null
+    }
+    if (address) {
+      const why = literalReason(address)
+      return why ? guardMessage(address, address, why) : null
+    }
+    const listed = hostsRules.blocked.get(host)
+    if (listed?.refused) return guardMessage(host, listed.address, listed.reason)
+    if (isLocalhostName(host)) return `blocked by the private-target guard: host ${host} is a loopback name`
+    return null
+  }
+
+  /**
+   * Why a request to `url` was refused by the guard, its resolver's refusals
+   * counted since `since`, in the guard's words; null when it was not.
+   * @param {string} url
+   * @param {number} [since] ms epoch
+   */
+  function explain (url, since = 0) {
+    const outright = refusedOutright(url)
+    if (outright) return outright
+    let host
+    try {
+      ({ host } = targetHost(url))
+    } catch {
+      return null
+    }
+    const block = blocked.get(host)
+    return block && block.at >= since ? guardMessage(host, block.address, block.reason) : null
+  }
+
+  return {
+    /** What a guarded browser is launched with: the rules, trust in the resolver's key, and secure DNS through it (its profile's Local State). */
+    browser: {
+      flags: [`--host-resolver-rules=${rules.join(', ')}`, `--ignore-certificate-errors-spki-list=${spki}`],
+      /** What results record of `flags`. */
+      recorded: [`--host-resolver-rules=<private-target guard: ${rules.length} rules>`, '--ignore-certificate-errors-spki-list=<private-target guard resolver key>'],
+      localState: { dns_over_https: { mode: 'secure', templates: `https://${RESOLVER_NAME}/dns-query` } }
+    },
+    /** A node:net lookup that refuses non-public addresses (the agent's own connections for a monitor, such as its RTT ping). */
+    lookup: guardedLookup(resolver.resolve),
+    explain,
+    stats,
+
+    /**
+     * Put the guard's words on a run it failed: the error of a load whose
+     * document (or probe target) it refused, and a note per other refused
+     * request.
+     * @param {Record<string, any>} result a run's result (agents/measure.js)
+     * @param {{ documentUrl: string | null, since: number }} ctx documentUrl: the top frame's last document
+     */
+    judge (result, { documentUrl, since }) {
+      if (result.status === 'error' || result.status === 'timeout') {
+        const why = [documentUrl, result.target_url].map((u) => u && explain(u, since - RECENT_BLOCK_MS)).find(Boolean)
+        if (why) {
+          result.status = 'error'
+          result.error = why
+          delete result.failure_kind
+        }
+      }
+      /** @type {{ code: string, message: string, source: string }[]} */
+      const notes = []
+      for (const r of result.requests_detail ?? []) {
+        const why = r.failed && explain(r.url, since - RECENT_BLOCK_MS)
+        if (why && why !== result.error && !notes.some((n) => n.message === why)) notes.push({ code: 'private_target_blocked', message: why, source: 'agent' })
+      }
+      if (notes.length) result.guard_notes = notes.slice(0, MAX_GUARD_NOTES)
+    },
+
+    async close () {
+      await new Promise((resolve) => server.close(() => resolve(undefined)))
+    }
+  }
+}
+
+/**
+ * Resolver rules that refuse non-public IP literals, in Chromium's glob
+ * (base::MatchPattern: "*" any run of characters, "?" zero or one), matched
+ * against the host as the URL parser wrote it (IPv4 dotted decimal, IPv6
+ * compressed, lower case, no brackets). IPv4 ranges come from
+ * lib/measurement/addresses.js, each octet the prefix does not fix as
+ * "???"; a DNS name caught by one would start with such an octet and have
+ * four labels of at most three characters ("10.ab.cd.ef"). IPv6 literals
+ * (only they contain ":") follow addresses.js's rule: outside 2000::/3
+ * all, inside it 6to4, Teredo and the documentation, benchmarking and
+ * ORCHID ranges. test/target-guard-rules.test.js checks them against
+ * literalReason.
+ * @returns {string[]}
+ */
+export function literalPatterns () {
+  const v4 = IPV4_RANGES.flatMap(([prefix, bits]) => {
+    const octets = prefix.split('.')
+    const fixed = octets.slice(0, Math.floor(bits / 8))
+    const free = (/** @type {number} */ n) => new Array(n).fill('???')
+    if (bits % 8 === 0) return [[...fixed, ...free(4 - fixed.length)].join('.')]
+    const first = Number(octets[fixed.length])
+    return Array.from({ length: 2 ** (8 - bits % 8) }, (_, i) => [...fixed, String(first + i), ...free(3 - fixed.length)].join('.'))
+  })
+  const hex = (/** @type {number} */ n) => n.toString(16)
+  const v6 = [
+    '::*', // ::, ::1, IPv4-mapped and -compatible
+    '???:*', // a first group below 0x1000
+    ...[1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15].map((d) => `${hex(d)}???:*`), // four digits outside 2000::/3
+    '2002:*', // 6to4
+    '2001::*', '2001:0:*', // Teredo
+    '2001:db8:*', // documentation
+    '2001:2::*', '2001:2:0:*', // benchmarking
+    ...Array.from({ length: 32 }, (_, i) => `2001:${hex(0x10 + i)}:*`), // ORCHID, ORCHIDv2
+    '3fff:???:*' // documentation (3fff::/20)
+  ]
+  return [...v4, ...v6]
+}
+
+/** @returns {string[]} */
+function literalRules () {
+  return literalPatterns().map((p) => `MAP ${p} ~NOTFOUND`)
+}
+
+/**
+ * Resolver rules for the names Chromium answers without asking DNS.
+ * @param {Resolver} resolver
+ * @returns {Promise<{ rules: string[], blocked: Map<string, { address: string, reason: string, refused: boolean }> }>}
+ */
+async function hostsFileRules (resolver) {
+  const rules = ['localhost', '*.localhost'].flatMap((n) => [`MAP ${n} ~NOTFOUND`, `MAP ${n}. ~NOTFOUND`])
+  /** @type {Map<string, { address: string, reason: string, refused: boolean }>} */
+  const blocked = new Map()
+  for (const [name, addresses] of await resolver.hostsEntries()) {
+    const address = addresses.find((a) => nonPublicReason(a))
+    if (!address || isLocalhostName(name)) continue
+    const refused = blocked.size < MAX_HOSTS_RULES
+    blocked.set(name, { address, reason: /** @type {string} */ (nonPublicReason(address)), refused })
+    if (refused) rules.push(`MAP ${name} ~NOTFOUND`, `MAP ${name}. ~NOTFOUND`)
+  }
+  return { rules, blocked }
+}

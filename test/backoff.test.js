@@ -1,0 +1,92 @@
+// A monitor whose rounds keep timing out is backed off where they do, so
+// that with one agent at a location (what `h3lens start` gives) a hanging
+// page never starves the monitors beside it: real agent, real Chromium, lab
+// origin, PostgreSQL.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createTestDatabase } from './helpers/db.js'
+import { eventually, freePort } from './helpers/process.js'
+import { createScheduler } from '../scheduler/scheduler.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { createAgentToken } from '../lib/store/agents.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { startOrigin } from '../lab/origin.js'
+import { startApi } from '../api/server.js'
+import { startAgent } from '../agents/main.js'
+
+test('one agent, a hanging monitor and seven fast ones: after the hanging one\'s second timeout it is backed off, and the fast ones lose no round', async () => {
+  // The issue's setting (60 s intervals, 30 s page timeout, one agent)
+  // scaled to 20 s and 8 s. A hanging round costs two page timeouts (16 s
+  // of the agent's 20 s) until it is backed off: claimed before the fast
+  // rounds, it leaves them too little of the interval, and some are skipped
+  // as "location busy". Backed off, it runs every 40 s, then 80 s, on one
+  // page timeout: 8 s, after which the seven fast rounds (under a second
+  // each) still start before their next round is due.
+  const intervalS = 20
+  const timeoutMs = 8000
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-backoff-'))
+  const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+  const database = await createTestDatabase()
+  const db = database.pool
+  const stops = []
+  try {
+    const origin = await startOrigin({ dataDir, port: await freePort(), log })
+    stops.push(() => origin.stop())
+    const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_PUBLIC_READ: 'true', H3LENS_PAGE_TIMEOUT_MS: String(timeoutMs), H3LENS_SCHEDULER_TICK_MS: '250' })
+    const api = await startApi({ db, config, log })
+    stops.push(() => api.close())
+    const hanging = await createMonitor(db, { url: `${origin.baseUrl}/hang`, interval_s: intervalS, locations: ['local'], paused: true })
+    const fast = []
+    for (let i = 1; i <= 7; i++) fast.push(await createMonitor(db, { url: `${origin.baseUrl}/page-15k.html?m=${i}`, interval_s: intervalS, locations: ['local'], paused: true }))
+    const { token } = await createAgentToken(db, { location: 'local' })
+    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1', netns: null } })
+    stops.push(() => agent.stop())
+    await sleep(2000) // the agent polls once and counts as live
+    const scheduler = createScheduler({ db, config, log })
+    // The hanging monitor's rounds fall due a second before the others, so
+    // the agent takes them first: the worst case for the others.
+    await db.query("UPDATE monitors SET paused = false, anchor_at = now() + CASE WHEN id = $2 THEN interval '0 s' ELSE interval '1 s' END WHERE id = ANY($1)",
+      [[hanging.id, ...fast.map((m) => m.id)], hanging.id])
+    scheduler.start()
+    stops.push(() => scheduler.stop())
+
+    const jobsOf = async (ids) => (await db.query(
+      `SELECT monitor_id, due_at, state, last_error, finished_at, extract(epoch FROM finished_at - started_at)::float8 AS took_s
+         FROM jobs WHERE monitor_id = ANY($1) ORDER BY due_at`, [ids])).rows
+    // The hanging monitor's second timed-out round, then its first round
+    // run backed off, then two more intervals of the fast ones.
+    const secondTimeout = await eventually(async () => (await jobsOf([hanging.id])).filter((j) => j.state === 'done')[1], { timeoutMs: 120_000, what: 'the hanging monitor\'s second timeout' })
+    const backedOffRun = await eventually(async () => (await jobsOf([hanging.id])).filter((j) => j.state === 'done')[2], { timeoutMs: 120_000, what: 'a round run backed off' })
+    await sleep(2 * intervalS * 1000)
+    await db.query('UPDATE monitors SET paused = true')
+    const monitors = (await (await fetch(`${api.url}/api/v1/monitors`)).json()).items
+    const end = Date.now()
+
+    const hangRounds = await jobsOf([hanging.id])
+    const afterSecond = hangRounds.filter((j) => j.due_at > secondTimeout.due_at)
+    assert.ok(afterSecond.some((j) => j.state === 'skipped' && /^skipped: backed off: the last \d rounds timed out \(its next round runs at /.test(j.last_error)), JSON.stringify(hangRounds))
+    assert.equal(+backedOffRun.due_at, +secondTimeout.due_at + 2 * intervalS * 1000, 'its interval doubled')
+    assert.ok(backedOffRun.took_s < timeoutMs / 1000 + 4, `backed off, a round gets one page timeout: it took ${backedOffRun.took_s} s`)
+    const { rows: hangResults } = await db.query('SELECT mode, status, error FROM results WHERE monitor_id = $1', [hanging.id])
+    assert.deepEqual([...new Set(hangResults.map((r) => r.status))], ['timeout'], JSON.stringify(hangResults))
+    const shown = monitors.find((m) => m.id === Number(hanging.id)).backed_off
+    assert.deepEqual(shown.map((b) => [b.location_id, b.timeouts, b.interval_s]), [['local', 3, 4 * intervalS]], JSON.stringify(hangRounds))
+    assert.ok(monitors.filter((m) => m.id !== Number(hanging.id)).every((m) => m.backed_off.length === 0))
+
+    // Every fast round due after the second timeout, and finished by now,
+    // was run; none skipped.
+    const fastRounds = (await jobsOf(fast.map((m) => m.id))).filter((j) => j.due_at > secondTimeout.finished_at && +j.due_at < end - intervalS * 1000)
+    assert.ok(fastRounds.length >= 7 * 3, `at least three intervals of the seven: ${fastRounds.length}`)
+    const lost = fastRounds.filter((j) => j.state !== 'done')
+    assert.deepEqual(lost, [], `fast rounds lost after the hanging monitor's second timeout: ${JSON.stringify(lost)}`)
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => {})
+    await database.drop()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+})

@@ -1,0 +1,267 @@
+// The private-target guard at run time, with a real agent, real Chromium and
+// the real API: a monitor saved while its name resolved to a public address
+// is measured after the name has been pointed at this machine's loopback
+// (DNS rebinding). Every run of every probe, both arms and the repeat view
+// is stored as an error that names the guard, and the internal service the
+// name now points at never sees a connection. Names resolve through a DNS
+// server the test controls (this machine has no outside DNS), which both
+// the API and the agent use (H3LENS_DNS_SERVERS).
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
+import fs from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startApi } from '../api/server.js'
+import { startAgent } from '../agents/main.js'
+import { createBrowserPool } from '../agents/browser.js'
+import { measurePage } from '../agents/measure.js'
+import { startTargetGuard } from '../agents/target-guard.js'
+import { netnsSupport } from '../lab/netns.js'
+import { createResolver, nonPublicReason } from '../lib/measurement/targets.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createApiKey } from '../lib/store/api-keys.js'
+import { createAgentToken } from '../lib/store/agents.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { scheduleDueJobs } from '../lib/store/jobs.js'
+import { createTestDatabase } from './helpers/db.js'
+import { freePort } from './helpers/process.js'
+import { startDnsServer } from './helpers/dns-server.js'
+
+const GUARD = 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
+let database, dns, dataDir, internal, internalPort
+const connections = []
+const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+
+before(async () => {
+  database = await createTestDatabase()
+  dns = await startDnsServer({ 'rebind.test': ['93.184.215.14'] })
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-guard-agent-'))
+  // What an attacker would want the agent to read: a service on the agent's loopback.
+  internal = http.createServer((req, res) => res.end('internal secret: do not store'))
+  internal.on('connection', (socket) => connections.push(socket.remoteAddress))
+  internal.listen(0, '127.0.0.1')
+  await once(internal, 'listening')
+  internalPort = /** @type {import('node:net').AddressInfo} */ (internal.address()).port
+})
+
+after(async () => {
+  internal?.close()
+  await dns?.close()
+  await database?.drop()
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
+})
+
+test('a name that resolves to loopback only after the monitor was saved is blocked on every request of the run, and nothing reaches the internal service', async () => {
+  const config = loadConfig({
+    PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_DNS_SERVERS: dns.server, H3LENS_PAGE_TIMEOUT_MS: '10000'
+  })
+  const api = await startApi({ db: database.pool, config, log })
+  const stops = [() => api.close()]
+  try {
+    const key = (await createApiKey(database.pool, { name: 'guard', role: 'write' })).secret
+    await upsertLocation(database.pool, { id: 'eu-west', name: 'Europe', region: 'Europe', kind: 'real' })
+    const base = `http://rebind.test:${internalPort}`
+    const res = await fetch(`${api.url}/api/v1/monitors`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        url: `${base}/admin`, locations: ['eu-west'], interval_s: 3600, modes: ['h2', 'h3'], probes: ['page', 'parallel', 'upload'], repeat_view: true,
+        options: { parallel_url: `${base}/noop`, upload_url: `${base}/upload`, upload_bytes: 1024 }
+      })
+    })
+    assert.equal(res.status, 201, await res.clone().text())
+    const monitor = await res.json()
+
+    // Saved while public; now the name points at the agent's own loopback.
+    dns.set('rebind.test', ['127.0.0.1'])
+    await scheduleDueJobs(database.pool, { maxAttempts: 1 })
+    const { token } = await createAgentToken(database.pool, { location: 'eu-west' })
+    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'eu-west' })
+    stops.unshift(() => agent.stop())
+
+    let rows = []
+    for (const until = Date.now() + 90_000; Date.now() < until;) {
+      ({ rows } = await database.pool.query(
+        `SELECT r.probe, r.mode, r.view, r.status, r.error, r.bytes, r.notes, r.details, r.flags, j.state FROM results r JOIN jobs j ON j.id = r.job_id
+          WHERE r.monitor_id = $1 ORDER BY r.probe, r.mode, r.view`, [monitor.id]))
+      if (rows.length && rows[0].state === 'done') break
+      await sleep(500)
+    }
+    assert.deepEqual(rows.map((r) => `${r.probe}/${r.mode}/${r.view}`), [
+      'page/h2/first', 'page/h2/repeat', 'page/h3/first', 'page/h3/repeat', 'parallel/h2/first', 'parallel/h3/first', 'upload/h2/first', 'upload/h3/first'
+    ], 'every run of the round was stored')
+    for (const r of rows) {
+      assert.equal(r.status, 'error', `${r.probe}/${r.mode}/${r.view}`)
+      assert.ok(r.flags.some((f) => /^--host-resolver-rules=<private-target guard: \d+ rules>$/.test(f)), `the run records that it was guarded: ${r.flags}`)
+      if (r.view === 'repeat') assert.equal(r.error, `not run: the first view failed (${GUARD})`)
+      else assert.equal(r.error, GUARD, `${r.probe}/${r.mode}: ${r.error}`)
+      assert.equal(r.bytes, 0)
+      assert.doesNotMatch(JSON.stringify(r), /internal secret/)
+    }
+    assert.deepEqual(connections, [], 'no connection reached the internal service: not the page, the probes nor the RTT ping')
+  } finally {
+    for (const stop of stops) await stop()
+  }
+})
+
+// A public address this test can serve from: 93.184.215.14 on the loopback
+// of a network namespace of its own, where Chromium runs (as a lab region's
+// does). The guard's resolver answers it over a veth pair. Only with root
+// and network namespaces; skipped otherwise, with the reason.
+const support = await netnsSupport()
+
+test('in a guarded run a public page loads, and its redirects, subresources, fetches and WebSockets to private targets are refused by the guard',
+  { skip: !support.ok && `needs network namespaces: ${support.reason}` }, async () => {
+    const ns = `h3gd-${process.pid}`
+    const octet = (process.pid >> 6) & 255
+    const base = (process.pid & 63) * 4
+    const [hostSide, nsSide] = [`10.231.${octet}.${base + 1}`, `10.231.${octet}.${base + 2}`]
+    const ip = (/** @type {string[]} */ ...args) => execFileSync('ip', args, { stdio: 'pipe' })
+    const stops = []
+    try {
+      ip('netns', 'add', ns)
+      stops.unshift(() => ip('netns', 'del', ns))
+      ip('link', 'add', `${ns}-h`, 'type', 'veth', 'peer', 'name', `${ns}-n`, 'netns', ns)
+      stops.unshift(() => { try { ip('link', 'del', `${ns}-h`) } catch {} })
+      ip('addr', 'add', `${hostSide}/30`, 'dev', `${ns}-h`)
+      ip('link', 'set', `${ns}-h`, 'up')
+      ip('-n', ns, 'addr', 'add', `${nsSide}/30`, 'dev', `${ns}-n`)
+      ip('-n', ns, 'link', 'set', `${ns}-n`, 'up')
+      ip('-n', ns, 'link', 'set', 'lo', 'up')
+      ip('-n', ns, 'addr', 'add', '93.184.215.14/32', 'dev', 'lo')
+
+      // The public site on 93.184.215.14:80, and the internal service on the namespace's 127.0.0.1.
+      const internalPort = 8181
+      const page = (/** @type {string} */ body) => `<!doctype html><title>t</title>${body}`
+      const site = spawn('ip', ['netns', 'exec', ns, process.execPath, '--input-type=module', '-e', `
+        import http from 'node:http'
+        const hits = []
+        const pages = ${JSON.stringify({
+          '/ok': page('<h1>public</h1>'),
+          '/subresources': page(`<img src="http://127.0.0.1:${internalPort}/literal.png"><img src="http://rebind.test:${internalPort}/name.png">
+            <script>
+              fetch('http://[::ffff:7f00:1]:${internalPort}/fetch').catch(() => {})
+              new WebSocket('ws://127.0.0.1:${internalPort}/ws').onerror = () => {}
+              new Worker(URL.createObjectURL(new Blob(["fetch('http://10.0.0.1/', { mode: 'no-cors' }).catch(() => {}); fetch('http://127.0.0.1:${internalPort}/worker', { mode: 'no-cors' }).catch(() => {})"])))
+            </script>`)
+        })}
+        http.createServer((req, res) => {
+          if (req.url === '/hits') return res.end(JSON.stringify(hits))
+          if (req.socket.localAddress === '10.0.0.1') return hits.push('10.0.0.1' + req.url) && res.end('private')
+          if (req.url === '/redirect-literal') return res.writeHead(302, { location: 'http://127.0.0.1:${internalPort}/admin' }).end()
+          if (req.url === '/redirect-name') return res.writeHead(302, { location: 'http://rebind.test:${internalPort}/admin' }).end()
+          res.writeHead(pages[req.url] ? 200 : 404, { 'content-type': 'text/html' }).end(pages[req.url] ?? 'no')
+        }).on('connection', (socket) => socket.localAddress === '10.0.0.1' && hits.push('connection to 10.0.0.1')).listen(80, '0.0.0.0')
+        http.createServer((req, res) => { hits.push(req.url); res.end('internal secret: do not store') }).on('connection', () => hits.push('connection')).listen(${internalPort}, '127.0.0.1')
+        console.log('ready')
+      `], { stdio: ['ignore', 'pipe', 'inherit'] })
+      stops.unshift(() => { site.kill('SIGKILL') })
+      await once(site.stdout, 'data')
+      ip('-n', ns, 'addr', 'add', '10.0.0.1/32', 'dev', 'lo') // a private address the worker tries
+
+      dns.set('pub.test', ['93.184.215.14'])
+      dns.set('rebind.test', ['127.0.0.1'])
+      const guard = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }), listen: hostSide })
+      stops.unshift(() => guard.close())
+      const pool = createBrowserPool({ dataDir })
+      stops.unshift(() => pool.close())
+      const measure = (/** @type {string} */ path) => measurePage({ pool, url: `http://pub.test${path}`, mode: 'h2', netns: ns, guard, timeoutMs: 15_000 })
+
+      // The public page loads through the guard's resolver (plain HTTP: HTTP/1.1, so not an h2 run).
+      const ok = await measure('/ok')
+      assert.equal(ok.status, 'protocol_mismatch', ok.error)
+      assert.equal(ok.observed_protocol, 'http/1.1')
+      assert.ok(ok.ttfb_ms > 0 && ok.load_ms >= ok.ttfb_ms)
+      assert.ok(dns.asked.some((q) => q.name === 'pub.test'), 'Chromium asked the guard, which asked DNS')
+
+      for (const [path, why] of [
+        ['/redirect-literal', 'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)'],
+        ['/redirect-name', 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)']
+      ]) {
+        const r = await measure(path)
+        assert.equal(r.status, 'error', path)
+        assert.equal(r.error, why, path)
+      }
+
+      const sub = await measure('/subresources')
+      assert.equal(sub.status, 'protocol_mismatch', 'the page itself loaded')
+      assert.deepEqual(sub.guard_notes.map((/** @type {any} */ n) => n.message).sort(), [
+        'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)',
+        'blocked by the private-target guard: host ::ffff:7f00:1 is a non-public address (loopback, as IPv4-mapped 127.0.0.1)',
+        'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
+      ])
+
+      const hits = await (await fetch(`http://${nsSide}/hits`)).json()
+      assert.deepEqual(hits, [], 'the internal service saw no connection: not from a redirect, an image, a fetch nor a WebSocket')
+    } finally {
+      for (const stop of stops) await stop()
+    }
+  })
+
+test('the lab is no loophole at run time: a lab monitor on another port of the lab host fails its round, a loopback monitor at a lab location is guarded', async () => {
+  // Monitors saved before the API refused them (an older version, or straight into the database).
+  const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_DNS_SERVERS: dns.server, H3LENS_PAGE_TIMEOUT_MS: '10000' })
+  const api = await startApi({ db: database.pool, config, log })
+  const stops = [() => api.close()]
+  try {
+    await database.pool.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+    const { rows: [onPort, onLoopback] } = await database.pool.query(
+      `INSERT INTO monitors (url, interval_s, locations, modes) VALUES ($1, 3600, '{local}', '{h2}'), ($2, 3600, '{local}', '{h2}') RETURNING id`,
+      [`https://lab.h3lens.test:${internalPort}/`, `http://127.0.0.1:${internalPort}/`])
+    await scheduleDueJobs(database.pool, { maxAttempts: 1 })
+    const { token } = await createAgentToken(database.pool, { location: 'local' })
+    // The lab as `h3lens start` describes it to a local agent: its origin is on port 8443 of 127.0.0.1.
+    const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: 'AAAA', address: '127.0.0.1', port: 8443, netns: null } })
+    stops.unshift(() => agent.stop())
+
+    let jobs = []
+    for (const until = Date.now() + 60_000; Date.now() < until;) {
+      ({ rows: jobs } = await database.pool.query('SELECT monitor_id, state, last_error FROM jobs WHERE monitor_id = ANY($1) ORDER BY monitor_id', [[onPort.id, onLoopback.id]]))
+      if (jobs.every((j) => ['done', 'failed'].includes(j.state))) break
+      await sleep(500)
+    }
+    assert.deepEqual(jobs.map((j) => j.state), ['failed', 'done'])
+    assert.match(jobs[0].last_error, new RegExp(`https://lab\\.h3lens\\.test:${internalPort}/ is not the lab origin \\(https://lab\\.h3lens\\.test:8443\\); lab runs reach the lab origin only`))
+    const { rows: [loopback] } = await database.pool.query('SELECT status, error FROM results WHERE monitor_id = $1', [onLoopback.id])
+    assert.deepEqual(loopback, { status: 'error', error: 'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)' })
+    assert.deepEqual(connections, [], 'the service on the lab host\'s loopback was never reached')
+  } finally {
+    for (const stop of stops) await stop()
+  }
+})
+
+test('names Chromium resolves by itself and IP literals in every spelling are refused before any connection', async () => {
+  const guard = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }) })
+  const pool = createBrowserPool({ dataDir })
+  try {
+    // This machine's own /etc/hosts names for loopback or private addresses, which Chromium reads itself.
+    const hostsNames = [...(await createResolver().hostsEntries())]
+      .filter(([name, addresses]) => !/localhost/.test(name) && addresses.some((a) => nonPublicReason(a)))
+      .map(([name]) => name).slice(0, 2)
+    const cases = [
+      ['localhost.', /host localhost is a loopback name/],
+      ['LOCALHOST', /host localhost is a loopback name/],
+      ['a.b.localhost', /host a\.b\.localhost is a loopback name/],
+      ['127.1', /host 127\.0\.0\.1 is a non-public address \(loopback\)/],
+      ['0x7f000001', /host 127\.0\.0\.1 is a non-public address/],
+      ['[::ffff:7f00:1]', /host ::ffff:7f00:1 is a non-public address \(loopback, as IPv4-mapped 127\.0\.0\.1\)/],
+      ['0.0.0.0', /host 0\.0\.0\.0 is a non-public address \(this network\)/],
+      ...hostsNames.map((name) => [name, new RegExp(`host ${name.replace(/\./g, '\\.')} resolves to .* \\(`)])
+    ]
+    for (const [host, why] of /** @type {[string, RegExp][]} */ (cases)) {
+      const r = await measurePage({ pool, url: `http://${host}:${internalPort}/`, mode: 'h2', guard, timeoutMs: 10_000 })
+      assert.equal(r.status, 'error', host)
+      assert.match(r.error, /^blocked by the private-target guard: /, host)
+      assert.match(r.error, why, host)
+    }
+    assert.deepEqual(connections, [])
+  } finally {
+    await pool.close()
+    await guard.close()
+  }
+})
