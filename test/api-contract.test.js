@@ -93,7 +93,7 @@ test('a path the router cannot decode is a 400 naming the path', async () => {
 })
 
 test('integer ids and parameters written other than in decimal digits are 400s naming the parameter, on every route', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/ids', locations: ['local'] })
+  const m = await createMonitor(t.db, { url: 'https://example.com/ids', locations: ['local'] }, { allowPrivateTargets: true })
   const NOT_DECIMAL = ['1e0', '0x1', ' 1', '+1', '1 ', '1.0', '１']
   const withId = routes().filter((r) => r.url.includes(':id'))
   assert.ok(withId.length >= 20, `${withId.length} routes take an id`)

@@ -51,7 +51,7 @@ test('every status and content type the server answers is documented for its rou
     await upsertLocation(s.db, { id: 'wpt-x', name: 'WPT X', region: 'Europe', kind: 'wpt' })
     const wptKey = (await createWptKey(s.db, { location: 'wpt-x' })).key
     const agentToken = await s.agentToken('local')
-    const monitor = await createMonitor(s.db, { url: 'https://lab.h3lens.test:8443/', interval_s: 60, locations: ['local', 'wpt-x'] }, { allowPrivateTargets: true })
+    const monitor = await createMonitor(s.db, { url: 'https://example.com/', interval_s: 60, locations: ['local', 'wpt-x'] }, { allowPrivateTargets: true })
     await s.db.query("INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'local', now() - interval '1 minute'), ($1, 'wpt-x', now() - interval '1 minute')", [monitor.id])
     const imported = await s.app.inject({
       method: 'POST', url: `/api/v1/monitors/${monitor.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' },

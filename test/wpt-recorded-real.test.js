@@ -246,7 +246,7 @@ test('a private target is sent while H3LENS_ALLOW_PRIVATE_TARGETS allows it, and
     assert.deepEqual([refused.statusCode, refused.body], [200, ''], 'no job')
     const { rows: [round] } = await database.pool.query('SELECT state, last_error FROM jobs WHERE monitor_id = $1', [m.id])
     assert.equal(round.state, 'queued')
-    assert.match(round.last_error, /^WPT location wpt-fra cannot measure https:\/\/localhost:18443\/: url points at localhost, which monitors on real locations may not target/)
+    assert.match(round.last_error, /^attempt 1 of \d+ failed and runs again: WPT location wpt-fra cannot measure https:\/\/localhost:18443\/: url points at localhost, a loopback name, which monitors may not target/)
     assert.ok(strictLines.some((l) => /"url":"https:\/\/localhost:18443\/".*"reason":"url points at localhost/.test(l)), strictLines.join(''))
 
     await database.pool.query('UPDATE jobs SET run_after = now() WHERE monitor_id = $1', [m.id])

@@ -10,7 +10,7 @@ import { wptAgent, wptKeyValid } from '../../lib/store/wpt-keys.js'
 import { nextTest, keepTestLeased, requeueTest, receiveWorkdone, refuseUpload } from '../../lib/store/wpt-tests.js'
 import { readResultZip } from '../../lib/measurement/wpt/zip.js'
 import { isLabPage } from '../../lib/measurement/wpt/job.js'
-import { checkPublicTarget } from '../../lib/measurement/targets.js'
+import { checkPublicTarget, targetPolicy } from '../../lib/measurement/targets.js'
 import { labFromOutside, readLabState } from '../../lib/runtime/lab-state.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 
@@ -59,6 +59,8 @@ const refused = {
 export default async function wptRoutes (app) {
   await app.register(multipart, { limits: { fileSize: WPT_UPLOAD_LIMIT, files: 1, fields: 20, parts: 21 } })
   const failures = wrongKeyLimiter(app)
+  // A round's page is checked again when it is sent, through the resolver the API's settings name.
+  const policy = targetPolicy(app.config)
 
   /**
    * The agent this request comes from, marked seen; or a 403 (wrong
@@ -107,7 +109,7 @@ export default async function wptRoutes (app) {
       if (!lab) throw new Error(`no lab reachable from outside its namespaces runs with this API's data dir (the lab origin is reached at 127.0.0.1 when the lab runs unshaped, H3LENS_LAB=local)`)
       return lab
     }
-    if (!app.config.allowPrivateTargets) await checkPublicTarget(url)
+    if (!app.config.allowPrivateTargets) await checkPublicTarget(url, { resolve: policy.resolve })
     return null
   }
 
