@@ -6,9 +6,11 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
-import parsePrometheus from 'parse-prometheus-text-format'
+import { createRequire } from 'node:module'
 import { createTestApp } from './helpers/app.js'
 import { createSite, revokeSite } from '../lib/store/rum-sites.js'
+
+const parsePrometheus = createRequire(import.meta.url)('parse-prometheus-text-format')
 
 const ORIGIN = 'https://shop.example'
 const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36'
