@@ -29,6 +29,7 @@ const beacon = (extra = {}) => ({
   dns_ms: 3.1, connect_ms: 20.4, tls_ms: 10.2, waiting_ms: 30, ttfb_ms: 60.5, fcp_ms: 120, lcp_ms: 240, cls: 0.01, transfer_bytes: 15000,
   doc_cached: false, resources: 4, cached_resources: 0, lcp_element: 'img', ...extra
 })
+/** @param {any} body @param {{ origin?: string | null, address?: string, type?: string, ua?: string, app?: any }} [o] */
 const send = (body, { origin = ORIGIN, address = GB_ADDRESS, type = 'text/plain;charset=UTF-8', ua = CHROME, app = t.app } = {}) => app.inject({
   method: 'POST',
   url: '/rum/v1/beacon',
