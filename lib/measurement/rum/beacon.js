@@ -91,9 +91,14 @@ export function protocolOf (value) {
 }
 
 /**
- * New or reused connection: a navigation that looked up no name and set up
- * no connection reused one. Null when the view made no request (a cached
- * document, a restore) or did not say.
+ * New or reused connection, as the navigation's own timing shows it: one
+ * that looked up no name and set up no connection found one ready. That is
+ * a reused connection, or one the browser set up ahead of the request
+ * (Chromium preconnects to a page's origin as its navigation starts, and
+ * when that wins the race the handshake is not in the page's TTFB). Either
+ * way the set-up was not part of this page view's TTFB, which is what the
+ * stratum is for. Null when the view made no request (a cached document, a
+ * restore) or did not say.
  * @param {Record<string, any>} b
  * @returns {'new' | 'reused' | null}
  */

@@ -1,7 +1,7 @@
 // Runs in the page of a monitored site: the snippet's own part, after
 // web-vitals' (lib/measurement/rum/snippet.js puts the two together). One
 // beacon per page view, sent with navigator.sendBeacon when the page is first
-// hidden; a page restored from the back/forward cache is a new view with a
+// hidden (visibilitychange, as web-vitals reports then); a page restored from the back/forward cache is a new view with a
 // beacon of its own. No cookies, no storage, no request but the beacon, to
 // the h3lens that served the script. Every field is defined once, in
 // lib/measurement/rum/beacon.js.
@@ -72,8 +72,35 @@ export function h3lensBeacon (webVitals, script) {
   // Before web-vitals' own listener, so a restored page's metrics land in
   // the new view.
   addEventListener('pageshow', (e) => { if (e.persisted) view('back-forward-cache', perf.timeOrigin + e.timeStamp) }, true)
+  // After web-vitals' own listener (on window, capturing), which reports
+  // LCP, INP and CLS as the page is hidden; every browser h3lens supports
+  // fires visibilitychange when a page is left, before pagehide's unload.
   document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'hidden') send() })
-  addEventListener('pagehide', send)
+
+  // Each interaction's events as they arrive (web-vitals' standard build
+  // keeps only some of them, and by the time the page is hidden Chromium may
+  // have let go of the element): its first input, its processing from the
+  // first handler's start to the last one's end, when its frame was
+  // presented, and its element.
+  /** @type {Record<number, any>} */
+  const acts = {}
+  const seeEvents = (/** @type {any[]} */ list) => {
+    for (const x of list) {
+      if (!x.interactionId) continue
+      const a = acts[x.interactionId] || (acts[x.interactionId] = { s: x.startTime, ps: x.processingStart, pe: 0, end: 0 })
+      a.s = Math.min(a.s, x.startTime)
+      a.ps = Math.min(a.ps, x.processingStart)
+      a.pe = Math.max(a.pe, x.processingEnd)
+      a.end = Math.max(a.end, x.startTime + x.duration)
+      a.t = a.t || tag(x.target)
+    }
+  }
+  /** @type {PerformanceObserver | undefined} */
+  let events
+  try {
+    events = new PerformanceObserver((list) => seeEvents(list.getEntries()))
+    events.observe(/** @type {any} */ ({ type: 'event', durationThreshold: 16, buffered: true }))
+  } catch (x) {}
 
   /** @param {any} m a web-vitals metric */
   const put = (m) => {
@@ -92,10 +119,12 @@ export function h3lensBeacon (webVitals, script) {
       b.lcp_render_delay_ms = ms(m.value - Math.max(r ? r.responseEnd : 0, n ? n.responseStart : 0))
     }
     if (m.name === 'INP' && e) {
-      b.inp_target = tag(e.target)
-      b.inp_input_delay_ms = ms(e.processingStart - e.startTime)
-      b.inp_processing_ms = ms(e.processingEnd - e.processingStart)
-      b.inp_presentation_ms = ms(e.startTime + e.duration - e.processingEnd)
+      if (events) seeEvents(events.takeRecords())
+      const a = acts[e.interactionId] || { s: e.startTime, ps: e.processingStart, pe: e.processingEnd, end: e.startTime + e.duration, t: tag(e.target) }
+      b.inp_target = a.t
+      b.inp_input_delay_ms = ms(a.ps - a.s)
+      b.inp_processing_ms = ms(a.pe - a.ps)
+      b.inp_presentation_ms = ms(a.end - a.pe)
     }
   }
   for (const on of ['onTTFB', 'onFCP', 'onLCP', 'onINP', 'onCLS']) webVitals[on](put)
