@@ -28,6 +28,8 @@ import { createTestDatabase } from './helpers/db.js'
 import { startDashboard } from './helpers/ui.js'
 import { eventually, freePort } from './helpers/process.js'
 
+/* global document, requestAnimationFrame -- used inside functions that run in the page */
+
 const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox'
 const BROWSERS = [
   {
@@ -97,6 +99,7 @@ describe('beacons from a real browser', () => {
             const errors = []
             page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()) })
             const had = (await beacons()).length
+            /** @type {{ first: Record<string, any>, second: Record<string, any> | null }} */
             const seen = { first: await visit(page, pageUrl), second: null }
             const first = await eventually(async () => (await beacons())[had], { timeoutMs: 20000, what: 'the first visit\'s beacon' })
             assert.equal(first.protocol, mode, 'the protocol the browser used')
@@ -116,7 +119,7 @@ describe('beacons from a real browser', () => {
             seen.second = await visit(page, pageUrl)
             const second = await eventually(async () => (await beacons())[had + 1], { timeoutMs: 20000, what: 'the second visit\'s beacon' })
             assert.equal(second.protocol, mode)
-            samePhases(second, seen.second)
+            samePhases(second, /** @type {Record<string, any>} */ (seen.second))
             assert.equal(second.connection, 'reused', `no DNS and no connect: ${second.dns_ms} ms, ${second.connect_ms} ms`)
             assert.equal(second.visit, 'cached', `${second.cached_resources} of ${second.resources} resources from the cache`)
             assert.notEqual(second.view_id, first.view_id)
