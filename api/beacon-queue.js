@@ -8,6 +8,10 @@
 // whose batch fails is answered 503 and is not stored (a browser does not
 // resend it; the count of those is h3lens_rum_beacons_total{outcome="failed"}).
 //
+// Three writers: while one batch waits for its commit (a disk flush, tens
+// of ms on a busy machine), the next ones are written; more only held
+// connections the API's other routes need (bench/rum-ingest.js).
+//
 // Bounded: past `maxPending` beacons waiting or being written, new ones are
 // refused with 503 at once rather than queued without end (a flood that got
 // past the rate limits, or a database that has slowed down).
@@ -25,7 +29,7 @@ export class QueueFullError extends Error {
  * @param {{ db: import('pg').Pool, maxPending?: number, maxBatch?: number, writers?: number,
  *   insert?: typeof insertBeacons }} deps writers: batches written at once (each on its own connection)
  */
-export function createBeaconQueue ({ db, maxPending = 20_000, maxBatch = 2000, writers = 2, insert = insertBeacons }) {
+export function createBeaconQueue ({ db, maxPending = 20_000, maxBatch = 1000, writers = 3, insert = insertBeacons }) {
   /** @type {{ row: Record<string, any>, resolve: (v: 'stored' | 'duplicate') => void, reject: (e: any) => void }[]} */
   const waiting = []
   let writing = 0

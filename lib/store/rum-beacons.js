@@ -20,20 +20,22 @@ export const beaconKey = (/** @type {{ view_id: string, time: Date }} */ row) =>
 export async function insertBeacons (db, rows) {
   const inserted = new Set()
   if (!rows.length) return inserted
-  await withTransaction(db, async (client) => {
-    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-      /** @type {unknown[]} */
-      const values = []
-      const tuples = rows.slice(i, i + ROWS_PER_INSERT).map((row) => `(${BEACON_COLUMNS.map((c) => {
-        values.push(row[c] ?? null)
-        return `$${values.length}`
-      }).join(', ')})`)
-      const { rows: done } = await client.query(
-        `INSERT INTO rum_beacons (${BEACON_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}
-         ON CONFLICT (site_id, view_id, time) DO NOTHING RETURNING view_id, time`, values)
-      for (const r of done) inserted.add(beaconKey(r))
-    }
-  })
+  const insert = async (/** @type {import('pg').Pool | import('pg').PoolClient} */ client, /** @type {Record<string, any>[]} */ part) => {
+    /** @type {unknown[]} */
+    const values = []
+    const tuples = part.map((row) => `(${BEACON_COLUMNS.map((c) => {
+      values.push(row[c] ?? null)
+      return `$${values.length}`
+    }).join(', ')})`)
+    const { rows: done } = await client.query(
+      `INSERT INTO rum_beacons (${BEACON_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}
+       ON CONFLICT (site_id, view_id, time) DO NOTHING RETURNING view_id, time`, values)
+    for (const r of done) inserted.add(beaconKey(r))
+  }
+  // One statement is a transaction of its own: no BEGIN and COMMIT round
+  // trips for the usual batch.
+  if (rows.length <= ROWS_PER_INSERT) await insert(db, rows)
+  else await withTransaction(db, async (client) => { for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await insert(client, rows.slice(i, i + ROWS_PER_INSERT)) })
   return inserted
 }
 
