@@ -82,8 +82,9 @@ try {
       res.on('data', (d) => { text += d })
       res.on('end', () => {
         latencies.push(performance.now() - t0)
-        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
-        if (res.statusCode !== 204 && !firstError) firstError = `${res.statusCode} ${text.slice(0, 300)}`
+        const code = res.statusCode ?? 0
+        statuses[code] = (statuses[code] ?? 0) + 1
+        if (code !== 204 && !firstError) firstError = `${res.statusCode} ${text.slice(0, 300)}`
         resolve(undefined)
       })
     })
