@@ -3,14 +3,16 @@
 // with a day of realistic results, the API on a free loopback port, and
 // Chromium. Writes docs/screenshots/<page>.png and <page>-dark.png.
 //
-//   node scripts/screenshots.js [--out docs/screenshots]
+//   node scripts/screenshots.js [--out docs/screenshots] [--only real-users,monitor]
 import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../test/helpers/ui.js'
 import { seedAlerts } from '../test/helpers/alerts-ui.js'
+import { seedRealUsers } from '../test/helpers/rum-ui.js'
 
-const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' } } })
+const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' }, only: { type: 'string' } } })
+const only = values.only ? new Set(values.only.split(',')) : null
 const out = path.resolve(values.out)
 fs.mkdirSync(out, { recursive: true })
 
@@ -22,6 +24,7 @@ try {
   console.log('seeding a day of results…')
   const seeded = await seedDemo(db.pool, { hours: 24, stepMinutes: 5 })
   await seedAlerts(db.pool, { hours: 24 })
+  const site = await seedRealUsers(db.pool, { origin: new URL(seeded.monitors[0].url).origin, hours: 24, views: 8000, monitor: seeded.monitors[0] })
   server = await startDashboard(db.pool)
   chromium = await launchBrowser()
   const pages = [
@@ -31,8 +34,9 @@ try {
     ['run-detail', `#/results/${seeded.latestResultId}`],
     ['add-monitor', '#/new'],
     ['locations', '#/locations'],
-    ['alerts', '#/alerts']
-  ]
+    ['alerts', '#/alerts'],
+    ['real-users', `#/rum/${site.id}?window=24h`]
+  ].filter(([name]) => !only || only.has(name))
   for (const scheme of ['light', 'dark']) {
     for (const [name, hash] of pages) {
       const page = await chromium.browser.newPage()
@@ -43,6 +47,7 @@ try {
       await waitUntilSettled(page)
       // Charts draw after their module loads and they know their width.
       if (name === 'monitor') await page.waitForSelector('#cdf canvas')
+      if (name === 'real-users') await page.waitForSelector('#rum-trend canvas')
       await page.evaluate('document.activeElement?.blur()')
       const file = path.join(out, `${name}${scheme === 'dark' ? '-dark' : ''}.png`)
       await page.screenshot({ path: file, fullPage: true })

@@ -6,8 +6,6 @@ import { createTestDatabase } from './helpers/db.js'
 import { seedDemo, startDashboard, launchBrowser, openRoute } from './helpers/ui.js'
 import { seedRealUsers } from './helpers/rum-ui.js'
 
-/* global document */
-
 let database, seeded, server, chromium, site
 before(async () => {
   database = await createTestDatabase()
@@ -27,7 +25,7 @@ const open = (hash, opts) => openRoute(chromium, server, seeded.apiKey, hash, op
 test('the Real users page: regions with their share over H3 beside the lab, labelled associations, the share over time and metrics by protocol', async () => {
   const { page, done } = await open(`#/rum/${site.id}`)
   assert.match(await page.$eval('h1', (e) => e.textContent), /Lab shop: real users/)
-  assert.match(await page.$eval('.notice.association', (e) => e.textContent), /Association, not a controlled comparison/)
+  assert.match(await page.$eval('.notice.association', (e) => e.textContent), /An association, not a controlled comparison\. Real users choose neither/)
   const rows = await page.$$eval('.rum-regions tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent.trim())))
   assert.deepEqual(rows.map((r) => r[0].split(' ')[0]), ['All', 'Lab', 'Lab', 'Lab', 'Other', 'Unknown'])
   const asia = rows.find((r) => r[0].startsWith('Lab Asia'))

@@ -14,7 +14,8 @@ export const ASSOCIATION_LABEL = {
 
 /** The notice shown with every real-user comparison. */
 export function associationNotice (summary) {
-  return h('p', { class: 'notice association', role: 'note' }, h('strong', {}, 'Association, not a controlled comparison. '), summary.association)
+  const rest = summary.association.replace(/^An association, not a controlled comparison: (.)/, (_, c) => c.toUpperCase())
+  return h('p', { class: 'notice association', role: 'note' }, h('strong', {}, 'An association, not a controlled comparison. '), rest)
 }
 
 /**
@@ -26,14 +27,14 @@ export function associationCell (row, { compact = false } = {}) {
   const tested = row.verdict !== 'insufficient_data'
   const v = VERDICT[row.verdict] ?? VERDICT.insufficient_data
   const label = ASSOCIATION_LABEL[row.verdict] ?? row.verdict
-  const title = [`p${row.percentile}: ${label} (association)`, row.reason, tested ? `strata: ${row.strata.join(', ')}` : null].filter(Boolean).join('; ')
+  const title = [`p${row.percentile}: ${label} (association)`, tested ? `95% ${msInterval(row.ci_low_ms, row.ci_high_ms)}` : null, row.reason, tested ? `strata: ${row.strata.join(', ')}` : null].filter(Boolean).join('; ')
   return h('td', { class: `assoc ${tested ? verdictClass(row.verdict, row.delta_pct) : 'v-none'}`, title },
     row.delta_ms === null
       ? h('span', { class: 'muted' }, compact ? 'too few' : `too few page views (needs ${count(row.min_page_views)} per protocol in a stratum)`)
       : [
           h('span', { class: 'delta' }, tested ? h('span', { 'aria-hidden': 'true', class: 'glyph' }, v.glyph) : null, ` ${ms(row.delta_ms, { signed: true })} `, h('span', { class: 'pct' }, pct(row.delta_pct, { signed: true }))),
           compact ? null : h('span', { class: 'ci' }, ` 95% ${msInterval(row.ci_low_ms, row.ci_high_ms)}`),
-          h('span', { class: 'verdict-label' }, ` ${label}`)
+          compact ? h('span', { class: 'sr-only' }, `, ${label}`) : h('span', { class: 'verdict-label' }, ` ${label}`)
         ])
 }
 

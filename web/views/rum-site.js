@@ -20,11 +20,12 @@ export async function render (ctx) {
   const lcp = section('LCP by protocol', { id: 'rum-lcp', flush: true })
   const summary = api.rumSummary(id, range)
   const fills = [
-    summary.then((s) => regions.fill(s.regions[0].page_views ? [associationNotice(s), regionsTable(s), labNote(s)] : emptyState('No page views in this window', 'Beacons appear once pages with the install tag are visited.')), (err) => regions.fill(errorState(err))),
+    summary.then((s) => regions.fill(s.regions[0].page_views ? [associationNotice(s), regionsTable(s), legend(), labNote(s)] : emptyState('No page views in this window', 'Beacons appear once pages with the install tag are visited.')), (err) => regions.fill(errorState(err))),
     summary.then((s) => { ttfb.fill(protocolTable(s, 'ttfb_ms')); lcp.fill(protocolTable(s, 'lcp_ms')) }, (err) => { ttfb.fill(errorState(err)); lcp.fill(errorState(err)) }),
     api.rumTrends(id, { ...range, bucket }).then((t) => {
       if (!t.series.length) return trend.fill(emptyState('No page views in this window'))
-      const chart = shareChart(t.series.slice(0, 6), `Share of page views over HTTP/3, ${site.name}`, range)
+      // All regions and the locations' regions; the rest are too thin to follow hour by hour.
+      const chart = shareChart(t.series.filter((x) => x.region_id !== 'other' && x.region_id !== 'unknown').slice(0, 6), `Share of page views over HTTP/3, ${site.name}`, range)
       ctx.onDispose(chart.dispose)
       trend.fill(chart.el)
     }, (err) => trend.fill(errorState(err)))
@@ -44,4 +45,9 @@ export async function render (ctx) {
 function labNote (s) {
   if (!s.lab_monitor) return h('p', { class: 'muted' }, 'No monitor of this site runs the auto arm, so there is no lab share to show beside real users.')
   return h('p', { class: 'muted' }, 'Lab: the auto arm of ', h('a', { href: href(`/monitors/${s.lab_monitor.id}`) }, s.lab_monitor.label ?? s.lab_monitor.url), `, ${count(s.regions.reduce((n, r) => n + (r.lab?.returning_visits ?? 0), 0))} returning visits in this window.`)
+}
+
+function legend () {
+  return h('p', { class: 'legend-note' }, h('b', {}, 'Green or red: '), 'H3 page views faster or slower under the rules of the synthetic verdicts (false-discovery correction, minimum effect of 2% and 1 ms); ',
+    h('b', {}, 'grey: '), 'no clear difference; ', h('b', {}, 'hatched: '), 'too few page views per protocol in any stratum. Hover a cell for its interval and strata.')
 }
