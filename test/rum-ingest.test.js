@@ -4,6 +4,7 @@
 // 4xx that is counted, none of them stores anything.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
 import { createHash, randomBytes } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
 import { createRequire } from 'node:module'
@@ -61,6 +62,10 @@ test('the snippet is served small, cacheable, loadable cross-origin and pinned b
   assert.doesNotMatch(body.toString(), /document\.cookie|localStorage|sessionStorage|XMLHttpRequest|fetch\(/, 'no cookies, no storage, no other request')
   const stale = await t.app.inject({ url: '/rum/v1/h3lens.js?v=0123456789ab', headers: { authorization: undefined } })
   assert.equal(stale.headers['cache-control'], 'public, max-age=300', 'an old version is not cached for long')
+  for (const doc of ['README.md', 'docs/RUM.md']) {
+    const text = fs.readFileSync(new URL(`../${doc}`, import.meta.url), 'utf8')
+    assert.ok(text.includes(`integrity="${info.integrity}"`) && text.includes(`h3lens.js?v=${info.version}"`), `${doc} shows the snippet's current integrity and version (node bench/rum-snippet.js prints them)`)
+  }
   const created = (await t.app.inject({ url: `/api/v1/rum/sites/${site.id}` })).json()
   assert.ok(created.install.tag.includes(`integrity="${info.integrity}"`) && created.install.tag.includes(`data-key="${site.key}"`))
 })

@@ -176,8 +176,9 @@ function refuse (request, reply, status, outcome, message, field, retryAfter) {
  * window per key, counted synchronously: @fastify/rate-limit's store hands
  * back a counter it goes on changing, so beacons arriving in one turn of
  * the event loop all read the last one's count (all of a burst refused).
- * At most MAX_KEYS keys are kept; past that, expired ones are swept, then
- * the oldest dropped (a spray of addresses can only loosen the limit).
+ * Expired windows are swept once a minute; at most MAX_KEYS keys are kept
+ * (past that the oldest are dropped: a spray of addresses can only loosen
+ * the limit).
  * @param {number} perMinute 0 = no limit
  * @param {(request: any) => string} key
  * @returns {(request: any) => number}
@@ -187,9 +188,15 @@ function limiter (perMinute, key) {
   const MAX_KEYS = 100_000
   /** @type {Map<string, { n: number, until: number }>} */
   const windows = new Map()
+  let swept = Date.now()
   return (request) => {
     const k = key(request)
     const now = Date.now()
+    // Nothing is held much past its minute (docs/PRIVACY.md: addresses).
+    if (now - swept > 60_000) {
+      swept = now
+      for (const [x, v] of windows) if (v.until <= now) windows.delete(x)
+    }
     let w = windows.get(k)
     if (!w || w.until <= now) {
       if (windows.size >= MAX_KEYS) {
