@@ -158,3 +158,23 @@ test('floods: past the rate per address, and per site, beacons get 429 and are n
     await limited.close()
   }
 })
+
+test('behind a proxy: with H3LENS_RUM_CLIENT_IP_HEADER the visitor\'s address comes from that header (its last entry), otherwise the header is ignored', async () => {
+  const proxied = await createTestApp({ H3LENS_RUM_CLIENT_IP_HEADER: 'X-Forwarded-For', H3LENS_RUM_ADDRESS_PER_MIN: '0' })
+  try {
+    const s = await createSite(proxied.db, { name: 'behind a CDN', origins: [ORIGIN] })
+    const viaProxy = (app, b) => app.inject({
+      method: 'POST', url: '/rum/v1/beacon', remoteAddress: '127.0.0.1',
+      headers: { authorization: undefined, 'content-type': 'text/plain', origin: ORIGIN, 'user-agent': CHROME, 'x-forwarded-for': `10.0.0.9, ${GB_ADDRESS}` },
+      payload: JSON.stringify(b)
+    })
+    const b = beacon({ key: s.key })
+    assert.equal((await viaProxy(proxied.app, b)).statusCode, 204)
+    assert.equal((await proxied.db.query('SELECT country FROM rum_beacons WHERE view_id = $1', [b.id])).rows[0].country, 'GB')
+    const direct = beacon()
+    assert.equal((await viaProxy(t.app, direct)).statusCode, 204)
+    assert.equal((await t.db.query('SELECT country FROM rum_beacons WHERE view_id = $1', [direct.id])).rows[0].country, null, 'the socket\'s address (loopback), not a header anyone can write')
+  } finally {
+    await proxied.close()
+  }
+})
