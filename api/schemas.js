@@ -123,6 +123,12 @@ export const locationSchema = {
     name: { type: 'string' },
     region: { type: 'string' },
     kind: { type: 'string', enum: ['lab', 'real', 'wpt'], description: 'lab = emulated network on this machine; real = an h3lens agent somewhere on the Internet; wpt = WebPageTest agents (wptagent) polling /work/' },
+    countries: {
+      type: 'array',
+      nullable: true,
+      items: { type: 'string' },
+      description: 'ISO 3166-1 alpha-2 codes of the countries this location stands for: real users from them are shown under it (docs/RUM.md); null: none'
+    },
     profile: {
       type: 'object',
       additionalProperties: true,

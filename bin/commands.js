@@ -19,6 +19,7 @@ import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { assertPortFree } from '../lib/runtime/instance.js'
 import { enrolLocation, parseLocationSpec, readAgentToken } from './enrol.js'
+import { RUM_USAGE, runRum } from './rum.js'
 
 /** @type {import('node:util').ParseArgsConfig['options']} */
 const common = {
@@ -374,6 +375,25 @@ ${commonHelp}`,
           await revokeApiKey(pool, id)
           console.log(`API key ${id} revoked`)
         }
+      } finally {
+        await ctx.lifecycle.stopAll('done')
+      }
+      return 0
+    }
+  },
+  rum: {
+    summary: 'real users: rum sites create|list|tag|update|revoke, rum countries --location ID CC,CC',
+    options: { ...common, name: { type: 'string' }, origin: { type: 'string', multiple: true }, sample: { type: 'string' }, location: { type: 'string' }, 'base-url': { type: 'string' } },
+    positionals: true,
+    usage: `${RUM_USAGE}
+${commonHelp}`,
+    run: async (values, positionals) => {
+      // --location here names the location whose countries are set, not this process's.
+      const ctx = boot({ ...values, location: undefined }, 'h3lens-rum')
+      try {
+        const { pool } = await openDatabase(ctx)
+        await migrate(pool)
+        await runRum({ pool, config: ctx.config }, values, positionals)
       } finally {
         await ctx.lifecycle.stopAll('done')
       }

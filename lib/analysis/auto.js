@@ -311,6 +311,20 @@ export function sharesOf (outcomes, id) {
 }
 
 /**
+ * The auto arm's H3 shares alone, per location (first, returning and repeat
+ * visits), without the paired analysis: what real users' share is shown
+ * beside (lib/analysis/rum.js).
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, from: Date, to: Date }} w
+ * @returns {Promise<Map<string, ReturnType<typeof sharesOf>>>}
+ */
+export async function autoShares (db, w) {
+  const outcomes = await autoVisitOutcomes(db, w)
+  const ids = [...new Set(outcomes.totals.map((r) => r.location_id))]
+  return new Map(ids.map((id) => [id, sharesOf(outcomes, id)]))
+}
+
+/**
  * What the location's users get, in words, from the returning visits'
  * share and reasons and the forced H3 arm's failures.
  * @param {Record<string, any>} e

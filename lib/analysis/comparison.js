@@ -524,7 +524,7 @@ function combinePaired (parts) {
  * @param {Row} row
  * @param {MinEffect} minEffect
  */
-function cellVerdict (row, minEffect) {
+export function cellVerdict (row, minEffect) {
   if (row.p_value === null) return VERDICTS.INSUFFICIENT_DATA
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(row.h2_ms), minEffect.ms)
   row.min_effect_ms = threshold

@@ -160,3 +160,45 @@ export function cdfChart (series, label, names = { h2: 'H2', h3: 'H3' }) {
   const el = h('div', {}, readout, plot)
   return { el, dispose }
 }
+
+/**
+ * The share of page views over H3 through time, one line per region (the
+ * first, all regions, drawn thicker).
+ * @param {{ name: string, points: { t: string, page_views: number, h3_share: { rate: number | null } }[] }[]} series
+ * @param {string} label
+ * @param {{ from: Date, to: Date }} range
+ * @returns {{ el: HTMLElement, dispose: () => void }}
+ */
+export function shareChart (series, label, range) {
+  const times = [...new Set(series.flatMap((s) => s.points.map((p) => p.t)))].sort()
+  const xs = times.map((t) => Date.parse(t) / 1000)
+  const columns = series.map((s) => {
+    const byT = new Map(s.points.map((p) => [p.t, p.h3_share.rate]))
+    return times.map((t) => byT.get(t) ?? null)
+  })
+  const pctOf = (v) => (v === null || v === undefined ? '—' : `${Math.round(v * 100)}%`)
+  const lastOf = (/** @type {(number | null)[]} */ col) => [...col].reverse().find((v) => v !== null) ?? null
+  const values = (i) => series.map((s, k) => `${s.name} ${pctOf(i === null ? lastOf(columns[k]) : columns[k][i])}`).join(' · ')
+  const readout = h('p', { class: 'readout', 'aria-hidden': 'true' }, `Latest  ${values(null)}`)
+  const plot = h('div', { role: 'img', 'aria-label': `${label}: ${values(null)}` })
+  const t = theme()
+  const css = getComputedStyle(document.documentElement)
+  const palette = [t.h3, css.getPropertyValue('--h2').trim(), '#7a5af5', '#12a38a', '#c2417a', t.axis]
+  const dispose = mount(plot, (width) => ({
+    width,
+    height: HEIGHT,
+    legend: { show: false },
+    hooks: { setCursor: [(u) => { readout.textContent = u.cursor.idx === null || u.cursor.idx === undefined ? `Latest  ${values(null)}` : `${new Date(xs[u.cursor.idx] * 1000).toLocaleString()}  ${values(u.cursor.idx)}` }] },
+    scales: { x: { time: true, range: () => [+range.from / 1000, +range.to / 1000] }, y: { range: () => [0, 1] } },
+    axes: [axis(t), axis(t, { size: 44, splits: () => [0, 0.25, 0.5, 0.75, 1], values: (u, vals) => vals.map((v) => `${Math.round(v * 100)}%`) })],
+    series: [{}, ...series.map((s, k) => ({ label: s.name, stroke: palette[k % palette.length], width: k === 0 ? 2.5 : 1.5, spanGaps: false, points: { show: xs.length < 40, size: 4 } }))]
+  }), [xs, ...columns])
+  // Through the CSSOM: the dashboard's policy refuses style attributes.
+  const swatch = (/** @type {number} */ k) => {
+    const el = h('span', { class: 'key-line', 'aria-hidden': 'true' })
+    el.style.color = palette[k % palette.length]
+    return el
+  }
+  const key = h('div', { class: 'legend' }, series.map((s, k) => h('span', { class: 'legend-item' }, swatch(k), s.name)))
+  return { el: h('div', {}, key, readout, plot), dispose }
+}

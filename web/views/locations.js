@@ -60,6 +60,7 @@ function card (l, agents) {
       fields.length
         ? h('dl', { class: 'profile' }, fields.map(([k, label, fmt]) => h('div', {}, h('dt', {}, label), h('dd', {}, fmt(p[k], p)))))
         : h('p', { class: 'muted' }, l.kind === 'lab' ? 'Unshaped: loopback with no added delay or loss.' : 'No network profile: a real network path.'),
+      l.countries?.length ? h('p', { class: 'muted' }, `Real users from ${l.countries.join(', ')} are shown under this location.`) : null,
       capacityBlock(l),
       l.kind === 'wpt' ? h('p', { class: 'muted' }, 'Measured by WebPageTest agents (wptagent) polling ', h('code', {}, '/work/'), '; each round is one WPT test per arm.') : null,
       refusalBlock(l.last_refusal),

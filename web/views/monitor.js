@@ -56,8 +56,11 @@ export async function render (ctx) {
   const runs = section('Recent runs', { id: 'runs', flush: true })
 
   const comparison = api.comparison(id, { ...filters, analysis }, { fresh: ctx.fresh })
+  // Real users of the monitor's origin, when a site has it: a row under each region.
+  const realUsers = api.rumOfMonitor(id, range).catch(() => null)
   const fills = [
-    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null }), computedNote(c)])),
+    fill(compare, Promise.all([comparison, realUsers]).then(([c, rum]) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }),
+      comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null, realUsers: rum }), computedNote(c)])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),
     fill(users, api.auto(id, { ...range, metric, percentiles: USERS_PERCENTILES }).then((a) => usersGet(a, { monitor, label }))),
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
