@@ -7,6 +7,7 @@
 // it is acknowledged once its batch is committed (api/beacon-queue.js). Every
 // refusal is a 4xx that names its reason (and field), and is counted in
 // h3lens_rum_beacons_total; nothing refused is stored.
+import { decodeUtf8Body } from '../plugins/input-guard.js'
 import { BEACON_SCHEMA, implausibility, storedBeacon } from '../../lib/measurement/rum/beacon.js'
 import { browserOf } from '../../lib/measurement/rum/user-agent.js'
 import { openCountryDatabase } from '../../lib/measurement/rum/country.js'
@@ -83,9 +84,15 @@ export default async function rumIngestRoutes (app) {
     // navigator.sendBeacon sends a string as text/plain (no CORS preflight);
     // both it and application/json are read as JSON, and no other type.
     scope.removeContentTypeParser(['application/json', 'text/plain'])
-    scope.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'string', bodyLimit: BEACON_BODY_LIMIT }, (request, body, done) => {
+    scope.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'buffer', bodyLimit: BEACON_BODY_LIMIT }, (request, body, done) => {
+      let text
       try {
-        done(null, JSON.parse(/** @type {string} */ (body)))
+        text = decodeUtf8Body(/** @type {Buffer} */ (body))
+      } catch (/** @type {any} */ err) {
+        return done(err, undefined)
+      }
+      try {
+        done(null, JSON.parse(text))
       } catch {
         done(Object.assign(new Error('the body is not JSON'), { statusCode: 400, code: 'bad_json' }), undefined)
       }
