@@ -145,7 +145,7 @@ test('the trend, the NDJSON export and the real users beside a monitor with the 
   assert.equal(lines.length, 1573)
   assert.ok(lines.every((l) => !('ip' in l) && !('user_agent' in l) && l.site_id === site.id))
 
-  const monitor = await createMonitor(t.db, { url: `${ORIGIN}/checkout`, interval_s: 300, locations: ['lab-eu'], paused: true })
+  const monitor = await createMonitor(t.db, { url: `${ORIGIN}/checkout`, interval_s: 300, locations: ['lab-eu'], paused: true }, { allowPrivateTargets: true })
   const { rows: [job] } = await t.db.query("INSERT INTO jobs (monitor_id, location_id, due_at, state) VALUES ($1, 'lab-eu', $2, 'done') RETURNING id, monitor_id, location_id, due_at", [monitor.id, new Date(END - 3600e3)])
   const auto = (view, protocol) => ({ mode: 'auto', view, status: 'ok', protocol_ok: true, observed_protocol: protocol, ttfb_ms: 50, load_ms: 90 })
   await insertResults(t.db, { job, agentId: null, results: [auto('first', 'h2'), auto('returning', 'h3')] })
@@ -155,6 +155,6 @@ test('the trend, the NDJSON export and the real users beside a monitor with the 
   assert.equal(eu.lab.monitor_id, monitor.id)
   assert.deepEqual([eu.lab.returning.rate, eu.lab.first.rate], [1, 0])
   assert.ok(eu.h3_share.rate > 0.4 && eu.h3_share.rate < 0.7, 'real users\' share, beside the lab\'s')
-  const elsewhere = await createMonitor(t.db, { url: 'https://elsewhere.example/', interval_s: 300, locations: ['lab-eu'], paused: true })
+  const elsewhere = await createMonitor(t.db, { url: 'https://elsewhere.example/', interval_s: 300, locations: ['lab-eu'], paused: true }, { allowPrivateTargets: true })
   assert.deepEqual((await t.app.inject({ url: `/api/v1/rum/monitors/${elsewhere.id}` })).json(), { site: null, summary: null })
 })

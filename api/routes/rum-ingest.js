@@ -60,7 +60,11 @@ export default async function rumIngestRoutes (app) {
         'cached for a year; the tag\'s integrity attribute pins its bytes.',
       tags,
       querystring: { type: 'object', additionalProperties: false, properties: { v: { type: 'string', maxLength: 64, pattern: '^[0-9a-f]*$' } } },
-      response: { 200: { description: 'application/javascript', content: { 'application/javascript': { schema: { type: 'string' } } } } }
+      response: {
+        200: { description: 'application/javascript', content: { 'application/javascript': { schema: { type: 'string' } } } },
+        304: { description: 'Not modified: the If-None-Match ETag is the current snippet\'s', type: 'null' },
+        400: { $ref: 'error#' }
+      }
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Querystring: { v?: string } }>} */ request, reply) => {
     const s = currentSnippet()

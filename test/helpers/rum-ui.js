@@ -80,6 +80,8 @@ export async function seedRealUsers (db, { origin, hours = 24, views = 6000, see
  * @param {{ end: number, hours: number }} w
  */
 async function seedAutoReturning (db, monitor, { end, hours }) {
+  // The monitor runs the auto arm whose visits these are.
+  await db.query("UPDATE monitors SET modes = '{h2,h3,auto}' WHERE id = $1", [monitor.id])
   for (const location of ['lab-na', 'lab-eu', 'lab-asia']) {
     for (let k = 1; k <= hours; k++) {
       const due = new Date(end - k * 3600e3 + 1234)
