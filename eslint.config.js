@@ -24,5 +24,5 @@ export default [
     }
   },
   { files: ['web/**/*.js'], languageOptions: { globals: { ...globals.browser } } },
-  { files: ['agents/page/**/*.js'], languageOptions: { globals: { ...globals.browser } } }
+  { files: ['agents/page/**/*.js', 'lib/measurement/rum/page.js'], languageOptions: { globals: { ...globals.browser } } }
 ]

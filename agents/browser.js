@@ -96,15 +96,15 @@ export function createBrowserPool ({
    * @param {string[]} flags
    * @param {string | null} netns
    * @param {Record<string, any> | null} localState browser-wide preferences (the profile's "Local State")
+   * @param {string | null} [profile] a profile the caller made (newProfile) and keeps
+   *   across launches; by default each launch gets a fresh one, removed when it closes
    * @returns {Promise<PooledBrowser>}
    */
-  async function launch (flags, netns, localState) {
-    await mkdir(profilesDir, { recursive: true })
-    const userDataDir = await mkdtemp(path.join(profilesDir, 'h3lens-chromium-'))
+  async function launch (flags, netns, localState, profile = null) {
+    const userDataDir = profile ?? await newProfile()
     let browser
     try {
-      await mkdir(path.join(userDataDir, 'Default'))
-      await writeFile(path.join(userDataDir, 'Default', 'Preferences'), JSON.stringify(PROFILE_PREFERENCES))
+      // Written at every launch: Chromium rewrites the file as it exits.
       if (localState) await writeFile(path.join(userDataDir, 'Local State'), JSON.stringify(localState))
       browser = await puppeteer.launch({
         // In a namespace, the wrapper execs `ip netns exec <ns> chromium`.
@@ -124,7 +124,7 @@ export function createBrowserPool ({
         handleSIGHUP: false
       })
     } catch (/** @type {any} */ err) {
-      await rm(userDataDir, { recursive: true, force: true, maxRetries: 3 })
+      if (!profile) await rm(userDataDir, { recursive: true, force: true, maxRetries: 3 })
       throw new BrowserLaunchError(`chromium did not start: ${err.message}`, { flags, netns, cause: err })
     }
     const pid = browser.process()?.pid
@@ -134,7 +134,7 @@ export function createBrowserPool ({
       userDataDir,
       closed: (browser.connected ? new Promise((resolve) => browser.once('disconnected', resolve)) : Promise.resolve())
         .then(() => waitForExit(browser))
-        .then(() => rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }))
+        .then(() => profile ? undefined : rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }))
         .catch((err) => log.warn({ err, userDataDir }, 'removing a browser profile failed'))
     }
     live.add(entry)
@@ -181,14 +181,16 @@ export function createBrowserPool ({
    * A browser of its own for one use, closed afterwards: a net log
    * (--log-net-log) is complete only once its browser has exited, and its
    * flags are unique to the run anyway.
+   * With `profile` (from newProfile) the browser starts on that profile,
+   * which outlives it: a second launch on it finds what the first learnt.
    * @template T
-   * @param {BrowserSpec} spec
+   * @param {BrowserSpec & { profile?: string | null }} spec
    * @param {(browser: import('puppeteer-core').Browser) => Promise<T>} fn
    * @returns {Promise<T>}
    */
-  async function withDedicated ({ flags, netns = null, localState = null }, fn) {
+  async function withDedicated ({ flags, netns = null, localState = null, profile = null }, fn) {
     if (closing) throw new Error('browser pool is closed')
-    const entry = await launch(flags, netns, localState)
+    const entry = await launch(flags, netns, localState, profile)
     try {
       return await fn(entry.browser)
     } finally {
@@ -279,7 +281,21 @@ export function createBrowserPool ({
     })))
   }
 
-  return { acquire, withDedicated, freshPage, retire, settle, close }
+  /**
+   * A new, empty browser profile with the measurement preferences, for
+   * launches that share it (withDedicated's `profile`). The caller removes
+   * it (removeProfile) when done.
+   * @returns {Promise<string>} its folder
+   */
+  async function newProfile () {
+    await mkdir(profilesDir, { recursive: true })
+    const userDataDir = await mkdtemp(path.join(profilesDir, 'h3lens-chromium-'))
+    await mkdir(path.join(userDataDir, 'Default'))
+    await writeFile(path.join(userDataDir, 'Default', 'Preferences'), JSON.stringify(PROFILE_PREFERENCES))
+    return userDataDir
+  }
+
+  return { acquire, withDedicated, freshPage, retire, settle, close, newProfile, removeProfile }
 }
 
 /**
@@ -294,6 +310,14 @@ async function newContextPage (browser) {
     await context.close().catch(() => {})
     throw err
   }
+}
+
+/**
+ * Remove a profile newProfile made, once no browser runs on it.
+ * @param {string} userDataDir
+ */
+async function removeProfile (userDataDir) {
+  await rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
 }
 
 /** @param {PooledBrowser} entry */

@@ -7,7 +7,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { runRound, emptyResult } from './measure.js'
 import { PROBE_RUNNERS } from './probes/index.js'
-import { labBrowserFlags } from '../lib/measurement/modes.js'
+import { FORCED_MODES, labBrowserFlags } from '../lib/measurement/modes.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
@@ -80,7 +80,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       : null
     if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
     const common = {
-      pool, url: job.url, extraFlags, netns, timeoutMs, log, guard: runGuard,
+      pool, url: job.url, extraFlags, netns, timeoutMs, log, guard: runGuard, lab: isLab, deadline,
       forceOrigins: [...(chain?.origins ?? []).filter((o) => o.startsWith('https:')), ...(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : [])],
       altSvc: chain?.altSvc ?? null
     }
@@ -103,12 +103,17 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     /** @type {Record<string, any>[]} */
     const measured = []
     for (const probe of job.probes?.length ? job.probes : ['page']) {
-      const run = options.netlog === 'always'
-        ? (/** @type {import('./measure.js').MeasureOptions} */ o) => captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
-        : (/** @type {import('./measure.js').MeasureOptions} */ o) => runProbe(probe, o)
+      // The auto arm's visits run browsers of their own, one after the
+      // other on one profile; a net log would cover only the last, so they
+      // are never captured.
+      const run = (/** @type {import('./measure.js').MeasureOptions} */ o) => options.netlog === 'always' && o.mode !== 'auto'
+        ? captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
+        : runProbe(probe, o)
       // An A/A monitor's arms both load with aa_protocol; they keep their
       // modes as arm labels (h2 = arm A, h3 = arm B).
-      measured.push(...await runRound({ ...common, modes: /** @type {any} */ (job.modes), protocol: job.aa_protocol ?? undefined, random, probe, run }))
+      const modes = (job.modes ?? FORCED_MODES).filter((m) => probeOf(probe).modes.includes(/** @type {any} */ (m)))
+      if (!modes.length) continue
+      measured.push(...await runRound({ ...common, modes: /** @type {any} */ (modes), protocol: job.aa_protocol ?? undefined, random, probe, run }))
     }
 
     // Outliers run again at once with a net log, after the round so the
@@ -116,7 +121,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     // not turn every round into four.
     let reruns = 0
     for (const r of measured) {
-      const outlier = options.netlog === 'outliers' && outlierOf(r, job.netlog_thresholds)
+      const outlier = options.netlog === 'outliers' && r.mode !== 'auto' && outlierOf(r, job.netlog_thresholds)
       if (!outlier || reruns >= MAX_RERUNS_PER_JOB || deadline - Date.now() < MIN_LOAD_MS) continue
       reruns++
       /** @type {Record<string, any>[]} */

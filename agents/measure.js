@@ -21,7 +21,8 @@ const versions = new WeakMap()
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
  *   pool: { acquire: (spec: import('./browser.js').BrowserSpec) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated: <T>(spec: import('./browser.js').BrowserSpec, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *     withDedicated: <T>(spec: import('./browser.js').BrowserSpec & { profile?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *     newProfile?: () => Promise<string>, removeProfile?: (dir: string) => Promise<void>,
  *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browser.js').FreshPage & { prepared: boolean }>,
  *     retire?: (c: import('puppeteer-core').BrowserContext) => Promise<void> },
  *   url: string,
@@ -34,8 +35,16 @@ const versions = new WeakMap()
  *   altSvc?: Map<string, string | null> | null,
  *   netlogFile?: string | null,
  *   guard?: import('./target-guard.js').TargetGuard | null,
+ *   lab?: boolean,
+ *   profile?: string | null,
+ *   deadline?: number | null,
  *   log?: import('pino').Logger
  * }} MeasureOptions
+ * lab: the page is a lab origin (modeFlags says what that changes);
+ * profile: run in a browser of its own on this profile (pool.newProfile),
+ *   in its default context, so what the browser learns outlives it;
+ * deadline: when the round's time budget ends (Date.now() scale), for
+ *   measurements of several loads
  * @typedef {{ page: import('puppeteer-core').Page, network: Awaited<ReturnType<typeof recordNetwork>>,
  *   result: Record<string, any>, extra: Record<string, any>[], summarize: (r: Record<string, any>) => void,
  *   infrastructure: (err: unknown) => Promise<import('./faults.js').InfrastructureError | null> }} StepContext
@@ -58,17 +67,17 @@ const versions = new WeakMap()
  * (prepared: the pool's spare; ready_ms: how long the run waited for it).
  * With `guard`, the run reaches public addresses only (agents/target-guard.js),
  * and what the guard refused is said in its words.
- * @param {MeasureOptions & { probe?: string }} opts
+ * @param {MeasureOptions & { probe?: string, view?: string }} opts
  * @param {(ctx: StepContext) => Promise<void>} steps
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
  */
 export async function measure (opts, steps) {
-  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', log = pino({ level: 'silent' }) } = opts
+  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', view = 'first', lab = false, profile = null, log = pino({ level: 'silent' }) } = opts
   const protocol = opts.protocol ?? mode
-  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins }), ...extraFlags, ...(guard?.browser.flags ?? []), ...(netlogFile ? netlogFlags(netlogFile) : [])]
+  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins, lab }), ...extraFlags, ...(guard?.browser.flags ?? []), ...(netlogFile ? netlogFlags(netlogFile) : [])]
   const spec = { flags, netns, localState: guard?.browser.localState ?? null }
   const since = Date.now()
-  const result = emptyResult(mode, recordedFlags(flags, guard), { probe })
+  const result = emptyResult(mode, recordedFlags(flags, guard), { probe, view })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced
   /** @type {Record<string, any>[]} */
@@ -96,10 +105,17 @@ export async function measure (opts, steps) {
       if (!versions.has(browser)) versions.set(browser, await browser.version())
       result.browser_version = versions.get(browser)
       // A net log's browser is the run's own and closes right after: nothing to prepare ahead.
-      const freshPage = netlogFile ? undefined : pool.freshPage
+      const freshPage = netlogFile || profile ? undefined : pool.freshPage
       const pooled = Boolean(freshPage && pool.retire)
       let page
-      if (freshPage && pooled) {
+      if (profile) {
+        // The profile's own context: what it learns is kept on disk, where
+        // an incognito context would forget it. Its first tab, which the
+        // browser opened at start, blank: a new one would cost another
+        // renderer (~200 ms on the 2-core test machine).
+        const [blank] = await browser.defaultBrowserContext().pages()
+        page = blank ?? await browser.defaultBrowserContext().newPage()
+      } else if (freshPage && pooled) {
         const fresh = await freshPage(browser)
         ;({ context, page } = fresh)
         result.context = { prepared: fresh.prepared, ready_ms: round(performance.now() - started) }
@@ -136,7 +152,7 @@ export async function measure (opts, steps) {
   // A browser that cannot start, or that went away, is the agent's failure,
   // not the page's: it throws (an InfrastructureError) rather than being
   // recorded against the URL, and the round is run again.
-  if (netlogFile) await pool.withDedicated(spec, run)
+  if (netlogFile || profile) await pool.withDedicated({ ...spec, profile }, run)
   else await run(await pool.acquire(spec))
   if (fault) throw fault
   result.wall_ms = round(performance.now() - started)
@@ -157,7 +173,7 @@ export async function measurePage (opts) {
  * the same context (warm cache; the connection is reused where the browser
  * keeps it). A failed repeat view is its own failed result; the first view
  * stands. `allowEmpty`: an empty document counts as a load (loadAndRead).
- * @param {MeasureOptions & { repeatView?: boolean, allowEmpty?: boolean }} opts
+ * @param {MeasureOptions & { repeatView?: boolean, allowEmpty?: boolean, view?: string }} opts view: the first load's (the auto arm's returning visit)
  */
 export async function measurePageViews ({ repeatView = false, allowEmpty = false, ...opts }) {
   const { url, mode, timeoutMs = 30_000, altSvc = null } = opts
@@ -190,7 +206,7 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
       ...emptyResult(mode, first.flags, { probe: 'page', view: 'repeat' }),
       browser_version: first.browser_version,
       forced_origins: first.forced_origins,
-      error: `not run: the first view failed (${first.error ?? first.status})`,
+      error: `not run: the ${first.view} view failed (${first.error ?? first.status})`,
       ...(first.failure_kind ? { failure_kind: first.failure_kind } : {})
     })
   }

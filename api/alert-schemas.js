@@ -5,20 +5,25 @@ import { RULE_KINDS, SEVERITIES } from '../lib/store/alert-rules.js'
 import { CHANNEL_FORMATS } from '../lib/store/alert-channels.js'
 import { ALERT_STATES } from '../lib/store/alert-states.js'
 import { ACCEPTED_METRIC_NAMES } from '../lib/measurement/metrics.js'
+import { BASELINE_S, DROP_ALPHA, FLOOR_CONFIDENCE, MIN_VISITS } from '../lib/analysis/alert-h3-share.js'
+
+const BASELINE = `the ${BASELINE_S / 86400} days before the window`
 
 const dateTime = { type: 'string', format: 'date-time' }
 const nullableDateTime = { type: ['string', 'null'], format: 'date-time' }
 const id = { type: 'integer', minimum: 1, maximum: 2147483647 }
 
 const ruleFields = {
-  kind: { type: 'string', enum: RULE_KINDS, description: 'h3_regression: the matched-round comparison cell at `percentile` says h3_slower by at least min_effect_pct % and/or min_effect_ms ms; h3_failure: H3 failure-or-fallback rate above threshold_pct and failure verdict h3_fails_more; location_silent: no result from a location for window_s while it had due rounds; error_rate: either arm\'s failure rate above threshold_pct' },
+  kind: { type: 'string', enum: RULE_KINDS, description: 'h3_regression: the matched-round comparison cell at `percentile` says h3_slower by at least min_effect_pct % and/or min_effect_ms ms; h3_failure: H3 failure-or-fallback rate above threshold_pct and failure verdict h3_fails_more; location_silent: no result from a location for window_s while it had due rounds; error_rate: either arm\'s failure rate above threshold_pct; ' +
+    `h3_share_drop: the auto arm's returning visits over H3 are below threshold_pct (the Wilson ${Math.round(FLOOR_CONFIDENCE * 1000) / 10}% interval wholly below it), or at least min_drop_points lower than in ${BASELINE} (one-sided Fisher exact test at p ≤ ${DROP_ALPHA}); needs at least ${MIN_VISITS} loaded returning visits in the window` },
   monitor_id: { type: ['integer', 'null'], minimum: 1, maximum: 2147483647, description: 'One monitor; null or absent: every monitor' },
   locations: { type: ['array', 'null'], items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Only these locations; null or absent: all of the monitor\'s' },
   metric: { type: 'string', enum: ACCEPTED_METRIC_NAMES, description: 'h3_regression only: the compared metric (default ttfb_ms). The names without a unit (ttfb, load, …) are deprecated aliases, stored as the id' },
   percentile: { type: ['number', 'null'], description: 'h3_regression: the percentile cell watched (default 95)' },
   min_effect_pct: { type: ['number', 'null'], description: 'h3_regression: H3 slower by at least this many percent' },
   min_effect_ms: { type: ['number', 'null'], description: 'h3_regression: H3 slower by at least this many milliseconds' },
-  threshold_pct: { type: ['number', 'null'], description: 'h3_failure and error_rate: the rate, in percent, above which the rule breaches' },
+  threshold_pct: { type: ['number', 'null'], description: 'h3_failure and error_rate: the rate, in percent, above which the rule breaches; h3_share_drop: the share of returning visits over H3, in percent, below which it breaches' },
+  min_drop_points: { type: ['number', 'null'], description: `h3_share_drop: the drop, in percentage points, of the returning visits' H3 share against ${BASELINE} at which it breaches (while it fires, against the baseline it fired on)` },
   window_s: { type: 'integer', description: 'The window each evaluation looks at, ending now (comparison windows are aligned to 5 minutes like the dashboard\'s)' },
   evaluations: { type: 'integer', description: 'Consecutive breaching evaluations before it fires, and clear ones before it resolves (default 1)' },
   severity: { type: 'string', enum: SEVERITIES, description: 'default warning' },
@@ -58,7 +63,8 @@ const evidence = {
   additionalProperties: true,
   description: 'What the evaluation saw. h3_regression: metric, percentile, from, to, analysis, verdict, h2_ms, h3_ms, delta_ms, delta_pct, ci_low_ms, ci_high_ms, p_adjusted, rounds_used; ' +
     'h3_failure: h3_attempted, h3_lost_pct, h3_failure_rate, h3_fallback_rate, h2_failure_rate, failure_verdict; error_rate: h2/h3 attempted and failure_rate, worst_pct; ' +
-    'location_silent: window_s, due_rounds, last_result_at. `link`: the dashboard route showing it (the monitor page with that window, metric and percentile)'
+    'location_silent: window_s, due_rounds, last_result_at; h3_share_drop: from, to, visits, loaded, h3, share {rate, lo, hi} (Wilson at `confidence`), confidence, baseline_from, baseline_to, baseline_frozen, ' +
+    'baseline_loaded, baseline_h3, baseline_share, threshold_pct, below_threshold, min_drop_points, drop_points, p_value, alpha, dropped, min_visits, reason, text (the evidence in words). `link`: the dashboard route showing it (the monitor page with that window, metric and percentile)'
 }
 
 /** What an alert state and an alert event both say: whose rule, which monitor and location, which state. */

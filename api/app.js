@@ -36,6 +36,8 @@ import evidenceRoutes from './routes/evidence.js'
 import alertRoutes from './routes/alerts.js'
 import agentEvidenceRoutes from './routes/agent-evidence.js'
 import wptRoutes from './routes/wpt.js'
+import rumIngestRoutes from './routes/rum-ingest.js'
+import rumRoutes from './routes/rum.js'
 import { VERSION } from '../lib/runtime/version.js'
 import { isValidDateTime } from '../lib/runtime/date-time.js'
 
@@ -195,6 +197,7 @@ export async function buildApp (context) {
     await api.register(locationRoutes)
     await api.register(catalogueRoutes)
     await api.register(agentRoutes)
+    await api.register(rumRoutes)
     await api.register(async (agentApi) => {
       await agentApi.register(agentAuth)
       await agentApi.register(agentProtocolRoutes)
@@ -204,6 +207,8 @@ export async function buildApp (context) {
   // WebPageTest agents speak their own protocol at /work/*.php, with a
   // location key in the query string instead of a bearer token.
   await app.register(wptRoutes)
+  // Real users: the snippet and its beacons, public (api/routes/rum-ingest.js).
+  await app.register(rumIngestRoutes)
 
   await app.register(fastifyStatic, { root: WEB_ROOT, prefix: '/', index: 'index.html' })
   return app

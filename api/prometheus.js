@@ -216,6 +216,15 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
     registers
   })
 
+  const rumBeacons = new Counter({
+    name: 'h3lens_rum_beacons_total',
+    help: 'Real-user beacons sent to POST /rum/v1/beacon by outcome: stored, duplicate (a replay, stored once), ' +
+      'or why it was refused (invalid, too_large, bad_json, unsupported_type, unknown_site, wrong_origin, implausible, ' +
+      'rate_limited_address, rate_limited_site; overloaded and failed: not stored for the server\'s sake)',
+    labelNames: ['outcome'],
+    registers
+  })
+
   const httpRequestDuration = new Histogram({
     name: 'h3lens_http_request_duration_seconds',
     help: 'API response time by route pattern (never the raw URL, which would be unbounded)',
@@ -227,6 +236,7 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
   return {
     registry,
     resultsIngested,
+    rumBeacons,
     httpRequestDuration,
     /**
      * Count a submission's stored results.

@@ -4,7 +4,7 @@ import { MAX_URL_LENGTH, DEFAULT_INTERVAL_S, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN
 import { AGENT_FAULT_RECENT_S } from '../lib/store/agents.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
-import { MODES } from '../lib/measurement/modes.js'
+import { FORCED_MODES, MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
 import { VIEWS } from '../lib/measurement/result.js'
 
@@ -39,6 +39,8 @@ export const badRequestSchema = {
 
 const AA_PROTOCOL_DESCRIPTION = 'A/A calibration monitor: both arms of each round load with this protocol; the arms are still stored as ' +
   'mode h2 (arm A) and h3 (arm B) and compared like any monitor, which shows the location\'s noise floor'
+const MODES_DESCRIPTION = 'The arms of each round: h2 = QUIC disabled, h3 = QUIC forced for the page origin, ' +
+  'auto = the browser\'s defaults, nothing forced (as users get it: a first visit, then a returning visit that knows the origin\'s Alt-Svc)'
 const MIN_EFFECT_PCT_DESCRIPTION = 'Practical minimum effect, percent: a verdict needs a difference of at least this much and at least min_effect_ms'
 const MIN_EFFECT_MS_DESCRIPTION = 'Practical minimum effect, milliseconds: a verdict needs a difference of at least this much and at least min_effect_pct'
 
@@ -51,12 +53,12 @@ export const monitorSchema = {
     label: nullableString,
     interval_s: { type: 'integer', description: 'Seconds between rounds' },
     locations: { type: 'array', items: { type: 'string' }, description: 'Location ids the monitor runs from' },
-    modes: { type: 'array', items: { type: 'string', enum: MODES }, description: 'h2 = QUIC disabled, h3 = QUIC forced for the page origin' },
+    modes: { type: 'array', items: { type: 'string', enum: MODES }, description: MODES_DESCRIPTION },
     probes: { type: 'array', items: { type: 'string', enum: PROBES } },
     repeat_view: { type: 'boolean', description: 'Also measure a second, warm navigation in the same context' },
     options: { type: 'object', additionalProperties: true },
     paused: { type: 'boolean' },
-    aa_protocol: { type: ['string', 'null'], enum: [...MODES, null], description: AA_PROTOCOL_DESCRIPTION },
+    aa_protocol: { type: ['string', 'null'], enum: [...FORCED_MODES, null], description: AA_PROTOCOL_DESCRIPTION },
     min_effect_pct: { type: 'number', description: MIN_EFFECT_PCT_DESCRIPTION },
     min_effect_ms: { type: 'number', description: MIN_EFFECT_MS_DESCRIPTION },
     created_at: dateTime,
@@ -89,12 +91,12 @@ const monitorInputProperties = {
     description: `Seconds between rounds: at least ${MIN_INTERVAL_S}; lab monitors (on ${LAB_HOSTNAME}) at least ${MIN_LAB_INTERVAL_S}. Default ${DEFAULT_INTERVAL_S}`
   },
   locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
-  modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: 2 },
+  modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: MODES.length, description: `${MODES_DESCRIPTION}. Default: all three (an A/A monitor: h2 and h3)` },
   probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
   repeat_view: { type: 'boolean' },
   options: optionsSchema,
   paused: { type: 'boolean' },
-  aa_protocol: { type: ['string', 'null'], enum: [...MODES, null], description: `${AA_PROTOCOL_DESCRIPTION}. Needs modes h2 and h3; null (default) = an ordinary H2-vs-H3 monitor` },
+  aa_protocol: { type: ['string', 'null'], enum: [...FORCED_MODES, null], description: `${AA_PROTOCOL_DESCRIPTION}. Needs modes h2 and h3, without auto; null (default) = an ordinary H2-vs-H3 monitor` },
   min_effect_pct: { type: 'number', minimum: 0, maximum: 100, description: `${MIN_EFFECT_PCT_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_PCT})` },
   min_effect_ms: { type: 'number', minimum: 0, maximum: 3600000, description: `${MIN_EFFECT_MS_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_MS})` }
 }
@@ -121,10 +123,16 @@ export const locationSchema = {
     name: { type: 'string' },
     region: { type: 'string' },
     kind: { type: 'string', enum: ['lab', 'real', 'wpt'], description: 'lab = emulated network on this machine; real = an h3lens agent somewhere on the Internet; wpt = WebPageTest agents (wptagent) polling /work/' },
+    countries: {
+      type: 'array',
+      nullable: true,
+      items: { type: 'string' },
+      description: 'ISO 3166-1 alpha-2 codes of the countries this location stands for: real users from them are shown under it (docs/RUM.md); null: none'
+    },
     profile: {
       type: 'object',
       additionalProperties: true,
-      description: 'Network profile of a lab location: rtt_ms, jitter_ms, loss_pct, loss_model, down_kbps, up_kbps, queue_packets'
+      description: 'Network profile of a lab location: rtt_ms, jitter_ms, loss_pct, loss_model, down_kbps, up_kbps, queue_packets, block_udp (true: the path drops all UDP, so QUIC cannot connect)'
     },
     last_refusal: {
       type: 'object',
@@ -226,7 +234,19 @@ const resultProperties = {
   },
   browser_version: nullableString,
   agent_version: nullableString,
-  flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact Chromium flags of the run' }
+  flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact Chromium flags of the run' },
+  protocol_reason: {
+    type: ['object', 'null'],
+    additionalProperties: false,
+    description: 'Why the page came over its protocol (details.protocol_reason; the codes and their words are in GET /api/v1/catalogue): ' +
+      'the forced arm\'s switch, or for the auto arm the browser\'s own choice ("H2: TCP won the race"); null for results stored before reasons were kept',
+    properties: {
+      code: { type: 'string' },
+      text: { type: 'string' },
+      alternate_protocol_usage: { ...nullableString, description: 'Chromium\'s alternateProtocolUsage of the document request' },
+      h3_announced: { ...nullableString, description: 'How the origin announced H3: alt-svc, https-record, or null' }
+    }
+  }
 }
 
 export const resultSchema = { $id: 'result', type: 'object', properties: resultProperties }

@@ -48,6 +48,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** api/routes/comparison.js: the deprecated metric alias (ttfb) a request named, answered with a Deprecation header */
     deprecatedMetric?: string
+    /** api/routes/rum-ingest.js: what became of a beacon (h3lens_rum_beacons_total's outcome) */
+    rumOutcome?: string
     /** api/plugins/auth.js: the key that authenticated this request, if any */
     apiKey: AuthenticatedApiKey | null
     /**

@@ -4,7 +4,9 @@
 // the API, the lab origin on loopback and one agent; queues ROUNDS rounds of
 // the lab's 15 KB page and lets the agent drain them back to back.
 //
-//   node bench/agent-throughput.js [--rounds 20] [--api-port 18181] [--lab-port 18543] [--pg-port 54391]
+//   node bench/agent-throughput.js [--rounds 20] [--modes h2,h3] [--api-port 18181] [--lab-port 18543] [--pg-port 54391]
+//
+// --modes h2,h3,auto measures what the auto arm adds to a round.
 //
 // Prints runs per minute and the median per-run overhead = the agent's wall
 // time per run (context creation, navigation, metric collection, context
@@ -29,6 +31,7 @@ import { processTable, treeCpuS } from './lib/proc-cpu.js'
 const { values } = parseArgs({
   options: {
     rounds: { type: 'string', default: '20' },
+    modes: { type: 'string', default: 'h2,h3' },
     'api-port': { type: 'string', default: '18181' },
     'lab-port': { type: 'string', default: '18543' },
     'pg-port': { type: 'string', default: '54391' }
@@ -38,7 +41,8 @@ const rounds = Math.max(20, Number(values.rounds))
 const stack = await startBenchStack({ name: 'bench', ports: values })
 const { config, log, lifecycle, pool, origin, api } = stack
 try {
-  const monitor = await createMonitor(pool, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], paused: false })
+  const modes = values.modes.split(',').map((m) => m.trim())
+  const monitor = await createMonitor(pool, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], modes, paused: false })
   await pool.query(`INSERT INTO jobs (monitor_id, location_id, due_at)
     SELECT $1, 'local', now() - make_interval(secs => g) FROM generate_series(1, $2) g`, [monitor.id, rounds])
   const { token } = await createAgentToken(pool, { location: 'local' })
@@ -67,7 +71,7 @@ try {
   const median = (xs) => xs.length ? xs[Math.floor((xs.length - 1) / 2)] : NaN
   const loads = ok.map((r) => r.load_ms).sort((a, b) => a - b)
   const perRunWall = elapsedMs / rows.length
-  console.log(`agent throughput — ${rounds} rounds of ${monitor.url}, modes h2+h3, ${os.cpus().length} cores`)
+  console.log(`agent throughput — ${rounds} rounds of ${monitor.url}, modes ${modes.join('+')}, ${os.cpus().length} cores`)
   console.log(`  runs                      ${rows.length} (${ok.length} ok)`)
   console.log(`  runs per minute           ${(rows.length / (elapsedMs / 60000)).toFixed(1)}`)
   console.log(`  median page load          ${median(loads).toFixed(1)} ms`)
@@ -83,12 +87,14 @@ try {
   const steadyRuns = (span.n - 1) * (rows.length / rounds)
   const steadyWall = span.ms / steadyRuns
   console.log(`  steady loop wall per run  ${steadyWall.toFixed(1)} ms   (first round's submission to the last's over ${steadyRuns} runs; ratio ${(steadyWall / median(loads)).toFixed(2)}×)`)
+  console.log(`  steady loop wall per round ${(span.ms / (span.n - 1)).toFixed(1)} ms   (what a round of these modes costs the agent)`)
   const runsIn = steadyFrom ? (done - steadyFrom.done) * (rows.length / rounds) : 0
   const cpuFrom = steadyFrom?.cpu
   if (cpuFrom && cpuEnd && runsIn > 0) {
     const parts = Object.keys(cpuEnd).map((k) => `${k} ${((cpuEnd[k] - cpuFrom[k]) / runsIn).toFixed(0)}`)
     const total = Object.keys(cpuEnd).reduce((sum, k) => sum + cpuEnd[k] - cpuFrom[k], 0) / runsIn
     console.log(`  CPU per run (steady)      ${total.toFixed(0)} ms: ${parts.join(', ')} (ms, over ${runsIn} runs)`)
+    console.log(`  CPU per round (steady)    ${(total * rows.length / rounds).toFixed(0)} ms`)
   }
   // Coldness, from each run's own evidence: the document came over a new
   // connection (connect > 0, not reused) and nothing came from a cache.

@@ -5,13 +5,21 @@
 // and analysis, how many tested cells claimed a difference, how many tables
 // had any such cell, and for true gains the power. Not a test: it prints.
 //
-//   node bench/calibration.js [--quick] [--reps N] [--only TEXT]
+//   node bench/calibration.js [--quick] [--reps N] [--only TEXT] [--pg-port N]
 //
-// Uses DATABASE_URL or an embedded PostgreSQL in a temporary data dir.
+// Uses DATABASE_URL or an embedded PostgreSQL in a temporary data dir (on
+// port 54393, or --pg-port).
 // Targets: ≤ 5% of A/A cells flagged in every scenario; no selective-failure
 // or regional-mix scenario reads as an H3 gain (H3-faster cells no more often
 // than chance allows one side, 2.5%, and never in the all-locations column);
 // ≥ 80% power for a 10% gain at 500 matched rounds.
+//
+// Then the auto arm (GET /monitors/{id}/auto), in a table of its own: with
+// three identical arms ≤ 5% of the contrast cells flagged; where a contrast
+// is truly 0, ≤ 5% of its cells; the received gain's 95% interval covering
+// its known value in 92.5–97.5% of the cells where it is shown; ≥ 80% power
+// of auto − H2 for a 10% gain at 500 rounds; and how often the H3 shares'
+// intervals cover their known values.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -24,12 +32,12 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { buildApp } from '../api/app.js'
-import { calibrationScenarios, CALIBRATION_LOCATIONS } from './lib/scenarios.js'
-import { runScenario, flaggedCells } from './lib/calibrate.js'
+import { calibrationScenarios, autoCalibrationScenarios, CALIBRATION_LOCATIONS, MORE_CALIBRATION_LOCATIONS } from './lib/scenarios.js'
+import { runScenario, runAutoScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from './lib/calibrate.js'
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, reps: { type: 'string' }, only: { type: 'string' } } })
+const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, reps: { type: 'string' }, only: { type: 'string' }, 'pg-port': { type: 'string', default: '54393' } } })
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-calibration-'))
-const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: '54393', LOG_LEVEL: 'warn', H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })
+const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: values['pg-port'], LOG_LEVEL: 'warn', H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })
 const log = createLogger({ logLevel: 'warn' })
 const lifecycle = createLifecycle(log)
 
@@ -40,7 +48,7 @@ const pct = (a, b) => (b ? `${(a / b * 100).toFixed(1)}%` : '—')
 try {
   const { pool } = await openDatabase({ config, log, lifecycle, poolMax: 4 })
   await migrate(pool)
-  for (const l of CALIBRATION_LOCATIONS) await upsertLocation(pool, { id: l.id, name: l.name, region: 'Calibration', kind: 'real', profile: {} })
+  for (const l of [...CALIBRATION_LOCATIONS, ...MORE_CALIBRATION_LOCATIONS]) await upsertLocation(pool, { id: l.id, name: l.name, region: 'Calibration', kind: 'real', profile: {} })
   const key = (await createApiKey(pool, { name: 'calibration', role: 'write' })).secret
   const app = await buildApp({ db: pool, config, log })
   await app.listen({ host: '127.0.0.1', port: 0 })
@@ -91,9 +99,76 @@ try {
     const fv = Object.entries(failures).map(([k, n]) => `${k} ${n}`).join(', ')
     console.log(`| ${s.name} | ${reps} | ${pct(m.flagged, m.tested)} of ${m.tested} | ${m.tables}/${reps} | ${pct(i.flagged, i.tested)} of ${i.tested} | ${m.faster} (${m.allFaster}) / ${i.faster} (${i.allFaster}) | ${fv} | ${s.gain ? pct(m.faster, m.tested) : '—'} | ${target} |`)
   }
+  await autoCalibration(client)
   console.log(`\n${((performance.now() - t0) / 1000).toFixed(0)} s`)
   await app.close()
 } finally {
   await lifecycle.stopAll('done')
   fs.rmSync(dataDir, { recursive: true, force: true })
+}
+
+/**
+ * The auto arm's table: per scenario, how often each contrast claims a
+ * difference, the received gain's coverage, and the H3 shares' coverage.
+ * @param {import('./lib/calibrate.js').Client} client
+ */
+async function autoCalibration (client) {
+  const scenarios = autoCalibrationScenarios({ quick: values.quick }).filter((s) => !values.only || s.name.includes(values.only))
+  if (!scenarios.length) return
+  const contrasts = [['auto_vs_h2', 'auto', 'h2'], ['auto_vs_h3', 'auto', 'h3'], ['h3_vs_h2', 'h3', 'h2']]
+  console.log('\nauto arm — cells = contrast cells of both visits (first, returning) × 3 locations (6 where named) × p25…p99, those with enough rounds; flagged = faster or slower')
+  console.log('| scenario | runs | auto − H2 flagged | auto − H3 flagged | H3 − H2 flagged | all contrast cells flagged | tables with a flag | received gain: truth | shown / forced gain tested | 95% interval covers truth | median width | H3 share intervals cover truth: navigations / bytes | target |')
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+  const coverage = []
+  for (const s of scenarios) {
+    const reps = Number(values.reps ?? (values.quick ? 6 : s.rounds > 1000 ? 20 : 40))
+    const per = Object.fromEntries(contrasts.map(([id]) => [id, { tested: 0, flagged: 0 }]))
+    let tables = 0
+    const gain = { tested: 0, shown: 0, covered: 0, widths: /** @type {number[]} */ ([]), byPercentile: /** @type {Record<number, { shown: number, covered: number }>} */ ({}) }
+    const share = { navigations: 0, bytes: 0, n: 0 }
+    for (let r = 0; r < reps; r++) {
+      const { auto } = await runAutoScenario(client, s, { seed: r })
+      const cells = autoCells(auto).filter((c) => c.p_value !== null)
+      for (const c of cells) {
+        per[c.contrast].tested++
+        if (c.verdict === 'faster' || c.verdict === 'slower') per[c.contrast].flagged++
+        if (c.contrast !== 'h3_vs_h2') continue
+        gain.tested++
+        const g = c.received_gain
+        if (!g.shown) continue
+        gain.shown++
+        const at = (gain.byPercentile[c.percentile] ??= { shown: 0, covered: 0 })
+        at.shown++
+        if (s.receivedGain !== null && g.ci_low <= s.receivedGain && s.receivedGain <= g.ci_high) {
+          gain.covered++
+          at.covered++
+        }
+        gain.widths.push(g.ci_high - g.ci_low)
+      }
+      if (cells.some((c) => c.verdict === 'faster' || c.verdict === 'slower')) tables++
+      for (const l of auto.locations) {
+        for (const view of /** @type {const} */ (['first', 'returning'])) {
+          const { navigation_share: nav, byte_share: bytes } = l.shares[view]
+          share.n++
+          if (nav.lo <= s.share[view] && s.share[view] <= nav.hi) share.navigations++
+          if (bytes.lo <= s.byteShare[view] && s.byteShare[view] <= bytes.hi) share.bytes++
+        }
+      }
+    }
+    const all = Object.values(per).reduce((a, x) => ({ tested: a.tested + x.tested, flagged: a.flagged + x.flagged }), { tested: 0, flagged: 0 })
+    // A contrast is truly 0 where its arms have the same scale.
+    const nulls = contrasts.filter(([, arm, ref]) => s.scale[arm] === s.scale[ref]).map(([id]) => id)
+    const targets = []
+    if (nulls.length) targets.push(`${nulls.length === 3 ? 'all' : nulls.map((id) => id.replace(/_vs_/, ' − ').replace(/h(\d)/g, 'H$1')).join(', ')} ≤ 5%: ${nulls.every((id) => per[id].flagged <= 0.05 * per[id].tested) ? 'met' : 'MISSED'}`)
+    if (s.receivedGain !== null && gain.shown) targets.push(`coverage 92.5–97.5%: ${Math.abs(gain.covered / gain.shown - 0.95) <= 0.025 ? 'met' : 'MISSED'}`)
+    if (s.rounds === 500 && s.scale.auto === 0.9 && s.scale.h3 === 0.8) targets.push(`auto − H2 power ≥ 80%: ${per.auto_vs_h2.flagged >= 0.8 * per.auto_vs_h2.tested ? 'met' : 'MISSED'}`)
+    const widths = gain.widths.sort((a, b) => a - b)
+    const cell = (/** @type {{ tested: number, flagged: number }} */ x) => `${pct(x.flagged, x.tested)} of ${x.tested}`
+    console.log(`| ${s.name} | ${reps} | ${cell(per.auto_vs_h2)} | ${cell(per.auto_vs_h3)} | ${cell(per.h3_vs_h2)} | ${cell(all)} | ${tables}/${reps} | ` +
+      `${s.receivedGain ?? '—'} | ${gain.shown} / ${gain.tested} | ${s.receivedGain !== null ? pct(gain.covered, gain.shown) : '—'} | ${widths.length ? widths[Math.floor(widths.length / 2)].toFixed(2) : '—'} | ` +
+      `${pct(share.navigations, share.n)} / ${pct(share.bytes, share.n)} of ${share.n} | ${targets.join('; ')} |`)
+    if (s.receivedGain !== null) coverage.push(`| ${s.name} | ${CALIBRATION_PERCENTILES.map((p) => gain.byPercentile[p] ? `${pct(gain.byPercentile[p].covered, gain.byPercentile[p].shown)} of ${gain.byPercentile[p].shown}` : '—').join(' | ')} |`)
+  }
+  console.log(`\nreceived gain: its 95% interval covers the truth, by percentile (of the cells where it is shown)\n| scenario | ${CALIBRATION_PERCENTILES.map((p) => `p${p}`).join(' | ')} |\n|---${'|---'.repeat(CALIBRATION_PERCENTILES.length)}|`)
+  for (const line of coverage) console.log(line)
 }

@@ -31,7 +31,8 @@ const median = (xs) => {
   return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN
 }
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-fidelity-'))
-const lab = await labUp({ profiles: DEFAULT_PROFILES, prefix: 'h3lfid', runDir: path.join(dataDir, 'run') })
+// UDP probes and H3 loads cannot pass lab-udp-blocked, by design.
+const lab = await labUp({ profiles: DEFAULT_PROFILES.filter((p) => !p.block_udp), prefix: 'h3lfid', runDir: path.join(dataDir, 'run') })
 const origin = await startOrigin({ dataDir, port: 9443, netns: lab.originNs })
 const pool = createBrowserPool({ dataDir })
 try {

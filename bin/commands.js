@@ -19,6 +19,7 @@ import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { assertPortFree } from '../lib/runtime/instance.js'
 import { enrolLocation, parseLocationSpec, readAgentToken } from './enrol.js'
+import { RUM_USAGE, runRum } from './rum.js'
 
 /** @type {import('node:util').ParseArgsConfig['options']} */
 const common = {
@@ -79,7 +80,8 @@ export const COMMANDS = {
 Starts the whole product: an embedded PostgreSQL (unless DATABASE_URL is set),
 migrations, the API and dashboard, the scheduler, the lab origin (Caddy with
 HTTP/3) and one agent per lab location. Emulated regions (lab-na, lab-eu,
-lab-asia) need root and /dev/net/tun; otherwise one unshaped "local" location
+lab-asia, and lab-udp-blocked, whose network drops UDP so QUIC cannot
+connect) need root and /dev/net/tun; otherwise one unshaped "local" location
 is used and a notice says why. An empty database gets one monitor per lab page.
 
 Options:
@@ -373,6 +375,25 @@ ${commonHelp}`,
           await revokeApiKey(pool, id)
           console.log(`API key ${id} revoked`)
         }
+      } finally {
+        await ctx.lifecycle.stopAll('done')
+      }
+      return 0
+    }
+  },
+  rum: {
+    summary: 'real users: rum sites create|list|tag|update|revoke, rum countries --location ID CC,CC',
+    options: { ...common, name: { type: 'string' }, origin: { type: 'string', multiple: true }, sample: { type: 'string' }, location: { type: 'string' }, 'base-url': { type: 'string' } },
+    positionals: true,
+    usage: `${RUM_USAGE}
+${commonHelp}`,
+    run: async (values, positionals) => {
+      // --location here names the location whose countries are set, not this process's.
+      const ctx = boot({ ...values, location: undefined }, 'h3lens-rum')
+      try {
+        const { pool } = await openDatabase(ctx)
+        await migrate(pool)
+        await runRum({ pool, config: ctx.config }, values, positionals)
       } finally {
         await ctx.lifecycle.stopAll('done')
       }

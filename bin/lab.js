@@ -33,7 +33,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
     } else if (config.lab === 'regions') {
       throw Object.assign(new Error(`emulated regions are not available: ${support.reason}`), { userFacing: true })
     } else {
-      notice = `emulated regions are off (${support.reason}); measuring from the unshaped "local" location only. Run as root on Linux with /dev/net/tun for lab-na, lab-eu and lab-asia.`
+      notice = `emulated regions are off (${support.reason}); measuring from the unshaped "local" location only. Run as root on Linux with /dev/net/tun for lab-na, lab-eu, lab-asia and lab-udp-blocked.`
       log.warn(notice)
     }
   }
@@ -109,7 +109,8 @@ export async function runLab (ctx) {
   ctx.lifecycle.add('data dir lock', claimDataDir(ctx.config.dataDir, 'lab'))
   const lab = await startLabEnvironment(ctx)
   console.log(`lab origin: ${lab.origin.baseUrl} on Caddy ${lab.origin.labOrigin.version} (maps to the lab via --host-resolver-rules)`)
-  for (const l of lab.locations) console.log(`  ${l.id.padEnd(9)} origin at ${l.target.address}${l.target.netns ? ` from namespace ${l.target.netns}` : ''}`)
+  const width = Math.max(...lab.locations.map((l) => l.id.length))
+  for (const l of lab.locations) console.log(`  ${l.id.padEnd(width)} origin at ${l.target.address}${l.target.netns ? ` from namespace ${l.target.netns}` : ''}`)
   console.log('Ctrl-C stops the lab.')
 }
 

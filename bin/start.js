@@ -18,6 +18,12 @@ import { assertPortFree, claimDataDir } from '../lib/runtime/instance.js'
 
 // Seeded lab monitors run every minute: four pages and one A/A monitor, two
 // arms each, per location, which keeps two cores comfortably below saturation.
+// With the four emulated regions the local agents' one-at-a-time gate spends
+// about 40 s of each minute in page loads (20 s with three regions): 16 s of
+// it are lab-udp-blocked's four forced-H3 loads, each waiting out Chromium's
+// 4 s QUIC idle timeout, so the minute's rounds still fit. h3lens's process
+// tree used 38% of one core against 29% (5-minute windows, one run each on a
+// busy 2-core machine, results' wall_ms summed; see docs/LAB.md).
 const SEED_INTERVAL_S = 60
 export const AA_SEED_LABEL = 'A/A calibration (lab 15 KB, h2 vs h2)'
 

@@ -12,7 +12,7 @@ export const LINKEM_BINARY = fileURLToPath(new URL('./linkem/linkem', import.met
 
 /**
  * @typedef {{ in: number, out: number, drop_loss: number, drop_queue: number,
- *   drop_error: number, in_flight: number,
+ *   drop_error: number, drop_udp: number, in_flight: number,
  *   late_avg_us: number, late_max_us: number, late_1ms: number }} DirectionStats
  * @typedef {{ seq: number, requests: number, pid: number, seed: string, uptime_ms: number,
  *   final: boolean, down: DirectionStats, up: DirectionStats }} LinkemStats

@@ -14,7 +14,7 @@ import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { startLinkem } from './linkem.js'
-import { DEFAULT_PROFILES, profileToLinkemArgs, profileToNetemArgs, validateProfile } from './profiles.js'
+import { DEFAULT_PROFILES, profileToLinkemArgs, profileToNetemArgs, profileToTcFilterArgs, validateProfile } from './profiles.js'
 
 const execFileP = promisify(execFile)
 
@@ -209,24 +209,36 @@ async function addLocation ({ i, profile, prefix, originNs, backend, runDir, log
   await configureEnd(originNs, devOrigin, `${originAddress}/30`)
   await configureEnd(ns, devLocation, `${address}/30`)
   if (backend === 'netem') {
-    await shapeVeth(originNs, devOrigin, profileToNetemArgs(profile, 'down'), log)
-    await shapeVeth(ns, devLocation, profileToNetemArgs(profile, 'up'), log)
+    await shapeVeth(originNs, devOrigin, profile, 'down', log)
+    await shapeVeth(ns, devLocation, profile, 'up', log)
   }
   return { name: profile.name, region: profile.region, ns, device: devLocation, address, originAddress, profile, readStats }
 }
 
 /**
+ * Shapes the egress of one veth end as one direction of the profile.
  * @param {string} ns
  * @param {string} dev
- * @param {string[]} netemArgs
+ * @param {Profile} profile
+ * @param {'down' | 'up'} direction
  * @param {Log} [log]
  */
-async function shapeVeth (ns, dev, netemArgs, log) {
+async function shapeVeth (ns, dev, profile, direction, log) {
   // veth hands 64 KB GSO super-packets to the qdisc; netem would rate and
   // drop them as one packet. Segmenting first keeps loss per wire packet.
   await run('ip', [...netnsExec(ns), 'ethtool', '-K', dev, 'tso', 'off', 'gso', 'off', 'gro', 'off'])
     .catch((err) => log?.warn?.({ dev }, `offloads stay on, netem loss is per GSO packet: ${err.message}`))
-  await run('tc', ['-n', ns, 'qdisc', 'add', 'dev', dev, 'root', 'netem', ...netemArgs])
+  await run('tc', ['-n', ns, 'qdisc', 'add', 'dev', dev, 'root', 'netem', ...profileToNetemArgs(profile, direction)])
+  const filters = profileToTcFilterArgs(profile)
+  if (filters.length === 0) return
+  // A path that silently let UDP through would measure QUIC where the
+  // profile says there is none, so a kernel without these parts stops the lab.
+  try {
+    await run('tc', ['-n', ns, 'qdisc', 'add', 'dev', dev, 'clsact'])
+    for (const filter of filters) await run('tc', ['-n', ns, 'filter', 'add', 'dev', dev, ...filter])
+  } catch (/** @type {any} */ err) {
+    throw new Error(`profile "${profile.name}": block_udp needs tc's clsact qdisc, u32 classifier and drop action (act_gact) with the netem backend: ${err.message}`)
+  }
 }
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms))

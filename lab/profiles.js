@@ -18,6 +18,13 @@
 //   down_kbps      rate toward the location, kbit/s of IP bytes
 //   up_kbps        rate toward the origin
 //   queue_packets  FIFO in front of each rate limiter (tail drop)
+//   block_udp      optional, default false: drop every UDP packet in both
+//                  directions, as networks that keep QUIC out do (IPv4
+//                  protocol 17, IPv6 next header 17); TCP and ICMP pass.
+//                  The drops happen ahead of the emulated link: linkem counts
+//                  them as drop_udp, never as loss, and they take no draw
+//                  from the seeded loss stream. With netem, a tc u32 filter
+//                  on each veth end's egress (clsact) drops them before netem.
 //   seed           optional; fixes the link's random loss and jitter
 
 /**
@@ -26,7 +33,7 @@
  *   name: string, region?: string,
  *   rtt_ms: number, jitter_ms: number,
  *   loss_pct: number, loss_model: 'bernoulli' | 'gilbert-elliott', ge?: GilbertElliott,
- *   down_kbps: number, up_kbps: number, queue_packets: number, seed?: number
+ *   down_kbps: number, up_kbps: number, queue_packets: number, block_udp?: boolean, seed?: number
  * }} Profile
  */
 
@@ -46,6 +53,10 @@ export const LOSS_MODELS = Object.freeze(['bernoulli', 'gilbert-elliott'])
 // Each queue is about one bandwidth-delay product of the down link in
 // 1500-byte packets (na: 50 Mbit/s × 30 ms = 125), a common buffer size
 // that neither starves TCP nor adds bufferbloat of more than one RTT.
+//   udp-blocked  lab-na's path behind a network that drops all UDP, as some
+//         corporate and public networks do: QUIC never connects, so forced
+//         H3 fails there and a browser left to itself stays on H2. Same
+//         RTT, loss and rates as lab-na, so blocking is the only difference.
 /** @type {readonly Readonly<Profile>[]} */
 export const DEFAULT_PROFILES = Object.freeze([
   Object.freeze({
@@ -81,6 +92,18 @@ export const DEFAULT_PROFILES = Object.freeze([
     down_kbps: 25000,
     up_kbps: 10000,
     queue_packets: 192
+  }),
+  Object.freeze({
+    name: 'lab-udp-blocked',
+    region: 'Corporate network, UDP blocked',
+    rtt_ms: 30,
+    jitter_ms: 1,
+    loss_pct: 0.1,
+    loss_model: 'bernoulli',
+    down_kbps: 50000,
+    up_kbps: 20000,
+    queue_packets: 128,
+    block_udp: true
   })
 ])
 
@@ -139,6 +162,7 @@ export function validateProfile (p) {
   number('down_kbps', 0, 10_000_000, { above: true })
   number('up_kbps', 0, 10_000_000, { above: true })
   number('queue_packets', 1, 1_000_000, { integer: true })
+  if (p.block_udp !== undefined && typeof p.block_udp !== 'boolean') fail('block_udp', 'must be true or false', p.block_udp)
   if (p.seed !== undefined && (!Number.isSafeInteger(p.seed) || p.seed < 0)) {
     fail('seed', 'must be a non-negative whole number', p.seed)
   }
@@ -178,6 +202,7 @@ export function profileToLinkemArgs (p) {
   const args = []
   for (const dir of ['down', 'up']) {
     const kbps = dir === 'down' ? p.down_kbps : p.up_kbps
+    if (p.block_udp) args.push(`--${dir}-block-udp`)
     args.push(`--${dir}-delay`, fmt(p.rtt_ms / 2))
     if (p.jitter_ms > 0) args.push(`--${dir}-jitter`, fmt(p.jitter_ms / 2), `--${dir}-keep-order`)
     if (p.loss_model === 'gilbert-elliott') {
@@ -222,4 +247,23 @@ export function profileToNetemArgs (p, direction) {
   const inFlight = Math.ceil((kbps * 1000 / 8 / 1500) * (p.rtt_ms + p.jitter_ms) / 2 / 1000 - 1e-9)
   args.push('rate', `${fmt(kbps)}kbit`, 'limit', String(p.queue_packets + inFlight))
   return args
+}
+
+/**
+ * The tc filters that make a netem-shaped veth end drop UDP for a profile
+ * with block_udp, each the arguments after `tc filter add dev DEV`; none
+ * otherwise. They sit on the clsact egress hook, which runs before the root
+ * qdisc, so a dropped packet never enters netem, as with linkem's filter.
+ * u32 reads IPv6's next header in the fixed header only: an extension
+ * header ahead of UDP would let that packet pass (linkem follows the chain).
+ * @param {Profile} p
+ * @returns {string[][]}
+ */
+export function profileToTcFilterArgs (p) {
+  validateProfile(p)
+  if (!p.block_udp) return []
+  return [
+    ['egress', 'protocol', 'ip', 'u32', 'match', 'ip', 'protocol', '17', '0xff', 'action', 'drop'],
+    ['egress', 'protocol', 'ipv6', 'u32', 'match', 'ip6', 'protocol', '17', '0xff', 'action', 'drop']
+  ]
 }

@@ -9,6 +9,7 @@ import { foldAllPending } from '../lib/analysis/rollups.js'
 import { evaluateAlerts } from '../lib/analysis/alerts.js'
 import { deliverDue } from '../lib/store/alert-deliveries.js'
 import { targetPolicy } from '../lib/measurement/targets.js'
+import { pruneBeacons } from '../lib/store/rum-beacons.js'
 
 // Finished jobs are pruned once a minute per replica, in batches of
 // PRUNE_BATCH rows (one short transaction each) and at most PRUNE_BATCHES
@@ -48,6 +49,29 @@ export function createJobsPruner ({ db, config }) {
 }
 
 /**
+ * Real users' beacons older than H3LENS_RUM_RETENTION_DAYS are deleted, as
+ * finished jobs are: once a minute, in batches (TimescaleDB also drops
+ * whole chunks by its retention policy, lib/store/timescale.js).
+ * @param {{ db: import('pg').Pool, config: Partial<import('../lib/runtime/config.js').Config> }} deps
+ * @returns {() => Promise<number>} beacons deleted
+ */
+export function createBeaconPruner ({ db, config }) {
+  let last = -Infinity
+  return async function pruneOldBeacons () {
+    const retentionDays = config.rumRetentionDays ?? 90
+    if (!retentionDays || Date.now() - last < PRUNE_EVERY_MS) return 0
+    last = Date.now()
+    let pruned = 0
+    for (let i = 0; i < PRUNE_BATCHES; i++) {
+      const n = await pruneBeacons(db, { retentionDays, batch: 5 * PRUNE_BATCH })
+      pruned += n
+      if (n < 5 * PRUNE_BATCH) break
+    }
+    return pruned
+  }
+}
+
+/**
  * `now` is the clock of alert evaluation and delivery; by default the
  * database's, so replicas on machines whose clocks differ agree on when the
  * last evaluation was (tests pass their own and move it).
@@ -58,6 +82,7 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
   const pruneJobs = createJobsPruner({ db, config })
   // Webhooks connect through the private-target guard unless it is lifted.
   const targets = targetPolicy(config)
+  const pruneOldBeacons = createBeaconPruner({ db, config })
 
   // Rounds due before the next tick starts are created now, claimable at
   // their due time (scheduleDueJobs), so none waits for a tick.
@@ -67,7 +92,7 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     const { requeued, failed } = await expireLeases(db)
     const stale = await failStaleJobs(db)
     const folded = await foldAllPending(db)
-    const pruned = await pruneJobs()
+    const pruned = await pruneJobs() + await pruneOldBeacons()
     // A failure here is logged and retried next tick.
     let alerts = { evaluated: false, changes: 0 }
     let deliveries = { delivered: 0, failed: 0 }

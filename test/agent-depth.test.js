@@ -78,6 +78,8 @@ test('one round with every probe and the repeat view yields per-request truth, R
     const monitor = await createMonitor(database.pool, {
       url: `${origin.baseUrl}/page-15k.html`,
       locations: ['lab-e2e'],
+      // The forced arms, whose every probe this round checks (the auto arm: test/auto-arm.test.js).
+      modes: ['h2', 'h3'],
       interval_s: 3600,
       probes: ['page', 'parallel', 'upload'],
       repeat_view: true,

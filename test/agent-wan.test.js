@@ -105,7 +105,7 @@ test('an agent across a lossy WAN link submits over verified TLS, and its spool 
 
     const agent = inNamespace(wan.ns, ['agent'], { ...agentEnv, H3LENS_CA_FILE: certs.ca })
     processes.push(agent)
-    const monitor = await createMonitor(db.pool, { url: `https://${LAB_HOSTNAME}:${ORIGIN_PORT}/page-15k.html`, interval_s: 3600, locations: [LOCATION], paused: true })
+    const monitor = await createMonitor(db.pool, { url: `https://${LAB_HOSTNAME}:${ORIGIN_PORT}/page-15k.html`, interval_s: 3600, locations: [LOCATION], modes: ['h2', 'h3'], paused: true })
     await db.pool.query('UPDATE monitors SET paused = false WHERE id = $1', [monitor.id])
     const queueRound = async () => (await db.pool.query('INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, $2, now()) RETURNING id', [monitor.id, LOCATION])).rows[0].id
     const resultsOf = async (jobId) => (await db.pool.query('SELECT mode, status, observed_protocol FROM results WHERE job_id = $1 ORDER BY mode', [jobId])).rows

@@ -13,7 +13,7 @@ test('a monitor is created, read, listed, patched and deleted', async () => {
   assert.equal(created.statusCode, 201, created.body)
   const m = created.json()
   assert.equal(m.url, 'https://example.com/')
-  assert.deepEqual(m.modes, ['h2', 'h3'])
+  assert.deepEqual(m.modes, ['h2', 'h3', 'auto'], 'new monitors get both forced arms and the auto arm')
   assert.deepEqual(m.locations, ['local'])
   assert.equal(m.interval_s, 120)
 
@@ -119,12 +119,14 @@ test('bad A/A and minimum-effect settings get a 400 naming the field', async (s)
   /** @type {[string, string, object, RegExp, string][]} */
   const cases = [
     ['POST', '/api/v1/monitors', { url: 'https://example.com/', aa_protocol: 'h1' }, /aa_protocol must be one of/, 'aa_protocol'],
-    ['POST', '/api/v1/monitors', { url: 'https://example.com/', aa_protocol: 'h2', modes: ['h2'] }, /modes must be both h2 and h3/, 'aa_protocol'],
+    ['POST', '/api/v1/monitors', { url: 'https://example.com/', aa_protocol: 'h2', modes: ['h2'] }, /modes must be exactly h2 and h3/, 'aa_protocol'],
+    ['POST', '/api/v1/monitors', { url: 'https://example.com/', aa_protocol: 'h2', modes: ['h2', 'h3', 'auto'] }, /modes must be exactly h2 and h3/, 'aa_protocol'],
     ['POST', '/api/v1/monitors', { url: 'https://example.com/', min_effect_pct: 101 }, /min_effect_pct must be <= 100/, 'min_effect_pct'],
     ['POST', '/api/v1/monitors', { url: 'https://example.com/', min_effect_pct: -1 }, /min_effect_pct must be >= 0/, 'min_effect_pct'],
     ['POST', '/api/v1/monitors', { url: 'https://example.com/', min_effect_ms: -0.5 }, /min_effect_ms must be >= 0/, 'min_effect_ms'],
     ['POST', '/api/v1/monitors', { url: 'https://example.com/', min_effect_ms: '1' }, /min_effect_ms must be a finite number/, 'min_effect_ms'],
-    ['PATCH', `/api/v1/monitors/${id}`, { modes: ['h3'] }, /modes must be both h2 and h3/, 'modes']
+    ['PATCH', `/api/v1/monitors/${id}`, { modes: ['h3'] }, /modes must be exactly h2 and h3/, 'modes'],
+    ['PATCH', `/api/v1/monitors/${id}`, { modes: ['h2', 'h3', 'auto'] }, /modes must be exactly h2 and h3/, 'modes']
   ]
   for (const [method, url, payload, message, field] of cases) {
     await s.test(`${method} ${JSON.stringify(payload)}`, async () => {

@@ -89,8 +89,10 @@ test('agent routes take agent tokens only; the public routes are exactly the doc
   assert.equal((await t.app.inject({ url: '/api/v1/monitors', headers: bearer(token) })).statusCode, 401, 'an agent token is not an API key')
 
   // A new route is public only by being listed here, on purpose.
+  // The real-user snippet and its beacon are public by nature (docs/RUM.md):
+  // browsers of other sites' visitors fetch and post them.
   const isPublicByDesign = (url) => url === '/healthz' || url === '/api/openapi.json' || url === '/*' ||
-    url === '/api/docs' || url.startsWith('/api/docs/')
+    url === '/api/docs' || url.startsWith('/api/docs/') || url === '/rum/v1/h3lens.js' || url === '/rum/v1/beacon'
   for (const r of t.app.authRoutes.filter((x) => x.auth === 'public')) {
     assert.ok(isPublicByDesign(r.url), `${r.method} ${r.url} is public but not meant to be`)
   }

@@ -40,9 +40,9 @@ test('one agent, a hanging monitor and seven fast ones: after the hanging one\'s
     const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_PUBLIC_READ: 'true', H3LENS_PAGE_TIMEOUT_MS: String(timeoutMs), H3LENS_SCHEDULER_TICK_MS: '250' })
     const api = await startApi({ db, config, log })
     stops.push(() => api.close())
-    const hanging = await createMonitor(db, { url: `${origin.baseUrl}/hang`, interval_s: intervalS, locations: ['local'], paused: true })
+    const hanging = await createMonitor(db, { url: `${origin.baseUrl}/hang`, interval_s: intervalS, locations: ['local'], modes: ['h2', 'h3'], paused: true })
     const fast = []
-    for (let i = 1; i <= 7; i++) fast.push(await createMonitor(db, { url: `${origin.baseUrl}/page-15k.html?m=${i}`, interval_s: intervalS, locations: ['local'], paused: true }))
+    for (let i = 1; i <= 7; i++) fast.push(await createMonitor(db, { url: `${origin.baseUrl}/page-15k.html?m=${i}`, interval_s: intervalS, locations: ['local'], modes: ['h2', 'h3'], paused: true }))
     const { token } = await createAgentToken(db, { location: 'local' })
     const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1', netns: null } })
     stops.push(() => agent.stop())

@@ -14,6 +14,7 @@ import { startDashboard, launchBrowser, openRoute } from './helpers/ui.js'
 import { METRICS, COMPARABLE_METRICS, ROLLUP_METRICS, TIMING_COLUMNS, metricOf, canonicalMetric } from '../lib/measurement/metrics.js'
 import { PROBES, PROBE_IDS } from '../lib/measurement/probes/index.js'
 import { MODES } from '../lib/measurement/modes.js'
+import { ALTERNATE_PROTOCOL_USAGE, PROTOCOL_REASONS } from '../lib/measurement/protocol-reason.js'
 import { RESULT_FIELDS, emptyResult } from '../lib/measurement/result.js'
 import { resultSchema, submittedResult } from '../api/schemas.js'
 import { PAGE_ORDER } from '../lib/measurement/checks.js'
@@ -90,7 +91,12 @@ test('GET /api/v1/catalogue serves the catalogue the server uses', async () => {
   assert.deepEqual(c.probes.map((p) => p.id), PROBE_IDS)
   assert.deepEqual(c.probes.find((p) => p.id === 'parallel').options, ['parallel_requests', 'parallel_url'])
   assert.deepEqual(c.modes.map((m) => m.id), MODES)
+  assert.deepEqual(c.modes.find((m) => m.id === 'auto'), { id: 'auto', protocol: null, views: ['first', 'returning', 'repeat'] })
   assert.equal(c.default_metric, 'ttfb_ms')
+  // The words the dashboard shows for why a run came over its protocol.
+  assert.deepEqual(Object.fromEntries(c.protocol_reasons.map((r) => [r.code, r.text])), PROTOCOL_REASONS)
+  assert.deepEqual(c.alternate_protocol_usage.map((u) => u.value), Object.keys(ALTERNATE_PROTOCOL_USAGE))
+  assert.deepEqual(c.alternate_protocol_usage.find((u) => u.value === 'mainJobWonRace'), { value: 'mainJobWonRace', label: 'TCP won', text: 'TCP won the race against QUIC' })
 })
 
 /**

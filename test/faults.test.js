@@ -263,7 +263,7 @@ test('kill -9 of an agent in the middle of a job: the job runs again and one set
   const agentEnv = { H3LENS_API_URL: api.url, H3LENS_AGENT_TOKEN: token, H3LENS_LOCATION: 'local', H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' }
   let second
   try {
-    const monitor = await createMonitor(db, { url: `${origin.baseUrl}/page-1m.html`, interval_s: 3600, locations: ['local'] })
+    const monitor = await createMonitor(db, { url: `${origin.baseUrl}/page-1m.html`, interval_s: 3600, locations: ['local'], modes: ['h2', 'h3'] })
     scheduler.start()
     const first = runH3lens(['agent'], agentEnv)
     const job = await eventually(async () => (await db.query("SELECT id FROM jobs WHERE monitor_id = $1 AND state = 'leased'", [monitor.id])).rows[0], { intervalMs: 20, what: 'the job leased' })
@@ -316,7 +316,7 @@ test('kill -9 of the agent\'s Chromium in the middle of a load: the round runs a
   try {
     // The page answers after 4 s: the H3 arm's load is surely in flight
     // 1.5 s after its browser started.
-    const monitor = await createMonitor(db, { url: `${origin.baseUrl}/slow?ms=4000`, interval_s: 3600, locations: ['local'] })
+    const monitor = await createMonitor(db, { url: `${origin.baseUrl}/slow?ms=4000`, interval_s: 3600, locations: ['local'], modes: ['h2', 'h3'] })
     scheduler.start()
     const h3Browser = await eventually(() => logLines().find((l) => l.msg === 'browser launched' && l.flags.includes('--enable-quic')),
       { timeoutMs: 60000, intervalMs: 50, what: 'the H3 arm\'s browser launched' })

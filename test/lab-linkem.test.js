@@ -1,7 +1,8 @@
 // linkem on its own: its command line, its counters, and the properties of
 // the link it emulates that the profiles cannot show (reproducible drops,
-// bursty loss, reordering when order is not kept, tail drop).
+// bursty loss, reordering when order is not kept, tail drop, a UDP block).
 import { execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -32,7 +33,7 @@ describe('linkem command line', () => {
   test('--help describes every per-direction option', async () => {
     const { code, stdout } = await linkemCli(['--help'])
     assert.equal(code, 0)
-    for (const opt of ['--dev-a', '--seed', '--stats', 'X-delay', 'X-jitter', 'X-keep-order', 'X-loss', 'X-ge', 'X-rate', 'X-queue']) {
+    for (const opt of ['--dev-a', '--seed', '--stats', 'X-delay', 'X-jitter', 'X-keep-order', 'X-block-udp', 'X-loss', 'X-ge', 'X-rate', 'X-queue']) {
       assert.match(stdout, new RegExp(opt))
     }
   })
@@ -42,6 +43,7 @@ describe('linkem command line', () => {
     [['--dev-a', 'a', '--dev-b', 'b', '--up-ge', '0.1,0.2'], '--up-ge'],
     [['--dev-a', 'a', '--dev-b', 'b', '--up-delay', '-1'], '--up-delay'],
     [['--dev-a', 'a', '--dev-b', 'b', '--down-queue', '1.5'], '--down-queue'],
+    [['--dev-a', 'a', '--dev-b', 'b', '--up-block-udp=yes'], '--up-block-udp'],
     [['--dev-a', 'a', '--dev-b', 'b', '--seed', 'x'], '--seed'],
     [['--dev-a', 'a', '--dev-b', 'b', '--down-loss', '1', '--down-ge', '0,1,1,1'], '--down-ge'],
     [['--dev-a', 'a'], '--dev-b'],
@@ -57,11 +59,11 @@ describe('linkem command line', () => {
 
 const UDP_SEND = `
 import dgram from 'node:dgram'
-const { host, port, count } = JSON.parse(process.argv[1])
-const s = dgram.createSocket('udp4')
+const { host, port, count, size = 200 } = JSON.parse(process.argv[1])
+const s = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4')
 for (let i = 0; i < count; i += 50) {
   for (let j = i; j < Math.min(count, i + 50); j++) {
-    const b = Buffer.alloc(200); b.writeUInt32BE(j, 0)
+    const b = Buffer.alloc(size); b.writeUInt32BE(j, 0)
     await new Promise((resolve) => s.send(b, port, host, resolve))
   }
   await new Promise((resolve) => setTimeout(resolve, 5))
@@ -71,12 +73,12 @@ s.close()
 
 const UDP_RECEIVE = `
 import dgram from 'node:dgram'
-const { port } = JSON.parse(process.argv[1])
+const { port, type = 'udp4', deadlineMs = 10000 } = JSON.parse(process.argv[1])
 const seqs = []
-const s = dgram.createSocket({ type: 'udp4', recvBufferSize: 4 << 20 })
+const s = dgram.createSocket({ type, recvBufferSize: 4 << 20 })
 let idle
 const done = () => { s.close(); console.log(JSON.stringify(seqs)) }
-const deadline = setTimeout(done, 10000)
+const deadline = setTimeout(done, deadlineMs)
 s.on('message', (m) => {
   seqs.push(m.readUInt32BE(0))
   clearTimeout(idle)
@@ -95,12 +97,15 @@ function nodeIn (ns, script, input, { realtime = false } = {}) {
 }
 
 /**
- * Sends `count` numbered datagrams from the origin namespace to the location
- * and returns the sequence numbers in the order they arrived.
+ * Sends `count` numbered datagrams of `size` bytes from one namespace to
+ * the other (by default from the origin to the location's IPv4 address) and
+ * returns the sequence numbers in the order they arrived. The receiver
+ * stops 500 ms after the last arrival, or `deadlineMs` after it started.
  * @returns {Promise<number[]>}
  */
-async function sendNumbered (count) {
-  const receiver = nodeIn(LOCATION, UDP_RECEIVE, { port: 9300 }, { realtime: true })
+async function sendNumbered (count, { from = ORIGIN, to = LOCATION, host = '10.213.0.2', size = 200, deadlineMs = 10000 } = {}) {
+  const type = host.includes(':') ? 'udp6' : 'udp4'
+  const receiver = nodeIn(to, UDP_RECEIVE, { port: 9300, type, deadlineMs }, { realtime: true })
   let out = ''
   receiver.stdout.setEncoding('utf8')
   const listening = new Promise((resolve) => receiver.stdout.on('data', (chunk) => {
@@ -109,13 +114,45 @@ async function sendNumbered (count) {
   }))
   const exited = new Promise((resolve) => receiver.on('exit', resolve))
   await Promise.race([listening, exited])
-  const sender = nodeIn(ORIGIN, UDP_SEND, { host: '10.213.0.2', port: 9300, count })
+  const sender = nodeIn(from, UDP_SEND, { host, port: 9300, count, size })
   await new Promise((resolve) => sender.on('exit', resolve))
   await exited
   return JSON.parse(out.split('\n').filter(Boolean).at(-1) ?? '')
 }
 
 const ip = (...args) => execFileP('ip', args)
+
+// The location sends `bytes` over TCP to an echo server in the origin
+// namespace and prints how many came back.
+const TCP_ECHO = `
+import net from 'node:net'
+const { port } = JSON.parse(process.argv[1])
+const server = net.createServer((s) => { s.on('error', () => {}); s.pipe(s) })
+server.listen(port, () => console.log('listening'))
+setTimeout(() => process.exit(0), 10000)
+`
+const TCP_ROUND_TRIP = `
+import net from 'node:net'
+const { host, port, bytes } = JSON.parse(process.argv[1])
+let back = 0
+const s = net.connect({ host, port }, () => s.end(Buffer.alloc(bytes, 7)))
+s.on('data', (d) => { back += d.length })
+s.on('close', () => console.log(JSON.stringify(back)))
+setTimeout(() => process.exit(1), 10000).unref()
+`
+
+/**
+ * Runs a script in a namespace to its end and returns the JSON it printed last.
+ * @param {import('node:child_process').ChildProcessWithoutNullStreams} child
+ */
+async function lastJson (child) {
+  let out = ''
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (chunk) => { out += chunk })
+  const [code] = await once(child, 'exit')
+  assert.equal(code, 0, `script exited ${code}`)
+  return JSON.parse(out.split('\n').filter(Boolean).at(-1) ?? '')
+}
 
 describe('linkem between two namespaces', { skip }, () => {
   let runDir
@@ -207,6 +244,38 @@ describe('linkem between two namespaces', { skip }, () => {
     assert.equal(down.in, down.out + down.drop_loss + down.drop_queue + down.drop_error + down.in_flight)
     // The survivors are the head of each burst: order is kept.
     assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b))
+  })
+
+  test('--X-block-udp drops every UDP packet, IPv4 and IPv6, fragments too, and counts it apart from loss; TCP passes', async () => {
+    await relink(['--down-block-udp', '--up-block-udp'])
+    // IPv6 as well, which the lab's own links do not carry.
+    await ip('-n', ORIGIN, 'addr', 'add', 'fd13::1/64', 'dev', `${PREFIX}-0-o`, 'nodad')
+    await ip('-n', LOCATION, 'addr', 'add', 'fd13::2/64', 'dev', `${PREFIX}-0-l`, 'nodad')
+    const before = await link.readStats()
+    // 200-byte datagrams are one packet each; 3,000-byte ones leave as three
+    // fragments (1,500-byte MTU), of which only the first has a UDP header.
+    const down4 = await sendNumbered(100, { deadlineMs: 1500 })
+    const down6 = await sendNumbered(100, { host: 'fd13::2', deadlineMs: 1500 })
+    const up4 = await sendNumbered(100, { from: LOCATION, to: ORIGIN, host: '10.213.0.1', deadlineMs: 1500 })
+    const frag6 = await sendNumbered(10, { host: 'fd13::2', size: 3000, deadlineMs: 1500 })
+    const afterUdp = await link.readStats()
+    assert.deepEqual([down4, down6, up4, frag6], [[], [], [], []], 'no datagram arrives')
+    assert.equal(afterUdp.down.drop_udp - before.down.drop_udp, 100 + 100 + 10 * 3)
+    assert.equal(afterUdp.up.drop_udp - before.up.drop_udp, 100)
+    assert.equal(afterUdp.down.drop_loss + afterUdp.up.drop_loss, 0, 'a blocked packet is not a lost one')
+
+    const echo = nodeIn(ORIGIN, TCP_ECHO, { port: 9301 })
+    await Promise.race([once(echo.stdout, 'data'), once(echo, 'exit').then(() => { throw new Error('the echo server exited before listening') })])
+    const back = await lastJson(nodeIn(LOCATION, TCP_ROUND_TRIP, { host: '10.213.0.1', port: 9301, bytes: 1 << 20 }))
+    echo.kill('SIGTERM')
+    const afterTcp = await link.readStats()
+    assert.equal(back, 1 << 20, 'a megabyte over TCP goes there and back whole')
+    for (const dir of /** @type {const} */ (['down', 'up'])) {
+      const d = afterTcp[dir]
+      assert.equal(d.drop_udp, afterUdp[dir].drop_udp, `${dir}: no TCP packet counted as UDP`)
+      assert.ok(d.out - afterUdp[dir].out > 100, `${dir}: TCP packets passed`)
+      assert.equal(d.in, d.out + d.drop_loss + d.drop_queue + d.drop_error + d.drop_udp + d.in_flight)
+    }
   })
 
   test('SIGUSR1 refreshes the counters; SIGTERM writes final ones and removes the devices', async () => {

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import {
-  DEFAULT_PROFILES, geLossPct, profileToLinkemArgs, profileToNetemArgs, validateProfile
+  DEFAULT_PROFILES, geLossPct, profileToLinkemArgs, profileToNetemArgs, profileToTcFilterArgs, validateProfile
 } from '../lab/profiles.js'
 
 const byName = Object.fromEntries(DEFAULT_PROFILES.map((p) => [p.name, p]))
@@ -16,6 +16,15 @@ test('the defaults are valid and follow the Dropbox spread: RTT 1×, 2×, 3×, l
   assert.equal(asia.rtt_ms, 3 * na.rtt_ms)
   assert.ok(na.loss_pct < eu.loss_pct && eu.loss_pct < asia.loss_pct)
   assert.equal(asia.loss_model, 'gilbert-elliott')
+})
+
+test('one default location blocks UDP on lab-na\'s path, and only it does', () => {
+  assert.deepEqual(DEFAULT_PROFILES.filter((p) => p.block_udp).map((p) => p.name), ['lab-udp-blocked'])
+  const blocked = byName['lab-udp-blocked']
+  assert.match(blocked.region ?? '', /UDP blocked/)
+  assert.equal(blocked.block_udp, true)
+  const path = (/** @type {Record<string, unknown>} */ p) => Object.fromEntries(Object.entries(p).filter(([k]) => !['name', 'region', 'block_udp'].includes(k)))
+  assert.deepEqual(path(blocked), path(byName['lab-na']), 'the same RTT, loss and rates as lab-na')
 })
 
 test('a 1 MB page fits in well under a second of each default down link', () => {
@@ -40,6 +49,9 @@ for (const [change, field] of /** @type {[object, string][]} */ ([
   [{ queue_packets: 10.5 }, 'queue_packets'],
   [{ name: 'Has Spaces' }, 'name'],
   [{ seed: -3 }, 'seed'],
+  [{ block_udp: 'yes' }, 'block_udp'],
+  [{ block_udp: 1 }, 'block_udp'],
+  [{ block_udp: null }, 'block_udp'],
   [{ loss_model: 'gilbert-elliott' }, 'ge'],
   [{ loss_model: 'gilbert-elliott', ge: { p: 0.1, r: 1.5, h: 0, k: 1 } }, 'ge.r'],
   [{ loss_model: 'gilbert-elliott', ge: { p: 0.1, r: 0, h: 0, k: 1 } }, 'ge.r'],
@@ -87,4 +99,19 @@ test('netem arguments use netem units and count the delay line in the limit', ()
   const asia = profileToNetemArgs(byName['lab-asia'], 'up')
   assert.deepEqual(asia.slice(asia.indexOf('loss'), asia.indexOf('rate')), ['loss', 'gemodel', '0.76%', '50%', '100%', '0%'])
   assert.throws(() => profileToNetemArgs(good, /** @type {any} */ ('sideways')), /direction/)
+})
+
+test('block_udp drops UDP in both directions: a linkem flag per direction, a tc filter per IP version', () => {
+  assert.ok(!profileToLinkemArgs(good).some((a) => a.includes('block-udp')), 'off by default')
+  assert.deepEqual(profileToTcFilterArgs(good), [])
+  assert.deepEqual(profileToLinkemArgs({ ...good, block_udp: false }), profileToLinkemArgs(good))
+  const args = profileToLinkemArgs({ ...good, block_udp: true })
+  assert.deepEqual(args.filter((a) => a.includes('block-udp')), ['--down-block-udp', '--up-block-udp'])
+  // The rest of the link is the same path.
+  assert.deepEqual(args.filter((a) => !a.includes('block-udp')), profileToLinkemArgs(good))
+  assert.deepEqual(profileToTcFilterArgs({ ...good, block_udp: true }), [
+    ['egress', 'protocol', 'ip', 'u32', 'match', 'ip', 'protocol', '17', '0xff', 'action', 'drop'],
+    ['egress', 'protocol', 'ipv6', 'u32', 'match', 'ip6', 'protocol', '17', '0xff', 'action', 'drop']
+  ])
+  assert.deepEqual(profileToNetemArgs({ ...good, block_udp: true }, 'down'), profileToNetemArgs(good, 'down'))
 })

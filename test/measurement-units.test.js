@@ -89,7 +89,7 @@ describe('the RTT a round is judged against', () => {
       const asked = []
       const r = await locationRtt({ url: `https://127.0.0.1:${port}/`, isLab: false, location: { kind: 'real', profile: {} }, ping: async (q) => { asked.push(q); return 12.5 } })
       assert.deepEqual(r, { rttMs: 12.5, source: 'tcp_ping' })
-      assert.deepEqual(asked, [{ host: '127.0.0.1', port }])
+      assert.deepEqual(asked.map((q) => ({ host: q.host, port: q.port })), [{ host: '127.0.0.1', port }])
     } finally {
       server.close()
     }
@@ -103,6 +103,7 @@ test('probe options: defaults, relative URLs, the lab upload sink', () => {
     parallel_url: 'https://lab.h3lens.test:8443/noop',
     upload_bytes: 1048576,
     upload_url: 'https://lab.h3lens.test:8443/upload',
+    allow_empty: false,
     force_quic: 'main',
     netlog: 'outliers'
   })

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
 import { seedDemo, startDashboard, launchBrowser, openRoute, waitUntilSettled as settled } from './helpers/ui.js'
 import { seedAlerts } from './helpers/alerts-ui.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { evaluateAlerts } from '../lib/analysis/alerts.js'
 
 /* global document, location -- used inside functions that run in the page */
 
@@ -108,4 +110,75 @@ test('the rule and webhook forms check each field inline, and show the API\'s re
   await page.waitForFunction(() => !(/** @type {HTMLElement} */ (document.querySelector('#url-error'))).hidden)
   assert.match(await page.$eval('#url-error', (e) => e.textContent), /non-public address 10\.0\.0\.5.*H3LENS_ALLOW_PRIVATE_TARGETS/)
   await done()
+})
+
+test('an H3 share rule: its fields, checks inline against the monitor, the rule listed, and its alert in words', async () => {
+  const before = (await apiGet('/api/v1/alert-rules')).items.length
+  const forced = await createMonitor(database.pool, { url: 'https://forced-only.example.com/', label: 'Forced arms only', interval_s: 300, locations: ['lab-eu'], modes: ['h2', 'h3'] }, { allowPrivateTargets: true })
+  const watched = seeded.monitors[0]
+  // The demo monitors declare the forced arms their data has; this one runs the auto arm too.
+  await database.pool.query("UPDATE monitors SET modes = '{h2,h3,auto}' WHERE id = $1", [watched.id])
+  assert.equal(watched.interval_s, 300)
+  const { page, done } = await open('#/alerts')
+  await page.click('#add-rule summary')
+  await page.select('#rule-kind', 'h3_share_drop')
+  const shown = await page.$$eval('#rule-form [data-field]', (els) => Object.fromEntries(els.map((e) => [e.getAttribute('data-field'), !(/** @type {HTMLElement} */ (e)).hidden])))
+  assert.deepEqual([shown.threshold_pct, shown.min_drop_points, shown.percentile, shown.metric], [true, true, false, false])
+  assert.equal(await page.$eval('[data-field="threshold_pct"] label', (e) => e.textContent), 'Fire below (% over H3)')
+  assert.deepEqual(await page.$$eval(['#rule-threshold_pct', '#rule-min_drop_points'].join(','), (els) => els.map((e) => (/** @type {HTMLInputElement} */ (e)).value)), ['50', '20'])
+
+  const submitAndRead = async (/** @type {string} */ field) => {
+    await page.click('#rule-form button[type="submit"]')
+    return page.$eval(`#${field}-error`, (e) => (/** @type {HTMLElement} */ (e)).hidden ? '' : e.textContent)
+  }
+  const clear = (/** @type {string} */ selector) => page.$eval(selector, (e) => {
+    (/** @type {HTMLInputElement} */ (e)).value = ''
+    e.dispatchEvent(new Event('input', { bubbles: true }))
+  })
+  await page.select('#rule-monitor', String(forced.id))
+  assert.match(await submitAndRead('monitor_id'), /does not run the auto arm \(its modes: h2, h3\)/)
+  await page.select('#rule-monitor', String(watched.id))
+  await clear('#rule-window')
+  await page.type('#rule-window', '30')
+  assert.match(await submitAndRead('window_s'), /runs every 5 min: the window needs at least 50 minutes for 10 returning visits/)
+  await clear('#rule-window')
+  await page.type('#rule-window', '60')
+  await clear('#rule-threshold_pct')
+  await clear('#rule-min_drop_points')
+  assert.deepEqual(await page.$$eval('#rule-form input[type="number"]', (els) => els.filter((e) => !e.closest('[hidden]')).map((e) => [e.id, (/** @type {HTMLInputElement} */ (e)).value])),
+    [['rule-threshold_pct', ''], ['rule-min_drop_points', ''], ['rule-window', '60'], ['rule-evaluations', '3']])
+  assert.match(await submitAndRead('threshold_pct'), /a share to fire below, a drop in points, or both/)
+  assert.equal((await apiGet('/api/v1/alert-rules')).items.length, before, 'nothing was sent')
+
+  await page.type('#rule-threshold_pct', '50')
+  await page.type('#rule-min_drop_points', '20')
+  await clear('#rule-evaluations')
+  await page.type('#rule-evaluations', '1')
+  await page.click('#rule-form button[type="submit"]')
+  const listed = 'H3 share of returning visits below 50% or down ≥ 20 points over 1 h'
+  await page.waitForFunction((text) => [...document.querySelectorAll('#rules tbody b')].some((b) => b.textContent === text), {}, listed)
+  const rule = (await apiGet('/api/v1/alert-rules')).items.at(-1)
+  assert.deepEqual([rule.kind, rule.monitor_id, rule.threshold_pct, rule.min_drop_points, rule.window_s, rule.evaluations], ['h3_share_drop', watched.id, 50, 20, 3600, 1])
+  await done()
+
+  // A week of returning visits at lab-eu over H3 (96%), then an hour of none.
+  const now = Date.now()
+  const lines = []
+  const row = (/** @type {number} */ t, /** @type {boolean} */ h3) => JSON.stringify({
+    time: new Date(t).toISOString(), location_id: 'lab-eu', mode: 'auto', view: 'returning', status: 'ok', observed_protocol: h3 ? 'h3' : 'h2', ttfb_ms: 50
+  })
+  for (let j = 0; j < 336; j++) lines.push(row(now - 75 * 60e3 - j * 30 * 60e3 + 13e3, j % 25 !== 0))
+  for (let k = 1; k <= 11; k++) lines.push(row(now - k * 5 * 60e3 + 13e3, false))
+  const imported = await fetch(`${server.url}/api/v1/monitors/${watched.id}/results/import`, {
+    method: 'POST', body: lines.join('\n') + '\n', headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/x-ndjson' }
+  })
+  assert.equal(imported.status, 200, await imported.text())
+  await evaluateAlerts(database.pool, { now: new Date(now), intervalS: 0 })
+
+  const again = await open('#/alerts')
+  const row2 = await again.page.$$eval('#firing tbody tr', (trs) => trs.map((tr) => tr.textContent).filter((t) => /H3 share down/.test(t ?? '')))
+  assert.equal(row2.length, 1, JSON.stringify(row2))
+  assert.match(row2[0], /H3 share down · lab-eu/)
+  assert.match(row2[0], /returning visits over H3 fell from 96% of 336 to 0% of 11 \(96 points, p = \d\.\de-\d+\), below 50% \(Wilson 99\.8%: 0–46%\)/)
+  await again.done()
 })

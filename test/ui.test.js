@@ -10,9 +10,9 @@ import path from 'node:path'
 import { eventually } from './helpers/process.js'
 import { insertResults } from '../lib/store/results.js'
 import { createTestDatabase } from './helpers/db.js'
-import { seedDemo, startDashboard, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled, openRoute } from './helpers/ui.js'
+import { seedDemo, startDashboard, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled, openRoute, inkOf } from './helpers/ui.js'
 
-/* global document, location, getComputedStyle, MouseEvent -- used inside functions that run in the page */
+/* global document, location, MouseEvent -- used inside functions that run in the page */
 
 let database, seeded, server, chromium
 
@@ -34,25 +34,6 @@ after(async () => {
 
 /** @param {string} hash @param {{ allow?: RegExp[] }} [opts] */
 const open = (hash, opts) => openRoute(chromium, server, seeded.apiKey, hash, opts)
-
-/** Counts canvas pixels close to a CSS colour variable (a series' stroke). */
-function inkOf (page, selector, cssVar) {
-  return page.$$eval(selector, (canvases, name) => {
-    const hex = getComputedStyle(document.documentElement).getPropertyValue(name).trim()
-    const want = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16))
-    return canvases.map((c) => {
-      const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height)
-      let near = 0
-      let painted = 0
-      for (let i = 0; i < data.length; i += 4) {
-        if (data[i + 3] === 0) continue
-        painted++
-        if (Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]) < 60) near++
-      }
-      return { width: c.width, height: c.height, painted, near }
-    })
-  }, cssVar)
-}
 
 test('the overview shows a verdict for every monitor and location, with failure and H3-not-supported badges', async () => {
   const { page, done } = await open('#/')
@@ -93,6 +74,9 @@ test('the time window is kept in the URL and switching it reloads the view', asy
 
 test('adding a monitor through the form lands on its page', async () => {
   const { page, done } = await open('#/new')
+  // A new monitor gets the auto arm unless the user unticks it; the form says what it costs.
+  assert.equal(await page.$eval('input[name="modes"][value="auto"]', (i) => i.checked), true)
+  assert.match(await page.$eval('#modes-group', (e) => e.textContent), /As users get it \(auto\).*two more page loads and two browser starts per round/)
   await page.type('#url', 'https://example.org/landing')
   await page.type('#label', 'Landing page')
   await page.$eval('#interval_s', (i) => { i.value = '' })
@@ -105,7 +89,7 @@ test('adding a monitor through the form lands on its page', async () => {
   const stored = await (await apiGet(`/api/v1/monitors/${id}`)).json()
   assert.equal(stored.url, 'https://example.org/landing')
   assert.equal(stored.interval_s, 120)
-  assert.deepEqual(stored.modes, ['h2', 'h3'])
+  assert.deepEqual(stored.modes, ['h2', 'h3', 'auto'])
   await done()
 })
 
@@ -139,7 +123,8 @@ test('bad input shows the error next to its field', async () => {
   await page.waitForFunction(() => /user name or password/.test(document.getElementById('url-error')?.textContent ?? ''))
   assert.equal(await page.evaluate(() => location.hash), '#/new', 'stays on the form')
 
-  // An A/A monitor needs both modes; the minimum effect is a percentage.
+  // The minimum effect is a percentage; an A/A monitor runs exactly h2 and
+  // h3, which the server says next to the field.
   await page.$eval('#url', (i) => { i.value = '' })
   await page.type('#url', 'https://example.org/aa')
   await page.select('#aa_protocol', 'h2')
@@ -147,11 +132,16 @@ test('bad input shows the error next to its field', async () => {
   await page.$eval('#min_effect_pct', (i) => { i.value = '' })
   await page.type('#min_effect_pct', '150')
   await page.click('form.card-form button[type="submit"]')
-  assert.match((await errorOf('aa_protocol')).text, /choose both HTTP\/2 and HTTP\/3/)
   assert.match((await errorOf('min_effect_pct')).text, /from 0 to 100/)
-  await page.click('input[name="modes"][value="h3"]')
   await page.$eval('#min_effect_pct', (i) => { i.value = '' })
   await page.type('#min_effect_pct', '5')
+  await page.click('form.card-form button[type="submit"]')
+  await page.waitForFunction(() => /modes must be exactly h2 and h3/.test(document.getElementById('aa_protocol-error')?.textContent ?? ''))
+  const aaError = await errorOf('aa_protocol')
+  assert.equal(aaError.hidden, false)
+  assert.equal(aaError.invalid, 'true')
+  await page.click('input[name="modes"][value="h3"]')
+  await page.click('input[name="modes"][value="auto"]')
   await page.click('form.card-form button[type="submit"]')
   await page.waitForFunction(() => /^#\/monitors\/\d+$/.test(location.hash.split('?')[0]))
   const id = Number(await page.evaluate(() => location.hash.match(/monitors\/(\d+)/)?.[1]))

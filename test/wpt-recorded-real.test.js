@@ -81,9 +81,9 @@ const get = async (p) => {
 /** The log lines of one test id, parsed. */
 const logged = (testId) => lines.map((l) => JSON.parse(l)).filter((l) => l.test === testId)
 
-/** A monitor of `path` at the WPT location with one round due now. */
+/** A monitor of `path` at the WPT location, its forced arms (the recordings' two), with one round due now. */
 async function monitorWithRound (url) {
-  const m = await createMonitor(database.pool, { url, interval_s: 60, locations: [LOCATION] }, { allowPrivateTargets: true })
+  const m = await createMonitor(database.pool, { url, interval_s: 60, locations: [LOCATION], modes: ['h2', 'h3'] }, { allowPrivateTargets: true })
   await database.pool.query("INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, $2, date_trunc('minute', now()))", [m.id, LOCATION])
   return m
 }

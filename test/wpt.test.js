@@ -45,16 +45,16 @@ before(async () => {
 })
 after(async () => { await t.close() })
 
-/** A monitor at one wpt location, with `rounds` rounds due now and in the minutes before. */
+/** A monitor at one wpt location, with `rounds` rounds due now and in the minutes before; the forced arms unless `input` says otherwise. */
 async function monitorWithRounds (input, rounds = 1, location = 'wpt-eu') {
-  const m = await createMonitor(t.db, { url: URL_H3, interval_s: 60, locations: [location], ...input }, { allowPrivateTargets: true })
+  const m = await createMonitor(t.db, { url: URL_H3, interval_s: 60, locations: [location], modes: ['h2', 'h3'], ...input }, { allowPrivateTargets: true })
   await t.db.query(
     `INSERT INTO jobs (monitor_id, location_id, due_at)
      SELECT $1, $2, date_trunc('minute', now()) - make_interval(mins => g) FROM generate_series(0, $3 - 1) g`, [m.id, location, rounds])
   return m
 }
 
-const arm = (job) => (job.addCmdLine.includes('--enable-quic') ? 'h3' : 'h2')
+const arm = (job) => (job.addCmdLine.includes('--origin-to-force-quic-on') ? 'h3' : job.addCmdLine.includes('--disable-quic') ? 'h2' : 'auto')
 const forTest = (zip, job, opts = {}) => rewriteResultZip(zip, { testId: job['Test ID'], ...opts })
 /** The H3 recording as an H2 load would have recorded it: the agent writes h2 as "HTTP/2". */
 const asH2 = (devtools) => { for (const r of devtools.requests) r.protocol = 'HTTP/2' }
@@ -148,6 +148,31 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.equal(spike3.version, '23.07')
   assert.equal(spike3.alive, true, 'polls are its heartbeat')
   assert.ok(spike3.last_result_at)
+})
+
+test('a monitor with the auto arm gets a third WPT test with nothing forced, its first visit only; its upload is the auto arm\'s result', async () => {
+  const m = await monitorWithRounds({ modes: ['h2', 'h3', 'auto'], repeat_view: true })
+  const { jobs } = await replayAgent({
+    server, records: RUN.h3, location: 'wpt-eu', key, pc: 'spike-auto',
+    result: async (job) => ({ zip: await forTest(arm(job) === 'h2' ? ZIP.h1 : ZIP.h3, job) })
+  })
+  assert.deepEqual(jobs.map(arm).sort(), ['auto', 'h2', 'h3'], 'one test per arm')
+  const auto = jobs.find((j) => arm(j) === 'auto') ?? assert.fail('no auto test')
+  assert.equal(auto.addCmdLine, '--enable-quic', 'QUIC as Chromium ships it, nothing forced or switched off')
+  assert.equal(auto.fvonly, 1, 'the first visit only: the agent\'s repeat view keeps the cache')
+  assert.equal(jobs.find((j) => arm(j) === 'h3')?.fvonly, 0, 'the forced arms keep their repeat view')
+  assert.match(auto.label, /auto arm \(nothing forced\)/)
+
+  const rows = await results(m.id)
+  const mine = rows.find((r) => r.mode === 'auto')
+  assert.equal(mine.view, 'first')
+  assert.equal(mine.status, 'ok', 'whatever protocol the auto arm got counts')
+  assert.equal(mine.observed_protocol, 'h3')
+  assert.equal(mine.protocol_ok, true)
+  const detail = await (await fetch(`${server}/api/v1/results/${mine.id}`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
+  assert.equal(detail.details.protocol_reason.code, 'h3')
+  const { rows: [job] } = await t.db.query('SELECT state FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.equal(job.state, 'done', 'the round is done once all three arms are in')
 })
 
 test('the round is done only when both arms are in', async () => {

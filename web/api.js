@@ -82,6 +82,8 @@ export const api = {
   agents: () => request('GET', '/agents').then((d) => d.items),
   /** { from, to, metric, percentiles, probe, view }; fresh: computed now, not the answer the API keeps for up to a minute */
   comparison: (id, params, { fresh = false } = {}) => request('GET', `/monitors/${id}/comparison${qs(params)}`, undefined, { fresh }),
+  /** As users get it: { from, to, metric, percentiles } → the auto arm per location (story, H3 share by visit, against the forced arms) */
+  auto: (id, params) => request('GET', `/monitors/${id}/auto${qs(params)}`),
   /** { from, to, metric, bucket, percentiles } */
   trends: (id, params) => request('GET', `/monitors/${id}/trends${qs(params)}`),
   /** { from, to, metric } */
@@ -94,7 +96,18 @@ export const api = {
   channels: () => request('GET', '/channels').then((d) => d.items),
   createChannel: (body) => request('POST', '/channels', body),
   deleteChannel: (id) => request('DELETE', `/channels/${id}`),
-  testChannel: (id) => request('POST', `/channels/${id}/test`)
+  testChannel: (id) => request('POST', `/channels/${id}/test`),
+  rumSites: () => request('GET', '/rum/sites').then((d) => d.items),
+  rumSite: (id) => request('GET', `/rum/sites/${id}`),
+  createRumSite: (body) => request('POST', '/rum/sites', body),
+  revokeRumSite: (id) => request('DELETE', `/rum/sites/${id}`),
+  /** { from, to } */
+  rumSummary: (id, params) => request('GET', `/rum/sites/${id}/summary${qs(params)}`),
+  /** { from, to, bucket } */
+  rumTrends: (id, params) => request('GET', `/rum/sites/${id}/trends${qs(params)}`),
+  /** The real users of a monitor's origin: { site, summary } (both null when no site has it). */
+  rumOfMonitor: (id, params) => request('GET', `/rum/monitors/${id}${qs(params)}`),
+  setLocationCountries: (id, countries) => request('PATCH', `/locations/${id}`, { countries })
 }
 
 /** Download links, with the view's current filters. */

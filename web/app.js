@@ -12,6 +12,8 @@ import * as monitorForm from './views/monitor-form.js'
 import * as result from './views/result.js'
 import * as locations from './views/locations.js'
 import * as alerts from './views/alerts.js'
+import * as rum from './views/rum.js'
+import * as rumSite from './views/rum-site.js'
 
 const REFRESH_MS = 30000
 
@@ -23,7 +25,9 @@ const routes = [
   { re: /^\/monitors\/(\d+)$/, view: monitor, nav: 'overview', window: true, refresh: true },
   { re: /^\/results\/(\d+)$/, view: result, nav: 'overview', window: false, refresh: false },
   { re: /^\/locations$/, view: locations, nav: 'locations', window: false, refresh: true },
-  { re: /^\/alerts$/, view: alerts, nav: 'alerts', window: false, refresh: true }
+  { re: /^\/alerts$/, view: alerts, nav: 'alerts', window: false, refresh: true },
+  { re: /^\/rum$/, view: rum, nav: 'rum', window: false, refresh: false },
+  { re: /^\/rum\/(\d+)$/, view: rumSite, nav: 'rum', window: true, refresh: true }
 ]
 
 /** @typedef {typeof routes[number]} Route */

@@ -1,7 +1,8 @@
 // What a measurement is, as the server's catalogue says (GET
 // /api/v1/catalogue, from lib/measurement/): the metrics the dashboard can
-// compare, their labels, the probes. Loaded once before the first view
-// renders; the arrays are filled in place so every module sees them.
+// compare, their labels, the probes, and the words for why a run came over
+// its protocol. Loaded once before the first view renders; the arrays and
+// maps are filled in place so every module sees them.
 import { api } from './api.js'
 
 /** @type {{ id: string, alias: string, label: string, long: string, description: string }[]} */
@@ -11,6 +12,10 @@ export const PROBES = []
 /** @type {Map<string, string>} deprecated alias (ttfb) → id (ttfb_ms), so old links keep working */
 const ALIASES = new Map()
 export const catalogue = { defaultMetric: 'ttfb_ms' }
+/** @type {Map<string, string>} protocol reason code (details.protocol_reason.code) → its words */
+export const REASONS = new Map()
+/** @type {Map<string, { label: string, text: string }>} Chromium's alternateProtocolUsage value → a short label and what it means */
+export const USAGE = new Map()
 
 /** @type {Promise<void> | null} */
 let loading = null
@@ -24,6 +29,8 @@ export function loadCatalogue () {
     PROBES.splice(0, PROBES.length, ...c.probes)
     for (const m of c.metrics) ALIASES.set(m.alias, m.id)
     catalogue.defaultMetric = c.default_metric
+    for (const r of c.protocol_reasons ?? []) REASONS.set(r.code, r.text)
+    for (const u of c.alternate_protocol_usage ?? []) USAGE.set(u.value, { label: u.label, text: u.text })
   }, (err) => {
     loading = null
     throw err
@@ -43,3 +50,16 @@ export function metricId (name) {
 
 /** @param {string} id */
 export const metricLabel = (id) => METRICS.find((m) => m.id === (ALIASES.get(id) ?? id))?.label ?? id
+
+/**
+ * A protocol reason in words: the catalogue's, else the code.
+ * @param {string} code
+ */
+export const reasonText = (code) => REASONS.get(code) ?? code
+
+/**
+ * An alternateProtocolUsage value's short label and meaning; an unknown
+ * value is shown as Chromium names it.
+ * @param {string} value
+ */
+export const usageOf = (value) => USAGE.get(value) ?? { label: value, text: `Chromium reported ${value}` }

@@ -50,8 +50,11 @@ export function pct (v, { signed = false, digits = 1 } = {}) {
   return `${sign}${Math.abs(v).toFixed(Math.abs(v) >= 10 ? 0 : digits)}%`
 }
 
-/** A 0..1 share as a percentage. */
-export const share = (v) => (v === null || v === undefined ? '—' : pct(v * 100, { digits: v > 0 && v < 0.01 ? 2 : 1 }))
+/**
+ * A 0..1 share as a percentage; none at all is "0%" (below 1e-9 is none:
+ * a Wilson bound of 0 of n computes as 1e-17 or so).
+ */
+export const share = (v) => (v === null || v === undefined ? '—' : Math.abs(v) < 1e-9 ? '0%' : pct(v * 100, { digits: v > 0 && v < 0.01 ? 2 : 1 }))
 
 export function bytes (v) {
   if (v === null || v === undefined) return '—'

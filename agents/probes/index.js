@@ -3,6 +3,7 @@
 // probe the catalogue has and this map lacks fails its runs with a clear
 // error rather than being measured as something else.
 import { measurePageViews } from '../measure.js'
+import { measureVisits } from '../visits.js'
 import { measureParallel } from './parallel.js'
 import { measureUpload } from './upload.js'
 
@@ -12,7 +13,8 @@ import { measureUpload } from './upload.js'
 
 /** @type {Readonly<Record<string, ProbeRunner>>} */
 export const PROBE_RUNNERS = Object.freeze({
-  page: (o, { job, options }) => measurePageViews({ ...o, repeatView: Boolean(job.repeat_view), allowEmpty: Boolean(options.allow_empty) }),
+  // The auto arm loads the page as a visit sequence (agents/visits.js).
+  page: (o, { job, options }) => (o.mode === 'auto' ? measureVisits : measurePageViews)({ ...o, repeatView: Boolean(job.repeat_view), allowEmpty: Boolean(options.allow_empty) }),
   parallel: (o, { options }) => measureParallel({ ...o, targetUrl: options.parallel_url, count: options.parallel_requests }),
   upload: (o, { options }) => {
     if (!options.upload_url) throw new Error('the upload probe has no upload URL (options.upload_url)')

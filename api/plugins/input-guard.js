@@ -27,12 +27,11 @@ export default fp(async (app) => {
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    const bytes = /** @type {Buffer} */ (body)
     let text
     try {
-      text = utf8.decode(bytes)
-    } catch {
-      return done(badBody(`is not valid UTF-8 (${whereUtf8Breaks(bytes)}); send JSON as UTF-8 text`), undefined)
+      text = decodeUtf8Body(/** @type {Buffer} */ (body))
+    } catch (/** @type {any} */ err) {
+      return done(err, undefined)
     }
     parseJson(request, text, (/** @type {any} */ err, /** @type {unknown} */ value) => {
       if (!err) return done(null, value)
@@ -63,6 +62,20 @@ export default fp(async (app) => {
     }
   })
 }, { name: 'input-guard' })
+
+/**
+ * A body's bytes as text, or a 400 (field body) naming the first byte that
+ * is not UTF-8. For every parser of JSON, here and in routes with their own.
+ * @param {Uint8Array} bytes
+ * @returns {string}
+ */
+export function decodeUtf8Body (bytes) {
+  try {
+    return utf8.decode(bytes)
+  } catch {
+    throw badBody(`is not valid UTF-8 (${whereUtf8Breaks(bytes)}); send JSON as UTF-8 text`)
+  }
+}
 
 /** @param {string} problem what is wrong with the body, after "the body" */
 function badBody (problem) {

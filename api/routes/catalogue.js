@@ -1,11 +1,14 @@
 // GET /api/v1/catalogue: what a measurement is, from lib/measurement/ — the
 // metrics (id, unit, label, whether it has a rollup and can be compared),
-// probes, modes and views. The dashboard builds its menus and labels from it,
-// so a metric added to the catalogue shows up there without a UI change.
+// probes, modes and views, and the words for why a run came over its
+// protocol (protocol reasons, Chromium's alternateProtocolUsage). The
+// dashboard builds its menus and labels from it, so a metric added to the
+// catalogue shows up there without a UI change.
 import { METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES } from '../../lib/measurement/metrics.js'
 import { PROBES } from '../../lib/measurement/probes/index.js'
 import { MODES, PROTOCOL_OF_MODE } from '../../lib/measurement/modes.js'
-import { VIEWS } from '../../lib/measurement/result.js'
+import { VIEWS, VIEWS_OF_MODE } from '../../lib/measurement/result.js'
+import { ALTERNATE_PROTOCOL_USAGE, ALTERNATE_PROTOCOL_USAGE_LABELS, PROTOCOL_REASONS } from '../../lib/measurement/protocol-reason.js'
 
 const metricSchema = {
   type: 'object',
@@ -45,13 +48,16 @@ export default async function catalogueRoutes (app) {
     default_metric: DEFAULT_METRIC,
     default_percentiles: DEFAULT_PERCENTILES,
     probes: PROBES.map((p) => ({ id: p.id, label: p.label, hint: p.hint, samplesMetric: p.samplesMetric, options: Object.keys(p.options), defaults: p.defaults })),
-    modes: MODES.map((id) => ({ id, protocol: PROTOCOL_OF_MODE[id] })),
-    views: VIEWS
+    modes: MODES.map((id) => ({ id, protocol: PROTOCOL_OF_MODE[id], views: VIEWS_OF_MODE[id] })),
+    views: VIEWS,
+    protocol_reasons: Object.entries(PROTOCOL_REASONS).map(([code, text]) => ({ code, text })),
+    alternate_protocol_usage: Object.entries(ALTERNATE_PROTOCOL_USAGE).map(([value, text]) => ({ value, label: ALTERNATE_PROTOCOL_USAGE_LABELS[value] ?? value, text }))
   }
   app.get('/catalogue', {
     schema: {
-      description: 'What a measurement is: every metric (its id with the unit, label, rollup, whether it can be compared), probe, mode and view. ' +
-        'The dashboard reads its menus from here.',
+      description: 'What a measurement is: every metric (its id with the unit, label, rollup, whether it can be compared), probe, mode and view, ' +
+        'and the words for why a run came over its protocol: the protocol reasons (details.protocol_reason.code) and Chromium\'s alternateProtocolUsage values. ' +
+        'The dashboard reads its menus and labels from here.',
       tags: ['catalogue'],
       response: {
         200: {
@@ -62,8 +68,29 @@ export default async function catalogueRoutes (app) {
             default_metric: { type: 'string' },
             default_percentiles: { type: 'array', items: { type: 'number' } },
             probes: { type: 'array', items: probeSchema },
-            modes: { type: 'array', items: { type: 'object', additionalProperties: false, properties: { id: { type: 'string' }, protocol: { type: 'string' } } } },
-            views: { type: 'array', items: { type: 'string' } }
+            modes: {
+              type: 'array',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  id: { type: 'string' },
+                  protocol: { type: ['string', 'null'], description: 'The protocol a run must use to count for the mode; null for auto (whatever the browser chose is what it measures)' },
+                  views: { type: 'array', items: { type: 'string' }, description: 'The views the mode has: the forced arms first and repeat; auto also returning' }
+                }
+              }
+            },
+            views: { type: 'array', items: { type: 'string' } },
+            protocol_reasons: {
+              type: 'array',
+              description: 'Why a run\'s page came over its protocol (details.protocol_reason.code), in words',
+              items: { type: 'object', additionalProperties: false, properties: { code: { type: 'string' }, text: { type: 'string' } } }
+            },
+            alternate_protocol_usage: {
+              type: 'array',
+              description: 'Chromium\'s alternateProtocolUsage values (per request: details.requests[].alternate_protocol_usage): a short label and what it means',
+              items: { type: 'object', additionalProperties: false, properties: { value: { type: 'string' }, label: { type: 'string' }, text: { type: 'string' } } }
+            }
           }
         }
       }

@@ -2,14 +2,15 @@
 // percentile trends and whole distributions, all merged from the rollups.
 import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
+import { ValidationError } from '../../lib/runtime/errors.js'
 import { ANALYSES } from '../../lib/analysis/comparison.js'
+import { autoComparison, AUTO_VISITS, CONTRASTS, CONTRAST_VERDICTS, SHARE_VIEWS, STORIES } from '../../lib/analysis/auto.js'
 import { createComparisonCache } from '../../lib/analysis/comparison-cache.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/analysis/trends.js'
 import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES, METRICS, probeOfMetric } from '../../lib/measurement/metrics.js'
 import { PROBE_IDS as PROBES } from '../../lib/measurement/probes/index.js'
-import { VIEWS } from '../../lib/measurement/result.js'
+import { FORCED_VIEWS, VIEWS } from '../../lib/measurement/result.js'
 import { TIERS } from '../../lib/analysis/rollups.js'
-import { ValidationError } from '../../lib/runtime/errors.js'
 import { errorResponses, idParams } from '../schemas.js'
 
 const FIVE_MINUTES = TIERS['5m']
@@ -213,6 +214,8 @@ export default async function comparisonRoutes (app) {
         additionalProperties: false,
         properties: {
           ...windowQuery,
+          // The forced arms have no returning visit: that is the auto arm's (GET /monitors/{id}/auto).
+          view: { ...windowQuery.view, enum: FORCED_VIEWS },
           percentiles: percentilesParam(DEFAULT_PERCENTILES),
           analysis: { type: 'string', enum: ANALYSES, default: 'matched', description: 'matched: rounds where both arms loaded with their forced protocol; itt: every round where both arms ran, failed loads at the page timeout' }
         }
@@ -297,6 +300,25 @@ export default async function comparisonRoutes (app) {
                   cliffs_delta: { type: ['number', 'null'], description: 'Cliff\'s δ of H3 against H2 (negative: H3 tends to be faster)' },
                   verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data', 'h3_not_supported'], description: 'Location verdict from the paired test (BH-corrected over locations, practical minimum on the Hodges–Lehmann shift)' },
                   cells: { type: 'object', properties: { tested: { type: 'integer' }, flagged: { type: 'integer' } } },
+                  users_get: {
+                    type: ['object', 'null'],
+                    additionalProperties: false,
+                    description: 'As users get it, from the auto arm\'s visits in the window (page probe, whatever the metric): the location\'s story in words and the H3 share of its returning visits. ' +
+                      'null for all locations and where the auto arm has no visit. GET /monitors/{id}/auto has the rest (every visit, the race outcomes, the received gain)',
+                    properties: {
+                      story: { type: 'object', additionalProperties: false, properties: { code: { type: 'string', enum: Object.keys(STORIES) }, text: { type: 'string' } } },
+                      returning: {
+                        type: 'object',
+                        additionalProperties: false,
+                        properties: {
+                          visits: { type: 'integer', description: 'Returning visits in the window' },
+                          loaded: { type: 'integer', description: 'Those that loaded' },
+                          h3: { type: 'integer', description: 'Those whose page came over H3' },
+                          navigation_share: { type: 'object', additionalProperties: false, properties: { rate: { type: ['number', 'null'] }, lo: { type: ['number', 'null'] }, hi: { type: ['number', 'null'] } }, description: 'h3 / loaded with its Wilson 95% interval' }
+                        }
+                      }
+                    }
+                  },
                   runs: { type: 'object', properties: { h2: modeCounts, h3: modeCounts }, description: 'Deprecated: the arms object has the same counts with intervals' },
                   fallback_rate: { ...perMode, description: 'Share of runs that loaded over another protocol than forced' },
                   error_rate: { ...perMode, description: 'Share of runs that failed or timed out' },
@@ -315,6 +337,149 @@ export default async function comparisonRoutes (app) {
     const { answer, ageMs } = await comparisons.answer(app.db, { ...q, analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs }, { fresh })
     reply.header('age', String(Math.floor(ageMs / 1000)))
     return answer
+  })
+
+  const num = { type: ['number', 'null'] }
+  const share = { type: 'object', additionalProperties: false, properties: { rate: num, lo: num, hi: num } }
+  const counts = { type: 'object', additionalProperties: { type: 'integer' } }
+  const contrast = {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      arm: { type: 'string' },
+      ref: { type: 'string' },
+      delta_ms: { ...num, description: 'arm − ref at the percentile: negative means the arm is faster' },
+      delta_pct: { ...num, description: 'delta_ms / ref_ms × 100' },
+      ref_ms: num,
+      ci_low_ms: num,
+      ci_high_ms: num,
+      p_value: num,
+      p_adjusted: { ...num, description: 'Adjusted p-value of the view\'s correction (a column per location, visit and contrast, selected by Benjamini–Hochberg over their Simes p-values; `method.verdict`)' },
+      min_effect_ms: num,
+      verdict: {
+        type: 'string',
+        enum: Object.values(CONTRAST_VERDICTS),
+        description: 'faster/slower: the arm against ref, under the forced table\'s rule (p_adjusted ≤ 0.05, the interval excludes 0, |delta| ≥ min_effect_ms, enough rounds)'
+      },
+      reason: { type: ['string', 'null'] }
+    }
+  }
+  const autoRow = {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      percentile: { type: 'number' },
+      rounds: { type: 'integer', description: 'Rounds in which all three arms loaded (the visit\'s matched set)' },
+      min_rounds: { type: 'integer' },
+      h2_ms: num,
+      h3_ms: num,
+      auto_ms: num,
+      contrasts: { type: 'object', additionalProperties: false, properties: Object.fromEntries(CONTRASTS.map((c) => [c.id, { ...contrast, description: c.label }])) },
+      received_gain: {
+        type: 'object',
+        additionalProperties: false,
+        description: '(H2 − auto) / (H2 − H3): the share of the forced H3 gain the auto arm gets (1 = all of it); shown only where H3 − H2 of the same rounds is "faster"',
+        properties: { shown: { type: 'boolean' }, value: num, ci_low: num, ci_high: num, reason: { type: ['string', 'null'] } }
+      }
+    }
+  }
+  const armFailures = { type: 'object', additionalProperties: false, properties: { attempted: { type: 'integer' }, failed: { type: 'integer' }, rate: share } }
+  const visit = {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      rounds: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          total: { type: 'integer' },
+          matched: { type: 'integer' },
+          available: { type: 'integer' },
+          used: { type: 'integer' },
+          excluded: { type: 'array', items: { type: 'object', additionalProperties: false, properties: { h2: { type: 'string' }, h3: { type: 'string' }, auto: { type: 'string' }, rounds: { type: 'integer' } } } }
+        }
+      },
+      failures: { type: 'object', additionalProperties: false, properties: { h2: armFailures, h3: armFailures, auto: armFailures } },
+      insufficient_data: { type: 'boolean' },
+      reason: { type: 'string' },
+      rows: { type: 'array', items: autoRow }
+    }
+  }
+  const viewShare = {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      visits: { type: 'integer' },
+      loaded: { type: 'integer' },
+      h3: { type: 'integer', description: 'Visits whose page came over H3' },
+      navigation_share: { ...share, description: 'h3 / loaded with its Wilson 95% interval' },
+      byte_share: { ...share, description: 'Bytes over H3 / bytes of the visits that loaded, with a 95% interval (Wilson, at the effective number of visits)' },
+      reasons: { ...counts, description: 'Visits by protocol reason code (details.protocol_reason.code)' },
+      alternate_protocol_usage: { ...counts, description: 'Loaded visits by Chromium\'s alternateProtocolUsage of the document' }
+    }
+  }
+
+  app.get('/monitors/:id/auto', {
+    schema: {
+      description: 'As users get it: the auto arm (the browser\'s defaults, nothing forced) beside the forced arms, per location. ' +
+        'The H3 share of each visit (first, returning, repeat) with intervals and the reasons the browser gave; per visit and percentile, ' +
+        'paired per round, auto − H2, auto − H3 and the forced H3 − H2 of the same rounds with round-bootstrap intervals and corrected verdicts; ' +
+        'and the received gain (H2 − auto) / (H2 − H3), shown only where the forced gain is a verdict. See `method` and docs/STATISTICS.md.',
+      tags,
+      params: idParams,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          from: windowQuery.from,
+          to: windowQuery.to,
+          metric: windowQuery.metric,
+          percentiles: percentilesParam(DEFAULT_PERCENTILES)
+        }
+      },
+      response: {
+        200: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            monitor_id: { type: 'integer' },
+            metric: { type: 'string' },
+            from: { type: 'string', format: 'date-time' },
+            to: { type: 'string', format: 'date-time' },
+            percentiles: { type: 'array', items: { type: 'number' } },
+            has_auto: { type: 'boolean', description: 'Whether the monitor runs the auto arm now (its modes include auto)' },
+            min_effect: { type: 'object', additionalProperties: false, properties: { pct: { type: 'number' }, ms: { type: 'number' } } },
+            cells: { type: 'object', additionalProperties: false, properties: { tested: { type: 'integer' }, flagged: { type: 'integer' } } },
+            method: { type: 'object', additionalProperties: { type: 'string' } },
+            locations: {
+              type: 'array',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  location_id: { type: 'string' },
+                  name: { type: 'string' },
+                  region: { type: ['string', 'null'] },
+                  kind: { type: ['string', 'null'] },
+                  story: {
+                    type: 'object',
+                    additionalProperties: false,
+                    properties: { code: { type: 'string', enum: Object.keys(STORIES) }, text: { type: 'string', description: 'What the location\'s users get, in words' } }
+                  },
+                  shares: { type: 'object', additionalProperties: false, properties: Object.fromEntries(SHARE_VIEWS.map((v) => [v, viewShare])) },
+                  visits: { type: 'object', additionalProperties: false, properties: Object.fromEntries(AUTO_VISITS.map((v) => [v, visit])) }
+                }
+              }
+            }
+          }
+        },
+        ...errorResponses
+      }
+    }
+  }, async (/** @type {WindowRequest} */ request) => {
+    const q = await readQuery(request)
+    if (q.probe && q.probe !== 'page') throw new ValidationError(`metric ${q.metric} is a ${q.probe} probe's; the auto arm runs the page probe, so choose a page timing (${COMPARABLE_METRICS.filter((m) => !probeOfMetric(m)).join(', ')})`, 'metric')
+    return autoComparison(app.db, { monitor: q.monitor, metric: q.metric, percentiles: q.percentiles, from: q.from, to: q.to })
   })
 
   app.get('/monitors/:id/trends', {

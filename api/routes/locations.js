@@ -1,4 +1,5 @@
-import { listLocations, locationCapacity } from '../../lib/store/locations.js'
+import { listLocations, locationCapacity, setLocationCountries } from '../../lib/store/locations.js'
+import { errorResponses } from '../schemas.js'
 
 /**
  * Route plugins take the app as `any`: Fastify's types cannot derive request
@@ -35,4 +36,21 @@ export default async function locationRoutes (app) {
     for (const l of items) l.capacity = capacity.get(l.id)
     return { items, lab_origin: app.labOrigin }
   })
+
+  app.patch('/locations/:location', {
+    schema: {
+      description: 'Set the countries a location stands for (ISO 3166-1 alpha-2 codes; [] clears them): real users from those countries are shown ' +
+        'under this location, beside its synthetic measurements (docs/RUM.md). A country stands under one location only.',
+      tags: ['locations'],
+      params: { type: 'object', required: ['location'], properties: { location: { type: 'string', maxLength: 63 } } },
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['countries'],
+        properties: { countries: { type: 'array', maxItems: 300, items: { type: 'string', minLength: 2, maxLength: 2 } } }
+      },
+      response: { 200: { $ref: 'location#' }, ...errorResponses }
+    }
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { location: string }, Body: { countries: string[] } }>} */ request) =>
+    setLocationCountries(app.db, request.params.location, request.body.countries))
 }

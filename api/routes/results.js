@@ -38,7 +38,9 @@ export default async function resultRoutes (app) {
     const q = request.query
     if (q.from && q.to && Date.parse(q.from) > Date.parse(q.to)) throw new ValidationError('from must not be after to', 'from')
     await getMonitor(app.db, request.params.id)
-    return listResults(app.db, { monitorId: request.params.id, ...q })
+    const page = await listResults(app.db, { monitorId: request.params.id, ...q })
+    for (const item of page.items) withReason(item)
+    return page
   })
 
   app.get('/results/:id', {
@@ -51,6 +53,16 @@ export default async function resultRoutes (app) {
   }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
     const result = await getResult(app.db, request.params.id)
     if (!result) return reply.notFound(`result ${request.params.id} does not exist`)
-    return result
+    return withReason(result)
   })
+}
+
+/**
+ * The run's protocol reason beside its columns: a list shows it without
+ * the evidence (details) it was read from.
+ * @param {Record<string, any>} result
+ */
+function withReason (result) {
+  result.protocol_reason = result.details?.protocol_reason ?? null
+  return result
 }

@@ -1,6 +1,7 @@
 // Runs calibration scenarios (bench/lib/scenarios.js) through the real
 // import and comparison endpoints: a monitor per run, its rounds imported as
-// NDJSON, the comparison read back in both analyses. Shared by
+// NDJSON, the comparison read back in both analyses, or for a monitor with
+// the auto arm its answer (GET /monitors/{id}/auto). Shared by
 // bench/calibration.js (over HTTP) and test/verdicts.test.js (app.inject).
 
 export const CALIBRATION_PERCENTILES = [25, 50, 75, 90, 95, 99]
@@ -17,10 +18,47 @@ const DAY = 86400e3
  * @returns {Promise<{ monitorId: number, comparisons: Record<string, any> }>}
  */
 export async function runScenario (client, s, { seed, analyses = ['matched', 'itt'], windowDays = 6, monitor = {} }) {
+  const { monitorId, from, to } = await importScenario(client, s, { seed, windowDays, monitor: { probes: [s.probe ?? 'page'], ...monitor } })
+  const metric = s.probe === 'parallel' ? 'request' : 'ttfb'
+  const comparisons = {}
+  for (const analysis of analyses) {
+    const q = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&metric=${metric}&percentiles=${CALIBRATION_PERCENTILES.join(',')}&analysis=${analysis}`
+    const res = await client({ method: 'GET', url: `/api/v1/monitors/${monitorId}/comparison?${q}` })
+    if (res.status !== 200) throw new Error(`comparison: ${res.status} ${res.text.slice(0, 500)}`)
+    comparisons[analysis] = res.json()
+  }
+  return { monitorId, comparisons }
+}
+
+/**
+ * An auto-arm scenario (bench/lib/scenarios.js autoScenario) through the
+ * import and GET /monitors/{id}/auto: the answer a user's monitor with the
+ * three arms would give.
+ * @param {Client} client
+ * @param {import('./scenarios.js').AutoScenario} s
+ * @param {{ seed: number | string, windowDays?: number }} o
+ * @returns {Promise<{ monitorId: number, auto: any }>}
+ */
+export async function runAutoScenario (client, s, { seed, windowDays = 6 }) {
+  const { monitorId, from, to } = await importScenario(client, s, { seed, windowDays, monitor: { probes: ['page'], modes: ['h2', 'h3', 'auto'] } })
+  const q = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&metric=ttfb&percentiles=${CALIBRATION_PERCENTILES.join(',')}`
+  const res = await client({ method: 'GET', url: `/api/v1/monitors/${monitorId}/auto?${q}` })
+  if (res.status !== 200) throw new Error(`auto: ${res.status} ${res.text.slice(0, 500)}`)
+  return { monitorId, auto: res.json() }
+}
+
+/**
+ * A monitor for one run of a scenario, with its rounds imported as NDJSON
+ * in a window that ends a minute ago.
+ * @param {Client} client
+ * @param {{ name: string, locations: string[], rounds: number, rows: (seed: number | string, startMs: number, stepMs: number) => Iterable<Record<string, any>> }} s
+ * @param {{ seed: number | string, windowDays: number, monitor: Record<string, any> }} o
+ */
+async function importScenario (client, s, { seed, windowDays, monitor }) {
   const created = await client({
     method: 'POST',
     url: '/api/v1/monitors',
-    body: JSON.stringify({ url: 'https://calibration.h3lens.test/', label: `calibration: ${s.name} #${seed}`, locations: s.locations, interval_s: 60, paused: true, probes: [s.probe ?? 'page'], ...monitor }),
+    body: JSON.stringify({ url: 'https://calibration.h3lens.test/', label: `calibration: ${s.name} #${seed}`, locations: s.locations, interval_s: 60, paused: true, ...monitor }),
     type: 'application/json'
   })
   if (created.status !== 201) throw new Error(`creating the monitor: ${created.status} ${created.text}`)
@@ -41,15 +79,7 @@ export async function runScenario (client, s, { seed, analyses = ['matched', 'it
     if (lines.length >= 100000) await flush()
   }
   await flush()
-  const metric = s.probe === 'parallel' ? 'request' : 'ttfb'
-  const comparisons = {}
-  for (const analysis of analyses) {
-    const q = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&metric=${metric}&percentiles=${CALIBRATION_PERCENTILES.join(',')}&analysis=${analysis}`
-    const res = await client({ method: 'GET', url: `/api/v1/monitors/${m.id}/comparison?${q}` })
-    if (res.status !== 200) throw new Error(`comparison: ${res.status} ${res.text.slice(0, 500)}`)
-    comparisons[analysis] = res.json()
-  }
-  return { monitorId: m.id, comparisons }
+  return { monitorId: m.id, from, to }
 }
 
 /** Cells of a comparison that claim a difference, with where they are. */
@@ -57,4 +87,13 @@ export function flaggedCells (cmp) {
   return cmp.locations.flatMap((l) => l.rows
     .filter((r) => r.verdict === 'h3_faster' || r.verdict === 'h3_slower')
     .map((r) => ({ location: l.location_id ?? 'all', percentile: r.percentile, verdict: r.verdict, delta_pct: r.delta_pct })))
+}
+
+/**
+ * Every contrast cell of an auto answer, with where it is.
+ * @param {any} answer GET /monitors/{id}/auto
+ */
+export function autoCells (answer) {
+  return answer.locations.flatMap((/** @type {any} */ l) => Object.entries(l.visits).flatMap(([visit, v]) => /** @type {any} */ (v).rows.flatMap((/** @type {any} */ r) =>
+    Object.entries(r.contrasts).map(([contrast, c]) => ({ location: l.location_id, visit, percentile: r.percentile, contrast, ...(/** @type {any} */ (c)), received_gain: r.received_gain })))))
 }

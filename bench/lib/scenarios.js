@@ -127,3 +127,112 @@ export function calibrationScenarios ({ quick = false } = {}) {
     ])
   ]
 }
+
+/**
+ * @typedef {Record<'h2' | 'h3' | 'auto', number>} ArmScales
+ * @typedef {Record<'first' | 'returning', number>} ViewShares
+ * @typedef {object} AutoScenario
+ * @property {string} name
+ * @property {string} truth what a correct answer says
+ * @property {string[]} locations
+ * @property {number} rounds per location
+ * @property {ArmScales} scale each arm's factor on the shared distribution
+ * @property {number | null} receivedGain the true (H2 − auto) / (H2 − H3) at every percentile; null when H3 = H2
+ * @property {ViewShares} share the true share of each auto visit that comes over H3
+ * @property {ViewShares} byteShare the true share of each auto visit's bytes over H3 (byte-weighted, as the API's)
+ * @property {(seed: number | string, startMs: number, stepMs: number) => Generator<ImportRow & { view?: string, bytes?: number, h3_byte_share?: number }>} rows
+ */
+
+// An auto visit's bytes and the share of them over H3: a visit whose page
+// came over H3 fetches 80–100% of its bytes over it, one over H2 0–10%
+// (a third-party host that speaks H3), and H2 visits are half again as
+// large, so the share of bytes (ΣY / ΣX) differs from the mean share of a
+// visit and the weighting is tested.
+const BYTES = { median: 400e3, sigma: 0.5, h2Factor: 1.5 }
+const WITHIN = { h3: [0.8, 1], h2: [0, 0.1] }
+const mid = (/** @type {number[]} */ [a, b]) => (a + b) / 2
+
+/** The true byte share of visits that come over H3 with probability p. */
+export function trueByteShare (p) {
+  return (p * mid(WITHIN.h3) + (1 - p) * BYTES.h2Factor * mid(WITHIN.h2)) / (p + (1 - p) * BYTES.h2Factor)
+}
+
+/**
+ * Rounds of a monitor that runs the auto arm: per round the forced arms'
+ * first view and the auto arm's first and returning visits, each drawn as in
+ * scenario() — the round's path factor shared by all four, each its own
+ * noise — times its arm's scale. Every arm is a scale of one distribution,
+ * so each percentile of an arm is its scale times that of h2, and the
+ * received gain (h2 − auto) / (h2 − h3) is the same known number at every
+ * percentile. The auto visits come over H3 with the view's share
+ * (observed_protocol), with bytes and h3_byte_share as BYTES and WITHIN say.
+ * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, scale?: Partial<ArmScales>,
+ *   share?: ViewShares, locations?: typeof CALIBRATION_LOCATIONS }} s
+ * @returns {AutoScenario}
+ */
+export function autoScenario ({
+  name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, scale: given = {}, share = { first: 0.05, returning: 0.8 },
+  locations = CALIBRATION_LOCATIONS
+}) {
+  const scale = { h2: 1, h3: 1, auto: 1, ...given }
+  return {
+    name,
+    truth,
+    locations: locations.map((l) => l.id),
+    rounds,
+    scale,
+    receivedGain: scale.h2 === scale.h3 ? null : (scale.h2 - scale.auto) / (scale.h2 - scale.h3),
+    share,
+    byteShare: { first: trueByteShare(share.first), returning: trueByteShare(share.returning) },
+    * rows (seed, startMs, stepMs) {
+      const random = createRandom(`${name}|${seed}`)
+      const uniform = (/** @type {number[]} */ [a, b]) => a + (b - a) * random()
+      for (const loc of locations) {
+        for (let i = 0; i < rounds; i++) {
+          const time = new Date(startMs + i * stepMs).toISOString()
+          const path = Math.exp(sigmaPath * randomNormal(random))
+          const draw = (/** @type {number} */ factor) => round1(loc.base * path * factor * Math.exp(sigmaArm * randomNormal(random)))
+          yield { time, location_id: loc.id, mode: 'h2', probe: 'page', status: 'ok', observed_protocol: 'h2', ttfb_ms: draw(scale.h2) }
+          yield { time, location_id: loc.id, mode: 'h3', probe: 'page', status: 'ok', observed_protocol: 'h3', ttfb_ms: draw(scale.h3) }
+          for (const view of /** @type {const} */ (['first', 'returning'])) {
+            const h3 = random() < share[view]
+            const bytes = Math.round(BYTES.median * (h3 ? 1 : BYTES.h2Factor) * Math.exp(BYTES.sigma * randomNormal(random)))
+            yield {
+              time, location_id: loc.id, mode: 'auto', view, probe: 'page', status: 'ok', observed_protocol: h3 ? 'h3' : 'h2',
+              ttfb_ms: draw(scale.auto), bytes, h3_byte_share: uniform(h3 ? WITHIN.h3 : WITHIN.h2)
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Three more locations, for the auto arm's view of six: 36 columns of cells to correct. */
+export const MORE_CALIBRATION_LOCATIONS = [
+  { id: 'cal-d', name: 'Calibration D', base: 40 },
+  { id: 'cal-e', name: 'Calibration E', base: 120 },
+  { id: 'cal-f', name: 'Calibration F', base: 240 }
+]
+const SIX_LOCATIONS = [...CALIBRATION_LOCATIONS, ...MORE_CALIBRATION_LOCATIONS]
+
+/** The auto arm's calibration (issue 22): three arms, the received gain's coverage, the power of auto − H2. */
+export function autoCalibrationScenarios ({ quick = false } = {}) {
+  const gainSizes = quick ? [100, 500] : [100, 500, 2000]
+  return [
+    // Identical arms: any flagged cell of any contrast is false.
+    ...(quick ? [200] : [200, 1000]).map((n) => autoScenario({ name: `auto: A/A three arms, wide, n=${n}`, truth: 'identical arms', rounds: n, sigmaPath: 0.5, sigmaArm: 0.8 })),
+    ...(quick ? [] : [autoScenario({ name: 'auto: A/A three arms, tight, n=1000', truth: 'identical arms', rounds: 1000, sigmaPath: 0.05, sigmaArm: 0.05 })]),
+    // H3 20% faster, auto 10% faster: users receive half the gain. At 500
+    // rounds this is also the power of auto − H2 for a 10% gain.
+    ...gainSizes.map((n) => autoScenario({ name: `auto: received gain 0.5, n=${n}`, truth: 'H3 20% faster, auto 10% faster', rounds: n, scale: { h3: 0.8, auto: 0.9 } })),
+    autoScenario({ name: 'auto: received gain 0, n=500', truth: 'H3 20% faster, auto as H2', rounds: 500, scale: { h3: 0.8, auto: 1 }, share: { first: 0, returning: 0 } }),
+    autoScenario({ name: 'auto: received gain 1, n=500', truth: 'H3 20% faster, auto as H3', rounds: 500, scale: { h3: 0.8, auto: 0.8 }, share: { first: 0.3, returning: 0.97 } }),
+    // Six locations: 36 columns, where a Bonferroni screen over the columns
+    // could pass none (the bootstrap p-value's floor × 36 > 0.05).
+    ...(quick ? [] : [
+      autoScenario({ name: 'auto: A/A three arms, wide, n=500, 6 locations', truth: 'identical arms', rounds: 500, sigmaPath: 0.5, sigmaArm: 0.8, locations: SIX_LOCATIONS }),
+      autoScenario({ name: 'auto: received gain 0.5, n=500, 6 locations', truth: 'H3 20% faster, auto 10% faster', rounds: 500, scale: { h3: 0.8, auto: 0.9 }, locations: SIX_LOCATIONS })
+    ])
+  ]
+}

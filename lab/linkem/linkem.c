@@ -5,6 +5,10 @@
  * the "down" pipeline; packets from B go to A through the "up" pipeline.
  * Each pipeline, in order:
  *
+ *   0. udp:   with --X-block-udp, every UDP packet is dropped (IPv4 protocol
+ *             17, or IPv6 next header 17 after any extension headers), as a
+ *             firewall in front of the link would: counted as drop_udp, never
+ *             as loss, and without a loss draw (see "Randomness");
  *   1. loss:  Bernoulli, or Gilbert–Elliott (see ge_lose() for the exact
  *             parameterisation);
  *   2. rate:  a token bucket (kbit/s of IP bytes, depth --X-burst bytes) in
@@ -28,7 +32,9 @@
  * direction has its own loss stream and its own jitter stream, and each
  * packet consumes a fixed number of draws, so the drop pattern of a
  * direction depends only on the seed and the packet's index in that
- * direction: same seed, same packets -> same drops.
+ * direction: same seed, same packets -> same drops. A packet --X-block-udp
+ * drops takes no draw: it never reaches the link, so the index is that
+ * among the packets that pass the filter.
  *
  * Counters: see write_stats(). The stats file is replaced atomically
  * (write to FILE.tmp, then rename) every --stats-interval ms, on SIGUSR1,
@@ -48,6 +54,7 @@
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -87,6 +94,7 @@ typedef struct {
   /* configuration */
   int64_t delay_ns, jitter_ns;
   int jitter_normal, keep_order;
+  int block_udp;
   int loss_model;
   double loss_p;                  /* Bernoulli drop probability */
   double ge_p, ge_r, ge_h, ge_k;  /* Gilbert–Elliott, probabilities */
@@ -105,7 +113,7 @@ typedef struct {
   size_t heap_len;
   uint64_t seq;
   /* counters */
-  uint64_t in, out, drop_loss, drop_queue, drop_error;
+  uint64_t in, out, drop_loss, drop_queue, drop_error, drop_udp;
   uint64_t late_1ms;              /* packets sent more than 1 ms after due */
   int64_t late_sum_ns, late_max_ns;
   int in_fd, out_fd;
@@ -163,6 +171,30 @@ static uint64_t rng_next (rng_t *r)
 
 /* Uniform in [0, 1) with 53 random bits. */
 static double rng_unit (rng_t *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+/* ---- the UDP filter ---- */
+
+/*
+ * The transport protocol of an IP packet: IPv4's protocol field, or the
+ * header IPv6's chain of hop-by-hop (0), routing (43), fragment (44) and
+ * destination-options (60) headers leads to; -1 for anything else or too
+ * short to say. Every fragment of a UDP datagram says 17 in both versions,
+ * so a blocked datagram is dropped whole.
+ */
+static int transport_protocol (const unsigned char *buf, uint32_t len)
+{
+  if (len >= 20 && buf[0] >> 4 == 4) return buf[9];
+  if (len < 40 || buf[0] >> 4 != 6) return -1;
+  int next = buf[6];
+  uint32_t off = 40;
+  while (next == 0 || next == 43 || next == 44 || next == 60) {
+    if (off + 8 > len) return -1;
+    uint32_t hdr_len = next == 44 ? 8 : ((uint32_t)buf[off + 1] + 1) * 8;
+    next = buf[off];
+    off += hdr_len;
+  }
+  return next;
+}
 
 /* ---- loss ---- */
 
@@ -267,6 +299,7 @@ static int64_t bucket_departure (dir_t *d, uint32_t len, int64_t now)
 static void enqueue (dir_t *d, const unsigned char *buf, uint32_t len, int64_t now)
 {
   d->in++;
+  if (d->block_udp && transport_protocol(buf, len) == IPPROTO_UDP) { d->drop_udp++; return; }
   if (lose(d)) { d->drop_loss++; return; }
   int64_t t = bucket_departure(d, len, now);
   /* Queue drops depend on timing; they come after the loss draw so they
@@ -318,21 +351,23 @@ static void send_due (dir_t *d, int64_t now)
 static void write_dir (FILE *f, const dir_t *d)
 {
   fprintf(f, "\"%s\":{\"in\":%llu,\"out\":%llu,\"drop_loss\":%llu,\"drop_queue\":%llu,"
-          "\"drop_error\":%llu,\"in_flight\":%zu,\"late_avg_us\":%.1f,\"late_max_us\":%.1f,"
-          "\"late_1ms\":%llu}",
+          "\"drop_error\":%llu,\"drop_udp\":%llu,\"in_flight\":%zu,\"late_avg_us\":%.1f,"
+          "\"late_max_us\":%.1f,\"late_1ms\":%llu}",
           d->name, (unsigned long long)d->in, (unsigned long long)d->out,
           (unsigned long long)d->drop_loss, (unsigned long long)d->drop_queue,
-          (unsigned long long)d->drop_error, d->heap_len,
+          (unsigned long long)d->drop_error, (unsigned long long)d->drop_udp, d->heap_len,
           d->out + d->drop_error ? (double)d->late_sum_ns / 1e3 / (double)(d->out + d->drop_error) : 0.0,
           (double)d->late_max_ns / 1e3, (unsigned long long)d->late_1ms);
 }
 
 /*
  * {"seq":N,"requests":R,"pid":P,"seed":"S","uptime_ms":T,"final":false,
- *  "down":{"in":..,"out":..,"drop_loss":..,"drop_queue":..,"drop_error":..,"in_flight":..,
- *          "late_avg_us":..,"late_max_us":..,"late_1ms":..},
+ *  "down":{"in":..,"out":..,"drop_loss":..,"drop_queue":..,"drop_error":..,"drop_udp":..,
+ *          "in_flight":..,"late_avg_us":..,"late_max_us":..,"late_1ms":..},
  *  "up":{...}}
- * in = out + drop_loss + drop_queue + drop_error + in_flight at any instant.
+ * in = out + drop_loss + drop_queue + drop_error + drop_udp + in_flight at
+ * any instant. drop_udp is kept apart from drop_loss so that drop_loss over
+ * (in - drop_udp) stays the link's loss rate on a path that blocks UDP.
  * late_* say how far after its due time linkem sent packets: the emulator's
  * own error, separate from what the endpoints add. The seed is a string
  * because JSON numbers lose precision above 2^53.
@@ -441,6 +476,8 @@ static const char usage[] =
   "                               --X-jitter-dist normal (default 0)\n"
   "  --X-jitter-dist uniform|normal\n"
   "  --X-keep-order               never let a packet depart before the one ahead of it\n"
+  "  --X-block-udp                drop every UDP packet (IPv4 protocol 17, IPv6 next header\n"
+  "                               17), as a firewall would; counted as drop_udp, not loss\n"
   "  --X-loss PCT                 Bernoulli loss, percent (0..100)\n"
   "  --X-ge P,R,H,K               Gilbert-Elliott loss, probabilities in [0,1]: P good->bad,\n"
   "                               R bad->good, loss is 1-K in good and 1-H in bad state\n"
@@ -482,12 +519,14 @@ static int is_flag (const char *opt)
 {
   size_t n = strlen(opt);
   return !strcmp(opt, "--help") || !strcmp(opt, "--die-with-parent") ||
-         (n > 11 && !strcmp(opt + n - 11, "-keep-order"));
+         (n > 11 && !strcmp(opt + n - 11, "-keep-order")) ||
+         (n > 10 && !strcmp(opt + n - 10, "-block-udp"));
 }
 
 static void parse_dir_opt (dir_t *d, const char *opt, const char *key, const char *v)
 {
   if (!strcmp(key, "keep-order")) d->keep_order = 1;
+  else if (!strcmp(key, "block-udp")) d->block_udp = 1;
   else if (!strcmp(key, "delay")) d->delay_ns = (int64_t)(num(opt, v, 0, 600000) * 1e6);
   else if (!strcmp(key, "jitter")) d->jitter_ns = (int64_t)(num(opt, v, 0, 600000) * 1e6);
   else if (!strcmp(key, "jitter-dist")) {

@@ -3,11 +3,14 @@
 // be told (null: too few rounds), with the evidence behind it. Regression
 // and failure rules read the same regionalComparison as the dashboard's
 // table, with the same percentiles and window alignment, so an alert claims
-// exactly what the table would claim.
+// exactly what the table would claim. Share rules read the auto arm's
+// returning visits (./alert-h3-share.js).
 import { regionalComparison } from './comparison.js'
 import { DEFAULT_METRIC, DEFAULT_PERCENTILES, probeOfMetric } from '../measurement/metrics.js'
 import { TIERS } from './rollups.js'
 import { dueAndLastResult } from '../store/results.js'
+import { firingEvidence } from '../store/alert-states.js'
+import { observeShares } from './alert-h3-share.js'
 
 const FIVE_MINUTES = TIERS['5m']
 
@@ -78,6 +81,12 @@ export function comparisonCache (db, { now, timeoutMs }) {
  */
 export async function observe (db, rule, monitor, locations, { now, compare }) {
   if (rule.kind === 'location_silent') return silentLocations(db, rule, monitor, locations, now)
+  if (rule.kind === 'h3_share_drop') {
+    const { from, to } = alignedWindow(now, rule.window_s)
+    const link = evidencePath(monitor.id, { from: from.toISOString(), to: to.toISOString(), metric: DEFAULT_METRIC })
+    const firing = await firingEvidence(db, { ruleId: rule.id, monitorId: monitor.id })
+    return observeShares(db, rule, monitor, locations, { from, to, link, firing })
+  }
   const metric = rule.kind === 'h3_regression' ? rule.metric ?? DEFAULT_METRIC : DEFAULT_METRIC
   const cmp = await compare(monitor, metric, rule.window_s, rule.kind === 'h3_regression' ? rule.percentile : null)
   const base = { metric, from: cmp.from, to: cmp.to, analysis: 'matched' }

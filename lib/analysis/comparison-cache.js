@@ -27,6 +27,7 @@
 // slot, so the dashboard does not wait when its window moves on.
 import { LRUCache } from 'lru-cache'
 import { regionalComparison } from './comparison.js'
+import { returningShares } from './auto-shares.js'
 
 const SLOT_MS = 5 * 60e3
 
@@ -44,8 +45,11 @@ export function createComparisonCache ({ maxAgeMs, max = 500, now = Date.now }) 
   /** @param {import('pg').Pool} db @param {Question} q @returns {Promise<Entry>} */
   const compute = async (db, q) => {
     const computedAt = now()
-    const answer = await regionalComparison(db, q)
-    return { answer: { ...answer, computed_at: new Date(computedAt).toISOString() }, computedAt }
+    // Each location also says what users get of H3 (the auto arm's
+    // returning visits), so the overview needs no second request per monitor.
+    const [answer, users] = await Promise.all([regionalComparison(db, q), returningShares(db, q)])
+    const locations = answer.locations.map((l) => ({ ...l, users_get: l.location_id === null ? null : users.get(l.location_id) ?? null }))
+    return { answer: { ...answer, locations, computed_at: new Date(computedAt).toISOString() }, computedAt }
   }
   /** @type {LRUCache<string, Entry, { db: import('pg').Pool, q: Question }> | null} */
   const cache = maxAgeMs > 0

@@ -28,7 +28,7 @@ import { readRoundWindow } from '../store/round-summaries.js'
 import { listLocations } from '../store/locations.js'
 import {
   roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
-  benjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
+  benjaminiHochberg, screenedBenjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
 } from './stats/index.js'
 
 export const VERDICTS = Object.freeze({
@@ -106,21 +106,12 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
   }))
   const all = allLocationsEntry(entries, percentiles, ids.map((id) => states.get(id) ?? new Map()))
 
-  // The cells of the view are corrected in two levels: a column (a location,
-  // or all locations) may claim differences only when it passes a screen —
-  // the Simes test of its cells, Bonferroni over the columns — and then its
-  // cells are corrected with Benjamini–Hochberg. A column of identical arms
-  // thus stays quiet even when another column has real differences: one
-  // plain Benjamini–Hochberg over the whole table let a true H3 loss at one
-  // location lend a chance cell elsewhere a "faster" (bench/calibration.js,
-  // regional mix, intention to treat). Under identical arms everywhere any
-  // claim at all has probability ≤ FDR_Q.
+  // The cells of the view are corrected in two levels, a screen per column
+  // (a location, or all locations) and Benjamini–Hochberg within it
+  // (screenedBenjaminiHochberg says why).
   const families = [...entries, all].map((e) => e.rows.filter((/** @type {Row} */ r) => r.p_value !== null)).filter((f) => f.length)
-  for (const family of families) {
-    const within = benjaminiHochberg(family.map((/** @type {Row} */ c) => c.p_value))
-    const simes = Math.min(...within.map((p) => p ?? 1))
-    family.forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = Math.min(1, Math.max(within[i] ?? 1, families.length * simes)) })
-  }
+  screenedBenjaminiHochberg(families.map((f) => f.map((/** @type {Row} */ c) => c.p_value)))
+    .forEach((adjusted, j) => families[j].forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = adjusted[i] }))
   const cells = families.flat()
   for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
   const paired = [...entries, all].filter((e) => e.paired.p !== null)
@@ -533,7 +524,7 @@ function combinePaired (parts) {
  * @param {Row} row
  * @param {MinEffect} minEffect
  */
-function cellVerdict (row, minEffect) {
+export function cellVerdict (row, minEffect) {
   if (row.p_value === null) return VERDICTS.INSUFFICIENT_DATA
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(row.h2_ms), minEffect.ms)
   row.min_effect_ms = threshold

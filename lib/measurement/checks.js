@@ -3,6 +3,7 @@
 // refused with 422 and the field at fault, never stored: one impossible
 // value poisons every percentile it is merged into.
 import { normalizeProtocol } from './protocol.js'
+import { expectedProtocolFor } from './modes.js'
 import { UnprocessableError } from '../runtime/errors.js'
 
 // measure.js rounds each timing to 0.1 ms, so an ordering that holds exactly
@@ -59,10 +60,10 @@ export const FAILURE_KINDS = Object.freeze({
  * over the wrong protocol) is refused. Failed runs (error, timeout) may have
  * observed nothing; their protocol_ok is recomputed all the same.
  * @param {Record<string, any>[]} results as submitted (shape already checked by the schema); protocol_ok is rewritten
- * @param {{ expectedProtocol?: (mode: string) => string }} [opts] default: the mode itself
+ * @param {{ expectedProtocol?: (mode: string) => string | null }} [opts] default: the mode's own (lib/measurement/modes.js)
  * @throws {UnprocessableError} naming the first implausible field, as results.<i>.<field>
  */
-export function checkResults (results, { expectedProtocol = (mode) => mode } = {}) {
+export function checkResults (results, { expectedProtocol = (mode) => expectedProtocolFor(mode) } = {}) {
   const seen = new Map()
   results.forEach((r, i) => {
     const at = (/** @type {string} */ field) => `results.${i}.${field}`
@@ -93,12 +94,16 @@ export function checkResults (results, { expectedProtocol = (mode) => mode } = {
 
 /**
  * @param {Record<string, any>} r one result; protocol_ok is set from observed_protocol
- * @param {string} expected 'h2' or 'h3'
+ * @param {string | null} expected 'h2' or 'h3'; null: any protocol counts (the auto arm)
  * @param {(field: string) => string} at
  */
 function checkProtocol (r, expected, at) {
   const observed = normalizeProtocol(r.observed_protocol)
-  const matches = observed !== null && observed === normalizeProtocol(expected)
+  const matches = observed !== null && (expected === null || observed === normalizeProtocol(expected))
+  if (expected === null && r.status === 'protocol_mismatch') {
+    throw new UnprocessableError(`${at('status')} is protocol_mismatch, but the ${r.mode} arm forces no protocol: whatever it loaded over counts`, at('status'))
+  }
+  expected ??= 'the protocol the browser chose'
   const seen = observed === null ? 'no observed_protocol' : `observed_protocol ${JSON.stringify(r.observed_protocol)}`
   if (r.status === 'ok' && r.protocol_ok === false) {
     throw new UnprocessableError(`${at('status')} is ok but protocol_ok is false; a load over the wrong protocol has status protocol_mismatch`, at('status'))
@@ -117,7 +122,7 @@ function checkProtocol (r, expected, at) {
     const field = at('details.failure_kind')
     if (!Object.hasOwn(FAILURE_KINDS, kind)) throw new UnprocessableError(`${field} must be one of ${Object.keys(FAILURE_KINDS).join(', ')}`, field)
     if (r.status !== 'error') throw new UnprocessableError(`${field} ${kind} describes a failed run, but status is ${r.status}`, field)
-    if (kind === FAILURE_KINDS.h3_unsupported && normalizeProtocol(expected) !== 'h3') {
+    if (kind === FAILURE_KINDS.h3_unsupported && expected !== 'h3') {
       throw new UnprocessableError(`${field} h3_unsupported is only possible for a run that expects h3, not ${expected}`, field)
     }
   }

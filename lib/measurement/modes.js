@@ -37,38 +37,62 @@ export function baseFlags () {
   ]
 }
 
-/** @typedef {'h3' | 'h2'} Mode */
-/** The two arms of every round: QUIC off, QUIC forced. One definition; stored and listed in this order. */
-export const MODES = Object.freeze(/** @type {Mode[]} */ (['h2', 'h3']))
+/** @typedef {'h3' | 'h2' | 'auto'} Mode */
+/**
+ * The arms of a round, stored and listed in this order: QUIC off, QUIC
+ * forced, and `auto`, the browser as a user runs it (nothing forced: it
+ * learns H3 from Alt-Svc or an HTTPS record and races QUIC against TCP).
+ */
+export const MODES = Object.freeze(/** @type {Mode[]} */ (['h2', 'h3', 'auto']))
+/** The arms that force a protocol: the H2-against-H3 comparison is theirs. */
+export const FORCED_MODES = Object.freeze(/** @type {Mode[]} */ (['h2', 'h3']))
+/** What a monitor measures unless it says otherwise. */
+export const DEFAULT_MODES = MODES
 
-/** The protocol a run of each mode must have used to count for that mode. */
-export const PROTOCOL_OF_MODE = Object.freeze({ h2: 'h2', h3: 'h3' })
+/**
+ * The protocol a run of each mode must have used to count for that mode;
+ * null: whatever the browser chose counts (the auto arm's protocol is what it
+ * measures, never a failure).
+ */
+export const PROTOCOL_OF_MODE = Object.freeze({ h2: 'h2', h3: 'h3', auto: null })
 
 /**
  * The protocol a run must have used to count for its arm: the mode's, unless
  * the monitor is an A/A monitor, whose arms both use its aa_protocol.
  * @param {string} mode
  * @param {{ aa_protocol?: string | null } | null} [monitor]
- * @returns {string}
+ * @returns {string | null} null: any protocol counts (the auto arm)
  */
 export function expectedProtocolFor (mode, monitor) {
-  return monitor?.aa_protocol ?? PROTOCOL_OF_MODE[/** @type {Mode} */ (mode)] ?? mode
+  if (mode === 'auto') return null
+  return monitor?.aa_protocol ?? PROTOCOL_OF_MODE[/** @type {'h2' | 'h3'} */ (mode)] ?? mode
 }
 
 /**
  * Flags that force the protocol for a page: HTTP/3 straight away (no Alt-Svc
- * discovery round) for the page's origin, or QUIC off altogether. In h3
- * mode `forceOrigins` adds more origins to force (a monitor's H3-capable
- * origins); Chromium reads one comma-separated list, and a repeated switch
- * would only keep its last value.
+ * discovery round) for the page's origin, or QUIC off altogether; in auto
+ * mode, none: QUIC on as Chromium ships it, used once the origin announces
+ * it. In h3 mode `forceOrigins` adds more origins to force (a monitor's
+ * H3-capable origins); Chromium reads one comma-separated list, and a
+ * repeated switch would only keep its last value.
+ *
+ * `lab`: the page is a lab origin. Chromium will not use QUIC it learnt
+ * from Alt-Svc with a certificate that no public root issued (the lab's is
+ * self-signed): the handshake fails with CERTIFICATE_VERIFY_FAILED and the
+ * origin's H3 is marked broken, even with the certificate pinned. Naming
+ * the lab hosts on a port nothing listens on (1) in the force list lifts
+ * that check for those hosts while forcing nothing: the page's own port is
+ * still learnt from Alt-Svc and raced against TCP, as for a real site
+ * (the auto arm's lab test shows H2 on the first visit and H3 once learnt).
  * @param {Mode} mode
  * @param {string | URL} url
- * @param {{ forceOrigins?: string[] }} [opts]
+ * @param {{ forceOrigins?: string[], lab?: boolean }} [opts]
  * @returns {string[]}
  */
-export function modeFlags (mode, url, { forceOrigins = [] } = {}) {
+export function modeFlags (mode, url, { forceOrigins = [], lab = false } = {}) {
   if (mode === 'h3') return ['--enable-quic', `--origin-to-force-quic-on=${forcedOrigins(mode, url, { forceOrigins }).join(',')}`]
   if (mode === 'h2') return ['--disable-quic']
+  if (mode === 'auto') return ['--enable-quic', ...(lab ? [`--origin-to-force-quic-on=${LAB_HOSTNAMES.map((h) => `${h}:1`).join(',')}`] : [])]
   throw new TypeError(`unknown mode ${JSON.stringify(mode)}; expected one of ${MODES.join(', ')}`)
 }
 

@@ -19,10 +19,14 @@ export function normalizeProtocol (value) {
 }
 
 /**
+ * Whether a run loaded over its mode's protocol; for a mode that forces
+ * none (auto), whether it loaded over any.
  * @param {string | null | undefined} protocol as observed, any spelling
  * @param {string} mode
  */
 export function protocolMatchesMode (protocol, mode) {
-  const expected = /** @type {Record<string, string | undefined>} */ (PROTOCOL_OF_MODE)[mode]
-  return expected !== undefined && normalizeProtocol(protocol) === expected
+  const expected = /** @type {Record<string, string | null | undefined>} */ (PROTOCOL_OF_MODE)[mode]
+  const seen = normalizeProtocol(protocol)
+  if (expected === undefined || seen === null) return false
+  return expected === null || seen === expected
 }

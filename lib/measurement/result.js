@@ -6,11 +6,27 @@
 // from ./rtt.js.
 import { TIMING_COLUMNS } from './metrics.js'
 import { rttAccounting } from './rtt.js'
+import { protocolReason } from './protocol-reason.js'
 
 export { normalizeProtocol, protocolMatchesMode } from './protocol.js'
 
-/** A result's view: the first (cold) load, or a repeat load in the same browser. */
-export const VIEWS = Object.freeze(['first', 'repeat'])
+/**
+ * A result's view: the first (cold) load; a repeat load in the same browser
+ * context (warm cache, live connections); and for the auto arm the
+ * returning visit, a browser started again on the first visit's profile: it
+ * knows what the first visit learnt about the origin (Alt-Svc, H3 marked
+ * broken) but has no live connection and, so the protocol is not measured
+ * through the cache, no cached response (agents/visits.js says why).
+ */
+export const VIEWS = Object.freeze(['first', 'repeat', 'returning'])
+/** The views each mode can have: the forced arms have no returning visit. */
+export const VIEWS_OF_MODE = Object.freeze({
+  h2: Object.freeze(['first', 'repeat']),
+  h3: Object.freeze(['first', 'repeat']),
+  auto: Object.freeze(['first', 'returning', 'repeat'])
+})
+/** The views the forced comparison (H2 against H3) has. */
+export const FORCED_VIEWS = VIEWS_OF_MODE.h2
 
 /** Fields of a result besides its round's keys (time, job, monitor, location, agent), as stored and exported. */
 export const RESULT_FIELDS = Object.freeze([
@@ -67,7 +83,7 @@ export function toSubmission (m, { rtt, rttSource = null }) {
     // Requests the private-target guard refused (agents/target-guard.js).
     ...(m.guard_notes ?? [])]
   out.measured_at = new Date().toISOString()
-  out.details = { requests: m.requests_detail ?? [], origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource }
+  out.details = { requests: m.requests_detail ?? [], origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource, protocol_reason: protocolReason(m) }
   for (const k of DETAILS) if (m[k] !== undefined) out.details[k] = m[k]
   return out
 }

@@ -54,6 +54,11 @@ export const VARIABLES = /** @type {const} */ ([
   { name: 'H3LENS_ALERT_EVAL_S', key: 'alertEvalS', type: 'int', min: 10, max: 3600, default: 60, description: 'seconds between evaluations of the alert rules (one replica evaluates each time)' },
   { name: 'H3LENS_PUBLIC_URL', key: 'publicUrl', type: 'httpUrl', default: null, description: 'the dashboard\'s address as people reach it, for evidence links in alert notifications' },
   { name: 'H3LENS_STOP_TIMEOUT_S', key: 'stopTimeoutS', type: 'int', min: 0, max: 600, default: 20, description: 'agent: on SIGTERM, how long a running job may finish before it is released' },
+  { name: 'H3LENS_RUM_RETENTION_DAYS', key: 'rumRetentionDays', type: 'int', min: 0, max: 36500, default: 90, description: 'real users: delete beacons whose page view began more than this many days ago (0 = keep)' },
+  { name: 'H3LENS_RUM_SITE_PER_MIN', key: 'rumSitePerMin', type: 'int', min: 0, max: 10000000, default: 60000, description: 'real users: beacons one site may send per minute before the rest get 429 (0 = no limit)' },
+  { name: 'H3LENS_RUM_ADDRESS_PER_MIN', key: 'rumAddressPerMin', type: 'int', min: 0, max: 1000000, default: 600, description: 'real users: beacons one client address may send per minute before the rest get 429 (0 = no limit)' },
+  { name: 'H3LENS_RUM_CLIENT_IP_HEADER', key: 'rumClientIpHeader', type: 'headerName', default: null, description: 'real users behind a CDN or proxy: the request header holding the visitor\'s address (e.g. cf-connecting-ip; x-forwarded-for uses its last entry); set it only when the API is reachable through that proxy alone' },
+  { name: 'H3LENS_RUM_COUNTRY_DB', key: 'rumCountryDb', type: 'path', default: null, description: 'real users: an IP-to-country .mmdb file to use instead of the packaged one (IPtoASN, public domain)' },
   { name: 'H3LENS_SEED', key: 'seed', flag: '--seed', type: 'bool', default: true, description: 'start: seed lab monitors into an empty database' }
 ])
 
@@ -71,7 +76,7 @@ export const VARIABLES = /** @type {const} */ ([
 /**
  * What each parser of a variable's `type` returns.
  * @typedef {{ string: string, path: string, port: number, int: number, bool: boolean,
- *   slug: string, httpUrl: string, postgresUrl: string, dnsServers: string[] }} ParsedTypes
+ *   slug: string, httpUrl: string, postgresUrl: string, dnsServers: string[], headerName: string }} ParsedTypes
  */
 
 /**
@@ -126,6 +131,10 @@ const PARSERS = {
     const bad = servers.find((s) => !net.isIP(s) && !/^(\d+\.\d+\.\d+\.\d+|\[[\da-f:.]+\]):\d{1,5}$/i.test(s))
     if (!servers.length || bad) throw new Error(`must be IP addresses, each with an optional port (1.1.1.1, 127.0.0.1:5353, [::1]:53)${bad ? `; "${bad}" is not one` : ''}`)
     return servers
+  },
+  headerName: (v) => {
+    if (!/^[A-Za-z0-9-]{1,64}$/.test(v)) throw new Error('must be an HTTP header name such as cf-connecting-ip')
+    return v.toLowerCase()
   },
   postgresUrl: (v) => {
     let u

@@ -4,15 +4,19 @@
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC } from '../measurement/metrics.js'
 
-export const RULE_KINDS = ['h3_regression', 'h3_failure', 'location_silent', 'error_rate']
+export const RULE_KINDS = ['h3_regression', 'h3_failure', 'location_silent', 'error_rate', 'h3_share_drop']
 export const SEVERITIES = ['info', 'warning', 'critical']
 // The comparison needs rounds; a window under a minute holds none.
 export const MIN_WINDOW_S = 60
 // Rollups keep a year; a regression over more than a month is a trend, not an alert.
 export const MAX_WINDOW_S = 30 * 86400
 export const MAX_EVALUATIONS = 100
+// Loaded returning visits an h3_share_drop window (and its baseline) needs
+// before it says anything (lib/analysis/alert-h3-share.js): with fewer, a
+// share's interval spans most of 0–100%.
+export const SHARE_MIN_VISITS = 10
 
-const COLUMNS = `id, kind, monitor_id, locations, metric, percentile, min_effect_pct, min_effect_ms, threshold_pct,
+const COLUMNS = `id, kind, monitor_id, locations, metric, percentile, min_effect_pct, min_effect_ms, threshold_pct, min_drop_points,
   window_s, evaluations, severity, description, channels, created_at, updated_at`
 
 // Fields each kind uses; a field another kind uses is refused rather than ignored.
@@ -21,9 +25,10 @@ const USES = {
   h3_regression: ['percentile', 'min_effect_pct', 'min_effect_ms', 'metric'],
   h3_failure: ['threshold_pct'],
   error_rate: ['threshold_pct'],
-  location_silent: []
+  location_silent: [],
+  h3_share_drop: ['threshold_pct', 'min_drop_points']
 }
-const KIND_FIELDS = ['percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct', 'metric']
+const KIND_FIELDS = ['percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct', 'min_drop_points', 'metric']
 
 /**
  * The rule as stored, defaults applied, after every check.
@@ -54,6 +59,13 @@ async function checkRule (db, input) {
     // Above 100% can never be true, and "above 0%" would fire on one lost load.
     if (!(r.threshold_pct > 0 && r.threshold_pct < 100)) throw new ValidationError('threshold_pct must be above 0 and below 100', 'threshold_pct')
   }
+  if (r.kind === 'h3_share_drop') {
+    if (r.threshold_pct == null && r.min_drop_points == null) {
+      throw new ValidationError('an h3_share_drop rule needs threshold_pct (fire below this share of returning visits over H3), min_drop_points (fire on a drop of this many points against the week before), or both', 'threshold_pct')
+    }
+    if (r.threshold_pct != null && !(r.threshold_pct > 0 && r.threshold_pct < 100)) throw new ValidationError('threshold_pct must be above 0 and below 100', 'threshold_pct')
+    if (r.min_drop_points != null && !(r.min_drop_points > 0 && r.min_drop_points < 100)) throw new ValidationError('min_drop_points must be above 0 and below 100 (percentage points)', 'min_drop_points')
+  }
   if (!Number.isInteger(r.window_s) || r.window_s < MIN_WINDOW_S || r.window_s > MAX_WINDOW_S) {
     throw new ValidationError(`window_s must be a whole number of seconds from ${MIN_WINDOW_S} to ${MAX_WINDOW_S}`, 'window_s')
   }
@@ -67,6 +79,7 @@ async function checkRule (db, input) {
   if (r.monitor_id !== null) {
     const { rowCount } = await db.query('SELECT 1 FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
     if (!rowCount) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
+    if (r.kind === 'h3_share_drop') await checkShareMonitor(db, r)
   }
   r.locations ??= null
   if (r.locations !== null) {
@@ -86,7 +99,24 @@ async function checkRule (db, input) {
   return r
 }
 
-const STORED = ['kind', 'monitor_id', 'locations', 'metric', 'percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct',
+/**
+ * An h3_share_drop rule on a named monitor: the monitor runs the auto arm,
+ * and the window holds at least SHARE_MIN_VISITS of its rounds, or the rule could
+ * never say anything.
+ * @param {import('pg').Pool} db
+ * @param {Record<string, any>} r
+ */
+async function checkShareMonitor (db, r) {
+  const { rows: [m] } = await db.query('SELECT modes, interval_s FROM monitors WHERE id = $1', [r.monitor_id])
+  if (!m.modes.includes('auto')) {
+    throw new ValidationError(`monitor ${r.monitor_id} does not run the auto arm (its modes: ${m.modes.join(', ')}); an h3_share_drop rule watches the auto arm's returning visits: add auto to the monitor's modes`, 'monitor_id')
+  }
+  if (r.window_s < SHARE_MIN_VISITS * m.interval_s) {
+    throw new ValidationError(`window_s must hold at least ${SHARE_MIN_VISITS} rounds of monitor ${r.monitor_id} (one every ${m.interval_s} s): at least ${SHARE_MIN_VISITS * m.interval_s}`, 'window_s')
+  }
+}
+
+const STORED = ['kind', 'monitor_id', 'locations', 'metric', 'percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct', 'min_drop_points',
   'window_s', 'evaluations', 'severity', 'description', 'channels']
 
 /**

@@ -112,6 +112,10 @@ export function summary (rule, e) {
       `${e.h3_ms?.toFixed?.(1)} ms vs ${e.h2_ms?.toFixed?.(1)} ms (${e.delta_pct >= 0 ? '+' : ''}${pct(e.delta_pct)}), ${e.rounds_used} rounds`
   }
   if (rule.kind === 'h3_failure') return `HTTP/3 lost ${pct(e.h3_lost_pct)} of ${e.h3_attempted} loads (failed or fell back), threshold ${rule.threshold_pct}%`
+  if (rule.kind === 'h3_share_drop') {
+    const text = e.text ?? e.reason ?? 'the H3 share of returning visits could not be read'
+    return text[0].toUpperCase() + text.slice(1)
+  }
   if (rule.kind === 'error_rate') return `failure rate ${pct(e.worst_pct)} (H2 ${pct(e.h2_failure_rate?.rate * 100)}, H3 ${pct(e.h3_failure_rate?.rate * 100)}), threshold ${rule.threshold_pct}%`
   return `no result for ${Math.round(rule.window_s / 60)} min while ${e.due_rounds} rounds were due`
 }
@@ -181,4 +185,18 @@ export async function firingAlerts (db) {
     `SELECT s.rule_id, s.monitor_id, s.location_id FROM alert_states s JOIN monitors m ON m.id = s.monitor_id AND m.deleted_at IS NULL
       WHERE s.state = 'firing' ORDER BY s.rule_id, s.monitor_id, s.location_id`)
   return rows
+}
+
+/**
+ * The evidence of each location where a rule fires for a monitor: what
+ * tripped it (kept while it fires). An h3_share_drop rule keeps comparing
+ * with the baseline it fired against.
+ * @param {import('pg').Pool} db
+ * @param {{ ruleId: number, monitorId: number }} key
+ * @returns {Promise<Map<string, Record<string, any>>>}
+ */
+export async function firingEvidence (db, { ruleId, monitorId }) {
+  const { rows } = await db.query(
+    "SELECT location_id, evidence FROM alert_states WHERE rule_id = $1 AND monitor_id = $2 AND state = 'firing'", [ruleId, monitorId])
+  return new Map(rows.map((r) => [r.location_id, r.evidence]))
 }

@@ -1,7 +1,8 @@
 // SQL for the locations table.
 import { AGENT_ALIVE_S } from './agents.js'
+import { NotFoundError, ValidationError } from '../runtime/errors.js'
 
-const COLUMNS = 'id, name, region, kind, profile, last_refusal, created_at, updated_at'
+const COLUMNS = 'id, name, region, kind, profile, countries, last_refusal, created_at, updated_at'
 
 /** @param {import('pg').Pool} db */
 export async function listLocations (db) {
@@ -26,6 +27,28 @@ export async function upsertLocation (db, { id, name, region, kind, profile = {}
      ON CONFLICT (id) DO UPDATE SET name = $2, region = $3, kind = $4, profile = $5, updated_at = now()
      RETURNING ${COLUMNS}`,
     [id, name, region, kind, profile])
+  return rows[0]
+}
+
+/**
+ * The countries a location stands for (ISO 3166-1 alpha-2), so real users
+ * from them are shown under it; an empty list clears it. A country may
+ * stand under one location only.
+ * @param {import('pg').Pool} db
+ * @param {string} id
+ * @param {string[]} countries
+ */
+export async function setLocationCountries (db, id, countries) {
+  const codes = [...new Set(countries.map((c) => String(c).trim().toUpperCase()))]
+  codes.forEach((c, i) => {
+    if (!/^[A-Z]{2}$/.test(c)) throw new ValidationError(`countries.${i}: "${c}" is not a two-letter country code (ISO 3166-1 alpha-2) such as US or DE`, `countries.${i}`)
+  })
+  const { rows: taken } = await db.query(
+    'SELECT id, c FROM locations, unnest(countries) AS c WHERE id <> $1 AND c = ANY ($2::text[]) ORDER BY c', [id, codes])
+  if (taken.length) throw new ValidationError(`countries: ${taken.map((t) => `${t.c} stands under ${t.id} already`).join(', ')}; a country belongs to one location`, 'countries')
+  const { rows } = await db.query(
+    `UPDATE locations SET countries = $2, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, [id, codes.length ? codes : null])
+  if (!rows[0]) throw new NotFoundError(`location ${id} does not exist`)
   return rows[0]
 }
 

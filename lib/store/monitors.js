@@ -4,7 +4,7 @@ import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
 import { checkOptions, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
-import { MODES } from '../measurement/modes.js'
+import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
 
 export { MODES } from '../measurement/modes.js'
 export { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
@@ -94,7 +94,7 @@ async function checkMonitor (db, input, existing, policy = {}) {
   }
   if (input.modes !== undefined) {
     const modes = [...new Set(input.modes)]
-    if (modes.length === 0) throw new ValidationError('choose at least one mode (h2, h3)', 'modes')
+    if (modes.length === 0) throw new ValidationError(`choose at least one mode (${MODES.join(', ')})`, 'modes')
     out.modes = MODES.filter((m) => modes.includes(m))
   }
   if (input.probes !== undefined) {
@@ -170,20 +170,22 @@ async function checkTargets (db, targets, locations, { labPort = null, resolve }
  * @param {Record<string, any>} [existing]
  */
 function checkVerdictSettings (input, checked, existing) {
-  /** @type {{ aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number }} */
+  /** @type {{ aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number, modes?: string[] }} */
   const out = {}
   if (input.aa_protocol !== undefined) {
-    if (input.aa_protocol !== null && !MODES.includes(input.aa_protocol)) {
+    if (input.aa_protocol !== null && !FORCED_MODES.includes(input.aa_protocol)) {
       throw new ValidationError(`aa_protocol must be h2, h3 or null, not ${JSON.stringify(input.aa_protocol)}`, 'aa_protocol')
     }
     out.aa_protocol = input.aa_protocol
   }
   const aa = out.aa_protocol !== undefined ? out.aa_protocol : existing?.aa_protocol ?? null
-  const modes = checked.modes ?? existing?.modes ?? MODES
-  if (aa && !MODES.every((m) => modes.includes(m))) {
+  const modes = checked.modes ?? existing?.modes ?? (aa ? FORCED_MODES : DEFAULT_MODES)
+  if (aa && (modes.length !== FORCED_MODES.length || !FORCED_MODES.every((m) => modes.includes(m)))) {
     const field = input.modes !== undefined && input.aa_protocol === undefined ? 'modes' : 'aa_protocol'
-    throw new ValidationError(`an A/A monitor (aa_protocol ${aa}) runs two arms, stored as modes h2 and h3; modes must be both h2 and h3`, field)
+    throw new ValidationError(`an A/A monitor (aa_protocol ${aa}) runs two arms, stored as modes h2 and h3; modes must be exactly h2 and h3`, field)
   }
+  // A new A/A monitor that names no modes gets its two arms, not the default three.
+  if (aa && !existing && !checked.modes) out.modes = [...FORCED_MODES]
   for (const [k, max] of /** @type {const} */ ([['min_effect_pct', 100], ['min_effect_ms', Infinity]])) {
     if (input[k] === undefined) continue
     const v = input[k]
@@ -222,10 +224,10 @@ export async function createMonitor (db, input, policy) {
   const { rows } = await db.query(
     `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
                            aa_protocol, min_effect_pct, min_effect_ms)
-     VALUES ($1, $2, $3, $4, coalesce($5, '{h2,h3}'::text[]), coalesce($6, '{page}'::text[]),
+     VALUES ($1, $2, $3, $4, $5, coalesce($6, '{page}'::text[]),
              coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12)
      RETURNING ${COLUMNS}`,
-    [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? null, m.probes ?? null,
+    [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? [...DEFAULT_MODES], m.probes ?? null,
       m.repeat_view ?? null, m.options ?? null, m.paused ?? null, m.aa_protocol ?? null,
       m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS])
   return rows[0]

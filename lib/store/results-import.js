@@ -166,7 +166,7 @@ export async function importResults (db, { monitor, lines, addLocations = false,
  * monitor (an A/A monitor's arms both expect its aa_protocol).
  * @param {string} line
  * @param {number} n line number, from 1
- * @param {{ known: Set<string>, expected: (mode: string) => string, latest: number }} ctx
+ * @param {{ known: Set<string>, expected: (mode: string) => string | null, latest: number }} ctx
  *   latest: the last time (ms) a row's time and measured_at may have
  */
 function parseLine (line, n, { known, expected, latest }) {
@@ -203,9 +203,10 @@ function parseLine (line, n, { known, expected, latest }) {
   row.probe ??= 'page'
   row.status ??= 'ok'
   const protocol = expected(row.mode)
-  // A load recorded ok without a protocol came over the one it was forced to.
-  if (row.observed_protocol == null && row.status === 'ok') row.observed_protocol = protocol
-  row.protocol_ok ??= normalizeProtocol(row.observed_protocol) === protocol
+  // A load recorded ok without a protocol came over the one it was forced
+  // to; an arm that forces none (auto) must say what it loaded over.
+  if (row.observed_protocol == null && row.status === 'ok' && protocol !== null) row.observed_protocol = protocol
+  row.protocol_ok ??= protocol === null ? normalizeProtocol(row.observed_protocol) !== null : normalizeProtocol(row.observed_protocol) === protocol
   const submitted = { ...row }
   delete submitted.time
   delete submitted.location_id

@@ -270,3 +270,64 @@ export async function jobsOfStoredRounds (client, { monitorId, locations, times 
       WHERE r.monitor_id = $1`, [monitorId, locations, times])
   return rows
 }
+
+/**
+ * What the auto arm's visits got, per location and view (first,
+ * returning, repeat) of one monitor's window: how many ran and loaded, how
+ * many loaded over H3, the byte share's sums (for a ratio estimate and its
+ * interval: n, Σx, Σy, Σx², Σy², Σxy with x = bytes and y = bytes over H3),
+ * and how many gave each protocol reason (details.protocol_reason) and each
+ * alternateProtocolUsage of the document. Either part can be left out (an
+ * empty list): the reasons are read from each result's details, most of
+ * the cost (about 300 of 380 ms for the 34,560 visits of 30 days of
+ * test/helpers/auto-ui.js's seeding, on the 2 shared cores).
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, from: Date, to: Date, totals?: boolean, reasons?: boolean }} w
+ */
+export async function autoVisitOutcomes (db, { monitorId, from, to, totals: withTotals = true, reasons: withReasons = true }) {
+  const series = "monitor_id = $1 AND mode = 'auto' AND probe = 'page' AND time >= $2 AND time < $3"
+  const none = { rows: [] }
+  const [{ rows: totals }, { rows: reasons }] = await Promise.all([
+    !withTotals ? none : db.query(
+      `SELECT location_id, view, count(*)::int AS runs, count(*) FILTER (WHERE status = 'ok')::int AS loaded,
+              count(*) FILTER (WHERE status = 'ok' AND observed_protocol = 'h3')::int AS h3,
+              count(b.x)::int AS byte_n, coalesce(sum(b.x), 0)::float8 AS sx, coalesce(sum(b.y), 0)::float8 AS sy,
+              coalesce(sum(b.x * b.x), 0)::float8 AS sxx, coalesce(sum(b.y * b.y), 0)::float8 AS syy, coalesce(sum(b.x * b.y), 0)::float8 AS sxy
+         FROM results
+         LEFT JOIN LATERAL (SELECT bytes::float8 AS x, bytes * h3_byte_share AS y
+                              WHERE status = 'ok' AND bytes > 0 AND h3_byte_share IS NOT NULL) b ON true
+        WHERE ${series} GROUP BY 1, 2`, [monitorId, from, to]),
+    !withReasons ? none : db.query(
+      `SELECT location_id, view, status = 'ok' AS loaded, coalesce(details->'protocol_reason'->>'code', 'unknown') AS code,
+              coalesce(details->'protocol_reason'->>'alternate_protocol_usage', 'none') AS usage, count(*)::int AS n
+         FROM results WHERE ${series} GROUP BY 1, 2, 3, 4, 5`, [monitorId, from, to])
+  ])
+  return { totals, reasons }
+}
+
+/**
+ * Per location: the auto arm's returning visits in the window [from, to)
+ * and in the location's baseline [baseline_from, baseline_to), each as how
+ * many ran, how many loaded and how many of those loaded over H3, with the
+ * location's kind. What an h3_share_drop alert rule observes
+ * (lib/analysis/alert-h3-share.js). Each count is an index-only range scan
+ * of results_auto_returning (migration 022), which holds just these visits.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, from: Date, to: Date, baselines: { location_id: string, from: Date, to: Date }[] }} q
+ * @returns {Promise<{ location_id: string, kind: string | null, part: 'window' | 'baseline', visits: number, loaded: number, h3: number }[]>}
+ */
+export async function returningVisitCounts (db, { monitorId, from, to, baselines }) {
+  const { rows } = await db.query(
+    `SELECT l.id AS location_id, loc.kind, w.part, c.visits, c.loaded, c.h3
+       FROM unnest($2::text[], $3::timestamptz[], $4::timestamptz[]) AS l(id, baseline_from, baseline_to)
+       LEFT JOIN locations loc ON loc.id = l.id
+      CROSS JOIN LATERAL (VALUES ('window', $5::timestamptz, $6::timestamptz), ('baseline', l.baseline_from, l.baseline_to)) AS w(part, t0, t1)
+      CROSS JOIN LATERAL (
+        SELECT count(*)::int AS visits, count(*) FILTER (WHERE r.status = 'ok')::int AS loaded,
+               count(*) FILTER (WHERE r.status = 'ok' AND r.observed_protocol = 'h3')::int AS h3
+          FROM results r
+         WHERE r.monitor_id = $1 AND r.location_id = l.id AND r.mode = 'auto' AND r.probe = 'page' AND r.view = 'returning'
+           AND r.time >= w.t0 AND r.time < w.t1) AS c`,
+    [monitorId, baselines.map((b) => b.location_id), baselines.map((b) => b.from), baselines.map((b) => b.to), from, to])
+  return rows
+}

@@ -139,3 +139,81 @@ export async function applyRoundSummaryRetention (db, { retentionDays }) {
   await db.query(`SELECT remove_retention_policy('round_summaries', if_exists => true)`)
   if (retentionDays !== undefined && retentionDays > 0) await db.query(`SELECT add_retention_policy('round_summaries', make_interval(days => $1))`, [retentionDays])
 }
+
+/**
+ * @typedef {{ kind: 'count', location_id: string, h2: string, h3: string, auto: string, n: number }
+ *   | { kind: 'used', location_id: string, job_id: string, n: number, k: number, h2_v: number, h3_v: number, auto_v: number }} VisitRoundRow
+ */
+
+/**
+ * A window's rounds of one monitor for the auto arm's analysis: per round,
+ * the forced arms' first (cold) view and the auto arm's `visit` (first or
+ * returning). The returning visit is paired with the forced arms' first
+ * view: both load without a live connection or a cached response, and the
+ * forced arms have no returning visit of their own.
+ *
+ * Like readRoundWindow: counts of rounds by the three arms' states for this
+ * metric (no_value, missing as there), then the usable rounds (all three
+ * arms ok with a value) evenly subsampled to `cap` per location, with their
+ * values; one snapshot. Column metrics only: the auto arm runs the page probe.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, metric: string, visit: 'first' | 'returning', from: Date, to: Date, cap: number }} w
+ * @returns {Promise<VisitRoundRow[]>}
+ */
+export async function readVisitRounds (db, w) {
+  const column = metricOf(w.metric).column
+  if (!column) throw new TypeError(`${w.metric} has no column; the auto arm's analysis reads page timings`)
+  return withTransaction(db, async (client) => {
+    const a = w.visit === 'returning' ? 'v' : 's'
+    const state = (/** @type {string} */ alias, /** @type {string} */ arm) =>
+      `CASE WHEN ${alias}.${arm}_state = 'ok' AND ${alias}.${arm}_${column} IS NULL THEN 'no_value' ELSE ${alias}.${arm}_state END`
+    const from = `round_summaries s
+      LEFT JOIN round_summaries v ON v.job_id = s.job_id AND v.probe = s.probe AND v.time = s.time AND v.view = 'returning'
+      WHERE s.monitor_id = $1 AND s.probe = 'page' AND s.view = 'first' AND s.time >= $2 AND s.time < $3`
+    const args = [w.monitorId, w.from, w.to]
+    const usable = `s.h2_state = 'ok' AND s.h3_state = 'ok' AND ${a}.auto_state = 'ok'
+      AND s.h2_${column} IS NOT NULL AND s.h3_${column} IS NOT NULL AND ${a}.auto_${column} IS NOT NULL`
+    const { rows: counts } = await client.query(
+      `SELECT 'count' AS kind, s.location_id, coalesce(${state('s', 'h2')}, 'missing') AS h2, coalesce(${state('s', 'h3')}, 'missing') AS h3,
+              coalesce(${state(a, 'auto')}, 'missing') AS auto, count(*)::int AS n
+         FROM ${from} GROUP BY 2, 3, 4, 5`, args)
+    const { rows: usableRounds } = await client.query(
+      `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs FROM ${from} AND ${usable} GROUP BY 1`, args)
+    /** @type {Map<string, { location_id: string, k: number, n: number }>} */
+    const picked = new Map()
+    for (const { location_id: location, jobs } of usableRounds) {
+      const n = jobs.length
+      for (let k = 0; k < n; k++) {
+        if (n <= w.cap || Math.floor(k * w.cap / n) !== Math.floor((k + 1) * w.cap / n)) picked.set(String(jobs[k]), { location_id: location, k, n })
+      }
+    }
+    const { rows: values } = await client.query(
+      `SELECT s.job_id::text AS job_id, s.h2_${column} AS h2_v, s.h3_${column} AS h3_v, ${a}.auto_${column} AS auto_v
+         FROM ${from} AND s.job_id = ANY($4::bigint[])`, [...args, [...picked.keys()]])
+    const used = values.map((r) => {
+      const p = /** @type {{ location_id: string, k: number, n: number }} */ (picked.get(r.job_id))
+      return { kind: /** @type {'used'} */ ('used'), location_id: p.location_id, job_id: r.job_id, n: p.n, k: p.k, h2_v: r.h2_v, h3_v: r.h3_v, auto_v: r.auto_v }
+    })
+    return [...counts, ...used]
+  }, { begin: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' })
+}
+
+/**
+ * Per location, the rounds of a window in which the forced H3 arm ran (page
+ * probe, first view) and those in which it failed: an error, a timeout or a
+ * refused QUIC handshake. The auto arm's story reads them to tell "QUIC
+ * blocked on this path" (lib/analysis/auto.js counts the same states from
+ * readVisitRounds); the overview asks for them without the paired analysis.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, from: Date, to: Date }} w
+ * @returns {Promise<{ location_id: string, attempted: number, failed: number }[]>}
+ */
+export async function forcedH3Failures (db, { monitorId, from, to }) {
+  const { rows } = await db.query(
+    `SELECT location_id, count(*) FILTER (WHERE h3_state IS NOT NULL)::int AS attempted,
+            count(*) FILTER (WHERE h3_state IN ('failed', 'unsupported'))::int AS failed
+       FROM round_summaries
+      WHERE monitor_id = $1 AND probe = 'page' AND view = 'first' AND time >= $2 AND time < $3
+      GROUP BY 1`, [monitorId, from, to])
+  return rows
+}

@@ -18,10 +18,10 @@ export async function isHypertable (db) {
  * round summaries. Rollups are kept: trends outlive the raw rows they were
  * built from.
  * @param {import('pg').Pool} db
- * @param {{ compressAfterDays: number, retentionDays: number, log: import('pino').Logger }} opts (0 = never, for both)
+ * @param {{ compressAfterDays: number, retentionDays: number, rumRetentionDays?: number, log: import('pino').Logger }} opts (0 = never, for all)
  * @returns {Promise<string>} a one-line description of the storage path, for the start-up log
  */
-export async function applyStoragePolicies (db, { compressAfterDays, retentionDays, log }) {
+export async function applyStoragePolicies (db, { compressAfterDays, retentionDays, rumRetentionDays = 90, log }) {
   if (!(await isHypertable(db))) {
     const text = 'plain PostgreSQL (TimescaleDB not installed): results in a regular table, rollups by h3lens'
     log.info(text)
@@ -35,6 +35,13 @@ export async function applyStoragePolicies (db, { compressAfterDays, retentionDa
   if (retentionDays > 0) await db.query(`SELECT add_retention_policy('results', make_interval(days => $1))`, [retentionDays])
   // Round summaries go with the raw rows they summarise (migration 013).
   await applyRoundSummaryRetention(db, { retentionDays })
+  // Real users' beacons: whole chunks dropped past their own retention (the
+  // scheduler deletes stragglers, and does it all on plain PostgreSQL).
+  const { rows: rum } = await db.query("SELECT count(*)::int AS n FROM timescaledb_information.hypertables WHERE hypertable_name = 'rum_beacons'")
+  if (rum[0].n) {
+    await db.query(`SELECT remove_retention_policy('rum_beacons', if_exists => true)`)
+    if (rumRetentionDays > 0) await db.query(`SELECT add_retention_policy('rum_beacons', make_interval(days => $1))`, [rumRetentionDays])
+  }
   const text = `TimescaleDB: results is a hypertable, compressed after ${compressAfterDays || 'never'} days, raw rows kept ${retentionDays ? `${retentionDays} days` : 'forever'}`
   log.info(text)
   return text

@@ -14,6 +14,7 @@ import { measurementHints } from './claim-hints.js'
 import { getLocation, recordRefusal } from './locations.js'
 import { checkResults } from '../measurement/checks.js'
 import { expectedProtocolFor } from '../measurement/modes.js'
+import { protocolReason } from '../measurement/protocol-reason.js'
 import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
 import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
 import { resultFromDevtools, failRun, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
@@ -53,7 +54,10 @@ export async function nextTest (db, { agent, leaseSeconds, random = Math.random,
   /** @type {unknown[]} */
   const values = []
   const tuples = modes.map((mode, position) => {
-    values.push(testId(job.id, mode), job.id, job.attempts, mode, position, job.location_id, agent.id, Boolean(job.repeat_view))
+    // The auto arm is its first visit on a WPT agent: wptagent's repeat
+    // view keeps the cache, which would report a revalidated page's cached
+    // protocol (agents/visits.js), so it asks for none.
+    values.push(testId(job.id, mode), job.id, job.attempts, mode, position, job.location_id, agent.id, Boolean(job.repeat_view) && mode !== 'auto')
     const n = values.length
     return `(${Array.from({ length: 8 }, (_, k) => `$${n - 7 + k}`).join(', ')})`
   })
@@ -197,6 +201,10 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     result.flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
     // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.
     if (monitors[0]?.aa_protocol) result.details.arm_protocol = monitors[0].aa_protocol
+    // Why its page came over its protocol, as for a Puppeteer agent's run
+    // (wptagent records no alternateProtocolUsage: the reason rests on the
+    // protocol and the Alt-Svc the agent saw).
+    result.details.protocol_reason = protocolReason({ ...result, arm_protocol: result.details.arm_protocol, requests_detail: result.details.requests, origins: result.details.origins })
     const netlog = v?.netlog ? { gzip: v.netlog, ...summarizeWptNetlog(v.netlog) } : null
     if (netlog) {
       result.details.netlog = netlog.info

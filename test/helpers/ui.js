@@ -1,7 +1,7 @@
 // The dashboard under test: an API over a database holding realistic,
 // deterministic results (no measurement needed), and Chromium to look at it.
 // Shared by test/ui.test.js, scripts/screenshots.js and bench/ui-payload.js.
-/* global document -- used inside functions that run in the page */
+/* global document, getComputedStyle -- used inside functions that run in the page */
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -19,6 +19,7 @@ import { insertResults } from '../../lib/store/results.js'
 import { rebuildRollups } from '../../lib/analysis/rollups.js'
 import { createApiKey } from '../../lib/store/api-keys.js'
 import { rttAccounting } from '../../lib/measurement/rtt.js'
+import { protocolReason } from '../../lib/measurement/protocol-reason.js'
 import { freePort } from './process.js'
 import assert from 'node:assert/strict'
 
@@ -26,7 +27,7 @@ export const CHROMIUM_FLAGS = ['--headless=new', '--no-sandbox', '--disable-gpu'
   '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 // Profiles as the lab publishes them (RTT grows 1×/2×/3× with loss).
-const LOCATIONS = [
+export const LOCATIONS = [
   { id: 'lab-na', name: 'Lab North America', region: 'North America', profile: { rtt_ms: 30, jitter_ms: 1, loss_pct: 0.1, loss_model: 'bernoulli', down_kbps: 50000, up_kbps: 20000, queue_packets: 128 } },
   { id: 'lab-eu', name: 'Lab Europe', region: 'Europe', profile: { rtt_ms: 60, jitter_ms: 2, loss_pct: 0.5, loss_model: 'bernoulli', down_kbps: 40000, up_kbps: 15000, queue_packets: 200 } },
   { id: 'lab-asia', name: 'Lab Asia', region: 'Asia', profile: { rtt_ms: 90, jitter_ms: 4, loss_pct: 1.5, loss_model: 'gilbert-elliott', down_kbps: 25000, up_kbps: 10000, queue_packets: 192 } }
@@ -34,7 +35,7 @@ const LOCATIONS = [
 const LOCAL_SPEED_KBPS = 2_000_000
 
 // kb = page weight; subs = sub-resources after the document.
-const PAGES = [
+export const PAGES = [
   { label: 'Lab page-15k', file: 'page-15k.html', kb: 15, subs: 3 },
   { label: 'Lab page-1m', file: 'page-1m.html', kb: 1000, subs: 6 },
   { label: 'Lab page-many', file: 'page-many.html', kb: 80, subs: 12 }
@@ -51,7 +52,7 @@ const PAGES = [
  * Small seeded PRNG (mulberry32), so every seeding draws the same data.
  * @param {number} seed
  */
-function random (seed) {
+export function random (seed) {
   let a = seed >>> 0
   const next = () => {
     a = (a + 0x6D2B79F5) >>> 0
@@ -71,7 +72,7 @@ function random (seed) {
  * QUIC's user-space stack makes H3 slower for big transfers.
  * @param {{ rnd: Rnd, page: DemoPage, loc: DemoLocation, mode: string, time: number, labPort: number, i: number }} o
  */
-function sampleLoad ({ rnd, page, loc, mode, time, labPort, i }) {
+export function sampleLoad ({ rnd, page, loc, mode, time, labPort, i }) {
   const p = loc.profile
   const rtt = (p.rtt_ms || 0.2) * (1 + 0.12 * Math.sin(time / 86400e3 * 2 * Math.PI)) + (p.jitter_ms ?? 0) * (rnd.next() - 0.5)
   const loss = (p.loss_pct ?? 0) / 100
@@ -163,8 +164,9 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   await db.query("UPDATE agents SET last_seen_at = now() - interval '42 minutes' WHERE id = $1", [agents['lab-asia']])
 
   const monitors = []
+  // Their rounds hold the forced arms only (test/helpers/auto-ui.js adds the auto arm's visits where a test wants them).
   for (const page of PAGES) {
-    monitors.push(await createMonitor(db, { url: `https://lab.h3lens.test:${labPort}/${page.file}`, label: page.label, interval_s: stepMinutes * 60, locations: locations.map((l) => l.id) }))
+    monitors.push(await createMonitor(db, { url: `https://lab.h3lens.test:${labPort}/${page.file}`, label: page.label, interval_s: stepMinutes * 60, locations: locations.map((l) => l.id), modes: ['h2', 'h3'] }))
   }
   // An origin that serves HTTP/2 only: every H3 attempt meets a refused QUIC handshake.
   const h2Only = await createMonitor(db, { url: `https://lab.h3lens.test:${labPort + 1}/page-15k.html`, label: 'Lab h2-only origin', interval_s: stepMinutes * 60, locations: ['lab-eu', 'lab-na'] })
@@ -193,7 +195,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   const work = async () => {
     for (let n = next++; n < jobs.length; n = next++) {
       const j = jobs[n]
-      const results = ['h2', 'h3'].map((mode) => resultFor({ rnd, j, mode, labPort, i: n }))
+      const results = ['h2', 'h3'].map((mode) => withReason(resultFor({ rnd, j, mode, labPort, i: n })))
       await insertResults(db, { job: { id: rows[n].id, monitor_id: j.monitor.id, location_id: j.loc.id, due_at: j.due }, agentId: agents[j.loc.id], agentVersion: '0.1.0', results })
     }
   }
@@ -203,6 +205,16 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
   const { rows: [latest] } = await db.query(
     "SELECT id FROM results WHERE monitor_id = $1 AND mode = 'h3' AND status = 'ok' AND rtt_ms IS NOT NULL ORDER BY time DESC, location_id LIMIT 1", [monitors[2].id])
   return { monitors, h2Only, fresh, apiKey, locations: locations.map((l) => l.id), results: jobs.length * 2, latestResultId: latest.id }
+}
+
+/**
+ * A result with its protocol reason, as an agent's submission has it
+ * (lib/measurement/result.js toSubmission).
+ * @param {Record<string, any>} r
+ */
+function withReason (r) {
+  const details = r.details ?? {}
+  return { ...r, details: { ...details, protocol_reason: protocolReason({ ...r, requests_detail: details.requests ?? [] }) } }
 }
 
 /** @param {{ rnd: Rnd, j: DemoJob, mode: string, labPort: number, i: number }} o */
@@ -332,12 +344,13 @@ export function waitUntilSettled (page) {
  * @param {{ url: string }} server
  * @param {string} key
  * @param {string} hash
- * @param {{ allow?: RegExp[] }} [opts]
+ * @param {{ allow?: RegExp[], scheme?: 'light' | 'dark' }} [opts] scheme: the colour scheme the user's system prefers
  */
-export async function openRoute (chromium, server, key, hash, { allow = [] } = {}) {
+export async function openRoute (chromium, server, key, hash, { allow = [], scheme } = {}) {
   const page = await chromium.browser.newPage()
   const errors = collectPageErrors(page)
   await useApiKey(page, key)
+  if (scheme) await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: scheme }])
   await page.goto(`${server.url}/${hash}`, { waitUntil: 'networkidle0' })
   await waitUntilSettled(page)
   return {
@@ -348,4 +361,29 @@ export async function openRoute (chromium, server, key, hash, { allow = [] } = {
       assert.deepEqual(unexpected, [], 'no console errors or uncaught exceptions')
     }
   }
+}
+
+/** Counts canvas pixels close to a CSS colour variable (a series' stroke). */
+/**
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} selector canvases
+ * @param {string} cssVar such as --h3
+ */
+export function inkOf (page, selector, cssVar) {
+  return page.$$eval(selector, (canvases, name) => {
+    const hex = getComputedStyle(document.documentElement).getPropertyValue(name).trim()
+    const want = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16))
+    return canvases.map((el) => {
+      const c = /** @type {HTMLCanvasElement} */ (el)
+      const { data } = /** @type {CanvasRenderingContext2D} */ (c.getContext('2d')).getImageData(0, 0, c.width, c.height)
+      let near = 0
+      let painted = 0
+      for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] === 0) continue
+        painted++
+        if (Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]) < 60) near++
+      }
+      return { width: c.width, height: c.height, painted, near }
+    })
+  }, cssVar)
 }

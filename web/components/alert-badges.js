@@ -6,7 +6,8 @@ const KIND = {
   h3_regression: (a) => `H3 slower at p${a.evidence?.percentile ?? '?'}`,
   h3_failure: () => 'H3 failing',
   error_rate: () => 'errors',
-  location_silent: () => 'silent'
+  location_silent: () => 'silent',
+  h3_share_drop: () => 'H3 share down'
 }
 
 /** One line naming an alert: "H3 slower at p95 · cal-b". */

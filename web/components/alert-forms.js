@@ -9,8 +9,11 @@ const KINDS = [
   { id: 'h3_regression', label: 'HTTP/3 regression', uses: ['metric', 'percentile', 'min_effect_pct', 'min_effect_ms'] },
   { id: 'h3_failure', label: 'HTTP/3 failure or fallback', uses: ['threshold_pct'] },
   { id: 'location_silent', label: 'Location silent', uses: [] },
-  { id: 'error_rate', label: 'Error rate', uses: ['threshold_pct'] }
+  { id: 'error_rate', label: 'Error rate', uses: ['threshold_pct'] },
+  { id: 'h3_share_drop', label: 'H3 share drop (returning visits)', uses: ['threshold_pct', 'min_drop_points'] }
 ]
+// An H3 share rule needs this many returning visits in its window (lib/analysis/alert-h3-share.js).
+const MIN_VISITS = 10
 
 /**
  * The kind of a rule form's kind select, whose options are KINDS.
@@ -28,6 +31,10 @@ export function ruleText (r) {
   }
   if (r.kind === 'h3_failure') return `H3 failure ≥ ${r.threshold_pct}% over ${over}${evals}`
   if (r.kind === 'error_rate') return `Error rate > ${r.threshold_pct}% over ${over}${evals}`
+  if (r.kind === 'h3_share_drop') {
+    const when = [r.threshold_pct != null ? `below ${r.threshold_pct}%` : null, r.min_drop_points != null ? `down ≥ ${r.min_drop_points} points` : null].filter(Boolean).join(' or ')
+    return `H3 share of returning visits ${when} over ${over}${evals}`
+  }
   return `Location silent for ${over}`
 }
 
@@ -66,6 +73,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
   const minPct = num('rule-min_effect_pct', { value: 10, min: 0 })
   const minMs = num('rule-min_effect_ms', { min: 0, placeholder: 'optional' })
   const threshold = num('rule-threshold_pct', { value: 5, min: 0, max: 100 })
+  const minDrop = num('rule-min_drop_points', { value: 20, min: 0, max: 100 })
   const windowMin = h('input', { id: 'rule-window', name: 'window_s', type: 'number', min: 1, step: 1, value: 60 })
   const evaluations = h('input', { id: 'rule-evaluations', name: 'evaluations', type: 'number', min: 1, max: 100, step: 1, value: 3 })
   const severity = h('select', { id: 'rule-severity', name: 'severity' }, ['warning', 'critical', 'info'].map((s) => h('option', { value: s }, s)))
@@ -77,11 +85,17 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     percentile: f.field('percentile', 'Percentile', percentile, 'The comparison cell watched, above 0 and below 100'),
     min_effect_pct: f.field('min_effect_pct', 'H3 slower by at least (%)', minPct),
     min_effect_ms: f.field('min_effect_ms', 'H3 slower by at least (ms)', minMs, 'Either or both'),
-    threshold_pct: f.field('threshold_pct', 'Threshold (%)', threshold, 'Above 0 and below 100')
+    threshold_pct: f.field('threshold_pct', 'Threshold (%)', threshold, 'Above 0 and below 100'),
+    min_drop_points: f.field('min_drop_points', 'Drop by at least (points)', minDrop, 'Percentage points below the 7 days before the window. Either field, or both')
+  }
+  // The threshold reads differently for a share (fires below it) than for a rate (fires above it).
+  const thresholdText = {
+    rate: ['Threshold (%)', 'Above 0 and below 100'],
+    share: ['Fire below (% over H3)', `When the share of returning visits over H3 is confidently below it (at least ${MIN_VISITS} visits in the window)`]
   }
   const form = h('form', { class: 'card-form', novalidate: true, id: 'rule-form', onsubmit: submit },
     h('div', { class: 'row-2' }, f.field('kind', 'Kind', kind), f.field('monitor_id', 'Monitor', monitor)),
-    h('div', { class: 'row-2' }, kindFields.metric, kindFields.percentile, kindFields.threshold_pct),
+    h('div', { class: 'row-2' }, kindFields.metric, kindFields.percentile, kindFields.threshold_pct, kindFields.min_drop_points),
     h('div', { class: 'row-2' }, kindFields.min_effect_pct, kindFields.min_effect_ms),
     h('div', { class: 'row-2' }, f.field('window_s', 'Window (minutes)', windowMin, 'At least 1 minute'), f.field('evaluations', 'Evaluations in a row', evaluations, 'To fire, and to resolve')),
     h('div', { class: 'row-2' }, f.field('severity', 'Severity', severity), f.field('description', 'Description', description)),
@@ -93,6 +107,16 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     const uses = kindOf(kind.value).uses
     for (const [name, el] of Object.entries(kindFields)) el.hidden = !uses.includes(name)
     windowMin.value = kind.value === 'location_silent' && windowMin.value === '60' ? '15' : windowMin.value
+    const share = kind.value === 'h3_share_drop'
+    // A 5% floor suits a failure rate, not a share; a share's floor starts at half.
+    if (share && threshold.value === '5') threshold.value = '50'
+    if (!share && threshold.value === '50') threshold.value = '5'
+    const [label, hint] = thresholdText[share ? 'share' : 'rate']
+    const el = kindFields.threshold_pct
+    for (const [selector, text] of [['label', label], ['.hint', hint]]) {
+      const part = el.querySelector(selector)
+      if (part) part.textContent = text
+    }
   }
   kind.addEventListener('change', sync)
   form.addEventListener('input', () => f.clear(form))
@@ -105,7 +129,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     if (monitor.value) b.monitor_id = Number(monitor.value)
     if (description.value.trim()) b.description = description.value.trim()
     if (uses.includes('metric')) b.metric = metric.value
-    for (const [name, el] of /** @type {[string, HTMLInputElement][]} */ ([['percentile', percentile], ['min_effect_pct', minPct], ['min_effect_ms', minMs], ['threshold_pct', threshold]])) {
+    for (const [name, el] of /** @type {[string, HTMLInputElement][]} */ ([['percentile', percentile], ['min_effect_pct', minPct], ['min_effect_ms', minMs], ['threshold_pct', threshold], ['min_drop_points', minDrop]])) {
       if (uses.includes(name) && n(el) !== null) b[name] = n(el)
     }
     const ticked = (name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => /** @type {HTMLInputElement} */ (i).value)
@@ -122,8 +146,24 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     if (b.min_effect_pct !== undefined && !(b.min_effect_pct > 0)) out.push(['min_effect_pct', 'Must be above 0.'])
     if (b.min_effect_ms !== undefined && !(b.min_effect_ms > 0)) out.push(['min_effect_ms', 'Must be above 0.'])
     if ((b.kind === 'h3_failure' || b.kind === 'error_rate') && !(b.threshold_pct > 0 && b.threshold_pct < 100)) out.push(['threshold_pct', 'A rate above 0% and below 100%: 100% can never be exceeded.'])
+    if (b.kind === 'h3_share_drop') out.push(...shareProblems(b))
     if (!Number.isInteger(b.window_s) || b.window_s < 60) out.push(['window_s', 'At least 1 minute.'])
     if (!Number.isInteger(b.evaluations) || b.evaluations < 1 || b.evaluations > 100) out.push(['evaluations', 'A whole number from 1 to 100.'])
+    return out
+  }
+
+  /** An H3 share rule: a floor, a drop or both; a monitor that runs the auto arm, often enough for the window. */
+  function shareProblems (b) {
+    const out = []
+    if (b.threshold_pct === undefined && b.min_drop_points === undefined) out.push(['threshold_pct', 'Give a share to fire below, a drop in points, or both.'])
+    if (b.threshold_pct !== undefined && !(b.threshold_pct > 0 && b.threshold_pct < 100)) out.push(['threshold_pct', 'A share above 0% and below 100%.'])
+    if (b.min_drop_points !== undefined && !(b.min_drop_points > 0 && b.min_drop_points < 100)) out.push(['min_drop_points', 'Percentage points above 0 and below 100.'])
+    const m = monitors.find((x) => x.id === b.monitor_id)
+    if (m && !m.modes?.includes('auto')) out.push(['monitor_id', `This monitor does not run the auto arm (its modes: ${m.modes.join(', ')}): there are no returning visits to watch.`])
+    else if (m && b.window_s < MIN_VISITS * m.interval_s) {
+      const every = m.interval_s % 60 ? `${m.interval_s} s` : `${m.interval_s / 60} min`
+      out.push(['window_s', `This monitor runs every ${every}: the window needs at least ${Math.ceil(MIN_VISITS * m.interval_s / 60)} minutes for ${MIN_VISITS} returning visits.`])
+    }
     return out
   }
 

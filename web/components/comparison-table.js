@@ -4,15 +4,17 @@
 // shows H2, H3, the delta in ms and % with its 95% interval and the verdict,
 // coloured by the verdict, not by the sign. The foot holds the
 // location-level paired test and the unpaired description.
-import { h, ms, pct, count, pValue, msInterval, srOnly, armNames, VERDICT, verdictClass } from '../dom.js'
+import { h, ms, pct, count, pValue, msInterval, srOnly, armNames, shareInterval, VERDICT, verdictClass } from '../dom.js'
+import { ASSOCIATION_LABEL } from './real-users.js'
 
 const FDR_Q = 0.05
 
 /**
  * @param {any} cmp response of GET /monitors/:id/comparison
- * @param {{ highlight?: number | null }} [o] a percentile to mark: the row an alert's evidence points at
+ * @param {{ highlight?: number | null, realUsers?: any }} [o] highlight: a percentile to mark (the row an alert's evidence
+ *   points at); realUsers: GET /rum/monitors/:id, whose regions get a "Real users" row
  */
-export function comparisonTable (cmp, { highlight = null } = {}) {
+export function comparisonTable (cmp, { highlight = null, realUsers = null } = {}) {
   const names = armNames(cmp)
   const locs = [...cmp.locations.filter((l) => l.location_id === null), ...cmp.locations.filter((l) => l.location_id !== null)]
   const head = h('tr', {},
@@ -43,7 +45,8 @@ export function comparisonTable (cmp, { highlight = null } = {}) {
       locs.map((l) => h('td', { class: l.location_id === null ? 'all-col' : null }, pairedText(l, names)))),
     h('tr', {},
       h('th', { scope: 'row', title: 'Unpaired description of the same samples' }, 'Unpaired'),
-      locs.map((l) => h('td', { class: l.location_id === null ? 'all-col' : null }, unpairedText(l))))
+      locs.map((l) => h('td', { class: l.location_id === null ? 'all-col' : null }, unpairedText(l)))),
+    realUsers?.summary ? realUsersRow(locs, realUsers) : null
   ]
   const analysis = cmp.analysis === 'itt' ? 'intention to treat' : 'matched rounds'
   return h('div', { class: 'table-scroll' },
@@ -182,4 +185,30 @@ function unpairedText (l) {
   return h('span', { title: 'Cliff\'s δ of H3 against H2 (negative: H3 tends to be faster) and the two-sided Mann–Whitney U p-value over the same samples, treated as unpaired; for description only' },
     `Cliff's δ ${d === null || d === undefined ? '—' : d.toFixed(2).replace('-', '−')} · Mann–Whitney ${pValue(p)} (unpaired)`,
     srOnly(', not used for the verdict'))
+}
+
+/**
+ * Under each region, its real users: their share over H3 beside the lab's
+ * returning visit, and the association of H3 with TTFB at p75 (coloured
+ * only under the same rules as the cells above).
+ * @param {any[]} locs the table's columns
+ * @param {{ site: any, summary: any }} rum
+ */
+function realUsersRow (locs, { site, summary }) {
+  return h('tr', { class: 'real-users' },
+    h('th', { scope: 'row', title: `Real users of ${site.name}: beacons from its visitors, observed, never paired` }, h('a', { href: `#/rum/${site.id}` }, 'Real users')),
+    locs.map((l) => {
+      const r = summary.regions.find((x) => x.region_id === l.location_id)
+      const all = l.location_id === null ? 'all-col' : ''
+      if (!r || !r.page_views) return h('td', { class: `${all} muted` }, 'no page views from here')
+      const row = r.comparison.ttfb_ms.find((x) => x.percentile === 75)
+      const tested = row && row.verdict !== 'insufficient_data'
+      return h('td', { class: all },
+        h('div', {}, `H3 share ${shareInterval(r.h3_share)}`, h('span', { class: 'sub' }, ` of ${count(r.h3_share.known)} page views`)),
+        r.lab ? h('div', { class: 'sub' }, `lab, returning visit: ${shareInterval(r.lab.returning)}`) : null,
+        row && row.delta_ms !== null
+          ? h('div', { class: `assoc ${tested ? verdictClass(row.verdict, row.delta_pct) : 'v-none'}`, title: `TTFB p75, H3 − H2 within strata: ${ASSOCIATION_LABEL[row.verdict]} (an association, not a controlled comparison)` },
+              `TTFB p75 ${ms(row.delta_ms, { signed: true })} (${ASSOCIATION_LABEL[row.verdict]}, association)`)
+          : h('div', { class: 'sub' }, 'TTFB: too few page views to compare'))
+    }))
 }

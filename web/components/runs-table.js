@@ -1,4 +1,5 @@
-// Recent runs, newest first; each links to its run detail.
+// Recent runs, newest first; each links to its run detail. Every run says
+// its arm and view, and why its page came over its protocol.
 import { h, ms, when } from '../dom.js'
 import { href } from '../query.js'
 
@@ -8,7 +9,18 @@ const STATUS_TEXT = { ok: 'ok', error: 'error', timeout: 'timed out', protocol_m
 export function protocolBadge (r) {
   const p = r.observed_protocol
   const cls = !r.protocol_ok && r.status === 'protocol_mismatch' ? 'mismatch' : p === 'h3' ? 'h3' : p === 'h2' ? 'h2' : 'other'
-  return h('span', { class: `proto ${cls}`, title: r.protocol_ok ? 'The navigation used the forced protocol' : `Forced ${r.mode.toUpperCase()}, loaded over ${p ?? 'nothing'}` }, p ?? 'none')
+  const title = r.mode === 'auto'
+    ? `Nothing forced: the browser chose ${p ?? 'nothing'}`
+    : r.protocol_ok ? 'The navigation used the forced protocol' : `Forced ${r.mode.toUpperCase()}, loaded over ${p ?? 'nothing'}`
+  return h('span', { class: `proto ${cls}`, title }, p ?? 'none')
+}
+
+const VIEW_SHORT = { first: 'first visit', returning: 'returning visit', repeat: 'repeat view' }
+
+/** "H3 run", "Auto run, returning visit". */
+export function runName (r) {
+  if (r.mode === 'auto') return `Auto run, ${VIEW_SHORT[r.view] ?? r.view}`
+  return `${r.mode.toUpperCase()} run${r.view === 'repeat' ? ', repeat view' : ''}`
 }
 
 export function statusCell (r) {
@@ -24,14 +36,18 @@ export function runsTable (items, locationName = (id) => id) {
     h('table', { class: 'grid runs' },
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col' }, 'Time'), h('th', { scope: 'col' }, 'Location'), h('th', { scope: 'col' }, 'Mode'),
-        h('th', { scope: 'col' }, 'Protocol'), h('th', { scope: 'col', class: 'num' }, 'TTFB'),
+        h('th', { scope: 'col' }, 'View'), h('th', { scope: 'col' }, 'Protocol'),
+        h('th', { scope: 'col', title: 'Why the page came over its protocol: the forced arm\'s switch, or the browser\'s own choice in the auto arm' }, 'Why'),
+        h('th', { scope: 'col', class: 'num' }, 'TTFB'),
         h('th', { scope: 'col', class: 'num' }, 'FCP'), h('th', { scope: 'col', class: 'num' }, 'Load'),
         h('th', { scope: 'col' }, 'Status'))),
-      h('tbody', {}, items.map((r) => h('tr', {},
+      h('tbody', {}, items.map((r) => h('tr', { 'data-mode': r.mode, 'data-view': r.view },
         h('td', {}, h('a', { href: href(`/results/${r.id}`), title: 'Run detail: timings, requests and flags' }, when(r.measured_at))),
         h('td', {}, locationName(r.location_id)),
         h('td', {}, h('span', { class: `k-${r.mode}` }, r.mode.toUpperCase())),
+        h('td', {}, VIEW_SHORT[r.view] ?? r.view),
         h('td', {}, protocolBadge(r)),
+        h('td', { class: `reason${r.mode === 'auto' ? '' : ' muted'}` }, r.protocol_reason?.text ?? '—'),
         h('td', { class: 'num' }, ms(r.ttfb_ms)),
         h('td', { class: 'num' }, ms(r.fcp_ms)),
         h('td', { class: 'num' }, ms(r.load_ms)),

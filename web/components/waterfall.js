@@ -1,6 +1,8 @@
 // Run detail parts: timing bars (with RTT units) and the request waterfall
-// with each request's protocol and connection.
+// with each request's protocol, Chromium's race outcome (why QUIC was or was
+// not used) and connection.
 import { h, ms, bytes } from '../dom.js'
+import { usageOf } from '../catalogue.js'
 
 const TIMINGS = [
   { key: 'dns_ms', label: 'DNS', kind: 'span' },
@@ -68,6 +70,7 @@ export function waterfall (requests) {
     h('table', { class: 'grid waterfall' },
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col', class: 'num' }, '#'), h('th', { scope: 'col' }, 'Request'), h('th', { scope: 'col' }, 'Protocol'),
+        h('th', { scope: 'col', title: 'Chromium\'s alternateProtocolUsage: why QUIC was or was not used for the request (reported where a new connection was chosen)' }, 'Race'),
         h('th', { scope: 'col', class: 'num' }, 'Status'), h('th', { scope: 'col', class: 'num' }, 'Size'),
         h('th', { scope: 'col' }, 'Connection'), h('th', { scope: 'col', class: 'wf-col' }, h('span', { class: 'sr-only' }, 'Timeline'), h('span', { class: 'ticks', 'aria-hidden': 'true' }, ticks)))),
       h('tbody', {}, requests.map((q, i) => {
@@ -79,12 +82,29 @@ export function waterfall (requests) {
           h('td', { class: 'num muted' }, i + 1),
           h('td', { class: 'wf-url', title: q.url }, hosts.size > 1 ? h('span', { class: 'muted' }, hostOf(q.url)) : null, shortUrl(q.url)),
           h('td', {}, h('span', { class: `proto ${protoClass(q.protocol)}` }, q.protocol ?? '—')),
+          h('td', { class: 'usage-cell' }, usageBadge(q.alternate_protocol_usage)),
           h('td', { class: `num${q.status >= 400 || q.failed ? ' bad' : ''}`, title: q.failed ?? null }, q.status ?? (q.failed ? 'failed' : '—')),
           h('td', { class: 'num' }, bytes(q.bytes)),
-          h('td', { class: 'sub' }, q.from_cache ? h('span', { class: 'badge' }, 'cache') : q.connection_id === null || q.connection_id === undefined ? '—' : `#${q.connection_id} ${q.connection_reused ? 'reused' : 'new'}`),
-          h('td', { class: 'wf-col', title: `${ms(q.start_ms)} → ${ms(q.end_ms)}${phaseText(q.timing)}${q.alternate_protocol_usage ? `\nalternate protocol: ${q.alternate_protocol_usage}` : ''}` },
+          h('td', { class: 'sub conn' }, connection(q)),
+          h('td', { class: 'wf-col', title: `${ms(q.start_ms)} → ${ms(q.end_ms)}${phaseText(q.timing)}` },
             h('span', { class: 'wtrack' }, bar), h('span', { class: 'sr-only' }, `${ms(q.start_ms)} to ${ms(q.end_ms)}`)))
       }))))
+}
+
+/** Chromium's alternateProtocolUsage as a short label, its meaning in the tooltip. */
+function usageBadge (value) {
+  if (!value) return h('span', { class: 'muted' }, '—')
+  const u = usageOf(value)
+  return h('span', { class: 'badge usage', title: `${value}: ${u.text}`, 'data-usage': value }, u.label, h('span', { class: 'sr-only' }, `: ${u.text}`))
+}
+
+/** "#12 reused" or "#12 new": a reused connection had its handshake paid already. */
+function connection (q) {
+  if (q.from_cache) return h('span', { class: 'badge' }, 'cache')
+  if (q.connection_id === null || q.connection_id === undefined) return '—'
+  return [`#${q.connection_id} `, q.connection_reused
+    ? h('span', { class: 'badge reused', title: 'The request went over a connection opened earlier: no handshake' }, 'reused')
+    : h('span', { title: 'A new connection: its handshake is in this request' }, 'new')]
 }
 
 // Phases of a request drawn inside its bar: set-up (DNS, connect, TLS or

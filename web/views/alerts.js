@@ -76,6 +76,7 @@ function evidenceText (a) {
   }
   if (a.kind === 'h3_failure') return `H3 lost ${n(e.h3_lost_pct)}% of ${e.h3_attempted} loads; failure test: ${e.failure_verdict}`
   if (a.kind === 'error_rate') return `worst arm failure rate ${n(e.worst_pct)}%`
+  if (a.kind === 'h3_share_drop') return e.text ?? e.reason ?? '—'
   return `${e.due_rounds ?? 0} rounds due, last result ${e.last_result_at ? ago(e.last_result_at) : 'none in the window'}`
 }
 

@@ -10,7 +10,8 @@ const PROFILE_FIELDS = [
   ['loss_pct', 'Loss', (v, p) => `${v}%${p.loss_model ? ` ${p.loss_model === 'gilbert-elliott' ? '(bursty, Gilbert–Elliott)' : `(${p.loss_model})`}` : ''}`],
   ['down_kbps', 'Down', kbps],
   ['up_kbps', 'Up', kbps],
-  ['queue_packets', 'Queue', (v) => `${v} packets`]
+  ['queue_packets', 'Queue', (v) => `${v} packets`],
+  ['block_udp', 'UDP', (v) => v ? 'blocked: QUIC cannot connect' : 'passes']
 ]
 
 /** What each location kind is called, and what it means. */
@@ -59,6 +60,7 @@ function card (l, agents) {
       fields.length
         ? h('dl', { class: 'profile' }, fields.map(([k, label, fmt]) => h('div', {}, h('dt', {}, label), h('dd', {}, fmt(p[k], p)))))
         : h('p', { class: 'muted' }, l.kind === 'lab' ? 'Unshaped: loopback with no added delay or loss.' : 'No network profile: a real network path.'),
+      l.countries?.length ? h('p', { class: 'muted' }, `Real users from ${l.countries.join(', ')} are shown under this location.`) : null,
       capacityBlock(l),
       l.kind === 'wpt' ? h('p', { class: 'muted' }, 'Measured by WebPageTest agents (wptagent) polling ', h('code', {}, '/work/'), '; each round is one WPT test per arm.') : null,
       refusalBlock(l.last_refusal),

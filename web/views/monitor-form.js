@@ -18,8 +18,8 @@ export async function render (ctx) {
     return h('div', { class: 'field' }, h('label', { for: name }, label), control,
       hint ? h('p', { class: 'hint', id: `${name}-hint` }, hint) : null, errorEl(name))
   }
-  const group = (name, legend, boxes, hint) => h('fieldset', { id: `${name}-group`, 'aria-describedby': `${name}-error` },
-    h('legend', {}, legend), hint ? h('p', { class: 'hint' }, hint) : null, h('div', { class: 'checks' }, boxes), errorEl(name))
+  const group = (name, legend, boxes, hint, note) => h('fieldset', { id: `${name}-group`, 'aria-describedby': `${name}-error` },
+    h('legend', {}, legend), hint ? h('p', { class: 'hint' }, hint) : null, h('div', { class: 'checks' }, boxes), note ?? null, errorEl(name))
   const box = (name, value, label, checked, extra) => h('label', { class: 'check' },
     h('input', { type: 'checkbox', name, value, checked }), label, extra ? h('span', { class: 'muted' }, extra) : null)
 
@@ -46,12 +46,15 @@ export async function render (ctx) {
     group('locations', 'Locations', locations.map((l) => box('locations', l.id, ` ${l.name}`, monitor ? monitor.locations.includes(l.id) : true,
       ` ${l.profile?.rtt_ms ? `${l.profile.rtt_ms} ms RTT` : l.region}`))),
     group('modes', 'Modes', [box('modes', 'h2', ' HTTP/2', monitor ? monitor.modes.includes('h2') : true, ' QUIC disabled'),
-      box('modes', 'h3', ' HTTP/3', monitor ? monitor.modes.includes('h3') : true, ' QUIC forced')], 'Both are needed for a comparison.'),
+      box('modes', 'h3', ' HTTP/3', monitor ? monitor.modes.includes('h3') : true, ' QUIC forced'),
+      box('modes', 'auto', ' As users get it (auto)', monitor ? monitor.modes.includes('auto') : true, ' nothing forced')],
+    'HTTP/2 and HTTP/3 are both needed for a comparison; auto shows how much of its gain users get.',
+    h('p', { class: 'hint cost', id: 'auto-cost' }, 'Auto is a third arm with a first and a returning visit: two more page loads and two browser starts per round.')),
     group('probes', 'Probes', PROBES.map((p) => box('probes', p.id, ` ${p.label}`, monitor ? (monitor.probes ?? ['page']).includes(p.id) : p.id === 'page', ` ${p.hint}`))),
     h('div', { class: 'field' },
       h('label', { class: 'check', for: 'repeat_view' }, repeat, ' Also measure a repeat view'),
       h('p', { class: 'hint' }, 'A second navigation in the same browser context: warm cache, reused connection or 0-RTT.'), errorEl('repeat_view')),
-    field('aa_protocol', 'A/A calibration', aa, 'Both arms load with one protocol; the comparison then shows this location\'s noise floor. Needs both modes.'),
+    field('aa_protocol', 'A/A calibration', aa, 'Both arms load with one protocol; the comparison then shows this location\'s noise floor. Needs exactly HTTP/2 and HTTP/3 under Modes, without auto.'),
     h('div', { class: 'row-2' },
       field('min_effect_pct', 'Minimum effect (%)', minPct, 'A verdict needs at least this difference…'),
       field('min_effect_ms', 'Minimum effect (ms)', minMs, '…and at least this many milliseconds.')),
@@ -97,7 +100,6 @@ export async function render (ctx) {
     if (!body.locations.length) out.push(['locations', 'Choose at least one location.'])
     if (!body.modes.length) out.push(['modes', 'Choose at least one mode.'])
     if (!body.probes.length) out.push(['probes', 'Choose at least one probe.'])
-    if (body.aa_protocol && body.modes.length < 2) out.push(['aa_protocol', 'An A/A monitor runs two arms: choose both HTTP/2 and HTTP/3 under Modes.'])
     if (!(body.min_effect_pct >= 0 && body.min_effect_pct <= 100)) out.push(['min_effect_pct', 'Enter a percentage from 0 to 100.'])
     if (!(body.min_effect_ms >= 0)) out.push(['min_effect_ms', 'Enter a number of milliseconds, 0 or more.'])
     return out

@@ -1,6 +1,6 @@
-// One monitor: the regional comparison table, p50/p95 trends and CDFs per
-// location, fallback and error rates, recent runs and exports, all for the
-// selected window and metric.
+// One monitor: the regional comparison table, what users get of it (the
+// auto arm), p50/p95 trends and CDFs per location, fallback and error rates,
+// recent runs and exports, all for the selected window and metric.
 import { api, exportUrl, downloadWithKey } from '../api.js'
 import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames } from '../dom.js'
 import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
@@ -10,8 +10,12 @@ import { reliabilityTable, failureSentence } from '../components/reliability.js'
 import { runsTable } from '../components/runs-table.js'
 import { trendChart, cdfChart } from '../components/charts.js'
 import { alertBadges } from '../components/alert-badges.js'
+import { usersGet, VISIT_NAMES } from '../components/users-get.js'
 
 const TREND_PERCENTILES = [50, 95]
+// The auto arm's table has two contrasts and the received gain per visit;
+// the median and the tail keep it readable.
+const USERS_PERCENTILES = [50, 95]
 const RUNS_PAGE = 20
 
 export async function render (ctx) {
@@ -39,21 +43,33 @@ export async function render (ctx) {
     actions: analysisPicker(analysis),
     intro: `${aa ? 'Δ = B − A, so negative means arm B was faster.' : 'Δ = H3 − H2, so negative means HTTP/3 is faster.'} Every number of a location comes from the same rounds: both arms of a round ran there moments apart.`
   })
-  const trends = section(`${label} over time: p50 and p95`, { id: 'trends', actions: [protocolKey(true, arms), bucketPicker(bucket)] })
-  const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false, arms) })
+  const users = section('As users get it', {
+    id: 'users-get',
+    intro: 'The auto arm loads the page as a user\'s browser does: nothing forced, QUIC used once the origin announces it (Alt-Svc or an HTTPS record) and raced against TCP. ' +
+      'Each round it makes a first visit and a returning visit; Δ = auto − forced arm, so negative means users\' browsers were faster. p50 and p95.'
+  })
+  // The auto arm's line in the charts is its visit of the chosen view (first or repeat).
+  const auto = !aa && monitor.modes.includes('auto') ? `Auto (${VISIT_NAMES[view].toLowerCase()})` : null
+  const trends = section(`${label} over time: p50 and p95`, { id: 'trends', actions: [protocolKey(true, arms, auto), bucketPicker(bucket)] })
+  const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false, arms, auto) })
   const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails more often than the other in the same rounds.', flush: true })
   const runs = section('Recent runs', { id: 'runs', flush: true })
 
   const comparison = api.comparison(id, { ...filters, analysis }, { fresh: ctx.fresh })
+  // Real users of the monitor's origin, when a site has it: a row under each region.
+  const realUsers = api.rumOfMonitor(id, range).catch(() => null)
   const fills = [
-    fill(compare, comparison.then((c) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }), comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null }), computedNote(c)])),
+    fill(compare, Promise.all([comparison, realUsers]).then(([c, rum]) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }),
+      comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null, realUsers: rum }), computedNote(c)])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),
+    fill(users, api.auto(id, { ...range, metric, percentiles: USERS_PERCENTILES }).then((a) => usersGet(a, { monitor, label }))),
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
-      .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range, arms), ctx))),
+      .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range, { ...arms, auto }), ctx))),
     fill(cdfs, api.distribution(id, filters)
-      .then((d) => chartGrid(d.series, monitor, nameOf, (s, name) => cdfChart(s, `${label} CDF, ${name}`, arms), ctx))),
-    fill(runs, api.results(id, { ...range, probe, view, limit: RUNS_PAGE }).then((page) => page.items.length
-      ? pagedRuns(id, { ...range, probe, view }, page, nameOf)
+      .then((d) => chartGrid(d.series, monitor, nameOf, (s, name) => cdfChart(s, `${label} CDF, ${name}`, { ...arms, auto }), ctx))),
+    // Every view: a round's runs (the forced arms, the auto arm's visits) belong together.
+    fill(runs, api.results(id, { ...range, probe, limit: RUNS_PAGE }).then((page) => page.items.length
+      ? pagedRuns(id, { ...range, probe }, page, nameOf)
       : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`)))
   ]
   // A refresh swaps the page only once everything is in, so nothing flickers.
@@ -74,7 +90,7 @@ export async function render (ctx) {
       (monitor.probes ?? []).length > 1 ? choice('probe', 'Probe', probe, monitor.probes) : null,
       monitor.repeat_view ? choice('view', 'View', view, ['first', 'repeat']) : null,
       h('span', { class: 'sub' }, win.label)),
-    compare.el, trends.el, cdfs.el, rates.el, runs.el
+    compare.el, users.el, trends.el, cdfs.el, rates.el, runs.el
   ]
 }
 
@@ -175,13 +191,18 @@ function chartGrid (series, monitor, nameOf, make, ctx) {
   }))
 }
 
-/** @param {boolean} withDash @param {{ aa: string | null, h2: string, h3: string }} arms */
-function protocolKey (withDash, arms) {
+/**
+ * @param {boolean} withDash
+ * @param {{ aa: string | null, h2: string, h3: string }} arms
+ * @param {string | null} auto the auto arm's line name, when the monitor runs it
+ */
+function protocolKey (withDash, arms, auto) {
   const item = (cls, text, dashed) => h('span', { class: 'legend-item' }, h('span', { class: `key-line ${cls}${dashed ? ' dashed' : ''}`, 'aria-hidden': 'true' }), text)
   return h('div', { class: 'legend', role: 'note', 'aria-label': 'Line key' },
     withDash
-      ? [item('h2', `${arms.h2} p50`), item('h2', `${arms.h2} p95`, true), item('h3', `${arms.h3} p50`), item('h3', `${arms.h3} p95`, true)]
-      : (arms.aa ? [item('h2', arms.h2), item('h3', arms.h3)] : [item('h2', 'HTTP/2'), item('h3', 'HTTP/3')]))
+      ? [item('h2', `${arms.h2} p50`), item('h2', `${arms.h2} p95`, true), item('h3', `${arms.h3} p50`), item('h3', `${arms.h3} p95`, true),
+          auto ? [item('auto', `${auto} p50`), item('auto', `${auto} p95`, true)] : null]
+      : (arms.aa ? [item('h2', arms.h2), item('h3', arms.h3)] : [item('h2', 'HTTP/2'), item('h3', 'HTTP/3'), auto ? item('auto', auto) : null]))
 }
 
 /** The query's value when the monitor has it, else the first allowed. */

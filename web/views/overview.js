@@ -1,9 +1,10 @@
 // Overview: every monitor × location as a heat table of verdicts at p50 and
 // p95 over the selected window, with failure-asymmetry, fallback, error and
-// "H3 not supported" badges; A/A calibration monitors show their share of
-// flagged cells instead.
+// "H3 not supported" badges, and what users get (the auto arm's H3 share of
+// returning visits, or the story of a path where they never get H3); A/A
+// calibration monitors show their share of flagged cells instead.
 import { api } from '../api.js'
-import { h, ms, pct, share, count, pValue, srOnly, emptyState, duration, VERDICT, verdictClass } from '../dom.js'
+import { h, ms, pct, share, shareInterval, count, pValue, srOnly, emptyState, duration, VERDICT, verdictClass } from '../dom.js'
 import { href, metricOf, metricLabel, analysisOf, timeWindow } from '../query.js'
 import { metricPicker, verdictLegend } from '../components/metric-picker.js'
 import { alertBadges, firingByMonitor } from '../components/alert-badges.js'
@@ -130,9 +131,34 @@ function chip (r) {
     srOnly(tested ? ` ${v.label}, ${ms(r.delta_ms, { signed: true })}` : ` ${v.label}`))
 }
 
+// Stories in which users never get H3 on the path, told in the cell's badge.
+const NO_H3_STORIES = new Set(['not_announced', 'quic_blocked', 'broken', 'tcp_wins', 'h2_mostly'])
+
+/**
+ * What users get (the auto arm): "H3 63% returning", or the story where
+ * none of its visits came over H3; the tooltip gives the visits it rests on.
+ * @param {any} u the location's users_get, or null
+ */
+function usersBadge (u) {
+  if (!u || u.story.code === 'no_data') return null
+  const r = u.returning
+  const rests = r.loaded
+    ? `H3 on ${count(r.h3)} of ${count(r.loaded)} returning visits that loaded (95% interval ${shareInterval(r.navigation_share)})${r.visits > r.loaded ? `; ${count(r.visits - r.loaded)} more did not load` : ''}`
+    : 'No returning visit loaded in this window'
+  const title = `As users get it (the auto arm, nothing forced): ${u.story.text}. ${rests}.`
+  if (r.h3 === 0 && NO_H3_STORIES.has(u.story.code)) {
+    // The story's words without its numbers, which the tooltip has.
+    return h('span', { class: 'badge users no-h3', title, 'data-story': u.story.code }, u.story.text.replace(/ \(.*\)$/, ''))
+  }
+  if (!r.loaded) return null
+  return h('span', { class: 'badge users', title, 'data-story': u.story.code }, `H3 ${share(r.navigation_share.rate)} returning`)
+}
+
 function badges (loc) {
   if (!loc) return null
   const out = []
+  const users = usersBadge(loc.users_get)
+  if (users) out.push(users)
   const f = loc.failure
   if (f?.verdict === 'h3_fails_more') out.push(h('span', { class: 'badge bad failure', title: `In the same rounds, only H3 failed or fell back in ${f.h3_only} and only H2 in ${f.h2_only} (exact McNemar, ${pValue(f.p_adjusted ?? f.p)} adjusted)` }, `H3 fails more: ${count(f.h3_only)} vs ${count(f.h2_only)}`))
   if (f?.verdict === 'h3_fails_less') out.push(h('span', { class: 'badge ok failure', title: `In the same rounds, only H3 failed or fell back in ${f.h3_only} and only H2 in ${f.h2_only}` }, `H3 fails less: ${count(f.h3_only)} vs ${count(f.h2_only)}`))

@@ -1,11 +1,14 @@
-// Run detail: why this load took what it took. Timings (connect and TTFB in
-// RTT units), each request with its protocol and connection, and the exact
-// browser and flags.
+// Run detail: why this load took what it took and why it came over its
+// protocol. The reason in words, timings (connect and TTFB in RTT units),
+// each request with its protocol, Chromium's race outcome and connection,
+// and the exact browser and flags.
 import { api } from '../api.js'
 import { h, ms, bytes, share, timeEl, emptyState } from '../dom.js'
 import { href } from '../query.js'
+import { usageOf } from '../catalogue.js'
 import { timingBars, waterfall } from '../components/waterfall.js'
-import { protocolBadge } from '../components/runs-table.js'
+import { protocolBadge, runName } from '../components/runs-table.js'
+import { VISIT_NAMES } from '../components/users-get.js'
 
 const STATUS = { ok: 'ok', error: 'failed', timeout: 'timed out', protocol_mismatch: 'fell back to another protocol' }
 
@@ -34,15 +37,16 @@ export async function render (ctx) {
       h('a', { href: href(`/monitors/${r.monitor_id}`) }, monitorName), ` / Run ${r.id}`),
     h('div', { class: 'page-head' },
       h('div', {},
-        h('h1', {}, `${r.mode.toUpperCase()} run from ${loc?.name ?? r.location_id}`),
+        h('h1', {}, `${runName(r)} from ${loc?.name ?? r.location_id}`),
         h('p', { class: 'sub' }, timeEl(r.measured_at, new Date(r.measured_at).toLocaleString()), ` · ${r.probe} probe, ${r.view} view · `,
           'observed ', protocolBadge(r), ' · ', h('span', { class: r.status === 'ok' ? '' : 'bad' }, STATUS[r.status] ?? r.status))),
       h('div', { class: 'head-actions' }, h('a', { class: 'button secondary', href: href(`/monitors/${r.monitor_id}`) }, 'Back to monitor'))),
     r.status !== 'ok'
       ? h('div', { class: 'notice warn', role: 'alert' }, h('strong', {}, r.status === 'protocol_mismatch' ? 'Fallback: ' : 'Error: '),
-          r.error ?? `forced ${r.mode.toUpperCase()}, the page loaded over ${r.observed_protocol ?? 'nothing'}`,
+          r.error ?? (r.mode === 'auto' ? 'the page did not load' : `forced ${r.mode.toUpperCase()}, the page loaded over ${r.observed_protocol ?? 'nothing'}`),
           r.status === 'protocol_mismatch' ? ' This run is shown but not counted in the comparison.' : '')
       : null,
+    reasonLine(r),
     h('div', { class: 'tiles' }, tiles),
     r.notes?.length ? panel('Why', 'why', h('ul', { class: 'notes' }, r.notes.map((n) => h('li', {},
       h('span', { class: `badge${n.code === 'connection_reused' ? '' : ' warn'}` }, (n.code ?? 'note').replace(/_/g, ' ')), ' ', n.message,
@@ -62,6 +66,31 @@ export async function render (ctx) {
         ? h('ul', { class: 'flags' }, r.flags.map((f) => h('li', {}, h('code', {}, f))))
         : '—')))
   ]
+}
+
+const VISIT_TEXT = {
+  first: 'a cold visit in a new browser profile: the origin not yet known',
+  returning: 'the browser started again on the first visit\'s profile: what it learnt of the origin (Alt-Svc, QUIC marked broken) kept, no live connection, no cached response',
+  repeat: 'a second page view right after the returning visit, on its live connections'
+}
+const ANNOUNCED = { 'alt-svc': 'H3 announced by Alt-Svc', 'https-record': 'H3 announced by an HTTPS DNS record' }
+
+/**
+ * Why the page came over its protocol, prominently: "H2: TCP won the race",
+ * what the arm forced (or that nothing was), the visit, and Chromium's word.
+ * @param {any} r result
+ */
+function reasonLine (r) {
+  const reason = r.protocol_reason
+  const auto = r.mode === 'auto'
+  const usage = reason?.alternate_protocol_usage ? usageOf(reason.alternate_protocol_usage) : null
+  return h('section', { class: 'reason-line', 'aria-label': 'Why this protocol', 'data-code': reason?.code ?? 'unknown' },
+    protocolBadge(r),
+    h('p', { class: 'reason-text' }, reason?.text ?? (r.observed_protocol ? `${r.observed_protocol.toUpperCase()}: no reason recorded for this run` : 'No protocol: the load failed')),
+    h('p', { class: 'reason-sub' },
+      auto ? `As users get it, nothing forced: the browser chose. ${VISIT_NAMES[r.view] ?? r.view}: ${VISIT_TEXT[r.view] ?? ''}.` : `Forced by the ${r.mode.toUpperCase()} arm's switch.`,
+      reason?.h3_announced ? ` ${ANNOUNCED[reason.h3_announced] ?? reason.h3_announced}.` : '',
+      usage ? [' Chromium: ', h('span', { class: 'usage', title: reason.alternate_protocol_usage }, usage.text), ` (${reason.alternate_protocol_usage}).`] : null))
 }
 
 const ratio = (v, rtt) => (v === null || v === undefined || !(rtt > 0) ? null : v / rtt)

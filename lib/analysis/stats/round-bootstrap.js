@@ -40,8 +40,8 @@ export function roundBootstrap ({ rounds, qs, iterations = 1000, seed }) {
   for (let k = 1; k < qs.length; k++) if (!(qs[k] >= qs[k - 1])) throw new RangeError('qs must be ascending')
   const n = rounds.length
   if (n === 0) throw new RangeError('roundBootstrap needs at least one round')
-  const h2 = flatten(rounds, 'h2')
-  const h3 = flatten(rounds, 'h3')
+  const h2 = flatten(/** @type {Record<string, number[]>[]} */ (/** @type {unknown} */ (rounds)), 'h2')
+  const h3 = flatten(/** @type {Record<string, number[]>[]} */ (/** @type {unknown} */ (rounds)), 'h3')
   const ones = new Uint32Array(n).fill(1)
   const point = { h2: weightedQuantiles(h2, ones, qs), h3: weightedQuantiles(h3, ones, qs) }
 
@@ -59,9 +59,41 @@ export function roundBootstrap ({ rounds, qs, iterations = 1000, seed }) {
 }
 
 /**
+ * Each arm's percentiles in each of `iterations` resamples of whole rounds:
+ * roundBootstrap for any number of arms (the auto arm beside both forced
+ * ones), for statistics of several arms at once, such as the share of the
+ * H3 gain the auto arm receives. Every arm of a resample sees the same
+ * rounds.
+ * @param {{ rounds: Record<string, number[]>[], arms: string[], qs: number[], iterations?: number, seed?: number | string }} o
+ *   qs in [0, 1], ascending; every round has samples of every arm
+ * @returns {{ rounds: number, point: Record<string, number[]>, draws: Record<string, Float64Array[]> }}
+ *   draws[arm][k][i]: the arm's percentile qs[k] in resample i
+ */
+export function armsBootstrap ({ rounds, arms, qs, iterations = 1000, seed }) {
+  for (let k = 1; k < qs.length; k++) if (!(qs[k] >= qs[k - 1])) throw new RangeError('qs must be ascending')
+  const n = rounds.length
+  if (n === 0) throw new RangeError('armsBootstrap needs at least one round')
+  const flat = Object.fromEntries(arms.map((arm) => [arm, flatten(rounds, arm)]))
+  const ones = new Uint32Array(n).fill(1)
+  const point = Object.fromEntries(arms.map((arm) => [arm, weightedQuantiles(flat[arm], ones, qs)]))
+  const draws = Object.fromEntries(arms.map((arm) => [arm, qs.map(() => new Float64Array(iterations))]))
+  const random = new SeededRandom(seed)
+  const counts = new Uint32Array(n)
+  for (let it = 0; it < iterations; it++) {
+    counts.fill(0)
+    random.tallyDraws(counts)
+    for (const arm of arms) {
+      const v = weightedQuantiles(flat[arm], counts, qs)
+      for (let k = 0; k < qs.length; k++) draws[arm][k][it] = v[k]
+    }
+  }
+  return { rounds: n, point, draws }
+}
+
+/**
  * One arm's samples, ascending, each with its round's index.
- * @param {Round[]} rounds
- * @param {'h2' | 'h3'} arm
+ * @param {Record<string, number[]>[]} rounds
+ * @param {string} arm
  */
 function flatten (rounds, arm) {
   /** @type {[number, number][]} value, round index */

@@ -1,11 +1,14 @@
 // The page probe: one full navigation per arm (and a repeat view on request).
 // Its results carry the page timings as columns; none as samples.
+import { MODES } from '../modes.js'
 
 /** @type {import('./index.js').Probe} */
 export const page = Object.freeze({
   id: 'page',
   label: 'Page load',
   hint: 'full navigation',
+  // Arms: every arm, the auto arm as a visit sequence (agents/visits.js).
+  modes: MODES,
   samplesMetric: null,
   // An outlier is judged by the page's load time.
   outlier: Object.freeze({ label: 'load_ms', rule: 'column', column: 'load_ms' }),

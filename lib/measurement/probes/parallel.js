@@ -1,5 +1,6 @@
 // The parallel probe: after a warm-up navigation, N requests sent at once on
 // the page's connection; each request's duration is a sample of request_ms.
+import { FORCED_MODES } from '../modes.js'
 
 export const PARALLEL_REQUESTS = Object.freeze({ default: 5, min: 1, max: 50 })
 /** The lab origin's no-op endpoint (an empty 204), a cheap target for the requests. */
@@ -10,6 +11,10 @@ export const parallel = Object.freeze({
   id: 'parallel',
   label: 'Parallel requests',
   hint: 'N requests on one connection',
+  // Arms: the forced ones. Its requests reuse the warm-up's connection, so an
+  // unforced arm would only repeat the warm-up's protocol choice, which the
+  // page probe's auto arm shows.
+  modes: FORCED_MODES,
   samplesMetric: 'request_ms',
   // An outlier is judged by the slowest of the parallel requests.
   outlier: Object.freeze({ label: 'slowest request ms', rule: 'max_sample', column: null }),

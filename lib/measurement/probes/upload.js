@@ -1,5 +1,6 @@
 // The upload probe: one POST of upload_bytes; its duration is a sample of
 // upload_ms, and upload_mbps the throughput.
+import { FORCED_MODES } from '../modes.js'
 
 export const UPLOAD_BYTES = Object.freeze({ default: 1024 * 1024, min: 1024, max: 100 * 1024 * 1024 })
 /** The lab origin's upload sink. */
@@ -10,6 +11,8 @@ export const upload = Object.freeze({
   id: 'upload',
   label: 'Upload',
   hint: 'POST throughput',
+  // Arms: the forced arms only (as the parallel probe).
+  modes: FORCED_MODES,
   samplesMetric: 'upload_ms',
   // An outlier is judged by the upload's duration.
   outlier: Object.freeze({ label: 'upload ms', rule: 'first_sample', column: null }),

@@ -20,8 +20,8 @@ const PAGE_TIMINGS = Object.freeze(['ttfb_ms', 'load_ms', 'dns_ms', 'connect_ms'
 
 /**
  * @param {Record<string, any> | null} devtools the parsed file, or null when the zip had none for this view
- * @param {{ mode: string, view: 'first' | 'repeat', expected: string, agentError?: string | null }} ctx
- *   expected: the protocol the arm was forced to; agentError: workdone's `error=`
+ * @param {{ mode: string, view: 'first' | 'repeat', expected: string | null, agentError?: string | null }} ctx
+ *   expected: the protocol the arm was forced to (null: none, any counts); agentError: workdone's `error=`
  * @returns {Record<string, any>} a result row (status, timings, details)
  */
 export function resultFromDevtools (devtools, { mode, view, expected, agentError = null }) {
@@ -77,7 +77,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
     row.status = 'error'
     row.error = `HTTP ${baseStatus}: ${text(base.full_url, 4000) ?? ''}`.trim()
   } else {
-    row.status = row.observed_protocol === normalizeProtocol(expected) ? 'ok' : 'protocol_mismatch'
+    row.status = expected === null || row.observed_protocol === normalizeProtocol(expected) ? 'ok' : 'protocol_mismatch'
     // WebPageTest itself counts 99999 as a successful test (a subresource
     // failed, the page loaded); so does a Puppeteer agent. Said in a note.
     if (result === CONTENT_ERROR) {

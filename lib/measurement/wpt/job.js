@@ -24,7 +24,7 @@ export const AGENT_LOOPBACK = '127.0.0.1'
 export const WPT_TEST_TIMEOUT_S = 60
 
 /**
- * @param {{ testId: string, mode: 'h2' | 'h3', job: { url: string, repeat_view?: boolean, options?: Record<string, any>,
+ * @param {{ testId: string, mode: 'h2' | 'h3' | 'auto', job: { url: string, repeat_view?: boolean, options?: Record<string, any>,
  *   aa_protocol?: string | null, monitor_id: number, due_at: Date | string }, forceOrigins?: string[],
  *   location: { profile?: Record<string, any> } | null, lab?: { spki: string, address: string } | null }} arm
  *   lab: how the agent reaches the lab origin, for a page on it (isLabPage)
@@ -32,18 +32,21 @@ export const WPT_TEST_TIMEOUT_S = 60
  */
 export function wptJob ({ testId, mode, job, forceOrigins = [], location, lab = null }) {
   const options = effectiveOptions(job.url, job.options ?? {})
-  // An A/A monitor's arms both load with its one protocol; the mode stays the arm's label.
-  const protocol = /** @type {'h2' | 'h3'} */ (expectedProtocolFor(mode, job))
+  // An A/A monitor's arms both load with its one protocol; the mode stays
+  // the arm's label. The auto arm forces none.
+  const protocol = /** @type {'h2' | 'h3' | null} */ (expectedProtocolFor(mode, job))
+  const labPage = Boolean(lab && isLabPage(job.url))
   const switches = [
-    ...modeFlags(protocol, job.url, { forceOrigins: protocol === 'h3' ? forceOrigins : [] })
+    ...modeFlags(protocol ?? 'auto', job.url, { forceOrigins: protocol === 'h3' ? forceOrigins : [], lab: labPage })
       .filter((s) => !AGENT_OWNED_SWITCHES.includes(s.split('=')[0])),
-    ...(lab && isLabPage(job.url) ? labSwitches(lab) : [])
+    ...(lab && labPage ? labSwitches(lab) : [])
   ]
   return {
     'Test ID': testId,
     url: job.url,
     runs: 1,
-    fvonly: job.repeat_view ? 0 : 1,
+    // The auto arm's first visit only (lib/store/wpt-tests.js says why).
+    fvonly: job.repeat_view && mode !== 'auto' ? 0 : 1,
     browser: location?.profile?.wpt_browser ?? 'Chrome',
     timeout: WPT_TEST_TIMEOUT_S,
     // Video needs ffmpeg on the agent and is not used here.
@@ -56,7 +59,7 @@ export function wptJob ({ testId, mode, job, forceOrigins = [], location, lab = 
     ...shaping(location?.profile ?? {}),
     ...(options.netlog === 'always' ? { netlog: 1 } : {}),
     addCmdLine: commandLine(switches),
-    label: `h3lens monitor ${job.monitor_id}, round ${new Date(job.due_at).toISOString()}, ${mode} arm (${protocol.toUpperCase()})`
+    label: `h3lens monitor ${job.monitor_id}, round ${new Date(job.due_at).toISOString()}, ${mode} arm (${protocol?.toUpperCase() ?? 'nothing forced'})`
   }
 }
 

@@ -1,0 +1,82 @@
+// The auto arm: the page as a user's browser loads it, nothing forced, as a
+// sequence of visits on one browser profile of the round's own:
+//   first      a cold visit: a new profile, nothing known about the origin;
+//   returning  the browser started again on that profile, as for a user who
+//              comes back later: it knows what the first visit learnt about
+//              the origin (its Alt-Svc, whether H3 failed and was marked
+//              broken), but has no live connection and no cached response;
+//   repeat     with repeat_view, a second navigation right after the
+//              returning visit, on its live connections.
+//
+// Why a restart on a kept profile: Chromium writes what it learnt about
+// servers (Alt-Svc, broken alternatives) to the profile's "Network
+// Persistent State" when it shuts down and reads it when it starts, and a
+// restart closes every connection, as time away does. An incognito context
+// forgets all of it.
+//
+// Why the HTTP cache is removed between the visits, from disk while the
+// browser is stopped:
+//   - a revalidated response reports the protocol of the cached one: a
+//     returning visit whose document came over H3 with a 304 showed "h2"
+//     in DevTools and in Navigation Timing (seen in a net log, Chromium
+//     156), so the cache would hide the very protocol the arm measures;
+//   - the forced arms the visit is compared with load cold, so a cached
+//     visit would measure the cache, not the protocol;
+//   - DevTools' Network.clearBrowserCache cannot be used: it also forgets
+//     the origin's Alt-Svc (measured: the returning visit's document then
+//     went over H2, "unspecifiedReason").
+// The restart costs one more browser launch per round (about 0.25 s of
+// wall time on the 2-core test machine; docs/BENCHMARKS.md has the figure).
+import { rm } from 'node:fs/promises'
+import path from 'node:path'
+import { emptyResult, measurePageViews } from './measure.js'
+
+/** The profile's cache folders, removed between the visits (relative to its Default folder). */
+export const CACHE_FOLDERS = Object.freeze(['Cache', 'Code Cache'])
+/** A visit is not started with less than this left of the round's budget. */
+const MIN_VISIT_MS = 1000
+
+/**
+ * The auto arm's visits of the page, each a result with its view.
+ * @param {import('./measure.js').MeasureOptions & { repeatView?: boolean, allowEmpty?: boolean }} opts
+ * @returns {Promise<Record<string, any>[]>} first, returning, then repeat when asked for
+ */
+export async function measureVisits ({ repeatView = false, ...opts }) {
+  const { pool } = opts
+  if (!pool.newProfile || !pool.removeProfile) throw new Error('this browser pool cannot keep a profile between launches, which the auto arm needs')
+  const profile = await pool.newProfile()
+  try {
+    const first = await measurePageViews({ ...opts, profile, repeatView: false })
+    await forgetCache(profile)
+    const timeoutMs = Math.min(opts.timeoutMs ?? 30_000, (opts.deadline ?? Infinity) - Date.now())
+    if (!(timeoutMs >= MIN_VISIT_MS)) return [...first, ...notRun(opts.mode, first[0], repeatView)]
+    const returning = await measurePageViews({ ...opts, timeoutMs, profile, view: 'returning', repeatView })
+    return [...first, ...returning]
+  } finally {
+    await pool.removeProfile(profile)
+  }
+}
+
+/**
+ * Remove the HTTP cache of a stopped browser's profile, keeping the rest.
+ * @param {string} profile
+ */
+export async function forgetCache (profile) {
+  await Promise.all(CACHE_FOLDERS.map((f) => rm(path.join(profile, 'Default', f), { recursive: true, force: true, maxRetries: 3 })))
+}
+
+/**
+ * The visits the round's time budget left no room for, as timed-out
+ * results, so the arm's series show every round that asked for them.
+ * @param {string} mode
+ * @param {Record<string, any>} first
+ * @param {boolean} repeatView
+ */
+function notRun (mode, first, repeatView) {
+  return (repeatView ? ['returning', 'repeat'] : ['returning']).map((view) => ({
+    ...emptyResult(mode, first.flags, { probe: 'page', view }),
+    status: 'timeout',
+    browser_version: first.browser_version,
+    error: 'not run: the round\'s time budget was spent'
+  }))
+}

@@ -1,0 +1,406 @@
+// As users get it: the auto arm (the browser's defaults, nothing forced)
+// beside the forced arms, per location. The forced comparison
+// (./comparison.js) says what H3 could do; this says what a user's browser
+// gets of it:
+//   - the H3 share of each visit (first, returning, repeat): navigations
+//     over H3 with a Wilson interval, bytes over H3 with a ratio interval
+//     (lib/analysis/stats/proportions.js ratioInterval),
+//     and why the browser chose its protocol (the runs' protocol reasons and
+//     Chromium's alternateProtocolUsage);
+//   - per visit and percentile, paired per round: auto − H2, auto − H3, and
+//     the forced gain H3 − H2 of the same rounds, each with a round-level
+//     bootstrap interval and a verdict under the same rules as the forced
+//     table;
+//   - the received gain (H2 − auto) / (H2 − H3): the share of the forced H3
+//     gain the auto arm gets, with its bootstrap interval, shown only where
+//     that forced gain is itself a verdict (H3 faster);
+//   - the location's story in words ("QUIC blocked on this path: users get
+//     H2").
+// One matched set per visit: the rounds in which all three arms loaded
+// (the forced arms with their protocol) and have the metric. The returning
+// visit is paired with the forced arms' first view (lib/store/round-summaries.js
+// readVisitRounds says why). docs/STATISTICS.md explains;
+// bench/calibration.js measures the false-positive rate and the received
+// gain's coverage.
+import { readVisitRounds } from '../store/round-summaries.js'
+import { autoVisitOutcomes } from '../store/results.js'
+import { listLocations } from '../store/locations.js'
+import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor } from './comparison.js'
+
+/** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
+export const AUTO_VISITS = Object.freeze(['first', 'returning'])
+/** Views whose H3 share is shown, in order. */
+export const SHARE_VIEWS = Object.freeze(['first', 'returning', 'repeat'])
+const ARMS = ['h2', 'h3', 'auto']
+
+/** The paired differences of every visit: arm − ref. */
+export const CONTRASTS = Object.freeze([
+  Object.freeze({ id: 'auto_vs_h2', arm: 'auto', ref: 'h2', label: 'auto − H2: what users gain over H2' }),
+  Object.freeze({ id: 'auto_vs_h3', arm: 'auto', ref: 'h3', label: 'auto − H3: what users miss of forced H3' }),
+  Object.freeze({ id: 'h3_vs_h2', arm: 'h3', ref: 'h2', label: 'H3 − H2 forced, in the same rounds: the gain there is to receive' })
+])
+
+export const CONTRAST_VERDICTS = Object.freeze({
+  FASTER: 'faster',
+  SLOWER: 'slower',
+  NO_CLEAR_DIFFERENCE: 'no_clear_difference',
+  INSUFFICIENT_DATA: 'insufficient_data'
+})
+
+/** What a location's users get, in words. */
+export const STORIES = Object.freeze({
+  h3_returning: 'Users get H3 from their second visit on',
+  not_announced: 'The origin does not announce H3: users get H2',
+  quic_blocked: 'QUIC blocked on this path: users get H2',
+  broken: 'H3 marked broken after failures: users get H2',
+  tcp_wins: 'TCP wins the race: users mostly get H2',
+  h2_mostly: 'Users mostly get H2',
+  no_data: 'No visit of the auto arm in the window'
+})
+
+// A story about what users get needs a majority: above half of the
+// returning visits over H3, or above half of the forced H3 loads failing.
+const MAJORITY = 0.5
+
+/**
+ * @typedef {import('./comparison.js').ComparedMonitor & { modes?: string[] }} AutoMonitor
+ * @typedef {{ pct: number, ms: number }} MinEffect
+ */
+
+/**
+ * @param {import('pg').Pool} db
+ * @param {{ monitor: AutoMonitor, metric: string, percentiles: number[], from: Date, to: Date }} q
+ */
+export async function autoComparison (db, { monitor, metric, percentiles, from, to }) {
+  const qs = percentiles.map((p) => p / 100)
+  const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
+  const [locRows, outcomes, ...visitRows] = await Promise.all([
+    listLocations(db),
+    autoVisitOutcomes(db, { monitorId: monitor.id, from, to }),
+    ...AUTO_VISITS.map((visit) => readVisitRounds(db, { monitorId: monitor.id, metric, visit: /** @type {'first' | 'returning'} */ (visit), from, to, cap: ROUND_CAP }))
+  ])
+  const locations = new Map(locRows.map((l) => [l.id, l]))
+  const seen = new Set([...outcomes.totals.map((r) => r.location_id), ...visitRows.flat().map((r) => r.location_id)])
+  const ids = [...new Set([...monitor.locations, ...seen])]
+  const seedBase = `auto|${monitor.id}|${metric}|${+from}|${+to}`
+
+  /** @type {Record<string, any>[]} */
+  const entries = ids.map((id) => {
+    const l = locations.get(id)
+    const visits = Object.fromEntries(AUTO_VISITS.map((visit, v) => [visit, visitEntry({
+      rows: visitRows[v].filter((r) => r.location_id === id), percentiles, qs, seed: `${seedBase}|${id}|${visit}`
+    })]))
+    const shares = sharesOf(outcomes, id)
+    return {
+      location_id: id,
+      name: l?.name ?? id,
+      region: l?.region ?? null,
+      kind: l?.kind ?? null,
+      shares,
+      visits,
+      story: null
+    }
+  })
+
+  // Every tested cell of the view, a column per (location, visit,
+  // contrast), corrected together: columns selected by Benjamini–Hochberg
+  // over their Simes p-values, Benjamini–Hochberg within the selected ones
+  // (selectiveBenjaminiHochberg says why not the forced table's screen).
+  /** @type {Record<string, any>[][]} */
+  const columns = []
+  for (const e of entries) {
+    for (const visit of AUTO_VISITS) {
+      for (const c of CONTRASTS) columns.push(e.visits[visit].rows.map((/** @type {any} */ r) => r.contrasts[c.id]).filter((/** @type {any} */ cell) => cell.p_value !== null))
+    }
+  }
+  selectiveBenjaminiHochberg(columns.map((col) => col.map((cell) => cell.p_value)), FDR_Q)
+    .forEach((adjusted, j) => columns[j].forEach((cell, i) => { cell.p_adjusted = adjusted[i] }))
+  for (const e of entries) {
+    for (const visit of AUTO_VISITS) {
+      for (const row of e.visits[visit].rows) {
+        for (const c of CONTRASTS) judgeCell(row.contrasts[c.id], minEffect)
+        row.received_gain = receivedGain(row)
+        delete row.gain_draws
+      }
+    }
+    e.story = storyOf(e)
+  }
+  const cells = columns.flat()
+  return {
+    monitor_id: monitor.id,
+    metric,
+    from: from.toISOString(),
+    to: to.toISOString(),
+    percentiles,
+    has_auto: (monitor.modes ?? []).includes('auto'),
+    min_effect: minEffect,
+    cells: { tested: cells.length, flagged: cells.filter((c) => c.verdict === CONTRAST_VERDICTS.FASTER || c.verdict === CONTRAST_VERDICTS.SLOWER).length },
+    method: method(minEffect, percentiles),
+    locations: entries
+  }
+}
+
+/**
+ * One visit of one location: its rounds, and per percentile the three
+ * arms' values, the contrasts and what the received gain needs.
+ * @param {{ rows: import('../store/round-summaries.js').VisitRoundRow[], percentiles: number[], qs: number[], seed: string }} o
+ */
+function visitEntry ({ rows, percentiles, qs, seed }) {
+  /** @type {Map<string, number>} */
+  const table = new Map()
+  const used = []
+  let available = 0
+  for (const r of rows) {
+    if (r.kind === 'count') table.set(`${r.h2}|${r.h3}|${r.auto}`, (table.get(`${r.h2}|${r.h3}|${r.auto}`) ?? 0) + r.n)
+    else {
+      used.push(r)
+      available = r.n
+    }
+  }
+  used.sort((a, b) => (a.kind === 'used' && b.kind === 'used' ? a.k - b.k : 0))
+  const total = [...table.values()].reduce((n, v) => n + v, 0)
+  const rounds = {
+    total,
+    matched: table.get('ok|ok|ok') ?? 0,
+    available,
+    used: used.length,
+    excluded: [...table].filter(([k]) => k !== 'ok|ok|ok')
+      .map(([k, n]) => { const [h2, h3, auto] = k.split('|'); return { h2, h3, auto, rounds: n } })
+      .sort((a, b) => b.rounds - a.rounds)
+  }
+  const attempted = (/** @type {number} */ i) => [...table].filter(([k]) => k.split('|')[i] !== 'missing').reduce((n, [, v]) => n + v, 0)
+  const failing = (/** @type {number} */ i) => [...table].filter(([k]) => ['failed', 'unsupported'].includes(k.split('|')[i])).reduce((n, [, v]) => n + v, 0)
+  const failures = Object.fromEntries(ARMS.map((arm, i) => [arm, { attempted: attempted(i), failed: failing(i), rate: wilsonInterval(failing(i), attempted(i)) }]))
+  if (!used.length) {
+    return {
+      rounds, failures, insufficient_data: true,
+      reason: `no round in which all three arms loaded${total ? ` (of ${total} in the window)` : ''}`,
+      rows: percentiles.map((p) => emptyVisitRow(p, 0))
+    }
+  }
+  const enough = used.length >= MIN_ROUNDS
+  const boot = armsBootstrap({
+    rounds: used.map((r) => r.kind === 'used' ? { h2: [r.h2_v], h3: [r.h3_v], auto: [r.auto_v] } : { h2: [], h3: [], auto: [] }),
+    arms: ARMS, qs, iterations: enough ? BOOTSTRAP_ITERATIONS : 0, seed
+  })
+  const n = used.length
+  const out = percentiles.map((p, k) => {
+    const v = Object.fromEntries(ARMS.map((arm) => [arm, boot.point[arm][k]]))
+    const tested = enough && n >= minRoundsFor(p)
+    /** @type {Record<string, any>} */
+    const contrasts = {}
+    for (const c of CONTRASTS) {
+      const estimate = v[c.arm] - v[c.ref]
+      const base = { arm: c.arm, ref: c.ref, delta_ms: estimate, delta_pct: v[c.ref] ? estimate / v[c.ref] * 100 : null, ref_ms: v[c.ref] }
+      if (!tested) {
+        contrasts[c.id] = { ...base, ci_low_ms: null, ci_high_ms: null, p_value: null, p_adjusted: null, verdict: CONTRAST_VERDICTS.INSUFFICIENT_DATA, reason: insufficientReason(p, n) }
+        continue
+      }
+      const draws = boot.draws[c.arm][k].map((x, i) => x - boot.draws[c.ref][k][i])
+      const s = bootstrapSummary(draws, estimate)
+      contrasts[c.id] = { ...base, ci_low_ms: s.lo, ci_high_ms: s.hi, p_value: s.p, p_adjusted: null, verdict: null, reason: null }
+    }
+    const row = {
+      percentile: p, rounds: n, min_rounds: minRoundsFor(p),
+      h2_ms: v.h2, h3_ms: v.h3, auto_ms: v.auto,
+      contrasts,
+      received_gain: null,
+      gain_draws: tested ? gainDraws(boot.draws, k) : null
+    }
+    return row
+  })
+  return {
+    rounds, failures,
+    insufficient_data: !enough,
+    reason: enough ? undefined : `need at least ${MIN_ROUNDS} rounds in which all three arms loaded for a verdict; have ${n}`,
+    rows: out
+  }
+}
+
+/**
+ * (H2 − auto) / (H2 − H3) in each resample, the resamples where H2 = H3 left out.
+ * @param {Record<string, Float64Array[]>} draws
+ * @param {number} k
+ */
+function gainDraws (draws, k) {
+  const out = []
+  for (let i = 0; i < draws.h2[k].length; i++) {
+    const gain = draws.h2[k][i] - draws.h3[k][i]
+    if (gain !== 0) out.push((draws.h2[k][i] - draws.auto[k][i]) / gain)
+  }
+  return Float64Array.from(out).sort()
+}
+
+/**
+ * The share of the forced gain users receive, or why it is not shown.
+ * @param {Record<string, any>} row
+ */
+function receivedGain (row) {
+  const forced = row.contrasts.h3_vs_h2
+  const value = row.h2_ms !== row.h3_ms ? (row.h2_ms - row.auto_ms) / (row.h2_ms - row.h3_ms) : null
+  if (forced.verdict !== CONTRAST_VERDICTS.FASTER) {
+    /** @type {Record<string, string>} */
+    const reasons = {
+      [CONTRAST_VERDICTS.INSUFFICIENT_DATA]: forced.reason,
+      [CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE]: 'no H3 gain to receive: forced H3 shows no clear difference from H2 in these rounds',
+      [CONTRAST_VERDICTS.SLOWER]: 'no H3 gain to receive: forced H3 is slower than H2 in these rounds'
+    }
+    const why = reasons[forced.verdict]
+    return { shown: false, value: null, ci_low: null, ci_high: null, reason: why }
+  }
+  const draws = /** @type {Float64Array} */ (row.gain_draws)
+  const at = (/** @type {number} */ q) => {
+    const pos = q * (draws.length - 1)
+    const lo = Math.floor(pos)
+    return draws[lo] + (draws[Math.ceil(pos)] - draws[lo]) * (pos - lo)
+  }
+  return { shown: true, value, ci_low: draws.length ? at(0.025) : null, ci_high: draws.length ? at(0.975) : null, reason: null }
+}
+
+/**
+ * A contrast cell's verdict under the forced table's rule: corrected
+ * p-value ≤ FDR_Q, interval excluding 0, |Δ| at least the practical
+ * minimum of the reference arm's value.
+ * @param {Record<string, any>} cell
+ * @param {MinEffect} minEffect
+ */
+function judgeCell (cell, minEffect) {
+  if (cell.p_value === null) return
+  const threshold = Math.max(minEffect.pct / 100 * Math.abs(cell.ref_ms), minEffect.ms)
+  cell.min_effect_ms = threshold
+  const excludesZero = cell.ci_low_ms > 0 || cell.ci_high_ms < 0
+  if (!(cell.p_adjusted <= FDR_Q) || !excludesZero) {
+    cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
+    cell.reason = 'the interval includes 0 after the false-discovery-rate correction'
+  } else if (Math.abs(cell.delta_ms) < threshold) {
+    cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
+    cell.reason = `|Δ| is below the practical minimum of ${Math.round(threshold * 10) / 10} ms`
+  } else {
+    cell.verdict = cell.delta_ms < 0 ? CONTRAST_VERDICTS.FASTER : CONTRAST_VERDICTS.SLOWER
+  }
+}
+
+/**
+ * Each view's H3 share and reasons at one location.
+ * @param {Awaited<ReturnType<typeof autoVisitOutcomes>>} outcomes
+ * @param {string} id
+ */
+export function sharesOf (outcomes, id) {
+  return Object.fromEntries(SHARE_VIEWS.map((view) => {
+    const t = outcomes.totals.find((r) => r.location_id === id && r.view === view)
+    const mine = outcomes.reasons.filter((r) => r.location_id === id && r.view === view)
+    /** @type {Record<string, number>} */
+    const reasons = {}
+    /** @type {Record<string, number>} */
+    const usage = {}
+    for (const r of mine) {
+      reasons[r.code] = (reasons[r.code] ?? 0) + r.n
+      if (r.loaded) usage[r.usage] = (usage[r.usage] ?? 0) + r.n
+    }
+    return [view, {
+      visits: t?.runs ?? 0,
+      loaded: t?.loaded ?? 0,
+      h3: t?.h3 ?? 0,
+      navigation_share: wilsonInterval(t?.h3 ?? 0, t?.loaded ?? 0),
+      byte_share: t ? ratioInterval({ n: t.byte_n, sx: t.sx, sy: t.sy, sxx: t.sxx, syy: t.syy, sxy: t.sxy }) : { rate: null, lo: null, hi: null },
+      reasons,
+      alternate_protocol_usage: usage
+    }]
+  }))
+}
+
+/**
+ * The auto arm's H3 shares alone, per location (first, returning and repeat
+ * visits), without the paired analysis: what real users' share is shown
+ * beside (lib/analysis/rum.js).
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, from: Date, to: Date }} w
+ * @returns {Promise<Map<string, ReturnType<typeof sharesOf>>>}
+ */
+export async function autoShares (db, w) {
+  const outcomes = await autoVisitOutcomes(db, w)
+  const ids = [...new Set(outcomes.totals.map((r) => r.location_id))]
+  return new Map(ids.map((id) => [id, sharesOf(outcomes, id)]))
+}
+
+/**
+ * What the location's users get, in words, from the returning visits'
+ * share and reasons and the forced H3 arm's failures.
+ * @param {Record<string, any>} e
+ * @returns {{ code: string, text: string }}
+ */
+export function storyOf (e) {
+  const story = (/** @type {keyof typeof STORIES} */ code, /** @type {string} */ detail = '') => ({ code, text: `${STORIES[code]}${detail}` })
+  const returning = e.shares.returning
+  const all = SHARE_VIEWS.map((v) => e.shares[v])
+  if (!all.some((s) => s.visits)) return story('no_data')
+  const share = returning.navigation_share.rate
+  const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
+  if (share !== null && share > MAJORITY) return story('h3_returning', ` (${pct(share)} of ${returning.loaded} returning visits)`)
+  /** @type {Record<string, number>} */
+  const reasons = {}
+  for (const s of all) for (const [code, n] of Object.entries(s.reasons)) reasons[code] = (reasons[code] ?? 0) + /** @type {number} */ (n)
+  const loadedReasons = Object.entries(reasons).filter(([code]) => code !== 'failed')
+  const loaded = loadedReasons.reduce((n, [, v]) => n + v, 0)
+  if ((reasons.not_announced ?? 0) > MAJORITY * loaded) return story('not_announced')
+  const h3Failures = e.visits.first.failures.h3
+  if (h3Failures.attempted && h3Failures.failed > MAJORITY * h3Failures.attempted) {
+    return story('quic_blocked', ` (forced H3 failed in ${h3Failures.failed} of ${h3Failures.attempted} rounds)`)
+  }
+  const own = /** @type {Record<string, number>} */ (returning.reasons)
+  const top = Object.entries(own).filter(([code]) => code !== 'failed').sort((a, b) => b[1] - a[1])[0]?.[0]
+  if (top === 'broken') return story('broken')
+  if (top === 'tcp_won') return story('tcp_wins')
+  return story('h2_mostly', share !== null ? ` (${pct(share)} of ${returning.loaded} returning visits over H3)` : '')
+}
+
+/**
+ * @param {number} p
+ * @param {number} rounds
+ */
+function emptyVisitRow (p, rounds) {
+  const reason = insufficientReason(p, rounds)
+  const empty = (/** @type {{ arm: string, ref: string }} */ c) => ({
+    arm: c.arm, ref: c.ref, delta_ms: null, delta_pct: null, ref_ms: null, ci_low_ms: null, ci_high_ms: null, p_value: null, p_adjusted: null,
+    verdict: CONTRAST_VERDICTS.INSUFFICIENT_DATA, reason
+  })
+  return {
+    percentile: p, rounds, min_rounds: minRoundsFor(p), h2_ms: null, h3_ms: null, auto_ms: null,
+    contrasts: Object.fromEntries(CONTRASTS.map((c) => [c.id, empty(c)])),
+    received_gain: { shown: false, value: null, ci_low: null, ci_high: null, reason },
+    gain_draws: null
+  }
+}
+
+/**
+ * @param {number} p
+ * @param {number} rounds
+ */
+function insufficientReason (p, rounds) {
+  return rounds < MIN_ROUNDS
+    ? `need at least ${MIN_ROUNDS} rounds in which all three arms loaded; have ${rounds}`
+    : `p${p} needs at least ${minRoundsFor(p)} rounds; have ${rounds}`
+}
+
+/**
+ * @param {MinEffect} minEffect
+ * @param {number[]} percentiles
+ */
+function method (minEffect, percentiles) {
+  return {
+    unit: 'the round: the forced arms and the auto arm of one round at one location, run moments apart in random order',
+    visits: 'first: a cold visit in a new browser profile; returning: the browser started again on that profile (what it learnt about the origin kept, ' +
+      'no live connection, no cached response), paired with the forced arms\' cold first view',
+    rounds_used: 'per visit, the rounds in which both forced arms loaded with their protocol and the auto visit loaded, each with the metric; ' +
+      `above ${ROUND_CAP} such rounds per location, an evenly spaced subsample of ${ROUND_CAP} over the window`,
+    interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds; every arm of a resample sees the same rounds)`,
+    verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (a column per location, visit and contrast; the columns selected by ` +
+      `Benjamini–Hochberg over their Simes p-values, then Benjamini–Hochberg within each selected column at ${FDR_Q} × selected / columns), the interval excludes 0, |Δ| ≥ max(${minEffect.pct}% of the reference arm, ${minEffect.ms} ms), ` +
+      `and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')})`,
+    received_gain: '(H2 − auto) / (H2 − H3) at the percentile: 1 = users get all of the forced H3 gain, 0 = none of it; its interval is the 2.5th and 97.5th ' +
+      'percentile of the ratio over the resamples. Shown only where H3 − H2 in the same rounds is itself a verdict of "faster"',
+    shares: 'navigations over H3 / visits that loaded, with a Wilson 95% interval; bytes over H3 / bytes, weighted by visit size, with a Wilson 95% interval ' +
+      'at the effective number of visits (from the delta method\'s standard error of the ratio, at most the visits)'
+  }
+}

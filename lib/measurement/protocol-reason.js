@@ -1,0 +1,102 @@
+// Why a run's page came over the protocol it did, in words, from what the
+// browser reported per request: its protocol and Chromium's
+// alternateProtocolUsage (why the alternative, QUIC, job was or was not
+// used), and the Alt-Svc the origin sent. The forced arms' reason is their
+// switch; the auto arm's is the browser's own choice, which is what it
+// measures.
+import { normalizeProtocol } from './protocol.js'
+
+/**
+ * Chromium's alternateProtocolUsage values (DevTools Network.Response), what
+ * they mean, and the reason each gives for the navigation's protocol.
+ * @type {Readonly<Record<string, string>>}
+ */
+export const ALTERNATE_PROTOCOL_USAGE = Object.freeze({
+  alternativeJobWonWithoutRace: 'QUIC was used without a race (known to work)',
+  alternativeJobWonRace: 'QUIC won the race against TCP',
+  mainJobWonRace: 'TCP won the race against QUIC',
+  mappingMissing: 'no Alt-Svc known for the origin',
+  broken: 'QUIC marked broken for the origin after failures',
+  dnsAlpnH3JobWonWithoutRace: 'QUIC announced by an HTTPS DNS record, used without a race',
+  dnsAlpnH3JobWonRace: 'QUIC announced by an HTTPS DNS record, won the race',
+  unspecifiedReason: 'no alternative considered'
+})
+
+/**
+ * A few words for each alternateProtocolUsage value, where a table has room
+ * for no more (the run detail's waterfall); ALTERNATE_PROTOCOL_USAGE says it
+ * in full.
+ * @type {Readonly<Record<string, string>>}
+ */
+export const ALTERNATE_PROTOCOL_USAGE_LABELS = Object.freeze({
+  alternativeJobWonWithoutRace: 'QUIC, no race',
+  alternativeJobWonRace: 'QUIC won',
+  mainJobWonRace: 'TCP won',
+  mappingMissing: 'no Alt-Svc',
+  broken: 'QUIC broken',
+  dnsAlpnH3JobWonWithoutRace: 'DNS: QUIC, no race',
+  dnsAlpnH3JobWonRace: 'DNS: QUIC won',
+  unspecifiedReason: 'unspecified'
+})
+
+/**
+ * The reasons a run can give, by code.
+ * @type {Readonly<Record<string, string>>}
+ */
+export const PROTOCOL_REASONS = Object.freeze({
+  forced_h3: 'H3: forced by the arm',
+  quic_off: 'H2: QUIC switched off by the arm',
+  fell_back: 'Not H3: the forced QUIC connection was not used',
+  https_record: 'H3: announced by an HTTPS DNS record',
+  alt_svc: 'H3: learnt from Alt-Svc',
+  h3: 'H3',
+  broken: 'H2: H3 marked broken after failures',
+  tcp_won: 'H2: TCP won the race',
+  not_announced: 'H2: the origin does not announce H3',
+  not_known: 'H2: the origin was not yet known to speak H3',
+  failed: 'No protocol: the load failed'
+})
+
+/**
+ * @typedef {{ code: string, text: string, alternate_protocol_usage: string | null, h3_announced: 'alt-svc' | 'https-record' | null }} ProtocolReason
+ */
+
+/**
+ * Why the page's document came over its protocol.
+ * @param {Record<string, any>} run a measurement: mode, observed_protocol, arm_protocol (A/A),
+ *   requests_detail (type, url, status, alternate_protocol_usage per request), origins (origin, h3_advertised)
+ * @returns {ProtocolReason}
+ */
+export function protocolReason (run) {
+  const protocol = normalizeProtocol(run.observed_protocol)
+  const doc = documentRequest(run.requests_detail ?? [])
+  const usage = doc?.alternate_protocol_usage ?? null
+  const origin = doc ? originOf(doc.url) : null
+  const advertised = Boolean(origin && (run.origins ?? []).some((/** @type {{ origin: string, h3_advertised?: boolean }} */ o) => o.origin === origin && o.h3_advertised))
+  const announced = usage?.startsWith('dnsAlpnH3') ? 'https-record' : (advertised || usage?.startsWith('alternativeJob') ? 'alt-svc' : null)
+  const forced = run.arm_protocol ?? (run.mode === 'auto' ? null : run.mode)
+  const reason = (/** @type {string} */ code) => ({ code, text: PROTOCOL_REASONS[code], alternate_protocol_usage: usage, h3_announced: /** @type {ProtocolReason['h3_announced']} */ (announced) })
+  if (protocol === null) return reason('failed')
+  if (forced === 'h3') return reason(protocol === 'h3' ? 'forced_h3' : 'fell_back')
+  if (forced === 'h2') return reason('quic_off')
+  if (protocol === 'h3') return reason(announced === 'https-record' ? 'https_record' : usage?.startsWith('alternativeJob') ? 'alt_svc' : 'h3')
+  if (usage === 'broken') return reason('broken')
+  if (usage === 'mainJobWonRace') return reason('tcp_won')
+  return reason(advertised ? 'not_known' : 'not_announced')
+}
+
+/**
+ * The page's document request: the first document that answered with a
+ * page (2xx or 304), past any redirects; else the first document.
+ * @param {Record<string, any>[]} requests
+ * @returns {Record<string, any> | null}
+ */
+function documentRequest (requests) {
+  const docs = requests.filter((r) => r.type === 'Document')
+  return docs.find((r) => r.status !== null && r.status !== undefined && ((r.status >= 200 && r.status < 300) || r.status === 304)) ?? docs[0] ?? null
+}
+
+/** @param {string} url */
+function originOf (url) {
+  try { return new URL(url).origin } catch { return null }
+}

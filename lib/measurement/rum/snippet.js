@@ -1,0 +1,94 @@
+// The real-user snippet served at GET /rum/v1/h3lens.js: web-vitals' own
+// standard build, byte for byte as the pinned package ships it, followed by
+// h3lens's part (./page.js), in one function so neither leaves a global on
+// the site's page. Put together in memory when the API starts, not by a
+// build step: the file is two known pieces and one wrapper.
+//
+// Why the standard build and not web-vitals' attribution build: the
+// attribution build alone is 4.3 KB gzipped (web-vitals 5.3.0), over the
+// snippet's 4 KB budget; the standard one is 2.4 KB and gives every metric's
+// performance entries, from which ./page.js reads the attribution h3lens
+// keeps (the LCP element and its resource and render delay, the INP target
+// and its three phases, the CLS source; the TTFB phases come from the
+// navigation entry). Why 5.x and not 6.x: 6.x's standard build adds soft
+// navigations (3.3 KB gzipped), which have no network navigation and so no
+// protocol to compare. `node bench/rum-snippet.js` prints the sizes.
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { h3lensBeacon } from './page.js'
+
+const require = createRequire(import.meta.url)
+
+/** The snippet's budget, gzipped (issue 26). */
+export const SNIPPET_BUDGET_GZIP_BYTES = 4096
+
+/** The pinned web-vitals' version and its standard IIFE build, as shipped. */
+export function webVitalsBuild () {
+  // The package exports no package.json; its main file is in dist/.
+  const dist = path.dirname(require.resolve('web-vitals'))
+  const version = JSON.parse(fs.readFileSync(path.join(dist, '..', 'package.json'), 'utf8')).version
+  const source = fs.readFileSync(path.join(dist, 'web-vitals.iife.js'), 'utf8')
+  return { version, source }
+}
+
+/**
+ * ./page.js's function as served: whole-line comments and indentation
+ * dropped (the file keeps to a style where that is safe: no literal spans
+ * lines, no comment ends a line of code).
+ * @param {Function} fn
+ */
+export function compactSource (fn) {
+  return fn.toString().split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('//') && !line.startsWith('/*') && !line.startsWith('*'))
+    .join('\n')
+    // JSDoc casts and parameter types, for the type checker only.
+    .replace(/\/\*\*[^*]*\*\/ ?/g, '')
+}
+
+/**
+ * @returns {{ body: Buffer, gzipped: Buffer, integrity: string, version: string, etag: string, bytes: number, gzipBytes: number, webVitals: string }}
+ *   integrity: the Subresource Integrity value of the body (sha384); version: the first 12 hex of its sha256, the
+ *   `v` query parameter of the install tag
+ */
+export function buildSnippet () {
+  const vitals = webVitalsBuild()
+  // The source-map comment points at a file h3lens does not serve.
+  const library = vitals.source.replace(/\n?\/\/# sourceMappingURL=.*\s*$/, '')
+  const text = `/*! h3lens real-user snippet; includes web-vitals ${vitals.version} (Apache-2.0, Google LLC) */\n` +
+    `(function(){${library}\n;(${compactSource(h3lensBeacon)})(webVitals,document.currentScript)})();\n`
+  const body = Buffer.from(text)
+  const sha256 = createHash('sha256').update(body).digest('hex')
+  const gzipped = gzipSync(body, { level: 9 })
+  return {
+    body,
+    gzipped,
+    integrity: `sha384-${createHash('sha384').update(body).digest('base64')}`,
+    version: sha256.slice(0, 12),
+    etag: `"${sha256.slice(0, 32)}"`,
+    bytes: body.length,
+    gzipBytes: gzipped.length,
+    webVitals: vitals.version
+  }
+}
+
+/**
+ * The install tag for a site: one <script> element, config in data
+ * attributes, pinned by its integrity.
+ * @param {{ baseUrl: string, key: string, sampleRate: number, snippet: { integrity: string, version: string } }} o
+ */
+export function installTag ({ baseUrl, key, sampleRate, snippet }) {
+  const src = `${baseUrl.replace(/\/+$/, '')}/rum/v1/h3lens.js?v=${snippet.version}`
+  return `<script async src="${src}" integrity="${snippet.integrity}" crossorigin="anonymous" data-key="${key}" data-sample="${sampleRate}"></script>`
+}
+
+/** @type {ReturnType<typeof buildSnippet> | null} */
+let built = null
+/** The snippet of this process, put together on first use. */
+export function currentSnippet () {
+  built ??= buildSnippet()
+  return built
+}

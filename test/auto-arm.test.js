@@ -1,0 +1,194 @@
+// The auto arm ("as users get it") end to end: a real agent runs rounds of
+// h2, h3 and auto in Chromium inside an emulated location, Caddy serves the
+// page in the origin namespace, and the answer is read through the API as
+// a user would: which protocol each visit got and why, the H3 share per
+// visit, and the location's story in words.
+//   - a normal path: the first visit comes over H2 (the origin is not yet
+//     known to speak H3), the returning visit over H3 (learnt from Alt-Svc);
+//   - a path that blocks UDP: forced H3 fails fast, the auto arm falls back
+//     to H2, and the words say QUIC is blocked on this path;
+//   - an origin without H3 (the lab's h2-only port): no visit over H3, "the
+//     origin does not announce H3".
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { after, before, test } from 'node:test'
+import { createTestDatabase } from './helpers/db.js'
+import { freePort } from './helpers/process.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createAgentToken } from '../lib/store/agents.js'
+import { createApiKey } from '../lib/store/api-keys.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { startApi } from '../api/server.js'
+import { startAgent } from '../agents/main.js'
+import { startOrigin } from '../lab/origin.js'
+import { labUp, netnsSupport } from '../lab/netns.js'
+
+const support = await netnsSupport()
+const skip = !support.ok && `needs network namespaces: ${support.reason}`
+// Rounds of the normal path: enough to tell "≥ 90% of returning visits over
+// H3" from chance, few enough to keep the file near a minute.
+const ROUNDS = 10
+
+let database
+let dataDir
+let topology
+let origin
+let api
+/** @type {any[]} */
+let agents = []
+let key
+
+before(async () => {
+  if (!support.ok) return
+  database = await createTestDatabase()
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-auto-'))
+  topology = await labUp({
+    prefix: 'h3tau',
+    runDir: path.join(dataDir, 'run'),
+    profiles: [
+      { name: 'open', rtt_ms: 20, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 50_000, up_kbps: 20_000, queue_packets: 200 },
+      { name: 'blocked', rtt_ms: 20, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 50_000, up_kbps: 20_000, queue_packets: 200, block_udp: true }
+    ]
+  })
+  origin = await startOrigin({ dataDir, port: 8443, noH3Port: 8444, netns: topology.originNs })
+  const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+  const config = loadConfig({ LOG_LEVEL: 'silent', PORT: String(await freePort()), HOST: '127.0.0.1', H3LENS_DATA_DIR: dataDir })
+  api = await startApi({ db: database.pool, config, log })
+  key = (await createApiKey(database.pool, { name: 'test', role: 'read' })).secret
+  for (const loc of topology.locations) {
+    const id = `lab-${loc.name}`
+    await upsertLocation(database.pool, { id, name: loc.name, region: 'Test', kind: 'lab', profile: loc.profile })
+    const { token } = await createAgentToken(database.pool, { location: id })
+    agents.push(await startAgent({
+      config: { ...config, apiUrl: api.url }, log, token, location: id,
+      lab: { spki: origin.spki, hostname: origin.hostname, address: loc.originAddress, netns: loc.ns }
+    }))
+  }
+})
+
+after(async () => {
+  for (const agent of agents) await agent.stop()
+  await api?.close()
+  await origin?.stop()
+  await topology?.down()
+  await database?.drop()
+  if (dataDir) await rm(dataDir, { recursive: true, force: true })
+})
+
+/** @param {string} url */
+async function get (url) {
+  const res = await fetch(`${api.url}${url}`, { headers: { authorization: `Bearer ${key}` } })
+  assert.equal(res.status, 200, `${url}: ${res.status} ${await res.clone().text()}`)
+  return res.json()
+}
+
+/**
+ * Queue `n` rounds of a monitor at a location (due a second apart, in the
+ * past) and wait until its agent has done them all.
+ * @param {number} monitorId
+ * @param {number} n
+ * @param {string} [location]
+ */
+async function runRounds (monitorId, n, location = 'lab-open') {
+  const { rows } = await database.pool.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at)
+     SELECT $1, $3, date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n, location])
+  const ids = rows.map((r) => r.id)
+  const until = Date.now() + n * 20_000
+  for (;;) {
+    const { rows: states } = await database.pool.query('SELECT state, last_error FROM jobs WHERE id = ANY($1)', [ids])
+    const failed = states.find((s) => s.state === 'failed')
+    assert.ok(!failed, `a round failed: ${failed?.last_error}`)
+    if (states.every((s) => s.state === 'done')) return
+    assert.ok(Date.now() < until, `rounds not done in time: ${states.map((s) => s.state).join(', ')}`)
+    await sleep(250)
+  }
+}
+
+test('a normal path: the first visit is over H2 (not yet known), the returning visit over H3 (learnt from Alt-Svc)', { skip }, async () => {
+  const monitor = await createMonitor(database.pool, { url: `${origin.baseUrl}/page-15k.html`, locations: ['lab-open'], interval_s: 3600 })
+  assert.deepEqual(monitor.modes, ['h2', 'h3', 'auto'], 'new monitors get the auto arm')
+  await runRounds(monitor.id, ROUNDS)
+
+  const { items } = await get(`/api/v1/monitors/${monitor.id}/results?limit=100&mode=auto`)
+  const first = items.filter((r) => r.view === 'first')
+  const returning = items.filter((r) => r.view === 'returning')
+  assert.equal(first.length, ROUNDS)
+  assert.equal(returning.length, ROUNDS)
+  for (const r of items) assert.equal(r.status, 'ok', `${r.view}: ${r.error}`)
+  // Nothing forces a protocol in the auto arm, beyond the lab's unused-port entry.
+  for (const r of items) assert.ok(!r.flags.some((f) => f === '--disable-quic' || /force-quic-on=lab\.h3lens\.test:8443/.test(f)), r.flags.join(' '))
+  assert.ok(first.every((r) => r.observed_protocol === 'h2'), `first visits: ${first.map((r) => r.observed_protocol)}`)
+  const overH3 = returning.filter((r) => r.observed_protocol === 'h3').length
+  assert.ok(overH3 >= 0.9 * ROUNDS, `returning visits over H3: ${overH3} of ${ROUNDS}`)
+
+  const detail = await get(`/api/v1/results/${first[0].id}`)
+  assert.equal(detail.details.protocol_reason.code, 'not_known')
+  assert.equal(detail.details.protocol_reason.text, 'H2: the origin was not yet known to speak H3')
+  const back = await get(`/api/v1/results/${returning.find((r) => r.observed_protocol === 'h3').id}`)
+  assert.equal(back.details.protocol_reason.text, 'H3: learnt from Alt-Svc')
+  assert.match(back.details.protocol_reason.alternate_protocol_usage, /^alternativeJobWon/)
+  const doc = back.details.requests.find((q) => q.type === 'Document')
+  assert.equal(doc.protocol, 'h3')
+  assert.equal(doc.connection_reused, false, 'a returning visit starts without live connections')
+
+  const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
+  const [loc] = answer.locations
+  assert.equal(loc.location_id, 'lab-open')
+  assert.equal(loc.shares.first.navigation_share.rate, 0)
+  assert.ok(loc.shares.returning.navigation_share.rate >= 0.9, JSON.stringify(loc.shares.returning))
+  assert.ok(loc.shares.returning.navigation_share.lo > 0.5, 'the Wilson interval of 9+ of 10 lies above one half')
+  assert.equal(loc.story.code, 'h3_returning')
+  assert.match(loc.story.text, /^Users get H3 from their second visit on/)
+  const row = loc.visits.returning.rows[0]
+  assert.equal(row.rounds, loc.visits.returning.rounds.used)
+  assert.ok(row.rounds >= 0.9 * ROUNDS, `matched rounds: ${row.rounds}`)
+  assert.ok(row.auto_ms > 0 && row.h2_ms > 0 && row.h3_ms > 0)
+  for (const c of ['auto_vs_h2', 'auto_vs_h3', 'h3_vs_h2']) assert.ok(row.contrasts[c].verdict, c)
+})
+
+test('a path that blocks UDP: forced H3 fails fast, the auto arm falls back to H2, and the words say QUIC is blocked', { skip }, async () => {
+  const monitor = await createMonitor(database.pool, { url: `${origin.baseUrl}/page-15k.html`, locations: ['lab-blocked'], interval_s: 3600 })
+  await runRounds(monitor.id, 3, 'lab-blocked')
+  const { items } = await get(`/api/v1/monitors/${monitor.id}/results?limit=100`)
+  const forced = items.filter((r) => r.mode === 'h3')
+  assert.equal(forced.length, 3)
+  for (const r of forced) assert.equal(r.status, 'error', 'forced H3 fails: no QUIC gets through')
+  const auto = items.filter((r) => r.mode === 'auto')
+  for (const r of auto) {
+    assert.equal(r.status, 'ok', `${r.view}: ${r.error}`)
+    assert.equal(r.observed_protocol, 'h2', `${r.view}: users get H2`)
+    // Well under the page timeout: Chromium gives up on QUIC by itself and TCP carries the page.
+    assert.ok(r.load_ms < 5000, `${r.view}: load ${r.load_ms} ms`)
+  }
+  const reasons = await Promise.all(auto.filter((r) => r.view === 'returning').map(async (r) => (await get(`/api/v1/results/${r.id}`)).details.protocol_reason))
+  for (const reason of reasons) assert.ok(['tcp_won', 'broken'].includes(reason.code), `returning visit: ${JSON.stringify(reason)}`)
+
+  const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
+  const [loc] = answer.locations
+  assert.equal(loc.shares.returning.navigation_share.rate, 0)
+  assert.equal(loc.visits.first.failures.h3.failed, 3)
+  assert.equal(loc.story.code, 'quic_blocked')
+  assert.match(loc.story.text, /^QUIC blocked on this path: users get H2/)
+})
+
+test('an origin without H3: no visit over H3, and the words say the origin does not announce it', { skip }, async () => {
+  const monitor = await createMonitor(database.pool, { url: `${origin.noH3BaseUrl}/page-15k.html`, locations: ['lab-open'], interval_s: 3600 })
+  await runRounds(monitor.id, 3)
+  const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
+  const [loc] = answer.locations
+  assert.equal(loc.shares.first.visits, 3)
+  assert.equal(loc.shares.returning.visits, 3)
+  assert.equal(loc.shares.returning.navigation_share.rate, 0)
+  assert.equal(loc.shares.returning.reasons.not_announced, 3)
+  assert.equal(loc.story.code, 'not_announced')
+  assert.equal(loc.story.text, 'The origin does not announce H3: users get H2')
+  // The forced H3 arm meets an origin that refuses QUIC: "H3 not supported", not a matched round.
+  assert.equal(loc.visits.returning.rounds.matched, 0)
+  assert.match(loc.visits.returning.reason, /no round in which all three arms loaded/)
+})

@@ -1,0 +1,74 @@
+// The Real users pages in real Chromium against the real API: a day of lab
+// results and a day of real users' beacons on the same origin.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestDatabase } from './helpers/db.js'
+import { seedDemo, startDashboard, launchBrowser, openRoute } from './helpers/ui.js'
+import { seedRealUsers } from './helpers/rum-ui.js'
+
+let database, seeded, server, chromium, site
+before(async () => {
+  database = await createTestDatabase()
+  seeded = await seedDemo(database.pool, { hours: 6, stepMinutes: 10 })
+  site = await seedRealUsers(database.pool, { origin: new URL(seeded.monitors[0].url).origin, hours: 24, views: 4000, monitor: seeded.monitors[0] })
+  server = await startDashboard(database.pool)
+  chromium = await launchBrowser()
+})
+after(async () => {
+  await chromium?.close()
+  await server?.close()
+  await database?.drop()
+})
+
+const open = (hash, opts) => openRoute(chromium, server, seeded.apiKey, hash, opts)
+
+test('the Real users page: regions with their share over H3 beside the lab, labelled associations, the share over time and metrics by protocol', async () => {
+  const { page, done } = await open(`#/rum/${site.id}`)
+  assert.match(await page.$eval('h1', (e) => e.textContent), /Lab shop: real users/)
+  assert.match(await page.$eval('.notice.association', (e) => e.textContent), /An association, not a controlled comparison\. Real users choose neither/)
+  const rows = await page.$$eval('.rum-regions tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent.trim())))
+  assert.deepEqual(rows.map((r) => r[0].split(' ')[0]), ['All', 'Lab', 'Lab', 'Lab', 'Other', 'Unknown'])
+  const asia = rows.find((r) => r[0].startsWith('Lab Asia'))
+  assert.match(asia[2], /^\d+(\.\d)?% \(\d+(\.\d)?–\d+(\.\d)?%\) of \d/, 'share with its interval')
+  assert.match(asia[3], /%/, 'the lab\'s returning-visit share beside it')
+  // A cell is coloured exactly when the API's verdict (the synthetic table's rules) is a difference.
+  const summary = await (await fetch(`${server.url}/api/v1/rum/sites/${site.id}/summary?from=${encodeURIComponent(new Date(Date.now() - 86400e3).toISOString())}`, { headers: { authorization: `Bearer ${seeded.apiKey}` } })).json()
+  const classes = await page.$$eval('.rum-regions tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td.assoc')].map((td) => td.className)))
+  summary.regions.forEach((r, i) => {
+    const verdicts = ['ttfb_ms', 'lcp_ms'].flatMap((m) => [50, 75].map((p) => r.comparison[m].find((row) => row.percentile === p).verdict))
+    verdicts.forEach((v, k) => {
+      const coloured = /v-faster|v-slower/.test(classes[i][k])
+      assert.equal(coloured, v === 'h3_faster' || v === 'h3_slower', `${r.name} cell ${k}: ${v} shown as ${classes[i][k]}`)
+    })
+  })
+  assert.ok(classes.flat().some((c) => c.includes('v-faster')), 'the handshake H3 saves shows somewhere')
+  await page.waitForSelector('#rum-trend canvas')
+  assert.ok(await page.$$eval('.rum-protocols tbody tr', (trs) => trs.length) >= 9, 'regions × browsers by protocol')
+  await done()
+})
+
+test('a site is added from the dashboard and its install tag shown; bad origins are refused with the field named', async () => {
+  const { page, done } = await open('#/rum', { allow: [/status of 400/] })
+  assert.match(await page.$eval('.rum-sites', (e) => e.textContent), /Lab shop/)
+  await page.type('#rum-name', 'blog')
+  await page.type('#rum-origins', 'https://blog.example/posts')
+  await page.click('.rum-form button[type=submit]')
+  await page.waitForSelector('.rum-form .form-error:not([hidden])')
+  assert.match(await page.$eval('.rum-form .form-error', (e) => e.textContent), /origins\.0.*origin only/)
+  await page.$eval('#rum-origins', (e) => { e.value = '' })
+  await page.type('#rum-origins', 'https://blog.example')
+  await page.click('.rum-form button[type=submit]')
+  await page.waitForSelector('.install:not([hidden]) pre.tag')
+  assert.match(await page.$eval('pre.tag', (e) => e.textContent), /^<script async src="http:\/\/127\.0\.0\.1:\d+\/rum\/v1\/h3lens\.js\?v=[0-9a-f]+" integrity="sha384-[^"]+" crossorigin="anonymous" data-key="h3s_[\w-]+" data-sample="1"><\/script>$/)
+  await done()
+})
+
+test('a monitor on the site\'s origin has a Real users row under each region of its table', async () => {
+  const { page, done } = await open(`#/monitors/${seeded.monitors[0].id}?window=24h`)
+  await page.waitForSelector('.compare tr.real-users')
+  const cells = await page.$$eval('.compare tr.real-users > *', (els) => els.map((e) => e.textContent))
+  assert.equal(cells[0], 'Real users')
+  assert.ok(cells.slice(1).some((c) => /H3 share \d/.test(c) && /lab, returning visit: \d/.test(c) && /association/.test(c)), cells.join(' | '))
+  assert.equal(await page.$eval('.compare tr.real-users a', (a) => a.getAttribute('href')), `#/rum/${site.id}`)
+  await done()
+})
