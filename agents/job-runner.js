@@ -14,6 +14,9 @@ import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.j
 import { effectiveOptions, probeOf } from '../lib/measurement/probes/index.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { createChainCache } from './redirects.js'
+import { journeyTargets } from '../lib/measurement/journey/steps.js'
+import { scrubSecrets, secretValues } from '../lib/measurement/journey/secrets.js'
+import { JOURNEY_PROBE } from '../lib/measurement/probes/journey.js'
 
 // A round's time budget, in page timeouts (H3LENS_PAGE_TIMEOUT_MS). The
 // redirect discovery and every load of the round (probes, repeat views,
@@ -35,6 +38,9 @@ export const BACKED_OFF_BUDGET_TIMEOUTS = 1
 const CHAIN_TIMEOUT_MS = 10_000
 // A load is not started with less than this left of the round's budget.
 const MIN_LOAD_MS = 1000
+// The journey's navigate URLs whose redirects are followed for the H3 arm's
+// force list, at most (each is one more navigation per CHAIN_TTL_MS).
+const MAX_JOURNEY_CHAINS = 5
 
 /**
  * @typedef {{ spki: string, hostname?: string, address: string, port?: number | null, netns?: string | null }} LabTarget
@@ -56,6 +62,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
   const chainOf = createChainCache()
   /**
    * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
+   *   journey?: { steps: any[], step_timeout_ms: number, timeout_ms: number } | null,
    *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null,
    *   backed_off_timeouts?: number | null }} job
    * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } }, allowPrivateTargets?: boolean }} ctx
@@ -63,11 +70,18 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
    */
   return async function runJob (job, { location, allowPrivateTargets = false } = {}) {
     const budgetTimeouts = job.backed_off_timeouts ? BACKED_OFF_BUDGET_TIMEOUTS : ROUND_BUDGET_TIMEOUTS
-    const budgetMs = budgetTimeouts * timeoutMs
+    const journey = (job.probes ?? []).includes(JOURNEY_PROBE) ? job.journey ?? null : null
+    // A journey has a budget of its own in each arm, and the auto arm runs it twice (agents/probes/journey.js).
+    const journeyRuns = journey ? (job.modes ?? FORCED_MODES).length + ((job.modes ?? []).includes('auto') ? 1 : 0) : 0
+    const budgetMs = budgetTimeouts * timeoutMs + journeyRuns * (journey?.timeout_ms ?? 0)
     const deadline = Date.now() + budgetMs
     const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     const options = effectiveOptions(job.url, job.options ?? {})
-    if (isLab) checkLabTargets(lab, [job.url, options.parallel_url ?? undefined, options.upload_url ?? undefined])
+    const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
+    if (isLab) checkLabTargets(lab, [job.url, options.parallel_url ?? undefined, options.upload_url ?? undefined, ...journeyUrls])
+    // What a journey types as a secret never leaves this agent in a result
+    // (a page that echoes it, an error that quotes it) nor in a net log.
+    const secrets = secretValues(journey)
     const runGuard = isLab || allowPrivateTargets ? null : guard
     if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot measure ${job.url}`)
     const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
@@ -79,9 +93,20 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       ? await chainOf({ pool, url: job.url, extraFlags, netns, guard: runGuard, timeoutMs: Math.max(MIN_LOAD_MS, Math.min(CHAIN_TIMEOUT_MS, timeoutMs, deadline - Date.now())) })
       : null
     if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
+    // A journey's pages are forced too, with the origins they redirect through.
+    const journeyOrigins = []
+    if (chain && journeyUrls.length) {
+      for (const url of [...new Set(journeyUrls)].slice(0, MAX_JOURNEY_CHAINS)) {
+        const left = deadline - Date.now()
+        const hops = left > MIN_LOAD_MS ? await chainOf({ pool, url, extraFlags, netns, guard: runGuard, timeoutMs: Math.min(CHAIN_TIMEOUT_MS, timeoutMs, left) }) : null
+        journeyOrigins.push(...(hops?.origins ?? []))
+      }
+      journeyOrigins.push(...journeyUrls.map((u) => new URL(u).origin))
+    }
     const common = {
       pool, url: job.url, extraFlags, netns, timeoutMs, log, guard: runGuard, lab: isLab, deadline,
-      forceOrigins: [...(chain?.origins ?? []).filter((o) => o.startsWith('https:')), ...(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : [])],
+      forceOrigins: [...new Set([...(chain?.origins ?? []), ...journeyOrigins])].filter((o) => o.startsWith('https:'))
+        .concat(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : []),
       altSvc: chain?.altSvc ?? null
     }
     const capture = (/** @type {'run' | 'rerun'} */ kind, /** @type {string} */ probe, /** @type {string} */ mode) => ({ dir: netlogDir, jobId: job.id, probe, mode, kind, rttMs, uploadNetlog, log })
@@ -106,7 +131,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       // The auto arm's visits run browsers of their own, one after the
       // other on one profile; a net log would cover only the last, so they
       // are never captured.
-      const run = (/** @type {import('./measure.js').MeasureOptions} */ o) => options.netlog === 'always' && o.mode !== 'auto'
+      // A journey that types a secret is never captured: a net log keeps URLs and form posts' metadata.
+      const run = (/** @type {import('./measure.js').MeasureOptions} */ o) => options.netlog === 'always' && o.mode !== 'auto' && !(probe === JOURNEY_PROBE && secrets.length)
         ? captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
         : runProbe(probe, o)
       // An A/A monitor's arms both load with aa_protocol; they keep their
@@ -121,7 +147,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     // not turn every round into four.
     let reruns = 0
     for (const r of measured) {
-      const outlier = options.netlog === 'outliers' && r.mode !== 'auto' && outlierOf(r, job.netlog_thresholds)
+      // A journey is not run again for an outlier: its steps are results of their own, and a re-run is a whole journey.
+      const outlier = options.netlog === 'outliers' && r.mode !== 'auto' && !String(r.probe).startsWith(JOURNEY_PROBE) && outlierOf(r, job.netlog_thresholds)
       if (!outlier || reruns >= MAX_RERUNS_PER_JOB || deadline - Date.now() < MIN_LOAD_MS) continue
       reruns++
       /** @type {Record<string, any>[]} */
@@ -136,7 +163,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     // round's while the agent spools and submits these results (not awaited;
     // the next run waits for it, agents/browser.js).
     pool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
-    return measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options }))
+    return scrubSecrets(measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options })), secrets)
   }
 }
 

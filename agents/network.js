@@ -146,6 +146,18 @@ export async function recordNetwork (page) {
       const recs = all.slice(taken)
       taken = all.length
       return summarize(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
+    },
+    /** How many requests were recorded so far: a mark for range(). */
+    mark: () => all.length,
+    /**
+     * The requests recorded between two marks (a journey step's), as they
+     * stand now, and their totals; take() is not moved.
+     * @param {number} from
+     * @param {number} [to]
+     */
+    range (from, to = all.length) {
+      const recs = all.slice(from, to)
+      return summarize(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
     }
   }
 }

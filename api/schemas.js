@@ -7,6 +7,19 @@ import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/in
 import { FORCED_MODES, MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
 import { VIEWS } from '../lib/measurement/result.js'
+import { JOURNEY_LIMITS, STEP_PROBE_PATTERN } from '../lib/measurement/probes/journey.js'
+import { ACTION_NAMES } from '../lib/measurement/journey/steps.js'
+
+/**
+ * A result's probe: a catalogue probe, or a named step of a journey
+ * ('journey:login'; lib/measurement/probes/journey.js).
+ */
+export const probeValue = {
+  type: 'string',
+  maxLength: 48,
+  pattern: `^(${PROBES.join('|')})$|${STEP_PROBE_PATTERN}`,
+  description: `${PROBES.join(', ')}, or journey:<step> for a journey's named step (journey alone is the whole journey)`
+}
 
 const ms = (/** @type {string} */ description) => ({ type: ['number', 'null'], description })
 const nullableString = { type: ['string', 'null'] }
@@ -44,6 +57,45 @@ const MODES_DESCRIPTION = 'The arms of each round: h2 = QUIC disabled, h3 = QUIC
 const MIN_EFFECT_PCT_DESCRIPTION = 'Practical minimum effect, percent: a verdict needs a difference of at least this much and at least min_effect_ms'
 const MIN_EFFECT_MS_DESCRIPTION = 'Practical minimum effect, milliseconds: a verdict needs a difference of at least this much and at least min_effect_pct'
 
+const JOURNEY_DESCRIPTION = 'A multi-step user flow run in every arm of each round (the journey probe; docs/JOURNEYS.md): ' +
+  `up to ${JOURNEY_LIMITS.steps} steps of ${ACTION_NAMES.join(', ')}. ` +
+  'A step with a name, or the steps between measure_start and measure_end, is measured on its own (results of probe journey:<name>); ' +
+  'probe journey is the whole journey. A secret is stored encrypted and shown only as { stored: <reference> }'
+
+/** A stored journey as the API shows it: the allow-list keeps every field but a secret's reference out. */
+export const journeySchema = {
+  type: ['object', 'null'],
+  description: JOURNEY_DESCRIPTION,
+  additionalProperties: false,
+  properties: {
+    steps: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          action: { type: 'string', enum: ACTION_NAMES },
+          url: { type: 'string' },
+          selector: { type: 'string' },
+          text: { type: 'string' },
+          value: { type: 'string' },
+          script: { type: 'string' },
+          secret: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { stored: { type: 'string', description: 'The stored secret\'s reference; give it back as { stored } to keep the secret' } }
+          },
+          network_idle: { type: 'boolean' },
+          ms: { type: 'integer' },
+          name: { type: 'string' }
+        }
+      }
+    },
+    step_timeout_ms: { type: 'integer', description: `Each step's budget (default ${JOURNEY_LIMITS.stepTimeoutMs.default})` },
+    timeout_ms: { type: 'integer', description: `The whole journey's budget in one arm (default ${JOURNEY_LIMITS.timeoutMs.default})` }
+  }
+}
+
 export const monitorSchema = {
   $id: 'monitor',
   type: 'object',
@@ -61,6 +113,7 @@ export const monitorSchema = {
     aa_protocol: { type: ['string', 'null'], enum: [...FORCED_MODES, null], description: AA_PROTOCOL_DESCRIPTION },
     min_effect_pct: { type: 'number', description: MIN_EFFECT_PCT_DESCRIPTION },
     min_effect_ms: { type: 'number', description: MIN_EFFECT_MS_DESCRIPTION },
+    journey: journeySchema,
     created_at: dateTime,
     updated_at: dateTime,
     backed_off: {
@@ -92,13 +145,19 @@ const monitorInputProperties = {
   },
   locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
   modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: MODES.length, description: `${MODES_DESCRIPTION}. Default: all three (an A/A monitor: h2 and h3)` },
-  probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
+  probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: PROBES.length },
   repeat_view: { type: 'boolean' },
   options: optionsSchema,
   paused: { type: 'boolean' },
   aa_protocol: { type: ['string', 'null'], enum: [...FORCED_MODES, null], description: `${AA_PROTOCOL_DESCRIPTION}. Needs modes h2 and h3, without auto; null (default) = an ordinary H2-vs-H3 monitor` },
   min_effect_pct: { type: 'number', minimum: 0, maximum: 100, description: `${MIN_EFFECT_PCT_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_PCT})` },
-  min_effect_ms: { type: 'number', minimum: 0, maximum: 3600000, description: `${MIN_EFFECT_MS_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_MS})` }
+  min_effect_ms: { type: 'number', minimum: 0, maximum: 3600000, description: `${MIN_EFFECT_MS_DESCRIPTION} (default ${DEFAULT_MIN_EFFECT_MS})` },
+  journey: {
+    // An object, YAML or JSON text, or null: the journey's own checker
+    // (lib/measurement/journey/steps.js) reads it, so that a 400 names the step.
+    description: `${JOURNEY_DESCRIPTION}. Given as an object { steps: [...], step_timeout_ms?, timeout_ms? } or as its YAML or JSON text; ` +
+      'a 400 names the step and field at fault (journey.steps[3].selector). A new monitor given a journey and no probes runs the journey probe; null removes the journey'
+  }
 }
 
 export const monitorCreateBody = {
@@ -213,7 +272,7 @@ const resultProperties = {
   agent_id: { type: ['integer', 'null'] },
   mode: { type: 'string', enum: MODES },
   view: { type: 'string', enum: VIEWS },
-  probe: { type: 'string', enum: PROBES },
+  probe: probeValue,
   status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'], description: 'protocol_mismatch: the page loaded, but not over the forced protocol' },
   error: nullableString,
   observed_protocol: { ...nullableString, description: 'nextHopProtocol of the navigation, normalised (h2, h3, http/1.1)' },
@@ -280,7 +339,7 @@ export const submittedResult = {
   properties: {
     mode: { type: 'string', enum: MODES },
     view: { type: 'string', enum: VIEWS },
-    probe: { type: 'string', enum: PROBES },
+    probe: probeValue,
     status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
     error: { type: ['string', 'null'], maxLength: 4000 },
     observed_protocol: { type: ['string', 'null'], maxLength: 64 },
@@ -323,7 +382,7 @@ export const idParams = {
 export const resultFilterQuery = {
   location: { type: 'string', maxLength: 63 },
   mode: { type: 'string', enum: MODES },
-  probe: { type: 'string', enum: PROBES },
+  probe: probeValue,
   view: { type: 'string', enum: VIEWS },
   status: { type: 'string', enum: ['ok', 'error', 'timeout', 'protocol_mismatch'] },
   from: { type: 'string', format: 'date-time', description: 'Inclusive lower bound on the round time' },

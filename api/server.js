@@ -1,6 +1,7 @@
 // Runs the app on a socket with timeouts suited to agents and dashboards, and
 // closes it gracefully: stop accepting, let in-flight requests finish.
 import { buildApp } from './app.js'
+import { resealJourneySecrets } from '../lib/store/monitors.js'
 
 /**
  * @param {{ db: import('pg').Pool, config: import('../lib/runtime/config.js').Config, log: import('pino').Logger,
@@ -9,6 +10,11 @@ import { buildApp } from './app.js'
  */
 export async function startApi (context) {
   const app = await buildApp(context)
+  // After a key rotation, journeys' secrets move to the new key before anything reads them.
+  if (context.config.secretKeyPrevious) {
+    const n = await resealJourneySecrets(context.db, app.secrets)
+    context.log.info({ secrets: n }, 'journey secrets sealed again with H3LENS_SECRET_KEY; H3LENS_SECRET_KEY_PREVIOUS can be removed')
+  }
   app.server.requestTimeout = 60_000
   app.server.keepAliveTimeout = 65_000
   await app.listen({ port: context.config.port, host: context.config.host })

@@ -4,6 +4,7 @@
 import type { Pool } from 'pg'
 import type { FastifyRequest } from 'fastify'
 import type { Config } from '../lib/runtime/config.js'
+import type { SecretBox } from '../lib/runtime/secret-box.js'
 import type { createMetrics } from '../lib/runtime/prometheus.js'
 
 /** The origin server of the lab this process runs (`h3lens start`). */
@@ -35,6 +36,8 @@ declare module 'fastify' {
     config: Config
     /** api/plugins/context.js: null unless this process runs the lab */
     labOrigin: LabOrigin | null
+    /** api/plugins/context.js: seals and opens journeys' secrets (lib/runtime/secret-box.js) */
+    secrets: SecretBox
     /** api/plugins/auth.js: every route and the credentials it needs */
     authRoutes: { method: string, url: string, auth: string }[]
     /** api/plugins/auth.js: counts a wrong credential; seconds to wait, 0 = answer 401 */

@@ -12,6 +12,7 @@ import { ensureLabCert, LAB_HOSTNAME } from './cert.js'
 import { LAB_ALT_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { buildSite } from './site/build.js'
 import { startUploadSink, SLOW_DEFAULT_MS, TRUNCATED_DECLARED_BYTES, TRUNCATED_SENT_BYTES } from './site/upload-sink.js'
+import { SHOP_BACKEND_PATHS } from './site/shop.js'
 
 export { LAB_HOSTNAME } from './cert.js'
 
@@ -179,7 +180,8 @@ export async function startOrigin ({
       slow: { path: '/slow', description: `A small HTML page answered after ?ms= milliseconds (default ${SLOW_DEFAULT_MS}, at most 60,000).` },
       empty: { path: '/empty', description: 'A 200 HTML document with an empty body.' },
       truncated: { path: '/truncated', description: `An HTML document that declares Content-Length ${TRUNCATED_DECLARED_BYTES} and ends after ${TRUNCATED_SENT_BYTES} bytes.` },
-      crossOriginRedirect: { path: '/redirect-cross-origin', description: `302 to the 15 KB page on the second origin, ${LAB_ALT_HOSTNAME}.` }
+      crossOriginRedirect: { path: '/redirect-cross-origin', description: `302 to the 15 KB page on the second origin, ${LAB_ALT_HOSTNAME}.` },
+      shop: { path: '/shop/login.html', description: 'A small shop for journeys: a login form (user lab), the account page behind it (/shop/account), and a search (/shop/search?q=).' }
     },
     stop
   }
@@ -213,7 +215,7 @@ export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, k
       // write is passed on at once (flush_interval -1), as a streaming
       // backend's would be.
       {
-        match: [{ path: ['/upload', '/truncated', '/hang', '/slow', '/empty'] }],
+        match: [{ path: ['/upload', '/truncated', '/hang', '/slow', '/empty', ...SHOP_BACKEND_PATHS] }],
         handle: [setHeaders(cors), { handler: 'reverse_proxy', flush_interval: -1, upstreams: [{ dial: `unix/${sinkSocket}` }] }],
         terminal: true
       },

@@ -58,8 +58,13 @@ test('metric ids carry their unit; each old name is an alias of exactly one id',
 })
 
 test('every probe is in the schemas, has an agent runner, and its samples feed a catalogue metric of its own', () => {
-  assert.deepEqual(submittedResult.properties.probe.enum, PROBE_IDS)
-  assert.deepEqual(resultSchema.properties.probe.enum, PROBE_IDS)
+  // A result's probe is a catalogue probe, or a journey's named step (journey:<name>).
+  for (const schema of [submittedResult, resultSchema]) {
+    const accepts = (/** @type {string} */ v) => new RegExp(schema.properties.probe.pattern).test(v)
+    for (const id of PROBE_IDS) assert.ok(accepts(id), id)
+    assert.ok(accepts('journey:login') && accepts('journey:step-2.b'))
+    for (const bad of ['pages', 'page:x', 'journey:', 'journey:a b', 'journey:a:b', `journey:${'a'.repeat(41)}`]) assert.ok(!accepts(bad), bad)
+  }
   assert.deepEqual(submittedResult.properties.mode.enum, MODES)
   for (const p of PROBES) {
     assert.equal(typeof PROBE_RUNNERS[p.id], 'function', `${p.id}: the agent can measure it`)
@@ -128,7 +133,10 @@ function round (i) {
 }
 
 test('every metric imported reaches the export, the rollups (trends, distribution) and the comparison, by id and by its deprecated alias', async () => {
-  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], probes: PROBE_IDS, options: { upload_url: 'https://example.com/upload' } }, { allowPrivateTargets: true })
+  const m = await createMonitor(t.db, {
+    url: 'https://example.com/', interval_s: 60, locations: ['local'], probes: PROBE_IDS, options: { upload_url: 'https://example.com/upload' },
+    journey: { steps: [{ action: 'navigate', url: '/' }] }
+  }, { allowPrivateTargets: true })
   const body = Array.from({ length: ROUNDS }, (_, i) => round(i)).flat().map((l) => JSON.stringify(l)).join('\n') + '\n'
   const imported = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: body })
   assert.equal(imported.statusCode, 200, imported.body)

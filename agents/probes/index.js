@@ -6,9 +6,10 @@ import { measurePageViews } from '../measure.js'
 import { measureVisits } from '../visits.js'
 import { measureParallel } from './parallel.js'
 import { measureUpload } from './upload.js'
+import { measureJourney, measureJourneyVisits } from './journey.js'
 
 /**
- * @typedef {(o: any, ctx: { job: { repeat_view?: boolean }, options: Record<string, any> }) => Promise<Record<string, any>[]>} ProbeRunner
+ * @typedef {(o: any, ctx: { job: { repeat_view?: boolean, journey?: any }, options: Record<string, any> }) => Promise<Record<string, any>[]>} ProbeRunner
  */
 
 /** @type {Readonly<Record<string, ProbeRunner>>} */
@@ -19,5 +20,11 @@ export const PROBE_RUNNERS = Object.freeze({
   upload: (o, { options }) => {
     if (!options.upload_url) throw new Error('the upload probe has no upload URL (options.upload_url)')
     return measureUpload({ ...o, uploadUrl: options.upload_url, bytes: options.upload_bytes })
+  },
+  // The journey with its secrets opened (the claim carries them); the auto
+  // arm runs it as a first and a returning visit (agents/probes/journey.js).
+  journey: (o, { job }) => {
+    if (!job.journey?.steps?.length) throw new Error('the journey probe has no journey to run (the monitor\'s journey)')
+    return (o.mode === 'auto' ? measureJourneyVisits : measureJourney)({ ...o, journey: job.journey })
   }
 })

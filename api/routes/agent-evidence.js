@@ -2,9 +2,8 @@
 // net logs are binary (gzip) and much larger than result batches.
 import { storeNetlog } from '../../lib/store/netlogs.js'
 import { MODES } from '../../lib/measurement/modes.js'
-import { PROBE_IDS as PROBES } from '../../lib/measurement/probes/index.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
-import { errorResponses, idParams } from '../schemas.js'
+import { errorResponses, idParams, probeValue } from '../schemas.js'
 
 /**
  * 32 MiB of gzip: the net log of a many-resources page in Default capture
@@ -35,7 +34,7 @@ export default async function agentEvidenceRoutes (app) {
         properties: {
           mode: { type: 'string', enum: MODES },
           view: { type: 'string', enum: ['first', 'repeat'], default: 'first' },
-          probe: { type: 'string', enum: PROBES, default: 'page' },
+          probe: { ...probeValue, default: 'page' },
           kind: { type: 'string', enum: ['run', 'rerun'] },
           raw_bytes: { type: 'integer', minimum: 0 }
         }

@@ -10,6 +10,7 @@ import { expectedProtocolFor } from '../../lib/measurement/modes.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
 import { protocolsOfJobs } from '../../lib/store/jobs.js'
+import { openJourney } from '../../lib/measurement/journey/secrets.js'
 
 const security = [{ agentToken: [] }]
 const tags = ['agent protocol']
@@ -81,7 +82,13 @@ export default async function agentProtocolRoutes (app) {
                     description: 'Set when the monitor is backed off at this location: its last n rounds here timed out. ' +
                       'The round then gets one page timeout in all instead of two (docs/OPERATIONS.md)'
                   },
-                  netlog_thresholds: { type: 'object', additionalProperties: { type: 'number' }, description: 'p99 per "probe/mode" of recent runs; a run above it is run again with a net log' }
+                  netlog_thresholds: { type: 'object', additionalProperties: { type: 'number' }, description: 'p99 per "probe/mode" of recent runs; a run above it is run again with a net log' },
+                  journey: {
+                    type: ['object', 'null'],
+                    additionalProperties: true,
+                    description: 'With the journey probe: the monitor\'s journey to run in each arm, each secret opened in its step (docs/JOURNEYS.md). ' +
+                      'The agent never logs it, and scrubs every secret from what it submits'
+                  }
                 }
               }
             }
@@ -94,8 +101,23 @@ export default async function agentProtocolRoutes (app) {
     const body = request.body ?? {}
     await touchAgent(app.db, request.agent.id, body)
     const leaseSeconds = app.config.leaseSeconds
-    const jobs = await claimJobs(app.db, { agentId: request.agent.id, locationId: request.agent.location_id, limit: body.limit ?? 1, leaseSeconds })
-    for (const job of jobs) Object.assign(job, await measurementHints(app.db, job))
+    const claimed = await claimJobs(app.db, { agentId: request.agent.id, locationId: request.agent.location_id, limit: body.limit ?? 1, leaseSeconds })
+    const jobs = []
+    for (const job of claimed) {
+      Object.assign(job, await measurementHints(app.db, job))
+      const { journey_secrets: sealed, ...spec } = job
+      if (spec.journey) {
+        // The one place a journey's secrets are opened: for the agent that runs the round.
+        try {
+          spec.journey = openJourney(spec.journey, sealed, app.secrets)
+        } catch (/** @type {any} */ err) {
+          await failJob(app.db, { jobId: job.id, agentId: request.agent.id, locationId: request.agent.location_id, error: `the journey's secrets cannot be opened: ${err.message}` })
+          request.log.error({ job: job.id, monitor: job.monitor_id, err: err.message }, 'journey secrets cannot be opened; round failed')
+          continue
+        }
+      }
+      jobs.push(spec)
+    }
     const location = await getLocation(app.db, request.agent.location_id)
     return { lease_seconds: leaseSeconds, allow_private_targets: app.config.allowPrivateTargets, location, jobs }
   })

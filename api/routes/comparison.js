@@ -8,10 +8,10 @@ import { autoComparison, AUTO_VISITS, CONTRASTS, CONTRAST_VERDICTS, SHARE_VIEWS,
 import { createComparisonCache } from '../../lib/analysis/comparison-cache.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/analysis/trends.js'
 import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES, METRICS, probeOfMetric } from '../../lib/measurement/metrics.js'
-import { PROBE_IDS as PROBES } from '../../lib/measurement/probes/index.js'
 import { FORCED_VIEWS, VIEWS } from '../../lib/measurement/result.js'
+import { splitProbe } from '../../lib/measurement/probes/journey.js'
 import { TIERS } from '../../lib/analysis/rollups.js'
-import { errorResponses, idParams } from '../schemas.js'
+import { errorResponses, idParams, probeValue } from '../schemas.js'
 
 const FIVE_MINUTES = TIERS['5m']
 const DAY = 86400e3
@@ -31,7 +31,7 @@ const windowQuery = {
       ' (request_ms and upload_ms imply their probe). Deprecated: the names without a unit (ttfb, load, fcp, lcp, connect, request, upload) are still accepted ' +
       'for one version; the response then names the id and carries a Deprecation header.'
   },
-  probe: { type: 'string', enum: PROBES, default: 'page' },
+  probe: { ...probeValue, default: 'page' },
   view: { type: 'string', enum: VIEWS, default: 'first' }
 }
 
@@ -143,7 +143,7 @@ export default async function comparisonRoutes (app) {
     if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
     const monitor = await getMonitor(app.db, request.params.id)
-    return { monitor, ...aligned, percentiles, metric, probe: probeOfMetric(metric) ?? q.probe, view: q.view }
+    return { monitor, ...aligned, percentiles, metric, probe: probeFor(metric, q.probe), view: q.view }
   }
 
   /** @param {string | undefined} text */
@@ -533,4 +533,17 @@ export default async function comparisonRoutes (app) {
     const q = await readQuery(request, { percentiles: false })
     return distribution(app.db, { monitorId: q.monitor.id, metric: q.metric, from: q.from, to: q.to, probe: q.probe, view: q.view })
   })
+}
+
+/**
+ * The probe a metric is read from: a samples metric's own probe, unless the
+ * asked probe is one of its steps (step_ms of 'journey:login'); otherwise
+ * the asked one.
+ * @param {string} metric
+ * @param {string} asked
+ */
+export function probeFor (metric, asked) {
+  const own = probeOfMetric(metric)
+  if (!own) return asked
+  return splitProbe(asked).probe === own ? asked : own
 }

@@ -11,7 +11,7 @@ import { errorResponses, idParams, monitorCreateBody, monitorPatchBody } from '.
  */
 export default async function monitorRoutes (app) {
   const tags = ['monitors']
-  const policy = targetPolicy(app.config)
+  const policy = { ...targetPolicy(app.config), secrets: app.secrets }
   /** Each monitor with the locations it is backed off at (lib/store/round-backoffs.js). @param {Record<string, any>[]} monitors */
   const withBackoffs = async (monitors) => {
     const backoffs = await backoffsOf(app.db, monitors.map((m) => m.id))

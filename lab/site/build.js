@@ -1,6 +1,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { gradientPng, heightForBytes } from './png.js'
+import { shopFiles } from './shop.js'
 
 // The lab's test pages are generated rather than committed: the 1 MB page
 // would bloat the repository, and generating from a fixed seed gives the same
@@ -145,6 +146,8 @@ export async function buildSite (dir) {
   const many = manyPage()
   Object.assign(files, many)
   pages['page-many'] = describe('page-many', many)
+  // The shop's login form and assets; the rest of it answers from the backend (./shop.js).
+  Object.assign(files, shopFiles())
 
   for (const [urlPath, content] of Object.entries(files)) {
     const file = path.join(dir, ...urlPath.split('/'))

@@ -4,6 +4,7 @@ import http from 'node:http'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import { shop } from './shop.js'
 
 // Socket paths are limited to 107 bytes; data folders are not.
 const MAX_SOCKET_PATH = 100
@@ -25,7 +26,8 @@ const SLOW_MAX_MS = 60_000
  * crashing backend behind a proxy ends one. And /hang, which never answers:
  * a page that hangs until the client gives up. /slow answers a small page
  * after a delay (?ms=, default SLOW_DEFAULT_MS): a load that is surely in
- * flight for that long. /empty is a 200 HTML document with no body.
+ * flight for that long. /empty is a 200 HTML document with no body. The lab
+ * shop's login, account and search pages answer here too (./shop.js).
  * @param {string} dir where the socket goes when its path is short enough
  * @param {string} name socket file name, unique per origin
  */
@@ -42,6 +44,7 @@ export async function startUploadSink (dir, name) {
     if (req.url?.startsWith('/hang')) return
     if (req.url?.startsWith('/slow')) return slow(req, res)
     if (req.url?.startsWith('/empty')) return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': '0', 'cache-control': 'no-store' }).end()
+    if (req.url?.startsWith('/shop/')) return shop(req, res)
     let bytes = 0
     req.on('data', (chunk) => { bytes += chunk.length })
     req.on('end', () => res.writeHead(204, { 'x-upload-bytes': String(bytes) }).end())

@@ -49,7 +49,8 @@ export const METRICS = Object.freeze([
   metric({ id: 'dns_ms', alias: 'dns', label: 'DNS', long: 'DNS lookup', description: 'domainLookupEnd - domainLookupStart' }),
   metric({ id: 'tls_ms', alias: 'tls', label: 'TLS', long: 'TLS handshake', description: 'connectEnd - secureConnectionStart' }),
   metric({ id: 'request_ms', alias: 'request', samplesOf: 'parallel', label: 'Request', long: 'One parallel request', description: 'one request of the parallel probe, sent at once with the others after a warm-up navigation', comparable: true }),
-  metric({ id: 'upload_ms', alias: 'upload', samplesOf: 'upload', label: 'Upload', long: 'Upload (POST)', description: 'one POST of the upload probe, request start to response end', comparable: true })
+  metric({ id: 'upload_ms', alias: 'upload', samplesOf: 'upload', label: 'Upload', long: 'Upload (POST)', description: 'one POST of the upload probe, request start to response end', comparable: true }),
+  metric({ id: 'step_ms', alias: 'step', samplesOf: 'journey', label: 'Step', long: 'Journey step (or the whole journey)', description: 'a journey step\'s duration, from its first action to the end of its last (a navigation\'s load event), or the whole journey\'s', comparable: true })
 ])
 
 const BY_NAME = new Map(METRICS.flatMap((m) => [[m.id, m], [m.alias, m]]))
@@ -115,10 +116,21 @@ export function metricSamples (r) {
     if (m.column) {
       const v = r[m.column]
       if (usable(v)) out.push([rollup, [v]])
-    } else if (r.probe === m.samplesOf && Array.isArray(r.details?.samples)) {
+    } else if (probeFamily(r.probe) === m.samplesOf && Array.isArray(r.details?.samples)) {
       const values = r.details.samples.filter(usable)
       if (values.length) out.push([rollup, values])
     }
   }
   return out
+}
+
+/**
+ * The catalogue probe a stored probe value belongs to: a journey step's
+ * results ('journey:login') are the journey probe's (lib/measurement/probes/journey.js).
+ * @param {string | undefined} probe
+ */
+function probeFamily (probe) {
+  const p = probe ?? 'page'
+  const i = p.indexOf(':')
+  return i < 0 ? p : p.slice(0, i)
 }

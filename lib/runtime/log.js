@@ -3,7 +3,10 @@ import pino from 'pino'
 // Fields that must never reach a log line, wherever they appear.
 const REDACT = [
   'token', '*.token', 'agentToken', '*.agentToken', 'password', '*.password', 'secret', '*.secret', 'key', '*.key',
-  'req.headers.authorization', 'headers.authorization', 'req.headers.cookie', 'databaseUrl', '*.databaseUrl'
+  'req.headers.authorization', 'headers.authorization', 'req.headers.cookie', 'databaseUrl', '*.databaseUrl',
+  'secretKey', '*.secretKey', 'secretKeyPrevious', '*.secretKeyPrevious',
+  // A journey's secrets (docs/JOURNEYS.md), wherever a journey is logged whole.
+  'journey.steps[*].secret', '*.journey.steps[*].secret', 'journey_secrets', '*.journey_secrets'
 ]
 
 /**

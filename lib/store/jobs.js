@@ -215,6 +215,9 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
       WHERE j.id = picked.id AND m.id = j.monitor_id
      RETURNING j.id, j.monitor_id, j.location_id, j.due_at, j.attempts, j.lease_expires_at,
                m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol,
+               -- The journey and its sealed secrets, opened for the agent by the claim route.
+               CASE WHEN 'journey' = ANY (m.probes) THEN m.journey END AS journey,
+               CASE WHEN 'journey' = ANY (m.probes) THEN m.journey_secrets END AS journey_secrets,
                (SELECT b.timeouts FROM round_backoffs b WHERE b.monitor_id = j.monitor_id AND b.location_id = j.location_id
                    AND b.until IS NOT NULL) AS backed_off_timeouts`,
     values: [locationId, limit, agentId, leaseSeconds]

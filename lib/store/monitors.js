@@ -5,6 +5,9 @@ import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
 import { checkOptions, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
+import { checkJourney, journeyTargets } from '../measurement/journey/steps.js'
+import { sealJourney } from '../measurement/journey/secrets.js'
+import { JOURNEY_PROBE } from '../measurement/probes/journey.js'
 
 export { MODES } from '../measurement/modes.js'
 export { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
@@ -19,8 +22,9 @@ export const MAX_URL_LENGTH = 2048
 export const DEFAULT_MIN_EFFECT_PCT = 2
 export const DEFAULT_MIN_EFFECT_MS = 1
 
+// journey_secrets is never among them: only a round's claim opens it (lib/store/jobs.js).
 const COLUMNS = `id, url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
-  aa_protocol, min_effect_pct, min_effect_ms, created_at, updated_at, results_changed_at`
+  aa_protocol, min_effect_pct, min_effect_ms, journey, created_at, updated_at, results_changed_at`
 
 /** @param {string} url */
 export function isLabUrl (url) {
@@ -104,16 +108,25 @@ async function checkMonitor (db, input, existing, policy = {}) {
     if (unknown.length) throw new ValidationError(`unknown probe ${unknown.map((p) => `"${p}"`).join(', ')}; probes are ${PROBES.join(', ')}`, 'probes')
     out.probes = PROBES.filter((p) => probes.includes(p))
   }
+  Object.assign(out, checkJourneyField(input, existing, url, policy))
+  // A new monitor given a journey and no probes runs its journey.
+  if (!existing && input.probes === undefined && out.journey) out.probes = [JOURNEY_PROBE]
+  const journey = out.journey !== undefined ? out.journey : existing?.journey ?? null
+  if ((out.probes ?? existing?.probes ?? []).includes(JOURNEY_PROBE) && !journey) {
+    throw new ValidationError('the journey probe needs a journey: { steps: [...] } (docs/JOURNEYS.md)', input.probes !== undefined ? 'probes' : 'journey')
+  }
   // Options depend on the URL (same-origin rule), the probes (upload needs
   // a URL) and the locations (target rules), so a change to any of them
   // checks them again, and with them the targets.
-  if (input.options !== undefined || input.url !== undefined || input.probes !== undefined || input.locations !== undefined) {
+  if (input.options !== undefined || input.url !== undefined || input.probes !== undefined || input.locations !== undefined || input.journey !== undefined) {
     const options = input.options !== undefined ? input.options : existing?.options
     const checked = checkOptions(options, { url, probes: out.probes ?? existing?.probes ?? ['page'] })
     if (input.options !== undefined) out.options = checked
     if (!policy.allowPrivateTargets) {
       const field = input.url === undefined && input.locations !== undefined ? 'locations' : 'url'
-      const targets = [[url, field], ...['parallel_url', 'upload_url'].filter((k) => checked[k]).map((k) => [checked[k], `options.${k}`])]
+      const targets = [[url, field], ...['parallel_url', 'upload_url'].filter((k) => checked[k]).map((k) => [checked[k], `options.${k}`]),
+        // Every page a journey navigates to, as the monitor URL.
+        ...(journey ? journeyTargets(journey).map(([u, f]) => [u, input.journey !== undefined ? f : field]) : [])]
       await checkTargets(db, /** @type {[string, string][]} */ (targets), out.locations ?? existing?.locations, policy)
     }
   }
@@ -127,6 +140,23 @@ async function checkMonitor (db, input, existing, policy = {}) {
   for (const k of ['repeat_view', 'paused']) if (input[k] !== undefined) out[k] = input[k]
   Object.assign(out, checkVerdictSettings(input, out, existing))
   return out
+}
+
+/**
+ * The monitor's journey as given (an object, or YAML or JSON text), checked
+ * against the monitor URL, its new secrets sealed and the stored ones it
+ * keeps carried over; null removes it. Nothing when the input has none.
+ * @param {Record<string, any>} input
+ * @param {Record<string, any> | undefined} existing with journey_secrets when the input has a journey
+ * @param {string} url
+ * @param {MonitorPolicy} policy
+ */
+function checkJourneyField (input, existing, url, policy) {
+  if (input.journey === undefined) return {}
+  if (input.journey === null) return { journey: null, journey_secrets: {} }
+  const checked = checkJourney(input.journey, { url })
+  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored: existing?.journey_secrets })
+  return { journey, journey_secrets: secrets }
 }
 
 /**
@@ -211,11 +241,13 @@ async function defaultLocations (db) {
 }
 
 /**
- * @typedef {{ allowPrivateTargets?: boolean, labPort?: number | null, resolve?: (host: string) => Promise<string[]> }} MonitorPolicy
+ * @typedef {{ allowPrivateTargets?: boolean, labPort?: number | null, resolve?: (host: string) => Promise<string[]>,
+ *   secrets?: import('../runtime/secret-box.js').SecretBox | null }} MonitorPolicy
  * allowPrivateTargets: monitors may target any host, private and
  * unresolvable ones included (lib/measurement/targets.js); off unless the
  * deployment says so. labPort: the lab origin's port (H3LENS_LAB_PORT), when
  * known. resolve: how host names are resolved (the system's resolver by default).
+ * secrets: the box a journey's secrets are sealed with (lib/runtime/secret-box.js).
  */
 
 /** @param {import('pg').Pool} db @param {Record<string, any>} input @param {MonitorPolicy} [policy] */
@@ -223,13 +255,13 @@ export async function createMonitor (db, input, policy) {
   const m = await checkMonitor(db, input, undefined, policy)
   const { rows } = await db.query(
     `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
-                           aa_protocol, min_effect_pct, min_effect_ms)
+                           aa_protocol, min_effect_pct, min_effect_ms, journey, journey_secrets)
      VALUES ($1, $2, $3, $4, $5, coalesce($6, '{page}'::text[]),
-             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12)
+             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12, $13, coalesce($14, '{}'::jsonb))
      RETURNING ${COLUMNS}`,
     [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? [...DEFAULT_MODES], m.probes ?? null,
       m.repeat_view ?? null, m.options ?? null, m.paused ?? null, m.aa_protocol ?? null,
-      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS])
+      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS, m.journey ?? null, m.journey_secrets ?? null])
   return rows[0]
 }
 
@@ -259,6 +291,8 @@ export async function listMonitors (db) {
 /** @param {import('pg').Pool | import('pg').PoolClient} db @param {number} id @param {Record<string, any>} patch @param {MonitorPolicy} [policy] */
 export async function updateMonitor (db, id, patch, policy) {
   const existing = await getMonitor(db, id)
+  // A journey given again may keep secrets stored before ({ stored: ref }).
+  if (patch.journey) existing.journey_secrets = await journeySecrets(db, id)
   const m = await checkMonitor(db, patch, existing, policy)
   const sets = []
   const values = [id]
@@ -274,6 +308,49 @@ export async function updateMonitor (db, id, patch, policy) {
     values)
   if (!rows[0]) throw new NotFoundError(`monitor ${id} does not exist`)
   return rows[0]
+}
+
+/**
+ * A monitor's sealed journey secrets, by reference: for the claim of a
+ * round (opened for its agent) and for a journey that keeps them.
+ * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {number} id
+ * @returns {Promise<Record<string, string>>}
+ */
+export async function journeySecrets (db, id) {
+  const { rows } = await db.query('SELECT journey_secrets FROM monitors WHERE id = $1', [id])
+  return rows[0]?.journey_secrets ?? {}
+}
+
+/**
+ * After a key rotation (docs/JOURNEYS.md): every journey secret sealed with
+ * another key than the current one is opened (with the previous key) and
+ * sealed again with the current one. Trials in flight are short-lived and
+ * simply dropped. A secret that opens with neither key fails the start,
+ * naming its monitor, rather than failing every round later.
+ * @param {import('pg').Pool} db
+ * @param {import('../runtime/secret-box.js').SecretBox} box
+ * @returns {Promise<number>} secrets sealed again
+ */
+export async function resealJourneySecrets (db, box) {
+  const { rows } = await db.query("SELECT id, journey_secrets FROM monitors WHERE journey_secrets <> '{}'::jsonb")
+  let n = 0
+  for (const m of rows) {
+    const stale = Object.entries(/** @type {Record<string, string>} */ (m.journey_secrets)).filter(([, sealed]) => !box.isCurrent(sealed))
+    if (!stale.length) continue
+    const fresh = { ...m.journey_secrets }
+    for (const [ref, sealed] of stale) {
+      try {
+        fresh[ref] = box.seal(box.open(sealed))
+      } catch (/** @type {any} */ err) {
+        throw new Error(`monitor ${m.id}: ${err.message}`)
+      }
+    }
+    await db.query('UPDATE monitors SET journey_secrets = $2 WHERE id = $1 AND journey_secrets = $3', [m.id, fresh, m.journey_secrets])
+    n += stale.length
+  }
+  await db.query("DELETE FROM journey_trials WHERE journey_secrets <> '{}'::jsonb")
+  return n
 }
 
 /**

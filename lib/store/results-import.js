@@ -19,6 +19,7 @@ import { markResultsChanged, updateMonitor } from './monitors.js'
 import { TIMING_COLUMNS } from '../measurement/metrics.js'
 import { expectedProtocolFor, MODES } from '../measurement/modes.js'
 import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
+import { isJourneyProbe } from '../measurement/probes/journey.js'
 import { VIEWS } from '../measurement/result.js'
 import { checkResults } from '../measurement/checks.js'
 import { normalizeProtocol } from '../measurement/protocol.js'
@@ -58,7 +59,11 @@ const FIELDS = {
   location_id: (v) => text(v, 63),
   mode: (v) => oneOf(v, MODES),
   view: (v) => oneOf(v, VIEWS),
-  probe: (v) => oneOf(v, PROBES),
+  // A journey's named step is part of its probe ('journey:login').
+  probe: (v) => {
+    if (typeof v === 'string' && (PROBES.includes(v) || isJourneyProbe(v))) return v
+    throw new FieldProblem(`must be one of ${PROBES.join(', ')}, or journey:<step> for a journey's named step`)
+  },
   status: (v) => oneOf(v, STATUSES),
   error: (v) => nullable(v, () => text(v, 4000)),
   observed_protocol: (v) => nullable(v, () => text(v, 64)),

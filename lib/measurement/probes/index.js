@@ -13,6 +13,7 @@ import { LAB_HOSTNAME } from '../../runtime/lab-host.js'
 import { page } from './page.js'
 import { parallel, PARALLEL_REQUESTS, LAB_NOOP_PATH } from './parallel.js'
 import { upload, UPLOAD_BYTES, LAB_UPLOAD_PATH } from './upload.js'
+import { journey, splitProbe } from './journey.js'
 
 export { PARALLEL_REQUESTS, LAB_NOOP_PATH, UPLOAD_BYTES, LAB_UPLOAD_PATH }
 
@@ -30,7 +31,7 @@ export { PARALLEL_REQUESTS, LAB_NOOP_PATH, UPLOAD_BYTES, LAB_UPLOAD_PATH }
  */
 
 /** Every probe, in the order forms and tables show them. */
-export const PROBES = Object.freeze([page, parallel, upload])
+export const PROBES = Object.freeze([page, parallel, upload, journey])
 export const PROBE_IDS = Object.freeze(PROBES.map((p) => p.id))
 const BY_ID = new Map(PROBES.map((p) => [p.id, p]))
 
@@ -39,7 +40,9 @@ const BY_ID = new Map(PROBES.map((p) => [p.id, p]))
  * @returns {Probe}
  */
 export function probeOf (id) {
-  const p = BY_ID.get(id)
+  // A journey step's results carry the step in their probe ('journey:login',
+  // ./journey.js): they are the journey probe's.
+  const p = BY_ID.get(splitProbe(id).probe)
   if (!p) throw new TypeError(`unknown probe ${JSON.stringify(id)}; expected one of ${PROBE_IDS.join(', ')}`)
   return p
 }
@@ -52,7 +55,7 @@ export function probeOf (id) {
  * @returns {number | null}
  */
 export function outlierValue (r) {
-  const rule = BY_ID.get(r.probe ?? 'page')?.outlier
+  const rule = BY_ID.get(splitProbe(r.probe ?? 'page').probe)?.outlier
   if (!rule) return null
   const samples = r.samples ?? r.details?.samples
   if (rule.rule === 'column') return r[/** @type {string} */ (rule.column)] ?? null

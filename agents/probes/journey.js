@@ -1,0 +1,237 @@
+// The journey probe: the monitor's steps, run one after the other in one
+// fresh context per arm (agents/journey/actions.js does each action). One
+// result for the whole journey (probe 'journey') and one per named step
+// (probe 'journey:<name>'), each with what its own steps did: duration, the
+// navigation's timings when it loaded a page, requests and bytes, the
+// protocols its requests used and how its connections were reused.
+//
+// Durations are the steps' own: a step runs from its action's start to its
+// end (a navigation's load event; for an action that started none, the
+// action's return). The agent's reading of a page's metrics after a
+// navigation is in no step, so a named step, and the whole journey, last
+// the sum of their steps.
+//
+// A failed step ends the arm's run there: the whole journey and the named
+// step it was in fail with the step named ("step 4 (click #buy): no element
+// matches #buy within 15000 ms"), steps before it stand, named steps after
+// it are results that say they were not run. Failures are data, as a page's.
+import { measure, emptyResult, reuseOf } from '../measure.js'
+import { forgetCache } from '../visits.js'
+import { ACTION_RUNNERS, StepError } from '../journey/actions.js'
+import { collectPageMetrics, COLLECT_TIMEOUT_MS, withTimeout } from '../page-metrics.js'
+import { maskFields } from '../page/mask-fields.js'
+import { describeStep, namedSteps } from '../../lib/measurement/journey/steps.js'
+import { journeyProbe } from '../../lib/measurement/probes/journey.js'
+import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
+import { round } from '../../lib/measurement/units.js'
+
+/** A visit or a step is not started with less than this left of the budget. */
+const MIN_LEFT_MS = 1000
+/** An action that ignores its own timeout is given up this long after it. */
+const ACTION_SLACK_MS = 2000
+/** The page metrics a step that loaded a page keeps (its last navigation's). */
+const NAVIGATION_METRICS = ['ttfb_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'dcl_ms', 'load_ms', 'fcp_ms', 'lcp_ms']
+
+/**
+ * @typedef {import('../journey/actions.js').RunnableStep} RunnableStep
+ * @typedef {{ steps: RunnableStep[], step_timeout_ms: number, timeout_ms: number }} RunnableJourney
+ * @typedef {{ index: number, action: string, name: string | null, ok: boolean, status: 'ok' | 'error' | 'timeout', ms: number,
+ *   error: string | null, navigated: boolean, url: string | null, metrics: Record<string, any> | null, from: number, to: number }} StepOutcome
+ *   from, to: the network recording's marks around the step
+ */
+
+/**
+ * The journey in one arm: results for the whole journey, then its named
+ * steps in the order they begin.
+ * @param {import('../measure.js').MeasureOptions & { journey: RunnableJourney, view?: string, screenshot?: boolean }} opts
+ *   screenshot: also keep a JPEG of the last frame (a trial's), as result.screenshot
+ * @returns {Promise<Record<string, any>[]>}
+ */
+export async function measureJourney ({ journey, view = 'first', screenshot = false, ...opts }) {
+  const protocol = opts.protocol ?? opts.mode
+  const judged = judgedOrigins(journey, opts.url, opts.forceOrigins ?? [])
+  return measure({ ...opts, probe: 'journey', view }, async ({ page, network, result, extra, summarize, infrastructure }) => {
+    /** @type {StepOutcome[]} */
+    const outcomes = []
+    const budgetEnd = performance.now() + Math.min(journey.timeout_ms, (opts.deadline ?? Infinity) - Date.now())
+    for (const [index, step] of journey.steps.entries()) {
+      const from = network.mark()
+      const left = budgetEnd - performance.now()
+      const base = { index, action: step.action, name: step.action.startsWith('measure_') ? null : step.name ?? null, from, navigated: false, url: null, metrics: null }
+      if (left < MIN_LEFT_MS) {
+        outcomes.push({ ...base, ok: false, status: 'timeout', ms: 0, error: `${describeStep(step, index)}: not run: the journey's time budget (${journey.timeout_ms} ms) was spent`, to: from })
+        break
+      }
+      const timeoutMs = Math.floor(Math.min(journey.step_timeout_ms, left))
+      const t0 = performance.now()
+      try {
+        const outcome = await withTimeout(ACTION_RUNNERS[step.action](step, { page, timeoutMs }), timeoutMs + ACTION_SLACK_MS,
+          describeStep(step, index), (message) => new StepError(message, { status: 'timeout' }))
+        const ms = round((outcome.endedAt ?? performance.now()) - t0)
+        const metrics = outcome.navigated ? await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics').catch(() => null) : null
+        outcomes.push({ ...base, ok: true, status: 'ok', ms, error: null, navigated: outcome.navigated, url: outcome.navigated ? page.url() : null, metrics, to: network.mark() })
+      } catch (err) {
+        const fault = await infrastructure(err)
+        if (fault) throw fault
+        const e = err instanceof StepError ? err : new StepError(err instanceof Error ? err.message : String(err), { cause: err })
+        outcomes.push({ ...base, ok: false, status: e.status, ms: round(performance.now() - t0), error: `${describeStep(step, index)}: ${e.message}`, to: network.mark() })
+        break
+      }
+    }
+    if (screenshot) result.screenshot = await lastFrame(page, journey).catch(() => null)
+    const documentProtocol = lastDocumentProtocol(network.range(0).requests_detail)
+    for (const named of namedSteps(journey)) {
+      extra.push(stepResult({ named, outcomes, network, protocol, judged, documentProtocol, base: result, view }))
+    }
+    summarize(result)
+    fillJourney(result, outcomes, journey, { protocol, judged, documentProtocol })
+  })
+}
+
+/**
+ * The journey as the auto arm runs it: as a first visit on a profile of its
+ * own, then, with the browser started again on that profile and its HTTP
+ * cache removed, as a returning visit (agents/visits.js says why). A user
+ * who logs in or checks out is often one who came before, and what the
+ * browser learnt on the first visit (the origin's Alt-Svc) decides the
+ * returning one's protocol: both are what users get. No repeat view.
+ * @param {import('../measure.js').MeasureOptions & { journey: RunnableJourney }} opts
+ */
+export async function measureJourneyVisits (opts) {
+  const { pool } = opts
+  if (!pool.newProfile || !pool.removeProfile) throw new Error('this browser pool cannot keep a profile between launches, which the auto arm needs')
+  const profile = await pool.newProfile()
+  try {
+    const first = await measureJourney({ ...opts, profile })
+    await forgetCache(profile)
+    if (!((opts.deadline ?? Infinity) - Date.now() >= MIN_LEFT_MS)) {
+      return [...first, ...first.map((r) => ({
+        ...emptyResult(r.mode, r.flags, { probe: r.probe, view: 'returning' }),
+        status: 'timeout',
+        browser_version: r.browser_version,
+        error: 'not run: the round\'s time budget was spent'
+      }))]
+    }
+    return [...first, ...await measureJourney({ ...opts, profile, view: 'returning' })]
+  } finally {
+    await pool.removeProfile(profile)
+  }
+}
+
+/**
+ * The whole journey's result: every request, its steps' outcomes, and its
+ * state: the first failed step's, else ok when its protocol holds.
+ * @param {Record<string, any>} r
+ * @param {StepOutcome[]} outcomes
+ * @param {RunnableJourney} journey
+ * @param {{ protocol: string, judged: Set<string>, documentProtocol: string | null }} ctx
+ */
+function fillJourney (r, outcomes, journey, { protocol, judged, documentProtocol }) {
+  const failed = outcomes.find((o) => !o.ok) ?? null
+  r.journey = {
+    steps: outcomes.map(({ from, to, metrics, ...o }) => ({ ...o, ttfb_ms: metrics?.ttfb_ms ?? null, load_ms: metrics?.load_ms ?? null })),
+    failed_step: failed?.index ?? null,
+    not_run: journey.steps.length - outcomes.length
+  }
+  r.repeat = reuseOf(r.requests_detail)
+  judgeProtocol(r, r.requests_detail, protocol, judged, documentProtocol)
+  if (failed) {
+    r.status = failed.status
+    r.error = failed.error
+    return
+  }
+  r.samples = [round(outcomes.reduce((sum, o) => sum + o.ms, 0))]
+}
+
+/**
+ * One named step's result.
+ * @param {{ named: import('../../lib/measurement/journey/steps.js').NamedStep, outcomes: StepOutcome[],
+ *   network: { range: (from: number, to?: number) => Record<string, any> }, protocol: string, judged: Set<string>,
+ *   documentProtocol: string | null, base: Record<string, any>, view: string }} ctx
+ */
+function stepResult ({ named, outcomes, network, protocol, judged, documentProtocol, base, view }) {
+  /** @type {Record<string, any>} */
+  const r = {
+    ...emptyResult(base.mode, base.flags, { probe: journeyProbe(named.name), view }),
+    browser_version: base.browser_version,
+    forced_origins: base.forced_origins
+  }
+  // Steps run until one fails, so the step's outcomes end at its own failure, if any.
+  const own = outcomes.filter((o) => o.index >= named.from && o.index <= named.to)
+  const failed = own.find((o) => !o.ok)
+  r.step = { name: named.name, steps: [named.from, named.to], navigations: own.filter((o) => o.navigated).map((o) => o.url) }
+  if (!own.length) {
+    const stop = outcomes.find((o) => !o.ok)
+    r.error = `not run: ${stop?.error ?? 'an earlier step failed'}`
+    r.status = stop?.status === 'timeout' ? 'timeout' : 'error'
+    return r
+  }
+  Object.assign(r, network.range(own[0].from, own[own.length - 1].to))
+  r.repeat = reuseOf(r.requests_detail)
+  // The step's page timings are those of the last page it loaded.
+  const nav = [...own].reverse().find((o) => o.navigated && o.metrics)
+  for (const k of NAVIGATION_METRICS) r[k] = nav?.metrics?.[k] ?? null
+  judgeProtocol(r, r.requests_detail, protocol, judged, nav?.metrics?.observed_protocol ?? documentProtocol)
+  if (failed) {
+    r.status = failed.status
+    r.error = failed.error
+    return r
+  }
+  r.samples = [round(own.reduce((sum, o) => sum + o.ms, 0))]
+  return r
+}
+
+/**
+ * A journey's result counts for its arm when every request it made to an
+ * origin the journey names (the monitor URL's, a navigate step's, one the
+ * arm forces) came over the arm's protocol; the first that did not is the
+ * observed protocol. Requests to other origins (third parties) are not
+ * judged: the arm does not force them. A step that fetched nothing from
+ * those origins is judged by the page it acted on.
+ * @param {Record<string, any>} r
+ * @param {import('../network.js').RequestDetail[]} requests
+ * @param {string} protocol the arm's (an A/A arm's, not its label)
+ * @param {Set<string>} judged origins
+ * @param {string | null} fallback the protocol of the page the step acted on
+ */
+function judgeProtocol (r, requests, protocol, judged, fallback) {
+  const own = requests.filter((q) => q.protocol && !q.from_cache && judged.has(originOf(q.url)))
+  const wrong = own.find((q) => !protocolMatchesMode(q.protocol, protocol))
+  r.observed_protocol = (wrong ?? own[0])?.protocol ?? fallback ?? null
+  r.protocol_ok = !wrong && protocolMatchesMode(r.observed_protocol, protocol)
+  r.status = r.protocol_ok ? 'ok' : 'protocol_mismatch'
+}
+
+/**
+ * @param {RunnableJourney} journey
+ * @param {string} url the monitor URL
+ * @param {string[]} forced origins the arm forces beyond them
+ */
+function judgedOrigins (journey, url, forced) {
+  return new Set([url, ...journey.steps.flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : [])), ...forced].map(originOf))
+}
+
+/** @param {string} url */
+function originOf (url) {
+  try { return new URL(url).origin } catch { return '' }
+}
+
+/**
+ * The protocol of the last document the top frame loaded.
+ * @param {import('../network.js').RequestDetail[]} requests
+ */
+function lastDocumentProtocol (requests) {
+  return [...requests].reverse().find((q) => q.type === 'Document' && q.protocol)?.protocol ?? null
+}
+
+/**
+ * A JPEG of the page as the journey left it, base64. Fields holding a
+ * secret are drawn masked first, whatever their type.
+ * @param {import('puppeteer-core').Page} page
+ * @param {RunnableJourney} journey
+ */
+async function lastFrame (page, journey) {
+  const secrets = journey.steps.flatMap((s) => (typeof s.secret === 'string' ? [s.secret] : []))
+  if (secrets.length) await page.evaluate(maskFields, secrets)
+  return withTimeout(page.screenshot({ type: 'jpeg', quality: 70, encoding: 'base64' }), COLLECT_TIMEOUT_MS, 'the screenshot')
+}

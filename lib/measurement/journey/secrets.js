@@ -1,0 +1,93 @@
+// A journey's secrets on their way: sealed when a journey is stored (the
+// steps keep only a reference, { stored: 's…' }, which is all the API ever
+// answers), opened when an agent claims a round (the one place the value
+// travels, over the agent protocol), and scrubbed from whatever the agent
+// sends back, in case a page echoed one (a login that puts the password in
+// its URL, an error that quotes a field).
+import { randomBytes } from 'node:crypto'
+import { ValidationError } from '../../runtime/errors.js'
+
+/** What a secret is replaced with wherever one would appear. */
+export const SECRET_MASK = '[secret]'
+
+/**
+ * Seal the new secrets of a checked journey and keep the stored ones it
+ * refers to. A step's string secret becomes { stored: ref }; a reference
+ * must be one of `stored` (the monitor's, or the trial's monitor's).
+ * Secrets no step refers to any more are dropped.
+ * @param {import('./steps.js').Journey} journey as checkJourney returns it
+ * @param {{ box: import('../../runtime/secret-box.js').SecretBox | null | undefined, stored?: Record<string, string> | null, field?: string }} ctx
+ * @returns {{ journey: import('./steps.js').Journey, secrets: Record<string, string> }}
+ */
+export function sealJourney (journey, { box, stored = {}, field = 'journey' }) {
+  /** @type {Record<string, string>} */
+  const secrets = {}
+  const steps = journey.steps.map((s, i) => {
+    if (s.secret === undefined) return s
+    const at = `${field}.steps[${i}].secret`
+    if (typeof s.secret === 'string') {
+      if (!box) throw new Error('this process has no secret key to seal a journey\'s secrets with')
+      const ref = `s${randomBytes(6).toString('hex')}`
+      secrets[ref] = box.seal(s.secret)
+      return { ...s, secret: { stored: ref } }
+    }
+    const ref = s.secret.stored
+    const sealed = stored?.[ref]
+    if (!sealed) throw new ValidationError(`${at}: no secret ${ref} is stored with this monitor; give the secret as text again`, at)
+    secrets[ref] = sealed
+    return s
+  })
+  return { journey: { ...journey, steps }, secrets }
+}
+
+/**
+ * The journey as an agent runs it: each secret's value in its step.
+ * @param {import('./steps.js').Journey} journey stored form
+ * @param {Record<string, string>} secrets sealed, by reference
+ * @param {import('../../runtime/secret-box.js').SecretBox} box
+ */
+export function openJourney (journey, secrets, box) {
+  return {
+    ...journey,
+    steps: journey.steps.map((s) => {
+      if (s.secret === undefined || typeof s.secret === 'string') return s
+      const sealed = secrets?.[s.secret.stored]
+      if (!sealed) throw new Error(`the journey's secret ${s.secret.stored} is not stored`)
+      return { ...s, secret: box.open(sealed) }
+    })
+  }
+}
+
+/**
+ * The secret values of an opened journey.
+ * @param {{ steps: { secret?: unknown }[] } | null | undefined} journey
+ * @returns {string[]}
+ */
+export function secretValues (journey) {
+  return (journey?.steps ?? []).flatMap((s) => (typeof s.secret === 'string' && s.secret.length ? [s.secret] : []))
+}
+
+/**
+ * `value` with every occurrence of every secret replaced by SECRET_MASK, as
+ * written and as a URL or form would encode it, in every string it holds
+ * (keys included). Whatever leaves an agent goes through this first.
+ * @template T
+ * @param {T} value
+ * @param {string[]} secrets
+ * @returns {T}
+ */
+export function scrubSecrets (value, secrets) {
+  const forms = [...new Set(secrets.flatMap((s) => [s, encodeURIComponent(s), new URLSearchParams({ s }).toString().slice(2), JSON.stringify(s).slice(1, -1)]))]
+    .filter((f) => f.length > 0)
+    .sort((a, b) => b.length - a.length)
+  if (!forms.length) return value
+  const scrub = (/** @type {string} */ s) => forms.reduce((out, f) => out.split(f).join(SECRET_MASK), s)
+  /** @type {(v: any) => any} */
+  const walk = (v) => {
+    if (typeof v === 'string') return scrub(v)
+    if (Array.isArray(v)) return v.map(walk)
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [scrub(k), walk(x)]))
+    return v
+  }
+  return /** @type {T} */ (walk(value))
+}

@@ -1,0 +1,139 @@
+// A journey through the monitors API: every bad journey gets a 400 that
+// names the step and field, YAML is accepted as well as JSON, the journey
+// probe and its journey go together, and a secret is sealed on the way in
+// and never comes back out.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestApp } from './helpers/app.js'
+
+let t
+before(async () => { t = await createTestApp() })
+after(async () => { await t.close() })
+
+const URL_ = 'https://example.com/'
+const post = (payload) => t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload })
+const nav = { action: 'navigate', url: '/login' }
+const journey = (...steps) => ({ url: URL_, locations: ['local'], journey: { steps } })
+
+test('every bad journey gets a 400 naming the step and field', async (s) => {
+  const many = Array.from({ length: 31 }, () => nav)
+  /** @type {[string, object, string, RegExp][]} */
+  const cases = [
+    ['click without a selector', journey(nav, { action: 'click' }), 'journey.steps[1].selector', /^journey\.steps\[1\]\.selector: required for click$/],
+    ['type without text or secret', journey(nav, { action: 'type', selector: '#q' }), 'journey.steps[1].text', /type takes exactly one of text, secret/],
+    ['type with both text and secret', journey(nav, { action: 'type', selector: '#q', text: 'a', secret: 'b' }), 'journey.steps[1].secret', /exactly one of text, secret \(text and secret given\)/],
+    ['an unknown action', journey(nav, { action: 'hover', selector: 'a' }), 'journey.steps[1].action', /"hover" is not an action; one of navigate, click/],
+    ['no action', journey(nav, { selector: 'a' }), 'journey.steps[1].action', /required; one of navigate/],
+    ['a field the action does not take', journey(nav, { action: 'click', selector: 'a', url: '/x' }), 'journey.steps[1].url', /not a field of click \(click takes selector, name\)/],
+    ['navigate without a URL', journey({ action: 'navigate' }), 'journey.steps[0].url', /required for navigate/],
+    ['navigate to another scheme', journey({ action: 'navigate', url: 'ftp://example.com/' }), 'journey.steps[0].url', /http or https, not ftp/],
+    ['navigate with credentials', journey({ action: 'navigate', url: 'https://u:p@example.com/' }), 'journey.steps[0].url', /user name or password/],
+    ['navigate to a private address', journey(nav, { action: 'navigate', url: 'http://10.0.0.5/admin' }), 'journey.steps[1].url', /10\.0\.0\.5/],
+    ['navigate to loopback', journey({ action: 'navigate', url: 'http://127.0.0.1:8080/' }), 'journey.steps[0].url', /127\.0\.0\.1/],
+    ['a first step that is not navigate', journey({ action: 'click', selector: '#go' }), 'journey.steps[0].action', /first action must be navigate/],
+    ['select without a value', journey(nav, { action: 'select', selector: '#size' }), 'journey.steps[1].value', /required for select/],
+    ['wait_for with two conditions', journey(nav, { action: 'wait_for', selector: '#a', ms: 100 }), 'journey.steps[1].ms', /exactly one of selector, network_idle, ms/],
+    ['wait_for with nothing', journey(nav, { action: 'wait_for' }), 'journey.steps[1].selector', /exactly one of selector, network_idle, ms/],
+    ['wait_for longer than a step may take', journey(nav, { action: 'wait_for', ms: 20000 }), 'journey.steps[1].ms', /from 1 to 14999/],
+    ['network_idle that is not true', journey(nav, { action: 'wait_for', network_idle: 'yes' }), 'journey.steps[1].network_idle', /must be true/],
+    ['an empty selector', journey(nav, { action: 'click', selector: '' }), 'journey.steps[1].selector', /must not be empty/],
+    ['a selector that is not text', journey(nav, { action: 'click', selector: ['#a'] }), 'journey.steps[1].selector', /must be text/],
+    ['eval without a script', journey(nav, { action: 'eval' }), 'journey.steps[1].script', /required for eval/],
+    ['a bad step name', journey({ ...nav, name: 'log in' }), 'journey.steps[0].name', /1 to 40 letters/],
+    ['a name used twice', journey({ ...nav, name: 'a' }, { action: 'click', selector: 'b', name: 'a' }), 'journey.steps[1].name', /"a" already names journey\.steps\[0\]/],
+    ['measure_end of nothing open', journey(nav, { action: 'measure_end', name: 'x' }), 'journey.steps[1].name', /no measure_start "x" is open/],
+    ['measure_start never ended', journey({ action: 'measure_start', name: 'x' }, nav), 'journey.steps[0].name', /measure "x" is never ended/],
+    ['measure_start without a name', journey({ action: 'measure_start' }, nav), 'journey.steps[0].name', /required for measure_start/],
+    ['more than 30 steps', journey(...many), 'journey.steps', /at most 30 steps \(31 given\)/],
+    ['no steps', journey(), 'journey.steps', /at least one step/],
+    ['a step that is not an object', journey(nav, 'click #a'), 'journey.steps[1]', /must be an object/],
+    ['an unknown journey field', { url: URL_, journey: { steps: [nav], retries: 3 } }, 'journey.retries', /not a field of a journey/],
+    ['a step budget out of range', { url: URL_, journey: { steps: [nav], step_timeout_ms: 10 } }, 'journey.step_timeout_ms', /from 1000 to 60000/],
+    ['a journey budget out of range', { url: URL_, journey: { steps: [nav], timeout_ms: 10_000_000 } }, 'journey.timeout_ms', /from 1000 to 180000/],
+    ['a secret reference never stored', journey(nav, { action: 'type', selector: '#pw', secret: { stored: 's0123456789ab' } }), 'journey.steps[1].secret', /no secret s0123456789ab is stored/],
+    ['a secret that is a number', journey(nav, { action: 'type', selector: '#pw', secret: 42 }), 'journey.steps[1].secret', /the secret as text/],
+    ['YAML that does not parse', { url: URL_, journey: 'steps:\n  - action: navigate\n   url: /' }, 'journey', /not valid YAML or JSON at line 3/],
+    ['YAML with a bad step', { url: URL_, journey: 'steps:\n  - action: navigate\n    url: /\n  - action: click\n' }, 'journey.steps[1].selector', /required for click/],
+    ['the journey probe without a journey', { url: URL_, probes: ['journey'] }, 'probes', /journey probe needs a journey/]
+  ]
+  for (const [name, payload, field, message] of cases) {
+    await s.test(name, async () => {
+      const res = await post(payload)
+      assert.equal(res.statusCode, 400, res.body)
+      assert.equal(res.json().field, field, res.body)
+      assert.match(res.json().message, message)
+    })
+  }
+})
+
+test('a journey in YAML is stored with absolute URLs, its named steps and its budgets', async () => {
+  const yaml = `
+steps:
+  - action: measure_start
+    name: login
+  - action: navigate
+    url: /shop/login.html
+  - action: type
+    selector: "#user"
+    text: lab
+  - action: click
+    selector: "#submit"
+  - action: measure_end
+    name: login
+  - { action: assert, selector: h1, text: Account }
+  - action: type
+    selector: "#q"
+    text: 42
+  - { action: click, selector: "#search", name: search }
+`
+  const res = await post({ url: URL_, locations: ['local'], journey: yaml })
+  assert.equal(res.statusCode, 201, res.body)
+  const m = res.json()
+  assert.deepEqual(m.probes, ['journey'], 'a monitor given a journey and no probes runs its journey')
+  assert.equal(m.journey.steps.length, 8)
+  assert.equal(m.journey.steps[1].url, 'https://example.com/shop/login.html')
+  assert.equal(m.journey.steps[6].text, '42', 'a field YAML reads as a number is text')
+  assert.equal(m.journey.step_timeout_ms, 15000)
+  assert.equal(m.journey.timeout_ms, 60000)
+  // Removing the journey while the probe runs it is refused; removing both is not.
+  const orphan = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: null } })
+  assert.equal(orphan.statusCode, 400)
+  assert.equal(orphan.json().field, 'journey')
+  const off = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: null, probes: ['page'] } })
+  assert.equal(off.statusCode, 200, off.body)
+  assert.equal(off.json().journey, null)
+})
+
+test('a secret is stored sealed, shown only as a reference, kept by reference and never returned', async () => {
+  const secret = 'pa55-Wörd-only-in-the-vault'
+  const res = await post(journey(nav, { action: 'type', selector: '#pw', secret }, { action: 'click', selector: '#go', name: 'login' }))
+  assert.equal(res.statusCode, 201, res.body)
+  const m = res.json()
+  assert.ok(!res.body.includes(secret))
+  const ref = m.journey.steps[1].secret.stored
+  assert.match(ref, /^s[0-9a-f]{12}$/)
+  const { rows: [row] } = await t.db.query('SELECT journey::text AS journey, journey_secrets::text AS sealed FROM monitors WHERE id = $1', [m.id])
+  assert.ok(!row.journey.includes(secret) && !row.sealed.includes(secret), 'the database holds the secret sealed only')
+  assert.match(row.sealed, /"v1\.[0-9a-f]{8}\./)
+
+  for (const url of [`/api/v1/monitors/${m.id}`, '/api/v1/monitors']) {
+    const read = await t.app.inject({ url })
+    assert.equal(read.statusCode, 200)
+    assert.ok(!read.body.includes(secret), `${url} returns no secret`)
+  }
+  // Sent back as shown (an edit of another step), the secret is kept...
+  const steps = m.journey.steps.map((s) => (s.action === 'click' ? { ...s, selector: '#login' } : s))
+  const kept = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: { steps } } })
+  assert.equal(kept.statusCode, 200, kept.body)
+  assert.equal(kept.json().journey.steps[1].secret.stored, ref)
+  const { rows: [after] } = await t.db.query('SELECT journey_secrets FROM monitors WHERE id = $1', [m.id])
+  assert.deepEqual(Object.keys(after.journey_secrets), [ref])
+  // ...and a new value replaces it under a new reference.
+  const changed = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: { steps: [nav, { action: 'type', selector: '#pw', secret: 'another' }] } } })
+  assert.equal(changed.statusCode, 200, changed.body)
+  assert.notEqual(changed.json().journey.steps[1].secret.stored, ref)
+  // A reference from another monitor is not this one's secret.
+  const other = await post(journey(nav, { action: 'type', selector: '#pw', secret: { stored: ref } }))
+  assert.equal(other.statusCode, 400)
+  assert.equal(other.json().field, 'journey.steps[1].secret')
+})

@@ -1,0 +1,280 @@
+// A journey end to end, in the lab's namespaces: a real agent runs a
+// three-step journey through the lab shop (log in, then search) in Chromium
+// inside an emulated location, Caddy serves the shop in the origin
+// namespace, and the answer is read through the API as a user would:
+//   - each named step has its results in both arms, over the arm's protocol,
+//     with its duration, its navigation's timings, its requests and
+//     connection reuse, and a verdict per step in the comparison;
+//   - the auto arm runs the journey as a first and a returning visit;
+//   - a wrong selector fails the run at that step, named, in both arms;
+//   - the password typed as a secret is in no API answer, export or log line.
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { after, before, test } from 'node:test'
+import { createTestDatabase } from './helpers/db.js'
+import { freePort } from './helpers/process.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createAgentToken } from '../lib/store/agents.js'
+import { createApiKey } from '../lib/store/api-keys.js'
+import { startApi } from '../api/server.js'
+import { startAgent } from '../agents/main.js'
+import { startOrigin } from '../lab/origin.js'
+import { labUp, netnsSupport } from '../lab/netns.js'
+import { LAB_SHOP_ACCOUNT } from '../lab/site/shop.js'
+
+const support = await netnsSupport()
+const skip = !support.ok && `needs network namespaces: ${support.reason}`
+// p50 needs 20 matched rounds for a verdict (lib/analysis/comparison.js minRoundsFor).
+const ROUNDS = 20
+const SECRET = LAB_SHOP_ACCOUNT.password
+
+let database
+let dataDir
+let topology
+let origin
+let api
+let agent
+let writeKey
+/** Every log line the API and the agent wrote, at debug level. */
+const logLines = []
+
+/** The lab shop journey: open the login page, log in (the password as a secret), search. */
+const shopJourney = (overrides = {}) => ({
+  steps: [
+    { action: 'navigate', url: '/shop/login.html', name: 'open' },
+    { action: 'measure_start', name: 'login' },
+    { action: 'type', selector: '#user', text: LAB_SHOP_ACCOUNT.user },
+    { action: 'type', selector: '#password', secret: SECRET },
+    { action: 'click', selector: '#login' },
+    { action: 'assert', selector: 'h1', text: 'Account' },
+    { action: 'measure_end', name: 'login' },
+    { action: 'measure_start', name: 'search' },
+    { action: 'type', selector: '#q', text: 'quic' },
+    { action: 'click', selector: '#search' },
+    { action: 'assert', selector: '#results', text: 'QUIC stream tester' },
+    { action: 'measure_end', name: 'search' }
+  ],
+  step_timeout_ms: 5000,
+  ...overrides
+})
+
+before(async () => {
+  if (!support.ok) return
+  database = await createTestDatabase()
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-journey-'))
+  topology = await labUp({
+    prefix: 'h3tjy',
+    runDir: path.join(dataDir, 'run'),
+    profiles: [{ name: 'shop', rtt_ms: 20, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 50_000, up_kbps: 20_000, queue_packets: 200 }]
+  })
+  origin = await startOrigin({ dataDir, port: 8443, netns: topology.originNs })
+  const sink = new Writable({ write (chunk, _enc, done) { logLines.push(...String(chunk).split('\n').filter(Boolean)); done() } })
+  const log = createLogger({ logLevel: 'debug', destination: sink })
+  const config = loadConfig({ LOG_LEVEL: 'debug', PORT: String(await freePort()), HOST: '127.0.0.1', H3LENS_DATA_DIR: dataDir })
+  api = await startApi({ db: database.pool, config, log })
+  writeKey = (await createApiKey(database.pool, { name: 'test', role: 'write' })).secret
+  const [loc] = topology.locations
+  await upsertLocation(database.pool, { id: 'lab-shop', name: loc.name, region: 'Test', kind: 'lab', profile: loc.profile })
+  const { token } = await createAgentToken(database.pool, { location: 'lab-shop' })
+  agent = await startAgent({
+    config: { ...config, apiUrl: api.url }, log, token, location: 'lab-shop',
+    lab: { spki: origin.spki, hostname: origin.hostname, address: loc.originAddress, netns: loc.ns }
+  })
+})
+
+after(async () => {
+  await agent?.stop()
+  await api?.close()
+  await origin?.stop()
+  await topology?.down()
+  await database?.drop()
+  if (dataDir) await rm(dataDir, { recursive: true, force: true })
+})
+
+/**
+ * @param {string} url
+ * @param {RequestInit & { json?: unknown }} [init]
+ */
+async function call (url, init = {}) {
+  const { json, ...rest } = init
+  const res = await fetch(`${api.url}${url}`, {
+    ...rest,
+    headers: { authorization: `Bearer ${writeKey}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...rest.headers },
+    body: json !== undefined ? JSON.stringify(json) : rest.body
+  })
+  return { status: res.status, text: await res.text() }
+}
+
+/** @param {string} url */
+async function get (url) {
+  const res = await call(url)
+  assert.equal(res.status, 200, `${url}: ${res.status} ${res.text}`)
+  return JSON.parse(res.text)
+}
+
+/** @param {Record<string, any>} body */
+async function createMonitor (body) {
+  const res = await call('/api/v1/monitors', { method: 'POST', json: { locations: ['lab-shop'], interval_s: 3600, url: `${origin.baseUrl}/shop/login.html`, ...body } })
+  assert.equal(res.status, 201, res.text)
+  return JSON.parse(res.text)
+}
+
+/**
+ * Queue `n` rounds of a monitor (due a second apart, in the past) and wait
+ * until the agent has done them all.
+ * @param {number} monitorId
+ * @param {number} n
+ */
+async function runRounds (monitorId, n) {
+  const { rows } = await database.pool.query(
+    `INSERT INTO jobs (monitor_id, location_id, due_at)
+     SELECT $1, 'lab-shop', date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n])
+  const ids = rows.map((r) => r.id)
+  const until = Date.now() + n * 30_000
+  for (;;) {
+    const { rows: states } = await database.pool.query('SELECT state, last_error FROM jobs WHERE id = ANY($1)', [ids])
+    const failed = states.find((s) => s.state === 'failed')
+    assert.ok(!failed, `a round failed: ${failed?.last_error}`)
+    if (states.every((s) => s.state === 'done')) return
+    assert.ok(Date.now() < until, `rounds not done in time: ${states.map((s) => s.state).join(', ')}`)
+    await sleep(250)
+  }
+}
+
+/** @param {number} monitorId */
+async function allResults (monitorId) {
+  const { items } = await get(`/api/v1/monitors/${monitorId}/results?limit=1000`)
+  return /** @type {Record<string, any>[]} */ (items)
+}
+
+let shopMonitor
+
+test('a three-step journey through the lab shop: per-step results in both arms, over each arm\'s protocol, and a verdict per step', { skip }, async () => {
+  shopMonitor = await createMonitor({ modes: ['h2', 'h3'], journey: shopJourney() })
+  assert.deepEqual(shopMonitor.probes, ['journey'])
+  await runRounds(shopMonitor.id, ROUNDS)
+
+  const items = await allResults(shopMonitor.id)
+  const probes = ['journey', 'journey:open', 'journey:login', 'journey:search']
+  for (const probe of probes) {
+    for (const mode of ['h2', 'h3']) {
+      const rs = items.filter((r) => r.probe === probe && r.mode === mode)
+      assert.equal(rs.length, ROUNDS, `${probe} ${mode}: one result per round`)
+      for (const r of rs) {
+        assert.equal(r.status, 'ok', `${probe} ${mode}: ${r.error}`)
+        assert.equal(r.observed_protocol, mode, `${probe} ${mode}`)
+        assert.ok(r.requests > 0, `${probe} ${mode}: its requests`)
+      }
+    }
+  }
+  // Each named step carries what its own steps did.
+  /** The detail of the first result of a probe in an arm. @param {string} probe @param {string} mode */
+  const detailOf = (probe, mode) => get(`/api/v1/results/${items.find((r) => r.probe === probe && r.mode === mode)?.id}`)
+  const open = await detailOf('journey:open', 'h3')
+  assert.ok(open.ttfb_ms > 0 && open.load_ms >= open.ttfb_ms && open.fcp_ms > 0, 'a navigation step has its page timings')
+  assert.ok(open.details.samples[0] >= open.load_ms, 'the step lasts at least until its load event')
+  assert.ok(open.details.requests.some((q) => q.url.endsWith('/shop/shop.css')))
+  assert.equal(open.details.repeat.document_connection_reused, false, 'the first step opens the connection')
+  const login = await detailOf('journey:login', 'h2')
+  assert.deepEqual(login.details.step.steps, [2, 5])
+  assert.ok(login.details.step.navigations[0].endsWith('/shop/account'), 'logging in loads the account page')
+  assert.ok(login.ttfb_ms > 0, 'the step\'s navigation (the form post and its redirect) has its TTFB')
+  assert.ok(login.details.requests.some((q) => q.method === 'POST' && q.url.endsWith('/shop/login')))
+  assert.ok(login.details.repeat.requests_on_reused_connections > 0, 'the login step rides the connection the first step opened')
+  const search = await detailOf('journey:search', 'h3')
+  assert.ok(search.details.requests.some((q) => q.url.includes('/shop/search?q=quic')))
+  const whole = await detailOf('journey', 'h2')
+  assert.equal(whole.details.journey.steps.length, 12)
+  assert.equal(whole.details.journey.failed_step, null)
+  // The whole journey lasts its steps' time: here, the three named steps and nothing between them.
+  const named = await Promise.all(['journey:open', 'journey:login', 'journey:search'].map((p) =>
+    get(`/api/v1/results/${items.find((r) => r.probe === p && r.mode === 'h2' && r.job_id === whole.job_id)?.id}`)))
+  const sum = named.reduce((a, r) => a + r.details.samples[0], 0)
+  assert.ok(Math.abs(whole.details.samples[0] - sum) < 1, `whole ${whole.details.samples[0]} ms, steps ${sum} ms`)
+
+  // A verdict per step and location, from matched rounds.
+  for (const probe of probes) {
+    const answer = await get(`/api/v1/monitors/${shopMonitor.id}/comparison?probe=${encodeURIComponent(probe)}&metric=step_ms&percentiles=50`)
+    assert.equal(answer.probe, probe)
+    const loc = answer.locations.find((l) => l.location_id === 'lab-shop')
+    assert.equal(loc.rounds.used, ROUNDS, `${probe}: every round matched`)
+    const [row] = loc.rows
+    assert.ok(row.h2_ms > 0 && row.h3_ms > 0, probe)
+    assert.ok(['h3_faster', 'h3_slower', 'no_clear_difference'].includes(row.verdict), `${probe}: ${row.verdict} (${row.reason})`)
+  }
+  // A navigation step is compared by its page timings too.
+  const ttfb = await get(`/api/v1/monitors/${shopMonitor.id}/comparison?probe=journey:open&metric=ttfb_ms&percentiles=50`)
+  assert.equal(ttfb.locations.find((l) => l.location_id === 'lab-shop').rounds.used, ROUNDS)
+})
+
+test('the auto arm runs the journey as a first and a returning visit', { skip }, async () => {
+  const m = await createMonitor({ modes: ['auto'], journey: shopJourney() })
+  await runRounds(m.id, 2)
+  const items = await allResults(m.id)
+  for (const view of ['first', 'returning']) {
+    for (const probe of ['journey', 'journey:open', 'journey:login', 'journey:search']) {
+      const rs = items.filter((r) => r.probe === probe && r.view === view)
+      assert.equal(rs.length, 2, `${probe} ${view}`)
+      for (const r of rs) assert.equal(r.status, 'ok', `${probe} ${view}: ${r.error}`)
+    }
+  }
+  // The first visit learns the origin's Alt-Svc; the returning one starts over H3.
+  const returning = items.filter((r) => r.probe === 'journey:open' && r.view === 'returning')
+  assert.ok(returning.some((r) => r.observed_protocol === 'h3'), `returning visits: ${returning.map((r) => r.observed_protocol)}`)
+})
+
+test('a wrong selector fails the run at its step, named, in both arms', { skip }, async () => {
+  const journey = shopJourney()
+  journey.steps[9] = { action: 'click', selector: '#no-such-button' }
+  const m = await createMonitor({ modes: ['h2', 'h3'], journey: { ...journey, step_timeout_ms: 2000 } })
+  await runRounds(m.id, 1)
+  const items = await allResults(m.id)
+  for (const mode of ['h2', 'h3']) {
+    /** @type {(probe: string) => Record<string, any>} */
+    const of = (probe) => items.find((r) => r.probe === probe && r.mode === mode) ?? assert.fail(`no ${probe} result in the ${mode} arm`)
+    const whole = of('journey')
+    assert.equal(whole.status, 'timeout', `${mode}: ${whole.error}`)
+    assert.equal(whole.error, 'step 10 (click #no-such-button): no element matches #no-such-button within 2000 ms')
+    assert.equal(of('journey:open').status, 'ok', 'the steps before it stand')
+    assert.equal(of('journey:login').status, 'ok')
+    assert.equal(of('journey:search').status, 'timeout')
+    assert.equal(of('journey:search').error, whole.error, 'the named step it was in fails with it')
+    const detail = await get(`/api/v1/results/${whole.id}`)
+    assert.equal(detail.details.journey.failed_step, 9)
+    assert.equal(detail.details.journey.steps.at(-1).ok, false)
+  }
+  // Failures are data: the comparison counts the failed arms.
+  const answer = await get(`/api/v1/monitors/${m.id}/comparison?probe=journey:search&metric=step_ms&percentiles=50`)
+  const loc = answer.locations.find((l) => l.location_id === 'lab-shop')
+  assert.equal(loc.arms.h2.failed, 1)
+  assert.equal(loc.arms.h3.failed, 1)
+})
+
+test('the password typed as a secret is in no API answer, export or log line', { skip }, async () => {
+  assert.ok(shopMonitor, 'the shop journey ran')
+  const answers = [
+    await call(`/api/v1/monitors/${shopMonitor.id}`),
+    await call('/api/v1/monitors'),
+    await call(`/api/v1/monitors/${shopMonitor.id}/results?limit=1000`),
+    await call(`/api/v1/results?monitor=${shopMonitor.id}&format=ndjson`),
+    await call(`/api/v1/results?monitor=${shopMonitor.id}&format=csv`)
+  ]
+  const items = await allResults(shopMonitor.id)
+  for (const r of items.filter((x) => x.mode === 'h2').slice(0, 8)) answers.push(await call(`/api/v1/results/${r.id}`))
+  for (const a of answers) {
+    assert.equal(a.status, 200, a.text)
+    assert.ok(!a.text.includes(SECRET), 'an API answer holds the secret')
+  }
+  assert.ok(answers[3].text.includes('journey:login'), 'the export carries the steps')
+  assert.ok(logLines.length > 100, `the log was captured (${logLines.length} lines)`)
+  const leaked = logLines.filter((l) => l.includes(SECRET) || l.includes(encodeURIComponent(SECRET)))
+  assert.deepEqual(leaked, [], 'a log line holds the secret')
+  const { rows } = await database.pool.query('SELECT count(*)::int AS n FROM results WHERE details::text LIKE $1 OR error LIKE $1', [`%${SECRET}%`])
+  assert.equal(rows[0].n, 0, 'a stored result holds the secret')
+})
