@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Calibration of the verdicts (DESIGN §6, docs/STATISTICS.md): synthetic
+// Calibration of the verdicts (docs/STATISTICS.md): synthetic
 // scenarios whose truth is known, driven through the real import and
 // comparison endpoints over HTTP against PostgreSQL. Prints, per scenario
 // and analysis, how many tested cells claimed a difference, how many tables

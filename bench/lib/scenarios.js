@@ -75,7 +75,7 @@ export function scenario ({
 
 const round1 = (v) => Math.round(v * 10) / 10
 
-/** The scenarios of issue 10's calibration table. */
+/** The scenarios of the verdicts' calibration table (docs/BENCHMARKS.md, "Calibration of the verdicts"). */
 export function calibrationScenarios ({ quick = false } = {}) {
   const sizes = quick ? [50, 1000] : [50, 1000, 10000]
   const aa = sizes.flatMap((n) => [
@@ -216,7 +216,7 @@ export const MORE_CALIBRATION_LOCATIONS = [
 ]
 const SIX_LOCATIONS = [...CALIBRATION_LOCATIONS, ...MORE_CALIBRATION_LOCATIONS]
 
-/** The auto arm's calibration (issue 22): three arms, the received gain's coverage, the power of auto − H2. */
+/** The auto arm's calibration (docs/BENCHMARKS.md, "The auto arm"): three arms, the received gain's coverage, the power of auto − H2. */
 export function autoCalibrationScenarios ({ quick = false } = {}) {
   const gainSizes = quick ? [100, 500] : [100, 500, 2000]
   return [

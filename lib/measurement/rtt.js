@@ -1,6 +1,6 @@
 // Round trips: the location's RTT, and connect and TTFB expressed in it,
 // against the physical floor of each protocol on a fresh connection without
-// loss (DESIGN §5):
+// loss (docs/DESIGN.md §5):
 //   connect  QUIC (transport + TLS 1.3 in one)      1 RTT
 //            TCP + TLS 1.3                          2 RTT
 //   TTFB     H3                                     2 RTT
