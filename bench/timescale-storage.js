@@ -19,7 +19,7 @@ import { createLogger } from '../lib/runtime/log.js'
 import { generateResults } from './lib/generate.js'
 import { seedDemo } from '../test/helpers/ui.js'
 import { startTimescale } from '../test/helpers/timescale.js'
-import { freePort } from '../test/helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 const { values } = parseArgs({ options: { days: { type: 'string', default: '7' }, 'evidence-copies': { type: 'string', default: '100' } } })
 const say = (msg) => console.log(`# ${msg}`)

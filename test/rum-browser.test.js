@@ -26,7 +26,8 @@ import { baseFlags, labBrowserFlags, modeFlags, hostPort } from '../lib/measurem
 import { createSite } from '../lib/store/rum-sites.js'
 import { createTestDatabase } from './helpers/db.js'
 import { startDashboard } from './helpers/ui.js'
-import { eventually, freePort } from './helpers/process.js'
+import { eventually } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 /* global document, requestAnimationFrame -- used inside functions that run in the page */
 

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 import { launchBrowser, collectPageErrors } from './helpers/ui.js'
 import { startApi } from '../api/server.js'
 import { loadConfig } from '../lib/runtime/config.js'

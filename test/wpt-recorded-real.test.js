@@ -25,7 +25,7 @@ import { startOrigin } from '../lab/origin.js'
 import { createTestDatabase } from './helpers/db.js'
 import { replayAgent, recordedRequests, recordedFile } from './helpers/fake-wptagent.js'
 import { rewriteResultZip } from './helpers/zip.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 import { CHROMIUM_FLAGS, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from './helpers/ui.js'
 
 const REAL = {

@@ -20,7 +20,7 @@ import { rebuildRollups } from '../../lib/analysis/rollups.js'
 import { createApiKey } from '../../lib/store/api-keys.js'
 import { rttAccounting } from '../../lib/measurement/rtt.js'
 import { protocolReason } from '../../lib/measurement/protocol-reason.js'
-import { freePort } from './process.js'
+import { freePort } from '../../dev/free-port.js'
 import assert from 'node:assert/strict'
 
 export const CHROMIUM_FLAGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
