@@ -14,7 +14,7 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
-import { PUBLIC_ZONE, startDnsServer } from './helpers/dns-server.js'
+import { PUBLIC_ZONE, startDnsServer } from '../dev/dns-server.js'
 
 let database, api, key, readKey, dns
 
