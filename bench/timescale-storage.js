@@ -18,7 +18,7 @@ import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { generateResults } from './lib/generate.js'
 import { seedDemo } from '../test/helpers/ui.js'
-import { startTimescale } from '../test/helpers/timescale.js'
+import { startTimescale } from '../dev/timescale.js'
 import { freePort } from '../dev/free-port.js'
 
 const { values } = parseArgs({ options: { days: { type: 'string', default: '7' }, 'evidence-copies': { type: 'string', default: '100' } } })

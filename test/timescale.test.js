@@ -14,7 +14,7 @@ import { seedDemo } from './helpers/ui.js'
 import { buildApp } from '../api/app.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
-import { startTimescale } from './helpers/timescale.js'
+import { startTimescale } from '../dev/timescale.js'
 
 /** @type {Awaited<ReturnType<typeof startTimescale>>} */
 let timescale
