@@ -24,7 +24,7 @@ import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { startOrigin } from '../lab/origin.js'
 import { createTestDatabase } from './helpers/db.js'
 import { replayAgent, recordedRequests, recordedFile } from '../dev/fake-wptagent.js'
-import { rewriteResultZip } from './helpers/zip.js'
+import { rewriteResultZip } from '../dev/wpt-zip.js'
 import { freePort } from '../dev/free-port.js'
 import { CHROMIUM_FLAGS, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from './helpers/ui.js'
 
