@@ -17,7 +17,7 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { generateResults } from './lib/generate.js'
-import { seedDemo } from '../test/helpers/ui.js'
+import { seedDemo } from '../dev/demo-data.js'
 import { startTimescale } from '../dev/timescale.js'
 import { freePort } from '../dev/free-port.js'
 

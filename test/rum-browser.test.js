@@ -25,7 +25,7 @@ import { rumPage } from '../lab/site/rum-page.js'
 import { baseFlags, labBrowserFlags, modeFlags, hostPort } from '../lib/measurement/modes.js'
 import { createSite } from '../lib/store/rum-sites.js'
 import { createTestDatabase } from './helpers/db.js'
-import { startDashboard } from './helpers/ui.js'
+import { startDashboard } from '../dev/dashboard.js'
 import { eventually } from './helpers/process.js'
 import { freePort } from '../dev/free-port.js'
 

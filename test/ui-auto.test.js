@@ -7,7 +7,10 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
-import { seedDemo, startDashboard, launchBrowser, openRoute, inkOf } from './helpers/ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser } from '../dev/browser.js'
+import { openRoute, inkOf } from './helpers/ui.js'
 import { seedAutoArm } from './helpers/auto-ui.js'
 
 /* global document, getComputedStyle, Element, matchMedia -- used inside functions that run in the page */

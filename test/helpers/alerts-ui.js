@@ -1,4 +1,4 @@
-// Alerts over the dashboard's demo data (test/helpers/ui.js seedDemo): on
+// Alerts over the dashboard's demo data (dev/demo-data.js seedDemo): on
 // the lossy Asia path one H3 load in six times out, so an h3_failure rule
 // over the seeded hours fires there. Shared by test/ui-alerts.test.js and
 // scripts/screenshots.js.
