@@ -13,7 +13,7 @@ import { seedDemo } from '../dev/demo-data.js'
 import { startDashboard } from '../dev/dashboard.js'
 import { startScratchDatabase } from '../dev/scratch-db.js'
 import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../dev/browser.js'
-import { seedAlerts } from '../test/helpers/alerts-ui.js'
+import { seedAlerts } from '../dev/demo-alerts.js'
 import { seedAutoArm } from '../test/helpers/auto-ui.js'
 import { seedRealUsers } from '../test/helpers/rum-ui.js'
 

@@ -8,7 +8,7 @@ import { seedDemo } from '../dev/demo-data.js'
 import { startDashboard } from '../dev/dashboard.js'
 import { launchBrowser, waitUntilSettled as settled } from '../dev/browser.js'
 import { openRoute } from './helpers/ui.js'
-import { seedAlerts } from './helpers/alerts-ui.js'
+import { seedAlerts } from '../dev/demo-alerts.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { evaluateAlerts } from '../lib/analysis/alerts.js'
 
