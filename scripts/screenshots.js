@@ -14,7 +14,7 @@ import { startDashboard } from '../dev/dashboard.js'
 import { startScratchDatabase } from '../dev/scratch-db.js'
 import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../dev/browser.js'
 import { seedAlerts } from '../dev/demo-alerts.js'
-import { seedAutoArm } from '../test/helpers/auto-ui.js'
+import { seedAutoArm } from '../dev/demo-auto-arm.js'
 import { seedRealUsers } from '../test/helpers/rum-ui.js'
 
 const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' }, only: { type: 'string' } } })

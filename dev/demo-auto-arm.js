@@ -12,12 +12,12 @@
 //   - the lab's h2-only origin (seedDemo's h2Only monitor): H3 never
 //     announced, every visit over H2.
 // Shared by test/ui-auto.test.js and scripts/screenshots.js.
-import { createMonitor } from '../../lib/store/monitors.js'
-import { insertResults } from '../../lib/store/results.js'
-import { rebuildRollups } from '../../lib/analysis/rollups.js'
-import { toSubmission } from '../../lib/measurement/result.js'
-import { LOCATIONS, PAGES, random, sampleLoad } from '../../dev/demo-data.js'
-import { CHROMIUM_FLAGS } from '../../dev/browser.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { insertResults } from '../lib/store/results.js'
+import { rebuildRollups } from '../lib/analysis/rollups.js'
+import { toSubmission } from '../lib/measurement/result.js'
+import { LOCATIONS, PAGES, random, sampleLoad } from './demo-data.js'
+import { CHROMIUM_FLAGS } from './browser.js'
 
 // One round in this many the returning visit on the normal path races and TCP wins.
 const TCP_WINS_EVERY = 12
