@@ -15,7 +15,7 @@ import { startScratchDatabase } from '../dev/scratch-db.js'
 import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../dev/browser.js'
 import { seedAlerts } from '../dev/demo-alerts.js'
 import { seedAutoArm } from '../dev/demo-auto-arm.js'
-import { seedRealUsers } from '../test/helpers/rum-ui.js'
+import { seedRealUsers } from '../dev/demo-real-users.js'
 
 const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' }, only: { type: 'string' } } })
 const only = values.only ? new Set(values.only.split(',')) : null
