@@ -10,7 +10,9 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { createTestApp } from './helpers/app.js'
-import { startDashboard, launchBrowser, openRoute } from './helpers/ui.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser } from '../dev/browser.js'
+import { openRoute } from './helpers/ui.js'
 import { METRICS, COMPARABLE_METRICS, ROLLUP_METRICS, TIMING_COLUMNS, metricOf, canonicalMetric } from '../lib/measurement/metrics.js'
 import { PROBES, PROBE_IDS } from '../lib/measurement/probes/index.js'
 import { MODES } from '../lib/measurement/modes.js'
@@ -196,6 +198,19 @@ test('the dashboard offers the catalogue\'s page metrics and keeps old metric li
 const ROOMS = ['runtime', 'measurement', 'store', 'analysis']
 const ROOT = path.resolve(import.meta.dirname, '..')
 
+/**
+ * The repository files `file` imports by a relative path: static imports and
+ * re-exports, and awaited dynamic imports (type-only imports in comments are
+ * not code).
+ * @param {string} file repository-relative
+ * @returns {string[]} repository-relative
+ */
+function importsOf (file) {
+  const text = fs.readFileSync(path.join(ROOT, file), 'utf8')
+  const specs = [...text.matchAll(/^(?:import|export)[^'"]*from '(\.[^']+)'|\bawait import\('(\.[^']+)'\)/gm)].map((m) => m[1] ?? m[2])
+  return specs.map((spec) => path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, file)), spec)))
+}
+
 /** @param {string} dir @returns {string[]} repository-relative .js files under dir */
 function sources (dir) {
   return fs.readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
@@ -209,9 +224,7 @@ test('lib/ has exactly the four rooms, and each imports only the rooms below it'
   for (const file of sources('lib')) {
     const room = file.split(path.sep)[1]
     const floor = ROOMS.indexOf(room)
-    const text = fs.readFileSync(path.join(ROOT, file), 'utf8')
-    for (const [, spec] of text.matchAll(/^(?:import|export)[^'"]*from '(\.[^']+)'/gm)) {
-      const target = path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, file)), spec))
+    for (const target of importsOf(file)) {
       const parts = target.split(path.sep)
       assert.equal(parts[0], 'lib', `${file} imports ${target}, outside lib/`)
       assert.ok(ROOMS.indexOf(parts[1]) <= floor, `${file} (${room}) imports ${target} (${parts[1]}), a room above it`)
@@ -234,6 +247,51 @@ test('no module outside lib/store/ runs SQL against a table', () => {
     fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n').forEach((line, i) => {
       if (!line.trim().startsWith('//') && !line.trim().startsWith('*') && sql.test(line)) offenders.push(`${file}:${i + 1}: ${line.trim()}`)
     })
+  }
+  assert.deepEqual(offenders, [])
+})
+
+// The repository's top-level rooms (docs/ARCHITECTURE.md) and what each may
+// import besides itself:
+// - api/, agents/, scheduler/ and lab/ are the processes: they run apart and
+//   talk over HTTP, so none imports another; each builds on lib/ alone.
+// - bin/ builds and starts them all; web/ runs in the browser, from its own
+//   files.
+// - dev/ holds what tests, benches and scripts share (demo data, scratch
+//   databases, Chromium, free ports); it builds on the product, and no
+//   product room imports it.
+// - Nothing imports test/, bench/ or scripts/. So lab/, say, is imported by
+//   bin/ (which starts it), scripts/setup.js (its pinned Caddy), benches and
+//   tests.
+const PRODUCT = ['lib', 'api', 'agents', 'scheduler', 'lab', 'bin', 'web']
+/** @type {Record<string, string[]>} */
+const MAY_IMPORT = {
+  lib: [],
+  api: ['lib'],
+  agents: ['lib'],
+  scheduler: ['lib'],
+  lab: ['lib'],
+  web: [],
+  bin: ['lib', 'api', 'agents', 'scheduler', 'lab'],
+  dev: PRODUCT,
+  scripts: [...PRODUCT, 'dev'],
+  bench: [...PRODUCT, 'dev'],
+  test: [...PRODUCT, 'dev']
+}
+
+test('each top-level room imports only the rooms it may: the processes none of one another, the product no tools', () => {
+  const withCode = fs.readdirSync(ROOT, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules' && sources(e.name).length > 0)
+    .map((e) => e.name)
+  assert.deepEqual(withCode.sort(), Object.keys(MAY_IMPORT).sort(), 'every folder with code is a room named here')
+  const offenders = []
+  for (const [room, allowed] of Object.entries(MAY_IMPORT)) {
+    for (const file of sources(room)) {
+      for (const target of importsOf(file)) {
+        const to = target.split(path.sep)[0]
+        if (to !== room && !allowed.includes(to)) offenders.push(`${file} imports ${target}`)
+      }
+    }
   }
   assert.deepEqual(offenders, [])
 })

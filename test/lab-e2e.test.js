@@ -19,7 +19,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 const support = await netnsSupport()
 const ROUNDS = 7

@@ -36,8 +36,9 @@ import { rumPage } from '../lab/site/rum-page.js'
 import { baseFlags, labBrowserFlags, modeFlags, hostPort } from '../lib/measurement/modes.js'
 import { createSite } from '../lib/store/rum-sites.js'
 import { createTestDatabase } from './helpers/db.js'
-import { startDashboard } from './helpers/ui.js'
-import { eventually, freePort } from './helpers/process.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { eventually } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 /* global document, requestAnimationFrame -- used inside functions that run in the page */
 

@@ -29,8 +29,8 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
-import { startDnsServer } from './helpers/dns-server.js'
+import { freePort } from '../dev/free-port.js'
+import { startDnsServer } from '../dev/dns-server.js'
 
 const GUARD = 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
 let database, dns, dataDir, internal, internalPort

@@ -10,7 +10,10 @@ import path from 'node:path'
 import { eventually } from './helpers/process.js'
 import { insertResults } from '../lib/store/results.js'
 import { createTestDatabase } from './helpers/db.js'
-import { seedDemo, startDashboard, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled, openRoute, inkOf } from './helpers/ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled } from '../dev/browser.js'
+import { openRoute, inkOf } from './helpers/ui.js'
 
 /* global document, location, MouseEvent -- used inside functions that run in the page */
 

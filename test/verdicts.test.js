@@ -8,11 +8,11 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
-import { scenario, CALIBRATION_LOCATIONS } from '../bench/lib/scenarios.js'
-import { runScenario, flaggedCells } from '../bench/lib/calibrate.js'
+import { scenario, CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
+import { runScenario, flaggedCells } from '../dev/calibration-runs.js'
 
 let t
-/** @type {import('../bench/lib/calibrate.js').Client} */
+/** @type {import('../dev/calibration-runs.js').Client} */
 let client
 before(async () => {
   t = await createTestApp({ H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })

@@ -1,19 +1,10 @@
 // Helpers for tests that run h3lens as a user would: as a child process.
 import { spawn, execFileSync } from 'node:child_process'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-
-/** A TCP port that was free a moment ago. */
-export async function freePort () {
-  const server = net.createServer()
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
+import { freePort } from '../../dev/free-port.js'
 
 /**
  * Run `node bin/h3lens.js ...args`, collecting output.
