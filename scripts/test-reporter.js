@@ -7,7 +7,7 @@ import { inspect } from 'node:util'
 
 /** How much of a failed file's stderr to keep. */
 const STDERR_LINES = 40
-/** The summary counts node:test reports as diagnostics (`tests 12`, `pass 11`, …). */
+/** The summary counts node:test reports as diagnostics of no file (`tests 12`, `pass 11`, …). */
 const COUNTS = /^(tests|suites|pass|fail|cancelled|skipped|todo) (\d+)$/
 
 /**
@@ -19,7 +19,7 @@ export default async function* summaryReporter (source) {
   for await (const { type, data } of source) {
     // A file that failed outside any test (it threw on import, say) fails
     // as a test named by its path.
-    const isFile = data?.nesting === 0 && data.file && path.resolve(data.name) === path.resolve(data.file)
+    const isFile = data?.nesting === 0 && typeof data.name === 'string' && typeof data.file === 'string' && path.resolve(data.name) === path.resolve(data.file)
     if (type === 'test:stderr' && data.file) {
       const lines = stderr.get(data.file) ?? []
       lines.push(...data.message.trimEnd().split('\n'))
@@ -27,7 +27,7 @@ export default async function* summaryReporter (source) {
     } else if (type === 'test:fail' && !isSuiteOfFailures(data)) {
       const error = isFile ? (stderr.get(data.file) ?? []).join('\n') || describe(data.details.error) : describe(data.details.error)
       yield line({ kind: 'fail', file: data.file, line: data.line, name: data.name, error })
-    } else if (type === 'test:diagnostic') {
+    } else if (type === 'test:diagnostic' && data.file === undefined) {
       const m = COUNTS.exec(data.message)
       if (m) yield line({ kind: 'count', name: m[1], n: Number(m[2]) })
     }
