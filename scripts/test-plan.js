@@ -2,8 +2,8 @@
 // they import, so that a new test file is classified without anyone keeping
 // a list. A file runs serially when it, or any module of this repository it
 // imports (followed transitively), does one of these:
-// - imports puppeteer-core: it drives a browser, whose page loads are what
-//   some tests measure and which other tests count as leftover processes;
+// - imports puppeteer-core: it drives a browser, whose page loads some
+//   tests measure and which takes the machine's cores while it runs;
 // - imports node:child_process outside the server rooms (lib/, api/,
 //   scheduler/): it starts processes — lab namespaces, linkem, Caddy, an
 //   agent, the h3lens CLI or `h3lens start` (test/helpers/process.js),
@@ -70,7 +70,7 @@ export function planTests (files, { root = ROOT } = {}) {
       const room = path.relative(root, module)
       const through = chain.length > 2 ? ` (through ${chain.slice(1, -1).join(' → ')})` : ''
       if (specifiers.includes('puppeteer-core') && !found.has('browser')) found.set('browser', `drives a browser: ${room} imports puppeteer-core${through}`)
-      if (specifiers.includes('node:child_process') && !SERVER_ROOMS.some((r) => room.startsWith(r)) && !found.has('processes')) {
+      if (specifiers.some((x) => x === 'node:child_process' || x === 'child_process') && !SERVER_ROOMS.some((r) => room.startsWith(r)) && !found.has('processes')) {
         found.set('processes', `starts processes: ${room} imports node:child_process${through}`)
       }
     }
