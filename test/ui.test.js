@@ -246,7 +246,9 @@ test('the table says when it was computed, and ↻ computes it anew with the rou
     agentId: null,
     results: ['h2', 'h3'].map((mode) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 42 }))
   })
-  await new Promise((resolve) => setTimeout(resolve, 1100)) // a new second on the clock
+  // A new second on the clock, so that the time the table shows (in whole
+  // seconds) can change: the table above was computed before now.
+  await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20))
   await page.click('#refresh-now')
   await eventually(async () => (await computed()) !== before.at, { what: 'a newly computed table' })
   assert.equal(await matched(), before.matched + 1, 'the refreshed table counts the new round')
