@@ -17,7 +17,7 @@
 // the counts, every failed test with its error, the ten slowest files.
 //
 //   node scripts/run-tests.js                 every file under test/
-//   node scripts/run-tests.js test/a.test.js  just these files
+//   node scripts/run-tests.js test/ui.test.js just this file (or several)
 //   node scripts/run-tests.js --checks        also lint and type check, beside the tests
 //   node scripts/run-tests.js --plan          which files run serially, and why
 import { spawn } from 'node:child_process'
