@@ -10,8 +10,9 @@ import { PROBE_RUNNERS } from './probes/index.js'
 import { FORCED_MODES, labBrowserFlags } from '../lib/measurement/modes.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
+import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
-import { effectiveOptions, probeOf } from '../lib/measurement/probes/index.js'
+import { effectiveOptions, probeOf, probeTargets } from '../lib/measurement/probes/index.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { createChainCache } from './redirects.js'
 import { journeyTargets } from '../lib/measurement/journey/steps.js'
@@ -41,6 +42,8 @@ const MIN_LOAD_MS = 1000
 // The journey's navigate URLs whose redirects are followed for the H3 arm's
 // force list, at most (each is one more navigation per CHAIN_TTL_MS).
 const MAX_JOURNEY_CHAINS = 5
+/** The results columns of the catalogue's summary metrics. */
+const SUMMARY_COLUMNS = COLUMN_METRICS.filter((m) => m.summary).map((m) => /** @type {string} */ (m.column))
 
 /**
  * @typedef {{ spki: string, hostname?: string, address: string, port?: number | null, netns?: string | null }} LabTarget
@@ -78,7 +81,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     const options = effectiveOptions(job.url, job.options ?? {})
     const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
-    if (isLab) checkLabTargets(lab, [job.url, options.parallel_url ?? undefined, options.upload_url ?? undefined, ...journeyUrls])
+    if (isLab) checkLabTargets(lab, [job.url, ...probeTargets(options).map((t) => t.url), ...journeyUrls])
     // What a journey types as a secret never leaves this agent in a result
     // (a page that echoes it, an error that quotes it) nor in a net log.
     const secrets = secretValues(journey)
@@ -182,11 +185,12 @@ function probeRunner (job, options) {
 }
 
 /**
- * The figures of a re-run that say whether it reproduced the outlier.
+ * The figures of a re-run that say whether it reproduced the outlier: its
+ * summary metrics (the catalogue's, the runs table's) and its samples.
  * @param {Record<string, any>} r
  */
 function outlierValues (r) {
-  return { ttfb_ms: r.ttfb_ms ?? null, connect_ms: r.connect_ms ?? null, load_ms: r.load_ms ?? null, samples: r.samples ?? null }
+  return { ...Object.fromEntries(SUMMARY_COLUMNS.map((c) => [c, r[c] ?? null])), samples: r.samples ?? null }
 }
 
 /**

@@ -170,6 +170,7 @@ export async function startOrigin ({
     address: netns ? null : probeHost,
     spki: cert.spki,
     certPath: cert.certPath,
+    keyPath: cert.keyPath,
     /** Which server answers, for GET /api/v1/locations: { server: 'caddy', version, distorts_h3 }. */
     labOrigin,
     pages,

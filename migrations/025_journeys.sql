@@ -16,7 +16,7 @@ ALTER TABLE monitors ADD COLUMN journey jsonb;
 ALTER TABLE monitors ADD COLUMN journey_secrets jsonb NOT NULL DEFAULT '{}';
 
 -- A sketch of step_ms (a step's, or the whole journey's, duration) per bucket.
-ALTER TABLE rollups ADD COLUMN step bytea;
+ALTER TABLE rollups ADD COLUMN step_ms bytea;
 
 -- Which probe an h3_regression rule compares: NULL is the metric's own
 -- probe (page for page timings); 'journey' or 'journey:<step>' for a journey.

@@ -41,6 +41,17 @@ const NAVIGATION_METRICS = ['ttfb_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'dcl_ms
  */
 
 /**
+ * The journey probe's measurement, as the agent finds it (agents/probes/index.js):
+ * the monitor's journey with its secrets opened (the claim carries them); the
+ * auto arm runs it as a first and a returning visit.
+ * @type {import('./index.js').ProbeRunner}
+ */
+export function run (o, { job }) {
+  if (!job.journey?.steps?.length) throw new Error('the journey probe has no journey to run (the monitor\'s journey)')
+  return (o.mode === 'auto' ? measureJourneyVisits : measureJourney)({ ...o, journey: job.journey })
+}
+
+/**
  * The journey in one arm: results for the whole journey, then its named
  * steps in the order they begin.
  * @param {import('../measure.js').MeasureOptions & { journey: RunnableJourney, view?: string, screenshot?: boolean }} opts
