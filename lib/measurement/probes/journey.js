@@ -44,9 +44,17 @@ export const journey = Object.freeze({
   samplesMetric: 'step_ms',
   // An outlier is judged by the step's (or the whole journey's) duration.
   outlier: Object.freeze({ label: 'step ms', rule: 'first_sample', column: null }),
-  // The journey itself is a field of the monitor (`journey`), not an option.
+  // The journey itself is a field of the monitor (`journey`), not an
+  // option: it holds secrets, sealed when stored (lib/measurement/journey/secrets.js),
+  // and its navigate URLs are checked by the private-target guard with the
+  // monitor URL (lib/store/monitors.js).
   options: Object.freeze({}),
-  defaults: Object.freeze({})
+  defaults: Object.freeze({}),
+  targets: Object.freeze([]),
+  check () {},
+  effective () {
+    return {}
+  }
 })
 
 /**
