@@ -19,6 +19,7 @@ const ruleFields = {
   monitor_id: { type: ['integer', 'null'], minimum: 1, maximum: 2147483647, description: 'One monitor; null or absent: every monitor' },
   locations: { type: ['array', 'null'], items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Only these locations; null or absent: all of the monitor\'s' },
   metric: { type: 'string', enum: ACCEPTED_METRIC_NAMES, description: 'h3_regression only: the compared metric (default ttfb_ms). The names without a unit (ttfb, load, …) are deprecated aliases, stored as the id' },
+  probe: { type: ['string', 'null'], maxLength: 48, description: 'h3_regression only: the probe compared; null or absent: the metric\'s own (page timings: page). A journey\'s whole run is journey, a named step journey:<name> (docs/JOURNEYS.md), with metric step_ms or a navigation step\'s page timing' },
   percentile: { type: ['number', 'null'], description: 'h3_regression: the percentile cell watched (default 95)' },
   min_effect_pct: { type: ['number', 'null'], description: 'h3_regression: H3 slower by at least this many percent' },
   min_effect_ms: { type: ['number', 'null'], description: 'h3_regression: H3 slower by at least this many milliseconds' },

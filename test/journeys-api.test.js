@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
+import { evaluateAlerts } from '../lib/analysis/alerts.js'
 
 let t
 before(async () => { t = await createTestApp() })
@@ -136,4 +137,82 @@ test('a secret is stored sealed, shown only as a reference, kept by reference an
   const other = await post(journey(nav, { action: 'type', selector: '#pw', secret: { stored: ref } }))
   assert.equal(other.statusCode, 400)
   assert.equal(other.json().field, 'journey.steps[1].secret')
+})
+
+/**
+ * Rounds of a journey at `local` in both arms: the login step H3 is half
+ * again as slow, the search step is the same in both.
+ * @param {number} n
+ */
+function journeyRounds (n) {
+  const base = Date.now() - (n + 5) * 60e3
+  return Array.from({ length: n }, (_, i) => {
+    const time = new Date(base + i * 60e3).toISOString()
+    const noise = (i * 37) % 50
+    return ['h2', 'h3'].flatMap((mode) => {
+      const login = (mode === 'h3' ? 450 : 300) + noise
+      const search = 200 + noise
+      return [['journey', login + search], ['journey:login', login], ['journey:search', search]].map(([probe, ms]) => ({
+        time, location_id: 'local', mode, probe, status: 'ok', observed_protocol: mode, protocol_ok: true, details: { samples: [ms] }
+      }))
+    })
+  }).flat()
+}
+
+test('a journey\'s steps are compared, exported and alerted on step by step', async () => {
+  const steps = [nav, { action: 'type', selector: '#user', text: 'lab', name: 'login' }, { action: 'click', selector: '#search', name: 'search' }]
+  const created = await post(journey(...steps))
+  assert.equal(created.statusCode, 201, created.body)
+  const m = created.json()
+  const body = journeyRounds(40).map((l) => JSON.stringify(l)).join('\n') + '\n'
+  const imported = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: body })
+  assert.equal(imported.statusCode, 200, imported.body)
+
+  const verdict = async (probe) => {
+    const res = await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?probe=${encodeURIComponent(probe)}&metric=step_ms&percentiles=50` })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal(res.json().probe, probe)
+    const [row] = res.json().locations.find((l) => l.location_id === 'local').rows
+    return row
+  }
+  const login = await verdict('journey:login')
+  assert.equal(login.verdict, 'h3_slower', JSON.stringify(login))
+  assert.ok(login.h3_ms - login.h2_ms > 100, JSON.stringify(login))
+  assert.equal((await verdict('journey:search')).verdict, 'no_clear_difference')
+  assert.equal((await verdict('journey')).verdict, 'h3_slower')
+
+  const trends = await t.app.inject({ url: `/api/v1/monitors/${m.id}/trends?probe=journey:search&metric=step_ms&percentiles=50` })
+  assert.equal(trends.statusCode, 200, trends.body)
+  assert.ok(trends.json().series.length > 0, 'the step has a trend')
+
+  const exported = await t.app.inject({ url: `/api/v1/results?monitor=${m.id}&format=ndjson&probe=journey:login` })
+  const lines = exported.body.trim().split('\n').map((l) => JSON.parse(l))
+  assert.equal(lines.length, 80)
+  assert.ok(lines.every((l) => l.probe === 'journey:login'))
+
+  // An h3_regression rule on one step fires for that step only.
+  const rule = (probe) => t.app.inject({
+    method: 'POST', url: '/api/v1/alert-rules',
+    payload: { kind: 'h3_regression', monitor_id: m.id, metric: 'step_ms', probe, percentile: 50, min_effect_pct: 10, window_s: 86400 }
+  })
+  const onLogin = await rule('journey:login')
+  assert.equal(onLogin.statusCode, 201, onLogin.body)
+  assert.equal(onLogin.json().probe, 'journey:login')
+  const onSearch = await rule('journey:search')
+  assert.equal(onSearch.statusCode, 201, onSearch.body)
+  const wrong = await t.app.inject({ method: 'POST', url: '/api/v1/alert-rules', payload: { kind: 'h3_regression', metric: 'request_ms', probe: 'journey:login', min_effect_pct: 10, window_s: 3600 } })
+  assert.equal(wrong.statusCode, 400)
+  assert.equal(wrong.json().field, 'probe')
+  const notAProbe = await t.app.inject({ method: 'POST', url: '/api/v1/alert-rules', payload: { kind: 'h3_regression', probe: 'journey:a b', min_effect_pct: 10, window_s: 3600 } })
+  assert.equal(notAProbe.statusCode, 400)
+  assert.equal(notAProbe.json().field, 'probe')
+
+  await evaluateAlerts(t.db, { log: t.app.log })
+  const stateOf = async (id, state) => (await t.app.inject({ url: `/api/v1/alerts?rule_id=${id}&state=${state}` })).json().current.map((a) => a.location_id)
+  assert.deepEqual(await stateOf(onLogin.json().id, 'firing'), ['local'])
+  assert.deepEqual(await stateOf(onSearch.json().id, 'firing'), [])
+  assert.deepEqual(await stateOf(onSearch.json().id, 'ok'), ['local'], 'the search step was evaluated, and holds')
+  const [firing] = (await t.app.inject({ url: `/api/v1/alerts?rule_id=${onLogin.json().id}` })).json().current
+  assert.equal(firing.evidence.probe, 'journey:login')
+  assert.match(firing.evidence.link, /probe=journey%3Alogin/)
 })

@@ -7,9 +7,8 @@ import { ANALYSES } from '../../lib/analysis/comparison.js'
 import { autoComparison, AUTO_VISITS, CONTRASTS, CONTRAST_VERDICTS, SHARE_VIEWS, STORIES } from '../../lib/analysis/auto.js'
 import { createComparisonCache } from '../../lib/analysis/comparison-cache.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/analysis/trends.js'
-import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES, METRICS, probeOfMetric } from '../../lib/measurement/metrics.js'
+import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES, METRICS, probeFor, probeOfMetric } from '../../lib/measurement/metrics.js'
 import { FORCED_VIEWS, VIEWS } from '../../lib/measurement/result.js'
-import { splitProbe } from '../../lib/measurement/probes/journey.js'
 import { TIERS } from '../../lib/analysis/rollups.js'
 import { errorResponses, idParams, probeValue } from '../schemas.js'
 
@@ -534,17 +533,4 @@ export default async function comparisonRoutes (app) {
     const q = await readQuery(request, { percentiles: false })
     return distribution(app.db, { monitorId: q.monitor.id, metric: q.metric, from: q.from, to: q.to, probe: q.probe, view: q.view })
   })
-}
-
-/**
- * The probe a metric is read from: a samples metric's own probe, unless the
- * asked probe is one of its steps (step_ms of 'journey:login'); otherwise
- * the asked one.
- * @param {string} metric
- * @param {string} asked
- */
-export function probeFor (metric, asked) {
-  const own = probeOfMetric(metric)
-  if (!own) return asked
-  return splitProbe(asked).probe === own ? asked : own
 }

@@ -16,7 +16,7 @@ const FIVE_MINUTES = TIERS['5m']
 
 /**
  * @typedef {{ location_id: string, breach: boolean | null, evidence: Record<string, any> }} Observation
- * @typedef {{ id: number, kind: string, monitor_id: number | null, locations: string[] | null, metric?: string, percentile: number | null,
+ * @typedef {{ id: number, kind: string, monitor_id: number | null, locations: string[] | null, metric?: string, probe?: string | null, percentile: number | null,
  *   min_effect_pct: number | null, min_effect_ms: number | null, threshold_pct: number | null, window_s: number }} Rule
  */
 
@@ -35,10 +35,11 @@ export function alignedWindow (now, windowS) {
 /**
  * The dashboard's monitor page showing the comparison an alert rests on.
  * @param {number} monitorId
- * @param {{ from: string, to: string, metric: string, percentile?: number | null }} q from and to as ISO timestamps
+ * @param {{ from: string, to: string, metric: string, percentile?: number | null, probe?: string }} q from and to as ISO timestamps
  */
-export function evidencePath (monitorId, { from, to, metric, percentile }) {
+export function evidencePath (monitorId, { from, to, metric, percentile, probe }) {
   const q = new URLSearchParams({ window: 'custom', from, to, metric, analysis: 'matched' })
+  if (probe) q.set('probe', probe)
   if (percentile) q.set('percentile', String(percentile))
   return `#/monitors/${monitorId}?${q}`
 }
@@ -57,14 +58,16 @@ export function comparisonCache (db, { now, timeoutMs }) {
    * @param {string} metric
    * @param {number} windowS
    * @param {number | null} percentile
+   * @param {string | null} [probe] the rule's probe (a journey step); null: the metric's own
    */
-  return (monitor, metric, windowS, percentile) => {
+  return (monitor, metric, windowS, percentile, probe = null) => {
     const percentiles = [...new Set([...DEFAULT_PERCENTILES, ...(percentile ? [percentile] : [])])].sort((a, b) => a - b)
-    const key = `${monitor.id}|${metric}|${windowS}|${percentiles}`
+    probe ??= probeOfMetric(metric) ?? 'page'
+    const key = `${monitor.id}|${metric}|${probe}|${windowS}|${percentiles}`
     if (!cache.has(key)) {
       const { from, to } = alignedWindow(now, windowS)
       cache.set(key, regionalComparison(db, {
-        monitor, metric, percentiles, probe: probeOfMetric(metric) ?? 'page', view: 'first', from, to, analysis: 'matched', timeoutMs
+        monitor, metric, percentiles, probe, view: 'first', from, to, analysis: 'matched', timeoutMs
       }))
     }
     return /** @type {ReturnType<typeof regionalComparison>} */ (cache.get(key))
@@ -88,8 +91,9 @@ export async function observe (db, rule, monitor, locations, { now, compare }) {
     return observeShares(db, rule, monitor, locations, { from, to, link, firing })
   }
   const metric = rule.kind === 'h3_regression' ? rule.metric ?? DEFAULT_METRIC : DEFAULT_METRIC
-  const cmp = await compare(monitor, metric, rule.window_s, rule.kind === 'h3_regression' ? rule.percentile : null)
-  const base = { metric, from: cmp.from, to: cmp.to, analysis: 'matched' }
+  const probe = rule.kind === 'h3_regression' ? rule.probe ?? null : null
+  const cmp = await compare(monitor, metric, rule.window_s, rule.kind === 'h3_regression' ? rule.percentile : null, probe)
+  const base = { metric, ...(probe ? { probe } : {}), from: cmp.from, to: cmp.to, analysis: 'matched' }
   const out = []
   for (const id of locations) {
     const e = cmp.locations.find((/** @type {import('./comparison.js').Entry} */ l) => l.location_id === id)
@@ -107,7 +111,7 @@ export async function observe (db, rule, monitor, locations, { now, compare }) {
 }
 
 /**
- * @typedef {{ metric: string, from: string, to: string, analysis: string, rounds: number, link: string }} EvidenceBase
+ * @typedef {{ metric: string, probe?: string, from: string, to: string, analysis: string, rounds: number, link: string }} EvidenceBase
  */
 
 /**

@@ -176,6 +176,19 @@ export function probeOfMetric (name) {
 }
 
 /**
+ * The probe a metric is read from when `asked` is asked for: a samples
+ * metric's own probe, unless the asked probe is one of its steps (step_ms
+ * of 'journey:login'); any other metric, the asked one.
+ * @param {string} metric id or alias
+ * @param {string} asked
+ */
+export function probeFor (metric, asked) {
+  const own = probeOfMetric(metric)
+  if (!own) return asked
+  return probeFamily(asked) === own ? asked : own
+}
+
+/**
  * The values one result contributes to each rollup column. A page load
  * contributes one value per timing; probes with several samples per result
  * (parallel requests) contribute each sample.

@@ -2,7 +2,9 @@
 // the API schemas (api/routes/alerts.js); the rules that span fields and the
 // database (known monitors, locations and channels) live here.
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
-import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC } from '../measurement/metrics.js'
+import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, probeFor, probeOfMetric } from '../measurement/metrics.js'
+import { PROBE_IDS } from '../measurement/probes/index.js'
+import { isJourneyProbe } from '../measurement/probes/journey.js'
 
 export const RULE_KINDS = ['h3_regression', 'h3_failure', 'location_silent', 'error_rate', 'h3_share_drop']
 export const SEVERITIES = ['info', 'warning', 'critical']
@@ -16,19 +18,19 @@ export const MAX_EVALUATIONS = 100
 // share's interval spans most of 0–100%.
 export const SHARE_MIN_VISITS = 10
 
-const COLUMNS = `id, kind, monitor_id, locations, metric, percentile, min_effect_pct, min_effect_ms, threshold_pct, min_drop_points,
+const COLUMNS = `id, kind, monitor_id, locations, metric, probe, percentile, min_effect_pct, min_effect_ms, threshold_pct, min_drop_points,
   window_s, evaluations, severity, description, channels, created_at, updated_at`
 
 // Fields each kind uses; a field another kind uses is refused rather than ignored.
 /** @type {Record<string, string[]>} */
 const USES = {
-  h3_regression: ['percentile', 'min_effect_pct', 'min_effect_ms', 'metric'],
+  h3_regression: ['percentile', 'min_effect_pct', 'min_effect_ms', 'metric', 'probe'],
   h3_failure: ['threshold_pct'],
   error_rate: ['threshold_pct'],
   location_silent: [],
   h3_share_drop: ['threshold_pct', 'min_drop_points']
 }
-const KIND_FIELDS = ['percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct', 'min_drop_points', 'metric']
+const KIND_FIELDS = ['percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct', 'min_drop_points', 'metric', 'probe']
 
 /**
  * The rule as stored, defaults applied, after every check.
@@ -47,12 +49,14 @@ async function checkRule (db, input) {
     if (!ACCEPTED_METRIC_NAMES.includes(r.metric)) throw new ValidationError(`metric must be one of ${COMPARABLE_METRICS.join(', ')}`, 'metric')
     // The names without a unit (ttfb) are deprecated aliases; rules store the id (ttfb_ms).
     r.metric = canonicalMetric(r.metric)
+    r.probe = checkRuleProbe(r.probe ?? null, r.metric)
     if (!(r.percentile > 0 && r.percentile < 100)) throw new ValidationError('percentile must be above 0 and below 100', 'percentile')
     if (r.min_effect_pct == null && r.min_effect_ms == null) throw new ValidationError('an h3_regression rule needs min_effect_pct or min_effect_ms (how much slower is a regression)', 'min_effect_pct')
     if (r.min_effect_pct != null && !(r.min_effect_pct > 0 && r.min_effect_pct <= 1000)) throw new ValidationError('min_effect_pct must be above 0 and at most 1000', 'min_effect_pct')
     if (r.min_effect_ms != null && !(r.min_effect_ms > 0 && r.min_effect_ms <= 600000)) throw new ValidationError('min_effect_ms must be above 0 and at most 600000', 'min_effect_ms')
   } else {
     r.metric = DEFAULT_METRIC
+    r.probe = null
   }
   if (r.kind === 'h3_failure' || r.kind === 'error_rate') {
     if (r.threshold_pct == null) throw new ValidationError(`a ${r.kind} rule needs threshold_pct`, 'threshold_pct')
@@ -100,6 +104,25 @@ async function checkRule (db, input) {
 }
 
 /**
+ * The probe an h3_regression rule compares: null for the metric's own (the
+ * page's timings, a samples metric's probe), or a probe that has the
+ * metric, such as a journey step (docs/JOURNEYS.md): step_ms of
+ * 'journey:login', or ttfb_ms of a navigation step.
+ * @param {string | null} probe
+ * @param {string} metric its id
+ */
+function checkRuleProbe (probe, metric) {
+  if (probe === null) return null
+  if (typeof probe !== 'string' || !(PROBE_IDS.includes(probe) || isJourneyProbe(probe))) {
+    throw new ValidationError(`probe must be one of ${PROBE_IDS.join(', ')}, or journey:<step> for a journey's named step`, 'probe')
+  }
+  if (probeOfMetric(metric) && probeFor(metric, probe) !== probe) {
+    throw new ValidationError(`metric ${metric} is measured by the ${probeOfMetric(metric)} probe, not by ${probe}`, 'probe')
+  }
+  return probe
+}
+
+/**
  * An h3_share_drop rule on a named monitor: the monitor runs the auto arm,
  * and the window holds at least SHARE_MIN_VISITS of its rounds, or the rule could
  * never say anything.
@@ -116,7 +139,7 @@ async function checkShareMonitor (db, r) {
   }
 }
 
-const STORED = ['kind', 'monitor_id', 'locations', 'metric', 'percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct', 'min_drop_points',
+const STORED = ['kind', 'monitor_id', 'locations', 'metric', 'probe', 'percentile', 'min_effect_pct', 'min_effect_ms', 'threshold_pct', 'min_drop_points',
   'window_s', 'evaluations', 'severity', 'description', 'channels']
 
 /**
@@ -127,7 +150,10 @@ function present (row) {
   // bigint[] arrives as strings (pg parses int8 scalars only, lib/runtime/db.js).
   /** @type {Record<string, any>} */
   const out = { ...row, channels: row.channels.map(Number) }
-  if (out.kind !== 'h3_regression') delete out.metric
+  if (out.kind !== 'h3_regression') {
+    delete out.metric
+    delete out.probe
+  }
   return out
 }
 
