@@ -23,6 +23,7 @@ const SPOOL_BATCH_ROUNDS = 50
  *   client: ReturnType<typeof import('./api-client.js').createApiClient>,
  *   spool: ReturnType<typeof import('./spool.js').createSpool>,
  *   runJob: (job: any, ctx: { location: any, allowPrivateTargets: boolean }) => Promise<Record<string, any>[]>,
+ *   runTrial?: ((trial: any, ctx: { allowPrivateTargets: boolean }) => Promise<{ outcome: Record<string, any>, screenshot: string | null }>) | null,
  *   log: import('pino').Logger,
  *   version: string,
  *   browserVersion?: () => Promise<string|undefined>,
@@ -31,8 +32,10 @@ const SPOOL_BATCH_ROUNDS = 50
  *   concurrency?: number
  * }} deps
  */
-export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, concurrency = 1 }) {
+export function createAgent ({ client, spool, runJob, runTrial = null, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, concurrency = 1 }) {
   const abort = new AbortController()
+  /** Journey trials being run ("try it", agents/journey/trial.js). @type {Set<Promise<void>>} */
+  const trialsRunning = new Set()
   /** @type {Promise<void> | null} */
   let loopDone = null
   /** Rounds being measured or submitted, by job id. @type {Map<number, { job: any, done: Promise<void> }>} */
@@ -46,9 +49,28 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
   /** @param {number} limit */
   async function claim (limit) {
     browser ??= await browserVersion?.()
-    const { jobs, lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } = await client.claim({ limit, version, browser_version: browser })
+    // One journey trial at a time, besides the rounds: a trial is someone waiting at the editor.
+    const wantTrials = runTrial && !trialsRunning.size ? 1 : 0
+    const { jobs, trials = [], lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } =
+      await client.claim({ limit, version, browser_version: browser, ...(wantTrials ? { trials: wantTrials } : {}) })
     // An API that does not say (an older one) gets the guard.
-    return { jobs, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
+    return { jobs, trials, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
+  }
+
+  /**
+   * Run a journey trial and answer it; a trial that cannot run is answered
+   * with why, so the editor does not wait for nothing.
+   * @param {any} trial
+   * @param {boolean} allowPrivateTargets
+   */
+  function startTrial (trial, allowPrivateTargets) {
+    const run = /** @type {NonNullable<typeof runTrial>} */ (runTrial)
+    const done = run(trial, { allowPrivateTargets })
+      .catch((/** @type {any} */ err) => ({ outcome: { status: 'error', error: `the agent could not run the journey: ${err.message}`, steps: [] }, screenshot: null }))
+      .then((answer) => client.trialDone(trial.id, answer))
+      .catch((/** @type {any} */ err) => log.warn({ trial: trial.id, err: err.message }, 'journey trial not answered'))
+      .finally(() => trialsRunning.delete(done))
+    trialsRunning.add(done)
   }
 
   /**
@@ -214,14 +236,15 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
           continue
         }
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
-        const { jobs, leaseSeconds, location, allowPrivateTargets } = await claim(concurrency - running.size)
+        const { jobs, trials, leaseSeconds, location, allowPrivateTargets } = await claim(concurrency - running.size)
         backoff = 1000
+        for (const trial of trials) startTrial(trial, allowPrivateTargets)
         if (jobs.length && abort.signal.aborted) {
           // Claimed while stop() was called: give them straight back.
           for (const job of jobs) await releaseJob(job.id)
           break
         }
-        if (!jobs.length) {
+        if (!jobs.length && !trials.length) {
           await sleep(idlePollMs * (0.75 + Math.random() / 2), undefined, { signal: abort.signal }).catch(() => {})
           continue
         }
@@ -257,6 +280,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
         await releaseJob(job.id, `did not finish within ${stopTimeoutMs} ms of the stop signal`)
         return false
       }))
+      await Promise.race([Promise.all(trialsRunning), timeout])
       waited.abort()
       // The loop waits for a released job's measurement: not waited for.
       if (finished.every(Boolean)) await loopDone

@@ -53,7 +53,9 @@ export function createApiClient ({ apiUrl, token, timeoutMs = 15000, ca }) {
     return data
   }
   return {
-    claim: (/** @type {{ limit: number, version: string, browser_version?: string }} */ body) => call('POST', '/claim', body),
+    claim: (/** @type {{ limit: number, version: string, browser_version?: string, trials?: number }} */ body) => call('POST', '/claim', body),
+    /** A journey trial's outcome and last frame ("try it"). */
+    trialDone: (/** @type {number} */ trialId, /** @type {{ outcome: object, screenshot: string | null }} */ body) => call('POST', `/trials/${trialId}`, body),
     heartbeat: (/** @type {number} */ jobId) => call('POST', `/jobs/${jobId}/heartbeat`),
     submit: (/** @type {number} */ jobId, /** @type {object} */ body) => call('POST', `/jobs/${jobId}/results`, body),
     /** Many rounds at once: { agent_version, rounds: [{ job_id, results }] } → { rounds: [answer per round] } */

@@ -9,6 +9,7 @@ import { createSpool } from './spool.js'
 import { createAgent } from './agent.js'
 import { createBrowserPool } from './browser.js'
 import { createJobRunner } from './job-runner.js'
+import { createTrialRunner } from './journey/trial.js'
 import { createNetlogUploader } from './netlog.js'
 import { loadCa } from './http.js'
 import { startTargetGuard } from './target-guard.js'
@@ -32,10 +33,14 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
   })
   /** @type {typeof measure} */
   const runJob = gate ? (job, ctx) => gate.run(() => measure(job, ctx)) : measure
+  const trial = createTrialRunner({ pool, lab, guard, timeoutMs: config.pageTimeoutMs, log: agentLog })
+  /** @type {typeof trial} */
+  const runTrial = gate ? (t, ctx) => gate.run(() => trial(t, ctx)) : trial
   const agent = createAgent({
     client: createApiClient({ apiUrl: config.apiUrl, token, ca }),
     spool: createSpool(path.join(config.dataDir, 'spool', location)),
     runJob,
+    runTrial,
     log: agentLog,
     version: VERSION,
     browserVersion: () => chromiumVersion(config.chromiumPath),

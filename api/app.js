@@ -26,6 +26,7 @@ import metricsRoutes from './routes/metrics.js'
 import exportRoutes from './routes/export.js'
 import importRoutes from './routes/import.js'
 import monitorRoutes from './routes/monitors.js'
+import journeyRoutes from './routes/journeys.js'
 import resultRoutes from './routes/results.js'
 import catalogueRoutes from './routes/catalogue.js'
 import locationRoutes from './routes/locations.js'
@@ -188,6 +189,7 @@ export async function buildApp (context) {
   await app.register(metricsRoutes)
   await app.register(async (api) => {
     await api.register(monitorRoutes)
+    await api.register(journeyRoutes)
     await api.register(resultRoutes)
     await api.register(exportRoutes)
     await api.register(importRoutes)

@@ -256,6 +256,59 @@ test('a wrong selector fails the run at its step, named, in both arms', { skip }
   assert.equal(loc.arms.h3.failed, 1)
 })
 
+/**
+ * Ask for a trial and wait until the agent has answered it.
+ * @param {Record<string, any>} body
+ */
+async function tryJourney (body) {
+  const res = await call('/api/v1/journeys/trials', { method: 'POST', json: { location_id: 'lab-shop', url: `${origin.baseUrl}/shop/login.html`, ...body } })
+  assert.equal(res.status, 202, res.text)
+  assert.ok(!res.text.includes(SECRET), 'the trial as stored holds no secret')
+  const { id } = JSON.parse(res.text)
+  const until = Date.now() + 60_000
+  for (;;) {
+    const trial = await get(`/api/v1/journeys/trials/${id}`)
+    if (trial.state === 'done') return trial
+    assert.ok(Date.now() < until, `trial ${id} still ${trial.state}`)
+    await sleep(250)
+  }
+}
+
+test('"try it": the location\'s agent runs the journey once in the H2 arm, shows each step and the last frame, and stores no result', { skip }, async () => {
+  const before = (await database.pool.query('SELECT count(*)::int AS n FROM results')).rows[0].n
+  const trial = await tryJourney({ journey: shopJourney() })
+  assert.equal(trial.outcome.status, 'ok', trial.outcome.error)
+  assert.equal(trial.outcome.observed_protocol, 'h2')
+  assert.equal(trial.outcome.steps.length, 12)
+  assert.ok(trial.outcome.steps.every((s) => s.ok), JSON.stringify(trial.outcome.steps))
+  assert.ok(trial.outcome.steps[0].navigated && trial.outcome.steps[0].ttfb_ms > 0, 'the navigation step has its TTFB')
+  const jpeg = Buffer.from(trial.screenshot, 'base64')
+  assert.ok(jpeg.length > 1000 && jpeg[0] === 0xff && jpeg[1] === 0xd8, 'the last frame is a JPEG')
+  const answer = await call(`/api/v1/journeys/trials/${trial.id}`)
+  assert.ok(!answer.text.includes(SECRET), 'the trial\'s answer holds no secret')
+  assert.equal((await database.pool.query('SELECT count(*)::int AS n FROM results')).rows[0].n, before, 'a trial is not a result')
+
+  // A monitor's stored secret can be tried by reference.
+  const stored = shopMonitor.journey.steps.find((s) => s.secret)?.secret
+  assert.ok(stored?.stored, 'the shop monitor keeps its secret by reference')
+  const byRef = shopJourney()
+  byRef.steps[3] = { action: 'type', selector: '#password', secret: stored }
+  const again = await tryJourney({ monitor_id: shopMonitor.id, journey: byRef })
+  assert.equal(again.outcome.status, 'ok', again.outcome.error)
+
+  const wrong = shopJourney({ step_timeout_ms: 1500 })
+  wrong.steps[4] = { action: 'click', selector: '#no-such-login' }
+  const failed = await tryJourney({ journey: wrong })
+  assert.equal(failed.outcome.status, 'timeout')
+  assert.equal(failed.outcome.error, 'step 5 (click #no-such-login): no element matches #no-such-login within 1500 ms')
+  assert.equal(failed.outcome.steps.at(-1).ok, false)
+  assert.ok(failed.screenshot, 'a failed trial shows where it stopped')
+
+  const bad = await call('/api/v1/journeys/trials', { method: 'POST', json: { location_id: 'lab-shop', url: `${origin.baseUrl}/`, journey: { steps: [{ action: 'click' }] } } })
+  assert.equal(bad.status, 400)
+  assert.equal(JSON.parse(bad.text).field, 'journey.steps[0].selector')
+})
+
 test('the password typed as a secret is in no API answer, export or log line', { skip }, async () => {
   assert.ok(shopMonitor, 'the shop journey ran')
   const answers = [

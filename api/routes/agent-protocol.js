@@ -11,6 +11,7 @@ import { ValidationError } from '../../lib/runtime/errors.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
 import { protocolsOfJobs } from '../../lib/store/jobs.js'
 import { openJourney } from '../../lib/measurement/journey/secrets.js'
+import { claimTrials, finishTrial } from '../../lib/store/journey-trials.js'
 
 const security = [{ agentToken: [] }]
 const tags = ['agent protocol']
@@ -42,7 +43,8 @@ export default async function agentProtocolRoutes (app) {
         properties: {
           limit: { type: 'integer', minimum: 1, maximum: 50, default: 1 },
           version: { type: 'string', maxLength: 100 },
-          browser_version: { type: 'string', maxLength: 200 }
+          browser_version: { type: 'string', maxLength: 200 },
+          trials: { type: 'integer', minimum: 0, maximum: 5, default: 0, description: 'Also take up to this many queued journey trials ("try it", docs/JOURNEYS.md) of the location' }
         }
       },
       response: {
@@ -55,6 +57,11 @@ export default async function agentProtocolRoutes (app) {
               description: 'H3LENS_ALLOW_PRIVATE_TARGETS of the API: when false, the agent blocks every request of a run to a host that is or resolves to a non-public address'
             },
             location: { $ref: 'location#' },
+            trials: {
+              type: 'array',
+              description: 'Journey trials to run once in the H2 arm, each secret opened; answered with POST /api/v1/agent/trials/:id',
+              items: { type: 'object', properties: { id: { type: 'integer' }, url: { type: 'string' }, journey: { type: 'object', additionalProperties: true } } }
+            },
             jobs: {
               type: 'array',
               items: {
@@ -97,7 +104,7 @@ export default async function agentProtocolRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string } | undefined }>} */ request) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string, trials?: number } | undefined }>} */ request) => {
     const body = request.body ?? {}
     await touchAgent(app.db, request.agent.id, body)
     const leaseSeconds = app.config.leaseSeconds
@@ -119,7 +126,32 @@ export default async function agentProtocolRoutes (app) {
       jobs.push(spec)
     }
     const location = await getLocation(app.db, request.agent.location_id)
-    return { lease_seconds: leaseSeconds, allow_private_targets: app.config.allowPrivateTargets, location, jobs }
+    const trials = body.trials ? await claimTrials(app.db, { agentId: request.agent.id, locationId: request.agent.location_id, limit: body.trials, box: app.secrets }) : []
+    return { lease_seconds: leaseSeconds, allow_private_targets: app.config.allowPrivateTargets, location, jobs, trials }
+  })
+
+  app.post('/trials/:id', {
+    // A screenshot is a few hundred KB of base64.
+    bodyLimit: 6 * 1024 * 1024,
+    schema: {
+      description: 'The outcome of a journey trial this agent took: each step\'s, and the last frame as a base64 JPEG. Stored with the trial, never as a result.',
+      tags,
+      security,
+      params: idParams,
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['outcome'],
+        properties: {
+          outcome: { type: 'object', additionalProperties: true },
+          screenshot: { type: ['string', 'null'], maxLength: 4 * 1024 * 1024, pattern: '^[A-Za-z0-9+/=]*$' }
+        }
+      },
+      response: { 200: { type: 'object', properties: { stored: { type: 'boolean' } } }, ...errorResponses }
+    }
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Body: { outcome: Record<string, any>, screenshot?: string | null } }>} */ request) => {
+    await finishTrial(app.db, { id: request.params.id, agentId: request.agent.id, outcome: request.body.outcome, screenshot: request.body.screenshot ?? null })
+    return { stored: true }
   })
 
   app.post('/jobs/:id/heartbeat', {

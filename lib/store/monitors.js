@@ -193,6 +193,20 @@ async function checkTargets (db, targets, locations, { labPort = null, resolve }
 }
 
 /**
+ * The private-target guard for a journey that is not (yet) a monitor's: the
+ * URL it starts from and every page it navigates to, as a monitor's
+ * (lib/store/journey-trials.js).
+ * @param {import('pg').Pool} db
+ * @param {string} url
+ * @param {{ steps: import('../measurement/journey/steps.js').Step[] }} journey
+ * @param {string[]} locations
+ * @param {MonitorPolicy} policy
+ */
+export async function checkJourneyTargets (db, url, journey, locations, policy) {
+  await checkTargets(db, [[url, 'url'], ...journeyTargets(journey)], locations, policy)
+}
+
+/**
  * A/A calibration and the practical minimum effect. An A/A monitor needs
  * both arms, since its arms are stored as mode h2 (arm A) and h3 (arm B).
  * @param {Record<string, any>} input

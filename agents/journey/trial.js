@@ -1,0 +1,38 @@
+// "Try it" on the agent (docs/JOURNEYS.md): a journey run once in the H2
+// arm, as a round would run it, for the editor. What comes back is each
+// step's outcome and the last frame; nothing of it becomes a result, and a
+// secret is scrubbed from it as from a result.
+import { measureJourney } from '../probes/journey.js'
+import { labBrowserFlags } from '../../lib/measurement/modes.js'
+import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../../lib/runtime/lab-host.js'
+import { scrubSecrets, secretValues } from '../../lib/measurement/journey/secrets.js'
+
+/**
+ * @param {{ pool: any, lab?: import('../job-runner.js').LabTarget | null, timeoutMs: number, log: import('pino').Logger,
+ *   guard?: import('../target-guard.js').TargetGuard | null }} deps
+ */
+export function createTrialRunner ({ pool, lab = null, timeoutMs, log, guard = null }) {
+  /**
+   * @param {{ id: number, url: string, journey: import('../probes/journey.js').RunnableJourney }} trial
+   * @param {{ allowPrivateTargets?: boolean }} ctx
+   * @returns {Promise<{ outcome: Record<string, any>, screenshot: string | null }>}
+   */
+  return async function runTrial (trial, { allowPrivateTargets = false } = {}) {
+    const isLab = LAB_HOSTNAMES.includes(new URL(trial.url).hostname)
+    const runGuard = isLab || allowPrivateTargets ? null : guard
+    if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot run a journey from ${trial.url}`)
+    const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
+    const [whole] = await measureJourney({
+      pool, url: trial.url, mode: 'h2', extraFlags, netns: lab?.netns ?? null, timeoutMs, log, guard: runGuard, lab: isLab,
+      deadline: Date.now() + trial.journey.timeout_ms, journey: trial.journey, screenshot: true
+    })
+    const outcome = {
+      status: whole.status,
+      error: whole.error ?? null,
+      observed_protocol: whole.observed_protocol ?? null,
+      steps: whole.journey?.steps ?? []
+    }
+    log.info({ trial: trial.id, status: outcome.status }, 'journey trial run')
+    return { outcome: scrubSecrets(outcome, secretValues(trial.journey)), screenshot: whole.screenshot ?? null }
+  }
+}
