@@ -71,6 +71,11 @@ export const api = {
   createMonitor: (body) => request('POST', '/monitors', body),
   updateMonitor: (id, body) => request('PATCH', `/monitors/${id}`, body),
   deleteMonitor: (id) => request('DELETE', `/monitors/${id}`),
+  /** { url | monitor_id, journey } → { steps, named_steps } or an ApiError naming the step and field */
+  checkJourney: (body) => request('POST', '/journeys/check', body),
+  /** "Try it": { location_id, url?, monitor_id?, journey } → a trial, queued */
+  tryJourney: (body) => request('POST', '/journeys/trials', body),
+  journeyTrial: (id) => request('GET', `/journeys/trials/${id}`),
   /** @returns {Promise<{ items: any[], next_cursor: string | null }>} */
   results: (id, params = {}) => request('GET', `/monitors/${id}/results${qs(params)}`),
   result: (id) => request('GET', `/results/${id}`),

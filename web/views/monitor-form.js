@@ -5,6 +5,7 @@ import { askForKey } from '../auth.js'
 import { h, toast } from '../dom.js'
 import { href } from '../query.js'
 import { PROBES } from '../catalogue.js'
+import { journeyEditor } from '../components/journey-editor.js'
 
 const LAB_HOST = 'lab.h3lens.test'
 
@@ -37,6 +38,17 @@ export async function render (ctx) {
   // A read-only key gets 403 on save: offer to enter a write key and retry.
   const writeKey = h('button', { type: 'button', class: 'secondary small', hidden: true, onclick: async () => { if (await askForKey()) form.requestSubmit() } }, 'Enter a write key')
   const submit = h('button', { type: 'submit' }, monitor ? 'Save changes' : 'Add monitor')
+  // Writing a journey ticks the journey probe: a journey nobody runs would be a surprise.
+  const journey = journeyEditor({
+    monitor,
+    locations,
+    url: () => url.value.trim(),
+    onText: (text) => {
+      const probe = /** @type {HTMLInputElement | null} */ (form.querySelector('input[name="probes"][value="journey"]'))
+      if (probe && text.trim() && !probe.checked) probe.checked = true
+    }
+  })
+  errors.journey = journey.error
 
   const form = h('form', { class: 'card-form', novalidate: true, onsubmit: onSubmit },
     field('url', 'URL', url, 'The page to load, starting with http:// or https://'),
@@ -51,6 +63,7 @@ export async function render (ctx) {
     'HTTP/2 and HTTP/3 are both needed for a comparison; auto shows how much of its gain users get.',
     h('p', { class: 'hint cost', id: 'auto-cost' }, 'Auto is a third arm with a first and a returning visit: two more page loads and two browser starts per round.')),
     group('probes', 'Probes', PROBES.map((p) => box('probes', p.id, ` ${p.label}`, monitor ? (monitor.probes ?? ['page']).includes(p.id) : p.id === 'page', ` ${p.hint}`))),
+    journey.el,
     h('div', { class: 'field' },
       h('label', { class: 'check', for: 'repeat_view' }, repeat, ' Also measure a repeat view'),
       h('p', { class: 'hint' }, 'A second navigation in the same browser context: warm cache, reused connection or 0-RTT.'), errorEl('repeat_view')),
@@ -100,6 +113,7 @@ export async function render (ctx) {
     if (!body.locations.length) out.push(['locations', 'Choose at least one location.'])
     if (!body.modes.length) out.push(['modes', 'Choose at least one mode.'])
     if (!body.probes.length) out.push(['probes', 'Choose at least one probe.'])
+    if (body.probes.includes('journey') && !body.journey) out.push(['journey', 'The journey probe runs the journey: write its steps, or untick the probe.'])
     if (!(body.min_effect_pct >= 0 && body.min_effect_pct <= 100)) out.push(['min_effect_pct', 'Enter a percentage from 0 to 100.'])
     if (!(body.min_effect_ms >= 0)) out.push(['min_effect_ms', 'Enter a number of milliseconds, 0 or more.'])
     return out
@@ -120,7 +134,10 @@ export async function render (ctx) {
       repeat_view: repeat.checked,
       aa_protocol: aa.value || null,
       min_effect_pct: minPct.value === '' ? NaN : Number(minPct.value),
-      min_effect_ms: minMs.value === '' ? NaN : Number(minMs.value)
+      min_effect_ms: minMs.value === '' ? NaN : Number(minMs.value),
+      // The text as written (the API reads YAML or JSON and names the step at fault); empty removes it.
+      // Left out when there is none to keep or remove.
+      journey: journey.text.value.trim() ? journey.text.value : monitor?.journey ? null : undefined
     }
     if (paused) body.paused = paused.checked
     const found = problems(body)

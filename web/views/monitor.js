@@ -2,7 +2,7 @@
 // auto arm), p50/p95 trends and CDFs per location, fallback and error rates,
 // recent runs and exports, all for the selected window and metric.
 import { api, exportUrl, downloadWithKey } from '../api.js'
-import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames } from '../dom.js'
+import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames, VERDICT, verdictClass } from '../dom.js'
 import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
 import { metricPicker, analysisPicker, verdictLegend } from '../components/metric-picker.js'
 import { comparisonTable } from '../components/comparison-table.js'
@@ -20,13 +20,17 @@ const RUNS_PAGE = 20
 
 export async function render (ctx) {
   const id = ctx.params[0]
-  const metric = metricOf(ctx.query)
   const win = timeWindow(ctx.query)
   const analysis = analysisOf(ctx.query)
   const [monitor, locations, firing] = await Promise.all([api.monitor(id), api.locations(),
     api.alerts({ monitor_id: id, state: 'firing' }).then((a) => a.current, () => [])])
   const bucket = bucketFor(win, monitor.interval_s, ctx.query)
-  const probe = pick(ctx.query.get('probe'), monitor.probes ?? ['page'])
+  // A journey's whole run and each named step are probes to switch between (docs/JOURNEYS.md).
+  const probes = probeChoices(monitor)
+  const probe = pick(ctx.query.get('probe'), probes.map(([value]) => value))
+  const isJourney = probe === 'journey' || probe.startsWith('journey:')
+  // A journey step is compared by its duration unless another metric is asked for.
+  const metric = isJourney && !ctx.query.get('metric') ? 'step_ms' : metricOf(ctx.query)
   const view = pick(ctx.query.get('view'), monitor.repeat_view ? ['first', 'repeat'] : ['first'])
   const range = { from: win.from, to: win.to }
   const filters = { ...range, metric, probe, view }
@@ -54,6 +58,13 @@ export async function render (ctx) {
   const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false, arms, auto) })
   const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails more often than the other in the same rounds.', flush: true })
   const runs = section('Recent runs', { id: 'runs', flush: true })
+  const steps = monitor.journey && (monitor.probes ?? []).includes('journey')
+    ? section('Journey steps: HTTP/3 against HTTP/2', {
+        id: 'journey-steps',
+        flush: true,
+        intro: 'Each named step\'s duration, and the whole journey\'s, at the median of matched rounds, per location. Δ = H3 − H2; choose a step under Probe for its full table, trends and runs.'
+      })
+    : null
 
   const comparison = api.comparison(id, { ...filters, analysis }, { fresh: ctx.fresh })
   // Real users of the monitor's origin, when a site has it: a row under each region.
@@ -62,7 +73,9 @@ export async function render (ctx) {
     fill(compare, Promise.all([comparison, realUsers]).then(([c, rum]) => [headline(c), verdictLegend(c, { unsupported: c.locations.some((l) => l.h3_supported === false) }),
       comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null, realUsers: rum }), computedNote(c)])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),
-    fill(users, api.auto(id, { ...range, metric, percentiles: USERS_PERCENTILES }).then((a) => usersGet(a, { monitor, label }))),
+    // The auto arm's visits are the page probe's; a journey's auto runs are in its own table.
+    isJourney ? null : fill(users, api.auto(id, { ...range, metric, percentiles: USERS_PERCENTILES }).then((a) => usersGet(a, { monitor, label }))),
+    steps ? fill(steps, journeySteps(id, monitor, { ...range, view }, nameOf)) : null,
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
       .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range, { ...arms, auto }), ctx))),
     fill(cdfs, api.distribution(id, filters)
@@ -73,7 +86,7 @@ export async function render (ctx) {
       : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`)))
   ]
   // A refresh swaps the page only once everything is in, so nothing flickers.
-  if (ctx.soft) await Promise.all(fills)
+  if (ctx.soft) await Promise.all(fills.filter(Boolean))
 
   return [
     h('div', { class: 'crumbs' }, h('a', { href: href('/') }, 'Overview'), ' / ', monitor.label || monitor.url),
@@ -87,10 +100,10 @@ export async function render (ctx) {
     win.error ? h('p', { class: 'notice warn', role: 'alert' }, win.error) : null,
     firing.length ? h('p', { class: 'notice warn alert-notice' }, `${firing.length} alert${firing.length === 1 ? '' : 's'} firing:`, alertBadges(firing), ' ', h('a', { href: '#/alerts' }, 'All alerts')) : null,
     h('div', { class: 'view-controls' }, metricPicker(metric),
-      (monitor.probes ?? []).length > 1 ? choice('probe', 'Probe', probe, monitor.probes) : null,
+      probes.length > 1 ? choice('probe', 'Probe', probe, probes) : null,
       monitor.repeat_view ? choice('view', 'View', view, ['first', 'repeat']) : null,
       h('span', { class: 'sub' }, win.label)),
-    compare.el, users.el, trends.el, cdfs.el, rates.el, runs.el
+    steps?.el ?? null, compare.el, isJourney ? null : users.el, trends.el, cdfs.el, rates.el, runs.el
   ]
 }
 
@@ -208,10 +221,62 @@ function protocolKey (withDash, arms, auto) {
 /** The query's value when the monitor has it, else the first allowed. */
 const pick = (value, allowed) => (allowed.includes(value) ? value : allowed[0])
 
+/** @param {Array<string | [string, string]>} options values, or [value, label] */
 function choice (name, text, current, options) {
   return h('label', { class: 'inline-select', for: `${name}-select` }, `${text} `,
     h('select', { id: `${name}-select`, onchange: (ev) => setParams({ [name]: ev.target.value }) },
-      options.map((o) => h('option', { value: o, selected: o === current }, o))))
+      options.map((o) => {
+        const [value, label] = Array.isArray(o) ? o : [o, o]
+        return h('option', { value, selected: value === current }, label)
+      })))
+}
+
+/**
+ * The monitor's probes as [value, label], a journey's whole run followed by
+ * its named steps (a step with a name, or a measure_start's name).
+ * @param {any} monitor
+ * @returns {[string, string][]}
+ */
+function probeChoices (monitor) {
+  return (monitor.probes ?? ['page']).flatMap((p) => {
+    if (p !== 'journey') return [[p, p]]
+    const names = (monitor.journey?.steps ?? []).filter((s) => s.name && s.action !== 'measure_end').map((s) => s.name)
+    return [['journey', 'journey: total'], ...names.map((n) => [`journey:${n}`, `journey step: ${n}`])]
+  })
+}
+
+/**
+ * The per-step table: for the whole journey and each named step, per
+ * location, the median step_ms of each arm, Δ and the verdict, from matched rounds.
+ * @param {number} id
+ * @param {any} monitor
+ * @param {{ from: any, to: any, view: string }} q
+ * @param {(id: string) => string} nameOf
+ */
+async function journeySteps (id, monitor, { from, to, view }, nameOf) {
+  const probes = probeChoices(monitor).filter(([p]) => p === 'journey' || p.startsWith('journey:'))
+  const answers = await Promise.all(probes.map(([p]) => api.comparison(id, { from, to, metric: 'step_ms', percentiles: [50], probe: p, view, analysis: 'matched' })))
+  const locations = [...new Set(answers.flatMap((c) => c.locations.map((l) => l.location_id)).filter((l) => l !== null))]
+  const names = armNames(answers[0] ?? {})
+  const rows = probes.flatMap(([p, label], i) => locations.map((loc, k) => {
+    const l = answers[i].locations.find((x) => x.location_id === loc)
+    const r = l?.rows?.find((x) => x.percentile === 50)
+    const verdict = r?.verdict ?? (l?.insufficient_data ? 'insufficient_data' : null)
+    return h('tr', { 'data-probe': p, 'data-location': loc },
+      k === 0 ? h('th', { scope: 'rowgroup', rowspan: locations.length }, h('a', { href: href(`/monitors/${id}`, { probe: p }) }, p === 'journey' ? 'Whole journey' : label.replace('journey step: ', ''))) : null,
+      h('td', {}, nameOf(loc)),
+      h('td', { class: 'num' }, ms(r?.h2_ms ?? null)),
+      h('td', { class: 'num' }, ms(r?.h3_ms ?? null)),
+      h('td', { class: 'num' }, r?.delta_ms == null ? '—' : `${ms(r.delta_ms, { signed: true })} (${pct(r.delta_pct, { signed: true })})`),
+      h('td', { class: r ? verdictClass(r.verdict, r.delta_pct) : 'v-none' }, verdict ? (VERDICT[verdict]?.label ?? verdict.replaceAll('_', ' ')) : '—'),
+      h('td', { class: 'num' }, count(l?.rounds?.used ?? 0)))
+  }))
+  if (!rows.length) return emptyState('No journey rounds in this window', 'Each round runs the journey in every arm; choose a longer window or wait for the next round.')
+  return h('div', { class: 'table-scroll' },
+    h('table', { class: 'grid', id: 'journey-step-table' },
+      h('caption', { class: 'sr-only' }, `Journey steps, median duration, ${names.h3} against ${names.h2} per location`),
+      h('thead', {}, h('tr', {}, ['Step', 'Location', `${names.h2} p50`, `${names.h3} p50`, 'Δ', 'Verdict', 'Rounds'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows)))
 }
 
 function bucketPicker (bucket) {
