@@ -27,6 +27,8 @@ import { startAgent } from '../agents/main.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp, netnsSupport } from '../lab/netns.js'
 import { LAB_SHOP_ACCOUNT } from '../lab/site/shop.js'
+import { launchBrowser, waitUntilSettled } from '../dev/browser.js'
+import { openRoute } from './helpers/ui.js'
 
 const support = await netnsSupport()
 const skip = !support.ok && `needs network namespaces: ${support.reason}`
@@ -307,6 +309,81 @@ test('"try it": the location\'s agent runs the journey once in the H2 arm, shows
   const bad = await call('/api/v1/journeys/trials', { method: 'POST', json: { location_id: 'lab-shop', url: `${origin.baseUrl}/`, journey: { steps: [{ action: 'click' }] } } })
   assert.equal(bad.status, 400)
   assert.equal(JSON.parse(bad.text).field, 'journey.steps[0].selector')
+})
+
+/* global document, location -- used inside functions that run in the page */
+/**
+ * Where the walk's screenshots go when asked for (H3LENS_JOURNEY_SCREENSHOTS,
+ * a folder: docs/screenshots/ holds the README's); otherwise none are kept.
+ */
+const SHOT_DIR = process.env.H3LENS_JOURNEY_SCREENSHOTS ?? null
+
+test('the dashboard walk: the journey editor checks as one types, "Try it" shows each step and the last frame, the monitor page compares step by step', { skip }, async () => {
+  assert.ok(shopMonitor, 'the shop journey ran')
+  const chromium = await launchBrowser()
+  try {
+    const server = { url: api.url }
+    // The check's 400 for the unfinished step is the browser's console error for that request, and expected.
+    const form = await openRoute(chromium, server, writeKey, '#/new', { allow: [/status of 400 .*\/api\/v1\/journeys\/check/] })
+    const { page } = form
+    await page.setViewport({ width: 1100, height: 1400 })
+    await page.type('#url', `${origin.baseUrl}/shop/login.html`)
+    // A step without its selector: the editor says which, as one types.
+    await page.type('#journey', 'steps:\n  - { action: navigate, url: /shop/login.html, name: open }\n  - { action: click }\n')
+    await page.waitForFunction(() => /selector: required for click/.test(document.querySelector('#journey-status')?.textContent ?? ''))
+    assert.equal(await page.$eval('#journey-status', (e) => e.textContent), 'journey.steps[1].selector: required for click')
+    assert.equal(await page.$eval('#journey', (e) => e.getAttribute('aria-invalid')), 'true')
+    // The whole shop journey, as YAML.
+    const yaml = 'steps:\n' + shopJourney().steps.map((st) => `  - ${JSON.stringify(st)}`).join('\n') + '\nstep_timeout_ms: 5000\n'
+    await page.$eval('#journey', (e, text) => {
+      const area = /** @type {HTMLTextAreaElement} */ (e)
+      area.value = text
+      area.dispatchEvent(new Event('input', { bubbles: true }))
+    }, yaml)
+    await page.waitForFunction(() => /^12 steps/.test(document.querySelector('#journey-status')?.textContent ?? ''))
+    assert.equal(await page.$eval('#journey-status', (e) => e.textContent), '12 steps; measured on their own: open, login, search.')
+    assert.equal(await page.$eval('input[name="probes"][value="journey"]', (e) => /** @type {HTMLInputElement} */ (e).checked), true, 'writing a journey ticks its probe')
+    // Try it at the lab location: each step's outcome and the last frame.
+    await page.select('#journey-location', 'lab-shop')
+    await page.click('#journey-try')
+    await page.waitForSelector('#journey-verdict', { timeout: 90_000 })
+    assert.equal(await page.$eval('#journey-verdict', (e) => e.textContent), 'Every step passed, over h2.')
+    const rows = await page.$$eval('#journey-steps tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)))
+    assert.equal(rows.length, 12)
+    assert.deepEqual(rows[0].slice(0, 4), ['1', 'navigate', 'open', 'ok'])
+    assert.deepEqual(rows[4].slice(0, 4), ['5', 'click', '', 'ok'])
+    await page.waitForFunction(() => ((/** @type {HTMLImageElement | null} */ (document.querySelector('#journey-shot')))?.naturalWidth ?? 0) > 0)
+    assert.ok(!(await page.content()).includes(SECRET), 'the page shows no secret')
+    if (SHOT_DIR) await (await page.$('.journey-editor'))?.screenshot({ path: path.join(SHOT_DIR, 'journey-editor.png') })
+    await form.done()
+
+    // The monitor page: a row per step and location, and the steps as probes.
+    const monitorPage = await openRoute(chromium, server, writeKey, `#/monitors/${shopMonitor.id}`)
+    const mp = monitorPage.page
+    await mp.setViewport({ width: 1100, height: 1400 })
+    await mp.waitForSelector('#journey-step-table tbody tr')
+    const table = await mp.$$eval('#journey-step-table tbody tr', (trs) => trs.map((tr) => ({ probe: tr.dataset.probe, cells: [...tr.querySelectorAll('td')].map((td) => td.textContent) })))
+    assert.deepEqual(table.map((r) => r.probe), ['journey', 'journey:open', 'journey:login', 'journey:search'])
+    for (const r of table) {
+      assert.equal(r.cells[0], topology.locations[0].name, 'the location, by its name')
+      assert.match(r.cells[1], /^\d[\d,.]* ms$/, `${r.probe}: H2 median`)
+      assert.match(r.cells[2], /^\d[\d,.]* ms$/, `${r.probe}: H3 median`)
+      assert.match(r.cells[4], /^(H3 faster|H3 slower|No clear difference)$/, `${r.probe}: a verdict`)
+      assert.equal(r.cells[5], String(ROUNDS))
+    }
+    const options = await mp.$$eval('#probe-select option', (os) => os.map((o) => /** @type {HTMLOptionElement} */ (o).value))
+    assert.deepEqual(options, ['journey', 'journey:open', 'journey:login', 'journey:search'])
+    if (SHOT_DIR) await (await mp.$('#journey-steps'))?.screenshot({ path: path.join(SHOT_DIR, 'journey-steps.png') })
+    // Choosing a step shows its full table, by its duration.
+    await mp.select('#probe-select', 'journey:login')
+    await mp.waitForFunction(() => location.hash.includes('probe=journey%3Alogin') || location.hash.includes('probe=journey:login'))
+    await waitUntilSettled(mp)
+    await mp.waitForSelector('#comparison table.compare')
+    assert.match(await mp.$eval('#comparison', (e) => e.textContent ?? ''), /Step/)
+    await monitorPage.done()
+  } finally {
+    await chromium.close()
+  }
 })
 
 test('the password typed as a secret is in no API answer, export or log line', { skip }, async () => {

@@ -41,6 +41,7 @@ test('each translatable action becomes its command, and named steps are the reco
 
 test('a step without a faithful WebPageTest form is named with why', () => {
   const nav = { action: 'navigate', url: '/' }
+  /** @type {[Record<string, any>, RegExp][]} */
   const cases = [
     [{ action: 'type', selector: '#pw', secret: 'hunter2' }, /secret/],
     [{ action: 'assert', selector: 'h1', text: 'Account' }, /cannot fail a run/],

@@ -19,6 +19,8 @@ export const PAGE_METRICS = []
 export const PROBES = []
 /** @type {Map<string, string>} deprecated alias (ttfb) → id (ttfb_ms), so old links keep working */
 const ALIASES = new Map()
+/** @type {Map<string, string>} every metric's id → its label (a samples metric too: a journey step's step_ms) */
+const LABELS = new Map()
 export const catalogue = { defaultMetric: 'ttfb_ms' }
 /** @type {Map<string, string>} protocol reason code (details.protocol_reason.code) → its words */
 export const REASONS = new Map()
@@ -37,6 +39,7 @@ export function loadCatalogue () {
     PAGE_METRICS.splice(0, PAGE_METRICS.length, ...c.metrics.filter((m) => m.column))
     PROBES.splice(0, PROBES.length, ...c.probes)
     for (const m of c.metrics) if (m.alias) ALIASES.set(m.alias, m.id)
+    for (const m of c.metrics) LABELS.set(m.id, m.label)
     catalogue.defaultMetric = c.default_metric
     for (const r of c.protocol_reasons ?? []) REASONS.set(r.code, r.text)
     for (const u of c.alternate_protocol_usage ?? []) USAGE.set(u.value, { label: u.label, text: u.text })
@@ -58,7 +61,7 @@ export function metricId (name) {
 }
 
 /** @param {string} id */
-export const metricLabel = (id) => METRICS.find((m) => m.id === (ALIASES.get(id) ?? id))?.label ?? id
+export const metricLabel = (id) => LABELS.get(ALIASES.get(id) ?? id) ?? id
 
 /**
  * A protocol reason in words: the catalogue's, else the code.
