@@ -96,6 +96,38 @@ export const journeySchema = {
   }
 }
 
+/** A journey trial's outcome ("try it"), as the agent sends it and the API shows it. */
+export const trialOutcomeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    status: { type: 'string', maxLength: 32, description: 'ok, or the failed step\'s status (error, timeout); protocol_mismatch when a request did not come over H2' },
+    error: { type: ['string', 'null'], maxLength: 4000, description: 'The failed step, named' },
+    observed_protocol: { type: ['string', 'null'], maxLength: 64 },
+    steps: {
+      type: 'array',
+      maxItems: JOURNEY_LIMITS.steps,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          index: { type: 'integer', minimum: 0 },
+          action: { type: 'string', maxLength: 32 },
+          name: { type: ['string', 'null'], maxLength: 64 },
+          ok: { type: 'boolean' },
+          status: { type: 'string', enum: ['ok', 'error', 'timeout'] },
+          ms: { type: 'number' },
+          error: { type: ['string', 'null'], maxLength: 4000 },
+          navigated: { type: 'boolean' },
+          url: { type: ['string', 'null'], maxLength: 4096 },
+          ttfb_ms: { type: ['number', 'null'] },
+          load_ms: { type: ['number', 'null'] }
+        }
+      }
+    }
+  }
+}
+
 export const monitorSchema = {
   $id: 'monitor',
   type: 'object',

@@ -4,7 +4,7 @@ import { claimJobs, heartbeatJob, submitJobResults, submitRoundsResults, failJob
 import { touchAgent } from '../../lib/store/agents.js'
 import { getLocation } from '../../lib/store/locations.js'
 import { measurementHints } from '../../lib/store/claim-hints.js'
-import { errorResponses, idParams, submittedResult } from '../schemas.js'
+import { errorResponses, trialOutcomeSchema, idParams, submittedResult } from '../schemas.js'
 import { checkResults } from '../../lib/measurement/checks.js'
 import { expectedProtocolFor } from '../../lib/measurement/modes.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
@@ -143,7 +143,7 @@ export default async function agentProtocolRoutes (app) {
         additionalProperties: false,
         required: ['outcome'],
         properties: {
-          outcome: { type: 'object', additionalProperties: true },
+          outcome: trialOutcomeSchema,
           screenshot: { type: ['string', 'null'], maxLength: 4 * 1024 * 1024, pattern: '^[A-Za-z0-9+/=]*$' }
         }
       },

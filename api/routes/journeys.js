@@ -7,27 +7,10 @@ import { createTrial, getTrial, TRIAL_TTL_S } from '../../lib/store/journey-tria
 import { getMonitor } from '../../lib/store/monitors.js'
 import { targetPolicy } from '../../lib/measurement/targets.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
-import { errorResponses, idParams, journeySchema } from '../schemas.js'
+import { errorResponses, idParams, journeySchema, trialOutcomeSchema } from '../schemas.js'
 
 const tags = ['journeys']
 const journeyInput = { description: 'The journey as the monitor takes it: { steps: [...] } or its YAML or JSON text' }
-
-const stepOutcome = {
-  type: 'object',
-  properties: {
-    index: { type: 'integer' },
-    action: { type: 'string' },
-    name: { type: ['string', 'null'] },
-    ok: { type: 'boolean' },
-    status: { type: 'string', enum: ['ok', 'error', 'timeout'] },
-    ms: { type: 'number' },
-    error: { type: ['string', 'null'] },
-    navigated: { type: 'boolean' },
-    url: { type: ['string', 'null'] },
-    ttfb_ms: { type: ['number', 'null'] },
-    load_ms: { type: ['number', 'null'] }
-  }
-}
 
 const trialSchema = {
   type: 'object',
@@ -38,15 +21,7 @@ const trialSchema = {
     url: { type: 'string' },
     journey: journeySchema,
     state: { type: 'string', enum: ['queued', 'running', 'done'], description: 'queued until an agent of the location claims it' },
-    outcome: {
-      type: ['object', 'null'],
-      properties: {
-        status: { type: 'string', description: 'ok, or the failed step\'s status (error, timeout); protocol_mismatch when a request did not come over H2' },
-        error: { type: ['string', 'null'], description: 'The failed step, named' },
-        observed_protocol: { type: ['string', 'null'] },
-        steps: { type: 'array', items: stepOutcome }
-      }
-    },
+    outcome: { ...trialOutcomeSchema, type: ['object', 'null'] },
     screenshot: { type: ['string', 'null'], description: 'The last frame, a base64 JPEG (fields holding a secret drawn masked)' },
     created_at: { type: 'string', format: 'date-time' },
     finished_at: { type: ['string', 'null'], format: 'date-time' },
