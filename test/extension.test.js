@@ -262,7 +262,7 @@ export const throwaway = Object.freeze({
   // 2. Its place in the one list of probes.
   edit(dir, 'lib/measurement/probes/index.js', "import { upload, UPLOAD_BYTES, LAB_UPLOAD_PATH } from './upload.js'\n",
     "import { upload, UPLOAD_BYTES, LAB_UPLOAD_PATH } from './upload.js'\nimport { throwaway } from './throwaway.js'\n")
-  edit(dir, 'lib/measurement/probes/index.js', '[page, parallel, upload]', '[page, parallel, upload, throwaway]')
+  edit(dir, 'lib/measurement/probes/index.js', '[page, parallel, upload, journey]', '[page, parallel, upload, journey, throwaway]')
   // And the agent's measurement of it, found by its id.
   fs.writeFileSync(path.join(dir, 'agents/probes/throwaway.js'), `// The throwaway probe (lib/measurement/probes/throwaway.js): after its
 // pause, one load of options.throwaway_url.
