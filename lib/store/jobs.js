@@ -374,6 +374,21 @@ export async function failJob (db, { jobId, agentId, locationId, error }) {
 }
 
 /**
+ * A round its location cannot run, recorded as skipped with why (as a round
+ * skipped for a busy location is), rather than run as something else: a
+ * journey at a WebPageTest location (lib/store/wpt-tests.js).
+ * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {{ jobId: number, agentId: number, reason: string }} opts
+ */
+export async function skipJob (db, { jobId, agentId, reason }) {
+  await db.query(
+    `UPDATE jobs SET state = 'skipped', finished_at = now(), updated_at = now(), lease_expires_at = NULL,
+            last_error = 'skipped: ' || $3
+      WHERE id = $1 AND lease_owner = $2 AND state = 'leased'`,
+    [jobId, agentId, String(reason).slice(0, 2000)])
+}
+
+/**
  * Give a job back without using up an attempt (graceful agent shutdown).
  * Only the lease holder may: anyone else gets the same 409 (wrong_location,
  * lease_lost) or 404 as for a heartbeat.

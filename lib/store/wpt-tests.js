@@ -5,7 +5,7 @@
 // tests handed to the same agent one after the other, so both arms of a pair
 // ran on one machine. The round is done when both arms are in.
 import { randomBytes } from 'node:crypto'
-import { claimJobs, failJob, releaseJob, JOB_STATES } from './jobs.js'
+import { claimJobs, failJob, releaseJob, skipJob, JOB_STATES } from './jobs.js'
 import { insertResults } from './results.js'
 import { recordRoundOutcomes } from './round-backoffs.js'
 import { enqueueForRollup } from './rollups.js'
@@ -17,6 +17,7 @@ import { expectedProtocolFor } from '../measurement/modes.js'
 import { protocolReason } from '../measurement/protocol-reason.js'
 import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
 import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
+import { wptScript } from '../measurement/wpt/journey-script.js'
 import { resultFromDevtools, failRun, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
 import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
 import { withTransaction } from './transaction.js'
@@ -28,6 +29,9 @@ import { withTransaction } from './transaction.js'
  * allowed; a lab it cannot reach).
  * @typedef {(url: string) => Promise<{ spki: string, address: string } | null>} TargetCheck
  */
+
+// Journey-only rounds skipped in one ask for work, at most (claimPageRound).
+const MAX_SKIPPED_PER_CLAIM = 10
 
 /**
  * The next test for one agent, or null. A test the agent was sent and never
@@ -44,7 +48,7 @@ export async function nextTest (db, { agent, leaseSeconds, random = Math.random,
   const lease = leaseSeconds + WPT_TEST_TIMEOUT_S
   const pending = await sendPending(db, { agent, lease, target })
   if (pending) return pending
-  const [job] = await claimJobs(db, { agentId: agent.id, locationId: agent.location_id, limit: 1, leaseSeconds: lease })
+  const job = await claimPageRound(db, { agent, lease })
   if (!job) return null
   const modes = [...job.modes]
   for (let i = modes.length - 1; i > 0; i--) {
@@ -64,6 +68,27 @@ export async function nextTest (db, { agent, leaseSeconds, random = Math.random,
   await db.query(`INSERT INTO wpt_tests (test_id, job_id, attempt, mode, position, location_id, agent_id, repeat_view)
                   VALUES ${tuples.join(', ')}`, values)
   return sendPending(db, { agent, lease, target })
+}
+
+/**
+ * The next round the agent can run: a monitor that runs only a journey is
+ * skipped here, saying why (docs/JOURNEYS.md): WebPageTest agents load
+ * pages, and a journey runs on Puppeteer agents. A monitor that runs the
+ * page probe too gets its page loads.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { id: number, location_id: string }, lease: number }} opts
+ */
+async function claimPageRound (db, { agent, lease }) {
+  for (let i = 0; i < MAX_SKIPPED_PER_CLAIM; i++) {
+    const [job] = await claimJobs(db, { agentId: agent.id, locationId: agent.location_id, limit: 1, leaseSeconds: lease })
+    if (!job || (job.probes ?? ['page']).includes('page')) return job ?? null
+    const wpt = job.journey ? wptScript(job.journey) : null
+    const why = wpt?.untranslatable
+      ? `; besides, ${wpt.untranslatable.step} has no WebPageTest form: ${wpt.untranslatable.reason}`
+      : ''
+    await skipJob(db, { jobId: job.id, agentId: agent.id, reason: `WebPageTest location ${agent.location_id} runs no journeys: its agents load pages, and the journey runs on Puppeteer agents only${why}` })
+  }
+  return null
 }
 
 /**
