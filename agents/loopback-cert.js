@@ -55,8 +55,19 @@ function tlv (tag, body) {
 const seq = (/** @type {Buffer[]} */ ...parts) => tlv(0x30, Buffer.concat(parts))
 const set = (/** @type {Buffer[]} */ ...parts) => tlv(0x31, Buffer.concat(parts))
 const utf8 = (/** @type {string} */ s) => tlv(0x0c, Buffer.from(s, 'utf8'))
-/** A positive INTEGER: a leading zero when the top bit is set. */
-const int = (/** @type {Buffer} */ b) => tlv(0x02, b[0] & 0x80 ? Buffer.concat([Buffer.from([0]), b]) : b)
+/**
+ * A positive INTEGER from big-endian bytes, in DER's one encoding: no
+ * leading zero byte unless the next byte's top bit is set, and one when it
+ * is (a random serial starting 0x00 0x1f is otherwise refused as padded).
+ * @param {Buffer} bytes
+ */
+export function derPositiveInteger (bytes) {
+  let start = 0
+  while (start < bytes.length - 1 && bytes[start] === 0) start++
+  const b = bytes.subarray(start)
+  return tlv(0x02, b[0] & 0x80 ? Buffer.concat([Buffer.from([0]), b]) : b)
+}
+const int = derPositiveInteger
 /** UTCTime, YYMMDDHHMMSSZ (dates before 2050). */
 const time = (/** @type {Date} */ d) => tlv(0x17, Buffer.from(d.toISOString().replace(/[-:T]/g, '').slice(2, 14) + 'Z'))
 
