@@ -7,6 +7,7 @@
 // `field` among them). Bounded by the examples per operation, not by time:
 // about a minute on two cores. H3LENS_FUZZ_SEED replays a run; a failing run
 // prints its seed and a curl line per failure.
+// run-tests: concurrent — its one process is Schemathesis against this file's own API on a port of its own; it measures no time
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
