@@ -33,6 +33,10 @@ const SPECIFIERS = [
   /^\s*import\s*['"]([^'"]+)['"]/gm,
   /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g
 ]
+// Comments, so that a JSDoc type (`@param {import('puppeteer-core').Page}`)
+// is not taken for a dynamic import: block comments, and lines that are
+// only a comment.
+const COMMENTS = /\/\*[\s\S]*?\*\/|^[ \t]*\/\/.*$/gm
 const MARK = (/** @type {string} */ lane) => new RegExp(`^[ \\t]*//[ \\t]*run-tests:[ \\t]*${lane}\\b[ \\t:,—-]*(\\S.*)?$`, 'm')
 const SERIAL_MARK = MARK('serial')
 const CONCURRENT_MARK = MARK('concurrent')
@@ -56,7 +60,8 @@ export function planTests (files, { root = ROOT } = {}) {
     let m = modules.get(file)
     if (!m) {
       const source = fs.readFileSync(file, 'utf8')
-      m = { source, specifiers: SPECIFIERS.flatMap((re) => [...source.matchAll(re)].map((x) => x[1])) }
+      const code = source.replace(COMMENTS, '')
+      m = { source, specifiers: SPECIFIERS.flatMap((re) => [...code.matchAll(re)].map((x) => x[1])) }
       modules.set(file, m)
     }
     return m

@@ -48,6 +48,19 @@ test('a browser or a started process anywhere in a file\'s imports makes it seri
   }
 })
 
+test('an import named in a comment (a JSDoc type) is not an import', () => {
+  // The line comment's import is spelled with \u0028, as this file's lines are not comments.
+  const root = repo({
+    'agents/faults.js': "/**\n * @param {import('puppeteer-core').Browser} browser\n */\nexport const x = 1\n// import\u0028'puppeteer-core') in a line comment\n",
+    'test/agent.test.js': "import { x } from '../agents/faults.js'\nconst y = /** @type {import('puppeteer-core').Page} */ (null)\n"
+  })
+  try {
+    assert.deepEqual(planOf(root)['test/agent.test.js'], { file: 'test/agent.test.js', serial: false, why: [] })
+  } finally {
+    remove(root)
+  }
+})
+
 test('the server rooms\' own child_process (the embedded PostgreSQL) leaves a file concurrent; import cycles end', () => {
   const root = repo({
     'lib/runtime/db.js': "import childProcess from 'node:child_process'\nimport { a } from '../store/a.js'\nexport const db = 1\n",
@@ -103,11 +116,11 @@ test('this repository: browser, lab and `h3lens start` files are serial, one-sho
   for (const file of ['test/ui.test.js', 'test/lab-netns.test.js', 'test/shutdown.test.js', 'test/e2e-start.test.js', 'test/faults.test.js']) {
     assert.equal(plan[file].serial, true, file)
   }
-  for (const file of ['test/stats-rank.test.js', 'test/api-monitors.test.js', 'test/import.test.js', 'test/test-plan.test.js']) {
+  for (const file of ['test/stats-rank.test.js', 'test/api-monitors.test.js', 'test/import.test.js', 'test/test-plan.test.js', 'test/ingest-batch.test.js', 'test/agent-concurrency.test.js']) {
     assert.equal(plan[file].serial, false, `${file}: ${plan[file].why}`)
   }
   // Processes of their own that need no exclusive machine, and say so.
-  for (const file of ['test/api-fuzz.test.js', 'test/cli.test.js', 'test/doc-references.test.js']) {
+  for (const file of ['test/api-fuzz.test.js', 'test/cli.test.js', 'test/doc-references.test.js', 'test/timescale.test.js']) {
     assert.equal(plan[file].serial, false, `${file}: ${plan[file].why}`)
     assert.match(plan[file].why[0], /^marked concurrent: /, file)
   }
