@@ -9,10 +9,14 @@
 // for files that drive a browser or start processes (lab, Caddy, agents, the
 // CLI); the concurrent lane, H3LENS_TEST_CONCURRENCY files at a time, for
 // files that only talk to their own database and loopback ports.
-// scripts/test-plan.js decides which is which from each file's imports.
-// The serial lane is the long one (~600 of the ~700 s of file time), so the
+// scripts/test-plan.js decides which is which from each file's imports
+// and from a file's own `// run-tests: serial|concurrent <reason>` mark.
+// The serial lane is the long one (~800 s of file time on a loaded machine
+// against ~900 s in the concurrent lane, which runs two at a time), so the
 // concurrent lane is kept narrow (2 by default, for 2 cores): it still ends
-// minutes before the serial lane, and takes less CPU from it meanwhile.
+// minutes before the serial lane, and takes less CPU from it meanwhile. The
+// files run in name order: with the serial lane the longer, no order of
+// either lane shortens the run.
 // A file's output is printed whole when it ends; the end of the run sums up:
 // the counts, every failed test with its error, the ten slowest files.
 //
