@@ -28,10 +28,13 @@ const SPOOL_BATCH_ROUNDS = 50
  *   browserVersion?: () => Promise<string|undefined>,
  *   stopTimeoutMs?: number,
  *   idlePollMs?: number,
+ *   maxBackoffMs?: number,
  *   concurrency?: number
  * }} deps
+ *   maxBackoffMs: the longest wait after failed API calls (the wait starts
+ *   at 1 s and doubles up to it)
  */
-export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, concurrency = 1 }) {
+export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, maxBackoffMs = MAX_BACKOFF_MS, concurrency = 1 }) {
   const abort = new AbortController()
   /** @type {Promise<void> | null} */
   let loopDone = null
@@ -206,7 +209,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
   }
 
   async function loop () {
-    let backoff = 1000
+    let backoff = Math.min(maxBackoffMs, 1000)
     while (!abort.signal.aborted) {
       try {
         if (running.size >= concurrency) {
@@ -215,7 +218,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
         }
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
         const { jobs, leaseSeconds, location, allowPrivateTargets } = await claim(concurrency - running.size)
-        backoff = 1000
+        backoff = Math.min(maxBackoffMs, 1000)
         if (jobs.length && abort.signal.aborted) {
           // Claimed while stop() was called: give them straight back.
           for (const job of jobs) await releaseJob(job.id)
@@ -235,7 +238,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
         if (err instanceof ApiError && err.status === 401) log.error({ err: err.message }, 'agent token refused; check H3LENS_AGENT_TOKEN')
         else log.warn({ err: err.message, retryInMs: backoff }, 'API call failed; backing off')
         await sleep(backoff, undefined, { signal: abort.signal }).catch(() => {})
-        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
+        backoff = Math.min(maxBackoffMs, backoff * 2)
       }
     }
   }
