@@ -29,10 +29,13 @@ const SPOOL_BATCH_ROUNDS = 50
  *   browserVersion?: () => Promise<string|undefined>,
  *   stopTimeoutMs?: number,
  *   idlePollMs?: number,
+ *   maxBackoffMs?: number,
  *   concurrency?: number
  * }} deps
+ *   maxBackoffMs: the longest wait after failed API calls (the wait starts
+ *   at 1 s and doubles up to it)
  */
-export function createAgent ({ client, spool, runJob, runTrial = null, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, concurrency = 1 }) {
+export function createAgent ({ client, spool, runJob, runTrial = null, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, maxBackoffMs = MAX_BACKOFF_MS, concurrency = 1 }) {
   const abort = new AbortController()
   /** Journey trials being run ("try it", agents/journey/trial.js). @type {Set<Promise<void>>} */
   const trialsRunning = new Set()
@@ -228,7 +231,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
   }
 
   async function loop () {
-    let backoff = 1000
+    let backoff = Math.min(maxBackoffMs, 1000)
     while (!abort.signal.aborted) {
       try {
         if (running.size >= concurrency) {
@@ -237,7 +240,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
         }
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
         const { jobs, trials, leaseSeconds, location, allowPrivateTargets } = await claim(concurrency - running.size)
-        backoff = 1000
+        backoff = Math.min(maxBackoffMs, 1000)
         for (const trial of trials) startTrial(trial, allowPrivateTargets)
         if (jobs.length && abort.signal.aborted) {
           // Claimed while stop() was called: give them straight back.
@@ -258,7 +261,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
         if (err instanceof ApiError && err.status === 401) log.error({ err: err.message }, 'agent token refused; check H3LENS_AGENT_TOKEN')
         else log.warn({ err: err.message, retryInMs: backoff }, 'API call failed; backing off')
         await sleep(backoff, undefined, { signal: abort.signal }).catch(() => {})
-        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
+        backoff = Math.min(maxBackoffMs, backoff * 2)
       }
     }
   }

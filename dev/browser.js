@@ -7,9 +7,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import puppeteer from 'puppeteer-core'
+import { CHROMIUM_FLAGS } from './chromium-flags.js'
 
-export const CHROMIUM_FLAGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync']
+export { CHROMIUM_FLAGS }
 
 /** Chromium with a fresh profile, talking to nothing but loopback. */
 export async function launchBrowser () {

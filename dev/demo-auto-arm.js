@@ -17,7 +17,7 @@ import { insertResults } from '../lib/store/results.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { toSubmission } from '../lib/measurement/result.js'
 import { LOCATIONS, PAGES, random, sampleLoad } from './demo-data.js'
-import { CHROMIUM_FLAGS } from './browser.js'
+import { CHROMIUM_FLAGS } from './chromium-flags.js'
 
 // One round in this many the returning visit on the normal path races and TCP wins.
 const TCP_WINS_EVERY = 12

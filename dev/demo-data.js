@@ -10,7 +10,7 @@ import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { rttAccounting } from '../lib/measurement/rtt.js'
 import { protocolReason } from '../lib/measurement/protocol-reason.js'
-import { CHROMIUM_FLAGS } from './browser.js'
+import { CHROMIUM_FLAGS } from './chromium-flags.js'
 
 // Profiles as the lab publishes them (RTT grows 1×/2×/3× with loss).
 export const LOCATIONS = [

@@ -14,6 +14,11 @@
 //   must run alone for another reason (it asserts on time, say).
 // Everything else only talks to its own database (cloned from the template
 // per file) and loopback ports it picks itself, and runs concurrently.
+// A file whose only processes are its own business (one-shot CLI commands
+// against its own database, `git ls-files`, a fuzzer against its own API)
+// may say `// run-tests: concurrent <reason>`: it then runs concurrently
+// although it starts processes. The mark cannot take a browser out of the
+// serial lane, nor stand beside `// run-tests: serial`.
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -28,11 +33,18 @@ const SPECIFIERS = [
   /^\s*import\s*['"]([^'"]+)['"]/gm,
   /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g
 ]
-const OVERRIDE = /^[ \t]*\/\/[ \t]*run-tests:[ \t]*serial\b[ \t:,—-]*(\S.*)?$/m
+// Comments, so that a JSDoc type (`@param {import('puppeteer-core').Page}`)
+// is not taken for a dynamic import: block comments, and lines that are
+// only a comment.
+const COMMENTS = /\/\*[\s\S]*?\*\/|^[ \t]*\/\/.*$/gm
+const MARK = (/** @type {string} */ lane) => new RegExp(`^[ \\t]*//[ \\t]*run-tests:[ \\t]*${lane}\\b[ \\t:,—-]*(\\S.*)?$`, 'm')
+const SERIAL_MARK = MARK('serial')
+const CONCURRENT_MARK = MARK('concurrent')
 
 /**
  * @typedef {{ file: string, serial: boolean, why: string[] }} Plan
- *   file relative to the repository; why: one line per reason, empty when concurrent
+ *   file relative to the repository; why: one line per reason for its lane,
+ *   empty when it is concurrent for want of any reason to be serial
  */
 
 /**
@@ -48,7 +60,8 @@ export function planTests (files, { root = ROOT } = {}) {
     let m = modules.get(file)
     if (!m) {
       const source = fs.readFileSync(file, 'utf8')
-      m = { source, specifiers: SPECIFIERS.flatMap((re) => [...source.matchAll(re)].map((x) => x[1])) }
+      const code = source.replace(COMMENTS, '')
+      m = { source, specifiers: SPECIFIERS.flatMap((re) => [...code.matchAll(re)].map((x) => x[1])) }
       modules.set(file, m)
     }
     return m
@@ -58,11 +71,14 @@ export function planTests (files, { root = ROOT } = {}) {
     const rel = path.relative(root, file)
     /** @type {string[]} */
     const why = []
-    const override = read(file).source.match(OVERRIDE)
-    if (override) {
-      if (!override[1]) throw new Error(`${rel}: "// run-tests: serial" needs a reason after it`)
-      why.push(`marked serial: ${override[1].trim()}`)
+    const { source } = read(file)
+    const serialMark = source.match(SERIAL_MARK)
+    const concurrentMark = source.match(CONCURRENT_MARK)
+    for (const [mark, lane] of /** @type {const} */ ([[serialMark, 'serial'], [concurrentMark, 'concurrent']])) {
+      if (mark && !mark[1]) throw new Error(`${rel}: "// run-tests: ${lane}" needs a reason after it`)
     }
+    if (serialMark && concurrentMark) throw new Error(`${rel}: marked both "// run-tests: serial" and "// run-tests: concurrent"; keep one`)
+    if (serialMark?.[1]) why.push(`marked serial: ${serialMark[1].trim()}`)
     /** @type {Map<string, string>} the first (shortest) import chain for each kind of reason */
     const found = new Map()
     for (const { module, chain } of closure(file, read, root)) {
@@ -73,6 +89,10 @@ export function planTests (files, { root = ROOT } = {}) {
       if (specifiers.some((x) => x === 'node:child_process' || x === 'child_process') && !SERVER_ROOMS.some((r) => room.startsWith(r)) && !found.has('processes')) {
         found.set('processes', `starts processes: ${room} imports node:child_process${through}`)
       }
+    }
+    if (concurrentMark?.[1]) {
+      if (found.has('browser')) throw new Error(`${rel}: "// run-tests: concurrent" cannot take a file that drives a browser out of the serial lane (${found.get('browser')})`)
+      return { file: rel, serial: false, why: [`marked concurrent: ${concurrentMark[1].trim()}`, ...[...found.values()].map((w) => `although it ${w}`)] }
     }
     why.push(...found.values())
     return { file: rel, serial: why.length > 0, why }

@@ -2,6 +2,7 @@
 // route (checked against the routes the app really has, not a hand list),
 // the OpenAPI document saying so, the limit on wrong credentials, and no
 // secret ever reaching a log line.
+// run-tests: concurrent — its one process is `h3lens keys` against its own database
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'

@@ -7,7 +7,6 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { createTestDatabase } from './helpers/db.js'
 import { eventually } from './helpers/process.js'
 import { freePort } from '../dev/free-port.js'
@@ -47,7 +46,7 @@ test('one agent, a hanging monitor and seven fast ones: after the hanging one\'s
     const { token } = await createAgentToken(db, { location: 'local' })
     const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1', netns: null } })
     stops.push(() => agent.stop())
-    await sleep(2000) // the agent polls once and counts as live
+    await eventually(async () => (await db.query("SELECT 1 FROM agents WHERE location_id = 'local' AND last_seen_at IS NOT NULL")).rowCount === 1, { intervalMs: 50, what: 'the agent polled once and counts as live' })
     const scheduler = createScheduler({ db, config, log })
     // The hanging monitor's rounds fall due a second before the others, so
     // the agent takes them first: the worst case for the others.
@@ -59,11 +58,16 @@ test('one agent, a hanging monitor and seven fast ones: after the hanging one\'s
     const jobsOf = async (ids) => (await db.query(
       `SELECT monitor_id, due_at, state, last_error, finished_at, extract(epoch FROM finished_at - started_at)::float8 AS took_s
          FROM jobs WHERE monitor_id = ANY($1) ORDER BY due_at`, [ids])).rows
+    // The fast rounds due after the hanging monitor's second timeout that
+    // have had a whole interval to run.
+    let secondTimeout
+    const fastSince = async (at) => (await jobsOf(fast.map((m) => m.id))).filter((j) => j.due_at > secondTimeout.finished_at && +j.due_at < at - intervalS * 1000)
     // The hanging monitor's second timed-out round, then its first round
-    // run backed off, then two more intervals of the fast ones.
-    const secondTimeout = await eventually(async () => (await jobsOf([hanging.id])).filter((j) => j.state === 'done')[1], { timeoutMs: 120_000, what: 'the hanging monitor\'s second timeout' })
+    // run backed off, then three intervals of the fast ones after the
+    // second timeout, each of them over.
+    secondTimeout = await eventually(async () => (await jobsOf([hanging.id])).filter((j) => j.state === 'done')[1], { timeoutMs: 120_000, what: 'the hanging monitor\'s second timeout' })
     const backedOffRun = await eventually(async () => (await jobsOf([hanging.id])).filter((j) => j.state === 'done')[2], { timeoutMs: 120_000, what: 'a round run backed off' })
-    await sleep(2 * intervalS * 1000)
+    await eventually(async () => (await fastSince(Date.now())).length >= 7 * 3, { timeoutMs: 120_000, what: 'three intervals of the fast monitors after the second timeout' })
     await db.query('UPDATE monitors SET paused = true')
     const monitors = (await (await fetch(`${api.url}/api/v1/monitors`)).json()).items
     const end = Date.now()
@@ -81,7 +85,7 @@ test('one agent, a hanging monitor and seven fast ones: after the hanging one\'s
 
     // Every fast round due after the second timeout, and finished by now,
     // was run; none skipped.
-    const fastRounds = (await jobsOf(fast.map((m) => m.id))).filter((j) => j.due_at > secondTimeout.finished_at && +j.due_at < end - intervalS * 1000)
+    const fastRounds = await fastSince(end)
     assert.ok(fastRounds.length >= 7 * 3, `at least three intervals of the seven: ${fastRounds.length}`)
     const lost = fastRounds.filter((j) => j.state !== 'done')
     assert.deepEqual(lost, [], `fast rounds lost after the hanging monitor's second timeout: ${JSON.stringify(lost)}`)

@@ -1,4 +1,5 @@
 // The command line as a user meets it: help, config errors, one-shot commands.
+// run-tests: concurrent — its processes are one-shot h3lens commands against its own database; none starts a server, a lab or a browser
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'

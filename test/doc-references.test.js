@@ -11,6 +11,7 @@
 // they name that has since moved is accepted when docs/ARCHITECTURE.md's
 // table "Files that moved" gives its new place.
 // Pure: reads the tracked files, parses comments with TypeScript's parser.
+// run-tests: concurrent — its one process is `git ls-files`
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'

@@ -108,7 +108,11 @@ test('PostgreSQL stopped for 10 s while agents submit: the API answers 503, agen
         runJob: fakeRunJob({ ms: 150, hold }).runJob,
         log,
         version: 'test',
-        idlePollMs: 200
+        idlePollMs: 200,
+        // Back to the API within a second of the database's return, rather
+        // than up to 16 s later on the doubling wait (1, 2, 4, 8, 16 s)
+        // that the 10 s outage reaches: the outage is what is tested.
+        maxBackoffMs: 1000
       })
       agent.start()
       agents.push(agent)

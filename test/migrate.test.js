@@ -2,6 +2,7 @@
 // not change afterwards (the CLI refuses to start and says what to do),
 // databases from before checksums get them recorded, and 012 brings a
 // rollups table from before 002's key edit to the current key.
+// run-tests: concurrent — its processes are one-shot h3lens commands against its own databases (the one `start` is refused before it listens)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'

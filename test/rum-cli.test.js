@@ -1,5 +1,6 @@
 // `h3lens rum` as a user runs it against DATABASE_URL, and the scheduler's
 // retention of beacons.
+// run-tests: concurrent — its processes are one-shot h3lens commands against its own database
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'

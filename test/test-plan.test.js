@@ -48,6 +48,19 @@ test('a browser or a started process anywhere in a file\'s imports makes it seri
   }
 })
 
+test('an import named in a comment (a JSDoc type) is not an import', () => {
+  // The line comment's import is spelled with \u0028, as this file's lines are not comments.
+  const root = repo({
+    'agents/faults.js': "/**\n * @param {import('puppeteer-core').Browser} browser\n */\nexport const x = 1\n// import\u0028'puppeteer-core') in a line comment\n",
+    'test/agent.test.js': "import { x } from '../agents/faults.js'\nconst y = /** @type {import('puppeteer-core').Page} */ (null)\n"
+  })
+  try {
+    assert.deepEqual(planOf(root)['test/agent.test.js'], { file: 'test/agent.test.js', serial: false, why: [] })
+  } finally {
+    remove(root)
+  }
+})
+
 test('the server rooms\' own child_process (the embedded PostgreSQL) leaves a file concurrent; import cycles end', () => {
   const root = repo({
     'lib/runtime/db.js': "import childProcess from 'node:child_process'\nimport { a } from '../store/a.js'\nexport const db = 1\n",
@@ -73,12 +86,42 @@ test('`// run-tests: serial` with a reason makes a file serial; without a reason
   }
 })
 
-test('this repository: browser, lab and CLI files are serial, statistics and API-only files are concurrent', () => {
+test('`// run-tests: concurrent` with a reason lets a file that starts processes run concurrently, saying what it overrides; never a browser, never beside the serial mark', () => {
+  const root = repo({
+    'test/cli.test.js': "// run-tests: concurrent — its processes are one-shot commands against its own database\nimport { spawnSync } from 'node:child_process'\n",
+    'test/quiet.test.js': "// run-tests: concurrent — nothing to override\nimport { test } from 'node:test'\n"
+  })
+  try {
+    const plan = planOf(root)
+    assert.deepEqual(plan['test/cli.test.js'], {
+      file: 'test/cli.test.js',
+      serial: false,
+      why: ['marked concurrent: its processes are one-shot commands against its own database', 'although it starts processes: test/cli.test.js imports node:child_process']
+    })
+    assert.deepEqual(plan['test/quiet.test.js'], { file: 'test/quiet.test.js', serial: false, why: ['marked concurrent: nothing to override'] })
+    const rewrite = (/** @type {string} */ source) => fs.writeFileSync(path.join(root, 'test', 'cli.test.js'), source)
+    rewrite("// run-tests: concurrent\nimport { spawnSync } from 'node:child_process'\n")
+    assert.throws(() => planOf(root), /test\/cli\.test\.js: "\/\/ run-tests: concurrent" needs a reason after it/)
+    rewrite("// run-tests: concurrent — it only looks\nimport puppeteer from 'puppeteer-core'\n")
+    assert.throws(() => planOf(root), /test\/cli\.test\.js: "\/\/ run-tests: concurrent" cannot take a file that drives a browser out of the serial lane \(drives a browser: test\/cli\.test\.js imports puppeteer-core\)/)
+    rewrite("// run-tests: concurrent — one reason\n// run-tests: serial — another\nimport { test } from 'node:test'\n")
+    assert.throws(() => planOf(root), /test\/cli\.test\.js: marked both/)
+  } finally {
+    remove(root)
+  }
+})
+
+test('this repository: browser, lab and `h3lens start` files are serial, one-shot CLI files marked concurrent, statistics and API-only files are concurrent', () => {
   const plan = Object.fromEntries(planTests(findTestFiles(path.join(ROOT, 'test'))).map((p) => [p.file, p]))
-  for (const file of ['test/ui.test.js', 'test/lab-netns.test.js', 'test/cli.test.js', 'test/e2e-start.test.js', 'test/faults.test.js']) {
+  for (const file of ['test/ui.test.js', 'test/lab-netns.test.js', 'test/shutdown.test.js', 'test/e2e-start.test.js', 'test/faults.test.js']) {
     assert.equal(plan[file].serial, true, file)
   }
-  for (const file of ['test/stats-rank.test.js', 'test/api-monitors.test.js', 'test/import.test.js', 'test/test-plan.test.js']) {
+  for (const file of ['test/stats-rank.test.js', 'test/api-monitors.test.js', 'test/import.test.js', 'test/test-plan.test.js', 'test/ingest-batch.test.js', 'test/agent-concurrency.test.js']) {
     assert.equal(plan[file].serial, false, `${file}: ${plan[file].why}`)
+  }
+  // Processes of their own that need no exclusive machine, and say so.
+  for (const file of ['test/api-fuzz.test.js', 'test/cli.test.js', 'test/doc-references.test.js', 'test/timescale.test.js']) {
+    assert.equal(plan[file].serial, false, `${file}: ${plan[file].why}`)
+    assert.match(plan[file].why[0], /^marked concurrent: /, file)
   }
 })

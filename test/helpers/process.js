@@ -5,6 +5,12 @@ import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../../dev/free-port.js'
+import { eventually } from './eventually.js'
+
+// eventually() lives in a module of its own, so that a test file that only
+// waits on a condition does not import child_process and stay serial
+// (scripts/test-plan.js); it is re-exported here for the files that start h3lens.
+export { eventually }
 
 /**
  * Run `node bin/h3lens.js ...args`, collecting output.
@@ -56,27 +62,6 @@ export async function startLocalH3lens (extraArgs = [], prefix = 'h3lens-e2e-') 
     LOG_LEVEL: 'info'
   })
   return { h3lens, dataDir, labPort, api: `http://127.0.0.1:${port}` }
-}
-
-/** @template T @typedef {Exclude<T, false | 0 | '' | null | undefined>} Truthy */
-
-/**
- * Poll `fn` until it returns a truthy value. Every 100 ms by default: a
- * condition met just after a poll costs the test up to one interval.
- * @template T
- * @param {() => T | Promise<T>} fn
- * @param {{ timeoutMs?: number, intervalMs?: number, what?: string }} [opts]
- * @returns {Promise<Truthy<Awaited<T>>>} the first truthy value
- */
-export async function eventually (fn, { timeoutMs = 60000, intervalMs = 100, what = 'condition' } = {}) {
-  const until = Date.now() + timeoutMs
-  let last
-  while (Date.now() < until) {
-    last = await fn()
-    if (last) return /** @type {Truthy<Awaited<T>>} */ (last)
-    await sleep(intervalMs)
-  }
-  throw new Error(`timed out waiting for ${what}`)
 }
 
 /**
