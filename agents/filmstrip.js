@@ -12,6 +12,7 @@
 // computed here, from every frame received; the frames kept are thinned to
 // one per 100 ms and capped (lib/measurement/visual.js).
 import { FRAME_WIDTH, thinFrames, visualMetrics } from '../lib/measurement/visual.js'
+import { request } from './http.js'
 
 /** After load, capture stops once no frame came for this long... */
 export const QUIET_MS = 1000
@@ -67,11 +68,77 @@ export async function startFilmstrip (page, { quietMs = QUIET_MS, settleMaxMs = 
       const frames = received.map((f) => ({ t_ms: Math.round((f.wallMs - timeOrigin) * 10) / 10, jpeg: Buffer.from(f.data, 'base64') }))
         .sort((a, b) => a.t_ms - b.t_ms)
       const visual = await visualMetrics(frames, { endMs })
-      const kept = thinFrames(frames.map((f) => ({ ...f, t_ms: Math.max(0, f.t_ms) })))
+      const kept = thinFrames(frames.filter((f) => f.t_ms >= 0))
       return {
         metrics: visual?.metrics ?? {},
         filmstrip: { ...kept, captured: frames.length, method: 'screencast', progress: visual?.progress ?? [] }
       }
     }
+  }
+}
+
+/**
+ * Upload each result's frames (`filmstrip`, set by the measurement) under
+ * its key and leave in its place what the result keeps (details.filmstrip):
+ * how many frames, their bytes, the visual progress, and the upload's error
+ * if it failed. A result whose frames could not be kept keeps its visual
+ * metrics: they were computed on the agent.
+ * @param {Record<string, any>[]} results
+ * @param {{ jobId: number, upload: ((jobId: number, f: { mode: string, view: string, probe: string, frames: Frame[] }) => Promise<unknown>) | null,
+ *   log: import('pino').Logger }} ctx
+ */
+export async function keepFilmstrips (results, { jobId, upload, log }) {
+  for (const r of results) {
+    /** @type {(Filmstrip & { kind: string, reason?: string, error?: string }) | undefined} */
+    const film = r.filmstrip
+    if (!film || !Array.isArray(film.frames)) continue
+    const { frames, progress, ...about } = film
+    const info = {
+      ...about, frames: frames.length, bytes: frames.reduce((sum, f) => sum + f.jpeg.length, 0),
+      progress: progress.map((p) => [p.t_ms, p.progress]), uploaded: false, error: /** @type {string | null} */ (about.error ?? null)
+    }
+    if (info.error) { /* said why already */ } else if (!frames.length) info.error = 'no frame was captured'
+    else if (!upload) info.error = 'this agent has no API to upload frames to'
+    else {
+      try {
+        await upload(jobId, { mode: r.mode, view: r.view, probe: r.probe, frames })
+        info.uploaded = true
+      } catch (/** @type {any} */ err) {
+        info.error = err.message
+        log.warn({ job: jobId, mode: r.mode, err: err.message }, 'filmstrip not kept')
+      }
+    }
+    r.filmstrip = info
+  }
+}
+
+/**
+ * @param {{ apiUrl: string, token: string, timeoutMs?: number, ca?: string[] }} opts
+ */
+export function createFilmstripUploader ({ apiUrl, token, timeoutMs = 60_000, ca }) {
+  /**
+   * @param {number} jobId
+   * @param {{ mode: string, view: string, probe: string, frames: Frame[] }} f
+   */
+  return async function uploadFilmstrip (jobId, { mode, view, probe, frames }) {
+    const body = JSON.stringify({ mode, view, probe, frames: frames.map((f) => ({ t_ms: f.t_ms, jpeg: f.jpeg.toString('base64') })) })
+    let res
+    try {
+      res = await request(`${apiUrl}/api/v1/agent/jobs/${jobId}/filmstrip`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+        timeoutMs,
+        ca
+      })
+    } catch (/** @type {any} */ err) {
+      throw new Error(`filmstrip upload: API unreachable at ${apiUrl}: ${err.code ?? err.message}`)
+    }
+    if (res.status < 200 || res.status >= 300) {
+      let message = res.text
+      try { message = JSON.parse(res.text).message ?? res.text } catch {}
+      throw new Error(`filmstrip upload → ${res.status}: ${message.slice(0, 300)}`)
+    }
+    return JSON.parse(res.text)
   }
 }

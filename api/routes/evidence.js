@@ -4,6 +4,7 @@ import { getMonitor } from '../../lib/store/monitors.js'
 import { getResult } from '../../lib/store/results.js'
 import { capabilityMatrix } from '../../lib/store/monitor-origins.js'
 import { getNetlog } from '../../lib/store/netlogs.js'
+import { filmstripFrame, filmstripFrames } from '../../lib/store/filmstrips.js'
 import { errorResponses, idParams } from '../schemas.js'
 
 const cell = {
@@ -83,4 +84,92 @@ export default async function evidenceRoutes (app) {
       .header('x-netlog-kind', netlog.kind)
       .send(netlog.gzip)
   })
+
+  app.get('/results/:id/filmstrip', {
+    schema: {
+      description: 'The frames of a page load (JPEG, about 400 px wide, at most one per 100 ms, ms since the navigation\'s start) and its visual progress. ' +
+        'Capture slows a load, so frames never come from the load the timings are from: with options.filmstrip = always each arm loads once more with capture after the round\'s timing loads (kind capture), ' +
+        'with outliers an outlier\'s arm loads again at once with capture (kind rerun). Kept for H3LENS_FILMSTRIP_RETENTION_DAYS.',
+      tags: ['evidence'],
+      params: idParams,
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            result_id: { type: 'integer' },
+            mode: { type: 'string' },
+            kind: { type: 'string', enum: ['capture', 'rerun'], description: 'capture: the arm loaded once more, with capture, after the round\'s timing loads (options.filmstrip = always); rerun: an outlier\'s arm loaded again at once with capture (outliers)' },
+            step_ms: { type: 'number', description: 'Frames are at most one per step' },
+            frames: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  seq: { type: 'integer' },
+                  t_ms: { type: 'number', description: 'When the frame was painted, ms since the navigation\'s start' },
+                  bytes: { type: 'integer' },
+                  url: { type: 'string', description: 'The frame, image/jpeg' }
+                }
+              }
+            },
+            progress: {
+              type: 'array',
+              description: 'Visual progress (0–100 %) at each distinct frame, as Speed Index reads it',
+              items: { type: 'object', properties: { t_ms: { type: 'number' }, progress: { type: 'number' } } }
+            }
+          }
+        },
+        ...errorResponses
+      }
+    }
+  }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
+    const result = await getResult(app.db, request.params.id)
+    if (!result) return reply.notFound(`result ${request.params.id} does not exist`)
+    const frames = await filmstripFrames(app.db, result)
+    if (!frames.length) return reply.notFound(noFilmstrip(result))
+    const info = result.details?.filmstrip ?? {}
+    return {
+      result_id: result.id,
+      mode: result.mode,
+      kind: info.kind ?? 'capture',
+      step_ms: info.step_ms ?? 100,
+      frames: frames.map((f) => ({ ...f, url: filmstripFrameUrl(result.id, f.seq) })),
+      progress: (info.progress ?? []).map((/** @type {[number, number]} */ [t, progress]) => ({ t_ms: t, progress }))
+    }
+  })
+
+  app.get('/results/:id/filmstrip/:seq', {
+    schema: {
+      description: 'One frame of a result\'s filmstrip, image/jpeg.',
+      tags: ['evidence'],
+      params: { type: 'object', required: ['id', 'seq'], additionalProperties: false, properties: { id: idParams.properties.id, seq: { type: 'integer', minimum: 0, maximum: 100000 } } },
+      response: errorResponses
+    }
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number, seq: number } }>} */ request, reply) => {
+    const result = await getResult(app.db, request.params.id)
+    if (!result) return reply.notFound(`result ${request.params.id} does not exist`)
+    const jpeg = await filmstripFrame(app.db, result, request.params.seq)
+    if (!jpeg) return reply.notFound(`result ${request.params.id} has no frame ${request.params.seq}`)
+    return reply.header('content-type', 'image/jpeg').header('cache-control', 'private, max-age=86400').send(jpeg)
+  })
+}
+
+/**
+ * Where a result's frame is served.
+ * @param {number} resultId
+ * @param {number} seq
+ */
+export function filmstripFrameUrl (resultId, seq) {
+  return `/api/v1/results/${resultId}/filmstrip/${seq}`
+}
+
+/**
+ * Why a result has no frames, in words a person reads in the run detail.
+ * @param {Record<string, any>} result
+ */
+function noFilmstrip (result) {
+  const info = result.details?.filmstrip
+  if (info?.error) return `no filmstrip for result ${result.id}: ${info.error}`
+  if (info) return `no filmstrip for result ${result.id}: its frames are not stored here (deleted after H3LENS_FILMSTRIP_RETENTION_DAYS, or the result was imported)`
+  return `no filmstrip for result ${result.id}: capture was off (options.filmstrip; "outliers" captures only runs above the p99 of recent runs)`
 }

@@ -13,8 +13,6 @@ export const FRAME_WIDTH = 400
 export const FILMSTRIP_MAX_BYTES = 1024 * 1024
 /** ...nor to more frames than this (30 s at one per 100 ms). */
 export const FILMSTRIP_MAX_FRAMES = 300
-/** options.filmstrip: which runs are captured. */
-export const FILMSTRIP = Object.freeze(['off', 'outliers', 'always'])
 
 /** The visual metrics' results columns, in catalogue order. */
 export const VISUAL_COLUMNS = Object.freeze(['first_visual_change_ms', 'speed_index_ms', 'visually_complete_85_ms', 'visually_complete_ms', 'last_visual_change_ms'])
@@ -30,7 +28,7 @@ const ORIGIN_US = 1_000_000
 
 /**
  * The visual metrics of a load from its frames (any order; those before
- * the navigation's start are the blank page and count as time 0), and the
+ * the navigation's start are left out), and the
  * visual progress at each distinct frame. `endMs`: when capture stopped.
  * Null when there is no frame after the start.
  * @param {Frame[]} frames
@@ -38,7 +36,10 @@ const ORIGIN_US = 1_000_000
  * @returns {Promise<{ metrics: Record<string, number>, progress: ProgressPoint[] } | null>}
  */
 export async function visualMetrics (frames, { endMs } = {}) {
-  const sorted = [...frames].sort((a, b) => a.t_ms - b.t_ms)
+  // Frames from before the start show the blank page the navigation left
+  // (or, at times, a surface not painted yet): speedline begins with a white
+  // frame of its own.
+  const sorted = frames.filter((f) => f.t_ms >= 0).sort((a, b) => a.t_ms - b.t_ms)
   if (!sorted.length) return null
   const last = sorted[sorted.length - 1].t_ms
   const events = [
