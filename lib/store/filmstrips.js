@@ -97,3 +97,38 @@ export async function pruneFilmstrips (db, { retentionDays, batch = 5000 }) {
     [retentionDays, batch])
   return rowCount ?? 0
 }
+
+/**
+ * The rounds of one monitor and location in [from, to) whose first-view
+ * page loads are ok in both forced arms with a value of `column`, oldest
+ * first, at most `limit` (the most recent ones): for picking the round
+ * shown side by side (lib/analysis/side-by-side.js). Each says whether
+ * both arms have frames.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, locationId: string, column: string, from: Date, to: Date, limit?: number }} q
+ * @returns {Promise<{ job_id: number, time: Date, h2: number, h3: number, framed: boolean }[]>}
+ */
+export async function matchedRounds (db, { monitorId, locationId, column, from, to, limit = 20000 }) {
+  if (!/^[a-z0-9_]+$/.test(column)) throw new TypeError(`not a column: ${column}`)
+  const { rows } = await db.query(
+    `SELECT s.job_id::float8 AS job_id, s.time, s.h2_${column} AS h2, s.h3_${column} AS h3,
+            (SELECT count(DISTINCT f.mode) = 2 FROM filmstrip_frames f
+              WHERE f.job_id = s.job_id AND f.probe = 'page' AND f.view = 'first' AND f.mode IN ('h2', 'h3') AND f.seq = 0) AS framed
+       FROM round_summaries s
+      WHERE s.monitor_id = $1 AND s.location_id = $2 AND s.probe = 'page' AND s.view = 'first' AND s.time >= $3 AND s.time < $4
+        AND s.h2_state = 'ok' AND s.h3_state = 'ok' AND s.h2_${column} IS NOT NULL AND s.h3_${column} IS NOT NULL
+      ORDER BY s.time DESC LIMIT $5`, [monitorId, locationId, from, to, limit])
+  return rows.reverse()
+}
+
+/**
+ * The first-view page results of a round's forced arms, by mode.
+ * @param {import('pg').Pool} db
+ * @param {number} jobId
+ * @returns {Promise<Record<string, Record<string, any>>>}
+ */
+export async function roundArms (db, jobId) {
+  const { rows } = await db.query(
+    `SELECT * FROM results WHERE job_id = $1 AND probe = 'page' AND view = 'first' AND mode IN ('h2', 'h3')`, [jobId])
+  return Object.fromEntries(rows.map((r) => [r.mode, r]))
+}
