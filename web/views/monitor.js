@@ -4,6 +4,7 @@
 import { api, exportUrl, downloadWithKey } from '../api.js'
 import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames } from '../dom.js'
 import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
+import { PAGE_METRICS } from '../catalogue.js'
 import { metricPicker, analysisPicker, verdictLegend } from '../components/metric-picker.js'
 import { comparisonTable } from '../components/comparison-table.js'
 import { reliabilityTable, failureSentence } from '../components/reliability.js'
@@ -11,6 +12,7 @@ import { runsTable } from '../components/runs-table.js'
 import { trendChart, cdfChart } from '../components/charts.js'
 import { alertBadges } from '../components/alert-badges.js'
 import { usersGet, VISIT_NAMES } from '../components/users-get.js'
+import { sideBySide } from '../components/filmstrip.js'
 
 const TREND_PERCENTILES = [50, 95]
 // The auto arm's table has two contrasts and the received gain per visit;
@@ -54,6 +56,11 @@ export async function render (ctx) {
   const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false, arms, auto) })
   const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails more often than the other in the same rounds.', flush: true })
   const runs = section('Recent runs', { id: 'runs', flush: true })
+  const sbs = aa || !monitor.modes.includes('h2') || !monitor.modes.includes('h3') ? null : section('Side by side', {
+    id: 'side-by-side',
+    intro: `What a person saw in one round, HTTP/2 and HTTP/3 on one time axis: the round of the location whose H2 − H3 ${label} is nearest the Δ at the chosen percentile, in this window. ` +
+      'Frames every 100 ms; the scrubber shows both arms at one moment. Needs the monitor\'s options.filmstrip ("always" films every round).'
+  })
 
   const comparison = api.comparison(id, { ...filters, analysis }, { fresh: ctx.fresh })
   // Real users of the monitor's origin, when a site has it: a row under each region.
@@ -70,7 +77,8 @@ export async function render (ctx) {
     // Every view: a round's runs (the forced arms, the auto arm's visits) belong together.
     fill(runs, api.results(id, { ...range, probe, limit: RUNS_PAGE }).then((page) => page.items.length
       ? pagedRuns(id, { ...range, probe }, page, nameOf)
-      : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`)))
+      : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`))),
+    sbs ? fill(sbs, Promise.resolve(sideBySidePanel(id, monitor, { ...range, metric }, nameOf, Number(ctx.query.get('percentile')) || 95))) : null
   ]
   // A refresh swaps the page only once everything is in, so nothing flickers.
   if (ctx.soft) await Promise.all(fills)
@@ -90,8 +98,43 @@ export async function render (ctx) {
       (monitor.probes ?? []).length > 1 ? choice('probe', 'Probe', probe, monitor.probes) : null,
       monitor.repeat_view ? choice('view', 'View', view, ['first', 'repeat']) : null,
       h('span', { class: 'sub' }, win.label)),
-    compare.el, users.el, trends.el, cdfs.el, rates.el, runs.el
+    compare.el, users.el, sbs?.el ?? null, trends.el, cdfs.el, rates.el, runs.el
   ]
+}
+
+const SBS_PERCENTILES = [50, 75, 90, 95, 99]
+
+/**
+ * The side-by-side panel's controls (location, percentile) and the round
+ * they pick, drawn again when either changes.
+ * @param {string} id monitor
+ * @param {any} monitor
+ * @param {{ from: Date, to: Date, metric: string }} q
+ * @param {(lid: string) => string} nameOf
+ * @param {number} percentile the one asked for first
+ */
+function sideBySidePanel (id, monitor, q, nameOf, percentile) {
+  const state = { location: monitor.locations[0], percentile: SBS_PERCENTILES.includes(percentile) ? percentile : 95 }
+  // Only metrics with a value per load pick a round; others fall back to load.
+  const metric = PAGE_METRICS.some((m) => m.id === q.metric && m.comparable) ? q.metric : 'load_ms'
+  const body = h('div', { class: 'sbs-body' })
+  const draw = async () => {
+    body.replaceChildren(h('p', { class: 'muted' }, 'Finding the round…'))
+    try {
+      const data = await api.sideBySide(id, { location: state.location, percentile: state.percentile, metric, from: q.from, to: q.to })
+      body.replaceChildren(data.round ? sideBySide(data) : emptyState('No round to show', data.why))
+    } catch (/** @type {any} */ err) {
+      body.replaceChildren(errorState(err))
+    }
+  }
+  const select = (name, text, options, value, label) => h('label', { class: 'inline-select', for: `sbs-${name}` }, `${text} `,
+    h('select', { id: `sbs-${name}`, onchange: (ev) => { state[name] = name === 'percentile' ? Number(ev.target.value) : ev.target.value; draw() } },
+      options.map((o) => h('option', { value: o, selected: o === value }, label(o)))))
+  draw()
+  return [h('div', { class: 'view-controls sbs-controls' },
+    select('location', 'Location', monitor.locations, state.location, nameOf),
+    select('percentile', 'Percentile', SBS_PERCENTILES, state.percentile, (p) => `p${p}`),
+    h('span', { class: 'sub' }, `by ${metricLabel(metric)}`)), body]
 }
 
 /** Runs table with a "Show more" button that follows next_cursor. */
