@@ -89,7 +89,7 @@ export function sideBySide (data) {
       const changed = f !== before
       before = f
       cells.push(h('li', { class: `sbs-cell${changed ? ' changed' : ''}`, 'data-t': i * STEP_MS },
-        f ? frameImage(f.url, `${label[a.mode]} at ${ms(i * STEP_MS)}`, { loading: 'lazy' }) : h('span', { class: 'blank', title: 'nothing painted yet' }),
+        f ? frameImage(f.url, `${label[a.mode]} at ${ms(i * STEP_MS)}`) : h('span', { class: 'blank', title: 'nothing painted yet' }),
         h('span', { class: 'frame-t' }, ms(i * STEP_MS))))
     }
     return h('div', { class: `sbs-row ${a.mode}`, 'data-arm': a.mode },

@@ -78,7 +78,7 @@ export async function render (ctx) {
     fill(runs, api.results(id, { ...range, probe, limit: RUNS_PAGE }).then((page) => page.items.length
       ? pagedRuns(id, { ...range, probe }, page, nameOf)
       : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`))),
-    sbs ? fill(sbs, Promise.resolve(sideBySidePanel(id, monitor, { ...range, metric }, nameOf, Number(ctx.query.get('percentile')) || 95))) : null
+    sbs ? fill(sbs, Promise.resolve(sideBySidePanel(id, monitor, { ...range, metric }, nameOf, { percentile: Number(ctx.query.get('percentile')) || 95, location: ctx.query.get('location') }))) : null
   ]
   // A refresh swaps the page only once everything is in, so nothing flickers.
   if (ctx.soft) await Promise.all(fills)
@@ -111,10 +111,13 @@ const SBS_PERCENTILES = [50, 75, 90, 95, 99]
  * @param {any} monitor
  * @param {{ from: Date, to: Date, metric: string }} q
  * @param {(lid: string) => string} nameOf
- * @param {number} percentile the one asked for first
+ * @param {{ percentile: number, location: string | null }} first what the link asks for (?percentile=, ?location=)
  */
-function sideBySidePanel (id, monitor, q, nameOf, percentile) {
-  const state = { location: monitor.locations[0], percentile: SBS_PERCENTILES.includes(percentile) ? percentile : 95 }
+function sideBySidePanel (id, monitor, q, nameOf, first) {
+  const state = {
+    location: monitor.locations.includes(first.location) ? first.location : monitor.locations[0],
+    percentile: SBS_PERCENTILES.includes(first.percentile) ? first.percentile : 95
+  }
   // Only metrics with a value per load pick a round; others fall back to load.
   const metric = PAGE_METRICS.some((m) => m.id === q.metric && m.comparable) ? q.metric : 'load_ms'
   const body = h('div', { class: 'sbs-body' })
