@@ -81,7 +81,7 @@ for (const scheme of /** @type {const} */ (['light', 'dark'])) {
 
     // Readable in this scheme: the text is the scheme's, on the scheme's surface.
     const colours = await page.$eval('#side-by-side', (e) => ({ fg: getComputedStyle(e.querySelector('.sbs-why')).color, bg: getComputedStyle(e).backgroundColor }))
-    const light = (/** @type {string} */ c) => c.match(/\d+/g).slice(0, 3).reduce((s, v) => s + Number(v), 0) > 382
+    const light = (/** @type {string} */ c) => (c.match(/\d+/g) ?? []).slice(0, 3).reduce((s, v) => s + Number(v), 0) > 382
     assert.equal(light(colours.fg), scheme === 'dark', `text ${colours.fg}`)
     assert.equal(light(colours.bg), scheme === 'light', `surface ${colours.bg}`)
 

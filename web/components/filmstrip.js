@@ -8,6 +8,15 @@ import { h, ms } from '../dom.js'
 
 const SVG = 'http://www.w3.org/2000/svg'
 const STEP_MS = 100
+/** A time on the axis: "0 ms" rather than "0.0 ms". */
+const at = (t) => (t === 0 ? '0 ms' : ms(t))
+
+/** Visual progress at `t` (the last point at or before it), 0 before the first. */
+function progressAt (progress, t) {
+  let p = 0
+  for (const x of progress) if (x.t_ms <= t) p = x.progress
+  return p
+}
 
 /**
  * An <img> of a frame, filled once its bytes arrive.
@@ -61,7 +70,7 @@ function axisTicks (axis) {
   const step = axis > 4000 ? 1000 : axis > 1500 ? 500 : 250
   const ticks = []
   for (let t = 0; t <= axis; t += step) {
-    const tick = h('span', { class: 'axis-tick' }, ms(t))
+    const tick = h('span', { class: 'axis-tick' }, at(t))
     tick.style.left = `${t / axis * 100}%`
     ticks.push(tick)
   }
@@ -90,7 +99,7 @@ export function sideBySide (data) {
       before = f
       cells.push(h('li', { class: `sbs-cell${changed ? ' changed' : ''}`, 'data-t': i * STEP_MS },
         f ? frameImage(f.url, `${label[a.mode]} at ${ms(i * STEP_MS)}`) : h('span', { class: 'blank', title: 'nothing painted yet' }),
-        h('span', { class: 'frame-t' }, ms(i * STEP_MS))))
+        h('span', { class: 'frame-t' }, at(i * STEP_MS))))
     }
     return h('div', { class: `sbs-row ${a.mode}`, 'data-arm': a.mode },
       h('span', { class: `sbs-arm proto ${a.mode}` }, label[a.mode]),
@@ -103,7 +112,7 @@ export function sideBySide (data) {
   const readout = h('output', { class: 'sbs-t', for: 'sbs-scrubber' })
   const curves = progressCurves(arms, end)
   const scrub = (t) => {
-    readout.textContent = `${ms(t)} after the navigation's start`
+    readout.textContent = `${at(t)} after the navigation's start`
     arms.forEach((a, i) => {
       const holder = holders[i]
       const f = a.filmstrip ? frameAt(a.filmstrip.frames, t) : null
@@ -114,8 +123,17 @@ export function sideBySide (data) {
     curves.at(t)
     for (const cell of rows.flatMap((r) => [...r.querySelectorAll('.sbs-cell')])) cell.classList.toggle('now', Number(cell.getAttribute('data-t')) === Math.round(t / STEP_MS) * STEP_MS)
   }
-  const scrubber = h('input', { type: 'range', id: 'sbs-scrubber', min: 0, max: (steps - 1) * STEP_MS, step: STEP_MS, value: 0, 'aria-label': 'Time since the navigation\'s start', oninput: (ev) => scrub(Number(ev.target.value)) })
-  scrub(0)
+  // The scrubber starts where the two arms' pictures differ most.
+  let start = 0
+  if (films.length === 2) {
+    let most = -1
+    for (let i = 0; i < steps; i++) {
+      const d = Math.abs(progressAt(films[0].filmstrip.progress, i * STEP_MS) - progressAt(films[1].filmstrip.progress, i * STEP_MS))
+      if (d > most) { most = d; start = i * STEP_MS }
+    }
+  }
+  const scrubber = h('input', { type: 'range', id: 'sbs-scrubber', min: 0, max: (steps - 1) * STEP_MS, step: STEP_MS, value: start, 'aria-label': 'Time since the navigation\'s start', oninput: (ev) => scrub(Number(ev.target.value)) })
+  scrub(start)
 
   return h('div', { class: 'sbs', 'data-job': data.round.job_id },
     h('p', { class: 'sbs-why' }, data.why),
@@ -153,9 +171,9 @@ function progressCurves (arms, end) {
   }
   for (const p of [0, 50, 100]) {
     el('line', { x1: pad.l, x2: W - pad.r, y1: y(p), y2: y(p), class: 'grid' })
-    el('text', { x: pad.l - 4, y: y(p) + 4, 'text-anchor': 'end', class: 'tick' }).textContent = `${p}%`
+    el('text', { x: pad.l - 4, y: y(p) + 4, 'text-anchor': 'end', class: 'sbs-tick' }).textContent = `${p}%`
   }
-  for (const t of [0, end / 2, end]) el('text', { x: x(t), y: H - 6, 'text-anchor': 'middle', class: 'tick' }).textContent = ms(t)
+  for (const t of [0, end / 2, end]) el('text', { x: x(t), y: H - 6, 'text-anchor': t === 0 ? 'start' : t === end ? 'end' : 'middle', class: 'sbs-tick' }).textContent = at(t)
   for (const a of arms) {
     if (!a.filmstrip?.progress?.length) continue
     let d = `M ${x(0)} ${y(0)}`
