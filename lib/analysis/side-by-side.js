@@ -42,7 +42,8 @@ export function pickRound (rounds, percentile) {
     h3_percentile_ms: h3p,
     rounds: rounds.length,
     framed_rounds: framed.length,
-    nearest_unframed: overall !== round ? { ...overall, delta_ms: overall.h2 - overall.h3 } : null
+    // Said only when it was nearer the Δ than the round shown.
+    nearest_unframed: score(overall)[0] < score(round)[0] ? { ...overall, delta_ms: overall.h2 - overall.h3 } : null
   }
 }
 
