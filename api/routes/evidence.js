@@ -115,7 +115,7 @@ export default async function evidenceRoutes (app) {
           properties: {
             result_id: { type: 'integer' },
             mode: { type: 'string' },
-            kind: { type: 'string', enum: ['capture', 'rerun'], description: 'capture: the arm loaded once more, with capture, after the round\'s timing loads (options.filmstrip = always); rerun: an outlier\'s arm loaded again at once with capture (outliers)' },
+            kind: { type: 'string', enum: ['capture', 'rerun', 'wpt_screen'], description: 'capture: the arm loaded once more, with capture, after the round\'s timing loads (options.filmstrip = always); rerun: an outlier\'s arm loaded again at once with capture (outliers); wpt_screen: the one screenshot a WebPageTest agent took at the end of this load' },
             step_ms: { type: 'number', description: 'Frames are at most one per step' },
             frames: {
               type: 'array',

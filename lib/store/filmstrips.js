@@ -132,3 +132,17 @@ export async function roundArms (db, jobId) {
     `SELECT * FROM results WHERE job_id = $1 AND probe = 'page' AND view = 'first' AND mode IN ('h2', 'h3')`, [jobId])
   return Object.fromEntries(rows.map((r) => [r.mode, r]))
 }
+
+/**
+ * The screenshot a WebPageTest agent took at the end of a load, as a
+ * one-frame filmstrip of its result (lib/store/wpt-tests.js, in its
+ * transaction); a second one for the key is ignored.
+ * @param {import('pg').PoolClient} client
+ * @param {{ jobId: number, mode: string, view: string, monitorId: number, locationId: string, tMs: number, jpeg: Buffer }} f
+ */
+export async function insertWptScreen (client, { jobId, mode, view, monitorId, locationId, tMs, jpeg }) {
+  await client.query(
+    `INSERT INTO filmstrip_frames (job_id, mode, view, probe, seq, t_ms, jpeg, monitor_id, location_id)
+     VALUES ($1, $2, $3, 'page', 0, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+    [jobId, mode, view, tMs, jpeg, monitorId, locationId])
+}

@@ -61,6 +61,7 @@ export function runFilmstrip (film, { axisMs, label }) {
 }
 
 function progressNote (film) {
+  if (film.kind === 'wpt_screen') return h('p', { class: 'hint' }, 'A WebPageTest agent sends one screenshot, taken at the end of the load; it films a load only when it records video (ffmpeg on its host).')
   return film.kind === 'rerun'
     ? h('p', { class: 'hint' }, 'These frames are from a load of the same arm run again at once because this run was an outlier (capture slows a load, so it never films the timed one).')
     : h('p', { class: 'hint' }, 'These frames are from a load of the same arm right after the round\'s timed loads: capture slows a load, so it never films the timed one.')
