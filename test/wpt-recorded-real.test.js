@@ -144,7 +144,8 @@ test('round 11 (static page): the fast H3 upload is stored with the agent\'s TTF
   assert.equal(h3.connect_ms, 30)
   assert.ok(![...h2.notes ?? [], ...h3.notes ?? []].some((n) => n.code === 'wpt_page_ttfb'), 'the base requests agree with the agent\'s page TTFB')
   phasesAddUp(h2)
-  phasesAddUp(h3)  // The agent sent one screenshot (1_screen.jpg), and no video: a one-frame filmstrip, no visual metrics.
+  phasesAddUp(h3)
+  // The agent sent one screenshot (1_screen.jpg), and no video: a one-frame filmstrip, no visual metrics.
   for (const r of [h2, h3]) {
     const film = await get(`/api/v1/results/${r.id}/filmstrip`)
     assert.equal(film.kind, 'wpt_screen')
