@@ -14,7 +14,7 @@ import { startDashboard } from '../dev/dashboard.js'
 import { launchBrowser } from '../dev/browser.js'
 import { openRoute } from './helpers/ui.js'
 
-/* global document, getComputedStyle, HTMLImageElement -- used inside functions that run in the page */
+/* global document, getComputedStyle, HTMLImageElement, location -- used inside functions that run in the page */
 
 let database, seeded, server, chromium, monitor
 
@@ -119,5 +119,19 @@ test('run detail: the filmstrip on the run\'s time axis, a click shows a frame l
   await page.waitForSelector('#filmstrip-title')
   assert.equal(await page.$eval('.film-none .state-title', (e) => e.textContent), 'No filmstrip for this run')
   assert.match(await page.$eval('.film-none', (e) => e.textContent), /capture was off/)
+  await done()
+})
+
+test('the monitor form sets options.filmstrip, keeping the monitor\'s other options', async () => {
+  const other = seeded.monitors[2]
+  await database.pool.query(`UPDATE monitors SET options = '{"netlog": "off"}' WHERE id = $1`, [other.id])
+  const { page, done } = await openRoute(chromium, server, seeded.apiKey, `#/monitors/${other.id}/edit`)
+  await page.waitForSelector('#options')
+  assert.equal(await page.$eval('#options', (e) => /** @type {HTMLSelectElement} */ (e).value), 'outliers', 'the default, shown')
+  await page.select('#options', 'always')
+  await page.click('button[type=submit]')
+  await page.waitForFunction((id) => location.hash.startsWith(`#/monitors/${id}`) && !location.hash.includes('edit'), {}, other.id)
+  const saved = await apiGet(`/api/v1/monitors/${other.id}`)
+  assert.deepEqual(saved.options, { netlog: 'off', filmstrip: 'always' })
   await done()
 })
