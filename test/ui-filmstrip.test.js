@@ -129,7 +129,7 @@ test('the monitor form sets options.filmstrip, keeping the monitor\'s other opti
   await page.waitForSelector('#options')
   assert.equal(await page.$eval('#options', (e) => /** @type {HTMLSelectElement} */ (e).value), 'outliers', 'the default, shown')
   await page.select('#options', 'always')
-  await page.click('button[type=submit]')
+  await page.click('form.card-form button[type="submit"]')
   await page.waitForFunction((id) => location.hash.startsWith(`#/monitors/${id}`) && !location.hash.includes('edit'), {}, other.id)
   const saved = await apiGet(`/api/v1/monitors/${other.id}`)
   assert.deepEqual(saved.options, { netlog: 'off', filmstrip: 'always' })

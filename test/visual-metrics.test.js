@@ -148,3 +148,24 @@ test('options.filmstrip = always: frames of a separate load of each arm are stor
     await t.close()
   }
 })
+
+test('options.filmstrip = outliers: only an outlier\'s arm loads again with capture; its frames are the outlier\'s filmstrip (kind rerun) and the timed result keeps no visual metrics', async () => {
+  /** @type {{ jobId: number, f: any }[]} */
+  const uploads = []
+  const runJob = createJobRunner({
+    pool, lab: { spki: origin.spki, address: '127.0.0.1', port: origin.port }, timeoutMs: 15_000, log: createLogger({ logLevel: 'silent' }),
+    uploadFilmstrip: async (jobId, f) => { uploads.push({ jobId, f }); return { stored: true } }
+  })
+  // Every H3 load is above this p99, no H2 load is.
+  const results = await runJob({ id: 42, url: paintUrl(), modes: ['h2', 'h3'], options: { filmstrip: 'outliers', netlog: 'off' }, netlog_thresholds: { 'page/h3': 1, 'page/h2': 1e6 } }, {})
+  const [h2, h3] = ['h2', 'h3'].map((mode) => /** @type {Record<string, any>} */ (results.find((r) => r.mode === mode)))
+  assert.equal(h2.details.filmstrip, undefined)
+  assert.equal(h3.details.filmstrip.kind, 'rerun')
+  assert.match(h3.details.filmstrip.reason, /load_ms .* above the p99 of recent runs \(1\)/)
+  assert.equal(h3.details.filmstrip.uploaded, true)
+  assert.equal(h3.details.filmstrip.rerun.status, 'ok')
+  assert.deepEqual(uploads.map((u) => [u.jobId, u.f.mode, u.f.view, u.f.probe]), [[42, 'h3', 'first', 'page']])
+  assert.equal(uploads[0].f.frames.length, h3.details.filmstrip.frames)
+  // The timed loads were not filmed: no visual metrics in their columns.
+  for (const r of [h2, h3]) assert.equal(r.speed_index_ms ?? null, null)
+})
