@@ -135,12 +135,16 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
           r.filmstrip = { kind: 'capture', frames: [], progress: [], error: 'not captured: the round\'s time budget was spent' }
           continue
         }
+        // A fault of the browser in the capture load (agents/faults.js) costs
+        // the frames, not the round: its timed loads are done.
+        /** @type {Record<string, any>[]} */
         const [shot] = await measurePageViews({ ...common, mode: r.mode, protocol: r.arm_protocol, filmstrip: true, allowEmpty: Boolean(options.allow_empty), timeoutMs: Math.min(timeoutMs, left) })
+          .catch((err) => [{ status: 'error', error: err.message }])
         for (const c of VISUAL_COLUMNS) r[c] = shot[c] ?? null
         r.filmstrip = {
           ...(shot.filmstrip ?? { frames: [], progress: [], error: `the capture load failed: ${shot.error ?? shot.status}` }),
           kind: 'capture',
-          capture: { status: shot.status, ttfb_ms: shot.ttfb_ms, load_ms: shot.load_ms }
+          capture: { status: shot.status, ttfb_ms: shot.ttfb_ms ?? null, load_ms: shot.load_ms ?? null }
         }
       }
     }
