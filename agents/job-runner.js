@@ -5,13 +5,15 @@
 // measurement engine's output to the submitted shape.
 import os from 'node:os'
 import path from 'node:path'
-import { runRound, emptyResult } from './measure.js'
+import { runRound, emptyResult, measurePageViews } from './measure.js'
 import { PROBE_RUNNERS } from './probes/index.js'
 import { FORCED_MODES, labBrowserFlags } from '../lib/measurement/modes.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
 import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
+import { keepFilmstrips } from './filmstrip.js'
+import { VISUAL_COLUMNS } from '../lib/measurement/visual.js'
 import { effectiveOptions, probeOf, probeTargets } from '../lib/measurement/probes/index.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { createChainCache } from './redirects.js'
@@ -59,9 +61,10 @@ const SUMMARY_COLUMNS = COLUMN_METRICS.filter((m) => m.summary).map((m) => /** @
  * refuses such runs. Lab runs need none: their browser reaches the lab only.
  * @param {{ pool: any, lab?: LabTarget | null, timeoutMs: number, log: import('pino').Logger, random?: () => number,
  *   uploadNetlog?: ((jobId: number, n: any) => Promise<unknown>) | null, netlogDir?: string,
+ *   uploadFilmstrip?: ((jobId: number, f: any) => Promise<unknown>) | null,
  *   ping?: typeof tcpPing, guard?: import('./target-guard.js').TargetGuard | null }} deps
  */
-export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing, guard = null }) {
+export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, uploadFilmstrip = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing, guard = null }) {
   const chainOf = createChainCache()
   /**
    * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
@@ -145,22 +148,59 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       measured.push(...await runRound({ ...common, modes: /** @type {any} */ (modes), protocol: job.aa_protocol ?? undefined, random, probe, run }))
     }
 
+    // Frames are never captured in the loads the timings come from: capture
+    // slows the load by more than the A/A noise (bench/filmstrip-capture.js,
+    // docs/BENCHMARKS.md). With options.filmstrip = always each forced arm
+    // of the page probe loads once more, with capture, after the round's
+    // timing loads; its visual metrics and frames go with that arm's result.
+    if (options.filmstrip === 'always') {
+      for (const r of measured) {
+        if (r.probe !== 'page' || r.view !== 'first' || r.mode === 'auto' || r.status === 'timeout') continue
+        const left = deadline - Date.now()
+        if (left < MIN_LOAD_MS) {
+          r.filmstrip = { kind: 'capture', frames: [], progress: [], error: 'not captured: the round\'s time budget was spent' }
+          continue
+        }
+        // A fault of the browser in the capture load (agents/faults.js) costs
+        // the frames, not the round: its timed loads are done.
+        /** @type {Record<string, any>[]} */
+        const [shot] = await measurePageViews({ ...common, mode: r.mode, protocol: r.arm_protocol, filmstrip: true, allowEmpty: Boolean(options.allow_empty), timeoutMs: Math.min(timeoutMs, left) })
+          .catch((err) => [{ status: 'error', error: err.message }])
+        for (const c of VISUAL_COLUMNS) r[c] = shot[c] ?? null
+        r.filmstrip = {
+          ...(shot.filmstrip ?? { frames: [], progress: [], error: `the capture load failed: ${shot.error ?? shot.status}` }),
+          kind: 'capture',
+          capture: { status: shot.status, ttfb_ms: shot.ttfb_ms ?? null, load_ms: shot.load_ms ?? null }
+        }
+      }
+    }
+
     // Outliers run again at once with a net log, after the round so the
     // round's own runs stay back to back. Bounded per job: a bad minute must
     // not turn every round into four.
+    // With options.filmstrip = outliers the re-run also captures frames
+    // (one re-run for both); they are the outlier's filmstrip (kind rerun).
     let reruns = 0
     for (const r of measured) {
       // A journey is not run again for an outlier: its steps are results of their own, and a re-run is a whole journey.
-      const outlier = options.netlog === 'outliers' && r.mode !== 'auto' && !String(r.probe).startsWith(JOURNEY_PROBE) && outlierOf(r, job.netlog_thresholds)
+      const netlog = options.netlog === 'outliers'
+      const film = options.filmstrip === 'outliers' && r.probe === 'page'
+      const outlier = (netlog || film) && r.mode !== 'auto' && !String(r.probe).startsWith(JOURNEY_PROBE) && outlierOf(r, job.netlog_thresholds)
       if (!outlier || reruns >= MAX_RERUNS_PER_JOB || deadline - Date.now() < MIN_LOAD_MS) continue
       reruns++
+      const o = { ...common, mode: r.mode, protocol: r.arm_protocol, filmstrip: film }
       /** @type {Record<string, any>[]} */
-      const again = await captureNetlog(capture('rerun', r.probe, r.mode), (netlogFile) => runProbe(r.probe, { ...common, mode: r.mode, protocol: r.arm_protocol, netlogFile }))
+      const again = await (netlog
+        ? captureNetlog(capture('rerun', r.probe, r.mode), (netlogFile) => runProbe(r.probe, { ...o, netlogFile }))
+        : runProbe(r.probe, o))
         .catch((err) => [{ status: 'error', error: err.message }])
       const [first] = again
-      r.netlog = { ...first.netlog, reason: outlier, rerun: { status: first.status, error: first.error ?? null, ...outlierValues(first) } }
-      log.info({ job: job.id, probe: r.probe, mode: r.mode, reason: outlier }, 'outlier run measured again with a net log')
+      const rerun = { status: first.status, error: first.error ?? null, ...outlierValues(first) }
+      if (netlog) r.netlog = { ...first.netlog, reason: outlier, rerun }
+      if (film && first.filmstrip) r.filmstrip = { ...first.filmstrip, kind: 'rerun', reason: outlier, rerun }
+      log.info({ job: job.id, probe: r.probe, mode: r.mode, reason: outlier }, `outlier run measured again with ${[netlog && 'a net log', film && 'a filmstrip'].filter(Boolean).join(' and ')}`)
     }
+    await keepFilmstrips(measured, { jobId: job.id, upload: uploadFilmstrip, log })
 
     // The round's loads are done: close its contexts and prepare the next
     // round's while the agent spools and submits these results (not awaited;

@@ -11,6 +11,7 @@ import { createBrowserPool } from './browser.js'
 import { createJobRunner } from './job-runner.js'
 import { createTrialRunner } from './journey/trial.js'
 import { createNetlogUploader } from './netlog.js'
+import { createFilmstripUploader } from './filmstrip.js'
 import { loadCa } from './http.js'
 import { startTargetGuard } from './target-guard.js'
 import { createResolver, systemResolver } from '../lib/measurement/targets.js'
@@ -29,6 +30,7 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
   const measure = createJobRunner({
     pool, lab, guard, timeoutMs: config.pageTimeoutMs, log: agentLog,
     uploadNetlog: createNetlogUploader({ apiUrl: config.apiUrl, token, ca }),
+    uploadFilmstrip: createFilmstripUploader({ apiUrl: config.apiUrl, token, ca }),
     netlogDir: path.join(config.dataDir, 'agents', location, 'netlogs')
   })
   /** @type {typeof measure} */

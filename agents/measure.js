@@ -7,6 +7,7 @@ import { recordNetwork } from './network.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, rendererCrash, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
+import { startFilmstrip } from './filmstrip.js'
 
 export { PageLoadError, ProbeError } from './page-metrics.js'
 
@@ -34,6 +35,7 @@ const versions = new WeakMap()
  *   forceOrigins?: string[],
  *   altSvc?: Map<string, string | null> | null,
  *   netlogFile?: string | null,
+ *   filmstrip?: boolean,
  *   guard?: import('./target-guard.js').TargetGuard | null,
  *   lab?: boolean,
  *   profile?: string | null,
@@ -44,7 +46,10 @@ const versions = new WeakMap()
  * profile: run in a browser of its own on this profile (pool.newProfile),
  *   in its default context, so what the browser learns outlives it;
  * deadline: when the round's time budget ends (Date.now() scale), for
- *   measurements of several loads
+ *   measurements of several loads;
+ * filmstrip: capture the first view's frames (agents/filmstrip.js): the
+ *   result gets the visual metrics and `filmstrip`, which the job runner
+ *   uploads and replaces by a summary
  * @typedef {{ page: import('puppeteer-core').Page, network: Awaited<ReturnType<typeof recordNetwork>>,
  *   result: Record<string, any>, extra: Record<string, any>[], summarize: (r: Record<string, any>) => void,
  *   infrastructure: (err: unknown) => Promise<import('./faults.js').InfrastructureError | null> }} StepContext
@@ -179,7 +184,17 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
   const { url, mode, timeoutMs = 30_000, altSvc = null } = opts
   const protocol = opts.protocol ?? mode
   const results = await measure({ ...opts, probe: 'page' }, async ({ page, network, result, extra, summarize, infrastructure }) => {
-    await loadAndRead(page, url, protocol, timeoutMs, result, network, { allowEmpty })
+    const film = opts.filmstrip ? await startFilmstrip(page) : null
+    try {
+      await loadAndRead(page, url, protocol, timeoutMs, result, network, { allowEmpty })
+    } catch (err) {
+      await film?.stop()
+      throw err
+    }
+    if (film) {
+      const { metrics, filmstrip } = await film.finish({ deadline: opts.deadline ?? null })
+      Object.assign(result, metrics, { filmstrip })
+    }
     summarize(result)
     if (!repeatView) return
     /** @type {Record<string, any>} */

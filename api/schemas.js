@@ -326,6 +326,7 @@ const resultProperties = {
   browser_version: nullableString,
   agent_version: nullableString,
   flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact Chromium flags of the run' },
+  filmstrip_url: { ...nullableString, description: 'export only: where the result\'s frames are listed with their URLs (GET /api/v1/results/{id}/filmstrip); null without frames' },
   protocol_reason: {
     type: ['object', 'null'],
     additionalProperties: false,
@@ -353,6 +354,7 @@ export const resultDetailSchema = {
       description: 'Evidence: requests (per request: protocol, connection_id, connection_reused, alternate_protocol_usage, timing phases in ms), ' +
         'origins (Alt-Svc seen per origin), samples (parallel and upload probes, ms), warmup (the navigation before a probe), ' +
         'repeat (repeat view: connection reuse, 0-RTT where known), netlog (summary of a captured net log; download at /api/v1/results/{id}/netlog), ' +
+        'filmstrip (kind run or rerun, frames, bytes, step_ms, progress as [t_ms, %] pairs, uploaded, error; the frames at /api/v1/results/{id}/filmstrip), ' +
         'failure_kind (on error results: truncated = the document ended before its Content-Length or failed after its headers; ' +
         'h3_unsupported = the origin refused QUIC and advertises no Alt-Svc h3; empty = the document answered 2xx with an empty body and the monitor does not set options.allow_empty; ' +
         'renderer_crashed = the page\'s renderer process crashed while the browser ran on), forced_origins (host:port list QUIC was forced on: the URL\'s redirect chain in h3 mode, empty in h2 mode), ' +

@@ -10,6 +10,7 @@ import { evaluateAlerts } from '../lib/analysis/alerts.js'
 import { deliverDue } from '../lib/store/alert-deliveries.js'
 import { targetPolicy } from '../lib/measurement/targets.js'
 import { pruneBeacons } from '../lib/store/rum-beacons.js'
+import { pruneFilmstrips } from '../lib/store/filmstrips.js'
 
 // Finished jobs are pruned once a minute per replica, in batches of
 // PRUNE_BATCH rows (one short transaction each) and at most PRUNE_BATCHES
@@ -72,6 +73,29 @@ export function createBeaconPruner ({ db, config }) {
 }
 
 /**
+ * Filmstrip frames older than H3LENS_FILMSTRIP_RETENTION_DAYS are deleted
+ * the same way, on a retention of their own: frames are a hundred times a
+ * result's size, and a week of them explains today's verdicts (docs/FILMSTRIPS.md).
+ * @param {{ db: import('pg').Pool, config: Partial<import('../lib/runtime/config.js').Config> }} deps
+ * @returns {() => Promise<number>} frames deleted
+ */
+export function createFilmstripPruner ({ db, config }) {
+  let last = -Infinity
+  return async function pruneOldFilmstrips () {
+    const retentionDays = config.filmstripRetentionDays ?? 30
+    if (!retentionDays || Date.now() - last < PRUNE_EVERY_MS) return 0
+    last = Date.now()
+    let pruned = 0
+    for (let i = 0; i < PRUNE_BATCHES; i++) {
+      const n = await pruneFilmstrips(db, { retentionDays, batch: 5 * PRUNE_BATCH })
+      pruned += n
+      if (n < 5 * PRUNE_BATCH) break
+    }
+    return pruned
+  }
+}
+
+/**
  * `now` is the clock of alert evaluation and delivery; by default the
  * database's, so replicas on machines whose clocks differ agree on when the
  * last evaluation was (tests pass their own and move it).
@@ -83,6 +107,7 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
   // Webhooks connect through the private-target guard unless it is lifted.
   const targets = targetPolicy(config)
   const pruneOldBeacons = createBeaconPruner({ db, config })
+  const pruneOldFilmstrips = createFilmstripPruner({ db, config })
 
   // Rounds due before the next tick starts are created now, claimable at
   // their due time (scheduleDueJobs), so none waits for a tick.
@@ -92,7 +117,7 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     const { requeued, failed } = await expireLeases(db)
     const stale = await failStaleJobs(db)
     const folded = await foldAllPending(db)
-    const pruned = await pruneJobs() + await pruneOldBeacons()
+    const pruned = await pruneJobs() + await pruneOldBeacons() + await pruneOldFilmstrips()
     // A failure here is logged and retried next tick.
     let alerts = { evaluated: false, changes: 0 }
     let deliveries = { delivered: 0, failed: 0 }

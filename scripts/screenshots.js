@@ -6,6 +6,7 @@
 // is cut out of its page.
 //
 //   node scripts/screenshots.js [--out docs/screenshots] [--only real-users,monitor]
+/* global document -- used inside functions that run in the page */
 import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
@@ -16,6 +17,7 @@ import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '.
 import { seedAlerts } from '../dev/demo-alerts.js'
 import { seedAutoArm } from '../dev/demo-auto-arm.js'
 import { seedRealUsers } from '../dev/demo-real-users.js'
+import { seedFilmstrips } from '../dev/demo-filmstrips.js'
 
 const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' }, only: { type: 'string' } } })
 const only = values.only ? new Set(values.only.split(',')) : null
@@ -35,6 +37,7 @@ try {
   const site = await seedRealUsers(db.pool, { origin: new URL(seeded.monitors[0].url).origin, hours: 24, views: 8000, monitor: seeded.monitors[0] })
   server = await startDashboard(db.pool)
   chromium = await launchBrowser()
+  await seedFilmstrips(db.pool, chromium.browser, { monitorId: seeded.monitors[1].id, locationId: 'lab-eu' })
   /** @type {[string, string, string?][]} name, route, and the section to cut out */
   const all = [
     // Load time shows every verdict: H3 loses on loopback for the 1 MB page.
@@ -42,6 +45,7 @@ try {
     ['monitor', `#/monitors/${seeded.monitors[1].id}?window=24h&metric=ttfb`],
     ['users-get', `#/monitors/${auto.monitor.id}?window=24h&metric=ttfb`, '#users-get'],
     ['run-detail', `#/results/${seeded.latestResultId}`],
+    ['side-by-side', `#/monitors/${seeded.monitors[1].id}?window=24h&metric=load&location=lab-eu&percentile=95`, '#side-by-side'],
     ['add-monitor', '#/new'],
     ['locations', '#/locations'],
     ['alerts', '#/alerts'],
@@ -59,6 +63,7 @@ try {
       // Charts draw after their module loads and they know their width.
       if (name === 'monitor') await page.waitForSelector('#cdf canvas')
       if (name === 'real-users') await page.waitForSelector('#rum-trend canvas')
+      if (name === 'side-by-side') await page.waitForFunction(() => [...document.querySelectorAll('#side-by-side .sbs-row img, #side-by-side .sbs-big img')].every((i) => /** @type {HTMLImageElement} */ (i).complete && /** @type {HTMLImageElement} */ (i).naturalWidth > 0))
       await page.evaluate('document.activeElement?.blur()')
       const file = path.join(out, `${name}${scheme === 'dark' ? '-dark' : ''}.png`)
       const section = part ? await page.$(part) : null

@@ -121,7 +121,7 @@ test('integer ids and parameters written other than in decimal digits are 400s n
   }
   assert.deepEqual(params.map((p) => `${p.method} ${p.path} ${p.name}`).sort(), [
     'GET /api/v1/alerts limit', 'GET /api/v1/alerts monitor_id', 'GET /api/v1/alerts rule_id',
-    'GET /api/v1/monitors/{id}/results limit', 'GET /api/v1/results monitor',
+    'GET /api/v1/monitors/{id}/results limit', 'GET /api/v1/monitors/{id}/side-by-side percentile', 'GET /api/v1/results monitor',
     'POST /work/workdone.php cached', 'POST /work/workdone.php run', 'PUT /api/v1/agent/jobs/{id}/netlog raw_bytes'
   ])
   for (const p of params) {

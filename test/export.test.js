@@ -7,7 +7,7 @@ import { createTestApp } from './helpers/app.js'
 import { createMonitor, deleteMonitor } from '../lib/store/monitors.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { insertResults } from '../lib/store/results.js'
-import { EXPORT_COLUMNS, EXPORT_BATCH_ROWS, JSON_MAX_ROWS } from '../lib/store/results-export.js'
+import { EXPORT_COLUMNS, EXPORT_SELECT, EXPORT_BATCH_ROWS, JSON_MAX_ROWS } from '../lib/store/results-export.js'
 
 const BASE = Date.parse('2024-03-01T00:00:00Z')
 const at = (s) => new Date(BASE + s * 1000).toISOString()
@@ -60,7 +60,7 @@ async function seed (monitorId, locationId, times, resultsOf) {
 
 async function dbRows (monitorId, where = 'true', values = []) {
   const { rows } = await t.db.query(
-    `SELECT ${EXPORT_COLUMNS.join(', ')} FROM results WHERE monitor_id = $1 AND ${where} ORDER BY time, id`, [monitorId, ...values])
+    `SELECT ${EXPORT_SELECT.join(', ')} FROM results WHERE monitor_id = $1 AND ${where} ORDER BY time, id`, [monitorId, ...values])
   return rows
 }
 

@@ -145,6 +145,14 @@ test('round 11 (static page): the fast H3 upload is stored with the agent\'s TTF
   assert.ok(![...h2.notes ?? [], ...h3.notes ?? []].some((n) => n.code === 'wpt_page_ttfb'), 'the base requests agree with the agent\'s page TTFB')
   phasesAddUp(h2)
   phasesAddUp(h3)
+  // The agent sent one screenshot (1_screen.jpg), and no video: a one-frame filmstrip, no visual metrics.
+  for (const r of [h2, h3]) {
+    const film = await get(`/api/v1/results/${r.id}/filmstrip`)
+    assert.equal(film.kind, 'wpt_screen')
+    assert.equal(film.frames.length, 1)
+    assert.equal(film.frames[0].t_ms, r.load_ms)
+    assert.equal(r.speed_index_ms, null, 'no video, so no Speed Index')
+  }
 })
 
 test('an agent page TTFB of the same navigation that disagrees with the base request is stored, with a note', async () => {

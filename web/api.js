@@ -112,7 +112,30 @@ export const api = {
   rumTrends: (id, params) => request('GET', `/rum/sites/${id}/trends${qs(params)}`),
   /** The real users of a monitor's origin: { site, summary } (both null when no site has it). */
   rumOfMonitor: (id, params) => request('GET', `/rum/monitors/${id}${qs(params)}`),
-  setLocationCountries: (id, countries) => request('PATCH', `/locations/${id}`, { countries })
+  setLocationCountries: (id, countries) => request('PATCH', `/locations/${id}`, { countries }),
+  /** A result's frames: { kind, step_ms, frames: [{ seq, t_ms, url }], progress }; 404 (ApiError) says why there are none. */
+  filmstrip: (id) => request('GET', `/results/${id}/filmstrip`),
+  /** { location, percentile, metric, from, to } → the round nearest the percentile's Δ, both arms' filmstrips */
+  sideBySide: (id, params) => request('GET', `/monitors/${id}/side-by-side${qs(params)}`)
+}
+
+/** Frames fetched once per page load: blob URLs by API URL. */
+const frames = new Map()
+
+/**
+ * A frame's API URL as a blob URL an <img> can show: the request carries the
+ * API key, which an <img> cannot send.
+ * @param {string} url /api/v1/results/{id}/filmstrip/{seq}
+ * @returns {Promise<string>}
+ */
+export function frameUrl (url) {
+  if (!frames.has(url)) {
+    frames.set(url, fetch(url, { headers: headers() }).then(async (res) => {
+      if (!res.ok) throw new ApiError(`frame ${url}: ${res.status}`, res.status)
+      return URL.createObjectURL(await res.blob())
+    }).catch((err) => { frames.delete(url); throw err }))
+  }
+  return frames.get(url)
 }
 
 /** Download links, with the view's current filters. */

@@ -15,7 +15,9 @@ export const DASHBOARD_CSP = {
   'script-src': ["'self'"],
   'script-src-attr': ["'none'"],
   'style-src': ["'self'"],
-  'img-src': ["'self'", 'data:'],
+  // blob: filmstrip frames, fetched with the API key (which an <img> cannot
+  // send) and shown from blob URLs this page made (web/api.js frameUrl).
+  'img-src': ["'self'", 'data:', 'blob:'],
   'font-src': ["'self'"],
   'connect-src': ["'self'"],
   'object-src': ["'none'"],

@@ -127,6 +127,49 @@ const DESCRIPTIONS = {
 }
 
 /**
+ * The page that paints in known steps: black bands on white, revealed at
+ * known times after the navigation's start, each covering a known share
+ * of the viewport. Speed Index and visually complete follow by hand
+ * (lib/measurement/visual.js handPaintedMetrics): a band's pixels count
+ * in proportion to its area in the colour histograms Speed Index compares.
+ * Steps 700 ms apart: 10 % of the first is 70 ms, several frames of slack
+ * on a busy machine, and each gap is shorter than the quiet second after
+ * which capture stops (agents/filmstrip.js).
+ */
+export const PAINT_STEPS = Object.freeze({
+  path: '/paint-steps.html',
+  steps: Object.freeze([
+    Object.freeze({ at_ms: 700, share: 0.4 }),
+    Object.freeze({ at_ms: 1400, share: 0.3 }),
+    Object.freeze({ at_ms: 2100, share: 0.2 }),
+    Object.freeze({ at_ms: 2800, share: 0.1 })
+  ])
+})
+
+function paintStepsPage () {
+  const bands = PAINT_STEPS.steps.map((s, i) => `<div id="b${i}" style="height:${s.share * 100}vh"></div>`).join('\n')
+  // No text and no favicon request: nothing paints but the bands.
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>h3lens lab: paints in known steps</title>
+<link rel="icon" href="data:,">
+<style>html,body{margin:0;padding:0;background:#fff;overflow:hidden}div{background:#000;visibility:hidden}</style>
+</head>
+<body>
+${bands}
+<script>
+for (const [i, at] of ${JSON.stringify(PAINT_STEPS.steps.map((s) => s.at_ms))}.entries()) {
+  setTimeout(() => { document.getElementById('b' + i).style.visibility = 'visible' }, Math.max(0, at - performance.now()))
+}
+</script>
+</body>
+</html>
+`
+}
+
+/**
  * Write every test page and asset under `dir` and describe the pages.
  * Files are written under temporary names and renamed, so an origin already
  * serving `dir` never sees a half-written file.
@@ -148,6 +191,9 @@ export async function buildSite (dir) {
   pages['page-many'] = describe('page-many', many)
   // The shop's login form and assets; the rest of it answers from the backend (./shop.js).
   Object.assign(files, shopFiles())
+  // Not one of the pages above (those are the field studies' sizes): the
+  // visual metrics' ground truth, test/visual-metrics.test.js.
+  files[PAINT_STEPS.path] = Buffer.from(paintStepsPage())
 
   for (const [urlPath, content] of Object.entries(files)) {
     const file = path.join(dir, ...urlPath.split('/'))

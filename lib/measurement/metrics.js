@@ -113,6 +113,31 @@ export const METRICS = Object.freeze([
     timeline: 'span', wpt: { navigation: true }
   }),
   metric({
+    id: 'first_visual_change_ms', label: 'First change', long: 'First visual change',
+    description: 'the first frame of the filmstrip that differs from the blank page (options.filmstrip; docs/FILMSTRIPS.md)',
+    comparable: true, wpt: { pageData: 'render' }
+  }),
+  metric({
+    id: 'speed_index_ms', label: 'Speed Index', long: 'Speed Index',
+    description: 'the area above the visual progress curve, ∫ (1 − progress) dt, from the filmstrip with speedline-core as Lighthouse computes it',
+    comparable: true, atLeast: ['first_visual_change_ms'], summary: true, wpt: { pageData: 'SpeedIndex' }
+  }),
+  metric({
+    id: 'visually_complete_85_ms', label: 'VC 85%', long: 'Visually complete 85%',
+    description: 'the first frame whose visual progress reaches 85 %',
+    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'visualComplete85' }
+  }),
+  metric({
+    id: 'visually_complete_ms', label: 'VC 100%', long: 'Visually complete',
+    description: 'the first frame whose visual progress reaches 100 %',
+    comparable: true, atLeast: ['visually_complete_85_ms'], wpt: { pageData: 'visualComplete' }
+  }),
+  metric({
+    id: 'last_visual_change_ms', label: 'Last change', long: 'Last visual change',
+    description: 'the last frame that differs from the one before it, until capture stopped (load plus a quiet second)',
+    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'lastVisualChange' }
+  }),
+  metric({
     id: 'request_ms', alias: 'request', rollup: 'request', samplesOf: 'parallel', label: 'Request', long: 'One parallel request',
     description: 'one request of the parallel probe, sent at once with the others after a warm-up navigation', comparable: true
   }),

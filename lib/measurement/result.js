@@ -41,7 +41,7 @@ const COLUMNS = Object.freeze([
   'h3_request_share', 'h3_byte_share', 'upload_mbps', 'browser_version', 'flags'
 ])
 /** Evidence that goes to details when a measurement has it. */
-const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'upload_bytes', 'target_url', 'arm_protocol', 'failure_kind', 'forced_origins', 'context',
+const DETAILS = ['samples', 'warmup', 'repeat', 'netlog', 'filmstrip', 'upload_bytes', 'target_url', 'arm_protocol', 'failure_kind', 'forced_origins', 'context',
   // A journey's steps (the whole journey's result) and a named step's bounds (its own).
   'journey', 'step']
 

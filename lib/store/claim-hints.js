@@ -1,7 +1,7 @@
 // What an agent needs to know about a job beyond the monitor itself, from
 // earlier results: which origins to force onto QUIC when the monitor asks for
 // every H3-capable origin, and above which values a run counts as an outlier
-// that deserves a net log.
+// that deserves a net log or a filmstrip.
 import { effectiveOptions } from '../measurement/probes/index.js'
 import { h3Origins } from './monitor-origins.js'
 import { outlierThresholds } from './netlogs.js'
@@ -16,7 +16,7 @@ export async function measurementHints (db, job) {
   const key = { monitorId: job.monitor_id, locationId: job.location_id }
   const [origins, thresholds] = await Promise.all([
     options.force_quic === 'all' ? h3Origins(db, key) : [],
-    options.netlog === 'outliers' ? cachedThresholds(db, { ...key, probes: job.probes, modes: job.modes }) : {}
+    options.netlog === 'outliers' || options.filmstrip === 'outliers' ? cachedThresholds(db, { ...key, probes: job.probes, modes: job.modes }) : {}
   ])
   return { force_quic_origins: origins, netlog_thresholds: thresholds }
 }

@@ -9,8 +9,16 @@ import { ValidationError } from '../runtime/errors.js'
 
 export const EXPORT_FORMATS = ['csv', 'ndjson', 'json']
 
-/** Every result column except the per-request evidence, which has no flat form. */
-export const EXPORT_COLUMNS = RESULT_COLUMNS.filter((c) => c !== 'details')
+/**
+ * Every result column except the per-request evidence, which has no flat
+ * form; then filmstrip_url, where the result's frames are listed with their
+ * URLs (GET /api/v1/results/{id}/filmstrip), null without frames. The import
+ * ignores it: frames are never imported.
+ */
+export const EXPORT_COLUMNS = [...RESULT_COLUMNS.filter((c) => c !== 'details'), 'filmstrip_url']
+/** The export's columns as SQL. */
+export const EXPORT_SELECT = EXPORT_COLUMNS.map((c) => c !== 'filmstrip_url' ? c
+  : `CASE WHEN details->'filmstrip'->>'uploaded' = 'true' THEN '/api/v1/results/' || id || '/filmstrip' END AS filmstrip_url`)
 
 // One query per 1,000 rows: a batch query runs in ~1 ms on the index
 // (EXPLAIN ANALYZE, 200k rows of one monitor), so round trips cost little,
@@ -43,7 +51,7 @@ export function checkExportRange (q) {
  * @param {{ batchRows?: number }} [opts]
  */
 export function exportBatches (db, filter, { batchRows = EXPORT_BATCH_ROWS } = {}) {
-  return resultBatches(db, filter, { columns: EXPORT_COLUMNS, batchRows })
+  return resultBatches(db, filter, { columns: EXPORT_SELECT, batchRows })
 }
 
 /**
@@ -53,7 +61,7 @@ export function exportBatches (db, filter, { batchRows = EXPORT_BATCH_ROWS } = {
  * @param {{ maxRows?: number }} [opts]
  */
 export async function exportRowsCapped (db, filter, { maxRows = JSON_MAX_ROWS } = {}) {
-  const rows = await resultRows(db, filter, { columns: EXPORT_COLUMNS, limit: maxRows + 1 })
+  const rows = await resultRows(db, filter, { columns: EXPORT_SELECT, limit: maxRows + 1 })
   if (rows.length > maxRows) {
     throw new ValidationError(`more than ${maxRows} results match; narrow the range or filters, ` +
       'or use format=csv or format=ndjson, which stream any number of rows', 'format')

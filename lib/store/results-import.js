@@ -36,8 +36,9 @@ export const IMPORT_MAX_LINE_BYTES = 1024 * 1024
 const INSERT_BATCH_ROWS = 1000
 
 // Fields of the source system: the importing monitor, its jobs and no agent
-// take their place.
-const IGNORED_FIELDS = new Set(['id', 'job_id', 'monitor_id', 'agent_id'])
+// take their place. Frames are never imported (filmstrip_url points at the
+// source's): imported results have none.
+const IGNORED_FIELDS = new Set(['id', 'job_id', 'monitor_id', 'agent_id', 'filmstrip_url'])
 
 const STATUSES = ['ok', 'error', 'timeout', 'protocol_mismatch']
 const EARLIEST = Date.parse('2000-01-01T00:00:00Z')

@@ -20,6 +20,8 @@ import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.j
 import { wptScript } from '../measurement/wpt/journey-script.js'
 import { resultFromDevtools, failRun, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
 import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
+import { insertWptScreen } from './filmstrips.js'
+import { FILMSTRIP_MAX_BYTES } from '../measurement/visual.js'
 import { withTransaction } from './transaction.js'
 
 /**
@@ -185,7 +187,7 @@ export async function getTest (db, testId) {
 }
 
 /**
- * @typedef {{ run: number, cached: boolean, devtools: Record<string, any> | null, netlog: Buffer | null }} UploadedView
+ * @typedef {{ run: number, cached: boolean, devtools: Record<string, any> | null, netlog: Buffer | null, screen?: Buffer | null }} UploadedView
  */
 
 /**
@@ -235,7 +237,10 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
       result.details.netlog = netlog.info
       if (netlog.notes.length) result.notes = [...(result.notes ?? []), ...netlog.notes]
     }
-    return { run: r, cached: c, result, netlog }
+    // The screenshot at the end of the load: a one-frame filmstrip (docs/FILMSTRIPS.md).
+    const screen = v?.screen && v.screen.length <= FILMSTRIP_MAX_BYTES ? v.screen : null
+    if (screen) result.details.filmstrip = { kind: 'wpt_screen', frames: 1, bytes: screen.length, step_ms: 100, progress: [], uploaded: true, error: null }
+    return { run: r, cached: c, result, netlog, screen }
   })
   // As for a Puppeteer agent's round, a run is data: values that cannot be
   // true make that arm an error result with the reason, and the round is
@@ -274,6 +279,9 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
           `INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, agent_id, kind, raw_bytes, gzip)
            VALUES ($1, $2, $3, 'page', $4, $5, $6, 'run', $7, $8) ON CONFLICT (job_id, mode, view, probe) DO NOTHING`,
           [job.id, test.mode, r.result.view, job.monitor_id, job.location_id, test.agent_id, r.netlog.rawBytes, r.netlog.gzip])
+      }
+      if (rowCount && r.screen) {
+        await insertWptScreen(client, { jobId: job.id, mode: test.mode, view: r.result.view, monitorId: job.monitor_id, locationId: job.location_id, tMs: r.result.load_ms ?? 0, jpeg: r.screen })
       }
     }
     const browser = rows.find((r) => r.result.browser_version)?.result.browser_version ?? null

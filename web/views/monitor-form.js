@@ -31,6 +31,11 @@ export async function render (ctx) {
   const aa = h('select', { id: 'aa_protocol', name: 'aa_protocol' },
     [['', 'Off: HTTP/2 against HTTP/3'], ['h2', 'A/A over HTTP/2 (h2 vs h2)'], ['h3', 'A/A over HTTP/3 (h3 vs h3)']]
       .map(([value, text]) => h('option', { value, selected: (monitor?.aa_protocol ?? '') === value }, text)))
+  // Frames and visual metrics (docs/FILMSTRIPS.md); the select is named
+  // `options`, the field the API names when it refuses one.
+  const filmstrip = h('select', { id: 'options', name: 'options' },
+    [['outliers', 'Outliers: runs above the p99 of recent runs'], ['always', 'Always: every round, both arms'], ['off', 'Off']]
+      .map(([value, text]) => h('option', { value, selected: (monitor?.options?.filmstrip ?? 'outliers') === value }, text)))
   const minPct = h('input', { id: 'min_effect_pct', name: 'min_effect_pct', type: 'number', min: 0, max: 100, step: 'any', required: true, value: monitor?.min_effect_pct ?? 2 })
   const minMs = h('input', { id: 'min_effect_ms', name: 'min_effect_ms', type: 'number', min: 0, step: 'any', required: true, value: monitor?.min_effect_ms ?? 1 })
   const paused = monitor ? h('input', { type: 'checkbox', id: 'paused', name: 'paused', checked: monitor.paused }) : null
@@ -67,6 +72,7 @@ export async function render (ctx) {
     h('div', { class: 'field' },
       h('label', { class: 'check', for: 'repeat_view' }, repeat, ' Also measure a repeat view'),
       h('p', { class: 'hint' }, 'A second navigation in the same browser context: warm cache, reused connection or 0-RTT.'), errorEl('repeat_view')),
+    field('options', 'Filmstrip', filmstrip, 'Frames of a load of each arm, for Speed Index and Side by side. Captured in an extra load after the timed ones (capture slows a load): "always" adds one load per arm to every round.'),
     field('aa_protocol', 'A/A calibration', aa, 'Both arms load with one protocol; the comparison then shows this location\'s noise floor. Needs exactly HTTP/2 and HTTP/3 under Modes, without auto.'),
     h('div', { class: 'row-2' },
       field('min_effect_pct', 'Minimum effect (%)', minPct, 'A verdict needs at least this difference…'),
@@ -132,6 +138,7 @@ export async function render (ctx) {
       modes: checked('modes'),
       probes: checked('probes'),
       repeat_view: repeat.checked,
+      options: { ...(monitor?.options ?? {}), filmstrip: filmstrip.value },
       aa_protocol: aa.value || null,
       min_effect_pct: minPct.value === '' ? NaN : Number(minPct.value),
       min_effect_ms: minMs.value === '' ? NaN : Number(minMs.value),

@@ -4,6 +4,7 @@
 import { api, exportUrl, downloadWithKey } from '../api.js'
 import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames, VERDICT, verdictClass } from '../dom.js'
 import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
+import { PAGE_METRICS } from '../catalogue.js'
 import { metricPicker, analysisPicker, verdictLegend } from '../components/metric-picker.js'
 import { comparisonTable } from '../components/comparison-table.js'
 import { reliabilityTable, failureSentence } from '../components/reliability.js'
@@ -11,6 +12,7 @@ import { runsTable } from '../components/runs-table.js'
 import { trendChart, cdfChart } from '../components/charts.js'
 import { alertBadges } from '../components/alert-badges.js'
 import { usersGet, VISIT_NAMES } from '../components/users-get.js'
+import { sideBySide } from '../components/filmstrip.js'
 
 const TREND_PERCENTILES = [50, 95]
 // The auto arm's table has two contrasts and the received gain per visit;
@@ -65,6 +67,11 @@ export async function render (ctx) {
         intro: 'Each named step\'s duration, and the whole journey\'s, at the median of matched rounds, per location. Δ = H3 − H2; choose a step under Probe for its full table, trends and runs.'
       })
     : null
+  const sbs = aa || !monitor.modes.includes('h2') || !monitor.modes.includes('h3') ? null : section('Side by side', {
+    id: 'side-by-side',
+    intro: `What a person saw in one round, HTTP/2 and HTTP/3 on one time axis: the round of the location whose H2 − H3 ${label} is nearest the Δ at the chosen percentile, in this window. ` +
+      'Frames every 100 ms; the scrubber shows both arms at one moment. Needs the monitor\'s options.filmstrip ("always" films every round).'
+  })
 
   const comparison = api.comparison(id, { ...filters, analysis }, { fresh: ctx.fresh })
   // Real users of the monitor's origin, when a site has it: a row under each region.
@@ -83,7 +90,8 @@ export async function render (ctx) {
     // Every view: a round's runs (the forced arms, the auto arm's visits) belong together.
     fill(runs, api.results(id, { ...range, probe, limit: RUNS_PAGE }).then((page) => page.items.length
       ? pagedRuns(id, { ...range, probe }, page, nameOf)
-      : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`)))
+      : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`))),
+    sbs ? fill(sbs, Promise.resolve(sideBySidePanel(id, monitor, { ...range, metric }, nameOf, { percentile: Number(ctx.query.get('percentile')) || 95, location: ctx.query.get('location') }))) : null
   ]
   // A refresh swaps the page only once everything is in, so nothing flickers.
   if (ctx.soft) await Promise.all(fills.filter(Boolean))
@@ -103,8 +111,46 @@ export async function render (ctx) {
       probes.length > 1 ? choice('probe', 'Probe', probe, probes) : null,
       monitor.repeat_view ? choice('view', 'View', view, ['first', 'repeat']) : null,
       h('span', { class: 'sub' }, win.label)),
-    steps?.el ?? null, compare.el, isJourney ? null : users.el, trends.el, cdfs.el, rates.el, runs.el
+    steps?.el ?? null, compare.el, isJourney ? null : users.el, isJourney ? null : sbs?.el ?? null, trends.el, cdfs.el, rates.el, runs.el
   ]
+}
+
+const SBS_PERCENTILES = [50, 75, 90, 95, 99]
+
+/**
+ * The side-by-side panel's controls (location, percentile) and the round
+ * they pick, drawn again when either changes.
+ * @param {string} id monitor
+ * @param {any} monitor
+ * @param {{ from: Date, to: Date, metric: string }} q
+ * @param {(lid: string) => string} nameOf
+ * @param {{ percentile: number, location: string | null }} first what the link asks for (?percentile=, ?location=)
+ */
+function sideBySidePanel (id, monitor, q, nameOf, first) {
+  const state = {
+    location: monitor.locations.includes(first.location) ? first.location : monitor.locations[0],
+    percentile: SBS_PERCENTILES.includes(first.percentile) ? first.percentile : 95
+  }
+  // Only metrics with a value per load pick a round; others fall back to load.
+  const metric = PAGE_METRICS.some((m) => m.id === q.metric && m.comparable) ? q.metric : 'load_ms'
+  const body = h('div', { class: 'sbs-body' })
+  const draw = async () => {
+    body.replaceChildren(h('p', { class: 'muted' }, 'Finding the round…'))
+    try {
+      const data = await api.sideBySide(id, { location: state.location, percentile: state.percentile, metric, from: q.from, to: q.to })
+      body.replaceChildren(data.round ? sideBySide(data) : emptyState('No round to show', data.why))
+    } catch (/** @type {any} */ err) {
+      body.replaceChildren(errorState(err))
+    }
+  }
+  const select = (name, text, options, value, label) => h('label', { class: 'inline-select', for: `sbs-${name}` }, `${text} `,
+    h('select', { id: `sbs-${name}`, onchange: (ev) => { state[name] = name === 'percentile' ? Number(ev.target.value) : ev.target.value; draw() } },
+      options.map((o) => h('option', { value: o, selected: o === value }, label(o)))))
+  draw()
+  return [h('div', { class: 'view-controls sbs-controls' },
+    select('location', 'Location', monitor.locations, state.location, nameOf),
+    select('percentile', 'Percentile', SBS_PERCENTILES, state.percentile, (p) => `p${p}`),
+    h('span', { class: 'sub' }, `by ${metricLabel(metric)}`)), body]
 }
 
 /** Runs table with a "Show more" button that follows next_cursor. */

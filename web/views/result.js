@@ -9,6 +9,7 @@ import { PAGE_METRICS, usageOf } from '../catalogue.js'
 import { timingBars, waterfall } from '../components/waterfall.js'
 import { protocolBadge, runName } from '../components/runs-table.js'
 import { VISIT_NAMES } from '../components/users-get.js'
+import { runFilmstrip } from '../components/filmstrip.js'
 
 const STATUS = { ok: 'ok', error: 'failed', timeout: 'timed out', protocol_mismatch: 'fell back to another protocol' }
 
@@ -23,6 +24,15 @@ export async function render (ctx) {
   const requests = Array.isArray(r.details?.requests) ? r.details.requests : []
   const quic = r.observed_protocol === 'h3'
   const monitorName = monitor?.label || monitor?.url || `Monitor ${r.monitor_id}`
+  // The page probe's forced arms may have frames (options.filmstrip); on
+  // the waterfall's time axis (its last request's end) or the load's, whichever is later.
+  const filmed = r.probe === 'page' && r.mode !== 'auto' && r.view === 'first'
+  const info = r.details?.filmstrip
+  const film = !filmed ? null
+    : !info ? { missing: 'capture was off (the monitor\'s options.filmstrip: "always" films every round, "outliers" only runs above the p99 of recent runs).' }
+        : !info.uploaded ? { missing: info.error ?? 'its frames were not kept.' }
+            : await api.filmstrip(r.id).catch((err) => ({ missing: err.message }))
+  const axisMs = Math.max(r.load_ms ?? 0, ...requests.map((q) => q.end_ms ?? q.start_ms ?? 0))
 
   // The catalogue's summary metrics; those with a floor in round trips say
   // how far above it the run was.
@@ -56,6 +66,9 @@ export async function render (ctx) {
       h('span', { class: `badge${n.code === 'connection_reused' ? '' : ' warn'}` }, (n.code ?? 'note').replace(/_/g, ' ')), ' ', n.message,
       n.source ? h('span', { class: 'sub' }, ` — ${n.source}`) : null)))) : null,
     panel('Timings', 'timings', PAGE_METRICS.every((m) => !m.timeline || r[m.column] === null || r[m.column] === undefined) ? emptyState('No timings', 'The page did not load, so there is nothing to show.') : timingBars(r, rtt)),
+    film ? panel('Filmstrip', 'filmstrip', film.missing
+      ? h('div', { class: 'state film-none' }, h('p', { class: 'state-title' }, 'No filmstrip for this run'), h('p', {}, film.missing.replace(/^no filmstrip for result \d+: /, '')))
+      : runFilmstrip(film, { axisMs, label: `${r.mode.toUpperCase()} run ${r.id}` })) : null,
     panel(`Requests (${requests.length})`, 'requests', requests.length
       ? waterfall(requests)
       : emptyState('No requests recorded', 'The browser recorded no network requests for this run.'),

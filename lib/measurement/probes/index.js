@@ -88,6 +88,15 @@ export function outlierValue (r) {
 export const FORCE_QUIC = Object.freeze(['main', 'all'])
 /** 'outliers': capture only to explain runs above the p99; 'always': every run; 'off': never. */
 export const NETLOG = Object.freeze(['outliers', 'always', 'off'])
+/** Which page loads get a filmstrip: 'outliers' re-runs those above the p99 with capture, like the net log. */
+export const FILMSTRIP = Object.freeze(['off', 'outliers', 'always'])
+
+/**
+ * options.filmstrip when a monitor does not say: bench/filmstrip-capture.js
+ * measured what capture does to the timings (docs/BENCHMARKS.md,
+ * "Filmstrip capture").
+ */
+export const DEFAULT_FILMSTRIP = 'outliers'
 
 /** JSON schema of monitors.options for the API; cross-field rules are in checkOptions. */
 export const optionsSchema = {
@@ -98,7 +107,8 @@ export const optionsSchema = {
     ...Object.assign({}, ...PROBES.map((p) => p.options)),
     allow_cross_origin: { type: 'boolean', description: `Allow ${PROBES.flatMap((p) => p.targets).join(' and ')} on another origin than the monitor URL (default false): such requests run on their own connection, and need CORS` },
     force_quic: { type: 'string', enum: FORCE_QUIC, description: 'h3 mode forces QUIC on the page origin only (main, default) or also on every origin seen advertising h3 (all)' },
-    netlog: { type: 'string', enum: NETLOG, description: 'Chromium net log capture: outliers (default; runs above the p99 of recent runs are run again with capture), always, or off' }
+    netlog: { type: 'string', enum: NETLOG, description: 'Chromium net log capture: outliers (default; runs above the p99 of recent runs are run again with capture), always, or off' },
+    filmstrip: { type: 'string', enum: FILMSTRIP, description: `page probe: frames captured while the page loads, and the visual metrics from them: ${DEFAULT_FILMSTRIP} (default; docs/FILMSTRIPS.md says why), off, outliers (runs above the p99 of recent runs are run again with capture) or always` }
   }
 }
 
@@ -120,6 +130,7 @@ export function checkOptions (options, { url, probes }) {
   for (const p of PROBES) p.check(options, { pageUrl, probes })
   oneOf(options, 'force_quic', FORCE_QUIC)
   oneOf(options, 'netlog', NETLOG)
+  oneOf(options, 'filmstrip', FILMSTRIP)
   trueOrFalse(options, 'allow_cross_origin')
   for (const key of PROBES.flatMap((p) => p.targets)) {
     if (options[key] === undefined) continue
@@ -152,7 +163,8 @@ export function effectiveOptions (url, options = {}) {
   return {
     ...Object.assign({}, ...PROBES.map((p) => p.effective(options, pageUrl))),
     force_quic: options.force_quic ?? 'main',
-    netlog: options.netlog ?? 'outliers'
+    netlog: options.netlog ?? 'outliers',
+    filmstrip: options.filmstrip ?? DEFAULT_FILMSTRIP
   }
 }
 

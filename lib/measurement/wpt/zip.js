@@ -18,11 +18,17 @@ export const ZIP_LIMITS = Object.freeze({
   jsonBytes: 128 * 1024 * 1024
 })
 
-/** `1_devtools_requests.json.gz`, `1_Cached_devtools_requests.json.gz`; steps (`1_2_…`) are not read. */
-const MEMBER = /^(\d{1,3})(_Cached)?_(devtools_requests\.json\.gz|netlog\.txt\.gz)$/
+/**
+ * `1_devtools_requests.json.gz`, `1_Cached_devtools_requests.json.gz`, the
+ * net log and the screenshot at the end of the load (`1_screen.jpg`); steps
+ * (`1_2_…`) are not read. (`1_progress.csv.gz` is bandwidth and CPU every
+ * 100 ms, not visual progress: docs/WPT.md.)
+ */
+const MEMBER = /^(\d{1,3})(_Cached)?_(devtools_requests\.json\.gz|netlog\.txt\.gz|screen\.jpg)$/
 
 /**
- * @typedef {{ run: number, cached: boolean, devtools: Record<string, any> | null, netlog: Buffer | null }} ZipView
+ * @typedef {{ run: number, cached: boolean, devtools: Record<string, any> | null, netlog: Buffer | null, screen: Buffer | null }} ZipView
+ * screen: the JPEG the agent took at the end of the load, when it sent one
  */
 
 /**
@@ -42,9 +48,12 @@ export async function readResultZip (buffer, limits = {}) {
     // readMembers keeps only the names MEMBER matches.
     const [, run, cached, kind] = /** @type {RegExpExecArray} */ (MEMBER.exec(name))
     const key = `${run}/${cached ? 1 : 0}`
-    const view = views.get(key) ?? { run: Number(run), cached: Boolean(cached), devtools: null, netlog: null }
+    const view = views.get(key) ?? { run: Number(run), cached: Boolean(cached), devtools: null, netlog: null, screen: null }
     views.set(key, view)
-    if (kind === 'netlog.txt.gz') {
+    if (kind === 'screen.jpg') {
+      // Evidence only: one that is not a JPEG is left out, not the upload.
+      if (data.length > 3 && data[0] === 0xff && data[1] === 0xd8 && data[2] === 0xff) view.screen = data
+    } else if (kind === 'netlog.txt.gz') {
       if (data.length < 2 || data[0] !== 0x1f || data[1] !== 0x8b) throw bad(`${name} is not gzip`)
       view.netlog = data
     } else {
