@@ -232,3 +232,27 @@ test('the editor\'s check answers a journey\'s named steps, or a 400 naming the 
   const { rows } = await t.db.query('SELECT count(*)::int AS n FROM journey_trials')
   assert.equal(rows[0].n, 0)
 })
+
+test('an agent\'s answer to a trial is checked before it is stored: a screenshot that is not padded base64 is a 400 naming it, and the trial waits for a good answer', async () => {
+  const queued = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: URL_, journey: { steps: [nav] } } })
+  assert.equal(queued.statusCode, 202, queued.body)
+  const { id } = queued.json()
+  const agent = { authorization: `Bearer ${await t.agentToken('local')}` }
+  const claimed = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: agent, payload: { limit: 1, trials: 1 } })
+  assert.equal(claimed.statusCode, 200, claimed.body)
+  assert.deepEqual(claimed.json().trials.map((x) => x.id), [id])
+  const outcome = { status: 'ok', steps: [] }
+  const answer = (screenshot) => t.app.inject({ method: 'POST', url: `/api/v1/agent/trials/${id}`, headers: agent, payload: { outcome, screenshot } })
+  for (const bad of ['0O3pUm', 'abc=d', '====']) {
+    const res = await answer(bad)
+    assert.equal(res.statusCode, 400, `${bad}: ${res.body}`)
+    assert.equal(res.json().field, 'screenshot')
+  }
+  assert.equal((await t.app.inject({ url: `/api/v1/journeys/trials/${id}` })).json().state, 'running')
+  const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]).toString('base64')
+  assert.equal((await answer(jpeg)).statusCode, 200)
+  const done = (await t.app.inject({ url: `/api/v1/journeys/trials/${id}` })).json()
+  assert.equal(done.state, 'done')
+  assert.equal(done.screenshot, jpeg)
+  assert.equal((await answer(jpeg)).statusCode, 404, 'a trial is answered once')
+})

@@ -144,13 +144,13 @@ export default async function agentProtocolRoutes (app) {
         required: ['outcome'],
         properties: {
           outcome: trialOutcomeSchema,
-          screenshot: { type: ['string', 'null'], maxLength: 4 * 1024 * 1024, pattern: '^[A-Za-z0-9+/=]*$' }
+          screenshot: { type: ['string', 'null'], maxLength: 4 * 1024 * 1024, pattern: '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$', description: 'base64, padded' }
         }
       },
       response: { 200: { type: 'object', properties: { stored: { type: 'boolean' } } }, ...errorResponses }
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Body: { outcome: Record<string, any>, screenshot?: string | null } }>} */ request) => {
-    await finishTrial(app.db, { id: request.params.id, agentId: request.agent.id, outcome: request.body.outcome, screenshot: request.body.screenshot ?? null })
+    await finishTrial(app.db, { id: request.params.id, agentId: request.agent.id, outcome: request.body.outcome, screenshot: request.body.screenshot == null ? null : Buffer.from(request.body.screenshot, 'base64') })
     return { stored: true }
   })
 

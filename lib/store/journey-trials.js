@@ -88,12 +88,12 @@ export async function claimTrials (db, { agentId, locationId, limit, box }) {
 /**
  * An agent's answer: each step's outcome and the last frame (base64 JPEG).
  * @param {import('pg').Pool} db
- * @param {{ id: number, agentId: number, outcome: Record<string, any>, screenshot: string | null }} o
+ * @param {{ id: number, agentId: number, outcome: Record<string, any>, screenshot: Buffer | null }} o
  */
 export async function finishTrial (db, { id, agentId, outcome, screenshot }) {
   const { rowCount } = await db.query(
     `UPDATE journey_trials SET state = 'done', finished_at = now(), outcome = $3,
-            screenshot = CASE WHEN $4::text IS NULL THEN NULL ELSE decode($4, 'base64') END
+            screenshot = $4
       WHERE id = $1 AND agent_id = $2 AND state = 'running'`,
     [id, agentId, outcome, screenshot])
   if (!rowCount) throw new NotFoundError(`trial ${id} is not running on this agent`)
