@@ -7,7 +7,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { runRound, emptyResult } from './measure.js'
 import { PROBE_RUNNERS } from './probes/index.js'
-import { FORCED_MODES, labBrowserFlags } from '../lib/measurement/modes.js'
+import { FORCED_MODES } from '../lib/measurement/modes.js'
+import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
@@ -134,7 +135,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
 
     // The round's loads are done: close its contexts and prepare the next
     // round's while the agent spools and submits these results (not awaited;
-    // the next run waits for it, agents/browser.js).
+    // the next run waits for it, agents/browsers/chromium.js).
     pool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
     return measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options }))
   }
@@ -164,7 +165,7 @@ function outlierValues (r) {
 
 /**
  * A lab run reaches the lab origin only: its browser maps the lab host names
- * to the lab's address and nothing else (modes.js labBrowserFlags), and
+ * to the lab's address and nothing else (lib/measurement/browsers/chromium.js labBrowserFlags), and
  * when the lab's port is known, a lab URL on another port is refused (in
  * local mode the lab's address is this machine's loopback).
  * @param {LabTarget | null} lab

@@ -2,7 +2,8 @@ import pino from 'pino'
 import { InfrastructureError, infrastructureFault } from './faults.js'
 import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { emptyResult as emptyRow } from '../lib/measurement/result.js'
-import { baseFlags, forcedOrigins, hostPort, MODES, modeFlags, netlogFlags } from '../lib/measurement/modes.js'
+import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
+import { baseFlags, modeFlags, netlogFlags } from '../lib/measurement/browsers/chromium.js'
 import { recordNetwork } from './network.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, rendererCrash, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
@@ -20,10 +21,10 @@ const versions = new WeakMap()
 /**
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
- *   pool: { acquire: (spec: import('./browser.js').BrowserSpec) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated: <T>(spec: import('./browser.js').BrowserSpec & { profile?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *   pool: { acquire: (spec: import('./browsers/chromium.js').BrowserSpec) => Promise<import('puppeteer-core').Browser>,
+ *     withDedicated: <T>(spec: import('./browsers/chromium.js').BrowserSpec & { profile?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
  *     newProfile?: () => Promise<string>, removeProfile?: (dir: string) => Promise<void>,
- *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browser.js').FreshPage & { prepared: boolean }>,
+ *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browsers/chromium.js').FreshPage & { prepared: boolean }>,
  *     retire?: (c: import('puppeteer-core').BrowserContext) => Promise<void> },
  *   url: string,
  *   mode: import('../lib/measurement/modes.js').Mode,
@@ -63,7 +64,7 @@ const versions = new WeakMap()
  * `wall_ms` runs from asking for a fresh context to the run's results read:
  * what the run costs the agent's loop. A pooled browser's launch is not in
  * it, nor are making the context and closing it when the pool does those
- * between rounds (agents/browser.js settle); `context` says which it was
+ * between rounds (agents/browsers/chromium.js settle); `context` says which it was
  * (prepared: the pool's spare; ready_ms: how long the run waited for it).
  * With `guard`, the run reaches public addresses only (agents/target-guard.js),
  * and what the guard refused is said in its words.

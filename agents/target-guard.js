@@ -3,7 +3,7 @@
 // workers, WebSockets or probes ask for, and whatever DNS answers by then
 // (lib/measurement/targets.js checked the monitor when it was saved; DNS may
 // have changed since: rebinding). Runs on the lab origin are not guarded
-// here: their browser resolves nothing but the lab (modes.js labBrowserFlags).
+// here: their browser resolves nothing but the lab (lib/measurement/browsers/chromium.js labBrowserFlags).
 //
 // Resolver pinning, not request interception. Intercepting requests
 // (DevTools Fetch domain) lets the agent look a host up, but Chromium then

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import puppeteer from 'puppeteer-core'
-import { InfrastructureError } from './faults.js'
+import { InfrastructureError } from '../faults.js'
 
 // One Chromium process per flag set (and namespace): the flags decide the
 // protocol, so an h3 run and an h2 run can never share a browser, while runs
@@ -28,7 +28,7 @@ import { InfrastructureError } from './faults.js'
 // Contexts left to close at most; beyond, a run closes the oldest itself.
 const MAX_RETIRED = 8
 
-const NETNS_WRAPPER = fileURLToPath(new URL('../lab/netns-chromium.sh', import.meta.url))
+const NETNS_WRAPPER = fileURLToPath(new URL('../../lab/netns-chromium.sh', import.meta.url))
 const CLOSE_GRACE_MS = 5000
 
 // Chromium preconnects to a page's origin the moment navigation starts, so
