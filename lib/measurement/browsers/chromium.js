@@ -47,8 +47,8 @@ export function baseFlags () {
  * repeated switch would only keep its last value.
  *
  * `lab`: the page is a lab origin. Chromium will not use QUIC it learnt
- * from Alt-Svc with a certificate that no public root issued (the lab's is
- * self-signed): the handshake fails with CERTIFICATE_VERIFY_FAILED and the
+ * from Alt-Svc with a certificate that no public root issued (the lab's
+ * own authority issued it, lab/cert.js): the handshake fails with CERTIFICATE_VERIFY_FAILED and the
  * origin's H3 is marked broken, even with the certificate pinned. Naming
  * the lab hosts on a port nothing listens on (1) in the force list lifts
  * that check for those hosts while forcing nothing: the page's own port is
@@ -78,8 +78,8 @@ export function netlogFlags (file) {
 }
 
 /**
- * Flags that let Chromium reach a lab origin: trust its self-signed
- * certificate by public-key hash, and resolve its host names without DNS
+ * Flags that let Chromium reach a lab origin: trust its certificate by
+ * public-key hash, and resolve its host names without DNS
  * (the lab host name and, for it, the lab's second origin).
  * Every other host fails to resolve (the first matching rule wins; the
  * wildcard also catches IP literals), so a lab browser sends nothing beyond
