@@ -7,8 +7,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { runRound, emptyResult } from './measure.js'
 import { PROBE_RUNNERS } from './probes/index.js'
+import { readFileSync } from 'node:fs'
 import { FORCED_MODES } from '../lib/measurement/modes.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
+import { labPrefs } from '../lib/measurement/browsers/firefox.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
@@ -38,27 +40,33 @@ const CHAIN_TIMEOUT_MS = 10_000
 const MIN_LOAD_MS = 1000
 
 /**
- * @typedef {{ spki: string, hostname?: string, address: string, port?: number | null, netns?: string | null }} LabTarget
- * How this agent reaches the lab origin: its certificate's SPKI, the address
- * the lab host name maps to, the origin's port when known (a lab URL on any
- * other port is refused: in local mode the lab host name is this machine's
- * loopback), and the namespace Chromium runs in.
+ * @typedef {{ spki: string, hostname?: string, address: string, port?: number | null, netns?: string | null, caPath?: string | null }} LabTarget
+ * How this agent reaches the lab origin: its certificate's SPKI (what
+ * Chromium pins), the lab authority's certificate file (what a Firefox
+ * run's profile trusts, lab/cert.js), the address the lab host name maps
+ * to, the origin's port when known (a lab URL on any other port is
+ * refused: in local mode the lab host name is this machine's loopback),
+ * and the namespace the browser runs in.
  */
 
 /**
  * `guard` (agents/target-guard.js) keeps the runs of monitors off non-public
  * addresses unless the API allows private targets; a runner without one
  * refuses such runs. Lab runs need none: their browser reaches the lab only.
- * @param {{ pool: any, lab?: LabTarget | null, timeoutMs: number, log: import('pino').Logger, random?: () => number,
+ * `pool` is Chromium's (agents/browsers/chromium.js), `firefoxPool` Firefox's
+ * (agents/browsers/firefox.js) when the agent has Firefox; a job names its
+ * browser (job.browser, chromium when it does not). Chromium's pool also
+ * follows a page's redirects for either browser's rounds (agents/redirects.js).
+ * @param {{ pool: any, firefoxPool?: any, lab?: LabTarget | null, timeoutMs: number, log: import('pino').Logger, random?: () => number,
  *   uploadNetlog?: ((jobId: number, n: any) => Promise<unknown>) | null, netlogDir?: string,
  *   ping?: typeof tcpPing, guard?: import('./target-guard.js').TargetGuard | null }} deps
  */
-export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing, guard = null }) {
+export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeoutMs, log, random, uploadNetlog = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing, guard = null }) {
   const chainOf = createChainCache()
   /**
    * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
    *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null,
-   *   backed_off_timeouts?: number | null }} job
+   *   backed_off_timeouts?: number | null, browser?: string }} job
    * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } }, allowPrivateTargets?: boolean }} ctx
    *   allowPrivateTargets: the API's H3LENS_ALLOW_PRIVATE_TARGETS (from the claim)
    */
@@ -71,17 +79,21 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     if (isLab) checkLabTargets(lab, [job.url, options.parallel_url ?? undefined, options.upload_url ?? undefined])
     const runGuard = isLab || allowPrivateTargets ? null : guard
     if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot measure ${job.url}`)
+    const browser = job.browser ?? 'chromium'
+    const runPool = browser === 'firefox' ? firefoxPool : browser === 'chromium' ? pool : null
+    if (!runPool) throw new Error(`this agent has no ${browser} to measure with`)
     const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
+    const firefoxLab = browser === 'firefox' && isLab && lab ? { extraPrefs: labPrefs({ address: lab.address }), trust: [labAuthority(lab)] } : {}
     const netns = lab?.netns ?? null
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping, guard: runGuard })
     // The H3 arm forces QUIC on every origin the URL redirects through, and
     // learns which of them advertise h3 (agents/redirects.js).
-    const chain = (job.modes ?? ['h3']).includes('h3')
+    const chain = (job.modes ?? ['h3']).includes('h3') && pool
       ? await chainOf({ pool, url: job.url, extraFlags, netns, guard: runGuard, timeoutMs: Math.max(MIN_LOAD_MS, Math.min(CHAIN_TIMEOUT_MS, timeoutMs, deadline - Date.now())) })
       : null
     if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
     const common = {
-      pool, url: job.url, extraFlags, netns, timeoutMs, log, guard: runGuard, lab: isLab, deadline,
+      pool: runPool, url: job.url, extraFlags, ...firefoxLab, netns, timeoutMs, log, guard: runGuard, lab: isLab, deadline,
       forceOrigins: [...(chain?.origins ?? []).filter((o) => o.startsWith('https:')), ...(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : [])],
       altSvc: chain?.altSvc ?? null
     }
@@ -107,7 +119,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       // The auto arm's visits run browsers of their own, one after the
       // other on one profile; a net log would cover only the last, so they
       // are never captured.
-      const run = (/** @type {import('./measure.js').MeasureOptions} */ o) => options.netlog === 'always' && o.mode !== 'auto'
+      // Net logs are Chromium's.
+      const run = (/** @type {import('./measure.js').MeasureOptions} */ o) => options.netlog === 'always' && o.mode !== 'auto' && browser === 'chromium'
         ? captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
         : runProbe(probe, o)
       // An A/A monitor's arms both load with aa_protocol; they keep their
@@ -122,7 +135,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     // not turn every round into four.
     let reruns = 0
     for (const r of measured) {
-      const outlier = options.netlog === 'outliers' && r.mode !== 'auto' && outlierOf(r, job.netlog_thresholds)
+      const outlier = options.netlog === 'outliers' && r.mode !== 'auto' && browser === 'chromium' && outlierOf(r, job.netlog_thresholds)
       if (!outlier || reruns >= MAX_RERUNS_PER_JOB || deadline - Date.now() < MIN_LOAD_MS) continue
       reruns++
       /** @type {Record<string, any>[]} */
@@ -136,9 +149,23 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     // The round's loads are done: close its contexts and prepare the next
     // round's while the agent spools and submits these results (not awaited;
     // the next run waits for it, agents/browsers/chromium.js).
-    pool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
+    runPool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
     return measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options }))
   }
+}
+
+/** The lab authority's certificate, read once per file. @type {Map<string, string>} */
+const authorities = new Map()
+
+/**
+ * What a Firefox run's profile trusts to reach the lab origin (lab/cert.js).
+ * @param {LabTarget} lab
+ */
+function labAuthority (lab) {
+  if (!lab.caPath) throw new Error('this agent was not told the lab\'s certificate authority (its caPath), which Firefox needs to reach the lab origin')
+  let pem = authorities.get(lab.caPath)
+  if (!pem) authorities.set(lab.caPath, (pem = readFileSync(lab.caPath, 'utf8')))
+  return { name: 'h3lens lab', pem }
 }
 
 /**

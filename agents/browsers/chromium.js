@@ -295,7 +295,7 @@ export function createBrowserPool ({
     return userDataDir
   }
 
-  return { acquire, withDedicated, freshPage, retire, settle, close, newProfile, removeProfile }
+  return { browserName: /** @type {const} */ ('chromium'), acquire, withDedicated, freshPage, retire, settle, close, newProfile, removeProfile, forgetCache }
 }
 
 /**
@@ -310,6 +310,19 @@ async function newContextPage (browser) {
     await context.close().catch(() => {})
     throw err
   }
+}
+
+/** A profile's HTTP cache folders (relative to its Default folder), removed between the auto arm's visits. */
+export const CACHE_FOLDERS = Object.freeze(['Cache', 'Code Cache'])
+
+/**
+ * Remove the HTTP cache of a stopped browser's profile, keeping the rest
+ * (its "Network Persistent State": the Alt-Svc and broken alternatives it
+ * learnt; agents/visits.js).
+ * @param {string} profile
+ */
+async function forgetCache (profile) {
+  await Promise.all(CACHE_FOLDERS.map((f) => rm(path.join(profile, 'Default', f), { recursive: true, force: true, maxRetries: 3 })))
 }
 
 /**
