@@ -1,4 +1,5 @@
-// The agent's only way to the outside: a small client for DESIGN §4.
+// The agent's only way to the outside: a small client for the agent
+// protocol (docs/DESIGN.md §4).
 import { request } from './http.js'
 
 export class ApiError extends Error {

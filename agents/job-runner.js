@@ -13,8 +13,9 @@ import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { labPrefs } from '../lib/measurement/browsers/firefox.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
+import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
-import { effectiveOptions, probeOf } from '../lib/measurement/probes/index.js'
+import { effectiveOptions, probeOf, probeTargets } from '../lib/measurement/probes/index.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { createChainCache } from './redirects.js'
 
@@ -38,6 +39,8 @@ export const BACKED_OFF_BUDGET_TIMEOUTS = 1
 const CHAIN_TIMEOUT_MS = 10_000
 // A load is not started with less than this left of the round's budget.
 const MIN_LOAD_MS = 1000
+/** The results columns of the catalogue's summary metrics. */
+const SUMMARY_COLUMNS = COLUMN_METRICS.filter((m) => m.summary).map((m) => /** @type {string} */ (m.column))
 
 /**
  * @typedef {{ spki: string, hostname?: string, address: string, port?: number | null, netns?: string | null, caPath?: string | null }} LabTarget
@@ -76,7 +79,7 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     const deadline = Date.now() + budgetMs
     const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     const options = effectiveOptions(job.url, job.options ?? {})
-    if (isLab) checkLabTargets(lab, [job.url, options.parallel_url ?? undefined, options.upload_url ?? undefined])
+    if (isLab) checkLabTargets(lab, [job.url, ...probeTargets(options).map((t) => t.url)])
     const runGuard = isLab || allowPrivateTargets ? null : guard
     if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot measure ${job.url}`)
     const browser = job.browser ?? 'chromium'
@@ -183,11 +186,12 @@ function probeRunner (job, options) {
 }
 
 /**
- * The figures of a re-run that say whether it reproduced the outlier.
+ * The figures of a re-run that say whether it reproduced the outlier: its
+ * summary metrics (the catalogue's, the runs table's) and its samples.
  * @param {Record<string, any>} r
  */
 function outlierValues (r) {
-  return { ttfb_ms: r.ttfb_ms ?? null, connect_ms: r.connect_ms ?? null, load_ms: r.load_ms ?? null, samples: r.samples ?? null }
+  return { ...Object.fromEntries(SUMMARY_COLUMNS.map((c) => [c, r[c] ?? null])), samples: r.samples ?? null }
 }
 
 /**

@@ -1,11 +1,30 @@
-// Driving one navigation and reading its metrics. Each metric is defined
-// here once, in ms relative to the navigation's startTime; the scripts that
-// run in the page are in agents/page/.
-import { fcp } from './page/fcp.js'
+// Driving one navigation and reading its metrics, in ms relative to the
+// navigation's startTime. The navigation's own timings are read here from
+// its Navigation Timing entry and LCP; every catalogue metric with
+// `pageScript` (lib/measurement/metrics.js) has its own script,
+// agents/page/metrics/<id>.js, whose default export runs in the loaded page
+// and returns the value. The scripts that run in the page are in
+// agents/page/.
 import { lcp } from './page/lcp.js'
 import { navigation } from './page/navigation.js'
+import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
 import { normalizeProtocol } from '../lib/measurement/protocol.js'
 import { round } from '../lib/measurement/units.js'
+
+/**
+ * Each page-script metric's results column and its script, loaded once.
+ * The catalogue names the metric, the file name is its id: a metric whose
+ * script is missing stops the agent at start, naming the file.
+ * @type {readonly [string, () => unknown][]}
+ */
+const PAGE_SCRIPTS = await Promise.all(COLUMN_METRICS.filter((m) => m.pageScript).map(async (m) => {
+  const file = new URL(`./page/metrics/${m.id}.js`, import.meta.url)
+  const script = (await import(file.href).catch((err) => {
+    throw new Error(`the catalogue's metric ${m.id} is measured by agents/page/metrics/${m.id}.js, which does not load: ${err.message}`, { cause: err })
+  })).default
+  if (typeof script !== 'function') throw new Error(`agents/page/metrics/${m.id}.js must export default the function that runs in the page`)
+  return /** @type {[string, () => unknown]} */ ([(m.column), script])
+}))
 
 /** How long to wait after the load event for LCP to be reported. */
 const LCP_WAIT_MS = 300
@@ -98,7 +117,7 @@ export async function collectPageMetrics (page) {
   // LCP first: it waits for the frames after the load event, and only then
   // are the first paint and the load event's end sure to be recorded.
   const lcpMs = await page.evaluate(lcp, LCP_WAIT_MS)
-  const [nav, fcpMs] = await Promise.all([page.evaluate(navigation), page.evaluate(fcp)])
+  const [nav, ...scripted] = await Promise.all([page.evaluate(navigation), ...PAGE_SCRIPTS.map(([, script]) => page.evaluate(script))])
   if (!nav) throw new Error('the page has no navigation timing entry')
   const since = (/** @type {number} */ t) => (t > 0 ? round(t - nav.startTime) : null)
   const span = (/** @type {number} */ from, /** @type {number} */ to) => (from > 0 && to >= from ? round(to - from) : null)
@@ -111,8 +130,12 @@ export async function collectPageMetrics (page) {
     tls_ms: nav.secureConnectionStart > 0 ? span(nav.secureConnectionStart, nav.connectEnd) : null,
     dcl_ms: since(nav.domContentLoadedEventEnd),
     load_ms: since(nav.loadEventEnd),
-    fcp_ms: fcpMs === null ? null : round(fcpMs),
     lcp_ms: lcpMs === null ? null : round(lcpMs),
+    // A script's answer that is no time (not a number, negative) is no value.
+    ...Object.fromEntries(PAGE_SCRIPTS.map(([column], i) => {
+      const v = scripted[i]
+      return [column, typeof v === 'number' && Number.isFinite(v) && v >= 0 ? round(v) : null]
+    })),
     document_body_bytes: typeof nav.decodedBodySize === 'number' ? nav.decodedBodySize : null
   }
 }

@@ -6,7 +6,7 @@ import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom
 import { countJobsByState, FINISHED_WINDOW_S } from '../lib/store/jobs.js'
 import { listAgents, AGENT_ALIVE_S } from '../lib/store/agents.js'
 import { firingAlerts } from '../lib/store/alert-states.js'
-import { locationCapacity } from '../lib/store/locations.js'
+import { locationCapacity } from '../lib/store/location-capacity.js'
 import { latestLatency } from '../lib/store/results.js'
 
 // Latency gauges carry one series per monitor × location × mode (× 2
@@ -135,7 +135,7 @@ export function createMetrics ({ db, log, maxSeries = MAX_LATENCY_SERIES }) {
   })
 
   /**
-   * A gauge per location read from its capacity (lib/store/locations.js locationCapacity).
+   * A gauge per location read from its capacity (lib/store/location-capacity.js locationCapacity).
    * @param {string} name
    * @param {string} help
    * @param {(c: LocationCapacity) => number | null} value

@@ -39,7 +39,7 @@ export const siteSchema = {
 export const siteInput = {
   name: { type: 'string', minLength: 1, maxLength: 100 },
   origins: { type: 'array', minItems: 1, maxItems: 20, items: { type: 'string', maxLength: 300 }, description: 'Origins the pages are served from, such as https://www.example.com' },
-  sample_rate: { type: 'number', exclusiveMinimum: 0, maximum: 1, description: 'Share of page views that send a beacon (default 1)' }
+  sample_rate: { type: 'number', minimum: 0, maximum: 1, description: 'Share of page views that send a beacon, above 0 (default 1)' }
 }
 
 const contrastRow = {

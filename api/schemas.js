@@ -92,7 +92,7 @@ const monitorInputProperties = {
   },
   locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
   modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: MODES.length, description: `${MODES_DESCRIPTION}. Default: all three (an A/A monitor: h2 and h3)` },
-  probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: 3 },
+  probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: PROBES.length },
   repeat_view: { type: 'boolean' },
   options: optionsSchema,
   paused: { type: 'boolean' },

@@ -4,7 +4,7 @@
 import type { Pool } from 'pg'
 import type { FastifyRequest } from 'fastify'
 import type { Config } from '../lib/runtime/config.js'
-import type { createMetrics } from '../lib/runtime/prometheus.js'
+import type { createMetrics } from './prometheus.js'
 
 /** The origin server of the lab this process runs (`h3lens start`). */
 export interface LabOrigin {

@@ -10,24 +10,16 @@
 // per flag set and is reported separately. Loopback has no RTT, so the TTFB
 // gap is CPU time (QUIC's user-space crypto and packet handling), not network.
 import { mkdtemp, rm } from 'node:fs/promises'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { baseFlags, labBrowserFlags, modeFlags } from '../lib/measurement/browsers/chromium.js'
 import { measurePage } from '../agents/measure.js'
 import { startOrigin } from '../lab/origin.js'
+import { freePort } from '../dev/free-port.js'
 
 const runs = Number(process.argv[2] ?? 10)
 const pageName = process.argv[3] ?? 'page-15k'
-
-async function freePort () {
-  const server = net.createServer().listen(0, '127.0.0.1')
-  await new Promise((resolve) => server.once('listening', resolve))
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 const median = (xs) => {
   const s = xs.filter((x) => typeof x === 'number').sort((a, b) => a - b)

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // What one evaluation of the alert rules costs the scheduler: the three
-// default rules over the dashboard's demo monitors (test/helpers/ui.js),
+// default rules over the dashboard's demo monitors (dev/demo-data.js),
 // one round a minute per location, so each monitor's last hour holds 60
 // rounds per location. Regression and failure rules share one comparison
 // per monitor and window; the figure per monitor is what grows with a
@@ -13,7 +13,8 @@
 //
 //   node bench/alerts-eval.js [--hours 2] [--runs 5] [--share-days 7]
 import { parseArgs } from 'node:util'
-import { seedDemo, startScratchDatabase } from '../test/helpers/ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startScratchDatabase } from '../dev/scratch-db.js'
 import { evaluateAlerts } from '../lib/analysis/alerts.js'
 import { createRule } from '../lib/store/alert-rules.js'
 import { insertRoundResults } from '../lib/store/results.js'

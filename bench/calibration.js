@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Calibration of the verdicts (DESIGN §6, docs/STATISTICS.md): synthetic
+// Calibration of the verdicts (docs/STATISTICS.md): synthetic
 // scenarios whose truth is known, driven through the real import and
 // comparison endpoints over HTTP against PostgreSQL. Prints, per scenario
 // and analysis, how many tested cells claimed a difference, how many tables
@@ -32,8 +32,8 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { buildApp } from '../api/app.js'
-import { calibrationScenarios, autoCalibrationScenarios, CALIBRATION_LOCATIONS, MORE_CALIBRATION_LOCATIONS } from './lib/scenarios.js'
-import { runScenario, runAutoScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from './lib/calibrate.js'
+import { calibrationScenarios, autoCalibrationScenarios, CALIBRATION_LOCATIONS, MORE_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
+import { runScenario, runAutoScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from '../dev/calibration-runs.js'
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, reps: { type: 'string' }, only: { type: 'string' }, 'pg-port': { type: 'string', default: '54393' } } })
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-calibration-'))
@@ -53,7 +53,7 @@ try {
   const app = await buildApp({ db: pool, config, log })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const base = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (app.server.address()).port}`
-  /** @type {import('./lib/calibrate.js').Client} */
+  /** @type {import('../dev/calibration-runs.js').Client} */
   const client = async ({ method, url, body, type }) => {
     const res = await fetch(base + url, { method, body, headers: { authorization: `Bearer ${key}`, ...(type ? { 'content-type': type } : {}) } })
     const text = await res.text()
@@ -110,7 +110,7 @@ try {
 /**
  * The auto arm's table: per scenario, how often each contrast claims a
  * difference, the received gain's coverage, and the H3 shares' coverage.
- * @param {import('./lib/calibrate.js').Client} client
+ * @param {import('../dev/calibration-runs.js').Client} client
  */
 async function autoCalibration (client) {
   const scenarios = autoCalibrationScenarios({ quick: values.quick }).filter((s) => !values.only || s.name.includes(values.only))

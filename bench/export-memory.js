@@ -13,7 +13,6 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import http from 'node:http'
-import net from 'node:net'
 import { execFileSync } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
@@ -26,6 +25,7 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { buildApp } from '../api/app.js'
+import { freePort } from '../dev/free-port.js'
 
 const { values } = parseArgs({
   options: {
@@ -80,14 +80,6 @@ async function parent () {
     await lifecycle.stopAll('done')
     fs.rmSync(dataDir, { recursive: true, force: true })
   }
-}
-
-async function freePort () {
-  const server = net.createServer()
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 /** A monitor with n results shaped like real ones (flags, versions, every timing). */

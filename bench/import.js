@@ -13,7 +13,6 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import http from 'node:http'
-import net from 'node:net'
 import { Readable } from 'node:stream'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
@@ -26,6 +25,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { foldAllPending } from '../lib/analysis/rollups.js'
 import { buildApp } from '../api/app.js'
+import { freePort } from '../dev/free-port.js'
 
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '100000' } } })
 const rows = Number(values.rows)
@@ -103,12 +103,4 @@ function post (port, key, urlPath, body) {
     body.on('data', (c) => { bytes += c.length })
     body.pipe(req)
   })
-}
-
-async function freePort () {
-  const server = net.createServer()
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }

@@ -32,6 +32,7 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
+import { freePort } from '../dev/free-port.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const { values } = parseArgs({
@@ -60,15 +61,6 @@ if (values.url) {
 const log = createLogger({ logLevel: 'warn', name: 'bench-load' })
 const stops = []
 const children = []
-
-async function freePort () {
-  const net = await import('node:net')
-  const server = net.createServer()
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 /**
  * CPU seconds a process and its children (dead or alive) have used, from

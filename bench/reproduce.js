@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Re-runs the field studies of DESIGN §1 on the lab's emulated regions
+// Re-runs the field studies of docs/DESIGN.md §1 on the lab's emulated regions
 // (lab-na, lab-eu, lab-asia with their default, lossy profiles), through the
 // agent's own job runner, and prints the tables docs/REPRODUCTION.md shows.
 //

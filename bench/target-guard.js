@@ -22,7 +22,7 @@ import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { measurePage } from '../agents/measure.js'
 import { startTargetGuard } from '../agents/target-guard.js'
 import { createResolver } from '../lib/measurement/targets.js'
-import { startDnsServer } from '../test/helpers/dns-server.js'
+import { startDnsServer } from '../dev/dns-server.js'
 
 const loads = Number(process.argv[2] ?? 40)
 const ns = `h3gb-${process.pid}`

@@ -17,9 +17,9 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { generateResults } from './lib/generate.js'
-import { seedDemo } from '../test/helpers/ui.js'
-import { startTimescale } from '../test/helpers/timescale.js'
-import { freePort } from '../test/helpers/process.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startTimescale } from '../dev/timescale.js'
+import { freePort } from '../dev/free-port.js'
 
 const { values } = parseArgs({ options: { days: { type: 'string', default: '7' }, 'evidence-copies': { type: 'string', default: '100' } } })
 const say = (msg) => console.log(`# ${msg}`)

@@ -6,7 +6,10 @@
 // visits every page downloads.
 //
 //   node bench/ui-payload.js
-import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, useApiKey } from '../test/helpers/ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { startScratchDatabase } from '../dev/scratch-db.js'
+import { launchBrowser, useApiKey } from '../dev/browser.js'
 
 const BUDGET = 300 * 1024
 

@@ -21,7 +21,7 @@ import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { startApi } from '../api/server.js'
 import { generateResults } from './lib/generate.js'
-import { launchBrowser, useApiKey } from '../test/helpers/ui.js'
+import { launchBrowser, useApiKey } from '../dev/browser.js'
 
 const { values } = parseArgs({ options: { monitors: { type: 'string', default: '3' }, runs: { type: 'string', default: '10' } } })
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-ui-'))

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// h3lens command-line entry: one subcommand per process (DESIGN §2).
+// h3lens command-line entry: one subcommand per process (docs/DESIGN.md §2).
 // Only Node's own modules are imported up front: the commands import the npm
 // packages, and before `npm ci` a person asking for --help should be told
 // that, not shown a stack of ERR_MODULE_NOT_FOUND.

@@ -1,6 +1,6 @@
 // Bringing the lab up for `h3lens lab` and `h3lens start`: the origin, and
 // either emulated regions (namespaces + linkem) or the unshaped loopback
-// location. Agents learn how to reach the origin from lab/state.json
+// location. Agents learn how to reach the origin from <data dir>/lab/state.json
 // (lib/runtime/lab-state.js).
 import fs from 'node:fs/promises'
 import path from 'node:path'

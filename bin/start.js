@@ -16,15 +16,16 @@ import { startLabEnvironment } from './lab.js'
 import { createGate } from '../lib/runtime/gate.js'
 import { assertPortFree, claimDataDir } from '../lib/runtime/instance.js'
 
-// Seeded lab monitors run every minute: four pages and one A/A monitor, two
-// arms each, per location, which keeps two cores comfortably below saturation.
-// With the four emulated regions the local agents' one-at-a-time gate spends
-// about 40 s of each minute in page loads (20 s with three regions): 16 s of
-// it are lab-udp-blocked's four forced-H3 loads, each waiting out Chromium's
-// 4 s QUIC idle timeout, so the minute's rounds still fit. h3lens's process
-// tree used 38% of one core against 29% (5-minute windows, one run each on a
-// busy 2-core machine, results' wall_ms summed; see docs/LAB.md).
-const SEED_INTERVAL_S = 60
+// Seeded lab monitors run every two minutes: four pages and one A/A monitor
+// per location. The local agents measure one round at a time on the whole
+// machine (H3LENS_AGENT_CONCURRENCY 1 keeps timings clean), and a round of
+// the three arms (the auto arm starts a browser twice) took 3-20 s on the busy
+// 2-core machine, the Asian 1 MB page the longest; with four regions every
+// minute a location asked for 300 rounds an hour and could take about 180
+// (the Locations page's capacity), so rounds were skipped as "location busy".
+// Every two minutes asks for 150. lab-udp-blocked's forced-H3 loads each wait
+// out Chromium's 4 s QUIC idle timeout (docs/LAB.md).
+const SEED_INTERVAL_S = 120
 export const AA_SEED_LABEL = 'A/A calibration (lab 15 KB, h2 vs h2)'
 
 /**

@@ -171,6 +171,7 @@ export async function startOrigin ({
     certPath: cert.certPath,
     /** The lab's certificate authority, which issued certPath's leaf (what Firefox trusts). */
     caPath: cert.caPath,
+    keyPath: cert.keyPath,
     /** Which server answers, for GET /api/v1/locations: { server: 'caddy', version, distorts_h3 }. */
     labOrigin,
     pages,

@@ -3,16 +3,58 @@
 // otherwise an embedded cluster kept under .h3lens/test-pg between runs.
 // A migrated template database is made once per run; each test file clones
 // it (CREATE DATABASE ... TEMPLATE), which takes ~50 ms instead of migrating.
+//
+// Each file runs as its own `node --test <file>`, in one of two lanes that
+// run side by side (docs/TESTING.md): the serial lane, one file at a time,
+// for files that drive a browser or start processes (lab, Caddy, agents, the
+// CLI); the concurrent lane, H3LENS_TEST_CONCURRENCY files at a time, for
+// files that only talk to their own database and loopback ports.
+// scripts/test-plan.js decides which is which from each file's imports.
+// The serial lane is the long one (~600 of the ~700 s of file time), so the
+// concurrent lane is kept narrow (2 by default, for 2 cores): it still ends
+// minutes before the serial lane, and takes less CPU from it meanwhile.
+// A file's output is printed whole when it ends; the end of the run sums up:
+// the counts, every failed test with its error, the ten slowest files.
+//
+//   node scripts/run-tests.js                 every file under test/
+//   node scripts/run-tests.js test/ui.test.js just this file (or several)
+//   node scripts/run-tests.js --checks        also lint and type check, beside the tests
+//   node scripts/run-tests.js --plan          which files run serially, and why
 import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { startEmbeddedPostgres, createPool } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { createLogger } from '../lib/runtime/log.js'
+import { ROOT, findTestFiles, planTests } from './test-plan.js'
 
+const REPORTER = path.join(ROOT, 'scripts', 'test-reporter.js')
+const SLOWEST = 10
+// The package.json scripts --checks runs beside the tests, at a lower CPU
+// priority: they are pure computation, and each minute they take from the
+// serial lane, whose files follow one another, is a minute on the whole run.
+const CHECKS = ['lint', 'typecheck']
+const CHECKS_NICENESS = '10'
+
+const argv = process.argv.slice(2)
+const flags = new Set(argv.filter((a) => a.startsWith('--')))
+for (const f of flags) if (!['--plan', '--checks'].includes(f)) throw new Error(`unknown option ${f} (use --plan or --checks)`)
+const files = (argv.filter((a) => !a.startsWith('--')).length ? argv.filter((a) => !a.startsWith('--')) : ['test'])
+  .map((a) => path.resolve(a))
+  .flatMap((a) => fs.statSync(a).isDirectory() ? findTestFiles(a) : [a])
+const plan = planTests(files)
+const concurrency = Number(process.env.H3LENS_TEST_CONCURRENCY ?? 2)
+if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`H3LENS_TEST_CONCURRENCY must be a whole number ≥ 1, not "${process.env.H3LENS_TEST_CONCURRENCY}"`)
+
+if (flags.has('--plan')) {
+  for (const p of plan) console.log(`${p.serial ? 'serial    ' : 'concurrent'}  ${p.file}${p.why.map((w) => `\n              ${w}`).join('')}`)
+  process.exit(0)
+}
+
+const started = Date.now()
 const log = createLogger({ logLevel: process.env.LOG_LEVEL ?? 'warn', name: 'test-runner' })
-const files = process.argv.slice(2)
-
 let embedded = null
 let adminUrl = process.env.DATABASE_URL
 if (!adminUrl) {
@@ -34,17 +76,137 @@ await migrate(pool)
 await pool.end()
 await admin.end()
 
+/** @typedef {{ name: string, lane: 'serial' | 'concurrent' | 'check', command: string[], report?: string }} Job */
+/** @typedef {Job & { code: number, ms: number, output: string, events: any[] }} Done */
+
 // Each file's limit; H3LENS_TEST_TIMEOUT_S raises it for a long fuzz hunt (docs/API.md).
 const timeoutS = Number(process.env.H3LENS_TEST_TIMEOUT_S ?? 300)
-const args = ['--test', '--test-concurrency=1', `--test-timeout=${timeoutS * 1000}`, ...(files.length ? files : ['test/'])]
-const child = spawn(process.execPath, args, {
-  stdio: 'inherit',
-  env: { ...process.env, H3LENS_TEST_ADMIN_URL: adminUrl, H3LENS_TEST_TEMPLATE: template }
+const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-test-report-'))
+const env = { ...process.env, H3LENS_TEST_ADMIN_URL: adminUrl, H3LENS_TEST_TEMPLATE: template, ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}) }
+/** @type {Job[]} */
+const checks = flags.has('--checks') ? CHECKS.map((s) => ({ name: `npm run ${s}`, lane: 'check', command: ['nice', '-n', CHECKS_NICENESS, 'npm', 'run', '--silent', s] })) : []
+/** @type {Job[]} */
+const tests = plan.map((p, i) => {
+  const report = path.join(reportDir, `${i}.jsonl`)
+  return {
+    name: p.file,
+    lane: p.serial ? 'serial' : 'concurrent',
+    report,
+    command: [process.execPath, '--test', `--test-timeout=${timeoutS * 1000}`, '--test-reporter=spec', '--test-reporter-destination=stdout',
+      `--test-reporter=${REPORTER}`, `--test-reporter-destination=${report}`, path.join(ROOT, p.file)]
+  }
 })
-for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(sig, () => child.kill(sig))
-const code = await new Promise((resolve) => child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))))
+const serial = tests.filter((j) => j.lane === 'serial')
+const concurrent = tests.filter((j) => j.lane === 'concurrent')
+console.log(`# ${tests.length} test files: ${serial.length} in the serial lane, one at a time; ${concurrent.length} in the concurrent lane, ${concurrency} at a time` +
+  (checks.length ? `; beside them ${checks.map((c) => c.name).join(' and ')}` : ''))
+
+/** @type {Set<import('node:child_process').ChildProcess>} */
+const running = new Set()
+let stopping = false
+for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+  process.on(sig, () => {
+    stopping = true
+    for (const c of running) c.kill(sig)
+  })
+}
+
+/** @type {Done[]} */
+const done = []
+await Promise.all([lane(serial, 1), lane(concurrent, concurrency), lane(checks, checks.length)])
 if (embedded) await embedded.stop()
-process.exit(code)
+fs.rmSync(reportDir, { recursive: true, force: true })
+process.exit(summarise(done))
+
+/**
+ * Run `jobs` in order, `width` at a time.
+ * @param {Job[]} jobs
+ * @param {number} width
+ */
+async function lane (jobs, width) {
+  const queue = [...jobs]
+  const worker = async () => {
+    for (let job = queue.shift(); job && !stopping; job = queue.shift()) {
+      const result = await run(job)
+      done.push(result)
+      const took = result.code === 0 ? seconds(result.ms) : `${seconds(result.ms)}, FAILED`
+      console.log(`\n# ── ${job.name} (${job.lane}, ${took})\n${withoutCounts(result.output).trimEnd()}`)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(width, jobs.length) }, worker))
+}
+
+/**
+ * @param {Job} job
+ * @returns {Promise<Done>}
+ */
+function run (job) {
+  const at = Date.now()
+  const child = spawn(job.command[0], job.command.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  running.add(child)
+  let output = ''
+  child.stdout.on('data', (d) => { output += d })
+  child.stderr.on('data', (d) => { output += d })
+  return new Promise((resolve) => {
+    child.on('error', (err) => { output += `\n${err.message}\n` })
+    child.on('close', (code, signal) => {
+      running.delete(child)
+      resolve({ ...job, code: code ?? (signal ? 1 : 0), ms: Date.now() - at, output, events: job.report ? readReport(job.report) : [] })
+    })
+  })
+}
+
+/**
+ * A file's output without node:test's closing counts, which the summary
+ * at the end adds up.
+ * @param {string} output
+ */
+function withoutCounts (output) {
+  const counts = /^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) [\d.]+$/
+  // eslint-disable-next-line no-control-regex
+  return output.split('\n').filter((l) => !counts.test(l.replace(/\x1b\[[\d;]*m/g, ''))).join('\n')
+}
+
+/** @param {string} report */
+function readReport (report) {
+  if (!fs.existsSync(report)) return []
+  return fs.readFileSync(report, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+}
+
+/**
+ * Print what the run adds up to; the exit code for the run.
+ * @param {Done[]} results
+ */
+function summarise (results) {
+  /** @type {Record<string, number>} */
+  const counts = {}
+  for (const e of results.flatMap((r) => r.events).filter((e) => e.kind === 'count')) counts[e.name] = (counts[e.name] ?? 0) + e.n
+  const slowest = results.filter((r) => r.report).sort((a, b) => b.ms - a.ms).slice(0, SLOWEST)
+  const out = ['', `# the ${slowest.length} slowest test files (wall time)`]
+  for (const r of slowest) out.push(`#   ${seconds(r.ms).padStart(7)}  ${r.name} (${r.lane})`)
+  const failed = results.filter((r) => r.code !== 0)
+  if (failed.length) {
+    out.push('', `# ${failed.length} failed:`)
+    for (const r of failed) {
+      const failures = r.events.filter((e) => e.kind === 'fail')
+      if (!failures.length) out.push(`# ✖ ${r.name} exited with ${r.code} (its output is above)`)
+      for (const f of failures) {
+        const what = path.isAbsolute(f.name) ? '(the file failed outside its tests)' : f.name
+        out.push(`# ✖ ${path.relative(ROOT, f.file ?? r.name)}${f.line ? `:${f.line}` : ''}  ${what}`)
+        out.push(...String(f.error).split('\n').map((l) => `#     ${l}`))
+      }
+    }
+  }
+  out.push('', `# ${['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'].map((k) => `${k} ${counts[k] ?? 0}`).join(', ')}`)
+  out.push(`# ${results.filter((r) => r.report).length} files in ${seconds(Date.now() - started)}`)
+  console.log(out.join('\n'))
+  return failed.length ? 1 : 0
+}
+
+/** @param {number} ms */
+function seconds (ms) {
+  return `${(ms / 1000).toFixed(1)} s`
+}
 
 /**
  * @param {string} url

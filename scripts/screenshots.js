@@ -9,10 +9,13 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../test/helpers/ui.js'
-import { seedAlerts } from '../test/helpers/alerts-ui.js'
-import { seedAutoArm } from '../test/helpers/auto-ui.js'
-import { seedRealUsers } from '../test/helpers/rum-ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { startScratchDatabase } from '../dev/scratch-db.js'
+import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../dev/browser.js'
+import { seedAlerts } from '../dev/demo-alerts.js'
+import { seedAutoArm } from '../dev/demo-auto-arm.js'
+import { seedRealUsers } from '../dev/demo-real-users.js'
 
 const { values } = parseArgs({ options: { out: { type: 'string', default: 'docs/screenshots' }, only: { type: 'string' } } })
 const only = values.only ? new Set(values.only.split(',')) : null

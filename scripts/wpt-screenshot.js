@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Screenshots of a monitor with a WebPageTest location, for the docs: the
 // demo data of scripts/screenshots.js for the lab locations, plus a location
-// of kind wpt whose rounds are measured by the fake wptagent of the tests,
-// replaying a real agent's recorded requests and result zips
+// of kind wpt whose rounds are measured by the fake wptagent
+// (dev/fake-wptagent.js), replaying a real agent's recorded requests and result zips
 // (test/fixtures/wpt/) over HTTP against the running API. In the replayed
 // rounds the H3 arm uploads the recorded H3 run (every seventh round the
 // recorded failed handshake instead), the H2 arm the same run as an H2 load
@@ -15,9 +15,12 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { seedDemo, startDashboard, startScratchDatabase, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../test/helpers/ui.js'
-import { replayAgent, recordedRequests, recordedFile } from '../test/helpers/fake-wptagent.js'
-import { rewriteResultZip } from '../test/helpers/zip.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { startScratchDatabase } from '../dev/scratch-db.js'
+import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../dev/browser.js'
+import { replayAgent, recordedRequests, recordedFile } from '../dev/fake-wptagent.js'
+import { rewriteResultZip } from '../dev/wpt-zip.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createWptKey } from '../lib/store/wpt-keys.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'

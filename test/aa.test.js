@@ -11,7 +11,7 @@ import pino from 'pino'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { startOrigin } from '../lab/origin.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 const log = pino({ level: 'silent' })
 

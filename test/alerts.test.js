@@ -11,7 +11,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createPool } from '../lib/runtime/db.js'
 import { verifySignature } from '../lib/store/alert-channels.js'
 import { createScheduler } from '../scheduler/scheduler.js'
-import { scenario, CALIBRATION_LOCATIONS } from '../bench/lib/scenarios.js'
+import { scenario, CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
 
 const MIN = 60e3
 const HOUR = 3600e3

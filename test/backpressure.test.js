@@ -11,7 +11,8 @@ import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createTestApp } from './helpers/app.js'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort, eventually } from './helpers/process.js'
+import { eventually } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
@@ -175,7 +176,8 @@ test('a hanging monitor beside a fast one at the same location: the fast one sta
       const agent = await startAgent({ config: { ...config, apiUrl: api.url, dataDir: path.join(dataDir, name) }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1', netns: null } })
       stops.push(() => agent.stop())
     }
-    await sleep(2000) // the agents poll once and count as live
+    // The agents poll once and count as live.
+    await eventually(async () => (await db.query("SELECT 1 FROM agents WHERE location_id = 'local' AND last_seen_at IS NOT NULL")).rowCount === 2, { intervalMs: 50, what: 'both agents polled' })
     const scheduler = createScheduler({ db, config, log })
     await db.query('UPDATE monitors SET paused = false, anchor_at = now() WHERE id = ANY($1)', [[hanging.id, fast.id]])
     scheduler.start()

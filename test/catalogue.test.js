@@ -10,19 +10,24 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { createTestApp } from './helpers/app.js'
-import { startDashboard, launchBrowser, openRoute } from './helpers/ui.js'
-import { METRICS, COMPARABLE_METRICS, ROLLUP_METRICS, TIMING_COLUMNS, metricOf, canonicalMetric } from '../lib/measurement/metrics.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser } from '../dev/browser.js'
+import { openRoute } from './helpers/ui.js'
+import { METRICS, COLUMN_METRICS, COMPARABLE_METRICS, ROLLUP_METRICS, TIMING_COLUMNS, metricOf, canonicalMetric } from '../lib/measurement/metrics.js'
 import { PROBES, PROBE_IDS } from '../lib/measurement/probes/index.js'
 import { MODES } from '../lib/measurement/modes.js'
 import { ALTERNATE_PROTOCOL_USAGE, PROTOCOL_REASONS } from '../lib/measurement/protocol-reason.js'
 import { RESULT_FIELDS, emptyResult } from '../lib/measurement/result.js'
 import { resultSchema, submittedResult } from '../api/schemas.js'
 import { PAGE_ORDER } from '../lib/measurement/checks.js'
+import { resultFromDevtools } from '../lib/measurement/wpt/devtools.js'
+import { readResultZip } from '../lib/measurement/wpt/zip.js'
 import { INSERT_COLUMNS } from '../lib/store/results.js'
 import { EXPORT_COLUMNS } from '../lib/store/results-export.js'
 import { PROBE_RUNNERS } from '../agents/probes/index.js'
 import { createMonitor } from '../lib/store/monitors.js'
 
+const ROOT = path.resolve(import.meta.dirname, '..')
 // Recent enough for the default 24 h window.
 const BASE = Math.floor((Date.now() - 3 * 3600e3) / 60e3) * 60e3
 const ROUNDS = 30
@@ -45,16 +50,48 @@ test('every column metric is a results field, in both result schemas, the insert
   assert.deepEqual(TIMING_COLUMNS, METRICS.filter((x) => x.column).map((x) => x.column))
 })
 
-test('metric ids carry their unit; each old name is an alias of exactly one id', () => {
-  const aliases = new Set()
+test('metric ids carry their unit; a deprecated alias names exactly one metric, and a metric without one has no other name', () => {
+  const names = new Set(METRICS.map((m) => m.id))
   for (const m of METRICS) {
     assert.match(m.id, new RegExp(`_${m.unit}$`), `${m.id} names its unit`)
-    assert.ok(!aliases.has(m.alias), `alias ${m.alias} is used once`)
-    aliases.add(m.alias)
+    if (m.alias === null) continue
+    assert.ok(!names.has(m.alias), `alias ${m.alias} is no other metric's name`)
+    names.add(m.alias)
     assert.equal(canonicalMetric(m.alias), m.id)
     assert.equal(metricOf(m.alias), metricOf(m.id))
   }
+  const rollups = ROLLUP_METRICS.map((m) => m.rollup)
+  assert.equal(new Set(rollups).size, rollups.length, 'each rollup column is one metric\'s')
   assert.throws(() => metricOf('speed'), /unknown metric "speed"/)
+})
+
+test('the catalogue\'s own references hold: page orderings, timelines, RTT floors and the WPT sources', () => {
+  for (const m of METRICS) {
+    for (const earlier of m.atLeast) assert.ok(m.column && TIMING_COLUMNS.includes(earlier), `${m.id}: at least ${earlier}, a column metric`)
+    assert.ok(m.column ? ['span', 'mark', null].includes(m.timeline) : m.timeline === null, `${m.id}: timeline ${m.timeline}`)
+    if (!m.column) assert.deepEqual([m.summary, m.rttFloor, m.wpt, m.pageScript], [false, null, null, false], `${m.id}: samples are no page column`)
+    if (m.rttFloor) assert.ok(m.rttFloor.h3 > 0 && m.rttFloor.tcp > m.rttFloor.h3, `${m.id}: QUIC saves round trips`)
+    if (m.pageScript) assert.ok(fs.existsSync(path.join(ROOT, 'agents', 'page', 'metrics', `${m.id}.js`)), `${m.id}: its in-page script`)
+  }
+  assert.deepEqual(PAGE_ORDER, COLUMN_METRICS.flatMap((m) => m.atLeast.map((e) => [e, m.id])))
+})
+
+test('a WebPageTest result reads each column metric from where the catalogue says, and leaves the others null', async () => {
+  const [view] = await readResultZip(fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'wpt', '164917_h3l_11_h3_47938c6a2d1a.zip')))
+  const devtools = /** @type {Record<string, any>} */ (view.devtools)
+  /** @type {[string, string][]} metric id, pageData field */
+  const fromPage = COLUMN_METRICS.flatMap((m) => (m.wpt && 'pageData' in m.wpt ? [[m.id, m.wpt.pageData]] : []))
+  // Distinct values each metric can only have got from its own field.
+  fromPage.forEach(([, field], i) => { devtools.pageData[field] = 1000 + i })
+  const row = resultFromDevtools(devtools, { mode: 'h3', view: 'first', expected: 'h3' })
+  assert.equal(row.status, 'ok', row.error)
+  fromPage.forEach(([id, field], i) => assert.equal(row[id], 1000 + i, `${id} from pageData.${field}`))
+  for (const m of COLUMN_METRICS.filter((x) => x.wpt && 'navigation' in x.wpt)) assert.ok(m.id === 'dns_ms' || row[m.id] > 0, `${m.id} from the navigation: ${row[m.id]}`)
+  for (const m of COLUMN_METRICS.filter((x) => !x.wpt)) assert.equal(row[m.id], null, `${m.id}: WPT does not measure it`)
+  // The agent writes 0 for what it did not see: not a measurement.
+  for (const [, field] of fromPage) devtools.pageData[field] = 0
+  const unseen = resultFromDevtools(devtools, { mode: 'h3', view: 'first', expected: 'h3' })
+  for (const [id] of fromPage) assert.equal(unseen[id], null, `${id}: 0 is not seen`)
 })
 
 test('every probe is in the schemas, has an agent runner, and its samples feed a catalogue metric of its own', () => {
@@ -159,6 +196,7 @@ test('every metric imported reaches the export, the rollups (trends, distributio
     assert.equal(loc.rounds.used, ROUNDS, `${id}: every round matched`)
 
     const alias = metricOf(id).alias
+    if (alias === null) continue
     const byAlias = await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?${window}&metric=${alias}&percentiles=50` })
     assert.equal(byAlias.statusCode, 200)
     assert.match(String(byAlias.headers.deprecation), /^@\d+$/, `${alias} is deprecated (RFC 9745 date)`)
@@ -185,6 +223,29 @@ test('the dashboard offers the catalogue\'s page metrics and keeps old metric li
     await page.waitForFunction(() => location.hash.includes('metric=lcp_ms'))
     assert.match(await page.$eval('#view', (e) => e.textContent), new RegExp(metricOf('lcp_ms').label))
     await done()
+
+    // The runs table's metric columns and the run detail's timings are the catalogue's.
+    const [monitor] = (await t.app.inject({ url: '/api/v1/monitors' })).json().items
+    const runs = await openRoute(chromium, server, t.readKey, `#/monitors/${monitor.id}`)
+    await runs.page.waitForSelector('#runs tbody tr')
+    const headers = await runs.page.$$eval('#runs thead th', (ths) => ths.map((th) => th.textContent.trim()))
+    const summary = COLUMN_METRICS.filter((m) => m.summary)
+    assert.deepEqual(headers.filter((x) => summary.some((m) => m.label === x)), summary.map((m) => m.label), 'a column per summary metric, in catalogue order')
+    const cells = await runs.page.$$eval('#runs tbody tr:first-child td[data-metric]', (tds) => tds.map((td) => td.dataset.metric))
+    assert.deepEqual(cells, summary.map((m) => m.id))
+    const firstRun = await runs.page.$eval('#runs tbody tr[data-mode] a', (a) => a.getAttribute('href'))
+    await runs.done()
+    const detail = await openRoute(chromium, server, t.readKey, firstRun)
+    await detail.page.waitForSelector('.timing-table')
+    const rows = await detail.page.$$eval('.timing-table tr[data-metric]', (trs) => trs.map((tr) => ({ id: tr.dataset.metric, label: tr.querySelector('th').textContent, value: tr.querySelector('td.num').textContent })))
+    const drawn = COLUMN_METRICS.filter((m) => m.timeline)
+    assert.deepEqual(rows.map((r) => r.id).sort(), drawn.map((m) => m.id).sort(), 'a timing row per metric the catalogue draws')
+    for (const r of rows) assert.match(r.value, /\d+ ms/, `${r.id}: its value`)
+    const spans = drawn.filter((m) => m.timeline === 'span').length
+    assert.ok(rows.slice(0, spans).every((r) => metricOf(r.id).timeline === 'span'), 'durations first')
+    const tiles = await detail.page.$$eval('.tile .tile-l', (ls) => ls.map((l) => l.textContent))
+    assert.deepEqual(tiles.slice(0, summary.length), summary.map((m) => m.label), 'a tile per summary metric')
+    await detail.done()
   } finally {
     await chromium.close()
     await server.close()
@@ -194,7 +255,22 @@ test('the dashboard offers the catalogue\'s page metrics and keeps old metric li
 // lib/ is four rooms on four floors (docs/ARCHITECTURE.md): each imports
 // only the rooms below it, and table SQL lives in lib/store/ alone.
 const ROOMS = ['runtime', 'measurement', 'store', 'analysis']
-const ROOT = path.resolve(import.meta.dirname, '..')
+
+/**
+ * The repository files `file` imports by a relative path: static imports and
+ * re-exports, and awaited dynamic imports (type-only imports in comments are
+ * not code).
+ * @param {string} file repository-relative
+ * @returns {string[]} repository-relative
+ */
+function importsOf (file) {
+  const text = fs.readFileSync(path.join(ROOT, file), 'utf8')
+  const specs = [...text.matchAll(/^(?:import|export)[^'"]*from '(\.[^']+)'|\bawait import\('(\.[^']+)'\)/gm)].map((m) => m[1] ?? m[2])
+  // Only files that exist: a test may write modules into a copy of the
+  // repository, and their text reads like imports.
+  return specs.map((spec) => path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, file)), spec)))
+    .filter((target) => fs.existsSync(path.join(ROOT, target)))
+}
 
 /** @param {string} dir @returns {string[]} repository-relative .js files under dir */
 function sources (dir) {
@@ -209,9 +285,7 @@ test('lib/ has exactly the four rooms, and each imports only the rooms below it'
   for (const file of sources('lib')) {
     const room = file.split(path.sep)[1]
     const floor = ROOMS.indexOf(room)
-    const text = fs.readFileSync(path.join(ROOT, file), 'utf8')
-    for (const [, spec] of text.matchAll(/^(?:import|export)[^'"]*from '(\.[^']+)'/gm)) {
-      const target = path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, file)), spec))
+    for (const target of importsOf(file)) {
       const parts = target.split(path.sep)
       assert.equal(parts[0], 'lib', `${file} imports ${target}, outside lib/`)
       assert.ok(ROOMS.indexOf(parts[1]) <= floor, `${file} (${room}) imports ${target} (${parts[1]}), a room above it`)
@@ -234,6 +308,51 @@ test('no module outside lib/store/ runs SQL against a table', () => {
     fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n').forEach((line, i) => {
       if (!line.trim().startsWith('//') && !line.trim().startsWith('*') && sql.test(line)) offenders.push(`${file}:${i + 1}: ${line.trim()}`)
     })
+  }
+  assert.deepEqual(offenders, [])
+})
+
+// The repository's top-level rooms (docs/ARCHITECTURE.md) and what each may
+// import besides itself:
+// - api/, agents/, scheduler/ and lab/ are the processes: they run apart and
+//   talk over HTTP, so none imports another; each builds on lib/ alone.
+// - bin/ builds and starts them all; web/ runs in the browser, from its own
+//   files.
+// - dev/ holds what tests, benches and scripts share (demo data, scratch
+//   databases, Chromium, free ports); it builds on the product, and no
+//   product room imports it.
+// - Nothing imports test/ or bench/, and only tests import scripts/ (to
+//   test them). So lab/, say, is imported by bin/ (which starts it),
+//   scripts/setup.js (its pinned Caddy), benches and tests.
+const PRODUCT = ['lib', 'api', 'agents', 'scheduler', 'lab', 'bin', 'web']
+/** @type {Record<string, string[]>} */
+const MAY_IMPORT = {
+  lib: [],
+  api: ['lib'],
+  agents: ['lib'],
+  scheduler: ['lib'],
+  lab: ['lib'],
+  web: [],
+  bin: ['lib', 'api', 'agents', 'scheduler', 'lab'],
+  dev: PRODUCT,
+  scripts: [...PRODUCT, 'dev'],
+  bench: [...PRODUCT, 'dev'],
+  test: [...PRODUCT, 'dev', 'scripts']
+}
+
+test('each top-level room imports only the rooms it may: the processes none of one another, the product no tools', () => {
+  const withCode = fs.readdirSync(ROOT, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules' && sources(e.name).length > 0)
+    .map((e) => e.name)
+  assert.deepEqual(withCode.sort(), Object.keys(MAY_IMPORT).sort(), 'every folder with code is a room named here')
+  const offenders = []
+  for (const [room, allowed] of Object.entries(MAY_IMPORT)) {
+    for (const file of sources(room)) {
+      for (const target of importsOf(file)) {
+        const to = target.split(path.sep)[0]
+        if (to !== room && !allowed.includes(to)) offenders.push(`${file} imports ${target}`)
+      }
+    }
   }
   assert.deepEqual(offenders, [])
 })

@@ -1,7 +1,8 @@
 // docker-compose.yml is for users' machines (no Docker engine runs here), so
 // it is checked by reading it: it loads with no variables set, the services
 // run real subcommands with flags the CLI accepts, set only variables the
-// code reads and the README documents, agents enrol themselves and wait for
+// code reads and the docs document (docs/CONFIGURATION.md, docs/DEPLOY.md),
+// agents enrol themselves and wait for
 // a healthy API, and the image's process is node (npm does not forward
 // SIGTERM). `agents enrol`, which the init service runs, is run for real.
 import { test } from 'node:test'
@@ -18,7 +19,8 @@ import { createTestDatabase } from './helpers/db.js'
 
 const text = fs.readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8')
 const compose = parse(text, { merge: true })
-const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+// Where the variables are documented: every setting, and the Docker deployment's own.
+const documented = ['../docs/CONFIGURATION.md', '../docs/DEPLOY.md'].map((f) => fs.readFileSync(new URL(f, import.meta.url), 'utf8')).join('\n')
 const dockerfile = fs.readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8')
 /** @type {Set<string>} */
 const known = new Set(VARIABLES.map((v) => v.name))
@@ -58,16 +60,16 @@ test('every h3lens service runs a subcommand whose flags the CLI accepts', () =>
   }
 })
 
-test('every variable the services set or interpolate is one the code reads and the README documents', () => {
+test('every variable the services set or interpolate is one the code reads and the docs document', () => {
   const imageVars = new Set(['POSTGRES_USER', 'POSTGRES_PASSWORD', 'POSTGRES_DB'])
   for (const [name, svc] of Object.entries(compose.services)) {
     for (const v of Object.keys(svc.environment ?? {})) {
       if (name === 'db') assert.ok(imageVars.has(v), `db sets ${v}`)
       else assert.ok(known.has(v), `${name} sets ${v}, which h3lens does not read`)
-      if (name !== 'db' || v === 'POSTGRES_PASSWORD') assert.ok(readme.includes(`\`${v}\``), `${name} uses ${v}, which the README does not document`)
+      if (name !== 'db' || v === 'POSTGRES_PASSWORD') assert.ok(documented.includes(`\`${v}\``), `${name} uses ${v}, which docs/CONFIGURATION.md and docs/DEPLOY.md do not document`)
     }
   }
-  for (const [, v] of text.matchAll(/\$\{([A-Z_][A-Z0-9_]*)/g)) assert.ok(readme.includes(`\`${v}\``), `\${${v}} is not documented in the README`)
+  for (const [, v] of text.matchAll(/\$\{([A-Z_][A-Z0-9_]*)/g)) assert.ok(documented.includes(`\`${v}\``), `\${${v}} is documented in neither docs/CONFIGURATION.md nor docs/DEPLOY.md`)
 })
 
 test('the API has a healthcheck against /healthz; agents wait for it and for their enrolment', () => {

@@ -11,7 +11,7 @@ import { startEmbeddedPostgres, createPool } from '../lib/runtime/db.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { migrate } from '../lib/runtime/migrate.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 test('a hanging database: /healthz answers 503 "database timeout" within a second, then 200 when it is back', async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-healthz-'))

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 import { startApi } from '../api/server.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
@@ -14,7 +14,7 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
-import { PUBLIC_ZONE, startDnsServer } from './helpers/dns-server.js'
+import { PUBLIC_ZONE, startDnsServer } from '../dev/dns-server.js'
 
 let database, api, key, readKey, dns
 

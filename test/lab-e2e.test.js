@@ -19,7 +19,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 const support = await netnsSupport()
 const ROUNDS = 7
@@ -57,7 +57,7 @@ test('through a 60 ms RTT region, H2 TTFB is 3 RTT and the agent records the loc
     while (Date.now() < until) {
       rows = (await db.pool.query('SELECT location_id, status, observed_protocol, ttfb_ms, connect_ms, rtt_ms, error FROM results WHERE monitor_id = $1', [monitor.id])).rows
       if (rows.length >= ROUNDS) break
-      await sleep(500)
+      await sleep(100)
     }
     t.diagnostic(`H2 TTFB/connect ms: ${rows.map((r) => `${r.ttfb_ms}/${r.connect_ms}`).join(', ')}`)
     assert.equal(rows.length, ROUNDS, 'every round measured')

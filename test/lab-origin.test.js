@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import { chooseCaddy, DEBIAN_CADDY } from '../lab/caddy.js'
 import { LAB_HOSTNAME, OriginStartError, startOrigin } from '../lab/origin.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 const ORIGIN_MODULE = fileURLToPath(new URL('../lab/origin.js', import.meta.url))
 

@@ -25,7 +25,7 @@ import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { startOrigin } from '../lab/origin.js'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createJobRunner } from '../agents/job-runner.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 const support = await netnsSupport()
 const skip = support.ok ? false : `needs root and /dev/net/tun: ${support.reason}`

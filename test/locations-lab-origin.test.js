@@ -15,8 +15,8 @@ import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
-import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from './helpers/ui.js'
+import { freePort } from '../dev/free-port.js'
+import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../dev/browser.js'
 
 let database, apiKey, chromium, dataDir
 

@@ -14,7 +14,7 @@ import { loadAndRead, measure, measurePage, runRound } from '../agents/measure.j
 import { InfrastructureError } from '../agents/faults.js'
 import { normalizeProtocol, protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startOrigin } from '../lab/origin.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 const execFileAsync = promisify(execFile)
 

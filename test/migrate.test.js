@@ -11,7 +11,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 import { migrate, listMigrations, MIGRATIONS_DIR, MigrationChangedError } from '../lib/runtime/migrate.js'
 
 const NEW_KEY = ['monitor_id', 'tier', 'probe', 'view', 'bucket', 'location_id', 'mode']

@@ -33,6 +33,22 @@ test('every API route is documented with a description', async () => {
   assert.match(docs.body, /swagger-ui/i)
 })
 
+test('the document keeps OpenAPI 3.0\'s form of bounds: an exclusive bound is a flag beside its minimum or maximum', async () => {
+  // JSON Schema's numeric exclusiveMinimum is not OpenAPI 3.0: clients
+  // and fuzzers refuse the whole operation that carries one.
+  const doc = (await t.app.inject({ url: '/api/openapi.json', headers: { authorization: undefined } })).json()
+  const wrong = []
+  const walk = (node, where) => {
+    if (!node || typeof node !== 'object') return
+    for (const [key, bound] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']]) {
+      if (key in node && (typeof node[key] !== 'boolean' || !(bound in node))) wrong.push(`${where}.${key}`)
+    }
+    for (const [k, v] of Object.entries(node)) walk(v, `${where}.${k}`)
+  }
+  walk(doc, '$')
+  assert.deepEqual(wrong, [])
+})
+
 /** "GET /api/v1/monitors/{id}" for Fastify's "/api/v1/monitors/:id" */
 const operationOf = (method, url) => `${method} ${url.replace(/:(\w+)/g, '{$1}')}`
 

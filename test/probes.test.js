@@ -2,11 +2,9 @@
 // Caddy: the parallel and upload probes, the repeat view, per-request truth,
 // Alt-Svc discovery, net logs, and a probe that fails in one mode only.
 import assert from 'node:assert/strict'
-import dgram from 'node:dgram'
 import { once } from 'node:events'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import http2 from 'node:http2'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -20,26 +18,9 @@ import { namedEvents, parseNetlog, summarizeNetlog } from '../lib/measurement/ne
 import { createJobRunner } from '../agents/job-runner.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp, netnsSupport } from '../lab/netns.js'
+import { freePort } from '../dev/free-port.js'
 
 const log = pino({ level: 'silent' })
-
-/** A port free for both TCP and UDP a moment ago: Caddy takes both. */
-async function freePort () {
-  for (let i = 0; i < 20; i++) {
-    const server = net.createServer().listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-    await new Promise((resolve) => server.close(resolve))
-    const udp = dgram.createSocket('udp4')
-    const ok = await new Promise((resolve) => {
-      udp.once('error', () => resolve(false))
-      udp.bind(port, '127.0.0.1', () => resolve(true))
-    })
-    await new Promise((resolve) => udp.close(() => resolve(undefined)))
-    if (ok) return port
-  }
-  throw new Error('no free port')
-}
 
 describe('probes against the lab origin on loopback', () => {
   let dataDir

@@ -20,7 +20,7 @@ import { startOrigin } from '../lab/origin.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createTestApp } from './helpers/app.js'
-import { freePort } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 
 describe('protocol truth in the lab', () => {
   let dataDir

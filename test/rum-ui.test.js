@@ -3,8 +3,11 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
-import { seedDemo, startDashboard, launchBrowser, openRoute } from './helpers/ui.js'
-import { seedRealUsers } from './helpers/rum-ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser } from '../dev/browser.js'
+import { openRoute } from './helpers/ui.js'
+import { seedRealUsers } from '../dev/demo-real-users.js'
 
 let database, seeded, server, chromium, site
 before(async () => {

@@ -10,7 +10,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort, eventually } from './helpers/process.js'
+import { eventually } from './helpers/process.js'
+import { freePort } from '../dev/free-port.js'
 import { netnsSupport } from '../lab/netns.js'
 
 const support = await netnsSupport()

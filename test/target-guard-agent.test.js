@@ -29,8 +29,8 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
-import { startDnsServer } from './helpers/dns-server.js'
+import { freePort } from '../dev/free-port.js'
+import { startDnsServer } from '../dev/dns-server.js'
 
 const GUARD = 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
 let database, dns, dataDir, internal, internalPort
@@ -90,7 +90,7 @@ test('a name that resolves to loopback only after the monitor was saved is block
         `SELECT r.probe, r.mode, r.view, r.status, r.error, r.bytes, r.notes, r.details, r.flags, j.state FROM results r JOIN jobs j ON j.id = r.job_id
           WHERE r.monitor_id = $1 ORDER BY r.probe, r.mode, r.view`, [monitor.id]))
       if (rows.length && rows[0].state === 'done') break
-      await sleep(500)
+      await sleep(100)
     }
     assert.deepEqual(rows.map((r) => `${r.probe}/${r.mode}/${r.view}`), [
       'page/h2/first', 'page/h2/repeat', 'page/h3/first', 'page/h3/repeat', 'parallel/h2/first', 'parallel/h3/first', 'upload/h2/first', 'upload/h3/first'
@@ -223,7 +223,7 @@ test('the lab is no loophole at run time: a lab monitor on another port of the l
     for (const until = Date.now() + 60_000; Date.now() < until;) {
       ({ rows: jobs } = await database.pool.query('SELECT monitor_id, state, last_error FROM jobs WHERE monitor_id = ANY($1) ORDER BY monitor_id', [[onPort.id, onLoopback.id]]))
       if (jobs.every((j) => ['done', 'failed'].includes(j.state))) break
-      await sleep(500)
+      await sleep(100)
     }
     assert.deepEqual(jobs.map((j) => j.state), ['failed', 'done'])
     assert.match(jobs[0].last_error, new RegExp(`https://lab\\.h3lens\\.test:${internalPort}/ is not the lab origin \\(https://lab\\.h3lens\\.test:8443\\); lab runs reach the lab origin only`))

@@ -9,12 +9,12 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createPool } from '../lib/runtime/db.js'
 import { createTestDatabase } from './helpers/db.js'
-import { freePort } from './helpers/process.js'
-import { seedDemo } from './helpers/ui.js'
+import { freePort } from '../dev/free-port.js'
+import { seedDemo } from '../dev/demo-data.js'
 import { buildApp } from '../api/app.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
-import { startTimescale } from './helpers/timescale.js'
+import { startTimescale } from '../dev/timescale.js'
 
 /** @type {Awaited<ReturnType<typeof startTimescale>>} */
 let timescale

@@ -4,8 +4,11 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
-import { seedDemo, startDashboard, launchBrowser, openRoute, waitUntilSettled as settled } from './helpers/ui.js'
-import { seedAlerts } from './helpers/alerts-ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser, waitUntilSettled as settled } from '../dev/browser.js'
+import { openRoute } from './helpers/ui.js'
+import { seedAlerts } from '../dev/demo-alerts.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { evaluateAlerts } from '../lib/analysis/alerts.js'
 

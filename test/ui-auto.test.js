@@ -1,14 +1,17 @@
 // "As users get it" in real Chromium, against the real API over a database
 // that holds six hours of the demo data plus the auto arm's visits
-// (test/helpers/auto-ui.js): a normal path whose returning visits come over
+// (dev/demo-auto-arm.js): a normal path whose returning visits come over
 // H3, a path that drops UDP (forced H3 fails, users get H2), and an origin
 // without H3. What a user reads on the monitor page, the overview, the run
 // detail and the form, in light and dark.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
-import { seedDemo, startDashboard, launchBrowser, openRoute, inkOf } from './helpers/ui.js'
-import { seedAutoArm } from './helpers/auto-ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser } from '../dev/browser.js'
+import { openRoute, inkOf } from './helpers/ui.js'
+import { seedAutoArm } from '../dev/demo-auto-arm.js'
 
 /* global document, getComputedStyle, Element, matchMedia -- used inside functions that run in the page */
 

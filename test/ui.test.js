@@ -10,7 +10,10 @@ import path from 'node:path'
 import { eventually } from './helpers/process.js'
 import { insertResults } from '../lib/store/results.js'
 import { createTestDatabase } from './helpers/db.js'
-import { seedDemo, startDashboard, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled, openRoute, inkOf } from './helpers/ui.js'
+import { seedDemo } from '../dev/demo-data.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled } from '../dev/browser.js'
+import { openRoute, inkOf } from './helpers/ui.js'
 
 /* global document, location, MouseEvent -- used inside functions that run in the page */
 
@@ -243,7 +246,9 @@ test('the table says when it was computed, and ↻ computes it anew with the rou
     agentId: null,
     results: ['h2', 'h3'].map((mode) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 42 }))
   })
-  await new Promise((resolve) => setTimeout(resolve, 1100)) // a new second on the clock
+  // A new second on the clock, so that the time the table shows (in whole
+  // seconds) can change: the table above was computed before now.
+  await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20))
   await page.click('#refresh-now')
   await eventually(async () => (await computed()) !== before.at, { what: 'a newly computed table' })
   assert.equal(await matched(), before.matched + 1, 'the refreshed table counts the new round')

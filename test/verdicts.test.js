@@ -1,16 +1,18 @@
 // The verdicts a user bets on, through the real import and comparison
-// endpoints over PostgreSQL: each way the old analysis claimed a difference
-// that did not exist (issue 10), and that real differences are still found.
+// endpoints over PostgreSQL: each way an analysis can claim a difference
+// that does not exist (identical arms over many rounds, H3 failing on slow
+// paths, a regional mix, samples resampled apart from their round, a level
+// shift), and that real differences are still found.
 // The rates behind these single runs are in bench/calibration.js.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
-import { scenario, CALIBRATION_LOCATIONS } from '../bench/lib/scenarios.js'
-import { runScenario, flaggedCells } from '../bench/lib/calibrate.js'
+import { scenario, CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
+import { runScenario, flaggedCells } from '../dev/calibration-runs.js'
 
 let t
-/** @type {import('../bench/lib/calibrate.js').Client} */
+/** @type {import('../dev/calibration-runs.js').Client} */
 let client
 before(async () => {
   t = await createTestApp({ H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })
@@ -24,7 +26,7 @@ after(async () => { await t.close() })
 
 const byLocation = (cmp, id) => cmp.locations.find((l) => l.location_id === id)
 
-test('identical arms over many rounds: no cell claims a difference (sketch intervals used to flag 18–52%)', async () => {
+test('identical arms over many rounds: no cell claims a difference (intervals read from sketches flag 18–52%)', async () => {
   const s = scenario({ name: 'aa-large', truth: 'identical', rounds: 1500, sigmaPath: 0.3, sigmaArm: 0.5 })
   const { comparisons: { matched } } = await runScenario(client, s, { seed: 1, analyses: ['matched'] })
   assert.deepEqual(flaggedCells(matched), [])
@@ -158,8 +160,8 @@ test('an A/A monitor compares its two arms like H2 and H3, and claims nothing', 
 // Above 2,000 rounds a location's bootstrap resamples an evenly spaced
 // subsample, but what the table shows must still be the window's: every
 // percentile equal to percentile_cont over all its rounds, in both analyses
-// and for a metric carried as samples (issue 13: a 30-day comparison was up
-// to 8% off the exact answer at p99).
+// and for a metric carried as samples (percentiles of the subsample alone
+// are up to 8% off the exact answer at p99 over 30 days).
 for (const probe of ['page', 'parallel']) {
   test(`above 2,000 rounds the percentiles are those of every round, the interval scaled to them (${probe})`, async () => {
     const rounds = 2600

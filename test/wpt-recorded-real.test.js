@@ -23,10 +23,10 @@ import { switchesOf } from '../lib/measurement/wpt/job.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { startOrigin } from '../lab/origin.js'
 import { createTestDatabase } from './helpers/db.js'
-import { replayAgent, recordedRequests, recordedFile } from './helpers/fake-wptagent.js'
-import { rewriteResultZip } from './helpers/zip.js'
-import { freePort } from './helpers/process.js'
-import { CHROMIUM_FLAGS, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from './helpers/ui.js'
+import { replayAgent, recordedRequests, recordedFile } from '../dev/fake-wptagent.js'
+import { rewriteResultZip } from '../dev/wpt-zip.js'
+import { freePort } from '../dev/free-port.js'
+import { CHROMIUM_FLAGS, launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../dev/browser.js'
 
 const REAL = {
   fastH2: recordedFile('164912_h3l_11_h2_1b0e26a7aa71.zip'),

@@ -1,12 +1,20 @@
 // What a measurement is, as the server's catalogue says (GET
 // /api/v1/catalogue, from lib/measurement/): the metrics the dashboard can
-// compare, their labels, the probes, and the words for why a run came over
-// its protocol. Loaded once before the first view renders; the arrays and
-// maps are filled in place so every module sees them.
+// compare, every metric a result carries (the runs table's columns, the
+// run detail's timings), their labels, the probes, and the words for why a
+// run came over its protocol. Loaded once before the first view renders;
+// the arrays and maps are filled in place so every module sees them.
 import { api } from './api.js'
 
-/** @type {{ id: string, alias: string, label: string, long: string, description: string }[]} */
+/**
+ * @typedef {{ id: string, alias: string | null, column: string | null, label: string, long: string, description: string,
+ *   comparable: boolean, timeline: 'span' | 'mark' | null, summary: boolean, rttFloor: { h3: number, tcp: number } | null }} Metric
+ */
+
+/** @type {Metric[]} the page metrics that can be compared: the metric menus */
 export const METRICS = []
+/** @type {(Metric & { column: string })[]} every metric with a results column, in catalogue order */
+export const PAGE_METRICS = []
 /** @type {{ id: string, label: string, hint: string }[]} */
 export const PROBES = []
 /** @type {Map<string, string>} deprecated alias (ttfb) → id (ttfb_ms), so old links keep working */
@@ -26,8 +34,9 @@ export function loadCatalogue () {
     // The dashboard's metric menus show the page timings that can be compared;
     // per-request samples (request_ms, upload_ms) belong to their probe's view.
     METRICS.splice(0, METRICS.length, ...c.metrics.filter((m) => m.comparable && m.column))
+    PAGE_METRICS.splice(0, PAGE_METRICS.length, ...c.metrics.filter((m) => m.column))
     PROBES.splice(0, PROBES.length, ...c.probes)
-    for (const m of c.metrics) ALIASES.set(m.alias, m.id)
+    for (const m of c.metrics) if (m.alias) ALIASES.set(m.alias, m.id)
     catalogue.defaultMetric = c.default_metric
     for (const r of c.protocol_reasons ?? []) REASONS.set(r.code, r.text)
     for (const u of c.alternate_protocol_usage ?? []) USAGE.set(u.value, { label: u.label, text: u.text })

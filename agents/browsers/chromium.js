@@ -98,9 +98,10 @@ export function createBrowserPool ({
    * @param {Record<string, any> | null} localState browser-wide preferences (the profile's "Local State")
    * @param {string | null} [profile] a profile the caller made (newProfile) and keeps
    *   across launches; by default each launch gets a fresh one, removed when it closes
+   * @param {boolean} [oneUse] a browser for one use (withDedicated), not the pool's
    * @returns {Promise<PooledBrowser>}
    */
-  async function launch (flags, netns, localState, profile = null) {
+  async function launch (flags, netns, localState, profile = null, oneUse = false) {
     const userDataDir = profile ?? await newProfile()
     let browser
     try {
@@ -142,7 +143,9 @@ export function createBrowserPool ({
     browser.once('disconnected', () => {
       if (!closing && !entry.retiring) log.warn({ browserPid: pid, flags, netns }, 'browser disconnected; it will be replaced on next use')
     })
-    log.info({ browserPid: pid, flags, netns }, 'browser launched')
+    // A pooled browser is launched once for many runs; one for a single use
+    // (a net log, the auto arm's visits) comes and goes with every round.
+    log[oneUse ? 'debug' : 'info']({ browserPid: pid, flags, netns }, 'browser launched')
     return entry
   }
 
@@ -190,7 +193,7 @@ export function createBrowserPool ({
    */
   async function withDedicated ({ flags, netns = null, localState = null, profile = null }, fn) {
     if (closing) throw new Error('browser pool is closed')
-    const entry = await launch(flags, netns, localState, profile)
+    const entry = await launch(flags, netns, localState, profile, true)
     try {
       return await fn(entry.browser)
     } finally {

@@ -77,3 +77,8 @@ export function judgeProtocol (result, requests, mode) {
   result.protocol_ok = requests.length > 0 && !wrong
   result.status = result.protocol_ok ? 'ok' : 'protocol_mismatch'
 }
+
+/** @type {import('./index.js').ProbeRunner} */
+export function run (o, { options }) {
+  return measureParallel({ ...o, targetUrl: options.parallel_url, count: options.parallel_requests })
+}

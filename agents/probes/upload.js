@@ -34,3 +34,9 @@ export async function measureUpload ({ uploadUrl, bytes = 1024 * 1024, ...opts }
     judgeProtocol(result, result.requests_detail.filter((/** @type {import('../network.js').RequestDetail} */ r) => r.url === uploadUrl && r.method === 'POST'), protocol)
   })
 }
+
+/** @type {import('./index.js').ProbeRunner} */
+export async function run (o, { options }) {
+  if (!options.upload_url) throw new Error('the upload probe has no upload URL (options.upload_url)')
+  return measureUpload({ ...o, uploadUrl: options.upload_url, bytes: options.upload_bytes })
+}

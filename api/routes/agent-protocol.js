@@ -1,4 +1,4 @@
-// The agent side of the API (DESIGN §4): claim, heartbeat, results. Every
+// The agent side of the API (docs/DESIGN.md §4): claim, heartbeat, results. Every
 // route is behind the agent-token hook; request.agent is the caller.
 import { claimJobs, heartbeatJob, submitJobResults, submitRoundsResults, failJob, releaseJob } from '../../lib/store/jobs.js'
 import { touchAgent } from '../../lib/store/agents.js'

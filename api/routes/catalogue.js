@@ -10,12 +10,19 @@ import { MODES, PROTOCOL_OF_MODE } from '../../lib/measurement/modes.js'
 import { VIEWS, VIEWS_OF_MODE } from '../../lib/measurement/result.js'
 import { ALTERNATE_PROTOCOL_USAGE, ALTERNATE_PROTOCOL_USAGE_LABELS, PROTOCOL_REASONS } from '../../lib/measurement/protocol-reason.js'
 
+const rttFloorSchema = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  description: 'its least value in round trips on a fresh connection without loss: over QUIC (h3) and over TCP + TLS 1.3 (tcp); the result carries it in RTT as <name>_rtt',
+  properties: { h3: { type: 'number' }, tcp: { type: 'number' } }
+}
+
 const metricSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
     id: { type: 'string', description: 'API name, with its unit (ttfb_ms)' },
-    alias: { type: 'string', description: 'Deprecated API name without the unit (ttfb), accepted for one version' },
+    alias: { type: ['string', 'null'], description: 'Deprecated API name without the unit (ttfb), accepted where the id is; null when the metric has none' },
     column: { type: ['string', 'null'], description: 'results column, or null when the values are per-request samples' },
     samplesOf: { type: ['string', 'null'], description: 'the probe whose samples carry it' },
     unit: { type: 'string' },
@@ -24,7 +31,18 @@ const metricSchema = {
     description: { type: 'string' },
     rollup: { type: ['string', 'null'], description: 'rollups column (trends, distributions), or null' },
     comparable: { type: 'boolean', description: 'accepted by the comparison, trends, distribution and alert rules' },
-    lowerIsBetter: { type: 'boolean' }
+    lowerIsBetter: { type: 'boolean' },
+    atLeast: { type: 'array', items: { type: 'string' }, description: 'page metrics it is never below in one page load (results saying otherwise are refused)' },
+    timeline: { type: ['string', 'null'], enum: ['span', 'mark', null], description: 'how the run detail draws it: a duration (span), a time since navigation start (mark), or not at all' },
+    summary: { type: 'boolean', description: 'a column of the runs table and a tile of the run detail' },
+    rttFloor: rttFloorSchema,
+    wpt: {
+      type: ['object', 'null'],
+      additionalProperties: false,
+      description: 'where a WebPageTest result has it: a pageData field of the agent\'s devtools file, or the navigation\'s own phases (navigation: true); null: WPT results leave it null',
+      properties: { pageData: { type: 'string' }, navigation: { type: 'boolean' } }
+    },
+    pageScript: { type: 'boolean', description: 'measured by a script of its own in the loaded page' }
   }
 }
 

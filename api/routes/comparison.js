@@ -28,7 +28,8 @@ const windowQuery = {
     enum: ACCEPTED_METRIC_NAMES,
     default: DEFAULT_METRIC,
     description: METRICS.filter((m) => COMPARABLE_METRICS.includes(m.id)).map((m) => `${m.id} = ${m.description}`).join('; ') +
-      ' (request_ms and upload_ms imply their probe). Deprecated: the names without a unit (ttfb, load, fcp, lcp, connect, request, upload) are still accepted ' +
+      ` (${METRICS.filter((m) => m.comparable && m.samplesOf).map((m) => m.id).join(' and ')} imply their probe). ` +
+      `Deprecated: the names without a unit (${METRICS.filter((m) => m.comparable && m.alias).map((m) => m.alias).join(', ')}) are still accepted ` +
       'for one version; the response then names the id and carries a Deprecation header.'
   },
   probe: { type: 'string', enum: PROBES, default: 'page' },

@@ -1,4 +1,5 @@
-import { listLocations, locationCapacity, setLocationCountries } from '../../lib/store/locations.js'
+import { listLocations, setLocationCountries } from '../../lib/store/locations.js'
+import { locationCapacity } from '../../lib/store/location-capacity.js'
 import { errorResponses } from '../schemas.js'
 
 /**

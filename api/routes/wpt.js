@@ -1,4 +1,4 @@
-// The server side of the WebPageTest agent protocol (DESIGN §9), under
+// The server side of the WebPageTest agent protocol (docs/WPT.md), under
 // /work/, so that a stock wptagent started with
 // `--server https://HOST/work/ --location ID --key KEY` measures h3lens rounds.
 // The agent reads bodies, not statuses: an empty getwork body means "no

@@ -4,7 +4,7 @@
 // forced H3 arm's failures, and only where a story needs them the visits'
 // reasons) instead of the bootstraps of GET /monitors/{id}/auto; the share
 // and the story are the same as there, computed by the same functions
-// (./auto.js). Timed on 30 days of test/helpers/auto-ui.js's monitor at
+// (./auto.js). Timed on 30 days of dev/demo-auto-arm.js's monitor at
 // two locations (69,120 results, 34,560 of them the auto arm's), on the 2
 // shared cores: 70-160 ms where the counts tell every story, about 380 ms
 // where the reasons must be read, against 120-180 ms for the comparison

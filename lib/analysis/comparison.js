@@ -1,4 +1,4 @@
-// The regional comparison (DESIGN §6), built around the round: one round at
+// The regional comparison (docs/STATISTICS.md), built around the round: one round at
 // one location runs both arms moments apart on the same path, so every
 // inferential number of a location — H2, H3, Δ, its interval, the paired
 // test and the verdict — comes from one matched set of rounds, and the
@@ -170,10 +170,11 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
  * The window's rounds from their summaries (lib/store/round-summaries.js):
  * how many rounds at each location fell into each pair of arm states, and
  * the rounds the analysis uses with their values, evenly subsampled to
- * ROUND_CAP per location. Reading per-round summaries instead of grouping
- * the window's results into rounds took a 30-day comparison of 432,000
- * results from ~1.0–1.8 s to ~0.5–0.7 s on the busy 2-core machine, with
- * the same answer (docs/BENCHMARKS.md).
+ * ROUND_CAP per location. Per-round summaries rather than the window's
+ * results grouped into rounds: the same answer in about half the time, a
+ * 30-day comparison of 432,000 results in ~0.5–0.7 s against ~1.0–1.8 s on
+ * the busy 2-core machine (node bench/query.js --monitors 1 --days 30;
+ * docs/BENCHMARKS.md, "Regional comparison and trends from rollups").
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, metric: string, probe: string, view: string, from: Date, to: Date, analysis: string, timeoutMs: number, qs: number[] }} w
  * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number, exact: Exact | null }> }>}

@@ -1,58 +1,129 @@
 // The metric catalogue: every metric h3lens measures is one entry here, and
-// every list of metrics elsewhere (API request and response schemas, the
-// results columns, the agents' submission, rollups, result checks, the
-// export and the dashboard through GET /api/v1/catalogue) is derived from it.
+// every list of metrics elsewhere is derived from it: the API's request and
+// response schemas, the results columns, the agents' submission, the result
+// checks (`atLeast`), rollups, the import and export, the WebPageTest
+// mapping (`wpt`), alert rules, and the dashboard (metric menus, the runs
+// table, the run detail's timings) through GET /api/v1/catalogue.
 //
-// Adding a metric takes three files: an entry here, the in-page script that
-// measures it (agents/page-metrics.js for a page timing), and a migration
-// that adds its results column and, with a rollup, its rollups column.
+// Adding a column metric takes three files (docs/ARCHITECTURE.md, "Where to
+// make the usual changes"; test/extension.test.js adds one that way):
+//   1. an entry here;
+//   2. the code that measures it: with `pageScript`, a script run in the
+//      loaded page, agents/page/metrics/<id>.js (its default export returns
+//      ms since the navigation's start, or null); otherwise the agent code
+//      that sets the result's <id>;
+//   3. a migration that adds columns only: results.<id>, round_summaries'
+//      <arm>_<id> for every arm (h2, h3, auto), rollups.<rollup> when it has
+//      a rollup, and ends with `SELECT round_summaries_define_fold();`
+//      (migrations/021_auto_arm.sql), which rebuilds the round-summary fold
+//      from those columns.
 
 /**
  * @typedef {object} Metric
  * @property {string} id API name, with its unit, as the column is named (`ttfb_ms`)
- * @property {string} alias the API name before units were added (`ttfb`); accepted for one version, deprecated since 2026-11-22
+ * @property {string | null} alias a deprecated API name (`ttfb`, the name before units were added, deprecated since
+ *   2026-11-22), accepted where the id is; null for a metric that never had another name
  * @property {string | null} column results column holding one value per result, or null when the values are samples in details.samples
  * @property {string | null} samplesOf the probe whose results carry this metric as details.samples (one value per request or upload)
  * @property {'ms'} unit
  * @property {string} label short name for tables and charts
  * @property {string} long one-line name
  * @property {string} description how it is measured
- * @property {string | null} rollup the rollups column (a sketch per bucket), or null without a rollup
+ * @property {string | null} rollup the rollups column (a sketch per bucket; default: the id), or null without a rollup
  * @property {boolean} comparable whether the comparison, trends, distribution and alerts accept it
  * @property {boolean} lowerIsBetter
+ * @property {readonly string[]} atLeast page metrics it is never below in one page load: the result checks refuse a
+ *   page result that says otherwise (lib/measurement/checks.js)
+ * @property {'span' | 'mark' | null} timeline how the run detail draws it: a duration (`span`), a time since the
+ *   navigation's start (`mark`, the default for a column metric), or not at all (null, samples)
+ * @property {boolean} summary a column of the runs table and a tile of the run detail
+ * @property {Readonly<{ h3: number, tcp: number }> | null} rttFloor its least value in round trips on a fresh
+ *   connection without loss, over QUIC and over TCP + TLS 1.3 (lib/measurement/rtt.js); the result carries it in
+ *   RTT as <name>_rtt
+ * @property {Readonly<{ pageData: string } | { navigation: true }> | null} wpt where a WebPageTest result has it: a
+ *   pageData field of the agent's devtools file (0 read as not measured), or the navigation's own phases read from
+ *   the base page's request (lib/measurement/wpt/navigation.js); null: WPT results leave it null
+ * @property {boolean} pageScript measured by its own script in the loaded page, agents/page/metrics/<id>.js
  */
 
 /**
- * @param {Partial<Metric> & { id: string, alias: string, label: string, long: string, description: string }} m
+ * @param {Partial<Metric> & { id: string, label: string, long: string, description: string }} m
  * @returns {Readonly<Metric>}
  */
-function metric (m) {
-  return Object.freeze({
-    column: m.samplesOf ? null : m.id,
+function metric ({ id, ...m }) {
+  const column = m.samplesOf ? null : id
+  /** @type {Metric} */
+  const full = {
+    id,
+    alias: null,
+    column,
     samplesOf: null,
     unit: 'ms',
-    rollup: m.alias,
+    rollup: id,
     comparable: false,
     lowerIsBetter: true,
+    atLeast: Object.freeze([]),
+    timeline: column ? 'mark' : null,
+    summary: false,
+    rttFloor: null,
+    wpt: null,
+    pageScript: false,
     ...m
+  }
+  return Object.freeze({
+    ...full,
+    atLeast: Object.freeze([...full.atLeast]),
+    rttFloor: full.rttFloor && Object.freeze({ ...full.rttFloor }),
+    wpt: full.wpt && Object.freeze({ ...full.wpt })
   })
 }
 
 /** Every metric, in the order tables and menus show them. */
 export const METRICS = Object.freeze([
-  metric({ id: 'ttfb_ms', alias: 'ttfb', label: 'TTFB', long: 'Time to first byte', description: 'responseStart, relative to navigation start', comparable: true }),
-  metric({ id: 'load_ms', alias: 'load', label: 'Load', long: 'Page load (loadEventEnd)', description: 'loadEventEnd', comparable: true }),
-  metric({ id: 'fcp_ms', alias: 'fcp', label: 'FCP', long: 'First contentful paint', description: 'first-contentful-paint', comparable: true }),
-  metric({ id: 'lcp_ms', alias: 'lcp', label: 'LCP', long: 'Largest contentful paint', description: 'largest-contentful-paint', comparable: true }),
-  metric({ id: 'connect_ms', alias: 'connect', label: 'Connect', long: 'Connection setup', description: 'connectEnd - connectStart; for QUIC includes the crypto handshake', comparable: true }),
-  metric({ id: 'dcl_ms', alias: 'dcl', label: 'DCL', long: 'DOMContentLoaded', description: 'domContentLoadedEventEnd' }),
-  metric({ id: 'dns_ms', alias: 'dns', label: 'DNS', long: 'DNS lookup', description: 'domainLookupEnd - domainLookupStart' }),
-  metric({ id: 'tls_ms', alias: 'tls', label: 'TLS', long: 'TLS handshake', description: 'connectEnd - secureConnectionStart' }),
-  metric({ id: 'request_ms', alias: 'request', samplesOf: 'parallel', label: 'Request', long: 'One parallel request', description: 'one request of the parallel probe, sent at once with the others after a warm-up navigation', comparable: true }),
-  metric({ id: 'upload_ms', alias: 'upload', samplesOf: 'upload', label: 'Upload', long: 'Upload (POST)', description: 'one POST of the upload probe, request start to response end', comparable: true })
+  metric({
+    id: 'ttfb_ms', alias: 'ttfb', rollup: 'ttfb', label: 'TTFB', long: 'Time to first byte', description: 'responseStart, relative to navigation start',
+    comparable: true, atLeast: ['dns_ms', 'connect_ms'], summary: true, rttFloor: { h3: 2, tcp: 3 }, wpt: { navigation: true }
+  }),
+  metric({
+    id: 'load_ms', alias: 'load', rollup: 'load', label: 'Load', long: 'Page load (loadEventEnd)', description: 'loadEventEnd',
+    comparable: true, atLeast: ['ttfb_ms', 'dcl_ms'], summary: true, wpt: { pageData: 'loadTime' }
+  }),
+  metric({
+    id: 'fcp_ms', alias: 'fcp', rollup: 'fcp', label: 'FCP', long: 'First contentful paint', description: 'first-contentful-paint',
+    comparable: true, atLeast: ['ttfb_ms'], summary: true, wpt: { pageData: 'firstContentfulPaint' }, pageScript: true
+  }),
+  metric({
+    id: 'lcp_ms', alias: 'lcp', rollup: 'lcp', label: 'LCP', long: 'Largest contentful paint', description: 'largest-contentful-paint',
+    comparable: true, atLeast: ['ttfb_ms'], wpt: { pageData: 'chromeUserTiming.LargestContentfulPaint' }
+  }),
+  metric({
+    id: 'connect_ms', alias: 'connect', rollup: 'connect', label: 'Connect', long: 'Connection setup', description: 'connectEnd - connectStart; for QUIC includes the crypto handshake',
+    comparable: true, atLeast: ['tls_ms'], timeline: 'span', summary: true, rttFloor: { h3: 1, tcp: 2 }, wpt: { navigation: true }
+  }),
+  metric({
+    id: 'dcl_ms', alias: 'dcl', rollup: 'dcl', label: 'DCL', long: 'DOMContentLoaded', description: 'domContentLoadedEventEnd',
+    atLeast: ['ttfb_ms'], wpt: { pageData: 'domContentLoadedEventStart' }
+  }),
+  metric({
+    id: 'dns_ms', alias: 'dns', rollup: 'dns', label: 'DNS', long: 'DNS lookup', description: 'domainLookupEnd - domainLookupStart',
+    timeline: 'span', wpt: { navigation: true }
+  }),
+  metric({
+    id: 'tls_ms', alias: 'tls', rollup: 'tls', label: 'TLS', long: 'TLS handshake', description: 'connectEnd - secureConnectionStart',
+    timeline: 'span', wpt: { navigation: true }
+  }),
+  metric({
+    id: 'request_ms', alias: 'request', rollup: 'request', samplesOf: 'parallel', label: 'Request', long: 'One parallel request',
+    description: 'one request of the parallel probe, sent at once with the others after a warm-up navigation', comparable: true
+  }),
+  metric({
+    id: 'upload_ms', alias: 'upload', rollup: 'upload', samplesOf: 'upload', label: 'Upload', long: 'Upload (POST)',
+    description: 'one POST of the upload probe, request start to response end', comparable: true
+  })
 ])
 
-const BY_NAME = new Map(METRICS.flatMap((m) => [[m.id, m], [m.alias, m]]))
+/** @type {Map<string, Readonly<Metric>>} */
+const BY_NAME = new Map(METRICS.flatMap((m) => (m.alias ? [m.id, m.alias] : [m.id]).map((name) => /** @type {const} */ ([name, m]))))
 
 /** Metrics with a results column of their own, in catalogue order. */
 export const COLUMN_METRICS = Object.freeze(METRICS.filter((m) => m.column))
@@ -64,8 +135,9 @@ export const ROLLUP_COLUMNS = Object.freeze(ROLLUP_METRICS.map((m) => /** @type 
 /** Names the comparison, trends, distribution and alert rules accept: every id, then the deprecated aliases. */
 const COMPARABLE = METRICS.filter((m) => m.comparable)
 export const COMPARABLE_METRICS = Object.freeze(COMPARABLE.map((m) => m.id))
-export const METRIC_ALIASES = Object.freeze(Object.fromEntries(METRICS.map((m) => [m.alias, m.id])))
-export const ACCEPTED_METRIC_NAMES = Object.freeze([...COMPARABLE_METRICS, ...COMPARABLE.map((m) => m.alias)])
+/** Deprecated alias → id, for the metrics that have one. */
+export const METRIC_ALIASES = Object.freeze(Object.fromEntries(METRICS.filter((m) => m.alias).map((m) => [m.alias, m.id])))
+export const ACCEPTED_METRIC_NAMES = Object.freeze([...COMPARABLE_METRICS, ...COMPARABLE.flatMap((m) => (m.alias ? [m.alias] : []))])
 export const DEFAULT_METRIC = 'ttfb_ms'
 
 export const DEFAULT_PERCENTILES = Object.freeze([25, 50, 75, 90, 95, 99])

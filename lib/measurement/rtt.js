@@ -1,6 +1,6 @@
 // Round trips: the location's RTT, and connect and TTFB expressed in it,
 // against the physical floor of each protocol on a fresh connection without
-// loss (DESIGN §5):
+// loss (docs/DESIGN.md §5):
 //   connect  QUIC (transport + TLS 1.3 in one)      1 RTT
 //            TCP + TLS 1.3                          2 RTT
 //   TTFB     H3                                     2 RTT
@@ -8,9 +8,12 @@
 // A run more than half a round trip above its floor gets a note that says so,
 // in words a person can act on.
 import { round } from './units.js'
+import { metricOf } from './metrics.js'
 
-export const CONNECT_FLOOR_RTT = Object.freeze({ h3: 1, tcp: 2 })
-export const TTFB_FLOOR_RTT = Object.freeze({ h3: 2, tcp: 3 })
+// The floors are the catalogue's (each metric's rttFloor), which the
+// dashboard shows beside the values.
+export const CONNECT_FLOOR_RTT = /** @type {Readonly<{ h3: number, tcp: number }>} */ (metricOf('connect_ms').rttFloor)
+export const TTFB_FLOOR_RTT = /** @type {Readonly<{ h3: number, tcp: number }>} */ (metricOf('ttfb_ms').rttFloor)
 /** How far above its floor a value may be before it is worth a note: jitter and server think time. */
 export const NOTE_MARGIN_RTT = 0.5
 

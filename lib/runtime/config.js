@@ -15,8 +15,8 @@ export class ConfigError extends Error {
 
 /**
  * Every variable h3lens reads. `flag` is the CLI flag that overrides it.
- * The README's configuration table is generated from the same facts, so keep
- * descriptions short and accurate.
+ * docs/CONFIGURATION.md's table describes the same variables (and the
+ * README's its essentials), so keep descriptions short and accurate.
  */
 export const VARIABLES = /** @type {const} */ ([
   { name: 'PORT', key: 'port', flag: '--port', type: 'port', default: 8080, description: 'HTTP port of the API and dashboard' },

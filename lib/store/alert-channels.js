@@ -136,7 +136,7 @@ export function sign (secret, timestamp, body) {
 }
 
 /**
- * Checks a signature as a receiver would (used by the tests and documented in the README).
+ * Checks a signature as a receiver would (used by the tests and documented in docs/ALERTS.md).
  * @param {string} secret @param {string} timestamp @param {string} body @param {string} signature
  */
 export function verifySignature (secret, timestamp, body, signature) {

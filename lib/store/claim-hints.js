@@ -22,8 +22,9 @@ export async function measurementHints (db, job) {
 }
 
 // Outlier thresholds (p99 of the last 100 runs) move slowly, and computing
-// them was a third of all statement time under 200 agents (0.7 ms of
-// PostgreSQL per claim, bench/load.js): keep each for a minute per process.
+// them on every claim is a third of all statement time under 200 agents
+// (0.7 ms of PostgreSQL per claim; bench/load.js, docs/BENCHMARKS.md
+// "Load"): keep each for a minute per process.
 const THRESHOLD_TTL_MS = 60_000
 /** @type {Map<string, { at: number, value: Promise<Record<string, number>> }>} */
 const thresholdCache = new Map()

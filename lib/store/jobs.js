@@ -186,10 +186,10 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
  * Lease up to `limit` queued jobs of one location. SKIP LOCKED lets many
  * agents claim at once without waiting on each other or taking the same row.
  * The order is run_after alone, which the jobs_claimable index returns as
- * is: a tiebreak on id made PostgreSQL sort every queued job of the
+ * is: a tiebreak on id makes PostgreSQL sort every queued job of the
  * location that shares its run_after (all rounds one scheduler tick makes),
- * 2.8 ms per claim with 3,000 queued instead of 0.3 ms (bench/load.js,
- * EXPLAIN ANALYZE of this statement).
+ * 2.8 ms per claim with 3,000 queued against 0.2 ms without (bench/load.js
+ * and EXPLAIN ANALYZE of this statement; docs/BENCHMARKS.md, "Load").
  * @param {import('pg').Pool} db
  * @param {{ agentId: number, locationId: string, limit: number, leaseSeconds: number }} opts
  */

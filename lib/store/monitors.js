@@ -3,7 +3,7 @@
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
-import { checkOptions, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
+import { checkOptions, probeTargets, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
 
 export { MODES } from '../measurement/modes.js'
@@ -99,7 +99,7 @@ async function checkMonitor (db, input, existing, policy = {}) {
   }
   if (input.probes !== undefined) {
     const probes = [...new Set(input.probes)]
-    if (probes.length === 0) throw new ValidationError('choose at least one probe (page, parallel, upload)', 'probes')
+    if (probes.length === 0) throw new ValidationError(`choose at least one probe (${PROBES.join(', ')})`, 'probes')
     const unknown = probes.filter((p) => !PROBES.includes(p))
     if (unknown.length) throw new ValidationError(`unknown probe ${unknown.map((p) => `"${p}"`).join(', ')}; probes are ${PROBES.join(', ')}`, 'probes')
     out.probes = PROBES.filter((p) => probes.includes(p))
@@ -113,7 +113,7 @@ async function checkMonitor (db, input, existing, policy = {}) {
     if (input.options !== undefined) out.options = checked
     if (!policy.allowPrivateTargets) {
       const field = input.url === undefined && input.locations !== undefined ? 'locations' : 'url'
-      const targets = [[url, field], ...['parallel_url', 'upload_url'].filter((k) => checked[k]).map((k) => [checked[k], `options.${k}`])]
+      const targets = [[url, field], ...probeTargets(checked).map((t) => [t.url, `options.${t.key}`])]
       await checkTargets(db, /** @type {[string, string][]} */ (targets), out.locations ?? existing?.locations, policy)
     }
   }

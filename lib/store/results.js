@@ -280,7 +280,7 @@ export async function jobsOfStoredRounds (client, { monitorId, locations, times 
  * alternateProtocolUsage of the document. Either part can be left out (an
  * empty list): the reasons are read from each result's details, most of
  * the cost (about 300 of 380 ms for the 34,560 visits of 30 days of
- * test/helpers/auto-ui.js's seeding, on the 2 shared cores).
+ * dev/demo-auto-arm.js's seeding, on the 2 shared cores).
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, from: Date, to: Date, totals?: boolean, reasons?: boolean }} w
  */

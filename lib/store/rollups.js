@@ -108,9 +108,9 @@ export async function resultsForRollups (client, { after, monitorId, limit }) {
  * Rollup rows of one series' rollup column over covering ranges.
  * One index range scan per range (the primary key leads with monitor, tier,
  * probe, view, bucket), each range a branch with its own parameters so the
- * planner sees the bounds. A join against unnest()ed ranges hid them, and
- * PostgreSQL scanned the monitor's whole rollups instead: 128 ms rather
- * than ~3 ms for 30 days over 94k rollup rows.
+ * planner sees the bounds. A join against unnest()ed ranges hides them, and
+ * PostgreSQL then scans the monitor's whole rollups: 128 ms rather than
+ * ~3 ms for 30 days over 94k rollup rows (bench/query.js).
  * @param {import('pg').PoolClient} client
  * @param {{ monitorId: number, probe: string, view: string, column: string, ranges: { tier: string, from: number, to: number }[] }} q
  *   column must come from ROLLUP_COLUMNS

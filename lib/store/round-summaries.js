@@ -1,7 +1,7 @@
 // SQL for the round_summaries table (migrations/013_round_summaries.sql):
 // one row per round, probe and view, with each arm's state and values,
 // kept current by a trigger on results in the results' own transaction. The
-// comparison (lib/comparison.js) reads its rounds here instead of grouping
+// comparison (lib/analysis/comparison.js) reads its rounds here instead of grouping
 // the window's results into rounds.
 import { metricOf } from '../measurement/metrics.js'
 import { withTransaction } from './transaction.js'

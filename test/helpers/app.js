@@ -4,7 +4,7 @@ import { loadConfig } from '../../lib/runtime/config.js'
 import { createTestDatabase } from './db.js'
 import { createAgentToken } from '../../lib/store/agents.js'
 import { createApiKey } from '../../lib/store/api-keys.js'
-import { PUBLIC_ZONE, startDnsServer } from './dns-server.js'
+import { PUBLIC_ZONE, startDnsServer } from '../../dev/dns-server.js'
 
 /**
  * A Fastify app over a fresh database, for app.inject() tests. The API needs

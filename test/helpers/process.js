@@ -1,19 +1,10 @@
 // Helpers for tests that run h3lens as a user would: as a child process.
 import { spawn, execFileSync } from 'node:child_process'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-
-/** A TCP port that was free a moment ago. */
-export async function freePort () {
-  const server = net.createServer()
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
+import { freePort } from '../../dev/free-port.js'
 
 /**
  * Run `node bin/h3lens.js ...args`, collecting output.
@@ -70,13 +61,14 @@ export async function startLocalH3lens (extraArgs = [], prefix = 'h3lens-e2e-') 
 /** @template T @typedef {Exclude<T, false | 0 | '' | null | undefined>} Truthy */
 
 /**
- * Poll `fn` until it returns a truthy value.
+ * Poll `fn` until it returns a truthy value. Every 100 ms by default: a
+ * condition met just after a poll costs the test up to one interval.
  * @template T
  * @param {() => T | Promise<T>} fn
  * @param {{ timeoutMs?: number, intervalMs?: number, what?: string }} [opts]
  * @returns {Promise<Truthy<Awaited<T>>>} the first truthy value
  */
-export async function eventually (fn, { timeoutMs = 60000, intervalMs = 500, what = 'condition' } = {}) {
+export async function eventually (fn, { timeoutMs = 60000, intervalMs = 100, what = 'condition' } = {}) {
   const until = Date.now() + timeoutMs
   let last
   while (Date.now() < until) {

@@ -4,6 +4,7 @@
 import { api } from '../api.js'
 import { h, toast } from '../dom.js'
 import { METRICS, metricLabel } from '../query.js'
+import { catalogue } from '../catalogue.js'
 
 const KINDS = [
   { id: 'h3_regression', label: 'HTTP/3 regression', uses: ['metric', 'percentile', 'min_effect_pct', 'min_effect_ms'] },
@@ -27,7 +28,7 @@ export function ruleText (r) {
   const evals = r.evaluations > 1 ? `, ${r.evaluations} evaluations` : ''
   if (r.kind === 'h3_regression') {
     const by = [r.min_effect_pct != null ? `${r.min_effect_pct}%` : null, r.min_effect_ms != null ? `${r.min_effect_ms} ms` : null].filter(Boolean).join(' and ')
-    return `p${r.percentile} ${metricLabel(r.metric ?? 'ttfb_ms')} H3 regression ≥ ${by} over ${over}${evals}`
+    return `p${r.percentile} ${metricLabel(r.metric ?? catalogue.defaultMetric)} H3 regression ≥ ${by} over ${over}${evals}`
   }
   if (r.kind === 'h3_failure') return `H3 failure ≥ ${r.threshold_pct}% over ${over}${evals}`
   if (r.kind === 'error_rate') return `Error rate > ${r.threshold_pct}% over ${over}${evals}`

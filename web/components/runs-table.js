@@ -2,6 +2,7 @@
 // its arm and view, and why its page came over its protocol.
 import { h, ms, when } from '../dom.js'
 import { href } from '../query.js'
+import { PAGE_METRICS } from '../catalogue.js'
 
 const STATUS_TEXT = { ok: 'ok', error: 'error', timeout: 'timed out', protocol_mismatch: 'fallback' }
 
@@ -30,16 +31,19 @@ export function statusCell (r) {
     r.error ? h('div', { class: 'sub ellipsis', title: r.error }, r.error) : null)
 }
 
-/** @param {any[]} items results */
+/**
+ * Every run with its summary metrics (the catalogue's `summary`).
+ * @param {any[]} items results
+ */
 export function runsTable (items, locationName = (id) => id) {
+  const metrics = PAGE_METRICS.filter((m) => m.summary)
   return h('div', { class: 'table-scroll' },
     h('table', { class: 'grid runs' },
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col' }, 'Time'), h('th', { scope: 'col' }, 'Location'), h('th', { scope: 'col' }, 'Mode'),
         h('th', { scope: 'col' }, 'View'), h('th', { scope: 'col' }, 'Protocol'),
         h('th', { scope: 'col', title: 'Why the page came over its protocol: the forced arm\'s switch, or the browser\'s own choice in the auto arm' }, 'Why'),
-        h('th', { scope: 'col', class: 'num' }, 'TTFB'),
-        h('th', { scope: 'col', class: 'num' }, 'FCP'), h('th', { scope: 'col', class: 'num' }, 'Load'),
+        metrics.map((m) => h('th', { scope: 'col', class: 'num', title: m.long }, m.label)),
         h('th', { scope: 'col' }, 'Status'))),
       h('tbody', {}, items.map((r) => h('tr', { 'data-mode': r.mode, 'data-view': r.view },
         h('td', {}, h('a', { href: href(`/results/${r.id}`), title: 'Run detail: timings, requests and flags' }, when(r.measured_at))),
@@ -48,8 +52,6 @@ export function runsTable (items, locationName = (id) => id) {
         h('td', {}, VIEW_SHORT[r.view] ?? r.view),
         h('td', {}, protocolBadge(r)),
         h('td', { class: `reason${r.mode === 'auto' ? '' : ' muted'}` }, r.protocol_reason?.text ?? '—'),
-        h('td', { class: 'num' }, ms(r.ttfb_ms)),
-        h('td', { class: 'num' }, ms(r.fcp_ms)),
-        h('td', { class: 'num' }, ms(r.load_ms)),
+        metrics.map((m) => h('td', { class: 'num', 'data-metric': m.id }, ms(r[m.column]))),
         statusCell(r))))))
 }

@@ -2,18 +2,20 @@
 // with each request's protocol, Chromium's race outcome (why QUIC was or was
 // not used) and connection.
 import { h, ms, bytes } from '../dom.js'
-import { usageOf } from '../catalogue.js'
+import { PAGE_METRICS, usageOf } from '../catalogue.js'
 
-const TIMINGS = [
-  { key: 'dns_ms', label: 'DNS', kind: 'span' },
-  { key: 'connect_ms', label: 'Connect', kind: 'span', rtt: true, note: 'TCP + TLS for H2; the QUIC handshake for H3' },
-  { key: 'tls_ms', label: 'TLS', kind: 'span' },
-  { key: 'ttfb_ms', label: 'TTFB', kind: 'mark', rtt: true },
-  { key: 'fcp_ms', label: 'FCP', kind: 'mark' },
-  { key: 'lcp_ms', label: 'LCP', kind: 'mark' },
-  { key: 'dcl_ms', label: 'DOMContentLoaded', kind: 'mark' },
-  { key: 'load_ms', label: 'Load', kind: 'mark' }
-]
+/**
+ * The run's timings as the catalogue draws them (each metric's timeline):
+ * the durations first (the connection's phases), then the times since
+ * navigation start; each group shortest first, so the second reads as the
+ * page's own timeline.
+ * @param {any} r result
+ */
+function timingsOf (r) {
+  const value = (m) => r[m.column] ?? Infinity
+  const group = (kind) => PAGE_METRICS.filter((m) => m.timeline === kind).sort((a, b) => value(a) - value(b))
+  return [...group('span'), ...group('mark')]
+}
 
 /** "182 ms = 3.0 RTT" when the RTT is known. */
 export function inRtt (value, rtt) {
@@ -26,25 +28,27 @@ export function inRtt (value, rtt) {
  * @param {{ ms: number, source: string } | null} rtt round-trip time, when known
  */
 export function timingBars (r, rtt) {
-  const max = Math.max(...TIMINGS.map((t) => r[t.key] ?? 0), 1)
+  const timings = timingsOf(r)
+  const max = Math.max(...timings.map((m) => r[m.column] ?? 0), 1)
+  const kinds = `${timings.filter((m) => m.timeline === 'span').map((m) => m.label).join(', ')} are durations; the others are times since navigation start.`
   return h('div', { class: 'timings' },
     h('table', { class: 'timing-table' },
-      h('caption', { class: 'sr-only' }, 'Navigation timings: DNS, connect and TLS are durations; the others are times since navigation start'),
-      h('tbody', {}, TIMINGS.map((t) => {
-        const v = r[t.key]
-        const own = r[t.key.replace('_ms', '_rtt')]
-        const units = !t.rtt ? null : own === null || own === undefined ? inRtt(v, rtt?.ms) : `${own.toFixed(1)} RTT`
-        const bar = h('span', { class: `tbar ${t.kind} ${r.mode}` })
+      h('caption', { class: 'sr-only' }, `Navigation timings: ${kinds}`),
+      h('tbody', {}, timings.map((m) => {
+        const v = r[m.column]
+        const own = r[m.column.replace(/_ms$/, '_rtt')]
+        const units = !m.rttFloor ? null : own === null || own === undefined ? inRtt(v, rtt?.ms) : `${own.toFixed(1)} RTT`
+        const bar = h('span', { class: `tbar ${m.timeline} ${r.mode}` })
         bar.style.width = `${v ? Math.max(0.4, v / max * 100) : 0}%`
-        return h('tr', {},
-          h('th', { scope: 'row', title: t.note ?? null }, t.label),
+        return h('tr', { 'data-metric': m.id },
+          h('th', { scope: 'row', title: `${m.long}: ${m.description}` }, m.label),
           h('td', { class: 'track-cell' }, h('span', { class: 'track' }, bar)),
           h('td', { class: 'num' }, ms(v), units ? h('span', { class: 'rtt' }, ` = ${units}`) : null))
       }))),
     h('p', { class: 'hint' }, rtt
       ? `RTT ${ms(rtt.ms)}, from ${rtt.source}. A fresh H2 connection needs 2 RTT (TCP + TLS 1.3) before the request can go out, H3 needs 1.`
       : 'The RTT of this run is unknown, so there are no RTT units.',
-    ' DNS, Connect and TLS are durations; the others are times since navigation start.'))
+    ` ${kinds}`))
 }
 
 /** Path and query of a URL, for the waterfall's first column. */

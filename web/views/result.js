@@ -5,7 +5,7 @@
 import { api } from '../api.js'
 import { h, ms, bytes, share, timeEl, emptyState } from '../dom.js'
 import { href } from '../query.js'
-import { usageOf } from '../catalogue.js'
+import { PAGE_METRICS, usageOf } from '../catalogue.js'
 import { timingBars, waterfall } from '../components/waterfall.js'
 import { protocolBadge, runName } from '../components/runs-table.js'
 import { VISIT_NAMES } from '../components/users-get.js'
@@ -24,10 +24,14 @@ export async function render (ctx) {
   const quic = r.observed_protocol === 'h3'
   const monitorName = monitor?.label || monitor?.url || `Monitor ${r.monitor_id}`
 
+  // The catalogue's summary metrics; those with a floor in round trips say
+  // how far above it the run was.
   const tiles = [
-    tile('TTFB', ms(r.ttfb_ms), withFloor(r.ttfb_rtt ?? ratio(r.ttfb_ms, rtt?.ms), quic ? 2 : 3)),
-    tile('Connect', ms(r.connect_ms), withFloor(r.connect_rtt ?? ratio(r.connect_ms, rtt?.ms), quic ? 1 : 2)),
-    tile('Load', ms(r.load_ms)),
+    ...PAGE_METRICS.filter((m) => m.summary).map((m) => {
+      const v = r[m.column]
+      const rtts = m.rttFloor ? r[m.column.replace(/_ms$/, '_rtt')] ?? ratio(v, rtt?.ms) : null
+      return tile(m.label, ms(v), m.rttFloor ? withFloor(rtts, quic ? m.rttFloor.h3 : m.rttFloor.tcp) : null)
+    }),
     tile('Requests', r.requests ?? requests.length, r.h3_request_share === null || r.h3_request_share === undefined ? null : `${share(r.h3_request_share)} over H3`),
     tile('Transferred', bytes(r.bytes), r.h3_byte_share === null || r.h3_byte_share === undefined ? null : `${share(r.h3_byte_share)} of bytes over H3`)
   ]
@@ -51,7 +55,7 @@ export async function render (ctx) {
     r.notes?.length ? panel('Why', 'why', h('ul', { class: 'notes' }, r.notes.map((n) => h('li', {},
       h('span', { class: `badge${n.code === 'connection_reused' ? '' : ' warn'}` }, (n.code ?? 'note').replace(/_/g, ' ')), ' ', n.message,
       n.source ? h('span', { class: 'sub' }, ` — ${n.source}`) : null)))) : null,
-    panel('Timings', 'timings', r.ttfb_ms === null && r.load_ms === null ? emptyState('No timings', 'The page did not load, so there is nothing to show.') : timingBars(r, rtt)),
+    panel('Timings', 'timings', PAGE_METRICS.every((m) => !m.timeline || r[m.column] === null || r[m.column] === undefined) ? emptyState('No timings', 'The page did not load, so there is nothing to show.') : timingBars(r, rtt)),
     panel(`Requests (${requests.length})`, 'requests', requests.length
       ? waterfall(requests)
       : emptyState('No requests recorded', 'The browser recorded no network requests for this run.'),

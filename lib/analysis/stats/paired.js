@@ -1,4 +1,4 @@
-// The paired location test (DESIGN §6): Wilcoxon signed-rank on per-round
+// The paired location test (docs/STATISTICS.md): Wilcoxon signed-rank on per-round
 // differences d = H3 − H2, with the Hodges–Lehmann estimate of the shift and
 // its distribution-free interval.
 //

@@ -1,4 +1,4 @@
-// Failure and fallback rates as data (DESIGN §6): each arm's rate with its
+// Failure and fallback rates as data (docs/STATISTICS.md): each arm's rate with its
 // interval, and a paired test of whether one arm fails more often than the
 // other in the same rounds.
 
@@ -103,7 +103,7 @@ export function ratioStandardError ({ n, sx, sy, sxx, syy, sxy }) {
  * and given the k1 + k2 successes of both, the first sample's successes are
  * hypergeometric; p = P(X ≤ k1). Exact at any size and conservative, which
  * a normal approximation is not in the far tail the alert rules test at
- * (p ≈ 1e-5, lib/analysis/h3-share.js).
+ * (p ≈ 1e-5, lib/analysis/alert-h3-share.js).
  * @param {number} k1
  * @param {number} n1
  * @param {number} k2

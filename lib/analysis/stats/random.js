@@ -27,8 +27,9 @@ export class SeededRandom {
   /**
    * counts.length uniform draws of an index in [0, counts.length), adding 1
    * to counts[index] for each: one bootstrap resample. The same numbers as
-   * calling next() that many times; looping here with the state in a local
-   * took a 1,000-iteration bootstrap of 2 × 5,000 samples from 95 ms to 58 ms.
+   * calling next() that many times, but with the state in a local: a
+   * 1,000-iteration bootstrap of 2 × 5,000 samples takes 58 ms this way
+   * and 95 ms through next().
    *
    * @param {Uint32Array} counts
    */

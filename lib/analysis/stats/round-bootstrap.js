@@ -1,4 +1,4 @@
-// Percentile deltas by a round-level bootstrap (DESIGN §6).
+// Percentile deltas by a round-level bootstrap (docs/STATISTICS.md).
 //
 // The unit is the round: one round at one location runs both arms moments
 // apart, and a probe may give several samples per arm (the parallel probe's

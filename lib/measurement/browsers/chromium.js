@@ -14,15 +14,16 @@ import { forcedOrigins, MODES } from '../modes.js'
  * ListAccounts, an on-demand component check at update.googleapis.com),
  * which is why lab runs also fail every other hostname at the resolver.
  *
- * Every run has a context of its own, and headless Chromium gave each new
+ * Every run has a context of its own, and headless Chromium gives each new
  * context two renderers besides the page's: a spare one for the next
  * navigation in that context, which never comes (SpareRendererForSitePerProcess),
  * and one for the window's omnibox popup, a WebUI nobody sees in headless
  * (WebUIOmniboxPopup and its variants). Without them a run costs one
- * renderer: Chromium's CPU per run on the lab's 15 KB page went from
- * 0.41-0.45 s to 0.20-0.21 s, nearly all of it the popup's (docs/BENCHMARKS.md
- * "Agent throughput"). Chromium reads one
- * --disable-features list, so they all go into one switch.
+ * renderer, and Chromium's CPU per run on the lab's 15 KB page is
+ * 0.20-0.21 s against 0.41-0.45 s with them, nearly all of the difference
+ * the popup's (node bench/agent-throughput.js; docs/BENCHMARKS.md, "Agent
+ * throughput"). Chromium reads one --disable-features list, so they all go
+ * into one switch.
  * @returns {string[]}
  */
 export function baseFlags () {

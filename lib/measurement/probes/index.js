@@ -1,15 +1,26 @@
 // The probe catalogue: one file per probe (./page.js, ./parallel.js,
-// ./upload.js) with its options, their defaults, the metric its samples feed
-// and its outlier rule. Here: the list, and the monitor options
+// ./upload.js), which owns everything about it: its arms, the metric its
+// samples feed, its outlier rule, its monitor options (JSON schema,
+// defaults), their validation (`check`), the URLs among them its agent
+// fetches (`targets`) and the values the agent runs with (`effective`).
+// Here: PROBES, the one list of them, and the monitor options
 // (monitors.options) built from the probes' own plus those of every run
-// (which origins are forced onto QUIC, when a net log is captured). One
-// definition of each option, its default and its bounds, used by the API
-// (validation) and by the agent (effective values).
+// (which origins are forced onto QUIC, when a net log is captured), used by
+// the API (validation) and by the agents (effective values).
 //
-// Adding a probe: a file here, its entry in PROBES, and the agent's
-// measurement of it (agents/probes/, registered in agents/probes/index.js).
+// Adding a probe: its file here, its entry in PROBES, and the agent's
+// measurement of it, agents/probes/<id>.js (its `run`), which the agent
+// finds by the id. A probe whose results feed existing metric columns needs
+// no migration: which probes a result may have is checked against this list
+// (the API's schemas, the import), not by the database.
+//
+// One list rather than reading the folder: it gives the order forms and
+// tables show, its imports are static (the type checker follows them), and
+// a search for a probe's name finds where it is registered. Everything else
+// (schemas, the import, the catalogue route, the agents' runners) derives
+// from it.
 import { ValidationError } from '../../runtime/errors.js'
-import { LAB_HOSTNAME } from '../../runtime/lab-host.js'
+import { oneOf, trueOrFalse } from './option-checks.js'
 import { page } from './page.js'
 import { parallel, PARALLEL_REQUESTS, LAB_NOOP_PATH } from './parallel.js'
 import { upload, UPLOAD_BYTES, LAB_UPLOAD_PATH } from './upload.js'
@@ -26,12 +37,22 @@ export { PARALLEL_REQUESTS, LAB_NOOP_PATH, UPLOAD_BYTES, LAB_UPLOAD_PATH }
  * @property {{ label: string, rule: 'column' | 'max_sample' | 'first_sample', column: string | null }} outlier
  *   the value a run is judged by for net-log capture: a column, the largest sample, or the first sample
  * @property {Readonly<Record<string, Record<string, any>>>} options JSON-schema properties of its monitor options
+ *   (each key is the probe's own, prefixed with its id by convention)
  * @property {Readonly<Record<string, any>>} defaults
+ * @property {readonly string[]} targets its options that name a URL its agent fetches: resolved against the monitor
+ *   URL, kept on the monitor's origin unless options.allow_cross_origin, and checked by the private-target guard
+ * @property {(options: Record<string, any>, ctx: { pageUrl: URL, probes: readonly string[] }) => void} check
+ *   its options' values and cross-field rules (a ValidationError naming the option); runs whether or not the
+ *   monitor runs the probe, so stored options are always valid
+ * @property {(options: Record<string, any>, pageUrl: URL) => Record<string, any>} effective
+ *   what its agent runs with: its options with defaults applied
  */
 
 /** Every probe, in the order forms and tables show them. */
 export const PROBES = Object.freeze([page, parallel, upload])
 export const PROBE_IDS = Object.freeze(PROBES.map((p) => p.id))
+/** The probe a result has when it names none. */
+export const DEFAULT_PROBE = 'page'
 const BY_ID = new Map(PROBES.map((p) => [p.id, p]))
 
 /**
@@ -52,13 +73,14 @@ export function probeOf (id) {
  * @returns {number | null}
  */
 export function outlierValue (r) {
-  const rule = BY_ID.get(r.probe ?? 'page')?.outlier
+  const rule = BY_ID.get(r.probe ?? DEFAULT_PROBE)?.outlier
   if (!rule) return null
   const samples = r.samples ?? r.details?.samples
   if (rule.rule === 'column') return r[/** @type {string} */ (rule.column)] ?? null
   if (!Array.isArray(samples) || !samples.length) return null
   return rule.rule === 'max_sample' ? Math.max(...samples) : samples[0]
 }
+
 /** 'main': only the page's origin is forced onto QUIC; 'all': also every origin seen advertising h3. */
 export const FORCE_QUIC = Object.freeze(['main', 'all'])
 /** 'outliers': capture only to explain runs above the p99; 'always': every run; 'off': never. */
@@ -71,7 +93,7 @@ export const optionsSchema = {
   description: 'Probe settings. Every field is optional; the defaults are shown.',
   properties: {
     ...Object.assign({}, ...PROBES.map((p) => p.options)),
-    allow_cross_origin: { type: 'boolean', description: 'Allow parallel_url and upload_url on another origin than the monitor URL (default false): such requests run on their own connection, and need CORS' },
+    allow_cross_origin: { type: 'boolean', description: `Allow ${PROBES.flatMap((p) => p.targets).join(' and ')} on another origin than the monitor URL (default false): such requests run on their own connection, and need CORS` },
     force_quic: { type: 'string', enum: FORCE_QUIC, description: 'h3 mode forces QUIC on the page origin only (main, default) or also on every origin seen advertising h3 (all)' },
     netlog: { type: 'string', enum: NETLOG, description: 'Chromium net log capture: outliers (default; runs above the p99 of recent runs are run again with capture), always, or off' }
   }
@@ -91,39 +113,30 @@ export function checkOptions (options, { url, probes }) {
     if (!known.has(key)) throw new ValidationError(`unknown option "${key}"; known options are ${[...known].join(', ')}`, `options.${key}`)
   }
   const out = { ...options }
-  /**
-   * @param {string} key
-   * @param {{ min: number, max: number }} range
-   * @param {string} unit
-   */
-  const int = (key, { min, max }, unit) => {
-    const v = options[key]
-    if (v === undefined) return
-    if (!Number.isInteger(v) || v < min || v > max) throw new ValidationError(`options.${key} must be a whole number from ${min} to ${max}${unit}`, `options.${key}`)
-  }
-  int('parallel_requests', PARALLEL_REQUESTS, '')
-  int('upload_bytes', UPLOAD_BYTES, ' bytes (1 KB to 100 MB)')
-  const oneOf = (/** @type {string} */ key, /** @type {readonly string[]} */ allowed) => {
-    if (options[key] !== undefined && !allowed.includes(options[key])) throw new ValidationError(`options.${key} must be one of ${allowed.join(', ')}`, `options.${key}`)
-  }
-  oneOf('force_quic', FORCE_QUIC)
-  oneOf('netlog', NETLOG)
-  for (const key of ['allow_cross_origin', 'allow_empty']) {
-    if (options[key] !== undefined && typeof options[key] !== 'boolean') throw new ValidationError(`options.${key} must be true or false`, `options.${key}`)
-  }
-  const page = new URL(url)
-  for (const key of ['parallel_url', 'upload_url']) {
+  const pageUrl = new URL(url)
+  for (const p of PROBES) p.check(options, { pageUrl, probes })
+  oneOf(options, 'force_quic', FORCE_QUIC)
+  oneOf(options, 'netlog', NETLOG)
+  trueOrFalse(options, 'allow_cross_origin')
+  for (const key of PROBES.flatMap((p) => p.targets)) {
     if (options[key] === undefined) continue
-    const target = probeUrl(options[key], key, page)
-    if (target.origin !== page.origin && !options.allow_cross_origin) {
-      throw new ValidationError(`options.${key} (${target.origin}) is on another origin than the monitor URL (${page.origin}); requests there would not use the page's connection. Use the same origin, or set options.allow_cross_origin to true`, `options.${key}`)
+    const target = probeUrl(options[key], key, pageUrl)
+    if (target.origin !== pageUrl.origin && !options.allow_cross_origin) {
+      throw new ValidationError(`options.${key} (${target.origin}) is on another origin than the monitor URL (${pageUrl.origin}); requests there would not use the page's connection. Use the same origin, or set options.allow_cross_origin to true`, `options.${key}`)
     }
     out[key] = target.toString()
   }
-  if (probes.includes('upload') && options.upload_url === undefined && page.hostname !== LAB_HOSTNAME) {
-    throw new ValidationError('the upload probe needs options.upload_url: an endpoint of this site that accepts a POST body (only lab monitors default to the lab\'s /upload sink)', 'options.upload_url')
-  }
   return out
+}
+
+/**
+ * The URLs a monitor's options make its agents fetch besides the monitor
+ * URL (every probe's `targets`), with the option naming each.
+ * @param {Record<string, any>} options checked or effective options
+ * @returns {{ key: string, url: string }[]}
+ */
+export function probeTargets (options) {
+  return PROBES.flatMap((p) => p.targets).filter((key) => options[key]).map((key) => ({ key, url: String(options[key]) }))
 }
 
 /**
@@ -132,15 +145,9 @@ export function checkOptions (options, { url, probes }) {
  * @param {Record<string, any>} [options]
  */
 export function effectiveOptions (url, options = {}) {
-  const page = new URL(url)
+  const pageUrl = new URL(url)
   return {
-    parallel_requests: options.parallel_requests ?? PARALLEL_REQUESTS.default,
-    // Stored options are absolute already; relative ones (a path) are
-    // resolved against the page, as the API does when it stores them.
-    parallel_url: new URL(options.parallel_url ?? page, page).toString(),
-    upload_bytes: options.upload_bytes ?? UPLOAD_BYTES.default,
-    upload_url: options.upload_url ? new URL(options.upload_url, page).toString() : (page.hostname === LAB_HOSTNAME ? new URL(LAB_UPLOAD_PATH, page).toString() : null),
-    allow_empty: options.allow_empty ?? false,
+    ...Object.assign({}, ...PROBES.map((p) => p.effective(options, pageUrl))),
     force_quic: options.force_quic ?? 'main',
     netlog: options.netlog ?? 'outliers'
   }

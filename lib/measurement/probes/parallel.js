@@ -1,6 +1,7 @@
 // The parallel probe: after a warm-up navigation, N requests sent at once on
 // the page's connection; each request's duration is a sample of request_ms.
 import { FORCED_MODES } from '../modes.js'
+import { wholeNumber } from './option-checks.js'
 
 export const PARALLEL_REQUESTS = Object.freeze({ default: 5, min: 1, max: 50 })
 /** The lab origin's no-op endpoint (an empty 204), a cheap target for the requests. */
@@ -22,5 +23,17 @@ export const parallel = Object.freeze({
     parallel_requests: { type: 'integer', minimum: PARALLEL_REQUESTS.min, maximum: PARALLEL_REQUESTS.max, description: `parallel probe: requests sent at once after the warm-up navigation (default ${PARALLEL_REQUESTS.default})` },
     parallel_url: { type: 'string', minLength: 1, maxLength: 2048, description: `parallel probe: URL the requests go to (default: the monitor URL; the lab has ${LAB_NOOP_PATH}, an empty 204)` }
   }),
-  defaults: Object.freeze({ parallel_requests: PARALLEL_REQUESTS.default })
+  defaults: Object.freeze({ parallel_requests: PARALLEL_REQUESTS.default }),
+  targets: Object.freeze(['parallel_url']),
+  check (options) {
+    wholeNumber(options, 'parallel_requests', PARALLEL_REQUESTS)
+  },
+  effective (options, pageUrl) {
+    return {
+      parallel_requests: options.parallel_requests ?? PARALLEL_REQUESTS.default,
+      // Stored options are absolute already; relative ones (a path) are
+      // resolved against the page, as the API does when it stores them.
+      parallel_url: new URL(options.parallel_url ?? pageUrl, pageUrl).toString()
+    }
+  }
 })

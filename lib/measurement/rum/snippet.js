@@ -22,7 +22,7 @@ import { h3lensBeacon } from './page.js'
 
 const require = createRequire(import.meta.url)
 
-/** The snippet's budget, gzipped (issue 26). */
+/** The snippet's budget, gzipped (docs/BENCHMARKS.md, "The snippet"). */
 export const SNIPPET_BUDGET_GZIP_BYTES = 4096
 
 /** The pinned web-vitals' version and its standard IIFE build, as shipped. */

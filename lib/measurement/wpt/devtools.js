@@ -3,10 +3,12 @@
 // the base-page request: its protocol is the run's observed protocol, and
 // the navigation's TTFB and connection phases come from it and the
 // redirects before it, cross-checked against the agent's page-level TTFB
-// (./navigation.js).
+// (./navigation.js). Which metric comes from where is the catalogue's (each
+// metric's `wpt`, ../metrics.js); a metric without it stays null.
 import { normalizeProtocol } from '../protocol.js'
 import { advertisesH3 } from '../alt-svc.js'
 import { emptyResult } from '../result.js'
+import { COLUMN_METRICS, TIMING_COLUMNS } from '../metrics.js'
 import { navigationTimings } from './navigation.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
@@ -15,8 +17,10 @@ const CONTENT_ERROR = 99999
 const MAX_REQUESTS = 1000
 /** How the error of a run whose timings cannot be a page load begins. */
 export const IMPLAUSIBLE = 'implausible timings'
-/** The timings a result reads from the upload. */
-const PAGE_TIMINGS = Object.freeze(['ttfb_ms', 'load_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'fcp_ms', 'lcp_ms', 'dcl_ms'])
+/** The column metrics a WPT result has: from the navigation (./navigation.js), or a pageData field. */
+const FROM_NAVIGATION = Object.freeze(COLUMN_METRICS.filter((m) => m.wpt && 'navigation' in m.wpt).map((m) => /** @type {string} */ (m.column)))
+/** @type {readonly { column: string, field: string }[]} */
+const FROM_PAGE_DATA = Object.freeze(COLUMN_METRICS.flatMap((m) => (m.wpt && 'pageData' in m.wpt ? [{ column: String(m.column), field: m.wpt.pageData }] : [])))
 
 /**
  * @param {Record<string, any> | null} devtools the parsed file, or null when the zip had none for this view
@@ -48,12 +52,9 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
       ttfb_check: timings?.check ?? null
     }
   }
-  if (timings) for (const c of /** @type {const} */ (['ttfb_ms', 'dns_ms', 'connect_ms', 'tls_ms'])) row[c] = timings[c]
+  if (timings) for (const c of FROM_NAVIGATION) row[c] = /** @type {Record<string, any>} */ (timings)[c] ?? null
   // The agent writes 0 for a time it did not see.
-  row.load_ms = measured(page.loadTime)
-  row.fcp_ms = measured(page.firstContentfulPaint)
-  row.lcp_ms = measured(page['chromeUserTiming.LargestContentfulPaint'])
-  row.dcl_ms = measured(page.domContentLoadedEventStart)
+  for (const { column, field } of FROM_PAGE_DATA) row[column] = measured(page[field])
   // Bounded like an imported result's bytes (lib/store/results-import.js): a hostile file must not overflow the column.
   row.bytes = Math.min(1e12, Math.max(0, Math.round(num(page.bytesIn) ?? 0)))
   row.requests = requests.length
@@ -100,7 +101,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
 export function failRun (row, error) {
   row.status = 'error'
   row.error = error.slice(0, 4000)
-  for (const c of PAGE_TIMINGS) row[c] = null
+  for (const c of TIMING_COLUMNS) row[c] = null
 }
 
 /**

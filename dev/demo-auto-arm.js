@@ -1,4 +1,4 @@
-// The auto arm's visits over the dashboard's demo data (test/helpers/ui.js
+// The auto arm's visits over the dashboard's demo data (dev/demo-data.js
 // seedDemo), as an agent submits them: each visit goes through
 // toSubmission (lib/measurement/result.js), which reads its protocol reason
 // from its requests and the origin's Alt-Svc as on an agent. Three stories,
@@ -12,11 +12,12 @@
 //   - the lab's h2-only origin (seedDemo's h2Only monitor): H3 never
 //     announced, every visit over H2.
 // Shared by test/ui-auto.test.js and scripts/screenshots.js.
-import { createMonitor } from '../../lib/store/monitors.js'
-import { insertResults } from '../../lib/store/results.js'
-import { rebuildRollups } from '../../lib/analysis/rollups.js'
-import { toSubmission } from '../../lib/measurement/result.js'
-import { CHROMIUM_FLAGS, LOCATIONS, PAGES, random, sampleLoad } from './ui.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { insertResults } from '../lib/store/results.js'
+import { rebuildRollups } from '../lib/analysis/rollups.js'
+import { toSubmission } from '../lib/measurement/result.js'
+import { LOCATIONS, PAGES, random, sampleLoad } from './demo-data.js'
+import { CHROMIUM_FLAGS } from './browser.js'
 
 // One round in this many the returning visit on the normal path races and TCP wins.
 const TCP_WINS_EVERY = 12

@@ -1,4 +1,4 @@
-// Runs calibration scenarios (bench/lib/scenarios.js) through the real
+// Runs calibration scenarios (dev/calibration-scenarios.js) through the real
 // import and comparison endpoints: a monitor per run, its rounds imported as
 // NDJSON, the comparison read back in both analyses, or for a monitor with
 // the auto arm its answer (GET /monitors/{id}/auto). Shared by
@@ -13,13 +13,14 @@ const DAY = 86400e3
 
 /**
  * @param {Client} client
- * @param {import('./scenarios.js').Scenario} s
+ * @param {import('./calibration-scenarios.js').Scenario} s
  * @param {{ seed: number | string, analyses?: string[], windowDays?: number, monitor?: Record<string, any> }} o
  * @returns {Promise<{ monitorId: number, comparisons: Record<string, any> }>}
  */
 export async function runScenario (client, s, { seed, analyses = ['matched', 'itt'], windowDays = 6, monitor = {} }) {
   const { monitorId, from, to } = await importScenario(client, s, { seed, windowDays, monitor: { probes: [s.probe ?? 'page'], ...monitor } })
   const metric = s.probe === 'parallel' ? 'request' : 'ttfb'
+  /** @type {Record<string, any>} */
   const comparisons = {}
   for (const analysis of analyses) {
     const q = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&metric=${metric}&percentiles=${CALIBRATION_PERCENTILES.join(',')}&analysis=${analysis}`
@@ -31,11 +32,11 @@ export async function runScenario (client, s, { seed, analyses = ['matched', 'it
 }
 
 /**
- * An auto-arm scenario (bench/lib/scenarios.js autoScenario) through the
+ * An auto-arm scenario (dev/calibration-scenarios.js autoScenario) through the
  * import and GET /monitors/{id}/auto: the answer a user's monitor with the
  * three arms would give.
  * @param {Client} client
- * @param {import('./scenarios.js').AutoScenario} s
+ * @param {import('./calibration-scenarios.js').AutoScenario} s
  * @param {{ seed: number | string, windowDays?: number }} o
  * @returns {Promise<{ monitorId: number, auto: any }>}
  */
@@ -67,6 +68,7 @@ async function importScenario (client, s, { seed, windowDays, monitor }) {
   const to = Math.floor((Date.now() - 60e3) / 300e3) * 300e3
   const from = to - windowDays * DAY
   const step = Math.floor((to - from - 60e3) / s.rounds)
+  /** @type {string[]} */
   let lines = []
   const flush = async () => {
     if (!lines.length) return
@@ -82,11 +84,15 @@ async function importScenario (client, s, { seed, windowDays, monitor }) {
   return { monitorId: m.id, from, to }
 }
 
-/** Cells of a comparison that claim a difference, with where they are. */
+/**
+ * Cells of a comparison that claim a difference, with where they are.
+ * @param {any} cmp GET /monitors/{id}/comparison
+ * @returns {{ location: string, percentile: number, verdict: string, delta_pct: number }[]}
+ */
 export function flaggedCells (cmp) {
-  return cmp.locations.flatMap((l) => l.rows
-    .filter((r) => r.verdict === 'h3_faster' || r.verdict === 'h3_slower')
-    .map((r) => ({ location: l.location_id ?? 'all', percentile: r.percentile, verdict: r.verdict, delta_pct: r.delta_pct })))
+  return cmp.locations.flatMap((/** @type {any} */ l) => l.rows
+    .filter((/** @type {any} */ r) => r.verdict === 'h3_faster' || r.verdict === 'h3_slower')
+    .map((/** @type {any} */ r) => ({ location: l.location_id ?? 'all', percentile: r.percentile, verdict: r.verdict, delta_pct: r.delta_pct })))
 }
 
 /**

@@ -5,7 +5,7 @@
 // H3LENS_DNS_SERVERS=127.0.0.1:<port> (after /etc/hosts, as they always do).
 import dgram from 'node:dgram'
 import net from 'node:net'
-import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from '../../agents/dns-message.js'
+import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from '../agents/dns-message.js'
 
 /**
  * Public names the tests use, with the addresses they really have: what a

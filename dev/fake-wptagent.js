@@ -1,15 +1,16 @@
-// A fake wptagent for the tests: it replays a recorded request sequence of a
-// real one (test/fixtures/wpt/server-requests-run*.jsonl, copied from
-// the shared recordings of wptagent traffic)
-// against a running h3lens over HTTP. Each recorded request is sent with its
-// own query fields, User-Agent and multipart shape; only the location, key
-// and pc are this test's, and the test id is the one h3lens handed out.
-// Like the agent, it polls until a job comes, pings, runs, uploads, and polls
-// on; it reads bodies and never looks at statuses, as the agent does not.
+// A fake wptagent for tests and scripts/wpt-screenshot.js: it replays a
+// recorded request sequence of a real one (test/fixtures/wpt/
+// server-requests-run*.jsonl, copied from the shared recordings of wptagent
+// traffic) against a running h3lens over HTTP. Each recorded request is sent
+// with its own query fields, User-Agent and multipart shape; only the
+// location, key and pc are the caller's, and the test id is the one h3lens
+// handed out. Like the agent, it polls until a job comes, pings, runs,
+// uploads, and polls on; it reads bodies and never looks at statuses, as the
+// agent does not.
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 
-export const RECORDED = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'fixtures', 'wpt')
+export const RECORDED = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'test', 'fixtures', 'wpt')
 
 /** @param {string} file e.g. server-requests-run3.jsonl */
 export function recordedRequests (file) {

@@ -1,10 +1,10 @@
-// Alerts over the dashboard's demo data (test/helpers/ui.js seedDemo): on
+// Alerts over the dashboard's demo data (dev/demo-data.js seedDemo): on
 // the lossy Asia path one H3 load in six times out, so an h3_failure rule
 // over the seeded hours fires there. Shared by test/ui-alerts.test.js and
 // scripts/screenshots.js.
-import { createRule } from '../../lib/store/alert-rules.js'
-import { createChannel } from '../../lib/store/alert-channels.js'
-import { evaluateAlerts } from '../../lib/analysis/alerts.js'
+import { createRule } from '../lib/store/alert-rules.js'
+import { createChannel } from '../lib/store/alert-channels.js'
+import { evaluateAlerts } from '../lib/analysis/alerts.js'
 
 /**
  * @param {import('pg').Pool} db

@@ -7,7 +7,7 @@
 // (the minute's congestion, the agent's load: lognormal, σ_path), times each
 // arm's own noise (lognormal, σ_arm), times the arm's true effect. That is
 // why the unit is the round: the path factor moves both arms together.
-import { createRandom, randomNormal } from '../../lib/analysis/stats/index.js'
+import { createRandom, randomNormal } from '../lib/analysis/stats/index.js'
 
 /**
  * @typedef {{ time: string, location_id: string, mode: string, probe?: string, status?: string,
@@ -73,9 +73,9 @@ export function scenario ({
   }
 }
 
-const round1 = (v) => Math.round(v * 10) / 10
+const round1 = (/** @type {number} */ v) => Math.round(v * 10) / 10
 
-/** The scenarios of issue 10's calibration table. */
+/** The scenarios of the verdicts' calibration table (docs/BENCHMARKS.md, "Calibration of the verdicts"). */
 export function calibrationScenarios ({ quick = false } = {}) {
   const sizes = quick ? [50, 1000] : [50, 1000, 10000]
   const aa = sizes.flatMap((n) => [
@@ -152,7 +152,10 @@ const BYTES = { median: 400e3, sigma: 0.5, h2Factor: 1.5 }
 const WITHIN = { h3: [0.8, 1], h2: [0, 0.1] }
 const mid = (/** @type {number[]} */ [a, b]) => (a + b) / 2
 
-/** The true byte share of visits that come over H3 with probability p. */
+/**
+ * The true byte share of visits that come over H3 with probability p.
+ * @param {number} p
+ */
 export function trueByteShare (p) {
   return (p * mid(WITHIN.h3) + (1 - p) * BYTES.h2Factor * mid(WITHIN.h2)) / (p + (1 - p) * BYTES.h2Factor)
 }
@@ -216,7 +219,7 @@ export const MORE_CALIBRATION_LOCATIONS = [
 ]
 const SIX_LOCATIONS = [...CALIBRATION_LOCATIONS, ...MORE_CALIBRATION_LOCATIONS]
 
-/** The auto arm's calibration (issue 22): three arms, the received gain's coverage, the power of auto − H2. */
+/** The auto arm's calibration (docs/BENCHMARKS.md, "The auto arm"): three arms, the received gain's coverage, the power of auto − H2. */
 export function autoCalibrationScenarios ({ quick = false } = {}) {
   const gainSizes = quick ? [100, 500] : [100, 500, 2000]
   return [

@@ -1,6 +1,7 @@
-// Zips for the WebPageTest tests: a minimal writer (stored or deflated
-// members, any member name, sizes that may lie) for hostile cases, and
-// rewriting a recorded wptagent result.zip for the test id h3lens issued.
+// Zips for the WebPageTest tests and scripts/wpt-screenshot.js: a minimal
+// writer (stored or deflated members, any member name, sizes that may lie)
+// for hostile cases, and rewriting a recorded wptagent result.zip for the
+// test id h3lens issued.
 import { deflateRawSync, gunzipSync, gzipSync } from 'node:zlib'
 import yauzl from 'yauzl'
 

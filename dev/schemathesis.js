@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const FUZZ_DIR = path.join(ROOT, 'test', 'fuzz')
 export const REQUIREMENTS = path.join(FUZZ_DIR, 'requirements.txt')
 

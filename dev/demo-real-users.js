@@ -5,12 +5,12 @@
 // H3 gain on the lossy Asian path only, and the auto arm's returning visits
 // of one monitor so the lab's share stands beside real users.
 import { randomBytes } from 'node:crypto'
-import { createSite } from '../../lib/store/rum-sites.js'
-import { setLocationCountries } from '../../lib/store/locations.js'
-import { insertBeacons } from '../../lib/store/rum-beacons.js'
-import { insertResults } from '../../lib/store/results.js'
-import { storedBeacon } from '../../lib/measurement/rum/beacon.js'
-import { createRandom, randomNormal } from '../../lib/analysis/stats/index.js'
+import { createSite } from '../lib/store/rum-sites.js'
+import { setLocationCountries } from '../lib/store/locations.js'
+import { insertBeacons } from '../lib/store/rum-beacons.js'
+import { insertResults } from '../lib/store/results.js'
+import { storedBeacon } from '../lib/measurement/rum/beacon.js'
+import { createRandom, randomNormal } from '../lib/analysis/stats/index.js'
 
 // Country → its lab location's RTT (ms), its H3 gain, and its share of visitors.
 const COUNTRIES = [

@@ -1,0 +1,63 @@
+// Chromium to look at the dashboard with, and what every look at one of its
+// pages needs: the user's API key, the page's errors, a settled view. Used
+// by the UI tests, scripts/screenshots.js, scripts/wpt-screenshot.js and
+// the UI benches.
+/* global document -- used inside functions that run in the page */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import puppeteer from 'puppeteer-core'
+
+export const CHROMIUM_FLAGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+/** Chromium with a fresh profile, talking to nothing but loopback. */
+export async function launchBrowser () {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-ui-chromium-'))
+  const browser = await puppeteer.launch({
+    executablePath: process.env.H3LENS_CHROMIUM ?? '/usr/bin/chromium',
+    args: [...CHROMIUM_FLAGS, `--user-data-dir=${userDataDir}`],
+    defaultViewport: { width: 1360, height: 900 }
+  })
+  return {
+    browser,
+    async close () {
+      await browser.close()
+      fs.rmSync(userDataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+/**
+ * Store an API key in the dashboard's localStorage before any page script
+ * runs, as a user who entered it earlier would have.
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} key
+ */
+export function useApiKey (page, key) {
+  return page.evaluateOnNewDocument((k) => localStorage.setItem('h3lens.apiKey', k), key)
+}
+
+/**
+ * Console errors and uncaught exceptions of a page, collected as text.
+ * @param {import('puppeteer-core').Page} page
+ */
+export function collectPageErrors (page) {
+  /** @type {string[]} */
+  const errors = []
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()} ${m.location()?.url ?? ''}`) })
+  page.on('pageerror', (err) => errors.push(`pageerror: ${err instanceof Error ? err.message : String(err)}`))
+  return errors
+}
+
+/**
+ * Wait until the current view has rendered: not busy, no skeleton or
+ * loading state left.
+ * @param {import('puppeteer-core').Page} page
+ */
+export function waitUntilSettled (page) {
+  return page.waitForFunction(() => {
+    const main = document.getElementById('view')
+    return main?.getAttribute('aria-busy') === 'false' && !main.querySelector('.skeleton, .state.loading')
+  }, { timeout: 30000 })
+}

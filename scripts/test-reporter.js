@@ -1,0 +1,51 @@
+// A node:test reporter for scripts/run-tests.js, which runs each test file
+// as its own `node --test` and needs, from each, what a person reads at the
+// end of the run: the counts node:test prints in its summary and every
+// failed test with its error. One JSON object per line.
+import path from 'node:path'
+import { inspect } from 'node:util'
+
+/** How much of a failed file's stderr to keep. */
+const STDERR_LINES = 40
+/** The summary counts node:test reports as diagnostics of no file (`tests 12`, `pass 11`, …). */
+const COUNTS = /^(tests|suites|pass|fail|cancelled|skipped|todo) (\d+)$/
+
+/**
+ * @param {AsyncIterable<{ type: string, data: any }>} source
+ */
+export default async function* summaryReporter (source) {
+  /** @type {Map<string, string[]>} a file's last lines on stderr, which explain a file that failed outside any test */
+  const stderr = new Map()
+  for await (const { type, data } of source) {
+    // A file that failed outside any test (it threw on import, say) fails
+    // as a test named by its path.
+    const isFile = data?.nesting === 0 && typeof data.name === 'string' && typeof data.file === 'string' && path.resolve(data.name) === path.resolve(data.file)
+    if (type === 'test:stderr' && data.file) {
+      const lines = stderr.get(data.file) ?? []
+      lines.push(...data.message.trimEnd().split('\n'))
+      stderr.set(data.file, lines.slice(-STDERR_LINES))
+    } else if (type === 'test:fail' && !isSuiteOfFailures(data)) {
+      const error = isFile ? (stderr.get(data.file) ?? []).join('\n') || describe(data.details.error) : describe(data.details.error)
+      yield line({ kind: 'fail', file: data.file, line: data.line, name: data.name, error })
+    } else if (type === 'test:diagnostic' && data.file === undefined) {
+      const m = COUNTS.exec(data.message)
+      if (m) yield line({ kind: 'count', name: m[1], n: Number(m[2]) })
+    }
+  }
+}
+
+/** @param {any} data a suite that failed only because a test in it failed is not a failure of its own */
+function isSuiteOfFailures (data) {
+  return data.details.type === 'suite' && data.details.error?.failureType === 'subtestsFailed'
+}
+
+/** @param {any} error */
+function describe (error) {
+  const cause = error?.cause ?? error
+  return inspect(cause, { depth: 4 }).split('\n').slice(0, 40).join('\n')
+}
+
+/** @param {object} o */
+function line (o) {
+  return JSON.stringify(o) + '\n'
+}
