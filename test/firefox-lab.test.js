@@ -74,6 +74,17 @@ function round (region, { url = `${origin.baseUrl}/page-15k.html`, modes = ['h2'
   return run({ id: ++job, url, modes, browser: 'firefox' }, { location: { kind: 'lab' } })
 }
 
+/**
+ * The one result that matches, failing the test when there is none or more.
+ * @param {Record<string, any>[]} results
+ * @param {(r: Record<string, any>) => boolean} match
+ */
+function only (results, match) {
+  const found = results.filter(match)
+  assert.equal(found.length, 1, `one result expected, got ${found.length}`)
+  return found[0]
+}
+
 /** Live (non-zombie) processes whose command line mentions `needle`. */
 async function processesMentioning (needle) {
   const found = []
@@ -127,8 +138,8 @@ test('Firefox gives the timings it has and leaves out what it has not', { skip }
 
 test('an origin without HTTP/3 is "H3 not supported" in Firefox, not a failing H3 load', { skip }, async () => {
   const results = await round('lab-na', { url: `${origin.noH3BaseUrl}/page-15k.html` })
-  const h3 = results.find((r) => r.mode === 'h3')
-  const h2 = results.find((r) => r.mode === 'h2')
+  const h3 = only(results, (r) => r.mode === 'h3')
+  const h2 = only(results, (r) => r.mode === 'h2')
   assert.equal(h2.status, 'ok')
   assert.equal(h3.status, 'error')
   assert.equal(h3.details.failure_kind, 'h3_unsupported')
@@ -137,8 +148,8 @@ test('an origin without HTTP/3 is "H3 not supported" in Firefox, not a failing H
 
 test('the auto arm in Firefox: the first visit over H2, the returning visit over H3 learnt from Alt-Svc', { skip }, async () => {
   const results = await round('lab-na', { modes: ['auto'] })
-  const first = results.find((r) => r.view === 'first')
-  const returning = results.find((r) => r.view === 'returning')
+  const first = only(results, (r) => r.view === 'first')
+  const returning = only(results, (r) => r.view === 'returning')
   assert.equal(first.status, 'ok', first.error)
   assert.equal(returning.status, 'ok', returning.error)
   assert.equal(first.observed_protocol, 'h2')

@@ -7,6 +7,7 @@ import { measurementHints } from '../../lib/store/claim-hints.js'
 import { errorResponses, idParams, submittedResult } from '../schemas.js'
 import { checkResults } from '../../lib/measurement/checks.js'
 import { expectedProtocolFor } from '../../lib/measurement/modes.js'
+import { BROWSERS } from '../../lib/measurement/browsers/index.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
 import { protocolsOfJobs } from '../../lib/store/jobs.js'
@@ -41,7 +42,14 @@ export default async function agentProtocolRoutes (app) {
         properties: {
           limit: { type: 'integer', minimum: 1, maximum: 50, default: 1 },
           version: { type: 'string', maxLength: 100 },
-          browser_version: { type: 'string', maxLength: 200 }
+          browser_version: { type: 'string', maxLength: 200 },
+          browsers: {
+            type: 'array',
+            items: { type: 'string', enum: [...BROWSERS] },
+            minItems: 1,
+            uniqueItems: true,
+            description: 'The browsers this agent has; it is given rounds of those only, and its location gets rounds of those (docs/BROWSERS.md). Chromium alone when not said'
+          }
         }
       },
       response: {
@@ -62,6 +70,7 @@ export default async function agentProtocolRoutes (app) {
                   id: { type: 'integer' },
                   monitor_id: { type: 'integer' },
                   location_id: { type: 'string' },
+                  browser: { type: 'string', enum: [...BROWSERS], description: 'The browser the round runs in' },
                   due_at: { type: 'string', format: 'date-time' },
                   attempts: { type: 'integer' },
                   lease_expires_at: { type: 'string', format: 'date-time' },
@@ -90,7 +99,7 @@ export default async function agentProtocolRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string } | undefined }>} */ request) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string, browsers?: string[] } | undefined }>} */ request) => {
     const body = request.body ?? {}
     await touchAgent(app.db, request.agent.id, body)
     const leaseSeconds = app.config.leaseSeconds

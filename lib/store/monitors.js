@@ -5,6 +5,7 @@ import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
 import { checkOptions, probeTargets, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
+import { BROWSERS, DEFAULT_BROWSERS } from '../measurement/browsers/index.js'
 
 export { MODES } from '../measurement/modes.js'
 export { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
@@ -19,7 +20,7 @@ export const MAX_URL_LENGTH = 2048
 export const DEFAULT_MIN_EFFECT_PCT = 2
 export const DEFAULT_MIN_EFFECT_MS = 1
 
-const COLUMNS = `id, url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
+const COLUMNS = `id, url, label, interval_s, locations, modes, browsers, probes, repeat_view, options, paused,
   aa_protocol, min_effect_pct, min_effect_ms, created_at, updated_at, results_changed_at`
 
 /** @param {string} url */
@@ -96,6 +97,13 @@ async function checkMonitor (db, input, existing, policy = {}) {
     const modes = [...new Set(input.modes)]
     if (modes.length === 0) throw new ValidationError(`choose at least one mode (${MODES.join(', ')})`, 'modes')
     out.modes = MODES.filter((m) => modes.includes(m))
+  }
+  if (input.browsers !== undefined) {
+    const browsers = [...new Set(input.browsers)]
+    if (browsers.length === 0) throw new ValidationError(`choose at least one browser (${BROWSERS.join(', ')})`, 'browsers')
+    const unknown = browsers.filter((b) => !BROWSERS.includes(b))
+    if (unknown.length) throw new ValidationError(`unknown browser ${unknown.map((b) => `"${b}"`).join(', ')}; browsers are ${BROWSERS.join(', ')}`, 'browsers')
+    out.browsers = BROWSERS.filter((b) => browsers.includes(b))
   }
   if (input.probes !== undefined) {
     const probes = [...new Set(input.probes)]
@@ -223,13 +231,13 @@ export async function createMonitor (db, input, policy) {
   const m = await checkMonitor(db, input, undefined, policy)
   const { rows } = await db.query(
     `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
-                           aa_protocol, min_effect_pct, min_effect_ms)
+                           aa_protocol, min_effect_pct, min_effect_ms, browsers)
      VALUES ($1, $2, $3, $4, $5, coalesce($6, '{page}'::text[]),
-             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12)
+             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12, $13)
      RETURNING ${COLUMNS}`,
     [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? [...DEFAULT_MODES], m.probes ?? null,
       m.repeat_view ?? null, m.options ?? null, m.paused ?? null, m.aa_protocol ?? null,
-      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS])
+      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS, m.browsers ?? [...DEFAULT_BROWSERS]])
   return rows[0]
 }
 

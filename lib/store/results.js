@@ -6,7 +6,7 @@ import { RESULT_FIELDS } from '../measurement/result.js'
 
 /** Columns an insert writes: the round's keys, then the result's own fields (lib/measurement/result.js). */
 export const INSERT_COLUMNS = Object.freeze([
-  'time', 'measured_at', 'job_id', 'monitor_id', 'location_id', 'agent_id', ...RESULT_FIELDS
+  'time', 'measured_at', 'job_id', 'monitor_id', 'location_id', 'browser', 'agent_id', ...RESULT_FIELDS
 ])
 
 export const RESULT_COLUMNS = ['id', ...INSERT_COLUMNS]
@@ -14,7 +14,7 @@ export const RESULT_COLUMNS = ['id', ...INSERT_COLUMNS]
 /**
  * Insert a job's results; rows already present (a resubmission) are skipped.
  * @param {import('pg').PoolClient | import('pg').Pool} db
- * @param {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date }, agentId: number | null, agentVersion?: string, results: Record<string, any>[] }} opts
+ * @param {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date, browser?: string }, agentId: number | null, agentVersion?: string, results: Record<string, any>[] }} opts
  * @returns {Promise<Record<string, any>[]>} the rows actually inserted
  */
 export async function insertResults (db, { job, agentId, agentVersion, results }) {
@@ -32,7 +32,7 @@ const ROWS_PER_INSERT = 1000
  * (migration 013) folds the new rows into their rounds' summaries in the
  * same statement. agentId is null for imported rounds.
  * @param {import('pg').PoolClient | import('pg').Pool} db
- * @param {{ rounds: { job: { id: number, monitor_id: number, location_id: string, due_at: Date }, results: Record<string, any>[] }[],
+ * @param {{ rounds: { job: { id: number, monitor_id: number, location_id: string, due_at: Date, browser?: string }, results: Record<string, any>[] }[],
  *   agentId: number | null, agentVersion?: string }} opts (agentId null: results of no agent, as test fixtures)
  * @returns {Promise<Record<string, any>[]>} the rows actually inserted
  */
@@ -44,6 +44,8 @@ export async function insertRoundResults (db, { rounds, agentId, agentVersion })
     job_id: job.id,
     monitor_id: job.monitor_id,
     location_id: job.location_id,
+    // The round's browser (a round is one browser's); jobs from before browsers were chosen are Chromium's.
+    browser: job.browser ?? 'chromium',
     agent_id: agentId,
     agent_version: r.agent_version ?? agentVersion ?? null,
     view: r.view ?? 'first',
@@ -73,7 +75,7 @@ export async function insertRoundResults (db, { rounds, agentId, agentVersion })
 }
 
 /**
- * @typedef {{ monitorId: number, location?: string, mode?: string, probe?: string, view?: string, status?: string,
+ * @typedef {{ monitorId: number, location?: string, browser?: string, mode?: string, probe?: string, view?: string, status?: string,
  *   from?: string, to?: string, limit?: number, cursor?: string }} ResultFilter
  */
 
@@ -125,6 +127,7 @@ export function resultWhere (f) {
   const add = (/** @type {string} */ sql, /** @type {unknown} */ v) => { values.push(v); where.push(sql.replace('?', `$${values.length}`)) }
   if (f.monitorId !== undefined) add('monitor_id = ?', f.monitorId)
   if (f.location) add('location_id = ?', f.location)
+  if (f.browser) add('browser = ?', f.browser)
   if (f.mode) add('mode = ?', f.mode)
   if (f.probe) add('probe = ?', f.probe)
   if (f.view) add('view = ?', f.view)

@@ -22,8 +22,7 @@ const NOWHERE = 'https://127.0.0.1:9/'
  * connectivity checks, OCSP fetches or start pages, and no speculative
  * connections, DNS prefetch or predictor, so a run's timings are the page's
  * own (the counterpart of Chromium's network prediction being off: the
- * navigation's connection is in its own timings). test/firefox.test.js runs
- * a page with them and checks that Firefox looks up no other name.
+ * navigation's connection is in its own timings).
  * @returns {Prefs}
  */
 export function basePrefs () {
