@@ -12,6 +12,7 @@ import { PROBE_IDS as PROBES } from '../../lib/measurement/probes/index.js'
 import { FORCED_VIEWS, VIEWS } from '../../lib/measurement/result.js'
 import { TIERS } from '../../lib/analysis/rollups.js'
 import { errorResponses, idParams } from '../schemas.js'
+import { BROWSERS } from '../../lib/measurement/browsers/index.js'
 
 const FIVE_MINUTES = TIERS['5m']
 const DAY = 86400e3
@@ -33,7 +34,8 @@ const windowQuery = {
       'for one version; the response then names the id and carries a Deprecation header.'
   },
   probe: { type: 'string', enum: PROBES, default: 'page' },
-  view: { type: 'string', enum: VIEWS, default: 'first' }
+  view: { type: 'string', enum: VIEWS, default: 'first' },
+  browser: { type: 'string', enum: [...BROWSERS], default: 'chromium', description: 'Whose rounds: a round is one browser\'s, with every arm in it (docs/BROWSERS.md)' }
 }
 
 const windowFields = {
@@ -41,6 +43,7 @@ const windowFields = {
   metric: { type: 'string', description: 'The metric id (a deprecated alias in the request is answered with the id)' },
   probe: { type: 'string' },
   view: { type: 'string' },
+  browser: { type: 'string' },
   from: { type: 'string', format: 'date-time' },
   to: { type: 'string', format: 'date-time' }
 }
@@ -104,7 +107,7 @@ const percentilesParam = (/** @type {readonly number[]} */ def) => ({
 /**
  * The query string of windowQuery (defaults filled in), plus `percentiles`
  * where the route takes it.
- * @typedef {{ from?: string, to?: string, metric: string, probe: string, view: string, percentiles?: string }} WindowQuery
+ * @typedef {{ from?: string, to?: string, metric: string, probe: string, view: string, browser: string, percentiles?: string }} WindowQuery
  */
 /**
  * @template [Q={}] what the route's query string adds to WindowQuery
@@ -144,7 +147,7 @@ export default async function comparisonRoutes (app) {
     if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
     const monitor = await getMonitor(app.db, request.params.id)
-    return { monitor, ...aligned, percentiles, metric, probe: probeOfMetric(metric) ?? q.probe, view: q.view }
+    return { monitor, ...aligned, percentiles, metric, probe: probeOfMetric(metric) ?? q.probe, view: q.view, browser: q.browser ?? 'chromium' }
   }
 
   /** @param {string | undefined} text */
@@ -229,6 +232,7 @@ export default async function comparisonRoutes (app) {
             metric: { type: 'string' },
             probe: { type: 'string' },
             view: { type: 'string' },
+            browser: { type: 'string', enum: [...BROWSERS] },
             analysis: { type: 'string', enum: ANALYSES },
             computed_at: {
               type: 'string',
@@ -435,6 +439,7 @@ export default async function comparisonRoutes (app) {
           from: windowQuery.from,
           to: windowQuery.to,
           metric: windowQuery.metric,
+          browser: windowQuery.browser,
           percentiles: percentilesParam(DEFAULT_PERCENTILES)
         }
       },
@@ -480,7 +485,7 @@ export default async function comparisonRoutes (app) {
   }, async (/** @type {WindowRequest} */ request) => {
     const q = await readQuery(request)
     if (q.probe && q.probe !== 'page') throw new ValidationError(`metric ${q.metric} is a ${q.probe} probe's; the auto arm runs the page probe, so choose a page timing (${COMPARABLE_METRICS.filter((m) => !probeOfMetric(m)).join(', ')})`, 'metric')
-    return autoComparison(app.db, { monitor: q.monitor, metric: q.metric, percentiles: q.percentiles, from: q.from, to: q.to })
+    return autoComparison(app.db, { monitor: q.monitor, metric: q.metric, percentiles: q.percentiles, from: q.from, to: q.to, browser: q.browser })
   })
 
   app.get('/monitors/:id/trends', {
@@ -512,7 +517,7 @@ export default async function comparisonRoutes (app) {
     if (bucketCount(bucket, q.from, q.to) > MAX_POINTS) {
       throw new ValidationError(`${bucketCount(bucket, q.from, q.to)} buckets of ${bucket} is too many for one series (max ${MAX_POINTS}); use a wider bucket (1h or 1d) or a shorter window`, 'bucket')
     }
-    const t = await trends(app.db, { monitorId: q.monitor.id, metric: q.metric, bucket, from: q.from, to: q.to, percentiles: q.percentiles, probe: q.probe, view: q.view })
+    const t = await trends(app.db, { monitorId: q.monitor.id, metric: q.metric, bucket, from: q.from, to: q.to, percentiles: q.percentiles, probe: q.probe, view: q.view, browser: q.browser })
     if (request.query.format === 'csv') {
       const csv = stringify([...trendRows(t)], { header: true, columns: trendColumns(q.percentiles) })
       return reply.type('text/csv; charset=utf-8')
@@ -532,6 +537,6 @@ export default async function comparisonRoutes (app) {
     }
   }, async (/** @type {WindowRequest} */ request) => {
     const q = await readQuery(request, { percentiles: false })
-    return distribution(app.db, { monitorId: q.monitor.id, metric: q.metric, from: q.from, to: q.to, probe: q.probe, view: q.view })
+    return distribution(app.db, { monitorId: q.monitor.id, metric: q.metric, from: q.from, to: q.to, probe: q.probe, view: q.view, browser: q.browser })
   })
 }

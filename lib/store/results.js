@@ -3,6 +3,7 @@
 import { ValidationError } from '../runtime/errors.js'
 
 import { RESULT_FIELDS } from '../measurement/result.js'
+import { browserOf } from './round-summaries.js'
 
 /** Columns an insert writes: the round's keys, then the result's own fields (lib/measurement/result.js). */
 export const INSERT_COLUMNS = Object.freeze([
@@ -285,10 +286,10 @@ export async function jobsOfStoredRounds (client, { monitorId, locations, times 
  * the cost (about 300 of 380 ms for the 34,560 visits of 30 days of
  * dev/demo-auto-arm.js's seeding, on the 2 shared cores).
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, from: Date, to: Date, totals?: boolean, reasons?: boolean }} w
+ * @param {{ monitorId: number, from: Date, to: Date, browser?: string, totals?: boolean, reasons?: boolean }} w
  */
-export async function autoVisitOutcomes (db, { monitorId, from, to, totals: withTotals = true, reasons: withReasons = true }) {
-  const series = "monitor_id = $1 AND mode = 'auto' AND probe = 'page' AND time >= $2 AND time < $3"
+export async function autoVisitOutcomes (db, { monitorId, from, to, browser, totals: withTotals = true, reasons: withReasons = true }) {
+  const series = `monitor_id = $1 AND mode = 'auto' AND probe = 'page' AND browser = '${browserOf({ browser })}' AND time >= $2 AND time < $3`
   const none = { rows: [] }
   const [{ rows: totals }, { rows: reasons }] = await Promise.all([
     !withTotals ? none : db.query(
