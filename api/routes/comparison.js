@@ -3,7 +3,8 @@
 import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
-import { ANALYSES } from '../../lib/analysis/comparison.js'
+import { ANALYSES, VERDICTS } from '../../lib/analysis/comparison.js'
+import { crossBrowser, READINGS } from '../../lib/analysis/browsers.js'
 import { autoComparison, AUTO_VISITS, CONTRASTS, CONTRAST_VERDICTS, SHARE_VIEWS, STORIES } from '../../lib/analysis/auto.js'
 import { createComparisonCache } from '../../lib/analysis/comparison-cache.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/analysis/trends.js'
@@ -342,6 +343,100 @@ export default async function comparisonRoutes (app) {
     const { answer, ageMs } = await comparisons.answer(app.db, { ...q, analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs }, { fresh })
     reply.header('age', String(Math.floor(ageMs / 1000)))
     return answer
+  })
+
+  const gain = {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      rounds: { type: 'integer', description: 'Rounds the cell rests on' },
+      h2_ms: { type: ['number', 'null'] },
+      h3_ms: { type: ['number', 'null'] },
+      delta_ms: { type: ['number', 'null'], description: 'h3_ms − h2_ms in this browser: negative means HTTP/3 is faster' },
+      delta_pct: { type: ['number', 'null'] },
+      ci_low_ms: { type: ['number', 'null'], description: 'The 95% round-level bootstrap interval of delta_ms' },
+      ci_high_ms: { type: ['number', 'null'] },
+      verdict: { type: 'string', enum: Object.values(VERDICTS) },
+      reason: { type: ['string', 'null'] }
+    }
+  }
+
+  app.get('/monitors/:id/browsers', {
+    schema: {
+      description: 'The cross-browser comparison: per location (and all locations), the H3 gain in each browser the monitor runs, ' +
+        'on the same percentile, each from that browser\'s own rounds (GET /monitors/{id}/comparison?browser=…) with its interval and verdict, ' +
+        'and what they say together: a gain both browsers show is the server\'s and the path\'s, one only one browser shows is its HTTP/3 stack\'s (docs/BROWSERS.md).',
+      tags,
+      params: idParams,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          from: windowQuery.from,
+          to: windowQuery.to,
+          metric: windowQuery.metric,
+          percentile: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 100, default: 50, description: 'The percentile compared (default 50)' },
+          analysis: { type: 'string', enum: ANALYSES, default: 'matched' }
+        }
+      },
+      response: {
+        200: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            monitor_id: { type: 'integer' },
+            metric: { type: 'string' },
+            probe: { type: 'string' },
+            percentile: { type: 'number' },
+            analysis: { type: 'string' },
+            from: { type: 'string', format: 'date-time' },
+            to: { type: 'string', format: 'date-time' },
+            browsers: { type: 'array', items: { type: 'string' }, description: 'The browsers compared: every browser h3lens measures with' },
+            locations: {
+              type: 'array',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  location_id: { type: ['string', 'null'], description: 'null for all locations' },
+                  name: { type: 'string' },
+                  region: { type: ['string', 'null'] },
+                  kind: { type: ['string', 'null'] },
+                  gains: { type: 'object', additionalProperties: gain, description: 'Per browser' },
+                  reading: {
+                    type: 'object',
+                    additionalProperties: false,
+                    properties: { code: { type: 'string', enum: Object.keys(READINGS) }, text: { type: 'string' } }
+                  }
+                }
+              }
+            }
+          }
+        },
+        ...errorResponses
+      }
+    }
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Querystring: WindowQuery & { percentile: number, analysis: string } }>} */ request) => {
+    const q = await readQuery(/** @type {WindowRequest} */ (/** @type {unknown} */ (request)), { percentiles: false })
+    const percentile = request.query.percentile
+    const browsers = [...BROWSERS]
+    /** @type {Record<string, any>} */
+    const answers = {}
+    for (const browser of browsers) {
+      const { answer } = await comparisons.answer(app.db, { ...q, view: 'first', browser, percentiles: [percentile], analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs })
+      answers[browser] = answer
+    }
+    return {
+      monitor_id: q.monitor.id,
+      metric: q.metric,
+      probe: q.probe,
+      percentile,
+      analysis: request.query.analysis,
+      from: q.from.toISOString(),
+      to: q.to.toISOString(),
+      browsers,
+      locations: crossBrowser(answers, percentile)
+    }
   })
 
   const num = { type: ['number', 'null'] }
