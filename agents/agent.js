@@ -25,13 +25,13 @@ const SPOOL_BATCH_ROUNDS = 50
  *   runJob: (job: any, ctx: { location: any, allowPrivateTargets: boolean }) => Promise<Record<string, any>[]>,
  *   log: import('pino').Logger,
  *   version: string,
- *   browserVersion?: () => Promise<string|undefined>,
+ *   browserVersion?: () => Promise<string|undefined>, browsers?: string[] | null,
  *   stopTimeoutMs?: number,
  *   idlePollMs?: number,
  *   concurrency?: number
  * }} deps
  */
-export function createAgent ({ client, spool, runJob, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, concurrency = 1 }) {
+export function createAgent ({ client, spool, runJob, log, version, browserVersion, browsers = null, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, concurrency = 1 }) {
   const abort = new AbortController()
   /** @type {Promise<void> | null} */
   let loopDone = null
@@ -46,7 +46,7 @@ export function createAgent ({ client, spool, runJob, log, version, browserVersi
   /** @param {number} limit */
   async function claim (limit) {
     browser ??= await browserVersion?.()
-    const { jobs, lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } = await client.claim({ limit, version, browser_version: browser })
+    const { jobs, lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } = await client.claim({ limit, version, browser_version: browser, ...(browsers ? { browsers } : {}) })
     // An API that does not say (an older one) gets the guard.
     return { jobs, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
   }

@@ -53,7 +53,7 @@ export function createApiClient ({ apiUrl, token, timeoutMs = 15000, ca }) {
     return data
   }
   return {
-    claim: (/** @type {{ limit: number, version: string, browser_version?: string }} */ body) => call('POST', '/claim', body),
+    claim: (/** @type {{ limit: number, version: string, browser_version?: string, browsers?: string[] }} */ body) => call('POST', '/claim', body),
     heartbeat: (/** @type {number} */ jobId) => call('POST', `/jobs/${jobId}/heartbeat`),
     submit: (/** @type {number} */ jobId, /** @type {object} */ body) => call('POST', `/jobs/${jobId}/results`, body),
     /** Many rounds at once: { agent_version, rounds: [{ job_id, results }] } → { rounds: [answer per round] } */

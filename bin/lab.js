@@ -44,7 +44,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
     lifecycle.add('lab origin', origin.stop)
     const locations = [{
       id: 'local', name: 'Local (unshaped loopback)', region: 'Local', kind: /** @type {const} */ ('lab'), profile: { rtt_ms: 0 },
-      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: '127.0.0.1', port: origin.port, netns: null }
+      target: { spki: origin.spki, caPath: origin.caPath, hostname: LAB_HOSTNAME, address: '127.0.0.1', port: origin.port, netns: null }
     }]
     await writeLabState(labDir, origin, locations)
     return { origin, locations, mode, notice }
@@ -65,7 +65,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
       region: p?.region ?? loc.name,
       kind: /** @type {const} */ ('lab'),
       profile: loc.profile,
-      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: loc.originAddress, port: origin.port, netns: loc.ns }
+      target: { spki: origin.spki, caPath: origin.caPath, hostname: LAB_HOSTNAME, address: loc.originAddress, port: origin.port, netns: loc.ns }
     }
   })
   await writeLabState(labDir, origin, locations)
