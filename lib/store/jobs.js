@@ -541,17 +541,17 @@ export async function protocolsOfJobs (db, jobIds) {
  * Done jobs for rounds measured elsewhere (the results import): created
  * done, or the existing job of the round.
  * @param {import('pg').PoolClient} client
- * @param {{ monitorId: number, locations: string[], times: Date[] }} q
- * @returns {Promise<{ id: number, location_id: string, due_at: Date }[]>}
+ * @param {{ monitorId: number, locations: string[], browsers: string[], times: Date[] }} q
+ * @returns {Promise<{ id: number, location_id: string, browser: string, due_at: Date }[]>}
  */
-export async function doneJobsFor (client, { monitorId, locations, times }) {
+export async function doneJobsFor (client, { monitorId, locations, browsers, times }) {
   await client.query(
-    `INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
-     SELECT $1, u.location_id, u.due_at, 'done', now() FROM unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-     ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [monitorId, locations, times])
+    `INSERT INTO jobs (monitor_id, location_id, browser, due_at, state, finished_at)
+     SELECT $1, u.location_id, u.browser, u.due_at, 'done', now() FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
+     ON CONFLICT (monitor_id, location_id, browser, due_at) DO NOTHING`, [monitorId, locations, browsers, times])
   const { rows } = await client.query(
-    `SELECT j.id, j.location_id, j.due_at FROM jobs j JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-        ON j.location_id = u.location_id AND j.due_at = u.due_at
-      WHERE j.monitor_id = $1`, [monitorId, locations, times])
+    `SELECT j.id, j.location_id, j.browser, j.due_at FROM jobs j JOIN unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
+        ON j.location_id = u.location_id AND j.browser = u.browser AND j.due_at = u.due_at
+      WHERE j.monitor_id = $1`, [monitorId, locations, browsers, times])
   return rows
 }

@@ -263,15 +263,15 @@ export async function dueAndLastResult (db, { monitorId, now, windowS, locations
  * The job of each round (location, due time) of a monitor that already has
  * results, whether or not the job row still exists (jobs retention).
  * @param {import('pg').PoolClient} client
- * @param {{ monitorId: number, locations: string[], times: Date[] }} q
- * @returns {Promise<{ location_id: string, due_at: Date, id: number }[]>}
+ * @param {{ monitorId: number, locations: string[], browsers: string[], times: Date[] }} q
+ * @returns {Promise<{ location_id: string, browser: string, due_at: Date, id: number }[]>}
  */
-export async function jobsOfStoredRounds (client, { monitorId, locations, times }) {
+export async function jobsOfStoredRounds (client, { monitorId, locations, browsers, times }) {
   const { rows } = await client.query(
-    `SELECT DISTINCT ON (r.location_id, r.time) r.location_id, r.time AS due_at, r.job_id AS id
-       FROM results r JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-         ON r.location_id = u.location_id AND r.time = u.due_at
-      WHERE r.monitor_id = $1`, [monitorId, locations, times])
+    `SELECT DISTINCT ON (r.location_id, r.browser, r.time) r.location_id, r.browser, r.time AS due_at, r.job_id AS id
+       FROM results r JOIN unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
+         ON r.location_id = u.location_id AND r.browser = u.browser AND r.time = u.due_at
+      WHERE r.monitor_id = $1`, [monitorId, locations, browsers, times])
   return rows
 }
 
