@@ -341,6 +341,7 @@ export const idParams = {
  */
 export const resultFilterQuery = {
   location: { type: 'string', maxLength: 63 },
+  browser: { type: 'string', enum: [...BROWSERS], description: 'Only this browser\'s results' },
   mode: { type: 'string', enum: MODES },
   probe: { type: 'string', enum: PROBES },
   view: { type: 'string', enum: VIEWS },

@@ -419,17 +419,19 @@ export default async function comparisonRoutes (app) {
   }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Querystring: WindowQuery & { percentile: number, analysis: string } }>} */ request) => {
     const q = await readQuery(/** @type {WindowRequest} */ (/** @type {unknown} */ (request)), { percentiles: false })
     const percentile = request.query.percentile
+    // The page probe unless the metric is another probe's (upload_mbps).
+    const probe = q.probe ?? 'page'
     const browsers = [...BROWSERS]
     /** @type {Record<string, any>} */
     const answers = {}
     for (const browser of browsers) {
-      const { answer } = await comparisons.answer(app.db, { ...q, view: 'first', browser, percentiles: [percentile], analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs })
+      const { answer } = await comparisons.answer(app.db, { ...q, probe, view: 'first', browser, percentiles: [percentile], analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs })
       answers[browser] = answer
     }
     return {
       monitor_id: q.monitor.id,
       metric: q.metric,
-      probe: q.probe,
+      probe,
       percentile,
       analysis: request.query.analysis,
       from: q.from.toISOString(),
