@@ -106,3 +106,15 @@ test('a run\'s detail names the browser it ran in', async () => {
   assert.equal(facts.Preferences, 'network.http.http3.enable=true')
   await done()
 })
+
+test('the monitor form chooses the browsers: Chromium for a new monitor, the monitor\'s own when editing', async () => {
+  const ticked = (page) => page.$$eval('#browsers-group input[type=checkbox]', (els) => els.map((e) => [e.value, /** @type {HTMLInputElement} */ (e).checked]))
+  const fresh = await open('#/new')
+  await fresh.page.waitForSelector('#browsers-group')
+  assert.deepEqual(await ticked(fresh.page), [['chromium', true], ['firefox', false]])
+  await fresh.done()
+  const edit = await open(`#/monitors/${monitor.id}/edit`)
+  await edit.page.waitForSelector('#browsers-group')
+  assert.deepEqual(await ticked(edit.page), [['chromium', true], ['firefox', true]])
+  await edit.done()
+})
