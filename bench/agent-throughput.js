@@ -104,7 +104,8 @@ try {
   }
   // Coldness, from each run's own evidence: the document came over a new
   // connection (connect > 0, not reused) and nothing came from a cache.
-  const warm = ok.filter((r) => !(r.connect_ms > 0) || r.reused !== 'false' || r.cached !== 'false')
+  // Firefox's requests say nothing of reuse (null): connect > 0 says it.
+  const warm = ok.filter((r) => !(r.connect_ms > 0) || r.reused === 'true' || (browser === 'chromium' && r.reused !== 'false') || r.cached !== 'false')
   console.log(`  cold runs                 ${ok.length - warm.length} of ${ok.length} (document on a new connection with connect > 0, nothing from cache)`)
 } finally {
   await stack.stop()
