@@ -20,6 +20,11 @@ ALTER TABLE jobs ADD CONSTRAINT jobs_round_key UNIQUE (monitor_id, location_id, 
 ALTER TABLE results ADD COLUMN browser text NOT NULL DEFAULT 'chromium';
 DROP INDEX results_series_time;
 CREATE INDEX results_series_time ON results (monitor_id, location_id, browser, mode, probe, view, time DESC);
+-- The auto arm's returning visits of one browser (the h3_share_drop rule
+-- reads Chromium's, migration 022), still an index-only range scan.
+DROP INDEX results_auto_returning;
+CREATE INDEX results_auto_returning ON results (monitor_id, location_id, browser, time) INCLUDE (status, observed_protocol)
+  WHERE mode = 'auto' AND view = 'returning' AND probe = 'page';
 
 ALTER TABLE round_summaries ADD COLUMN browser text NOT NULL DEFAULT 'chromium';
 DROP INDEX round_summaries_series;

@@ -219,6 +219,7 @@ export async function resultRows (db, filter, { columns, limit }) {
  * join drives a (monitor_id, time) index scan per monitor, so the cost
  * follows the rows of the last hour, not the table: 200 monitors and 1M
  * results over 30 days (1,400 in the last hour, 600 series) take ~5 ms.
+ * Chromium's runs only: the metric's labels name no browser.
  * @param {import('pg').Pool} db
  * @param {{ windowS: number, maxSeries: number }} opts
  * @returns {Promise<{ series: { monitor_id: number, location_id: string, mode: string, ttfb_ms: (number|null)[]|null, load_ms: (number|null)[]|null }[], total: number }>}
@@ -233,7 +234,7 @@ export async function latestLatency (db, { windowS, maxSeries }) {
             count(*) OVER ()::int AS total
        FROM results r JOIN monitors m ON m.id = r.monitor_id AND m.deleted_at IS NULL
       WHERE r.time >= now() - make_interval(secs => $1)
-        AND r.status = 'ok' AND r.protocol_ok AND r.probe = 'page' AND r.view = 'first'
+        AND r.status = 'ok' AND r.protocol_ok AND r.probe = 'page' AND r.view = 'first' AND r.browser = 'chromium'
       GROUP BY r.monitor_id, r.location_id, r.mode
       ORDER BY max(r.time) DESC, r.monitor_id, r.location_id, r.mode
       LIMIT $2`, [windowS, maxSeries])
@@ -313,9 +314,10 @@ export async function autoVisitOutcomes (db, { monitorId, from, to, browser, tot
  * Per location: the auto arm's returning visits in the window [from, to)
  * and in the location's baseline [baseline_from, baseline_to), each as how
  * many ran, how many loaded and how many of those loaded over H3, with the
- * location's kind. What an h3_share_drop alert rule observes
- * (lib/analysis/alert-h3-share.js). Each count is an index-only range scan
- * of results_auto_returning (migration 022), which holds just these visits.
+ * location's kind, Chromium's visits only. What an h3_share_drop alert rule
+ * observes (lib/analysis/alert-h3-share.js). Each count is an index-only
+ * range scan of results_auto_returning (migrations 022 and 024), which holds
+ * just these visits.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, from: Date, to: Date, baselines: { location_id: string, from: Date, to: Date }[] }} q
  * @returns {Promise<{ location_id: string, kind: string | null, part: 'window' | 'baseline', visits: number, loaded: number, h3: number }[]>}
@@ -331,7 +333,7 @@ export async function returningVisitCounts (db, { monitorId, from, to, baselines
                count(*) FILTER (WHERE r.status = 'ok' AND r.observed_protocol = 'h3')::int AS h3
           FROM results r
          WHERE r.monitor_id = $1 AND r.location_id = l.id AND r.mode = 'auto' AND r.probe = 'page' AND r.view = 'returning'
-           AND r.time >= w.t0 AND r.time < w.t1) AS c`,
+           AND r.browser = 'chromium' AND r.time >= w.t0 AND r.time < w.t1) AS c`,
     [monitorId, baselines.map((b) => b.location_id), baselines.map((b) => b.from), baselines.map((b) => b.to), from, to])
   return rows
 }
