@@ -47,6 +47,9 @@ before(async () => {
     }
   }
   await rebuildRollups(db)
+  // Its agents have both browsers (an agent says so when it claims).
+  await db.query("UPDATE locations SET browsers = '{chromium,firefox}' WHERE id = 'lab-eu'")
+  await upsertLocation(db, { id: 'lab-na', name: 'North America (lab)', region: 'North America', kind: 'lab', profile: { rtt_ms: 60 } })
   apiKey = (await createApiKey(db, { name: 'dashboard', role: 'write' })).secret
   server = await startDashboard(db)
   chromium = await launchBrowser()
@@ -117,4 +120,12 @@ test('the monitor form chooses the browsers: Chromium for a new monitor, the mon
   await edit.page.waitForSelector('#browsers-group')
   assert.deepEqual(await ticked(edit.page), [['chromium', true], ['firefox', true]])
   await edit.done()
+})
+
+test('the locations page says which browsers each location\'s agents have', async () => {
+  const { page, done } = await open('#/locations')
+  await page.waitForSelector('#loc-lab-eu')
+  assert.equal(await page.$eval('#loc-lab-eu + p .browsers', (e) => e.textContent), ' · Chromium and Firefox')
+  assert.equal(await page.$eval('#loc-lab-na + p .browsers', (e) => e.textContent), ' · Chromium')
+  await done()
 })
