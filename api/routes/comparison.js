@@ -375,7 +375,7 @@ export default async function comparisonRoutes (app) {
           from: windowQuery.from,
           to: windowQuery.to,
           metric: windowQuery.metric,
-          percentile: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 100, default: 50, description: 'The percentile compared (default 50)' },
+          percentile: { type: 'number', minimum: 1, maximum: 99.9, default: 50, description: 'The percentile compared, 1 to 99.9 (default 50)' },
           analysis: { type: 'string', enum: ANALYSES, default: 'matched' }
         }
       },
