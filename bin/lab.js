@@ -82,6 +82,8 @@ async function writeLabState (labDir, origin, locations) {
     hostname: LAB_HOSTNAME,
     port: origin.port,
     spki: origin.spki,
+    // The lab's authority, which a Firefox run's profile trusts (docs/BROWSERS.md).
+    caPath: origin.caPath,
     locations: Object.fromEntries(locations.map((l) => [l.id, { address: l.target.address, netns: l.target.netns, profile: l.profile }]))
   }
   await fs.mkdir(labDir, { recursive: true })
@@ -98,7 +100,7 @@ export async function readLabTarget (dataDir, location) {
   const state = await readLabState(dataDir)
   const loc = state?.locations?.[location]
   if (!state || !loc) return null
-  return { spki: state.spki, hostname: state.hostname, address: loc.address, port: state.port ?? null, netns: loc.netns }
+  return { spki: state.spki, caPath: state.caPath ?? null, hostname: state.hostname, address: loc.address, port: state.port ?? null, netns: loc.netns }
 }
 
 /**
