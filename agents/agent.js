@@ -26,7 +26,7 @@ const SPOOL_BATCH_ROUNDS = 50
  *   runTrial?: ((trial: any, ctx: { allowPrivateTargets: boolean }) => Promise<{ outcome: Record<string, any>, screenshot: string | null }>) | null,
  *   log: import('pino').Logger,
  *   version: string,
- *   browserVersion?: () => Promise<string|undefined>,
+ *   browserVersion?: () => Promise<string|undefined>, browsers?: string[] | null,
  *   stopTimeoutMs?: number,
  *   idlePollMs?: number,
  *   maxBackoffMs?: number,
@@ -35,7 +35,7 @@ const SPOOL_BATCH_ROUNDS = 50
  *   maxBackoffMs: the longest wait after failed API calls (the wait starts
  *   at 1 s and doubles up to it)
  */
-export function createAgent ({ client, spool, runJob, runTrial = null, log, version, browserVersion, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, maxBackoffMs = MAX_BACKOFF_MS, concurrency = 1 }) {
+export function createAgent ({ client, spool, runJob, runTrial = null, log, version, browserVersion, browsers = null, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, maxBackoffMs = MAX_BACKOFF_MS, concurrency = 1 }) {
   const abort = new AbortController()
   /** Journey trials being run ("try it", agents/journey/trial.js). @type {Set<Promise<void>>} */
   const trialsRunning = new Set()
@@ -55,7 +55,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
     // One journey trial at a time, besides the rounds: a trial is someone waiting at the editor.
     const wantTrials = runTrial && !trialsRunning.size ? 1 : 0
     const { jobs, trials = [], lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } =
-      await client.claim({ limit, version, browser_version: browser, ...(wantTrials ? { trials: wantTrials } : {}) })
+      await client.claim({ limit, version, browser_version: browser, ...(wantTrials ? { trials: wantTrials } : {}), ...(browsers ? { browsers } : {}) })
     // An API that does not say (an older one) gets the guard.
     return { jobs, trials, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
   }

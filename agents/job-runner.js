@@ -7,7 +7,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { runRound, emptyResult, measurePageViews } from './measure.js'
 import { PROBE_RUNNERS } from './probes/index.js'
-import { FORCED_MODES, labBrowserFlags } from '../lib/measurement/modes.js'
+import { readFileSync } from 'node:fs'
+import { FORCED_MODES } from '../lib/measurement/modes.js'
+import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
+import { labPrefs } from '../lib/measurement/browsers/firefox.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
 import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
@@ -48,29 +51,35 @@ const MAX_JOURNEY_CHAINS = 5
 const SUMMARY_COLUMNS = COLUMN_METRICS.filter((m) => m.summary).map((m) => /** @type {string} */ (m.column))
 
 /**
- * @typedef {{ spki: string, hostname?: string, address: string, port?: number | null, netns?: string | null }} LabTarget
- * How this agent reaches the lab origin: its certificate's SPKI, the address
- * the lab host name maps to, the origin's port when known (a lab URL on any
- * other port is refused: in local mode the lab host name is this machine's
- * loopback), and the namespace Chromium runs in.
+ * @typedef {{ spki: string, hostname?: string, address: string, port?: number | null, netns?: string | null, caPath?: string | null }} LabTarget
+ * How this agent reaches the lab origin: its certificate's SPKI (what
+ * Chromium pins), the lab authority's certificate file (what a Firefox
+ * run's profile trusts, lab/cert.js), the address the lab host name maps
+ * to, the origin's port when known (a lab URL on any other port is
+ * refused: in local mode the lab host name is this machine's loopback),
+ * and the namespace the browser runs in.
  */
 
 /**
  * `guard` (agents/target-guard.js) keeps the runs of monitors off non-public
  * addresses unless the API allows private targets; a runner without one
  * refuses such runs. Lab runs need none: their browser reaches the lab only.
- * @param {{ pool: any, lab?: LabTarget | null, timeoutMs: number, log: import('pino').Logger, random?: () => number,
+ * `pool` is Chromium's (agents/browsers/chromium.js), `firefoxPool` Firefox's
+ * (agents/browsers/firefox.js) when the agent has Firefox; a job names its
+ * browser (job.browser, chromium when it does not). Chromium's pool also
+ * follows a page's redirects for either browser's rounds (agents/redirects.js).
+ * @param {{ pool: any, firefoxPool?: any, lab?: LabTarget | null, timeoutMs: number, log: import('pino').Logger, random?: () => number,
  *   uploadNetlog?: ((jobId: number, n: any) => Promise<unknown>) | null, netlogDir?: string,
  *   uploadFilmstrip?: ((jobId: number, f: any) => Promise<unknown>) | null,
  *   ping?: typeof tcpPing, guard?: import('./target-guard.js').TargetGuard | null }} deps
  */
-export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, uploadNetlog = null, uploadFilmstrip = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing, guard = null }) {
+export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeoutMs, log, random, uploadNetlog = null, uploadFilmstrip = null, netlogDir = path.join(os.tmpdir(), 'h3lens-netlogs'), ping = tcpPing, guard = null }) {
   const chainOf = createChainCache()
   /**
    * @param {{ id: number, url: string, modes: string[], probes?: string[], repeat_view?: boolean, options?: Record<string, any>,
    *   journey?: { steps: any[], step_timeout_ms: number, timeout_ms: number } | null,
    *   force_quic_origins?: string[], netlog_thresholds?: Record<string, number>, aa_protocol?: 'h2' | 'h3' | null,
-   *   backed_off_timeouts?: number | null }} job
+   *   backed_off_timeouts?: number | null, browser?: string }} job
    * @param {{ location?: { kind?: string, profile?: { rtt_ms?: number } }, allowPrivateTargets?: boolean }} ctx
    *   allowPrivateTargets: the API's H3LENS_ALLOW_PRIVATE_TARGETS (from the claim)
    */
@@ -90,12 +99,16 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     const secrets = secretValues(journey)
     const runGuard = isLab || allowPrivateTargets ? null : guard
     if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot measure ${job.url}`)
+    const browser = job.browser ?? 'chromium'
+    const runPool = browser === 'firefox' ? firefoxPool : browser === 'chromium' ? pool : null
+    if (!runPool) throw new Error(`this agent has no ${browser} to measure with`)
     const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
+    const firefoxLab = browser === 'firefox' && isLab && lab ? { extraPrefs: labPrefs({ address: lab.address }), trust: [labAuthority(lab)] } : {}
     const netns = lab?.netns ?? null
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping, guard: runGuard })
     // The H3 arm forces QUIC on every origin the URL redirects through, and
     // learns which of them advertise h3 (agents/redirects.js).
-    const chain = (job.modes ?? ['h3']).includes('h3')
+    const chain = (job.modes ?? ['h3']).includes('h3') && pool
       ? await chainOf({ pool, url: job.url, extraFlags, netns, guard: runGuard, timeoutMs: Math.max(MIN_LOAD_MS, Math.min(CHAIN_TIMEOUT_MS, timeoutMs, deadline - Date.now())) })
       : null
     if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
@@ -110,7 +123,7 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       journeyOrigins.push(...journeyUrls.map((u) => new URL(u).origin))
     }
     const common = {
-      pool, url: job.url, extraFlags, netns, timeoutMs, log, guard: runGuard, lab: isLab, deadline,
+      pool: runPool, url: job.url, extraFlags, ...firefoxLab, netns, timeoutMs, log, guard: runGuard, lab: isLab, deadline,
       forceOrigins: [...new Set([...(chain?.origins ?? []), ...journeyOrigins])].filter((o) => o.startsWith('https:'))
         .concat(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : []),
       altSvc: chain?.altSvc ?? null
@@ -137,8 +150,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
       // The auto arm's visits run browsers of their own, one after the
       // other on one profile; a net log would cover only the last, so they
       // are never captured.
-      // A journey that types a secret is never captured: a net log keeps URLs and form posts' metadata.
-      const run = (/** @type {import('./measure.js').MeasureOptions} */ o) => options.netlog === 'always' && o.mode !== 'auto' && !(probe === JOURNEY_PROBE && secrets.length)
+      // Net logs are Chromium's. A journey that types a secret is never captured: a net log keeps URLs and form posts' metadata.
+      const run = (/** @type {import('./measure.js').MeasureOptions} */ o) => options.netlog === 'always' && o.mode !== 'auto' && browser === 'chromium' && !(probe === JOURNEY_PROBE && secrets.length)
         ? captureNetlog(capture('run', probe, o.mode), (netlogFile) => runProbe(probe, { ...o, netlogFile }))
         : runProbe(probe, o)
       // An A/A monitor's arms both load with aa_protocol; they keep their
@@ -153,7 +166,8 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     // docs/BENCHMARKS.md). With options.filmstrip = always each forced arm
     // of the page probe loads once more, with capture, after the round's
     // timing loads; its visual metrics and frames go with that arm's result.
-    if (options.filmstrip === 'always') {
+    // Frames come from Chromium's DevTools screencast: Chromium's rounds only.
+    if (options.filmstrip === 'always' && browser === 'chromium') {
       for (const r of measured) {
         if (r.probe !== 'page' || r.view !== 'first' || r.mode === 'auto' || r.status === 'timeout') continue
         const left = deadline - Date.now()
@@ -183,8 +197,9 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
     let reruns = 0
     for (const r of measured) {
       // A journey is not run again for an outlier: its steps are results of their own, and a re-run is a whole journey.
-      const netlog = options.netlog === 'outliers'
-      const film = options.filmstrip === 'outliers' && r.probe === 'page'
+      // Net logs and filmstrips are Chromium's.
+      const netlog = options.netlog === 'outliers' && browser === 'chromium'
+      const film = options.filmstrip === 'outliers' && r.probe === 'page' && browser === 'chromium'
       const outlier = (netlog || film) && r.mode !== 'auto' && !String(r.probe).startsWith(JOURNEY_PROBE) && outlierOf(r, job.netlog_thresholds)
       if (!outlier || reruns >= MAX_RERUNS_PER_JOB || deadline - Date.now() < MIN_LOAD_MS) continue
       reruns++
@@ -204,10 +219,24 @@ export function createJobRunner ({ pool, lab = null, timeoutMs, log, random, upl
 
     // The round's loads are done: close its contexts and prepare the next
     // round's while the agent spools and submits these results (not awaited;
-    // the next run waits for it, agents/browser.js).
-    pool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
+    // the next run waits for it, agents/browsers/chromium.js).
+    runPool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
     return scrubSecrets(measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options })), secrets)
   }
+}
+
+/** The lab authority's certificate, read once per file. @type {Map<string, string>} */
+const authorities = new Map()
+
+/**
+ * What a Firefox run's profile trusts to reach the lab origin (lab/cert.js).
+ * @param {LabTarget} lab
+ */
+function labAuthority (lab) {
+  if (!lab.caPath) throw new Error('this agent was not told the lab\'s certificate authority (its caPath), which Firefox needs to reach the lab origin')
+  let pem = authorities.get(lab.caPath)
+  if (!pem) authorities.set(lab.caPath, (pem = readFileSync(lab.caPath, 'utf8')))
+  return { name: 'h3lens lab', pem }
 }
 
 /**
@@ -235,7 +264,7 @@ function outlierValues (r) {
 
 /**
  * A lab run reaches the lab origin only: its browser maps the lab host names
- * to the lab's address and nothing else (modes.js labBrowserFlags), and
+ * to the lab's address and nothing else (lib/measurement/browsers/chromium.js labBrowserFlags), and
  * when the lab's port is known, a lab URL on another port is refused (in
  * local mode the lab's address is this machine's loopback).
  * @param {LabTarget | null} lab

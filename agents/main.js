@@ -7,7 +7,9 @@ import { promisify } from 'node:util'
 import { createApiClient } from './api-client.js'
 import { createSpool } from './spool.js'
 import { createAgent } from './agent.js'
-import { createBrowserPool } from './browser.js'
+import { existsSync } from 'node:fs'
+import { createBrowserPool } from './browsers/chromium.js'
+import { createFirefoxPool } from './browsers/firefox.js'
 import { createJobRunner } from './job-runner.js'
 import { createTrialRunner } from './journey/trial.js'
 import { createNetlogUploader } from './netlog.js'
@@ -26,9 +28,14 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
   const agentLog = log.child({ agent: location })
   const ca = loadCa(config.caFile)
   const pool = createBrowserPool({ executablePath: config.chromiumPath, log: agentLog, dataDir: path.join(config.dataDir, 'agents', location) })
+  // Firefox beside Chromium where it is installed (docs/BROWSERS.md): the
+  // agent then says so when it claims, and is given Firefox rounds too.
+  const firefoxPool = config.firefoxPath && existsSync(config.firefoxPath)
+    ? createFirefoxPool({ executablePath: config.firefoxPath, log: agentLog, dataDir: path.join(config.dataDir, 'agents', location) })
+    : null
   const guard = await startTargetGuard({ resolver: config.dnsServers?.length ? createResolver({ servers: config.dnsServers }) : systemResolver, log: agentLog })
   const measure = createJobRunner({
-    pool, lab, guard, timeoutMs: config.pageTimeoutMs, log: agentLog,
+    pool, firefoxPool, lab, guard, timeoutMs: config.pageTimeoutMs, log: agentLog,
     uploadNetlog: createNetlogUploader({ apiUrl: config.apiUrl, token, ca }),
     uploadFilmstrip: createFilmstripUploader({ apiUrl: config.apiUrl, token, ca }),
     netlogDir: path.join(config.dataDir, 'agents', location, 'netlogs')
@@ -46,16 +53,18 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
     log: agentLog,
     version: VERSION,
     browserVersion: () => chromiumVersion(config.chromiumPath),
+    browsers: firefoxPool ? ['chromium', 'firefox'] : ['chromium'],
     stopTimeoutMs: (config.stopTimeoutS ?? 20) * 1000,
     concurrency: config.agentConcurrency ?? 1
   })
   agent.start()
-  agentLog.info({ api: config.apiUrl, lab: lab ? `${lab.address}${lab.netns ? ` in ${lab.netns}` : ''}` : 'none' }, 'agent running')
+  agentLog.info({ api: config.apiUrl, browsers: firefoxPool ? 'chromium, firefox' : 'chromium', lab: lab ? `${lab.address}${lab.netns ? ` in ${lab.netns}` : ''}` : 'none' }, 'agent running')
   return {
     flushSpool: agent.flushSpool,
     async stop () {
       await agent.stop()
       await pool.close()
+      await firefoxPool?.close()
       await guard.close()
     }
   }

@@ -2,8 +2,8 @@ import pino from 'pino'
 import { InfrastructureError, infrastructureFault } from './faults.js'
 import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { emptyResult as emptyRow } from '../lib/measurement/result.js'
-import { baseFlags, forcedOrigins, hostPort, MODES, modeFlags, netlogFlags } from '../lib/measurement/modes.js'
-import { recordNetwork } from './network.js'
+import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
+import { runPlan } from './browsers/index.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, rendererCrash, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
@@ -21,15 +21,17 @@ const versions = new WeakMap()
 /**
  * @typedef {import('./network.js').RequestDetail} RequestDetail
  * @typedef {{
- *   pool: { acquire: (spec: import('./browser.js').BrowserSpec) => Promise<import('puppeteer-core').Browser>,
- *     withDedicated: <T>(spec: import('./browser.js').BrowserSpec & { profile?: string | null }, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
- *     newProfile?: () => Promise<string>, removeProfile?: (dir: string) => Promise<void>,
- *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browser.js').FreshPage & { prepared: boolean }>,
+ *   pool: { browserName?: string, acquire?: (spec: import('./browsers/chromium.js').BrowserSpec) => Promise<import('puppeteer-core').Browser>,
+ *     withDedicated: <T>(spec: any, fn: (b: import('puppeteer-core').Browser) => Promise<T>) => Promise<T>,
+ *     newProfile?: () => Promise<string>, removeProfile?: (dir: string) => Promise<void>, forgetCache?: (dir: string) => Promise<void>,
+ *     freshPage?: (b: import('puppeteer-core').Browser) => Promise<import('./browsers/chromium.js').FreshPage & { prepared: boolean }>,
  *     retire?: (c: import('puppeteer-core').BrowserContext) => Promise<void> },
  *   url: string,
  *   mode: import('../lib/measurement/modes.js').Mode,
  *   protocol?: import('../lib/measurement/modes.js').Mode,
  *   extraFlags?: string[],
+ *   extraPrefs?: import('../lib/measurement/browsers/firefox.js').Prefs,
+ *   trust?: import('./browsers/firefox.js').TrustedCa[],
  *   netns?: string | null,
  *   timeoutMs?: number,
  *   forceOrigins?: string[],
@@ -42,7 +44,10 @@ const versions = new WeakMap()
  *   deadline?: number | null,
  *   log?: import('pino').Logger
  * }} MeasureOptions
- * lab: the page is a lab origin (modeFlags says what that changes);
+ * pool: Chromium's (agents/browsers/chromium.js) or Firefox's (agents/browsers/firefox.js, browserName 'firefox');
+ * extraFlags: Chromium switches beyond the arm's (a lab's); extraPrefs and trust: Firefox's
+ *   preferences beyond the arm's and the authorities its profile trusts (a lab's);
+ * lab: the page is a lab origin (lib/measurement/browsers/chromium.js modeFlags says what that changes);
  * profile: run in a browser of its own on this profile (pool.newProfile),
  *   in its default context, so what the browser learns outlives it;
  * deadline: when the round's time budget ends (Date.now() scale), for
@@ -50,8 +55,8 @@ const versions = new WeakMap()
  * filmstrip: capture the first view's frames (agents/filmstrip.js): the
  *   result gets the visual metrics and `filmstrip`, which the job runner
  *   uploads and replaces by a summary
- * @typedef {{ page: import('puppeteer-core').Page, network: Awaited<ReturnType<typeof recordNetwork>>,
- *   result: Record<string, any>, extra: Record<string, any>[], summarize: (r: Record<string, any>) => void,
+ * @typedef {{ page: import('puppeteer-core').Page, network: import('./network.js').NetworkRecording,
+ *   result: Record<string, any>, extra: Record<string, any>[], summarize: (r: Record<string, any>) => Promise<void>,
  *   infrastructure: (err: unknown) => Promise<import('./faults.js').InfrastructureError | null> }} StepContext
  *   infrastructure: the agent's fault behind an error a step caught, or null when it is the page's
  */
@@ -68,7 +73,7 @@ const versions = new WeakMap()
  * `wall_ms` runs from asking for a fresh context to the run's results read:
  * what the run costs the agent's loop. A pooled browser's launch is not in
  * it, nor are making the context and closing it when the pool does those
- * between rounds (agents/browser.js settle); `context` says which it was
+ * between rounds (agents/browsers/chromium.js settle); `context` says which it was
  * (prepared: the pool's spare; ready_ms: how long the run waited for it).
  * With `guard`, the run reaches public addresses only (agents/target-guard.js),
  * and what the guard refused is said in its words.
@@ -77,12 +82,13 @@ const versions = new WeakMap()
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
  */
 export async function measure (opts, steps) {
-  const { pool, url, mode, extraFlags = [], netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', view = 'first', lab = false, profile = null, log = pino({ level: 'silent' }) } = opts
+  const { pool, url, mode, netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', view = 'first', profile = null, log = pino({ level: 'silent' }) } = opts
   const protocol = opts.protocol ?? mode
-  const flags = [...baseFlags(), ...modeFlags(protocol, url, { forceOrigins, lab }), ...extraFlags, ...(guard?.browser.flags ?? []), ...(netlogFile ? netlogFlags(netlogFile) : [])]
-  const spec = { flags, netns, localState: guard?.browser.localState ?? null }
+  const plan = runPlan({ ...opts, pool, protocol, url, netns, forceOrigins, guard, netlogFile })
+  const { spec } = plan
+  const dedicated = plan.dedicated || Boolean(profile)
   const since = Date.now()
-  const result = emptyResult(mode, recordedFlags(flags, guard), { probe, view })
+  const result = emptyResult(mode, plan.flags, { probe, view })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced
   /** @type {Record<string, any>[]} */
@@ -101,20 +107,21 @@ export async function measure (opts, steps) {
     let context = null
     /** @type {StepContext['network'] | null} */
     let network = null
-    const summarize = (/** @type {Record<string, any>} */ r) => {
+    const summarize = async (/** @type {Record<string, any>} */ r) => {
       // Only called once the recording runs.
-      Object.assign(r, /** @type {StepContext['network']} */ (network).take())
       summarized.add(r)
+      Object.assign(r, await /** @type {StepContext['network']} */ (network).take())
     }
     try {
       if (!versions.has(browser)) versions.set(browser, await browser.version())
       result.browser_version = versions.get(browser)
-      // A net log's browser is the run's own and closes right after: nothing to prepare ahead.
-      const freshPage = netlogFile || profile ? undefined : pool.freshPage
+      // A browser of the run's own (a net log's, a kept profile's, every
+      // Firefox run's) closes right after: nothing to prepare ahead.
+      const freshPage = dedicated ? undefined : pool.freshPage
       const pooled = Boolean(freshPage && pool.retire)
       let page
-      if (profile) {
-        // The profile's own context: what it learns is kept on disk, where
+      if (dedicated) {
+        // The browser's own context: a kept profile's learns on disk, where
         // an incognito context would forget it. Its first tab, which the
         // browser opened at start, blank: a new one would cost another
         // renderer (~200 ms on the 2-core test machine).
@@ -129,7 +136,7 @@ export async function measure (opts, steps) {
         page = await context.newPage()
       }
       page.once('error', () => { rendererCrashed = true })
-      network = await recordNetwork(page)
+      network = await plan.recordNetwork(page)
       navigating = true
       const infrastructure = (/** @type {unknown} */ err) => infrastructureFault(err, { browser, navigating, rendererCrashed })
       await steps({ page, network, result, extra, summarize, infrastructure })
@@ -143,22 +150,25 @@ export async function measure (opts, steps) {
         if (!(err instanceof PageLoadError) && !(err instanceof ProbeError)) log.warn({ err, url, mode, probe }, 'measurement failed outside the page load')
       }
     } finally {
-      if (network && !summarized.has(result)) summarize(result)
+      if (network && !summarized.has(result)) await summarize(result).catch((err) => log.warn({ err, url }, 'reading the run\'s requests failed'))
       if (!result.observed_protocol && network) {
         // No page to ask (the load failed): say what the document came over, if anything.
         result.observed_protocol = network.documentProtocol()
         result.protocol_ok = protocolMatchesMode(result.observed_protocol, protocol)
       }
+      if (plan.browser === 'firefox' && protocol === 'h3') {
+        Object.assign(result, judgeFirefoxH3(result, { documentUrl: network?.mainDocument()?.url ?? url, forced, altSvc }))
+      }
       if (guard) for (const r of [result, ...extra]) guard.judge(r, { documentUrl: network?.mainDocument()?.url ?? url, since })
-      if (context && !netlogFile && pool.retire) await pool.retire(context)
+      if (context && !dedicated && pool.retire) await pool.retire(context)
       else await context?.close().catch((/** @type {any} */ err) => log.warn({ err, url }, 'closing browser context failed'))
     }
   }
   // A browser that cannot start, or that went away, is the agent's failure,
   // not the page's: it throws (an InfrastructureError) rather than being
   // recorded against the URL, and the round is run again.
-  if (netlogFile || profile) await pool.withDedicated({ ...spec, profile }, run)
-  else await run(await pool.acquire(spec))
+  if (dedicated) await pool.withDedicated({ ...spec, profile }, run)
+  else await run(await /** @type {NonNullable<typeof pool.acquire>} */ (pool.acquire)(/** @type {any} */ (spec)))
   if (fault) throw fault
   result.wall_ms = round(performance.now() - started)
   log.debug({ url, mode, probe, status: result.status, ttfb_ms: result.ttfb_ms, load_ms: result.load_ms, wall_ms: result.wall_ms }, 'measured')
@@ -195,7 +205,7 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
       const { metrics, filmstrip } = await film.finish({ deadline: opts.deadline ?? null })
       Object.assign(result, metrics, { filmstrip })
     }
-    summarize(result)
+    await summarize(result)
     if (!repeatView) return
     /** @type {Record<string, any>} */
     const repeat = { ...emptyResult(mode, result.flags, { probe: 'page', view: 'repeat' }), browser_version: result.browser_version, forced_origins: result.forced_origins }
@@ -208,7 +218,7 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
       if (fault) throw fault
       Object.assign(repeat, judgeFailure(err, network.mainDocument(), { mode: protocol, forced: result.forced_origins, altSvc }))
     }
-    summarize(repeat)
+    await summarize(repeat)
     repeat.repeat = reuseOf(repeat.requests_detail)
     repeat.wall_ms = round(performance.now() - started)
     extra.push(repeat)
@@ -322,6 +332,40 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null }) {
 }
 
 /**
+ * Firefox's H3 arm maps the page's origin to HTTP/3 as an alternative
+ * service (lib/measurement/browsers/firefox.js modePrefs): where nothing
+ * answers over UDP, Firefox gives no QUIC error as Chromium does but waits
+ * out its QUIC idle timeout (30 s, measured against the lab's h2-only
+ * port) and then falls back to TCP, or the load times out first. Such a run
+ * of a forced origin whose Alt-Svc (agents/redirects.js) offers no h3 is
+ * not a failing H3 load but an origin without HTTP/3: failure kind
+ * h3_unsupported, as judgeFailure says for Chromium. An origin whose
+ * Alt-Svc is unknown, or that offers h3, keeps its run's own status (a
+ * fallback, a timeout).
+ * @param {Record<string, any>} result a Firefox run of the H3 arm
+ * @param {{ documentUrl: string, forced: string[], altSvc?: Map<string, string | null> | null }} ctx
+ * @returns {{ status: string, error: string, failure_kind: string, protocol_ok: false } | null}
+ */
+export function judgeFirefoxH3 (result, { documentUrl, forced, altSvc = null }) {
+  if (result.status === 'ok' || result.failure_kind || !['protocol_mismatch', 'timeout', 'error'].includes(result.status)) return null
+  let origin
+  try {
+    if (!forced.includes(hostPort(documentUrl))) return null
+    origin = new URL(documentUrl).origin
+  } catch {
+    return null
+  }
+  if (!altSvc?.has(origin) || advertisesH3(altSvc.get(origin))) return null
+  const how = result.status === 'protocol_mismatch' ? `Firefox fell back to ${result.observed_protocol}` : result.status === 'timeout' ? 'the load timed out' : result.error
+  return {
+    status: 'error',
+    error: `H3 not supported: ${origin} answered no QUIC and advertises no Alt-Svc h3 (${how})`,
+    failure_kind: 'h3_unsupported',
+    protocol_ok: false
+  }
+}
+
+/**
  * How a view's requests got their connections: what a repeat view is for.
  * 0-RTT and TLS resumption are not in the DevTools events; a net log of the
  * run has them (details.netlog).
@@ -372,22 +416,6 @@ export async function runRound ({ modes = [...MODES], random = Math.random, prob
   }
   if (protocol) for (const r of results) r.arm_protocol = protocol
   return results
-}
-
-/**
- * The flags a result records: the run's, with the private-target guard's
- * two (thousands of characters of resolver rules, and its resolver's key)
- * as one short line each; they are the same for every guarded run of an
- * agent, and say nothing about the measurement.
- * @param {string[]} flags
- * @param {import('./target-guard.js').TargetGuard | null | undefined} guard
- */
-function recordedFlags (flags, guard) {
-  if (!guard) return flags
-  return flags.map((f) => {
-    const i = guard.browser.flags.indexOf(f)
-    return i < 0 ? f : guard.browser.recorded[i]
-  })
 }
 
 /**

@@ -2,7 +2,7 @@
 //
 // A net log needs Chromium started with --log-net-log, so it cannot be
 // switched on for a run of an already running browser: a captured run gets a
-// browser of its own (agents/browser.js withDedicated), which is closed right
+// browser of its own (agents/browsers/chromium.js withDedicated), which is closed right
 // after so the log is complete. Two triggers:
 //   - options.netlog = 'always': every run of the monitor is captured, and the
 //     net log belongs to that very run (kind 'run').

@@ -28,11 +28,23 @@ import { round } from '../lib/measurement/units.js'
  */
 
 /**
+ * @typedef {{ documentProtocol: () => string | null, mainDocument: () => DocumentOutcome | null,
+ *   take: () => Promise<ReturnType<typeof summarizeRequests>>,
+ *   mark?: () => number, range?: (from: number, to?: number) => ReturnType<typeof summarizeRequests> }} NetworkRecording
+ * what a run's requests recording offers, for Chromium (here) and Firefox (agents/browsers/firefox-network.js)
+ */
+
+/**
  * Start recording the page's requests. `take()` returns what was recorded
  * since the previous `take()` (a repeat view gets only its own requests).
  * @param {import('puppeteer-core').Page} page
  */
 export async function recordNetwork (page) {
+  return /** @type {NetworkRecording} */ (await recordCdp(page))
+}
+
+/** @param {import('puppeteer-core').Page} page */
+async function recordCdp (page) {
   const cdp = await page.createCDPSession()
   /** @type {Map<string, RequestRecord>} */
   const open = new Map()
@@ -141,11 +153,11 @@ export async function recordNetwork (page) {
     documentProtocol: () => documentRecord?.protocol ?? null,
     /** The top frame's latest document: its URL, whether it got a response, how it failed, and whether it arrived whole. */
     mainDocument: () => (mainDocument ? documentOutcome(mainDocument) : null),
-    /** Requests recorded since the last call, and their totals. */
-    take () {
+    /** Requests recorded since the last call, and their totals (async as Firefox's, agents/browsers/firefox-network.js). */
+    async take () {
       const recs = all.slice(taken)
       taken = all.length
-      return summarize(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
+      return summarizeRequests(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
     },
     /** How many requests were recorded so far: a mark for range(). */
     mark: () => all.length,
@@ -157,7 +169,7 @@ export async function recordNetwork (page) {
      */
     range (from, to = all.length) {
       const recs = all.slice(from, to)
-      return summarize(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
+      return summarizeRequests(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
     }
   }
 }
@@ -247,10 +259,12 @@ export function phases (t, end) {
 }
 
 /**
+ * A run's requests and their totals: bytes, count, the H3 shares, and the
+ * origins seen with the Alt-Svc each advertised.
  * @param {RequestDetail[]} details
  * @param {Record<string, any>[]} recs the same requests, with their Alt-Svc
  */
-function summarize (details, recs) {
+export function summarizeRequests (details, recs) {
   const sum = (/** @type {RequestDetail[]} */ list) => list.reduce((total, r) => total + r.bytes, 0)
   // Shares count what came over the network, where a protocol was chosen.
   const fetched = details.filter((r) => r.protocol && !r.from_cache)

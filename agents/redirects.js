@@ -5,7 +5,7 @@
 // is followed once in the H2 arm's browser, reading response headers only:
 // every origin on it is forced in the H3 arm, and each one's Alt-Svc tells
 // an origin without HTTP/3 from a failing one.
-import { baseFlags, modeFlags } from '../lib/measurement/modes.js'
+import { baseFlags, modeFlags } from '../lib/measurement/browsers/chromium.js'
 import { withTimeout } from './page-metrics.js'
 
 /** Redirects followed at most; Chromium itself gives up after 20. */
@@ -24,7 +24,7 @@ export const CHAIN_TTL_MS = 5 * 60_000
  * redirect is let through, and the final response is aborted before its body.
  * Failure is never thrown: the chain then has what was seen, and an error.
  * With `guard`, the hops reach public addresses only, as the runs' do.
- * @param {{ pool: { acquire: (spec: import('./browser.js').BrowserSpec) => Promise<import('puppeteer-core').Browser> },
+ * @param {{ pool: { acquire: (spec: import('./browsers/chromium.js').BrowserSpec) => Promise<import('puppeteer-core').Browser> },
  *   url: string, extraFlags?: string[], netns?: string | null, timeoutMs?: number, guard?: import('./target-guard.js').TargetGuard | null }} opts
  * @returns {Promise<Chain>}
  */

@@ -3,7 +3,7 @@
 // workers, WebSockets or probes ask for, and whatever DNS answers by then
 // (lib/measurement/targets.js checked the monitor when it was saved; DNS may
 // have changed since: rebinding). Runs on the lab origin are not guarded
-// here: their browser resolves nothing but the lab (modes.js labBrowserFlags).
+// here: their browser resolves nothing but the lab (lib/measurement/browsers/chromium.js labBrowserFlags).
 //
 // Resolver pinning, not request interception. Intercepting requests
 // (DevTools Fetch domain) lets the agent look a host up, but Chromium then
@@ -86,7 +86,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
   if (hostsRules.blocked.size > MAX_HOSTS_RULES) {
     log?.warn({ names: hostsRules.blocked.size, refused: MAX_HOSTS_RULES }, '/etc/hosts has more non-public names than the private-target guard refuses; the rest are reachable from pages')
   }
-  const { cert, key, spki } = loopbackCertificate(listen)
+  const { cert, key, spki, ca } = loopbackCertificate(listen, RESOLVER_NAME)
   const server = http2.createSecureServer({ cert, key, allowHTTP1: true }, (req, res) => {
     answerDoh(req, res).catch((err) => {
       log?.warn({ err: err.message }, 'the guard\'s resolver failed to answer')
@@ -240,6 +240,41 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
       recorded: [`--host-resolver-rules=<private-target guard: ${rules.length} rules>`, '--ignore-certificate-errors-spki-list=<private-target guard resolver key>'],
       localState: { dns_over_https: { mode: 'secure', templates: `https://${RESOLVER_NAME}/dns-query` } }
     },
+    /**
+     * What a guarded Firefox run's profile gets (agents/browsers/firefox.js):
+     * the same resolver, and refusals of what needs no lookup.
+     *   - DNS names: Trusted Recursive Resolver only (network.trr.mode 3:
+     *     no fallback to the system's resolver), through this resolver,
+     *     which Firefox reaches by its name at the address it listens on
+     *     (bootstrapAddr); no name is exempt (localhost, /etc/hosts
+     *     entries and the built-in exclusions included), and the
+     *     confirmation query Firefox would send for example.com is skipped.
+     *     Its certificate's authority is trusted in the run's profile.
+     *   - IP literals and names answered without DNS (localhost, which
+     *     Firefox always resolves itself): a proxy auto-config script sends
+     *     the non-public ones to a proxy that is no proxy (this resolver's
+     *     own TLS port), with no failover to a direct connection; everything
+     *     else goes direct, HTTP/3 included. The literal patterns and the
+     *     /etc/hosts names are Chromium's rules' (literalPatterns below).
+     */
+    firefox: {
+      prefs: {
+        'network.trr.mode': 3,
+        'network.trr.uri': `https://${RESOLVER_NAME}:${port}/dns-query`,
+        'network.trr.bootstrapAddr': listen,
+        'network.trr.excluded-domains': '',
+        'network.trr.builtin-excluded-domains': '',
+        'network.trr.exclude-etc-hosts': false,
+        'network.trr.allow-rfc1918': false,
+        'network.trr.confirmationNS': 'skip',
+        'network.proxy.type': 2,
+        'network.proxy.autoconfig_url': `data:application/x-ns-proxy-autoconfig;base64,${Buffer.from(proxyAutoConfig({ names: [...hostsRules.blocked].filter(([, b]) => b.refused).map(([n]) => n), refuseTo: `${listen}:${port}` })).toString('base64')}`,
+        'network.proxy.failover_direct': false,
+        'network.proxy.allow_hijacking_localhost': true
+      },
+      trust: [{ name: 'h3lens agent resolver', pem: ca }],
+      recorded: [`firefox: private-target guard (network.trr.mode=3 through the agent's resolver; ${rules.length} refusal rules in a proxy auto-config)`]
+    },
     /** A node:net lookup that refuses non-public addresses (the agent's own connections for a monitor, such as its RTT ping). */
     lookup: guardedLookup(resolver.resolve),
     explain,
@@ -312,6 +347,34 @@ export function literalPatterns () {
     '3fff:???:*' // documentation (3fff::/20)
   ]
   return [...v4, ...v6]
+}
+
+/**
+ * A proxy auto-config script (for Firefox) that refuses what Chromium's
+ * resolver rules refuse without DNS: localhost and its subdomains, the
+ * /etc/hosts names given, and non-public IP literals by literalPatterns'
+ * globs, matched as Chromium matches them ("*" any run, "?" zero or one
+ * character). A refused request is sent to `refuseTo`, which is no proxy;
+ * everything else goes direct.
+ * @param {{ names: string[], refuseTo: string }} opts
+ */
+export function proxyAutoConfig ({ names, refuseTo }) {
+  return `var PATTERNS = ${JSON.stringify(literalPatterns())};
+var NAMES = ${JSON.stringify(names)};
+function globMatch (p, s) {
+  if (!p.length) return !s.length;
+  var c = p.charAt(0);
+  if (c === '*') return globMatch(p.slice(1), s) || (s.length > 0 && globMatch(p, s.slice(1)));
+  if (c === '?') return globMatch(p.slice(1), s) || (s.length > 0 && globMatch(p.slice(1), s.slice(1)));
+  return s.length > 0 && s.charAt(0) === c && globMatch(p.slice(1), s.slice(1));
+}
+function FindProxyForURL (url, host) {
+  var h = host.toLowerCase().replace(/^\\[/, '').replace(/\\]$/, '').replace(/\\.$/, '');
+  var refused = h === 'localhost' || /\\.localhost$/.test(h) || NAMES.indexOf(h) >= 0;
+  for (var i = 0; !refused && i < PATTERNS.length; i++) refused = globMatch(PATTERNS[i], h);
+  return refused ? 'PROXY ${refuseTo}' : 'DIRECT';
+}
+`
 }
 
 /** @returns {string[]} */

@@ -12,7 +12,11 @@
 // servers (Alt-Svc, broken alternatives) to the profile's "Network
 // Persistent State" when it shuts down and reads it when it starts, and a
 // restart closes every connection, as time away does. An incognito context
-// forgets all of it.
+// forgets all of it. Firefox keeps the Alt-Svc it learnt in the profile's
+// AlternateServices.bin (seen after a first visit to the lab origin: the
+// returning visit's document then comes over H3 with the cache removed,
+// test/firefox-lab.test.js); every run of Firefox has a profile of its own
+// anyway (agents/browsers/firefox.js).
 //
 // Why the HTTP cache is removed between the visits, from disk while the
 // browser is stopped:
@@ -25,14 +29,10 @@
 //   - DevTools' Network.clearBrowserCache cannot be used: it also forgets
 //     the origin's Alt-Svc (measured: the returning visit's document then
 //     went over H2, "unspecifiedReason").
+// Each pool removes its own browser's cache (forgetCache).
 // The restart costs one more browser launch per round (about 0.25 s of
 // wall time on the 2-core test machine; docs/BENCHMARKS.md has the figure).
-import { rm } from 'node:fs/promises'
-import path from 'node:path'
 import { emptyResult, measurePageViews } from './measure.js'
-
-/** The profile's cache folders, removed between the visits (relative to its Default folder). */
-export const CACHE_FOLDERS = Object.freeze(['Cache', 'Code Cache'])
 /** A visit is not started with less than this left of the round's budget. */
 const MIN_VISIT_MS = 1000
 
@@ -43,26 +43,23 @@ const MIN_VISIT_MS = 1000
  */
 export async function measureVisits ({ repeatView = false, ...opts }) {
   const { pool } = opts
-  if (!pool.newProfile || !pool.removeProfile) throw new Error('this browser pool cannot keep a profile between launches, which the auto arm needs')
+  if (!pool.newProfile || !pool.removeProfile || !pool.forgetCache) throw new Error('this browser pool cannot keep a profile between launches, which the auto arm needs')
   const profile = await pool.newProfile()
   try {
     const first = await measurePageViews({ ...opts, profile, repeatView: false })
-    await forgetCache(profile)
+    await pool.forgetCache(profile)
     const timeoutMs = Math.min(opts.timeoutMs ?? 30_000, (opts.deadline ?? Infinity) - Date.now())
     if (!(timeoutMs >= MIN_VISIT_MS)) return [...first, ...notRun(opts.mode, first[0], repeatView)]
     const returning = await measurePageViews({ ...opts, timeoutMs, profile, view: 'returning', repeatView })
+    // What the browser could have learnt on the first visit: the origins
+    // that announced H3 by Alt-Svc then. A browser that does not say why it
+    // chose a protocol (Firefox) is read against it (protocol-reason.js).
+    const learnt = (first[0].origins ?? []).filter((/** @type {{ h3_advertised?: boolean }} */ o) => o.h3_advertised).map((/** @type {{ origin: string }} */ o) => o.origin)
+    for (const r of returning) r.learnt_alt_svc = learnt
     return [...first, ...returning]
   } finally {
     await pool.removeProfile(profile)
   }
-}
-
-/**
- * Remove the HTTP cache of a stopped browser's profile, keeping the rest.
- * @param {string} profile
- */
-export async function forgetCache (profile) {
-  await Promise.all(CACHE_FOLDERS.map((f) => rm(path.join(profile, 'Default', f), { recursive: true, force: true, maxRetries: 3 })))
 }
 
 /**

@@ -7,6 +7,7 @@ import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/in
 import { FORCED_MODES, MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
 import { VIEWS } from '../lib/measurement/result.js'
+import { BROWSERS, DEFAULT_BROWSERS } from '../lib/measurement/browsers/index.js'
 import { JOURNEY_LIMITS, STEP_PROBE_PATTERN } from '../lib/measurement/probes/journey.js'
 import { ACTION_NAMES } from '../lib/measurement/journey/steps.js'
 
@@ -54,6 +55,8 @@ const AA_PROTOCOL_DESCRIPTION = 'A/A calibration monitor: both arms of each roun
   'mode h2 (arm A) and h3 (arm B) and compared like any monitor, which shows the location\'s noise floor'
 const MODES_DESCRIPTION = 'The arms of each round: h2 = QUIC disabled, h3 = QUIC forced for the page origin, ' +
   'auto = the browser\'s defaults, nothing forced (as users get it: a first visit, then a returning visit that knows the origin\'s Alt-Svc)'
+const BROWSERS_DESCRIPTION = 'The browsers each round runs in: a round is one (monitor, location, browser), with every arm in that browser, ' +
+  'at the locations whose agents have it (docs/BROWSERS.md)'
 const MIN_EFFECT_PCT_DESCRIPTION = 'Practical minimum effect, percent: a verdict needs a difference of at least this much and at least min_effect_ms'
 const MIN_EFFECT_MS_DESCRIPTION = 'Practical minimum effect, milliseconds: a verdict needs a difference of at least this much and at least min_effect_pct'
 
@@ -138,6 +141,7 @@ export const monitorSchema = {
     interval_s: { type: 'integer', description: 'Seconds between rounds' },
     locations: { type: 'array', items: { type: 'string' }, description: 'Location ids the monitor runs from' },
     modes: { type: 'array', items: { type: 'string', enum: MODES }, description: MODES_DESCRIPTION },
+    browsers: { type: 'array', items: { type: 'string', enum: [...BROWSERS] }, description: BROWSERS_DESCRIPTION },
     probes: { type: 'array', items: { type: 'string', enum: PROBES } },
     repeat_view: { type: 'boolean', description: 'Also measure a second, warm navigation in the same context' },
     options: { type: 'object', additionalProperties: true },
@@ -177,6 +181,14 @@ const monitorInputProperties = {
   },
   locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
   modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: MODES.length, description: `${MODES_DESCRIPTION}. Default: all three (an A/A monitor: h2 and h3)` },
+  browsers: {
+    type: 'array',
+    items: { type: 'string', enum: [...BROWSERS] },
+    minItems: 1,
+    maxItems: BROWSERS.length,
+    uniqueItems: true,
+    description: `${BROWSERS_DESCRIPTION}. Default: ${DEFAULT_BROWSERS.join(', ')}`
+  },
   probes: { type: 'array', items: { type: 'string', enum: PROBES }, maxItems: PROBES.length },
   repeat_view: { type: 'boolean' },
   options: optionsSchema,
@@ -214,6 +226,11 @@ export const locationSchema = {
     name: { type: 'string' },
     region: { type: 'string' },
     kind: { type: 'string', enum: ['lab', 'real', 'wpt'], description: 'lab = emulated network on this machine; real = an h3lens agent somewhere on the Internet; wpt = WebPageTest agents (wptagent) polling /work/' },
+    browsers: {
+      type: 'array',
+      items: { type: 'string', enum: [...BROWSERS] },
+      description: 'The browsers this location\'s agents have (each says so when it claims); a monitor\'s rounds here run in those of its browsers only (docs/BROWSERS.md)'
+    },
     countries: {
       type: 'array',
       nullable: true,
@@ -266,6 +283,7 @@ export const agentSchema = {
     kind: { type: 'string', enum: ['puppeteer', 'wpt'], description: 'puppeteer = the h3lens agent; wpt = a WebPageTest agent (wptagent)' },
     version: nullableString,
     browser_version: nullableString,
+    browsers: { type: 'array', items: { type: 'string' }, description: 'The browsers the agent has (docs/BROWSERS.md)' },
     last_seen_at: { type: ['string', 'null'], format: 'date-time', description: 'Last call; for a WebPageTest agent its last poll or ping' },
     last_result_at: { type: ['string', 'null'], format: 'date-time', description: 'When the agent last delivered results' },
     created_at: dateTime,
@@ -301,6 +319,7 @@ const resultProperties = {
   job_id: { type: 'integer' },
   monitor_id: { type: 'integer' },
   location_id: { type: 'string' },
+  browser: { type: 'string', enum: [...BROWSERS], description: 'The browser the run was made in (docs/BROWSERS.md)' },
   agent_id: { type: ['integer', 'null'] },
   mode: { type: 'string', enum: MODES },
   view: { type: 'string', enum: VIEWS },
@@ -325,7 +344,7 @@ const resultProperties = {
   },
   browser_version: nullableString,
   agent_version: nullableString,
-  flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact Chromium flags of the run' },
+  flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact browser switches of the run: Chromium\'s flags, or Firefox\'s preferences as name=value' },
   filmstrip_url: { ...nullableString, description: 'export only: where the result\'s frames are listed with their URLs (GET /api/v1/results/{id}/filmstrip); null without frames' },
   protocol_reason: {
     type: ['object', 'null'],
@@ -415,6 +434,7 @@ export const idParams = {
  */
 export const resultFilterQuery = {
   location: { type: 'string', maxLength: 63 },
+  browser: { type: 'string', enum: [...BROWSERS], description: 'Only this browser\'s results' },
   mode: { type: 'string', enum: MODES },
   probe: probeValue,
   view: { type: 'string', enum: VIEWS },

@@ -78,6 +78,7 @@ export type IdBodyRequest = FastifyRequest<{ Params: { id: number }, Body: Recor
 /** The query string of api/schemas.js resultFilterQuery. */
 export interface ResultFilterQuery {
   location?: string
+  browser?: string
   mode?: string
   probe?: string
   view?: string

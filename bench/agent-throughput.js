@@ -4,9 +4,12 @@
 // the API, the lab origin on loopback and one agent; queues ROUNDS rounds of
 // the lab's 15 KB page and lets the agent drain them back to back.
 //
-//   node bench/agent-throughput.js [--rounds 20] [--modes h2,h3] [--api-port 18181] [--lab-port 18543] [--pg-port 54391]
+//   node bench/agent-throughput.js [--rounds 20] [--modes h2,h3] [--browser chromium] [--api-port 18181] [--lab-port 18543] [--pg-port 54391]
 //
 // --modes h2,h3,auto measures what the auto arm adds to a round.
+// --browser firefox measures Firefox's rounds (H3LENS_FIREFOX, Debian's
+// firefox-esr by default): a browser of its own per run, on a fresh
+// profile that trusts the lab's authority (docs/BROWSERS.md).
 //
 // Prints runs per minute and the median per-run overhead = the agent's wall
 // time per run (context creation, navigation, metric collection, context
@@ -26,12 +29,13 @@ import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { startBenchStack } from './lib/stack.js'
 import { startAgent } from '../agents/main.js'
-import { processTable, treeCpuS } from './lib/proc-cpu.js'
+import { processTable, reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
 
 const { values } = parseArgs({
   options: {
     rounds: { type: 'string', default: '20' },
     modes: { type: 'string', default: 'h2,h3' },
+    browser: { type: 'string', default: 'chromium' },
     'api-port': { type: 'string', default: '18181' },
     'lab-port': { type: 'string', default: '18543' },
     'pg-port': { type: 'string', default: '54391' }
@@ -42,12 +46,14 @@ const stack = await startBenchStack({ name: 'bench', ports: values })
 const { config, log, lifecycle, pool, origin, api } = stack
 try {
   const modes = values.modes.split(',').map((m) => m.trim())
-  const monitor = await createMonitor(pool, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], modes, paused: false })
-  await pool.query(`INSERT INTO jobs (monitor_id, location_id, due_at)
-    SELECT $1, 'local', now() - make_interval(secs => g) FROM generate_series(1, $2) g`, [monitor.id, rounds])
+  const browser = values.browser
+  if (!['chromium', 'firefox'].includes(browser)) throw new Error(`--browser ${browser}: chromium or firefox`)
+  const monitor = await createMonitor(pool, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], modes, browsers: [browser], paused: false })
+  await pool.query(`INSERT INTO jobs (monitor_id, location_id, browser, due_at)
+    SELECT $1, 'local', $3, now() - make_interval(secs => g) FROM generate_series(1, $2) g`, [monitor.id, rounds, browser])
   const { token } = await createAgentToken(pool, { location: 'local' })
   const started = performance.now()
-  const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1' } })
+  const agent = await startAgent({ config: { ...config, apiUrl: api.url }, log, token, location: 'local', lab: { spki: origin.spki, caPath: origin.caPath, address: '127.0.0.1' } })
   lifecycle.add('agent', agent.stop)
   /** @type {{ done: number, cpu: Record<string, number> | null } | null} */
   let steadyFrom = null
@@ -71,7 +77,7 @@ try {
   const median = (xs) => xs.length ? xs[Math.floor((xs.length - 1) / 2)] : NaN
   const loads = ok.map((r) => r.load_ms).sort((a, b) => a - b)
   const perRunWall = elapsedMs / rows.length
-  console.log(`agent throughput — ${rounds} rounds of ${monitor.url}, modes ${modes.join('+')}, ${os.cpus().length} cores`)
+  console.log(`agent throughput — ${rounds} rounds of ${monitor.url} in ${browser}, modes ${modes.join('+')}, ${os.cpus().length} cores`)
   console.log(`  runs                      ${rows.length} (${ok.length} ok)`)
   console.log(`  runs per minute           ${(rows.length / (elapsedMs / 60000)).toFixed(1)}`)
   console.log(`  median page load          ${median(loads).toFixed(1)} ms`)
@@ -98,7 +104,8 @@ try {
   }
   // Coldness, from each run's own evidence: the document came over a new
   // connection (connect > 0, not reused) and nothing came from a cache.
-  const warm = ok.filter((r) => !(r.connect_ms > 0) || r.reused !== 'false' || r.cached !== 'false')
+  // Firefox's requests say nothing of reuse (null): connect > 0 says it.
+  const warm = ok.filter((r) => !(r.connect_ms > 0) || r.reused === 'true' || (browser === 'chromium' && r.reused !== 'false') || r.cached !== 'false')
   console.log(`  cold runs                 ${ok.length - warm.length} of ${ok.length} (document on a new connection with connect > 0, nothing from cache)`)
 } finally {
   await stack.stop()
@@ -109,7 +116,9 @@ try {
  * and the bench) and by each kind of process started under it, with its
  * children: 'chromium' (the browsers, their renderers, GPU and network
  * processes; a renderer that exited is in its zygote's reaped-children
- * time), 'postgres', 'caddy'. From /proc; all processes alive at the time.
+ * time), 'firefox' (a browser per run: those that exited are in this
+ * process's reaped-children time, the only children it starts and waits
+ * for), 'postgres', 'caddy'. From /proc; all processes alive at the time.
  * Null without /proc (not Linux).
  * @returns {Record<string, number> | null}
  */
@@ -118,11 +127,11 @@ function cpuByPart () {
   const table = processTable()
   const { user, system } = process.cpuUsage()
   /** @type {Record<string, number>} */
-  const parts = { node: (user + system) / 1000, chromium: 0, postgres: 0, caddy: 0 }
+  const parts = { node: (user + system) / 1000, chromium: 0, firefox: reapedChildrenCpuS() * 1000, postgres: 0, caddy: 0 }
   for (const pid of table.children.get(process.pid) ?? []) {
     let cmd = ''
     try { cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') } catch { continue }
-    const part = /chrom/.test(cmd) ? 'chromium' : /postgres/.test(cmd) ? 'postgres' : /caddy/.test(cmd) ? 'caddy' : null
+    const part = /chrom/.test(cmd) ? 'chromium' : /firefox/.test(cmd) ? 'firefox' : /postgres/.test(cmd) ? 'postgres' : /caddy/.test(cmd) ? 'caddy' : null
     if (part) parts[part] += treeCpuS(pid, table) * 1000
   }
   return parts

@@ -20,6 +20,12 @@
 // its known value in 92.5–97.5% of the cells where it is shown; ≥ 80% power
 // of auto − H2 for a 10% gain at 500 rounds; and how often the H3 shares'
 // intervals cover their known values.
+//
+// Then the browser dimension (docs/BROWSERS.md): one monitor in Chromium
+// and Firefox at the same times; a browser whose arms are identical flags
+// ≤ 5% of its cells whatever the other browser's arms do, and the
+// cross-browser view reads "the browsers disagree" where only Chromium
+// gains.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -32,8 +38,8 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { buildApp } from '../api/app.js'
-import { calibrationScenarios, autoCalibrationScenarios, CALIBRATION_LOCATIONS, MORE_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
-import { runScenario, runAutoScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from '../dev/calibration-runs.js'
+import { calibrationScenarios, autoCalibrationScenarios, browserCalibrationScenarios, CALIBRATION_LOCATIONS, MORE_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
+import { runScenario, runAutoScenario, runBrowserScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from '../dev/calibration-runs.js'
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, reps: { type: 'string' }, only: { type: 'string' }, 'pg-port': { type: 'string', default: '54393' } } })
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-calibration-'))
@@ -100,6 +106,7 @@ try {
     console.log(`| ${s.name} | ${reps} | ${pct(m.flagged, m.tested)} of ${m.tested} | ${m.tables}/${reps} | ${pct(i.flagged, i.tested)} of ${i.tested} | ${m.faster} (${m.allFaster}) / ${i.faster} (${i.allFaster}) | ${fv} | ${s.gain ? pct(m.faster, m.tested) : '—'} | ${target} |`)
   }
   await autoCalibration(client)
+  await browserCalibration(client)
   console.log(`\n${((performance.now() - t0) / 1000).toFixed(0)} s`)
   await app.close()
 } finally {
@@ -171,4 +178,38 @@ async function autoCalibration (client) {
   }
   console.log(`\nreceived gain: its 95% interval covers the truth, by percentile (of the cells where it is shown)\n| scenario | ${CALIBRATION_PERCENTILES.map((p) => `p${p}`).join(' | ')} |\n|---${'|---'.repeat(CALIBRATION_PERCENTILES.length)}|`)
   for (const line of coverage) console.log(line)
+}
+
+/**
+ * The browser dimension: per scenario and browser, the cells flagged, and
+ * the cross-browser readings at p50 per location.
+ * @param {import('../dev/calibration-runs.js').Client} client
+ */
+async function browserCalibration (client) {
+  const scenarios = browserCalibrationScenarios().filter((s) => !values.only || s.name.includes(values.only))
+  if (!scenarios.length) return
+  console.log('\nbrowsers — one monitor in Chromium and Firefox; cells = tested cells of each browser\'s comparison (matched); readings = GET /monitors/{id}/browsers at p50, per location')
+  console.log('| scenario | runs | Chromium: cells flagged | Firefox: cells flagged | Chromium H3-faster cells | readings | target |')
+  console.log('|---|---|---|---|---|---|---|')
+  for (const s of scenarios) {
+    const reps = Number(values.reps ?? (values.quick ? 6 : 30))
+    const per = Object.fromEntries(Object.keys(s.browsers).map((b) => [b, { tested: 0, flagged: 0, faster: 0 }]))
+    /** @type {Record<string, number>} */
+    const readings = {}
+    for (let r = 0; r < reps; r++) {
+      const { comparisons, cross } = await runBrowserScenario(client, s, { seed: r })
+      for (const [b, cmp] of Object.entries(comparisons)) {
+        const flagged = flaggedCells(cmp)
+        per[b].tested += cmp.cells.tested
+        per[b].flagged += flagged.length
+        per[b].faster += flagged.filter((c) => c.verdict === 'h3_faster').length
+      }
+      for (const l of cross.locations.filter((/** @type {any} */ l) => l.location_id !== null)) readings[l.reading.code] = (readings[l.reading.code] ?? 0) + 1
+    }
+    const nulls = Object.entries(s.browsers).filter(([, sc]) => !sc.gain).map(([b]) => b)
+    const targets = [`${nulls.join(' and ')} ≤ 5%: ${nulls.every((b) => per[b].flagged <= 0.05 * per[b].tested) ? 'met' : 'MISSED'}`]
+    if (s.browsers.chromium.gain === 0.1) targets.push(`Chromium power ≥ 80%: ${per.chromium.faster >= 0.8 * per.chromium.tested ? 'met' : 'MISSED'}`)
+    const cell = (/** @type {{ tested: number, flagged: number }} */ x) => `${pct(x.flagged, x.tested)} of ${x.tested}`
+    console.log(`| ${s.name} | ${reps} | ${cell(per.chromium)} | ${cell(per.firefox)} | ${pct(per.chromium.faster, per.chromium.tested)} | ${Object.entries(readings).map(([k, n]) => `${k} ${n}`).join(', ')} | ${targets.join('; ')} |`)
+  }
 }

@@ -45,7 +45,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { startBenchStack } from './lib/stack.js'
-import { baseFlags, labBrowserFlags } from '../lib/measurement/modes.js'
+import { baseFlags, labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
 
 const { values } = parseArgs({

@@ -4,7 +4,10 @@
 // agent's own job runner, and prints the tables docs/REPRODUCTION.md shows.
 //
 //   node bench/reproduce.js [--parallel-rounds 30] [--page-rounds 10] [--upload-rounds 8] [--upload-bytes 1048576]
-//                           [--auto-rounds 10] [--only dropbox,cloudflare,firefox,apnic]
+//                           [--auto-rounds 10] [--only dropbox,cloudflare,firefox,apnic] [--browser chromium]
+//
+// --browser firefox runs every study in Firefox (H3LENS_FIREFOX, Debian's
+// firefox-esr by default; docs/BROWSERS.md) instead of Chromium.
 //
 //   Dropbox     parallel probe: a warm-up navigation, then 5 parallel
 //               requests to /noop on the open connection; H3 vs H2 at
@@ -25,7 +28,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import pino from 'pino'
-import { createBrowserPool } from '../agents/browser.js'
+import { createBrowserPool } from '../agents/browsers/chromium.js'
+import { createFirefoxPool } from '../agents/browsers/firefox.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp } from '../lab/netns.js'
@@ -39,9 +43,12 @@ const { values } = parseArgs({
     'upload-rounds': { type: 'string', default: '8' },
     'upload-bytes': { type: 'string', default: String(1024 * 1024) },
     'auto-rounds': { type: 'string', default: '10' },
-    only: { type: 'string', default: 'dropbox,cloudflare,firefox,apnic' }
+    only: { type: 'string', default: 'dropbox,cloudflare,firefox,apnic' },
+    browser: { type: 'string', default: 'chromium' }
   }
 })
+const browser = values.browser
+if (!['chromium', 'firefox'].includes(browser)) throw new Error(`--browser: chromium or firefox, not ${JSON.stringify(browser)}`)
 const STUDIES = ['dropbox', 'cloudflare', 'firefox', 'apnic']
 const only = new Set(values.only.split(',').map((x) => x.trim()))
 for (const x of only) if (!STUDIES.includes(x)) throw new Error(`--only: unknown study ${JSON.stringify(x)}; studies are ${STUDIES.join(', ')}`)
@@ -66,6 +73,8 @@ const started = Date.now()
 const load = os.loadavg()[0]
 const topology = await labUp({ profiles: PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
 const pool = createBrowserPool({ dataDir, log })
+// Firefox's rounds still follow redirects with Chromium (agents/redirects.js).
+const firefoxPool = browser === 'firefox' ? createFirefoxPool({ dataDir, log, executablePath: process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr' }) : null
 /** @type {Record<string, Record<string, any[]>>} results per region and study */
 /** @type {Record<string, Record<'parallel' | 'page15k' | 'page1m' | 'upload' | 'auto' | 'autoNoH3', Record<string, any>[]>>} */
 const byRegion = {}
@@ -73,9 +82,9 @@ try {
   const origin = await startOrigin({ dataDir, port: 8443, noH3Port: 8444, netns: topology.originNs, log })
   try {
     for (const loc of topology.locations) {
-      const runJob = createJobRunner({ pool, lab: { spki: origin.spki, address: loc.originAddress, netns: loc.ns }, timeoutMs: 60_000, log })
+      const runJob = createJobRunner({ pool, firefoxPool, lab: { spki: origin.spki, caPath: origin.caPath, address: loc.originAddress, netns: loc.ns }, timeoutMs: 60_000, log })
       const ctx = { location: { kind: 'lab', profile: loc.profile } }
-      const job = (id, page, probes, options = {}) => runJob({ id, url: `${origin.baseUrl}/${page}`, modes: ['h3', 'h2'], probes, options: { netlog: 'off', ...options } }, ctx)
+      const job = (id, page, probes, options = {}) => runJob({ id, url: `${origin.baseUrl}/${page}`, modes: ['h3', 'h2'], probes, browser, options: { netlog: 'off', ...options } }, ctx)
       const cell = (byRegion[loc.name] = /** @type {typeof byRegion[string]} */ ({ parallel: [], page15k: [], page1m: [], upload: [], auto: [], autoNoH3: [] }))
       const forced = forcedStudies(loc.name)
       // Each result keeps its round, so the comparison resamples whole rounds.
@@ -88,8 +97,8 @@ try {
       // The auto arm beside the forced ones, as a monitor with all three runs them.
       for (let i = 0; i < rounds.auto; i++) {
         const arms = { modes: ['h2', 'h3', 'auto'], probes: ['page'], options: { netlog: 'off' } }
-        cell.auto.push(...await runJob({ id: i, url: `${origin.baseUrl}/page-15k.html`, ...arms }, ctx))
-        cell.autoNoH3.push(...await runJob({ id: i, url: `${origin.noH3BaseUrl}/page-15k.html`, ...arms }, ctx))
+        cell.auto.push(...await runJob({ id: i, url: `${origin.baseUrl}/page-15k.html`, browser, ...arms }, ctx))
+        cell.autoNoH3.push(...await runJob({ id: i, url: `${origin.noH3BaseUrl}/page-15k.html`, browser, ...arms }, ctx))
       }
       console.error(`${loc.name}: done after ${Math.round((Date.now() - started) / 1000)} s`)
     }
@@ -98,6 +107,7 @@ try {
   }
 } finally {
   await pool.close()
+  await firefoxPool?.close()
   await topology.down()
   await fs.rm(dataDir, { recursive: true, force: true })
 }
@@ -110,7 +120,7 @@ const f1 = (x) => (x === null || x === undefined || Number.isNaN(x) ? '–' : x.
 const pct = (d, base) => (base > 0 ? `${d >= 0 ? '+' : ''}${((d / base) * 100).toFixed(1)}%` : '–')
 const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
 
-console.log(`# h3lens field-study reproduction — ${new Date().toISOString()}`)
+console.log(`# h3lens field-study reproduction in ${browser} — ${new Date().toISOString()}`)
 console.log(`${os.cpus().length} cores, load average ${load.toFixed(1)} at start, ${Math.round((Date.now() - started) / 1000)} s; ` +
   `rounds per region: parallel ${rounds.parallel}, pages ${rounds.page}, upload ${rounds.upload} (${uploadBytes} bytes), auto ${rounds.auto} per origin`)
 console.log('\nProfiles: ' + PROFILES.map((p) => `${p.name} ${p.rtt_ms} ms RTT, ${p.loss_pct}% ${p.loss_model} loss, ${p.down_kbps / 1000}/${p.up_kbps / 1000} Mbit/s`).join('; '))

@@ -44,7 +44,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
     lifecycle.add('lab origin', origin.stop)
     const locations = [{
       id: 'local', name: 'Local (unshaped loopback)', region: 'Local', kind: /** @type {const} */ ('lab'), profile: { rtt_ms: 0 },
-      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: '127.0.0.1', port: origin.port, netns: null }
+      target: { spki: origin.spki, caPath: origin.caPath, hostname: LAB_HOSTNAME, address: '127.0.0.1', port: origin.port, netns: null }
     }]
     await writeLabState(labDir, origin, locations)
     return { origin, locations, mode, notice }
@@ -65,7 +65,7 @@ export async function startLabEnvironment ({ config, log, lifecycle }) {
       region: p?.region ?? loc.name,
       kind: /** @type {const} */ ('lab'),
       profile: loc.profile,
-      target: { spki: origin.spki, hostname: LAB_HOSTNAME, address: loc.originAddress, port: origin.port, netns: loc.ns }
+      target: { spki: origin.spki, caPath: origin.caPath, hostname: LAB_HOSTNAME, address: loc.originAddress, port: origin.port, netns: loc.ns }
     }
   })
   await writeLabState(labDir, origin, locations)
@@ -82,6 +82,8 @@ async function writeLabState (labDir, origin, locations) {
     hostname: LAB_HOSTNAME,
     port: origin.port,
     spki: origin.spki,
+    // The lab's authority, which a Firefox run's profile trusts (docs/BROWSERS.md).
+    caPath: origin.caPath,
     locations: Object.fromEntries(locations.map((l) => [l.id, { address: l.target.address, netns: l.target.netns, profile: l.profile }]))
   }
   await fs.mkdir(labDir, { recursive: true })
@@ -98,7 +100,7 @@ export async function readLabTarget (dataDir, location) {
   const state = await readLabState(dataDir)
   const loc = state?.locations?.[location]
   if (!state || !loc) return null
-  return { spki: state.spki, hostname: state.hostname, address: loc.address, port: state.port ?? null, netns: loc.netns }
+  return { spki: state.spki, caPath: state.caPath ?? null, hostname: state.hostname, address: loc.address, port: state.port ?? null, netns: loc.netns }
 }
 
 /**

@@ -32,6 +32,42 @@ export async function runScenario (client, s, { seed, analyses = ['matched', 'it
 }
 
 /**
+ * A browser scenario (dev/calibration-scenarios.js browserCalibrationScenarios):
+ * one monitor in both browsers, each browser's rounds imported with its
+ * browser at the same times, each browser's comparison (matched) read back,
+ * and the cross-browser view.
+ * @param {Client} client
+ * @param {{ name: string, rounds: number, browsers: Record<string, import('./calibration-scenarios.js').Scenario> }} s
+ * @param {{ seed: number | string, windowDays?: number }} o
+ * @returns {Promise<{ monitorId: number, comparisons: Record<string, any>, cross: any }>}
+ */
+export async function runBrowserScenario (client, s, { seed, windowDays = 6 }) {
+  const [first] = Object.values(s.browsers)
+  const both = {
+    name: s.name,
+    locations: first.locations,
+    rounds: s.rounds,
+    * rows (/** @type {number | string} */ seed, /** @type {number} */ startMs, /** @type {number} */ stepMs) {
+      for (const [browser, b] of Object.entries(s.browsers)) {
+        for (const row of b.rows(`${seed}|${browser}`, startMs, stepMs)) yield { ...row, browser }
+      }
+    }
+  }
+  const { monitorId, from, to } = await importScenario(client, both, { seed, windowDays, monitor: { probes: ['page'], browsers: Object.keys(s.browsers) } })
+  const window = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&metric=ttfb`
+  /** @type {Record<string, any>} */
+  const comparisons = {}
+  for (const browser of Object.keys(s.browsers)) {
+    const res = await client({ method: 'GET', url: `/api/v1/monitors/${monitorId}/comparison?${window}&percentiles=${CALIBRATION_PERCENTILES.join(',')}&browser=${browser}` })
+    if (res.status !== 200) throw new Error(`comparison (${browser}): ${res.status} ${res.text.slice(0, 500)}`)
+    comparisons[browser] = res.json()
+  }
+  const res = await client({ method: 'GET', url: `/api/v1/monitors/${monitorId}/browsers?${window}&percentile=50` })
+  if (res.status !== 200) throw new Error(`browsers: ${res.status} ${res.text.slice(0, 500)}`)
+  return { monitorId, comparisons, cross: res.json() }
+}
+
+/**
  * An auto-arm scenario (dev/calibration-scenarios.js autoScenario) through the
  * import and GET /monitors/{id}/auto: the answer a user's monitor with the
  * three arms would give.

@@ -153,6 +153,37 @@ const WITHIN = { h3: [0.8, 1], h2: [0, 0.1] }
 const mid = (/** @type {number[]} */ [a, b]) => (a + b) / 2
 
 /**
+ * The browser dimension's scenarios (docs/BROWSERS.md): a monitor whose
+ * rounds run in Chromium and in Firefox at the same times, each browser's
+ * rounds drawn from a scenario of its own. Each browser's comparison must
+ * read only its own rounds: identical arms in a browser flag at most 5% of
+ * its cells whatever the other browser's arms do.
+ * @returns {{ name: string, truth: string, rounds: number, browsers: Record<string, Scenario> }[]}
+ */
+export function browserCalibrationScenarios () {
+  return [
+    {
+      name: 'browsers: A/A in both, wide, n=400',
+      truth: 'identical arms in both browsers',
+      rounds: 400,
+      browsers: {
+        chromium: scenario({ name: 'chromium A/A', truth: 'identical arms', rounds: 400, sigmaPath: 0.5, sigmaArm: 0.8 }),
+        firefox: scenario({ name: 'firefox A/A', truth: 'identical arms', rounds: 400, sigmaPath: 0.5, sigmaArm: 0.8 })
+      }
+    },
+    {
+      name: 'browsers: H3 10% faster in Chromium only, n=500',
+      truth: 'H3 10% faster in Chromium, identical arms in Firefox',
+      rounds: 500,
+      browsers: {
+        chromium: scenario({ name: 'chromium gain', truth: 'H3 10% faster', rounds: 500, gain: 0.1 }),
+        firefox: scenario({ name: 'firefox A/A', truth: 'identical arms', rounds: 500 })
+      }
+    }
+  ]
+}
+
+/**
  * The true byte share of visits that come over H3 with probability p.
  * @param {number} p
  */

@@ -57,8 +57,8 @@ const STOP_GRACE_MS = 5000
 
 /**
  * Start the lab origin: Caddy serving the test pages over HTTPS with HTTP/1.1,
- * HTTP/2 and HTTP/3 on one port (TCP and UDP), with a self-signed certificate
- * for lab.h3lens.test and lab2.h3lens.test (a second origin on the same
+ * HTTP/2 and HTTP/3 on one port (TCP and UDP), with a certificate its own
+ * authority issued (lab/cert.js) for lab.h3lens.test and lab2.h3lens.test (a second origin on the same
  * port, the target of /redirect-cross-origin). With `noH3Port`, the same
  * site is also served on that port over HTTP/1.1 and HTTP/2 only: no UDP
  * listener, no Alt-Svc, an origin without HTTP/3.
@@ -170,6 +170,8 @@ export async function startOrigin ({
     address: netns ? null : probeHost,
     spki: cert.spki,
     certPath: cert.certPath,
+    /** The lab's certificate authority, which issued certPath's leaf (what Firefox trusts). */
+    caPath: cert.caPath,
     keyPath: cert.keyPath,
     /** Which server answers, for GET /api/v1/locations: { server: 'caddy', version, distorts_h3 }. */
     labOrigin,

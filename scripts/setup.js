@@ -22,6 +22,8 @@ const say = (/** @type {string} */ msg) => { if (!quiet) console.log(`setup: ${m
 // command → Debian package that provides it
 const NEEDS = [
   { command: 'chromium', pkg: 'chromium', why: 'the browser that measures pages' },
+  { command: 'firefox-esr', pkg: 'firefox-esr', why: 'the second browser, with an HTTP/3 stack of its own (docs/BROWSERS.md)' },
+  { command: 'certutil', pkg: 'libnss3-tools', why: 'trusting the lab\'s certificate authority in a Firefox run\'s profile' },
   { command: 'caddy', pkg: 'caddy', why: 'the HTTP/3 lab origin' },
   { command: 'openssl', pkg: 'openssl', why: 'the lab certificate' },
   { command: 'cc', pkg: 'gcc', why: 'compiling the lab link emulator' },

@@ -23,7 +23,7 @@ import pino from 'pino'
 import { netnsSupport, labUp } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { startOrigin } from '../lab/origin.js'
-import { createBrowserPool } from '../agents/browser.js'
+import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { freePort } from '../dev/free-port.js'
 

@@ -15,7 +15,9 @@ import { createTestDatabase } from './helpers/db.js'
 import { freePort } from '../dev/free-port.js'
 import { migrate, listMigrations, MIGRATIONS_DIR, MigrationChangedError } from '../lib/runtime/migrate.js'
 
-const NEW_KEY = ['monitor_id', 'tier', 'probe', 'view', 'bucket', 'location_id', 'mode']
+// The key 012 gives the rollups, and the key once every migration ran (024 adds the browser).
+const KEY_012 = ['monitor_id', 'tier', 'probe', 'view', 'bucket', 'location_id', 'mode']
+const NEW_KEY = ['monitor_id', 'tier', 'probe', 'view', 'browser', 'bucket', 'location_id', 'mode']
 const OLD_KEY = ['monitor_id', 'tier', 'probe', 'view', 'location_id', 'mode', 'bucket']
 const PRE_EDIT_002 = fileURLToPath(new URL('./fixtures/002_rollups.before-key-edit.sql', import.meta.url))
 
@@ -162,7 +164,7 @@ test('012 also re-keys a database from before checksums whose rollups still have
     await db.pool.query("DELETE FROM h3lens_migrations WHERE name = '012_rollups_key'")
     await db.pool.query('ALTER TABLE h3lens_migrations DROP COLUMN checksum')
     assert.deepEqual(await migrate(db.pool), ['012_rollups_key'])
-    assert.deepEqual(await rollupsKey(db.pool), NEW_KEY)
+    assert.deepEqual(await rollupsKey(db.pool), KEY_012)
     assert.equal((await recorded(db.pool))['002_rollups'], await sha256(path.join(MIGRATIONS_DIR, '002_rollups.sql')))
   } finally {
     await db.drop()

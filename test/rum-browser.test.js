@@ -33,7 +33,8 @@ import puppeteer from 'puppeteer-core'
 import { startOrigin, LAB_HOSTNAME } from '../lab/origin.js'
 import { LAB_ALT_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { rumPage } from '../lab/site/rum-page.js'
-import { baseFlags, labBrowserFlags, modeFlags, hostPort } from '../lib/measurement/modes.js'
+import { baseFlags, labBrowserFlags, modeFlags } from '../lib/measurement/browsers/chromium.js'
+import { basePrefs, labPrefs, modePrefs } from '../lib/measurement/browsers/firefox.js'
 import { createSite } from '../lib/store/rum-sites.js'
 import { createTestDatabase } from './helpers/db.js'
 import { startDashboard } from '../dev/dashboard.js'
@@ -67,13 +68,13 @@ const BROWSERS = [
       executablePath: FIREFOX,
       acceptInsecureCerts: true,
       userDataDir: profile,
-      extraPrefsFirefox: {
-        'network.dns.localDomains': `${LAB_HOSTNAME},${LAB_ALT_HOSTNAME}`,
-        'network.http.http3.enable': mode === 'h3',
-        // H3 from the first request, as Chromium's force list does.
-        'network.http.http3.disable_when_third_party_roots_found': false,
-        ...(mode === 'h3' ? { 'network.http.http3.alt-svc-mapping-for-testing': `${LAB_HOSTNAME};h3=":${hostPort(url).split(':')[1]}"` } : {})
-      }
+      // The product's preferences (lib/measurement/browsers/firefox.js):
+      // its base, the arm's (H3 from the first request by the alt-svc
+      // mapping, as Chromium's force list does), and the lab's (every name
+      // to the loopback, HTTP/3 kept with the lab's own root). The lab's
+      // certificate is a chain to the lab's authority, which the product
+      // trusts in the profile with certutil; here the driver accepts it.
+      extraPrefsFirefox: { ...basePrefs(), ...modePrefs(mode, url), ...labPrefs({ address: '127.0.0.1' }) }
     })
   }
 ]

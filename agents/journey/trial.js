@@ -3,7 +3,7 @@
 // step's outcome and the last frame; nothing of it becomes a result, and a
 // secret is scrubbed from it as from a result.
 import { measureJourney } from '../probes/journey.js'
-import { labBrowserFlags } from '../../lib/measurement/modes.js'
+import { labBrowserFlags } from '../../lib/measurement/browsers/chromium.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../../lib/runtime/lab-host.js'
 import { scrubSecrets, secretValues } from '../../lib/measurement/journey/secrets.js'
 

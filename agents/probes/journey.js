@@ -16,7 +16,6 @@
 // matches #buy within 15000 ms"), steps before it stand, named steps after
 // it are results that say they were not run. Failures are data, as a page's.
 import { measure, emptyResult, reuseOf } from '../measure.js'
-import { forgetCache } from '../visits.js'
 import { ACTION_RUNNERS, StepError } from '../journey/actions.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, withTimeout } from '../page-metrics.js'
 import { maskFields } from '../page/mask-fields.js'
@@ -65,8 +64,11 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
     /** @type {StepOutcome[]} */
     const outcomes = []
     const budgetEnd = performance.now() + Math.min(journey.timeout_ms, (opts.deadline ?? Infinity) - Date.now())
+    const { mark, range } = network
+    // A step's requests are a range of the recording: Chromium's recording has marks, Firefox's not yet.
+    if (!mark || !range) throw new Error('journeys run in Chromium only: this browser\'s recording of requests has no step marks')
     for (const [index, step] of journey.steps.entries()) {
-      const from = network.mark()
+      const from = mark()
       const left = budgetEnd - performance.now()
       const base = { index, action: step.action, name: step.action.startsWith('measure_') ? null : step.name ?? null, from, navigated: false, url: null, metrics: null }
       if (left < MIN_LEFT_MS) {
@@ -80,19 +82,19 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
           describeStep(step, index), (message) => new StepError(message, { status: 'timeout' }))
         const ms = round((outcome.endedAt ?? performance.now()) - t0)
         const metrics = outcome.navigated ? await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics').catch(() => null) : null
-        outcomes.push({ ...base, ok: true, status: 'ok', ms, error: null, navigated: outcome.navigated, url: outcome.navigated ? page.url() : null, metrics, to: network.mark() })
+        outcomes.push({ ...base, ok: true, status: 'ok', ms, error: null, navigated: outcome.navigated, url: outcome.navigated ? page.url() : null, metrics, to: mark() })
       } catch (err) {
         const fault = await infrastructure(err)
         if (fault) throw fault
         const e = err instanceof StepError ? err : new StepError(err instanceof Error ? err.message : String(err), { cause: err })
-        outcomes.push({ ...base, ok: false, status: e.status, ms: round(performance.now() - t0), error: `${describeStep(step, index)}: ${e.message}`, to: network.mark() })
+        outcomes.push({ ...base, ok: false, status: e.status, ms: round(performance.now() - t0), error: `${describeStep(step, index)}: ${e.message}`, to: mark() })
         break
       }
     }
     if (screenshot) result.screenshot = await lastFrame(page, journey).catch(() => null)
-    const documentProtocol = lastDocumentProtocol(network.range(0).requests_detail)
+    const documentProtocol = lastDocumentProtocol(range(0).requests_detail)
     for (const named of namedSteps(journey)) {
-      extra.push(stepResult({ named, outcomes, network, protocol, judged, documentProtocol, base: result, view }))
+      extra.push(stepResult({ named, outcomes, network: { range }, protocol, judged, documentProtocol, base: result, view }))
     }
     summarize(result)
     fillJourney(result, outcomes, journey, { protocol, judged, documentProtocol })
@@ -110,11 +112,11 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
  */
 export async function measureJourneyVisits (opts) {
   const { pool } = opts
-  if (!pool.newProfile || !pool.removeProfile) throw new Error('this browser pool cannot keep a profile between launches, which the auto arm needs')
+  if (!pool.newProfile || !pool.removeProfile || !pool.forgetCache) throw new Error('this browser pool cannot keep a profile between launches, which the auto arm needs')
   const profile = await pool.newProfile()
   try {
     const first = await measureJourney({ ...opts, profile })
-    await forgetCache(profile)
+    await pool.forgetCache(profile)
     if (!((opts.deadline ?? Infinity) - Date.now() >= MIN_LEFT_MS)) {
       return [...first, ...first.map((r) => ({
         ...emptyResult(r.mode, r.flags, { probe: r.probe, view: 'returning' }),

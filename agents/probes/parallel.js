@@ -20,7 +20,7 @@ export async function measureParallel ({ targetUrl, count = 5, ...opts }) {
     await warmUp(page, url, protocol, timeoutMs, result, network)
     const timeout = (/** @type {string} */ message) => new ProbeError(message, { url: target, probe: 'parallel', status: 'timeout' })
     const answers = await withTimeout(page.evaluate(parallelFetch, target, count), timeoutMs, `${count} parallel requests`, timeout)
-    summarize(result)
+    await summarize(result)
     const requests = result.requests_detail.filter((/** @type {import('../network.js').RequestDetail} */ r) => r.url === target && r.method === 'GET')
     result.samples = answers.filter((a) => a.error === null && a.status < 400).map((a) => round(a.ms))
     judgeProtocol(result, requests, protocol)
@@ -41,7 +41,7 @@ export async function measureParallel ({ targetUrl, count = 5, ...opts }) {
  * @param {string} mode
  * @param {number} timeoutMs
  * @param {Record<string, any>} result
- * @param {{ take: () => Record<string, any>, mainDocument: () => import('../network.js').DocumentOutcome | null }} network
+ * @param {{ take: () => Promise<Record<string, any>>, mainDocument: () => import('../network.js').DocumentOutcome | null }} network
  */
 export async function warmUp (page, url, mode, timeoutMs, result, network) {
   /** @type {Record<string, any>} the navigation's figures, as loadAndRead reads them */
@@ -50,7 +50,7 @@ export async function warmUp (page, url, mode, timeoutMs, result, network) {
     // The warm-up is there for its connection: an empty page serves as well.
     await loadAndRead(page, url, mode, timeoutMs, nav, network, { allowEmpty: true })
   } finally {
-    const seen = network.take()
+    const seen = await network.take()
     result.warmup = {
       url,
       status: nav.status ?? 'error',

@@ -19,7 +19,7 @@ export async function measureUpload ({ uploadUrl, bytes = 1024 * 1024, ...opts }
     await warmUp(page, url, protocol, timeoutMs, result, network)
     const timeout = (/** @type {string} */ message) => new ProbeError(message, { url: uploadUrl, probe: 'upload', status: 'timeout' })
     const answer = await withTimeout(page.evaluate(uploadPost, uploadUrl, bytes), timeoutMs, `uploading ${bytes} bytes`, timeout)
-    summarize(result)
+    await summarize(result)
     result.upload_bytes = bytes
     if (answer.error !== null || answer.status >= 400) {
       throw new ProbeError(`upload of ${bytes} bytes to ${uploadUrl} failed: ${answer.error ?? `HTTP ${answer.status}`}`, { url: uploadUrl, probe: 'upload' })

@@ -7,6 +7,7 @@ import { measurementHints } from '../../lib/store/claim-hints.js'
 import { errorResponses, trialOutcomeSchema, idParams, submittedResult } from '../schemas.js'
 import { checkResults } from '../../lib/measurement/checks.js'
 import { expectedProtocolFor } from '../../lib/measurement/modes.js'
+import { BROWSERS } from '../../lib/measurement/browsers/index.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
 import { protocolsOfJobs } from '../../lib/store/jobs.js'
@@ -44,7 +45,14 @@ export default async function agentProtocolRoutes (app) {
           limit: { type: 'integer', minimum: 1, maximum: 50, default: 1 },
           version: { type: 'string', maxLength: 100 },
           browser_version: { type: 'string', maxLength: 200 },
-          trials: { type: 'integer', minimum: 0, maximum: 5, default: 0, description: 'Also take up to this many queued journey trials ("try it", docs/JOURNEYS.md) of the location' }
+          trials: { type: 'integer', minimum: 0, maximum: 5, default: 0, description: 'Also take up to this many queued journey trials ("try it", docs/JOURNEYS.md) of the location' },
+          browsers: {
+            type: 'array',
+            items: { type: 'string', enum: [...BROWSERS] },
+            minItems: 1,
+            uniqueItems: true,
+            description: 'The browsers this agent has; it is given rounds of those only, and its location gets rounds of those (docs/BROWSERS.md). Chromium alone when not said'
+          }
         }
       },
       response: {
@@ -70,6 +78,7 @@ export default async function agentProtocolRoutes (app) {
                   id: { type: 'integer' },
                   monitor_id: { type: 'integer' },
                   location_id: { type: 'string' },
+                  browser: { type: 'string', enum: [...BROWSERS], description: 'The browser the round runs in' },
                   due_at: { type: 'string', format: 'date-time' },
                   attempts: { type: 'integer' },
                   lease_expires_at: { type: 'string', format: 'date-time' },
@@ -104,7 +113,7 @@ export default async function agentProtocolRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string, trials?: number } | undefined }>} */ request) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string, trials?: number, browsers?: string[] } | undefined }>} */ request) => {
     const body = request.body ?? {}
     await touchAgent(app.db, request.agent.id, body)
     const leaseSeconds = app.config.leaseSeconds

@@ -8,6 +8,7 @@ import { METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES } from '../../lib/measurem
 import { PROBES } from '../../lib/measurement/probes/index.js'
 import { MODES, PROTOCOL_OF_MODE } from '../../lib/measurement/modes.js'
 import { VIEWS, VIEWS_OF_MODE } from '../../lib/measurement/result.js'
+import { BROWSER_CATALOGUE } from '../../lib/measurement/browsers/index.js'
 import { ALTERNATE_PROTOCOL_USAGE, ALTERNATE_PROTOCOL_USAGE_LABELS, PROTOCOL_REASONS } from '../../lib/measurement/protocol-reason.js'
 
 const rttFloorSchema = {
@@ -42,7 +43,8 @@ const metricSchema = {
       description: 'where a WebPageTest result has it: a pageData field of the agent\'s devtools file, or the navigation\'s own phases (navigation: true); null: WPT results leave it null',
       properties: { pageData: { type: 'string' }, navigation: { type: 'boolean' } }
     },
-    pageScript: { type: 'boolean', description: 'measured by a script of its own in the loaded page' }
+    pageScript: { type: 'boolean', description: 'measured by a script of its own in the loaded page' },
+    browsers: { type: 'array', items: { type: 'string' }, description: 'the browsers that give it; a result of another browser leaves it null, never zero (docs/BROWSERS.md)' }
   }
 }
 
@@ -68,6 +70,7 @@ export default async function catalogueRoutes (app) {
     probes: PROBES.map((p) => ({ id: p.id, label: p.label, hint: p.hint, samplesMetric: p.samplesMetric, options: Object.keys(p.options), defaults: p.defaults })),
     modes: MODES.map((id) => ({ id, protocol: PROTOCOL_OF_MODE[id], views: VIEWS_OF_MODE[id] })),
     views: VIEWS,
+    browsers: BROWSER_CATALOGUE,
     protocol_reasons: Object.entries(PROTOCOL_REASONS).map(([code, text]) => ({ code, text })),
     alternate_protocol_usage: Object.entries(ALTERNATE_PROTOCOL_USAGE).map(([value, text]) => ({ value, label: ALTERNATE_PROTOCOL_USAGE_LABELS[value] ?? value, text }))
   }
@@ -99,6 +102,15 @@ export default async function catalogueRoutes (app) {
               }
             },
             views: { type: 'array', items: { type: 'string' } },
+            browsers: {
+              type: 'array',
+              description: 'The browsers h3lens measures with: how each is driven, and what of a result it cannot give (left null)',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                properties: { id: { type: 'string' }, label: { type: 'string' }, driver: { type: 'string' }, lacks: { type: 'array', items: { type: 'string' } } }
+              }
+            },
             protocol_reasons: {
               type: 'array',
               description: 'Why a run\'s page came over its protocol (details.protocol_reason.code), in words',

@@ -3,7 +3,8 @@
 import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
-import { ANALYSES } from '../../lib/analysis/comparison.js'
+import { ANALYSES, VERDICTS } from '../../lib/analysis/comparison.js'
+import { crossBrowser, READINGS } from '../../lib/analysis/browsers.js'
 import { autoComparison, AUTO_VISITS, CONTRASTS, CONTRAST_VERDICTS, SHARE_VIEWS, STORIES } from '../../lib/analysis/auto.js'
 import { createComparisonCache } from '../../lib/analysis/comparison-cache.js'
 import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS } from '../../lib/analysis/trends.js'
@@ -11,6 +12,7 @@ import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_MET
 import { FORCED_VIEWS, VIEWS } from '../../lib/measurement/result.js'
 import { TIERS } from '../../lib/analysis/rollups.js'
 import { errorResponses, idParams, probeValue } from '../schemas.js'
+import { BROWSERS } from '../../lib/measurement/browsers/index.js'
 
 const FIVE_MINUTES = TIERS['5m']
 const DAY = 86400e3
@@ -32,7 +34,8 @@ const windowQuery = {
       'for one version; the response then names the id and carries a Deprecation header.'
   },
   probe: { ...probeValue, default: 'page' },
-  view: { type: 'string', enum: VIEWS, default: 'first' }
+  view: { type: 'string', enum: VIEWS, default: 'first' },
+  browser: { type: 'string', enum: [...BROWSERS], default: 'chromium', description: 'Whose rounds: a round is one browser\'s, with every arm in it (docs/BROWSERS.md)' }
 }
 
 const windowFields = {
@@ -40,6 +43,7 @@ const windowFields = {
   metric: { type: 'string', description: 'The metric id (a deprecated alias in the request is answered with the id)' },
   probe: { type: 'string' },
   view: { type: 'string' },
+  browser: { type: 'string' },
   from: { type: 'string', format: 'date-time' },
   to: { type: 'string', format: 'date-time' }
 }
@@ -103,7 +107,7 @@ const percentilesParam = (/** @type {readonly number[]} */ def) => ({
 /**
  * The query string of windowQuery (defaults filled in), plus `percentiles`
  * where the route takes it.
- * @typedef {{ from?: string, to?: string, metric: string, probe: string, view: string, percentiles?: string }} WindowQuery
+ * @typedef {{ from?: string, to?: string, metric: string, probe: string, view: string, browser: string, percentiles?: string }} WindowQuery
  */
 /**
  * @template [Q={}] what the route's query string adds to WindowQuery
@@ -143,7 +147,7 @@ export default async function comparisonRoutes (app) {
     if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
     const monitor = await getMonitor(app.db, request.params.id)
-    return { monitor, ...aligned, percentiles, metric, probe: probeFor(metric, q.probe), view: q.view }
+    return { monitor, ...aligned, percentiles, metric, probe: probeFor(metric, q.probe), view: q.view, browser: q.browser ?? 'chromium' }
   }
 
   /** @param {string | undefined} text */
@@ -228,6 +232,7 @@ export default async function comparisonRoutes (app) {
             metric: { type: 'string' },
             probe: { type: 'string' },
             view: { type: 'string' },
+            browser: { type: 'string', enum: [...BROWSERS] },
             analysis: { type: 'string', enum: ANALYSES },
             computed_at: {
               type: 'string',
@@ -339,6 +344,102 @@ export default async function comparisonRoutes (app) {
     return answer
   })
 
+  const gain = {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      rounds: { type: 'integer', description: 'Rounds the cell rests on' },
+      h2_ms: { type: ['number', 'null'] },
+      h3_ms: { type: ['number', 'null'] },
+      delta_ms: { type: ['number', 'null'], description: 'h3_ms − h2_ms in this browser: negative means HTTP/3 is faster' },
+      delta_pct: { type: ['number', 'null'] },
+      ci_low_ms: { type: ['number', 'null'], description: 'The 95% round-level bootstrap interval of delta_ms' },
+      ci_high_ms: { type: ['number', 'null'] },
+      verdict: { type: 'string', enum: Object.values(VERDICTS) },
+      reason: { type: ['string', 'null'] }
+    }
+  }
+
+  app.get('/monitors/:id/browsers', {
+    schema: {
+      description: 'The cross-browser comparison: per location (and all locations), the H3 gain in each browser the monitor runs, ' +
+        'on the same percentile, each from that browser\'s own rounds (GET /monitors/{id}/comparison?browser=…) with its interval and verdict, ' +
+        'and what they say together: a gain both browsers show is the server\'s and the path\'s, one only one browser shows is its HTTP/3 stack\'s (docs/BROWSERS.md).',
+      tags,
+      params: idParams,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          from: windowQuery.from,
+          to: windowQuery.to,
+          metric: windowQuery.metric,
+          percentile: { type: 'number', minimum: 1, maximum: 99.9, default: 50, description: 'The percentile compared, 1 to 99.9 (default 50)' },
+          analysis: { type: 'string', enum: ANALYSES, default: 'matched' }
+        }
+      },
+      response: {
+        200: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            monitor_id: { type: 'integer' },
+            metric: { type: 'string' },
+            probe: { type: 'string' },
+            percentile: { type: 'number' },
+            analysis: { type: 'string' },
+            from: { type: 'string', format: 'date-time' },
+            to: { type: 'string', format: 'date-time' },
+            browsers: { type: 'array', items: { type: 'string' }, description: 'The browsers compared: every browser h3lens measures with' },
+            locations: {
+              type: 'array',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  location_id: { type: ['string', 'null'], description: 'null for all locations' },
+                  name: { type: 'string' },
+                  region: { type: ['string', 'null'] },
+                  kind: { type: ['string', 'null'] },
+                  gains: { type: 'object', additionalProperties: gain, description: 'Per browser' },
+                  reading: {
+                    type: 'object',
+                    additionalProperties: false,
+                    properties: { code: { type: 'string', enum: Object.keys(READINGS) }, text: { type: 'string' } }
+                  }
+                }
+              }
+            }
+          }
+        },
+        ...errorResponses
+      }
+    }
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Querystring: WindowQuery & { percentile: number, analysis: string } }>} */ request) => {
+    const q = await readQuery(/** @type {WindowRequest} */ (/** @type {unknown} */ (request)), { percentiles: false })
+    const percentile = request.query.percentile
+    // The page probe unless the metric is another probe's (upload_mbps).
+    const probe = q.probe ?? 'page'
+    const browsers = [...BROWSERS]
+    /** @type {Record<string, any>} */
+    const answers = {}
+    for (const browser of browsers) {
+      const { answer } = await comparisons.answer(app.db, { ...q, probe, view: 'first', browser, percentiles: [percentile], analysis: request.query.analysis, timeoutMs: app.config.pageTimeoutMs })
+      answers[browser] = answer
+    }
+    return {
+      monitor_id: q.monitor.id,
+      metric: q.metric,
+      probe,
+      percentile,
+      analysis: request.query.analysis,
+      from: q.from.toISOString(),
+      to: q.to.toISOString(),
+      browsers,
+      locations: crossBrowser(answers, percentile)
+    }
+  })
+
   const num = { type: ['number', 'null'] }
   const share = { type: 'object', additionalProperties: false, properties: { rate: num, lo: num, hi: num } }
   const counts = { type: 'object', additionalProperties: { type: 'integer' } }
@@ -434,6 +535,7 @@ export default async function comparisonRoutes (app) {
           from: windowQuery.from,
           to: windowQuery.to,
           metric: windowQuery.metric,
+          browser: windowQuery.browser,
           percentiles: percentilesParam(DEFAULT_PERCENTILES)
         }
       },
@@ -479,7 +581,7 @@ export default async function comparisonRoutes (app) {
   }, async (/** @type {WindowRequest} */ request) => {
     const q = await readQuery(request)
     if (q.probe && q.probe !== 'page') throw new ValidationError(`metric ${q.metric} is a ${q.probe} probe's; the auto arm runs the page probe, so choose a page timing (${COMPARABLE_METRICS.filter((m) => !probeOfMetric(m)).join(', ')})`, 'metric')
-    return autoComparison(app.db, { monitor: q.monitor, metric: q.metric, percentiles: q.percentiles, from: q.from, to: q.to })
+    return autoComparison(app.db, { monitor: q.monitor, metric: q.metric, percentiles: q.percentiles, from: q.from, to: q.to, browser: q.browser })
   })
 
   app.get('/monitors/:id/trends', {
@@ -511,7 +613,7 @@ export default async function comparisonRoutes (app) {
     if (bucketCount(bucket, q.from, q.to) > MAX_POINTS) {
       throw new ValidationError(`${bucketCount(bucket, q.from, q.to)} buckets of ${bucket} is too many for one series (max ${MAX_POINTS}); use a wider bucket (1h or 1d) or a shorter window`, 'bucket')
     }
-    const t = await trends(app.db, { monitorId: q.monitor.id, metric: q.metric, bucket, from: q.from, to: q.to, percentiles: q.percentiles, probe: q.probe, view: q.view })
+    const t = await trends(app.db, { monitorId: q.monitor.id, metric: q.metric, bucket, from: q.from, to: q.to, percentiles: q.percentiles, probe: q.probe, view: q.view, browser: q.browser })
     if (request.query.format === 'csv') {
       const csv = stringify([...trendRows(t)], { header: true, columns: trendColumns(q.percentiles) })
       return reply.type('text/csv; charset=utf-8')
@@ -531,6 +633,6 @@ export default async function comparisonRoutes (app) {
     }
   }, async (/** @type {WindowRequest} */ request) => {
     const q = await readQuery(request, { percentiles: false })
-    return distribution(app.db, { monitorId: q.monitor.id, metric: q.metric, from: q.from, to: q.to, probe: q.probe, view: q.view })
+    return distribution(app.db, { monitorId: q.monitor.id, metric: q.metric, from: q.from, to: q.to, probe: q.probe, view: q.view, browser: q.browser })
   })
 }

@@ -22,11 +22,11 @@ import { sharesOf, storyOf } from './auto.js'
  * Per location with a visit of the auto arm in the window: its story and
  * the returning visits' H3 share with the visits it rests on.
  * @param {import('pg').Pool} db
- * @param {{ monitor: { id: number }, from: Date, to: Date }} q
+ * @param {{ monitor: { id: number }, from: Date, to: Date, browser?: string }} q
  * @returns {Promise<Map<string, UsersGet>>}
  */
-export async function returningShares (db, { monitor, from, to }) {
-  const w = { monitorId: monitor.id, from, to }
+export async function returningShares (db, { monitor, from, to, browser }) {
+  const w = { monitorId: monitor.id, from, to, browser }
   const [outcomes, failures] = await Promise.all([autoVisitOutcomes(db, { ...w, reasons: false }), forcedH3Failures(db, w)])
   const ids = [...new Set(outcomes.totals.map((r) => r.location_id))]
   const storyAt = (/** @type {string} */ id) => {

@@ -70,15 +70,15 @@ const MAJORITY = 0.5
 
 /**
  * @param {import('pg').Pool} db
- * @param {{ monitor: AutoMonitor, metric: string, percentiles: number[], from: Date, to: Date }} q
+ * @param {{ monitor: AutoMonitor, metric: string, percentiles: number[], from: Date, to: Date, browser?: string }} q browser: whose rounds (Chromium's when not said)
  */
-export async function autoComparison (db, { monitor, metric, percentiles, from, to }) {
+export async function autoComparison (db, { monitor, metric, percentiles, from, to, browser = 'chromium' }) {
   const qs = percentiles.map((p) => p / 100)
   const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
   const [locRows, outcomes, ...visitRows] = await Promise.all([
     listLocations(db),
-    autoVisitOutcomes(db, { monitorId: monitor.id, from, to }),
-    ...AUTO_VISITS.map((visit) => readVisitRounds(db, { monitorId: monitor.id, metric, visit: /** @type {'first' | 'returning'} */ (visit), from, to, cap: ROUND_CAP }))
+    autoVisitOutcomes(db, { monitorId: monitor.id, from, to, browser }),
+    ...AUTO_VISITS.map((visit) => readVisitRounds(db, { monitorId: monitor.id, metric, visit: /** @type {'first' | 'returning'} */ (visit), browser, from, to, cap: ROUND_CAP }))
   ])
   const locations = new Map(locRows.map((l) => [l.id, l]))
   const seen = new Set([...outcomes.totals.map((r) => r.location_id), ...visitRows.flat().map((r) => r.location_id)])

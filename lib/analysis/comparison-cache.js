@@ -108,6 +108,6 @@ export function keyOf (q) {
   const m = q.monitor
   return JSON.stringify([
     m.id, m.results_changed_at ? +new Date(m.results_changed_at) : null, m.locations, m.aa_protocol ?? null, m.min_effect_pct ?? null, m.min_effect_ms ?? null,
-    q.metric, q.probe, q.view, q.analysis ?? 'matched', q.percentiles, +q.from, +q.to, q.timeoutMs ?? null
+    q.metric, q.probe, q.view, q.analysis ?? 'matched', q.percentiles, +q.from, +q.to, q.timeoutMs ?? null, q.browser ?? 'chromium'
   ])
 }

@@ -84,17 +84,18 @@ export function minRoundsFor (percentile) {
 /**
  * @param {import('pg').Pool} db
  * @param {{ monitor: ComparedMonitor, metric: string, percentiles: number[], probe: string, view: string, from: Date, to: Date,
- *   analysis?: string, timeoutMs?: number }} q
+ *   analysis?: string, timeoutMs?: number, browser?: string }} q browser: whose rounds (Chromium's when not said)
  */
-export async function regionalComparison (db, { monitor, metric, percentiles, probe, view, from, to, analysis = 'matched', timeoutMs = 30000 }) {
-  const window = { monitorId: monitor.id, metric, probe, view, from, to }
+export async function regionalComparison (db, { monitor, metric, percentiles, probe, view, from, to, analysis = 'matched', timeoutMs = 30000, browser = 'chromium' }) {
+  const window = { monitorId: monitor.id, metric, probe, view, browser, from, to }
   const locRows = await listLocations(db)
   const locations = new Map(locRows.map((l) => [l.id, l]))
   const qs = percentiles.map((p) => p / 100)
   const { states, rounds } = await readRounds(db, { ...window, analysis, timeoutMs, qs })
   const ids = [...new Set([...monitor.locations, ...states.keys()])]
   const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
-  const seedBase = `${monitor.id}|${metric}|${probe}|${view}|${analysis}|${+from}|${+to}`
+  // Chromium's seed is as it was before browsers, so its intervals are unchanged.
+  const seedBase = `${monitor.id}|${metric}|${probe}|${view}|${analysis}|${+from}|${+to}${browser === 'chromium' ? '' : `|${browser}`}`
 
   const entries = ids.map((id) => locationEntry({
     location: locations.get(id) ?? { id, name: id, region: null, kind: null, profile: {} },
@@ -134,6 +135,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
     metric,
     probe,
     view,
+    browser,
     analysis,
     from: from.toISOString(),
     to: to.toISOString(),
@@ -176,7 +178,7 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
  * the busy 2-core machine (node bench/query.js --monitors 1 --days 30;
  * docs/BENCHMARKS.md, "Regional comparison and trends from rollups").
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, metric: string, probe: string, view: string, from: Date, to: Date, analysis: string, timeoutMs: number, qs: number[] }} w
+ * @param {{ monitorId: number, metric: string, probe: string, view: string, browser: string, from: Date, to: Date, analysis: string, timeoutMs: number, qs: number[] }} w
  * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number, exact: Exact | null }> }>}
  */
 async function readRounds (db, w) {

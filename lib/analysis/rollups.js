@@ -49,13 +49,13 @@ export function aggregate (results) {
     const k = `${baseKey}|${tier}|${bucket}`
     let n = nodes.get(k)
     if (!n) {
-      const key = [r.monitor_id, tier, r.probe, r.view, r.location_id, r.mode, new Date(bucket)]
+      const key = [r.monitor_id, tier, r.probe, r.view, r.location_id, r.mode, new Date(bucket), r.browser ?? 'chromium']
       nodes.set(k, (n = { key, tier, runs: 0, errors: 0, fallbacks: 0, sketches: new Map(), children: new Set() }))
     }
     return n
   }
   for (const r of results) {
-    const baseKey = `${r.monitor_id}|${r.probe}|${r.view}|${r.location_id}|${r.mode}`
+    const baseKey = `${r.monitor_id}|${r.probe}|${r.view}|${r.location_id}|${r.mode}|${r.browser ?? 'chromium'}`
     const n5 = node(r, baseKey, '5m', TIERS['5m'])
     const n1h = node(r, baseKey, '1h', TIERS['1h'])
     const n1d = node(r, baseKey, '1d', TIERS['1d'])
@@ -210,16 +210,16 @@ function metricColumn (metric) {
  * Merged sketches and outcome counts per (location, mode) for one metric over
  * a window, from rollups plus not-yet-folded results, read in one snapshot.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, metric: string, probe: string, view: string, from: Date, to: Date }} q
+ * @param {{ monitorId: number, metric: string, probe: string, view: string, browser?: string, from: Date, to: Date }} q
  * @returns {Promise<Map<string, { location_id: string, mode: string, count: number, runs: number, errors: number, fallbacks: number, sketch: any }>>}
  */
-export async function mergedSeries (db, { monitorId, metric, probe, view, from, to }) {
+export async function mergedSeries (db, { monitorId, metric, probe, view, browser = 'chromium', from, to }) {
   const column = metricColumn(metric)
   return withTransaction(db, async (client) => {
     const ranges = coverWindow(+from, +to)
     const groups = new Groups((r) => `${r.location_id}|${r.mode}`)
-    for (const r of await rollupsInRanges(client, { monitorId, probe, view, column, ranges })) groups.add(r)
-    for (const d of await pendingDeltas(client, { monitorId, probe, view, from, to, tier: '5m' })) {
+    for (const r of await rollupsInRanges(client, { monitorId, probe, view, browser, column, ranges })) groups.add(r)
+    for (const d of await pendingDeltas(client, { monitorId, probe, view, browser, from, to, tier: '5m' })) {
       groups.add({ location_id: d.key[4], mode: d.key[5], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(column) })
     }
     return new Map([...groups.finish()].map((g) => [`${g.location_id}|${g.mode}`, g]))
@@ -229,15 +229,15 @@ export async function mergedSeries (db, { monitorId, metric, probe, view, from, 
 /**
  * Per-bucket series for trends, from one tier plus pending results.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, metric: string, probe: string, view: string, tier: '5m'|'1h'|'1d', from: Date, to: Date }} q
+ * @param {{ monitorId: number, metric: string, probe: string, view: string, browser?: string, tier: '5m'|'1h'|'1d', from: Date, to: Date }} q
  */
-export async function bucketSeries (db, { monitorId, metric, probe, view, tier, from, to }) {
+export async function bucketSeries (db, { monitorId, metric, probe, view, browser = 'chromium', tier, from, to }) {
   const column = metricColumn(metric)
   return withTransaction(db, async (client) => {
-    const rows = await rollupBuckets(client, { monitorId, probe, view, column, tier, from, to })
+    const rows = await rollupBuckets(client, { monitorId, probe, view, browser, column, tier, from, to })
     const groups = new Groups((r) => `${r.location_id}|${r.mode}|${+r.bucket}`, { keepEncoded: true })
     for (const r of rows) groups.add(r)
-    for (const d of await pendingDeltas(client, { monitorId, probe, view, from, to, tier })) {
+    for (const d of await pendingDeltas(client, { monitorId, probe, view, browser, from, to, tier })) {
       groups.add({ location_id: d.key[4], mode: d.key[5], bucket: d.key[6], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(column) })
     }
     return [...groups.finish()].sort((a, b) => a.bucket - b.bucket)
@@ -281,9 +281,9 @@ class Groups {
 /**
  * Pending (not yet folded) results of a window, aggregated like rollups.
  * @param {import('pg').PoolClient} client
- * @param {{ monitorId: number, probe: string, view: string, from: Date, to: Date, tier: '5m'|'1h'|'1d' }} q
+ * @param {{ monitorId: number, probe: string, view: string, browser: string, from: Date, to: Date, tier: '5m'|'1h'|'1d' }} q
  */
-async function pendingDeltas (client, { monitorId, probe, view, from, to, tier }) {
-  const rows = await pendingResults(client, { monitorId, probe, view, from, to })
+async function pendingDeltas (client, { monitorId, probe, view, browser, from, to, tier }) {
+  const rows = await pendingResults(client, { monitorId, probe, view, browser, from, to })
   return [...aggregate(rows).values()].filter((d) => d.key[1] === tier)
 }

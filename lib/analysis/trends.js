@@ -11,10 +11,10 @@ const key = (p) => `p${String(p).replace('.', '_')}`
 
 /**
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, metric: string, bucket: '5m'|'1h'|'1d', from: Date, to: Date, percentiles: number[], probe: string, view: string }} q
+ * @param {{ monitorId: number, metric: string, bucket: '5m'|'1h'|'1d', from: Date, to: Date, percentiles: number[], probe: string, view: string, browser?: string }} q
  */
-export async function trends (db, { monitorId, metric, bucket, from, to, percentiles, probe, view }) {
-  const rows = await bucketSeries(db, { monitorId, metric, probe, view, tier: bucket, from, to })
+export async function trends (db, { monitorId, metric, bucket, from, to, percentiles, probe, view, browser = 'chromium' }) {
+  const rows = await bucketSeries(db, { monitorId, metric, probe, view, browser, tier: bucket, from, to })
   const series = new Map()
   for (const r of rows) {
     const k = `${r.location_id}|${r.mode}`
@@ -33,6 +33,7 @@ export async function trends (db, { monitorId, metric, bucket, from, to, percent
     bucket,
     probe,
     view,
+    browser,
     from: from.toISOString(),
     to: to.toISOString(),
     percentiles,
@@ -58,10 +59,10 @@ export function* trendRows (t) {
 /**
  * Quantiles 0..1 of each (location, mode) over the window, for CDF charts.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, metric: string, from: Date, to: Date, probe: string, view: string }} q
+ * @param {{ monitorId: number, metric: string, from: Date, to: Date, probe: string, view: string, browser?: string }} q
  */
-export async function distribution (db, { monitorId, metric, from, to, probe, view }) {
-  const merged = await mergedSeries(db, { monitorId, metric, probe, view, from, to })
+export async function distribution (db, { monitorId, metric, from, to, probe, view, browser = 'chromium' }) {
+  const merged = await mergedSeries(db, { monitorId, metric, probe, view, browser, from, to })
   const qs = Array.from({ length: 101 }, (_, i) => i / 100)
   const series = [...merged.values()].filter((s) => s.sketch).map((s) => ({
     location_id: s.location_id,
@@ -69,7 +70,7 @@ export async function distribution (db, { monitorId, metric, from, to, probe, vi
     count: sketchCount(s.sketch),
     points: qs.map((q) => ({ q, ms: round(sketchQuantile(s.sketch, q)) }))
   }))
-  return { monitor_id: monitorId, metric, probe, view, from: from.toISOString(), to: to.toISOString(), series }
+  return { monitor_id: monitorId, metric, probe, view, browser, from: from.toISOString(), to: to.toISOString(), series }
 }
 
 /**

@@ -18,6 +18,8 @@
 //      (migrations/021_auto_arm.sql), which rebuilds the round-summary fold
 //      from those columns.
 
+import { BROWSERS } from './browsers/index.js'
+
 /**
  * @typedef {object} Metric
  * @property {string} id API name, with its unit, as the column is named (`ttfb_ms`)
@@ -44,6 +46,8 @@
  *   pageData field of the agent's devtools file (0 read as not measured), or the navigation's own phases read from
  *   the base page's request (lib/measurement/wpt/navigation.js); null: WPT results leave it null
  * @property {boolean} pageScript measured by its own script in the loaded page, agents/page/metrics/<id>.js
+ * @property {readonly string[]} browsers the browsers that give it (lib/measurement/browsers/index.js); a result of
+ *   another browser leaves it null, never zero
  */
 
 /**
@@ -68,11 +72,13 @@ function metric ({ id, ...m }) {
     rttFloor: null,
     wpt: null,
     pageScript: false,
+    browsers: BROWSERS,
     ...m
   }
   return Object.freeze({
     ...full,
     atLeast: Object.freeze([...full.atLeast]),
+    browsers: Object.freeze([...full.browsers]),
     rttFloor: full.rttFloor && Object.freeze({ ...full.rttFloor }),
     wpt: full.wpt && Object.freeze({ ...full.wpt })
   })

@@ -1,7 +1,7 @@
 // Why a run's page came over the protocol it did, in words, from what the
 // browser reported per request: its protocol and Chromium's
 // alternateProtocolUsage (why the alternative, QUIC, job was or was not
-// used), and the Alt-Svc the origin sent. The forced arms' reason is their
+// used; Firefox reports none), and the Alt-Svc the origin sent. The forced arms' reason is their
 // switch; the auto arm's is the browser's own choice, which is what it
 // measures.
 import { normalizeProtocol } from './protocol.js'
@@ -64,7 +64,8 @@ export const PROTOCOL_REASONS = Object.freeze({
 /**
  * Why the page's document came over its protocol.
  * @param {Record<string, any>} run a measurement: mode, observed_protocol, arm_protocol (A/A),
- *   requests_detail (type, url, status, alternate_protocol_usage per request), origins (origin, h3_advertised)
+ *   requests_detail (type, url, status, alternate_protocol_usage per request), origins (origin, h3_advertised),
+ *   learnt_alt_svc (a returning visit: the origins that announced H3 on the first visit, agents/visits.js)
  * @returns {ProtocolReason}
  */
 export function protocolReason (run) {
@@ -72,14 +73,17 @@ export function protocolReason (run) {
   const doc = documentRequest(run.requests_detail ?? [])
   const usage = doc?.alternate_protocol_usage ?? null
   const origin = doc ? originOf(doc.url) : null
-  const advertised = Boolean(origin && (run.origins ?? []).some((/** @type {{ origin: string, h3_advertised?: boolean }} */ o) => o.origin === origin && o.h3_advertised))
+  const advertised = Boolean(origin && ((run.origins ?? []).some((/** @type {{ origin: string, h3_advertised?: boolean }} */ o) => o.origin === origin && o.h3_advertised) ||
+    (run.learnt_alt_svc ?? []).includes(origin)))
   const announced = usage?.startsWith('dnsAlpnH3') ? 'https-record' : (advertised || usage?.startsWith('alternativeJob') ? 'alt-svc' : null)
   const forced = run.arm_protocol ?? (run.mode === 'auto' ? null : run.mode)
   const reason = (/** @type {string} */ code) => ({ code, text: PROTOCOL_REASONS[code], alternate_protocol_usage: usage, h3_announced: /** @type {ProtocolReason['h3_announced']} */ (announced) })
   if (protocol === null) return reason('failed')
   if (forced === 'h3') return reason(protocol === 'h3' ? 'forced_h3' : 'fell_back')
   if (forced === 'h2') return reason('quic_off')
-  if (protocol === 'h3') return reason(announced === 'https-record' ? 'https_record' : usage?.startsWith('alternativeJob') ? 'alt_svc' : 'h3')
+  // A browser that does not say why (Firefox: no alternateProtocolUsage)
+  // came over H3 unforced to an origin that announces it by Alt-Svc.
+  if (protocol === 'h3') return reason(announced === 'https-record' ? 'https_record' : usage?.startsWith('alternativeJob') || (usage === null && advertised) ? 'alt_svc' : 'h3')
   if (usage === 'broken') return reason('broken')
   if (usage === 'mainJobWonRace') return reason('tcp_won')
   return reason(advertised ? 'not_known' : 'not_announced')

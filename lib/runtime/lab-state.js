@@ -6,7 +6,7 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 
 /**
- * @typedef {{ hostname: string, port: number, spki: string,
+ * @typedef {{ hostname: string, port: number, spki: string, caPath?: string,
  *   locations: Record<string, { address: string, netns: string | null, profile?: Record<string, any> }> }} LabState
  */
 

@@ -49,9 +49,10 @@ export async function authenticateAgent (db, token) {
 /**
  * @param {import('pg').Pool} db
  * @param {number} agentId
- * @param {{ version?: string, browser_version?: string }} info
+ * @param {{ version?: string, browser_version?: string, browsers?: string[] }} info browsers: the
+ *   browsers the agent has, as it says when it claims; its location then has them too
  */
-export async function touchAgent (db, agentId, { version, browser_version: browserVersion } = {}) {
+export async function touchAgent (db, agentId, { version, browser_version: browserVersion, browsers } = {}) {
   // Agents call every second or two; liveness is judged over 60 s. Writing
   // only when the last mark is older than TOUCH_RESOLUTION_S (or a version
   // changed) turns most calls into a read: no dead row, no WAL flush. With
@@ -64,12 +65,33 @@ export async function touchAgent (db, agentId, { version, browser_version: brows
        OR version IS DISTINCT FROM coalesce($2, version) OR browser_version IS DISTINCT FROM coalesce($3, browser_version))`,
     values: [agentId, version ?? null, browserVersion ?? null, TOUCH_RESOLUTION_S]
   })
+  if (browsers?.length) await recordBrowsers(db, agentId, browsers)
+}
+
+/**
+ * The browsers an agent has: it claims rounds of those only, and its
+ * location gets rounds of those (lib/store/jobs.js). A location keeps a
+ * browser it once had: its rounds wait for an agent that has it, as rounds
+ * wait for any agent.
+ * @param {import('pg').Pool} db
+ * @param {number} agentId
+ * @param {string[]} browsers
+ */
+async function recordBrowsers (db, agentId, browsers) {
+  const sorted = [...new Set(browsers)].sort()
+  await db.query({
+    name: 'agent-browsers',
+    text: `WITH a AS (UPDATE agents SET browsers = $2::text[] WHERE id = $1 AND browsers IS DISTINCT FROM $2::text[] RETURNING location_id)
+      UPDATE locations l SET browsers = ARRAY(SELECT DISTINCT b FROM unnest(l.browsers || $2::text[]) b ORDER BY b), updated_at = now()
+        FROM a WHERE l.id = a.location_id AND NOT l.browsers @> $2::text[]`,
+    values: [agentId, sorted]
+  })
 }
 
 /** @param {import('pg').Pool} db */
 export async function listAgents (db) {
   const { rows } = await db.query(
-    `SELECT id, location_id, name, kind, version, browser_version, last_seen_at, last_result_at, created_at, revoked_at,
+    `SELECT id, location_id, name, kind, version, browser_version, browsers, last_seen_at, last_result_at, created_at, revoked_at,
             (revoked_at IS NULL AND last_seen_at > now() - make_interval(secs => $1)) AS alive,
             faults, last_fault_at, last_fault, coalesce(last_fault_at > now() - make_interval(secs => $2), false) AS faulty
        FROM agents ORDER BY location_id, id`, [AGENT_ALIVE_S, AGENT_FAULT_RECENT_S])

@@ -45,7 +45,9 @@ const MAX_MISSED_ROUNDS = 100
  * Insert the current round of every active monitor at each of its locations.
  * Rounds fall on anchor_at + k * interval_s. ON CONFLICT makes this safe to
  * run from several scheduler replicas at once: the unique key
- * (monitor_id, location_id, due_at) lets exactly one insert win.
+ * (monitor_id, location_id, browser, due_at) lets exactly one insert win.
+ * A round is one browser's (migration 024): a monitor gets a round per
+ * browser it chose that the location's agents have (locations.browsers).
  *
  * Only monitors whose next_due_at has come are read (the monitors_next_due
  * index, migration 014), each locked so that one replica takes it and the
@@ -94,16 +96,23 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
        -- looked at yet (next_due_at), so rounds k' with owed_from <= k' < k
        -- came due while no scheduler ran. NO KEY UPDATE does not block the
        -- foreign-key checks of rows that reference the monitor.
-       SELECT m.id, m.interval_s, m.locations, m.anchor_at, m.anchor_at <= h.horizon AS started,
+       SELECT m.id, m.interval_s, m.locations, m.browsers, m.anchor_at, m.anchor_at <= h.horizon AS started,
               floor(extract(epoch FROM h.horizon - m.anchor_at) / m.interval_s)::bigint AS k,
               greatest(0, ceil(extract(epoch FROM m.next_due_at - m.anchor_at) / m.interval_s))::bigint AS owed_from
          FROM monitors m, (SELECT now() + make_interval(secs => $3::float8 / 1000) AS horizon) h
         WHERE m.next_due_at <= h.horizon AND m.deleted_at IS NULL AND NOT m.paused
           FOR NO KEY UPDATE OF m SKIP LOCKED),
-     due AS (
-       SELECT p.id AS monitor_id, loc AS location_id, p.anchor_at + make_interval(secs => p.k * p.interval_s) AS due_at, p.interval_s
+     -- A round per browser of the monitor that the location's agents have:
+     -- a location without a browser never gets its rounds.
+     round_keys AS (
+       SELECT p.id AS monitor_id, l.id AS location_id, br AS browser
          FROM picked p CROSS JOIN LATERAL unnest(p.locations) AS loc
-        WHERE p.started),
+         JOIN locations l ON l.id = loc
+         CROSS JOIN LATERAL unnest(p.browsers) AS br
+        WHERE p.started AND br = ANY (l.browsers)),
+     due AS (
+       SELECT p.id AS monitor_id, rk.location_id, rk.browser, p.anchor_at + make_interval(secs => p.k * p.interval_s) AS due_at, p.interval_s
+         FROM picked p JOIN round_keys rk ON rk.monitor_id = p.id),
      fresh AS (
        -- Skip rounds that exist already so the id sequence is not burnt;
        -- ON CONFLICT still settles races with a replica on an older snapshot.
@@ -113,15 +122,16 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
                 OR (p.id IS NOT NULL AND p.state = 'leased' AND NOT coalesce(d.due_at < b.until, false)
                     AND now() < d.due_at + make_interval(secs => least(d.interval_s / 4.0, $5))) AS deferred,
               EXISTS (SELECT 1 FROM agents a WHERE a.location_id = d.location_id AND a.revoked_at IS NULL
+                        AND d.browser = ANY (a.browsers)
                         AND a.last_seen_at > now() - make_interval(secs => $2)) AS served
          FROM due d
          LEFT JOIN LATERAL (SELECT j.id, j.state, j.due_at FROM jobs j
-                 WHERE j.monitor_id = d.monitor_id AND j.location_id = d.location_id
+                 WHERE j.monitor_id = d.monitor_id AND j.location_id = d.location_id AND j.browser = d.browser
                    AND j.state IN ('queued', 'leased') AND j.due_at <> d.due_at
                  ORDER BY j.due_at DESC LIMIT 1) p ON true
          LEFT JOIN round_backoffs b ON b.monitor_id = d.monitor_id AND b.location_id = d.location_id AND b.until IS NOT NULL
         WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.monitor_id = d.monitor_id
-                            AND j.location_id = d.location_id AND j.due_at = d.due_at)),
+                            AND j.location_id = d.location_id AND j.browser = d.browser AND j.due_at = d.due_at)),
      ready AS (SELECT * FROM fresh WHERE NOT deferred),
      advanced AS (
        -- A deferred round brings its monitor back at its due time (at every
@@ -148,21 +158,21 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
        -- while no scheduler created rounds (none running, or the database
        -- not answering). Each is kept as a skipped round that says so, the
        -- last MAX_MISSED_ROUNDS of them when there are more.
-       INSERT INTO jobs (monitor_id, location_id, due_at, run_after, max_attempts, state, finished_at, last_error)
-       SELECT p.id, loc, p.anchor_at + make_interval(secs => i * p.interval_s), now(), $1, 'skipped', now(),
+       INSERT INTO jobs (monitor_id, location_id, browser, due_at, run_after, max_attempts, state, finished_at, last_error)
+       SELECT p.id, rk.location_id, rk.browser, p.anchor_at + make_interval(secs => i * p.interval_s), now(), $1, 'skipped', now(),
               'skipped: not scheduled: ' || (p.k - p.owed_from) || ' round' || CASE WHEN p.k - p.owed_from = 1 THEN '' ELSE 's' END
                 || ' of this monitor came due from '
                 || to_char((p.anchor_at + make_interval(secs => p.owed_from * p.interval_s)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
                 || ' to ' || to_char((p.anchor_at + make_interval(secs => (p.k - 1) * p.interval_s)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
                 || ' while no scheduler could create rounds (none was running, or the database did not answer)'
-         FROM picked p CROSS JOIN LATERAL unnest(p.locations) AS loc
+         FROM picked p JOIN round_keys rk ON rk.monitor_id = p.id
          CROSS JOIN LATERAL generate_series(greatest(p.owed_from, p.k - $4), p.k - 1) AS i
         WHERE p.started
-       ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING
+       ON CONFLICT (monitor_id, location_id, browser, due_at) DO NOTHING
        RETURNING 1),
      inserted AS (
-       INSERT INTO jobs (monitor_id, location_id, due_at, run_after, max_attempts, state, finished_at, last_error)
-       SELECT f.monitor_id, f.location_id, f.due_at, greatest(f.due_at, now()), $1, v.state,
+       INSERT INTO jobs (monitor_id, location_id, browser, due_at, run_after, max_attempts, state, finished_at, last_error)
+       SELECT f.monitor_id, f.location_id, f.browser, f.due_at, greatest(f.due_at, now()), $1, v.state,
               CASE WHEN v.state = 'skipped' THEN now() END,
               CASE WHEN v.state = 'queued' THEN NULL
                    WHEN f.off THEN 'skipped: backed off: the last ' || f.backoff_timeouts || ' rounds timed out (its next round runs at '
@@ -175,7 +185,7 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
          CROSS JOIN LATERAL (SELECT CASE WHEN f.off THEN 'skipped'
                                          WHEN f.pending_id IS NULL OR f.pending_id IN (SELECT id FROM superseded) THEN 'queued'
                                          ELSE 'skipped' END AS state) v
-       ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING
+       ON CONFLICT (monitor_id, location_id, browser, due_at) DO NOTHING
        RETURNING 1)
      SELECT (SELECT count(*) FROM inserted)::int + (SELECT count(*) FROM missed)::int AS created`,
     [maxAttempts, AGENT_ALIVE_S, Math.min(Math.max(0, lookAheadMs ?? 0), MAX_LOOK_AHEAD_MS), MAX_MISSED_ROUNDS, RUNNING_GRACE_S])
@@ -190,6 +200,8 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
  * location that shares its run_after (all rounds one scheduler tick makes),
  * 2.8 ms per claim with 3,000 queued against 0.2 ms without (bench/load.js
  * and EXPLAIN ANALYZE of this statement; docs/BENCHMARKS.md, "Load").
+ * An agent claims only rounds of the browsers it has (agents.browsers, as
+ * it said when it claimed: lib/store/agents.js touchAgent).
  * @param {import('pg').Pool} db
  * @param {{ agentId: number, locationId: string, limit: number, leaseSeconds: number }} opts
  */
@@ -205,6 +217,7 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
     text: `WITH picked AS (
        SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
         WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now()
+          AND j.browser = ANY ((SELECT a.browsers FROM agents a WHERE a.id = $3)::text[])
           AND m.deleted_at IS NULL AND NOT m.paused
         ORDER BY j.run_after
         LIMIT $2
@@ -213,7 +226,7 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
             lease_expires_at = now() + make_interval(secs => $4), updated_at = now()
        FROM picked, monitors m
       WHERE j.id = picked.id AND m.id = j.monitor_id
-     RETURNING j.id, j.monitor_id, j.location_id, j.due_at, j.attempts, j.lease_expires_at,
+     RETURNING j.id, j.monitor_id, j.location_id, j.browser, j.due_at, j.attempts, j.lease_expires_at,
                m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol,
                -- The journey and its sealed secrets, opened for the agent by the claim route.
                CASE WHEN 'journey' = ANY (m.probes) THEN m.journey END AS journey,
@@ -251,7 +264,7 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
   return withTransaction(db, async (client) => {
     const { rows } = await client.query({
       name: 'lock-job',
-      text: 'SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs WHERE id = $1 FOR UPDATE',
+      text: 'SELECT id, monitor_id, location_id, browser, due_at, state, lease_owner FROM jobs WHERE id = $1 FOR UPDATE',
       values: [jobId]
     })
     const job = rows[0]
@@ -299,7 +312,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
   const ids = [...new Set(rounds.map((r) => r.job_id))].sort((a, b) => a - b)
   return withTransaction(db, async (client) => {
     const { rows } = await client.query(
-      `SELECT id, monitor_id, location_id, due_at, state, lease_owner FROM jobs
+      `SELECT id, monitor_id, location_id, browser, due_at, state, lease_owner FROM jobs
         WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, [ids])
     const jobs = new Map(rows.map((j) => [Number(j.id), j]))
     /** @type {Map<number, any>} */
@@ -546,17 +559,17 @@ export async function protocolsOfJobs (db, jobIds) {
  * Done jobs for rounds measured elsewhere (the results import): created
  * done, or the existing job of the round.
  * @param {import('pg').PoolClient} client
- * @param {{ monitorId: number, locations: string[], times: Date[] }} q
- * @returns {Promise<{ id: number, location_id: string, due_at: Date }[]>}
+ * @param {{ monitorId: number, locations: string[], browsers: string[], times: Date[] }} q
+ * @returns {Promise<{ id: number, location_id: string, browser: string, due_at: Date }[]>}
  */
-export async function doneJobsFor (client, { monitorId, locations, times }) {
+export async function doneJobsFor (client, { monitorId, locations, browsers, times }) {
   await client.query(
-    `INSERT INTO jobs (monitor_id, location_id, due_at, state, finished_at)
-     SELECT $1, u.location_id, u.due_at, 'done', now() FROM unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-     ON CONFLICT (monitor_id, location_id, due_at) DO NOTHING`, [monitorId, locations, times])
+    `INSERT INTO jobs (monitor_id, location_id, browser, due_at, state, finished_at)
+     SELECT $1, u.location_id, u.browser, u.due_at, 'done', now() FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
+     ON CONFLICT (monitor_id, location_id, browser, due_at) DO NOTHING`, [monitorId, locations, browsers, times])
   const { rows } = await client.query(
-    `SELECT j.id, j.location_id, j.due_at FROM jobs j JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-        ON j.location_id = u.location_id AND j.due_at = u.due_at
-      WHERE j.monitor_id = $1`, [monitorId, locations, times])
+    `SELECT j.id, j.location_id, j.browser, j.due_at FROM jobs j JOIN unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
+        ON j.location_id = u.location_id AND j.browser = u.browser AND j.due_at = u.due_at
+      WHERE j.monitor_id = $1`, [monitorId, locations, browsers, times])
   return rows
 }

@@ -1,7 +1,7 @@
 // SQL for the locations table.
 import { NotFoundError, ValidationError } from '../runtime/errors.js'
 
-const COLUMNS = 'id, name, region, kind, profile, countries, last_refusal, created_at, updated_at'
+const COLUMNS = 'id, name, region, kind, profile, browsers, countries, last_refusal, created_at, updated_at'
 
 /** @param {import('pg').Pool} db */
 export async function listLocations (db) {

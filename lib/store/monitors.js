@@ -8,6 +8,7 @@ import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
 import { checkJourney, journeyTargets } from '../measurement/journey/steps.js'
 import { sealJourney } from '../measurement/journey/secrets.js'
 import { JOURNEY_PROBE } from '../measurement/probes/journey.js'
+import { BROWSERS, DEFAULT_BROWSERS } from '../measurement/browsers/index.js'
 
 export { MODES } from '../measurement/modes.js'
 export { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
@@ -23,7 +24,7 @@ export const DEFAULT_MIN_EFFECT_PCT = 2
 export const DEFAULT_MIN_EFFECT_MS = 1
 
 // journey_secrets is never among them: only a round's claim opens it (lib/store/jobs.js).
-const COLUMNS = `id, url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
+const COLUMNS = `id, url, label, interval_s, locations, modes, browsers, probes, repeat_view, options, paused,
   aa_protocol, min_effect_pct, min_effect_ms, journey, created_at, updated_at, results_changed_at`
 
 /** @param {string} url */
@@ -100,6 +101,13 @@ async function checkMonitor (db, input, existing, policy = {}) {
     const modes = [...new Set(input.modes)]
     if (modes.length === 0) throw new ValidationError(`choose at least one mode (${MODES.join(', ')})`, 'modes')
     out.modes = MODES.filter((m) => modes.includes(m))
+  }
+  if (input.browsers !== undefined) {
+    const browsers = [...new Set(input.browsers)]
+    if (browsers.length === 0) throw new ValidationError(`choose at least one browser (${BROWSERS.join(', ')})`, 'browsers')
+    const unknown = browsers.filter((b) => !BROWSERS.includes(b))
+    if (unknown.length) throw new ValidationError(`unknown browser ${unknown.map((b) => `"${b}"`).join(', ')}; browsers are ${BROWSERS.join(', ')}`, 'browsers')
+    out.browsers = BROWSERS.filter((b) => browsers.includes(b))
   }
   if (input.probes !== undefined) {
     const probes = [...new Set(input.probes)]
@@ -269,13 +277,13 @@ export async function createMonitor (db, input, policy) {
   const m = await checkMonitor(db, input, undefined, policy)
   const { rows } = await db.query(
     `INSERT INTO monitors (url, label, interval_s, locations, modes, probes, repeat_view, options, paused,
-                           aa_protocol, min_effect_pct, min_effect_ms, journey, journey_secrets)
+                           aa_protocol, min_effect_pct, min_effect_ms, journey, journey_secrets, browsers)
      VALUES ($1, $2, $3, $4, $5, coalesce($6, '{page}'::text[]),
-             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12, $13, coalesce($14, '{}'::jsonb))
+             coalesce($7, false), coalesce($8, '{}'::jsonb), coalesce($9, false), $10, $11, $12, $13, coalesce($14, '{}'::jsonb), $15)
      RETURNING ${COLUMNS}`,
     [m.url, m.label ?? null, m.interval_s, m.locations, m.modes ?? [...DEFAULT_MODES], m.probes ?? null,
       m.repeat_view ?? null, m.options ?? null, m.paused ?? null, m.aa_protocol ?? null,
-      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS, m.journey ?? null, m.journey_secrets ?? null])
+      m.min_effect_pct ?? DEFAULT_MIN_EFFECT_PCT, m.min_effect_ms ?? DEFAULT_MIN_EFFECT_MS, m.journey ?? null, m.journey_secrets ?? null, m.browsers ?? [...DEFAULT_BROWSERS]])
   return rows[0]
 }
 

@@ -21,7 +21,8 @@ const OUTLIER_VALUE = Object.fromEntries(PROBES.map((p) => [p.id, OUTLIER_SQL[p.
 
 /**
  * p99 of the last OUTLIER_WINDOW ok first-view runs per (probe, mode) of a
- * monitor at a location, keyed "probe/mode"; series with too few runs are
+ * monitor at a location, keyed "probe/mode", Chromium's only (net logs are
+ * Chromium's, and Firefox's timings are its own); series with too few runs are
  * left out (no outlier capture yet). Each series is an index range scan of
  * at most OUTLIER_WINDOW rows (results_series_time).
  * @param {import('pg').Pool} db
@@ -39,7 +40,7 @@ export async function outlierThresholds (db, { monitorId, locationId, probes, mo
        CROSS JOIN LATERAL (
          SELECT p.probe, m.mode, CASE p.probe ${wanted.map((p) => `WHEN '${p}' THEN ${OUTLIER_VALUE[p]}`).join(' ')} END AS v
            FROM results r
-          WHERE r.monitor_id = $1 AND r.location_id = $2 AND r.mode = m.mode AND r.probe = p.probe AND r.view = 'first'
+          WHERE r.monitor_id = $1 AND r.location_id = $2 AND r.browser = 'chromium' AND r.mode = m.mode AND r.probe = p.probe AND r.view = 'first'
             AND r.status = 'ok' AND r.protocol_ok
           ORDER BY r.time DESC LIMIT $6) s
       WHERE s.v IS NOT NULL

@@ -21,6 +21,7 @@ import { expectedProtocolFor, MODES } from '../measurement/modes.js'
 import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { isJourneyProbe } from '../measurement/probes/journey.js'
 import { VIEWS } from '../measurement/result.js'
+import { BROWSERS } from '../measurement/browsers/index.js'
 import { checkResults } from '../measurement/checks.js'
 import { normalizeProtocol } from '../measurement/protocol.js'
 
@@ -58,6 +59,7 @@ class FieldProblem extends Error {}
 const FIELDS = {
   time: (v) => roundTime(v),
   location_id: (v) => text(v, 63),
+  browser: (v) => oneOf(v, BROWSERS),
   mode: (v) => oneOf(v, MODES),
   view: (v) => oneOf(v, VIEWS),
   // A journey's named step is part of its probe ('journey:login').
@@ -97,7 +99,7 @@ const FIELDS = {
  * @typedef {{ imported: number, skipped_existing: number, rounds: number }} ImportSummary
  */
 
-/** @typedef {{ location: string, time: Date, jobId?: number }} Round one round of an import, by location and time */
+/** @typedef {{ location: string, browser: string, time: Date, jobId?: number }} Round one round of an import, by location, browser and time */
 
 /**
  * @typedef {object} ImportTarget
@@ -109,7 +111,8 @@ const FIELDS = {
 
 /**
  * Import NDJSON result lines into one monitor. Rows sharing (location_id,
- * time) are one round: one job per (monitor, location, time), created done
+ * browser, time) are one round (a row without a browser is Chromium's): one
+ * job per (monitor, location, browser, time), created done
  * or reused, whose due time is the results' time. Re-importing stores
  * nothing new (the results' unique key absorbs it). Rows must belong to the
  * monitor: at one of its locations (or, with addLocations, at a known
@@ -148,13 +151,13 @@ export async function importResults (db, { monitor, lines, addLocations = false,
       }
       added.add(row.location_id)
     }
-    const roundKey = `${row.location_id}|${+row.time}`
+    const roundKey = `${row.location_id}|${row.browser}|${+row.time}`
     const key = `${roundKey}|${row.mode}|${row.view}|${row.probe}`
     if (seen.has(key)) {
-      throw lineError(n, 'mode', `repeats the ${row.mode}/${row.view}/${row.probe} result of location ${row.location_id} at ${row.time.toISOString()}; a round has one result per mode, view and probe`)
+      throw lineError(n, 'mode', `repeats the ${row.mode}/${row.view}/${row.probe} result of location ${row.location_id} in ${row.browser} at ${row.time.toISOString()}; a round has one result per mode, view and probe`)
     }
     seen.add(key)
-    if (!rounds.has(roundKey)) rounds.set(roundKey, { location: row.location_id, time: row.time })
+    if (!rounds.has(roundKey)) rounds.set(roundKey, { location: row.location_id, browser: row.browser, time: row.time })
     // Kept as JSON text of the column values until the insert: 43 MB of
     // heap for 100,000 page results instead of 65 MB as arrays of values
     // (measured with --expose-gc); a full request stays well under 100 MB.
@@ -207,6 +210,7 @@ function parseLine (line, n, { known, expected, latest }) {
   }
   row.view ??= 'first'
   row.probe ??= 'page'
+  row.browser ??= 'chromium'
   row.status ??= 'ok'
   const protocol = expected(row.mode)
   // A load recorded ok without a protocol came over the one it was forced
@@ -216,6 +220,7 @@ function parseLine (line, n, { known, expected, latest }) {
   const submitted = { ...row }
   delete submitted.time
   delete submitted.location_id
+  delete submitted.browser
   // As an agent would send it: the text, not the parsed date.
   if (input.measured_at == null) delete submitted.measured_at
   else submitted.measured_at = input.measured_at
@@ -243,7 +248,7 @@ function parseLine (line, n, { known, expected, latest }) {
  * batched insert, their new rows queued for the rollups. One transaction,
  * so a failure stores nothing.
  * @param {import('pg').Pool} db
- * @param {{ monitor: ImportTarget['monitor'], rows: string[], rounds: Map<string, { location: string, time: Date, jobId?: number }>,
+ * @param {{ monitor: ImportTarget['monitor'], rows: string[], rounds: Map<string, { location: string, browser: string, time: Date, jobId?: number }>,
  *   addedLocations: string[], policy?: import('./monitors.js').MonitorPolicy }} opts
  * @returns {Promise<ImportSummary & { added_locations: string[] }>}
  */
@@ -260,14 +265,15 @@ async function storeImport (db, { monitor, rows, rounds, addedLocations, policy 
     for (let i = 0; i < list.length; i += 10000) {
       const part = list.slice(i, i + 10000)
       const locations = part.map((r) => r.location)
+      const browsers = part.map((r) => r.browser)
       const times = part.map((r) => r.time)
       // A round whose job was pruned (jobs retention) keeps its results:
       // their job_id is the round's, so a re-import stores nothing twice
       // rather than filing the same round under a new job.
-      for (const j of await jobsOfStoredRounds(client, { monitorId, locations, times })) /** @type {Round} */ (rounds.get(`${j.location_id}|${+j.due_at}`)).jobId = j.id
+      for (const j of await jobsOfStoredRounds(client, { monitorId, locations, browsers, times })) /** @type {Round} */ (rounds.get(`${j.location_id}|${j.browser}|${+j.due_at}`)).jobId = j.id
       const fresh = part.filter((r) => r.jobId === undefined)
-      for (const j of await doneJobsFor(client, { monitorId, locations: fresh.map((r) => r.location), times: fresh.map((r) => r.time) })) {
-        /** @type {Round} */ (rounds.get(`${j.location_id}|${+j.due_at}`)).jobId ??= j.id
+      for (const j of await doneJobsFor(client, { monitorId, locations: fresh.map((r) => r.location), browsers: fresh.map((r) => r.browser), times: fresh.map((r) => r.time) })) {
+        /** @type {Round} */ (rounds.get(`${j.location_id}|${j.browser}|${+j.due_at}`)).jobId ??= j.id
       }
     }
     // The agents' batched insert (lib/store/results.js insertRoundResults), so an
@@ -277,7 +283,7 @@ async function storeImport (db, { monitor, rows, rounds, addedLocations, policy 
       const batch = rows.slice(i, i + INSERT_BATCH_ROWS).map((text) => {
         const values = JSON.parse(text)
         const row = Object.fromEntries(INSERT_COLUMNS.map((c, k) => [c, values[k]]))
-        const job = { id: /** @type {number} */ (/** @type {Round} */ (rounds.get(row.job_id)).jobId), monitor_id: monitorId, location_id: row.location_id, due_at: row.time }
+        const job = { id: /** @type {number} */ (/** @type {Round} */ (rounds.get(row.job_id)).jobId), monitor_id: monitorId, location_id: row.location_id, browser: row.browser, due_at: row.time }
         // Kept as JSON text; the insert writes notes from the list.
         if (row.notes != null) row.notes = JSON.parse(row.notes)
         return { job, results: [row] }

@@ -3,10 +3,11 @@
 import { ValidationError } from '../runtime/errors.js'
 
 import { RESULT_FIELDS } from '../measurement/result.js'
+import { browserOf } from './round-summaries.js'
 
 /** Columns an insert writes: the round's keys, then the result's own fields (lib/measurement/result.js). */
 export const INSERT_COLUMNS = Object.freeze([
-  'time', 'measured_at', 'job_id', 'monitor_id', 'location_id', 'agent_id', ...RESULT_FIELDS
+  'time', 'measured_at', 'job_id', 'monitor_id', 'location_id', 'browser', 'agent_id', ...RESULT_FIELDS
 ])
 
 export const RESULT_COLUMNS = ['id', ...INSERT_COLUMNS]
@@ -14,7 +15,7 @@ export const RESULT_COLUMNS = ['id', ...INSERT_COLUMNS]
 /**
  * Insert a job's results; rows already present (a resubmission) are skipped.
  * @param {import('pg').PoolClient | import('pg').Pool} db
- * @param {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date }, agentId: number | null, agentVersion?: string, results: Record<string, any>[] }} opts
+ * @param {{ job: { id: number, monitor_id: number, location_id: string, due_at: Date, browser?: string }, agentId: number | null, agentVersion?: string, results: Record<string, any>[] }} opts
  * @returns {Promise<Record<string, any>[]>} the rows actually inserted
  */
 export async function insertResults (db, { job, agentId, agentVersion, results }) {
@@ -32,7 +33,7 @@ const ROWS_PER_INSERT = 1000
  * (migration 013) folds the new rows into their rounds' summaries in the
  * same statement. agentId is null for imported rounds.
  * @param {import('pg').PoolClient | import('pg').Pool} db
- * @param {{ rounds: { job: { id: number, monitor_id: number, location_id: string, due_at: Date }, results: Record<string, any>[] }[],
+ * @param {{ rounds: { job: { id: number, monitor_id: number, location_id: string, due_at: Date, browser?: string }, results: Record<string, any>[] }[],
  *   agentId: number | null, agentVersion?: string }} opts (agentId null: results of no agent, as test fixtures)
  * @returns {Promise<Record<string, any>[]>} the rows actually inserted
  */
@@ -44,6 +45,8 @@ export async function insertRoundResults (db, { rounds, agentId, agentVersion })
     job_id: job.id,
     monitor_id: job.monitor_id,
     location_id: job.location_id,
+    // The round's browser (a round is one browser's); jobs from before browsers were chosen are Chromium's.
+    browser: job.browser ?? 'chromium',
     agent_id: agentId,
     agent_version: r.agent_version ?? agentVersion ?? null,
     view: r.view ?? 'first',
@@ -73,7 +76,7 @@ export async function insertRoundResults (db, { rounds, agentId, agentVersion })
 }
 
 /**
- * @typedef {{ monitorId: number, location?: string, mode?: string, probe?: string, view?: string, status?: string,
+ * @typedef {{ monitorId: number, location?: string, browser?: string, mode?: string, probe?: string, view?: string, status?: string,
  *   from?: string, to?: string, limit?: number, cursor?: string }} ResultFilter
  */
 
@@ -125,6 +128,7 @@ export function resultWhere (f) {
   const add = (/** @type {string} */ sql, /** @type {unknown} */ v) => { values.push(v); where.push(sql.replace('?', `$${values.length}`)) }
   if (f.monitorId !== undefined) add('monitor_id = ?', f.monitorId)
   if (f.location) add('location_id = ?', f.location)
+  if (f.browser) add('browser = ?', f.browser)
   if (f.mode) add('mode = ?', f.mode)
   if (f.probe) add('probe = ?', f.probe)
   if (f.view) add('view = ?', f.view)
@@ -215,6 +219,7 @@ export async function resultRows (db, filter, { columns, limit }) {
  * join drives a (monitor_id, time) index scan per monitor, so the cost
  * follows the rows of the last hour, not the table: 200 monitors and 1M
  * results over 30 days (1,400 in the last hour, 600 series) take ~5 ms.
+ * Chromium's runs only: the metric's labels name no browser.
  * @param {import('pg').Pool} db
  * @param {{ windowS: number, maxSeries: number }} opts
  * @returns {Promise<{ series: { monitor_id: number, location_id: string, mode: string, ttfb_ms: (number|null)[]|null, load_ms: (number|null)[]|null }[], total: number }>}
@@ -229,7 +234,7 @@ export async function latestLatency (db, { windowS, maxSeries }) {
             count(*) OVER ()::int AS total
        FROM results r JOIN monitors m ON m.id = r.monitor_id AND m.deleted_at IS NULL
       WHERE r.time >= now() - make_interval(secs => $1)
-        AND r.status = 'ok' AND r.protocol_ok AND r.probe = 'page' AND r.view = 'first'
+        AND r.status = 'ok' AND r.protocol_ok AND r.probe = 'page' AND r.view = 'first' AND r.browser = 'chromium'
       GROUP BY r.monitor_id, r.location_id, r.mode
       ORDER BY max(r.time) DESC, r.monitor_id, r.location_id, r.mode
       LIMIT $2`, [windowS, maxSeries])
@@ -259,15 +264,15 @@ export async function dueAndLastResult (db, { monitorId, now, windowS, locations
  * The job of each round (location, due time) of a monitor that already has
  * results, whether or not the job row still exists (jobs retention).
  * @param {import('pg').PoolClient} client
- * @param {{ monitorId: number, locations: string[], times: Date[] }} q
- * @returns {Promise<{ location_id: string, due_at: Date, id: number }[]>}
+ * @param {{ monitorId: number, locations: string[], browsers: string[], times: Date[] }} q
+ * @returns {Promise<{ location_id: string, browser: string, due_at: Date, id: number }[]>}
  */
-export async function jobsOfStoredRounds (client, { monitorId, locations, times }) {
+export async function jobsOfStoredRounds (client, { monitorId, locations, browsers, times }) {
   const { rows } = await client.query(
-    `SELECT DISTINCT ON (r.location_id, r.time) r.location_id, r.time AS due_at, r.job_id AS id
-       FROM results r JOIN unnest($2::text[], $3::timestamptz[]) AS u(location_id, due_at)
-         ON r.location_id = u.location_id AND r.time = u.due_at
-      WHERE r.monitor_id = $1`, [monitorId, locations, times])
+    `SELECT DISTINCT ON (r.location_id, r.browser, r.time) r.location_id, r.browser, r.time AS due_at, r.job_id AS id
+       FROM results r JOIN unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
+         ON r.location_id = u.location_id AND r.browser = u.browser AND r.time = u.due_at
+      WHERE r.monitor_id = $1`, [monitorId, locations, browsers, times])
   return rows
 }
 
@@ -282,10 +287,10 @@ export async function jobsOfStoredRounds (client, { monitorId, locations, times 
  * the cost (about 300 of 380 ms for the 34,560 visits of 30 days of
  * dev/demo-auto-arm.js's seeding, on the 2 shared cores).
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, from: Date, to: Date, totals?: boolean, reasons?: boolean }} w
+ * @param {{ monitorId: number, from: Date, to: Date, browser?: string, totals?: boolean, reasons?: boolean }} w
  */
-export async function autoVisitOutcomes (db, { monitorId, from, to, totals: withTotals = true, reasons: withReasons = true }) {
-  const series = "monitor_id = $1 AND mode = 'auto' AND probe = 'page' AND time >= $2 AND time < $3"
+export async function autoVisitOutcomes (db, { monitorId, from, to, browser, totals: withTotals = true, reasons: withReasons = true }) {
+  const series = `monitor_id = $1 AND mode = 'auto' AND probe = 'page' AND browser = '${browserOf({ browser })}' AND time >= $2 AND time < $3`
   const none = { rows: [] }
   const [{ rows: totals }, { rows: reasons }] = await Promise.all([
     !withTotals ? none : db.query(
@@ -309,9 +314,10 @@ export async function autoVisitOutcomes (db, { monitorId, from, to, totals: with
  * Per location: the auto arm's returning visits in the window [from, to)
  * and in the location's baseline [baseline_from, baseline_to), each as how
  * many ran, how many loaded and how many of those loaded over H3, with the
- * location's kind. What an h3_share_drop alert rule observes
- * (lib/analysis/alert-h3-share.js). Each count is an index-only range scan
- * of results_auto_returning (migration 022), which holds just these visits.
+ * location's kind, Chromium's visits only. What an h3_share_drop alert rule
+ * observes (lib/analysis/alert-h3-share.js). Each count is an index-only
+ * range scan of results_auto_returning (migrations 022 and 024), which holds
+ * just these visits.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, from: Date, to: Date, baselines: { location_id: string, from: Date, to: Date }[] }} q
  * @returns {Promise<{ location_id: string, kind: string | null, part: 'window' | 'baseline', visits: number, loaded: number, h3: number }[]>}
@@ -327,7 +333,7 @@ export async function returningVisitCounts (db, { monitorId, from, to, baselines
                count(*) FILTER (WHERE r.status = 'ok' AND r.observed_protocol = 'h3')::int AS h3
           FROM results r
          WHERE r.monitor_id = $1 AND r.location_id = l.id AND r.mode = 'auto' AND r.probe = 'page' AND r.view = 'returning'
-           AND r.time >= w.t0 AND r.time < w.t1) AS c`,
+           AND r.browser = 'chromium' AND r.time >= w.t0 AND r.time < w.t1) AS c`,
     [monitorId, baselines.map((b) => b.location_id), baselines.map((b) => b.from), baselines.map((b) => b.to), from, to])
   return rows
 }

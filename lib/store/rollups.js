@@ -10,11 +10,13 @@ import { ROLLUP_COLUMNS, TIMING_COLUMNS } from '../measurement/metrics.js'
 const ROLLUP_LOCK = 0x68337275
 
 /** The results fields a fold reads. */
-const RESULT_FIELDS = `id, time, monitor_id, location_id, mode, view, probe, status, protocol_ok,
+const RESULT_FIELDS = `id, time, monitor_id, location_id, browser, mode, view, probe, status, protocol_ok,
   ${TIMING_COLUMNS.join(', ')}, details`
 
-const KEY_COLUMNS = ['monitor_id', 'tier', 'probe', 'view', 'location_id', 'mode', 'bucket']
-const KEY_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'text', 'timestamptz']
+// A series is one browser's (migration 024): browser last, so the key's
+// other positions are as they were before browsers.
+const KEY_COLUMNS = ['monitor_id', 'tier', 'probe', 'view', 'location_id', 'mode', 'bucket', 'browser']
+const KEY_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text']
 
 /**
  * Merge aggregated deltas into the rollups table. Rows are created empty
@@ -112,19 +114,19 @@ export async function resultsForRollups (client, { after, monitorId, limit }) {
  * PostgreSQL then scans the monitor's whole rollups: 128 ms rather than
  * ~3 ms for 30 days over 94k rollup rows (bench/query.js).
  * @param {import('pg').PoolClient} client
- * @param {{ monitorId: number, probe: string, view: string, column: string, ranges: { tier: string, from: number, to: number }[] }} q
+ * @param {{ monitorId: number, probe: string, view: string, browser?: string, column: string, ranges: { tier: string, from: number, to: number }[] }} q
  *   column must come from ROLLUP_COLUMNS
  */
-export async function rollupsInRanges (client, { monitorId, probe, view, column, ranges }) {
+export async function rollupsInRanges (client, { monitorId, probe, view, browser = 'chromium', column, ranges }) {
   if (!ranges.length) return []
   checkColumn(column)
   /** @type {any[]} */
-  const params = [monitorId, probe, view]
+  const params = [monitorId, probe, view, browser]
   const branches = ranges.map((r) => {
     params.push(r.tier, new Date(r.from), new Date(r.to))
     const n = params.length
     return `SELECT location_id, mode, runs, errors, fallbacks, ${column} AS sketch FROM rollups
-             WHERE monitor_id = $1 AND probe = $2 AND view = $3 AND tier = $${n - 2} AND bucket >= $${n - 1} AND bucket < $${n}`
+             WHERE monitor_id = $1 AND probe = $2 AND view = $3 AND browser = $4 AND tier = $${n - 2} AND bucket >= $${n - 1} AND bucket < $${n}`
   })
   const { rows } = await client.query(branches.join('\n UNION ALL \n'), params)
   return rows
@@ -133,28 +135,28 @@ export async function rollupsInRanges (client, { monitorId, probe, view, column,
 /**
  * Rollup rows of one tier, bucket by bucket, for trends.
  * @param {import('pg').PoolClient} client
- * @param {{ monitorId: number, probe: string, view: string, column: string, tier: string, from: Date, to: Date }} q
+ * @param {{ monitorId: number, probe: string, view: string, browser?: string, column: string, tier: string, from: Date, to: Date }} q
  */
-export async function rollupBuckets (client, { monitorId, probe, view, column, tier, from, to }) {
+export async function rollupBuckets (client, { monitorId, probe, view, browser = 'chromium', column, tier, from, to }) {
   checkColumn(column)
   const { rows } = await client.query(
     `SELECT location_id, mode, bucket, runs, errors, fallbacks, ${column} AS sketch FROM rollups
-      WHERE monitor_id = $1 AND probe = $2 AND view = $3 AND tier = $4 AND bucket >= $5 AND bucket < $6`,
-    [monitorId, probe, view, tier, from, to])
+      WHERE monitor_id = $1 AND probe = $2 AND view = $3 AND tier = $4 AND bucket >= $5 AND bucket < $6 AND browser = $7`,
+    [monitorId, probe, view, tier, from, to, browser])
   return rows
 }
 
 /**
  * Results of a window still on the pending queue.
  * @param {import('pg').PoolClient} client
- * @param {{ monitorId: number, probe: string, view: string, from: Date, to: Date }} q
+ * @param {{ monitorId: number, probe: string, view: string, browser?: string, from: Date, to: Date }} q
  */
-export async function pendingResults (client, { monitorId, probe, view, from, to }) {
+export async function pendingResults (client, { monitorId, probe, view, browser = 'chromium', from, to }) {
   const { rows } = await client.query(
     `SELECT ${RESULT_FIELDS.split(',').map((c) => `r.${c.trim()}`).join(', ')}
        FROM rollup_pending p JOIN results r ON r.id = p.result_id
-      WHERE r.monitor_id = $1 AND r.probe = $2 AND r.view = $3 AND r.time >= $4 AND r.time < $5`,
-    [monitorId, probe, view, from, to])
+      WHERE r.monitor_id = $1 AND r.probe = $2 AND r.view = $3 AND r.time >= $4 AND r.time < $5 AND r.browser = $6`,
+    [monitorId, probe, view, from, to, browser])
   return rows
 }
 

@@ -3,6 +3,7 @@
 // kept current by a trigger on results in the results' own transaction. The
 // comparison (lib/analysis/comparison.js) reads its rounds here instead of grouping
 // the window's results into rounds.
+import { BROWSERS } from '../measurement/browsers/index.js'
 import { metricOf } from '../measurement/metrics.js'
 import { withTransaction } from './transaction.js'
 
@@ -32,7 +33,8 @@ import { withTransaction } from './transaction.js'
  * States per metric: an ok arm without this metric's value is no_value; an
  * arm with no result is missing.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, metric: string, probe: string, view: string, from: Date, to: Date, analysis: string, cap: number, qs?: number[], timeoutMs?: number }} w
+ * @param {{ monitorId: number, metric: string, probe: string, view: string, browser?: string, from: Date, to: Date, analysis: string, cap: number, qs?: number[], timeoutMs?: number }} w
+ *   browser: the series' browser (a round is one browser's; Chromium when not said)
  * @returns {Promise<RoundWindowRow[]>}
  */
 export async function readRoundWindow (db, w) {
@@ -57,7 +59,9 @@ async function readWindow (db, w) {
   const usable = w.analysis === 'itt'
     ? `${state('h2')} IN ('ok', 'failed', 'fallback', 'unsupported') AND ${state('h3')} IN ('ok', 'failed', 'fallback', 'unsupported')`
     : `s.h2_state = 'ok' AND s.h3_state = 'ok' AND ${has('h2')} AND ${has('h3')}`
-  const series = 's.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.time >= $4 AND s.time < $5'
+  // The browser is spliced in as a literal from the catalogue's list, so
+  // the other statements keep their parameter numbers.
+  const series = `s.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.browser = '${browserOf(w)}' AND s.time >= $4 AND s.time < $5`
   const args = [w.monitorId, w.probe, w.view, w.from, w.to]
   const { rows: counts } = await db.query(
     `SELECT 'count' AS kind, s.location_id, coalesce(${state('h2')}, 'missing') AS h2, coalesce(${state('h3')}, 'missing') AS h3, count(*)::int AS n
@@ -157,7 +161,7 @@ export async function applyRoundSummaryRetention (db, { retentionDays }) {
  * arms ok with a value) evenly subsampled to `cap` per location, with their
  * values; one snapshot. Column metrics only: the auto arm runs the page probe.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, metric: string, visit: 'first' | 'returning', from: Date, to: Date, cap: number }} w
+ * @param {{ monitorId: number, metric: string, visit: 'first' | 'returning', browser?: string, from: Date, to: Date, cap: number }} w
  * @returns {Promise<VisitRoundRow[]>}
  */
 export async function readVisitRounds (db, w) {
@@ -169,7 +173,7 @@ export async function readVisitRounds (db, w) {
       `CASE WHEN ${alias}.${arm}_state = 'ok' AND ${alias}.${arm}_${column} IS NULL THEN 'no_value' ELSE ${alias}.${arm}_state END`
     const from = `round_summaries s
       LEFT JOIN round_summaries v ON v.job_id = s.job_id AND v.probe = s.probe AND v.time = s.time AND v.view = 'returning'
-      WHERE s.monitor_id = $1 AND s.probe = 'page' AND s.view = 'first' AND s.time >= $2 AND s.time < $3`
+      WHERE s.monitor_id = $1 AND s.probe = 'page' AND s.view = 'first' AND s.browser = '${browserOf(w)}' AND s.time >= $2 AND s.time < $3`
     const args = [w.monitorId, w.from, w.to]
     const usable = `s.h2_state = 'ok' AND s.h3_state = 'ok' AND ${a}.auto_state = 'ok'
       AND s.h2_${column} IS NOT NULL AND s.h3_${column} IS NOT NULL AND ${a}.auto_${column} IS NOT NULL`
@@ -205,15 +209,27 @@ export async function readVisitRounds (db, w) {
  * blocked on this path" (lib/analysis/auto.js counts the same states from
  * readVisitRounds); the overview asks for them without the paired analysis.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, from: Date, to: Date }} w
+ * @param {{ monitorId: number, from: Date, to: Date, browser?: string }} w
  * @returns {Promise<{ location_id: string, attempted: number, failed: number }[]>}
  */
-export async function forcedH3Failures (db, { monitorId, from, to }) {
+export async function forcedH3Failures (db, { monitorId, from, to, browser }) {
   const { rows } = await db.query(
     `SELECT location_id, count(*) FILTER (WHERE h3_state IS NOT NULL)::int AS attempted,
             count(*) FILTER (WHERE h3_state IN ('failed', 'unsupported'))::int AS failed
        FROM round_summaries
-      WHERE monitor_id = $1 AND probe = 'page' AND view = 'first' AND time >= $2 AND time < $3
-      GROUP BY 1`, [monitorId, from, to])
+      WHERE monitor_id = $1 AND probe = 'page' AND view = 'first' AND browser = $4 AND time >= $2 AND time < $3
+      GROUP BY 1`, [monitorId, from, to, browserOf({ browser })])
   return rows
+}
+
+/**
+ * The browser of a read (Chromium when not said), checked against the
+ * catalogue's list: some reads splice it into their SQL as a literal, so
+ * their other statements keep their parameter numbers.
+ * @param {{ browser?: string }} w
+ */
+export function browserOf (w) {
+  const browser = w.browser ?? 'chromium'
+  if (!BROWSERS.includes(/** @type {any} */ (browser))) throw new Error(`unknown browser ${JSON.stringify(browser)}; browsers are ${BROWSERS.join(', ')}`)
+  return browser
 }

@@ -54,7 +54,9 @@ function card (l, agents) {
   const fields = PROFILE_FIELDS.filter(([k]) => p[k] !== undefined && p[k] !== null)
   return h('section', { class: 'panel loc-card', 'aria-labelledby': `loc-${l.id}` },
     h('div', { class: 'panel-head' },
-      h('div', {}, h('h2', { id: `loc-${l.id}` }, l.name), h('p', { class: 'sub' }, h('span', { class: 'mono' }, l.id), ` · ${l.region}`)),
+      h('div', {}, h('h2', { id: `loc-${l.id}` }, l.name), h('p', { class: 'sub' }, h('span', { class: 'mono' }, l.id), ` · ${l.region}`,
+        l.kind === 'wpt' ? null : h('span', { class: 'browsers', title: 'The browsers this location\'s agents have: a monitor\'s rounds here run in those of its browsers' },
+          ` · ${(l.browsers ?? ['chromium']).map((b) => ({ chromium: 'Chromium', firefox: 'Firefox' })[b] ?? b).join(' and ')}`))),
       h('span', { class: `badge${l.kind === 'lab' ? '' : ' ok'}`, title: KIND_TITLE[l.kind] ?? '' }, KIND_LABEL[l.kind] ?? l.kind)),
     h('div', { class: 'section-body' },
       fields.length

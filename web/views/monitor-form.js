@@ -67,6 +67,9 @@ export async function render (ctx) {
       box('modes', 'auto', ' As users get it (auto)', monitor ? monitor.modes.includes('auto') : true, ' nothing forced')],
     'HTTP/2 and HTTP/3 are both needed for a comparison; auto shows how much of its gain users get.',
     h('p', { class: 'hint cost', id: 'auto-cost' }, 'Auto is a third arm with a first and a returning visit: two more page loads and two browser starts per round.')),
+    group('browsers', 'Browsers', [box('browsers', 'chromium', ' Chromium', monitor ? (monitor.browsers ?? ['chromium']).includes('chromium') : true, ' its own QUIC stack'),
+      box('browsers', 'firefox', ' Firefox', monitor ? (monitor.browsers ?? []).includes('firefox') : false, ' another QUIC stack (neqo)')],
+    'A round runs in one browser; with both, a gain both show is the server\'s, one only one shows is that browser\'s. Firefox runs only where a location\'s agents have it.'),
     group('probes', 'Probes', PROBES.map((p) => box('probes', p.id, ` ${p.label}`, monitor ? (monitor.probes ?? ['page']).includes(p.id) : p.id === 'page', ` ${p.hint}`))),
     journey.el,
     h('div', { class: 'field' },
@@ -118,6 +121,7 @@ export async function render (ctx) {
     else if (body.interval_s > 86400) out.push(['interval_s', 'The interval can be at most 86400 seconds (one day).'])
     if (!body.locations.length) out.push(['locations', 'Choose at least one location.'])
     if (!body.modes.length) out.push(['modes', 'Choose at least one mode.'])
+    if (!body.browsers.length) out.push(['browsers', 'Choose at least one browser.'])
     if (!body.probes.length) out.push(['probes', 'Choose at least one probe.'])
     if (body.probes.includes('journey') && !body.journey) out.push(['journey', 'The journey probe runs the journey: write its steps, or untick the probe.'])
     if (!(body.min_effect_pct >= 0 && body.min_effect_pct <= 100)) out.push(['min_effect_pct', 'Enter a percentage from 0 to 100.'])
@@ -136,6 +140,7 @@ export async function render (ctx) {
       interval_s: interval.value === '' ? NaN : Number(interval.value),
       locations: checked('locations'),
       modes: checked('modes'),
+      browsers: checked('browsers'),
       probes: checked('probes'),
       repeat_view: repeat.checked,
       options: { ...(monitor?.options ?? {}), filmstrip: filmstrip.value },

@@ -34,8 +34,11 @@ export async function render (ctx) {
   // A journey step is compared by its duration unless another metric is asked for.
   const metric = isJourney && !ctx.query.get('metric') ? 'step_ms' : metricOf(ctx.query)
   const view = pick(ctx.query.get('view'), monitor.repeat_view ? ['first', 'repeat'] : ['first'])
+  // Whose rounds the page shows: a round is one browser's (docs/BROWSERS.md).
+  const browsers = monitor.browsers ?? ['chromium']
+  const browser = pick(ctx.query.get('browser'), browsers)
   const range = { from: win.from, to: win.to }
-  const filters = { ...range, metric, probe, view }
+  const filters = { ...range, metric, probe, view, browser }
   const names = new Map(locations.map((l) => [l.id, l]))
   const nameOf = (lid) => names.get(lid)?.name ?? lid
   const label = metricLabel(metric)
@@ -67,11 +70,20 @@ export async function render (ctx) {
         intro: 'Each named step\'s duration, and the whole journey\'s, at the median of matched rounds, per location. Δ = H3 − H2; choose a step under Probe for its full table, trends and runs.'
       })
     : null
-  const sbs = aa || !monitor.modes.includes('h2') || !monitor.modes.includes('h3') ? null : section('Side by side', {
+  // Frames are Chromium's (docs/FILMSTRIPS.md).
+  const sbs = aa || browser !== 'chromium' || !monitor.modes.includes('h2') || !monitor.modes.includes('h3') ? null : section('Side by side', {
     id: 'side-by-side',
     intro: `What a person saw in one round, HTTP/2 and HTTP/3 on one time axis: the round of the location whose H2 − H3 ${label} is nearest the Δ at the chosen percentile, in this window. ` +
       'Frames every 100 ms; the scrubber shows both arms at one moment. Needs the monitor\'s options.filmstrip ("always" films every round).'
   })
+  const cross = browsers.length > 1
+    ? section(`${label}: Chromium against Firefox`, {
+        id: 'browsers',
+        flush: true,
+        intro: 'The H3 gain (Δ = H3 − H2) at p50 in each browser, each from its own rounds, with 95% intervals. Both browsers share the server and the path, not their HTTP/3 stacks: ' +
+        'a gain both show is the server\'s and the path\'s; one only one browser shows is that browser\'s.'
+      })
+    : null
 
   const comparison = api.comparison(id, { ...filters, analysis }, { fresh: ctx.fresh })
   // Real users of the monitor's origin, when a site has it: a row under each region.
@@ -81,15 +93,16 @@ export async function render (ctx) {
       comparisonTable(c, { highlight: Number(ctx.query.get('percentile')) || null, realUsers: rum }), computedNote(c)])),
     fill(rates, comparison.then((c) => reliabilityTable(c))),
     // The auto arm's visits are the page probe's; a journey's auto runs are in its own table.
-    isJourney ? null : fill(users, api.auto(id, { ...range, metric, percentiles: USERS_PERCENTILES }).then((a) => usersGet(a, { monitor, label }))),
+    isJourney ? null : fill(users, api.auto(id, { ...range, metric, browser, percentiles: USERS_PERCENTILES }).then((a) => usersGet(a, { monitor, label }))),
     steps ? fill(steps, journeySteps(id, monitor, { ...range, view }, nameOf)) : null,
+    cross ? fill(cross, api.browsers(id, { ...range, metric, analysis }, { fresh: ctx.fresh }).then((b) => crossBrowserTable(b, { label }))) : null,
     fill(trends, api.trends(id, { ...filters, bucket, percentiles: TREND_PERCENTILES })
       .then((t) => chartGrid(t.series, monitor, nameOf, (s, name) => trendChart(s, `${label} p50 and p95 over time, ${name}`, range, { ...arms, auto }), ctx))),
     fill(cdfs, api.distribution(id, filters)
       .then((d) => chartGrid(d.series, monitor, nameOf, (s, name) => cdfChart(s, `${label} CDF, ${name}`, { ...arms, auto }), ctx))),
     // Every view: a round's runs (the forced arms, the auto arm's visits) belong together.
-    fill(runs, api.results(id, { ...range, probe, limit: RUNS_PAGE }).then((page) => page.items.length
-      ? pagedRuns(id, { ...range, probe }, page, nameOf)
+    fill(runs, api.results(id, { ...range, probe, browser, limit: RUNS_PAGE }).then((page) => page.items.length
+      ? pagedRuns(id, { ...range, probe, browser }, page, nameOf)
       : emptyState('No runs in this window', `This monitor runs every ${duration(monitor.interval_s)}; choose a longer window or wait for the next round.`))),
     sbs ? fill(sbs, Promise.resolve(sideBySidePanel(id, monitor, { ...range, metric }, nameOf, { percentile: Number(ctx.query.get('percentile')) || 95, location: ctx.query.get('location') }))) : null
   ]
@@ -101,17 +114,18 @@ export async function render (ctx) {
     h('div', { class: 'page-head' },
       h('div', {},
         h('h1', {}, monitor.label || monitor.url, monitor.paused ? h('span', { class: 'badge warn' }, 'paused') : null),
-        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
+        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${browsers.map((b) => BROWSER_NAMES[b] ?? b).join(' and ')} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
       h('div', { class: 'head-actions' },
         exportMenu(id, { ...filters, bucket }, ctx.onDispose),
         h('a', { class: 'button secondary', href: href(`/monitors/${id}/edit`) }, 'Edit'))),
     win.error ? h('p', { class: 'notice warn', role: 'alert' }, win.error) : null,
     firing.length ? h('p', { class: 'notice warn alert-notice' }, `${firing.length} alert${firing.length === 1 ? '' : 's'} firing:`, alertBadges(firing), ' ', h('a', { href: '#/alerts' }, 'All alerts')) : null,
     h('div', { class: 'view-controls' }, metricPicker(metric),
+      browsers.length > 1 ? browserSwitch(browser, browsers) : null,
       probes.length > 1 ? choice('probe', 'Probe', probe, probes) : null,
       monitor.repeat_view ? choice('view', 'View', view, ['first', 'repeat']) : null,
       h('span', { class: 'sub' }, win.label)),
-    steps?.el ?? null, compare.el, isJourney ? null : users.el, isJourney ? null : sbs?.el ?? null, trends.el, cdfs.el, rates.el, runs.el
+    steps?.el ?? null, compare.el, cross ? cross.el : null, isJourney ? null : users.el, isJourney ? null : sbs?.el ?? null, trends.el, cdfs.el, rates.el, runs.el
   ]
 }
 
@@ -264,6 +278,47 @@ function protocolKey (withDash, arms, auto) {
       : (arms.aa ? [item('h2', arms.h2), item('h3', arms.h3)] : [item('h2', 'HTTP/2'), item('h3', 'HTTP/3'), auto ? item('auto', auto) : null]))
 }
 
+/** What the dashboard calls each browser. */
+const BROWSER_NAMES = { chromium: 'Chromium', firefox: 'Firefox' }
+
+/**
+ * The browser whose rounds the page shows: the comparison, what users get,
+ * the charts and the runs follow it.
+ * @param {string} current
+ * @param {string[]} browsers the monitor's
+ */
+function browserSwitch (current, browsers) {
+  return h('fieldset', { class: 'segmented', id: 'browser-group' },
+    h('legend', { class: 'sr-only' }, 'Browser'),
+    browsers.map((b) => h('span', { class: 'seg' },
+      h('input', { type: 'radio', name: 'browser', id: `browser-${b}`, value: b, checked: b === current, onchange: () => setParams({ browser: b }) }),
+      h('label', { for: `browser-${b}`, title: `Rounds run in ${BROWSER_NAMES[b] ?? b}` }, BROWSER_NAMES[b] ?? b))))
+}
+
+/**
+ * Each location's H3 gain in every browser side by side, with intervals,
+ * and what they say together (GET /monitors/{id}/browsers).
+ * @param {any} b
+ * @param {{ label: string }} o
+ */
+function crossBrowserTable (b, { label }) {
+  const gainCell = (g) => {
+    if (!g || g.delta_ms === null) return h('td', { class: 'muted' }, g?.reason ?? 'no rounds')
+    const cls = g.verdict === 'h3_faster' ? 'faster' : g.verdict === 'h3_slower' ? 'slower' : ''
+    return h('td', { class: `num v-text ${cls}`, title: g.reason ?? '' },
+      `${ms(g.delta_ms)} `, h('span', { class: 'muted' }, `[${ms(g.ci_low_ms)}, ${ms(g.ci_high_ms)}] · ${count(g.rounds)} rounds`))
+  }
+  return h('table', { class: 'data cross-browser' },
+    h('caption', { class: 'sr-only' }, `${label}: H3 − H2 at p${b.percentile} in each browser`),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Location'),
+      b.browsers.map((x) => h('th', { scope: 'col' }, `${BROWSER_NAMES[x] ?? x} Δ p${b.percentile}`)),
+      h('th', { scope: 'col' }, 'Reading'))),
+    h('tbody', {}, b.locations.map((l) => h('tr', { 'data-location': l.location_id ?? 'all' },
+      h('th', { scope: 'row' }, l.name),
+      b.browsers.map((x) => gainCell(l.gains[x])),
+      h('td', { 'data-reading': l.reading.code }, l.reading.text)))))
+}
+
 /** The query's value when the monitor has it, else the first allowed. */
 const pick = (value, allowed) => (allowed.includes(value) ? value : allowed[0])
 
@@ -331,17 +386,17 @@ function bucketPicker (bucket) {
       BUCKET_NAMES.map((b) => h('option', { value: b, selected: b === bucket }, b))))
 }
 
-function exportMenu (id, { from, to, metric, probe, view, bucket }, onDispose) {
+function exportMenu (id, { from, to, metric, probe, view, browser, bucket }, onDispose) {
   const link = (text, url, file) => h('a', { href: url, download: file, onclick: (ev) => downloadWithKey(ev).catch((err) => toast(err.message)) }, text)
-  const trends = { from, to, metric, probe, view, bucket, percentiles: [50, 95] }
+  const trends = { from, to, metric, probe, view, browser, bucket, percentiles: [50, 95] }
   const menu = h('details', { class: 'menu', onkeydown: (ev) => { if (ev.key === 'Escape' && menu.open) closeMenu(menu) } },
     h('summary', { class: 'button secondary', id: 'export-menu' }, 'Export'),
     h('div', { class: 'menu-list' },
       h('p', { class: 'menu-note' }, 'Current window and metric'),
       link('Trends as CSV', exportUrl.trends(id, trends, 'csv'), `h3lens-trends-${id}-${metric}.csv`),
       link('Trends as JSON', exportUrl.trends(id, trends, 'json'), `h3lens-trends-${id}-${metric}.json`),
-      link('Raw results as CSV', exportUrl.results({ monitor: id, from, to, probe, view }, 'csv'), `h3lens-results-${id}.csv`),
-      link('Raw results as NDJSON', exportUrl.results({ monitor: id, from, to, probe, view }, 'ndjson'), `h3lens-results-${id}.ndjson`)))
+      link('Raw results as CSV', exportUrl.results({ monitor: id, from, to, probe, view, browser }, 'csv'), `h3lens-results-${id}.csv`),
+      link('Raw results as NDJSON', exportUrl.results({ monitor: id, from, to, probe, view, browser }, 'ndjson'), `h3lens-results-${id}.ndjson`)))
   const outside = (ev) => { if (menu.open && !menu.contains(ev.target)) menu.open = false }
   document.addEventListener('click', outside)
   onDispose(() => document.removeEventListener('click', outside))

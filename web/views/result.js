@@ -76,10 +76,10 @@ export async function render (ctx) {
       key('setup', 'connection set-up'), key('wait', 'waiting'))),
     panel('Browser and flags', 'browser', h('dl', { class: 'facts' },
       fact('URL', h('span', { class: 'mono' }, monitor?.url ?? requests[0]?.url ?? '—')),
-      fact('Browser', r.browser_version ?? '—'),
+      fact('Browser', `${({ chromium: 'Chromium', firefox: 'Firefox' })[r.browser] ?? r.browser ?? 'Chromium'}${r.browser_version ? ` (${r.browser_version})` : ''}`),
       fact('Agent', `${r.agent_version ?? '?'}${r.agent_id ? ` (agent ${r.agent_id})` : ''}`),
       fact('Round', timeEl(r.time, new Date(r.time).toLocaleString())),
-      fact('Flags', r.flags?.length
+      fact(r.browser === 'firefox' ? 'Preferences' : 'Flags', r.flags?.length
         ? h('ul', { class: 'flags' }, r.flags.map((f) => h('li', {}, h('code', {}, f))))
         : '—')))
   ]

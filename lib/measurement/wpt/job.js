@@ -1,8 +1,9 @@
 // One arm of an h3lens round → the job JSON a wptagent runs. One WPT test is
 // one browser set-up, so each arm is its own test, with the arm's protocol
 // switches in addCmdLine: the same ones the Puppeteer agent starts Chromium
-// with (lib/measurement/modes.js), and for a lab page the lab's.
-import { expectedProtocolFor, labBrowserFlags, modeFlags } from '../modes.js'
+// with (lib/measurement/browsers/chromium.js), and for a lab page the lab's.
+import { expectedProtocolFor } from '../modes.js'
+import { labBrowserFlags, modeFlags } from '../browsers/chromium.js'
 import { effectiveOptions } from '../probes/index.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../../runtime/lab-host.js'
 

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import puppeteer from 'puppeteer-core'
-import { InfrastructureError } from './faults.js'
+import { InfrastructureError } from '../faults.js'
 
 // One Chromium process per flag set (and namespace): the flags decide the
 // protocol, so an h3 run and an h2 run can never share a browser, while runs
@@ -28,7 +28,7 @@ import { InfrastructureError } from './faults.js'
 // Contexts left to close at most; beyond, a run closes the oldest itself.
 const MAX_RETIRED = 8
 
-const NETNS_WRAPPER = fileURLToPath(new URL('../lab/netns-chromium.sh', import.meta.url))
+const NETNS_WRAPPER = fileURLToPath(new URL('../../lab/netns-chromium.sh', import.meta.url))
 const CLOSE_GRACE_MS = 5000
 
 // Chromium preconnects to a page's origin the moment navigation starts, so
@@ -298,7 +298,7 @@ export function createBrowserPool ({
     return userDataDir
   }
 
-  return { acquire, withDedicated, freshPage, retire, settle, close, newProfile, removeProfile }
+  return { browserName: /** @type {const} */ ('chromium'), acquire, withDedicated, freshPage, retire, settle, close, newProfile, removeProfile, forgetCache }
 }
 
 /**
@@ -313,6 +313,19 @@ async function newContextPage (browser) {
     await context.close().catch(() => {})
     throw err
   }
+}
+
+/** A profile's HTTP cache folders (relative to its Default folder), removed between the auto arm's visits. */
+export const CACHE_FOLDERS = Object.freeze(['Cache', 'Code Cache'])
+
+/**
+ * Remove the HTTP cache of a stopped browser's profile, keeping the rest
+ * (its "Network Persistent State": the Alt-Svc and broken alternatives it
+ * learnt; agents/visits.js).
+ * @param {string} profile
+ */
+async function forgetCache (profile) {
+  await Promise.all(CACHE_FOLDERS.map((f) => rm(path.join(profile, 'Default', f), { recursive: true, force: true, maxRetries: 3 })))
 }
 
 /**

@@ -1,0 +1,83 @@
+// The cross-browser comparison: each location's H3 gain in every browser
+// the monitor runs, on the same percentile, with intervals (each browser's
+// own regional comparison, ./comparison.js, read side by side). Chromium and
+// Firefox share the server and the path but not their HTTP/3 stacks, so a
+// gain both show is the server's and the path's, and one that only one
+// browser shows is that browser's (docs/BROWSERS.md).
+import { VERDICTS } from './comparison.js'
+
+/** What a location's two gains say, in words. */
+export const READINGS = Object.freeze({
+  same: 'Both browsers agree: the difference is the server\'s and the path\'s, not one browser\'s',
+  browser: 'The browsers disagree: one browser\'s HTTP/3 stack makes the difference',
+  neither: 'Neither browser shows a difference',
+  no_h3: 'The origin offers no HTTP/3 to either browser',
+  insufficient_data: 'Not enough rounds in every browser to tell'
+})
+
+/**
+ * @typedef {{ rounds: number, h2_ms: number | null, h3_ms: number | null, delta_ms: number | null, delta_pct: number | null,
+ *   ci_low_ms: number | null, ci_high_ms: number | null, verdict: string, reason: string | null }} Gain
+ */
+
+/**
+ * Side by side: per location (and all locations), each browser's row of
+ * the percentile, and what they say together.
+ * @param {Record<string, { locations: Record<string, any>[] }>} answers each browser's regional comparison
+ * @param {number} percentile one of the answers' percentiles
+ */
+export function crossBrowser (answers, percentile) {
+  const browsers = Object.keys(answers)
+  /** @type {Map<string, { location_id: string | null, name: string, region: string | null, kind: string | null, gains: Record<string, Gain> }>} */
+  const byLocation = new Map()
+  for (const b of browsers) {
+    for (const loc of answers[b].locations) {
+      const key = loc.location_id ?? ''
+      let entry = byLocation.get(key)
+      if (!entry) byLocation.set(key, (entry = { location_id: loc.location_id, name: loc.name, region: loc.region ?? null, kind: loc.kind ?? null, gains: {} }))
+      const row = loc.rows.find((/** @type {Record<string, any>} */ r) => r.percentile === percentile)
+      entry.gains[b] = gainOf(row, loc)
+    }
+  }
+  const out = [...byLocation.values()].map((l) => ({ ...l, reading: readingOf(Object.values(l.gains)) }))
+  // All locations last, as in the regional table.
+  return out.sort((a, b) => (a.location_id === null ? 1 : 0) - (b.location_id === null ? 1 : 0))
+}
+
+/**
+ * @param {Record<string, any> | undefined} row
+ * @param {Record<string, any>} loc
+ * @returns {Gain}
+ */
+function gainOf (row, loc) {
+  if (!row) return { rounds: 0, h2_ms: null, h3_ms: null, delta_ms: null, delta_pct: null, ci_low_ms: null, ci_high_ms: null, verdict: VERDICTS.INSUFFICIENT_DATA, reason: loc.reason ?? 'no rounds' }
+  return {
+    rounds: row.rounds,
+    h2_ms: row.h2_ms,
+    h3_ms: row.h3_ms,
+    delta_ms: row.delta_ms,
+    delta_pct: row.delta_pct,
+    ci_low_ms: row.ci_low_ms,
+    ci_high_ms: row.ci_high_ms,
+    verdict: loc.verdict === VERDICTS.H3_NOT_SUPPORTED ? VERDICTS.H3_NOT_SUPPORTED : row.verdict,
+    reason: row.reason ?? null
+  }
+}
+
+/**
+ * Same verdict in every browser (a difference both show, or none) against
+ * verdicts that differ; a browser without enough rounds leaves it open.
+ * @param {Gain[]} gains
+ * @returns {{ code: keyof typeof READINGS, text: string }}
+ */
+export function readingOf (gains) {
+  const verdicts = gains.map((g) => g.verdict)
+  const differs = (/** @type {string} */ v) => v === VERDICTS.H3_FASTER || v === VERDICTS.H3_SLOWER
+  /** @type {keyof typeof READINGS} */
+  let code
+  if (gains.length < 2 || verdicts.some((v) => v === VERDICTS.INSUFFICIENT_DATA)) code = 'insufficient_data'
+  else if (!verdicts.every((v) => v === verdicts[0])) code = 'browser'
+  else if (verdicts[0] === VERDICTS.H3_NOT_SUPPORTED) code = 'no_h3'
+  else code = differs(verdicts[0]) ? 'same' : 'neither'
+  return { code, text: READINGS[code] }
+}

@@ -1,0 +1,163 @@
+// Browser as a dimension, through the API against real PostgreSQL: a
+// monitor chooses its browsers, a location gets rounds of the browsers its
+// agents have, an agent claims rounds of its own browsers only, and each
+// browser's rounds land in that browser's comparison, trends and export.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestApp } from './helpers/app.js'
+import { scheduleDueJobs } from '../lib/store/jobs.js'
+import { upsertLocation } from '../lib/store/locations.js'
+
+/** @type {Awaited<ReturnType<typeof createTestApp>>} */
+let t
+before(async () => { t = await createTestApp() })
+after(async () => { await t.close() })
+
+const auth = (/** @type {string} */ token) => ({ authorization: `Bearer ${token}` })
+/**
+ * @param {string} token
+ * @param {string[] | undefined} browsers
+ */
+const claim = (token, browsers, limit = 20) => t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: auth(token), payload: { limit, version: 'test', ...(browsers ? { browsers } : {}) } })
+
+/** @param {Record<string, any>} body */
+async function monitor (body) {
+  const res = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10, ...body } })
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json()
+}
+
+async function clearQueue () {
+  await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+  await t.db.query('UPDATE monitors SET paused = true')
+}
+
+test('a monitor runs in Chromium unless it chooses; an unknown or empty browser list is a 400 naming browsers', async () => {
+  const plain = await monitor({ locations: ['local'] })
+  assert.deepEqual(plain.browsers, ['chromium'])
+  const both = await monitor({ locations: ['local'], browsers: ['firefox', 'chromium'] })
+  assert.deepEqual(both.browsers, ['chromium', 'firefox'])
+  for (const browsers of [['safari'], []]) {
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://lab.h3lens.test:8443/', locations: ['local'], browsers } })
+    assert.equal(res.statusCode, 400, res.body)
+    assert.match(res.json().field, /^browsers/)
+  }
+  const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${plain.id}`, payload: { browsers: ['firefox'] } })
+  assert.equal(patched.statusCode, 200, patched.body)
+  assert.deepEqual(patched.json().browsers, ['firefox'])
+})
+
+test('a location gets Firefox rounds once an agent there has Firefox, and only that agent claims them', async () => {
+  await clearQueue()
+  await upsertLocation(t.db, { id: 'br-eu', name: 'EU', region: 'Europe', kind: 'lab' })
+  await upsertLocation(t.db, { id: 'br-us', name: 'US', region: 'America', kind: 'lab' })
+  const chromiumOnly = await t.agentToken('br-us')
+  const withFirefox = await t.agentToken('br-eu')
+  const chromiumAtEu = await t.agentToken('br-eu')
+  // Each agent says what it has when it claims (nothing is queued yet).
+  assert.equal((await claim(chromiumOnly, ['chromium'])).statusCode, 200)
+  assert.equal((await claim(withFirefox, ['chromium', 'firefox'])).statusCode, 200)
+  assert.equal((await claim(chromiumAtEu, undefined)).statusCode, 200)
+  const locations = (await t.app.inject({ method: 'GET', url: '/api/v1/locations' })).json()
+  const browsersOf = (/** @type {string} */ id) => (locations.items ?? locations).find((/** @type {any} */ l) => l.id === id).browsers
+  assert.deepEqual(browsersOf('br-eu'), ['chromium', 'firefox'])
+  assert.deepEqual(browsersOf('br-us'), ['chromium'])
+
+  const m = await monitor({ locations: ['br-eu', 'br-us'], browsers: ['chromium', 'firefox'] })
+  await scheduleDueJobs(t.db, { maxAttempts: 3 })
+  const { rows } = await t.db.query('SELECT location_id, browser, state FROM jobs WHERE monitor_id = $1 ORDER BY 1, 2', [m.id])
+  assert.deepEqual(rows.map((r) => `${r.location_id} ${r.browser} ${r.state}`), ['br-eu chromium queued', 'br-eu firefox queued', 'br-us chromium queued'])
+
+  // The Chromium-only agent at br-eu never gets the Firefox round.
+  const first = (await claim(chromiumAtEu, undefined)).json().jobs
+  assert.deepEqual(first.map((/** @type {any} */ j) => j.browser), ['chromium'])
+  assert.deepEqual((await claim(chromiumAtEu, undefined)).json().jobs, [])
+  const second = (await claim(withFirefox, ['chromium', 'firefox'])).json().jobs
+  assert.deepEqual(second.map((/** @type {any} */ j) => [j.monitor_id, j.browser]), [[m.id, 'firefox']])
+})
+
+test('each browser\'s rounds land in that browser\'s comparison, trends and export, side by side in the cross-browser view', async () => {
+  await clearQueue()
+  await upsertLocation(t.db, { id: 'br-asia', name: 'Asia', region: 'Asia', kind: 'lab' })
+  const token = await t.agentToken('br-asia')
+  await claim(token, ['chromium', 'firefox'])
+  const m = await monitor({ locations: ['br-asia'], browsers: ['chromium', 'firefox'], modes: ['h2', 'h3'] })
+  await t.db.query('UPDATE monitors SET paused = true WHERE id = $1', [m.id])
+  const ROUNDS = 30
+  // Chromium: H3 40 ms faster; Firefox: H3 as fast as H2. Rounds a minute apart.
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, browser, due_at)
+    SELECT $1, 'br-asia', b, date_trunc('minute', now()) - make_interval(mins => g)
+      FROM generate_series(1, $2) g, unnest(ARRAY['chromium', 'firefox']) b`, [m.id, ROUNDS])
+  await t.db.query('UPDATE monitors SET paused = false WHERE id = $1', [m.id])
+  const jobs = []
+  for (;;) {
+    const got = (await claim(token, ['chromium', 'firefox'])).json().jobs
+    if (!got.length) break
+    jobs.push(...got)
+  }
+  assert.equal(jobs.length, 2 * ROUNDS)
+  for (const [i, job] of jobs.entries()) {
+    const h3 = job.browser === 'chromium' ? 160 : 200
+    const noise = (i % 7) - 3
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/agent/jobs/${job.id}/results`,
+      headers: auth(token),
+      payload: {
+        results: [
+          { mode: 'h2', status: 'ok', protocol_ok: true, observed_protocol: 'h2', ttfb_ms: 200 + noise, load_ms: 400 + noise, browser_version: `${job.browser}/1` },
+          { mode: 'h3', status: 'ok', protocol_ok: true, observed_protocol: 'h3', ttfb_ms: h3 + noise, load_ms: 2 * h3 + noise, browser_version: `${job.browser}/1` }
+        ]
+      }
+    })
+    assert.equal(res.statusCode, 200, res.body)
+  }
+  const window = `from=${encodeURIComponent(new Date(Date.now() - 3 * 3600e3).toISOString())}`
+  const get = async (/** @type {string} */ url) => {
+    const res = await t.app.inject({ method: 'GET', url, headers: { 'cache-control': 'no-cache' } })
+    assert.equal(res.statusCode, 200, res.body)
+    return res.json()
+  }
+  const median = (/** @type {any} */ answer) => answer.locations.find((/** @type {any} */ l) => l.location_id === 'br-asia').rows.find((/** @type {any} */ r) => r.percentile === 50)
+  const chromium = await get(`/api/v1/monitors/${m.id}/comparison?metric=ttfb_ms&${window}`)
+  const firefox = await get(`/api/v1/monitors/${m.id}/comparison?metric=ttfb_ms&browser=firefox&${window}`)
+  assert.equal(chromium.browser, 'chromium')
+  assert.equal(firefox.browser, 'firefox')
+  assert.equal(median(chromium).rounds, ROUNDS)
+  assert.equal(median(firefox).rounds, ROUNDS)
+  assert.equal(median(chromium).delta_ms, -40)
+  assert.equal(median(chromium).verdict, 'h3_faster')
+  assert.equal(median(firefox).delta_ms, 0)
+  assert.equal(median(firefox).verdict, 'no_clear_difference')
+
+  const cross = await get(`/api/v1/monitors/${m.id}/browsers?metric=ttfb_ms&${window}`)
+  const asia = cross.locations.find((/** @type {any} */ l) => l.location_id === 'br-asia')
+  assert.equal(asia.gains.chromium.delta_ms, -40)
+  assert.ok(asia.gains.chromium.ci_low_ms <= -40 && asia.gains.chromium.ci_high_ms >= -40 && asia.gains.chromium.ci_high_ms < 0, JSON.stringify(asia.gains.chromium))
+  assert.equal(asia.gains.firefox.delta_ms, 0)
+  assert.equal(asia.reading.code, 'browser')
+
+  // Trends: each browser's H3 median is its own (sketches: within 2%).
+  const h3Median = async (/** @type {string} */ browser) => {
+    const trend = await get(`/api/v1/monitors/${m.id}/trends?metric=ttfb_ms&bucket=1d&percentiles=50&browser=${browser}&${window}`)
+    assert.equal(trend.browser, browser)
+    const points = trend.series.filter((/** @type {any} */ s) => s.mode === 'h3').flatMap((/** @type {any} */ s) => s.points)
+    assert.equal(points.reduce((sum, /** @type {any} */ p) => sum + p.count, 0), ROUNDS, `${browser}: every round's H3 TTFB, no other browser's`)
+    return points.map((/** @type {any} */ p) => p.p50)
+  }
+  // One day bucket, or two when the half hour of rounds spans midnight.
+  for (const p50 of await h3Median('chromium')) assert.ok(Math.abs(p50 - 160) <= 3.2, `Chromium H3 p50 ${p50}`)
+  for (const p50 of await h3Median('firefox')) assert.ok(Math.abs(p50 - 200) <= 4, `Firefox H3 p50 ${p50}`)
+
+  // The export says each result's browser; importing it into a new monitor keeps them apart.
+  const exported = await t.app.inject({ method: 'GET', url: `/api/v1/results?monitor=${m.id}&format=ndjson&${window}` })
+  assert.equal(exported.statusCode, 200, exported.body)
+  const lines = exported.body.trim().split('\n').map((l) => JSON.parse(l))
+  assert.deepEqual([...new Set(lines.map((l) => l.browser))].sort(), ['chromium', 'firefox'])
+  const copy = await monitor({ locations: ['br-asia'], browsers: ['chromium', 'firefox'], modes: ['h2', 'h3'], paused: true })
+  const imported = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${copy.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: exported.body })
+  assert.equal(imported.statusCode, 200, imported.body)
+  assert.equal(imported.json().rounds, 2 * ROUNDS)
+  assert.equal(median(await get(`/api/v1/monitors/${copy.id}/comparison?metric=ttfb_ms&browser=firefox&${window}`)).delta_ms, 0)
+  assert.equal(median(await get(`/api/v1/monitors/${copy.id}/comparison?metric=ttfb_ms&${window}`)).delta_ms, -40)
+})

@@ -1,0 +1,131 @@
+// The browser dimension on the dashboard, in real Chromium against the real
+// API: a monitor that runs in Chromium and Firefox, whose H3 is 40 ms
+// faster in Chromium and as fast as H2 in Firefox at one location. What a
+// user reads: the browser switch, the cross-browser table that tells the
+// server from the browser, the comparison following the switch, and the
+// browser a run was made in.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createTestDatabase } from './helpers/db.js'
+import { startDashboard } from '../dev/dashboard.js'
+import { launchBrowser } from '../dev/browser.js'
+import { openRoute } from './helpers/ui.js'
+import { createApiKey } from '../lib/store/api-keys.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { insertResults } from '../lib/store/results.js'
+import { rebuildRollups } from '../lib/analysis/rollups.js'
+
+/* global document, location -- used inside functions that run in the page */
+
+let database, server, chromium, apiKey, monitor, firefoxResult
+const ROUNDS = 30
+
+before(async () => {
+  database = await createTestDatabase()
+  const db = database.pool
+  await upsertLocation(db, { id: 'lab-eu', name: 'Europe (lab)', region: 'Europe', kind: 'lab', profile: { rtt_ms: 30 } })
+  monitor = await createMonitor(db, { url: 'https://lab.h3lens.test:8443/page-15k.html', locations: ['lab-eu'], modes: ['h2', 'h3'], browsers: ['chromium', 'firefox'], interval_s: 60, paused: true })
+  for (const browser of ['chromium', 'firefox']) {
+    for (let i = 1; i <= ROUNDS; i++) {
+      const { rows: [job] } = await db.query(`INSERT INTO jobs (monitor_id, location_id, browser, due_at, state)
+        VALUES ($1, 'lab-eu', $2, date_trunc('minute', now()) - make_interval(mins => $3), 'done') RETURNING id, monitor_id, location_id, browser, due_at`, [monitor.id, browser, i])
+      const h3 = browser === 'chromium' ? 160 : 200
+      const noise = (i % 7) - 3
+      const version = browser === 'chromium' ? 'Chrome/156.0.8078.79' : 'firefox/153.0'
+      const flags = browser === 'chromium' ? ['--headless=new'] : ['network.http.http3.enable=true']
+      const inserted = await insertResults(db, {
+        job,
+        agentId: null,
+        agentVersion: '0.1.0',
+        results: [
+          { mode: 'h2', status: 'ok', protocol_ok: true, observed_protocol: 'h2', ttfb_ms: 200 + noise, load_ms: 400 + noise, browser_version: version, flags },
+          { mode: 'h3', status: 'ok', protocol_ok: true, observed_protocol: 'h3', ttfb_ms: h3 + noise, load_ms: 2 * h3 + noise, browser_version: version, flags }
+        ]
+      })
+      if (browser === 'firefox' && i === 1) firefoxResult = inserted.find((r) => r.mode === 'h3')
+    }
+  }
+  await rebuildRollups(db)
+  // Its agents have both browsers (an agent says so when it claims).
+  await db.query("UPDATE locations SET browsers = '{chromium,firefox}' WHERE id = 'lab-eu'")
+  await upsertLocation(db, { id: 'lab-na', name: 'North America (lab)', region: 'North America', kind: 'lab', profile: { rtt_ms: 60 } })
+  apiKey = (await createApiKey(db, { name: 'dashboard', role: 'write' })).secret
+  server = await startDashboard(db)
+  chromium = await launchBrowser()
+})
+
+after(async () => {
+  await chromium?.close()
+  await server?.close()
+  await database?.drop()
+})
+
+/** @param {string} hash */
+const open = (hash) => openRoute(chromium, server, apiKey, hash)
+
+/** The comparison's headline, as read on the page. */
+const headline = (page) => page.$eval('#comparison p.headline', (el) => el.textContent)
+
+test('a monitor in two browsers has a browser switch and the cross-browser table; the comparison follows the switch', async () => {
+  const { page, done } = await open(`#/monitors/${monitor.id}?window=24h&metric=ttfb_ms`)
+  await page.waitForSelector('#browser-group')
+  const options = await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked, document.querySelector(`label[for="${e.id}"]`)?.textContent]))
+  assert.deepEqual(options, [['chromium', true, 'Chromium'], ['firefox', false, 'Firefox']])
+  assert.match(await page.$eval('.page-head .sub', (e) => e.textContent), /Chromium and Firefox/)
+
+  // The cross-browser table: Chromium's gain, Firefox's none, and what that says.
+  await page.waitForSelector('#browsers table.cross-browser')
+  const row = await page.$eval('#browsers tr[data-location="lab-eu"]', (tr) => ({
+    cells: [...tr.children].map((c) => c.textContent),
+    classes: [...tr.children].map((c) => c.className),
+    reading: tr.querySelector('[data-reading]').dataset.reading
+  }))
+  assert.equal(row.cells[0], 'Europe (lab)')
+  assert.match(row.cells[1], /^[−-]40(\.0)? ms \[/)
+  assert.match(row.classes[1], /faster/)
+  assert.match(row.cells[2], /^0(\.0)? ms \[/)
+  assert.doesNotMatch(row.classes[2], /faster|slower/)
+  assert.equal(row.reading, 'browser')
+  assert.match(row.cells[3], /one browser's HTTP\/3 stack/)
+  const heads = await page.$$eval('#browsers thead th', (ths) => ths.map((t) => t.textContent))
+  assert.deepEqual(heads, ['Location', 'Chromium Δ p50', 'Firefox Δ p50', 'Reading'])
+
+  // Chromium's comparison says H3 is faster; after the switch, Firefox's does not.
+  assert.match(await headline(page), /HTTP\/3 is 20(\.0)?% faster at p50/)
+  await page.click('label[for="browser-firefox"]')
+  await page.waitForFunction(() => location.hash.includes('browser=firefox'))
+  await page.waitForFunction(() => /** @type {HTMLInputElement | null} */ (document.querySelector('#browser-firefox'))?.checked === true)
+  await page.waitForFunction(() => /not clearly different at p50/.test(document.querySelector('#comparison p.headline')?.textContent ?? ''), { timeout: 15000 })
+  assert.doesNotMatch(await headline(page), /faster/)
+  await done()
+})
+
+test('a run\'s detail names the browser it ran in', async () => {
+  const { page, done } = await open(`#/results/${firefoxResult.id}`)
+  await page.waitForSelector('#browser-title')
+  const facts = Object.fromEntries(await page.$$eval('.fact', (els) => els.map((e) => [e.querySelector('dt')?.textContent, e.querySelector('dd')?.textContent])))
+  assert.equal(facts.Browser, 'Firefox (firefox/153.0)')
+  assert.equal(facts.Preferences, 'network.http.http3.enable=true')
+  await done()
+})
+
+test('the monitor form chooses the browsers: Chromium for a new monitor, the monitor\'s own when editing', async () => {
+  const ticked = (page) => page.$$eval('#browsers-group input[type=checkbox]', (els) => els.map((e) => [e.value, /** @type {HTMLInputElement} */ (e).checked]))
+  const fresh = await open('#/new')
+  await fresh.page.waitForSelector('#browsers-group')
+  assert.deepEqual(await ticked(fresh.page), [['chromium', true], ['firefox', false]])
+  await fresh.done()
+  const edit = await open(`#/monitors/${monitor.id}/edit`)
+  await edit.page.waitForSelector('#browsers-group')
+  assert.deepEqual(await ticked(edit.page), [['chromium', true], ['firefox', true]])
+  await edit.done()
+})
+
+test('the locations page says which browsers each location\'s agents have', async () => {
+  const { page, done } = await open('#/locations')
+  await page.waitForSelector('#loc-lab-eu')
+  assert.equal(await page.$eval('#loc-lab-eu + p .browsers', (e) => e.textContent), ' · Chromium and Firefox')
+  assert.equal(await page.$eval('#loc-lab-na + p .browsers', (e) => e.textContent), ' · Chromium')
+  await done()
+})
