@@ -99,7 +99,7 @@ export async function pruneFilmstrips (db, { retentionDays, batch = 5000 }) {
 }
 
 /**
- * The rounds of one monitor and location in [from, to) whose first-view
+ * The Chromium rounds (frames are Chromium's) of one monitor and location in [from, to) whose first-view
  * page loads are ok in both forced arms with a value of `column`, oldest
  * first, at most `limit` (the most recent ones): for picking the round
  * shown side by side (lib/analysis/side-by-side.js). Each says whether
@@ -115,7 +115,7 @@ export async function matchedRounds (db, { monitorId, locationId, column, from, 
             (SELECT count(DISTINCT f.mode) = 2 FROM filmstrip_frames f
               WHERE f.job_id = s.job_id AND f.probe = 'page' AND f.view = 'first' AND f.mode IN ('h2', 'h3') AND f.seq = 0) AS framed
        FROM round_summaries s
-      WHERE s.monitor_id = $1 AND s.location_id = $2 AND s.probe = 'page' AND s.view = 'first' AND s.time >= $3 AND s.time < $4
+      WHERE s.monitor_id = $1 AND s.location_id = $2 AND s.probe = 'page' AND s.view = 'first' AND s.browser = 'chromium' AND s.time >= $3 AND s.time < $4
         AND s.h2_state = 'ok' AND s.h3_state = 'ok' AND s.h2_${column} IS NOT NULL AND s.h3_${column} IS NOT NULL
       ORDER BY s.time DESC LIMIT $5`, [monitorId, locationId, from, to, limit])
   return rows.reverse()
