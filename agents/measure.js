@@ -156,6 +156,8 @@ export async function measure (opts, steps) {
         result.observed_protocol = network.documentProtocol()
         result.protocol_ok = protocolMatchesMode(result.observed_protocol, protocol)
       }
+      // Firefox does not say why a request took its protocol (no alternateProtocolUsage).
+      if (plan.browser === 'firefox') for (const r of [result, ...extra]) r.protocol_usage_unreported = true
       if (plan.browser === 'firefox' && protocol === 'h3') {
         Object.assign(result, judgeFirefoxH3(result, { documentUrl: network?.mainDocument()?.url ?? url, forced, altSvc }))
       }

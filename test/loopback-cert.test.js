@@ -1,6 +1,7 @@
 // The agent's in-memory certificate for its DNS-over-HTTPS resolver: DER
-// that OpenSSL parses whatever its random serial is, for the address given,
-// and a public-key hash that matches the certificate.
+// that OpenSSL parses whatever its random serials are, for the address
+// given, a public-key hash that matches the leaf, and the authority that
+// issued it.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
@@ -15,14 +16,16 @@ test('a positive INTEGER has one encoding: no padding zero, and a zero before a 
   assert.equal(hex([0x7f]), '02017f')
 })
 
-test('every certificate parses, names its address and matches its key and SPKI hash', () => {
+test('every certificate parses, names its address, matches its key and SPKI hash, and is issued by its authority', () => {
   for (let i = 0; i < 300; i++) {
     const address = `127.0.${i % 256}.1`
-    const { cert, key, spki } = loopbackCertificate(address)
+    const { cert, key, spki, ca } = loopbackCertificate(address)
     const x509 = new crypto.X509Certificate(cert)
+    const authority = new crypto.X509Certificate(ca)
     assert.equal(x509.subjectAltName, `IP Address:${address}`)
     assert.ok(x509.checkPrivateKey(crypto.createPrivateKey(key)))
     assert.equal(crypto.createHash('sha256').update(x509.publicKey.export({ type: 'spki', format: 'der' })).digest('base64'), spki)
-    assert.ok(x509.verify(x509.publicKey), 'self-signed')
+    assert.ok(x509.checkIssued(authority) && x509.verify(authority.publicKey), 'issued and signed by its authority')
+    assert.ok(authority.ca && authority.verify(authority.publicKey), 'the authority is a self-signed CA')
   }
 })

@@ -106,7 +106,8 @@ test('probe options: defaults, relative URLs, the lab upload sink', () => {
     upload_url: 'https://lab.h3lens.test:8443/upload',
     allow_empty: false,
     force_quic: 'main',
-    netlog: 'outliers'
+    netlog: 'outliers',
+    filmstrip: 'outliers'
   })
   assert.equal(effectiveOptions('https://example.com/').upload_url, null)
   assert.equal(effectiveOptions('https://example.com/').parallel_url, 'https://example.com/')

@@ -65,7 +65,8 @@ export const PROTOCOL_REASONS = Object.freeze({
  * Why the page's document came over its protocol.
  * @param {Record<string, any>} run a measurement: mode, observed_protocol, arm_protocol (A/A),
  *   requests_detail (type, url, status, alternate_protocol_usage per request), origins (origin, h3_advertised),
- *   learnt_alt_svc (a returning visit: the origins that announced H3 on the first visit, agents/visits.js)
+ *   learnt_alt_svc (a returning visit: the origins that announced H3 on the first visit, agents/visits.js),
+ *   protocol_usage_unreported (a browser that never reports alternateProtocolUsage: Firefox)
  * @returns {ProtocolReason}
  */
 export function protocolReason (run) {
@@ -81,9 +82,10 @@ export function protocolReason (run) {
   if (protocol === null) return reason('failed')
   if (forced === 'h3') return reason(protocol === 'h3' ? 'forced_h3' : 'fell_back')
   if (forced === 'h2') return reason('quic_off')
-  // A browser that does not say why (Firefox: no alternateProtocolUsage)
-  // came over H3 unforced to an origin that announces it by Alt-Svc.
-  if (protocol === 'h3') return reason(announced === 'https-record' ? 'https_record' : usage?.startsWith('alternativeJob') || (usage === null && advertised) ? 'alt_svc' : 'h3')
+  // A browser that never says why (Firefox: no alternateProtocolUsage) came
+  // over H3 unforced to an origin that announces it by Alt-Svc. Chromium
+  // without a usage (a WebPageTest upload) stays unexplained: 'h3'.
+  if (protocol === 'h3') return reason(announced === 'https-record' ? 'https_record' : usage?.startsWith('alternativeJob') || (run.protocol_usage_unreported && advertised) ? 'alt_svc' : 'h3')
   if (usage === 'broken') return reason('broken')
   if (usage === 'mainJobWonRace') return reason('tcp_won')
   return reason(advertised ? 'not_known' : 'not_announced')
