@@ -4,7 +4,9 @@
 // separate process; the same results go into it and into plain PostgreSQL
 // through the same code, and the API must answer the same on both, before
 // and after every chunk is compressed.
-// run-tests: concurrent — its one process is `h3lens migrate`; TimescaleDB runs inside this file's process on a port of its own
+// Serial: PGlite answers one connection at a time, and seeding the demo
+// data queues on it; beside other files it is slow enough that those waits
+// pass the pool's 10 s connect timeout.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
