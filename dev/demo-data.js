@@ -135,7 +135,7 @@ const FLAGS = {
  *   end: the time (ms) the rounds lead up to, default now; two databases
  *   seeded with the same end and seed hold the same results
  */
-export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 8443, seed = 7, end: endAt = Date.now() } = {}) {
+export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 8443, seed = 7, end: endAt = Date.now(), workers = 8 } = {}) {
   const rnd = random(seed)
   const locations = [{ id: 'local', profile: {} }]
   for (const l of LOCATIONS) locations.push(await upsertLocation(db, { ...l, kind: 'lab' }))
@@ -185,7 +185,7 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
       await insertResults(db, { job: { id: rows[n].id, monitor_id: j.monitor.id, location_id: j.loc.id, due_at: j.due }, agentId: agents[j.loc.id], agentVersion: '0.1.0', results })
     }
   }
-  await Promise.all(Array.from({ length: 8 }, work))
+  await Promise.all(Array.from({ length: workers }, work))
   await rebuildRollups(db)
   const { secret: apiKey } = await createApiKey(db, { name: 'dashboard', role: 'write' })
   const { rows: [latest] } = await db.query(
