@@ -131,7 +131,7 @@ const FLAGS = {
  * `hours`, one round every `stepMinutes` per monitor and location; rollups
  * are rebuilt so the comparison reads them. Also makes a write API key.
  * @param {import('pg').Pool} db
- * @param {{ hours?: number, stepMinutes?: number, labPort?: number, seed?: number, end?: number }} [opts]
+ * @param {{ hours?: number, stepMinutes?: number, labPort?: number, seed?: number, end?: number, workers?: number }} [opts] workers: inserts at once (1 for a database that serves one connection)
  *   end: the time (ms) the rounds lead up to, default now; two databases
  *   seeded with the same end and seed hold the same results
  */

@@ -113,14 +113,14 @@ test('`// run-tests: concurrent` with a reason lets a file that starts processes
 
 test('this repository: browser, lab and `h3lens start` files are serial, one-shot CLI files marked concurrent, statistics and API-only files are concurrent', () => {
   const plan = Object.fromEntries(planTests(findTestFiles(path.join(ROOT, 'test'))).map((p) => [p.file, p]))
-  for (const file of ['test/ui.test.js', 'test/lab-netns.test.js', 'test/shutdown.test.js', 'test/e2e-start.test.js', 'test/faults.test.js']) {
+  for (const file of ['test/ui.test.js', 'test/lab-netns.test.js', 'test/shutdown.test.js', 'test/e2e-start.test.js', 'test/faults.test.js', 'test/timescale.test.js']) {
     assert.equal(plan[file].serial, true, file)
   }
   for (const file of ['test/stats-rank.test.js', 'test/api-monitors.test.js', 'test/import.test.js', 'test/test-plan.test.js', 'test/ingest-batch.test.js', 'test/agent-concurrency.test.js']) {
     assert.equal(plan[file].serial, false, `${file}: ${plan[file].why}`)
   }
   // Processes of their own that need no exclusive machine, and say so.
-  for (const file of ['test/api-fuzz.test.js', 'test/cli.test.js', 'test/doc-references.test.js', 'test/timescale.test.js']) {
+  for (const file of ['test/api-fuzz.test.js', 'test/cli.test.js', 'test/doc-references.test.js']) {
     assert.equal(plan[file].serial, false, `${file}: ${plan[file].why}`)
     assert.match(plan[file].why[0], /^marked concurrent: /, file)
   }
