@@ -62,12 +62,18 @@ export async function startFilmstrip (page, { quietMs = QUIET_MS, settleMaxMs = 
       while (performance.now() < until && performance.now() - lastAt < quietMs) {
         await new Promise((resolve) => setTimeout(resolve, Math.min(100, quietMs)))
       }
-      const timeOrigin = await page.evaluate(() => performance.timeOrigin)
+      // Nothing of the page is on screen before its first paint: frames
+      // from before it show the blank page or a surface not painted yet,
+      // and are not the page's progress.
+      const { timeOrigin, firstPaint } = await page.evaluate(() => ({
+        timeOrigin: performance.timeOrigin,
+        firstPaint: performance.getEntriesByName('first-paint')[0]?.startTime ?? 0
+      }))
       const endMs = Date.now() - timeOrigin
       await stop()
       const frames = received.map((f) => ({ t_ms: Math.round((f.wallMs - timeOrigin) * 10) / 10, jpeg: Buffer.from(f.data, 'base64') }))
         .sort((a, b) => a.t_ms - b.t_ms)
-      const visual = await visualMetrics(frames, { endMs })
+      const visual = await visualMetrics(frames.filter((f) => f.t_ms >= firstPaint), { endMs })
       const kept = thinFrames(frames.filter((f) => f.t_ms >= 0))
       return {
         metrics: visual?.metrics ?? {},
