@@ -237,9 +237,10 @@ test('a webhook whose name resolves to loopback after it was saved is refused wh
     assert.equal(sent.json().status_code, null)
     assert.equal(sent.json().error, 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)')
 
-    // The scheduler's deliveries take the same path.
+    // The scheduler's deliveries take the same path. Due a second ago: deliverDue's
+    // clock is the process's, in whole milliseconds, and now() may be later within one.
     await t.db.query(`INSERT INTO alert_deliveries (channel_id, kind, body, next_attempt_at, created_at)
-      VALUES ($1, 'test', '{"version":1,"event":"test"}', now(), now())`, [saved.json().id])
+      VALUES ($1, 'test', '{"version":1,"event":"test"}', now() - interval '1 second', now())`, [saved.json().id])
     const { delivered, failed } = await deliverDue(t.db, { policy: targetPolicy(t.config) })
     assert.deepEqual({ delivered, failed }, { delivered: 0, failed: 1 })
     const { rows: [attempt] } = await t.db.query(`SELECT a.error FROM alert_delivery_attempts a JOIN alert_deliveries d ON d.id = a.delivery_id
