@@ -4,26 +4,27 @@
 // A migrated template database is made once per run; each test file clones
 // it (CREATE DATABASE ... TEMPLATE), which takes ~50 ms instead of migrating.
 //
-// Each file runs as its own `node --test <file>`, in one of two lanes that
+// Each file runs as its own `node --test <file>`, in one of three lanes that
 // run side by side (docs/TESTING.md): the serial lane, one file at a time,
-// for files that drive a browser or start processes (lab, Caddy, agents, the
-// CLI); the concurrent lane, H3LENS_TEST_CONCURRENCY files at a time, for
-// files that only talk to their own database and loopback ports.
-// scripts/test-plan.js decides which is which from each file's imports
-// and from a file's own `// run-tests: serial|concurrent <reason>` mark.
-// The serial lane is the long one (~800 s of file time on a loaded machine
-// against ~900 s in the concurrent lane, which runs two at a time), so the
-// concurrent lane is kept narrow (2 by default, for 2 cores): it still ends
-// minutes before the serial lane, and takes less CPU from it meanwhile. The
-// files run in name order: with the serial lane the longer, no order of
-// either lane shortens the run.
+// for files that drive a browser to measure page loads or start processes
+// (lab, Caddy, agents, the CLI); the side lane, one file at a time beside
+// it, for such files that mostly wait (intervals, timeouts, outages) or only
+// look at the dashboard; the concurrent lane, H3LENS_TEST_CONCURRENCY files
+// at a time, for files that only talk to their own database and loopback
+// ports. scripts/test-plan.js decides which is which from each file's
+// imports and from a file's own `// run-tests: serial|side|concurrent
+// <reason>` mark. The serial and side lanes are the long ones, of about the
+// same length; the concurrent lane is kept narrow (2 by default, for 2
+// cores): it ends minutes before them, and takes less CPU from them
+// meanwhile. The files run in name order: the side and serial lanes run one
+// file at a time, so no order shortens them.
 // A file's output is printed whole when it ends; the end of the run sums up:
 // the counts, every failed test with its error, the ten slowest files.
 //
 //   node scripts/run-tests.js                 every file under test/
 //   node scripts/run-tests.js test/ui.test.js just this file (or several)
 //   node scripts/run-tests.js --checks        also lint and type check, beside the tests
-//   node scripts/run-tests.js --plan          which files run serially, and why
+//   node scripts/run-tests.js --plan          which lane each file runs in, and why
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -53,7 +54,7 @@ const concurrency = Number(process.env.H3LENS_TEST_CONCURRENCY ?? 2)
 if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`H3LENS_TEST_CONCURRENCY must be a whole number ≥ 1, not "${process.env.H3LENS_TEST_CONCURRENCY}"`)
 
 if (flags.has('--plan')) {
-  for (const p of plan) console.log(`${p.serial ? 'serial    ' : 'concurrent'}  ${p.file}${p.why.map((w) => `\n              ${w}`).join('')}`)
+  for (const p of plan) console.log(`${p.lane.padEnd(10)}  ${p.file}${p.why.map((w) => `\n              ${w}`).join('')}`)
   process.exit(0)
 }
 
@@ -80,7 +81,7 @@ await migrate(pool)
 await pool.end()
 await admin.end()
 
-/** @typedef {{ name: string, lane: 'serial' | 'concurrent' | 'check', command: string[], report?: string }} Job */
+/** @typedef {{ name: string, lane: import('./test-plan.js').Lane | 'check', command: string[], report?: string }} Job */
 /** @typedef {Job & { code: number, ms: number, output: string, events: any[] }} Done */
 
 // Each file's limit, a stop for a file that hangs: far above the slowest
@@ -97,15 +98,17 @@ const tests = plan.map((p, i) => {
   const report = path.join(reportDir, `${i}.jsonl`)
   return {
     name: p.file,
-    lane: p.serial ? 'serial' : 'concurrent',
+    lane: p.lane,
     report,
     command: [process.execPath, '--test', `--test-timeout=${timeoutS * 1000}`, '--test-reporter=spec', '--test-reporter-destination=stdout',
       `--test-reporter=${REPORTER}`, `--test-reporter-destination=${report}`, path.join(ROOT, p.file)]
   }
 })
-const serial = tests.filter((j) => j.lane === 'serial')
-const concurrent = tests.filter((j) => j.lane === 'concurrent')
-console.log(`# ${tests.length} test files: ${serial.length} in the serial lane, one at a time; ${concurrent.length} in the concurrent lane, ${concurrency} at a time` +
+const laneOf = (/** @type {Job['lane']} */ lane) => tests.filter((j) => j.lane === lane)
+const serial = laneOf('serial')
+const side = laneOf('side')
+const concurrent = laneOf('concurrent')
+console.log(`# ${tests.length} test files: ${serial.length} in the serial lane and ${side.length} in the side lane, one at a time each; ${concurrent.length} in the concurrent lane, ${concurrency} at a time` +
   (checks.length ? `; beside them ${checks.map((c) => c.name).join(' and ')}` : ''))
 
 /** @type {Set<import('node:child_process').ChildProcess>} */
@@ -120,7 +123,7 @@ for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
 
 /** @type {Done[]} */
 const done = []
-await Promise.all([lane(serial, 1), lane(concurrent, concurrency), lane(checks, checks.length)])
+await Promise.all([lane(serial, 1), lane(side, 1), lane(concurrent, concurrency), lane(checks, checks.length)])
 if (embedded) await embedded.stop()
 fs.rmSync(reportDir, { recursive: true, force: true })
 process.exit(summarise(done))

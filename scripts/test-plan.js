@@ -18,7 +18,15 @@
 // against its own database, `git ls-files`, a fuzzer against its own API)
 // may say `// run-tests: concurrent <reason>`: it then runs concurrently
 // although it starts processes. The mark cannot take a browser out of the
-// serial lane, nor stand beside `// run-tests: serial`.
+// serial lane.
+// A file that would be serial but spends its time waiting (for intervals,
+// timeouts, an outage) or drives a browser only to look at the dashboard,
+// measures no page load's time, and holds nothing another file needs (its
+// lab has a prefix of its own, its ports are free ones, its processes are
+// found by its own data dir) may say `// run-tests: side <reason>`: it then
+// runs in the side lane, one file at a time beside the serial lane, so that
+// the two halves of the long files take half the time.
+// A file carries at most one mark.
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -38,11 +46,11 @@ const SPECIFIERS = [
 // only a comment.
 const COMMENTS = /\/\*[\s\S]*?\*\/|^[ \t]*\/\/.*$/gm
 const MARK = (/** @type {string} */ lane) => new RegExp(`^[ \\t]*//[ \\t]*run-tests:[ \\t]*${lane}\\b[ \\t:,—-]*(\\S.*)?$`, 'm')
-const SERIAL_MARK = MARK('serial')
-const CONCURRENT_MARK = MARK('concurrent')
+const LANES = /** @type {const} */ (['serial', 'side', 'concurrent'])
 
 /**
- * @typedef {{ file: string, serial: boolean, why: string[] }} Plan
+ * @typedef {'serial' | 'side' | 'concurrent'} Lane
+ * @typedef {{ file: string, lane: Lane, why: string[] }} Plan
  *   file relative to the repository; why: one line per reason for its lane,
  *   empty when it is concurrent for want of any reason to be serial
  */
@@ -69,16 +77,14 @@ export function planTests (files, { root = ROOT } = {}) {
   return files.map((f) => {
     const file = path.resolve(root, f)
     const rel = path.relative(root, file)
-    /** @type {string[]} */
-    const why = []
     const { source } = read(file)
-    const serialMark = source.match(SERIAL_MARK)
-    const concurrentMark = source.match(CONCURRENT_MARK)
-    for (const [mark, lane] of /** @type {const} */ ([[serialMark, 'serial'], [concurrentMark, 'concurrent']])) {
+    const marks = LANES.flatMap((lane) => {
+      const mark = source.match(MARK(lane))
       if (mark && !mark[1]) throw new Error(`${rel}: "// run-tests: ${lane}" needs a reason after it`)
-    }
-    if (serialMark && concurrentMark) throw new Error(`${rel}: marked both "// run-tests: serial" and "// run-tests: concurrent"; keep one`)
-    if (serialMark?.[1]) why.push(`marked serial: ${serialMark[1].trim()}`)
+      return mark ? [{ lane, reason: mark[1].trim() }] : []
+    })
+    if (marks.length > 1) throw new Error(`${rel}: marked ${marks.map((m) => `"// run-tests: ${m.lane}"`).join(' and ')}; keep one`)
+    const marked = marks[0]
     /** @type {Map<string, string>} the first (shortest) import chain for each kind of reason */
     const found = new Map()
     for (const { module, chain } of closure(file, read, root)) {
@@ -90,12 +96,12 @@ export function planTests (files, { root = ROOT } = {}) {
         found.set('processes', `starts processes: ${room} imports node:child_process${through}`)
       }
     }
-    if (concurrentMark?.[1]) {
-      if (found.has('browser')) throw new Error(`${rel}: "// run-tests: concurrent" cannot take a file that drives a browser out of the serial lane (${found.get('browser')})`)
-      return { file: rel, serial: false, why: [`marked concurrent: ${concurrentMark[1].trim()}`, ...[...found.values()].map((w) => `although it ${w}`)] }
+    if (marked?.lane === 'concurrent' && found.has('browser')) {
+      throw new Error(`${rel}: "// run-tests: concurrent" cannot take a file that drives a browser out of the serial lane (${found.get('browser')})`)
     }
-    why.push(...found.values())
-    return { file: rel, serial: why.length > 0, why }
+    if (marked?.lane === 'serial') return { file: rel, lane: 'serial', why: [`marked serial: ${marked.reason}`, ...found.values()] }
+    if (marked) return { file: rel, lane: marked.lane, why: [`marked ${marked.lane}: ${marked.reason}`, ...[...found.values()].map((w) => `although it ${w}`)] }
+    return { file: rel, lane: found.size ? 'serial' : 'concurrent', why: [...found.values()] }
   })
 }
 

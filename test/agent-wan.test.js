@@ -5,6 +5,7 @@
 // trusts the API through H3LENS_CA_FILE and refuses it without; and a 30 s
 // outage of the link while a round is in hand leaves the results in the
 // agent's spool until the link is back, then stores them exactly once.
+// run-tests: side — it waits through a 30 s outage; its lab has a prefix of its own, and it times no page load
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, spawnSync, execFileSync } from 'node:child_process'

@@ -2,6 +2,7 @@
 // that with one agent at a location (what `h3lens start` gives) a hanging
 // page never starves the monitors beside it: real agent, real Chromium, lab
 // origin, PostgreSQL.
+// run-tests: side — it waits for page timeouts and intervals; its origin is on a free loopback port, and it times no page load
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'

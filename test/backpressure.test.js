@@ -2,6 +2,7 @@
 // location, skipped rounds counted with their reason, the location's capacity
 // against its demand on the API and /metrics, and, with real agents and a
 // lab page that never answers, a fast monitor kept on time beside it.
+// run-tests: side — it waits for intervals, timeouts and a frozen database; its origin is on a free loopback port, and it times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'

@@ -2,6 +2,7 @@
 // results stored exactly once: an agent killed mid-job, PostgreSQL stopped
 // while agents submit, the API restarted while agents claim, an agent
 // stopped or restarted with work in hand.
+// run-tests: side — it waits through outages, restarts and kills; its processes are found by its own data dir, and it times no page load
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'

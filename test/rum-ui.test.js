@@ -1,5 +1,6 @@
 // The Real users pages in real Chromium against the real API: a day of lab
 // results and a day of real users' beacons on the same origin.
+// run-tests: side — its browser looks at the dashboard over seeded results, and times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'

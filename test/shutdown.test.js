@@ -2,6 +2,7 @@
 // group of `h3lens start` with emulated regions, while an agent is in the
 // middle of a page load. The agents finish or give back their rounds before
 // the lab's links go down, so no result is stored because of the shutdown.
+// run-tests: side — it waits for a round, then a shutdown; its lab is named after its own data dir, and it times no page load
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'

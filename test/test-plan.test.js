@@ -1,4 +1,4 @@
-// Which test files scripts/run-tests.js runs serially: decided from their
+// Which lane scripts/run-tests.js runs each test file in: decided from their
 // imports, so a new file that drives a browser or starts processes is
 // serial without anyone listing it, and a database-only file is not.
 import { test } from 'node:test'
@@ -42,7 +42,7 @@ test('a browser or a started process anywhere in a file\'s imports makes it seri
     assert.deepEqual(plan['test/page.test.js'].why, ['drives a browser: test/helpers/ui.js imports puppeteer-core (through test/helpers/wrap.js)'])
     assert.deepEqual(plan['test/lab.test.js'].why, ['starts processes: lab/netns.js imports node:child_process'])
     assert.deepEqual(plan['test/cli.test.js'].why, ['starts processes: test/cli.test.js imports node:child_process'])
-    assert.deepEqual(plan['test/db.test.js'], { file: 'test/db.test.js', serial: false, why: [] })
+    assert.deepEqual(plan['test/db.test.js'], { file: 'test/db.test.js', lane: 'concurrent', why: [] })
   } finally {
     remove(root)
   }
@@ -55,7 +55,7 @@ test('an import named in a comment (a JSDoc type) is not an import', () => {
     'test/agent.test.js': "import { x } from '../agents/faults.js'\nconst y = /** @type {import('puppeteer-core').Page} */ (null)\n"
   })
   try {
-    assert.deepEqual(planOf(root)['test/agent.test.js'], { file: 'test/agent.test.js', serial: false, why: [] })
+    assert.deepEqual(planOf(root)['test/agent.test.js'], { file: 'test/agent.test.js', lane: 'concurrent', why: [] })
   } finally {
     remove(root)
   }
@@ -69,7 +69,7 @@ test('the server rooms\' own child_process (the embedded PostgreSQL) leaves a fi
     'test/api.test.js': "import '../api/app.js'\n"
   })
   try {
-    assert.deepEqual(planOf(root)['test/api.test.js'], { file: 'test/api.test.js', serial: false, why: [] })
+    assert.deepEqual(planOf(root)['test/api.test.js'], { file: 'test/api.test.js', lane: 'concurrent', why: [] })
   } finally {
     remove(root)
   }
@@ -95,33 +95,65 @@ test('`// run-tests: concurrent` with a reason lets a file that starts processes
     const plan = planOf(root)
     assert.deepEqual(plan['test/cli.test.js'], {
       file: 'test/cli.test.js',
-      serial: false,
+      lane: 'concurrent',
       why: ['marked concurrent: its processes are one-shot commands against its own database', 'although it starts processes: test/cli.test.js imports node:child_process']
     })
-    assert.deepEqual(plan['test/quiet.test.js'], { file: 'test/quiet.test.js', serial: false, why: ['marked concurrent: nothing to override'] })
+    assert.deepEqual(plan['test/quiet.test.js'], { file: 'test/quiet.test.js', lane: 'concurrent', why: ['marked concurrent: nothing to override'] })
     const rewrite = (/** @type {string} */ source) => fs.writeFileSync(path.join(root, 'test', 'cli.test.js'), source)
     rewrite("// run-tests: concurrent\nimport { spawnSync } from 'node:child_process'\n")
     assert.throws(() => planOf(root), /test\/cli\.test\.js: "\/\/ run-tests: concurrent" needs a reason after it/)
     rewrite("// run-tests: concurrent — it only looks\nimport puppeteer from 'puppeteer-core'\n")
     assert.throws(() => planOf(root), /test\/cli\.test\.js: "\/\/ run-tests: concurrent" cannot take a file that drives a browser out of the serial lane \(drives a browser: test\/cli\.test\.js imports puppeteer-core\)/)
     rewrite("// run-tests: concurrent — one reason\n// run-tests: serial — another\nimport { test } from 'node:test'\n")
-    assert.throws(() => planOf(root), /test\/cli\.test\.js: marked both/)
+    assert.throws(() => planOf(root), /test\/cli\.test\.js: marked "\/\/ run-tests: serial" and "\/\/ run-tests: concurrent"; keep one/)
   } finally {
     remove(root)
   }
 })
 
-test('this repository: browser, lab and `h3lens start` files are serial, one-shot CLI files marked concurrent, statistics and API-only files are concurrent', () => {
+test('`// run-tests: side` with a reason puts a file that drives a browser or starts processes in the side lane, saying what it overrides; it stands alone', () => {
+  const root = repo({
+    'test/helpers/agent.js': "import puppeteer from 'puppeteer-core'\nimport { spawn } from 'node:child_process'\nexport const x = 1\n",
+    'test/wait.test.js': "// run-tests: side — it waits for intervals and times no page load\nimport { x } from './helpers/agent.js'\n",
+    'test/page.test.js': "import { x } from './helpers/agent.js'\n"
+  })
+  try {
+    const plan = planOf(root)
+    assert.deepEqual(plan['test/wait.test.js'], {
+      file: 'test/wait.test.js',
+      lane: 'side',
+      why: [
+        'marked side: it waits for intervals and times no page load',
+        'although it drives a browser: test/helpers/agent.js imports puppeteer-core',
+        'although it starts processes: test/helpers/agent.js imports node:child_process'
+      ]
+    })
+    assert.equal(plan['test/page.test.js'].lane, 'serial')
+    const rewrite = (/** @type {string} */ source) => fs.writeFileSync(path.join(root, 'test', 'wait.test.js'), source)
+    rewrite("// run-tests: side\nimport { x } from './helpers/agent.js'\n")
+    assert.throws(() => planOf(root), /test\/wait\.test\.js: "\/\/ run-tests: side" needs a reason after it/)
+    rewrite("// run-tests: side — it waits\n// run-tests: concurrent — it is quick\nimport { x } from './helpers/agent.js'\n")
+    assert.throws(() => planOf(root), /test\/wait\.test\.js: marked "\/\/ run-tests: side" and "\/\/ run-tests: concurrent"; keep one/)
+  } finally {
+    remove(root)
+  }
+})
+
+test('this repository: files that time page loads, labs and `h3lens start` are serial, waiting and dashboard files in the side lane, one-shot CLI files marked concurrent, statistics and API-only files are concurrent', () => {
   const plan = Object.fromEntries(planTests(findTestFiles(path.join(ROOT, 'test'))).map((p) => [p.file, p]))
-  for (const file of ['test/ui.test.js', 'test/lab-netns.test.js', 'test/shutdown.test.js', 'test/e2e-start.test.js', 'test/faults.test.js', 'test/timescale.test.js']) {
-    assert.equal(plan[file].serial, true, file)
+  for (const file of ['test/measure.test.js', 'test/lab-netns.test.js', 'test/visual-metrics.test.js', 'test/e2e-start.test.js', 'test/firefox-lab.test.js', 'test/timescale.test.js']) {
+    assert.equal(plan[file].lane, 'serial', file)
+  }
+  for (const file of ['test/ui.test.js', 'test/backoff.test.js', 'test/shutdown.test.js', 'test/faults.test.js']) {
+    assert.equal(plan[file].lane, 'side', file)
+    assert.match(plan[file].why[0], /^marked side: /, file)
   }
   for (const file of ['test/stats-rank.test.js', 'test/api-monitors.test.js', 'test/import.test.js', 'test/test-plan.test.js', 'test/ingest-batch.test.js', 'test/agent-concurrency.test.js']) {
-    assert.equal(plan[file].serial, false, `${file}: ${plan[file].why}`)
+    assert.equal(plan[file].lane, 'concurrent', `${file}: ${plan[file].why}`)
   }
   // Processes of their own that need no exclusive machine, and say so.
   for (const file of ['test/api-fuzz.test.js', 'test/cli.test.js', 'test/doc-references.test.js']) {
-    assert.equal(plan[file].serial, false, `${file}: ${plan[file].why}`)
+    assert.equal(plan[file].lane, 'concurrent', `${file}: ${plan[file].why}`)
     assert.match(plan[file].why[0], /^marked concurrent: /, file)
   }
 })

@@ -1,6 +1,7 @@
 // The Alerts page and the firing badges in real Chromium, against the real
 // API over the dashboard's demo data with an h3_failure rule that fires on
 // the lossy Asia path.
+// run-tests: side — its browser looks at the dashboard over seeded results, and times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'

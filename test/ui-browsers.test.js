@@ -4,6 +4,7 @@
 // user reads: the browser switch, the cross-browser table that tells the
 // server from the browser, the comparison following the switch, and the
 // browser a run was made in.
+// run-tests: side — its browser looks at the dashboard over seeded results, and times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'

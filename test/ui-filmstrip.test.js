@@ -5,6 +5,7 @@
 // round nearest the p95 Δ, two filmstrips on one axis, the scrubber, the
 // progress curves, why that round) and in the run detail, light and dark,
 // and what both say without frames.
+// run-tests: side — its browser looks at the dashboard over seeded results, and times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'

@@ -2,6 +2,7 @@
 // holds six hours of realistic results (72 rounds per location; on the lossy
 // Asia path one H3 load in six times out; one origin refuses QUIC): what a
 // user sees and can do.
+// run-tests: side — its browser looks at the dashboard over seeded results, and times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'

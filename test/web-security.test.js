@@ -2,6 +2,7 @@
 // security policy the dashboard and the API docs both live with (no console
 // errors, no refused script or style), and the dashboard asking for a key
 // on a 401 and then working with it.
+// run-tests: side — its browser looks at the dashboard and the API docs, and times no page load
 /* global document */
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
