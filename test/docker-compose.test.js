@@ -5,6 +5,7 @@
 // agents enrol themselves and wait for
 // a healthy API, and the image's process is node (npm does not forward
 // SIGTERM). `agents enrol`, which the init service runs, is run for real.
+// run-tests: side — it reads the compose file and runs one-shot h3lens commands against its own database; it times nothing
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'

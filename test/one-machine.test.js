@@ -2,6 +2,7 @@
 // share its embedded database and never stop it; a second start fails at
 // once naming what is taken; secrets are the only thing on stdout; each
 // data dir's lab has its own namespaces.
+// run-tests: side — its processes are h3lens commands and starts against its own data dirs, whose labs and namespaces are named after them; it times nothing
 import { test, describe, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync, execFileSync } from 'node:child_process'
