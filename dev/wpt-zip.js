@@ -149,9 +149,8 @@ export async function scriptResultZip ({ testId, steps }) {
 }
 
 /**
- * The recorded steps of a WPT script, as wptagent reads it
- * (internal/webpagetest.py build_script): a navigate or any *AndWait
- * command is a step; setEventName names the next one.
+ * The recorded steps of a WPT script, as wptagent reads it: a navigate or
+ * any *AndWait command is a step; setEventName names the next one.
  * @param {string} script
  * @returns {{ command: string, target: string, eventName: string | null }[]}
  */

@@ -2,10 +2,10 @@
 // command a line, tab-separated (logData, setEventName, navigate,
 // execAndWait, exec, waitFor, sleep).
 //
-// How wptagent runs a script (internal/devtools_browser.py, run_task): a
-// command that waits for the page (navigate, and any *AndWait) is a
-// recorded step: the agent records from it until the page and the network
-// are quiet, and writes that step's files under its own prefix (`1_` for
+// How wptagent runs a script (docs/WPT.md, Journeys; read in its source at
+// 560e4d5, the build whose uploads test/fixtures/wpt/ holds): a command
+// that waits for the page (navigate, and any *AndWait) is a recorded step:
+// the agent records from it until the page and the network are quiet, and writes that step's files under its own prefix (`1_` for
 // the first, `1_2_`, `1_3_`... after it). The other commands (exec, sleep)
 // run between recorded steps, untimed. So each navigate, click and script
 // step is one WPT step, numbered in the order they run (`recorded` below),
