@@ -25,12 +25,13 @@ test('each translatable action becomes its command; each navigation, click and s
   assert.equal(untranslatable, null)
   assert.deepEqual(script.trimEnd().split('\n'), [
     'logData\t1',
+    'waitInterval\t0.1',
     'setEventName\topen',
     'navigate\thttps://shop.example/login',
     'exec\t(function(e){e.value="demo \\"user\\"";e.dispatchEvent(new Event(\'input\',{bubbles:true}))})(document.querySelector("#user"))',
     'exec\t(function(e){e.value="M";e.dispatchEvent(new Event(\'change\',{bubbles:true}))})(document.querySelector("select[name=size]"))',
-    // WPT's waitFor sets when the next recorded step ends: the click's step lasts until the element is there.
-    'waitFor\tdocument.querySelector(".account")!==null',
+    // WPT's waitFor sets when the next recorded step ends: the click's step lasts until its page has loaded and the element is there.
+    'waitFor\tdocument.readyState==="complete"&&document.querySelector(".account")!==null',
     'setEventName\tlogin',
     'execAndWait\tdocument.querySelector("#login").click()',
     'waitFor',
@@ -66,6 +67,8 @@ test('a step without a faithful WebPageTest form is named with why', () => {
     [{ action: 'wait_for', network_idle: true }, /after each recorded step/],
     [{ action: 'wait_for', ms: 1500 }, /whole seconds/],
     [{ action: 'eval', script: 'a()\nb()' }, /one line/],
+    [{ action: 'eval', script: 'a()\tb()' }, /a tab/],
+    [{ action: 'eval', script: 'a()\u2028b()' }, /one line/],
     [{ action: 'eval', script: 'return document.title === "x"' }, /return false/]
   ]
   for (const [step, why] of cases) {
@@ -76,4 +79,15 @@ test('a step without a faithful WebPageTest form is named with why', () => {
     assert.match(untranslatable.reason, why)
     assert.ok(!JSON.stringify(untranslatable).includes('hunter2'), 'a secret is not named')
   }
+})
+
+test('typed text stays on its line of the script, whatever it holds', () => {
+  const text = 'a\tb\nc\u2028d\u0085e"f'
+  const { script } = wptScript(journey([{ action: 'navigate', url: '/', name: 'open' }, { action: 'type', selector: '#q', text }]))
+  const line = (script ?? assert.fail('no script')).split('\n').find((l) => l.startsWith('exec\t')) ?? assert.fail('no exec line')
+  assert.equal(line.split('\t').length, 2, 'a command and one field')
+  assert.doesNotMatch(line, /[\n\u2028\u0085]/)
+  // The page gets the text as typed.
+  const value = /e\.value=("(?:[^"\\]|\\.)*")/.exec(line)?.[1] ?? assert.fail('no value')
+  assert.equal(JSON.parse(value), text)
 })

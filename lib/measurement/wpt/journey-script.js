@@ -23,9 +23,13 @@
 //   - `wait_for network_idle`: WPT waits for the network after each
 //     recorded step, not on command;
 //   - `wait_for` an element, except right after a navigation or click of
-//     the same named step: WPT's waitFor is not a wait, it sets the end of
-//     the next recorded step; so it goes before that command (and is reset
-//     after it), which then lasts until the element is there;
+//     the same named step: WPT's waitFor is not a wait, it replaces how the
+//     next recorded step ends (the page loaded and the network quiet) by a
+//     condition; so it goes before that command (and is reset after it),
+//     and its condition is the page loaded and the element there, as a
+//     Puppeteer agent waits for the load and then the element. The agent
+//     checks it every 5 s unless told otherwise: waitInterval makes it
+//     0.1 s, so a step does not last up to 5 s longer than it took;
 //   - a `wait_for ms` that is not whole seconds (WPT sleeps in seconds, at
 //     most 30), and a multi-line script (one command is one line);
 //   - a named step with no navigation, click or script: the agent times
@@ -33,6 +37,8 @@
 import { describeStep, namedSteps } from '../journey/steps.js'
 
 const MAX_SLEEP_S = 30
+/** How often the agent checks a waitFor condition, in seconds (its default is 5). */
+const WAIT_INTERVAL_S = 0.1
 /** Actions that are a recorded WPT step (a command that waits for the page). */
 const RECORDED = new Set(['navigate', 'click', 'eval'])
 
@@ -55,7 +61,7 @@ export function wptScript (journey) {
   const refuse = (index, step, reason) => ({ script: null, recorded: null, labels: null, untranslatable: { index, step, reason } })
 
   /** @type {string[]} */
-  const lines = ['logData\t1']
+  const lines = ['logData\t1', `waitInterval\t${WAIT_INTERVAL_S}`]
   /** @type {number[]} */
   const recorded = []
   /** @type {string[]} */
@@ -100,7 +106,7 @@ export function wptScript (journey) {
  * @returns {{ line: string } | { waitFor: string } | { reason: string }}
  */
 function commandOf (s) {
-  const el = `document.querySelector(${JSON.stringify(s.selector ?? '')})`
+  const el = `document.querySelector(${literal(s.selector ?? '')})`
   switch (s.action) {
     case 'navigate':
       return { line: `navigate\t${s.url}` }
@@ -109,16 +115,16 @@ function commandOf (s) {
       return { line: `execAndWait\t${el}.click()` }
     case 'type':
       if (s.secret !== undefined) return { reason: 'it types a secret, and a WebPageTest script travels to the agent in the clear and stays in its test record' }
-      return { line: `exec\t(function(e){e.value=${JSON.stringify(s.text ?? '')};e.dispatchEvent(new Event('input',{bubbles:true}))})(${el})` }
+      return { line: `exec\t(function(e){e.value=${literal(s.text ?? '')};e.dispatchEvent(new Event('input',{bubbles:true}))})(${el})` }
     case 'select':
-      return { line: `exec\t(function(e){e.value=${JSON.stringify(s.value ?? '')};e.dispatchEvent(new Event('change',{bubbles:true}))})(${el})` }
+      return { line: `exec\t(function(e){e.value=${literal(s.value ?? '')};e.dispatchEvent(new Event('change',{bubbles:true}))})(${el})` }
     case 'wait_for':
-      if (s.selector !== undefined) return { waitFor: `${el}!==null` }
+      if (s.selector !== undefined) return { waitFor: `document.readyState==="complete"&&${el}!==null` }
       if (s.network_idle) return { reason: 'WebPageTest waits for the network after each recorded step, not on command' }
       if (s.ms === undefined || s.ms % 1000 !== 0 || s.ms / 1000 > MAX_SLEEP_S) return { reason: `WebPageTest sleeps whole seconds, at most ${MAX_SLEEP_S}` }
       return { line: `sleep\t${s.ms / 1000}` }
     case 'eval':
-      if (/[\r\n]/.test(s.script ?? '')) return { reason: 'a WebPageTest command is one line, and this script has several' }
+      if (LINE_BREAK.test(s.script ?? '')) return { reason: 'a WebPageTest command is one line of tab-separated fields, and this script has several lines or a tab' }
       if (/\breturn\b/.test(s.script ?? '')) return { reason: 'a script that may return false fails its step, which a WebPageTest script cannot do' }
       return { line: `execAndWait\t${s.script}` }
     case 'assert':
@@ -126,4 +132,20 @@ function commandOf (s) {
     default:
       return { reason: `${s.action} has no WebPageTest command` }
   }
+}
+
+/**
+ * What ends a WPT command or one of its fields: a tab, and every line
+ * boundary of the agent's line splitting (Python's str.splitlines).
+ */
+// eslint-disable-next-line no-control-regex -- the control characters are what is looked for
+const LINE_BREAK = /[\t\n\v\f\r\x1c-\x1e\x85\u2028\u2029]/
+
+/**
+ * A JavaScript string literal that stays on one line of the script: JSON
+ * escapes the control characters, and these three it leaves as they are.
+ * @param {string} value
+ */
+function literal (value) {
+  return JSON.stringify(value).replace(/[\x85\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
