@@ -285,3 +285,26 @@ test('a monitor that runs the page and a journey gets both at a WPT location: tw
   const { rows: [job] } = await t.db.query('SELECT state FROM jobs WHERE monitor_id = $1', [m.id])
   assert.equal(job.state, 'done', 'done once all four tests are in')
 })
+
+test('an upload whose steps are not the script\'s is refused, naming the step, and the round\'s attempt fails with the reason', async () => {
+  const m = await monitorWithRounds({ journey: JOURNEY }, 1)
+  const { jobs, sent } = await replayAgent({
+    server,
+    records: AGENT,
+    location: LOCATION,
+    key,
+    pc: 'wpt-j6',
+    maxJobs: 1,
+    // Steps named as another script would name them: the agent ran something else.
+    result: async (job) => ({ zip: await scriptResultZip({ testId: job['Test ID'], steps: ['open', 'search', 'login'].map((eventName) => ({ from: PAGE[arm(job)], eventName })) }) })
+  })
+  assert.equal(jobs.length, 1)
+  const upload = sent.find((s) => s.url.includes('/workdone.php')) ?? assert.fail('no upload')
+  assert.equal(upload.status, 400)
+  assert.match(JSON.parse(upload.body).message, /step 2 is "search", but the script's step 2 is "login"/)
+  const { items } = await api(`/api/v1/monitors/${m.id}/results?limit=100`)
+  assert.equal(items.length, 0, 'nothing of it is stored')
+  const { rows: [job] } = await t.db.query('SELECT state, last_error FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.equal(job.state, 'queued', 'retried with back-off')
+  assert.match(job.last_error, /the upload of test h3l_\d+_h[23]_journey_[0-9a-f]+ was refused \(400\): .*step 2 is "search"/)
+})
