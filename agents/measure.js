@@ -1,7 +1,7 @@
 import pino from 'pino'
 import { InfrastructureError, infrastructureFault } from './faults.js'
 import { advertisesH3 } from '../lib/measurement/alt-svc.js'
-import { emptyResult as emptyRow } from '../lib/measurement/result.js'
+import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
 import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
 import { runPlan } from './browsers/index.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, rendererCrash, withTimeout } from './page-metrics.js'
@@ -10,6 +10,7 @@ import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
 
 export { PageLoadError, ProbeError } from './page-metrics.js'
+export { reuseOf } from '../lib/measurement/result.js'
 
 // One probe run in one mode, in a fresh incognito context of the browser that
 // holds that mode's flags. A run that fails is a result with a status, never
@@ -364,26 +365,6 @@ export function judgeFirefoxH3 (result, { documentUrl, forced, altSvc = null }) 
     error: `H3 not supported: ${origin} answered no QUIC and advertises no Alt-Svc h3 (${how})`,
     failure_kind: 'h3_unsupported',
     protocol_ok: false
-  }
-}
-
-/**
- * How a view's requests got their connections: what a repeat view is for.
- * 0-RTT and TLS resumption are not in the DevTools events; a net log of the
- * run has them (details.netlog).
- * @param {RequestDetail[]} requests
- */
-export function reuseOf (requests) {
-  const fetched = requests.filter((r) => r.protocol && !r.from_cache)
-  const document = requests.find((r) => r.type === 'Document')
-  return {
-    document_connection_reused: document?.connection_reused ?? null,
-    requests_on_reused_connections: fetched.filter((r) => r.connection_reused).length,
-    requests_on_new_connections: fetched.filter((r) => r.connection_reused === false).length,
-    new_connections: new Set(fetched.filter((r) => r.connection_reused === false).map((r) => r.connection_id)).size,
-    from_cache: requests.filter((r) => r.from_cache).length,
-    zero_rtt: null,
-    tls_resumed: null
   }
 }
 

@@ -118,3 +118,53 @@ export async function rewriteResultZip (recorded, { testId, edit = () => {}, ren
   }
   return writeZip(members)
 }
+
+/**
+ * What a wptagent uploads for a script: each recorded step's files under its
+ * own prefix (`1_…` for the first, `1_2_…`, `1_3_…` after it), each step's
+ * devtools requests naming the step (pageData.eventName, the script's
+ * setEventName, or `Step_<n>`). Each step is made from a recorded one-page
+ * upload, its members renamed and its devtools requests edited.
+ * @param {{ testId: string, steps: { from: Buffer, eventName?: string, edit?: (devtools: any) => void }[] }} opts
+ */
+export async function scriptResultZip ({ testId, steps }) {
+  const members = []
+  for (const [i, step] of steps.entries()) {
+    const n = i + 1
+    for (const m of await readZip(step.from)) {
+      const match = /^1_(?!Cached)(.*)$/.exec(m.name)
+      if (!match) continue
+      let data = m.data
+      if (m.name.endsWith('_devtools_requests.json.gz')) {
+        const devtools = JSON.parse(gunzipSync(data).toString())
+        devtools.pageData.testID = testId
+        devtools.pageData.eventName = step.eventName ?? `Step_${n}`
+        step.edit?.(devtools)
+        data = gzipSync(JSON.stringify(devtools))
+      }
+      members.push({ name: n === 1 ? m.name : `1_${n}_${match[1]}`, data })
+    }
+  }
+  return writeZip(members)
+}
+
+/**
+ * The recorded steps of a WPT script, as wptagent reads it: a navigate or
+ * any *AndWait command is a step; setEventName names the next one.
+ * @param {string} script
+ * @returns {{ command: string, target: string, eventName: string | null }[]}
+ */
+export function recordedSteps (script) {
+  const steps = []
+  let eventName = null
+  for (const line of script.split('\n')) {
+    const [command = '', target = ''] = line.split('\t')
+    const c = command.trim().toLowerCase()
+    if (c === 'seteventname') eventName = target.trim()
+    if (c === 'navigate' || c.endsWith('andwait')) {
+      steps.push({ command, target, eventName })
+      eventName = null
+    }
+  }
+  return steps
+}

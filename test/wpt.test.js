@@ -78,18 +78,18 @@ async function getwork (pc = 'spike1', k = key, location = 'wpt-eu') {
   return { status: res.status, body, job: res.status === 200 && body ? JSON.parse(body) : null }
 }
 
-test('a round of a journey-only monitor is skipped at a WPT location, saying why; a monitor that also runs the page gets its page arms', async () => {
+test('a round of a journey-only monitor whose journey has no WPT form is skipped at a WPT location, saying why; a monitor that also runs the page gets its page arms', async () => {
   await upsertLocation(t.db, { id: 'wpt-journey', name: 'WPT Journeys', region: 'Europe', kind: 'wpt' })
   const journeyKey = (await createWptKey(t.db, { location: 'wpt-journey' })).key
   const steps = [{ action: 'navigate', url: '/', name: 'home' }, { action: 'assert', selector: 'h1' }]
   const only = await monitorWithRounds({ probes: ['journey'], journey: { steps } }, 1, 'wpt-journey')
   const asked = await getwork('spike1', journeyKey, 'wpt-journey')
   assert.equal(asked.status, 200)
-  assert.equal(asked.body, '', 'no WPT test for a journey')
+  assert.equal(asked.body, '', 'no WPT test for a journey WPT cannot run (test/wpt-journey.test.js has those it can)')
   const { rows: [skipped] } = await t.db.query('SELECT state, last_error FROM jobs WHERE monitor_id = $1', [only.id])
   assert.equal(skipped.state, 'skipped')
-  assert.equal(skipped.last_error, 'skipped: WebPageTest location wpt-journey runs no journeys: its agents load pages, and the journey runs on Puppeteer agents only; ' +
-    'besides, step 2 (assert h1) has no WebPageTest form: a WebPageTest script cannot fail a run on a condition')
+  assert.equal(skipped.last_error, 'skipped: WebPageTest location wpt-journey does not run this journey, which runs on Puppeteer agents only: ' +
+    'step 2 (assert h1) has no WebPageTest form: a WebPageTest script cannot fail a run on a condition')
 
   const both = await monitorWithRounds({ probes: ['page', 'journey'], journey: { steps } }, 1, 'wpt-journey')
   const { job } = await getwork('spike1', journeyKey, 'wpt-journey')

@@ -20,7 +20,7 @@ import { ACTION_RUNNERS, StepError } from '../journey/actions.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, withTimeout } from '../page-metrics.js'
 import { maskFields } from '../page/mask-fields.js'
 import { describeStep, namedSteps } from '../../lib/measurement/journey/steps.js'
-import { journeyProbe } from '../../lib/measurement/probes/journey.js'
+import { journeyProbe, STEP_NAVIGATION_METRICS } from '../../lib/measurement/probes/journey.js'
 import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
 import { round } from '../../lib/measurement/units.js'
 
@@ -28,8 +28,6 @@ import { round } from '../../lib/measurement/units.js'
 const MIN_LEFT_MS = 1000
 /** An action that ignores its own timeout is given up this long after it. */
 const ACTION_SLACK_MS = 2000
-/** The page metrics a step that loaded a page keeps (its last navigation's). */
-const NAVIGATION_METRICS = ['ttfb_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'dcl_ms', 'load_ms', 'fcp_ms', 'lcp_ms']
 
 /**
  * @typedef {import('../journey/actions.js').RunnableStep} RunnableStep
@@ -183,7 +181,7 @@ function stepResult ({ named, outcomes, network, protocol, judged, documentProto
   r.repeat = reuseOf(r.requests_detail)
   // The step's page timings are those of the last page it loaded.
   const nav = [...own].reverse().find((o) => o.navigated && o.metrics)
-  for (const k of NAVIGATION_METRICS) r[k] = nav?.metrics?.[k] ?? null
+  for (const k of STEP_NAVIGATION_METRICS) r[k] = nav?.metrics?.[k] ?? null
   judgeProtocol(r, r.requests_detail, protocol, judged, nav?.metrics?.observed_protocol ?? documentProtocol)
   if (failed) {
     r.status = failed.status

@@ -115,7 +115,7 @@ export default async function wptRoutes (app) {
 
   app.get('/work/getwork.php', {
     schema: {
-      description: 'wptagent asks for work. Answers one WPT test as JSON (one arm of an h3lens round), or an empty body when there is none.',
+      description: 'wptagent asks for work. Answers one WPT test as JSON (one arm of an h3lens round: its page load, or its journey as a WPT script), or an empty body when there is none.',
       tags,
       querystring: agentQuery(['location'], { f: text }),
       response: {

@@ -89,3 +89,25 @@ export function toSubmission (m, { rtt, rttSource = null }) {
   for (const k of DETAILS) if (m[k] !== undefined) out.details[k] = m[k]
   return out
 }
+
+/**
+ * How a view's requests got their connections: what a repeat view is for,
+ * and how a journey's later steps ride the connections its first opened.
+ * 0-RTT and TLS resumption are not in the DevTools events; a net log of the
+ * run has them (details.netlog).
+ * @param {{ type?: string | null, protocol?: string | null, from_cache?: boolean, connection_reused?: boolean | null, connection_id?: unknown }[]} requests
+ *   as agents/network.js RequestDetail has them
+ */
+export function reuseOf (requests) {
+  const fetched = requests.filter((r) => r.protocol && !r.from_cache)
+  const document = requests.find((r) => r.type === 'Document')
+  return {
+    document_connection_reused: document?.connection_reused ?? null,
+    requests_on_reused_connections: fetched.filter((r) => r.connection_reused).length,
+    requests_on_new_connections: fetched.filter((r) => r.connection_reused === false).length,
+    new_connections: new Set(fetched.filter((r) => r.connection_reused === false).map((r) => r.connection_id)).size,
+    from_cache: requests.filter((r) => r.from_cache).length,
+    zero_rtt: null,
+    tls_resumed: null
+  }
+}

@@ -3,7 +3,9 @@
 // (workdone). A round at a wpt location is an ordinary job, claimed and
 // leased like a Puppeteer agent's (lib/store/jobs.js); its two arms are two WPT
 // tests handed to the same agent one after the other, so both arms of a pair
-// ran on one machine. The round is done when both arms are in.
+// ran on one machine, and a monitor that runs a journey has two more, each
+// sent as a WPT script (lib/measurement/wpt/journey-script.js). The round is
+// done when every arm is in.
 import { randomBytes } from 'node:crypto'
 import { claimJobs, failJob, releaseJob, skipJob, JOB_STATES } from './jobs.js'
 import { insertResults } from './results.js'
@@ -18,6 +20,8 @@ import { protocolReason } from '../measurement/protocol-reason.js'
 import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
 import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
 import { wptScript } from '../measurement/wpt/journey-script.js'
+import { journeyResults } from '../measurement/wpt/journey-results.js'
+import { journeyTargets } from '../measurement/journey/steps.js'
 import { resultFromDevtools, failRun, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
 import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
 import { insertWptScreen } from './filmstrips.js'
@@ -50,45 +54,67 @@ export async function nextTest (db, { agent, leaseSeconds, random = Math.random,
   const lease = leaseSeconds + WPT_TEST_TIMEOUT_S
   const pending = await sendPending(db, { agent, lease, target })
   if (pending) return pending
-  const job = await claimPageRound(db, { agent, lease })
-  if (!job) return null
-  const modes = [...job.modes]
-  for (let i = modes.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1))
-    ;[modes[i], modes[j]] = [modes[j], modes[i]]
-  }
+  const claimed = await claimRound(db, { agent, lease })
+  if (!claimed) return null
+  const { job, page, journey } = claimed
+  // The page's arms, then the journey's, each probe's arms in random order.
+  const arms = [...(page ? ['page'] : []), ...(journey ? ['journey'] : [])].flatMap((probe) => {
+    const modes = [...job.modes]
+    for (let i = modes.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1))
+      ;[modes[i], modes[j]] = [modes[j], modes[i]]
+    }
+    return modes.map((mode) => ({ probe, mode }))
+  })
   /** @type {unknown[]} */
   const values = []
-  const tuples = modes.map((mode, position) => {
+  const tuples = arms.map(({ probe, mode }, position) => {
     // The auto arm is its first visit on a WPT agent: wptagent's repeat
     // view keeps the cache, which would report a revalidated page's cached
-    // protocol (agents/visits.js), so it asks for none.
-    values.push(testId(job.id, mode), job.id, job.attempts, mode, position, job.location_id, agent.id, Boolean(job.repeat_view) && mode !== 'auto')
+    // protocol (agents/visits.js), so it asks for none. A journey has none.
+    values.push(testId(job.id, mode, probe), job.id, job.attempts, mode, position, job.location_id, agent.id,
+      probe === 'page' && Boolean(job.repeat_view) && mode !== 'auto', probe, probe === 'journey' ? JSON.stringify(journey) : null)
     const n = values.length
-    return `(${Array.from({ length: 8 }, (_, k) => `$${n - 7 + k}`).join(', ')})`
+    return `(${Array.from({ length: 10 }, (_, k) => `$${n - 9 + k}`).join(', ')})`
   })
-  await db.query(`INSERT INTO wpt_tests (test_id, job_id, attempt, mode, position, location_id, agent_id, repeat_view)
+  await db.query(`INSERT INTO wpt_tests (test_id, job_id, attempt, mode, position, location_id, agent_id, repeat_view, probe, journey)
                   VALUES ${tuples.join(', ')}`, values)
   return sendPending(db, { agent, lease, target })
 }
 
 /**
- * The next round the agent can run: a monitor that runs only a journey is
- * skipped here, saying why (docs/JOURNEYS.md): WebPageTest agents load
- * pages, and a journey runs on Puppeteer agents. A monitor that runs the
- * page probe too gets its page loads.
+ * Why a monitor's journey is not sent to a WebPageTest location: its first
+ * step without a WPT form (lib/measurement/wpt/journey-script.js).
+ * @param {string} locationId
+ * @param {{ step: string, reason: string }} untranslatable
+ */
+export function journeyNotSent (locationId, { step, reason }) {
+  return `WebPageTest location ${locationId} does not run this journey, which runs on Puppeteer agents only: ${step} has no WebPageTest form: ${reason}`
+}
+
+/**
+ * The next round the agent can run, with what it runs there: the page
+ * loads, and the journey when it has a WPT form. A round with neither (a
+ * journey-only monitor whose journey has a step WPT cannot run) is skipped
+ * here, saying why (docs/JOURNEYS.md); a monitor that runs the page probe
+ * too gets its page loads, and its results say why the journey is missing
+ * (finishRoundIfComplete).
  * @param {import('pg').Pool} db
  * @param {{ agent: { id: number, location_id: string }, lease: number }} opts
+ * @returns {Promise<{ job: Record<string, any>, page: boolean, journey: Record<string, any> | null } | null>}
  */
-async function claimPageRound (db, { agent, lease }) {
+async function claimRound (db, { agent, lease }) {
   for (let i = 0; i < MAX_SKIPPED_PER_CLAIM; i++) {
     const [job] = await claimJobs(db, { agentId: agent.id, locationId: agent.location_id, limit: 1, leaseSeconds: lease })
-    if (!job || (job.probes ?? ['page']).includes('page')) return job ?? null
-    const wpt = job.journey ? wptScript(job.journey) : null
-    const why = wpt?.untranslatable
-      ? `; besides, ${wpt.untranslatable.step} has no WebPageTest form: ${wpt.untranslatable.reason}`
-      : ''
-    await skipJob(db, { jobId: job.id, agentId: agent.id, reason: `WebPageTest location ${agent.location_id} runs no journeys: its agents load pages, and the journey runs on Puppeteer agents only${why}` })
+    if (!job) return null
+    const probes = job.probes ?? ['page']
+    const page = probes.includes('page')
+    const wpt = probes.includes('journey') && job.journey ? wptScript(job.journey) : null
+    if (page || wpt?.script) return { job, page, journey: wpt?.script ? job.journey : null }
+    const reason = wpt?.untranslatable
+      ? journeyNotSent(agent.location_id, wpt.untranslatable)
+      : `WebPageTest location ${agent.location_id} runs page loads and journeys, and this monitor runs neither`
+    await skipJob(db, { jobId: job.id, agentId: agent.id, reason })
   }
   return null
 }
@@ -105,18 +131,23 @@ async function sendPending (db, { agent, lease, target }) {
         WHERE t.agent_id = $1 AND t.state = 'pending' AND j.state = 'leased' AND j.lease_owner = $1 AND j.attempts = t.attempt
         ORDER BY t.job_id, t.position LIMIT 1 FOR UPDATE OF t SKIP LOCKED)
      UPDATE wpt_tests t SET state = 'sent', sent_at = now() FROM next WHERE t.test_id = next.test_id
-     RETURNING t.test_id, t.job_id, t.mode`, [agent.id])
+     RETURNING t.test_id, t.job_id, t.mode, t.probe, t.journey`, [agent.id])
   const test = rows[0]
   if (!test) return null
+  const journey = test.probe === 'journey' ? test.journey : null
   const { rows: jobs } = await db.query(
     `UPDATE jobs j SET lease_expires_at = now() + make_interval(secs => $2), updated_at = now() FROM monitors m
       WHERE j.id = $1 AND m.id = j.monitor_id
      RETURNING j.id, j.monitor_id, j.location_id, j.due_at, m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol`,
-    [test.job_id, lease])
+    // A journey may take its own budget, beyond a page's.
+    [test.job_id, lease + (journey ? Math.ceil(journey.timeout_ms / 1000) : 0)])
   const job = jobs[0]
+  // Every page the journey navigates to is checked as the monitor URL is.
+  const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
   let lab
   try {
     lab = await target(job.url)
+    for (const url of journeyUrls) await target(url)
   } catch (/** @type {any} */ err) {
     await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND state IN ('pending', 'sent')", [job.id])
     await failJob(db, { jobId: job.id, agentId: agent.id, error: `WPT location ${job.location_id} cannot measure ${job.url}: ${err.message}` })
@@ -124,7 +155,10 @@ async function sendPending (db, { agent, lease, target }) {
     return null
   }
   const [hints, location] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id)])
-  const wpt = wptJob({ testId: test.test_id, mode: test.mode, job, forceOrigins: hints.force_quic_origins, location, lab })
+  // The H3 arm of a journey forces QUIC on every origin it navigates to, as a Puppeteer agent's does.
+  const forceOrigins = [...hints.force_quic_origins, ...journeyUrls.filter((u) => u.startsWith('https:'))]
+  const script = journey ? wptScript(journey).script : null
+  const wpt = wptJob({ testId: test.test_id, mode: test.mode, job, forceOrigins, location, lab, journey: journey && script ? { script, step_timeout_ms: journey.step_timeout_ms } : null })
   await db.query('UPDATE wpt_tests SET add_cmd_line = $2 WHERE test_id = $1', [test.test_id, wpt.addCmdLine])
   return wpt
 }
@@ -187,7 +221,8 @@ export async function getTest (db, testId) {
 }
 
 /**
- * @typedef {{ run: number, cached: boolean, devtools: Record<string, any> | null, netlog: Buffer | null, screen?: Buffer | null }} UploadedView
+ * @typedef {{ run: number, cached: boolean, step?: number, devtools: Record<string, any> | null, netlog: Buffer | null, screen?: Buffer | null }} UploadedView
+ *   step: a script's recorded step (1 when absent)
  */
 
 /**
@@ -211,52 +246,54 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     if (v.run !== 1) throw new ValidationError(`result.zip has run ${v.run}; h3lens asks for one run per test`, 'file')
     if (v.cached && !test.repeat_view) throw new ValidationError('result.zip has a repeat view, which this test did not ask for', 'file')
   }
-  const { rows: monitors } = await db.query('SELECT m.aa_protocol FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = $1', [test.job_id])
+  const { rows: monitors } = await db.query('SELECT m.aa_protocol, m.url FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = $1', [test.job_id])
   const expected = expectedProtocolFor(test.mode, monitors[0])
 
   // Which views this upload stands for: a sharded upload names its own
   // (run, cached); a whole one holds every view of the test.
   const receivedAt = new Date().toISOString()
   const wanted = run !== null ? [{ run, cached: Boolean(cached) }] : [{ run: 1, cached: false }, ...(test.repeat_view ? [{ run: 1, cached: true }] : [])]
-  const rows = wanted.map(({ run: r, cached: c }) => {
-    const v = views.find((x) => x.run === r && x.cached === c) ?? null
-    if (!v?.devtools && !agentError && !(c && views.some((x) => !x.cached))) {
-      throw new ValidationError(`result.zip has no ${r}${c ? '_Cached' : ''}_devtools_requests.json.gz`, 'file')
-    }
-    const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError })
-    result.measured_at = receivedAt
-    result.flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
-    // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.
-    if (monitors[0]?.aa_protocol) result.details.arm_protocol = monitors[0].aa_protocol
-    // Why its page came over its protocol, as for a Puppeteer agent's run
-    // (wptagent records no alternateProtocolUsage: the reason rests on the
-    // protocol and the Alt-Svc the agent saw).
-    result.details.protocol_reason = protocolReason({ ...result, arm_protocol: result.details.arm_protocol, requests_detail: result.details.requests, origins: result.details.origins })
-    const netlog = v?.netlog ? { gzip: v.netlog, ...summarizeWptNetlog(v.netlog) } : null
-    if (netlog) {
-      result.details.netlog = netlog.info
-      if (netlog.notes.length) result.notes = [...(result.notes ?? []), ...netlog.notes]
-    }
-    // The screenshot at the end of the load: a one-frame filmstrip (docs/FILMSTRIPS.md).
-    const screen = v?.screen && v.screen.length <= FILMSTRIP_MAX_BYTES ? v.screen : null
-    if (screen) result.details.filmstrip = { kind: 'wpt_screen', frames: 1, bytes: screen.length, step_ms: 100, progress: [], uploaded: true, error: null }
-    return { run: r, cached: c, result, netlog, screen }
-  })
+  const rows = test.probe === 'journey'
+    ? [journeyRun(test, views, { expected, agentError, url: monitors[0].url, measuredAt: receivedAt, armProtocol: monitors[0]?.aa_protocol ?? null })]
+    : wanted.map(({ run: r, cached: c }) => {
+        const v = views.find((x) => x.run === r && x.cached === c && (x.step ?? 1) === 1) ?? null
+        if (!v?.devtools && !agentError && !(c && views.some((x) => !x.cached))) {
+          throw new ValidationError(`result.zip has no ${r}${c ? '_Cached' : ''}_devtools_requests.json.gz`, 'file')
+        }
+        const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError })
+        result.measured_at = receivedAt
+        result.flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
+        // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.
+        if (monitors[0]?.aa_protocol) result.details.arm_protocol = monitors[0].aa_protocol
+        // Why its page came over its protocol, as for a Puppeteer agent's run
+        // (wptagent records no alternateProtocolUsage: the reason rests on the
+        // protocol and the Alt-Svc the agent saw).
+        result.details.protocol_reason = protocolReason({ ...result, arm_protocol: result.details.arm_protocol, requests_detail: result.details.requests, origins: result.details.origins })
+        const netlog = v?.netlog ? { gzip: v.netlog, ...summarizeWptNetlog(v.netlog) } : null
+        if (netlog) {
+          result.details.netlog = netlog.info
+          if (netlog.notes.length) result.notes = [...(result.notes ?? []), ...netlog.notes]
+        }
+        // The screenshot at the end of the load: a one-frame filmstrip (docs/FILMSTRIPS.md).
+        const screen = v?.screen && v.screen.length <= FILMSTRIP_MAX_BYTES ? v.screen : null
+        if (screen) result.details.filmstrip = { kind: 'wpt_screen', frames: 1, bytes: screen.length, step_ms: 100, progress: [], uploaded: true, error: null }
+        return { run: r, cached: c, results: [result], netlog, screen }
+      })
   // As for a Puppeteer agent's round, a run is data: values that cannot be
   // true make that arm an error result with the reason, and the round is
   // done, rather than refused and run again until it is skipped.
   /** @type {{ view: string, reason: string }[]} */
   const implausible = []
-  for (const r of rows) {
+  for (const result of rows.flatMap((r) => r.results)) {
     try {
-      checkResults([r.result], { expectedProtocol: () => expected })
+      checkResults([result], { expectedProtocol: () => expected })
     } catch (err) {
       if (!(err instanceof UnprocessableError)) throw err
-      failRun(r.result, `${IMPLAUSIBLE}: ${err.message.replace(/^results\.0\./, '')}`)
-      checkResults([r.result], { expectedProtocol: () => expected })
+      failRun(result, `${IMPLAUSIBLE}: ${err.message.replace(/^results\.0\./, '')}`)
+      checkResults([result], { expectedProtocol: () => expected })
     }
     // Those checks, or the reading of the upload (a first byte before its navigation).
-    if (r.result.error?.startsWith(`${IMPLAUSIBLE}: `)) implausible.push({ view: r.result.view, reason: r.result.error.slice(IMPLAUSIBLE.length + 2) })
+    if (result.error?.startsWith(`${IMPLAUSIBLE}: `)) implausible.push({ view: result.view, reason: result.error.slice(IMPLAUSIBLE.length + 2) })
   }
 
   return withTransaction(db, async (client) => {
@@ -270,21 +307,23 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
     }
     let fresh = 0
     for (const r of rows) {
+      // A page's view is one result; a journey's run is its results, the whole journey's and each named step's.
       const { rowCount } = await client.query(
         'INSERT INTO wpt_runs (test_id, run, cached, result) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
-        [testId, r.run, r.cached, JSON.stringify(r.result)])
+        [testId, r.run, r.cached, JSON.stringify(test.probe === 'journey' ? r.results : r.results[0])])
       fresh += rowCount ?? 0
+      const [result] = r.results
       if (rowCount && r.netlog) {
         await client.query(
           `INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, agent_id, kind, raw_bytes, gzip)
            VALUES ($1, $2, $3, 'page', $4, $5, $6, 'run', $7, $8) ON CONFLICT (job_id, mode, view, probe) DO NOTHING`,
-          [job.id, test.mode, r.result.view, job.monitor_id, job.location_id, test.agent_id, r.netlog.rawBytes, r.netlog.gzip])
+          [job.id, test.mode, result.view, job.monitor_id, job.location_id, test.agent_id, r.netlog.rawBytes, r.netlog.gzip])
       }
       if (rowCount && r.screen) {
-        await insertWptScreen(client, { jobId: job.id, mode: test.mode, view: r.result.view, monitorId: job.monitor_id, locationId: job.location_id, tMs: r.result.load_ms ?? 0, jpeg: r.screen })
+        await insertWptScreen(client, { jobId: job.id, mode: test.mode, view: result.view, monitorId: job.monitor_id, locationId: job.location_id, tMs: result.load_ms ?? 0, jpeg: r.screen })
       }
     }
-    const browser = rows.find((r) => r.result.browser_version)?.result.browser_version ?? null
+    const browser = rows.flatMap((r) => r.results).find((r) => r.browser_version)?.browser_version ?? null
     await client.query('UPDATE agents SET last_result_at = now(), browser_version = coalesce($2, browser_version) WHERE id = $1', [test.agent_id, browser])
     if (done) await client.query("UPDATE wpt_tests SET state = 'done', done_at = coalesce(done_at, now()) WHERE test_id = $1 AND state <> 'dropped'", [testId])
     if (fresh && implausible.length) {
@@ -331,16 +370,23 @@ export async function refuseUpload (db, { agent, testId, status, reason }) {
  * @param {{ attempt: number, agent_id: number }} test
  */
 async function finishRoundIfComplete (client, job, test) {
-  const { rows: arms } = await client.query("SELECT test_id, state FROM wpt_tests WHERE job_id = $1 AND attempt = $2 AND state <> 'dropped'", [job.id, test.attempt])
+  const { rows: arms } = await client.query("SELECT test_id, state, probe FROM wpt_tests WHERE job_id = $1 AND attempt = $2 AND state <> 'dropped'", [job.id, test.attempt])
   if (arms.some((a) => a.state !== 'done')) return false
   const { rows: runs } = await client.query(
     'SELECT result FROM wpt_runs WHERE test_id = ANY($1) ORDER BY test_id, run, cached', [arms.map((a) => a.test_id)])
+  const results = runs.flatMap((r) => (Array.isArray(r.result) ? r.result : [r.result]))
+  // A monitor whose journey has no WPT form gets its page loads here, each saying why the journey is not among them.
+  if (!arms.some((a) => a.probe === 'journey')) {
+    const { rows: [monitor] } = await client.query('SELECT probes, journey FROM monitors WHERE id = $1', [job.monitor_id])
+    const untranslatable = monitor?.probes?.includes('journey') && monitor.journey ? wptScript(monitor.journey).untranslatable : null
+    if (untranslatable) for (const r of results) r.notes = [...(r.notes ?? []), { code: 'journey_not_sent', message: journeyNotSent(job.location_id, untranslatable) }]
+  }
   const { rows: agents } = await client.query('SELECT version FROM agents WHERE id = $1', [test.agent_id])
   const agentVersion = agents[0]?.version ? `wptagent ${agents[0].version}` : 'wptagent'
-  const inserted = await insertResults(client, { job, agentId: test.agent_id, agentVersion, results: runs.map((r) => r.result) })
+  const inserted = await insertResults(client, { job, agentId: test.agent_id, agentVersion, results })
   await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
   await enqueueForRollup(client, inserted.map((r) => r.id))
-  if (job.state !== JOB_STATES.done) await recordRoundOutcomes(client, [{ job, results: runs.map((r) => r.result) }])
+  if (job.state !== JOB_STATES.done) await recordRoundOutcomes(client, [{ job, results }])
   await client.query(
     `UPDATE jobs SET state = 'done', finished_at = coalesce(finished_at, now()), lease_expires_at = NULL, updated_at = now()
       WHERE id = $1`, [job.id])
@@ -348,12 +394,41 @@ async function finishRoundIfComplete (client, job, test) {
 }
 
 /**
- * A test id: the round's job id, the arm, and random characters (requeue.php
- * carries no key, so the id itself is what proves the caller was given it).
- * Letters, digits and underscores only: the agent names files after it.
+ * A journey test's upload → its results (lib/measurement/wpt/journey-results.js),
+ * read against the journey as it was sent, with what every WPT result
+ * carries: flags, the A/A arm's protocol, the protocol's reason.
+ * @param {Record<string, any>} test the wpt_tests row
+ * @param {UploadedView[]} views
+ * @param {{ expected: string | null, agentError: string | null, url: string, measuredAt: string, armProtocol: string | null }} ctx
+ */
+function journeyRun (test, views, { expected, agentError, url, measuredAt, armProtocol }) {
+  const devtools = new Map(views.filter((v) => v.run === 1 && !v.cached).map((v) => [v.step ?? 1, v.devtools]))
+  if (![...devtools.values()].some(Boolean) && !agentError) throw new ValidationError('result.zip has no 1_devtools_requests.json.gz (the journey\'s first recorded step)', 'file')
+  const { recorded, labels } = wptScript(test.journey)
+  // The test was sent with this script, so it has one.
+  if (!recorded) throw new Error(`test ${test.test_id}: its journey has no WebPageTest script`)
+  const flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
+  const forced = flags.find((f) => f.startsWith('--origin-to-force-quic-on='))?.slice('--origin-to-force-quic-on='.length).split(',') ?? []
+  const results = journeyResults(test.journey, recorded, devtools, { mode: test.mode, expected, agentError, url, forcedOrigins: forced.map((hp) => `https://${hp}`), labels })
+  for (const result of results) {
+    result.measured_at = measuredAt
+    result.flags = flags
+    result.details.forced_origins = forced
+    if (armProtocol) result.details.arm_protocol = armProtocol
+    result.details.protocol_reason = protocolReason({ ...result, arm_protocol: result.details.arm_protocol, requests_detail: result.details.requests, origins: result.details.origins })
+  }
+  return { run: 1, cached: false, results, netlog: null, screen: null }
+}
+
+/**
+ * A test id: the round's job id, the arm, the journey's mark, and random
+ * characters (requeue.php carries no key, so the id itself is what proves
+ * the caller was given it). Letters, digits and underscores only: the agent
+ * names files after it.
  * @param {number} jobId
  * @param {string} mode
+ * @param {string} probe
  */
-function testId (jobId, mode) {
-  return `h3l_${jobId}_${mode}_${randomBytes(6).toString('hex')}`
+function testId (jobId, mode, probe) {
+  return `h3l_${jobId}_${mode}${probe === 'journey' ? '_journey' : ''}_${randomBytes(6).toString('hex')}`
 }

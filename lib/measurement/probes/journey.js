@@ -33,6 +33,12 @@ export const JOURNEY_LIMITS = Object.freeze({
   waitMs: 60_000
 })
 
+/**
+ * The page timings a step that loaded a page keeps: its last navigation's,
+ * whoever measured it (agents/probes/journey.js, lib/measurement/wpt/journey-results.js).
+ */
+export const STEP_NAVIGATION_METRICS = Object.freeze(['ttfb_ms', 'dns_ms', 'connect_ms', 'tls_ms', 'dcl_ms', 'load_ms', 'fcp_ms', 'lcp_ms'])
+
 /** @type {import('./index.js').Probe} */
 export const journey = Object.freeze({
   id: JOURNEY_PROBE,

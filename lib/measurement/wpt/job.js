@@ -27,11 +27,13 @@ export const WPT_TEST_TIMEOUT_S = 60
 /**
  * @param {{ testId: string, mode: 'h2' | 'h3' | 'auto', job: { url: string, repeat_view?: boolean, options?: Record<string, any>,
  *   aa_protocol?: string | null, monitor_id: number, due_at: Date | string }, forceOrigins?: string[],
- *   location: { profile?: Record<string, any> } | null, lab?: { spki: string, address: string } | null }} arm
- *   lab: how the agent reaches the lab origin, for a page on it (isLabPage)
+ *   location: { profile?: Record<string, any> } | null, lab?: { spki: string, address: string } | null,
+ *   journey?: { script: string, step_timeout_ms: number } | null }} arm
+ *   lab: how the agent reaches the lab origin, for a page on it (isLabPage); journey: the arm runs the
+ *   journey's script (./journey-script.js) instead of loading the page
  * @returns {Record<string, any>}
  */
-export function wptJob ({ testId, mode, job, forceOrigins = [], location, lab = null }) {
+export function wptJob ({ testId, mode, job, forceOrigins = [], location, lab = null, journey = null }) {
   const options = effectiveOptions(job.url, job.options ?? {})
   // An A/A monitor's arms both load with its one protocol; the mode stays
   // the arm's label. The auto arm forces none.
@@ -45,11 +47,14 @@ export function wptJob ({ testId, mode, job, forceOrigins = [], location, lab = 
   return {
     'Test ID': testId,
     url: job.url,
+    // The agent runs the script when there is one; url stays for its own record.
+    ...(journey ? { script: journey.script } : {}),
     runs: 1,
-    // The auto arm's first visit only (lib/store/wpt-tests.js says why).
-    fvonly: job.repeat_view && mode !== 'auto' ? 0 : 1,
+    // The auto arm's first visit only (lib/store/wpt-tests.js says why); a journey runs as a first visit, as on Puppeteer agents.
+    fvonly: job.repeat_view && mode !== 'auto' && !journey ? 0 : 1,
     browser: location?.profile?.wpt_browser ?? 'Chrome',
-    timeout: WPT_TEST_TIMEOUT_S,
+    // The agent's timeout is each recorded step's (the whole test may take that times its steps).
+    timeout: journey ? Math.min(WPT_TEST_TIMEOUT_S, Math.ceil(journey.step_timeout_ms / 1000)) : WPT_TEST_TIMEOUT_S,
     // Video needs ffmpeg on the agent and is not used here.
     'Capture Video': 0,
     video: 0,
@@ -58,9 +63,10 @@ export function wptJob ({ testId, mode, job, forceOrigins = [], location, lab = 
     wappalyzer: 0,
     axe: 0,
     ...shaping(location?.profile ?? {}),
-    ...(options.netlog === 'always' ? { netlog: 1 } : {}),
+    // A journey's steps are read without a net log (docs/WPT.md).
+    ...(options.netlog === 'always' && !journey ? { netlog: 1 } : {}),
     addCmdLine: commandLine(switches),
-    label: `h3lens monitor ${job.monitor_id}, round ${new Date(job.due_at).toISOString()}, ${mode} arm (${protocol?.toUpperCase() ?? 'nothing forced'})`
+    label: `h3lens monitor ${job.monitor_id}, round ${new Date(job.due_at).toISOString()}, ${journey ? 'journey, ' : ''}${mode} arm (${protocol?.toUpperCase() ?? 'nothing forced'})`
   }
 }
 

@@ -20,20 +20,21 @@ export const ZIP_LIMITS = Object.freeze({
 
 /**
  * `1_devtools_requests.json.gz`, `1_Cached_devtools_requests.json.gz`, the
- * net log and the screenshot at the end of the load (`1_screen.jpg`); steps
- * (`1_2_…`) are not read. (`1_progress.csv.gz` is bandwidth and CPU every
- * 100 ms, not visual progress: docs/WPT.md.)
+ * net log and the screenshot at the end of the load (`1_screen.jpg`); a
+ * script's later steps add their number (`1_2_devtools_requests.json.gz`,
+ * `1_Cached_2_…`), the first step has none. (`1_progress.csv.gz` is
+ * bandwidth and CPU every 100 ms, not visual progress: docs/WPT.md.)
  */
-const MEMBER = /^(\d{1,3})(_Cached)?_(devtools_requests\.json\.gz|netlog\.txt\.gz|screen\.jpg)$/
+const MEMBER = /^(\d{1,3})(_Cached)?(?:_([2-9]|[1-9]\d))?_(devtools_requests\.json\.gz|netlog\.txt\.gz|screen\.jpg)$/
 
 /**
- * @typedef {{ run: number, cached: boolean, devtools: Record<string, any> | null, netlog: Buffer | null, screen: Buffer | null }} ZipView
- * screen: the JPEG the agent took at the end of the load, when it sent one
+ * @typedef {{ run: number, cached: boolean, step: number, devtools: Record<string, any> | null, netlog: Buffer | null, screen: Buffer | null }} ZipView
+ * step: the script's recorded step, 1 for a page; screen: the JPEG the agent took at the end of the load, when it sent one
  */
 
 /**
- * The views (run, cached) a result zip holds: each one's parsed devtools
- * requests and its gzipped net log, when present.
+ * The views (run, cached) a result zip holds, step by step: each one's
+ * parsed devtools requests and its gzipped net log, when present.
  * @param {Buffer} buffer
  * @param {Partial<typeof ZIP_LIMITS>} [limits]
  * @returns {Promise<ZipView[]>}
@@ -46,9 +47,10 @@ export async function readResultZip (buffer, limits = {}) {
   const views = new Map()
   for (const [name, data] of members) {
     // readMembers keeps only the names MEMBER matches.
-    const [, run, cached, kind] = /** @type {RegExpExecArray} */ (MEMBER.exec(name))
-    const key = `${run}/${cached ? 1 : 0}`
-    const view = views.get(key) ?? { run: Number(run), cached: Boolean(cached), devtools: null, netlog: null, screen: null }
+    const [, run, cached, stepText, kind] = /** @type {RegExpExecArray} */ (MEMBER.exec(name))
+    const step = stepText === undefined ? 1 : Number(stepText)
+    const key = `${run}/${cached ? 1 : 0}/${step}`
+    const view = views.get(key) ?? { run: Number(run), cached: Boolean(cached), step, devtools: null, netlog: null, screen: null }
     views.set(key, view)
     if (kind === 'screen.jpg') {
       // Evidence only: one that is not a JPEG is left out, not the upload.
@@ -60,7 +62,7 @@ export async function readResultZip (buffer, limits = {}) {
       view.devtools = parseGzippedJson(name, data, lim.jsonBytes)
     }
   }
-  return [...views.values()].sort((a, b) => a.run - b.run || Number(a.cached) - Number(b.cached))
+  return [...views.values()].sort((a, b) => a.run - b.run || Number(a.cached) - Number(b.cached) || a.step - b.step)
 }
 
 /**
