@@ -26,6 +26,7 @@ import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
 import { protocolMatchesMode } from '../protocol.js'
 import { resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
+import { AGENT_ORIGIN } from './job.js'
 import { ValidationError } from '../../runtime/errors.js'
 
 /** pageData.result: the step ran (99999: some request failed, the page loaded). */
@@ -35,6 +36,12 @@ const RESULT_MEANING = Object.freeze({
   12999: 'no page loaded and no request succeeded',
   99997: 'the step timed out'
 })
+
+/** Why a recorded step may have loaded nothing, by action. */
+const NOTHING_LOADED_HINT = /** @type {Record<string, string>} */ (Object.freeze({
+  click: ': the element may not be there, or clicking it loads nothing',
+  eval: ': the script may have failed, or it loads nothing'
+}))
 
 /**
  * @typedef {import('../journey/steps.js').Step} Step
@@ -87,7 +94,10 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     }
     const row = resultFromDevtools(d, { mode, view: 'first', expected })
     browserVersion ??= row.browser_version
-    const requests = row.details.requests
+    const own = row.details.requests.filter((/** @type {Record<string, any>} */ q) => originOf(q.url) === AGENT_ORIGIN)
+    const requests = row.details.requests.filter((/** @type {Record<string, any>} */ q) => !own.includes(q))
+    row.bytes = Math.max(0, row.bytes - sum(own.map((/** @type {Record<string, any>} */ q) => q.bytes)))
+    row.details.origins = row.details.origins.filter((/** @type {Record<string, any>} */ o) => o.origin !== AGENT_ORIGIN)
     for (const q of requests) {
       if (q.connection_id === null || q.connection_id < 0) continue
       q.connection_reused = seenSockets.has(q.connection_id)
@@ -107,6 +117,16 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
         ok: false,
         status: result === 99997 ? 'timeout' : 'error',
         error: `${what}: the WebPageTest agent reported result ${result ?? 'none'}${meaning ? ` (${meaning})` : ''}${said ? `: ${said}` : ''}`
+      })
+      break
+    }
+    if (!requests.length) {
+      outcomes.push({
+        ...outcome,
+        ms: null,
+        ok: false,
+        status: 'error',
+        error: `${what}: nothing loaded (the WebPageTest agent recorded no request of the page for this step${NOTHING_LOADED_HINT[step.action] ?? ''})`
       })
       break
     }
