@@ -30,10 +30,18 @@ const REDACTED = 'REDACTED-PASSWORD'
 const UPLOADS = {
   round1: { h2: '021126_h3l_4_h2_journey_246cec3633ce.zip', h3: '021143_h3l_4_h3_journey_afa5e6cf2beb.zip' },
   round2: { h2: '021533_h3l_8_h2_journey_78ea33f2f112.zip', h3: '021545_h3l_8_h3_journey_14d868b7ac17.zip' },
-  wrongSelector: { h2: '021516_h3l_5_h2_journey_ae879e0e984f.zip', h3: '021502_h3l_5_h3_journey_c92a74806a96.zip' }
+  wrongSelector: { h2: '021516_h3l_5_h2_journey_ae879e0e984f.zip', h3: '021502_h3l_5_h3_journey_c92a74806a96.zip' },
+  wait: { h2: '022457_h3l_17_h2_journey_ef7107a9515c.zip', h3: '022446_h3l_17_h3_journey_3898747c3bdb.zip' },
+  waitNever: { h2: '022518_h3l_18_h2_journey_fc65dc4bec53.zip', h3: '022539_h3l_18_h3_journey_645e7b3f1891.zip' }
 }
 const job = (/** @type {string} */ name) => JSON.parse(fs.readFileSync(path.join(RECORDED, DIR, name), 'utf8'))
-const RECORDED_JOBS = { h2: job('job-h2.json'), h3: job('job-h3.json'), wrongSelector: job('job-wrong-selector-h3.json') }
+const RECORDED_JOBS = {
+  h2: job('job-h2.json'),
+  h3: job('job-h3.json'),
+  wrongSelector: job('job-wrong-selector-h3.json'),
+  wait: job('job-wait-h3.json'),
+  waitNever: job('job-wait-never-h3.json')
+}
 // How the agent talks (its polls, pings and multipart uploads).
 const AGENT = recordedRequests('server-requests-run3.jsonl')
 
@@ -50,6 +58,28 @@ const journey = (loginSelector = '#login') => ({
     { action: 'type', selector: '#q', text: 'quic' },
     { action: 'click', selector: '#search' },
     { action: 'measure_end', name: 'search' }
+  ],
+  step_timeout_ms: 10000
+})
+
+/**
+ * The same login and search, each step ending when its element is there
+ * (wait_for), a second's pause, and the search as a script.
+ */
+const waitJourney = (accountSelector = '#who') => ({
+  steps: [
+    { action: 'measure_start', name: 'open' },
+    { action: 'navigate', url: '/shop/login.html' },
+    { action: 'wait_for', selector: '#login' },
+    { action: 'measure_end', name: 'open' },
+    { action: 'measure_start', name: 'login' },
+    { action: 'type', selector: '#user', text: LAB_SHOP_ACCOUNT.user },
+    { action: 'type', selector: '#password', text: LAB_SHOP_ACCOUNT.password },
+    { action: 'click', selector: '#login' },
+    { action: 'wait_for', selector: accountSelector },
+    { action: 'measure_end', name: 'login' },
+    { action: 'wait_for', ms: 1000 },
+    { action: 'eval', script: "location.href = '/shop/search?q=packet'", name: 'search' }
   ],
   step_timeout_ms: 10000
 })
@@ -90,7 +120,7 @@ const arm = (/** @type {Record<string, any>} */ j) => (j.addCmdLine.includes('--
  * A monitor of the recorded journey at the WPT location, its rounds run by
  * the replaying agent: round i's test in each arm gets the upload
  * `rounds[i][arm]`, its test id the one h3lens handed out.
- * @param {ReturnType<typeof journey>} j
+ * @param {ReturnType<typeof journey> | ReturnType<typeof waitJourney>} j
  * @param {{ h2: string, h3: string }[]} rounds
  */
 async function replayJourney (j, rounds) {
@@ -220,5 +250,46 @@ test('a wrong selector in the real agent\'s upload fails its step, named, in bot
     assert.equal(whole.details.journey.failed_step, 4)
     assert.equal(whole.details.journey.steps[4].ms, null, 'the agent\'s time for a step that did nothing is not a step time')
     assert.ok(!whole.details.requests.some((q) => q.url.startsWith('http://127.0.0.1:8888/')), 'the agent\'s own requests are not the page\'s')
+  }
+})
+
+test('the real agent\'s journey with waits, a pause and a script: each wait ends its step once its element is there, and the agent says so', async () => {
+  const { jobs, items } = await replayJourney(waitJourney(), [UPLOADS.wait])
+  assert.deepEqual(comparable(jobs.find((j) => arm(j) === 'h3') ?? {}), comparable(RECORDED_JOBS.wait), 'the job the agent was given')
+  for (const probe of ['journey', 'journey:open', 'journey:login', 'journey:search']) {
+    for (const mode of ['h2', 'h3']) {
+      const r = items.find((x) => x.probe === probe && x.mode === mode) ?? assert.fail(`no ${probe} result in the ${mode} arm`)
+      assert.equal(r.status, 'ok', `${probe} ${mode}: ${r.error}`)
+      assert.equal(r.observed_protocol, mode)
+    }
+  }
+  const whole = await get(`/api/v1/results/${items.find((r) => r.probe === 'journey' && r.mode === 'h3')?.id}`)
+  // What the agent measured: the login page until #login was there, the login until #who was, the search the script started.
+  assert.deepEqual(whole.details.journey.steps.map((s) => [s.action, s.ms, s.status]), [
+    ['measure_start', null, 'ok'], ['navigate', 153, 'ok'], ['wait_for', null, 'ok'], ['measure_end', null, 'ok'],
+    ['measure_start', null, 'ok'], ['type', null, 'ok'], ['type', null, 'ok'], ['click', 67, 'ok'], ['wait_for', null, 'ok'],
+    ['measure_end', null, 'ok'], ['wait_for', null, 'ok'], ['eval', 40, 'ok']
+  ])
+  assert.deepEqual(whole.details.samples, [153 + 67 + 40], 'the pause counts in no step')
+  const search = await get(`/api/v1/results/${items.find((r) => r.probe === 'journey:search' && r.mode === 'h3')?.id}`)
+  assert.deepEqual(search.details.step.navigations, [`${ORIGIN}/shop/search?q=packet`], 'the script\'s navigation is the step\'s')
+})
+
+test('a wait for an element that never comes fails at that wait in the real agent\'s upload, though the agent reports the step as loaded', async () => {
+  const { jobs, items, rounds } = await replayJourney(waitJourney('#not-on-the-account-page'), [UPLOADS.waitNever])
+  assert.deepEqual(comparable(jobs.find((j) => arm(j) === 'h3') ?? {}), comparable(RECORDED_JOBS.waitNever))
+  assert.deepEqual(rounds.map((r) => r.state), ['done'])
+  const why = 'step 9 (wait_for #not-on-the-account-page): no element matches #not-on-the-account-page within 10000 ms ' +
+    '(the WebPageTest agent waited for it until the step\'s time limit)'
+  const of = (probe, mode) => items.find((r) => r.probe === probe && r.mode === mode) ?? assert.fail(`no ${probe} result in the ${mode} arm`)
+  for (const mode of ['h2', 'h3']) {
+    assert.deepEqual([of('journey', mode).status, of('journey', mode).error], ['timeout', why], mode)
+    assert.equal(of('journey:open', mode).status, 'ok', `${mode}: its own wait held`)
+    assert.deepEqual([of('journey:login', mode).status, of('journey:login', mode).error], ['timeout', why])
+    assert.equal(of('journey:search', mode).error, `not run: ${why}`)
+    const whole = await get(`/api/v1/results/${of('journey', mode).id}`)
+    assert.equal(whole.details.journey.failed_step, 8)
+    assert.equal(whole.details.journey.steps[7].status, 'ok', `${mode}: the click itself loaded the account page`)
+    assert.deepEqual(whole.details.wpt.steps.map((s) => s.result), [0, 0], 'the agent reported the login step as done (result 0)')
   }
 })

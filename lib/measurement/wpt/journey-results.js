@@ -14,6 +14,9 @@
 //     page load (./devtools.js: the base-page request, its protocol);
 //   - its requests, and whether each rode a connection an earlier request of
 //     the journey opened (the agent's socket id);
+//   - a wait for an element (./journey-script.js) that never saw it: the
+//     agent waits until the step's time limit and says nothing; the step
+//     lacks the User Timing mark the condition sets, and the wait fails;
 //   - its outcome: pageData.result 0 or 99999 (some request failed, the page
 //     loaded) is a step done; any other result fails it, as the agent's
 //     12999 for a step that loaded nothing and got no response.
@@ -26,7 +29,8 @@ import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
 import { protocolMatchesMode } from '../protocol.js'
 import { resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
-import { AGENT_ORIGIN } from './job.js'
+import { AGENT_ORIGIN, WPT_TEST_TIMEOUT_S } from './job.js'
+import { waitMark } from './journey-script.js'
 import { ValidationError } from '../../runtime/errors.js'
 
 /** pageData.result: the step ran (99999: some request failed, the page loaded). */
@@ -53,7 +57,7 @@ const NOTHING_LOADED_HINT = /** @type {Record<string, string>} */ (Object.freeze
  */
 
 /**
- * @param {{ steps: Step[] }} journey the journey as sent (the test's own copy)
+ * @param {{ steps: Step[], step_timeout_ms?: number }} journey the journey as sent (the test's own copy)
  * @param {number[]} recorded the journey step index of each recorded WPT step (wptScript)
  * @param {Map<number, Record<string, any> | null>} devtools each WPT step's devtools requests, by step number
  * @param {{ mode: string, expected: string | null, agentError?: string | null, url: string, forcedOrigins: string[], labels?: string[] }} ctx
@@ -77,6 +81,19 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     const base = { index, action: step.action, name: step.action.startsWith('measure_') ? null : step.name ?? null, navigated: false, url: null, ttfb_ms: null, load_ms: null }
     const n = wptStepOf.get(index)
     if (n === undefined) {
+      // A wait for an element ended the recorded step before it, and set its mark when the element was there.
+      const waited = step.action === 'wait_for' && step.selector !== undefined ? byIndex.get(index - 1) : undefined
+      if (waited && num(waited.page[`userTime.${waitMark(index)}`]) === null) {
+        const limitS = Math.min(WPT_TEST_TIMEOUT_S, Math.ceil((journey.step_timeout_ms ?? WPT_TEST_TIMEOUT_S * 1000) / 1000))
+        outcomes.push({
+          ...base,
+          ok: false,
+          status: 'timeout',
+          ms: null,
+          error: `${describeStep(step, index)}: no element matches ${step.selector} within ${limitS * 1000} ms (the WebPageTest agent waited for it until the step's time limit)`
+        })
+        break
+      }
       // Run between recorded steps; the agent reports nothing of it.
       outcomes.push({ ...base, ok: true, status: 'ok', ms: null, error: null })
       continue
