@@ -208,6 +208,8 @@ test('the real agent\'s journey uploads: each step in each arm over its own prot
   const whole = await detail('journey', 'h3')
   assert.deepEqual(whole.details.samples, [156 + 166 + 80], 'the whole journey lasts its recorded steps; typing is timed by nobody')
   assert.deepEqual(whole.details.wpt.steps.map((s) => [s.step, s.event_name, s.result]), [[1, 'open', 0], [2, 'login', 0], [3, 'search', 0]])
+  // Each step's navigation TTFB, cross-checked against the agent's own page TTFB of that step.
+  assert.deepEqual(whole.details.wpt.steps.map((s) => s.ttfb_check?.page_ttfb_ms), [53, 38, 12])
   assert.equal(whole.details.journey.failed_step, null)
   assert.deepEqual(whole.details.journey.steps.map((s) => s.ms), [156, null, null, null, 166, null, null, null, 80, null])
 

@@ -53,7 +53,8 @@ const NOTHING_LOADED_HINT = /** @type {Record<string, string>} */ (Object.freeze
  *   error: string | null, navigated: boolean, url: string | null, ttfb_ms: number | null, load_ms: number | null }} Outcome
  *   ms: null for a step the agent does not time (typing, choosing, a sleep, a bound of a named step)
  * @typedef {{ wptStep: number, index: number, requests: Record<string, any>[], origins: Record<string, any>[], bytes: number,
- *   metrics: Record<string, any> | null, observed: string | null, ms: number, page: Record<string, any> }} Recorded
+ *   metrics: Record<string, any> | null, observed: string | null, ms: number, page: Record<string, any>, ttfbCheck: Record<string, any> | null }} Recorded
+ *   ttfbCheck: how the step's navigation TTFB was cross-checked against the agent's own (./navigation.js), null without a navigation
  */
 
 /**
@@ -123,7 +124,7 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     const navigated = Number.isInteger(page.final_base_page_request) && row.observed_protocol !== null
     const ms = positive(page.loadTime) ?? positive(page.fullyLoaded) ?? 0
     const metrics = navigated ? Object.fromEntries(STEP_NAVIGATION_METRICS.map((k) => [k, row[k] ?? null])) : null
-    byIndex.set(index, { wptStep: n, index, requests, origins: row.details.origins, bytes: row.bytes, metrics, observed: navigated ? row.observed_protocol : null, ms, page })
+    byIndex.set(index, { wptStep: n, index, requests, origins: row.details.origins, bytes: row.bytes, metrics, observed: navigated ? row.observed_protocol : null, ms, page, ttfbCheck: navigated ? row.details.wpt?.ttfb_check ?? null : null })
     const outcome = { ...base, navigated, url: navigated ? text(page.final_url) : null, ttfb_ms: metrics?.ttfb_ms ?? null, load_ms: metrics?.load_ms ?? null, ms }
     const result = num(page.result)
     if (result === null || !DONE.has(result)) {
@@ -225,7 +226,7 @@ function fill (r, recorded) {
     requests,
     origins: mergeOrigins(recorded.flatMap((s) => s.origins)),
     repeat: reuseOf(requests),
-    wpt: { steps: recorded.map((s) => ({ step: s.wptStep, index: s.index, result: num(s.page.result), event_name: text(s.page.eventName), ttfb_check: null })) }
+    wpt: { steps: recorded.map((s) => ({ step: s.wptStep, index: s.index, result: num(s.page.result), event_name: text(s.page.eventName), ttfb_check: s.ttfbCheck })) }
   }
 }
 
