@@ -121,31 +121,53 @@ export async function rewriteResultZip (recorded, { testId, edit = () => {}, ren
 
 /**
  * What a wptagent uploads for a script: each recorded step's files under its
- * own prefix (`1_…` for the first, `1_2_…`, `1_3_…` after it), each step's
- * devtools requests naming the step (pageData.eventName, the script's
- * setEventName, or `Step_<n>`). Each step is made from a recorded one-page
- * upload, its members renamed and its devtools requests edited.
+ * own prefix (`1_…` for the first, `1_2_…`, `1_3_…` after it). Each step's
+ * own page data (`…_page_data.json.gz`) names the step (eventName, the
+ * script's setEventName, or `Step_<n>`); its devtools requests carry, as a
+ * real agent's do (test/fixtures/wpt/recorded-real-journey/), the fields of
+ * the LAST step's page data instead: its name, its DOMContentLoaded. Each
+ * step is made from a recorded one-page upload, its members renamed and its
+ * devtools requests edited.
  * @param {{ testId: string, steps: { from: Buffer, eventName?: string, edit?: (devtools: any) => void }[] }} opts
  */
 export async function scriptResultZip ({ testId, steps }) {
-  const members = []
+  /** @type {{ name: string, data: Buffer, devtools?: any }[][]} */
+  const byStep = []
+  /** @type {Record<string, any>[]} */
+  const pageData = []
   for (const [i, step] of steps.entries()) {
     const n = i + 1
+    const members = []
     for (const m of await readZip(step.from)) {
       const match = /^1_(?!Cached)(.*)$/.exec(m.name)
       if (!match) continue
-      let data = m.data
-      if (m.name.endsWith('_devtools_requests.json.gz')) {
-        const devtools = JSON.parse(gunzipSync(data).toString())
+      const name = n === 1 ? m.name : `1_${n}_${match[1]}`
+      if (m.name.endsWith('_page_data.json.gz')) {
+        pageData[i] = { ...JSON.parse(gunzipSync(m.data).toString()), eventName: step.eventName ?? `Step_${n}` }
+        members.push({ name, data: gzipSync(JSON.stringify(pageData[i])) })
+      } else if (m.name.endsWith('_devtools_requests.json.gz')) {
+        const devtools = JSON.parse(gunzipSync(m.data).toString())
         devtools.pageData.testID = testId
         devtools.pageData.eventName = step.eventName ?? `Step_${n}`
         step.edit?.(devtools)
-        data = gzipSync(JSON.stringify(devtools))
+        members.push({ name, data: m.data, devtools })
+      } else {
+        members.push({ name, data: m.data })
       }
-      members.push({ name: n === 1 ? m.name : `1_${n}_${match[1]}`, data })
+    }
+    byStep.push(members)
+  }
+  const last = pageData.at(-1) ?? {}
+  const out = []
+  for (const [i, members] of byStep.entries()) {
+    for (const m of members) {
+      if (!m.devtools) { out.push(m); continue }
+      // The agent's merge: the keys of the step's own page data, the values of the last step's.
+      for (const k of Object.keys(pageData[i] ?? {})) if (k in last) m.devtools.pageData[k] = last[k]
+      out.push({ name: m.name, data: gzipSync(JSON.stringify(m.devtools)) })
     }
   }
-  return writeZip(members)
+  return writeZip(out)
 }
 
 /**

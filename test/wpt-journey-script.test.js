@@ -30,8 +30,9 @@ test('each translatable action becomes its command; each navigation, click and s
     'navigate\thttps://shop.example/login',
     'exec\t(function(e){e.value="demo \\"user\\"";e.dispatchEvent(new Event(\'input\',{bubbles:true}))})(document.querySelector("#user"))',
     'exec\t(function(e){e.value="M";e.dispatchEvent(new Event(\'change\',{bubbles:true}))})(document.querySelector("select[name=size]"))',
-    // WPT's waitFor sets when the next recorded step ends: the click's step lasts until its page has loaded and the element is there.
-    'waitFor\tdocument.readyState==="complete"&&document.querySelector(".account")!==null',
+    // WPT's waitFor sets when the next recorded step ends: the click's step lasts until its page has loaded and the element is there,
+    // which then leaves a mark the agent records with the step (without it, the element never came).
+    'waitFor\tdocument.readyState==="complete"&&document.querySelector(".account")!==null&&(performance.mark("h3lens.wait_for.6"),true)',
     'setEventName\tlogin',
     'execAndWait\tdocument.querySelector("#login").click()',
     'waitFor',

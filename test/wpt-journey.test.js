@@ -4,7 +4,9 @@
 // compared per step like a Puppeteer agent's. The agent here replays a real
 // wptagent's requests (dev/fake-wptagent.js) and uploads what a real one
 // writes for a script: one set of files per recorded step (`1_…`, `1_2_…`),
-// made from a real agent's one-page uploads (test/fixtures/wpt/*_h3l_*.zip).
+// made from a real agent's one-page uploads (test/fixtures/wpt/*_h3l_*.zip)
+// in the shape of a real agent's journey uploads, which
+// test/wpt-recorded-journey.test.js replays as they are.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'

@@ -21,6 +21,14 @@ export const AGENT_OWNED_SWITCHES = Object.freeze(['--host-resolver-rules', '--d
  */
 export const AGENT_LOOPBACK = '127.0.0.1'
 
+/**
+ * The origin of the agent's own server (its start page, and the
+ * `/wpt-start-recording` marker it fetches as a step starts, which its
+ * devtools requests list among a step's when the page itself fetched
+ * nothing).
+ */
+export const AGENT_ORIGIN = `http://${AGENT_LOOPBACK}:8888`
+
 /** Seconds a WPT test may take, as the Puppeteer agent's page timeout. */
 export const WPT_TEST_TIMEOUT_S = 60
 

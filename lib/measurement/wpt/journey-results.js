@@ -14,6 +14,9 @@
 //     page load (./devtools.js: the base-page request, its protocol);
 //   - its requests, and whether each rode a connection an earlier request of
 //     the journey opened (the agent's socket id);
+//   - a wait for an element (./journey-script.js) that never saw it: the
+//     agent waits until the step's time limit and says nothing; the step
+//     lacks the User Timing mark the condition sets, and the wait fails;
 //   - its outcome: pageData.result 0 or 99999 (some request failed, the page
 //     loaded) is a step done; any other result fails it, as the agent's
 //     12999 for a step that loaded nothing and got no response.
@@ -26,6 +29,8 @@ import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
 import { protocolMatchesMode } from '../protocol.js'
 import { resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
+import { AGENT_ORIGIN, WPT_TEST_TIMEOUT_S } from './job.js'
+import { waitMark } from './journey-script.js'
 import { ValidationError } from '../../runtime/errors.js'
 
 /** pageData.result: the step ran (99999: some request failed, the page loaded). */
@@ -36,17 +41,24 @@ const RESULT_MEANING = Object.freeze({
   99997: 'the step timed out'
 })
 
+/** Why a recorded step may have loaded nothing, by action. */
+const NOTHING_LOADED_HINT = /** @type {Record<string, string>} */ (Object.freeze({
+  click: ': the element may not be there, or clicking it loads nothing',
+  eval: ': the script may have failed, or it loads nothing'
+}))
+
 /**
  * @typedef {import('../journey/steps.js').Step} Step
  * @typedef {{ index: number, action: string, name: string | null, ok: boolean, status: 'ok' | 'error' | 'timeout', ms: number | null,
  *   error: string | null, navigated: boolean, url: string | null, ttfb_ms: number | null, load_ms: number | null }} Outcome
  *   ms: null for a step the agent does not time (typing, choosing, a sleep, a bound of a named step)
  * @typedef {{ wptStep: number, index: number, requests: Record<string, any>[], origins: Record<string, any>[], bytes: number,
- *   metrics: Record<string, any> | null, observed: string | null, ms: number, page: Record<string, any> }} Recorded
+ *   metrics: Record<string, any> | null, observed: string | null, ms: number, page: Record<string, any>, ttfbCheck: Record<string, any> | null }} Recorded
+ *   ttfbCheck: how the step's navigation TTFB was cross-checked against the agent's own (./navigation.js), null without a navigation
  */
 
 /**
- * @param {{ steps: Step[] }} journey the journey as sent (the test's own copy)
+ * @param {{ steps: Step[], step_timeout_ms?: number }} journey the journey as sent (the test's own copy)
  * @param {number[]} recorded the journey step index of each recorded WPT step (wptScript)
  * @param {Map<number, Record<string, any> | null>} devtools each WPT step's devtools requests, by step number
  * @param {{ mode: string, expected: string | null, agentError?: string | null, url: string, forcedOrigins: string[], labels?: string[] }} ctx
@@ -70,6 +82,19 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     const base = { index, action: step.action, name: step.action.startsWith('measure_') ? null : step.name ?? null, navigated: false, url: null, ttfb_ms: null, load_ms: null }
     const n = wptStepOf.get(index)
     if (n === undefined) {
+      // A wait for an element ended the recorded step before it, and set its mark when the element was there.
+      const waited = step.action === 'wait_for' && step.selector !== undefined ? byIndex.get(index - 1) : undefined
+      if (waited && num(waited.page[`userTime.${waitMark(index)}`]) === null) {
+        const limitS = Math.min(WPT_TEST_TIMEOUT_S, Math.ceil((journey.step_timeout_ms ?? WPT_TEST_TIMEOUT_S * 1000) / 1000))
+        outcomes.push({
+          ...base,
+          ok: false,
+          status: 'timeout',
+          ms: null,
+          error: `${describeStep(step, index)}: no element matches ${step.selector} within ${limitS * 1000} ms (the WebPageTest agent waited for it until the step's time limit)`
+        })
+        break
+      }
       // Run between recorded steps; the agent reports nothing of it.
       outcomes.push({ ...base, ok: true, status: 'ok', ms: null, error: null })
       continue
@@ -87,7 +112,10 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     }
     const row = resultFromDevtools(d, { mode, view: 'first', expected })
     browserVersion ??= row.browser_version
-    const requests = row.details.requests
+    const own = row.details.requests.filter((/** @type {Record<string, any>} */ q) => originOf(q.url) === AGENT_ORIGIN)
+    const requests = row.details.requests.filter((/** @type {Record<string, any>} */ q) => !own.includes(q))
+    row.bytes = Math.max(0, row.bytes - sum(own.map((/** @type {Record<string, any>} */ q) => q.bytes)))
+    row.details.origins = row.details.origins.filter((/** @type {Record<string, any>} */ o) => o.origin !== AGENT_ORIGIN)
     for (const q of requests) {
       if (q.connection_id === null || q.connection_id < 0) continue
       q.connection_reused = seenSockets.has(q.connection_id)
@@ -96,7 +124,7 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     const navigated = Number.isInteger(page.final_base_page_request) && row.observed_protocol !== null
     const ms = positive(page.loadTime) ?? positive(page.fullyLoaded) ?? 0
     const metrics = navigated ? Object.fromEntries(STEP_NAVIGATION_METRICS.map((k) => [k, row[k] ?? null])) : null
-    byIndex.set(index, { wptStep: n, index, requests, origins: row.details.origins, bytes: row.bytes, metrics, observed: navigated ? row.observed_protocol : null, ms, page })
+    byIndex.set(index, { wptStep: n, index, requests, origins: row.details.origins, bytes: row.bytes, metrics, observed: navigated ? row.observed_protocol : null, ms, page, ttfbCheck: navigated ? row.details.wpt?.ttfb_check ?? null : null })
     const outcome = { ...base, navigated, url: navigated ? text(page.final_url) : null, ttfb_ms: metrics?.ttfb_ms ?? null, load_ms: metrics?.load_ms ?? null, ms }
     const result = num(page.result)
     if (result === null || !DONE.has(result)) {
@@ -107,6 +135,16 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
         ok: false,
         status: result === 99997 ? 'timeout' : 'error',
         error: `${what}: the WebPageTest agent reported result ${result ?? 'none'}${meaning ? ` (${meaning})` : ''}${said ? `: ${said}` : ''}`
+      })
+      break
+    }
+    if (!requests.length) {
+      outcomes.push({
+        ...outcome,
+        ms: null,
+        ok: false,
+        status: 'error',
+        error: `${what}: nothing loaded (the WebPageTest agent recorded no request of the page for this step${NOTHING_LOADED_HINT[step.action] ?? ''})`
       })
       break
     }
@@ -188,7 +226,7 @@ function fill (r, recorded) {
     requests,
     origins: mergeOrigins(recorded.flatMap((s) => s.origins)),
     repeat: reuseOf(requests),
-    wpt: { steps: recorded.map((s) => ({ step: s.wptStep, index: s.index, result: num(s.page.result), event_name: text(s.page.eventName), ttfb_check: null })) }
+    wpt: { steps: recorded.map((s) => ({ step: s.wptStep, index: s.index, result: num(s.page.result), event_name: text(s.page.eventName), ttfb_check: s.ttfbCheck })) }
   }
 }
 

@@ -29,7 +29,12 @@
 //     and its condition is the page loaded and the element there, as a
 //     Puppeteer agent waits for the load and then the element. The agent
 //     checks it every 5 s unless told otherwise: waitInterval makes it
-//     0.1 s, so a step does not last up to 5 s longer than it took;
+//     0.1 s, so a step does not last up to 5 s longer than it took. A
+//     condition that never holds does not fail the step: the agent waits
+//     until the step's time limit and reports the page as loaded. So the
+//     condition, once it holds, sets a User Timing mark (waitMark), which
+//     the agent records with the step (`userTime.<mark>` in its page data):
+//     a step without it never saw its element;
 //   - a `wait_for ms` that is not whole seconds (WPT sleeps in seconds, at
 //     most 30), and a multi-line script (one command is one line);
 //   - a named step with no navigation, click or script: the agent times
@@ -41,6 +46,13 @@ const MAX_SLEEP_S = 30
 const WAIT_INTERVAL_S = 0.1
 /** Actions that are a recorded WPT step (a command that waits for the page). */
 const RECORDED = new Set(['navigate', 'click', 'eval'])
+
+/**
+ * The User Timing mark a `wait_for` element sets once its condition holds
+ * (letters, digits and dots: the agent keeps such a name as it is).
+ * @param {number} index the wait_for's journey step index
+ */
+export const waitMark = (index) => `h3lens.wait_for.${index + 1}`
 
 /**
  * @typedef {{ index: number, step: string, reason: string }} Untranslatable
@@ -70,7 +82,7 @@ export function wptScript (journey) {
   let lastRecordedLine = -1
   for (const [index, s] of journey.steps.entries()) {
     if (s.action === 'measure_start' || s.action === 'measure_end') continue
-    const command = commandOf(s)
+    const command = commandOf(s, index)
     if ('reason' in command) return refuse(index, describeStep(s, index), command.reason)
     if ('waitFor' in command) {
       const previous = journey.steps[index - 1]
@@ -103,9 +115,10 @@ export function wptScript (journey) {
 
 /**
  * @param {import('../journey/steps.js').Step} s
+ * @param {number} index
  * @returns {{ line: string } | { waitFor: string } | { reason: string }}
  */
-function commandOf (s) {
+function commandOf (s, index) {
   const el = `document.querySelector(${literal(s.selector ?? '')})`
   switch (s.action) {
     case 'navigate':
@@ -119,7 +132,7 @@ function commandOf (s) {
     case 'select':
       return { line: `exec\t(function(e){e.value=${literal(s.value ?? '')};e.dispatchEvent(new Event('change',{bubbles:true}))})(${el})` }
     case 'wait_for':
-      if (s.selector !== undefined) return { waitFor: `document.readyState==="complete"&&${el}!==null` }
+      if (s.selector !== undefined) return { waitFor: `document.readyState==="complete"&&${el}!==null&&(performance.mark(${literal(waitMark(index))}),true)` }
       if (s.network_idle) return { reason: 'WebPageTest waits for the network after each recorded step, not on command' }
       if (s.ms === undefined || s.ms % 1000 !== 0 || s.ms / 1000 > MAX_SLEEP_S) return { reason: `WebPageTest sleeps whole seconds, at most ${MAX_SLEEP_S}` }
       return { line: `sleep\t${s.ms / 1000}` }

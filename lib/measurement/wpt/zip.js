@@ -20,12 +20,13 @@ export const ZIP_LIMITS = Object.freeze({
 
 /**
  * `1_devtools_requests.json.gz`, `1_Cached_devtools_requests.json.gz`, the
- * net log and the screenshot at the end of the load (`1_screen.jpg`); a
- * script's later steps add their number (`1_2_devtools_requests.json.gz`,
- * `1_Cached_2_…`), the first step has none. (`1_progress.csv.gz` is
- * bandwidth and CPU every 100 ms, not visual progress: docs/WPT.md.)
+ * step's own page data (`1_page_data.json.gz`), the net log and the
+ * screenshot at the end of the load (`1_screen.jpg`); a script's later
+ * steps add their number (`1_2_devtools_requests.json.gz`, `1_Cached_2_…`),
+ * the first step has none. (`1_progress.csv.gz` is bandwidth and CPU every
+ * 100 ms, not visual progress: docs/WPT.md.)
  */
-const MEMBER = /^(\d{1,3})(_Cached)?(?:_([2-9]|[1-9]\d))?_(devtools_requests\.json\.gz|netlog\.txt\.gz|screen\.jpg)$/
+const MEMBER = /^(\d{1,3})(_Cached)?(?:_([2-9]|[1-9]\d))?_(devtools_requests\.json\.gz|page_data\.json\.gz|netlog\.txt\.gz|screen\.jpg)$/
 
 /**
  * @typedef {{ run: number, cached: boolean, step: number, devtools: Record<string, any> | null, netlog: Buffer | null, screen: Buffer | null }} ZipView
@@ -45,6 +46,8 @@ export async function readResultZip (buffer, limits = {}) {
   const members = await readMembers(buffer, lim)
   /** @type {Map<string, ZipView>} */
   const views = new Map()
+  /** Each view's own page data (`…_page_data.json.gz`), by view key. */
+  const pageData = new Map()
   for (const [name, data] of members) {
     // readMembers keeps only the names MEMBER matches.
     const [, run, cached, stepText, kind] = /** @type {RegExpExecArray} */ (MEMBER.exec(name))
@@ -58,12 +61,43 @@ export async function readResultZip (buffer, limits = {}) {
     } else if (kind === 'netlog.txt.gz') {
       if (data.length < 2 || data[0] !== 0x1f || data[1] !== 0x8b) throw bad(`${name} is not gzip`)
       view.netlog = data
+    } else if (kind === 'page_data.json.gz') {
+      pageData.set(key, parseGzippedJson(name, data, lim.jsonBytes))
     } else {
       view.devtools = parseGzippedJson(name, data, lim.jsonBytes)
     }
   }
-  return [...views.values()].sort((a, b) => a.run - b.run || Number(a.cached) - Number(b.cached) || a.step - b.step)
+  const sorted = [...views.values()].sort((a, b) => a.run - b.run || Number(a.cached) - Number(b.cached) || a.step - b.step)
+  restoreStepPageData(sorted, pageData)
+  return sorted
 }
+
+/**
+ * Give each step of a script its own page data back. A wptagent (as at
+ * 560e4d5, seen in its uploads for a script) writes each step's page data
+ * (`1_2_page_data.json.gz`: its event name, DOMContentLoaded, paints…)
+ * correctly, but when it merges that file into the step's devtools
+ * requests it copies the values of the script's last step instead: every
+ * step's `pageData.eventName` is the last step's name, its
+ * `domContentLoadedEventStart` the last page's. So for every step but the
+ * last of its view, the fields of its own page data replace those in its
+ * devtools requests (the last step's are its own already). A single page is
+ * one step: left as it is.
+ * @param {ZipView[]} views sorted by run, cached, step
+ * @param {Map<string, unknown>} pageData by `run/cached/step`
+ */
+function restoreStepPageData (views, pageData) {
+  for (const view of views) {
+    const last = views.filter((v) => v.run === view.run && v.cached === view.cached).at(-1)
+    if (view === last || !isObject(view.devtools) || !isObject(view.devtools.pageData)) continue
+    const own = pageData.get(`${view.run}/${view.cached ? 1 : 0}/${view.step}`)
+    if (!isObject(own)) continue
+    for (const [k, v] of Object.entries(own)) if (k !== '__proto__') view.devtools.pageData[k] = v
+  }
+}
+
+/** @param {unknown} v @returns {v is Record<string, any>} */
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 /**
  * @param {Buffer} buffer
