@@ -68,6 +68,13 @@ test('a batch naming a job twice, or of the wrong shape, is refused naming the f
   const twice = await post(token, { rounds: [{ job_id: 1, results: [result('h2')] }, { job_id: 1, results: [result('h3')] }] })
   assert.equal(twice.statusCode, 400)
   assert.match(twice.json().message, /rounds\.1\.job_id/)
+  // A job id no job can have (beyond PostgreSQL's bigint, which Schemathesis
+  // sent) is refused as out of range, naming it, not a database error.
+  for (const jobId of [0, 65725957319596923944960, 2 ** 31]) {
+    const huge = await post(token, { rounds: [{ job_id: jobId, results: [result('h2')] }] })
+    assert.equal(huge.statusCode, 422, `${jobId}: ${huge.body}`)
+    assert.equal(huge.json().field, 'rounds.0.job_id', huge.body)
+  }
   const empty = await post(token, { rounds: [] })
   assert.equal(empty.statusCode, 400)
   assert.match(empty.json().message, /rounds/)

@@ -244,7 +244,7 @@ export default async function agentProtocolRoutes (app) {
               additionalProperties: false,
               required: ['job_id', 'results'],
               properties: {
-                job_id: { type: 'integer', minimum: 1 },
+                job_id: idParams.properties.id,
                 results: { type: 'array', minItems: 1, maxItems: 100, items: submittedResult }
               }
             }
