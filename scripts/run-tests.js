@@ -14,10 +14,11 @@
 // ports. scripts/test-plan.js decides which is which from each file's
 // imports and from a file's own `// run-tests: serial|side|concurrent
 // <reason>` mark. The serial and side lanes are the long ones, of about the
-// same length; the concurrent lane is kept narrow (2 by default, for 2
-// cores): it ends minutes before them, and takes less CPU from them
-// meanwhile. The files run in name order: the side and serial lanes run one
-// file at a time, so no order shortens them.
+// same length; the concurrent lane runs one file at a time by default: it
+// still ends minutes before them, and on 2 cores a second file at a time
+// took more from their browsers than it saved (a fresh clone's suite in
+// 560 s with 1, 622 s with 2). The files run in name order: the side and
+// serial lanes run one file at a time, so no order shortens them.
 // A file's output is printed whole when it ends; the end of the run sums up:
 // the counts, every failed test with its error, the ten slowest files.
 //
@@ -50,7 +51,7 @@ const files = (argv.filter((a) => !a.startsWith('--')).length ? argv.filter((a) 
   .map((a) => path.resolve(a))
   .flatMap((a) => fs.statSync(a).isDirectory() ? findTestFiles(a) : [a])
 const plan = planTests(files)
-const concurrency = Number(process.env.H3LENS_TEST_CONCURRENCY ?? 2)
+const concurrency = Number(process.env.H3LENS_TEST_CONCURRENCY ?? 1)
 if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`H3LENS_TEST_CONCURRENCY must be a whole number ≥ 1, not "${process.env.H3LENS_TEST_CONCURRENCY}"`)
 
 if (flags.has('--plan')) {

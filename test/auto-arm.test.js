@@ -14,7 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { after, before, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
 import { createTestDatabase } from './helpers/db.js'
 import { freePort } from '../dev/free-port.js'
 import { loadConfig } from '../lib/runtime/config.js'
@@ -110,71 +110,74 @@ async function runRounds (monitorId, n, location = 'lab-open') {
   }
 }
 
-test('a normal path: the first visit is over H2 (not yet known), the returning visit over H3 (learnt from Alt-Svc)', { skip }, async () => {
-  const monitor = await createMonitor(database.pool, { url: `${origin.baseUrl}/page-15k.html`, locations: ['lab-open'], interval_s: 3600 })
-  assert.deepEqual(monitor.modes, ['h2', 'h3', 'auto'], 'new monitors get the auto arm')
-  await runRounds(monitor.id, ROUNDS)
+// The two locations have an agent each: their rounds run at the same time.
+describe('the normal and the UDP-blocked path, side by side', { concurrency: true }, () => {
+  test('a normal path: the first visit is over H2 (not yet known), the returning visit over H3 (learnt from Alt-Svc)', { skip }, async () => {
+    const monitor = await createMonitor(database.pool, { url: `${origin.baseUrl}/page-15k.html`, locations: ['lab-open'], interval_s: 3600 })
+    assert.deepEqual(monitor.modes, ['h2', 'h3', 'auto'], 'new monitors get the auto arm')
+    await runRounds(monitor.id, ROUNDS)
 
-  const { items } = await get(`/api/v1/monitors/${monitor.id}/results?limit=100&mode=auto`)
-  const first = items.filter((r) => r.view === 'first')
-  const returning = items.filter((r) => r.view === 'returning')
-  assert.equal(first.length, ROUNDS)
-  assert.equal(returning.length, ROUNDS)
-  for (const r of items) assert.equal(r.status, 'ok', `${r.view}: ${r.error}`)
-  // Nothing forces a protocol in the auto arm, beyond the lab's unused-port entry.
-  for (const r of items) assert.ok(!r.flags.some((f) => f === '--disable-quic' || /force-quic-on=lab\.h3lens\.test:8443/.test(f)), r.flags.join(' '))
-  assert.ok(first.every((r) => r.observed_protocol === 'h2'), `first visits: ${first.map((r) => r.observed_protocol)}`)
-  const overH3 = returning.filter((r) => r.observed_protocol === 'h3').length
-  assert.ok(overH3 >= 0.9 * ROUNDS, `returning visits over H3: ${overH3} of ${ROUNDS}`)
+    const { items } = await get(`/api/v1/monitors/${monitor.id}/results?limit=100&mode=auto`)
+    const first = items.filter((r) => r.view === 'first')
+    const returning = items.filter((r) => r.view === 'returning')
+    assert.equal(first.length, ROUNDS)
+    assert.equal(returning.length, ROUNDS)
+    for (const r of items) assert.equal(r.status, 'ok', `${r.view}: ${r.error}`)
+    // Nothing forces a protocol in the auto arm, beyond the lab's unused-port entry.
+    for (const r of items) assert.ok(!r.flags.some((f) => f === '--disable-quic' || /force-quic-on=lab\.h3lens\.test:8443/.test(f)), r.flags.join(' '))
+    assert.ok(first.every((r) => r.observed_protocol === 'h2'), `first visits: ${first.map((r) => r.observed_protocol)}`)
+    const overH3 = returning.filter((r) => r.observed_protocol === 'h3').length
+    assert.ok(overH3 >= 0.9 * ROUNDS, `returning visits over H3: ${overH3} of ${ROUNDS}`)
 
-  const detail = await get(`/api/v1/results/${first[0].id}`)
-  assert.equal(detail.details.protocol_reason.code, 'not_known')
-  assert.equal(detail.details.protocol_reason.text, 'H2: the origin was not yet known to speak H3')
-  const back = await get(`/api/v1/results/${returning.find((r) => r.observed_protocol === 'h3').id}`)
-  assert.equal(back.details.protocol_reason.text, 'H3: learnt from Alt-Svc')
-  assert.match(back.details.protocol_reason.alternate_protocol_usage, /^alternativeJobWon/)
-  const doc = back.details.requests.find((q) => q.type === 'Document')
-  assert.equal(doc.protocol, 'h3')
-  assert.equal(doc.connection_reused, false, 'a returning visit starts without live connections')
+    const detail = await get(`/api/v1/results/${first[0].id}`)
+    assert.equal(detail.details.protocol_reason.code, 'not_known')
+    assert.equal(detail.details.protocol_reason.text, 'H2: the origin was not yet known to speak H3')
+    const back = await get(`/api/v1/results/${returning.find((r) => r.observed_protocol === 'h3').id}`)
+    assert.equal(back.details.protocol_reason.text, 'H3: learnt from Alt-Svc')
+    assert.match(back.details.protocol_reason.alternate_protocol_usage, /^alternativeJobWon/)
+    const doc = back.details.requests.find((q) => q.type === 'Document')
+    assert.equal(doc.protocol, 'h3')
+    assert.equal(doc.connection_reused, false, 'a returning visit starts without live connections')
 
-  const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
-  const [loc] = answer.locations
-  assert.equal(loc.location_id, 'lab-open')
-  assert.equal(loc.shares.first.navigation_share.rate, 0)
-  assert.ok(loc.shares.returning.navigation_share.rate >= 0.9, JSON.stringify(loc.shares.returning))
-  assert.ok(loc.shares.returning.navigation_share.lo > 0.5, 'the Wilson interval of 9+ of 10 lies above one half')
-  assert.equal(loc.story.code, 'h3_returning')
-  assert.match(loc.story.text, /^Users get H3 from their second visit on/)
-  const row = loc.visits.returning.rows[0]
-  assert.equal(row.rounds, loc.visits.returning.rounds.used)
-  assert.ok(row.rounds >= 0.9 * ROUNDS, `matched rounds: ${row.rounds}`)
-  assert.ok(row.auto_ms > 0 && row.h2_ms > 0 && row.h3_ms > 0)
-  for (const c of ['auto_vs_h2', 'auto_vs_h3', 'h3_vs_h2']) assert.ok(row.contrasts[c].verdict, c)
-})
+    const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
+    const [loc] = answer.locations
+    assert.equal(loc.location_id, 'lab-open')
+    assert.equal(loc.shares.first.navigation_share.rate, 0)
+    assert.ok(loc.shares.returning.navigation_share.rate >= 0.9, JSON.stringify(loc.shares.returning))
+    assert.ok(loc.shares.returning.navigation_share.lo > 0.5, 'the Wilson interval of 9+ of 10 lies above one half')
+    assert.equal(loc.story.code, 'h3_returning')
+    assert.match(loc.story.text, /^Users get H3 from their second visit on/)
+    const row = loc.visits.returning.rows[0]
+    assert.equal(row.rounds, loc.visits.returning.rounds.used)
+    assert.ok(row.rounds >= 0.9 * ROUNDS, `matched rounds: ${row.rounds}`)
+    assert.ok(row.auto_ms > 0 && row.h2_ms > 0 && row.h3_ms > 0)
+    for (const c of ['auto_vs_h2', 'auto_vs_h3', 'h3_vs_h2']) assert.ok(row.contrasts[c].verdict, c)
+  })
 
-test('a path that blocks UDP: forced H3 fails fast, the auto arm falls back to H2, and the words say QUIC is blocked', { skip }, async () => {
-  const monitor = await createMonitor(database.pool, { url: `${origin.baseUrl}/page-15k.html`, locations: ['lab-blocked'], interval_s: 3600 })
-  await runRounds(monitor.id, 3, 'lab-blocked')
-  const { items } = await get(`/api/v1/monitors/${monitor.id}/results?limit=100`)
-  const forced = items.filter((r) => r.mode === 'h3')
-  assert.equal(forced.length, 3)
-  for (const r of forced) assert.equal(r.status, 'error', 'forced H3 fails: no QUIC gets through')
-  const auto = items.filter((r) => r.mode === 'auto')
-  for (const r of auto) {
-    assert.equal(r.status, 'ok', `${r.view}: ${r.error}`)
-    assert.equal(r.observed_protocol, 'h2', `${r.view}: users get H2`)
-    // Well under the page timeout: Chromium gives up on QUIC by itself and TCP carries the page.
-    assert.ok(r.load_ms < 5000, `${r.view}: load ${r.load_ms} ms`)
-  }
-  const reasons = await Promise.all(auto.filter((r) => r.view === 'returning').map(async (r) => (await get(`/api/v1/results/${r.id}`)).details.protocol_reason))
-  for (const reason of reasons) assert.ok(['tcp_won', 'broken'].includes(reason.code), `returning visit: ${JSON.stringify(reason)}`)
+  test('a path that blocks UDP: forced H3 fails fast, the auto arm falls back to H2, and the words say QUIC is blocked', { skip }, async () => {
+    const monitor = await createMonitor(database.pool, { url: `${origin.baseUrl}/page-15k.html`, locations: ['lab-blocked'], interval_s: 3600 })
+    await runRounds(monitor.id, 3, 'lab-blocked')
+    const { items } = await get(`/api/v1/monitors/${monitor.id}/results?limit=100`)
+    const forced = items.filter((r) => r.mode === 'h3')
+    assert.equal(forced.length, 3)
+    for (const r of forced) assert.equal(r.status, 'error', 'forced H3 fails: no QUIC gets through')
+    const auto = items.filter((r) => r.mode === 'auto')
+    for (const r of auto) {
+      assert.equal(r.status, 'ok', `${r.view}: ${r.error}`)
+      assert.equal(r.observed_protocol, 'h2', `${r.view}: users get H2`)
+      // Well under the page timeout: Chromium gives up on QUIC by itself and TCP carries the page.
+      assert.ok(r.load_ms < 5000, `${r.view}: load ${r.load_ms} ms`)
+    }
+    const reasons = await Promise.all(auto.filter((r) => r.view === 'returning').map(async (r) => (await get(`/api/v1/results/${r.id}`)).details.protocol_reason))
+    for (const reason of reasons) assert.ok(['tcp_won', 'broken'].includes(reason.code), `returning visit: ${JSON.stringify(reason)}`)
 
-  const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
-  const [loc] = answer.locations
-  assert.equal(loc.shares.returning.navigation_share.rate, 0)
-  assert.equal(loc.visits.first.failures.h3.failed, 3)
-  assert.equal(loc.story.code, 'quic_blocked')
-  assert.match(loc.story.text, /^QUIC blocked on this path: users get H2/)
+    const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
+    const [loc] = answer.locations
+    assert.equal(loc.shares.returning.navigation_share.rate, 0)
+    assert.equal(loc.visits.first.failures.h3.failed, 3)
+    assert.equal(loc.story.code, 'quic_blocked')
+    assert.match(loc.story.text, /^QUIC blocked on this path: users get H2/)
+  })
 })
 
 test('an origin without H3: no visit over H3, and the words say the origin does not announce it', { skip }, async () => {

@@ -41,7 +41,8 @@ let dataDir
 let topology
 let origin
 let api
-let agent
+/** Two agents at the location, as a location may have: rounds run two at a time. */
+const agents = []
 let writeKey
 /** Every log line the API and the agent wrote, at debug level. */
 const logLines = []
@@ -83,15 +84,17 @@ before(async () => {
   writeKey = (await createApiKey(database.pool, { name: 'test', role: 'write' })).secret
   const [loc] = topology.locations
   await upsertLocation(database.pool, { id: 'lab-shop', name: loc.name, region: 'Test', kind: 'lab', profile: loc.profile })
-  const { token } = await createAgentToken(database.pool, { location: 'lab-shop' })
-  agent = await startAgent({
-    config: { ...config, apiUrl: api.url }, log, token, location: 'lab-shop',
-    lab: { spki: origin.spki, hostname: origin.hostname, address: loc.originAddress, netns: loc.ns }
-  })
+  for (let i = 0; i < 2; i++) {
+    const { token } = await createAgentToken(database.pool, { location: 'lab-shop' })
+    agents.push(await startAgent({
+      config: { ...config, apiUrl: api.url }, log, token, location: 'lab-shop',
+      lab: { spki: origin.spki, hostname: origin.hostname, address: loc.originAddress, netns: loc.ns }
+    }))
+  }
 })
 
 after(async () => {
-  await agent?.stop()
+  for (const agent of agents) await agent.stop()
   await api?.close()
   await origin?.stop()
   await topology?.down()
@@ -129,7 +132,7 @@ async function createMonitor (body) {
 
 /**
  * Queue `n` rounds of a monitor (due a second apart, in the past) and wait
- * until the agent has done them all.
+ * until the agents have done them all.
  * @param {number} monitorId
  * @param {number} n
  */
