@@ -1,7 +1,6 @@
 // `h3lens start` on an empty database seeds the lab monitors and one A/A
 // calibration monitor; the A/A monitor's rounds go the whole way (claim,
 // agent, Chromium, Caddy, results) with both arms over h2.
-// run-tests: side — its rounds go the whole way, but it checks what is stored, not how fast; its processes are found by its own data dir
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
