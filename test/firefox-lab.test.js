@@ -14,7 +14,7 @@
 //   - no Firefox process outlives its run.
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
@@ -25,6 +25,7 @@ import { createJobRunner } from '../agents/job-runner.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp, netnsSupport } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
+import { processesMentioning } from './helpers/process.js'
 
 const support = await netnsSupport()
 const firefox = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
@@ -87,19 +88,6 @@ function only (results, match) {
   const found = results.filter(match)
   assert.equal(found.length, 1, `one result expected, got ${found.length}`)
   return found[0]
-}
-
-/** Live (non-zombie) processes whose command line mentions `needle`. */
-async function processesMentioning (needle) {
-  const found = []
-  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8')
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-      if (cmdline.includes(needle) && !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) found.push(Number(pid))
-    } catch {}
-  }
-  return found
 }
 
 test('in every region Firefox loads the H3 arm over h3 and the H2 arm over h2, read in the page', { skip }, async () => {

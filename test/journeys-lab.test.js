@@ -16,6 +16,7 @@ import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, test } from 'node:test'
 import { createTestDatabase } from './helpers/db.js'
+import { resultOf } from './helpers/results.js'
 import { freePort } from '../dev/free-port.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
@@ -180,7 +181,7 @@ test('a three-step journey through the lab shop: per-step results in both arms, 
   }
   // Each named step carries what its own steps did.
   /** The detail of the first result of a probe in an arm. @param {string} probe @param {string} mode */
-  const detailOf = (probe, mode) => get(`/api/v1/results/${items.find((r) => r.probe === probe && r.mode === mode)?.id}`)
+  const detailOf = (probe, mode) => get(`/api/v1/results/${resultOf(items, probe, mode).id}`)
   const open = await detailOf('journey:open', 'h3')
   assert.ok(open.ttfb_ms > 0 && open.load_ms >= open.ttfb_ms && open.fcp_ms > 0, 'a navigation step has its page timings')
   assert.ok(open.details.samples[0] >= open.load_ms, 'the step lasts at least until its load event')
@@ -242,7 +243,7 @@ test('a wrong selector fails the run at its step, named, in both arms', { skip }
   const items = await allResults(m.id)
   for (const mode of ['h2', 'h3']) {
     /** @type {(probe: string) => Record<string, any>} */
-    const of = (probe) => items.find((r) => r.probe === probe && r.mode === mode) ?? assert.fail(`no ${probe} result in the ${mode} arm`)
+    const of = (/** @type {string} */ probe) => resultOf(items, probe, mode)
     const whole = of('journey')
     assert.equal(whole.status, 'timeout', `${mode}: ${whole.error}`)
     assert.equal(whole.error, 'step 10 (click #no-such-button): no element matches #no-such-button within 2000 ms')

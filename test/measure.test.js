@@ -15,21 +15,9 @@ import { InfrastructureError } from '../agents/faults.js'
 import { normalizeProtocol, protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
+import { processesMentioning } from './helpers/process.js'
 
 const execFileAsync = promisify(execFile)
-
-/** Live (non-zombie) processes whose command line mentions `needle`. */
-async function processesMentioning (needle) {
-  const found = []
-  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8')
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-      if (cmdline.includes(needle) && !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) found.push(Number(pid))
-    } catch {}
-  }
-  return found
-}
 
 describe('normalizeProtocol', () => {
   test('folds every spelling of each protocol into one', () => {

@@ -10,6 +10,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
+import { resultOf } from './helpers/results.js'
 import { replayAgent, recordedRequests, recordedFile } from '../dev/fake-wptagent.js'
 import { scriptResultZip, recordedSteps } from '../dev/wpt-zip.js'
 import { upsertLocation } from '../lib/store/locations.js'
@@ -136,7 +137,7 @@ test('a journey round at a WPT location: each arm gets the journey as a script, 
       }
     }
   }
-  const detailOf = (probe, mode) => api(`/api/v1/results/${items.find((r) => r.probe === probe && r.mode === mode)?.id}`)
+  const detailOf = (probe, mode) => api(`/api/v1/results/${resultOf(items, probe, mode).id}`)
   // A step lasts from its start to its load event, and has the page timings of the page it loaded.
   const open = await detailOf('journey:open', 'h3')
   assert.deepEqual(open.details.samples, [629], 'the agent\'s load time of the step')
@@ -197,7 +198,7 @@ test('a failed step ends the arm\'s run with the step named: a result the agent 
     }
   })
   const { items } = await api(`/api/v1/monitors/${m.id}/results?limit=100`)
-  const of = (probe, mode) => items.find((r) => r.probe === probe && r.mode === mode) ?? assert.fail(`no ${probe} result in the ${mode} arm`)
+  const of = (/** @type {string} */ probe, /** @type {string} */ mode) => resultOf(items, probe, mode)
 
   const h2 = of('journey', 'h2')
   assert.equal(h2.status, 'error')
@@ -231,7 +232,7 @@ test('each step\'s protocol is checked against the arm: a step whose navigation 
     result: async (job) => ({ zip: await agentUpload(job, (devtools, n, mode) => { if (mode === 'h3' && n === 2) for (const r of devtools.requests) r.protocol = 'HTTP/2' }) })
   })
   const { items } = await api(`/api/v1/monitors/${m.id}/results?limit=100`)
-  const of = (probe, mode) => items.find((r) => r.probe === probe && r.mode === mode) ?? assert.fail(`no ${probe} result in the ${mode} arm`)
+  const of = (/** @type {string} */ probe, /** @type {string} */ mode) => resultOf(items, probe, mode)
   assert.equal(of('journey:open', 'h3').status, 'ok')
   assert.equal(of('journey:login', 'h3').status, 'protocol_mismatch')
   assert.equal(of('journey:login', 'h3').observed_protocol, 'h2')

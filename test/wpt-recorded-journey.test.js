@@ -14,6 +14,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createTestApp } from './helpers/app.js'
+import { resultOf } from './helpers/results.js'
 import { replayAgent, recordedRequests, recordedFile, RECORDED } from '../dev/fake-wptagent.js'
 import { rewriteResultZip, recordedSteps } from '../dev/wpt-zip.js'
 import { upsertLocation } from '../lib/store/locations.js'
@@ -239,7 +240,7 @@ test('a wrong selector in the real agent\'s upload fails its step, named, in bot
   const h3Job = jobs.find((j) => arm(j) === 'h3')
   assert.deepEqual(comparable(h3Job ?? {}), comparable(RECORDED_JOBS.wrongSelector))
   assert.deepEqual(rounds.map((r) => r.state), ['done'], 'a failed step is data: the round is done')
-  const of = (probe, mode) => items.find((r) => r.probe === probe && r.mode === mode) ?? assert.fail(`no ${probe} result in the ${mode} arm`)
+  const of = (/** @type {string} */ probe, /** @type {string} */ mode) => resultOf(items, probe, mode)
   const why = 'step 5 (click #no-such-button): nothing loaded (the WebPageTest agent recorded no request of the page for this step: ' +
     'the element may not be there, or clicking it loads nothing)'
   for (const mode of ['h2', 'h3']) {
@@ -283,7 +284,7 @@ test('a wait for an element that never comes fails at that wait in the real agen
   assert.deepEqual(rounds.map((r) => r.state), ['done'])
   const why = 'step 9 (wait_for #not-on-the-account-page): no element matches #not-on-the-account-page within 10000 ms ' +
     '(the WebPageTest agent waited for it until the step\'s time limit)'
-  const of = (probe, mode) => items.find((r) => r.probe === probe && r.mode === mode) ?? assert.fail(`no ${probe} result in the ${mode} arm`)
+  const of = (/** @type {string} */ probe, /** @type {string} */ mode) => resultOf(items, probe, mode)
   for (const mode of ['h2', 'h3']) {
     assert.deepEqual([of('journey', mode).status, of('journey', mode).error], ['timeout', why], mode)
     assert.equal(of('journey:open', mode).status, 'ok', `${mode}: its own wait held`)

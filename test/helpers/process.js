@@ -1,6 +1,7 @@
 // Helpers for tests that run h3lens as a user would: as a child process.
 import { spawn, execFileSync } from 'node:child_process'
 import fs from 'node:fs'
+import { readdir, readFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -75,4 +76,22 @@ export function processesMatching (needle) {
   } catch {
     return []
   }
+}
+
+/**
+ * Live (non-zombie) processes whose command line mentions `needle`, by pid:
+ * a browser that outlived its run, but not one that died and awaits its
+ * parent's wait().
+ * @param {string} needle
+ */
+export async function processesMentioning (needle) {
+  const found = []
+  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8')
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+      if (cmdline.includes(needle) && !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) found.push(Number(pid))
+    } catch {}
+  }
+  return found
 }
