@@ -10,7 +10,6 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
-import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { once } from 'node:events'
@@ -29,12 +28,12 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createTestDatabase } from './helpers/db.js'
+import { startInternalService } from './helpers/receiver.js'
 import { freePort } from '../dev/free-port.js'
 import { startDnsServer } from '../dev/dns-server.js'
 
 const GUARD = 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
-let database, dns, dataDir, internal, internalPort
-const connections = []
+let database, dns, dataDir, internal
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
 before(async () => {
@@ -42,11 +41,7 @@ before(async () => {
   dns = await startDnsServer({ 'rebind.test': ['93.184.215.14'] })
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-guard-agent-'))
   // What an attacker would want the agent to read: a service on the agent's loopback.
-  internal = http.createServer((req, res) => res.end('internal secret: do not store'))
-  internal.on('connection', (socket) => connections.push(socket.remoteAddress))
-  internal.listen(0, '127.0.0.1')
-  await once(internal, 'listening')
-  internalPort = /** @type {import('node:net').AddressInfo} */ (internal.address()).port
+  internal = await startInternalService()
 })
 
 after(async () => {
@@ -65,7 +60,7 @@ test('a name that resolves to loopback only after the monitor was saved is block
   try {
     const key = (await createApiKey(database.pool, { name: 'guard', role: 'write' })).secret
     await upsertLocation(database.pool, { id: 'eu-west', name: 'Europe', region: 'Europe', kind: 'real' })
-    const base = `http://rebind.test:${internalPort}`
+    const base = `http://rebind.test:${internal.port}`
     const res = await fetch(`${api.url}/api/v1/monitors`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -103,7 +98,7 @@ test('a name that resolves to loopback only after the monitor was saved is block
       assert.equal(r.bytes, 0)
       assert.doesNotMatch(JSON.stringify(r), /internal secret/)
     }
-    assert.deepEqual(connections, [], 'no connection reached the internal service: not the page, the probes nor the RTT ping')
+    assert.deepEqual(internal.connections, [], 'no connection reached the internal service: not the page, the probes nor the RTT ping')
   } finally {
     for (const stop of stops) await stop()
   }
@@ -212,7 +207,7 @@ test('the lab is no loophole at run time: a lab monitor on another port of the l
     await database.pool.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
     const { rows: [onPort, onLoopback] } = await database.pool.query(
       `INSERT INTO monitors (url, interval_s, locations, modes) VALUES ($1, 3600, '{local}', '{h2}'), ($2, 3600, '{local}', '{h2}') RETURNING id`,
-      [`https://lab.h3lens.test:${internalPort}/`, `http://127.0.0.1:${internalPort}/`])
+      [`https://lab.h3lens.test:${internal.port}/`, `http://127.0.0.1:${internal.port}/`])
     await scheduleDueJobs(database.pool, { maxAttempts: 1 })
     const { token } = await createAgentToken(database.pool, { location: 'local' })
     // The lab as `h3lens start` describes it to a local agent: its origin is on port 8443 of 127.0.0.1.
@@ -226,10 +221,10 @@ test('the lab is no loophole at run time: a lab monitor on another port of the l
       await sleep(100)
     }
     assert.deepEqual(jobs.map((j) => j.state), ['failed', 'done'])
-    assert.match(jobs[0].last_error, new RegExp(`https://lab\\.h3lens\\.test:${internalPort}/ is not the lab origin \\(https://lab\\.h3lens\\.test:8443\\); lab runs reach the lab origin only`))
+    assert.match(jobs[0].last_error, new RegExp(`https://lab\\.h3lens\\.test:${internal.port}/ is not the lab origin \\(https://lab\\.h3lens\\.test:8443\\); lab runs reach the lab origin only`))
     const { rows: [loopback] } = await database.pool.query('SELECT status, error FROM results WHERE monitor_id = $1', [onLoopback.id])
     assert.deepEqual(loopback, { status: 'error', error: 'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)' })
-    assert.deepEqual(connections, [], 'the service on the lab host\'s loopback was never reached')
+    assert.deepEqual(internal.connections, [], 'the service on the lab host\'s loopback was never reached')
   } finally {
     for (const stop of stops) await stop()
   }
@@ -254,12 +249,12 @@ test('names Chromium resolves by itself and IP literals in every spelling are re
       ...hostsNames.map((name) => [name, new RegExp(`host ${name.replace(/\./g, '\\.')} resolves to .* \\(`)])
     ]
     for (const [host, why] of /** @type {[string, RegExp][]} */ (cases)) {
-      const r = await measurePage({ pool, url: `http://${host}:${internalPort}/`, mode: 'h2', guard, timeoutMs: 10_000 })
+      const r = await measurePage({ pool, url: `http://${host}:${internal.port}/`, mode: 'h2', guard, timeoutMs: 10_000 })
       assert.equal(r.status, 'error', host)
       assert.match(r.error, /^blocked by the private-target guard: /, host)
       assert.match(r.error, why, host)
     }
-    assert.deepEqual(connections, [])
+    assert.deepEqual(internal.connections, [])
   } finally {
     await pool.close()
     await guard.close()

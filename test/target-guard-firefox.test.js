@@ -7,10 +7,8 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
-import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startApi } from '../api/server.js'
 import { startAgent } from '../agents/main.js'
@@ -21,14 +19,14 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createTestDatabase } from './helpers/db.js'
+import { startInternalService } from './helpers/receiver.js'
 import { freePort } from '../dev/free-port.js'
 import { startDnsServer } from '../dev/dns-server.js'
 
 const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
 const LOCATION = 'eu-west'
 const skip = !fs.existsSync(FIREFOX) && `needs Firefox at ${FIREFOX} (Debian package firefox-esr)`
-let database, dns, dataDir, internal, internalPort
-const connections = []
+let database, dns, dataDir, internal
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
 before(async () => {
@@ -36,11 +34,7 @@ before(async () => {
   database = await createTestDatabase()
   dns = await startDnsServer({ 'rebind.test': ['93.184.215.14'] })
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-guard-firefox-'))
-  internal = http.createServer((req, res) => res.end('internal secret: do not store'))
-  internal.on('connection', (socket) => connections.push(socket.remoteAddress))
-  internal.listen(0, '127.0.0.1')
-  await once(internal, 'listening')
-  internalPort = /** @type {import('node:net').AddressInfo} */ (internal.address()).port
+  internal = await startInternalService()
 })
 
 after(async () => {
@@ -62,7 +56,7 @@ test('in Firefox, a name rebound to loopback after the monitor was saved is bloc
     const res = await fetch(`${api.url}/api/v1/monitors`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url: `http://rebind.test:${internalPort}/admin`, locations: ['eu-west'], interval_s: 3600, modes: ['h2', 'h3'], browsers: ['firefox'], paused: true })
+      body: JSON.stringify({ url: `http://rebind.test:${internal.port}/admin`, locations: ['eu-west'], interval_s: 3600, modes: ['h2', 'h3'], browsers: ['firefox'], paused: true })
     })
     assert.equal(res.status, 201, await res.clone().text())
     const monitor = await res.json()
@@ -96,7 +90,7 @@ test('in Firefox, a name rebound to loopback after the monitor was saved is bloc
       assert.ok(r.flags.some((/** @type {string} */ f) => /^firefox: private-target guard/.test(f)), `the run records that it was guarded: ${r.flags}`)
       assert.doesNotMatch(JSON.stringify(r), /internal secret/)
     }
-    assert.deepEqual(connections, [], 'no connection reached the internal service')
+    assert.deepEqual(internal.connections, [], 'no connection reached the internal service')
   } finally {
     for (const stop of stops) await stop()
   }

@@ -2,6 +2,7 @@
 // records every request (headers and raw body) and can be stopped and
 // started again on the same port, as a receiver that goes down for a while.
 import http from 'node:http'
+import { once } from 'node:events'
 
 /**
  * @param {{ status?: number, delayMs?: number }} [o] answer status and delay
@@ -46,4 +47,19 @@ export async function startReceiver ({ status = 204, delayMs = 0 } = {}) {
       return new Promise((resolve) => server.close(resolve))
     }
   }
+}
+
+/**
+ * What an attacker would want an agent to read: a service on 127.0.0.1
+ * that answers a secret and records every connection it gets (by remote
+ * address), for tests that show nothing reaches it.
+ */
+export async function startInternalService () {
+  /** @type {(string | undefined)[]} */
+  const connections = []
+  const server = http.createServer((req, res) => res.end('internal secret: do not store'))
+  server.on('connection', (socket) => connections.push(socket.remoteAddress))
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return { port: /** @type {import('node:net').AddressInfo} */ (server.address()).port, connections, close: () => server.close() }
 }
