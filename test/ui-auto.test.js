@@ -4,7 +4,7 @@
 // H3, a path that drops UDP (forced H3 fails, users get H2), and an origin
 // without H3. What a user reads on the monitor page, the overview, the run
 // detail and the form, in light and dark.
-// run-tests: side — its browser looks at the dashboard over seeded results, and times no page load
+// run-tests: serial — its overview computes the auto arm's analysis for every cell, which beside the lab files once kept the page busy past its 30 s wait
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
