@@ -3,7 +3,7 @@
 // against its demand on the API and /metrics, and, with real agents and a
 // lab page that never answers, a fast monitor kept on time beside it.
 // run-tests: side — it waits for intervals, timeouts and a frozen database; its origin is on a free loopback port, and it times no page load
-import { test, before, after } from 'node:test'
+import { describe, it, test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -153,134 +153,138 @@ test('the Locations API and /metrics show capacity against demand, with a warnin
   await t.db.query("UPDATE monitors SET paused = true WHERE 'bp-cap' = ANY(locations)")
 })
 
-test('a hanging monitor beside a fast one at the same location: the fast one stays on time, the hanging one\'s extra rounds are skipped', async () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-backpressure-'))
-  const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
-  const database = await createTestDatabase()
-  const db = database.pool
-  const stops = []
-  try {
-    const origin = await startOrigin({ dataDir, port: await freePort(), log })
-    stops.push(() => origin.stop())
-    // A round of the hanging page takes two page timeouts (15 s each), three
-    // times its 10 s interval: without back-pressure its rounds would queue
-    // and take both agents, and the fast monitor's rounds would wait behind them.
-    const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_PUBLIC_READ: 'true', H3LENS_PAGE_TIMEOUT_MS: '15000', H3LENS_SCHEDULER_TICK_MS: '250' })
-    const api = await startApi({ db, config, log })
-    stops.push(() => api.close())
-    const hanging = await createMonitor(db, { url: `${origin.baseUrl}/hang`, interval_s: 10, locations: ['local'], paused: true })
-    const fast = await createMonitor(db, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], paused: true })
-    // Two agents, one round at a time each: enough for both monitors when
-    // the hanging one holds at most one of them.
-    for (const name of ['a', 'b']) {
-      const { token } = await createAgentToken(db, { location: 'local' })
-      const agent = await startAgent({ config: { ...config, apiUrl: api.url, dataDir: path.join(dataDir, name) }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1', netns: null } })
-      stops.push(() => agent.stop())
+// The two slow cases (real agents beside a hanging page; a database frozen
+// for 25 s) have a database each and only wait: they run at once.
+describe('with real agents, and with a frozen database', { concurrency: true }, () => {
+  it('a hanging monitor beside a fast one at the same location: the fast one stays on time, the hanging one\'s extra rounds are skipped', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-backpressure-'))
+    const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+    const database = await createTestDatabase()
+    const db = database.pool
+    const stops = []
+    try {
+      const origin = await startOrigin({ dataDir, port: await freePort(), log })
+      stops.push(() => origin.stop())
+      // A round of the hanging page takes two page timeouts (15 s each), three
+      // times its 10 s interval: without back-pressure its rounds would queue
+      // and take both agents, and the fast monitor's rounds would wait behind them.
+      const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_PUBLIC_READ: 'true', H3LENS_PAGE_TIMEOUT_MS: '15000', H3LENS_SCHEDULER_TICK_MS: '250' })
+      const api = await startApi({ db, config, log })
+      stops.push(() => api.close())
+      const hanging = await createMonitor(db, { url: `${origin.baseUrl}/hang`, interval_s: 10, locations: ['local'], paused: true })
+      const fast = await createMonitor(db, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], paused: true })
+      // Two agents, one round at a time each: enough for both monitors when
+      // the hanging one holds at most one of them.
+      for (const name of ['a', 'b']) {
+        const { token } = await createAgentToken(db, { location: 'local' })
+        const agent = await startAgent({ config: { ...config, apiUrl: api.url, dataDir: path.join(dataDir, name) }, log, token, location: 'local', lab: { spki: origin.spki, address: '127.0.0.1', netns: null } })
+        stops.push(() => agent.stop())
+      }
+      // The agents poll once and count as live.
+      await eventually(async () => (await db.query("SELECT 1 FROM agents WHERE location_id = 'local' AND last_seen_at IS NOT NULL")).rowCount === 2, { intervalMs: 50, what: 'both agents polled' })
+      const scheduler = createScheduler({ db, config, log })
+      await db.query('UPDATE monitors SET paused = false, anchor_at = now() WHERE id = ANY($1)', [[hanging.id, fast.id]])
+      scheduler.start()
+      stops.push(() => scheduler.stop())
+
+      // Six of the fast monitor's rounds, and at least two of the hanging one's skipped.
+      const deadline = Date.now() + 180_000
+      let fastDone = 0
+      let skipped = 0
+      let maxPending = 0
+      while (Date.now() < deadline && (fastDone < 6 || skipped < 2)) {
+        const { rows } = await db.query(
+          `SELECT monitor_id, count(*) FILTER (WHERE state = 'done')::int AS done,
+                  count(*) FILTER (WHERE state = 'skipped')::int AS skipped,
+                  count(*) FILTER (WHERE state IN ('queued', 'leased'))::int AS pending
+             FROM jobs GROUP BY monitor_id`)
+        const of = (id) => rows.find((r) => Number(r.monitor_id) === id) ?? { done: 0, skipped: 0, pending: 0 }
+        fastDone = of(fast.id).done
+        skipped = of(hanging.id).skipped
+        maxPending = Math.max(maxPending, of(hanging.id).pending, of(fast.id).pending)
+        await sleep(250)
+      }
+      await db.query('UPDATE monitors SET paused = true')
+      assert.ok(fastDone >= 6 && skipped >= 2, `fast rounds done ${fastDone}, hanging rounds skipped ${skipped}`)
+      assert.equal(maxPending, 1, 'never more than one pending round per monitor and location')
+
+      // Every fast round that came due was run, each starting before the next was due.
+      const { rows: fastRounds } = await db.query(
+        `SELECT state, extract(epoch FROM started_at - due_at)::float8 AS late_s FROM jobs
+          WHERE monitor_id = $1 AND due_at < now() - interval '20 seconds' ORDER BY due_at`, [fast.id])
+      assert.ok(fastRounds.length >= 4)
+      for (const r of fastRounds) {
+        assert.equal(r.state, 'done', JSON.stringify(fastRounds))
+        assert.ok(r.late_s < 10, `a fast round started ${r.late_s} s after it was due: ${JSON.stringify(fastRounds)}`)
+      }
+      const { rows: okResults } = await db.query("SELECT count(*)::int AS n FROM results WHERE monitor_id = $1 AND status = 'ok'", [fast.id])
+      assert.ok(okResults[0].n >= 2 * 4, 'the fast rounds measured both arms')
+
+      // The hanging monitor: each run round cost two page timeouts at most, and
+      // its extra rounds were skipped as "location busy", not queued.
+      const { rows: hangRounds } = await db.query(
+        `SELECT state, last_error, extract(epoch FROM finished_at - started_at)::float8 AS took_s FROM jobs
+          WHERE monitor_id = $1 AND state IN ('done', 'skipped') ORDER BY due_at`, [hanging.id])
+      for (const r of hangRounds.filter((x) => x.state === 'done')) assert.ok(r.took_s < 2 * 15 + 5, `a hanging round took ${r.took_s} s`)
+      assert.ok(hangRounds.filter((r) => r.state === 'skipped').every((r) => /^skipped: location busy/.test(r.last_error)), JSON.stringify(hangRounds))
+      const { rows: hangResults } = await db.query('SELECT DISTINCT status FROM results WHERE monitor_id = $1', [hanging.id])
+      assert.deepEqual(hangResults.map((r) => r.status), ['timeout'])
+
+      const res = await fetch(`${api.url}/api/v1/locations`)
+      const local = (await res.json()).items.find((l) => l.id === 'local').capacity
+      assert.ok(local.skipped_busy >= 2, JSON.stringify(local))
+      assert.equal(local.agents_alive, 2)
+      assert.equal(local.demand_per_hour, 0, 'both monitors paused now')
+    } finally {
+      for (const stop of stops.reverse()) await stop().catch(() => {})
+      await database.drop()
+      fs.rmSync(dataDir, { recursive: true, force: true })
     }
-    // The agents poll once and count as live.
-    await eventually(async () => (await db.query("SELECT 1 FROM agents WHERE location_id = 'local' AND last_seen_at IS NOT NULL")).rowCount === 2, { intervalMs: 50, what: 'both agents polled' })
-    const scheduler = createScheduler({ db, config, log })
-    await db.query('UPDATE monitors SET paused = false, anchor_at = now() WHERE id = ANY($1)', [[hanging.id, fast.id]])
-    scheduler.start()
-    stops.push(() => scheduler.stop())
+  })
 
-    // Six of the fast monitor's rounds, and at least two of the hanging one's skipped.
-    const deadline = Date.now() + 180_000
-    let fastDone = 0
-    let skipped = 0
-    let maxPending = 0
-    while (Date.now() < deadline && (fastDone < 6 || skipped < 2)) {
-      const { rows } = await db.query(
-        `SELECT monitor_id, count(*) FILTER (WHERE state = 'done')::int AS done,
-                count(*) FILTER (WHERE state = 'skipped')::int AS skipped,
-                count(*) FILTER (WHERE state IN ('queued', 'leased'))::int AS pending
-           FROM jobs GROUP BY monitor_id`)
-      const of = (id) => rows.find((r) => Number(r.monitor_id) === id) ?? { done: 0, skipped: 0, pending: 0 }
-      fastDone = of(fast.id).done
-      skipped = of(hanging.id).skipped
-      maxPending = Math.max(maxPending, of(hanging.id).pending, of(fast.id).pending)
-      await sleep(250)
+  it('rounds that came due while the database was frozen are recorded as skipped, saying why; none is silently lost', async () => {
+    const database = await createTestDatabase()
+    const db = database.pool
+    const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+    const scheduler = createScheduler({ db, config: { schedulerTickMs: 250, maxAttempts: 3 }, log })
+    let frozen = null
+    try {
+      const m = await createMonitor(db, { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10, locations: ['local'] })
+      scheduler.start()
+      const rounds = async () => (await db.query('SELECT due_at, state, last_error FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [m.id])).rows
+      await eventually(async () => (await rounds()).length === 1, { intervalMs: 100, what: 'the first round' })
+      // The scheduler's statements wait on the lock, as on a database that does not answer.
+      frozen = await db.connect()
+      await frozen.query('BEGIN')
+      await frozen.query('LOCK TABLE monitors IN ACCESS EXCLUSIVE MODE')
+      const from = Date.now()
+      await sleep(25_000)
+      await frozen.query('COMMIT')
+      frozen.release()
+      frozen = null
+      const thawed = Date.now()
+      await eventually(async () => (await rounds()).some((r) => +r.due_at > thawed - 10_000), { intervalMs: 100, what: 'the round due now' })
+      await scheduler.stop()
+
+      const all = await rounds()
+      for (let i = 1; i < all.length; i++) assert.equal(all[i].due_at - all[i - 1].due_at, 10_000, `no round missing: ${JSON.stringify(all)}`)
+      // Two or three rounds fell due in the 25 s; the last of them is the
+      // present, and is created (late) to run; the ones before it are skipped.
+      const missed = all.filter((r) => r.last_error?.startsWith('skipped: not scheduled'))
+      assert.ok(missed.length >= 1 && missed.length <= 2, JSON.stringify(all))
+      const iso = (d) => d.toISOString().replace(/\.\d+Z$/, 'Z')
+      for (const r of missed) {
+        assert.equal(r.state, 'skipped')
+        assert.ok(+r.due_at > from - 1000 && +r.due_at < thawed, JSON.stringify(r))
+        assert.equal(r.last_error, `skipped: not scheduled: ${missed.length} round${missed.length === 1 ? '' : 's'} of this monitor came due from ${iso(missed[0].due_at)} ` +
+          `to ${iso(missed[missed.length - 1].due_at)} while no scheduler could create rounds (none was running, or the database did not answer)`)
+      }
+      const present = all.find((r) => +r.due_at === +missed[missed.length - 1].due_at + 10_000)
+      assert.ok(present && !present.last_error?.startsWith('skipped: not scheduled'), JSON.stringify(all))
+    } finally {
+      if (frozen) { await frozen.query('ROLLBACK').catch(() => {}); frozen.release() }
+      await scheduler.stop()
+      await database.drop()
     }
-    await db.query('UPDATE monitors SET paused = true')
-    assert.ok(fastDone >= 6 && skipped >= 2, `fast rounds done ${fastDone}, hanging rounds skipped ${skipped}`)
-    assert.equal(maxPending, 1, 'never more than one pending round per monitor and location')
-
-    // Every fast round that came due was run, each starting before the next was due.
-    const { rows: fastRounds } = await db.query(
-      `SELECT state, extract(epoch FROM started_at - due_at)::float8 AS late_s FROM jobs
-        WHERE monitor_id = $1 AND due_at < now() - interval '20 seconds' ORDER BY due_at`, [fast.id])
-    assert.ok(fastRounds.length >= 4)
-    for (const r of fastRounds) {
-      assert.equal(r.state, 'done', JSON.stringify(fastRounds))
-      assert.ok(r.late_s < 10, `a fast round started ${r.late_s} s after it was due: ${JSON.stringify(fastRounds)}`)
-    }
-    const { rows: okResults } = await db.query("SELECT count(*)::int AS n FROM results WHERE monitor_id = $1 AND status = 'ok'", [fast.id])
-    assert.ok(okResults[0].n >= 2 * 4, 'the fast rounds measured both arms')
-
-    // The hanging monitor: each run round cost two page timeouts at most, and
-    // its extra rounds were skipped as "location busy", not queued.
-    const { rows: hangRounds } = await db.query(
-      `SELECT state, last_error, extract(epoch FROM finished_at - started_at)::float8 AS took_s FROM jobs
-        WHERE monitor_id = $1 AND state IN ('done', 'skipped') ORDER BY due_at`, [hanging.id])
-    for (const r of hangRounds.filter((x) => x.state === 'done')) assert.ok(r.took_s < 2 * 15 + 5, `a hanging round took ${r.took_s} s`)
-    assert.ok(hangRounds.filter((r) => r.state === 'skipped').every((r) => /^skipped: location busy/.test(r.last_error)), JSON.stringify(hangRounds))
-    const { rows: hangResults } = await db.query('SELECT DISTINCT status FROM results WHERE monitor_id = $1', [hanging.id])
-    assert.deepEqual(hangResults.map((r) => r.status), ['timeout'])
-
-    const res = await fetch(`${api.url}/api/v1/locations`)
-    const local = (await res.json()).items.find((l) => l.id === 'local').capacity
-    assert.ok(local.skipped_busy >= 2, JSON.stringify(local))
-    assert.equal(local.agents_alive, 2)
-    assert.equal(local.demand_per_hour, 0, 'both monitors paused now')
-  } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => {})
-    await database.drop()
-    fs.rmSync(dataDir, { recursive: true, force: true })
-  }
-})
-
-test('rounds that came due while the database was frozen are recorded as skipped, saying why; none is silently lost', async () => {
-  const database = await createTestDatabase()
-  const db = database.pool
-  const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
-  const scheduler = createScheduler({ db, config: { schedulerTickMs: 250, maxAttempts: 3 }, log })
-  let frozen = null
-  try {
-    const m = await createMonitor(db, { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10, locations: ['local'] })
-    scheduler.start()
-    const rounds = async () => (await db.query('SELECT due_at, state, last_error FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [m.id])).rows
-    await eventually(async () => (await rounds()).length === 1, { intervalMs: 100, what: 'the first round' })
-    // The scheduler's statements wait on the lock, as on a database that does not answer.
-    frozen = await db.connect()
-    await frozen.query('BEGIN')
-    await frozen.query('LOCK TABLE monitors IN ACCESS EXCLUSIVE MODE')
-    const from = Date.now()
-    await sleep(25_000)
-    await frozen.query('COMMIT')
-    frozen.release()
-    frozen = null
-    const thawed = Date.now()
-    await eventually(async () => (await rounds()).some((r) => +r.due_at > thawed - 10_000), { intervalMs: 100, what: 'the round due now' })
-    await scheduler.stop()
-
-    const all = await rounds()
-    for (let i = 1; i < all.length; i++) assert.equal(all[i].due_at - all[i - 1].due_at, 10_000, `no round missing: ${JSON.stringify(all)}`)
-    // Two or three rounds fell due in the 25 s; the last of them is the
-    // present, and is created (late) to run; the ones before it are skipped.
-    const missed = all.filter((r) => r.last_error?.startsWith('skipped: not scheduled'))
-    assert.ok(missed.length >= 1 && missed.length <= 2, JSON.stringify(all))
-    const iso = (d) => d.toISOString().replace(/\.\d+Z$/, 'Z')
-    for (const r of missed) {
-      assert.equal(r.state, 'skipped')
-      assert.ok(+r.due_at > from - 1000 && +r.due_at < thawed, JSON.stringify(r))
-      assert.equal(r.last_error, `skipped: not scheduled: ${missed.length} round${missed.length === 1 ? '' : 's'} of this monitor came due from ${iso(missed[0].due_at)} ` +
-        `to ${iso(missed[missed.length - 1].due_at)} while no scheduler could create rounds (none was running, or the database did not answer)`)
-    }
-    const present = all.find((r) => +r.due_at === +missed[missed.length - 1].due_at + 10_000)
-    assert.ok(present && !present.last_error?.startsWith('skipped: not scheduled'), JSON.stringify(all))
-  } finally {
-    if (frozen) { await frozen.query('ROLLBACK').catch(() => {}); frozen.release() }
-    await scheduler.stop()
-    await database.drop()
-  }
+  })
 })
