@@ -127,5 +127,11 @@ export function h3lensBeacon (webVitals, script) {
       b.inp_presentation_ms = ms(a.end - a.pe)
     }
   }
-  for (const on of ['onTTFB', 'onFCP', 'onLCP', 'onINP', 'onCLS']) webVitals[on](put)
+  // INP with every change: web-vitals reads an interaction's entries when
+  // the browser is next idle, and a page hidden before then gets its final
+  // report first and the interaction's value after it, which without
+  // reportAllChanges goes nowhere. Each change overwrites the fields, so the
+  // beacon carries the last (the final) value.
+  for (const on of ['onTTFB', 'onFCP', 'onLCP', 'onCLS']) webVitals[on](put)
+  webVitals.onINP(put, { reportAllChanges: true })
 }
