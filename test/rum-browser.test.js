@@ -171,7 +171,7 @@ async function visit (page, url) {
   // them) after the frame that shows it, which a loaded machine can delay
   // past two animation frames. A page left before then has no INP to send.
   await page.evaluate(() => {
-    /** @type {any} */ (window).clickReported = new Promise((resolve) => {
+    /** @type {any} */ (globalThis).clickReported = new Promise((resolve) => {
       new PerformanceObserver((list, observer) => {
         if (list.getEntries().some((e) => /** @type {any} */ (e).interactionId > 0)) { observer.disconnect(); resolve(true) }
       }).observe(/** @type {any} */ ({ type: 'event', durationThreshold: 16 }))
@@ -179,7 +179,7 @@ async function visit (page, url) {
   })
   await page.click('#work')
   await page.waitForFunction(() => document.getElementById('work')?.textContent === 'Done')
-  await page.evaluate(() => /** @type {any} */ (window).clickReported)
+  await page.evaluate(() => /** @type {any} */ (globalThis).clickReported)
   const entry = await page.evaluate(() => performance.getEntriesByType('navigation')[0].toJSON())
   await page.goto('about:blank')
   return entry
