@@ -14,7 +14,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { after, before, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
 import { createTestDatabase } from './helpers/db.js'
 import { resultOf } from './helpers/results.js'
 import { freePort } from '../dev/free-port.js'
@@ -42,7 +42,7 @@ let dataDir
 let topology
 let origin
 let api
-/** Two agents at the location, as a location may have: rounds run two at a time. */
+/** Four agents at the location, as a location may have: rounds run four at a time. */
 const agents = []
 let writeKey
 /** Every log line the API and the agent wrote, at debug level. */
@@ -85,7 +85,7 @@ before(async () => {
   writeKey = (await createApiKey(database.pool, { name: 'test', role: 'write' })).secret
   const [loc] = topology.locations
   await upsertLocation(database.pool, { id: 'lab-shop', name: loc.name, region: 'Test', kind: 'lab', profile: loc.profile })
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < 4; i++) {
     const { token } = await createAgentToken(database.pool, { location: 'lab-shop' })
     agents.push(await startAgent({
       config: { ...config, apiUrl: api.url }, log, token, location: 'lab-shop',
@@ -142,7 +142,9 @@ async function runRounds (monitorId, n) {
     `INSERT INTO jobs (monitor_id, location_id, due_at)
      SELECT $1, 'lab-shop', date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n])
   const ids = rows.map((r) => r.id)
-  const until = Date.now() + n * 30_000
+  // 30 s a round, for these and the other monitors' rounds waiting at the location.
+  const { rows: [{ waiting }] } = await database.pool.query("SELECT count(*)::int AS waiting FROM jobs WHERE location_id = 'lab-shop' AND state IN ('queued', 'leased')")
+  const until = Date.now() + waiting * 30_000
   for (;;) {
     const { rows: states } = await database.pool.query('SELECT state, last_error FROM jobs WHERE id = ANY($1)', [ids])
     const failed = states.find((s) => s.state === 'failed')
@@ -161,105 +163,108 @@ async function allResults (monitorId) {
 
 let shopMonitor
 
-test('a three-step journey through the lab shop: per-step results in both arms, over each arm\'s protocol, and a verdict per step', { skip }, async () => {
-  shopMonitor = await createMonitor({ modes: ['h2', 'h3'], journey: shopJourney() })
-  assert.deepEqual(shopMonitor.probes, ['journey'])
-  await runRounds(shopMonitor.id, ROUNDS)
+// The monitors' rounds share the agents: they run at the same time.
+describe('rounds of three monitors at once', { concurrency: true }, () => {
+  test('a three-step journey through the lab shop: per-step results in both arms, over each arm\'s protocol, and a verdict per step', { skip }, async () => {
+    shopMonitor = await createMonitor({ modes: ['h2', 'h3'], journey: shopJourney() })
+    assert.deepEqual(shopMonitor.probes, ['journey'])
+    await runRounds(shopMonitor.id, ROUNDS)
 
-  const items = await allResults(shopMonitor.id)
-  const probes = ['journey', 'journey:open', 'journey:login', 'journey:search']
-  for (const probe of probes) {
-    for (const mode of ['h2', 'h3']) {
-      const rs = items.filter((r) => r.probe === probe && r.mode === mode)
-      assert.equal(rs.length, ROUNDS, `${probe} ${mode}: one result per round`)
-      for (const r of rs) {
-        assert.equal(r.status, 'ok', `${probe} ${mode}: ${r.error}`)
-        assert.equal(r.observed_protocol, mode, `${probe} ${mode}`)
-        assert.ok(r.requests > 0, `${probe} ${mode}: its requests`)
+    const items = await allResults(shopMonitor.id)
+    const probes = ['journey', 'journey:open', 'journey:login', 'journey:search']
+    for (const probe of probes) {
+      for (const mode of ['h2', 'h3']) {
+        const rs = items.filter((r) => r.probe === probe && r.mode === mode)
+        assert.equal(rs.length, ROUNDS, `${probe} ${mode}: one result per round`)
+        for (const r of rs) {
+          assert.equal(r.status, 'ok', `${probe} ${mode}: ${r.error}`)
+          assert.equal(r.observed_protocol, mode, `${probe} ${mode}`)
+          assert.ok(r.requests > 0, `${probe} ${mode}: its requests`)
+        }
       }
     }
-  }
-  // Each named step carries what its own steps did.
-  /** The detail of the first result of a probe in an arm. @param {string} probe @param {string} mode */
-  const detailOf = (probe, mode) => get(`/api/v1/results/${resultOf(items, probe, mode).id}`)
-  const open = await detailOf('journey:open', 'h3')
-  assert.ok(open.ttfb_ms > 0 && open.load_ms >= open.ttfb_ms && open.fcp_ms > 0, 'a navigation step has its page timings')
-  assert.ok(open.details.samples[0] >= open.load_ms, 'the step lasts at least until its load event')
-  assert.ok(open.details.requests.some((q) => q.url.endsWith('/shop/shop.css')))
-  assert.equal(open.details.repeat.document_connection_reused, false, 'the first step opens the connection')
-  const login = await detailOf('journey:login', 'h2')
-  assert.deepEqual(login.details.step.steps, [2, 5])
-  assert.ok(login.details.step.navigations[0].endsWith('/shop/account'), 'logging in loads the account page')
-  assert.ok(login.ttfb_ms > 0, 'the step\'s navigation (the form post and its redirect) has its TTFB')
-  assert.ok(login.details.requests.some((q) => q.method === 'POST' && q.url.endsWith('/shop/login')))
-  assert.ok(login.details.repeat.requests_on_reused_connections > 0, 'the login step rides the connection the first step opened')
-  const search = await detailOf('journey:search', 'h3')
-  assert.ok(search.details.requests.some((q) => q.url.includes('/shop/search?q=quic')))
-  const whole = await detailOf('journey', 'h2')
-  assert.equal(whole.details.journey.steps.length, 12)
-  assert.equal(whole.details.journey.failed_step, null)
-  // The whole journey lasts its steps' time: here, the three named steps and nothing between them.
-  const named = await Promise.all(['journey:open', 'journey:login', 'journey:search'].map((p) =>
-    get(`/api/v1/results/${items.find((r) => r.probe === p && r.mode === 'h2' && r.job_id === whole.job_id)?.id}`)))
-  const sum = named.reduce((a, r) => a + r.details.samples[0], 0)
-  assert.ok(Math.abs(whole.details.samples[0] - sum) < 1, `whole ${whole.details.samples[0]} ms, steps ${sum} ms`)
+    // Each named step carries what its own steps did.
+    /** The detail of the first result of a probe in an arm. @param {string} probe @param {string} mode */
+    const detailOf = (probe, mode) => get(`/api/v1/results/${resultOf(items, probe, mode).id}`)
+    const open = await detailOf('journey:open', 'h3')
+    assert.ok(open.ttfb_ms > 0 && open.load_ms >= open.ttfb_ms && open.fcp_ms > 0, 'a navigation step has its page timings')
+    assert.ok(open.details.samples[0] >= open.load_ms, 'the step lasts at least until its load event')
+    assert.ok(open.details.requests.some((q) => q.url.endsWith('/shop/shop.css')))
+    assert.equal(open.details.repeat.document_connection_reused, false, 'the first step opens the connection')
+    const login = await detailOf('journey:login', 'h2')
+    assert.deepEqual(login.details.step.steps, [2, 5])
+    assert.ok(login.details.step.navigations[0].endsWith('/shop/account'), 'logging in loads the account page')
+    assert.ok(login.ttfb_ms > 0, 'the step\'s navigation (the form post and its redirect) has its TTFB')
+    assert.ok(login.details.requests.some((q) => q.method === 'POST' && q.url.endsWith('/shop/login')))
+    assert.ok(login.details.repeat.requests_on_reused_connections > 0, 'the login step rides the connection the first step opened')
+    const search = await detailOf('journey:search', 'h3')
+    assert.ok(search.details.requests.some((q) => q.url.includes('/shop/search?q=quic')))
+    const whole = await detailOf('journey', 'h2')
+    assert.equal(whole.details.journey.steps.length, 12)
+    assert.equal(whole.details.journey.failed_step, null)
+    // The whole journey lasts its steps' time: here, the three named steps and nothing between them.
+    const named = await Promise.all(['journey:open', 'journey:login', 'journey:search'].map((p) =>
+      get(`/api/v1/results/${items.find((r) => r.probe === p && r.mode === 'h2' && r.job_id === whole.job_id)?.id}`)))
+    const sum = named.reduce((a, r) => a + r.details.samples[0], 0)
+    assert.ok(Math.abs(whole.details.samples[0] - sum) < 1, `whole ${whole.details.samples[0]} ms, steps ${sum} ms`)
 
-  // A verdict per step and location, from matched rounds.
-  for (const probe of probes) {
-    const answer = await get(`/api/v1/monitors/${shopMonitor.id}/comparison?probe=${encodeURIComponent(probe)}&metric=step_ms&percentiles=50`)
-    assert.equal(answer.probe, probe)
-    const loc = answer.locations.find((l) => l.location_id === 'lab-shop')
-    assert.equal(loc.rounds.used, ROUNDS, `${probe}: every round matched`)
-    const [row] = loc.rows
-    assert.ok(row.h2_ms > 0 && row.h3_ms > 0, probe)
-    assert.ok(['h3_faster', 'h3_slower', 'no_clear_difference'].includes(row.verdict), `${probe}: ${row.verdict} (${row.reason})`)
-  }
-  // A navigation step is compared by its page timings too.
-  const ttfb = await get(`/api/v1/monitors/${shopMonitor.id}/comparison?probe=journey:open&metric=ttfb_ms&percentiles=50`)
-  assert.equal(ttfb.locations.find((l) => l.location_id === 'lab-shop').rounds.used, ROUNDS)
-})
-
-test('the auto arm runs the journey as a first and a returning visit', { skip }, async () => {
-  const m = await createMonitor({ modes: ['auto'], journey: shopJourney() })
-  await runRounds(m.id, 2)
-  const items = await allResults(m.id)
-  for (const view of ['first', 'returning']) {
-    for (const probe of ['journey', 'journey:open', 'journey:login', 'journey:search']) {
-      const rs = items.filter((r) => r.probe === probe && r.view === view)
-      assert.equal(rs.length, 2, `${probe} ${view}`)
-      for (const r of rs) assert.equal(r.status, 'ok', `${probe} ${view}: ${r.error}`)
+    // A verdict per step and location, from matched rounds.
+    for (const probe of probes) {
+      const answer = await get(`/api/v1/monitors/${shopMonitor.id}/comparison?probe=${encodeURIComponent(probe)}&metric=step_ms&percentiles=50`)
+      assert.equal(answer.probe, probe)
+      const loc = answer.locations.find((l) => l.location_id === 'lab-shop')
+      assert.equal(loc.rounds.used, ROUNDS, `${probe}: every round matched`)
+      const [row] = loc.rows
+      assert.ok(row.h2_ms > 0 && row.h3_ms > 0, probe)
+      assert.ok(['h3_faster', 'h3_slower', 'no_clear_difference'].includes(row.verdict), `${probe}: ${row.verdict} (${row.reason})`)
     }
-  }
-  // The first visit learns the origin's Alt-Svc; the returning one starts over H3.
-  const returning = items.filter((r) => r.probe === 'journey:open' && r.view === 'returning')
-  assert.ok(returning.some((r) => r.observed_protocol === 'h3'), `returning visits: ${returning.map((r) => r.observed_protocol)}`)
-})
+    // A navigation step is compared by its page timings too.
+    const ttfb = await get(`/api/v1/monitors/${shopMonitor.id}/comparison?probe=journey:open&metric=ttfb_ms&percentiles=50`)
+    assert.equal(ttfb.locations.find((l) => l.location_id === 'lab-shop').rounds.used, ROUNDS)
+  })
 
-test('a wrong selector fails the run at its step, named, in both arms', { skip }, async () => {
-  const journey = shopJourney()
-  journey.steps[9] = { action: 'click', selector: '#no-such-button' }
-  const m = await createMonitor({ modes: ['h2', 'h3'], journey: { ...journey, step_timeout_ms: 2000 } })
-  await runRounds(m.id, 1)
-  const items = await allResults(m.id)
-  for (const mode of ['h2', 'h3']) {
-    /** @type {(probe: string) => Record<string, any>} */
-    const of = (/** @type {string} */ probe) => resultOf(items, probe, mode)
-    const whole = of('journey')
-    assert.equal(whole.status, 'timeout', `${mode}: ${whole.error}`)
-    assert.equal(whole.error, 'step 10 (click #no-such-button): no element matches #no-such-button within 2000 ms')
-    assert.equal(of('journey:open').status, 'ok', 'the steps before it stand')
-    assert.equal(of('journey:login').status, 'ok')
-    assert.equal(of('journey:search').status, 'timeout')
-    assert.equal(of('journey:search').error, whole.error, 'the named step it was in fails with it')
-    const detail = await get(`/api/v1/results/${whole.id}`)
-    assert.equal(detail.details.journey.failed_step, 9)
-    assert.equal(detail.details.journey.steps.at(-1).ok, false)
-  }
-  // Failures are data: the comparison counts the failed arms.
-  const answer = await get(`/api/v1/monitors/${m.id}/comparison?probe=journey:search&metric=step_ms&percentiles=50`)
-  const loc = answer.locations.find((l) => l.location_id === 'lab-shop')
-  assert.equal(loc.arms.h2.failed, 1)
-  assert.equal(loc.arms.h3.failed, 1)
+  test('the auto arm runs the journey as a first and a returning visit', { skip }, async () => {
+    const m = await createMonitor({ modes: ['auto'], journey: shopJourney() })
+    await runRounds(m.id, 2)
+    const items = await allResults(m.id)
+    for (const view of ['first', 'returning']) {
+      for (const probe of ['journey', 'journey:open', 'journey:login', 'journey:search']) {
+        const rs = items.filter((r) => r.probe === probe && r.view === view)
+        assert.equal(rs.length, 2, `${probe} ${view}`)
+        for (const r of rs) assert.equal(r.status, 'ok', `${probe} ${view}: ${r.error}`)
+      }
+    }
+    // The first visit learns the origin's Alt-Svc; the returning one starts over H3.
+    const returning = items.filter((r) => r.probe === 'journey:open' && r.view === 'returning')
+    assert.ok(returning.some((r) => r.observed_protocol === 'h3'), `returning visits: ${returning.map((r) => r.observed_protocol)}`)
+  })
+
+  test('a wrong selector fails the run at its step, named, in both arms', { skip }, async () => {
+    const journey = shopJourney()
+    journey.steps[9] = { action: 'click', selector: '#no-such-button' }
+    const m = await createMonitor({ modes: ['h2', 'h3'], journey: { ...journey, step_timeout_ms: 2000 } })
+    await runRounds(m.id, 1)
+    const items = await allResults(m.id)
+    for (const mode of ['h2', 'h3']) {
+      /** @type {(probe: string) => Record<string, any>} */
+      const of = (/** @type {string} */ probe) => resultOf(items, probe, mode)
+      const whole = of('journey')
+      assert.equal(whole.status, 'timeout', `${mode}: ${whole.error}`)
+      assert.equal(whole.error, 'step 10 (click #no-such-button): no element matches #no-such-button within 2000 ms')
+      assert.equal(of('journey:open').status, 'ok', 'the steps before it stand')
+      assert.equal(of('journey:login').status, 'ok')
+      assert.equal(of('journey:search').status, 'timeout')
+      assert.equal(of('journey:search').error, whole.error, 'the named step it was in fails with it')
+      const detail = await get(`/api/v1/results/${whole.id}`)
+      assert.equal(detail.details.journey.failed_step, 9)
+      assert.equal(detail.details.journey.steps.at(-1).ok, false)
+    }
+    // Failures are data: the comparison counts the failed arms.
+    const answer = await get(`/api/v1/monitors/${m.id}/comparison?probe=journey:search&metric=step_ms&percentiles=50`)
+    const loc = answer.locations.find((l) => l.location_id === 'lab-shop')
+    assert.equal(loc.arms.h2.failed, 1)
+    assert.equal(loc.arms.h3.failed, 1)
+  })
 })
 
 /**
