@@ -13,7 +13,7 @@ import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { hostPort } from '../lib/measurement/modes.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { createJobRunner } from '../agents/job-runner.js'
-import { isEmptyDocument, judgeFailure, measurePage, PageLoadError } from '../agents/measure.js'
+import { isEmptyDocument, judgeFailure, judgeFirefoxH3, measurePage, PageLoadError } from '../agents/measure.js'
 import { documentOutcome } from '../agents/network.js'
 import { discoverChain } from '../agents/redirects.js'
 import { startOrigin } from '../lab/origin.js'
@@ -243,5 +243,24 @@ describe('judging a document and a failure (pure rules)', () => {
     assert.deepEqual(judgeFailure(err, { ...doc, failed: 'net::ERR_NAME_NOT_RESOLVED' }, ctx), plain)
     const timeout = new PageLoadError('load did not finish', { url: 'https://a.test/', status: 'timeout' })
     assert.deepEqual(judgeFailure(timeout, doc, ctx), { status: 'timeout', error: 'load did not finish' })
+  })
+
+  test('in Firefox, "H3 not supported" is a forced origin with a known Alt-Svc without h3 that fell back to TCP or timed out', () => {
+    const ctx = { documentUrl: 'https://a.test/page', forced: ['a.test:443'], altSvc: new Map([['https://a.test', null]]) }
+    const unsupported = (/** @type {string} */ how) => ({
+      status: 'error', error: `H3 not supported: https://a.test answered no QUIC and advertises no Alt-Svc h3 (${how})`, failure_kind: 'h3_unsupported', protocol_ok: false
+    })
+    // Firefox waits out its QUIC idle timeout, then loads over TCP; or the page timeout comes first.
+    assert.deepEqual(judgeFirefoxH3({ status: 'protocol_mismatch', observed_protocol: 'h2' }, ctx), unsupported('Firefox fell back to h2'))
+    assert.deepEqual(judgeFirefoxH3({ status: 'timeout' }, ctx), unsupported('the load timed out'))
+    assert.deepEqual(judgeFirefoxH3({ status: 'error', error: 'NS_ERROR_NET_TIMEOUT' }, ctx), unsupported('NS_ERROR_NET_TIMEOUT'))
+    // Anything else keeps its own status.
+    assert.equal(judgeFirefoxH3({ status: 'ok' }, ctx), null)
+    assert.equal(judgeFirefoxH3({ status: 'timeout', failure_kind: 'h3_unsupported' }, ctx), null, 'already judged')
+    assert.equal(judgeFirefoxH3({ status: 'timeout' }, { ...ctx, altSvc: new Map([['https://a.test', 'h3=":443"; ma=86400']]) }), null, 'the origin offers h3')
+    assert.equal(judgeFirefoxH3({ status: 'timeout' }, { ...ctx, altSvc: new Map() }), null, 'Alt-Svc unknown')
+    assert.equal(judgeFirefoxH3({ status: 'timeout' }, { ...ctx, altSvc: null }), null)
+    assert.equal(judgeFirefoxH3({ status: 'timeout' }, { ...ctx, forced: ['b.test:443'] }), null, 'not a forced origin')
+    assert.equal(judgeFirefoxH3({ status: 'timeout' }, { ...ctx, documentUrl: 'not a url' }), null)
   })
 })
