@@ -5,6 +5,7 @@
 // Nothing here lists a metric by hand: a metric added to the catalogue is
 // checked by these tests without a change to them.
 /* global document, location */
+// run-tests: side — it drives a browser only to look at the dashboard, on a free port, and times nothing
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'

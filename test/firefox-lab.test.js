@@ -44,11 +44,11 @@ let job = 0
  * The no-H3 origin's round, started with the lab and run beside the other
  * tests' rounds: where nothing answers over UDP, Firefox waits out its QUIC
  * idle timeout (30 s) before it falls back to TCP, so this round has a page
- * timeout of 10 s, which its H3 arm runs out (the unit tests of
+ * timeout of 15 s, which its H3 arm runs out (the unit tests of
  * judgeFirefoxH3 take the fallback too).
  */
 let noH3Round
-const NO_H3_TIMEOUT_MS = 10_000
+const NO_H3_TIMEOUT_MS = 15_000
 
 before(async () => {
   if (skip) return

@@ -6,6 +6,7 @@
 // name now points at never sees a connection. Names resolve through a DNS
 // server the test controls (this machine has no outside DNS), which both
 // the API and the agent use (H3LENS_DNS_SERVERS).
+// run-tests: side — its runs are refused by the guard, its services and DNS server are on free ports, and it times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'

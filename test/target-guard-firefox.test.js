@@ -4,6 +4,7 @@
 // at this machine's loopback (DNS rebinding). With a real agent, real
 // Firefox ESR and the real API, every Firefox run is stored as an error
 // that names the guard, and the internal service never sees a connection.
+// run-tests: side — its runs are refused by the guard, its services and DNS server are on free ports, and it times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'

@@ -4,6 +4,7 @@
 // TTFB the agent measured (the QUIC handshake counted), fast H3 pages
 // stored, impossible values stored as error arms, refusals that say why in
 // the log, the round and the location's page, and lab and private pages.
+// run-tests: side — it replays recorded uploads; its one browser load is on a free port, and it times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
