@@ -19,8 +19,9 @@
 // took more from their browsers than it saved (a fresh clone's suite in
 // 560 s with 1, 622 s with 2). The files run in name order: the side and
 // serial lanes run one file at a time, so no order shortens them.
-// A file's output is printed whole when it ends; the end of the run sums up:
-// the counts, every failed test with its error, the ten slowest files.
+// A file's output is printed whole when it ends, headed by its wall and CPU
+// time; the end of the run sums up: the counts, every failed test with its
+// error, the ten slowest files, each lane's wall and CPU time.
 //
 //   node scripts/run-tests.js                 every file under test/
 //   node scripts/run-tests.js test/ui.test.js just this file (or several)
@@ -140,7 +141,8 @@ async function lane (jobs, width) {
     for (let job = queue.shift(); job && !stopping; job = queue.shift()) {
       const result = await run(job)
       done.push(result)
-      const took = result.code === 0 ? seconds(result.ms) : `${seconds(result.ms)}, FAILED`
+      const cpu = cpuOf(result)
+      const took = `${seconds(result.ms)}${cpu === null ? '' : `, CPU ${seconds(cpu * 1000)}`}${result.code === 0 ? '' : ', FAILED'}`
       console.log(`\n# ── ${job.name} (${job.lane}, ${took})\n${withoutCounts(result.output).trimEnd()}`)
     }
   }
@@ -209,9 +211,25 @@ function summarise (results) {
     }
   }
   out.push('', `# ${['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'].map((k) => `${k} ${counts[k] ?? 0}`).join(', ')}`)
+  const lanes = ['serial', 'side', 'concurrent'].filter((lane) => results.some((r) => r.lane === lane)).map((lane) => {
+    const files = results.filter((r) => r.lane === lane)
+    const cpu = files.map(cpuOf)
+    return `${lane} ${seconds(files.reduce((a, r) => a + r.ms, 0))}` +
+      (cpu.every((c) => c !== null) ? ` (CPU ${seconds(cpu.reduce((a, c) => a + (c ?? 0), 0) * 1000)})` : '')
+  })
+  out.push(`# the lanes' files took: ${lanes.join(', ')}; CPU counts each file's process and what it started, not the shared PostgreSQL`)
   out.push(`# ${results.filter((r) => r.report).length} files in ${seconds(Date.now() - started)}`)
   console.log(out.join('\n'))
   return failed.length ? 1 : 0
+}
+
+/**
+ * The CPU seconds a file took, as its reporter saw them; null where unknown.
+ * @param {Done} result
+ */
+function cpuOf (result) {
+  const e = result.events.find((x) => x.kind === 'cpu')
+  return e ? e.seconds : null
 }
 
 /** @param {number} ms */

@@ -1,7 +1,9 @@
 // A node:test reporter for scripts/run-tests.js, which runs each test file
 // as its own `node --test` and needs, from each, what a person reads at the
-// end of the run: the counts node:test prints in its summary and every
-// failed test with its error. One JSON object per line.
+// end of the run: the counts node:test prints in its summary, every failed
+// test with its error, and the CPU time the file took. One JSON object per
+// line.
+import fs from 'node:fs'
 import path from 'node:path'
 import { inspect } from 'node:util'
 
@@ -31,6 +33,25 @@ export default async function* summaryReporter (source) {
       const m = COUNTS.exec(data.message)
       if (m) yield line({ kind: 'count', name: m[1], n: Number(m[2]) })
     }
+  }
+  const cpu = cpuSeconds()
+  if (cpu !== null) yield line({ kind: 'cpu', seconds: cpu })
+}
+
+/**
+ * The CPU time of this process (node:test's runner, where reporters run)
+ * and of the children it has waited for: the test file's process, and
+ * through it the browsers, Caddy and lab processes the file started and
+ * ended. Linux only (/proc); null elsewhere.
+ * @returns {number | null}
+ */
+function cpuSeconds () {
+  try {
+    // After the command's closing parenthesis: utime, stime, cutime, cstime are fields 14–17, in clock ticks (USER_HZ, 100 on Linux).
+    const fields = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')
+    return fields.slice(11, 15).reduce((a, f) => a + Number(f), 0) / 100
+  } catch {
+    return null
   }
 }
 

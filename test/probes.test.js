@@ -112,7 +112,7 @@ describe('probes against the lab origin on loopback', () => {
   test('the upload probe posts the configured size and reports throughput', async () => {
     for (const mode of /** @type {const} */ (['h3', 'h2'])) {
       const [r] = await measureUpload({ pool, url: page(), uploadUrl: `${origin.baseUrl}/upload`, bytes: 256 * 1024, mode, extraFlags: lab, log })
-      assert.equal(r.status, 'ok', r.error)
+      assert.equal(r.status, 'ok', `${mode}: ${r.error}`)
       assert.equal(r.observed_protocol, mode)
       assert.equal(r.samples.length, 1)
       assert.ok(r.upload_mbps > 0, String(r.upload_mbps))
