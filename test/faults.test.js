@@ -99,10 +99,16 @@ describe('faults', { concurrency: true }, () => {
       const { monitor, jobIds } = await queueRounds(pool, 60)
       const statuses = []
       const spoolDirs = []
-      // While set, measurements do not finish: the agents are mid-job when the
-      // database goes away, and submit only once it is gone.
+      // From the eleventh measurement on, measurements do not finish until
+      // the database is gone: the agents are mid-job when it goes away, and
+      // submit only once it is gone, however fast the first ten went.
+      let measured = 0
       let holding = false
-      const hold = async () => { while (holding) await sleep(50) }
+      let outage = false
+      const hold = async () => {
+        if (++measured > 10 && !outage) holding = true
+        while (holding) await sleep(50)
+      }
       for (let i = 0; i < 3; i++) {
         const { token } = await createAgentToken(pool, { location: 'local' })
         const spool = createSpool(path.join(dataDir, `spool-${i}`))
@@ -125,10 +131,11 @@ describe('faults', { concurrency: true }, () => {
       const done = async () => (await pool.query("SELECT count(*)::int AS n FROM jobs WHERE monitor_id = $1 AND state = 'done'", [monitor.id])).rows[0].n
       await eventually(async () => (await done()) >= 10, { timeoutMs: 30000, what: 'ten rounds before the outage' })
 
-      holding = true
-      await sleep(300)
+      // Every agent has a measurement in hand.
+      await eventually(async () => measured >= 13, { timeoutMs: 30000, intervalMs: 50, what: 'each agent mid-job' })
       await pg.stop()
       const outageStarted = Date.now()
+      outage = true
       holding = false
       const claim = await fetch(`${api.url}/api/v1/agent/claim`, { method: 'POST', headers: { authorization: 'Bearer h3a_any', 'content-type': 'application/json' }, body: '{}' })
       assert.equal(claim.status, 503, 'the API says "retry", not "bug"')

@@ -206,7 +206,9 @@ describe('rounds of three monitors at once', { concurrency: true }, () => {
     const named = await Promise.all(['journey:open', 'journey:login', 'journey:search'].map((p) =>
       get(`/api/v1/results/${items.find((r) => r.probe === p && r.mode === 'h2' && r.job_id === whole.job_id)?.id}`)))
     const sum = named.reduce((a, r) => a + r.details.samples[0], 0)
-    assert.ok(Math.abs(whole.details.samples[0] - sum) < 1, `whole ${whole.details.samples[0]} ms, steps ${sum} ms`)
+    // Within the few milliseconds the agent spends on the measure_start and
+    // measure_end markers between them (3 ms seen on a loaded machine).
+    assert.ok(Math.abs(whole.details.samples[0] - sum) < 10, `whole ${whole.details.samples[0]} ms, steps ${sum} ms`)
 
     // A verdict per step and location, from matched rounds.
     for (const probe of probes) {
