@@ -47,9 +47,10 @@ const CHECKS_NICENESS = '10'
 // The concurrent lane's files, at a lower CPU priority too: they talk to
 // their own database and time nothing, so the serial and side lanes'
 // browsers, whose files follow one another, go first. On 2 cores the suite
-// took 428 s so, 469–499 s without (docs/TESTING.md).
+// took 428 s with it, 469–499 s without (docs/TESTING.md).
 // H3LENS_TEST_CONCURRENT_NICE=0 runs them at the runner's own priority.
 const CONCURRENT_NICENESS = process.env.H3LENS_TEST_CONCURRENT_NICE ?? '5'
+if (!/^(1?\d)$/.test(CONCURRENT_NICENESS)) throw new Error(`H3LENS_TEST_CONCURRENT_NICE must be a niceness from 0 to 19, not "${CONCURRENT_NICENESS}"`)
 
 const argv = process.argv.slice(2)
 const flags = new Set(argv.filter((a) => a.startsWith('--')))
