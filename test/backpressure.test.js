@@ -208,12 +208,23 @@ describe('with real agents, and with a frozen database', { concurrency: true }, 
       assert.ok(fastDone >= 6 && skipped >= 2, `fast rounds done ${fastDone}, hanging rounds skipped ${skipped}`)
       assert.equal(maxPending, 1, 'never more than one pending round per monitor and location')
 
-      // Every fast round that came due was run, each starting before the next was due.
+      // Every fast round that came due was run, each starting before the next
+      // was due. One exception: the first round starts its agent's browsers,
+      // which on a loaded machine once took it past the next round's grace;
+      // that next round may then be skipped for the first one still running,
+      // and for nothing else.
       const { rows: fastRounds } = await db.query(
-        `SELECT state, extract(epoch FROM started_at - due_at)::float8 AS late_s FROM jobs
+        `SELECT due_at, finished_at, state, last_error, extract(epoch FROM started_at - due_at)::float8 AS late_s,
+                extract(epoch FROM finished_at - started_at)::float8 AS took_s FROM jobs
           WHERE monitor_id = $1 AND due_at < now() - interval '20 seconds' ORDER BY due_at`, [fast.id])
       assert.ok(fastRounds.length >= 4)
+      const [first] = fastRounds
+      const iso = (/** @type {Date} */ d) => d.toISOString().replace(/\.\d+Z$/, 'Z')
       for (const r of fastRounds) {
+        if (r !== first && r.state === 'skipped' && +r.due_at < +first.finished_at) {
+          assert.equal(r.last_error, `skipped: location busy (the round due at ${iso(first.due_at)} was still running)`, JSON.stringify(fastRounds))
+          continue
+        }
         assert.equal(r.state, 'done', JSON.stringify(fastRounds))
         assert.ok(r.late_s < 10, `a fast round started ${r.late_s} s after it was due: ${JSON.stringify(fastRounds)}`)
       }
