@@ -355,6 +355,41 @@ test('requeue.php gives the test back; the round runs again with new tests', asy
   assert.equal(stale.status, 409, 'the given-back test no longer counts')
 })
 
+test('requeue.php after one arm is in: the round runs again in both arms, never pairing an arm of each run', async () => {
+  const m = await monitorWithRounds({})
+  // The run after the requeue uploads no screenshot and no net log: nothing of the first run may stand for its loads.
+  const upload = async (job, { evidence = true } = {}) => {
+    const zip = await forTest(ZIP.h3, job, { ...(arm(job) === 'h2' ? { edit: asH2 } : {}), drop: (n) => !evidence && /_(screen\.jpg|netlog\.txt\.gz)$/.test(n) })
+    const up = await workdone({ id: job['Test ID'], pc: 'spike6', done: '1' }, zip)
+    assert.equal(up.status, 200, up.body)
+  }
+  const done = (await getwork('spike6')).job
+  await upload(done)
+  const stopped = (await getwork('spike6')).job
+  const res = await fetch(`${server}/work/requeue.php?${new URLSearchParams({ id: stopped['Test ID'], sig: 'x', location: 'wpt-eu' })}`)
+  assert.equal(await res.text(), 'requeued')
+  const again = []
+  for (let i = 0; i < 2; i++) {
+    const job = (await getwork('spike6')).job
+    assert.ok(job, `the round's arm ${i + 1} runs again`)
+    again.push(job)
+    await upload(job, { evidence: false })
+  }
+  assert.deepEqual(again.map(arm).sort(), ['h2', 'h3'], 'both arms run again, the one already in too')
+  const rows = await results(m.id)
+  assert.deepEqual(rows.map((r) => r.mode).sort(), ['h2', 'h3'], 'one result per arm')
+  for (const r of rows) {
+    const detail = await (await fetch(`${server}/api/v1/results/${r.id}`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
+    assert.ok(again.some((j) => j['Test ID'] === detail.details.wpt.test_id), `the ${r.mode} arm is from the run after the requeue, not test ${detail.details.wpt.test_id}`)
+    for (const evidence of ['filmstrip', 'netlog']) {
+      const res = await fetch(`${server}/api/v1/results/${r.id}/${evidence}`, { headers: { authorization: `Bearer ${t.readKey}` } })
+      assert.equal(res.status, 404, `the ${r.mode} arm's ${evidence} would be the first run's`)
+    }
+  }
+  const stale = await workdone({ id: done['Test ID'], pc: 'spike6', done: '1' }, await forTest(ZIP.h3, done))
+  assert.equal(stale.status, 409, 'the arm of the given-back run no longer counts')
+})
+
 test('an agent that asks for work without returning its test fails that attempt, which is retried', async () => {
   const m = await monitorWithRounds({})
   await getwork('spike6')

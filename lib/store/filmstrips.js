@@ -136,13 +136,17 @@ export async function roundArms (db, jobId) {
 /**
  * The screenshot a WebPageTest agent took at the end of a load, as a
  * one-frame filmstrip of its result (lib/store/wpt-tests.js, in its
- * transaction); a second one for the key is ignored.
+ * transaction). It replaces whatever an earlier attempt of the round left
+ * for that arm, and with no screenshot (null) that is removed: the frames
+ * shown are always those of the run whose result is stored.
  * @param {import('pg').PoolClient} client
- * @param {{ jobId: number, mode: string, view: string, monitorId: number, locationId: string, tMs: number, jpeg: Buffer }} f
+ * @param {{ jobId: number, mode: string, view: string, monitorId: number, locationId: string, tMs: number, jpeg: Buffer | null }} f
  */
-export async function insertWptScreen (client, { jobId, mode, view, monitorId, locationId, tMs, jpeg }) {
+export async function replaceWptScreen (client, { jobId, mode, view, monitorId, locationId, tMs, jpeg }) {
+  await client.query("DELETE FROM filmstrip_frames WHERE job_id = $1 AND mode = $2 AND view = $3 AND probe = 'page'", [jobId, mode, view])
+  if (!jpeg) return
   await client.query(
     `INSERT INTO filmstrip_frames (job_id, mode, view, probe, seq, t_ms, jpeg, monitor_id, location_id)
-     VALUES ($1, $2, $3, 'page', 0, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+     VALUES ($1, $2, $3, 'page', 0, $4, $5, $6, $7)`,
     [jobId, mode, view, tMs, jpeg, monitorId, locationId])
 }

@@ -74,6 +74,24 @@ export async function storeNetlog (db, { jobId, agent, mode, view, probe, kind, 
 }
 
 /**
+ * The net log a WebPageTest agent uploaded with a page load (lib/store/wpt-tests.js,
+ * in its transaction). As replaceWptScreen does for its screenshot, it
+ * replaces what an earlier attempt of the round left for that arm, and
+ * with no net log (null) that is removed.
+ * @param {import('pg').PoolClient} client
+ * @param {{ jobId: number, mode: string, view: string, monitorId: number, locationId: string, agentId: number,
+ *   netlog: { rawBytes: number | null, gzip: Buffer } | null }} n
+ */
+export async function replaceWptNetlog (client, { jobId, mode, view, monitorId, locationId, agentId, netlog }) {
+  await client.query("DELETE FROM netlogs WHERE job_id = $1 AND mode = $2 AND view = $3 AND probe = 'page'", [jobId, mode, view])
+  if (!netlog) return
+  await client.query(
+    `INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, agent_id, kind, raw_bytes, gzip)
+     VALUES ($1, $2, $3, 'page', $4, $5, $6, 'run', $7, $8)`,
+    [jobId, mode, view, monitorId, locationId, agentId, netlog.rawBytes, netlog.gzip])
+}
+
+/**
  * The net log of a result, or null.
  * @param {import('pg').Pool} db
  * @param {{ job_id: number, mode: string, view: string, probe: string }} result

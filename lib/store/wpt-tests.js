@@ -24,7 +24,8 @@ import { journeyResults } from '../measurement/wpt/journey-results.js'
 import { journeyTargets } from '../measurement/journey/steps.js'
 import { resultFromDevtools, failRun, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
 import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
-import { insertWptScreen } from './filmstrips.js'
+import { replaceWptScreen } from './filmstrips.js'
+import { replaceWptNetlog } from './netlogs.js'
 import { FILMSTRIP_MAX_BYTES } from '../measurement/visual.js'
 import { withTransaction } from './transaction.js'
 
@@ -197,7 +198,11 @@ export async function keepTestLeased (db, { agent, testId, leaseSeconds }) {
 
 /**
  * requeue.php: the agent was told to stop mid-test. Its round goes back to
- * the queue without using up an attempt, to be run again with new tests.
+ * the queue without using up an attempt, to be run again with new tests,
+ * in every arm: an arm already done is dropped too. The new tests carry the
+ * same attempt number, so a done arm kept would be paired with the new
+ * run's arms (two of its mode, one of them picked at random), an H2 and an
+ * H3 load from different times.
  * @param {import('pg').Pool} db
  * @param {{ testId: string, location: string }} q
  * @returns {Promise<boolean>} whether a round was given back
@@ -205,9 +210,9 @@ export async function keepTestLeased (db, { agent, testId, leaseSeconds }) {
 export async function requeueTest (db, { testId, location }) {
   const test = await getTest(db, testId)
   if (!test || test.location_id !== location) return false
-  await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND attempt = $2 AND state IN ('pending', 'sent')", [test.job_id, test.attempt])
-  const { rows } = await db.query('SELECT attempts FROM jobs WHERE id = $1', [test.job_id])
-  if (rows[0]?.attempts !== test.attempt) return false
+  const { rows: [job] } = await db.query('SELECT attempts, state, lease_owner FROM jobs WHERE id = $1', [test.job_id])
+  if (job?.attempts !== test.attempt || job.state !== JOB_STATES.leased || job.lease_owner !== test.agent_id) return false
+  await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND attempt = $2 AND state IN ('pending', 'sent', 'done')", [test.job_id, test.attempt])
   return releaseJob(db, { jobId: test.job_id, agentId: test.agent_id })
 }
 
@@ -313,14 +318,13 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
         [testId, r.run, r.cached, JSON.stringify(test.probe === 'journey' ? r.results : r.results[0])])
       fresh += rowCount ?? 0
       const [result] = r.results
-      if (rowCount && r.netlog) {
-        await client.query(
-          `INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, agent_id, kind, raw_bytes, gzip)
-           VALUES ($1, $2, $3, 'page', $4, $5, $6, 'run', $7, $8) ON CONFLICT (job_id, mode, view, probe) DO NOTHING`,
-          [job.id, test.mode, result.view, job.monitor_id, job.location_id, test.agent_id, r.netlog.rawBytes, r.netlog.gzip])
-      }
-      if (rowCount && r.screen) {
-        await insertWptScreen(client, { jobId: job.id, mode: test.mode, view: result.view, monitorId: job.monitor_id, locationId: job.location_id, tMs: result.load_ms ?? 0, jpeg: r.screen })
+      // A view stored now is the round's current attempt's: what an earlier
+      // attempt left for this arm (a net log, a screenshot) gives way to this
+      // run's, or goes when this run has none. A journey's test keeps none.
+      if (rowCount && test.probe !== 'journey') {
+        const arm = { jobId: job.id, mode: test.mode, view: result.view, monitorId: job.monitor_id, locationId: job.location_id }
+        await replaceWptNetlog(client, { ...arm, agentId: test.agent_id, netlog: r.netlog })
+        await replaceWptScreen(client, { ...arm, tMs: result.load_ms ?? 0, jpeg: r.screen ?? null })
       }
     }
     const browser = rows.flatMap((r) => r.results).find((r) => r.browser_version)?.browser_version ?? null
