@@ -19,6 +19,8 @@ import { startApi } from '../api/server.js'
 import { startAgent } from '../agents/main.js'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { measurePage } from '../agents/measure.js'
+import { createJobRunner } from '../agents/job-runner.js'
+import { startOrigin } from '../lab/origin.js'
 import { startTargetGuard } from '../agents/target-guard.js'
 import { netnsSupport } from '../lab/netns.js'
 import { createResolver, nonPublicReason } from '../lib/measurement/targets.js'
@@ -30,6 +32,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createTestDatabase } from './helpers/db.js'
 import { startInternalService } from './helpers/receiver.js'
+import { labEscapeJob } from './helpers/lab-escape.js'
 import { freePort } from '../dev/free-port.js'
 import { startDnsServer } from '../dev/dns-server.js'
 
@@ -228,6 +231,22 @@ test('the lab is no loophole at run time: a lab monitor on another port of the l
     assert.deepEqual(internal.connections, [], 'the service on the lab host\'s loopback was never reached')
   } finally {
     for (const stop of stops) await stop()
+  }
+})
+
+test('a lab run in local mode reaches the lab origin only: a journey\'s script finds no other port of the lab host, of loopback, nor another name', async () => {
+  // The lab as `h3lens start --lab local` runs it: the lab host name is this machine's loopback.
+  const origin = await startOrigin({ dataDir: path.join(dataDir, 'lab-escape'), port: await freePort(), log })
+  const pool = createBrowserPool({ dataDir, log })
+  try {
+    const run = createJobRunner({ pool, lab: { spki: origin.spki, address: '127.0.0.1', port: origin.port, netns: null }, timeoutMs: 15_000, log })
+    const results = await run(labEscapeJob({ id: 1, pageUrl: `${origin.baseUrl}/page-15k.html`, port: internal.port, browser: 'chromium' }), { location: { kind: 'lab' } })
+    const escape = results.find((r) => r.probe === 'journey:escape')
+    assert.equal(escape?.status, 'ok', `the script reached no one: ${escape?.error}`)
+    assert.deepEqual(internal.connections, [], 'the service on the lab host\'s loopback was never reached')
+  } finally {
+    await pool.close()
+    await origin.stop()
   }
 })
 

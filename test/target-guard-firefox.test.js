@@ -21,6 +21,10 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createTestDatabase } from './helpers/db.js'
 import { startInternalService } from './helpers/receiver.js'
+import { createBrowserPool } from '../agents/browsers/chromium.js'
+import { createFirefoxPool } from '../agents/browsers/firefox.js'
+import { createJobRunner } from '../agents/job-runner.js'
+import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
 import { startDnsServer } from '../dev/dns-server.js'
 
@@ -94,5 +98,32 @@ test('in Firefox, a name rebound to loopback after the monitor was saved is bloc
     assert.deepEqual(internal.connections, [], 'no connection reached the internal service')
   } finally {
     for (const stop of stops) await stop()
+  }
+})
+
+test('a Firefox lab run in local mode reaches the lab origin only: a probe aimed at loopback or at another name reaches nothing', { skip }, async () => {
+  // Firefox resolves every name to the lab's address, here this machine's
+  // loopback. Journeys are Chromium's; a Firefox round's own requests beyond
+  // the page are its probes', whose URLs may be on another origin.
+  const origin = await startOrigin({ dataDir: path.join(dataDir, 'lab-escape'), port: await freePort(), log })
+  const chromium = createBrowserPool({ dataDir, log })
+  const firefoxPool = createFirefoxPool({ dataDir, log, executablePath: FIREFOX })
+  try {
+    const run = createJobRunner({ pool: chromium, firefoxPool, lab: { spki: origin.spki, caPath: origin.caPath, address: '127.0.0.1', port: origin.port, netns: null }, timeoutMs: 15_000, log })
+    const targets = [`https://elsewhere.example:${internal.port}/`, `http://127.0.0.1:${internal.port}/`]
+    const rounds = await Promise.all(targets.map((target, i) => run({
+      id: i + 1, url: `${origin.baseUrl}/page-15k.html`, modes: ['h2'], probes: ['page', 'parallel'], browser: 'firefox', options: { parallel_url: target, allow_cross_origin: true }
+    }, { location: { kind: 'lab' } })))
+    for (const [i, results] of rounds.entries()) {
+      const page = results.find((r) => r.probe === 'page')
+      assert.equal(page?.status, 'ok', `the lab page itself loads: ${page?.error}`)
+      const parallel = results.find((r) => r.probe === 'parallel')
+      assert.equal(parallel?.status, 'error', `${targets[i]}: ${JSON.stringify(parallel?.details?.samples ?? parallel)}`)
+    }
+    assert.deepEqual(internal.connections, [], 'the service on the lab host\'s loopback was never reached')
+  } finally {
+    await firefoxPool.close()
+    await chromium.close()
+    await origin.stop()
   }
 })

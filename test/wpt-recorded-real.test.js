@@ -24,6 +24,7 @@ import { switchesOf } from '../lib/measurement/wpt/job.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { startOrigin } from '../lab/origin.js'
 import { createTestDatabase } from './helpers/db.js'
+import { startInternalService } from './helpers/receiver.js'
 import { replayAgent, recordedRequests, recordedFile } from '../dev/fake-wptagent.js'
 import { rewriteResultZip } from '../dev/wpt-zip.js'
 import { freePort } from '../dev/free-port.js'
@@ -105,7 +106,6 @@ async function replayRound (url, zips, { edit = {} } = {}) {
   const uploads = sent.filter((s) => s.url.includes('/workdone.php'))
   return { m, jobs, results, round, testOf, uploads, h2: results.find((r) => r.mode === 'h2'), h3: results.find((r) => r.mode === 'h3') }
 }
-
 
 /** Each phase within TTFB, and DNS and connect one after the other within it. */
 function phasesAddUp (r) {
@@ -267,11 +267,14 @@ test('a private target is sent while H3LENS_ALLOW_PRIVATE_TARGETS allows it, and
   }
 })
 
-test('a lab page: the job carries the lab\'s resolver rule and certificate pin, and the agent\'s Chromium loads it over H3', async () => {
+test('a lab page: the job carries the lab\'s resolver rule and certificate pin, the agent\'s Chromium loads it over H3 and reaches nothing else of the agent\'s loopback', async () => {
   const log = createLogger({ logLevel: 'silent' })
   const origin = await startOrigin({ dataDir, port: await freePort(), log })
-  // A stand-in for the agent's own start page at 127.0.0.1:8888.
-  const startPage = http.createServer((_q, s) => s.end('<title>start</title>')).listen(0, '127.0.0.1')
+  // A stand-in for the agent's own start page at 127.0.0.1:8888, the one port of its loopback a lab page's Chromium reaches.
+  const startPage = http.createServer((_q, s) => s.end('<title>start</title>')).listen(8888, '127.0.0.1')
+  await new Promise((resolve, reject) => startPage.once('listening', resolve).once('error', (err) => reject(new Error(`this test stands in for the agent's start page on 127.0.0.1:8888: ${err.message}`))))
+  // What else listens on the agent's loopback.
+  const internal = await startInternalService()
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-wpt-chromium-'))
   let browser
   try {
@@ -287,7 +290,8 @@ test('a lab page: the job carries the lab\'s resolver rule and certificate pin, 
     // The unshaped lab, as `h3lens start` or `h3lens lab --lab local` leaves it.
     fs.writeFileSync(statePath, JSON.stringify({ hostname: LAB_HOSTNAME, port: origin.port, spki: origin.spki, locations: { local: { address: '127.0.0.1', netns: null } } }))
     await database.pool.query('UPDATE jobs SET run_after = now() WHERE monitor_id = $1', [m.id])
-    const lab = [`--ignore-certificate-errors-spki-list=${origin.spki}`, '--host-resolver-rules=MAP lab.h3lens.test 127.0.0.1, MAP lab2.h3lens.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1']
+    const lab = [`--ignore-certificate-errors-spki-list=${origin.spki}`,
+      `--host-resolver-rules=MAP lab.h3lens.test:${origin.port} 127.0.0.1, MAP lab2.h3lens.test:${origin.port} 127.0.0.1, MAP 127.0.0.1:8888 127.0.0.1, MAP * ~NOTFOUND`]
     let job = JSON.parse(await poll())
     if (arm(job) === 'h2') {
       assert.deepEqual(switchesOf(job.addCmdLine), ['--disable-quic', ...lab])
@@ -306,15 +310,21 @@ test('a lab page: the job carries the lab\'s resolver rule and certificate pin, 
         '--disable-features=Translate,OptimizationHints', ...switches]
     })
     const page = await browser.newPage()
-    const start = await page.goto(`http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (startPage.address()).port}/`)
+    const start = await page.goto('http://127.0.0.1:8888/')
     assert.equal(start?.status(), 200, 'the agent\'s start page still loads')
     const res = await page.goto(job.url, { waitUntil: 'load' })
     assert.equal(res?.status(), 200)
     assert.equal(await page.evaluate(() => /** @type {PerformanceNavigationTiming} */ (performance.getEntriesByType('navigation')[0]).nextHopProtocol), 'h3')
+    // A lab page's script (a journey's eval step, say) tries the agent's other loopback ports, by the lab name and by address.
+    const tried = await page.evaluate((urls) => Promise.all(urls.map((u) => fetch(u, { mode: 'no-cors' }).then(() => `${u} reached`, () => `${u} refused`))),
+      [`https://${LAB_HOSTNAME}:${internal.port}/`, `https://127.0.0.1:${internal.port}/`, `https://localhost:${internal.port}/`])
+    assert.ok(tried.every((t) => t.endsWith('refused')), tried.join(', '))
+    assert.deepEqual(internal.connections, [], 'no other service on the agent\'s loopback was reached')
     await database.pool.query("UPDATE jobs SET state = 'cancelled' WHERE monitor_id = $1", [m.id])
   } finally {
     await browser?.close()
     startPage.close()
+    internal.close()
     await origin.stop()
     fs.rmSync(userDataDir, { recursive: true, force: true })
   }

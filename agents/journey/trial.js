@@ -21,7 +21,7 @@ export function createTrialRunner ({ pool, lab = null, timeoutMs, log, guard = n
     const isLab = LAB_HOSTNAMES.includes(new URL(trial.url).hostname)
     const runGuard = isLab || allowPrivateTargets ? null : guard
     if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot run a journey from ${trial.url}`)
-    const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address }) : []
+    const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address, port: lab.port ?? null }) : []
     const [whole] = await measureJourney({
       pool, url: trial.url, mode: 'h2', extraFlags, netns: lab?.netns ?? null, timeoutMs, log, guard: runGuard, lab: isLab,
       deadline: Date.now() + trial.journey.timeout_ms, journey: trial.journey, screenshot: true

@@ -26,11 +26,12 @@ export async function readLabState (dataDir) {
  * How a browser outside the lab's namespaces (a WebPageTest agent on this
  * machine) reaches the lab origin: the address of the unshaped loopback
  * location. Emulated regions put the origin inside a namespace that only
- * their own locations reach.
+ * their own locations reach; and the origin's port, the only one of the lab
+ * host names its browser reaches.
  * @param {LabState | null} state
- * @returns {{ spki: string, address: string } | null}
+ * @returns {{ spki: string, address: string, port: number | null } | null}
  */
 export function labFromOutside (state) {
   const local = Object.values(state?.locations ?? {}).find((l) => !l.netns)
-  return state?.spki && local ? { spki: state.spki, address: local.address } : null
+  return state?.spki && local ? { spki: state.spki, address: local.address, port: state.port ?? null } : null
 }

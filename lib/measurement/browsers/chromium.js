@@ -81,18 +81,31 @@ export function netlogFlags (file) {
 /**
  * Flags that let Chromium reach a lab origin: trust its certificate by
  * public-key hash, and resolve its host names without DNS
- * (the lab host name and, for it, the lab's second origin).
- * Every other host fails to resolve (the first matching rule wins; the
- * wildcard also catches IP literals), so a lab browser sends nothing beyond
- * the lab, not even the DNS queries of Chromium's own background requests.
- * `exclude` names hosts the wildcard must leave alone (a WebPageTest agent's
- * own start page at 127.0.0.1, lib/measurement/wpt/job.js).
- * @param {{ spki: string, hostname: string, address: string, exclude?: string[] }} lab
+ * (the lab host name and, for it, the lab's second origin), on the lab's
+ * `port` only when it is given: in local mode the lab's address is this
+ * machine's loopback, where the API, the database and whatever else runs
+ * there listen on other ports, and a lab page (or a journey's script) must
+ * reach none of them. Chromium matches a rule's pattern against the host,
+ * then against host:port, so `MAP lab.h3lens.test:8443 …` maps that port and
+ * no other. Every other host and port fails to resolve (the first matching
+ * rule wins; the wildcard also catches IP literals), so a lab browser sends
+ * nothing beyond the lab, not even the DNS queries of Chromium's own
+ * background requests.
+ * `allow` names host:port pairs that resolve as they are (a WebPageTest
+ * agent's own start page at 127.0.0.1:8888, lib/measurement/wpt/job.js);
+ * `exclude` names hosts the rules leave alone on every port (a test's own
+ * server).
+ * @param {{ spki: string, hostname: string, address: string, port?: number | null, allow?: string[], exclude?: string[] }} lab
  * @returns {string[]}
  */
-export function labBrowserFlags ({ spki, hostname, address, exclude = [] }) {
+export function labBrowserFlags ({ spki, hostname, address, port = null, allow = [], exclude = [] }) {
   const names = hostname === LAB_HOSTNAME ? LAB_HOSTNAMES : [hostname]
-  const rules = [...names.map((h) => `MAP ${h} ${address}`), 'MAP * ~NOTFOUND', ...exclude.map((h) => `EXCLUDE ${h}`)]
+  const rules = [
+    ...names.map((h) => `MAP ${port === null ? h : `${h}:${port}`} ${address}`),
+    ...allow.map((hp) => `MAP ${hp} ${hp.slice(0, hp.lastIndexOf(':'))}`),
+    'MAP * ~NOTFOUND',
+    ...exclude.map((h) => `EXCLUDE ${h}`)
+  ]
   return [
     `--ignore-certificate-errors-spki-list=${spki}`,
     `--host-resolver-rules=${rules.join(', ')}`

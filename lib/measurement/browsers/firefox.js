@@ -4,6 +4,7 @@
 // switches: they go into the run's fresh profile (user.js,
 // agents/browsers/firefox.js), and a result records them as name=value.
 import { forcedOrigins, MODES } from '../modes.js'
+import { LAB_HOSTNAMES } from '../../runtime/lab-host.js'
 
 /**
  * @typedef {Record<string, string | number | boolean>} Prefs
@@ -149,23 +150,56 @@ function altSvcMapping (origin) {
 /**
  * Preferences that let Firefox reach a lab origin, never used for a real
  * site: every host name resolves to the lab origin's address
- * (network.dns.forceResolve; the lab's host names are the only ones a lab
- * page uses, and whatever else Firefox asked for would meet the lab's
- * origin namespace, nothing beyond it), no DNS over HTTPS, and HTTP/3 kept
- * on although the lab's certificate authority is not a built-in root:
- * without network.http.http3.disable_when_third_party_roots_found false,
- * Firefox closes HTTP/3 connections whose chain ends in a root the user
- * added. The authority itself is trusted in the run's profile
- * (agents/browsers/firefox.js, with NSS's certutil).
- * @param {{ address: string }} lab
+ * (network.dns.forceResolve), no DNS over HTTPS, and HTTP/3 kept on
+ * although the lab's certificate authority is not a built-in root: without
+ * network.http.http3.disable_when_third_party_roots_found false, Firefox
+ * closes HTTP/3 connections whose chain ends in a root the user added. The
+ * authority itself is trusted in the run's profile (agents/browsers/firefox.js,
+ * with NSS's certutil).
+ *
+ * forceResolve sends every name to the lab's address, which in local mode
+ * is this machine's loopback, where the API, the database and whatever else
+ * runs there listen. So a proxy auto-config script lets only the lab's host
+ * names on the lab's `port` (any port when it is not known) go direct,
+ * HTTP/3 included, and sends everything else, IP literals and loopback
+ * included, to a proxy that is no proxy (NOWHERE's port, where nothing
+ * listens), with no failover to a direct connection: a lab page or a
+ * journey's script reaches the lab origin and nothing else, as in Chromium
+ * (lib/measurement/browsers/chromium.js labBrowserFlags).
+ * @param {{ address: string, port?: number | null }} lab
  * @returns {Prefs}
  */
-export function labPrefs ({ address }) {
+export function labPrefs ({ address, port = null }) {
   return {
     'network.dns.forceResolve': address,
     'network.trr.mode': 5,
-    'network.http.http3.disable_when_third_party_roots_found': false
+    'network.http.http3.disable_when_third_party_roots_found': false,
+    'network.proxy.type': 2,
+    'network.proxy.autoconfig_url': `data:application/x-ns-proxy-autoconfig;base64,${Buffer.from(labProxyAutoConfig({ port })).toString('base64')}`,
+    'network.proxy.failover_direct': false,
+    'network.proxy.allow_hijacking_localhost': true
   }
+}
+
+/**
+ * The proxy auto-config script of a lab run (labPrefs): the lab's host
+ * names on `port` go direct, everything else to NOWHERE's port. Firefox
+ * gives the script an https URL as scheme://host[:port]/ only.
+ * @param {{ port: number | null }} lab
+ */
+export function labProxyAutoConfig ({ port }) {
+  const nowhere = new URL(NOWHERE)
+  return `var NAMES = ${JSON.stringify(LAB_HOSTNAMES)};
+var PORT = ${JSON.stringify(port === null ? null : String(port))};
+function FindProxyForURL (url, host) {
+  var h = host.toLowerCase().replace(/\\.$/, '');
+  var authority = url.slice(url.indexOf('://') + 3).split('/')[0];
+  authority = authority.slice(authority.lastIndexOf('@') + 1);
+  var colon = authority.lastIndexOf(':');
+  var port = colon > authority.lastIndexOf(']') ? authority.slice(colon + 1) : (/^(https|wss):/i.test(url) ? '443' : '80');
+  return NAMES.indexOf(h) >= 0 && (PORT === null || port === PORT) ? 'DIRECT' : 'PROXY ${nowhere.hostname}:${nowhere.port}';
+}
+`
 }
 
 /**

@@ -35,7 +35,7 @@ export const WPT_TEST_TIMEOUT_S = 60
 /**
  * @param {{ testId: string, mode: 'h2' | 'h3' | 'auto', job: { url: string, repeat_view?: boolean, options?: Record<string, any>,
  *   aa_protocol?: string | null, monitor_id: number, due_at: Date | string }, forceOrigins?: string[],
- *   location: { profile?: Record<string, any> } | null, lab?: { spki: string, address: string } | null,
+ *   location: { profile?: Record<string, any> } | null, lab?: { spki: string, address: string, port?: number | null } | null,
  *   journey?: { script: string, step_timeout_ms: number } | null }} arm
  *   lab: how the agent reaches the lab origin, for a page on it (isLabPage); journey: the arm runs the
  *   journey's script (./journey-script.js) instead of loading the page
@@ -101,16 +101,18 @@ export function isLabPage (url) {
 
 /**
  * The lab's switches, as a Puppeteer agent of a lab location gets them: the
- * origin's certificate pinned by its public key, its names mapped to it and
- * every other name failing at the resolver. This --host-resolver-rules
- * replaces the agent's own list (Chromium keeps the last one), and covers
- * what that list is for: it maps a few update and background hosts to
- * 127.0.0.1, this fails them. The agent's start page is let through, or the
- * wildcard would fail it too.
- * @param {{ spki: string, address: string }} lab
+ * origin's certificate pinned by its public key, its names mapped to it on
+ * its port and every other name and port failing at the resolver. This
+ * --host-resolver-rules replaces the agent's own list (Chromium keeps the
+ * last one), and covers what that list is for: it maps a few update and
+ * background hosts to 127.0.0.1, this fails them. The agent's own server
+ * (its start page, its step markers) is let through on its port, or the
+ * wildcard would fail it too; every other port of the agent's loopback
+ * stays out of reach of a lab page and a journey's script.
+ * @param {{ spki: string, address: string, port?: number | null }} lab
  */
-function labSwitches ({ spki, address }) {
-  return labBrowserFlags({ spki, hostname: LAB_HOSTNAME, address, exclude: [AGENT_LOOPBACK] })
+function labSwitches ({ spki, address, port = null }) {
+  return labBrowserFlags({ spki, hostname: LAB_HOSTNAME, address, port, allow: [new URL(AGENT_ORIGIN).host] })
 }
 
 /**
