@@ -63,6 +63,8 @@ const BLOCK_MEMORY_MS = 10 * 60_000
 const RECENT_BLOCK_MS = 60_000
 const MAX_DOH_BODY = 4096
 const MAX_GUARD_NOTES = 10
+/** Chromium's WebRTC without UDP unless through a proxy (see the guard's browser flags). */
+const WEBRTC_POLICY = '--webrtc-ip-handling-policy=disable_non_proxied_udp'
 
 /**
  * @typedef {{ resolve: (host: string) => Promise<string[]>, hostsEntries: () => Promise<Map<string, string[]>> }} Resolver
@@ -233,11 +235,19 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
   }
 
   return {
-    /** What a guarded browser is launched with: the rules, trust in the resolver's key, and secure DNS through it (its profile's Local State). */
+    /**
+     * What a guarded browser is launched with: the rules, trust in the
+     * resolver's key, and secure DNS through it (its profile's Local State).
+     * WebRTC sends its STUN and TURN datagrams to an IP literal without
+     * asking the resolver, so the rules never see them: a page could probe
+     * UDP services on loopback or a private network. With
+     * disable_non_proxied_udp WebRTC uses no UDP without a proxy, and its
+     * TCP goes through the rules (a TURN server on 127.0.0.1 fails, 701).
+     */
     browser: {
-      flags: [`--host-resolver-rules=${rules.join(', ')}`, `--ignore-certificate-errors-spki-list=${spki}`],
+      flags: [`--host-resolver-rules=${rules.join(', ')}`, `--ignore-certificate-errors-spki-list=${spki}`, WEBRTC_POLICY],
       /** What results record of `flags`. */
-      recorded: [`--host-resolver-rules=<private-target guard: ${rules.length} rules>`, '--ignore-certificate-errors-spki-list=<private-target guard resolver key>'],
+      recorded: [`--host-resolver-rules=<private-target guard: ${rules.length} rules>`, '--ignore-certificate-errors-spki-list=<private-target guard resolver key>', WEBRTC_POLICY],
       localState: { dns_over_https: { mode: 'secure', templates: `https://${RESOLVER_NAME}/dns-query` } }
     },
     /**
@@ -256,6 +266,10 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
      *     own TLS port), with no failover to a direct connection; everything
      *     else goes direct, HTTP/3 included. The literal patterns and the
      *     /etc/hosts names are Chromium's rules' (literalPatterns below).
+     *   - WebRTC off (media.peerconnection.enabled): its STUN and TURN
+     *     datagrams go to IP literals past both the resolver and the proxy
+     *     script, and Firefox has no policy that keeps them to a proxy
+     *     (a page's STUN request to a private address reached it).
      */
     firefox: {
       prefs: {
@@ -270,7 +284,8 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
         'network.proxy.type': 2,
         'network.proxy.autoconfig_url': `data:application/x-ns-proxy-autoconfig;base64,${Buffer.from(proxyAutoConfig({ names: [...hostsRules.blocked].filter(([, b]) => b.refused).map(([n]) => n), refuseTo: `${listen}:${port}` })).toString('base64')}`,
         'network.proxy.failover_direct': false,
-        'network.proxy.allow_hijacking_localhost': true
+        'network.proxy.allow_hijacking_localhost': true,
+        'media.peerconnection.enabled': false
       },
       trust: [{ name: 'h3lens agent resolver', pem: ca }],
       recorded: [`firefox: private-target guard (network.trr.mode=3 through the agent's resolver; ${rules.length} refusal rules in a proxy auto-config)`]

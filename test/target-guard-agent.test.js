@@ -18,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { startApi } from '../api/server.js'
 import { startAgent } from '../agents/main.js'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
+import { createFirefoxPool } from '../agents/browsers/firefox.js'
 import { measurePage } from '../agents/measure.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { startOrigin } from '../lab/origin.js'
@@ -36,6 +37,7 @@ import { labEscapeJob } from './helpers/lab-escape.js'
 import { freePort } from '../dev/free-port.js'
 import { startDnsServer } from '../dev/dns-server.js'
 
+const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
 const GUARD = 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
 let database, dns, dataDir, internal
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -114,7 +116,7 @@ test('a name that resolves to loopback only after the monitor was saved is block
 // and network namespaces; skipped otherwise, with the reason.
 const support = await netnsSupport()
 
-test('in a guarded run a public page loads, and its redirects, subresources, fetches and WebSockets to private targets are refused by the guard',
+test('in a guarded run a public page loads, and its redirects, subresources, fetches, WebSockets and WebRTC to private targets are refused by the guard',
   { skip: !support.ok && `needs network namespaces: ${support.reason}` }, async () => {
     const ns = `h3gd-${process.pid}`
     const octet = (process.pid >> 6) & 255
@@ -139,6 +141,7 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
       const page = (/** @type {string} */ body) => `<!doctype html><title>t</title>${body}`
       const site = spawn('ip', ['netns', 'exec', ns, process.execPath, '--input-type=module', '-e', `
         import http from 'node:http'
+        import dgram from 'node:dgram'
         const hits = []
         const pages = ${JSON.stringify({
           '/ok': page('<h1>public</h1>'),
@@ -147,6 +150,10 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
               fetch('http://[::ffff:7f00:1]:${internalPort}/fetch').catch(() => {})
               new WebSocket('ws://127.0.0.1:${internalPort}/ws').onerror = () => {}
               new Worker(URL.createObjectURL(new Blob(["fetch('http://10.0.0.1/', { mode: 'no-cors' }).catch(() => {}); fetch('http://127.0.0.1:${internalPort}/worker', { mode: 'no-cors' }).catch(() => {})"])))
+              const pc = new RTCPeerConnection({ iceServers: [{ urls: ['stun:127.0.0.1:${internalPort}', 'stun:10.0.0.1:${internalPort}'] },
+                { urls: ['turn:127.0.0.1:${internalPort}?transport=udp', 'turn:127.0.0.1:${internalPort}?transport=tcp'], username: 'u', credential: 'p' }] })
+              pc.createDataChannel('probe')
+              pc.createOffer().then((o) => pc.setLocalDescription(o))
             </script>`)
         })}
         http.createServer((req, res) => {
@@ -157,6 +164,8 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
           res.writeHead(pages[req.url] ? 200 : 404, { 'content-type': 'text/html' }).end(pages[req.url] ?? 'no')
         }).on('connection', (socket) => socket.localAddress === '10.0.0.1' && hits.push('connection to 10.0.0.1')).listen(80, '0.0.0.0')
         http.createServer((req, res) => { hits.push(req.url); res.end('internal secret: do not store') }).on('connection', () => hits.push('connection')).listen(${internalPort}, '127.0.0.1')
+        // What a page's WebRTC would reach of it, or of the private address: STUN and TURN over UDP.
+        dgram.createSocket('udp4').on('message', (_m, from) => hits.push('udp datagram from ' + from.address)).bind(${internalPort}, '0.0.0.0')
         console.log('ready')
       `], { stdio: ['ignore', 'pipe', 'inherit'] })
       stops.unshift(() => { site.kill('SIGKILL') })
@@ -195,8 +204,16 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
         'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
       ])
 
+      // The same page in Firefox, where Firefox is installed: its WebRTC, too, sends nothing.
+      if (fs.existsSync(FIREFOX)) {
+        const firefoxPool = createFirefoxPool({ dataDir, executablePath: FIREFOX })
+        stops.unshift(() => firefoxPool.close())
+        const ff = await measurePage({ pool: firefoxPool, url: 'http://pub.test/subresources', mode: 'h2', netns: ns, guard, timeoutMs: 15_000 })
+        assert.equal(ff.status, 'protocol_mismatch', `Firefox loaded the page itself: ${ff.error}`)
+      }
+
       const hits = await (await fetch(`http://${nsSide}/hits`)).json()
-      assert.deepEqual(hits, [], 'the internal service saw no connection: not from a redirect, an image, a fetch nor a WebSocket')
+      assert.deepEqual(hits, [], 'the internal service saw no connection: not from a redirect, an image, a fetch, a WebSocket nor WebRTC')
     } finally {
       for (const stop of stops) await stop()
     }
