@@ -103,7 +103,7 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     const runPool = browser === 'firefox' ? firefoxPool : browser === 'chromium' ? pool : null
     if (!runPool) throw new Error(`this agent has no ${browser} to measure with`)
     const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address, port: lab.port ?? null }) : []
-    const firefoxLab = browser === 'firefox' && isLab && lab ? { extraPrefs: labPrefs({ address: lab.address, port: lab.port ?? null }), trust: [labAuthority(lab)] } : {}
+    const firefoxLab = browser === 'firefox' && isLab && lab ? { extraPrefs: labPrefs({ address: lab.address, port: lab.port ?? null, inNamespace: Boolean(lab.netns) }), trust: [labAuthority(lab)] } : {}
     const netns = lab?.netns ?? null
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping, guard: runGuard })
     // The H3 arm forces QUIC on every origin the URL redirects through, and
