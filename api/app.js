@@ -47,24 +47,77 @@ const WEB_ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '
 // Fastify's own validator compiler, resolved from Fastify's folder so it is
 // the copy Fastify uses whatever the install layout.
 const require = createRequire(import.meta.url)
-const AjvCompiler = createRequire(require.resolve('fastify'))('@fastify/ajv-compiler')
+const fastifyRequire = createRequire(require.resolve('fastify'))
+const AjvCompiler = fastifyRequire('@fastify/ajv-compiler')
 const ajvPool = AjvCompiler()
+const SerializerSelector = fastifyRequire('@fastify/fast-json-stringify-compiler')
+
+/**
+ * Routes' validators and response serializers are compiled when a route is
+ * first called, not when the app starts. Compiling all of them (some 90
+ * routes, each with its request and response schemas) took 2.0 s of CPU of
+ * the 2.8 s an app took to build and start, most of it fast-json-stringify
+ * checking each response schema; a process that answers a few routes (the
+ * CLI's one-shot commands, each test file's app) paid it whole. The first
+ * call of a route pays its own, a few ms. Every schema still compiles in
+ * the tests: test/route-schemas.test.js compiles them all (compileAllSchemas).
+ * @template {(...args: any[]) => any} F
+ * @param {() => F} compile
+ * @param {Set<() => unknown>} pending where the compile waits until first called
+ * @returns {F & { errors?: any }}
+ */
+function lazily (compile, pending) {
+  /** @type {F | null} */
+  let compiled = null
+  const force = () => (compiled ??= compile())
+  pending.add(force)
+  const call = /** @type {F & { errors?: any }} */ (/** @type {unknown} */ (function (/** @type {any[]} */ ...args) {
+    const fn = /** @type {any} */ (force())
+    const out = fn(...args)
+    // Ajv's validators leave their errors on themselves; Fastify reads them there.
+    call.errors = fn.errors
+    return out
+  }))
+  return call
+}
 
 /**
  * Query strings and path parameters arrive as text, so they are coerced to
  * the schema's types ("?limit=10" → 10). JSON bodies have real types, and a
  * wrong one is an error: "interval_s": "60" or true is refused, not guessed.
- * @param {Record<string, any>} externalSchemas
- * @param {{ customOptions?: Record<string, any>, plugins?: any[], onCreate?: (ajv: any) => void }} [options]
+ * Each route's validator is compiled when first used (lazily).
+ * @param {Set<() => unknown>} pending
  */
-function buildValidator (externalSchemas, options) {
-  options = { ...options, onCreate: useDateTimeRule }
-  const coercing = ajvPool(externalSchemas, options)
-  const strict = ajvPool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: false } })
-  return (/** @type {{ httpPart?: string, schema?: any }} */ route) => {
-    if (route.httpPart === 'body') return strict(route)
-    const validate = coercing(route)
-    return route.httpPart === 'params' || route.httpPart === 'querystring' ? withDecimalIntegers(route.schema, validate) : validate
+function validatorFactory (pending) {
+  /**
+   * @param {Record<string, any>} externalSchemas
+   * @param {{ customOptions?: Record<string, any>, plugins?: any[], onCreate?: (ajv: any) => void }} [options]
+   */
+  return function buildValidator (externalSchemas, options) {
+    options = { ...options, onCreate: useDateTimeRule }
+    const coercing = ajvPool(externalSchemas, options)
+    const strict = ajvPool(externalSchemas, { ...options, customOptions: { ...options.customOptions, coerceTypes: false } })
+    return (/** @type {{ httpPart?: string, schema?: any }} */ route) => lazily(() => {
+      if (route.httpPart === 'body') return strict(route)
+      const validate = coercing(route)
+      return route.httpPart === 'params' || route.httpPart === 'querystring' ? withDecimalIntegers(route.schema, validate) : validate
+    }, pending)
+  }
+}
+
+/**
+ * Fastify's own serializer compiler (fast-json-stringify), each route's
+ * compiled when first used (lazily).
+ * @param {Set<() => unknown>} pending
+ */
+function serializerFactory (pending) {
+  /**
+   * @param {Record<string, any>} externalSchemas
+   * @param {Record<string, any>} options
+   */
+  return function buildSerializer (externalSchemas, options) {
+    const compile = SerializerSelector()(externalSchemas, options)
+    return (/** @type {any} */ route) => lazily(() => compile(route), pending)
   }
 }
 
@@ -132,6 +185,8 @@ function tlsOptions (config) {
  *   labOrigin?: { server: string, version: string | null, distorts_h3: boolean } | null }} context
  */
 export async function buildApp (context) {
+  /** @type {Set<() => unknown>} */
+  const pendingSchemas = new Set()
   const app = Fastify({
     ...tlsOptions(context.config),
     loggerInstance: /** @type {import('fastify').FastifyBaseLogger} */ (context.log),
@@ -151,8 +206,15 @@ export async function buildApp (context) {
     },
     // @fastify/ajv-compiler's types say a compiler gets the schema; at run
     // time it gets the route ({ schema, method, url, httpPart }), as here.
-    schemaController: { compilersFactory: { buildValidator: /** @type {import('@fastify/ajv-compiler').ValidatorFactory} */ (/** @type {unknown} */ (buildValidator)) } }
+    schemaController: {
+      compilersFactory: {
+        buildValidator: /** @type {import('@fastify/ajv-compiler').ValidatorFactory} */ (/** @type {unknown} */ (validatorFactory(pendingSchemas))),
+        buildSerializer: /** @type {any} */ (serializerFactory(pendingSchemas))
+      }
+    }
   })
+  // Compiles every route's schemas now (test/route-schemas.test.js).
+  app.decorate('compileAllSchemas', () => { for (const compile of pendingSchemas) compile() })
   for (const schema of [...sharedSchemas, ...alertSchemas]) app.addSchema(schema)
 
   await app.register(sensible)

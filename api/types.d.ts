@@ -32,6 +32,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** api/plugins/context.js */
     db: Pool
+    /** api/app.js: compiles every route's validators and serializers now instead of at each route's first call */
+    compileAllSchemas: () => void
     /** api/plugins/context.js */
     config: Config
     /** api/plugins/context.js: null unless this process runs the lab */
