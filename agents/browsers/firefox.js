@@ -6,7 +6,9 @@
 // isolates runs by incognito contexts, but a Firefox run's preferences
 // differ by page (the H3 arm maps the page's own origin to HTTP/3), and a
 // fresh profile is the isolation the arm's comparison rests on. What that
-// costs per run is in docs/BENCHMARKS.md ("Agent throughput").
+// costs per run is in docs/BENCHMARKS.md ("Agent throughput"); a fresh
+// profile gets Firefox's own start-up files from an earlier run
+// (./firefox-seed.js), which halve what a start costs.
 //
 // Firefox's BiDi server listens on TCP (loopback); it has no pipe as
 // Chromium's DevTools does. Inside a lab namespace that loopback is the
@@ -23,6 +25,7 @@ import { promisify } from 'node:util'
 import pino from 'pino'
 import puppeteer from 'puppeteer-core'
 import { InfrastructureError } from '../faults.js'
+import { profileSeed } from './firefox-seed.js'
 
 const execFileAsync = promisify(execFile)
 const NETNS_LAUNCHER = fileURLToPath(new URL('../../lab/netns-firefox.js', import.meta.url))
@@ -69,6 +72,8 @@ export function createFirefoxPool ({
   /** @type {Set<{ close: () => Promise<void> }>} */
   const live = new Set()
   let closing = false
+  // Firefox's own start-up files, from the first run that ended (./firefox-seed.js).
+  const seed = profileSeed({ root, executablePath })
 
   /**
    * A new profile with the run's preferences and, when given, the
@@ -80,6 +85,7 @@ export function createFirefoxPool ({
     await mkdir(root, { recursive: true })
     const dir = await mkdtemp(path.join(root, 'profile-'))
     try {
+      await seed.plant(dir)
       await writePrefs(dir, prefs)
       if (trust.length) await trustAuthorities(dir, trust)
     } catch (err) {
@@ -112,7 +118,10 @@ export function createFirefoxPool ({
       return await fn(running.browser)
     } finally {
       await running?.close()
-      if (!profile) await removeProfile(dir)
+      if (!profile) {
+        if (running) await seed.harvest(dir).catch(() => {})
+        await removeProfile(dir)
+      }
     }
   }
 
