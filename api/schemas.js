@@ -345,6 +345,7 @@ const resultProperties = {
   browser_version: nullableString,
   agent_version: nullableString,
   flags: { type: ['array', 'null'], items: { type: 'string' }, description: 'Exact browser switches of the run: Chromium\'s flags, or Firefox\'s preferences as name=value' },
+  samples: { type: ['array', 'null'], items: { type: 'number' }, description: 'export only (the import takes it back): a multi-sample probe\'s values in ms, which its comparison rests on: the parallel probe\'s requests, the upload probe\'s POSTs, a journey step\'s duration; null for a page load' },
   filmstrip_url: { ...nullableString, description: 'export only: where the result\'s frames are listed with their URLs (GET /api/v1/results/{id}/filmstrip); null without frames' },
   protocol_reason: {
     type: ['object', 'null'],

@@ -220,6 +220,12 @@ test('an export imported into another monitor gives the same comparison, and rol
   for (let i = 0; i < 120; i++) {
     rows.push(...round(i, i % 3 ? 'local' : 'lab-eu', { measured_at: at(i), browser_version: 'Chromium 140', flags: ['--disable-quic'] }))
     if (i % 10 === 0) rows.push({ time: at(i), location_id: 'local', mode: 'h3', view: 'repeat', status: 'timeout', error: 'timed out after 30 s' })
+    // The parallel probe's five requests of the round: what its comparison rests on.
+    if (i % 3) {
+      const samples = (/** @type {number} */ base) => Array.from({ length: 5 }, (_, k) => base + ((i * 7 + k * 3) % 11))
+      rows.push({ time: at(i), location_id: 'local', mode: 'h2', probe: 'parallel', details: { samples: samples(40) } },
+        { time: at(i), location_id: 'local', mode: 'h3', probe: 'parallel', details: { samples: samples(36) } })
+    }
   }
   const first = await importInto(source.id, rows)
   assert.equal(first.statusCode, 200)
@@ -241,6 +247,10 @@ test('an export imported into another monitor gives the same comparison, and rol
   assert.deepEqual(await comparison(copy.id), a)
   assert.deepEqual(await comparison(copy.id, 'view=repeat'), await comparison(source.id, 'view=repeat'))
   assert.match(JSON.stringify(a), /"h2_ms":\d/, 'the comparison has figures, not only "insufficient data"')
+  // The parallel probe's requests come through the export (its samples) and compare the same.
+  const requests = await comparison(source.id, 'probe=parallel&metric=request_ms')
+  assert.match(JSON.stringify(requests), /"h2_ms":\d/, 'the parallel probe has figures')
+  assert.deepEqual(await comparison(copy.id, 'probe=parallel&metric=request_ms'), requests)
 
   // Trends read the rollups (merged with rows not folded yet): every
   // imported run is counted the moment the import returns.

@@ -11,14 +11,19 @@ export const EXPORT_FORMATS = ['csv', 'ndjson', 'json']
 
 /**
  * Every result column except the per-request evidence, which has no flat
- * form; then filmstrip_url, where the result's frames are listed with their
- * URLs (GET /api/v1/results/{id}/filmstrip), null without frames. The import
+ * form; then `samples`, a multi-sample probe's values (the parallel probe's
+ * requests, the upload probe's POSTs, a journey step's duration), which its
+ * comparison rests on and the import takes back; then filmstrip_url, where
+ * the result's frames are listed with their URLs
+ * (GET /api/v1/results/{id}/filmstrip), null without frames. The import
  * ignores it: frames are never imported.
  */
-export const EXPORT_COLUMNS = [...RESULT_COLUMNS.filter((c) => c !== 'details'), 'filmstrip_url']
+export const EXPORT_COLUMNS = [...RESULT_COLUMNS.filter((c) => c !== 'details'), 'samples', 'filmstrip_url']
 /** The export's columns as SQL. */
-export const EXPORT_SELECT = EXPORT_COLUMNS.map((c) => c !== 'filmstrip_url' ? c
-  : `CASE WHEN details->'filmstrip'->>'uploaded' = 'true' THEN '/api/v1/results/' || id || '/filmstrip' END AS filmstrip_url`)
+export const EXPORT_SELECT = EXPORT_COLUMNS.map((c) => ({
+  samples: "details->'samples' AS samples",
+  filmstrip_url: `CASE WHEN details->'filmstrip'->>'uploaded' = 'true' THEN '/api/v1/results/' || id || '/filmstrip' END AS filmstrip_url`
+})[c] ?? c)
 
 // One query per 1,000 rows: a batch query runs in ~1 ms on the index
 // (EXPLAIN ANALYZE, 200k rows of one monitor), so round trips cost little,

@@ -47,6 +47,9 @@ const EARLIEST = Date.parse('2000-01-01T00:00:00Z')
 // server's clock by more than clock drift is a wrong row, which would sit at
 // the right edge of every chart and window until its time came.
 export const IMPORT_MAX_AHEAD_MS = 60e3
+// A result's samples: the parallel probe's requests, the upload probe's
+// POSTs, a journey step's one duration; far fewer than this.
+const MAX_SAMPLES = 1000
 
 /** What is wrong with one field's value; the caller adds the line and field. */
 class FieldProblem extends Error {}
@@ -91,7 +94,14 @@ const FIELDS = {
   }),
   details: (v) => nullable(v, () => {
     if (typeof v !== 'object' || Array.isArray(v)) throw new FieldProblem('must be an object, for example {"samples": [12.5, 13.1]}')
-    return storableJson(v)
+    return v
+  }),
+  // The export's samples column: what a multi-sample probe's comparison
+  // rests on (its requests, uploads, a journey step's duration), kept in
+  // details.samples as an agent sends it.
+  samples: (v) => nullable(v, () => {
+    if (!Array.isArray(v) || v.length > MAX_SAMPLES) throw new FieldProblem(`must be a list of at most ${MAX_SAMPLES} numbers (ms)`)
+    return v.map((x) => number(x, 0, 3600000))
   })
 }
 
@@ -224,7 +234,7 @@ function parseLine (line, n, { known, expected, latest }) {
   // As an agent would send it: the text, not the parsed date.
   if (input.measured_at == null) delete submitted.measured_at
   else submitted.measured_at = input.measured_at
-  for (const c of ['notes', 'details']) delete submitted[c]
+  for (const c of ['notes', 'details', 'samples']) delete submitted[c]
   try {
     checkResults([submitted], { expectedProtocol: expected })
   } catch (/** @type {any} */ err) {
@@ -237,7 +247,14 @@ function parseLine (line, n, { known, expected, latest }) {
   Object.assign(row, submitted)
   row.measured_at ??= row.time
   row.agent_id = null
-  row.details ??= '{}'
+  const details = row.samples ? { ...row.details, samples: row.samples } : row.details ?? {}
+  delete row.samples
+  try {
+    row.details = storableJson(details)
+  } catch (err) {
+    if (!(err instanceof FieldProblem)) throw err
+    throw lineError(n, 'details', err.message)
+  }
   return row
 }
 
