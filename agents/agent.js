@@ -7,6 +7,7 @@
 // spool before it claims anything. Up to `concurrency` rounds run at once
 // (H3LENS_AGENT_CONCURRENCY, default 1: page loads that share cores distort
 // each other's timings).
+import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ApiError } from './api-client.js'
 import { InfrastructureError } from './faults.js'
@@ -37,6 +38,9 @@ const SPOOL_BATCH_ROUNDS = 50
  */
 export function createAgent ({ client, spool, runJob, runTrial = null, log, version, browserVersion, browsers = null, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, maxBackoffMs = MAX_BACKOFF_MS, concurrency = 1 }) {
   const abort = new AbortController()
+  // This process, as its claims name it: rounds leased to it in an answer
+  // it never got are handed back by the next claim (lib/store/jobs.js claimJobs).
+  const instance = randomUUID()
   /** Journey trials being run ("try it", agents/journey/trial.js). @type {Set<Promise<void>>} */
   const trialsRunning = new Set()
   /** @type {Promise<void> | null} */
@@ -54,8 +58,11 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
     browser ??= await browserVersion?.()
     // One journey trial at a time, besides the rounds: a trial is someone waiting at the editor.
     const wantTrials = runTrial && !trialsRunning.size ? 1 : 0
+    // The rounds this process holds: a round leased to it that is not among
+    // them was claimed in an answer it never got, and comes back now.
+    const holding = [...running.keys()]
     const { jobs, trials = [], lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } =
-      await client.claim({ limit, version, browser_version: browser, ...(wantTrials ? { trials: wantTrials } : {}), ...(browsers ? { browsers } : {}) })
+      await client.claim({ limit, version, browser_version: browser, instance, holding, ...(wantTrials ? { trials: wantTrials } : {}), ...(browsers ? { browsers } : {}) })
     // An API that does not say (an older one) gets the guard.
     return { jobs, trials, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
   }

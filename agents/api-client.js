@@ -53,7 +53,7 @@ export function createApiClient ({ apiUrl, token, timeoutMs = 15000, ca }) {
     return data
   }
   return {
-    claim: (/** @type {{ limit: number, version: string, browser_version?: string, trials?: number, browsers?: string[] }} */ body) => call('POST', '/claim', body),
+    claim: (/** @type {{ limit: number, version: string, browser_version?: string, trials?: number, browsers?: string[], instance?: string, holding?: number[] }} */ body) => call('POST', '/claim', body),
     /** A journey trial's outcome and last frame ("try it"). */
     trialDone: (/** @type {number} */ trialId, /** @type {{ outcome: object, screenshot: string | null }} */ body) => call('POST', `/trials/${trialId}`, body),
     heartbeat: (/** @type {number} */ jobId) => call('POST', `/jobs/${jobId}/heartbeat`),

@@ -1,7 +1,8 @@
 // Faults a deployment meets sooner or later, each ending with every round's
 // results stored exactly once: an agent killed mid-job, PostgreSQL stopped
-// while agents submit, the API restarted while agents claim, an agent
-// stopped or restarted with work in hand.
+// while agents submit, the API restarted while agents claim, claims whose
+// answers never reach the agent, an agent stopped or restarted with work in
+// hand.
 // run-tests: side — it waits through outages, restarts and kills; its processes are found by its own data dir, and it times no page load
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -207,6 +208,46 @@ describe('faults', { concurrency: true }, () => {
       assert.ok([...runs.values()].every((n) => n === 1), 'no round was measured twice')
     } finally {
       for (const a of agents) await a.stop().catch(() => {})
+      await api.close()
+      await database.drop()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  it('claims answered into the void (the agent gave up waiting): their rounds come back at the next claim, each run once, in one attempt', async () => {
+    const database = await createTestDatabase()
+    // A lease far longer than the test: a round left leased to no one would never run again within it.
+    const api = await startApi({ db: database.pool, config: loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent', H3LENS_LEASE_S: '600' }), log: quiet() })
+    const dataDir = tmpDir('faults-void')
+    let agent
+    try {
+      const { monitor, jobIds } = await queueRounds(database.pool, 12)
+      const { token } = await createAgentToken(database.pool, { location: 'local' })
+      const real = createApiClient({ apiUrl: api.url, token })
+      // Every third claim is leased by the API, and its answer never reaches the agent.
+      let claims = 0
+      const client = {
+        ...real,
+        async claim (/** @type {any} */ body) {
+          const answer = await real.claim(body)
+          if (++claims % 3 === 1) throw new ApiError('the request timed out (the answer came too late)', 0)
+          return answer
+        }
+      }
+      const { runJob, runs } = fakeRunJob({ ms: 20 })
+      agent = createAgent({ client, spool: createSpool(path.join(dataDir, 'spool')), runJob, log: quiet(), version: 'test', idlePollMs: 100, maxBackoffMs: 100, concurrency: 2 })
+      agent.start()
+      const done = async () => (await database.pool.query("SELECT count(*)::int AS n FROM jobs WHERE monitor_id = $1 AND state = 'done'", [monitor.id])).rows[0].n
+      await eventually(async () => (await done()) === jobIds.length, { timeoutMs: 30000, what: 'every round done' })
+      await agent.stop()
+      agent = null
+      assert.ok(claims >= 3, `claims were lost on the way (${claims} claims)`)
+      await assertExactlyOnce(database.pool, monitor.id, jobIds.length)
+      const { rows } = await database.pool.query('SELECT max(attempts)::int AS most FROM jobs WHERE monitor_id = $1', [monitor.id])
+      assert.equal(rows[0].most, 1, 'no round was leased a second time')
+      assert.ok([...runs.values()].every((n) => n === 1), 'no round was measured twice')
+    } finally {
+      await agent?.stop().catch(() => {})
       await api.close()
       await database.drop()
       fs.rmSync(dataDir, { recursive: true, force: true })

@@ -61,6 +61,38 @@ test('two agents claiming at once never lease the same job, and only their own l
   assert.equal(claimed[0].url, m.url)
 })
 
+test('a claim whose answer the agent never got: its next claim gets the same rounds back, in the same attempt; another process or an older agent does not', async () => {
+  await clearQueue()
+  const m = await freshMonitor()
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at)
+    SELECT $1, 'local', now() - make_interval(secs => g * 10) FROM generate_series(1, 4) g`, [m.id])
+  const token = await t.agentToken('local')
+  const claimAs = async (/** @type {Record<string, any>} */ body) => {
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: auth(token), payload: { limit: 2, version: 'test', ...body } })
+    assert.equal(res.statusCode, 200, res.body)
+    return res.json().jobs.map((/** @type {any} */ j) => ({ id: j.id, attempts: j.attempts, lease: j.lease_expires_at }))
+  }
+  // Its answer lost on the way: the agent holds nothing.
+  const lost = await claimAs({ instance: 'process-one', holding: [] })
+  assert.equal(lost.length, 2)
+  const again = await claimAs({ instance: 'process-one', holding: [] })
+  assert.deepEqual(again.map((j) => j.id), lost.map((j) => j.id), 'the same rounds, handed back')
+  assert.deepEqual(again.map((j) => j.attempts), [1, 1], 'in the same attempt')
+  assert.ok(again.every((j, i) => j.lease >= lost[i].lease), 'with a lease from now')
+  // Holding one of them and asking for two: the one it does not hold, and a new round.
+  const next = await claimAs({ instance: 'process-one', holding: [lost[0].id] })
+  assert.equal(next.length, 2)
+  assert.ok(next.some((j) => j.id === lost[1].id) && !next.some((j) => j.id === lost[0].id), JSON.stringify(next))
+  // Another process of the same agent, and an agent that names no instance, are given only new rounds.
+  const other = await claimAs({ instance: 'process-two', holding: [] })
+  assert.ok(other.every((j) => ![...lost, ...next].some((k) => k.id === j.id)), JSON.stringify(other))
+  const { rows: [left] } = await t.db.query("SELECT count(*)::int AS n FROM jobs WHERE monitor_id = $1 AND state = 'queued'", [m.id])
+  const older = await claimAs({})
+  assert.equal(older.length, left.n, 'an older agent gets what is queued, nothing handed back')
+  const { rows } = await t.db.query('SELECT max(attempts)::int AS most FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.equal(rows[0].most, 1, 'no round was leased a second time')
+})
+
 test('results are stored once, however often they are posted', async () => {
   await clearQueue()
   const m = await freshMonitor()

@@ -52,6 +52,17 @@ export default async function agentProtocolRoutes (app) {
             minItems: 1,
             uniqueItems: true,
             description: 'The browsers this agent has; it is given rounds of those only, and its location gets rounds of those (docs/BROWSERS.md). Chromium alone when not said'
+          },
+          instance: {
+            type: 'string',
+            pattern: '^[A-Za-z0-9_-]{8,64}$',
+            description: 'This agent process, new at each start. With `holding`: a round leased to this instance that it does not hold was claimed in an answer it never got, and is handed back first, in the same attempt (docs/OPERATIONS.md)'
+          },
+          holding: {
+            type: 'array',
+            maxItems: 1000,
+            items: idParams.properties.id,
+            description: 'The ids of the rounds this instance is measuring or submitting'
           }
         }
       },
@@ -113,11 +124,13 @@ export default async function agentProtocolRoutes (app) {
         ...errorResponses
       }
     }
-  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string, trials?: number, browsers?: string[] } | undefined }>} */ request) => {
+  }, async (/** @type {import('fastify').FastifyRequest<{ Body: { limit?: number, version?: string, browser_version?: string, trials?: number, browsers?: string[], instance?: string, holding?: number[] } | undefined }>} */ request) => {
     const body = request.body ?? {}
     await touchAgent(app.db, request.agent.id, body)
     const leaseSeconds = app.config.leaseSeconds
-    const claimed = await claimJobs(app.db, { agentId: request.agent.id, locationId: request.agent.location_id, limit: body.limit ?? 1, leaseSeconds })
+    const claimed = await claimJobs(app.db, {
+      agentId: request.agent.id, locationId: request.agent.location_id, limit: body.limit ?? 1, leaseSeconds, instance: body.instance ?? null, holding: body.holding ?? []
+    })
     const jobs = []
     for (const job of claimed) {
       Object.assign(job, await measurementHints(app.db, job))

@@ -202,10 +202,18 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
  * and EXPLAIN ANALYZE of this statement; docs/BENCHMARKS.md, "Load").
  * An agent claims only rounds of the browsers it has (agents.browsers, as
  * it said when it claimed: lib/store/agents.js touchAgent).
+ *
+ * `instance` names the agent's process, `holding` the rounds it holds. A
+ * round leased to that instance that it does not hold was leased by a claim
+ * whose answer it never got (lost on the way, or given up on by its
+ * timeout): it is handed back first, in the same attempt and with a fresh
+ * lease, rather than left leased to no one until the lease runs out and
+ * then run as a second attempt. An agent that does not name its instance
+ * (an older one) gets nothing handed back.
  * @param {import('pg').Pool} db
- * @param {{ agentId: number, locationId: string, limit: number, leaseSeconds: number }} opts
+ * @param {{ agentId: number, locationId: string, limit: number, leaseSeconds: number, instance?: string | null, holding?: number[] }} opts
  */
-export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds }) {
+export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds, instance = null, holding = [] }) {
   // Named: each connection plans it once. Planning this statement costs as
   // much as running it (0.35 ms each, EXPLAIN ANALYZE), and every agent
   // sends it every second or two.
@@ -214,18 +222,27 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
   // the round one page timeout instead of two.
   const { rows } = await db.query({
     name: 'claim-jobs',
-    text: `WITH picked AS (
+    text: `WITH unheard AS (
+       SELECT j.id FROM jobs j
+        WHERE $5::text IS NOT NULL AND j.state = 'leased' AND j.lease_owner = $3 AND j.lease_instance = $5
+          AND j.location_id = $1 AND NOT (j.id = ANY ($6::bigint[]))
+        ORDER BY j.run_after
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED),
+     picked AS (
        SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
         WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now()
           AND j.browser = ANY ((SELECT a.browsers FROM agents a WHERE a.id = $3)::text[])
           AND m.deleted_at IS NULL AND NOT m.paused
         ORDER BY j.run_after
-        LIMIT $2
-        FOR UPDATE OF j SKIP LOCKED)
-     UPDATE jobs j SET state = 'leased', attempts = j.attempts + 1, lease_owner = $3, started_at = now(),
+        LIMIT greatest($2 - (SELECT count(*) FROM unheard), 0)
+        FOR UPDATE OF j SKIP LOCKED),
+     granted AS (SELECT id, false AS again FROM picked UNION ALL SELECT id, true FROM unheard)
+     UPDATE jobs j SET state = 'leased', attempts = CASE WHEN g.again THEN j.attempts ELSE j.attempts + 1 END, lease_owner = $3,
+            lease_instance = $5, started_at = CASE WHEN g.again THEN j.started_at ELSE now() END,
             lease_expires_at = now() + make_interval(secs => $4), updated_at = now()
-       FROM picked, monitors m
-      WHERE j.id = picked.id AND m.id = j.monitor_id
+       FROM granted g, monitors m
+      WHERE j.id = g.id AND m.id = j.monitor_id
      RETURNING j.id, j.monitor_id, j.location_id, j.browser, j.due_at, j.attempts, j.lease_expires_at,
                m.url, m.modes, m.probes, m.repeat_view, m.options, m.aa_protocol,
                -- The journey and its sealed secrets, opened for the agent by the claim route.
@@ -233,7 +250,7 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds 
                CASE WHEN 'journey' = ANY (m.probes) THEN m.journey_secrets END AS journey_secrets,
                (SELECT b.timeouts FROM round_backoffs b WHERE b.monitor_id = j.monitor_id AND b.location_id = j.location_id
                    AND b.until IS NOT NULL) AS backed_off_timeouts`,
-    values: [locationId, limit, agentId, leaseSeconds]
+    values: [locationId, limit, agentId, leaseSeconds, instance, holding]
   })
   return rows
 }
