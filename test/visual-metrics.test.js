@@ -52,11 +52,14 @@ function assertWithin10 (r, expected, arm) {
     const want = /** @type {number} */ (expected[c])
     const progress = JSON.stringify(r.filmstrip?.progress ?? r.details?.filmstrip?.progress)
     assert.ok(typeof r[c] === 'number', `${arm} ${c} measured`)
-    assert.ok(Math.abs(r[c] - want) <= want * 0.1, `${arm} ${c}: ${r[c]} ms, by hand ${want} ms (±10 %); progress ${progress}`)
+    // Frames come at most one per 100 ms, so a paint may be seen one frame
+    // late besides: under the full suite's load a first change by hand at
+    // 700 ms was seen at 813 ms, the three after it 13 ms late.
+    assert.ok(Math.abs(r[c] - want) <= want * 0.1 + FRAME_STEP_MS, `${arm} ${c}: ${r[c]} ms, by hand ${want} ms (±10 % and one frame); progress ${progress}`)
   }
 }
 
-test('the page that paints in known steps gives the hand-computed visual metrics within 10 %, over H2 and over H3', async () => {
+test('the page that paints in known steps gives the hand-computed visual metrics within 10 % and one frame, over H2 and over H3', async () => {
   const expected = handPaintedMetrics(PAINT_STEPS.steps)
   // 700·1 + 700·0.6 + 700·0.3 + 700·0.1: the area above the progress curve.
   assert.equal(Math.round(expected.speed_index_ms), 1400)
