@@ -10,8 +10,13 @@
 // HTTP cache, cookies, Alt-Svc, HSTS, DNS or TLS session. So each profile
 // gets them from the first run of this Firefox build that ended cleanly, and
 // what an arm measures is unchanged (docs/BENCHMARKS.md, "Firefox starts").
+// They are kept where Firefox keeps such files itself, in the user's cache
+// folder (~/.cache/h3lens, or $XDG_CACHE_HOME/h3lens), so every agent and
+// test of this user shares them; where that folder cannot be written, in
+// the pool's own folder.
 import { existsSync, readFileSync, realpathSync } from 'node:fs'
-import { cp, mkdtemp, rename, rm } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, rename, rm } from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 
 /** The profile's files a start reuses: Firefox checks each against its build and rebuilds what does not match. */
@@ -22,7 +27,10 @@ export const SEED_FILES = Object.freeze(['startupCache', 'addonStartup.json.lz4'
  */
 export function profileSeed ({ root, executablePath }) {
   const build = firefoxBuild(executablePath)
-  const dir = build ? path.join(root, `seed-${build}`) : null
+  const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'h3lens')
+  const places = build ? [cache, root].map((d) => path.join(d, `firefox-seed-${build}`)) : []
+  /** Where the seed is, or goes: the cache's unless only the pool's folder has one. */
+  let dir = places.find((d) => existsSync(d)) ?? places[0] ?? null
   return {
     /**
      * Give a new profile the seed's files, when there is a seed.
@@ -40,12 +48,18 @@ export function profileSeed ({ root, executablePath }) {
      */
     async harvest (profile) {
       if (!dir || existsSync(dir) || !SEED_FILES.every((f) => existsSync(path.join(profile, f)))) return
-      const copy = await mkdtemp(`${dir}.tmp-`)
-      try {
-        for (const f of SEED_FILES) await cp(path.join(profile, f), path.join(copy, f), { recursive: true })
-        await rename(copy, dir)
-      } catch {
-        await rm(copy, { recursive: true, force: true })
+      for (const place of places) {
+        const copy = await mkdir(path.dirname(place), { recursive: true }).then(() => mkdtemp(`${place}.tmp-`), () => null)
+        if (!copy) continue // not writable: the next place
+        try {
+          for (const f of SEED_FILES) await cp(path.join(profile, f), path.join(copy, f), { recursive: true })
+          await rename(copy, place)
+        } catch {
+          // Another run's copy got there first, or the copy failed: this one is not needed.
+          await rm(copy, { recursive: true, force: true })
+        }
+        if (existsSync(place)) dir = place
+        return
       }
     }
   }
