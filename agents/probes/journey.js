@@ -19,7 +19,7 @@ import { measure, emptyResult, reuseOf } from '../measure.js'
 import { ACTION_RUNNERS, StepError } from '../journey/actions.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, withTimeout } from '../page-metrics.js'
 import { maskFields } from '../page/mask-fields.js'
-import { describeStep, namedSteps } from '../../lib/measurement/journey/steps.js'
+import { describeStep, MARKERS, namedSteps } from '../../lib/measurement/journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../../lib/measurement/probes/journey.js'
 import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
 import { round } from '../../lib/measurement/units.js'
@@ -78,7 +78,10 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
       try {
         const outcome = await withTimeout(ACTION_RUNNERS[step.action](step, { page, timeoutMs }), timeoutMs + ACTION_SLACK_MS,
           describeStep(step, index), (message) => new StepError(message, { status: 'timeout' }))
-        const ms = round((outcome.endedAt ?? performance.now()) - t0)
+        // A marker only bounds a named step: what the agent spends on it is
+        // its own time, in no step (under a full test suite's load, 17 ms of
+        // a journey's 3,977 ms), so the whole journey lasts its steps' sum.
+        const ms = MARKERS.has(step.action) ? 0 : round((outcome.endedAt ?? performance.now()) - t0)
         const metrics = outcome.navigated ? await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics').catch(() => null) : null
         outcomes.push({ ...base, ok: true, status: 'ok', ms, error: null, navigated: outcome.navigated, url: outcome.navigated ? page.url() : null, metrics, to: mark() })
       } catch (err) {

@@ -24,7 +24,7 @@ export const ACTIONS = Object.freeze({
 })
 export const ACTION_NAMES = Object.freeze(Object.keys(ACTIONS))
 /** Actions that do something in the page (the rest only mark a named step's bounds). */
-const MARKERS = new Set(['measure_start', 'measure_end'])
+export const MARKERS = Object.freeze(new Set(['measure_start', 'measure_end']))
 /** The longest journey text accepted (YAML or JSON). */
 export const MAX_JOURNEY_TEXT = 100_000
 /** A stored secret's reference: what the API answers instead of the secret. */
