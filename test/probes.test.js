@@ -60,8 +60,9 @@ describe('probes against the lab origin on loopback', () => {
         assert.equal(q.protocol, mode)
         assert.equal(q.status, 204)
         // On the connection the warm-up opened: one connection for all.
-        assert.equal(q.connection_reused, true)
-        assert.equal(q.connection_id, r.warmup.requests_detail[0].connection_id)
+        const said = `${mode}: request on connection ${q.connection_id} (reused: ${q.connection_reused}), the warm-up's ${r.warmup.requests_detail[0].connection_id}`
+        assert.equal(q.connection_id, r.warmup.requests_detail[0].connection_id, said)
+        assert.equal(q.connection_reused, true, said)
       }
       assert.equal(r.warmup.status, 'ok')
       assert.ok(r.ttfb_ms > 0 && r.connect_ms > 0, 'the warm-up navigation timings are the result\'s connection story')
