@@ -55,12 +55,18 @@ export async function runStart (ctx) {
   // rounds at a time in all (default one, so a page load in one region never
   // slows down another region's measurement).
   const gate = createGate(config.agentConcurrency)
+  /** @type {Awaited<ReturnType<typeof startAgent>>[]} */
+  const agents = []
+  // Stopped all at once: one after the other, the agents not yet stopped
+  // went on claiming and starting rounds while each waited for its own
+  // round to end (a Ctrl-C of four regions took 30 s, and rounds began 18 s
+  // after it).
+  lifecycle.add('agents', () => Promise.all(agents.map((a) => a.stop())))
   for (const loc of lab?.locations ?? []) {
     const token = await agentTokenFor(pool, config.dataDir, loc.id)
     // With HTTPS on, the local agents trust the API's own certificate (a
     // self-signed one included) besides H3LENS_CA_FILE's CA.
-    const agent = await startAgent({ config: { ...config, apiUrl: api.url, caFile: config.caFile ?? config.tlsCert }, log, token, location: loc.id, lab: loc.target, gate })
-    lifecycle.add(`agent ${loc.id}`, agent.stop)
+    agents.push(await startAgent({ config: { ...config, apiUrl: api.url, caFile: config.caFile ?? config.tlsCert }, log, token, location: loc.id, lab: loc.target, gate }))
   }
 
   if (lab && config.seed) await seedMonitors(pool, lab, log)
