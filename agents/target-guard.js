@@ -41,6 +41,7 @@ import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicR
 import { IPV4_RANGES } from '../lib/measurement/addresses.js'
 import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
 import { loopbackCertificate } from './loopback-cert.js'
+import { proxyScriptPrefs } from '../lib/measurement/browsers/firefox.js'
 
 // Chromium asks for A, AAAA and HTTPS records of a name at once: one lookup
 // serves them all. Short, so that what a run sees is what DNS says now.
@@ -281,10 +282,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
         'network.trr.exclude-etc-hosts': false,
         'network.trr.allow-rfc1918': false,
         'network.trr.confirmationNS': 'skip',
-        'network.proxy.type': 2,
-        'network.proxy.autoconfig_url': `data:application/x-ns-proxy-autoconfig;base64,${Buffer.from(proxyAutoConfig({ names: [...hostsRules.blocked].filter(([, b]) => b.refused).map(([n]) => n), refuseTo: `${listen}:${port}` })).toString('base64')}`,
-        'network.proxy.failover_direct': false,
-        'network.proxy.allow_hijacking_localhost': true,
+        ...proxyScriptPrefs(proxyAutoConfig({ names: [...hostsRules.blocked].filter(([, b]) => b.refused).map(([n]) => n), refuseTo: `${listen}:${port}` })),
         'media.peerconnection.enabled': false
       },
       trust: [{ name: 'h3lens agent resolver', pem: ca }],

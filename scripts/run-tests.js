@@ -50,18 +50,14 @@ const CHECKS_NICENESS = '19'
 // browsers, whose files follow one another, go first. On 2 cores the suite
 // took 428 s with it, 469–499 s without (docs/TESTING.md).
 // H3LENS_TEST_CONCURRENT_NICE=0 runs them at the runner's own priority.
-const CONCURRENT_NICENESS = process.env.H3LENS_TEST_CONCURRENT_NICE ?? '5'
-if (!/^(1?\d)$/.test(CONCURRENT_NICENESS)) throw new Error(`H3LENS_TEST_CONCURRENT_NICE must be a niceness from 0 to 19, not "${CONCURRENT_NICENESS}"`)
 // The side lane's files, a little below the serial lane: they wait, or look
 // at the dashboard, and time no page load, while the serial lane's files
 // time page loads and paints. Beside both other lanes at the same priority,
 // the serial lane's timings were off under load (a first paint one frame
 // late, a parallel request on a connection of its own).
 // H3LENS_TEST_SIDE_NICE=0 runs them at the runner's own priority.
-const SIDE_NICENESS = process.env.H3LENS_TEST_SIDE_NICE ?? '2'
-if (!/^(1?\d)$/.test(SIDE_NICENESS)) throw new Error(`H3LENS_TEST_SIDE_NICE must be a niceness from 0 to 19, not "${SIDE_NICENESS}"`)
 /** The niceness each lane's files run at. @type {Record<string, string>} */
-const NICENESS = { concurrent: CONCURRENT_NICENESS, side: SIDE_NICENESS, serial: '0' }
+const NICENESS = { concurrent: niceness('H3LENS_TEST_CONCURRENT_NICE', '5'), side: niceness('H3LENS_TEST_SIDE_NICE', '2'), serial: '0' }
 
 const argv = process.argv.slice(2)
 const flags = new Set(argv.filter((a) => a.startsWith('--')))
@@ -149,6 +145,17 @@ await Promise.all([lane('serial', 1), lane('side', 1), lane('concurrent', concur
 if (embedded) await embedded.stop()
 fs.rmSync(reportDir, { recursive: true, force: true })
 process.exit(summarise(done))
+
+/**
+ * A lane's niceness from the environment, or its default.
+ * @param {string} name the variable
+ * @param {string} fallback
+ */
+function niceness (name, fallback) {
+  const value = process.env[name] ?? fallback
+  if (!/^(1?\d)$/.test(value)) throw new Error(`${name} must be a niceness from 0 to 19, not "${value}"`)
+  return value
+}
 
 /**
  * Run a lane's files in order, `width` at a time. A test lane whose files

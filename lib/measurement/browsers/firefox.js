@@ -180,14 +180,25 @@ export function labPrefs ({ address, port = null, inNamespace = false }) {
     'network.dns.forceResolve': address,
     'network.trr.mode': 5,
     'network.http.http3.disable_when_third_party_roots_found': false,
-    ...(inNamespace
-      ? {}
-      : {
-          'network.proxy.type': 2,
-          'network.proxy.autoconfig_url': `data:application/x-ns-proxy-autoconfig;base64,${Buffer.from(labProxyAutoConfig({ port })).toString('base64')}`,
-          'network.proxy.failover_direct': false,
-          'network.proxy.allow_hijacking_localhost': true
-        })
+    ...(inNamespace ? {} : proxyScriptPrefs(labProxyAutoConfig({ port })))
+  }
+}
+
+/**
+ * Preferences that send every request through a proxy auto-config
+ * `script`, loopback included (Firefox otherwise never asks it about
+ * localhost and 127.0.0.1), and never straight past a proxy the script
+ * names that does not answer: how a lab run (labPrefs) and a guarded run
+ * (agents/target-guard.js) refuse what no lookup catches.
+ * @param {string} script
+ * @returns {Prefs}
+ */
+export function proxyScriptPrefs (script) {
+  return {
+    'network.proxy.type': 2,
+    'network.proxy.autoconfig_url': `data:application/x-ns-proxy-autoconfig;base64,${Buffer.from(script).toString('base64')}`,
+    'network.proxy.failover_direct': false,
+    'network.proxy.allow_hijacking_localhost': true
   }
 }
 
