@@ -25,6 +25,8 @@ import { startOrigin } from '../lab/origin.js'
 import { startTargetGuard } from '../agents/target-guard.js'
 import { netnsSupport } from '../lab/netns.js'
 import { createResolver, nonPublicReason } from '../lib/measurement/targets.js'
+import { checkJourney } from '../lib/measurement/journey/steps.js'
+import { LAB_HOSTNAME, LAB_ALT_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { createApiKey } from '../lib/store/api-keys.js'
@@ -33,7 +35,6 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { createTestDatabase } from './helpers/db.js'
 import { startInternalService } from './helpers/receiver.js'
-import { labEscapeJob } from './helpers/lab-escape.js'
 import { freePort } from '../dev/free-port.js'
 import { startDnsServer } from '../dev/dns-server.js'
 
@@ -250,6 +251,29 @@ test('the lab is no loophole at run time: a lab monitor on another port of the l
     for (const stop of stops) await stop()
   }
 })
+
+/**
+ * A lab run that tries to leave the lab: a journey on the lab origin whose
+ * script fetches another port of the lab host name, this machine's loopback
+ * by address and by name, and a name outside the lab, all on the port of a
+ * service listening on loopback. In local mode the lab's address is this
+ * machine's loopback, so each would reach that service if the lab browser
+ * let it; the step throws, naming what it reached.
+ * @param {{ id: number, pageUrl: string, port: number, browser: string }} o
+ *   pageUrl: a page of the lab origin; port: the internal service's
+ */
+function labEscapeJob ({ id, pageUrl, port, browser }) {
+  const targets = [
+    `https://${LAB_HOSTNAME}:${port}/`, `https://${LAB_ALT_HOSTNAME}:${port}/`,
+    `http://127.0.0.1:${port}/`, `https://127.0.0.1:${port}/`, `http://localhost:${port}/`, `https://elsewhere.example:${port}/`
+  ]
+  const script = `const urls = ${JSON.stringify(targets)};
+const tried = await Promise.all(urls.map((u) => fetch(u, { mode: 'no-cors' }).then(() => u + ' reached', () => u + ' refused')));
+const reached = tried.filter((t) => t.endsWith('reached'));
+if (reached.length) throw new Error(reached.join(', '));`
+  const journey = checkJourney({ steps: [{ action: 'navigate', url: pageUrl }, { action: 'eval', script, name: 'escape' }] }, { url: pageUrl })
+  return { id, url: pageUrl, modes: ['h2'], probes: ['journey'], journey, browser }
+}
 
 test('a lab run in local mode reaches the lab origin only: a journey\'s script finds no other port of the lab host, of loopback, nor another name', async () => {
   // The lab as `h3lens start --lab local` runs it: the lab host name is this machine's loopback.
