@@ -36,11 +36,11 @@ export async function seedFilmstrips (db, browser, { monitorId, locationId }) {
     const progress = frames.map((f, i) => ({ t_ms: f.t_ms, progress: shown[i] }))
     const steps = progress.slice(1).map((p, i) => ({ at_ms: p.t_ms, share: (p.progress - shown[i]) / 100 }))
     const hand = handPaintedMetrics(steps)
-    const visual = { progress, metrics: { ...hand, speed_index_ms: Math.round(hand.speed_index_ms * 10) / 10 } }
+    const m = { ...hand, speed_index_ms: Math.round(hand.speed_index_ms * 10) / 10 }
     const filmstrip = {
       kind: 'capture', step_ms: kept.step_ms, dropped: kept.dropped, captured: frames.length, method: 'screencast',
       frames: kept.frames.length, bytes: kept.frames.reduce((s, f) => s + f.jpeg.length, 0),
-      progress: visual.progress.map((p) => [p.t_ms, p.progress]), uploaded: true, error: null
+      progress: progress.map((p) => [p.t_ms, p.progress]), uploaded: true, error: null
     }
     await db.query(
       `INSERT INTO filmstrip_frames (job_id, mode, view, probe, seq, t_ms, jpeg, monitor_id, location_id)
@@ -48,7 +48,6 @@ export async function seedFilmstrips (db, browser, { monitorId, locationId }) {
          FROM unnest($7::double precision[], $8::bytea[]) WITH ORDINALITY AS f(t_ms, jpeg, seq)
        ON CONFLICT DO NOTHING`,
       [r.job_id, r.mode, r.view, r.probe, monitorId, locationId, kept.frames.map((f) => f.t_ms), kept.frames.map((f) => f.jpeg)])
-    const m = visual.metrics
     await db.query(
       `UPDATE results SET details = jsonb_set(coalesce(details, '{}'), '{filmstrip}', $2::jsonb),
               first_visual_change_ms = $3, speed_index_ms = $4, visually_complete_85_ms = $5, visually_complete_ms = $6, last_visual_change_ms = $7
