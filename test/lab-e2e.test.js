@@ -1,8 +1,12 @@
 // An emulated region end to end: a 60 ms RTT link built by linkem between
 // network namespaces, Caddy in the origin namespace, Chromium in the
 // location's namespace, driven by a real agent through the real API.
-// H2 on a fresh connection needs TCP + TLS 1.3 + request = 3 RTT to the
-// first byte, so its TTFB must come out at 3 × 60 ms, within 10%.
+// H2 on a fresh connection needs TCP + TLS 1.3 = 2 RTT to connect and one
+// more for the request, so its TTFB is 3 × 60 ms plus what the server and
+// the machine's CPUs add. The link can make neither shorter, and one round
+// trip more or less than that shows: connect must be at least 2 RTT less 5%
+// and under 2.5 RTT, TTFB at least 3 RTT less 5% and under 3.5 RTT (on a
+// loaded 2-core machine the server's and the CPUs' part reached 30 ms).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -67,8 +71,11 @@ test('through a 60 ms RTT region, H2 TTFB is 3 RTT and the agent records the loc
       assert.equal(r.observed_protocol, 'h2')
       assert.equal(r.rtt_ms, RTT)
     }
-    const ttfb = rows.map((r) => r.ttfb_ms).sort((a, b) => a - b)[Math.floor(ROUNDS / 2)]
-    assert.ok(Math.abs(ttfb - 3 * RTT) <= 0.1 * 3 * RTT, `median H2 TTFB ${ttfb} ms, expected ${3 * RTT} ms ± 10%`)
+    const median = (/** @type {'ttfb_ms' | 'connect_ms'} */ key) => rows.map((r) => r[key]).sort((a, b) => a - b)[Math.floor(ROUNDS / 2)]
+    const connect = median('connect_ms')
+    assert.ok(connect >= 0.95 * 2 * RTT && connect < 2.5 * RTT, `median H2 connect ${connect} ms, expected 2 RTT (${2 * RTT} ms) and less than half a round trip more`)
+    const ttfb = median('ttfb_ms')
+    assert.ok(ttfb >= 0.95 * 3 * RTT && ttfb < 3.5 * RTT, `median H2 TTFB ${ttfb} ms, expected 3 RTT (${3 * RTT} ms) and less than half a round trip more`)
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => {})
     await db.drop()
