@@ -59,6 +59,13 @@ const CHECKS_NICENESS = '19'
 /** The niceness each lane's files run at. @type {Record<string, string>} */
 const NICENESS = { concurrent: niceness('H3LENS_TEST_CONCURRENT_NICE', '5'), side: niceness('H3LENS_TEST_SIDE_NICE', '2'), serial: '0' }
 
+// The embedded cluster holds nothing but throwaway test databases, so it
+// skips what keeps data safe through a crash of the machine: flushes to
+// disk, waiting for the WAL at commit, whole pages in the WAL. A crash of
+// postgres itself loses nothing (the OS still has the writes); after a crash
+// of the machine, remove .h3lens/test-pg and the next run makes it anew.
+const THROWAWAY_CLUSTER = { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' }
+
 const argv = process.argv.slice(2)
 const flags = new Set(argv.filter((a) => a.startsWith('--')))
 for (const f of flags) if (!['--plan', '--checks'].includes(f)) throw new Error(`unknown option ${f} (use --plan or --checks)`)
@@ -79,7 +86,7 @@ const log = createLogger({ logLevel: process.env.LOG_LEVEL ?? 'warn', name: 'tes
 let embedded = null
 let adminUrl = process.env.DATABASE_URL
 if (!adminUrl) {
-  embedded = await startEmbeddedPostgres({ dataDir: path.resolve('.h3lens', 'test-pg'), port: Number(process.env.H3LENS_TEST_PG_PORT ?? 54339), log })
+  embedded = await startEmbeddedPostgres({ dataDir: path.resolve('.h3lens', 'test-pg'), port: Number(process.env.H3LENS_TEST_PG_PORT ?? 54339), log, settings: THROWAWAY_CLUSTER })
   adminUrl = embedded.adminUrl
 }
 

@@ -25,10 +25,12 @@ export function createPool (url, { max = 10, log } = {}) {
 
 /**
  * Start (and on first use, initialise) an embedded PostgreSQL cluster.
- * @param {{ dataDir: string, port: number, log: import('pino').Logger }} opts
+ * settings: server settings for this start (`-c name=value`), beside the
+ * ones every start has; a cluster found already running keeps its own.
+ * @param {{ dataDir: string, port: number, log: import('pino').Logger, settings?: Record<string, string> }} opts
  * @returns {Promise<{ url: string, adminUrl: string, stop: () => Promise<void> }>}
  */
-export async function startEmbeddedPostgres ({ dataDir, port, log }) {
+export async function startEmbeddedPostgres ({ dataDir, port, log, settings = {} }) {
   const EmbeddedPostgres = await importWithoutExitHooks()
   const databaseDir = path.join(dataDir, 'pg')
   const isNew = !fs.existsSync(path.join(databaseDir, 'PG_VERSION'))
@@ -48,7 +50,7 @@ export async function startEmbeddedPostgres ({ dataDir, port, log }) {
     // dedicated "postgres" system user instead.
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    postgresFlags: Object.entries({ listen_addresses: '127.0.0.1', max_connections: '200', ...settings }).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
     onLog: (m) => {
       recent = (recent + String(m)).slice(-2000)
       log.trace({ pg: String(m).trim() }, 'embedded postgres')
