@@ -20,10 +20,11 @@
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ROOT } from '../scripts/test-plan.js'
 
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const CPUACCT = '/sys/fs/cgroup/cpuacct'
 const { values, positionals } = parseArgs({ options: { top: { type: 'string', default: '25' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true })
 if (values.help) {
