@@ -19,10 +19,12 @@
 // every file and count as "shared".
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { CLK_TCK, statFields } from './lib/proc-cpu.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const CPUACCT = '/sys/fs/cgroup/cpuacct'
@@ -45,7 +47,7 @@ const groups = new Set()
 
 const busyIdle = () => {
   const [, user, nice, system, idle, iowait, irq, softirq, steal] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number)
-  return { busy: (user + nice + system + irq + softirq) / 100, idle: (idle + iowait) / 100, steal: steal / 100 }
+  return { busy: (user + nice + system + irq + softirq) / CLK_TCK, idle: (idle + iowait) / CLK_TCK, steal: steal / CLK_TCK }
 }
 
 const before = busyIdle()
@@ -69,6 +71,7 @@ while (running) {
 const code = await exited
 const after = busyIdle()
 const wall = (Date.now() - started) / 1000
+const cores = os.availableParallelism()
 
 /** @type {{ file: string, kind: string, cpu: number }[]} */
 const rows = [...groups].map((g) => {
@@ -90,7 +93,7 @@ const table = (/** @type {string} */ title, /** @type {[string, number][]} */ en
 }
 const counted = rows.reduce((a, r) => a + r.cpu, 0)
 console.log(output.split('\n').filter((l) => /^# (tests|the lanes|\d+ files)/.test(l)).join('\n'))
-console.log(`\nwall ${wall.toFixed(0)} s; the machine busy ${(after.busy - before.busy).toFixed(0)} s, idle ${(after.idle - before.idle).toFixed(0)} s, steal ${(after.steal - before.steal).toFixed(0)} s (2 cores: busy ≤ 2 × wall); counted in cgroups ${counted.toFixed(0)} s`)
+console.log(`\nwall ${wall.toFixed(0)} s; the machine busy ${(after.busy - before.busy).toFixed(0)} s, idle ${(after.idle - before.idle).toFixed(0)} s, steal ${(after.steal - before.steal).toFixed(0)} s (${cores} cores: busy ≤ ${cores} × wall); counted in cgroups ${counted.toFixed(0)} s`)
 table('CPU by kind of process', sum((r) => r.kind))
 table('CPU by test file (all its processes)', sum((r) => r.file))
 table('CPU by test file and kind', sum((r) => `${r.file}: ${r.kind}`))
@@ -155,7 +158,9 @@ function ownerOf (pid) {
     if (p === process.pid) return file ?? 'runner'
     const cmd = cmdline(p)
     if (!cmd.includes('scripts/run-tests.js')) file ??= /\btest\/([\w.-]+\.test\.js)\b/.exec(cmd)?.[1] ?? null
-    p = Number(fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ').pop()?.split(' ')[1])
+    const parent = statFields(p)?.[1]
+    if (parent === undefined) return null // gone while looked at
+    p = Number(parent)
   }
   return null
 }

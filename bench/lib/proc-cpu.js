@@ -9,7 +9,7 @@ export const CLK_TCK = (() => {
 })()
 
 /** @param {number | 'self' | undefined} pid @returns {string[] | null} the fields after the name; null when the process is gone (or has no pid) */
-function statFields (pid) {
+export function statFields (pid) {
   if (pid === undefined) return null
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
