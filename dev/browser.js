@@ -59,5 +59,5 @@ export function waitUntilSettled (page) {
   return page.waitForFunction(() => {
     const main = document.getElementById('view')
     return main?.getAttribute('aria-busy') === 'false' && !main.querySelector('.skeleton, .state.loading')
-  }, { timeout: 30000 })
+  }, { timeout: 30000, polling: 'mutation' })
 }
