@@ -4,7 +4,9 @@
 // A migrated template database is made once per run; each test file clones
 // it (CREATE DATABASE ... TEMPLATE), which takes ~50 ms instead of migrating.
 //
-// Each file runs as its own `node --test <file>`, in one of three lanes that
+// Each file runs as its own `node <file>` (node:test runs a file's tests
+// and reports them in the file's own process: no second process per file
+// to run the reporters), in one of three lanes that
 // run side by side (docs/TESTING.md): the serial lane, one file at a time,
 // for files that drive a browser to measure page loads or start processes
 // (lab, Caddy, agents, the CLI); the side lane, one file at a time beside
@@ -105,12 +107,14 @@ await pool.end()
 await admin.end()
 
 /** @typedef {{ name: string, lane: import('./test-plan.js').Lane | 'check', command: string[], report?: string }} Job */
-/** @typedef {Job & { code: number, ms: number, output: string, events: any[] }} Done */
+/** @typedef {Job & { code: number, ms: number, output: string, events: any[], stopped: boolean }} Done */
 
 // Each file's limit, a stop for a file that hangs: far above the slowest
 // file (the Schemathesis fuzz, ~100 s alone on a loaded machine and ~240 s in
-// the concurrent lane beside others). H3LENS_TEST_TIMEOUT_S raises it for a
-// long fuzz hunt (docs/API.md); the files see the value in use.
+// the concurrent lane beside others). A file past it is stopped, with all it
+// started, and fails. H3LENS_TEST_TIMEOUT_S raises it for a long fuzz hunt
+// (docs/API.md); the files see the value in use.
+const KILL_GRACE_MS = 10_000
 const timeoutS = Number(process.env.H3LENS_TEST_TIMEOUT_S ?? 600)
 const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-test-report-'))
 const env = { ...process.env, H3LENS_TEST_ADMIN_URL: adminUrl, H3LENS_TEST_TEMPLATE: template, H3LENS_TEST_TIMEOUT_S: String(timeoutS), ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}) }
@@ -123,7 +127,7 @@ const tests = plan.map((p, i) => {
     name: p.file,
     lane: p.lane,
     report,
-    command: [...(NICENESS[p.lane] !== '0' ? ['nice', '-n', NICENESS[p.lane]] : []), process.execPath, '--test', `--test-timeout=${timeoutS * 1000}`, '--test-reporter=spec', '--test-reporter-destination=stdout',
+    command: [...(NICENESS[p.lane] !== '0' ? ['nice', '-n', NICENESS[p.lane]] : []), process.execPath, '--test-reporter=spec', '--test-reporter-destination=stdout',
       `--test-reporter=${REPORTER}`, `--test-reporter-destination=${report}`, path.join(ROOT, p.file)]
   }
 })
@@ -140,7 +144,7 @@ let stopping = false
 for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
   process.on(sig, () => {
     stopping = true
-    for (const c of running) c.kill(sig)
+    for (const c of running) signalGroup(c, sig)
   })
 }
 
@@ -203,18 +207,47 @@ async function runAndSay (job) {
  */
 function run (job) {
   const at = Date.now()
-  const child = spawn(job.command[0], job.command.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  // A group of its own, so that a file stopped at its limit takes what it
+  // started (browsers, agents, Caddy) with it.
+  const child = spawn(job.command[0], job.command.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: Boolean(job.report) })
   running.add(child)
   let output = ''
   child.stdout.on('data', (d) => { output += d })
   child.stderr.on('data', (d) => { output += d })
+  /** @type {NodeJS.Timeout[]} */
+  const timers = []
+  let stopped = false
+  if (job.report) {
+    timers.push(setTimeout(() => {
+      stopped = true
+      output += `\n# stopped: the file ran past its limit of ${timeoutS} s (H3LENS_TEST_TIMEOUT_S)\n`
+      signalGroup(child, 'SIGTERM')
+      timers.push(setTimeout(() => signalGroup(child, 'SIGKILL'), KILL_GRACE_MS))
+    }, timeoutS * 1000))
+  }
   return new Promise((resolve) => {
     child.on('error', (err) => { output += `\n${err.message}\n` })
     child.on('close', (code, signal) => {
+      for (const t of timers) clearTimeout(t)
       running.delete(child)
-      resolve({ ...job, code: code ?? (signal ? 1 : 0), ms: Date.now() - at, output, events: job.report ? readReport(job.report) : [] })
+      resolve({ ...job, code: code ?? (signal ? 1 : 0), ms: Date.now() - at, output, events: job.report ? readReport(job.report) : [], stopped })
     })
   })
+}
+
+/**
+ * A signal to a test file's process group (itself and what it started that
+ * stayed in its group); to a check, which has no group of its own, the
+ * signal goes to the process.
+ * @param {import('node:child_process').ChildProcess} child
+ * @param {NodeJS.Signals} sig
+ */
+function signalGroup (child, sig) {
+  try {
+    if (child.pid) process.kill(-child.pid, sig)
+  } catch {
+    child.kill(sig) // not a group leader, or the group has ended
+  }
 }
 
 /**
@@ -250,9 +283,10 @@ function summarise (results) {
     out.push('', `# ${failed.length} failed:`)
     for (const r of failed) {
       const failures = r.events.filter((e) => e.kind === 'fail')
-      if (!failures.length) out.push(`# ✖ ${r.name} exited with ${r.code} (its output is above)`)
+      if (r.stopped) out.push(`# ✖ ${r.name} was stopped at its limit of ${timeoutS} s (its output is above)`)
+      else if (!failures.length) out.push(`# ✖ ${r.name} exited with ${r.code} (its output is above)`)
       for (const f of failures) {
-        const what = path.isAbsolute(f.name) ? '(the file failed outside its tests)' : f.name
+        const what = f.name
         out.push(`# ✖ ${path.relative(ROOT, f.file ?? r.name)}${f.line ? `:${f.line}` : ''}  ${what}`)
         out.push(...String(f.error).split('\n').map((l) => `#     ${l}`))
       }

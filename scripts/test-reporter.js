@@ -1,14 +1,13 @@
 // A node:test reporter for scripts/run-tests.js, which runs each test file
-// as its own `node --test` and needs, from each, what a person reads at the
+// as its own `node <file>` and needs, from each, what a person reads at the
 // end of the run: the counts node:test prints in its summary, every failed
 // test with its error, and the CPU time the file took. One JSON object per
-// line.
+// line. A file that fails outside its tests (it throws on import, or after
+// a test has ended) exits non-zero with its error in its own output, which
+// the runner reports.
 import fs from 'node:fs'
-import path from 'node:path'
 import { inspect } from 'node:util'
 
-/** How much of a failed file's stderr to keep. */
-const STDERR_LINES = 40
 /** The summary counts node:test reports as diagnostics of no file (`tests 12`, `pass 11`, …). */
 const COUNTS = /^(tests|suites|pass|fail|cancelled|skipped|todo) (\d+)$/
 
@@ -16,19 +15,9 @@ const COUNTS = /^(tests|suites|pass|fail|cancelled|skipped|todo) (\d+)$/
  * @param {AsyncIterable<{ type: string, data: any }>} source
  */
 export default async function* summaryReporter (source) {
-  /** @type {Map<string, string[]>} a file's last lines on stderr, which explain a file that failed outside any test */
-  const stderr = new Map()
   for await (const { type, data } of source) {
-    // A file that failed outside any test (it threw on import, say) fails
-    // as a test named by its path.
-    const isFile = data?.nesting === 0 && typeof data.name === 'string' && typeof data.file === 'string' && path.resolve(data.name) === path.resolve(data.file)
-    if (type === 'test:stderr' && data.file) {
-      const lines = stderr.get(data.file) ?? []
-      lines.push(...data.message.trimEnd().split('\n'))
-      stderr.set(data.file, lines.slice(-STDERR_LINES))
-    } else if (type === 'test:fail' && !isSuiteOfFailures(data)) {
-      const error = isFile ? (stderr.get(data.file) ?? []).join('\n') || describe(data.details.error) : describe(data.details.error)
-      yield line({ kind: 'fail', file: data.file, line: data.line, name: data.name, error })
+    if (type === 'test:fail' && !isSuiteOfFailures(data)) {
+      yield line({ kind: 'fail', file: data.file, line: data.line, name: data.name, error: describe(data.details.error) })
     } else if (type === 'test:diagnostic' && data.file === undefined) {
       const m = COUNTS.exec(data.message)
       if (m) yield line({ kind: 'count', name: m[1], n: Number(m[2]) })
@@ -39,10 +28,10 @@ export default async function* summaryReporter (source) {
 }
 
 /**
- * The CPU time of this process (node:test's runner, where reporters run)
- * and of the children it has waited for: the test file's process, and
- * through it the browsers, Caddy and lab processes the file started and
- * ended. Linux only (/proc); null elsewhere.
+ * The CPU time of this process (the test file's, where node:test runs its
+ * reporters) and of the children it has waited for: the browsers, Caddy and
+ * lab processes the file started and ended. Linux only (/proc); null
+ * elsewhere.
  * @returns {number | null}
  */
 function cpuSeconds () {
