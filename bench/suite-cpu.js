@@ -44,6 +44,8 @@ fs.mkdirSync(base)
 const seen = new Map()
 /** @type {Set<string>} */
 const groups = new Set()
+/** @type {Map<string, number>} kind → programs of that kind started (a browser's own helper processes not counted) */
+const starts = new Map()
 
 const busyIdle = () => {
   const [, user, nice, system, idle, iowait, irq, softirq, steal] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number)
@@ -75,7 +77,7 @@ const cores = os.availableParallelism()
 
 /** @type {{ file: string, kind: string, cpu: number }[]} */
 const rows = [...groups].map((g) => {
-  const [file, kind] = path.basename(g).split('__')
+  const [file, kind] = decodeURIComponent(path.basename(g)).split('__')
   return { file, kind, cpu: Number(fs.readFileSync(path.join(g, 'cpuacct.usage'), 'utf8')) / 1e9 }
 })
 for (const g of groups) release(g)
@@ -94,7 +96,7 @@ const table = (/** @type {string} */ title, /** @type {[string, number][]} */ en
 const counted = rows.reduce((a, r) => a + r.cpu, 0)
 console.log(output.split('\n').filter((l) => /^# (tests|the lanes|\d+ files)/.test(l)).join('\n'))
 console.log(`\nwall ${wall.toFixed(0)} s; the machine busy ${(after.busy - before.busy).toFixed(0)} s, idle ${(after.idle - before.idle).toFixed(0)} s, steal ${(after.steal - before.steal).toFixed(0)} s (${cores} cores: busy ≤ ${cores} × wall); counted in cgroups ${counted.toFixed(0)} s`)
-table('CPU by kind of process', sum((r) => r.kind))
+table('CPU by kind of process', sum((r) => r.kind).map(([k, v]) => [`${k} (${starts.get(k) ?? 0} started)`, v]))
 table('CPU by test file (all its processes)', sum((r) => r.file))
 table('CPU by test file and kind', sum((r) => `${r.file}: ${r.kind}`))
 process.exit(code ?? 1)
@@ -113,8 +115,9 @@ function classify (pid) {
     const owner = ownerOf(pid)
     if (!owner) return // not the suite's
     const kind = kindOf(comm, cmd)
+    if (!/--type=|-contentproc/.test(cmd) && kind !== 'postgres') starts.set(kind, (starts.get(kind) ?? 0) + 1)
     const file = ['postgres', 'tsc', 'eslint'].includes(kind) ? 'shared' : owner
-    const group = path.join(base, `${file}__${kind}`)
+    const group = path.join(base, encodeURIComponent(`${file}__${kind}`))
     if (!groups.has(group)) {
       fs.mkdirSync(group, { recursive: true })
       groups.add(group)
@@ -142,8 +145,20 @@ function kindOf (comm, cmd) {
   if (/\btsc\b/.test(cmd)) return 'tsc'
   if (/\beslint\b/.test(cmd)) return 'eslint'
   if (comm === 'caddy') return 'caddy'
-  if (comm === 'node' || cmd.startsWith(process.execPath)) return 'node'
+  if (comm === 'node' || cmd.startsWith(process.execPath)) return `node ${nodeProgram(cmd)}`
   return 'other'
+}
+
+/**
+ * What a Node process runs, for its kind: "test file" for a test file's own
+ * process, otherwise the script's path inside the repository ("-e" for code
+ * given on the command line).
+ * @param {string} cmd
+ */
+function nodeProgram (cmd) {
+  const script = cmd.split(' ').slice(1).find((a) => !a.startsWith('-') && !a.startsWith('--')) ?? '-e'
+  if (/\btest\/[\w.-]+\.test\.js$/.test(script)) return 'test file'
+  return path.relative(ROOT, path.resolve(ROOT, script)).replace(/^(\.\.\/)+/, '…/')
 }
 
 /**
