@@ -171,8 +171,10 @@ describe('with real agents, and with a frozen database', { concurrency: true }, 
       const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_PUBLIC_READ: 'true', H3LENS_PAGE_TIMEOUT_MS: '15000', H3LENS_SCHEDULER_TICK_MS: '250' })
       const api = await startApi({ db, config, log })
       stops.push(() => api.close())
-      const hanging = await createMonitor(db, { url: `${origin.baseUrl}/hang`, interval_s: 10, locations: ['local'], paused: true })
-      const fast = await createMonitor(db, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], paused: true })
+      // The two forced arms only: what is measured does not matter here, and
+      // the auto arm's visits would start two browsers a round.
+      const hanging = await createMonitor(db, { url: `${origin.baseUrl}/hang`, interval_s: 10, locations: ['local'], modes: ['h2', 'h3'], paused: true })
+      const fast = await createMonitor(db, { url: `${origin.baseUrl}/page-15k.html`, interval_s: 10, locations: ['local'], modes: ['h2', 'h3'], paused: true })
       // Two agents, one round at a time each: enough for both monitors when
       // the hanging one holds at most one of them.
       for (const name of ['a', 'b']) {
