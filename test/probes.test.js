@@ -90,8 +90,10 @@ describe('probes against the lab origin on loopback', () => {
       assert.equal(repeat.view, 'repeat')
       assert.equal(repeat.status, 'ok', repeat.error)
       assert.equal(repeat.observed_protocol, mode)
-      assert.equal(repeat.repeat.document_connection_reused, true)
-      assert.equal(repeat.repeat.new_connections, 0)
+      const connections = (/** @type {any} */ view) => view.requests_detail.map((/** @type {any} */ q) => `${q.type} ${q.protocol} on ${q.connection_id}${q.connection_reused ? ' (reused)' : ''}${q.from_cache ? ' (cache)' : ''}`).join('; ')
+      const said = `${mode}: the first view's ${connections(first)}; the repeat's ${connections(repeat)}`
+      assert.equal(repeat.repeat.document_connection_reused, true, said)
+      assert.equal(repeat.repeat.new_connections, 0, said)
       assert.equal(repeat.connect_ms, 0, 'no handshake on a reused connection')
       const doc = repeat.requests_detail.find((q) => q.type === 'Document')
       assert.equal(doc.connection_id, first.requests_detail.find((q) => q.type === 'Document').connection_id)
