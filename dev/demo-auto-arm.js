@@ -13,7 +13,7 @@
 //     announced, every visit over H2.
 // Shared by test/ui-auto.test.js and scripts/screenshots.js.
 import { createMonitor } from '../lib/store/monitors.js'
-import { insertResults } from '../lib/store/results.js'
+import { insertRoundResults } from '../lib/store/results.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { toSubmission } from '../lib/measurement/result.js'
 import { LOCATIONS, PAGES, random, sampleLoad } from './demo-data.js'
@@ -38,6 +38,8 @@ export async function seedAutoArm (db, seeded, { hours = 24, stepMinutes = 5, la
   const rounds = Math.floor(hours * 3600e3 / step)
   const origin = `https://lab.h3lens.test:${labPort}`
   let i = 0
+  /** @type {Parameters<typeof insertRoundResults>[1]['rounds']} stored together at the end, one INSERT and one fold for all */
+  const visits = []
   for (const locId of ['lab-na', 'lab-eu']) {
     const loc = /** @type {typeof LOCATIONS[number]} */ (LOCATIONS.find((l) => l.id === locId))
     const blocked = locId === 'lab-eu'
@@ -58,7 +60,7 @@ export async function seedAutoArm (db, seeded, { hours = 24, stepMinutes = 5, la
       } else {
         results.push(visit({ m: load('auto', tcpWins ? 'h2' : 'h3'), mode: 'auto', view: 'returning', protocol: tcpWins ? 'h2' : 'h3', usage: tcpWins ? 'mainJobWonRace' : 'alternativeJobWonRace', origin, advertised: true, due, labPort }))
       }
-      await insertResults(db, { job, agentId: null, agentVersion: '0.1.0', results })
+      visits.push({ job, results })
     }
   }
   // The h2-only origin's rounds get the auto arm's visits: nothing announces H3 there.
@@ -69,8 +71,9 @@ export async function seedAutoArm (db, seeded, { hours = 24, stepMinutes = 5, la
     const results = ['first', 'returning'].map((view) => visit({
       m: sampleLoad({ rnd, page, loc, mode: 'h2', time: +job.due_at, labPort: labPort + 1, i: i++ }), mode: 'auto', view, protocol: 'h2', usage: 'unspecifiedReason', origin: h2Origin, advertised: false, due: job.due_at, labPort: labPort + 1
     }))
-    await insertResults(db, { job, agentId: null, agentVersion: '0.1.0', results })
+    visits.push({ job, results })
   }
+  await insertRoundResults(db, { rounds: visits, agentId: null, agentVersion: '0.1.0' })
   await rebuildRollups(db)
   const id = async (/** @type {string} */ where, /** @type {unknown[]} */ args) => (await db.query(`SELECT id FROM results WHERE ${where} ORDER BY time DESC LIMIT 1`, args)).rows[0].id
   return {

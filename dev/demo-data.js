@@ -5,7 +5,7 @@
 import { upsertLocation } from '../lib/store/locations.js'
 import { createAgentToken, touchAgent } from '../lib/store/agents.js'
 import { createMonitor } from '../lib/store/monitors.js'
-import { insertResults } from '../lib/store/results.js'
+import { insertRoundResults } from '../lib/store/results.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { rttAccounting } from '../lib/measurement/rtt.js'
@@ -19,6 +19,8 @@ export const LOCATIONS = [
   { id: 'lab-asia', name: 'Lab Asia', region: 'Asia', profile: { rtt_ms: 90, jitter_ms: 4, loss_pct: 1.5, loss_model: 'gilbert-elliott', down_kbps: 25000, up_kbps: 10000, queue_packets: 192 } }
 ]
 const LOCAL_SPEED_KBPS = 2_000_000
+// Rounds stored by one INSERT while seeding (two results each).
+const ROUNDS_PER_BATCH = 50
 
 // kb = page weight; subs = sub-resources after the document.
 export const PAGES = [
@@ -131,11 +133,11 @@ const FLAGS = {
  * `hours`, one round every `stepMinutes` per monitor and location; rollups
  * are rebuilt so the comparison reads them. Also makes a write API key.
  * @param {import('pg').Pool} db
- * @param {{ hours?: number, stepMinutes?: number, labPort?: number, seed?: number, end?: number, workers?: number }} [opts] workers: inserts at once (1 for a database that serves one connection)
+ * @param {{ hours?: number, stepMinutes?: number, labPort?: number, seed?: number, end?: number }} [opts]
  *   end: the time (ms) the rounds lead up to, default now; two databases
  *   seeded with the same end and seed hold the same results
  */
-export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 8443, seed = 7, end: endAt = Date.now(), workers = 8 } = {}) {
+export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 8443, seed = 7, end: endAt = Date.now() } = {}) {
   const rnd = random(seed)
   const locations = [{ id: 'local', profile: {} }]
   for (const l of LOCATIONS) locations.push(await upsertLocation(db, { ...l, kind: 'lab' }))
@@ -177,15 +179,21 @@ export async function seedDemo (db, { hours = 24, stepMinutes = 5, labPort = 844
        FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::bigint[]) AS t(m, l, d, a)
      RETURNING id`,
     [jobs.map((j) => j.monitor.id), jobs.map((j) => j.loc.id), jobs.map((j) => j.due), jobs.map((j) => agents[j.loc.id])])
-  let next = 0
-  const work = async () => {
-    for (let n = next++; n < jobs.length; n = next++) {
-      const j = jobs[n]
-      const results = ['h2', 'h3'].map((mode) => withReason(resultFor({ rnd, j, mode, labPort, i: n })))
-      await insertResults(db, { job: { id: rows[n].id, monitor_id: j.monitor.id, location_id: j.loc.id, due_at: j.due }, agentId: agents[j.loc.id], agentVersion: '0.1.0', results })
-    }
+  // The rounds' results, drawn and stored in job order, a batch of one
+  // agent's consecutive rounds an INSERT (one fold of the round summaries
+  // for the batch, not one for every round), one INSERT at a time: result
+  // ids follow the jobs, so two seedings with the same options store the
+  // same rows in the same order.
+  /** @type {{ agentId: number, rounds: Parameters<typeof insertRoundResults>[1]['rounds'] }[]} */
+  const batches = []
+  for (const [n, j] of jobs.entries()) {
+    const results = ['h2', 'h3'].map((mode) => withReason(resultFor({ rnd, j, mode, labPort, i: n })))
+    const agentId = agents[j.loc.id]
+    let batch = batches.at(-1)
+    if (!batch || batch.agentId !== agentId || batch.rounds.length === ROUNDS_PER_BATCH) batches.push(batch = { agentId, rounds: [] })
+    batch.rounds.push({ job: { id: rows[n].id, monitor_id: j.monitor.id, location_id: j.loc.id, due_at: j.due }, results })
   }
-  await Promise.all(Array.from({ length: workers }, work))
+  for (const batch of batches) await insertRoundResults(db, { ...batch, agentVersion: '0.1.0' })
   await rebuildRollups(db)
   const { secret: apiKey } = await createApiKey(db, { name: 'dashboard', role: 'write' })
   const { rows: [latest] } = await db.query(
