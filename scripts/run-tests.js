@@ -114,8 +114,9 @@ await admin.end()
 // the concurrent lane beside others). A file past it is stopped, with all it
 // started, and fails. H3LENS_TEST_TIMEOUT_S raises it for a long fuzz hunt
 // (docs/API.md); the files see the value in use.
-const KILL_GRACE_MS = 10_000
 const timeoutS = Number(process.env.H3LENS_TEST_TIMEOUT_S ?? 600)
+// How long a stopped file's group has after SIGTERM before SIGKILL.
+const KILL_GRACE_MS = 10_000
 const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-test-report-'))
 const env = { ...process.env, H3LENS_TEST_ADMIN_URL: adminUrl, H3LENS_TEST_TEMPLATE: template, H3LENS_TEST_TIMEOUT_S: String(timeoutS), ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}) }
 /** @type {Job[]} */
@@ -207,9 +208,10 @@ async function runAndSay (job) {
  */
 function run (job) {
   const at = Date.now()
-  // A group of its own, so that a file stopped at its limit takes what it
-  // started (browsers, agents, Caddy) with it.
-  const child = spawn(job.command[0], job.command.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: Boolean(job.report) })
+  // A group of its own, so that a signal to the job reaches what it started
+  // too: a file's browsers, agents and Caddy, and the tools npm runs for a
+  // check (npm does not pass signals on).
+  const child = spawn(job.command[0], job.command.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   running.add(child)
   let output = ''
   child.stdout.on('data', (d) => { output += d })
@@ -236,9 +238,8 @@ function run (job) {
 }
 
 /**
- * A signal to a test file's process group (itself and what it started that
- * stayed in its group); to a check, which has no group of its own, the
- * signal goes to the process.
+ * A signal to a job's process group: the job and what it started that
+ * stayed in its group.
  * @param {import('node:child_process').ChildProcess} child
  * @param {NodeJS.Signals} sig
  */
@@ -246,7 +247,7 @@ function signalGroup (child, sig) {
   try {
     if (child.pid) process.kill(-child.pid, sig)
   } catch {
-    child.kill(sig) // not a group leader, or the group has ended
+    // the group has ended
   }
 }
 
@@ -286,8 +287,7 @@ function summarise (results) {
       if (r.stopped) out.push(`# ✖ ${r.name} was stopped at its limit of ${timeoutS} s (its output is above)`)
       else if (!failures.length) out.push(`# ✖ ${r.name} exited with ${r.code} (its output is above)`)
       for (const f of failures) {
-        const what = f.name
-        out.push(`# ✖ ${path.relative(ROOT, f.file ?? r.name)}${f.line ? `:${f.line}` : ''}  ${what}`)
+        out.push(`# ✖ ${path.relative(ROOT, f.file ?? r.name)}${f.line ? `:${f.line}` : ''}  ${f.name}`)
         out.push(...String(f.error).split('\n').map((l) => `#     ${l}`))
       }
     }
