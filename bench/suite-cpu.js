@@ -156,7 +156,10 @@ function kindOf (comm, cmd) {
  * @param {string} cmd
  */
 function nodeProgram (cmd) {
-  const script = cmd.split(' ').slice(1).find((a) => !a.startsWith('-') && !a.startsWith('--')) ?? '-e'
+  const args = cmd.split(' ').slice(1)
+  // Code given with -e is not a script, and the words of that code are not either.
+  const evalAt = args.findIndex((a) => ['-e', '--eval', '-p', '--print'].includes(a))
+  const script = (evalAt === -1 ? args : args.slice(0, evalAt)).find((a) => !a.startsWith('-')) ?? '-e'
   if (/\btest\/[\w.-]+\.test\.js$/.test(script)) return 'test file'
   return path.relative(ROOT, path.resolve(ROOT, script)).replace(/^(\.\.\/)+/, '…/')
 }
