@@ -94,7 +94,11 @@ const table = (/** @type {string} */ title, /** @type {[string, number][]} */ en
   for (const [k, v] of entries.slice(0, top)) console.log(`  ${v.toFixed(1).padStart(7)} s  ${k}`)
 }
 const counted = rows.reduce((a, r) => a + r.cpu, 0)
-console.log(output.split('\n').filter((l) => /^# (tests|the lanes|\d+ files)/.test(l)).join('\n'))
+// The runner's closing summary: its counts, and every failed test with its error.
+const summary = output.split('\n')
+const failedAt = summary.findIndex((l) => /^# \d+ failed:$/.test(l))
+const failures = failedAt < 0 ? [] : summary.slice(failedAt, summary.findIndex((l, i) => i > failedAt && l === ''))
+console.log([...failures, ...summary.filter((l) => /^# (tests|the lanes|\d+ files)/.test(l))].join('\n'))
 console.log(`\nwall ${wall.toFixed(0)} s; the machine busy ${(after.busy - before.busy).toFixed(0)} s, idle ${(after.idle - before.idle).toFixed(0)} s, steal ${(after.steal - before.steal).toFixed(0)} s (${cores} cores: busy ≤ ${cores} × wall); counted in cgroups ${counted.toFixed(0)} s`)
 table('CPU by kind of process', sum((r) => r.kind).map(([k, v]) => [`${k} (${starts.get(k) ?? 0} started)`, v]))
 table('CPU by test file (all its processes)', sum((r) => r.file))

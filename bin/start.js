@@ -105,10 +105,12 @@ async function agentTokenFor (pool, dataDir, location) {
 }
 
 /**
- * An empty database gets one monitor per lab page, so the dashboard fills at
- * once, and one A/A monitor (both arms over HTTP/2 on the 15 KB page), whose
- * comparison shows each location's noise floor: every difference it flags
- * is a false one.
+ * An empty database gets one A/A monitor (both arms over HTTP/2 on the
+ * 15 KB page), whose comparison shows each location's noise floor: every
+ * difference it flags is a false one; and one monitor per lab page, so the
+ * dashboard fills at once. The A/A monitor comes first: its rounds are due
+ * first, and the noise floor is known before the first real comparison is
+ * read.
  * @param {import('pg').Pool} pool
  * @param {Awaited<ReturnType<typeof import('./lab.js').startLabEnvironment>>} lab
  * @param {import('pino').Logger} log
@@ -117,17 +119,17 @@ async function seedMonitors (pool, lab, log) {
   if (await countMonitors(pool) > 0) return
   const locations = lab.locations.map((l) => l.id)
   const policy = { labPort: lab.origin.port }
-  for (const [name, page] of Object.entries(lab.origin.pages)) {
-    if (!page.path.endsWith('.html')) continue
-    const m = await createMonitor(pool, { url: `${lab.origin.baseUrl}${page.path}`, label: `Lab ${name}`, interval_s: SEED_INTERVAL_S, locations }, policy)
-    log.info({ monitor: m.id, url: m.url }, 'seeded lab monitor')
-  }
   const small = lab.origin.pages['page-15k']
   if (small) {
     const m = await createMonitor(pool, {
       url: `${lab.origin.baseUrl}${small.path}`, label: AA_SEED_LABEL, interval_s: SEED_INTERVAL_S, locations, aa_protocol: 'h2'
     }, policy)
     log.info({ monitor: m.id, url: m.url, aa_protocol: m.aa_protocol }, 'seeded A/A calibration monitor')
+  }
+  for (const [name, page] of Object.entries(lab.origin.pages)) {
+    if (!page.path.endsWith('.html')) continue
+    const m = await createMonitor(pool, { url: `${lab.origin.baseUrl}${page.path}`, label: `Lab ${name}`, interval_s: SEED_INTERVAL_S, locations }, policy)
+    log.info({ monitor: m.id, url: m.url }, 'seeded lab monitor')
   }
 }
 
