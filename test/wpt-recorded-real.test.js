@@ -1,8 +1,9 @@
 // What a team that points a real wptagent at h3lens sees, with the uploads
 // an unmodified agent made (test/fixtures/wpt/*_h3l_*.zip) replayed through
 // POST /work/workdone.php over HTTP, against the API and PostgreSQL: the
-// TTFB the agent measured (the QUIC handshake counted), fast H3 pages
-// stored, impossible values stored as error arms, refusals that say why in
+// TTFB of the navigation as its trace gives it (the QUIC handshake and the
+// time before the agent's first activity counted), the agent's own figures
+// where the upload has no trace, fast H3 pages stored, impossible values stored as error arms, refusals that say why in
 // the log, the round and the location's page, and lab and private pages.
 // run-tests: side — it replays recorded uploads; its one browser load is on a free port, and it times no page load
 import { test, before, after } from 'node:test'
@@ -92,13 +93,14 @@ async function monitorWithRound (url) {
 
 /**
  * One round run by the replaying agent: each arm's test gets the recorded
- * upload `zips[arm]` (its test id the one h3lens handed out, `edit` applied).
+ * upload `zips[arm]` (its test id the one h3lens handed out, `edit` applied,
+ * the members `drop` names left out).
  */
-async function replayRound (url, zips, { edit = {} } = {}) {
+async function replayRound (url, zips, { edit = {}, drop = {} } = {}) {
   const m = await monitorWithRound(url)
   const { jobs, sent } = await replayAgent({
     server, records: RECORDS, location: LOCATION, key, pc: PC,
-    result: async (job) => ({ zip: await rewriteResultZip(zips[arm(job)], { testId: job['Test ID'], edit: edit[arm(job)] }) })
+    result: async (job) => ({ zip: await rewriteResultZip(zips[arm(job)], { testId: job['Test ID'], edit: edit[arm(job)], drop: drop[arm(job)] }) })
   })
   const results = (await get(`/api/v1/monitors/${m.id}/results?limit=10`)).items
   const { rows: [round] } = await database.pool.query('SELECT state, attempts, last_error FROM jobs WHERE monitor_id = $1', [m.id])
@@ -120,9 +122,10 @@ test('round 16 (200 ms backend): H3 TTFB counts the QUIC handshake, so H3 is slo
   assert.deepEqual(uploads.map((u) => u.status), [200, 200])
   assert.equal(round.state, 'done')
   assert.deepEqual([h2.status, h2.observed_protocol, h3.status, h3.observed_protocol], ['ok', 'h2', 'ok', 'h3'])
-  // The agent's own TTFB of each load, to the millisecond: the H3 phases alone give 296.
-  assert.equal(h3.ttfb_ms, 297, 'H3 TTFB')
-  assert.equal(h2.ttfb_ms, 252, 'H2 TTFB')
+  // From the navigation's start to the document's first byte, as the trace
+  // gives them (the agent's own figures, from its first activity: 297 and 252).
+  assert.equal(h3.ttfb_ms, 312.2, 'H3 TTFB')
+  assert.equal(h2.ttfb_ms, 260.1, 'H2 TTFB')
   assert.ok(h3.ttfb_ms > h2.ttfb_ms, 'the stored answer is the measured one: H3 slower in this round')
   assert.equal(h3.connect_ms, 80, 'connect on QUIC is the handshake (the agent\'s ssl_ms)')
   assert.equal(h3.tls_ms, 80)
@@ -131,19 +134,27 @@ test('round 16 (200 ms backend): H3 TTFB counts the QUIC handshake, so H3 is slo
   phasesAddUp(h3)
   const detail = await get(`/api/v1/results/${h3.id}`)
   assert.equal(detail.details.wpt.page_ttfb_ms, 297)
-  assert.equal(detail.details.wpt.ttfb_check.page_ttfb_is_navigation, true, 'cross-checked against the agent\'s own page TTFB')
-  assert.ok(!(h3.notes ?? []).some((n) => n.code === 'wpt_page_ttfb'), 'they agree: no note')
+  assert.deepEqual([detail.details.wpt.ttfb_check.source, detail.details.wpt.ttfb_check.trace_ttfb_ms], ['trace', 312.2])
+  assert.equal(detail.details.wpt.ttfb_check.page_ttfb_is_navigation, true, 'the agent\'s own page TTFB kept beside it')
+  assert.ok(!(h3.notes ?? []).some((n) => n.code === 'wpt_page_ttfb'), 'no note: the trace\'s figure is stored')
 })
 
-test('round 11 (static page): the fast H3 upload is stored with the agent\'s TTFB, in one attempt', async () => {
+test('round 11 (static page): the fast H3 upload is stored, in one attempt, with the TTFB of its navigation, which the agent\'s own put on the wrong side of H2', async () => {
   const { h2, h3, round, uploads } = await replayRound(`${ORIGIN}/`, { h2: REAL.fastH2, h3: REAL.fastH3 })
   assert.deepEqual(uploads.map((u) => u.status), [200, 200], uploads.map((u) => u.body).join('\n'))
   assert.deepEqual([round.state, round.attempts], ['done', 1], 'not re-run')
   assert.equal(h3.status, 'ok')
-  assert.equal(h3.ttfb_ms, 41, 'H3 TTFB')
-  assert.equal(h2.ttfb_ms, 51, 'H2 TTFB')
+  // The agent's clock starts at the first activity it saw: the H2 arm's TCP
+  // connect, but the H3 arm's request, 19 ms into its navigation (the QUIC
+  // handshake is on the agent's net log's clock). Its own figures, 41 ms for
+  // H3 and 51 for H2, made H3 10 ms faster; from the navigation's start H3
+  // is 3.8 ms slower.
+  assert.equal(h3.ttfb_ms, 59.9, 'H3 TTFB')
+  assert.equal(h2.ttfb_ms, 56.1, 'H2 TTFB')
+  const checks = await Promise.all([h2, h3].map(async (r) => (await get(`/api/v1/results/${r.id}`)).details.wpt.ttfb_check))
+  assert.deepEqual(checks.map((c) => [c.source, c.page_ttfb_ms]), [['trace', 51], ['trace', 41]])
   assert.equal(h3.connect_ms, 30)
-  assert.ok(![...h2.notes ?? [], ...h3.notes ?? []].some((n) => n.code === 'wpt_page_ttfb'), 'the base requests agree with the agent\'s page TTFB')
+  assert.ok(![...h2.notes ?? [], ...h3.notes ?? []].some((n) => n.code === 'wpt_page_ttfb'), 'no note: the trace\'s figures are stored')
   phasesAddUp(h2)
   phasesAddUp(h3)
   // The agent sent one screenshot (1_screen.jpg), and no video: a one-frame filmstrip, no visual metrics.
@@ -156,12 +167,15 @@ test('round 11 (static page): the fast H3 upload is stored with the agent\'s TTF
   }
 })
 
-test('an agent page TTFB of the same navigation that disagrees with the base request is stored, with a note', async () => {
+const noTrace = (/** @type {string} */ name) => name.endsWith('_trace.json.gz')
+
+test('without a trace, an agent page TTFB of the same navigation that disagrees with the base request is stored, with a note', async () => {
   // The handshake's duration halved: the base request now says 297 − (81 − 40) = 256 ms, the agent's page data still 297.
   const halve = (d) => { d.requests[d.pageData.final_base_page_request].ssl_ms = 40 }
-  const { h3 } = await replayRound(`${ORIGIN}/slow/`, { h2: REAL.slowH2, h3: REAL.slowH3 }, { edit: { h3: halve } })
+  const { h3 } = await replayRound(`${ORIGIN}/slow/`, { h2: REAL.slowH2, h3: REAL.slowH3 }, { edit: { h3: halve }, drop: { h3: noTrace } })
   assert.equal(h3.status, 'ok')
   assert.equal(h3.ttfb_ms, 297, 'the agent\'s figure')
+  assert.equal((await get(`/api/v1/results/${h3.id}`)).details.wpt.ttfb_check.source, 'agent')
   const note = (h3.notes ?? []).find((n) => n.code === 'wpt_page_ttfb')
   assert.ok(note, JSON.stringify(h3.notes))
   assert.match(note.message, /TTFB of 256 ms, more than 5 ms from the agent's own page TTFB of 297 ms/)
@@ -175,12 +189,12 @@ test('values that cannot be true make that arm an error result with the reason; 
   assert.deepEqual([round.state, round.attempts], ['done', 1], 'not re-run until skipped')
   assert.equal(h2.status, 'ok')
   assert.equal(h3.status, 'error')
-  assert.equal(h3.error, 'implausible timings: ttfb_ms (41 ms) is larger than dcl_ms (15 ms), which cannot happen in one page load')
+  assert.equal(h3.error, 'implausible timings: ttfb_ms (59.9 ms) is larger than dcl_ms (15 ms), which cannot happen in one page load')
   assert.equal(h3.ttfb_ms, null, 'no impossible value reaches a percentile')
   const [line] = logged(testOf.h3)
   assert.equal(line.location, LOCATION)
   assert.equal(line.agent, PC)
-  assert.match(line.reason, /ttfb_ms \(41 ms\) is larger than dcl_ms/)
+  assert.match(line.reason, /ttfb_ms \(59\.9 ms\) is larger than dcl_ms/)
   const { items } = await get('/api/v1/locations')
   const refusal = items.find((l) => l.id === LOCATION).last_refusal
   assert.equal(refusal.test_id, testOf.h3)
@@ -188,9 +202,9 @@ test('values that cannot be true make that arm an error result with the reason; 
   assert.match(refusal.reason, /^stored as an error: implausible timings: ttfb_ms/)
 })
 
-test('a first byte before its navigation began is an error arm too, with both times', async () => {
+test('without a trace, a first byte before its navigation began is an error arm too, with both times', async () => {
   const backwards = (d) => Object.assign(d.requests[d.pageData.final_base_page_request], { dns_start: -1, connect_start: -1, ssl_start: -1, ttfb_end: 20 })
-  const { h2, h3, round } = await replayRound(`${ORIGIN}/`, { h2: REAL.fastH2, h3: REAL.fastH3 }, { edit: { h3: backwards } })
+  const { h2, h3, round } = await replayRound(`${ORIGIN}/`, { h2: REAL.fastH2, h3: REAL.fastH3 }, { edit: { h3: backwards }, drop: { h3: noTrace } })
   assert.deepEqual([round.state, h2.status, h3.status], ['done', 'ok', 'error'])
   assert.equal(h3.error, 'implausible timings: the base-page request\'s first byte (20 ms) comes before its navigation began (30 ms)')
 })

@@ -15,6 +15,9 @@ import { createWptKey, wptAgent } from '../lib/store/wpt-keys.js'
 import { nextTest } from '../lib/store/wpt-tests.js'
 import { wptJob } from '../lib/measurement/wpt/job.js'
 import { navigationTimings } from '../lib/measurement/wpt/navigation.js'
+import { traceTimes, traceTtfb } from '../lib/measurement/wpt/trace.js'
+import { readResultZip } from '../lib/measurement/wpt/zip.js'
+import { resultFromDevtools } from '../lib/measurement/wpt/devtools.js'
 
 const ZIP = {
   h1: recordedFile('131150_SPIKE_H1_0001_all_x_result.zip'),
@@ -132,7 +135,8 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.equal(h3.status, 'ok')
   assert.equal(h3.observed_protocol, 'h3')
   assert.equal(h3.protocol_ok, true)
-  assert.equal(h3.ttfb_ms, 115, 'TTFB of the base-page request')
+  // From the navigation's start to its document's first byte, as the upload's trace gives them (the agent's own: 115 ms).
+  assert.equal(h3.ttfb_ms, 136.9, 'TTFB of the base page\'s navigation')
   assert.equal(h3.load_ms, 260)
   assert.equal(h3.lcp_ms, 287)
   assert.equal(h3.connect_ms, 107, 'the QUIC handshake')
@@ -150,7 +154,7 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   // The plain-HTTP recording in the H2 arm: the server-side protocol check calls it a fallback.
   assert.equal(h2.status, 'protocol_mismatch')
   assert.equal(h2.observed_protocol, 'http/1.0')
-  assert.equal(h2.ttfb_ms, 5, 'from the base page, not the agent start page\'s 81 ms')
+  assert.equal(h2.ttfb_ms, 27.1, 'the base page\'s navigation, not the agent start page\'s 81 ms')
   assert.equal((await detail(h2.id)).details.requests[0].url, 'http://127.0.0.1:8888/favicon.ico')
 
   const { rows: [job] } = await t.db.query('SELECT state FROM jobs WHERE monitor_id = $1', [m.id])
@@ -439,4 +443,36 @@ test('TTFB counts the redirects before the base page, from the first hop\'s DNS 
   assert.equal(t.check.page_ttfb_is_navigation, false, 'the page TTFB counts from the start page, before the navigation')
   assert.equal(t.note, null)
   assert.deepEqual([t.dns_ms, t.connect_ms, t.tls_ms], [null, null, null], 'the base page reused the connection')
+})
+
+test('a trace gives the TTFB from the navigation\'s start: the main frame\'s, through redirects; anything else in it is skipped', () => {
+  const nav = (id, ts, main = true) => ({ name: 'navigationStart', ts, args: { data: { navigationId: id, isLoadingMainFrame: main } } })
+  const response = (id, requestTime, timing = {}) => ({ name: 'ResourceReceiveResponse', ts: 0, args: { data: { requestId: id, timing: { requestTime, receiveHeadersStart: 5.5, receiveHeadersEnd: 6, ...timing } } } })
+  const times = traceTimes({
+    traceEvents: [
+      nav('SUB', 999_000, false), // a subframe's navigation
+      nav('N', 1_000_000), // 1,000 ms on the trace's clock (µs)
+      response('N', 1.010), // a redirect's hop: 1,010 ms + 5.5
+      response('N', 1.020), // the document: 1,020 ms + 5.5
+      response('N', 'soon'), null, 7, { name: 'navigationStart' }, { name: 'ResourceReceiveResponse', args: { data: { requestId: 'N' } } }
+    ]
+  })
+  assert.equal(traceTtfb(times, { request_id: 'N-1' }), 25.5, 'the last response\'s first byte, the agent\'s redirect suffix dropped')
+  assert.equal(traceTtfb(times, { request_id: 'SUB' }), null, 'no main-frame navigation of that id')
+  assert.equal(traceTtfb(traceTimes([nav('N', 1_000_000), response('N', 1.020, { receiveHeadersStart: undefined })]), { request_id: 'N' }), 26,
+    'receiveHeadersEnd where the browser gives no receiveHeadersStart')
+  assert.equal(traceTtfb(traceTimes([nav('N', 2_000_000), response('N', 1.020)]), { request_id: 'N' }), null, 'a first byte before its navigation is no TTFB')
+  for (const hostile of [null, 'x', 42, {}, { traceEvents: 'no' }, []]) assert.equal(traceTimes(hostile), null, JSON.stringify(hostile))
+  assert.equal(traceTtfb(null, { request_id: 'N' }), null)
+})
+
+test('an upload whose trace cannot be read keeps its run: the TTFB falls back to the agent\'s own', async () => {
+  const members = await readZip(recordedFile('131447_SPIKE_H3_0002_all_x_result.zip'))
+  const broken = members.map((m) => (m.name === '1_trace.json.gz' ? { ...m, data: gzipSync('{"traceEvents": [') } : m))
+  const [view] = await readResultZip(writeZip(broken))
+  assert.equal(view.trace, null)
+  const fallback = resultFromDevtools(view.devtools, { mode: 'h3', view: 'first', expected: 'h3', trace: view.trace })
+  assert.deepEqual([fallback.status, fallback.ttfb_ms, fallback.details.wpt.ttfb_check.source], ['ok', 115, 'agent'])
+  const [whole] = await readResultZip(recordedFile('131447_SPIKE_H3_0002_all_x_result.zip'))
+  assert.equal(traceTtfb(whole.trace, whole.devtools?.requests[whole.devtools.pageData.final_base_page_request]), 136.9)
 })

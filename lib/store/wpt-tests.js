@@ -226,8 +226,9 @@ export async function getTest (db, testId) {
 }
 
 /**
- * @typedef {{ run: number, cached: boolean, step?: number, devtools: Record<string, any> | null, netlog: Buffer | null, screen?: Buffer | null }} UploadedView
- *   step: a script's recorded step (1 when absent)
+ * @typedef {{ run: number, cached: boolean, step?: number, devtools: Record<string, any> | null, trace?: import('../measurement/wpt/trace.js').TraceTimes | null,
+ *   netlog: Buffer | null, screen?: Buffer | null }} UploadedView
+ *   step: a script's recorded step (1 when absent); trace: what its trace says of its navigations (lib/measurement/wpt/trace.js)
  */
 
 /**
@@ -265,7 +266,7 @@ export async function receiveWorkdone (db, { agent, testId, views, agentError = 
         if (!v?.devtools && !agentError && !(c && views.some((x) => !x.cached))) {
           throw new ValidationError(`result.zip has no ${r}${c ? '_Cached' : ''}_devtools_requests.json.gz`, 'file')
         }
-        const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError })
+        const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError, trace: v?.trace ?? null })
         result.measured_at = receivedAt
         result.flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
         // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.
@@ -413,7 +414,8 @@ function journeyRun (test, views, { expected, agentError, url, measuredAt, armPr
   if (!recorded) throw new Error(`test ${test.test_id}: its journey has no WebPageTest script`)
   const flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
   const forced = flags.find((f) => f.startsWith('--origin-to-force-quic-on='))?.slice('--origin-to-force-quic-on='.length).split(',') ?? []
-  const results = journeyResults(test.journey, recorded, devtools, { mode: test.mode, expected, agentError, url, forcedOrigins: forced.map((hp) => `https://${hp}`), labels })
+  const traces = new Map(views.filter((v) => v.run === 1 && !v.cached).map((v) => [v.step ?? 1, v.trace ?? null]))
+  const results = journeyResults(test.journey, recorded, devtools, { mode: test.mode, expected, agentError, url, forcedOrigins: forced.map((hp) => `https://${hp}`), labels, traces })
   for (const result of results) {
     result.measured_at = measuredAt
     result.flags = flags

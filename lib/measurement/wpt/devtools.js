@@ -10,6 +10,7 @@ import { advertisesH3 } from '../alt-svc.js'
 import { emptyResult } from '../result.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../metrics.js'
 import { navigationTimings } from './navigation.js'
+import { traceTtfb } from './trace.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
 const CONTENT_ERROR = 99999
@@ -24,11 +25,12 @@ const FROM_PAGE_DATA = Object.freeze(COLUMN_METRICS.flatMap((m) => (m.wpt && 'pa
 
 /**
  * @param {Record<string, any> | null} devtools the parsed file, or null when the zip had none for this view
- * @param {{ mode: string, view: 'first' | 'repeat', expected: string | null, agentError?: string | null }} ctx
- *   expected: the protocol the arm was forced to (null: none, any counts); agentError: workdone's `error=`
+ * @param {{ mode: string, view: 'first' | 'repeat', expected: string | null, agentError?: string | null, trace?: import('./trace.js').TraceTimes | null }} ctx
+ *   expected: the protocol the arm was forced to (null: none, any counts); agentError: workdone's `error=`;
+ *   trace: the view's trace times (./zip.js), which give its navigation's TTFB
  * @returns {Record<string, any>} a result row (status, timings, details)
  */
-export function resultFromDevtools (devtools, { mode, view, expected, agentError = null }) {
+export function resultFromDevtools (devtools, { mode, view, expected, agentError = null, trace = null }) {
   const row = emptyRow(mode, view)
   if (!devtools || typeof devtools !== 'object') {
     row.error = agentError ?? `the agent returned no ${view} view`
@@ -39,7 +41,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   const base = Number.isInteger(page.final_base_page_request) ? requests[page.final_base_page_request] ?? null : null
   row.browser_version = text(page.browser_version ?? page.browserVersion, 200)
   row.observed_protocol = base ? normalizeProtocol(text(base.protocol, 64)) : null
-  const timings = base ? navigationTimings(requests, base, page) : null
+  const timings = base ? navigationTimings(requests, base, page, traceTtfb(trace, base)) : null
   row.details = {
     requests: requests.slice(0, MAX_REQUESTS).map(requestDetail),
     origins: originsSeen(requests.slice(0, MAX_REQUESTS)),

@@ -61,13 +61,14 @@ const NOTHING_LOADED_HINT = /** @type {Record<string, string>} */ (Object.freeze
  * @param {{ steps: Step[], step_timeout_ms?: number }} journey the journey as sent (the test's own copy)
  * @param {number[]} recorded the journey step index of each recorded WPT step (wptScript)
  * @param {Map<number, Record<string, any> | null>} devtools each WPT step's devtools requests, by step number
- * @param {{ mode: string, expected: string | null, agentError?: string | null, url: string, forcedOrigins: string[], labels?: string[] }} ctx
+ * @param {{ mode: string, expected: string | null, agentError?: string | null, url: string, forcedOrigins: string[], labels?: string[],
+ *   traces?: Map<number, import('./trace.js').TraceTimes | null> }} ctx
  *   expected: the arm's protocol (null: any counts); url: the monitor URL; forcedOrigins: the origins the arm forces;
- *   labels: each recorded step's event name in the script, checked against the upload's
+ *   labels: each recorded step's event name in the script, checked against the upload's; traces: each WPT step's trace times
  * @returns {Record<string, any>[]} the whole journey's result, then each named step's
  * @throws {ValidationError} (field `file`) when a step of the upload is another step of the script
  */
-export function journeyResults (journey, recorded, devtools, { mode, expected, agentError = null, url, forcedOrigins, labels = [] }) {
+export function journeyResults (journey, recorded, devtools, { mode, expected, agentError = null, url, forcedOrigins, labels = [], traces = new Map() }) {
   const protocol = expected ?? 'auto'
   const judged = new Set([url, ...journey.steps.flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : [])), ...forcedOrigins].map(originOf))
   const seenSockets = new Set()
@@ -110,7 +111,7 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     if (label && typeof page.eventName === 'string' && page.eventName !== `Step_${n}` && page.eventName !== label) {
       throw new ValidationError(`result.zip: step ${n} is "${page.eventName.slice(0, 100)}", but the script's step ${n} is "${label}"`, 'file')
     }
-    const row = resultFromDevtools(d, { mode, view: 'first', expected })
+    const row = resultFromDevtools(d, { mode, view: 'first', expected, trace: traces.get(n) ?? null })
     browserVersion ??= row.browser_version
     const own = row.details.requests.filter((/** @type {Record<string, any>} */ q) => originOf(q.url) === AGENT_ORIGIN)
     const requests = row.details.requests.filter((/** @type {Record<string, any>} */ q) => !own.includes(q))

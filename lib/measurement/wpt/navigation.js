@@ -3,11 +3,19 @@
 // its document (Navigation Timing's responseStart − startTime), and DNS,
 // connect and TLS are the durations of the document's own connection set-up.
 //
-// wptagent gives each request's times in ms from the first network activity
-// it recorded in the run. The navigation starts at the earliest phase of its
-// requests (the base-page request and the redirects before it): its DNS
-// lookup, connect or TLS handshake, or the request itself on a connection
-// that existed. Where the phases lie depends on where the agent read them:
+// Where the upload has the run's Chromium trace, the TTFB is read from it
+// (./trace.js): the navigation's start and the document's first byte, on the
+// browser's clock, the same figure an h3lens agent stores. Every Chromium
+// wptagent writes one; the agent's own times are the fallback, and each is
+// kept in details.wpt.ttfb_check.
+//
+// The agent's own times start at the first network activity it recorded,
+// which is not the navigation's start, and not the same moment in both arms
+// (./trace.js). The navigation starts, as far as they tell, at the earliest
+// phase of its requests (the base-page request and the redirects before
+// it): its DNS lookup, connect or TLS handshake, or the request itself on a
+// connection that existed. Where the phases lie depends on where the agent
+// read them:
 //   - H2 (and H1): from DevTools, on the request's clock, before load_start
 //     (recorded-real/165205_h3l_16_h2: ssl 7–46, load_start 46, first byte 252);
 //   - H3: from its net log, on another clock, after load_start, sometimes
@@ -16,23 +24,13 @@
 //     load_start 30, first byte 41). A connection is set up before its
 //     request is sent, so such phases count by their durations, ending at
 //     load_start: the H3 navigation starts at 81 − 80 = 1, not at 81.
-// Measuring from load_start alone left the QUIC handshake out of H3 TTFB
-// (216 ms stored for the agent's 297).
 //
-// The agent's page-level TTFB (pageData.TTFB) is the first 200 response's
-// load_start + ttfb_ms, from the run's first activity. When it is this
-// navigation's (the same request, and no other request started before the
-// navigation did) it is WebPageTest's own TTFB of this navigation, measured
-// the same way in every arm, and it is the figure stored; the base-request
-// figure is then the cross-check. It must be: the H3 phases' durations do
-// not cover all of the time before the request goes out (a real journey
-// step, recorded-real-journey/021143_h3l_4_h3 "open": created at 0, request
-// sent at 31 after a 26 ms handshake, first byte at 53; from the phases 48
-// ms), while on H2 the phases start at 0, so the phases alone put H3 up to
-// 5 ms ahead of H2 that the agent never measured. Otherwise the page-level
-// figure is another request's (the agent's own start page,
-// recorded/131150_SPIKE_H1_0001), says nothing about this one, and the
-// base-request figure stands.
+// Without a trace, the agent's page-level TTFB (pageData.TTFB: the first 200
+// response's load_start + ttfb_ms, from the run's first activity) is used
+// when it is this navigation's (the same request, and no other request
+// started before the navigation did), the base-request figure otherwise
+// (the agent's own start page, recorded/131150_SPIKE_H1_0001). Both fall
+// short of the navigation's TTFB, the H3 arm's by more (docs/WPT.md).
 
 /**
  * How far the base-request TTFB and the agent's own page TTFB of the same
@@ -53,13 +51,15 @@ const PHASES = /** @type {const} */ (['dns', 'connect', 'ssl'])
  * @param {Record<string, any>[]} requests the run's requests
  * @param {Record<string, any>} base the base-page request (pageData.final_base_page_request)
  * @param {Record<string, any>} page pageData
+ * @param {number | null} [fromTrace] the navigation's TTFB from the run's trace (./trace.js traceTtfb), when it has one
  * @returns {{ problem: string | null, ttfb_ms: number | null, dns_ms: number | null, connect_ms: number | null, tls_ms: number | null,
- *   check: { navigation_start: number | null, base_ttfb_ms: number | null, page_ttfb_ms: number | null, page_ttfb_is_navigation: boolean },
+ *   check: { source: 'trace' | 'agent' | 'base_request' | null, trace_ttfb_ms: number | null, navigation_start: number | null,
+ *     base_ttfb_ms: number | null, page_ttfb_ms: number | null, page_ttfb_is_navigation: boolean },
  *   note: { code: string, message: string } | null }}
  *   problem: why the timings cannot be a page load, or null; check: what the cross-check compared
  *   (details.wpt.ttfb_check); note: set when the stored page-level figure and the base request's disagree
  */
-export function navigationTimings (requests, base, page) {
+export function navigationTimings (requests, base, page, fromTrace = null) {
   const chain = navigationRequests(requests, base)
   const starts = chain.map(earliestStart).filter(isNumber)
   const from = starts.length ? Math.min(...starts) : null
@@ -71,9 +71,11 @@ export function navigationTimings (requests, base, page) {
   const pageTtfb = nonNegative(page.TTFB)
   const samePage = pageTtfb !== null && firstByte !== null && Math.abs(pageTtfb - firstByte) <= 1 &&
     from !== null && !requests.some((r) => !chain.includes(r) && (requestStart(r) ?? Infinity) < from - 1)
-  const ttfb = samePage ? pageTtfb : baseTtfb
+  const agentTtfb = samePage ? pageTtfb : baseTtfb
+  const ttfb = fromTrace ?? agentTtfb
+  const source = fromTrace !== null ? 'trace' : samePage ? 'agent' : agentTtfb !== null ? 'base_request' : null
   let note = null
-  if (samePage && (baseTtfb === null || Math.abs(baseTtfb - pageTtfb) > TTFB_AGREEMENT_MS)) {
+  if (fromTrace === null && samePage && (baseTtfb === null || Math.abs(baseTtfb - pageTtfb) > TTFB_AGREEMENT_MS)) {
     note = {
       code: 'wpt_page_ttfb',
       message: `the base-page request's timings give a TTFB of ${baseTtfb ?? 'nothing'}${baseTtfb === null ? '' : ' ms'}, ` +
@@ -87,7 +89,7 @@ export function navigationTimings (requests, base, page) {
   return {
     // A first byte before the navigation began is no measurement; the arm is
     // stored as an error with this reason (lib/store/wpt-tests.js).
-    problem: ttfb !== null && ttfb < 0 ? `the base-page request's first byte (${firstByte} ms) comes before its navigation began (${from} ms)` : null,
+    problem: fromTrace === null && ttfb !== null && ttfb < 0 ? `the base-page request's first byte (${firstByte} ms) comes before its navigation began (${from} ms)` : null,
     ttfb_ms: ttfb !== null && ttfb < 0 ? null : ttfb,
     dns_ms: dns,
     // As Navigation Timing gives it: TCP + TLS for H2, the QUIC handshake
@@ -95,7 +97,7 @@ export function navigationTimings (requests, base, page) {
     // ssl_ms is the TLS or QUIC handshake).
     connect_ms: tcp === null && tls === null ? null : (tcp ?? 0) + (tls ?? 0),
     tls_ms: tls,
-    check: { navigation_start: from, base_ttfb_ms: baseTtfb, page_ttfb_ms: pageTtfb, page_ttfb_is_navigation: samePage },
+    check: { source, trace_ttfb_ms: fromTrace, navigation_start: from, base_ttfb_ms: baseTtfb, page_ttfb_ms: pageTtfb, page_ttfb_is_navigation: samePage },
     note
   }
 }

@@ -5,6 +5,7 @@
 import { gunzipSync } from 'node:zlib'
 import yauzl from 'yauzl'
 import { ValidationError } from '../../runtime/errors.js'
+import { traceTimes } from './trace.js'
 
 /**
  * The devtools requests of a step of a run are 5–50 KB gzipped on ordinary
@@ -20,17 +21,20 @@ export const ZIP_LIMITS = Object.freeze({
 
 /**
  * `1_devtools_requests.json.gz`, `1_Cached_devtools_requests.json.gz`, the
- * step's own page data (`1_page_data.json.gz`), the net log and the
+ * step's own page data (`1_page_data.json.gz`), its Chromium trace (for the
+ * navigation's start: ./trace.js), the net log and the
  * screenshot at the end of the load (`1_screen.jpg`); a script's later
  * steps add their number (`1_2_devtools_requests.json.gz`, `1_Cached_2_…`),
  * the first step has none. (`1_progress.csv.gz` is bandwidth and CPU every
  * 100 ms, not visual progress: docs/WPT.md.)
  */
-const MEMBER = /^(\d{1,3})(_Cached)?(?:_([2-9]|[1-9]\d))?_(devtools_requests\.json\.gz|page_data\.json\.gz|netlog\.txt\.gz|screen\.jpg)$/
+const MEMBER = /^(\d{1,3})(_Cached)?(?:_([2-9]|[1-9]\d))?_(devtools_requests\.json\.gz|page_data\.json\.gz|trace\.json\.gz|netlog\.txt\.gz|screen\.jpg)$/
 
 /**
- * @typedef {{ run: number, cached: boolean, step: number, devtools: Record<string, any> | null, netlog: Buffer | null, screen: Buffer | null }} ZipView
- * step: the script's recorded step, 1 for a page; screen: the JPEG the agent took at the end of the load, when it sent one
+ * @typedef {{ run: number, cached: boolean, step: number, devtools: Record<string, any> | null, trace: import('./trace.js').TraceTimes | null,
+ *   netlog: Buffer | null, screen: Buffer | null }} ZipView
+ * step: the script's recorded step, 1 for a page; trace: what its trace says of navigations and first bytes, when it sent one;
+ * screen: the JPEG the agent took at the end of the load, when it sent one
  */
 
 /**
@@ -53,7 +57,7 @@ export async function readResultZip (buffer, limits = {}) {
     const [, run, cached, stepText, kind] = /** @type {RegExpExecArray} */ (MEMBER.exec(name))
     const step = stepText === undefined ? 1 : Number(stepText)
     const key = `${run}/${cached ? 1 : 0}/${step}`
-    const view = views.get(key) ?? { run: Number(run), cached: Boolean(cached), step, devtools: null, netlog: null, screen: null }
+    const view = views.get(key) ?? { run: Number(run), cached: Boolean(cached), step, devtools: null, trace: null, netlog: null, screen: null }
     views.set(key, view)
     if (kind === 'screen.jpg') {
       // Evidence only: one that is not a JPEG is left out, not the upload.
@@ -63,6 +67,15 @@ export async function readResultZip (buffer, limits = {}) {
       view.netlog = data
     } else if (kind === 'page_data.json.gz') {
       pageData.set(key, parseGzippedJson(name, data, lim.jsonBytes))
+    } else if (kind === 'trace.json.gz') {
+      // Only its few times are kept: a trace is megabytes of events. One
+      // that cannot be read costs the run its navigation's start, not the
+      // upload (the TTFB then falls back to the agent's own: ./navigation.js).
+      try {
+        view.trace = traceTimes(parseGzippedJson(name, data, lim.jsonBytes))
+      } catch {
+        view.trace = null
+      }
     } else {
       view.devtools = parseGzippedJson(name, data, lim.jsonBytes)
     }
