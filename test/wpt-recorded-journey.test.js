@@ -203,6 +203,13 @@ test('the real agent\'s journey uploads: each step in each arm over its own prot
     ['h3 GET /shop/login.html 200', 'h3 GET /shop/shop.css 200', 'h3 GET /shop/logo.png 200'])
   assert.equal(open.details.repeat.document_connection_reused, false, 'the first step opens the connection')
 
+  // Round 2, H3 arm: its QUIC handshake had ended before the agent's clock started (the agent
+  // wrote 0 ms for it, Chromium's own timing connect 0–0). Its phases are not known, not 0 ms;
+  // the navigation's TTFB, from the trace, still holds the handshake.
+  const open2 = items.filter((r) => r.probe === 'journey:open' && r.mode === 'h3').sort((a, b) => a.measured_at.localeCompare(b.measured_at))[1]
+  assert.deepEqual([open2.ttfb_ms, open2.dns_ms, open2.connect_ms, open2.tls_ms], [17, null, null, null])
+  assert.ok(first('journey:open', 'h2').tls_ms > 0, 'the H2 arm\'s TLS handshake, as the agent saw it')
+
   const login = await detail('journey:login', 'h3')
   assert.deepEqual(login.details.step, { name: 'login', steps: [2, 4], navigations: [`${ORIGIN}/shop/account`] })
   assert.deepEqual(login.details.samples, [166])

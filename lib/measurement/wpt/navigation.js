@@ -32,6 +32,8 @@
 // (the agent's own start page, recorded/131150_SPIKE_H1_0001). Both fall
 // short of the navigation's TTFB, the H3 arm's by more (docs/WPT.md).
 
+import { normalizeProtocol } from '../protocol.js'
+
 /**
  * How far the base-request TTFB and the agent's own page TTFB of the same
  * navigation may differ. Each time is rounded to 1 ms, and in the recorded
@@ -83,9 +85,14 @@ export function navigationTimings (requests, base, page, fromTrace = null) {
     }
   }
 
-  const dns = phase(base, 'dns').ms
-  const tcp = phase(base, 'connect').ms
-  const tls = phase(base, 'ssl').ms
+  // A QUIC handshake of 0 ms is none the agent saw: it had ended before the
+  // agent's clock started (recorded-real-journey/021545_h3l_8_h3: ssl
+  // 62–62, Chromium's own timing connect 0–0), and no handshake takes no
+  // time. Its phases are not known, rather than 0.
+  const unseen = normalizeProtocol(typeof base.protocol === 'string' ? base.protocol : null) === 'h3' && phase(base, 'ssl').ms === 0
+  const dns = unseen ? null : phase(base, 'dns').ms
+  const tcp = unseen ? null : phase(base, 'connect').ms
+  const tls = unseen ? null : phase(base, 'ssl').ms
   return {
     // A first byte before the navigation began is no measurement; the arm is
     // stored as an error with this reason (lib/store/wpt-tests.js).
