@@ -44,7 +44,7 @@ export function traceTimes (trace) {
       const id = data.requestId
       const t = isObject(data.timing) ? data.timing : null
       if (typeof id !== 'string' || !t || !finite(t.requestTime)) continue
-      // The first byte of the headers (Chromium ≥ 115 gives it; receiveHeadersEnd before).
+      // The first byte of the headers; receiveHeadersEnd where the trace has no receiveHeadersStart.
       const at = [t.receiveHeadersStart, t.receiveHeadersEnd].find((v) => finite(v) && v >= 0)
       // A redirect's hops share the id; the last response is the document's.
       if (at !== undefined) firstBytes[id] = t.requestTime * 1000 + at
