@@ -5,9 +5,9 @@
 //
 // Where the upload has the run's Chromium trace, the TTFB is read from it
 // (./trace.js): the navigation's start and the document's first byte, on the
-// browser's clock, the same figure an h3lens agent stores. Every Chromium
-// wptagent writes one; the agent's own times are the fallback, and each is
-// kept in details.wpt.ttfb_check.
+// browser's clock, the same figure an h3lens agent stores. wptagent writes
+// one for a Chromium run unasked; the agent's own times are the fallback,
+// and each is kept in details.wpt.ttfb_check.
 //
 // The agent's own times start at the first network activity it recorded,
 // which is not the navigation's start, and not the same moment in both arms
