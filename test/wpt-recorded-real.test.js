@@ -3,8 +3,9 @@
 // POST /work/workdone.php over HTTP, against the API and PostgreSQL: the
 // TTFB of the navigation as its trace gives it (the QUIC handshake and the
 // time before the agent's first activity counted), the agent's own figures
-// where the upload has no trace, fast H3 pages stored, impossible values stored as error arms, refusals that say why in
-// the log, the round and the location's page, and lab and private pages.
+// where the upload has no trace, fast H3 pages stored, impossible values
+// stored as error arms, refusals that say why in the log, the round and
+// the location's page, and lab and private pages.
 // run-tests: side — it replays recorded uploads; its one browser load is on a free port, and it times no page load
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
