@@ -300,7 +300,7 @@ export const agentSchema = {
 const noteSchema = {
   type: 'object',
   properties: {
-    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, private_target_blocked (a request the private-target guard refused); content_error and wpt_page_ttfb (WebPageTest agents, docs/WPT.md); or a net-log finding' },
+    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, private_target_blocked (a request the private-target guard refused); content_error, wpt_page_ttfb and wpt_ttfb_agent_clock (WebPageTest agents, docs/WPT.md); or a net-log finding' },
     message: { type: 'string' },
     metric: { type: ['string', 'null'] },
     protocol: { type: ['string', 'null'] },

@@ -473,6 +473,7 @@ test('an upload whose trace cannot be read keeps its run: the TTFB falls back to
   assert.equal(view.trace, null)
   const fallback = resultFromDevtools(view.devtools, { mode: 'h3', view: 'first', expected: 'h3', trace: view.trace })
   assert.deepEqual([fallback.status, fallback.ttfb_ms, fallback.details.wpt.ttfb_check.source], ['ok', 115, 'agent'])
+  assert.deepEqual(fallback.notes.map((n) => n.code), ['wpt_ttfb_agent_clock'], 'the result says its TTFB is on the agent\'s clock')
   const [whole] = await readResultZip(recordedFile('131447_SPIKE_H3_0002_all_x_result.zip'))
   assert.equal(traceTtfb(whole.trace, whole.devtools?.requests[whole.devtools.pageData.final_base_page_request]), 136.9)
 })

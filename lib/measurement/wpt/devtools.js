@@ -88,6 +88,14 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
       row.notes = [{ code: 'content_error', message: `${failed || 'some'} request${failed === 1 ? '' : 's'} of the page failed (WPT result 99999)` }]
     }
     if (timings?.note) row.notes = [...(row.notes ?? []), timings.note]
+    // Without the trace the TTFB runs from the agent's first activity, which
+    // comes later in an H3 navigation than in an H2 one (./trace.js).
+    if (timings && timings.ttfb_ms !== null && timings.check.source !== 'trace') {
+      row.notes = [...(row.notes ?? []), {
+        code: 'wpt_ttfb_agent_clock',
+        message: 'the upload has no readable Chromium trace, so TTFB is the agent\'s own, from its first network activity: on H3 that comes later in the navigation than on H2, which makes an H3 TTFB look shorter (docs/WPT.md)'
+      }]
+    }
   }
   row.protocol_ok = row.status === 'ok'
   return row
