@@ -23,44 +23,41 @@ const LOWEST = 20000
  * no room, the kernel's pick is used.
  */
 export async function freePort () {
-  const [first] = ephemeralRange()
+  const first = firstEphemeralPort()
   for (let i = 0; first - LOWEST >= 1000 && i < 50; i++) {
-    const port = LOWEST + Math.floor(Math.random() * (first - LOWEST))
-    if (await tcpFree(port) && await udpFree(port)) return port
+    const port = await listenTcp(LOWEST + Math.floor(Math.random() * (first - LOWEST)))
+    if (port !== null && await udpFree(port)) return port
   }
   for (let i = 0; i < 20; i++) {
-    const port = await kernelTcpPort()
-    if (await udpFree(port)) return port
+    const port = await listenTcp(0)
+    if (port !== null && await udpFree(port)) return port
   }
   throw new Error('no loopback port was free for both TCP and UDP in 20 tries')
 }
 
-/** @returns {[number, number]} the kernel's ephemeral ports, first and last */
-function ephemeralRange () {
+/** The first of the kernel's ephemeral ports. */
+function firstEphemeralPort () {
   try {
-    const [a, b] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number)
-    if (Number.isInteger(a) && Number.isInteger(b)) return [a, b]
+    const first = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    if (Number.isInteger(first)) return first
   } catch {}
-  return [32768, 60999] // Linux's default, where the file cannot be read
+  return 32768 // Linux's default, where the file cannot be read
 }
 
-/** @param {number} port */
-async function tcpFree (port) {
+/**
+ * Listen on a loopback TCP port for a moment: `port`, or the kernel's pick
+ * for 0.
+ * @param {number} port
+ * @returns {Promise<number | null>} the port it got, null when it was taken
+ */
+async function listenTcp (port) {
   const server = net.createServer()
-  const free = await new Promise((resolve) => {
-    server.once('error', () => resolve(false))
-    server.listen(port, '127.0.0.1', () => resolve(true))
+  const got = await new Promise((resolve) => {
+    server.once('error', () => resolve(null))
+    server.listen(port, '127.0.0.1', () => resolve(/** @type {import('node:net').AddressInfo} */ (server.address()).port))
   })
-  if (free) await new Promise((resolve) => server.close(resolve))
-  return free
-}
-
-async function kernelTcpPort () {
-  const server = net.createServer()
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  await new Promise((resolve) => server.close(resolve))
-  return port
+  if (got !== null) await new Promise((resolve) => server.close(resolve))
+  return got
 }
 
 /** @param {number} port */
