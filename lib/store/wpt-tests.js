@@ -407,14 +407,15 @@ async function finishRoundIfComplete (client, job, test) {
  * @param {{ expected: string | null, agentError: string | null, url: string, measuredAt: string, armProtocol: string | null }} ctx
  */
 function journeyRun (test, views, { expected, agentError, url, measuredAt, armProtocol }) {
-  const devtools = new Map(views.filter((v) => v.run === 1 && !v.cached).map((v) => [v.step ?? 1, v.devtools]))
+  const steps = views.filter((v) => v.run === 1 && !v.cached)
+  const devtools = new Map(steps.map((v) => [v.step ?? 1, v.devtools]))
   if (![...devtools.values()].some(Boolean) && !agentError) throw new ValidationError('result.zip has no 1_devtools_requests.json.gz (the journey\'s first recorded step)', 'file')
   const { recorded, labels } = wptScript(test.journey)
   // The test was sent with this script, so it has one.
   if (!recorded) throw new Error(`test ${test.test_id}: its journey has no WebPageTest script`)
   const flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
   const forced = flags.find((f) => f.startsWith('--origin-to-force-quic-on='))?.slice('--origin-to-force-quic-on='.length).split(',') ?? []
-  const traces = new Map(views.filter((v) => v.run === 1 && !v.cached).map((v) => [v.step ?? 1, v.trace ?? null]))
+  const traces = new Map(steps.map((v) => [v.step ?? 1, v.trace ?? null]))
   const results = journeyResults(test.journey, recorded, devtools, { mode: test.mode, expected, agentError, url, forcedOrigins: forced.map((hp) => `https://${hp}`), labels, traces })
   for (const result of results) {
     result.measured_at = measuredAt

@@ -89,10 +89,11 @@ export function navigationTimings (requests, base, page, fromTrace = null) {
   // agent's clock started (recorded-real-journey/021545_h3l_8_h3: ssl
   // 62–62, Chromium's own timing connect 0–0), and no handshake takes no
   // time. Its phases are not known, rather than 0.
-  const unseen = normalizeProtocol(typeof base.protocol === 'string' ? base.protocol : null) === 'h3' && phase(base, 'ssl').ms === 0
+  const ssl = phase(base, 'ssl').ms
+  const unseen = normalizeProtocol(base.protocol) === 'h3' && ssl === 0
   const dns = unseen ? null : phase(base, 'dns').ms
   const tcp = unseen ? null : phase(base, 'connect').ms
-  const tls = unseen ? null : phase(base, 'ssl').ms
+  const tls = unseen ? null : ssl
   return {
     // A first byte before the navigation began is no measurement; the arm is
     // stored as an error with this reason (lib/store/wpt-tests.js).
