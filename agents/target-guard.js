@@ -290,6 +290,8 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
     },
     /** A node:net lookup that refuses non-public addresses (the agent's own connections for a monitor, such as its RTT ping). */
     lookup: guardedLookup(resolver.resolve),
+    /** The TCP port its resolver listens on, at `listen`. */
+    port,
     explain,
     stats,
 
