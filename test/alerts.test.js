@@ -50,6 +50,7 @@ async function api (method, url, body) {
  * A paused monitor (nothing is scheduled) with imported rounds: each part is
  * a scenario whose rounds are spread over [from, from + 1 h).
  * @param {{ scenario: ReturnType<typeof scenario>, from: number }[]} parts
+ * @param {Record<string, any>} [extra] more of the monitor's fields
  */
 async function monitorWith (parts, extra = {}) {
   const created = await api('POST', '/api/v1/monitors', { url: 'https://alerts.h3lens.test/', label: 'alerts', locations: LOCATION_IDS, interval_s: 60, paused: true, ...extra })

@@ -163,6 +163,7 @@ const COLUMN_VALUE = (() => {
 function round (i) {
   const time = new Date(BASE + i * 60e3).toISOString()
   return MODES.flatMap((mode, k) => PROBES.map((p) => {
+    /** @type {Record<string, any>} */
     const line = { time, location_id: 'local', mode, probe: p.id, status: 'ok', observed_protocol: mode, protocol_ok: true }
     for (const c of TIMING_COLUMNS) line[c] = /** @type {number} */ (COLUMN_VALUE.get(c)) + (i % 7) + k
     if (p.samplesMetric) line.details = { samples: [50 + (i % 5) + k, 60 + (i % 3) + k] }
