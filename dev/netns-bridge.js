@@ -23,7 +23,13 @@ import path from 'node:path'
  */
 export async function bridgeIntoNetns ({ ns, port, dir }) {
   const socketPath = path.join(dir, `bridge-${port}.sock`)
-  const server = net.createServer((inbound) => splice(inbound, net.connect(port, '127.0.0.1')))
+  /** @type {Set<import('node:net').Socket>} */
+  const open = new Set()
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect(port, '127.0.0.1')
+    for (const s of [inbound, outbound]) open.add(s.once('close', () => open.delete(s)))
+    splice(inbound, outbound)
+  })
   await new Promise((resolve, reject) => server.once('error', reject).listen(socketPath, () => resolve(undefined)))
   const inside = spawn('ip', ['netns', 'exec', ns, process.execPath, '--input-type=module', '-e', `
     import net from 'node:net'
@@ -36,6 +42,8 @@ export async function bridgeIntoNetns ({ ns, port, dir }) {
       inside.kill('SIGKILL')
       await once(inside, 'exit')
     }
+    // What is still open would keep the server from closing.
+    for (const s of open) s.destroy()
     await new Promise((resolve) => server.close(() => resolve(undefined)))
     fs.rmSync(socketPath, { force: true })
   }
