@@ -20,6 +20,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createWptKey } from '../lib/store/wpt-keys.js'
 import { createChannel } from '../lib/store/alert-channels.js'
 import { createRule } from '../lib/store/alert-rules.js'
+import { createSite } from '../lib/store/rum-sites.js'
 
 // Test cases per operation in the fuzzing phase; the coverage phase adds a
 // fixed set of boundary cases per parameter. 15 makes ~4,000 requests in all,
@@ -56,12 +57,19 @@ test('Schemathesis finds no server error and no undocumented answer on any opera
     // A webhook on a closed loopback port: a test send fails at once and goes nowhere else.
     const channel = await createChannel(t.db, { kind: 'webhook', name: 'fuzz', url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(16) }, { allowPrivateTargets: true })
     const rule = await createRule(t.db, { kind: 'location_silent', window_s: 600 })
+    const site = await createSite(t.db, { name: 'fuzz', origins: ['https://example.com'] })
+    const queued = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: 'https://example.com/', journey: { steps: [{ action: 'navigate', url: '/login' }] } } })
+    assert.equal(queued.statusCode, 202, queued.body)
+    const trial = queued.json()
     const ids = {
       '/api/v1/monitors/': monitor.id,
       '/api/v1/results/': result.id,
       '/api/v1/agent/jobs/': job.id,
       '/api/v1/channels/': channel.id,
-      '/api/v1/alert-rules/': rule.id
+      '/api/v1/alert-rules/': rule.id,
+      '/api/v1/rum/sites/': site.id,
+      '/api/v1/journeys/trials/': trial.id,
+      '/api/v1/agent/trials/': trial.id
     }
 
     await t.app.listen({ host: '127.0.0.1', port: 0 })
