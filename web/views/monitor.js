@@ -114,7 +114,7 @@ export async function render (ctx) {
     h('div', { class: 'page-head' },
       h('div', {},
         h('h1', {}, monitor.label || monitor.url, monitor.paused ? h('span', { class: 'badge warn' }, 'paused') : null),
-        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${browsers.map((b) => BROWSER_NAMES[b] ?? b).join(' and ')} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
+        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${aa ? `A/A, both arms ${aa.toUpperCase()}` : monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${browsers.map((b) => BROWSER_NAMES[b] ?? b).join(' and ')} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
       h('div', { class: 'head-actions' },
         exportMenu(id, { ...filters, bucket }, ctx.onDispose),
         h('a', { class: 'button secondary', href: href(`/monitors/${id}/edit`) }, 'Edit'))),
