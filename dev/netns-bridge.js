@@ -47,10 +47,11 @@ export async function bridgeIntoNetns ({ ns, port, dir }) {
     await new Promise((resolve) => server.close(() => resolve(undefined)))
     fs.rmSync(socketPath, { force: true })
   }
-  const [what] = await Promise.race([once(inside.stdout, 'data'), once(inside, 'exit')])
-  if (typeof what === 'number' || what === null) {
+  // Its first output is "ready"; an exit (or a failed spawn) comes first otherwise.
+  const started = await Promise.race([once(inside.stdout, 'data'), once(inside, 'exit')]).catch((err) => [err])
+  if (!(started[0] instanceof Buffer)) {
     await close()
-    throw new Error(`the bridge into network namespace ${ns} exited before it listened on 127.0.0.1:${port} (code ${what})`)
+    throw new Error(`the bridge into network namespace ${ns} did not listen on 127.0.0.1:${port}: ${started[0] instanceof Error ? started[0].message : `it exited (code ${started[0]})`}`)
   }
   return { close }
 }
