@@ -71,19 +71,44 @@ export class ProbeError extends Error {
  */
 export async function load (page, url, timeoutMs) {
   let response
+  // The top frame's last answer, to say why Chromium showed no page for it.
+  /** @type {import('puppeteer-core').HTTPResponse | null} */
+  let answer = null
+  const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
+    if (r.request().isNavigationRequest() && r.frame() === page.mainFrame()) answer = r
+  }
+  page.on('response', onResponse)
   try {
     response = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs })
   } catch (/** @type {any} */ err) {
     if (err?.name === 'TimeoutError') {
       throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
     }
-    throw new PageLoadError(err.message, { url, cause: err })
+    const why = /\bERR_ABORTED\b/.test(err?.message ?? '') ? notShown(answer) : null
+    throw new PageLoadError(why ? `${err.message}: ${why}` : err.message, { url, cause: err })
+  } finally {
+    page.off('response', onResponse)
   }
   const httpStatus = response?.status() ?? null
   if (httpStatus !== null && httpStatus >= 400) {
     throw new PageLoadError(`HTTP ${httpStatus} ${response?.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
   }
   return httpStatus
+}
+
+/**
+ * Why Chromium showed no page for a navigation it aborted, from the top
+ * frame's last answer: a download or a "no content" answer; null when the
+ * answer says nothing of it.
+ * @param {import('puppeteer-core').HTTPResponse | null} answer
+ */
+export function notShown (answer) {
+  if (!answer) return null
+  const status = answer.status()
+  if (status === 204 || status === 205) return `the URL answered HTTP ${status} (no content), which a browser shows no page for; monitor a URL that answers with a page`
+  const disposition = answer.headers()['content-disposition'] ?? ''
+  if (/^\s*attachment\b/i.test(disposition)) return 'the URL answered with a download (Content-Disposition: attachment), not a page; monitor a URL that answers with a page'
+  return null
 }
 
 /**
@@ -114,6 +139,30 @@ export function rendererCrash (page, url) {
  * @param {import('puppeteer-core').Page} page
  */
 export async function collectPageMetrics (page) {
+  /** @type {string | null} where the top frame goes next, if it does */
+  let next = null
+  const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
+    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) next = r.url()
+  }
+  page.on('request', onRequest)
+  const loaded = page.url()
+  try {
+    return await readPageMetrics(page)
+  } catch (/** @type {any} */ err) {
+    // The loaded document is gone: the page went on to another by itself
+    // (a script or a meta refresh), before its metrics could be read.
+    if (!NAVIGATED_AWAY.test(err?.message ?? '')) throw err
+    throw new PageLoadError(`the page navigated away by itself right after it loaded${next ? `, to ${next}` : ''}, before its metrics could be read: monitor the URL it goes to`, { url: loaded, cause: err })
+  } finally {
+    page.off('request', onRequest)
+  }
+}
+
+/** Puppeteer's errors for reading a document that a navigation replaced. */
+const NAVIGATED_AWAY = /Execution context was destroyed|Cannot find context with specified id|Inspected target navigated or closed/
+
+/** @param {import('puppeteer-core').Page} page */
+async function readPageMetrics (page) {
   // LCP first: it waits for the frames after the load event, and only then
   // are the first paint and the load event's end sure to be recorded.
   const lcpMs = await page.evaluate(lcp, LCP_WAIT_MS)

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import http2 from 'node:http2'
 import https from 'node:https'
 import net from 'node:net'
 import os from 'node:os'
@@ -212,6 +213,43 @@ describe('measurePage against the lab origin', () => {
       assert.ok(r.ttfb_ms > 0)
     } finally {
       server.closeAllConnections()
+      server.close()
+    }
+  })
+
+  test('a URL that answers with no page, or a page that leaves by itself, is an error that says so', async () => {
+    // HTTP/2 with the lab certificate, at the lab hostname.
+    const server = http2.createSecureServer({
+      allowHTTP1: true,
+      cert: await readFile(path.join(dataDir, 'lab', 'lab-cert.pem')),
+      key: await readFile(path.join(dataDir, 'lab', 'lab-key.pem'))
+    }, (req, res) => {
+      const html = (/** @type {string} */ body) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html>${body}`)
+      if (req.url === '/download') return res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="report.bin"' }).end(Buffer.alloc(4096))
+      if (req.url === '/no-content') return res.writeHead(204).end()
+      if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
+      if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
+      html('<p>the page it goes to')
+    })
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const base = `https://${origin.hostname}:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}`
+    try {
+      const run = (/** @type {string} */ p) => measurePage({ pool, url: `${base}${p}`, mode: 'h2', extraFlags: lab })
+      const download = await run('/download')
+      assert.equal(download.status, 'error')
+      assert.match(download.error, /ERR_ABORTED at .*\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page/)
+      const empty = await run('/no-content')
+      assert.equal(empty.status, 'error')
+      assert.match(empty.error, /ERR_ABORTED at .*\/no-content: the URL answered HTTP 204 \(no content\), which a browser shows no page for/)
+      for (const p of ['/script-leaves', '/refresh-leaves']) {
+        const r = await run(p)
+        assert.equal(r.status, 'error', p)
+        assert.equal(r.error, `the page navigated away by itself right after it loaded, to ${base}/next, before its metrics could be read: monitor the URL it goes to`, p)
+      }
+      const next = await run('/next')
+      assert.equal(next.status, 'ok', 'the page they go to measures as any')
+    } finally {
       server.close()
     }
   })
