@@ -102,7 +102,7 @@ export async function load (page, url, timeoutMs) {
  * answer says nothing of it.
  * @param {import('puppeteer-core').HTTPResponse | null} answer
  */
-export function notShown (answer) {
+function notShown (answer) {
   if (!answer) return null
   const status = answer.status()
   if (status === 204 || status === 205) return `the URL answered HTTP ${status} (no content), which a browser shows no page for; monitor a URL that answers with a page`
