@@ -4,7 +4,7 @@ import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
 import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
 import { runPlan } from './browsers/index.js'
-import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, PageLoadError, ProbeError, rendererCrash, withTimeout } from './page-metrics.js'
+import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
@@ -261,7 +261,13 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
   const crash = rendererCrash(page, url)
   const loaded = (async () => {
     const status = await load(page, url, timeoutMs)
-    return /** @type {const} */ ([status, await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics')])
+    const read = await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics').catch((err) => {
+      if (!NAVIGATED_AWAY.test(err?.message ?? '')) throw err
+      // The recording's top-frame document is by now the one the page went on to.
+      const next = network?.mainDocument()?.url
+      throw new PageLoadError(`the page navigated away by itself right after it loaded${next ? `, to ${next}` : ''}, before its metrics could be read: monitor the URL it goes to`, { url, cause: err })
+    })
+    return /** @type {const} */ ([status, read])
   })()
   loaded.catch(() => {}) // when the renderer's crash settles the race first
   let httpStatus, read

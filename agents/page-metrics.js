@@ -26,6 +26,13 @@ const PAGE_SCRIPTS = await Promise.all(COLUMN_METRICS.filter((m) => m.pageScript
   return /** @type {[string, () => unknown]} */ ([(m.column), script])
 }))
 
+/**
+ * Puppeteer's errors for reading a document that a navigation replaced: the
+ * loaded page went on to another by itself (a script, a meta refresh)
+ * before its metrics were read.
+ */
+export const NAVIGATED_AWAY = /Execution context was destroyed|Cannot find context with specified id|Inspected target navigated or closed/
+
 /** How long to wait after the load event for LCP to be reported. */
 const LCP_WAIT_MS = 300
 /** Upper bound for reading metrics out of a loaded page. */
@@ -139,30 +146,6 @@ export function rendererCrash (page, url) {
  * @param {import('puppeteer-core').Page} page
  */
 export async function collectPageMetrics (page) {
-  /** @type {string | null} where the top frame goes next, if it does */
-  let next = null
-  const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
-    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) next = r.url()
-  }
-  page.on('request', onRequest)
-  const loaded = page.url()
-  try {
-    return await readPageMetrics(page)
-  } catch (/** @type {any} */ err) {
-    // The loaded document is gone: the page went on to another by itself
-    // (a script or a meta refresh), before its metrics could be read.
-    if (!NAVIGATED_AWAY.test(err?.message ?? '')) throw err
-    throw new PageLoadError(`the page navigated away by itself right after it loaded${next ? `, to ${next}` : ''}, before its metrics could be read: monitor the URL it goes to`, { url: loaded, cause: err })
-  } finally {
-    page.off('request', onRequest)
-  }
-}
-
-/** Puppeteer's errors for reading a document that a navigation replaced. */
-const NAVIGATED_AWAY = /Execution context was destroyed|Cannot find context with specified id|Inspected target navigated or closed/
-
-/** @param {import('puppeteer-core').Page} page */
-async function readPageMetrics (page) {
   // LCP first: it waits for the frames after the load event, and only then
   // are the first paint and the load event's end sure to be recorded.
   const lcpMs = await page.evaluate(lcp, LCP_WAIT_MS)
