@@ -33,6 +33,9 @@ const PAGE_SCRIPTS = await Promise.all(COLUMN_METRICS.filter((m) => m.pageScript
  */
 export const NAVIGATED_AWAY = /Execution context was destroyed|Cannot find context with specified id|Inspected target navigated or closed/
 
+/** How long an aborted navigation's answer may come after its failure (load). */
+const ANSWER_WAIT_MS = 1000
+
 /** How long to wait after the load event for LCP to be reported. */
 const LCP_WAIT_MS = 300
 /** Upper bound for reading metrics out of a loaded page. */
@@ -81,8 +84,11 @@ export async function load (page, url, timeoutMs) {
   // The top frame's last answer, to say why Chromium showed no page for it.
   /** @type {import('puppeteer-core').HTTPResponse | null} */
   let answer = null
+  let answered = () => {}
   const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
-    if (r.request().isNavigationRequest() && r.frame() === page.mainFrame()) answer = r
+    if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return
+    answer = r
+    answered()
   }
   page.on('response', onResponse)
   try {
@@ -91,7 +97,9 @@ export async function load (page, url, timeoutMs) {
     if (err?.name === 'TimeoutError') {
       throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
     }
-    const why = /\bERR_ABORTED\b/.test(err?.message ?? '') ? notShown(answer) : null
+    const aborted = /\bERR_ABORTED\b/.test(err?.message ?? '')
+    if (aborted && !answer) await answerOrNothing((resolve) => { answered = resolve })
+    const why = aborted ? notShown(answer) : null
     throw new PageLoadError(why ? `${err.message}: ${why}` : err.message, { url, cause: err })
   } finally {
     page.off('response', onResponse)
@@ -101,6 +109,19 @@ export async function load (page, url, timeoutMs) {
     throw new PageLoadError(`HTTP ${httpStatus} ${response?.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
   }
   return httpStatus
+}
+
+/**
+ * Wait for an aborted navigation's answer, at most ANSWER_WAIT_MS: the
+ * navigation's failure can come first, as Puppeteer holds a response back
+ * until its raw headers have come too (seen in one of six runs).
+ * @param {(resolve: () => void) => void} onAnswer hands over what settles the wait when the answer comes
+ */
+function answerOrNothing (onAnswer) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ANSWER_WAIT_MS)
+    onAnswer(() => { clearTimeout(timer); resolve(undefined) })
+  })
 }
 
 /**
