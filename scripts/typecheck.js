@@ -31,6 +31,9 @@ const CACHE = path.join(ROOT, '.h3lens', 'cache')
 // not all paths return).
 const IMPLICIT_ANY = new Set([7005, 7006, 7008, 7010, 7011, 7015, 7016, 7017, 7018, 7019, 7022, 7023, 7024, 7025, 7031, 7032, 7033, 7034, 7041, 7051, 7052, 7053])
 
+/** How errors are printed: paths as tsc prints them, from the project's root. */
+const FORMAT_HOST = { getCanonicalFileName: (/** @type {string} */ f) => f, getCurrentDirectory: () => ROOT, getNewLine: () => '\n' }
+
 const product = readConfig('jsconfig.json')
 const tests = readConfig('jsconfig.tests.json')
 const web = readConfig('jsconfig.web.json')
@@ -42,11 +45,7 @@ const diagnostics = [
   ...check('tsc-web', web.fileNames, web.options, () => true)
 ]
 if (diagnostics.length) {
-  process.stdout.write(ts.formatDiagnostics(diagnostics, {
-    getCanonicalFileName: (f) => f,
-    getCurrentDirectory: () => ROOT,
-    getNewLine: () => '\n'
-  }))
+  process.stdout.write(ts.formatDiagnostics(diagnostics, FORMAT_HOST))
   console.log(`\n${diagnostics.length} type error${diagnostics.length === 1 ? '' : 's'}`)
   process.exit(1)
 }
@@ -65,7 +64,7 @@ function readConfig (name) {
   })
   if (!parsed) throw new Error(`${name} could not be read`)
   if (parsed.errors.length) {
-    console.error(ts.formatDiagnostics(parsed.errors, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => ROOT, getNewLine: () => '\n' }))
+    console.error(ts.formatDiagnostics(parsed.errors, FORMAT_HOST))
     process.exit(2)
   }
   return parsed
