@@ -4,7 +4,7 @@ import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
 import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
 import { runPlan } from './browsers/index.js'
-import { collectPageMetrics, COLLECT_TIMEOUT_MS, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, withTimeout } from './page-metrics.js'
+import { collectPageMetrics, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
@@ -259,13 +259,18 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
  */
 export async function loadAndRead (page, url, mode, timeoutMs, into, network = null, { allowEmpty = false } = {}) {
   const crash = rendererCrash(page, url)
+  const leaving = watchLeaving(page, url)
   const loaded = (async () => {
-    const status = await load(page, url, timeoutMs)
-    const read = await withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics').catch((err) => {
+    const { httpStatus: status, request } = await load(page, url, timeoutMs)
+    leaving.loaded(request)
+    // A page that goes on to another while its metrics are read: Chromium
+    // fails the read (the document went away), Firefox's never ends, and a
+    // read that still ended would leave the next page's requests among the
+    // run's. Either way the run fails, at once, with where the page went.
+    const read = await Promise.race([withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics'), leaving.left]).catch((err) => {
       if (!NAVIGATED_AWAY.test(err?.message ?? '')) throw err
       // The recording's top-frame document is by now the one the page went on to.
-      const next = network?.mainDocument()?.url
-      throw new PageLoadError(`the page navigated away by itself right after it loaded${next ? `, to ${next}` : ''}, before its metrics could be read: monitor the URL it goes to`, { url, cause: err })
+      throw leftError(url, network?.mainDocument()?.url)
     })
     return /** @type {const} */ ([status, read])
   })()
@@ -275,6 +280,7 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
     [httpStatus, read] = await Promise.race([loaded, crash.crashed])
   } finally {
     crash.dispose()
+    leaving.dispose()
   }
   const { document_body_bytes: bodyBytes, ...metrics } = read
   Object.assign(into, metrics)

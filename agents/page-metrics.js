@@ -33,7 +33,10 @@ const PAGE_SCRIPTS = await Promise.all(COLUMN_METRICS.filter((m) => m.pageScript
  */
 export const NAVIGATED_AWAY = /Execution context was destroyed|Cannot find context with specified id|Inspected target navigated or closed/
 
-/** How long an aborted navigation's answer may come after its failure (load). */
+/**
+ * How long an aborted navigation's answer may come after its failure, and
+ * how long a navigation may run on after an answer that is no page (load).
+ */
 const ANSWER_WAIT_MS = 1000
 
 /** How long to wait after the load event for LCP to be reported. */
@@ -74,41 +77,122 @@ export class ProbeError extends Error {
 
 /**
  * Navigate and wait for the load event; any failure becomes a PageLoadError.
+ * An answer that no browser shows as a page (a download, a 204 or 205)
+ * fails the load with that reason: Chromium aborts such a navigation at
+ * once, while Firefox's never ends (a download) or ends in an abort; a
+ * navigation still running ANSWER_WAIT_MS after such an answer is given up.
  * @param {import('puppeteer-core').Page} page
  * @param {string} url
  * @param {number} timeoutMs
- * @returns {Promise<number | null>} the document's HTTP status
+ * @returns {Promise<{ httpStatus: number | null, request: import('puppeteer-core').HTTPRequest | null }>}
+ *   the document's HTTP status, and the request of the document the load ended on
  */
 export async function load (page, url, timeoutMs) {
   let response
-  // The top frame's last answer, to say why Chromium showed no page for it.
+  // The top frame's last answer, to say why the browser showed no page for it.
   /** @type {import('puppeteer-core').HTTPResponse | null} */
   let answer = null
   let answered = () => {}
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let giveUp
+  /** @type {(err: PageLoadError) => void} */
+  let noPage = () => {}
+  /** @type {Promise<never>} */
+  const notAPage = new Promise((resolve, reject) => { noPage = reject })
   const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
     if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return
     answer = r
     answered()
+    const why = notShown(r)
+    if (why && !giveUp) giveUp = setTimeout(() => noPage(new PageLoadError(`no page at ${url}: ${why}`, { url })), ANSWER_WAIT_MS)
   }
   page.on('response', onResponse)
+  const navigation = page.goto(url, { waitUntil: 'load', timeout: timeoutMs })
+  navigation.catch(() => {}) // when the answer settles the race first
   try {
-    response = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs })
+    response = await Promise.race([navigation, notAPage])
   } catch (/** @type {any} */ err) {
+    if (err instanceof PageLoadError) throw err
     if (err?.name === 'TimeoutError') {
       throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
     }
-    const aborted = /\bERR_ABORTED\b/.test(err?.message ?? '')
+    const message = navigationError(err, url)
+    const aborted = /\b(ERR_ABORTED|NS_BINDING_ABORTED)\b/.test(message)
     if (aborted && !answer) await answerOrNothing((resolve) => { answered = resolve })
     const why = aborted ? notShown(answer) : null
-    throw new PageLoadError(why ? `${err.message}: ${why}` : err.message, { url, cause: err })
+    throw new PageLoadError(why ? `${message}: ${why}` : message, { url, cause: err })
   } finally {
+    clearTimeout(giveUp)
     page.off('response', onResponse)
   }
   const httpStatus = response?.status() ?? null
   if (httpStatus !== null && httpStatus >= 400) {
     throw new PageLoadError(`HTTP ${httpStatus} ${response?.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
   }
-  return httpStatus
+  return { httpStatus, request: response?.request() ?? null }
+}
+
+/**
+ * A failed navigation's words. Chromium's are short already
+ * ("net::ERR_CONNECTION_REFUSED at <url>"); Firefox's, over WebDriver BiDi,
+ * wrap its error name in the driver's own JavaScript stack, which says
+ * nothing of the page: they become its name and the URL, as Chromium's.
+ * @param {unknown} err
+ * @param {string} url
+ */
+export function navigationError (err, url) {
+  const message = err instanceof Error ? err.message : String(err)
+  const firefox = /^Protocol error \(browsingContext\.navigate\):[^\n]*?\b(NS_[A-Z0-9_]+)\b/.exec(message)
+  return firefox ? `${firefox[1]} at ${url}` : message
+}
+
+/**
+ * Watch the top frame, from before a load, for a document requested after
+ * the one the load ended on: the page went on to another by itself (a
+ * script, a meta refresh). `left` rejects, with the URL it went to, as
+ * soon as the load has ended (loaded) and such a request is seen; a
+ * same-document change (history.replaceState, a fragment) requests nothing
+ * and is no leaving. dispose() stops watching.
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} url the URL loaded
+ */
+export function watchLeaving (page, url) {
+  /** The top frame's navigation requests, in order. @type {import('puppeteer-core').HTTPRequest[]} */
+  const requested = []
+  let loadedAt = -1
+  /** @type {(err: PageLoadError) => void} */
+  let fail = () => {}
+  /** @type {Promise<never>} */
+  const left = new Promise((resolve, reject) => { fail = reject })
+  left.catch(() => {})
+  const check = () => {
+    const next = loadedAt >= 0 ? requested[loadedAt + 1] : undefined
+    if (next) fail(leftError(url, next.url()))
+  }
+  const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
+    if (!r.isNavigationRequest() || r.frame() !== page.mainFrame()) return
+    requested.push(r)
+    check()
+  }
+  page.on('request', onRequest)
+  return {
+    left,
+    /** @param {import('puppeteer-core').HTTPRequest | null} request the load's document's */
+    loaded (request) {
+      const at = request ? requested.indexOf(request) : -1
+      loadedAt = at >= 0 ? at : requested.length - 1
+      check()
+    },
+    dispose () { page.off('request', onRequest) }
+  }
+}
+
+/**
+ * @param {string} url the URL loaded
+ * @param {string | null | undefined} next where the page went, when known
+ */
+export function leftError (url, next) {
+  return new PageLoadError(`the page navigated away by itself right after it loaded${next ? `, to ${next}` : ''}, before its metrics could be read: monitor the URL it goes to`, { url })
 }
 
 /**
@@ -125,9 +209,9 @@ function answerOrNothing (onAnswer) {
 }
 
 /**
- * Why Chromium showed no page for a navigation it aborted, from the top
- * frame's last answer: a download or a "no content" answer; null when the
- * answer says nothing of it.
+ * Why the browser showed no page for a navigation, from the top frame's
+ * last answer: a download or a "no content" answer; null when the answer
+ * says nothing of it.
  * @param {import('puppeteer-core').HTTPResponse | null} answer
  */
 function notShown (answer) {

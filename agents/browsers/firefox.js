@@ -236,12 +236,16 @@ export function createFirefoxPool ({
 
 /**
  * Write the preferences into the profile's user.js, which Firefox reads at
- * every start and never rewrites.
+ * every start and never rewrites. A download (a monitored URL that answers
+ * with one) goes into the profile, removed with it, not into the home
+ * folder that every run shares; it is no preference of the arm, so no
+ * result records it.
  * @param {string} dir
  * @param {Prefs} prefs
  */
 async function writePrefs (dir, prefs) {
-  const lines = Object.entries(prefs).map(([k, v]) => `user_pref(${JSON.stringify(k)}, ${JSON.stringify(v)});`)
+  const downloads = { 'browser.download.folderList': 2, 'browser.download.dir': path.join(dir, 'downloads') }
+  const lines = Object.entries({ ...prefs, ...downloads }).map(([k, v]) => `user_pref(${JSON.stringify(k)}, ${JSON.stringify(v)});`)
   await writeFile(path.join(dir, 'user.js'), lines.join('\n') + '\n')
 }
 

@@ -39,8 +39,8 @@ export class StepError extends Error {
 export const ACTION_RUNNERS = {
   async navigate (step, { page, timeoutMs }) {
     try {
-      const status = await load(page, /** @type {string} */ (step.url), timeoutMs)
-      return { navigated: true, status }
+      const { httpStatus } = await load(page, /** @type {string} */ (step.url), timeoutMs)
+      return { navigated: true, status: httpStatus }
     } catch (err) {
       if (err instanceof PageLoadError) throw new StepError(err.message, { status: err.status, cause: err })
       throw err
