@@ -127,7 +127,9 @@ export async function load (page, url, timeoutMs) {
   }
   const httpStatus = response?.status() ?? null
   if (httpStatus !== null && httpStatus >= 400) {
-    throw new PageLoadError(`HTTP ${httpStatus} ${response?.statusText()}: ${url}`.replace('  ', ' '), { url, httpStatus })
+    // HTTP/2 and HTTP/3 have no reason phrase: the status alone.
+    const reason = response?.statusText() ?? ''
+    throw new PageLoadError(`HTTP ${httpStatus}${reason ? ` ${reason}` : ''}: ${url}`, { url, httpStatus })
   }
   return { httpStatus, request: response?.request() ?? null }
 }
