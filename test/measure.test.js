@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
-import http2 from 'node:http2'
 import https from 'node:https'
 import net from 'node:net'
 import os from 'node:os'
@@ -11,8 +9,6 @@ import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
-import { createFirefoxPool } from '../agents/browsers/firefox.js'
-import { createJobRunner } from '../agents/job-runner.js'
 import { baseFlags, labBrowserFlags, modeFlags } from '../lib/measurement/browsers/chromium.js'
 import { loadAndRead, measure, measurePage, runRound } from '../agents/measure.js'
 import { InfrastructureError } from '../agents/faults.js'
@@ -20,11 +16,9 @@ import { navigationError } from '../agents/page-metrics.js'
 import { normalizeProtocol, protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
-import { createLogger } from '../lib/runtime/log.js'
 import { processesMentioning } from './helpers/process.js'
 
 const execFileAsync = promisify(execFile)
-const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
 
 describe('normalizeProtocol', () => {
   test('folds every spelling of each protocol into one', () => {
@@ -234,95 +228,6 @@ describe('measurePage against the lab origin', () => {
     } finally {
       server.closeAllConnections()
       server.close()
-    }
-  })
-
-  /**
-   * An HTTP/2 server with the lab certificate, at the lab hostname, whose
-   * URLs answer with no page or with a page that leaves by itself, and a
-   * page (/next) that stays.
-   */
-  async function startOddPages () {
-    const server = http2.createSecureServer({
-      allowHTTP1: true,
-      cert: await readFile(path.join(dataDir, 'lab', 'lab-cert.pem')),
-      key: await readFile(path.join(dataDir, 'lab', 'lab-key.pem'))
-    }, (req, res) => {
-      const html = (/** @type {string} */ body) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html>${body}`)
-      if (req.url === '/download') return res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="report.bin"' }).end(Buffer.alloc(4096))
-      if (req.url === '/no-content') return res.writeHead(204).end()
-      if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
-      if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
-      // A single-page app's address changes without a new document: no leaving.
-      if (req.url === '/app') return html('<script>addEventListener("load", () => { history.replaceState(null, "", "/app/home"); location.hash = "top" })</script><p>an app')
-      html('<p>the page it goes to')
-    })
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    const port = /** @type {import('node:net').AddressInfo} */ (server.address()).port
-    return { base: `https://${origin.hostname}:${port}`, port, close: () => server.close() }
-  }
-
-  /**
-   * What a user reads of the odd pages' runs, the same in every browser.
-   * The runs follow one another, as an agent's do. `next`: also load the
-   * page the leaving ones go to.
-   * @param {string} base
-   * @param {(path: string) => Promise<Record<string, any>>} run
-   * @param {{ next?: boolean }} [opts]
-   * @returns {Promise<Record<string, Record<string, any>>>} the results, by path
-   */
-  async function assertOddPages (base, run, { next = true } = {}) {
-    /** @type {Record<string, Record<string, any>>} */
-    const r = {}
-    for (const p of ['/download', '/no-content', '/script-leaves', '/refresh-leaves', '/app', ...(next ? ['/next'] : [])]) r[p] = await run(p)
-    assert.equal(r['/download'].status, 'error')
-    assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
-    assert.equal(r['/no-content'].status, 'error')
-    assert.match(r['/no-content'].error, /at \S+\/no-content: the URL answered HTTP 204 \(no content\), which a browser shows no page for; monitor a URL that answers with a page$/)
-    for (const p of ['/script-leaves', '/refresh-leaves']) {
-      assert.equal(r[p].status, 'error', p)
-      assert.equal(r[p].error, `the page navigated away by itself right after it loaded, to ${base}/next, before its metrics could be read: monitor the URL it goes to`, p)
-    }
-    assert.equal(r['/app'].status, 'ok', `an app that changes its address in place: ${r['/app'].error}`)
-    if (next) assert.equal(r['/next'].status, 'ok', 'the page they go to measures as any')
-    return r
-  }
-
-  test('a URL that answers with no page, or a page that leaves by itself, is an error that says so', async () => {
-    const odd = await startOddPages()
-    try {
-      const r = await assertOddPages(odd.base, (p) => measurePage({ pool, url: `${odd.base}${p}`, mode: 'h2', extraFlags: lab }))
-      assert.match(r['/download'].error, /^net::ERR_ABORTED at /, 'Chromium\'s own words first')
-      assert.match(r['/no-content'].error, /^net::ERR_ABORTED at /)
-    } finally {
-      odd.close()
-    }
-  })
-
-  test('in Firefox the same URLs give the same errors; a download is given up soon and leaves nothing behind', { skip: !existsSync(FIREFOX) && `needs Firefox at ${FIREFOX} (Debian package firefox-esr)` }, async () => {
-    const odd = await startOddPages()
-    const firefoxPool = createFirefoxPool({ dataDir, executablePath: FIREFOX })
-    const timeoutMs = 20_000
-    try {
-      const run = createJobRunner({ pool, firefoxPool, lab: { spki: origin.spki, caPath: origin.caPath, hostname: origin.hostname, address: '127.0.0.1', port: odd.port, netns: null }, timeoutMs, log: createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' }) })
-      let id = 0
-      /** @type {Record<string, number>} */
-      const took = {}
-      const r = await assertOddPages(odd.base, async (p) => {
-        const started = Date.now()
-        const [result] = await run({ id: ++id, url: `${odd.base}${p}`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } })
-        took[p] = Date.now() - started
-        return result
-      }, { next: false })
-      // Firefox's own words, without its driver's stack.
-      assert.match(r['/no-content'].error, /^NS_BINDING_ABORTED at https:\/\/\S+\/no-content: /)
-      // Firefox's navigation to a download never ends: it is given up, not waited out.
-      assert.ok(took['/download'] < timeoutMs / 2, `the download's run, Firefox's start included, took ${took['/download']} ms`)
-      assert.deepEqual((await readdir(path.join(dataDir, 'firefox', 'home'))).filter((n) => /download/i.test(n)), [], 'no download folder in the home that runs share')
-    } finally {
-      await firefoxPool.close()
-      odd.close()
     }
   })
 
