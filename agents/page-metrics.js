@@ -137,15 +137,17 @@ export async function load (page, url, timeoutMs) {
 /**
  * A failed navigation's words. Chromium's are short already
  * ("net::ERR_CONNECTION_REFUSED at <url>"); Firefox's, over WebDriver BiDi,
- * wrap its error name in the driver's own JavaScript stack, which says
- * nothing of the page: they become its name and the URL, as Chromium's.
+ * wrap its error ("NS_ERROR_CONNECTION_REFUSED", "Address rejected" when
+ * the page's content process died) in the driver's own JavaScript stack,
+ * which says nothing of the page: they become the error and the URL, as
+ * Chromium's.
  * @param {unknown} err
  * @param {string} url
  */
 export function navigationError (err, url) {
   const message = err instanceof Error ? err.message : String(err)
-  const firefox = /^Protocol error \(browsingContext\.navigate\):[^\n]*?\b(NS_[A-Z0-9_]+)\b/.exec(message)
-  return firefox ? `${firefox[1]} at ${url}` : message
+  const firefox = /^Protocol error \(browsingContext\.navigate\): (?:unknown error )?(?:Error: )?(.+?)\s+\S*@(?:chrome|resource):\/\//s.exec(message)
+  return firefox ? `${firefox[1].trim()} at ${url}` : message
 }
 
 /**

@@ -47,8 +47,14 @@ describe('navigationError', () => {
       'emit@resource://gre/modules/EventEmitter.sys.mjs:156:19\n#forwardEvent@chrome://remote/content/shared/listeners/NavigationListener.sys.mjs:91:10\n' +
       'receiveMessage@chrome://remote/content/shared/js-process-actors/WebDriverDocumentInsertedParent.sys.mjs:25:16\n at https://127.0.0.1:20634/'
     assert.equal(navigationError(new Error(firefox), 'https://127.0.0.1:20634/'), 'NS_ERROR_CONNECTION_REFUSED at https://127.0.0.1:20634/')
+    const crashed = 'Protocol error (browsingContext.navigate): unknown error Error: Address rejected #onNavigationCommitted@chrome://remote/content/shared/Navigate.sys.mjs:387:28\n' +
+      'emit@resource://gre/modules/EventEmitter.sys.mjs:156:19\n at https://lab.h3lens.test:28231/slow'
+    assert.equal(navigationError(new Error(crashed), 'https://lab.h3lens.test:28231/slow'), 'Address rejected at https://lab.h3lens.test:28231/slow', 'its content process killed')
+    const aborted = 'Protocol error (browsingContext.navigate): unknown error Error: NS_BINDING_ABORTED NavigationError@chrome://remote/content/shared/RemoteError.sys.mjs:28:5\n at https://x.test/'
+    assert.equal(navigationError(new Error(aborted), 'https://x.test/'), 'NS_BINDING_ABORTED at https://x.test/')
     // Anything else stays as it came.
     assert.equal(navigationError(new Error('Protocol error (browsingContext.navigate): no such frame'), 'https://example.test/'), 'Protocol error (browsingContext.navigate): no such frame')
+    assert.equal(navigationError(new Error('Protocol error (browsingContext.navigate): Target closed at https://x.test/'), 'https://x.test/'), 'Protocol error (browsingContext.navigate): Target closed at https://x.test/')
   })
 })
 
