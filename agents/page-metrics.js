@@ -35,7 +35,7 @@ export const NAVIGATED_AWAY = /Execution context was destroyed|Cannot find conte
 
 /**
  * How long an aborted navigation's answer may come after its failure, and
- * how long a navigation may run on after an answer that is no page (load).
+ * how long a navigation that will not end by itself may run on (load).
  */
 const ANSWER_WAIT_MS = 1000
 
@@ -75,12 +75,19 @@ export class ProbeError extends Error {
   }
 }
 
+/** A navigation's request that the browser itself gave up (a new navigation replaced it, a download, a 204). */
+const ABORTED = /\b(ERR_ABORTED|NS_BINDING_ABORTED)\b/
+
 /**
  * Navigate and wait for the load event; any failure becomes a PageLoadError.
- * An answer that no browser shows as a page (a download, a 204 or 205)
- * fails the load with that reason: Chromium aborts such a navigation at
- * once, while Firefox's never ends (a download) or ends in an abort; a
- * navigation still running ANSWER_WAIT_MS after such an answer is given up.
+ * Two navigations never end by themselves in Firefox, and are given up
+ * ANSWER_WAIT_MS after the sign, when they have not ended by then:
+ * - an answer that no browser shows as a page (a download, a 204 or 205),
+ *   which fails the load with that reason (Chromium aborts such a
+ *   navigation at once; Firefox never ends a download's);
+ * - a document that failed after its answer began (cut short: Firefox
+ *   fires no load event then, Chromium does), which fails the load with
+ *   the browser's error; the run's recording then says how much arrived.
  * @param {import('puppeteer-core').Page} page
  * @param {string} url
  * @param {number} timeoutMs
@@ -89,41 +96,64 @@ export class ProbeError extends Error {
  */
 export async function load (page, url, timeoutMs) {
   let response
-  // The top frame's last answer, to say why the browser showed no page for it.
+  // The top frame's last request and answer: what a navigation that does
+  // not end is given up for, and why the browser showed no page.
+  /** @type {import('puppeteer-core').HTTPRequest | null} */
+  let latest = null
   /** @type {import('puppeteer-core').HTTPResponse | null} */
   let answer = null
   let answered = () => {}
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let giveUp
   /** @type {(err: PageLoadError) => void} */
-  let noPage = () => {}
+  let stop = () => {}
   /** @type {Promise<never>} */
-  const notAPage = new Promise((resolve, reject) => { noPage = reject })
+  const givenUp = new Promise((resolve, reject) => { stop = reject })
+  /** @param {() => PageLoadError | null} why the error to stop with when the time comes, or null to go on */
+  const giveUpSoon = (why) => {
+    giveUp ??= setTimeout(() => {
+      const err = why()
+      if (err) stop(err)
+      else giveUp = undefined
+    }, ANSWER_WAIT_MS)
+  }
+  const topFrame = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => r.isNavigationRequest() && r.frame() === page.mainFrame()
+  const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => { if (topFrame(r)) latest = r }
   const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
-    if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return
+    if (!topFrame(r.request())) return
     answer = r
     answered()
     const why = notShown(r)
-    if (why && !giveUp) giveUp = setTimeout(() => noPage(new PageLoadError(`no page at ${url}: ${why}`, { url })), ANSWER_WAIT_MS)
+    if (why) giveUpSoon(() => new PageLoadError(`no page at ${url}: ${why}`, { url }))
   }
+  const onFailed = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
+    const error = r.failure()?.errorText ?? ''
+    if (!topFrame(r) || !r.response() || ABORTED.test(error)) return
+    // Not when a newer navigation has replaced it by then.
+    giveUpSoon(() => (r === latest ? new PageLoadError(`${error || 'failed'} at ${url}`, { url }) : null))
+  }
+  page.on('request', onRequest)
   page.on('response', onResponse)
+  page.on('requestfailed', onFailed)
   const navigation = page.goto(url, { waitUntil: 'load', timeout: timeoutMs })
-  navigation.catch(() => {}) // when the answer settles the race first
+  navigation.catch(() => {}) // when it is given up first
   try {
-    response = await Promise.race([navigation, notAPage])
+    response = await Promise.race([navigation, givenUp])
   } catch (/** @type {any} */ err) {
     if (err instanceof PageLoadError) throw err
     if (err?.name === 'TimeoutError') {
       throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
     }
     const message = navigationError(err, url)
-    const aborted = /\b(ERR_ABORTED|NS_BINDING_ABORTED)\b/.test(message)
+    const aborted = ABORTED.test(message)
     if (aborted && !answer) await answerOrNothing((resolve) => { answered = resolve })
     const why = aborted ? notShown(answer) : null
     throw new PageLoadError(why ? `${message}: ${why}` : message, { url, cause: err })
   } finally {
     clearTimeout(giveUp)
+    page.off('request', onRequest)
     page.off('response', onResponse)
+    page.off('requestfailed', onFailed)
   }
   const httpStatus = response?.status() ?? null
   if (httpStatus !== null && httpStatus >= 400) {
@@ -153,7 +183,7 @@ export function navigationError (err, url) {
 /**
  * Watch the top frame, from before a load, for a document requested after
  * the one the load ended on: the page went on to another by itself (a
- * script, a meta refresh). `left` rejects, with the URL it went to, as
+ * script, a meta refresh) after its load event. `left` rejects, with the URL it went to, as
  * soon as the load has ended (loaded) and such a request is seen; a
  * same-document change (history.replaceState, a fragment) requests nothing
  * and is no leaving. dispose() stops watching.
@@ -181,14 +211,27 @@ export function watchLeaving (page, url) {
   page.on('request', onRequest)
   return {
     left,
-    /** @param {import('puppeteer-core').HTTPRequest | null} request the load's document's */
+    /**
+     * The load has ended: on the document at the page's address (a script
+     * that replaced the page before its load event made that the one the
+     * load waited for), else on its first answer's.
+     * @param {import('puppeteer-core').HTTPRequest | null} request the load's answer's
+     */
     loaded (request) {
-      const at = request ? requested.indexOf(request) : -1
+      const here = withoutFragment(page.url())
+      let at = requested.map((r) => withoutFragment(r.url())).lastIndexOf(here)
+      if (at < 0 && request) at = requested.indexOf(request)
       loadedAt = at >= 0 ? at : requested.length - 1
       check()
     },
     dispose () { page.off('request', onRequest) }
   }
+}
+
+/** @param {string} url */
+function withoutFragment (url) {
+  const at = url.indexOf('#')
+  return at < 0 ? url : url.slice(0, at)
 }
 
 /**

@@ -1,7 +1,8 @@
-// Pages a browser shows as no page (a download, a 204) or that go on to
-// another by themselves right after they load: in Chromium and in Firefox a
-// run says what happened and what to monitor instead, soon, and leaves
-// nothing behind. An HTTP/2 server with the lab certificate serves them at
+// Pages a browser shows as no page (a download, a 204), that are cut short,
+// or that go on to another by themselves right after they load: in Chromium
+// and in Firefox a run says what happened (and what to monitor instead),
+// soon, and leaves nothing behind; a page a script replaces before its load
+// event, or that changes its address in place, loads as usual. An HTTP/2 server with the lab certificate serves them at
 // the lab hostname.
 // run-tests: side — it checks what its runs' errors say and times no page load; its server and origin are on free loopback ports
 import assert from 'node:assert/strict'
@@ -22,6 +23,8 @@ import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
 
 const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
+/** How late /slow answers. */
+const SLOW_MS = 1500
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
 let dataDir
@@ -59,6 +62,21 @@ async function startOddPages () {
     if (req.url === '/no-content') return res.writeHead(204).end()
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
     if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
+    // Cut short: 1,000 bytes of the 100,000 it declares, then the stream is reset.
+    if (req.url === '/truncated') {
+      res.writeHead(200, { 'content-type': 'text/html', 'content-length': '100000' })
+      res.write(`<!doctype html><p>${'x'.repeat(982)}`)
+      setTimeout(() => res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 250)
+      return
+    }
+    // A script replaces the page before its load event, while its body still comes: the load is the next page's.
+    if (req.url === '/replaced') {
+      res.writeHead(200, { 'content-type': 'text/html' }).write(`<!doctype html><script>location.replace("/slow")</script>${' '.repeat(2000)}`)
+      const rest = setTimeout(() => res.end('<p>the rest'), 4000)
+      res.on('close', () => clearTimeout(rest))
+      return
+    }
+    if (req.url === '/slow') return setTimeout(() => html('<p>a page that answers late'), SLOW_MS)
     // A single-page app's address changes without a new document: no leaving.
     if (req.url === '/app') return html('<script>addEventListener("load", () => { history.replaceState(null, "", "/app/home"); location.hash = "top" })</script><p>an app')
     html('<p>the page it goes to')
@@ -81,15 +99,19 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/script-leaves', '/refresh-leaves', '/app', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/truncated', '/script-leaves', '/refresh-leaves', '/replaced', '/app', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
   assert.match(r['/no-content'].error, /at \S+\/no-content: the URL answered HTTP 204 \(no content\), which a browser shows no page for; monitor a URL that answers with a page$/)
+  assert.equal(r['/truncated'].status, 'error')
+  assert.match(r['/truncated'].error, /^incomplete document: network error after the headers \(\S+\) .*: https:\/\/\S+\/truncated$/)
   for (const p of ['/script-leaves', '/refresh-leaves']) {
     assert.equal(r[p].status, 'error', p)
     assert.equal(r[p].error, `the page navigated away by itself right after it loaded, to ${base}/next, before its metrics could be read: monitor the URL it goes to`, p)
   }
+  assert.equal(r['/replaced'].status, 'ok', `a page replaced before its load event: ${r['/replaced'].error}`)
+  assert.ok(r['/replaced'].ttfb_ms >= SLOW_MS - 100, `the page it was replaced by is the one measured: TTFB ${r['/replaced'].ttfb_ms} ms`)
   assert.equal(r['/app'].status, 'ok', `an app that changes its address in place: ${r['/app'].error}`)
   if (next) assert.equal(r['/next'].status, 'ok', 'the page they go to measures as any')
   return r
@@ -106,7 +128,7 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
   }
 })
 
-test('in Firefox the same URLs give the same errors; a download is given up soon and leaves nothing behind', { skip: !existsSync(FIREFOX) && `needs Firefox at ${FIREFOX} (Debian package firefox-esr)` }, async () => {
+test('in Firefox the same URLs give the same errors; a download or a document cut short is given up soon, and a download leaves nothing behind', { skip: !existsSync(FIREFOX) && `needs Firefox at ${FIREFOX} (Debian package firefox-esr)` }, async () => {
   const odd = await startOddPages()
   const firefoxPool = createFirefoxPool({ dataDir, log, executablePath: FIREFOX })
   const timeoutMs = 20_000
@@ -123,8 +145,8 @@ test('in Firefox the same URLs give the same errors; a download is given up soon
     }, { next: false })
     // Firefox's own words, without its driver's stack.
     assert.match(r['/no-content'].error, /^NS_BINDING_ABORTED at https:\/\/\S+\/no-content: /)
-    // Firefox's navigation to a download never ends: it is given up, not waited out.
-    assert.ok(took['/download'] < timeoutMs / 2, `the download's run, Firefox's start included, took ${took['/download']} ms`)
+    // Firefox's navigations to a download or to a document cut short never end: they are given up, not waited out.
+    for (const p of ['/download', '/truncated']) assert.ok(took[p] < timeoutMs / 2, `${p}: the run, Firefox's start included, took ${took[p]} ms`)
     assert.deepEqual((await readdir(path.join(dataDir, 'firefox', 'home'))).filter((n) => /download/i.test(n)), [], 'no download folder in the home that runs share')
   } finally {
     await firefoxPool.close()
