@@ -82,12 +82,14 @@ const ABORTED = /\b(ERR_ABORTED|NS_BINDING_ABORTED)\b/
  * Navigate and wait for the load event; any failure becomes a PageLoadError.
  * Two navigations never end by themselves in Firefox, and are given up
  * ANSWER_WAIT_MS after the sign, when they have not ended by then:
- * - an answer that no browser shows as a page (a download, a 204 or 205),
- *   which fails the load with that reason (Chromium aborts such a
- *   navigation at once; Firefox never ends a download's);
- * - a document that failed after its answer began (cut short: Firefox
- *   fires no load event then, Chromium does), which fails the load with
- *   the browser's error; the run's recording then says how much arrived.
+ * - the navigation's answer is one no browser shows as a page (a download,
+ *   a 204 or 205): the load fails with that reason (Chromium aborts such a
+ *   navigation at once; Firefox never ends a download's). A download the
+ *   page itself starts later is not this navigation's answer;
+ * - in Firefox, the top frame's document failed after its answer began
+ *   (cut short: Firefox fires no load event then; Chromium does, and the
+ *   run judges the document once it is read): the load fails with the
+ *   browser's error, and the run's recording says how much arrived.
  * @param {import('puppeteer-core').Page} page
  * @param {string} url
  * @param {number} timeoutMs
@@ -96,41 +98,53 @@ const ABORTED = /\b(ERR_ABORTED|NS_BINDING_ABORTED)\b/
  */
 export async function load (page, url, timeoutMs) {
   let response
-  // The top frame's last request and answer: what a navigation that does
-  // not end is given up for, and why the browser showed no page.
+  // The top frame's first request (this navigation's) and its latest one,
+  // and its last answer: what a navigation that does not end is given up
+  // for, and why the browser showed no page.
+  /** @type {import('puppeteer-core').HTTPRequest | null} */
+  let first = null
   /** @type {import('puppeteer-core').HTTPRequest | null} */
   let latest = null
   /** @type {import('puppeteer-core').HTTPResponse | null} */
   let answer = null
   let answered = () => {}
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let giveUp
+  /** @type {Set<ReturnType<typeof setTimeout>>} */
+  const giveUps = new Set()
   /** @type {(err: PageLoadError) => void} */
   let stop = () => {}
   /** @type {Promise<never>} */
   const givenUp = new Promise((resolve, reject) => { stop = reject })
   /** @param {() => PageLoadError | null} why the error to stop with when the time comes, or null to go on */
   const giveUpSoon = (why) => {
-    giveUp ??= setTimeout(() => {
+    const timer = setTimeout(() => {
+      giveUps.delete(timer)
       const err = why()
       if (err) stop(err)
-      else giveUp = undefined
     }, ANSWER_WAIT_MS)
+    giveUps.add(timer)
   }
   const topFrame = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => r.isNavigationRequest() && r.frame() === page.mainFrame()
-  const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => { if (topFrame(r)) latest = r }
+  const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
+    if (!topFrame(r)) return
+    first ??= r
+    latest = r
+  }
   const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
-    if (!topFrame(r.request())) return
+    const request = r.request()
+    if (!topFrame(request)) return
     answer = r
     answered()
     const why = notShown(r)
-    if (why) giveUpSoon(() => new PageLoadError(`no page at ${url}: ${why}`, { url }))
+    // This navigation's answer (its request, or a redirect of it).
+    const own = first !== null && (request === first || request.redirectChain().includes(first))
+    if (why && own) giveUpSoon(() => new PageLoadError(`no page at ${url}: ${why}`, { url }))
   }
   const onFailed = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
     const error = r.failure()?.errorText ?? ''
-    if (!topFrame(r) || !r.response() || ABORTED.test(error)) return
+    // Firefox's failures are NS_ names; Chromium's (net::) end its load by themselves.
+    if (!/^NS_/.test(error) || !topFrame(r) || !r.response() || ABORTED.test(error)) return
     // Not when a newer navigation has replaced it by then.
-    giveUpSoon(() => (r === latest ? new PageLoadError(`${error || 'failed'} at ${url}`, { url }) : null))
+    giveUpSoon(() => (r === latest ? new PageLoadError(`${error} at ${url}`, { url }) : null))
   }
   page.on('request', onRequest)
   page.on('response', onResponse)
@@ -150,7 +164,7 @@ export async function load (page, url, timeoutMs) {
     const why = aborted ? notShown(answer) : null
     throw new PageLoadError(why ? `${message}: ${why}` : message, { url, cause: err })
   } finally {
-    clearTimeout(giveUp)
+    for (const timer of giveUps) clearTimeout(timer)
     page.off('request', onRequest)
     page.off('response', onResponse)
     page.off('requestfailed', onFailed)
@@ -181,18 +195,22 @@ export function navigationError (err, url) {
 }
 
 /**
- * Watch the top frame, from before a load, for a document requested after
- * the one the load ended on: the page went on to another by itself (a
- * script, a meta refresh) after its load event. `left` rejects, with the URL it went to, as
- * soon as the load has ended (loaded) and such a request is seen; a
- * same-document change (history.replaceState, a fragment) requests nothing
- * and is no leaving. dispose() stops watching.
+ * Watch the top frame, from before a load, for a page answered to a
+ * request made after the one the load ended on: the page went on to another
+ * by itself (a script, a meta refresh) after its load event. `left`
+ * rejects, with the URL it went to, as soon as the load has ended (loaded)
+ * and such an answer is seen. No leaving: a same-document change
+ * (history.replaceState, a fragment), which requests nothing; a download,
+ * a 204 or 205 the page starts, which leave it in place; a redirect, until
+ * its end answers. dispose() stops watching.
  * @param {import('puppeteer-core').Page} page
  * @param {string} url the URL loaded
  */
 export function watchLeaving (page, url) {
   /** The top frame's navigation requests, in order. @type {import('puppeteer-core').HTTPRequest[]} */
   const requested = []
+  /** Those answered with a page, and the answer. @type {Map<import('puppeteer-core').HTTPRequest, import('puppeteer-core').HTTPResponse>} */
+  const pages = new Map()
   let loadedAt = -1
   /** @type {(err: PageLoadError) => void} */
   let fail = () => {}
@@ -200,31 +218,40 @@ export function watchLeaving (page, url) {
   const left = new Promise((resolve, reject) => { fail = reject })
   left.catch(() => {})
   const check = () => {
-    const next = loadedAt >= 0 ? requested[loadedAt + 1] : undefined
-    if (next) fail(leftError(url, next.url()))
+    if (loadedAt < 0) return
+    const next = requested.slice(loadedAt + 1).find((r) => pages.has(r))
+    if (next) fail(leftError(url, pages.get(next)?.url()))
   }
-  const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
-    if (!r.isNavigationRequest() || r.frame() !== page.mainFrame()) return
-    requested.push(r)
+  const topFrame = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => r.isNavigationRequest() && r.frame() === page.mainFrame()
+  const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => { if (topFrame(r)) requested.push(r) }
+  const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
+    const status = r.status()
+    if (!topFrame(r.request()) || (status >= 300 && status < 400) || notShown(r)) return
+    pages.set(r.request(), r)
     check()
   }
   page.on('request', onRequest)
+  page.on('response', onResponse)
   return {
     left,
     /**
      * The load has ended: on the document at the page's address (a script
      * that replaced the page before its load event made that the one the
-     * load waited for), else on its first answer's.
+     * load waited for), or on the one behind the load's answer, whichever
+     * came later (a redirect's end whose address a script then changed in
+     * place to an earlier hop's).
      * @param {import('puppeteer-core').HTTPRequest | null} request the load's answer's
      */
     loaded (request) {
       const here = withoutFragment(page.url())
-      let at = requested.map((r) => withoutFragment(r.url())).lastIndexOf(here)
-      if (at < 0 && request) at = requested.indexOf(request)
+      const at = Math.max(requested.map((r) => withoutFragment(r.url())).lastIndexOf(here), request ? requested.indexOf(request) : -1)
       loadedAt = at >= 0 ? at : requested.length - 1
       check()
     },
-    dispose () { page.off('request', onRequest) }
+    dispose () {
+      page.off('request', onRequest)
+      page.off('response', onResponse)
+    }
   }
 }
 

@@ -2,7 +2,8 @@
 // or that go on to another by themselves right after they load: in Chromium
 // and in Firefox a run says what happened (and what to monitor instead),
 // soon, and leaves nothing behind; a page a script replaces before its load
-// event, or that changes its address in place, loads as usual. An HTTP/2 server with the lab certificate serves them at
+// event, that changes its address in place or that starts a download once
+// loaded, loads as usual. An HTTP/2 server with the lab certificate serves them at
 // the lab hostname.
 // run-tests: side — it checks what its runs' errors say and times no page load; its server and origin are on free loopback ports
 import assert from 'node:assert/strict'
@@ -77,6 +78,11 @@ async function startOddPages () {
       return
     }
     if (req.url === '/slow') return setTimeout(() => html('<p>a page that answers late'), SLOW_MS)
+    // A page that starts a download once loaded stays: no leaving.
+    if (req.url === '/download-later') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/download" }))</script><p>your download starts shortly')
+    // A redirect whose end takes an earlier hop's address in place: no leaving.
+    if (req.url === '/landing') return res.writeHead(302, { location: '/landing?from=ad' }).end()
+    if (req.url === '/landing?from=ad') return html('<script>history.replaceState(null, "", "/landing")</script><p>a landing page')
     // A single-page app's address changes without a new document: no leaving.
     if (req.url === '/app') return html('<script>addEventListener("load", () => { history.replaceState(null, "", "/app/home"); location.hash = "top" })</script><p>an app')
     html('<p>the page it goes to')
@@ -99,7 +105,7 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/truncated', '/script-leaves', '/refresh-leaves', '/replaced', '/app', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/truncated', '/script-leaves', '/refresh-leaves', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
@@ -113,6 +119,8 @@ async function assertOddPages (base, run, { next = true } = {}) {
   assert.equal(r['/replaced'].status, 'ok', `a page replaced before its load event: ${r['/replaced'].error}`)
   assert.ok(r['/replaced'].ttfb_ms >= SLOW_MS - 100, `the page it was replaced by is the one measured: TTFB ${r['/replaced'].ttfb_ms} ms`)
   assert.equal(r['/app'].status, 'ok', `an app that changes its address in place: ${r['/app'].error}`)
+  assert.equal(r['/download-later'].status, 'ok', `a page that starts a download once loaded: ${r['/download-later'].error}`)
+  assert.equal(r['/landing'].status, 'ok', `a redirect whose end takes an earlier address in place: ${r['/landing'].error}`)
   if (next) assert.equal(r['/next'].status, 'ok', 'the page they go to measures as any')
   return r
 }
