@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
+import { storyOf } from '../lib/analysis/auto.js'
 
 let t
 after(async () => { await t.close() })
@@ -176,4 +177,17 @@ test('a metric of a probe the auto arm does not run is a 400 naming metric', asy
   const unknown = await t.app.inject(`/api/v1/monitors/${monitorId}/auto?metric=speed`)
   assert.equal(unknown.statusCode, 400)
   assert.equal(unknown.json().field, 'metric')
+})
+
+test('the story: a page that mostly fails as users would load it is no blocked path, whatever forced H3 did', () => {
+  const view = (/** @type {number} */ visits, /** @type {number} */ loaded, /** @type {Record<string, number>} */ reasons = {}) =>
+    ({ visits, loaded, h3: 0, navigation_share: { rate: loaded ? 0 : null }, reasons })
+  const at = (/** @type {any} */ shares, /** @type {number} */ h3Failed) => storyOf({ shares, visits: { first: { failures: { h3: { attempted: 3, failed: h3Failed } } } } })
+  // A page cut short: every arm fails, the auto arm's visits too.
+  assert.deepEqual(at({ first: view(3, 0, { failed: 3 }), returning: view(3, 0, { failed: 3 }), repeat: view(0, 0) }, 3),
+    { code: 'page_fails', text: 'Most visits of the auto arm failed: the page fails here, whatever the protocol (6 of 6 visits failed)' })
+  // A path that blocks UDP: users' visits load over H2 while forced H3 fails.
+  assert.equal(at({ first: view(3, 3, { not_known: 3 }), returning: view(3, 3, { tcp_won: 3 }), repeat: view(0, 0) }, 3).code, 'quic_blocked')
+  // Half of the visits failing is no majority.
+  assert.equal(at({ first: view(3, 1, { not_known: 1, failed: 2 }), returning: view(3, 2, { tcp_won: 2, failed: 1 }), repeat: view(0, 0) }, 3).code, 'quic_blocked')
 })

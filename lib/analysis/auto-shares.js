@@ -34,8 +34,9 @@ export async function returningShares (db, { monitor, from, to, browser }) {
     return storyOf({ shares: sharesOf(outcomes, id), visits: { first: { failures: { h3 } } } })
   }
   // The reasons (most of the cost) are read only where a story needs them:
-  // "no visits" and "users get H3 from their second visit on" rest on the
-  // counts alone, every other story on why the visits came over H2.
+  // "no visits", "most visits failed" and "users get H3 from their second
+  // visit on" rest on the counts alone, every other story on why the
+  // visits came over H2.
   if (ids.some((id) => !COUNTS_TELL.has(storyAt(id).code))) {
     outcomes.reasons = (await autoVisitOutcomes(db, { ...w, totals: false })).reasons
   }
@@ -49,4 +50,4 @@ export async function returningShares (db, { monitor, from, to, browser }) {
 }
 
 /** Stories told by the visit counts alone (storyOf decides them before it reads a reason). */
-const COUNTS_TELL = new Set(['no_data', 'h3_returning'])
+const COUNTS_TELL = new Set(['no_data', 'page_fails', 'h3_returning'])

@@ -56,11 +56,13 @@ export const STORIES = Object.freeze({
   broken: 'H3 marked broken after failures: users get H2',
   tcp_wins: 'TCP wins the race: users mostly get H2',
   h2_mostly: 'Users mostly get H2',
-  no_data: 'No visit of the auto arm in the window'
+  no_data: 'No visit of the auto arm in the window',
+  page_fails: 'Most visits of the auto arm failed: the page fails here, whatever the protocol'
 })
 
 // A story about what users get needs a majority: above half of the
-// returning visits over H3, or above half of the forced H3 loads failing.
+// auto arm's visits failing, above half of the returning visits over H3,
+// or above half of the forced H3 loads failing.
 const MAJORITY = 0.5
 
 /**
@@ -335,6 +337,11 @@ export function storyOf (e) {
   const returning = e.shares.returning
   const all = SHARE_VIEWS.map((v) => e.shares[v])
   if (!all.some((s) => s.visits)) return story('no_data')
+  // A page that mostly fails as users would load it has no protocol's
+  // story: forced H3 failing there says nothing of the path.
+  const visits = all.reduce((n, s) => n + s.visits, 0)
+  const failed = visits - all.reduce((n, s) => n + s.loaded, 0)
+  if (failed > MAJORITY * visits) return story('page_fails', ` (${failed} of ${visits} visits failed)`)
   const share = returning.navigation_share.rate
   const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
   if (share !== null && share > MAJORITY) return story('h3_returning', ` (${pct(share)} of ${returning.loaded} returning visits)`)

@@ -140,7 +140,8 @@ const NO_H3_STORIES = new Set(['not_announced', 'quic_blocked', 'broken', 'tcp_w
  * @param {any} u the location's users_get, or null
  */
 function usersBadge (u) {
-  if (!u || u.story.code === 'no_data') return null
+  // No visit, or mostly failed ones: the cell's errors badge tells it.
+  if (!u || u.story.code === 'no_data' || u.story.code === 'page_fails') return null
   const r = u.returning
   const rests = r.loaded
     ? `H3 on ${count(r.h3)} of ${count(r.loaded)} returning visits that loaded (95% interval ${shareInterval(r.navigation_share)})${r.visits > r.loaded ? `; ${count(r.visits - r.loaded)} more did not load` : ''}`
