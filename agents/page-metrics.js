@@ -75,6 +75,16 @@ export class ProbeError extends Error {
   }
 }
 
+/**
+ * Whether a request is one of the top frame's navigations (a document, or a
+ * redirect hop of one), not a subresource's or a frame's within the page.
+ * @param {import('puppeteer-core').Page} page
+ * @param {import('puppeteer-core').HTTPRequest} request
+ */
+export function isTopFrameNavigation (page, request) {
+  return request.isNavigationRequest() && request.frame() === page.mainFrame()
+}
+
 /** A navigation's request that the browser itself gave up (a new navigation replaced it, a download, a 204). */
 const ABORTED = /\b(ERR_ABORTED|NS_BINDING_ABORTED)\b/
 
@@ -123,7 +133,7 @@ export async function load (page, url, timeoutMs) {
     }, ANSWER_WAIT_MS)
     giveUps.add(timer)
   }
-  const topFrame = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => r.isNavigationRequest() && r.frame() === page.mainFrame()
+  const topFrame = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => isTopFrameNavigation(page, r)
   const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
     if (!topFrame(r)) return
     first ??= r
@@ -222,7 +232,7 @@ export function watchLeaving (page, url) {
     const next = requested.slice(loadedAt + 1).find((r) => pages.has(r))
     if (next) fail(leftError(url, pages.get(next)?.url()))
   }
-  const topFrame = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => r.isNavigationRequest() && r.frame() === page.mainFrame()
+  const topFrame = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => isTopFrameNavigation(page, r)
   const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => { if (topFrame(r)) requested.push(r) }
   const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
     const status = r.status()

@@ -6,7 +6,7 @@
 // there, in words; a secret is never in one. `eval` runs its script in the
 // page through DevTools, never in this process.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { load, PageLoadError } from '../page-metrics.js'
+import { isTopFrameNavigation, load, PageLoadError } from '../page-metrics.js'
 import { hasText } from '../page/has-text.js'
 
 /** How long after an action a navigation it started may begin (a form submit begins at once; a handler may wait a tick). */
@@ -130,7 +130,7 @@ async function element (step, { page, timeoutMs }) {
 async function withNavigation ({ page, timeoutMs }, act) {
   let started = false
   const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
-    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) started = true
+    if (isTopFrameNavigation(page, r)) started = true
   }
   page.on('request', onRequest)
   const since = performance.now()
