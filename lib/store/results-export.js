@@ -80,20 +80,41 @@ export async function exportRowsCapped (db, filter, { maxRows = JSON_MAX_ROWS } 
 // 16 KB wait unread: about one batch is in memory however slow the client
 // is (bench/export-memory.js).
 
-const CSV_OPTIONS = {
-  columns: EXPORT_COLUMNS,
-  cast: {
-    date: (/** @type {Date} */ d) => d.toISOString(),
-    // csv-stringify's default writes true as "1" and false as "".
-    boolean: (/** @type {boolean} */ b) => String(b),
-    // Structured columns (notes) as JSON text; flags are flattened before.
-    object: (/** @type {object} */ o) => JSON.stringify(o)
-  }
+// A spreadsheet runs a cell that begins with =, +, -, @, a tab or a
+// carriage return as a formula, so a text an agent, a WebPageTest upload or
+// an import wrote (an error, a label, Chromium's flags "--enable-quic …")
+// could compute, or fetch an address, in the reader's spreadsheet. Such a
+// text is written after an apostrophe, which spreadsheets show as text and
+// do not display. A number written as text ("-12.5", NUMERIC columns come
+// from PostgreSQL as strings) is left as it is. NDJSON and JSON carry every
+// value unchanged.
+const FORMULA_START = /^[=+\-@\t\r]/
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i
+
+/**
+ * A text for a CSV cell, defused where a spreadsheet would run it as a formula.
+ * @param {string} text
+ */
+export function csvText (text) {
+  return FORMULA_START.test(text) && !NUMBER.test(text) ? `'${text}` : text
 }
+
+/** csv-stringify's casts for every CSV h3lens writes. */
+export const CSV_CAST = {
+  string: csvText,
+  date: (/** @type {Date} */ d) => d.toISOString(),
+  // csv-stringify's default writes true as "1" and false as "".
+  boolean: (/** @type {boolean} */ b) => String(b),
+  // Structured columns (notes) as JSON text; flags are flattened before.
+  object: (/** @type {object} */ o) => csvText(JSON.stringify(o))
+}
+
+const CSV_OPTIONS = { columns: EXPORT_COLUMNS, cast: CSV_CAST }
 
 /**
  * CSV with a header row of EXPORT_COLUMNS: dates ISO-8601, flags joined with
- * a space, notes as JSON text, booleans true/false, NULL empty. A database
+ * a space, notes as JSON text, booleans true/false, NULL empty, a text a
+ * spreadsheet would run as a formula after an apostrophe (csvText). A database
  * error mid-way destroys the stream, so the client sees a broken download,
  * never a short file that looks complete.
  * @param {AsyncIterable<Record<string, any>[]>} batches
