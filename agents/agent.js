@@ -148,12 +148,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
       return true
     } catch (/** @type {any} */ err) {
       if (err instanceof ApiError && err.permanent) {
-        // The API will never take these (lease lost to another agent, job
-        // cancelled, values refused as implausible): another set of results
-        // exists, nobody wants them, or they would fail the same way forever.
-        // The log line is the record of what was dropped and why.
-        log.warn({ job: jobId, status: err.status, code: err.code, err: err.message }, 'results refused; removed from spool')
-        await spool.remove(jobId)
+        await refused(jobId, err)
         return true
       }
       log.warn({ job: jobId, err: err.message }, 'results kept in spool; will resubmit')
@@ -214,13 +209,37 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
           log.warn({ job: ack.job_id, err: refusal.message }, 'results kept in spool; will resubmit')
           continue
         }
-        log.warn({ job: ack.job_id, status: refusal.status, code: refusal.code, err: refusal.message }, 'results refused; removed from spool')
+        await refused(ack.job_id, refusal)
       } else {
         log.debug({ job: ack.job_id, stored: ack.stored, duplicates: ack.duplicates }, 'results acknowledged')
+        await spool.remove(ack.job_id)
       }
-      await spool.remove(ack.job_id)
     }
     return true
+  }
+
+  /**
+   * Results the API will never take leave the spool; the log line is the
+   * record of what was dropped and why. A round that is no longer this
+   * agent's (409: its lease lost to another agent, its monitor deleted; 404:
+   * gone) is someone else's business. Any other refusal (422: a value that
+   * cannot be true, such as a clock a day off; 413: too large; 400: a field
+   * this API does not know) is the agent's: the round is reported failed
+   * with the API's words, so it runs again as a new attempt and, once its
+   * attempts are spent, ends failed with that cause on the job and in the
+   * agent's health. Without the report the lease stays this agent's, the
+   * next claim hands the round back, and the agent measures it again and
+   * again, refused every time.
+   * @param {number} jobId
+   * @param {ApiError} err
+   */
+  async function refused (jobId, err) {
+    log.warn({ job: jobId, status: err.status, code: err.code, err: err.message }, 'results refused; removed from spool')
+    await spool.remove(jobId)
+    if (err.status === 404 || err.status === 409) return
+    const answer = await client.fail(jobId, `the API refused the round's results (HTTP ${err.status}): ${err.message}`)
+      .catch((/** @type {any} */ e) => { log.warn({ job: jobId, err: e.message }, 'could not report the refusal; the round runs again when its lease expires') })
+    if (answer?.state === 'failed') log.error({ job: jobId, err: err.message }, 'round given up: its attempts are spent')
   }
 
   /**

@@ -18,7 +18,8 @@ const security = [{ agentToken: [] }]
 const tags = ['agent protocol']
 const conflict = { 409: { $ref: 'error#' } }
 // POST /results: rounds per request, and the body they may take (a round
-// with its request lists runs to tens of KB).
+// with its request lists runs to tens of KB, a heavy page's to MBs); one
+// round's submission may take as much.
 export const MAX_BATCH_ROUNDS = 200
 const BATCH_BODY_LIMIT = 32 * 1024 * 1024
 
@@ -190,6 +191,9 @@ export default async function agentProtocolRoutes (app) {
   })
 
   app.post('/jobs/:id/results', {
+    // A round of a page with many requests lists each of them (thousands
+    // on a heavy page): this route takes what a round of the batch route may.
+    bodyLimit: BATCH_BODY_LIMIT,
     // Values out of range are 422, like the plausibility checks below.
     schemaErrorFormatter: rangeErrorsAre422,
     schema: {

@@ -1,0 +1,114 @@
+// Results the API refuses, through the real API over HTTP and the agent's
+// own client and spool (measurements without a browser: what the API
+// answers is the point): a round refused for good is reported failed with
+// the API's words, runs again as a new attempt and ends failed with that
+// cause, rather than being handed back to the agent and measured again and
+// again; the other rounds of the location go on. A heavy page's round, MBs
+// of request lists, is stored.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createTestDatabase } from './helpers/db.js'
+import { eventually } from './helpers/eventually.js'
+import { freePort } from '../dev/free-port.js'
+import { startApi } from '../api/server.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createLogger } from '../lib/runtime/log.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { createAgentToken } from '../lib/store/agents.js'
+import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
+import { createAgent } from '../agents/agent.js'
+import { createApiClient } from '../agents/api-client.js'
+import { createSpool } from '../agents/spool.js'
+
+const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
+
+/** @param {string} measuredAt @param {object} [extra] */
+const round = (measuredAt, extra = {}) => ['h2', 'h3'].map((mode) => ({
+  mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 12, dcl_ms: 20, load_ms: 30, measured_at: measuredAt, ...extra
+}))
+
+async function setup () {
+  const database = await createTestDatabase()
+  const db = database.pool
+  const api = await startApi({ db, config: loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent' }), log })
+  const monitor = async (page) => {
+    const m = await createMonitor(db, { url: `https://${LAB_HOSTNAME}:8443/${page}`, interval_s: 3600, locations: ['local'] })
+    const { rows: [job] } = await db.query("INSERT INTO jobs (monitor_id, location_id, due_at, max_attempts) VALUES ($1, 'local', now() - interval '1 minute', 2) RETURNING id", [m.id])
+    return { monitorId: m.id, jobId: job.id }
+  }
+  const { token } = await createAgentToken(db, { location: 'local' })
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-refusals-'))
+  const agent = (/** @type {(job: any) => Promise<any[]>} */ runJob) => createAgent({
+    client: createApiClient({ apiUrl: api.url, token }), spool: createSpool(path.join(dataDir, 'spool')), runJob, log, version: 'test', idlePollMs: 100
+  })
+  const job = async (/** @type {number} */ id) => (await db.query('SELECT state, attempts, last_error FROM jobs WHERE id = $1', [id])).rows[0]
+  return {
+    db, monitor, agent, job,
+    async close () {
+      await api.close()
+      await database.drop()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+test('a round refused for good (the agent\'s clock a day ahead) fails with the API\'s words, runs again once, then ends failed; the location\'s other round is stored', async () => {
+  const s = await setup()
+  const skewed = await s.monitor('skewed')
+  const fine = await s.monitor('fine')
+  /** @type {Map<number, number>} */
+  const runs = new Map()
+  const agent = s.agent(async (job) => {
+    runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+    return round(new Date(Date.now() + (job.id === skewed.jobId ? 2 * 86400e3 : 0)).toISOString())
+  })
+  agent.start()
+  try {
+    const first = await eventually(async () => {
+      const j = await s.job(skewed.jobId)
+      return j.last_error && j
+    }, { timeoutMs: 10_000, what: 'the refused round reported' })
+    assert.equal(first.state, 'queued', 'the refused round is handed back as a new attempt, not kept leased')
+    assert.equal(first.attempts, 1)
+    assert.match(first.last_error, /^attempt 1 of 2 failed and runs again: the API refused the round's results \(HTTP 422\): .*measured_at .* is not a plausible measurement time \(is the agent's clock right\?\)/)
+    await eventually(async () => (await s.job(fine.jobId)).state === 'done', { timeoutMs: 10_000, what: 'the other round stored' })
+    const { rows: [{ n }] } = await s.db.query('SELECT count(*)::int AS n FROM results WHERE job_id = $1', [fine.jobId])
+    assert.equal(n, 2)
+    // Its back-off waived, the round runs once more and is given up.
+    await s.db.query('UPDATE jobs SET run_after = now() WHERE id = $1', [skewed.jobId])
+    const given = await eventually(async () => {
+      const j = await s.job(skewed.jobId)
+      return j.state === 'failed' && j
+    }, { timeoutMs: 10_000, what: 'the refused round given up' })
+    assert.match(given.last_error, /^given up after 2 attempts; the last failed: the API refused the round's results \(HTTP 422\)/)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    assert.equal(runs.get(skewed.jobId), 2, 'the refused round was measured once per attempt')
+    const { rows: [health] } = await s.db.query("SELECT faults, last_fault FROM agents WHERE location_id = 'local'")
+    assert.equal(health.faults, 2)
+    assert.match(health.last_fault, /measured_at/)
+  } finally {
+    await agent.stop()
+    await s.close()
+  }
+})
+
+test('a heavy page\'s round, over a MB of request lists, is stored through the single-round route', async () => {
+  const s = await setup()
+  const heavy = await s.monitor('heavy')
+  const requests = Array.from({ length: 2500 }, (_, i) => ({ url: `https://${LAB_HOSTNAME}:8443/assets/${'x'.repeat(300)}-${i}.js`, protocol: 'h2', status: 200, bytes: 1000 }))
+  const results = round(new Date().toISOString(), { details: { requests } })
+  assert.ok(JSON.stringify({ results }).length > 1.5 * 1024 * 1024)
+  const agent = s.agent(async () => results)
+  agent.start()
+  try {
+    await eventually(async () => (await s.job(heavy.jobId)).state === 'done', { timeoutMs: 15_000, what: 'the heavy round stored' })
+    const { rows } = await s.db.query("SELECT jsonb_array_length(details->'requests') AS n FROM results WHERE job_id = $1", [heavy.jobId])
+    assert.deepEqual(rows.map((r) => r.n), [2500, 2500])
+  } finally {
+    await agent.stop()
+    await s.close()
+  }
+})
