@@ -57,7 +57,12 @@ test('impossible values are a 422 naming the field, and nothing is stored', asyn
     [[page({ protocol_ok: false })], 'results.0.status', /status is ok but protocol_ok is false/],
     [[page({ status: 'protocol_mismatch' })], 'results.0.status', /protocol_mismatch but observed_protocol "h2" is the expected h2/],
     [[page(), page()], 'results.1.mode', /already the h2\/first\/page result/],
-    [[page({ measured_at: '2199-01-01T00:00:00Z' })], 'results.0.measured_at', /not a plausible measurement time/]
+    [[page({ measured_at: '2199-01-01T00:00:00Z' })], 'results.0.measured_at', /not a plausible measurement time/],
+    // A probe's samples are what its comparison rests on, as the columns are a page's.
+    [[page({ probe: 'parallel', details: { samples: [12, 'abc'] } })], 'results.0.details.samples', /\[1\] must be a number from 0 to 3600000 \(ms\), not "abc"/],
+    [[page({ probe: 'parallel', details: { samples: [-5, 1e200] } })], 'results.0.details.samples', /\[0\] must be a number/],
+    [[page({ probe: 'parallel', details: { samples: Array(1001).fill(1) } })], 'results.0.details.samples', /at most 1000 numbers/],
+    [[page({ probe: 'parallel', details: { samples: { a: 1 } } })], 'results.0.details.samples', /must be a list/]
   ]
   for (const [results, field, message] of cases) {
     const res = await submit(job, results)
@@ -98,6 +103,17 @@ test('surprising but possible results are stored: lcp before fcp, paints after l
   ])
   assert.equal(res.statusCode, 200, res.body)
   assert.deepEqual(res.json(), { stored: 5, duplicates: 0 })
+})
+
+test('an origin count no page makes is left out of the origin\'s capabilities, and the round is stored', async () => {
+  const job = await leasedJob()
+  const origins = [{ origin: 'https://cdn.example.com', alt_svc: 'h3=":443"', h3_advertised: true, requests: { h3: 1e20, h2: 3, other: 0 } }]
+  const res = await submit(job, [page({ details: { origins } }), page({ mode: 'h3', observed_protocol: 'h3' })])
+  assert.equal(res.statusCode, 200, res.body)
+  const { rows } = await t.db.query("SELECT * FROM monitor_origins WHERE origin = 'https://cdn.example.com'")
+  assert.equal(rows.length, 1)
+  assert.equal(Number(rows[0].h3_requests), 0)
+  assert.equal(Number(rows[0].h2_requests), 3)
 })
 
 test('protocol truth: a status or protocol_ok that contradicts observed_protocol is a 422 naming the field', async () => {

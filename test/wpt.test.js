@@ -311,7 +311,12 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
     'a member that lies about its size': writeZip([{ name: '1_devtools_requests.json.gz', data: Buffer.alloc(1024 * 1024), deflate: true, declaredSize: 10 }]),
     'a path out of the archive': writeZip([{ name: '../../../etc/cron.d/x', data: Buffer.from('x') }, { name: '1_devtools_requests.json.gz', data: devtools }]),
     'an absolute path': writeZip([{ name: '/etc/passwd', data: Buffer.from('x') }, { name: '1_devtools_requests.json.gz', data: devtools }]),
-    'another test\'s zip': await rewriteResultZip(ZIP.h3, { testId: 'SPIKE_H3_0002' })
+    'another test\'s zip': await rewriteResultZip(ZIP.h3, { testId: 'SPIKE_H3_0002' }),
+    // 12 MB of "{}," parses into 4 million objects, gigabytes of memory.
+    'JSON of millions of tiny values': writeZip([{ name: '1_devtools_requests.json.gz', data: gzipSync(`[${'{},'.repeat(4_000_001)}{}]`) }]),
+    'members that together inflate past the upload\'s cap': writeZip(['1_screen.jpg', '1_2_screen.jpg', '1_3_screen.jpg', '1_4_screen.jpg']
+      .map((name) => ({ name, data: Buffer.alloc(30 * 1024 * 1024), deflate: true }))),
+    'steps whose JSON together holds too many values': writeZip(['1', '1_2', '1_3'].map((step) => ({ name: `${step}_devtools_requests.json.gz`, data: gzipSync(`[${'0,'.repeat(3_000_000)}0]`) })))
   }
   for (const [what, zip] of Object.entries(cases)) {
     const res = await workdone({ id, done: '1' }, zip)
@@ -320,6 +325,11 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
   const unknown = await workdone({ id: 'SPIKE_H3_0002', done: '1' }, ZIP.h3)
   assert.equal(unknown.status, 400, 'a test id h3lens never gave out')
   assert.equal(JSON.parse(unknown.body).field, 'id')
+  // The test asked for no repeat view: an upload calling itself one is no result of it.
+  const repeat = await workdone({ id, run: '1', cached: '1', done: '1' }, await forTest(ZIP.h3, job))
+  assert.equal(repeat.status, 400, repeat.body)
+  assert.equal(JSON.parse(repeat.body).field, 'cached')
+  assert.equal((await workdone({ id, run: '2', cached: '0', done: '1' }, await forTest(ZIP.h3, job))).status, 400, 'a second run')
   // Another location's key does not reach this location's tests.
   await upsertLocation(t.db, { id: 'wpt-ap', name: 'WPT Singapore', region: 'Asia', kind: 'wpt' })
   const apKey = (await createWptKey(t.db, { location: 'wpt-ap' })).key
@@ -328,6 +338,41 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
   assert.equal((await workdone({ id, done: '1', location: 'wpt-ap', key }, await forTest(ZIP.h3, job))).status, 403, 'nor its key another location')
   const { rows: [n] } = await t.db.query('SELECT count(*)::int AS n FROM wpt_runs WHERE test_id = $1', [id])
   assert.equal(n.n, 0)
+})
+
+test('the agent\'s strings are stored without NUL characters or half a surrogate pair', async () => {
+  const m = await monitorWithRounds({})
+  await replayAgent({
+    server, records: RUN.h3, location: 'wpt-eu', key, pc: 'spike5',
+    result: async (job) => ({
+      zip: await forTest(ZIP.h3, job, {
+        edit: (d) => {
+          if (arm(job) === 'h2') asH2(d)
+          d.pageData.browser_version = `Chrome\u0000 ${'x'.repeat(192)}😀 and more`
+          d.pageData.tester = 'agent\ud800'
+        }
+      })
+    })
+  })
+  const rows = await results(m.id)
+  assert.equal(rows.length, 2)
+  for (const r of rows) {
+    assert.equal(r.status, 'ok', r.error)
+    assert.equal(r.browser_version, `Chrome ${'x'.repeat(192)}\ufffd`, 'cut at 200 characters, inside the emoji')
+  }
+})
+
+test('a long redirect chain is read in one pass', () => {
+  // 200,000 hops of one navigation: too many for Math.min(...) to take, and
+  // a quadratic look-up would take minutes.
+  const hops = Array.from({ length: 200_000 }, (_, i) => ({ raw_id: 'nav', responseCode: 302, load_start: 10 + i, ttfb_ms: 1 }))
+  const base = { raw_id: 'nav', responseCode: 200, load_start: 300_000, ttfb_ms: 20, protocol: 'HTTP/2' }
+  const requests = [...hops, base, ...Array.from({ length: 100_000 }, (_, i) => ({ raw_id: `r${i}`, responseCode: 200, load_start: 400_000 }))]
+  const t = navigationTimings(requests, base, { TTFB: 300_020 })
+  assert.equal(t.check.navigation_start, 10)
+  assert.equal(t.check.base_ttfb_ms, 300_010)
+  // The page's own figure is this navigation's: nothing outside the chain started before it.
+  assert.equal(t.check.page_ttfb_is_navigation, true)
 })
 
 test('wrong keys get 403, then 429 for that address and location; the right key always passes', async () => {

@@ -41,7 +41,7 @@ export default async function agentEvidenceRoutes (app) {
           view: { type: 'string', enum: ['first', 'repeat'], default: 'first' },
           probe: { ...probeValue, default: 'page' },
           kind: { type: 'string', enum: ['run', 'rerun'] },
-          raw_bytes: { type: 'integer', minimum: 0 }
+          raw_bytes: { type: 'integer', minimum: 0, maximum: 1e12 }
         }
       },
       response: {

@@ -7,7 +7,7 @@
 // `Scheduler:` lines (they reconfigure it).
 import multipart from '@fastify/multipart'
 import { wptAgent, wptKeyValid } from '../../lib/store/wpt-keys.js'
-import { nextTest, keepTestLeased, requeueTest, receiveWorkdone, refuseUpload } from '../../lib/store/wpt-tests.js'
+import { nextTest, keepTestLeased, requeueTest, receiveWorkdone, refuseUpload, checkUpload } from '../../lib/store/wpt-tests.js'
 import { readResultZip } from '../../lib/measurement/wpt/zip.js'
 import { isLabPage } from '../../lib/measurement/wpt/job.js'
 import { checkPublicTarget, targetPolicy } from '../../lib/measurement/targets.js'
@@ -200,6 +200,7 @@ export default async function wptRoutes (app) {
     if (!agent) return reply
     const q = request.query
     try {
+      await checkUpload(app.db, { agent, testId: q.id, run: q.run ?? null, cached: q.cached === undefined ? null : q.cached === 1 })
       const zip = request.isMultipart() ? await uploadedZip(request) : null
       const agentError = q.error ? String(q.error) : null
       if (!zip && !agentError) throw new ValidationError('file: workdone needs the result.zip as multipart field "file"', 'file')

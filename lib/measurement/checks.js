@@ -45,6 +45,22 @@ export const FAILURE_KINDS = Object.freeze({
   renderer_crashed: 'renderer_crashed'
 })
 
+/** A result's samples at most: the parallel probe's requests, the upload probe's POSTs, a journey step's one duration. */
+export const MAX_SAMPLES = 1000
+
+/**
+ * What is wrong with a result's details.samples, or null: the values a
+ * multi-sample probe's comparison rests on, each a time in ms.
+ * @param {unknown} samples
+ * @returns {string | null}
+ */
+export function badSamples (samples) {
+  if (samples === undefined || samples === null) return null
+  if (!Array.isArray(samples) || samples.length > MAX_SAMPLES) return `must be a list of at most ${MAX_SAMPLES} numbers (ms)`
+  const i = samples.findIndex((x) => typeof x !== 'number' || !(x >= 0 && x <= 3600000))
+  return i < 0 ? null : `[${i}] must be a number from 0 to 3600000 (ms), not ${JSON.stringify(samples[i])?.slice(0, 40)}`
+}
+
 /**
  * Checks every result, and sets each one's protocol_ok from what it observed:
  * the agent's own verdict is never stored, only compared. A result that
@@ -68,6 +84,8 @@ export function checkResults (results, { expectedProtocol = (mode) => expectedPr
     seen.set(key, i)
 
     checkProtocol(r, expectedProtocol(r.mode), at)
+    const samplesProblem = badSamples(r.details?.samples)
+    if (samplesProblem) throw new UnprocessableError(`${at('details.samples')} ${samplesProblem}`, at('details.samples'))
     if (r.measured_at !== undefined) {
       const t = Date.parse(r.measured_at)
       if (!(t >= EPOCH && t <= Date.now() + CLOCK_SKEW_MS)) {

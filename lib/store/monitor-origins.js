@@ -32,7 +32,9 @@ export async function recordCapabilities (db, { monitorId, locationId, rows }) {
       if (typeof o?.origin !== 'string' || !/^https?:\/\/[^/\s]+$/.test(o.origin) || o.origin.length > 300) continue
       let agg = byOrigin.get(o.origin)
       if (!agg) byOrigin.set(o.origin, (agg = { altSvc: null, advertised: null, advertisedAt: null, h3: 0, h2: 0, other: 0, h3At: null, seenAt }))
-      const n = (/** @type {any} */ v) => (Number.isInteger(v) && v > 0 ? v : 0) // v: a count from the result's details (JSON)
+      // v: a count from the result's details (JSON); one no page makes (a
+      // load has at most 100,000 requests, as results.requests) counts nothing.
+      const n = (/** @type {any} */ v) => (Number.isInteger(v) && v > 0 && v <= 100000 ? v : 0)
       agg.h3 += n(o.requests?.h3)
       agg.h2 += n(o.requests?.h2)
       agg.other += n(o.requests?.other)

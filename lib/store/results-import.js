@@ -22,7 +22,7 @@ import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { isJourneyProbe } from '../measurement/probes/journey.js'
 import { VIEWS } from '../measurement/result.js'
 import { BROWSERS } from '../measurement/browsers/index.js'
-import { checkResults } from '../measurement/checks.js'
+import { checkResults, badSamples, MAX_SAMPLES } from '../measurement/checks.js'
 import { normalizeProtocol } from '../measurement/protocol.js'
 
 export const IMPORT_MAX_LINES = 100_000
@@ -47,12 +47,15 @@ const EARLIEST = Date.parse('2000-01-01T00:00:00Z')
 // server's clock by more than clock drift is a wrong row, which would sit at
 // the right edge of every chart and window until its time came.
 export const IMPORT_MAX_AHEAD_MS = 60e3
-// A result's samples: the parallel probe's requests, the upload probe's
-// POSTs, a journey step's one duration; far fewer than this.
-const MAX_SAMPLES = 1000
 
-/** What is wrong with one field's value; the caller adds the line and field. */
-class FieldProblem extends Error {}
+/** What is wrong with one field's value (or, with `part`, a part of it); the caller adds the line and field. */
+class FieldProblem extends Error {
+  /** @param {string} message @param {string} [part] */
+  constructor (message, part) {
+    super(message)
+    this.part = part
+  }
+}
 
 /**
  * Each importable field: how to check it and what to store. A checker
@@ -94,6 +97,8 @@ const FIELDS = {
   }),
   details: (v) => nullable(v, () => {
     if (typeof v !== 'object' || Array.isArray(v)) throw new FieldProblem('must be an object, for example {"samples": [12.5, 13.1]}')
+    const problem = badSamples(v.samples)
+    if (problem) throw new FieldProblem(problem, 'samples')
     return v
   }),
   // The export's samples column: what a multi-sample probe's comparison
@@ -209,7 +214,7 @@ function parseLine (line, n, { known, expected, latest }) {
       row[k] = check(v)
     } catch (err) {
       if (!(err instanceof FieldProblem)) throw err
-      throw lineError(n, k, err.message)
+      throw lineError(n, err.part ? `${k}.${err.part}` : k, err.message)
     }
   }
   if (!known.has(row.location_id)) throw lineError(n, 'location_id', `"${row.location_id}" is not a known location; add it first (GET /api/v1/locations lists them)`)

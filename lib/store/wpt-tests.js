@@ -226,6 +226,25 @@ export async function getTest (db, testId) {
 }
 
 /**
+ * What an upload says of itself before its zip is read: a test this
+ * location was given, of the one run h3lens asks for, and a repeat view
+ * (cached=1) only where the test asked for one. Checked before the zip is
+ * read, so that an upload for no test costs no decompression, and a repeat
+ * view the test never had cannot stand in for the first view it did.
+ * @param {import('pg').Pool} db
+ * @param {{ agent: { location_id: string }, testId: string, run?: number | null, cached?: boolean | null }} upload
+ * @returns {Promise<any>} the test (its wpt_tests row)
+ * @throws {ValidationError} naming id, run or cached
+ */
+export async function checkUpload (db, { agent, testId, run = null, cached = null }) {
+  const test = await getTest(db, testId)
+  if (!test || test.location_id !== agent.location_id) throw new ValidationError(`id: no test "${String(testId).slice(0, 100)}" was given to location ${agent.location_id}`, 'id')
+  if (run !== null && run !== 1) throw new ValidationError(`run: ${run}; h3lens asks for one run per test`, 'run')
+  if (cached && !test.repeat_view) throw new ValidationError(`cached: test ${testId} asked for no repeat view; cached=1 names one`, 'cached')
+  return test
+}
+
+/**
  * @typedef {{ run: number, cached: boolean, step?: number, devtools: Record<string, any> | null, trace?: import('../measurement/wpt/trace.js').TraceTimes | null,
  *   netlog: Buffer | null, screen?: Buffer | null }} UploadedView
  *   step: a script's recorded step (1 when absent); trace: what its trace says of its navigations (lib/measurement/wpt/trace.js)
@@ -244,8 +263,7 @@ export async function getTest (db, testId) {
  *   implausible: the views stored as error results because their values could not be true
  */
 export async function receiveWorkdone (db, { agent, testId, views, agentError = null, done, run = null, cached = null }) {
-  const test = await getTest(db, testId)
-  if (!test || test.location_id !== agent.location_id) throw new ValidationError(`id: no test "${String(testId).slice(0, 100)}" was given to location ${agent.location_id}`, 'id')
+  const test = await checkUpload(db, { agent, testId, run, cached })
   for (const v of views) {
     const zipTestId = v.devtools?.pageData?.testID
     if (zipTestId !== undefined && zipTestId !== testId) throw new ValidationError(`result.zip is for test "${String(zipTestId).slice(0, 100)}", not ${testId}`, 'file')

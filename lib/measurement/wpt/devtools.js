@@ -166,7 +166,7 @@ function originsSeen (requests) {
     const lines = Array.isArray(r.headers?.response) ? r.headers.response : []
     const altSvc = lines.find((/** @type {unknown} */ l) => typeof l === 'string' && /^alt-svc:/i.test(l))
     if (altSvc) {
-      o.alt_svc = altSvc.slice(altSvc.indexOf(':') + 1).trim().slice(0, 2000)
+      o.alt_svc = storable(altSvc.slice(altSvc.indexOf(':') + 1).trim(), 2000)
       o.h3_advertised = advertisesH3(o.alt_svc)
     }
   }
@@ -186,4 +186,16 @@ const isObject = (/** @type {any} */ v) => v !== null && typeof v === 'object' &
 const num = (/** @type {any} */ v) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
 const positive = (/** @type {any} */ v) => (num(v) !== null && v >= 0 && v < 3600000 ? v : null)
 const measured = (/** @type {any} */ v) => (positive(v) !== null && v > 0 ? v : null)
-const text = (/** @type {any} */ v, /** @type {number} */ max) => (typeof v === 'string' && v !== '' ? v.slice(0, max) : null)
+const text = (/** @type {any} */ v, /** @type {number} */ max) => (typeof v === 'string' && v !== '' ? storable(v, max) : null)
+/**
+ * An agent's string as PostgreSQL can store it: without NUL characters
+ * (which neither text nor jsonb takes), at most `max` characters, and with
+ * no half of a surrogate pair (the agent's own, or one the cut made) left:
+ * such a half becomes U+FFFD.
+ * @param {string} v
+ * @param {number} max
+ */
+function storable (v, max) {
+  return v.replaceAll('\0', '').slice(0, max).replace(LONE_SURROGATE, '\uFFFD')
+}
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g

@@ -63,8 +63,10 @@ const PHASES = /** @type {const} */ (['dns', 'connect', 'ssl'])
  */
 export function navigationTimings (requests, base, page, fromTrace = null) {
   const chain = navigationRequests(requests, base)
-  const starts = chain.map(earliestStart).filter(isNumber)
-  const from = starts.length ? Math.min(...starts) : null
+  const inChain = new Set(chain)
+  // A loop, not Math.min(...starts): an upload's chain may be longer than
+  // the arguments a call can take.
+  const from = chain.map(earliestStart).filter(isNumber).reduce((/** @type {number | null} */ a, b) => (a === null || b < a ? b : a), null)
   const firstByte = nonNegative(base.ttfb_end) ?? sum(nonNegative(base.load_start), nonNegative(base.ttfb_ms))
   const baseTtfb = from !== null && firstByte !== null ? firstByte - from : null
 
@@ -72,7 +74,7 @@ export function navigationTimings (requests, base, page, fromTrace = null) {
   // first byte and nothing else started before the navigation.
   const pageTtfb = nonNegative(page.TTFB)
   const samePage = pageTtfb !== null && firstByte !== null && Math.abs(pageTtfb - firstByte) <= 1 &&
-    from !== null && !requests.some((r) => !chain.includes(r) && (requestStart(r) ?? Infinity) < from - 1)
+    from !== null && !requests.some((r) => !inChain.has(r) && (requestStart(r) ?? Infinity) < from - 1)
   const agentTtfb = samePage ? pageTtfb : baseTtfb
   const ttfb = fromTrace ?? agentTtfb
   const source = fromTrace !== null ? 'trace' : samePage ? 'agent' : agentTtfb !== null ? 'base_request' : null

@@ -9,14 +9,29 @@ import { traceTimes } from './trace.js'
 
 /**
  * The devtools requests of a step of a run are 5–50 KB gzipped on ordinary
- * pages and rarely above 1 MB; 16 MB compressed and 128 MB of JSON leave
- * room for pages with thousands of requests and still bound what one upload
- * can make the API hold.
+ * pages and rarely above 1 MB, a few MB of JSON holding tens of thousands of
+ * values; a trace is larger, and only its few times are kept. The limits
+ * leave room for pages with thousands of requests and a journey's steps,
+ * and bound what one upload can make the API hold, whatever it is made of:
+ * - memberBytes, totalBytes: a member as the zip holds it, and all kept
+ *   members together (a few KB of zip can hold gigabytes of zeros);
+ * - jsonBytes: a member's JSON once gunzipped;
+ * - jsonValues: the values (objects, arrays, and the commas between
+ *   elements) in one member's JSON, counted before it is parsed. A parsed
+ *   value takes tens of bytes of memory, so 64 MB of "[{},{},…]" would take
+ *   gigabytes; a recorded devtools file holds about 200 a request, so a
+ *   page of 5,000 requests about a million;
+ * - keptValues: the values of all the JSON an upload keeps (devtools
+ *   requests and page data, of every view and step; a trace is reduced to
+ *   its times at once).
  */
 export const ZIP_LIMITS = Object.freeze({
   entries: 500,
   memberBytes: 32 * 1024 * 1024,
-  jsonBytes: 128 * 1024 * 1024
+  totalBytes: 96 * 1024 * 1024,
+  jsonBytes: 64 * 1024 * 1024,
+  jsonValues: 4_000_000,
+  keptValues: 8_000_000
 })
 
 /**
@@ -52,6 +67,13 @@ export async function readResultZip (buffer, limits = {}) {
   const views = new Map()
   /** Each view's own page data (`…_page_data.json.gz`), by view key. */
   const pageData = new Map()
+  let kept = 0
+  /** A member's JSON that the upload keeps, counted against keptValues. @param {string} name @param {Buffer} data */
+  const keep = (name, data) => {
+    const { value, values } = parseGzippedJson(name, data, lim, lim.keptValues - kept)
+    kept += values
+    return value
+  }
   for (const [name, data] of members) {
     // readMembers keeps only the names MEMBER matches.
     const [, run, cached, stepText, kind] = /** @type {RegExpExecArray} */ (MEMBER.exec(name))
@@ -66,18 +88,18 @@ export async function readResultZip (buffer, limits = {}) {
       if (data.length < 2 || data[0] !== 0x1f || data[1] !== 0x8b) throw bad(`${name} is not gzip`)
       view.netlog = data
     } else if (kind === 'page_data.json.gz') {
-      pageData.set(key, parseGzippedJson(name, data, lim.jsonBytes))
+      pageData.set(key, keep(name, data))
     } else if (kind === 'trace.json.gz') {
       // Only its few times are kept: a trace is megabytes of events. One
       // that cannot be read costs the run its navigation's start, not the
       // upload (the TTFB then falls back to the agent's own: ./navigation.js).
       try {
-        view.trace = traceTimes(parseGzippedJson(name, data, lim.jsonBytes))
+        view.trace = traceTimes(parseGzippedJson(name, data, lim).value)
       } catch {
         view.trace = null
       }
     } else {
-      view.devtools = parseGzippedJson(name, data, lim.jsonBytes)
+      view.devtools = keep(name, data)
     }
   }
   const sorted = [...views.values()].sort((a, b) => a.run - b.run || Number(a.cached) - Number(b.cached) || a.step - b.step)
@@ -126,6 +148,7 @@ function readMembers (buffer, lim) {
       /** @type {Map<string, Buffer>} */
       const out = new Map()
       let count = 0
+      let total = 0
       zip.on('error', fail)
       zip.on('end', () => resolve(out))
       zip.on('entry', (entry) => {
@@ -143,9 +166,10 @@ function readMembers (buffer, lim) {
           let size = 0
           stream.on('data', (c) => {
             size += c.length
+            total += c.length
             // validateEntrySizes stops a member longer than it declared; this
             // is the same cap for one that declares nothing useful.
-            if (size > lim.memberBytes) { stream.destroy(); fail(bad(`${name} is larger than ${lim.memberBytes} bytes`)) } else chunks.push(c)
+            if (size > lim.memberBytes) { stream.destroy(); fail(bad(`${name} is larger than ${lim.memberBytes} bytes`)) } else if (total > lim.totalBytes) { stream.destroy(); fail(bad(`its members come to more than ${lim.totalBytes} bytes`)) } else chunks.push(c)
           })
           stream.on('error', fail)
           stream.on('end', () => { out.set(name, Buffer.concat(chunks)); zip.readEntry() })
@@ -173,21 +197,42 @@ export function unsafeName (name) {
 /**
  * @param {string} name
  * @param {Buffer} data
- * @param {number} maxBytes
+ * @param {typeof ZIP_LIMITS} lim
+ * @param {number} [left] what is left of the upload's keptValues, for JSON it keeps
+ * @returns {{ value: any, values: number }} the parsed JSON, and its values as jsonValues counts them
  */
-function parseGzippedJson (name, data, maxBytes) {
-  let text
+function parseGzippedJson (name, data, lim, left = Infinity) {
+  let json
   try {
-    text = gunzipSync(data, { maxOutputLength: maxBytes }).toString('utf8')
+    json = gunzipSync(data, { maxOutputLength: lim.jsonBytes })
   } catch (/** @type {any} */ err) {
-    if (err.code === 'ERR_BUFFER_TOO_LARGE') throw bad(`${name} decompresses to more than ${maxBytes} bytes`)
+    if (err.code === 'ERR_BUFFER_TOO_LARGE') throw bad(`${name} decompresses to more than ${lim.jsonBytes} bytes`)
     throw bad(`${name} is not valid gzip (${err.message})`)
   }
+  const values = jsonValues(json)
+  if (values > lim.jsonValues) throw bad(`${name} holds more than ${lim.jsonValues} JSON values`)
+  if (values > left) throw bad(`its devtools requests and page data hold more than ${lim.keptValues} JSON values in all`)
   try {
-    return JSON.parse(text)
+    return { value: JSON.parse(json.toString('utf8')), values }
   } catch (/** @type {any} */ err) {
     throw bad(`${name} is not valid JSON (${err.message})`)
   }
+}
+
+/**
+ * The objects, arrays and element separators in a JSON text: at least the
+ * values parsing it makes, less its scalars at the top or alone in an
+ * array. Braces and commas inside strings count too: the count is an upper
+ * bound, which is all a limit needs.
+ * @param {Buffer} json
+ */
+function jsonValues (json) {
+  let n = 0
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i]
+    if (c === 0x7b || c === 0x5b || c === 0x2c) n++
+  }
+  return n
 }
 
 /** @param {string} message */
