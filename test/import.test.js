@@ -221,6 +221,11 @@ test('an export imported into another monitor gives the same comparison, and rol
   for (let i = 0; i < 120; i++) {
     rows.push(...round(i, i % 3 ? 'local' : 'lab-eu', { measured_at: at(i), browser_version: 'Chromium 140', flags: ['--disable-quic'] }))
     if (i % 10 === 0) rows.push({ time: at(i), location_id: 'local', mode: 'h3', view: 'repeat', status: 'timeout', error: 'timed out after 30 s' })
+    // Why a run failed, and why a page came over its protocol: read by the analyses from details.
+    if (i % 3 === 0) {
+      rows.push({ time: at(i), location_id: 'lab-eu', mode: 'h3', view: 'repeat', status: 'error', observed_protocol: null, error: 'H3 not supported: refused QUIC', details: { failure_kind: 'h3_unsupported' } },
+        { time: at(i), location_id: 'lab-eu', mode: 'h2', view: 'repeat', status: 'ok', observed_protocol: 'h2', ttfb_ms: 20, load_ms: 80, details: { protocol_reason: 'forced' } })
+    }
     // The parallel probe's five requests of the round: what its comparison rests on.
     if (i % 3) {
       const samples = (/** @type {number} */ base) => Array.from({ length: 5 }, (_, k) => base + ((i * 7 + k * 3) % 11))
@@ -247,6 +252,11 @@ test('an export imported into another monitor gives the same comparison, and rol
   const a = await comparison(source.id)
   assert.deepEqual(await comparison(copy.id), a)
   assert.deepEqual(await comparison(copy.id, 'view=repeat'), await comparison(source.id, 'view=repeat'))
+  const unsupported = async (id) => (await t.app.inject({ url: `/api/v1/monitors/${id}/comparison?view=repeat` })).json().locations.find((l) => l.location_id === 'lab-eu')
+  assert.equal((await unsupported(source.id)).verdict, 'h3_not_supported')
+  assert.equal((await unsupported(copy.id)).verdict, 'h3_not_supported', 'failure_kind comes through the export')
+  const { rows: reasons } = await t.db.query("SELECT monitor_id, details->>'protocol_reason' AS reason, count(*)::int AS n FROM results WHERE monitor_id = ANY($1) AND details ? 'protocol_reason' GROUP BY 1, 2 ORDER BY 1", [[source.id, copy.id]])
+  assert.deepEqual(reasons.map((r) => [r.reason, r.n]), [['forced', 40], ['forced', 40]])
   assert.match(JSON.stringify(a), /"h2_ms":\d/, 'the comparison has figures, not only "insufficient data"')
   // The parallel probe's requests come through the export (its samples) and compare the same.
   const requests = await comparison(source.id, 'probe=parallel&metric=request_ms')

@@ -19,7 +19,7 @@ export default async function exportRoutes (app) {
     schema: {
       description: 'Raw results of one monitor, oldest first, for analysis elsewhere. `csv` (default) and `ndjson` stream any ' +
         `range as a download; \`json\` answers \`{items}\` for ranges up to ${JSON_MAX_DAYS} days and ${JSON_MAX_ROWS} rows. ` +
-        'CSV columns are the result fields without `details`, then `samples` (a multi-sample probe\'s values, as JSON text; the NDJSON export carries them too, and the import takes them back from it), then `filmstrip_url` (where the result\'s frames are listed, null without frames; the import ignores it); flags are joined with a space, notes are JSON text, times are ISO-8601, and a text cell a spreadsheet would run as a formula (it begins with =, +, -, @, a tab or a carriage return and is not a number) is written after an apostrophe; NDJSON and JSON carry values as stored.',
+        'CSV columns are the result fields, `details` without its evidence (requests, origins, net log and frame records, which their own routes serve) as JSON text, then `samples` (a multi-sample probe\'s values, as JSON text); the NDJSON export carries the same fields, and the import takes details and samples back from it, so a monitor restored from it gives the same answers. Then `filmstrip_url` (where the result\'s frames are listed, null without frames; the import ignores it); flags are joined with a space, notes are JSON text, times are ISO-8601, and a text cell a spreadsheet would run as a formula (it begins with =, +, -, @, a tab or a carriage return and is not a number) is written after an apostrophe; NDJSON and JSON carry values as stored.',
       tags: ['export'],
       querystring: {
         type: 'object',

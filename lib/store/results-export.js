@@ -10,17 +10,29 @@ import { ValidationError } from '../runtime/errors.js'
 export const EXPORT_FORMATS = ['csv', 'ndjson', 'json']
 
 /**
- * Every result column except the per-request evidence, which has no flat
- * form; then `samples`, a multi-sample probe's values (the parallel probe's
- * requests, the upload probe's POSTs, a journey step's duration), which its
- * comparison rests on and the import takes back; then filmstrip_url, where
- * the result's frames are listed with their URLs
+ * The parts of a result's details the export leaves out: the evidence, per
+ * request and per origin, the net log's and the frames' records (served by
+ * their own routes), and the samples, which have a column of their own.
+ * What stays is what the analyses read besides the columns (why a run
+ * failed, why its page came over its protocol, an A/A arm's protocol, a
+ * journey's steps, a WebPageTest run's checks), so that a monitor restored
+ * from its NDJSON export gives the same answers.
+ */
+export const DETAILS_LEFT_OUT = Object.freeze(['requests', 'origins', 'netlog', 'filmstrip', 'samples'])
+
+/**
+ * Every result column, with `details` less DETAILS_LEFT_OUT; then
+ * `samples`, a multi-sample probe's values (the parallel probe's requests,
+ * the upload probe's POSTs, a journey step's duration), which its
+ * comparison rests on; the import takes both back. Then filmstrip_url,
+ * where the result's frames are listed with their URLs
  * (GET /api/v1/results/{id}/filmstrip), null without frames. The import
  * ignores it: frames are never imported.
  */
-export const EXPORT_COLUMNS = [...RESULT_COLUMNS.filter((c) => c !== 'details'), 'samples', 'filmstrip_url']
+export const EXPORT_COLUMNS = [...RESULT_COLUMNS, 'samples', 'filmstrip_url']
 /** The export's columns as SQL. */
 export const EXPORT_SELECT = EXPORT_COLUMNS.map((c) => ({
+  details: `details ${DETAILS_LEFT_OUT.map((k) => `- '${k}'`).join(' ')} AS details`,
   samples: "details->'samples' AS samples",
   filmstrip_url: `CASE WHEN details->'filmstrip'->>'uploaded' = 'true' THEN '/api/v1/results/' || id || '/filmstrip' END AS filmstrip_url`
 })[c] ?? c)
@@ -105,7 +117,7 @@ export const CSV_CAST = {
   date: (/** @type {Date} */ d) => d.toISOString(),
   // csv-stringify's default writes true as "1" and false as "".
   boolean: (/** @type {boolean} */ b) => String(b),
-  // Structured columns (notes) as JSON text; flags are flattened before.
+  // Structured columns (notes, details, samples) as JSON text; flags are flattened before.
   object: (/** @type {object} */ o) => csvText(JSON.stringify(o))
 }
 
@@ -113,7 +125,7 @@ const CSV_OPTIONS = { columns: EXPORT_COLUMNS, cast: CSV_CAST }
 
 /**
  * CSV with a header row of EXPORT_COLUMNS: dates ISO-8601, flags joined with
- * a space, notes as JSON text, booleans true/false, NULL empty, a text a
+ * a space, notes and details as JSON text, booleans true/false, NULL empty, a text a
  * spreadsheet would run as a formula after an apostrophe (csvText). A database
  * error mid-way destroys the stream, so the client sees a broken download,
  * never a short file that looks complete.
