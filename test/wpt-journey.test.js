@@ -222,6 +222,32 @@ test('a failed step ends the arm\'s run with the step named: a result the agent 
   assert.equal(loc.arms.h3.failed, 1)
 })
 
+test('an agent\'s error of the longest kind, with a step\'s words added, is stored cut to 4,000 characters, and its export imports', async () => {
+  const m = await monitorWithRounds({ journey: JOURNEY }, 1)
+  const said = `net::ERR_QUIC_PROTOCOL_ERROR ${'x'.repeat(3971)}`
+  await replayAgent({
+    server,
+    records: AGENT,
+    location: LOCATION,
+    key,
+    pc: 'wpt-j5',
+    result: async (job) => {
+      const two = await scriptResultZip({ testId: job['Test ID'], steps: recordedSteps(job.script).slice(0, 2).map((s) => ({ from: arm(job) === 'h2' ? PAGE.h2 : PAGE.h3, eventName: s.eventName ?? undefined })) })
+      return { zip: two, error: said }
+    }
+  })
+  const { items } = await api(`/api/v1/monitors/${m.id}/results?limit=100`)
+  const search = resultOf(items, 'journey:search', 'h3')
+  assert.equal(search.error.length, 4000)
+  assert.match(search.error, /^step 7 \(click #search, "search"\): the WebPageTest agent stopped before it recorded this step: net::ERR_QUIC_PROTOCOL_ERROR x+$/)
+  const exported = await fetch(`${server}/api/v1/results?monitor=${m.id}&format=ndjson`, { headers: { authorization: `Bearer ${t.readKey}` } })
+  const copy = await api('/api/v1/monitors', { method: 'POST', json: { url: `${ORIGIN}/slow/`, interval_s: 60, locations: [LOCATION], modes: ['h2', 'h3'], journey: JOURNEY, paused: true } })
+  const imported = await fetch(`${server}/api/v1/monitors/${copy.id}/results/import`, {
+    method: 'POST', headers: { authorization: `Bearer ${t.writeKey}`, 'content-type': 'application/x-ndjson' }, body: await exported.text()
+  })
+  assert.equal(imported.status, 200, await imported.text())
+})
+
 test('each step\'s protocol is checked against the arm: a step whose navigation came over H2 in the H3 arm is a fallback', async () => {
   const m = await monitorWithRounds({ journey: JOURNEY }, 1)
   await replayAgent({

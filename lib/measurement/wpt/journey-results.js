@@ -255,7 +255,9 @@ function judge (r, protocol, judged, fallback) {
  */
 function failWith (r, failure) {
   r.status = failure.status
-  r.error = failure.error
+  // A result's error is at most 4,000 characters, as an agent's and an
+  // import's are: these add a step's words to what the agent said.
+  r.error = failure.error.slice(0, 4000)
   r.protocol_ok = false
   return r
 }
