@@ -9,7 +9,7 @@ import { createTestApp } from './helpers/app.js'
 import { startReceiver } from './helpers/receiver.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createPool } from '../lib/runtime/db.js'
-import { verifySignature } from '../lib/store/alert-channels.js'
+import { slackBody, verifySignature } from '../lib/store/alert-channels.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { scenario, CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
 
@@ -315,9 +315,12 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   assert.ok(failed.body.error)
 
   await receiver.start()
-  const slack = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'slack', url: receiver.url, secret: SECRET, format: 'slack' })
+  // Slack reads <…> as a mention or a link: a name is text, escaped as Slack asks.
+  const slack = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'slack <!channel> & <https://evil.example|docs>', url: receiver.url, secret: SECRET, format: 'slack' })
   assert.equal((await api('POST', `/api/v1/channels/${slack.body.id}/test`)).body.ok, true)
-  assert.deepEqual(Object.keys(receiver.requests.at(-1)?.json), ['text'])
+  assert.deepEqual(receiver.requests.at(-1)?.json, { text: 'h3lens test notification from channel "slack &lt;!channel&gt; &amp; &lt;https://evil.example|docs&gt;"' })
+  const firing = slackBody({ event: 'firing', alert: { severity: 'warning', summary: 'H3 slower on <b>', monitor_label: '<!here> shop', location_id: 'lab-eu', evidence_url: 'https://h3lens.example/#/m/1?a=1&b=2' } })
+  assert.equal(firing.text, ':rotating_light: [warning] FIRING: H3 slower on &lt;b&gt; — &lt;!here&gt; shop at lab-eu <https://h3lens.example/#/m/1?a=1&b=2|evidence>')
   assertSigned(receiver.requests.at(-1))
 
   const slackish = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'token in path', url: `${receiver.url}/T000/B000/XXXXtoken?x=1`, secret: SECRET })

@@ -214,13 +214,22 @@ function post (url, body, headers, lookup) {
 }
 
 /**
- * Slack's incoming-webhook shape: one line of text.
+ * Slack's incoming-webhook shape: one line of text. Slack reads `<…>` in it
+ * as a mention (`<!channel>`) or a link (`<https://…|words>`), so every
+ * value a user wrote (a monitor's label, a channel's name) or that quotes
+ * one (the summary) is escaped as Slack asks (&, < and >); the one link is
+ * h3lens's own.
  * @param {Record<string, any>} payload the notification (alertNotification) or a test message
  */
 export function slackBody (payload) {
-  if (payload.event === 'test') return { text: `h3lens test notification from channel "${payload.channel?.name}"` }
+  if (payload.event === 'test') return { text: `h3lens test notification from channel "${slackText(payload.channel?.name)}"` }
   const a = payload.alert
   const icon = payload.event === 'firing' ? ':rotating_light:' : ':white_check_mark:'
-  const where = `${a.monitor_label ?? `monitor ${a.monitor_id}`} at ${a.location_id}`
-  return { text: `${icon} [${a.severity}] ${payload.event === 'firing' ? 'FIRING' : 'RESOLVED'}: ${a.summary} — ${where}${a.evidence_url ? ` <${a.evidence_url}|evidence>` : ''}` }
+  const where = `${slackText(a.monitor_label ?? `monitor ${a.monitor_id}`)} at ${slackText(a.location_id)}`
+  return { text: `${icon} [${a.severity}] ${payload.event === 'firing' ? 'FIRING' : 'RESOLVED'}: ${slackText(a.summary)} — ${where}${a.evidence_url ? ` <${a.evidence_url}|evidence>` : ''}` }
+}
+
+/** @param {unknown} v */
+function slackText (v) {
+  return String(v).replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;')
 }
