@@ -27,6 +27,8 @@ const common = {
 }
 /** @type {import('node:util').ParseArgsConfig['options']} */
 const server = { port: { type: 'string' }, host: { type: 'string' } }
+// Ids are PostgreSQL integers: a larger number names nothing, and would reach the database as an error.
+const MAX_ID = 2147483647
 
 const commonHelp = `  --data-dir DIR          data folder (H3LENS_DATA_DIR, default .h3lens)
   --database-url URL      PostgreSQL URL (DATABASE_URL); unset = embedded PostgreSQL
@@ -240,7 +242,7 @@ ${commonHelp}`,
     run: async (values, positionals) => {
       if (positionals[0] !== 'rebuild') throw Object.assign(new Error(`unknown rollups command "${positionals[0] ?? ''}"; use "rollups rebuild"`), { userFacing: true })
       const monitorId = values.monitor === undefined ? undefined : Number(values.monitor)
-      if (monitorId !== undefined && !(Number.isInteger(monitorId) && monitorId > 0)) throw Object.assign(new Error(`--monitor must be a monitor id, not "${values.monitor}"`), { userFacing: true })
+      if (monitorId !== undefined && !(Number.isInteger(monitorId) && monitorId > 0 && monitorId <= MAX_ID)) throw Object.assign(new Error(`--monitor must be a monitor id, not "${values.monitor}"`), { userFacing: true })
       const ctx = boot(values, 'h3lens-rollups')
       try {
         const { pool } = await openDatabase(ctx)
@@ -358,7 +360,7 @@ ${commonHelp}`,
       const [sub, arg] = positionals
       if (!['create', 'list', 'revoke'].includes(sub)) fail(`unknown keys command "${sub ?? ''}"; use "keys create --role read|write --name NAME", "keys list" or "keys revoke ID"`)
       const id = Number(arg)
-      if (sub === 'revoke' && !(Number.isInteger(id) && id > 0)) fail(`keys revoke needs the id of a key (see "h3lens keys list"), not "${arg ?? ''}"`)
+      if (sub === 'revoke' && !(Number.isInteger(id) && id > 0 && id <= MAX_ID)) fail(`keys revoke needs the id of a key (see "h3lens keys list"), not "${arg ?? ''}"`)
       if (sub === 'create' && !values.name) fail('keys create needs --name NAME, saying what the key is for (e.g. grafana, ci)')
       const ctx = boot(values, 'h3lens-keys')
       try {

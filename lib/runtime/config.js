@@ -128,6 +128,9 @@ const PARSERS = {
     let u
     try { u = new URL(v) } catch { throw new Error('must be an absolute URL such as http://127.0.0.1:8080') }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('must use http or https')
+    // It is logged and shown (an agent logs the API it talks to); an agent
+    // proves itself with its token, never with a password in the URL.
+    if (u.username || u.password) throw new Error('must not carry a user name or password (user:pass@): it would be logged; an agent authenticates with H3LENS_AGENT_TOKEN')
     return v.replace(/\/+$/, '')
   },
   dnsServers: (v) => {
@@ -178,7 +181,7 @@ export function loadConfig (env, flags = {}) {
       config[spec.key] = PARSERS[spec.type](raw, spec)
     } catch (/** @type {any} */ err) {
       const where = fromFlag ? `${spec.flag} (${spec.name})` : spec.name
-      problems.push(`${where}=${JSON.stringify(raw)} ${err.message}`)
+      problems.push(`${where}=${JSON.stringify(withoutPassword(raw))} ${err.message}`)
     }
   }
   if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) problems.push('H3LENS_TLS_CERT and H3LENS_TLS_KEY go together: set both to serve HTTPS, or neither')
@@ -186,4 +189,13 @@ export function loadConfig (env, flags = {}) {
   config.apiUrl ??= `${config.tlsCert ? 'https' : 'http'}://127.0.0.1:${config.port}`
   // built key by key from VARIABLES above, which is what Config is derived from
   return /** @type {Config} */ (/** @type {unknown} */ (config))
+}
+
+/**
+ * A value as an error may show it: the password of a URL-like value
+ * (scheme://user:password@…) masked, even where the value is no valid URL.
+ * @param {string} raw
+ */
+function withoutPassword (raw) {
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^@]*@/i, '$1***@')
 }

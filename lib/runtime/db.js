@@ -277,7 +277,12 @@ export async function openDatabase ({ config, log, lifecycle, poolMax }) {
   }
   const pool = createPool(url, { max: poolMax ?? config.dbPoolMax, log })
   lifecycle.add('database pool', () => pool.end())
-  await pool.query('SELECT 1')
+  try {
+    await pool.query('SELECT 1')
+  } catch (/** @type {any} */ err) {
+    throw Object.assign(new Error(`cannot use the database at ${redactUrl(url)}: ${err.message}` +
+      (embedded ? '' : ' (check DATABASE_URL, or leave it unset to run an embedded PostgreSQL under the data folder)')), { userFacing: true, cause: err })
+  }
   log.info({ database: redactUrl(url), embedded }, 'database connected')
   return { pool, url, embedded }
 }

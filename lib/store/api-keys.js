@@ -27,6 +27,8 @@ export async function createApiKey (db, { name, role }) {
   if (!API_KEY_ROLES.includes(role)) throw new ValidationError(`role must be one of ${API_KEY_ROLES.join(', ')}, not "${role}"`, 'role')
   const label = String(name ?? '').trim()
   if (!label || label.length > 100) throw new ValidationError('a key needs a name of 1 to 100 characters, such as "grafana" or "ci"', 'name')
+  // `keys list` prints one key a line, its fields between tabs.
+  if (/\p{Cc}/u.test(label)) throw new ValidationError('a key\'s name may not hold control characters (tabs, line breaks)', 'name')
   const secret = KEY_PREFIX + randomBytes(24).toString('base64url')
   const { rows } = await db.query(
     `INSERT INTO api_keys (name, role, key_hash, key_prefix) VALUES ($1, $2, $3, $4)

@@ -21,6 +21,10 @@ export async function getLocation (db, id) {
  * @param {{ id: string, name: string, region: string, kind: 'lab'|'real'|'wpt', profile?: object }} loc
  */
 export async function upsertLocation (db, { id, name, region, kind, profile = {} }) {
+  // Shown on every location's card and in the comparison's columns.
+  if (typeof region !== 'string' || !region.trim() || region.length > 100 || /\p{Cc}/u.test(region)) {
+    throw new ValidationError('a location\'s region is 1 to 100 characters without control characters, such as "Europe" or "Frankfurt, DE"', 'region')
+  }
   const { rows } = await db.query(
     `INSERT INTO locations (id, name, region, kind, profile) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (id) DO UPDATE SET name = $2, region = $3, kind = $4, profile = $5, updated_at = now()

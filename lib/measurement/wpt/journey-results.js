@@ -257,7 +257,7 @@ function failWith (r, failure) {
   r.status = failure.status
   // A result's error is at most 4,000 characters, as an agent's and an
   // import's are: these add a step's words to what the agent said.
-  r.error = failure.error.slice(0, 4000)
+  r.error = failure.error?.slice(0, 4000) ?? null
   r.protocol_ok = false
   return r
 }
