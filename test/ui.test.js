@@ -541,3 +541,39 @@ test('a backed-off monitor is marked on the overview, and an agent with infrastr
     await database.pool.query('UPDATE agents SET faults = 0, last_fault_at = NULL, last_fault = NULL WHERE id = $1', [agent.id])
   }
 })
+
+test('a long name without spaces breaks inside the page rather than widening it', async () => {
+  const word = (/** @type {string} */ c, /** @type {number} */ n) => c.repeat(n)
+  const created = await fetch(`${server.url}/api/v1/monitors`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `https://example.com/?q=${word('q', 1500)}`, label: word('L', 120), locations: ['lab-eu'], interval_s: 300, paused: true })
+  })
+  assert.equal(created.status, 201, await created.clone().text())
+  const monitor = await created.json()
+  const rule = await fetch(`${server.url}/api/v1/alert-rules`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ kind: 'location_silent', window_s: 600, description: word('D', 500) })
+  })
+  assert.equal(rule.status, 201, await rule.clone().text())
+  const ruleId = (await rule.json()).id
+  await database.pool.query("UPDATE locations SET region = $1 WHERE id = 'lab-na'", [word('R', 100)])
+  try {
+    for (const hash of ['#/', `#/monitors/${monitor.id}`, '#/locations', '#/alerts']) {
+      const { page, done } = await open(hash)
+      const widths = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth])
+      assert.ok(widths[0] <= widths[1], `${hash}: the page is ${widths[0]} px wide in a window of ${widths[1]} px`)
+      if (hash === '#/') {
+        // The overview's name column keeps its width: the name does not run over the verdicts beside it.
+        const over = await page.$$eval('.heat tbody th', (cells) => cells.filter((c) => c.scrollWidth > c.clientWidth).map((c) => c.textContent?.slice(0, 40)))
+        assert.deepEqual(over, [])
+      }
+      await done()
+    }
+  } finally {
+    await fetch(`${server.url}/api/v1/monitors/${monitor.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${seeded.apiKey}` } })
+    await fetch(`${server.url}/api/v1/alert-rules/${ruleId}`, { method: 'DELETE', headers: { authorization: `Bearer ${seeded.apiKey}` } })
+    await database.pool.query("UPDATE locations SET region = 'North America' WHERE id = 'lab-na'")
+  }
+})
