@@ -7,7 +7,7 @@ import { Readable } from 'node:stream'
 import { createTestApp } from './helpers/app.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { upsertLocation } from '../lib/store/locations.js'
-import { IMPORT_MAX_LINES, IMPORT_MAX_BYTES } from '../lib/store/results-import.js'
+import { IMPORT_MAX_LINES, IMPORT_MAX_BYTES, IMPORT_MAX_LINE_BYTES } from '../lib/store/results-import.js'
 
 // Recent enough for the default 24 h comparison window.
 const BASE = Math.floor((Date.now() - 6 * 3600e3) / 60e3) * 60e3
@@ -284,6 +284,24 @@ test('an A/A monitor expects its protocol on both arms', async () => {
   const wrong = await importInto(m.id, [{ time: at(2), location_id: 'local', mode: 'h3', observed_protocol: 'h3', status: 'ok' }])
   assert.equal(wrong.statusCode, 400, 'arm B of an h2 A/A monitor over h3 is no ok load')
   assert.equal(wrong.json().field, 'line 1: status')
+})
+
+test('a line longer than the limit is refused with its number, ended or not', async () => {
+  const m = await newMonitor()
+  const good = JSON.stringify(round(0)[0])
+  const long = `{"time": "${'9'.repeat(IMPORT_MAX_LINE_BYTES)}"}`
+  for (const body of [`${good}\n${long}`, `${good}\n${long}\n${good}`]) {
+    // In chunks, as a socket delivers it: the line is refused once it is too long, whatever follows.
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/monitors/${m.id}/results/import`,
+      headers: { 'content-type': 'application/x-ndjson' },
+      payload: Readable.from(Array.from({ length: Math.ceil(body.length / 65536) }, (_, i) => body.slice(i * 65536, (i + 1) * 65536)))
+    })
+    assert.equal(res.statusCode, 400, res.body)
+    assert.equal(res.json().message, `line 2 is longer than ${IMPORT_MAX_LINE_BYTES} characters`)
+  }
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
 })
 
 test('importing needs a write key and NDJSON', async () => {

@@ -347,21 +347,32 @@ export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
   stream.pipe(counted)
   return (async function* () {
     const decoder = new StringDecoder('utf8')
-    let rest = ''
+    // The line not yet ended, in the pieces it came in: only each new chunk
+    // is searched for line ends, so a body of one endless line costs its
+    // length once, not its length for every chunk.
+    /** @type {string[]} */
+    let pending = []
+    let pendingLength = 0
     let n = 0
     /** @param {string} text */
     const numbered = (text) => ({ n, line: text.endsWith('\r') ? text.slice(0, -1) : text })
     for await (const chunk of counted) {
-      const parts = (rest + decoder.write(chunk)).split('\n')
-      rest = /** @type {string} */ (parts.pop())
+      const parts = decoder.write(chunk).split('\n')
+      const tail = /** @type {string} */ (parts.pop())
       const batch = []
-      for (const part of parts) {
+      for (const [i, part] of parts.entries()) {
+        const line = i === 0 ? pending.join('') + part : part
+        if (i === 0) { pending = []; pendingLength = 0 }
         n++
-        if (part.trim() !== '') batch.push(numbered(part))
+        if (line.trim() !== '') batch.push(numbered(line))
       }
+      pending.push(tail)
+      pendingLength += tail.length
       if (batch.length) yield batch
+      // Refused as soon as it is too long, not once all of it has come.
+      if (pendingLength > IMPORT_MAX_LINE_BYTES) throw lineError(n + 1, null, `is longer than ${IMPORT_MAX_LINE_BYTES} characters`)
     }
-    rest += decoder.end()
+    const rest = pending.join('') + decoder.end()
     n++
     if (rest.trim() !== '') yield [numbered(rest)]
   })()
