@@ -13,7 +13,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parse } from 'yaml'
-import { VARIABLES } from '../lib/runtime/config.js'
+import { VARIABLES, loadConfig } from '../lib/runtime/config.js'
 import { COMMANDS } from '../bin/commands.js'
 import { authenticateAgent } from '../lib/store/agents.js'
 import { createTestDatabase } from './helpers/db.js'
@@ -100,6 +100,12 @@ test('the image runs node itself, which gets SIGTERM, not npm', () => {
   const argv = entrypoint ? [...JSON.parse(entrypoint), ...cmd] : cmd
   assert.equal(argv[0], 'node', `the image starts ${argv.join(' ')}`)
   for (const [name, svc] of h3lensServices) assert.equal(svc.command[0], 'node', name)
+  // After SIGTERM an agent's round may run H3LENS_STOP_TIMEOUT_S; Docker kills what has not ended by stop_grace_period (10 s unless set).
+  const stopTimeoutS = loadConfig({}).stopTimeoutS
+  for (const [name, svc] of agents) {
+    const grace = /^(\d+)s$/.exec(svc.stop_grace_period ?? '10s')
+    assert.ok(grace && Number(grace[1]) >= stopTimeoutS + 5, `${name}: stop_grace_period ${svc.stop_grace_period ?? '(Docker\'s 10s)'} leaves no time after the ${stopTimeoutS} s a round may finish in`)
+  }
 })
 
 test('agents enrol creates locations and token files once, keeps working tokens, and agents read them', async () => {
