@@ -124,6 +124,8 @@ test('hostile beacons get a 4xx naming the reason, are counted, and store nothin
     ['no id', send({ ...beacon(), id: undefined }), 400, 'invalid'],
     ['TTFB shorter than its phases', send(beacon({ ttfb_ms: 20 })), 422, 'implausible'],
     ['TLS longer than connect', send(beacon({ tls_ms: 50 })), 422, 'implausible'],
+    ['the first paint before the first byte', send(beacon({ fcp_ms: 30 })), 422, 'implausible'],
+    ['the largest paint before the first byte', send(beacon({ lcp_ms: 0, fcp_ms: 600000, ttfb_ms: 600000, waiting_ms: 30 })), 422, 'implausible'],
     ['two days old', send(beacon({ t0: Date.now() - 48 * 3600e3 })), 422, 'implausible'],
     ['from the future', send(beacon({ t0: Date.now() + 3600e3 })), 422, 'implausible']
   ]
@@ -137,6 +139,7 @@ test('hostile beacons get a 4xx naming the reason, are counted, and store nothin
   })
   assert.equal(answers.find((r, i) => cases[i][0] === 'forged country').json().field, 'country')
   assert.equal(answers.find((r, i) => cases[i][0] === 'TTFB shorter than its phases').json().field, 'ttfb_ms')
+  assert.equal(answers.find((r, i) => cases[i][0] === 'the largest paint before the first byte').json().field, 'lcp_ms')
   assert.equal(await stored(), count, 'nothing refused was stored')
   const after = await outcomes()
   for (const [code, n] of Object.entries(tally)) assert.equal((after[code] ?? 0) - (before[code] ?? 0), n, `counted: ${code}`)

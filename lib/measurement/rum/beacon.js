@@ -135,6 +135,10 @@ export function implausibility (b, now) {
     const phases = (b.dns_ms ?? 0) + (b.connect_ms ?? 0) + (b.waiting_ms ?? 0)
     if (phases > b.ttfb_ms + SLACK_MS) return { field: 'ttfb_ms', message: `ttfb_ms: ${b.ttfb_ms} ms is shorter than its own phases (dns + connect + waiting = ${Math.round(phases * 10) / 10} ms)` }
     if (b.fcp_ms !== undefined && b.fcp_ms + SLACK_MS < b.ttfb_ms) return { field: 'fcp_ms', message: 'fcp_ms: the first paint comes before the first byte' }
+    // The largest paint is of something the document brought; it may come
+    // before the first paint (an image without Timing-Allow-Origin reports
+    // its load time), never before the document's first byte.
+    if (b.lcp_ms !== undefined && b.lcp_ms + SLACK_MS < b.ttfb_ms) return { field: 'lcp_ms', message: 'lcp_ms: the largest paint comes before the first byte' }
   }
   return null
 }
