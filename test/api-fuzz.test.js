@@ -23,9 +23,10 @@ import { createRule } from '../lib/store/alert-rules.js'
 import { createSite } from '../lib/store/rum-sites.js'
 
 // Test cases per operation in the fuzzing phase; the coverage phase adds a
-// fixed set of boundary cases per parameter. 15 makes ~4,000 requests in all,
-// about 35 s of CPU (schemathesis and the API together): well under a minute
-// on two idle cores, longer when they are shared. H3LENS_FUZZ_EXAMPLES raises
+// fixed set of boundary cases per parameter. 15 takes about 50 s of CPU
+// (Schemathesis and the API together; 52 s alone on this project's 2-core
+// machine, 78 s beside the rest of the suite): about a minute on two idle
+// cores, longer when they are shared. H3LENS_FUZZ_EXAMPLES raises
 // it for a longer hunt.
 const EXAMPLES = Number(process.env.H3LENS_FUZZ_EXAMPLES ?? 15)
 const CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_schema_conformance']
