@@ -316,6 +316,8 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
     'JSON of millions of tiny values': writeZip([{ name: '1_devtools_requests.json.gz', data: gzipSync(`[${'{},'.repeat(4_000_001)}{}]`) }]),
     'members that together inflate past the upload\'s cap': writeZip(['1_screen.jpg', '1_2_screen.jpg', '1_3_screen.jpg', '1_4_screen.jpg']
       .map((name) => ({ name, data: Buffer.alloc(30 * 1024 * 1024), deflate: true }))),
+    // Each under its cap, together 300 MB to gunzip, while the API waits.
+    'traces that together decompress past the upload\'s cap': ((trace) => writeZip(['1', '1_2', '1_3', '1_4', '1_5'].map((step) => ({ name: `${step}_trace.json.gz`, data: trace }))))(gzipSync(Buffer.alloc(60 * 1024 * 1024, 0x20))),
     'steps whose JSON together holds too many values': writeZip(['1', '1_2', '1_3'].map((step) => ({ name: `${step}_devtools_requests.json.gz`, data: gzipSync(`[${'0,'.repeat(3_000_000)}0]`) })))
   }
   for (const [what, zip] of Object.entries(cases)) {

@@ -15,7 +15,8 @@ import { traceTimes } from './trace.js'
  * and bound what one upload can make the API hold, whatever it is made of:
  * - memberBytes, totalBytes: a member as the zip holds it, and all kept
  *   members together (a few KB of zip can hold gigabytes of zeros);
- * - jsonBytes: a member's JSON once gunzipped;
+ * - jsonBytes, jsonTotalBytes: a member's JSON once gunzipped, and all of
+ *   an upload's JSON (each member's gunzip blocks the API while it runs);
  * - jsonValues: the values (objects, arrays, and the commas between
  *   elements) in one member's JSON, counted before it is parsed. A parsed
  *   value takes tens of bytes of memory, so 64 MB of "[{},{},…]" would take
@@ -30,6 +31,7 @@ export const ZIP_LIMITS = Object.freeze({
   memberBytes: 32 * 1024 * 1024,
   totalBytes: 96 * 1024 * 1024,
   jsonBytes: 64 * 1024 * 1024,
+  jsonTotalBytes: 256 * 1024 * 1024,
   jsonValues: 4_000_000,
   keptValues: 8_000_000
 })
@@ -68,9 +70,16 @@ export async function readResultZip (buffer, limits = {}) {
   /** Each view's own page data (`…_page_data.json.gz`), by view key. */
   const pageData = new Map()
   let kept = 0
+  let inflated = 0
+  /** A member's JSON, counted against jsonTotalBytes. @param {string} name @param {Buffer} data */
+  const gunzipped = (name, data) => {
+    const json = gunzipJson(name, data, lim, lim.jsonTotalBytes - inflated)
+    inflated += json.length
+    return json
+  }
   /** A member's JSON that the upload keeps, counted against keptValues. @param {string} name @param {Buffer} data */
   const keep = (name, data) => {
-    const { value, values } = parseGzippedJson(name, data, lim, lim.keptValues - kept)
+    const { value, values } = parseJson(name, gunzipped(name, data), lim, lim.keptValues - kept)
     kept += values
     return value
   }
@@ -94,8 +103,9 @@ export async function readResultZip (buffer, limits = {}) {
       // that cannot be read costs the run its navigation's start, not the
       // upload (the TTFB then falls back to the agent's own: ./navigation.js).
       try {
-        view.trace = traceTimes(parseGzippedJson(name, data, lim).value)
-      } catch {
+        view.trace = traceTimes(parseJson(name, gunzipped(name, data), lim).value)
+      } catch (/** @type {any} */ err) {
+        if (err.wholeUpload) throw err
         view.trace = null
       }
     } else {
@@ -198,17 +208,27 @@ export function unsafeName (name) {
  * @param {string} name
  * @param {Buffer} data
  * @param {typeof ZIP_LIMITS} lim
+ * @param {number} room what is left of the upload's jsonTotalBytes
+ * @returns {Buffer} the member's JSON text
+ */
+function gunzipJson (name, data, lim, room) {
+  try {
+    return gunzipSync(data, { maxOutputLength: Math.max(1, Math.min(lim.jsonBytes, room)) })
+  } catch (/** @type {any} */ err) {
+    if (err.code !== 'ERR_BUFFER_TOO_LARGE') throw bad(`${name} is not valid gzip (${err.message})`)
+    if (room < lim.jsonBytes) throw Object.assign(bad(`its JSON files decompress to more than ${lim.jsonTotalBytes} bytes in all`), { wholeUpload: true })
+    throw bad(`${name} decompresses to more than ${lim.jsonBytes} bytes`)
+  }
+}
+
+/**
+ * @param {string} name
+ * @param {Buffer} json
+ * @param {typeof ZIP_LIMITS} lim
  * @param {number} [left] what is left of the upload's keptValues, for JSON it keeps
  * @returns {{ value: any, values: number }} the parsed JSON, and its values as jsonValues counts them
  */
-function parseGzippedJson (name, data, lim, left = Infinity) {
-  let json
-  try {
-    json = gunzipSync(data, { maxOutputLength: lim.jsonBytes })
-  } catch (/** @type {any} */ err) {
-    if (err.code === 'ERR_BUFFER_TOO_LARGE') throw bad(`${name} decompresses to more than ${lim.jsonBytes} bytes`)
-    throw bad(`${name} is not valid gzip (${err.message})`)
-  }
+function parseJson (name, json, lim, left = Infinity) {
   const values = jsonValues(json)
   if (values > lim.jsonValues) throw bad(`${name} holds more than ${lim.jsonValues} JSON values`)
   if (values > left) throw bad(`its devtools requests and page data hold more than ${lim.keptValues} JSON values in all`)
