@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ApiError } from './api-client.js'
 import { InfrastructureError } from './faults.js'
+import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
 
 const IDLE_POLL_MS = 2000
 // Result statuses of a load that did not complete.
@@ -237,7 +238,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
     log.warn({ job: jobId, status: err.status, code: err.code, err: err.message }, 'results refused; removed from spool')
     await spool.remove(jobId)
     if (err.status === 404 || err.status === 409) return
-    const answer = await client.fail(jobId, `the API refused the round's results (HTTP ${err.status}): ${err.message}`)
+    const answer = await client.fail(jobId, storableText(`the API refused the round's results (HTTP ${err.status}): ${err.message}`, MAX_ERROR_LENGTH))
       .catch((/** @type {any} */ e) => { log.warn({ job: jobId, err: e.message }, 'could not report the refusal; the round runs again when its lease expires') })
     if (answer?.state === 'failed') log.error({ job: jobId, err: err.message }, 'round given up: its attempts are spent')
   }

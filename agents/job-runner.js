@@ -22,6 +22,7 @@ import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { createChainCache } from './redirects.js'
 import { journeyTargets } from '../lib/measurement/journey/steps.js'
 import { scrubSecrets, secretValues } from '../lib/measurement/journey/secrets.js'
+import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
 import { JOURNEY_PROBE } from '../lib/measurement/probes/journey.js'
 
 // A round's time budget, in page timeouts (H3LENS_PAGE_TIMEOUT_MS). The
@@ -221,7 +222,11 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     // round's while the agent spools and submits these results (not awaited;
     // the next run waits for it, agents/browsers/chromium.js).
     runPool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
+    // Secrets masked first, then an error cut to what the API takes (a
+    // journey step's words around a page's error with its URL can be
+    // longer): a cut must not leave the start of a secret unmasked.
     return scrubSecrets(measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options })), secrets)
+      .map((r) => (typeof r.error === 'string' ? { ...r, error: storableText(r.error, MAX_ERROR_LENGTH) } : r))
   }
 }
 

@@ -286,20 +286,26 @@ test('an A/A monitor expects its protocol on both arms', async () => {
   assert.equal(wrong.json().field, 'line 1: status')
 })
 
-test('a line longer than the limit is refused with its number, ended or not', async () => {
+test('a line longer than the limit is refused with its number as soon as it is too long, ended or not', async () => {
   const m = await newMonitor()
   const good = JSON.stringify(round(0)[0])
-  const long = `{"time": "${'9'.repeat(IMPORT_MAX_LINE_BYTES)}"}`
-  for (const body of [`${good}\n${long}`, `${good}\n${long}\n${good}`]) {
-    // In chunks, as a socket delivers it: the line is refused once it is too long, whatever follows.
+  const chunk = '9'.repeat(65536)
+  // Sent in chunks as a socket delivers them: an ended line, and one that
+  // never ends (a body up to the 64 MiB limit), which is refused after its
+  // first MiB rather than at the body's limit.
+  const bodies = {
+    ended: function* () { yield `${good}\n{"time": "`; for (let i = 0; i < 20; i++) yield chunk; yield `"}\n${good}` },
+    endless: function* () { yield `${good}\n{"time": "`; for (let i = 0; i < (IMPORT_MAX_BYTES / chunk.length) + 16; i++) yield chunk }
+  }
+  for (const [what, body] of Object.entries(bodies)) {
     const res = await t.app.inject({
       method: 'POST',
       url: `/api/v1/monitors/${m.id}/results/import`,
       headers: { 'content-type': 'application/x-ndjson' },
-      payload: Readable.from(Array.from({ length: Math.ceil(body.length / 65536) }, (_, i) => body.slice(i * 65536, (i + 1) * 65536)))
+      payload: Readable.from(body())
     })
-    assert.equal(res.statusCode, 400, res.body)
-    assert.equal(res.json().message, `line 2 is longer than ${IMPORT_MAX_LINE_BYTES} characters`)
+    assert.equal(res.statusCode, 400, `${what}: ${res.body}`)
+    assert.equal(res.json().message, `line 2 is longer than ${IMPORT_MAX_LINE_BYTES} characters`, what)
   }
   assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
 })

@@ -311,18 +311,32 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
     'a member that lies about its size': writeZip([{ name: '1_devtools_requests.json.gz', data: Buffer.alloc(1024 * 1024), deflate: true, declaredSize: 10 }]),
     'a path out of the archive': writeZip([{ name: '../../../etc/cron.d/x', data: Buffer.from('x') }, { name: '1_devtools_requests.json.gz', data: devtools }]),
     'an absolute path': writeZip([{ name: '/etc/passwd', data: Buffer.from('x') }, { name: '1_devtools_requests.json.gz', data: devtools }]),
-    'another test\'s zip': await rewriteResultZip(ZIP.h3, { testId: 'SPIKE_H3_0002' }),
-    // 12 MB of "{}," parses into 4 million objects, gigabytes of memory.
-    'JSON of millions of tiny values': writeZip([{ name: '1_devtools_requests.json.gz', data: gzipSync(`[${'{},'.repeat(4_000_001)}{}]`) }]),
-    'members that together inflate past the upload\'s cap': writeZip(['1_screen.jpg', '1_2_screen.jpg', '1_3_screen.jpg', '1_4_screen.jpg']
-      .map((name) => ({ name, data: Buffer.alloc(30 * 1024 * 1024), deflate: true }))),
-    // Each under its cap, together 300 MB to gunzip, while the API waits.
-    'traces that together decompress past the upload\'s cap': ((trace) => writeZip(['1', '1_2', '1_3', '1_4', '1_5'].map((step) => ({ name: `${step}_trace.json.gz`, data: trace }))))(gzipSync(Buffer.alloc(60 * 1024 * 1024, 0x20))),
-    'steps whose JSON together holds too many values': writeZip(['1', '1_2', '1_3'].map((step) => ({ name: `${step}_devtools_requests.json.gz`, data: gzipSync(`[${'0,'.repeat(3_000_000)}0]`) })))
+    'another test\'s zip': await rewriteResultZip(ZIP.h3, { testId: 'SPIKE_H3_0002' })
   }
   for (const [what, zip] of Object.entries(cases)) {
     const res = await workdone({ id, done: '1' }, zip)
     assert.equal(res.status, 400, `${what}: ${res.body}`)
+  }
+  // What one upload may make the API hold, whatever it is made of: each of
+  // these is a readable result of the test (its devtools requests are
+  // there) with more beside it, and is refused for that, saying why.
+  const besides = (/** @type {{ name: string, data: Buffer, deflate?: boolean }[]} */ members) => writeZip([{ name: '1_devtools_requests.json.gz', data: devtools }, ...members])
+  /** @type {Record<string, [Buffer, RegExp]>} */
+  const bounded = {
+    // 12 MB of "{}," parses into 4 million objects, gigabytes of memory.
+    'JSON of millions of tiny values': [besides([{ name: '1_2_devtools_requests.json.gz', data: gzipSync(`[${'{},'.repeat(4_000_001)}{}]`) }]), /1_2_devtools_requests\.json\.gz holds more than 4000000 JSON values/],
+    'members that together inflate past the upload\'s cap': [besides(['1_screen.jpg', '1_2_screen.jpg', '1_3_screen.jpg', '1_4_screen.jpg']
+      .map((name) => ({ name, data: Buffer.alloc(30 * 1024 * 1024), deflate: true }))), /its members come to more than 100663296 bytes/],
+    'steps whose JSON together holds too many values': [besides(['1_2', '1_3', '1_4'].map((step) => ({ name: `${step}_devtools_requests.json.gz`, data: gzipSync(`[${'0,'.repeat(3_000_000)}0]`) }))),
+      /hold more than 8000000 JSON values in all/],
+    // Each under its cap, together 300 MB to gunzip, while the API waits.
+    'page data that together decompresses past the upload\'s cap': [((big) => besides(['1', '1_2', '1_3', '1_4', '1_5'].map((step) => ({ name: `${step}_page_data.json.gz`, data: big }))))(gzipSync(`"${'x'.repeat(60 * 1024 * 1024)}"`)),
+      /its JSON files decompress to more than 268435456 bytes in all/]
+  }
+  for (const [what, [zip, why]] of Object.entries(bounded)) {
+    const res = await workdone({ id, done: '1' }, zip)
+    assert.equal(res.status, 400, `${what}: ${res.body}`)
+    assert.match(JSON.parse(res.body).message, why, what)
   }
   const unknown = await workdone({ id: 'SPIKE_H3_0002', done: '1' }, ZIP.h3)
   assert.equal(unknown.status, 400, 'a test id h3lens never gave out')
@@ -523,4 +537,12 @@ test('an upload whose trace cannot be read keeps its run: the TTFB falls back to
   assert.deepEqual(fallback.notes.map((n) => n.code), ['wpt_ttfb_agent_clock'], 'the result says its TTFB is on the agent\'s clock')
   const [whole] = await readResultZip(recordedFile('131447_SPIKE_H3_0002_all_x_result.zip'))
   assert.equal(traceTtfb(whole.trace, whole.devtools?.requests[whole.devtools.pageData.final_base_page_request]), 136.9)
+  // Traces past what an upload may decompress are left out, never its devtools requests: the run stands without them.
+  const budget = { jsonTotalBytes: 1024 * 1024 }
+  const big = gzipSync(`{"traceEvents": [], "pad": "${'x'.repeat(2 * 1024 * 1024)}"}`)
+  // The big traces come first in the zip; the devtools requests are read before any trace all the same.
+  const many = [...['1_2', '1_3', '1_4'].map((step) => ({ name: `${step}_trace.json.gz`, data: big })), ...members]
+  const steps = await readResultZip(writeZip(many), budget)
+  assert.ok(steps.find((v) => v.step === 1)?.devtools, 'the run\'s devtools requests are read')
+  assert.deepEqual(steps.map((v) => [v.step, v.trace]), [[1, null], [2, null], [3, null], [4, null]], 'the traces past the budget are left out')
 })

@@ -76,10 +76,6 @@ export function toSubmission (m, { rtt, rttSource = null }) {
   /** @type {Record<string, any>} */
   const out = {}
   for (const k of COLUMNS) if (m[k] !== undefined) out[k] = m[k]
-  // The API takes an error of at most 4,000 characters; a longer one (a
-  // journey step's words around a page's error with its URL) is cut, not
-  // a refused round.
-  if (typeof out.error === 'string') out.error = out.error.slice(0, 4000)
   out.rtt_ms = rtt
   const { connect_rtt: connectRtt, ttfb_rtt: ttfbRtt, notes } = rttAccounting(
     { protocol: m.observed_protocol ?? null, connect_ms: m.connect_ms ?? null, ttfb_ms: m.ttfb_ms ?? null }, rtt)

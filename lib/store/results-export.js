@@ -10,18 +10,21 @@ import { ValidationError } from '../runtime/errors.js'
 export const EXPORT_FORMATS = ['csv', 'ndjson', 'json']
 
 /**
- * The parts of a result's details the export leaves out: the evidence, per
- * request and per origin, the net log's and the frames' records (served by
- * their own routes), and the samples, which have a column of their own.
- * What stays is what the analyses read besides the columns (why a run
- * failed, why its page came over its protocol, an A/A arm's protocol, a
- * journey's steps, a WebPageTest run's checks), so that a monitor restored
- * from its NDJSON export gives the same answers.
+ * The parts of a result's details the export keeps: what the analyses read
+ * besides the columns (why a run failed, why its page came over its
+ * protocol, an A/A arm's protocol, a journey's steps, a WebPageTest run's
+ * checks) and what says how a run was measured, so that a monitor restored
+ * from its NDJSON export gives the same answers. Left out is the evidence,
+ * which can run to MBs a run: per request and per origin (also a probe's
+ * warm-up load's and a repeat view's), the net log's and the frames'
+ * records (served by their own routes), and the samples, which have a
+ * column of their own.
  */
-export const DETAILS_LEFT_OUT = Object.freeze(['requests', 'origins', 'netlog', 'filmstrip', 'samples'])
+export const DETAILS_KEPT = Object.freeze(['failure_kind', 'protocol_reason', 'arm_protocol', 'forced_origins', 'journey', 'step', 'wpt',
+  'rtt_source', 'wall_ms', 'upload_bytes', 'target_url'])
 
 /**
- * Every result column, with `details` less DETAILS_LEFT_OUT; then
+ * Every result column, with `details` as far as DETAILS_KEPT; then
  * `samples`, a multi-sample probe's values (the parallel probe's requests,
  * the upload probe's POSTs, a journey step's duration), which its
  * comparison rests on; the import takes both back. Then filmstrip_url,
@@ -32,7 +35,7 @@ export const DETAILS_LEFT_OUT = Object.freeze(['requests', 'origins', 'netlog', 
 export const EXPORT_COLUMNS = [...RESULT_COLUMNS, 'samples', 'filmstrip_url']
 /** The export's columns as SQL. */
 export const EXPORT_SELECT = EXPORT_COLUMNS.map((c) => ({
-  details: `details ${DETAILS_LEFT_OUT.map((k) => `- '${k}'`).join(' ')} AS details`,
+  details: `(SELECT coalesce(jsonb_object_agg(key, value), '{}') FROM jsonb_each(details) WHERE key IN (${DETAILS_KEPT.map((k) => `'${k}'`).join(', ')})) AS details`,
   samples: "details->'samples' AS samples",
   filmstrip_url: `CASE WHEN details->'filmstrip'->>'uploaded' = 'true' THEN '/api/v1/results/' || id || '/filmstrip' END AS filmstrip_url`
 })[c] ?? c)

@@ -369,8 +369,9 @@ export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
       pending.push(tail)
       pendingLength += tail.length
       if (batch.length) yield batch
-      // Refused as soon as it is too long, not once all of it has come.
-      if (pendingLength > IMPORT_MAX_LINE_BYTES) throw lineError(n + 1, null, `is longer than ${IMPORT_MAX_LINE_BYTES} characters`)
+      // Refused as soon as it is too long, not once all of it has come (one
+      // more character may be the \r of a \r\n).
+      if (pendingLength > IMPORT_MAX_LINE_BYTES + 1) throw lineError(n + 1, null, `is longer than ${IMPORT_MAX_LINE_BYTES} characters`)
     }
     const rest = pending.join('') + decoder.end()
     n++

@@ -5,6 +5,7 @@
 // redirects before it, cross-checked against the agent's page-level TTFB
 // (./navigation.js). Which metric comes from where is the catalogue's (each
 // metric's `wpt`, ../metrics.js); a metric without it stays null.
+import { MAX_ERROR_LENGTH, storableText } from '../../runtime/text.js'
 import { normalizeProtocol } from '../protocol.js'
 import { advertisesH3 } from '../alt-svc.js'
 import { emptyResult } from '../result.js'
@@ -110,8 +111,10 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
  */
 export function failRun (row, error) {
   row.status = 'error'
-  row.error = error.slice(0, 4000)
+  row.error = storableText(error, MAX_ERROR_LENGTH)
   for (const c of TIMING_COLUMNS) row[c] = null
+  // A failed run's samples are no measurement either (and may be what made it fail).
+  if (row.details) delete row.details.samples
 }
 
 /**
@@ -166,7 +169,7 @@ function originsSeen (requests) {
     const lines = Array.isArray(r.headers?.response) ? r.headers.response : []
     const altSvc = lines.find((/** @type {unknown} */ l) => typeof l === 'string' && /^alt-svc:/i.test(l))
     if (altSvc) {
-      o.alt_svc = storable(altSvc.slice(altSvc.indexOf(':') + 1).trim(), 2000)
+      o.alt_svc = storableText(altSvc.slice(altSvc.indexOf(':') + 1).trim(), 2000)
       o.h3_advertised = advertisesH3(o.alt_svc)
     }
   }
@@ -186,16 +189,4 @@ const isObject = (/** @type {any} */ v) => v !== null && typeof v === 'object' &
 const num = (/** @type {any} */ v) => (typeof v === 'number' && Number.isFinite(v) ? v : null)
 const positive = (/** @type {any} */ v) => (num(v) !== null && v >= 0 && v < 3600000 ? v : null)
 const measured = (/** @type {any} */ v) => (positive(v) !== null && v > 0 ? v : null)
-const text = (/** @type {any} */ v, /** @type {number} */ max) => (typeof v === 'string' && v !== '' ? storable(v, max) : null)
-/**
- * An agent's string as PostgreSQL can store it: without NUL characters
- * (which neither text nor jsonb takes), at most `max` characters, and with
- * no half of a surrogate pair (the agent's own, or one the cut made) left:
- * such a half becomes U+FFFD.
- * @param {string} v
- * @param {number} max
- */
-function storable (v, max) {
-  return v.replaceAll('\0', '').slice(0, max).replace(LONE_SURROGATE, '\uFFFD')
-}
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+const text = (/** @type {any} */ v, /** @type {number} */ max) => (typeof v === 'string' && v !== '' ? storableText(v, max) : null)

@@ -24,6 +24,7 @@
 // journey and the named step it was in fail with the step named, named steps
 // before it stand, and those after it say they were not counted (the agent
 // may have run them; h3lens counts a journey up to its first failure).
+import { MAX_ERROR_LENGTH, storableText } from '../../runtime/text.js'
 import { describeStep, namedSteps } from '../journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
@@ -255,9 +256,9 @@ function judge (r, protocol, judged, fallback) {
  */
 function failWith (r, failure) {
   r.status = failure.status
-  // A result's error is at most 4,000 characters, as an agent's and an
+  // A result's error is at most MAX_ERROR_LENGTH, as an agent's and an
   // import's are: these add a step's words to what the agent said.
-  r.error = failure.error?.slice(0, 4000) ?? null
+  r.error = failure.error === null ? null : storableText(failure.error, MAX_ERROR_LENGTH)
   r.protocol_ok = false
   return r
 }

@@ -73,9 +73,15 @@ export async function readResultZip (buffer, limits = {}) {
   let inflated = 0
   /** A member's JSON, counted against jsonTotalBytes. @param {string} name @param {Buffer} data */
   const gunzipped = (name, data) => {
-    const json = gunzipJson(name, data, lim, lim.jsonTotalBytes - inflated)
-    inflated += json.length
-    return json
+    try {
+      const json = gunzipJson(name, data, lim, lim.jsonTotalBytes - inflated)
+      inflated += json.length
+      return json
+    } catch (/** @type {any} */ err) {
+      // What is left is spent: any further member fails at once.
+      if (err.wholeUpload) inflated = lim.jsonTotalBytes
+      throw err
+    }
   }
   /** A member's JSON that the upload keeps, counted against keptValues. @param {string} name @param {Buffer} data */
   const keep = (name, data) => {
@@ -83,7 +89,10 @@ export async function readResultZip (buffer, limits = {}) {
     kept += values
     return value
   }
-  for (const [name, data] of members) {
+  // Traces last: they are optional, and the JSON budget goes first to the
+  // members a result needs.
+  const ordered = [...members].sort(([a], [b]) => Number(a.endsWith('_trace.json.gz')) - Number(b.endsWith('_trace.json.gz')))
+  for (const [name, data] of ordered) {
     // readMembers keeps only the names MEMBER matches.
     const [, run, cached, stepText, kind] = /** @type {RegExpExecArray} */ (MEMBER.exec(name))
     const step = stepText === undefined ? 1 : Number(stepText)
@@ -104,8 +113,8 @@ export async function readResultZip (buffer, limits = {}) {
       // upload (the TTFB then falls back to the agent's own: ./navigation.js).
       try {
         view.trace = traceTimes(parseJson(name, gunzipped(name, data), lim).value)
-      } catch (/** @type {any} */ err) {
-        if (err.wholeUpload) throw err
+      } catch {
+        // Past its own limits or the upload's: the run does without.
         view.trace = null
       }
     } else {
