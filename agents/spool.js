@@ -14,7 +14,15 @@ export function createSpool (dir) {
     async put (jobId, payload) {
       await fs.mkdir(dir, { recursive: true })
       const tmp = `${fileOf(jobId)}.${process.pid}.tmp`
-      await fs.writeFile(tmp, JSON.stringify(payload))
+      // On disk before it is renamed into place: after a power cut the
+      // entry is whole or absent (its round then runs again), never empty.
+      const handle = await fs.open(tmp, 'w')
+      try {
+        await handle.writeFile(JSON.stringify(payload))
+        await handle.sync()
+      } finally {
+        await handle.close()
+      }
       await fs.rename(tmp, fileOf(jobId))
     },
     /** @param {number} jobId */
@@ -29,13 +37,20 @@ export function createSpool (dir) {
       for (const name of names) {
         const m = /^job-(\d+)\.json$/.exec(name)
         if (!m) continue
+        const file = path.join(dir, name)
+        let stat, text
         try {
-          const file = path.join(dir, name)
-          const [stat, text] = await Promise.all([fs.stat(file), fs.readFile(file, 'utf8')])
+          [stat, text] = await Promise.all([fs.stat(file), fs.readFile(file, 'utf8')])
+        } catch {
+          // Gone since the listing (submitted meanwhile), or not readable
+          // now (too many open files): left as it is, for the next flush.
+          continue
+        }
+        try {
           entries.push({ jobId: Number(m[1]), payload: JSON.parse(text), mtime: stat.mtimeMs })
         } catch {
           // A corrupt file cannot be submitted; keep it aside for inspection.
-          await fs.rename(path.join(dir, name), path.join(dir, `${name}.corrupt`)).catch(() => {})
+          await fs.rename(file, `${file}.corrupt`).catch(() => {})
         }
       }
       return entries.sort((a, b) => a.mtime - b.mtime).map(({ jobId, payload }) => ({ jobId, payload }))
