@@ -135,9 +135,15 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
   }
 
   /**
+   * Submit one spooled round. An entry the API is up but fails on (500: a
+   * fault of the API's with these results) stays in the spool and is sent
+   * again at every flush, but does not hold the agent up: the API takes
+   * other rounds, and one such entry would otherwise stop its location.
+   * When the API cannot take anything (unreachable, 503 while its database
+   * is down, 429, 408, a proxy's 502 or 504), the agent waits instead.
    * @param {number} jobId
    * @param {object} [payload] the spooled entry; read from the spool when left out
-   * @returns {Promise<boolean>} true when the entry left the spool
+   * @returns {Promise<boolean>} false when the API cannot take submissions now
    */
   async function submitSpooled (jobId, payload) {
     payload ??= (await spool.list()).find((e) => e.jobId === jobId)?.payload
@@ -152,6 +158,10 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
         await refused(jobId, err)
         return true
       }
+      if (err instanceof ApiError && err.status === 500) {
+        log.error({ job: jobId, err: err.message }, 'the API failed on these results; they stay in the spool and are sent again, and the agent goes on')
+        return true
+      }
       log.warn({ job: jobId, err: err.message }, 'results kept in spool; will resubmit')
       return false
     }
@@ -159,8 +169,10 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
 
   /**
    * Resubmit everything in the spool, SPOOL_BATCH_ROUNDS rounds a request
-   * (POST /agent/results, one transaction each); stop at the first
-   * transient failure. A lone entry goes through the single-round route.
+   * (POST /agent/results, one transaction each); stop as soon as the API
+   * cannot take submissions. A lone entry goes through the single-round
+   * route.
+   * @returns {Promise<boolean>} false when the API cannot take submissions now: the agent claims nothing until it can
    */
   async function flushSpool () {
     flushing ??= (async () => {
@@ -183,7 +195,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
    * One batch of spooled rounds. Each round's answer settles its entry as a
    * single submission's would: stored or refused for good leaves the spool.
    * @param {{ jobId: number, payload: any }[]} entries
-   * @returns {Promise<boolean>} false on a transient failure (all kept)
+   * @returns {Promise<boolean>} false when the API cannot take submissions now (all kept)
    */
   async function submitBatch (entries) {
     let answer
@@ -193,10 +205,11 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
         rounds: entries.map((e) => ({ job_id: e.jobId, results: e.payload.results }))
       })
     } catch (/** @type {any} */ err) {
-      if (err instanceof ApiError && err.permanent) {
+      if (err instanceof ApiError && (err.permanent || err.status === 500)) {
         // The batch as a whole was refused (an API without the route, a
-        // body too large, a value out of range): each round alone gets the
-        // answer that says which one, if any, is at fault.
+        // body too large, a value out of range) or failed on (500): each
+        // round alone gets the answer that says which one, if any, is at
+        // fault.
         for (const e of entries) if (!(await submitSpooled(e.jobId, e.payload))) return false
         return true
       }
@@ -315,7 +328,8 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
       // The loop waits for a released job's measurement: not waited for.
       if (finished.every(Boolean)) await loopDone
       const flushed = await flushSpool().catch(() => false)
-      if (!flushed) log.warn({ spool: spool.dir }, 'some results are still in the spool; they will be submitted on next start')
+      const left = await spool.list().then((l) => l.length, () => 0)
+      if (!flushed || left) log.warn({ spool: spool.dir, rounds: left }, 'some results are still in the spool; they will be submitted on next start')
     },
     flushSpool
   }

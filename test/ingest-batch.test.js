@@ -112,3 +112,36 @@ test('an agent flushes its spool through the batched route: every round stored o
   assert.deepEqual(stored, { n: 120, jobs: 60 })
   fs.rmSync(spool.dir, { recursive: true, force: true })
 })
+
+test('a spooled round the API fails on (500) stays in the spool without holding the agent up; an API it cannot reach does hold it', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true }, { allowPrivateTargets: true })
+  const me = await createAgentToken(t.db, { location: 'local' })
+  const [poison, ...good] = await leased(m.id, me.agent.id, 3)
+  const spool = createSpool(fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-spool-500-')))
+  for (const id of [poison, ...good]) await spool.put(id, { agent_version: 'test', results: [result('h2'), result('h3')] })
+  let reachable = true
+  // The real API, but for one round it fails on, as it would on a fault of its own with those results.
+  const client = {
+    /** @param {string} url @param {any} payload */
+    async call (url, payload) {
+      if (!reachable) throw new ApiError('API unreachable at http://127.0.0.1:1: ECONNREFUSED', 0)
+      const jobs = url === '/results' ? payload.rounds.map((r) => r.job_id) : [Number(url.split('/')[2])]
+      if (jobs.includes(poison)) throw new ApiError(`POST ${url} → 500: Internal Server Error`, 500)
+      const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent${url}`, headers: auth(me.token), payload })
+      if (res.statusCode !== 200) throw new ApiError(res.json().message, res.statusCode, res.json().code)
+      return res.json()
+    },
+    submitRounds (body) { return this.call('/results', body) },
+    submit (jobId, body) { return this.call(`/jobs/${jobId}/results`, body) }
+  }
+  const agent = createAgent(/** @type {any} */ ({ client, spool, runJob: async () => [], log: t.log, version: 'test' }))
+  assert.equal(await agent.flushSpool(), true, 'the agent may go on claiming')
+  assert.deepEqual((await spool.list()).map((e) => e.jobId), [poison], 'the round the API failed on stays, the others are stored')
+  const { rows: [stored] } = await t.db.query('SELECT count(DISTINCT job_id)::int AS jobs FROM results WHERE monitor_id = $1', [m.id])
+  assert.equal(stored.jobs, 2)
+  assert.equal(await agent.flushSpool(), true, 'alone, through the single-round route, the same')
+  reachable = false
+  assert.equal(await agent.flushSpool(), false, 'an API it cannot reach: the agent waits')
+  assert.deepEqual((await spool.list()).map((e) => e.jobId), [poison])
+  fs.rmSync(spool.dir, { recursive: true, force: true })
+})
