@@ -157,6 +157,11 @@ test('floods: past the rate per address, and per site, beacons get 429 and are n
     assert.equal(fromMany.filter((r) => r.statusCode === 204).length, 3, 'the site had 8 a minute, 5 of them used')
     assert.ok(fromMany.filter((r) => r.statusCode === 429).every((r) => r.json().code === 'rate_limited_site'))
     assert.equal((await limited.db.query('SELECT count(*)::int AS n FROM rum_beacons')).rows[0].n, 8)
+    // IPv6: one subscriber's /64 is one address to the limit, however many of its addresses send.
+    const other = await createSite(limited.db, { name: 'flooded over IPv6', origins: [ORIGIN] })
+    const fromOneNetwork = await Promise.all(Array.from({ length: 8 }, (_, i) => send(beacon({ key: other.key }), { address: `2001:db8:1:2::${i + 1}`, app: limited.app })))
+    assert.deepEqual(fromOneNetwork.map((r) => r.statusCode).sort(), [204, 204, 204, 204, 204, 429, 429, 429])
+    assert.ok(fromOneNetwork.filter((r) => r.statusCode === 429).every((r) => r.json().code === 'rate_limited_address'))
   } finally {
     await limited.close()
   }

@@ -7,6 +7,7 @@
 // it is acknowledged once its batch is committed (api/beacon-queue.js). Every
 // refusal is a 4xx that names its reason (and field), and is counted in
 // h3lens_rum_beacons_total; nothing refused is stored.
+import { isIPv6 } from 'node:net'
 import { decodeUtf8Body } from '../plugins/input-guard.js'
 import { BEACON_SCHEMA, implausibility, storedBeacon } from '../../lib/measurement/rum/beacon.js'
 import { browserOf } from '../../lib/measurement/rum/user-agent.js'
@@ -49,7 +50,7 @@ export default async function rumIngestRoutes (app) {
     const last = (Array.isArray(value) ? value.join(',') : value ?? '').split(',').pop()?.trim()
     return last || request.ip
   }
-  const perAddress = limiter(app.config.rumAddressPerMin ?? 600, addressOf)
+  const perAddress = limiter(app.config.rumAddressPerMin ?? 600, (request) => networkOf(addressOf(request)))
   const perSite = limiter(app.config.rumSitePerMin ?? 60000, (request) => request.body.key)
 
   app.get('/rum/v1/h3lens.js', {
@@ -180,6 +181,26 @@ function refuse (request, reply, status, outcome, message, field, retryAfter) {
   if (retryAfter) reply.header('retry-after', String(retryAfter))
   const error = /** @type {Record<number, string>} */ ({ 400: 'Bad Request', 403: 'Forbidden', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 503: 'Service Unavailable' })[status] ?? 'Error'
   return reply.code(status).send({ statusCode: status, error, message, code: outcome, ...(field ? { field } : {}) })
+}
+
+/**
+ * What the per-address limit counts by: an IPv4 address, or an IPv6
+ * address's /64, the network one subscriber is given (a client holding a
+ * /64 could otherwise send from 2^64 addresses, each with a limit of its
+ * own). An IPv4-mapped IPv6 address is its IPv4 address.
+ * @param {string} address
+ */
+export function networkOf (address) {
+  const a = address.replace(/%.*$/, '')
+  if (!isIPv6(a)) return a
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(a)
+  if (mapped) return mapped[1]
+  const [head, tail] = a.split('::')
+  const groups = (/** @type {string} */ part) => (part ? part.split(':') : [])
+  // An embedded IPv4 address at the end stands for two groups; only the first four matter here.
+  const width = (/** @type {string[]} */ g) => g.reduce((n, x) => n + (x.includes('.') ? 2 : 1), 0)
+  const full = tail === undefined ? groups(head) : [...groups(head), ...Array(8 - width(groups(head)) - width(groups(tail))).fill('0'), ...groups(tail)]
+  return `${full.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`
 }
 
 /**
