@@ -12,7 +12,7 @@
 // computed here, from every frame received; the frames kept are thinned to
 // one per 100 ms and capped (lib/measurement/visual.js).
 import { FRAME_WIDTH, thinFrames, visualMetrics } from '../lib/measurement/visual.js'
-import { request } from './http.js'
+import { putEvidence } from './http.js'
 
 /** After load, capture stops once no frame came for this long... */
 export const QUIET_MS = 1000
@@ -128,23 +128,8 @@ export function createFilmstripUploader ({ apiUrl, token, timeoutMs = 60_000, ca
    */
   return async function uploadFilmstrip (jobId, { mode, view, probe, frames }) {
     const body = JSON.stringify({ mode, view, probe, frames: frames.map((f) => ({ t_ms: f.t_ms, jpeg: f.jpeg.toString('base64') })) })
-    let res
-    try {
-      res = await request(`${apiUrl}/api/v1/agent/jobs/${jobId}/filmstrip`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body,
-        timeoutMs,
-        ca
-      })
-    } catch (/** @type {any} */ err) {
-      throw new Error(`filmstrip upload: API unreachable at ${apiUrl}: ${err.code ?? err.message}`)
-    }
-    if (res.status < 200 || res.status >= 300) {
-      let message = res.text
-      try { message = JSON.parse(res.text).message ?? res.text } catch {}
-      throw new Error(`filmstrip upload → ${res.status}: ${message.slice(0, 300)}`)
-    }
-    return JSON.parse(res.text)
+    return putEvidence(`${apiUrl}/api/v1/agent/jobs/${jobId}/filmstrip`, {
+      what: 'filmstrip upload', apiUrl, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body, timeoutMs, ca
+    })
   }
 }

@@ -55,3 +55,40 @@ export function request (url, { method = 'GET', headers = {}, body, timeoutMs, c
     req.end(body)
   })
 }
+
+/** Statuses that say "not now" rather than "not this": worth sending the same request again. */
+const TRANSIENT = new Set([408, 429, 502, 503, 504])
+/** The waits before the second and third tries of an evidence upload. */
+export const EVIDENCE_RETRY_MS = Object.freeze([1000, 3000])
+
+/**
+ * PUT a run's evidence (a net log, a filmstrip) to the API. Evidence is not
+ * spooled with the round's results, so a moment when the API cannot take it
+ * (unreachable, 503 while its database restarts, 429, a proxy's 502 or 504)
+ * gets two more tries, a few seconds apart, before the run records that its
+ * evidence was not kept. Any other answer is final.
+ * @param {string} url
+ * @param {{ what: string, apiUrl: string, headers: Record<string, string>, body: string | Buffer, timeoutMs: number, ca?: string[], retryMs?: readonly number[] }} opts
+ * @returns {Promise<any>} the answer's JSON
+ */
+export async function putEvidence (url, { what, apiUrl, headers, body, timeoutMs, ca, retryMs = EVIDENCE_RETRY_MS }) {
+  for (let attempt = 0; ; attempt++) {
+    let res = null
+    let unreachable = null
+    try {
+      res = await request(url, { method: 'PUT', headers, body, timeoutMs, ca })
+    } catch (/** @type {any} */ err) {
+      unreachable = `${what}: API unreachable at ${apiUrl}: ${err.code ?? err.message}`
+    }
+    if (res && res.status >= 200 && res.status < 300) return JSON.parse(res.text)
+    const again = attempt < retryMs.length && (unreachable !== null || TRANSIENT.has(/** @type {{ status: number }} */ (res).status))
+    if (!again) {
+      if (unreachable) throw new Error(unreachable)
+      const answer = /** @type {{ status: number, text: string }} */ (res)
+      let message = answer.text
+      try { message = JSON.parse(answer.text).message ?? answer.text } catch {}
+      throw new Error(`${what} → ${answer.status}: ${message.slice(0, 300)}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, retryMs[attempt]))
+  }
+}

@@ -8,7 +8,7 @@ import { gzip as gzipCallback } from 'node:zlib'
 import { summarizeNetlog, parseNetlog } from '../lib/measurement/netlog.js'
 
 export { compactSummary } from '../lib/measurement/netlog.js'
-import { request } from './http.js'
+import { putEvidence } from './http.js'
 
 const gzip = promisify(gzipCallback)
 
@@ -51,23 +51,8 @@ export function createNetlogUploader ({ apiUrl, token, timeoutMs = 60_000, ca })
    */
   return async function uploadNetlog (jobId, { mode, view, probe, kind, rawBytes, gzip: body }) {
     const q = new URLSearchParams({ mode, view, probe, kind, raw_bytes: String(rawBytes) })
-    let res
-    try {
-      res = await request(`${apiUrl}/api/v1/agent/jobs/${jobId}/netlog?${q}`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' },
-        body,
-        timeoutMs,
-        ca
-      })
-    } catch (/** @type {any} */ err) {
-      throw new Error(`net log upload: API unreachable at ${apiUrl}: ${err.code ?? err.message}`)
-    }
-    if (res.status < 200 || res.status >= 300) {
-      let message = res.text
-      try { message = JSON.parse(res.text).message ?? res.text } catch {}
-      throw new Error(`net log upload → ${res.status}: ${message.slice(0, 300)}`)
-    }
-    return JSON.parse(res.text)
+    return putEvidence(`${apiUrl}/api/v1/agent/jobs/${jobId}/netlog?${q}`, {
+      what: 'net log upload', apiUrl, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' }, body, timeoutMs, ca
+    })
   }
 }
