@@ -11,7 +11,7 @@ import { replayAgent, recordedRequests, recordedFile } from '../dev/fake-wptagen
 import { rewriteResultZip, writeZip, readZip } from '../dev/wpt-zip.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
-import { createWptKey, wptAgent } from '../lib/store/wpt-keys.js'
+import { createWptKey, wptAgent, MAX_WPT_AGENTS_PER_LOCATION } from '../lib/store/wpt-keys.js'
 import { nextTest } from '../lib/store/wpt-tests.js'
 import { wptJob } from '../lib/measurement/wpt/job.js'
 import { navigationTimings } from '../lib/measurement/wpt/navigation.js'
@@ -389,6 +389,19 @@ test('a long redirect chain is read in one pass', () => {
   assert.equal(t.check.base_ttfb_ms, 300_010)
   // The page's own figure is this navigation's: nothing outside the chain started before it.
   assert.equal(t.check.page_ttfb_is_navigation, true)
+})
+
+test('a location\'s key makes at most MAX_WPT_AGENTS_PER_LOCATION agents by naming them; those it has go on', async () => {
+  await upsertLocation(t.db, { id: 'wpt-many', name: 'WPT many names', region: 'Europe', kind: 'wpt' })
+  const manyKey = (await createWptKey(t.db, { location: 'wpt-many' })).key
+  await t.db.query("INSERT INTO agents (location_id, name, kind) SELECT 'wpt-many', 'node-' || g, 'wpt' FROM generate_series(1, $1) g", [MAX_WPT_AGENTS_PER_LOCATION])
+  const known = await getwork('node-7', manyKey, 'wpt-many')
+  assert.equal(known.status, 200, known.body)
+  const named = await getwork('one-more', manyKey, 'wpt-many')
+  assert.equal(named.status, 400, named.body)
+  assert.match(named.body, new RegExp(`location wpt-many has ${MAX_WPT_AGENTS_PER_LOCATION} WebPageTest agents, the most it may have`))
+  const { rows: [{ n }] } = await t.db.query("SELECT count(*)::int AS n FROM agents WHERE location_id = 'wpt-many'")
+  assert.equal(n, MAX_WPT_AGENTS_PER_LOCATION)
 })
 
 test('wrong keys get 403, then 429 for that address and location; the right key always passes', async () => {

@@ -38,11 +38,20 @@ export async function wptKeyValid (db, { location, key }) {
 }
 
 /**
+ * The wptagent nodes a location may have. A node is named by its `pc`,
+ * which its key's holder chooses; past this, a new name is refused rather
+ * than made a row, so a key cannot fill the agents table and the
+ * Locations page with names. Nodes already known go on.
+ */
+export const MAX_WPT_AGENTS_PER_LOCATION = 500
+
+/**
  * The agent row of one wptagent (`pc`) at a location, created on its first
  * call, marked seen (its heartbeat) with the version it reports.
  * @param {import('pg').Pool} db
  * @param {{ location: string, pc: string, version?: string | null }} q
  * @returns {Promise<{ id: number, location_id: string, name: string }>}
+ * @throws {ValidationError} (pc) for a new name at a location with MAX_WPT_AGENTS_PER_LOCATION nodes
  */
 export async function wptAgent (db, { location, pc, version = null }) {
   // Looked up first: an INSERT that meets a conflict still uses up an id,
@@ -56,6 +65,10 @@ export async function wptAgent (db, { location, pc, version = null }) {
   if (known) {
     await touchAgent(db, known.id, { version: version ?? undefined })
     return known
+  }
+  const { rows: [{ n }] } = await db.query("SELECT count(*)::int AS n FROM agents WHERE location_id = $1 AND kind = 'wpt'", [location])
+  if (n >= MAX_WPT_AGENTS_PER_LOCATION) {
+    throw new ValidationError(`pc: location ${location} has ${n} WebPageTest agents, the most it may have; "${String(pc).slice(0, 100)}" is not one of them (each pc= name becomes an agent of the location)`, 'pc')
   }
   const { rows: [created] } = await db.query(
     `INSERT INTO agents (location_id, name, kind, version, last_seen_at) VALUES ($1, $2, 'wpt', $3, now())
