@@ -7,9 +7,9 @@
 // it is acknowledged once its batch is committed (api/beacon-queue.js). Every
 // refusal is a 4xx that names its reason (and field), and is counted in
 // h3lens_rum_beacons_total; nothing refused is stored.
-import { isIPv6 } from 'node:net'
 import { decodeUtf8Body } from '../plugins/input-guard.js'
 import { BEACON_SCHEMA, implausibility, storedBeacon } from '../../lib/measurement/rum/beacon.js'
+import { parseIPv6 } from '../../lib/measurement/addresses.js'
 import { browserOf } from '../../lib/measurement/rum/user-agent.js'
 import { openCountryDatabase } from '../../lib/measurement/rum/country.js'
 import { currentSnippet } from '../../lib/measurement/rum/snippet.js'
@@ -191,16 +191,10 @@ function refuse (request, reply, status, outcome, message, field, retryAfter) {
  * @param {string} address
  */
 export function networkOf (address) {
-  const a = address.replace(/%.*$/, '')
-  if (!isIPv6(a)) return a
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(a)
-  if (mapped) return mapped[1]
-  const [head, tail] = a.split('::')
-  const groups = (/** @type {string} */ part) => (part ? part.split(':') : [])
-  // An embedded IPv4 address at the end stands for two groups; only the first four matter here.
-  const width = (/** @type {string[]} */ g) => g.reduce((n, x) => n + (x.includes('.') ? 2 : 1), 0)
-  const full = tail === undefined ? groups(head) : [...groups(head), ...Array(8 - width(groups(head)) - width(groups(tail))).fill('0'), ...groups(tail)]
-  return `${full.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`
+  const g = parseIPv6(address.replace(/%.*$/, ''))
+  if (!g) return address
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return `${g[6] >> 8}.${g[6] & 255}.${g[7] >> 8}.${g[7] & 255}`
+  return `${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`
 }
 
 /**
