@@ -131,6 +131,7 @@ test('bad lines are refused with the line and the field at fault', async () => {
     [{ time: at(1), location_id: 'local', mode: 'h2', details: [1] }, 'line 2: details', /must be an object/],
     [{ time: at(1), location_id: 'local', mode: 'h2', details: { note: 'a\u0000b' } }, 'line 2: details', /NUL/],
     [{ time: at(1), location_id: 'local', mode: 'h2', probe: 'parallel', details: { samples: [-1e299, 'x'] } }, 'line 2: details.samples', /\[0\] must be a number from 0 to 3600000/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', probe: 'parallel', samples: [12, 'x'] }, 'line 2: samples', /\[1\] must be a number from 0 to 3600000/],
     [{ time: at(0), location_id: 'local', mode: 'h2' }, 'line 2: mode', /repeats the h2\/first\/page result/]
   ]
   for (const [line, field, message] of cases) {

@@ -22,7 +22,7 @@ import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { isJourneyProbe } from '../measurement/probes/journey.js'
 import { VIEWS } from '../measurement/result.js'
 import { BROWSERS } from '../measurement/browsers/index.js'
-import { checkResults, badSamples, MAX_SAMPLES } from '../measurement/checks.js'
+import { checkResults, badSamples } from '../measurement/checks.js'
 import { normalizeProtocol } from '../measurement/protocol.js'
 
 export const IMPORT_MAX_LINES = 100_000
@@ -105,8 +105,9 @@ const FIELDS = {
   // rests on (its requests, uploads, a journey step's duration), kept in
   // details.samples as an agent sends it.
   samples: (v) => nullable(v, () => {
-    if (!Array.isArray(v) || v.length > MAX_SAMPLES) throw new FieldProblem(`must be a list of at most ${MAX_SAMPLES} numbers (ms)`)
-    return v.map((x) => number(x, 0, 3600000))
+    const problem = badSamples(v)
+    if (problem) throw new FieldProblem(problem)
+    return v
   })
 }
 
