@@ -200,20 +200,22 @@ export default async function wptRoutes (app) {
     if (!agent) return reply
     const q = request.query
     try {
-      await checkUpload(app.db, { agent, testId: q.id, run: q.run ?? null, cached: q.cached === undefined ? null : q.cached === 1 })
+      const run = q.run ?? null
+      const cached = q.cached === undefined ? null : q.cached === 1
+      const test = await checkUpload(app.db, { agent, testId: q.id, run, cached })
       const zip = request.isMultipart() ? await uploadedZip(request) : null
       const agentError = q.error ? String(q.error) : null
       if (!zip && !agentError) throw new ValidationError('file: workdone needs the result.zip as multipart field "file"', 'file')
       const views = zip ? await readResultZip(zip) : []
       const ack = await receiveWorkdone(app.db, {
         agent,
-        testId: q.id,
+        test,
         views,
         agentError,
         // Without run= the upload is the whole test; sharded ones say done=1 on the last.
-        done: q.run === undefined || q.done === '1',
-        run: q.run ?? null,
-        cached: q.cached === undefined ? null : q.cached === 1
+        done: run === null || q.done === '1',
+        run,
+        cached
       })
       for (const v of ack.implausible) {
         request.log.warn({ test: q.id, location: q.location, agent: q.pc, view: v.view, reason: v.reason }, 'WPT upload stored as an error result: its timings cannot be true')

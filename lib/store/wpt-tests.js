@@ -257,13 +257,14 @@ export async function checkUpload (db, { agent, testId, run = null, cached = nul
  * the upload completes its test (`done`), and the round's other arm is in
  * too, both become results and the round is done.
  * @param {import('pg').Pool} db
- * @param {{ agent: { id: number, location_id: string, name?: string }, testId: string, views: UploadedView[], agentError?: string | null,
+ * @param {{ agent: { id: number, location_id: string, name?: string }, test: any, views: UploadedView[], agentError?: string | null,
  *   done: boolean, run?: number | null, cached?: boolean | null }} upload
+ *   test: the upload's test as checkUpload found it, before the zip was read
  * @returns {Promise<{ stored: number, duplicates: number, round_done: boolean, implausible: { view: string, reason: string }[] }>}
  *   implausible: the views stored as error results because their values could not be true
  */
-export async function receiveWorkdone (db, { agent, testId, views, agentError = null, done, run = null, cached = null }) {
-  const test = await checkUpload(db, { agent, testId, run, cached })
+export async function receiveWorkdone (db, { agent, test, views, agentError = null, done, run = null, cached = null }) {
+  const testId = test.test_id
   for (const v of views) {
     const zipTestId = v.devtools?.pageData?.testID
     if (zipTestId !== undefined && zipTestId !== testId) throw new ValidationError(`result.zip is for test "${String(zipTestId).slice(0, 100)}", not ${testId}`, 'file')
