@@ -6,7 +6,7 @@ import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
 import { FORCED_MODES, MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
-import { VIEWS } from '../lib/measurement/result.js'
+import { MAX_REQUESTS, VIEWS } from '../lib/measurement/result.js'
 import { BROWSERS, DEFAULT_BROWSERS } from '../lib/measurement/browsers/index.js'
 import { JOURNEY_LIMITS, STEP_PROBE_PATTERN } from '../lib/measurement/probes/journey.js'
 import { ACTION_NAMES } from '../lib/measurement/journey/steps.js'
@@ -401,7 +401,7 @@ export const submittedResult = {
     measured_at: { type: 'string', format: 'date-time' },
     ...Object.fromEntries(TIMING_COLUMNS.map((c) => [c, timing])),
     bytes: { type: ['integer', 'null'], minimum: 0, maximum: 1e12 },
-    requests: { type: ['integer', 'null'], minimum: 0, maximum: 100000 },
+    requests: { type: ['integer', 'null'], minimum: 0, maximum: MAX_REQUESTS },
     h3_request_share: { type: ['number', 'null'], minimum: 0, maximum: 1 },
     h3_byte_share: { type: ['number', 'null'], minimum: 0, maximum: 1 },
     rtt_ms: timing,

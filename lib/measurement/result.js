@@ -28,6 +28,9 @@ export const VIEWS_OF_MODE = Object.freeze({
 /** The views the forced comparison (H2 against H3) has. */
 export const FORCED_VIEWS = VIEWS_OF_MODE.h2
 
+/** A load's requests at most (results.requests): a page with more is no page a browser loads. */
+export const MAX_REQUESTS = 100_000
+
 /** Fields of a result besides its round's keys (time, job, monitor, location, agent), as stored and exported. */
 export const RESULT_FIELDS = Object.freeze([
   'mode', 'view', 'probe', 'status', 'error', 'observed_protocol', 'protocol_ok', ...TIMING_COLUMNS, 'bytes', 'requests',

@@ -2,6 +2,7 @@
 // used, whether it advertises HTTP/3 (Alt-Svc) and over which protocols it
 // was really served. Fed from the `origins` evidence the agent attaches to
 // each result (details.origins), when the results are stored.
+import { MAX_REQUESTS } from '../measurement/result.js'
 
 /**
  * @typedef {{ origin: string, alt_svc: string | null, h3_advertised: boolean, requests: { h3?: number, h2?: number, other?: number } }} OriginEvidence
@@ -32,9 +33,9 @@ export async function recordCapabilities (db, { monitorId, locationId, rows }) {
       if (typeof o?.origin !== 'string' || !/^https?:\/\/[^/\s]+$/.test(o.origin) || o.origin.length > 300) continue
       let agg = byOrigin.get(o.origin)
       if (!agg) byOrigin.set(o.origin, (agg = { altSvc: null, advertised: null, advertisedAt: null, h3: 0, h2: 0, other: 0, h3At: null, seenAt }))
-      // v: a count from the result's details (JSON); one no page makes (a
-      // load has at most 100,000 requests, as results.requests) counts nothing.
-      const n = (/** @type {any} */ v) => (Number.isInteger(v) && v > 0 && v <= 100000 ? v : 0)
+      // v: a count from the result's details (JSON); one no page makes
+      // (more than a load's MAX_REQUESTS) counts nothing.
+      const n = (/** @type {any} */ v) => (Number.isInteger(v) && v > 0 && v <= MAX_REQUESTS ? v : 0)
       agg.h3 += n(o.requests?.h3)
       agg.h2 += n(o.requests?.h2)
       agg.other += n(o.requests?.other)

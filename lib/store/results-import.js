@@ -20,7 +20,7 @@ import { TIMING_COLUMNS } from '../measurement/metrics.js'
 import { expectedProtocolFor, MODES } from '../measurement/modes.js'
 import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { isJourneyProbe } from '../measurement/probes/journey.js'
-import { VIEWS } from '../measurement/result.js'
+import { MAX_REQUESTS, VIEWS } from '../measurement/result.js'
 import { BROWSERS } from '../measurement/browsers/index.js'
 import { checkResults, badSamples } from '../measurement/checks.js'
 import { normalizeProtocol } from '../measurement/protocol.js'
@@ -81,7 +81,7 @@ const FIELDS = {
   ...Object.fromEntries(TIMING_COLUMNS.map((c) => [c, (v) => nullable(v, () => number(v, 0, 3600000))])),
   // The export writes bigint columns as text (node-postgres reads int8 so).
   bytes: (v) => nullable(v, () => integer(typeof v === 'string' && /^\d{1,13}$/.test(v) ? Number(v) : v, 0, 1e12)),
-  requests: (v) => nullable(v, () => integer(v, 0, 100000)),
+  requests: (v) => nullable(v, () => integer(v, 0, MAX_REQUESTS)),
   h3_request_share: (v) => nullable(v, () => number(v, 0, 1)),
   h3_byte_share: (v) => nullable(v, () => number(v, 0, 1)),
   rtt_ms: (v) => nullable(v, () => number(v, 0, 3600000)),
