@@ -27,10 +27,13 @@ before(async () => {
   const db = database.pool
   await upsertLocation(db, { id: 'lab-eu', name: 'Europe (lab)', region: 'Europe', kind: 'lab', profile: { rtt_ms: 30 } })
   monitor = await createMonitor(db, { url: 'https://lab.h3lens.test:8443/page-15k.html', locations: ['lab-eu'], modes: ['h2', 'h3'], browsers: ['chromium', 'firefox'], interval_s: 60, paused: true })
+  // One minute read once: a clock reading per round could cross a minute
+  // between two rounds and give both the same due time.
+  const minute = Math.floor(Date.now() / 60e3) * 60e3
   for (const browser of ['chromium', 'firefox']) {
     for (let i = 1; i <= ROUNDS; i++) {
       const { rows: [job] } = await db.query(`INSERT INTO jobs (monitor_id, location_id, browser, due_at, state)
-        VALUES ($1, 'lab-eu', $2, date_trunc('minute', now()) - make_interval(mins => $3), 'done') RETURNING id, monitor_id, location_id, browser, due_at`, [monitor.id, browser, i])
+        VALUES ($1, 'lab-eu', $2, $3, 'done') RETURNING id, monitor_id, location_id, browser, due_at`, [monitor.id, browser, new Date(minute - i * 60e3)])
       const h3 = browser === 'chromium' ? 160 : 200
       const noise = (i % 7) - 3
       const version = browser === 'chromium' ? 'Chrome/156.0.8078.79' : 'firefox/153.0'

@@ -136,8 +136,11 @@ async function replayJourney (j, rounds) {
   const jobs = []
   /** @type {import('../dev/fake-wptagent.js').Sent[]} */
   const sent = []
-  for (const round of rounds) {
-    await t.db.query("INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, $2, date_trunc('minute', now()) - make_interval(mins => $3))", [m.id, LOCATION, jobs.length])
+  // One minute read once: a clock reading per round could cross a minute
+  // between two rounds and give both the same due time.
+  const minute = Math.floor(Date.now() / 60e3) * 60e3
+  for (const [i, round] of rounds.entries()) {
+    await t.db.query('INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, $2, $3)', [m.id, LOCATION, new Date(minute - i * 60e3)])
     const replayed = await replayAgent({
       server, records: AGENT, location: LOCATION, key, pc: 'wpt27',
       result: async (job) => ({ zip: await rewriteResultZip(recordedFile(path.join(DIR, round[arm(job)])), { testId: job['Test ID'] }) })
