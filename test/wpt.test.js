@@ -301,6 +301,8 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
   await monitorWithRounds({})
   const job = (await getwork('spike4')).job
   const id = job['Test ID']
+  /** An upload from spike4, the agent the test was given to. */
+  const fromItsAgent = (/** @type {Record<string, string>} */ query, /** @type {Buffer | undefined} */ zip) => workdone({ pc: 'spike4', ...query }, zip)
   const devtools = (await unzipMembers(await forTest(ZIP.h3, job))).find((m) => m.name === '1_devtools_requests.json.gz')?.data
   assert.ok(devtools)
   const cases = {
@@ -314,7 +316,7 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
     'another test\'s zip': await rewriteResultZip(ZIP.h3, { testId: 'SPIKE_H3_0002' })
   }
   for (const [what, zip] of Object.entries(cases)) {
-    const res = await workdone({ id, done: '1' }, zip)
+    const res = await fromItsAgent({ id, done: '1' }, zip)
     assert.equal(res.status, 400, `${what}: ${res.body}`)
   }
   // What one upload may make the API hold, whatever it is made of: each of
@@ -334,24 +336,29 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
       /its JSON files decompress to more than 268435456 bytes in all/]
   }
   for (const [what, [zip, why]] of Object.entries(bounded)) {
-    const res = await workdone({ id, done: '1' }, zip)
+    const res = await fromItsAgent({ id, done: '1' }, zip)
     assert.equal(res.status, 400, `${what}: ${res.body}`)
     assert.match(JSON.parse(res.body).message, why, what)
   }
-  const unknown = await workdone({ id: 'SPIKE_H3_0002', done: '1' }, ZIP.h3)
+  // Another agent of the location holds the same key; the test is not its.
+  const otherAgent = await fromItsAgent({ id, done: '1', pc: 'spike1' }, await forTest(ZIP.h3, job))
+  assert.equal(otherAgent.status, 400, otherAgent.body)
+  assert.equal(JSON.parse(otherAgent.body).field, 'pc')
+  assert.match(JSON.parse(otherAgent.body).message, /was given to another agent of location wpt-eu, not to spike1/)
+  const unknown = await fromItsAgent({ id: 'SPIKE_H3_0002', done: '1' }, ZIP.h3)
   assert.equal(unknown.status, 400, 'a test id h3lens never gave out')
   assert.equal(JSON.parse(unknown.body).field, 'id')
   // The test asked for no repeat view: an upload calling itself one is no result of it.
-  const repeat = await workdone({ id, run: '1', cached: '1', done: '1' }, await forTest(ZIP.h3, job))
+  const repeat = await fromItsAgent({ id, run: '1', cached: '1', done: '1' }, await forTest(ZIP.h3, job))
   assert.equal(repeat.status, 400, repeat.body)
   assert.equal(JSON.parse(repeat.body).field, 'cached')
-  assert.equal((await workdone({ id, run: '2', cached: '0', done: '1' }, await forTest(ZIP.h3, job))).status, 400, 'a second run')
+  assert.equal((await fromItsAgent({ id, run: '2', cached: '0', done: '1' }, await forTest(ZIP.h3, job))).status, 400, 'a second run')
   // Another location's key does not reach this location's tests.
   await upsertLocation(t.db, { id: 'wpt-ap', name: 'WPT Singapore', region: 'Asia', kind: 'wpt' })
   const apKey = (await createWptKey(t.db, { location: 'wpt-ap' })).key
-  const elsewhere = await workdone({ id, done: '1', location: 'wpt-ap', key: apKey }, await forTest(ZIP.h3, job))
+  const elsewhere = await fromItsAgent({ id, done: '1', location: 'wpt-ap', key: apKey }, await forTest(ZIP.h3, job))
   assert.equal(elsewhere.status, 400, elsewhere.body)
-  assert.equal((await workdone({ id, done: '1', location: 'wpt-ap', key }, await forTest(ZIP.h3, job))).status, 403, 'nor its key another location')
+  assert.equal((await fromItsAgent({ id, done: '1', location: 'wpt-ap', key }, await forTest(ZIP.h3, job))).status, 403, 'nor its key another location')
   const { rows: [n] } = await t.db.query('SELECT count(*)::int AS n FROM wpt_runs WHERE test_id = $1', [id])
   assert.equal(n.n, 0)
 })

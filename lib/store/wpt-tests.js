@@ -227,18 +227,21 @@ export async function getTest (db, testId) {
 
 /**
  * What an upload says of itself before its zip is read: a test this
- * location was given, of the one run h3lens asks for, and a repeat view
- * (cached=1) only where the test asked for one. Checked before the zip is
+ * location gave this agent, of the one run h3lens asks for, and a repeat
+ * view (cached=1) only where the test asked for one. Checked before the zip is
  * read, so that an upload for no test costs no decompression, and a repeat
  * view the test never had cannot stand in for the first view it did.
  * @param {import('pg').Pool} db
- * @param {{ agent: { location_id: string }, testId: string, run?: number | null, cached?: boolean | null }} upload
+ * @param {{ agent: { id: number, location_id: string, name?: string }, testId: string, run?: number | null, cached?: boolean | null }} upload
  * @returns {Promise<any>} the test (its wpt_tests row)
- * @throws {ValidationError} naming id, run or cached
+ * @throws {ValidationError} naming id, pc, run or cached
  */
 export async function checkUpload (db, { agent, testId, run = null, cached = null }) {
   const test = await getTest(db, testId)
   if (!test || test.location_id !== agent.location_id) throw new ValidationError(`id: no test "${String(testId).slice(0, 100)}" was given to location ${agent.location_id}`, 'id')
+  // The agent that ran it uploads it: another of the location's agents
+  // holds the same key, and its upload would be filed under this one.
+  if (String(test.agent_id) !== String(agent.id)) throw new ValidationError(`pc: test ${testId} was given to another agent of location ${agent.location_id}, not to ${agent.name ?? agent.id}`, 'pc')
   if (run !== null && run !== 1) throw new ValidationError(`run: ${run}; h3lens asks for one run per test`, 'run')
   if (cached && !test.repeat_view) throw new ValidationError(`cached: test ${testId} asked for no repeat view; cached=1 names one`, 'cached')
   return test
