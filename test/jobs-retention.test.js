@@ -10,6 +10,7 @@ import { pruneFinishedJobs } from '../lib/store/jobs.js'
 // Recent enough for the default 24 h comparison window.
 const BASE = Math.floor((Date.now() - 6 * 3600e3) / 60e3) * 60e3
 const at = (i) => new Date(BASE + i * 60e3).toISOString()
+const WINDOW = new URLSearchParams({ from: at(-60), to: new Date(Math.ceil(Date.now() / 3600e3) * 3600e3 + 3600e3).toISOString() }).toString()
 
 let t
 before(async () => { t = await createTestApp({ H3LENS_JOBS_RETENTION_DAYS: '7' }) })
@@ -40,10 +41,12 @@ async function userView (monitorId) {
     assert.equal(res.statusCode, 200, res.body)
     return res.json()
   }
+  // One window for both reads: the default one ends now, rounded up to 5
+  // minutes, and a 5-minute mark between the two reads would move it.
   const results = await read(`/api/v1/monitors/${monitorId}/results?limit=1000`)
-  const comparison = await read(`/api/v1/monitors/${monitorId}/comparison`)
+  const comparison = await read(`/api/v1/monitors/${monitorId}/comparison?${WINDOW}`)
   delete comparison.computed_at
-  const trends = await read(`/api/v1/monitors/${monitorId}/trends?bucket=1h&percentiles=50`)
+  const trends = await read(`/api/v1/monitors/${monitorId}/trends?bucket=1h&percentiles=50&${WINDOW}`)
   return { results, comparison, trends }
 }
 

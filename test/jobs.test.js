@@ -231,7 +231,7 @@ test('a monitor whose rounds time out twice in a row is backed off where they di
   // The round due now falls before the back-off's end: skipped, saying why.
   await t.db.query("UPDATE monitors SET anchor_at = now() - interval '1 second' WHERE id = $1", [m.id])
   await scheduleDueJobs(t.db, { maxAttempts: 3 })
-  const { rows: [skipped] } = await t.db.query("SELECT state, last_error FROM jobs WHERE monitor_id = $1 AND due_at > now() - interval '2 seconds'", [m.id])
+  const { rows: [skipped] } = await t.db.query('SELECT state, last_error FROM jobs WHERE monitor_id = $1 ORDER BY due_at DESC LIMIT 1', [m.id])
   assert.equal(skipped.state, 'skipped')
   assert.equal(skipped.last_error, `skipped: backed off: the last 2 rounds timed out (its next round runs at ${new Date(off.until).toISOString().replace(/\.\d+Z$/, 'Z')})`)
 
