@@ -239,8 +239,8 @@ export async function getTest (db, testId) {
 export async function checkUpload (db, { agent, testId, run = null, cached = null }) {
   const test = await getTest(db, testId)
   if (!test || test.location_id !== agent.location_id) throw new ValidationError(`id: no test "${String(testId).slice(0, 100)}" was given to location ${agent.location_id}`, 'id')
-  // The agent that ran it uploads it: another of the location's agents
-  // holds the same key, and its upload would be filed under this one.
+  // Only the agent the test was given to uploads it: the location's other
+  // agents hold the same key, and their upload would be filed under it.
   if (String(test.agent_id) !== String(agent.id)) throw new ValidationError(`pc: test ${testId} was given to another agent of location ${agent.location_id}, not to ${agent.name ?? agent.id}`, 'pc')
   if (run !== null && run !== 1) throw new ValidationError(`run: ${run}; h3lens asks for one run per test`, 'run')
   if (cached && !test.repeat_view) throw new ValidationError(`cached: test ${testId} asked for no repeat view; cached=1 names one`, 'cached')
