@@ -9,7 +9,8 @@
 //
 // Uses DATABASE_URL or an embedded PostgreSQL in a temporary data dir (on
 // port 54393, or --pg-port).
-// Targets: ≤ 5% of A/A cells flagged in every scenario; no selective-failure
+// Targets: ≤ 5% of A/A cells flagged in every scenario, and no more tables
+// with a flag than a 5% rate gives; no selective-failure
 // or regional-mix scenario reads as an H3 gain (H3-faster cells no more often
 // than chance allows one side, 2.5%, and never in the all-locations column);
 // ≥ 80% power for a 10% gain at 500 matched rounds.
@@ -50,6 +51,22 @@ const lifecycle = createLifecycle(log)
 /** Repetitions: enough tables to see a 5% rate, fewer for the largest. */
 const repsFor = (s) => Number(values.reps ?? (values.quick ? (s.rounds > 1000 ? 2 : 6) : (s.rounds > 2000 ? 10 : s.rounds > 600 ? 30 : 40)))
 const pct = (a, b) => (b ? `${(a / b * 100).toFixed(1)}%` : '—')
+
+/**
+ * Whether k of n tables with a flag are more than a 5% rate gives: the
+ * chance of k or more at 5% is below 5%.
+ * @param {number} k
+ * @param {number} n
+ */
+function tooManyTables (k, n) {
+  let tail = 0
+  let term = 0.95 ** n // P(X = 0)
+  for (let x = 0; x <= n; x++) {
+    if (x >= k) tail += term
+    term *= (n - x) / (x + 1) * (0.05 / 0.95)
+  }
+  return tail < 0.05
+}
 
 try {
   const { pool } = await openDatabase({ config, log, lifecycle, poolMax: 4 })
@@ -101,7 +118,9 @@ try {
     let target
     if (s.gain) target = s.gain === 0.1 ? (m.faster / m.tested >= 0.8 ? 'power ≥ 80%: met' : 'power ≥ 80%: MISSED') : 'power (reported)'
     else if (s.losesRounds) target = m.flagged / m.tested <= 0.05 && noGain ? 'matched ≤ 5%, no H3 gain: met' : 'matched ≤ 5%, no H3 gain: MISSED'
-    else target = m.flagged / m.tested <= 0.05 && i.flagged / i.tested <= 0.05 ? '≤ 5%: met' : '≤ 5%: MISSED'
+    // And at most 5% of its tables may claim anything: missed when the
+    // tables with a flag are more than a 5% chance gives (one-sided, 5%).
+    else target = m.flagged / m.tested <= 0.05 && i.flagged / i.tested <= 0.05 && !tooManyTables(m.tables, reps) ? '≤ 5%: met' : '≤ 5%: MISSED'
     const fv = Object.entries(failures).map(([k, n]) => `${k} ${n}`).join(', ')
     console.log(`| ${s.name} | ${reps} | ${pct(m.flagged, m.tested)} of ${m.tested} | ${m.tables}/${reps} | ${pct(i.flagged, i.tested)} of ${i.tested} | ${m.faster} (${m.allFaster}) / ${i.faster} (${i.allFaster}) | ${fv} | ${s.gain ? pct(m.faster, m.tested) : '—'} | ${target} |`)
   }

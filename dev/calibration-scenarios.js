@@ -29,16 +29,26 @@ export const CALIBRATION_LOCATIONS = [
   { id: 'cal-c', name: 'Calibration C', base: 320 }
 ]
 
+// Fast locations, where the practical minimum is its 1 ms floor: a step of
+// one whole millisecond between tied timings can pass it.
+export const FAST_CALIBRATION_LOCATIONS = [
+  { id: 'cal-a', name: 'Calibration A', base: 20 },
+  { id: 'cal-b', name: 'Calibration B', base: 30 },
+  { id: 'cal-c', name: 'Calibration C', base: 45 }
+]
+
 /**
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, gain?: number, probe?: string,
  *   samplesPerRound?: number, locations?: typeof CALIBRATION_LOCATIONS, level?: (i: number, n: number) => number,
- *   fails?: (o: { mode: string, path: number, i: number, n: number, location: string, random: () => number }) => boolean }} s
+ *   fails?: (o: { mode: string, path: number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number }} s
+ *   step: the timings' resolution in ms (0.1 as a browser's; 1 or 10 for tied timings)
  * @returns {Scenario}
  */
 export function scenario ({
   name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, gain = 0, probe = 'page', samplesPerRound = 1,
-  locations = CALIBRATION_LOCATIONS, level = () => 1, fails
+  locations = CALIBRATION_LOCATIONS, level = () => 1, fails, step = 0.1
 }) {
+  const round = step === 0.1 ? round1 : (/** @type {number} */ v) => Math.round(v / step) * step
   return {
     name,
     truth,
@@ -57,7 +67,7 @@ export function scenario ({
           const modes = random() < 0.5 ? ['h2', 'h3'] : ['h3', 'h2']
           for (const mode of modes) {
             const factor = loc.base * level(i, rounds) * path * (mode === 'h3' ? 1 - gain : 1)
-            const draw = () => round1(factor * Math.exp(sigmaArm * randomNormal(random)))
+            const draw = () => round(factor * Math.exp(sigmaArm * randomNormal(random)))
             if (fails?.({ mode, path: z, i, n: rounds, location: loc.id, random })) {
               yield { time, location_id: loc.id, mode, probe, status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
             } else if (probe === 'parallel') {
@@ -112,6 +122,14 @@ export function calibrationScenarios ({ quick = false } = {}) {
       fails: ({ mode, i, n, random }) => mode === 'h3' && i < n / 2 && random() < 0.3
     }),
     ...[0.05, 0.1, 0.2].map((g) => scenario({ name: `H3 ${g * 100}% faster, n=500`, truth: `H3 ${g * 100}% faster everywhere`, rounds: 500, gain: g })),
+    // Tied timings: whole milliseconds at fast locations, where a 1 ms step
+    // passes the practical minimum, and 10 ms steps. Above 2,000 rounds the
+    // subsample's scaled interval alone would claim one step of difference.
+    ...(quick ? [1000, 5000] : [1000, 5000, 10000]).map((n) => scenario({
+      name: `A/A tied to 1 ms, fast, n=${n}`, truth: 'identical arms', rounds: n, locations: FAST_CALIBRATION_LOCATIONS, sigmaPath: 0.03, sigmaArm: 0.03, step: 1
+    })),
+    ...(quick ? [] : [scenario({ name: 'A/A tied to 10 ms, n=5000', truth: 'identical arms', rounds: 5000, sigmaPath: 0.02, sigmaArm: 0.02, step: 10 })]),
+    scenario({ name: 'H3 10% faster, tied to 1 ms, fast, n=500', truth: 'H3 10% faster everywhere', rounds: 500, gain: 0.1, locations: FAST_CALIBRATION_LOCATIONS, sigmaPath: 0.03, sigmaArm: 0.03, step: 1 }),
     // Above 2,000 rounds a location's interval comes from an evenly spaced
     // subsample, scaled to all rounds (m-out-of-n): it must stay calibrated
     // when the level moves inside the window, and gain the power of all rounds.

@@ -56,6 +56,9 @@ export const BOOTSTRAP_ITERATIONS = 1000
 // every round (see locationEntry); the entry says how many were resampled.
 // 2,000 rounds keep the bootstrap at ~25 ms per location.
 export const ROUND_CAP = 2000
+// The share of a cell's bootstrap draws on one value that marks tied
+// timings (testedRow): smooth timings' draws spread over many values.
+const LATTICE_SHARE = 0.05
 // Below this many rounds a location gets no paired test and no verdict.
 export const MIN_ROUNDS = 10
 // A percentile needs enough rounds beyond it to be estimated: at least
@@ -127,6 +130,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
   for (const e of [...entries, all]) {
     e.cells = { tested: e.rows.filter((/** @type {Row} */ r) => r.p_value !== null).length, flagged: flagged(e) }
     delete e.draws
+    delete e.subsample
     delete e.h2_median
   }
 
@@ -272,7 +276,7 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
     const h2 = point.h2[k]
     const h3 = point.h3[k]
     if (n < minRoundsFor(p)) return { ...emptyRow(p, n), h2_ms: h2, h3_ms: h3, delta_ms: h3 - h2, delta_pct: h2 ? (h3 - h2) / h2 * 100 : null }
-    return testedRow(p, n, h2, h3, deltas[k])
+    return testedRow(p, n, h2, h3, deltas[k], exact ? { draws: boot.deltas[k], delta: boot.h3[k] - boot.h2[k] } : undefined)
   })
   const h2All = used.flatMap((r) => r.h2)
   const h3All = used.flatMap((r) => r.h3)
@@ -286,6 +290,9 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
     cliffs_delta: enough ? cliffsDelta(h3All, h2All) : null,
     rows,
     draws: enough ? deltas : null,
+    // The subsample's own draws and Δs, unscaled, for the all-locations
+    // column's check of tied timings (testedRow).
+    subsample: enough && exact ? { draws: boot.deltas, deltas: boot.h3.map((v, k) => v - boot.h2[k]) } : null,
     h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5)
   }
 }
@@ -338,17 +345,31 @@ function legacyCounts (arms) {
 }
 
 /**
+ * A tested cell. Above ROUND_CAP its draws are the subsample's, scaled by
+ * √(m/n) around the Δ of all rounds (locationEntry); that scaling holds for
+ * timings that vary smoothly, whose percentiles' error shrinks as 1/√n.
+ * Tied timings (whole milliseconds, say) are another matter: a percentile
+ * sits on one value and Δ moves by a whole step however many rounds there
+ * are, and with identical arms the scaled draws could all fall on one side
+ * of 0 (a table in five claimed a difference at 5,000–10,000 rounds). Where
+ * the subsample's draws show it (one value holds LATTICE_SHARE of them),
+ * the subsample must show the difference on its own too: the same sign, and
+ * the p-value is the larger of the two.
  * @param {number} p
  * @param {number} rounds
  * @param {number} h2
  * @param {number} h3
  * @param {Float64Array} draws
+ * @param {{ draws: Float64Array, delta: number }} [subsample] above ROUND_CAP: the subsample's own draws and Δ, unscaled
  * @returns {Row}
  */
-function testedRow (p, rounds, h2, h3, draws) {
+function testedRow (p, rounds, h2, h3, draws, subsample) {
   const delta = h3 - h2
   const s = bootstrapSummary(draws, delta)
-  const pValue = s.p
+  let pValue = s.p
+  if (subsample && onALattice(subsample.draws)) {
+    pValue = Math.sign(subsample.delta) === Math.sign(delta) ? Math.max(pValue, bootstrapSummary(subsample.draws, subsample.delta).p) : 1
+  }
   return {
     percentile: p,
     h2_ms: h2,
@@ -364,6 +385,23 @@ function testedRow (p, rounds, h2, h3, draws) {
     verdict: VERDICTS.NO_CLEAR_DIFFERENCE,
     reason: null
   }
+}
+
+/**
+ * Whether bootstrap draws sit on a few values, as the percentiles of tied
+ * timings do: one value holds at least LATTICE_SHARE of them.
+ * @param {Float64Array} draws
+ */
+function onALattice (draws) {
+  /** @type {Map<number, number>} */
+  const counts = new Map()
+  let most = 0
+  for (const v of draws) {
+    const c = (counts.get(v) ?? 0) + 1
+    counts.set(v, c)
+    if (c > most) most = c
+  }
+  return most >= LATTICE_SHARE * draws.length
 }
 
 /**
@@ -459,7 +497,11 @@ function allLocationsEntry (entries, percentiles, tables) {
     const mean = (/** @type {(e: Entry) => number} */ f) => parts.reduce((s, e) => s + f(e), 0) / parts.length
     const draws = new Float64Array(parts[0].draws[k].length)
     for (const e of parts) e.draws[k].forEach((/** @type {number} */ v, /** @type {number} */ i) => { draws[i] += v / parts.length })
-    const row = testedRow(p, parts.reduce((n, e) => n + e.rows[k].rounds, 0), mean((e) => e.rows[k].h2_ms), mean((e) => e.rows[k].h3_ms), draws)
+    // The subsample's own draws, averaged as the scaled ones are, for
+    // testedRow's check of tied timings (a location below the cap adds its own).
+    const subsample = parts.some((e) => e.subsample) ? { draws: new Float64Array(draws.length), delta: mean((e) => (e.subsample ? e.subsample.deltas[k] : e.rows[k].delta_ms)) } : undefined
+    if (subsample) for (const e of parts) (e.subsample ? e.subsample.draws[k] : e.draws[k]).forEach((/** @type {number} */ v, /** @type {number} */ i) => { subsample.draws[i] += v / parts.length })
+    const row = testedRow(p, parts.reduce((n, e) => n + e.rows[k].rounds, 0), mean((e) => e.rows[k].h2_ms), mean((e) => e.rows[k].h3_ms), draws, subsample)
     return { ...row, locations: parts.map((e) => e.location_id) }
   })
   const sum = (/** @type {(e: Entry) => number} */ f) => entries.reduce((n, e) => n + f(e), 0)
