@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
-import { scenario, CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
+import { scenario, CALIBRATION_LOCATIONS, FAST_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
 import { runScenario, flaggedCells } from '../dev/calibration-runs.js'
 
 let t
@@ -42,6 +42,22 @@ test('identical arms over many rounds: no cell claims a difference (intervals re
       if (r.p_value !== null) assert.ok(r.ci_low_ms <= r.delta_ms && r.delta_ms <= r.ci_high_ms)
     }
   }
+})
+
+test('identical arms in whole milliseconds above the round cap: a percentile one step apart is no difference', async () => {
+  // 5,000 rounds at one fast location: the interval comes from a subsample
+  // of 2,000, and both arms' p90 sit on whole milliseconds. In this run the
+  // p90s of all rounds are 1 ms apart (2% of 48 ms, the practical minimum),
+  // and the subsample's interval scaled to 5,000 rounds alone said "H3
+  // faster".
+  const [fast] = FAST_CALIBRATION_LOCATIONS.filter((l) => l.id === 'cal-c')
+  const s = scenario({ name: 'tied', truth: 'identical', rounds: 5000, locations: [fast], sigmaPath: 0.03, sigmaArm: 0.03, step: 1 })
+  const { comparisons: { matched } } = await runScenario(client, s, { seed: 11, analyses: ['matched'] })
+  const l = byLocation(matched, 'cal-c')
+  assert.deepEqual([l.rounds.used, l.rounds.resampled], [5000, 2000], 'above the cap')
+  const p90 = l.rows.find((r) => r.percentile === 90)
+  assert.deepEqual([p90.h2_ms % 1, p90.h3_ms % 1, Math.abs(p90.delta_ms)], [0, 0, 1], 'one whole millisecond apart')
+  assert.deepEqual(flaggedCells(matched), [])
 })
 
 test('H3 failing on the slowest paths is an H3 failure verdict, never a tail gain', async () => {
