@@ -27,13 +27,10 @@
 // ≤ 5% of its cells whatever the other browser's arms do, and the
 // cross-browser view reads "the browsers disagree" where only Chromium
 // gains.
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { upsertLocation } from '../lib/store/locations.js'
@@ -43,10 +40,8 @@ import { calibrationScenarios, autoCalibrationScenarios, browserCalibrationScena
 import { runScenario, runAutoScenario, runBrowserScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from '../dev/calibration-runs.js'
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, reps: { type: 'string' }, only: { type: 'string' }, 'pg-port': { type: 'string', default: '54393' } } })
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-calibration-'))
+const { dataDir, log, lifecycle } = benchScratch('bench-calibration')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: values['pg-port'], LOG_LEVEL: 'warn', H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
 
 /** Repetitions: enough tables to see a 5% rate, fewer for the largest. */
 const repsFor = (s) => Number(values.reps ?? (values.quick ? (s.rounds > 1000 ? 2 : 6) : (s.rounds > 2000 ? 10 : s.rounds > 600 ? 30 : 40)))
@@ -130,7 +125,6 @@ try {
   await app.close()
 } finally {
   await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
 }
 
 /**

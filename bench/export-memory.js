@@ -9,9 +9,7 @@
 //   node bench/export-memory.js [--rows 200000] [--baseline 20000]
 //
 // Uses DATABASE_URL, or an embedded PostgreSQL in a temporary directory.
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import http from 'node:http'
 import { execFileSync } from 'node:child_process'
 import { parseArgs } from 'node:util'
@@ -19,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { benchScratch } from './lib/scratch.js'
 import { openDatabase, createPool } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { createMonitor } from '../lib/store/monitors.js'
@@ -41,13 +39,11 @@ if (values.child) await child()
 else await parent()
 
 async function parent () {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-'))
+  const { dataDir, log, lifecycle } = benchScratch('bench')
   // A free port for the embedded PostgreSQL, so the bench runs beside
   // anything else on this machine.
   const pgPort = String(await freePort())
   const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: pgPort, LOG_LEVEL: 'warn' })
-  const log = createLogger({ logLevel: 'warn' })
-  const lifecycle = createLifecycle(log)
   try {
     const { pool, url } = await openDatabase({ config, log, lifecycle })
     await migrate(pool)
@@ -78,7 +74,6 @@ async function parent () {
     }
   } finally {
     await lifecycle.stopAll('done')
-    fs.rmSync(dataDir, { recursive: true, force: true })
   }
 }
 

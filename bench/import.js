@@ -9,15 +9,12 @@
 //   node bench/import.js [--rows 100000]
 //
 // Uses DATABASE_URL, or an embedded PostgreSQL in a temporary directory.
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import http from 'node:http'
 import { Readable } from 'node:stream'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { createMonitor } from '../lib/store/monitors.js'
@@ -32,10 +29,8 @@ const rows = Number(values.rows)
 // One grid for every request, so the re-import repeats the same rounds.
 const NOW = Math.floor(Date.now() / 60e3) * 60e3
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-'))
+const { dataDir, log, lifecycle } = benchScratch('bench')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: String(await freePort()), LOG_LEVEL: 'warn' })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
 try {
   const { pool } = await openDatabase({ config, log, lifecycle })
   await migrate(pool)
@@ -68,7 +63,6 @@ try {
   }
 } finally {
   await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
 }
 
 /** NDJSON of `n` page-probe results, a round (h2 + h3) a minute going back from now. */

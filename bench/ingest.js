@@ -8,14 +8,11 @@
 // current. Load generator, API, folding and PostgreSQL share the machine.
 //
 //   node bench/ingest.js [--seconds 20] [--agents 50] [--concurrency 32] [--batch 50] [--batch-concurrency 8]
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { Agent, request } from 'node:http'
 import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { createMonitor } from '../lib/store/monitors.js'
@@ -40,10 +37,8 @@ const concurrency = Math.min(256, Number(values.concurrency))
 const batch = Math.min(200, Number(values.batch))
 const batchConcurrency = Math.min(64, Number(values['batch-concurrency']))
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-ingest-'))
+const { dataDir, log, lifecycle } = benchScratch('bench-ingest')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: '18282', H3LENS_EMBEDDED_PG_PORT: '54394', LOG_LEVEL: 'warn', H3LENS_PUBLIC_READ: 'true' })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
 const result = (mode, i) => {
   const ttfb = 80 + (i % 50)
   return { mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: ttfb, fcp_ms: ttfb + 40, lcp_ms: ttfb + 70, dcl_ms: ttfb + 60, load_ms: ttfb + 120, dns_ms: 0, connect_ms: 30, tls_ms: 20, bytes: 15360, requests: 2 }
@@ -213,5 +208,4 @@ try {
   console.log(`  target                  ≥ 5,000 results/s over HTTP with rollups current; single-round ${((httpResults / httpSeconds) / 5000).toFixed(2)}×, batched ${((batchStored / batchHttpSeconds) / 5000).toFixed(2)}×, best ${(best / 5000).toFixed(2)}×`)
 } finally {
   await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
 }

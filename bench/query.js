@@ -12,13 +12,10 @@
 // by the results' trigger as the data is generated (migration 013). Uses
 // DATABASE_URL, or an embedded PostgreSQL in a temporary data dir on
 // H3LENS_EMBEDDED_PG_PORT (54392).
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
@@ -30,10 +27,8 @@ const monitors = Number(values.monitors)
 const days = Number(values.days)
 const runs = Number(values.runs)
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-query-'))
+const { dataDir, log, lifecycle } = benchScratch('bench-query')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: process.env.H3LENS_EMBEDDED_PG_PORT ?? '54392', LOG_LEVEL: 'warn', H3LENS_PUBLIC_READ: 'true' })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
 const say = (msg) => console.log(`# ${msg}`)
 
 const ratio = (a, b) => (a / b).toFixed(a / b < 10 ? 1 : 0)
@@ -144,5 +139,4 @@ try {
   console.log('targets: comparison ≥ 100× faster than exact SQL; largest percentile error ≤ 1%')
 } finally {
   await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
 }

@@ -9,16 +9,13 @@
 // may be missing.
 //
 //   node bench/rum-ingest.js [--seconds 15] [--concurrency 256] [--sites 4]
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { once } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { Worker } from 'node:worker_threads'
 import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { createSite } from '../lib/store/rum-sites.js'
@@ -32,13 +29,11 @@ const siteCount = Math.min(50, Number(values.sites))
 // Bounded in count as well as time.
 const MAX_BEACONS = 2_000_000
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-rum-'))
+const { dataDir, log, lifecycle } = benchScratch('bench-rum')
 // The per-address limit is off: every beacon comes from 127.0.0.1 here.
 const config = loadConfig({
   ...process.env, H3LENS_DATA_DIR: dataDir, PORT: '18283', H3LENS_EMBEDDED_PG_PORT: '54395', LOG_LEVEL: 'warn', H3LENS_RUM_ADDRESS_PER_MIN: '0', H3LENS_RUM_SITE_PER_MIN: '0'
 })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
 
 try {
   const { pool } = await openDatabase({ config, log, lifecycle, poolMax: 10 })
@@ -77,5 +72,4 @@ try {
   if (stored !== acked) process.exitCode = 1
 } finally {
   await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
 }

@@ -25,8 +25,7 @@ import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
@@ -53,10 +52,8 @@ if (!(monitors >= 1 && monitors <= 100000)) throw new Error('--monitors must be 
 if (!(intervalS >= 10)) throw new Error('--interval must be ≥ 10 (seconds)')
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-scheduler-'))
+const { dataDir, log, lifecycle } = benchScratch('bench-scheduler')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: values['pg-port'], LOG_LEVEL: 'warn' })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
 const say = (msg) => console.log(`# ${new Date().toISOString().slice(11, 19)} ${msg}`)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const pct = (xs, p) => xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p / 100 * xs.length))] : NaN
@@ -224,5 +221,4 @@ try {
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM')
   await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
 }

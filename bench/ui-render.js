@@ -8,13 +8,10 @@
 //
 //   node bench/ui-render.js [--monitors 3] [--runs 10]
 /* global document */
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
-import { createLogger } from '../lib/runtime/log.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
@@ -24,10 +21,8 @@ import { generateResults } from './lib/generate.js'
 import { launchBrowser, useApiKey } from '../dev/browser.js'
 
 const { values } = parseArgs({ options: { monitors: { type: 'string', default: '3' }, runs: { type: 'string', default: '10' } } })
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-ui-'))
+const { dataDir, log, lifecycle } = benchScratch('bench-ui')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: '18383', H3LENS_EMBEDDED_PG_PORT: '54395', LOG_LEVEL: 'warn' })
-const log = createLogger({ logLevel: 'warn' })
-const lifecycle = createLifecycle(log)
 try {
   const { pool } = await openDatabase({ config, log, lifecycle })
   await migrate(pool)
@@ -59,5 +54,4 @@ try {
   console.log(`  table filled: median ${Math.round(times[Math.floor(times.length / 2)])} ms, worst ${Math.round(times[times.length - 1])} ms over ${times.length} cold loads (target < 1,000 ms)`)
 } finally {
   await lifecycle.stopAll('done')
-  fs.rmSync(dataDir, { recursive: true, force: true })
 }

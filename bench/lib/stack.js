@@ -1,12 +1,8 @@
 // What the agent benches stand on, in a temporary data dir: an embedded
 // PostgreSQL (migrated), the lab origin and the API, each stopped by the
-// returned `stop` (which also removes the data dir).
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
+// returned `stop` (which also removes the data dir), or by Ctrl-C.
 import { loadConfig } from '../../lib/runtime/config.js'
-import { createLogger } from '../../lib/runtime/log.js'
-import { createLifecycle } from '../../lib/runtime/lifecycle.js'
+import { benchScratch } from './scratch.js'
 import { openDatabase } from '../../lib/runtime/db.js'
 import { migrate } from '../../lib/runtime/migrate.js'
 import { startApi } from '../../api/server.js'
@@ -17,14 +13,9 @@ import { startOrigin } from '../../lab/origin.js'
  *   name: of the data dir (h3lens-<name>-…); ports: the bench's --api-port, --lab-port and --pg-port
  */
 export async function startBenchStack ({ name, ports }) {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `h3lens-${name}-`))
+  const { dataDir, log, lifecycle } = benchScratch(name)
   const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: ports['api-port'], H3LENS_LAB_PORT: ports['lab-port'], H3LENS_EMBEDDED_PG_PORT: ports['pg-port'], LOG_LEVEL: 'warn' })
-  const log = createLogger({ logLevel: 'warn' })
-  const lifecycle = createLifecycle(log)
-  const stop = async () => {
-    await lifecycle.stopAll('done')
-    fs.rmSync(dataDir, { recursive: true, force: true })
-  }
+  const stop = () => lifecycle.stopAll('done')
   try {
     const { pool } = await openDatabase({ config, log, lifecycle })
     await migrate(pool)

@@ -35,15 +35,18 @@ export function createLifecycle (log) {
       parts.push({ name, stop })
     },
     stopAll,
-    /** Stop everything on the first SIGINT/SIGTERM, then exit. */
-    handleSignals ({ exit = true } = {}) {
+    /**
+     * Stop everything on the first SIGINT/SIGTERM, then exit.
+     * @param {{ exit?: boolean, exitCode?: number }} [o] exitCode: 0 for a service told to stop; 130 for a run cut short
+     */
+    handleSignals ({ exit = true, exitCode = 0 } = {}) {
       let signals = 0
       const onSignal = (/** @type {NodeJS.Signals} */ sig) => {
         if (++signals > 1) {
           log.warn('second signal: exiting without finishing shutdown')
           process.exit(130)
         }
-        stopAll(sig).finally(() => { if (exit) process.exit(0) })
+        stopAll(sig).finally(() => { if (exit) process.exit(exitCode) })
       }
       process.on('SIGINT', onSignal)
       process.on('SIGTERM', onSignal)
