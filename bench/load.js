@@ -61,6 +61,11 @@ if (values.url) {
 const log = createLogger({ logLevel: 'warn', name: 'bench-load' })
 const stops = []
 const children = []
+/** @type {Promise<void> | null} */
+let stopping = null
+// Ctrl-C stops what the bench started, as its end does, rather than leaving
+// its PostgreSQL and API running.
+for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.once(sig, () => { stopAll().finally(() => process.exit(130)) })
 
 /**
  * CPU seconds a process and its children (dead or alive) have used, from
@@ -277,12 +282,20 @@ try {
 } catch (/** @type {any} */ err) {
   console.error(`load: ${err.stack ?? err}`)
 } finally {
-  for (const child of children.reverse()) {
-    if (child.exitCode !== null) continue
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill('SIGTERM')
-    await exited
-  }
-  for (const stop of stops.reverse()) await stop().catch(() => {})
+  await stopAll()
 }
 process.exit(code)
+
+/** The children, then what was started, in reverse; once, whoever asks first. */
+function stopAll () {
+  stopping ??= (async () => {
+    for (const child of children.reverse()) {
+      if (child.exitCode !== null) continue
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+    }
+    for (const stop of stops.reverse()) await stop().catch(() => {})
+  })()
+  return stopping
+}

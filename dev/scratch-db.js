@@ -17,13 +17,21 @@ export async function startScratchDatabase () {
   const log = createLogger({ logLevel: 'warn', name: 'scratch-db' })
   const pg = await startEmbeddedPostgres({ dataDir, port: await freePort(), log })
   const pool = createPool(pg.url)
-  await migrate(pool)
-  return {
-    pool,
-    async stop () {
+  let stopping = null
+  const stop = () => {
+    stopping ??= (async () => {
+      for (const sig of SIGNALS) process.off(sig, onSignal)
       await pool.end()
       await pg.stop()
       fs.rmSync(dataDir, { recursive: true, force: true })
-    }
+    })()
+    return stopping
   }
+  // Ctrl-C stops it too, rather than leaving its PostgreSQL running.
+  const onSignal = () => { stop().finally(() => process.exit(130)) }
+  for (const sig of SIGNALS) process.once(sig, onSignal)
+  await migrate(pool)
+  return { pool, stop }
 }
+
+const SIGNALS = /** @type {const} */ (['SIGINT', 'SIGTERM'])
