@@ -74,7 +74,7 @@ export async function stopStarted () {
 export const COMMANDS = {
   start: {
     summary: 'everything in one process: database, api, dashboard, scheduler, lab and agents',
-    options: { ...common, ...server, lab: { type: 'string' }, 'no-seed': { type: 'boolean' } },
+    options: { ...common, ...server, lab: { type: 'string' }, seed: { type: 'boolean' }, 'no-seed': { type: 'boolean' } },
     usage: `Usage: h3lens start [options]
 
 Starts the whole product: an embedded PostgreSQL (unless DATABASE_URL is set),
@@ -88,7 +88,8 @@ Options:
 ${serverHelp}
 ${commonHelp}
   --lab MODE              auto|regions|local|off (H3LENS_LAB, default auto)
-  --no-seed               do not add lab monitors to an empty database`,
+  --no-seed               do not add lab monitors to an empty database
+                          (H3LENS_SEED=false; --seed, the default, adds them)`,
     run: async (values) => {
       const flags = { ...values }
       if (values['no-seed']) flags.seed = 'false'
@@ -142,14 +143,15 @@ ${commonHelp}`,
     }
   },
   agent: {
-    summary: 'claims jobs for one location and measures them in Chromium',
+    summary: 'claims jobs for one location and measures them in its browsers',
     options: { 'api-url': { type: 'string' }, token: { type: 'string' }, 'token-file': { type: 'string' }, location: { type: 'string' }, 'data-dir': { type: 'string' }, 'log-level': { type: 'string' } },
     usage: `Usage: h3lens agent --location ID [options]
 
 Claims jobs of its location from the API, loads each page in headless
-Chromium with HTTP/3 forced on and off, and submits the results. Results are
-spooled under the data dir until the API acknowledges them. The agent has no
-database access. For lab locations it reads the lab state written by
+Chromium (and Firefox where a monitor asks for it) once per arm: HTTP/3
+forced on, QUIC off, and as a user's browser would (auto), and submits the
+results. Results are spooled under the data dir until the API acknowledges
+them. The agent has no database access. For lab locations it reads the lab state written by
 "h3lens lab" from the data dir.
 
 Options:

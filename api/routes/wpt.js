@@ -182,7 +182,7 @@ export default async function wptRoutes (app) {
         'Sharded uploads add run and cached, and done=1 on the last. error= makes the test\'s results error results with that message; ' +
         'a view whose timings cannot be true is stored as an error result with the reason. ' +
         'A zip that is not a readable result of this test is 400 and nothing is stored; the refusal is logged, kept as the location\'s ' +
-        'last_refusal, and fails the round\'s attempt with the reason.',
+        'last_refusal, and fails the round\'s attempt with the reason (not for a test the location never gave out or gave another of its agents, named by pc).',
       tags,
       querystring: agentQuery(['location', 'id'], {
         id: text, done: { type: 'string', maxLength: 10 }, run: { type: 'integer', minimum: 1, maximum: 1000 }, cached: { type: 'integer', enum: [0, 1] }, error: { type: 'string', maxLength: 4000 }

@@ -351,7 +351,7 @@ function legacyCounts (arms) {
  * Tied timings (whole milliseconds, say) are another matter: a percentile
  * sits on one value and Δ moves by a whole step however many rounds there
  * are, and with identical arms the scaled draws could all fall on one side
- * of 0 (a table in five claimed a difference at 5,000–10,000 rounds). Where
+ * of 0 (3 tables in 10 claimed a 1 ms difference at 10,000 rounds). Where
  * the subsample's draws show it (one value holds LATTICE_SHARE of them),
  * the subsample must show the difference on its own too: the same sign, and
  * the p-value is the larger of the two.
