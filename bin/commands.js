@@ -18,6 +18,7 @@ import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { assertPortFree } from '../lib/runtime/instance.js'
 import { enrolLocation, parseLocationSpec, readAgentToken } from './enrol.js'
 import { RUM_USAGE, runRum } from './rum.js'
+import { isId } from './args.js'
 
 /** @type {import('node:util').ParseArgsConfig['options']} */
 const common = {
@@ -27,8 +28,6 @@ const common = {
 }
 /** @type {import('node:util').ParseArgsConfig['options']} */
 const server = { port: { type: 'string' }, host: { type: 'string' } }
-// Ids are PostgreSQL integers: a larger number names nothing, and would reach the database as an error.
-const MAX_ID = 2147483647
 
 const commonHelp = `  --data-dir DIR          data folder (H3LENS_DATA_DIR, default .h3lens)
   --database-url URL      PostgreSQL URL (DATABASE_URL); unset = embedded PostgreSQL
@@ -151,8 +150,8 @@ Claims jobs of its location from the API, loads each page in headless
 Chromium (and Firefox where a monitor asks for it) once per arm: HTTP/3
 forced on, QUIC off, and as a user's browser would (auto), and submits the
 results. Results are spooled under the data dir until the API acknowledges
-them. The agent has no database access. For lab locations it reads the lab state written by
-"h3lens lab" from the data dir.
+them. The agent has no database access. For lab locations it reads the lab
+state written by "h3lens lab" from the data dir.
 
 Options:
   --api-url URL           API base URL (H3LENS_API_URL, default http://127.0.0.1:$PORT)
@@ -244,7 +243,7 @@ ${commonHelp}`,
     run: async (values, positionals) => {
       if (positionals[0] !== 'rebuild') throw Object.assign(new Error(`unknown rollups command "${positionals[0] ?? ''}"; use "rollups rebuild"`), { userFacing: true })
       const monitorId = values.monitor === undefined ? undefined : Number(values.monitor)
-      if (monitorId !== undefined && !(Number.isInteger(monitorId) && monitorId > 0 && monitorId <= MAX_ID)) throw Object.assign(new Error(`--monitor must be a monitor id, not "${values.monitor}"`), { userFacing: true })
+      if (monitorId !== undefined && !isId(monitorId)) throw Object.assign(new Error(`--monitor must be a monitor id, not "${values.monitor}"`), { userFacing: true })
       const ctx = boot(values, 'h3lens-rollups')
       try {
         const { pool } = await openDatabase(ctx)
@@ -362,7 +361,7 @@ ${commonHelp}`,
       const [sub, arg] = positionals
       if (!['create', 'list', 'revoke'].includes(sub)) fail(`unknown keys command "${sub ?? ''}"; use "keys create --role read|write --name NAME", "keys list" or "keys revoke ID"`)
       const id = Number(arg)
-      if (sub === 'revoke' && !(Number.isInteger(id) && id > 0 && id <= MAX_ID)) fail(`keys revoke needs the id of a key (see "h3lens keys list"), not "${arg ?? ''}"`)
+      if (sub === 'revoke' && !isId(id)) fail(`keys revoke needs the id of a key (see "h3lens keys list"), not "${arg ?? ''}"`)
       if (sub === 'create' && !values.name) fail('keys create needs --name NAME, saying what the key is for (e.g. grafana, ci)')
       const ctx = boot(values, 'h3lens-keys')
       try {

@@ -3,6 +3,7 @@
 // docs/RUM.md.
 import { createSite, getSite, listSites, revokeSite, updateSite } from '../lib/store/rum-sites.js'
 import { setLocationCountries } from '../lib/store/locations.js'
+import { isId } from './args.js'
 import { currentSnippet, installTag } from '../lib/measurement/rum/snippet.js'
 
 export const RUM_USAGE = `Usage: h3lens rum sites create --name NAME --origin https://www.example.com [--origin ...] [--sample RATE]
@@ -40,7 +41,7 @@ export async function runRum ({ pool, config }, values, positionals) {
   const tag = (/** @type {Record<string, any>} */ site) => installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet: currentSnippet() })
   const idOf = () => {
     const id = Number(arg)
-    if (!(Number.isInteger(id) && id > 0)) fail(`rum sites ${sub} needs the id of a site (see "h3lens rum sites list"), not "${arg ?? ''}"`)
+    if (!isId(id)) fail(`rum sites ${sub} needs the id of a site (see "h3lens rum sites list"), not "${arg ?? ''}"`)
     return id
   }
   const sample = values.sample === undefined ? undefined : Number(values.sample)
