@@ -120,8 +120,9 @@ export const CSV_CAST = {
   date: (/** @type {Date} */ d) => d.toISOString(),
   // csv-stringify's default writes true as "1" and false as "".
   boolean: (/** @type {boolean} */ b) => String(b),
-  // Structured columns (notes, details, samples) as JSON text; flags are flattened before.
-  object: (/** @type {object} */ o) => csvText(JSON.stringify(o))
+  // Structured columns (notes, details, samples) as JSON text, which begins
+  // with { or [ and is never a formula; flags are flattened before.
+  object: (/** @type {object} */ o) => JSON.stringify(o)
 }
 
 const CSV_OPTIONS = { columns: EXPORT_COLUMNS, cast: CSV_CAST }
