@@ -33,7 +33,16 @@ test('next_cursor pages through microsecond-precise times without skipping or re
   }
   assert.equal(seen.length, jobs.length * 2)
   assert.equal(new Set(seen).size, seen.length)
-  const bad = await t.app.inject({ url: `/api/v1/monitors/${m.id}/results?cursor=bm9wZQ` })
-  assert.equal(bad.statusCode, 400)
-  assert.match(bad.json().message, /cursor is not valid/)
+  // Made by hand: not a cursor, a date that does not exist, an offset or an
+  // id PostgreSQL refuses. Each is a 400 naming the cursor, never a 500.
+  for (const text of ['nope', '2026-02-30 00:00:00|1', '2026-13-01 00:00:00|1', '0000-01-01 00:00:00|1', '2026-01-01 24:00:00|1',
+    '2026-01-01 00:00:00+99:99|1', '2026-01-01 00:00:00|99999999999999999999', '2026-01-01 00:00:00|1|2']) {
+    const bad = await t.app.inject({ url: `/api/v1/monitors/${m.id}/results?cursor=${Buffer.from(text).toString('base64url')}` })
+    assert.equal(bad.statusCode, 400, `${text}: ${bad.body}`)
+    assert.equal(bad.json().field, 'cursor')
+    assert.match(bad.json().message, /cursor is not valid/)
+  }
+  // A leap day and an offset PostgreSQL prints are a cursor like any other.
+  const leap = await t.app.inject({ url: `/api/v1/monitors/${m.id}/results?cursor=${Buffer.from('2028-02-29 12:00:00.5+05:30|1').toString('base64url')}` })
+  assert.equal(leap.statusCode, 200, leap.body)
 })

@@ -148,11 +148,26 @@ function encodeCursor (time, id) {
 
 /** @param {string} cursor */
 function decodeCursor (cursor) {
-  const [time, id] = Buffer.from(cursor, 'base64url').toString().split('|')
-  if (!/^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?([+-]\d\d(:?\d\d)?|Z)?$/.test(time ?? '') || !/^\d+$/.test(id ?? '')) {
+  const [time, id, ...rest] = Buffer.from(cursor, 'base64url').toString().split('|')
+  if (rest.length || !isTimestamp(time ?? '') || !/^\d{1,16}$/.test(id ?? '') || !Number.isSafeInteger(Number(id))) {
     throw new ValidationError('cursor is not valid; use the next_cursor value from a previous page', 'cursor')
   }
   return { time, id: Number(id) }
+}
+
+// A timestamp as PostgreSQL prints one: a date that exists, a time of day,
+// an offset PostgreSQL takes (up to 15:59). A cursor is the client's text
+// to send back; one made by hand must get a 400, never reach the query.
+const TIMESTAMP = /^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.\d{1,6})?(?:Z|[+-](\d\d)(?::?(\d\d))?)?$/
+
+/** @param {string} text */
+function isTimestamp (text) {
+  const m = TIMESTAMP.exec(text)
+  if (!m) return false
+  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = m.slice(1).map((v) => Number(v ?? 0))
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+  return year >= 1 && days !== undefined && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 15 && offsetMinutes <= 59
 }
 
 /**
