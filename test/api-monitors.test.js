@@ -47,6 +47,7 @@ test('bad input gets a 400 that names the problem', async (s) => {
     [{ url: 'not a url' }, /not a valid URL/, 'url'],
     [{ url: 'ftp://example.com/' }, /http or https/, 'url'],
     [{ url: 'https://user:pw@example.com/' }, /user name or password/, 'url'],
+    [{ url: `https://example.com/${'€'.repeat(700)}` }, /url is 6320 characters once percent-encoded, longer than 2048/, 'url'],
     [{ url: 'https://example.com/', interval_s: 30 }, /at least 60 seconds/, 'interval_s'],
     [{ url: 'https://example.com/', locations: ['mars'] }, /unknown location "mars".*known locations are local/, 'locations'],
     [{ url: 'https://example.com/', colour: 'red' }, /unknown field "colour"/, 'colour'],

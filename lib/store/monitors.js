@@ -65,7 +65,11 @@ export function validateMonitorUrl (value) {
   }
   if (u.username || u.password) throw new ValidationError('url must not contain a user name or password', 'url')
   if (!u.hostname) throw new ValidationError('url has no host name', 'url')
-  return u.toString()
+  // What is stored is the URL percent-encoded, up to nine times the length
+  // sent; past the limit it could be saved once and never sent back.
+  const normalised = u.toString()
+  if (normalised.length > MAX_URL_LENGTH) throw new ValidationError(`url is ${normalised.length} characters once percent-encoded, longer than ${MAX_URL_LENGTH}`, 'url')
+  return normalised
 }
 
 /**
