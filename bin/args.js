@@ -5,9 +5,14 @@
 const MAX_ID = 2147483647
 
 /**
- * Whether `n` can be the id of a row (a monitor, a key, a site).
- * @param {number} n
+ * The id a CLI argument names (a monitor, a key, a site): a whole number in
+ * decimal digits, from 1 to PostgreSQL's integer maximum; null for anything
+ * else. Number() alone would read "0x2" or "1e3" as another row's id.
+ * @param {unknown} text
+ * @returns {number | null}
  */
-export function isId (n) {
-  return Number.isInteger(n) && n > 0 && n <= MAX_ID
+export function idOf (text) {
+  if (typeof text !== 'string' || !/^[1-9]\d{0,9}$/.test(text)) return null
+  const n = Number(text)
+  return n <= MAX_ID ? n : null
 }

@@ -18,7 +18,7 @@ import { applyStoragePolicies } from '../lib/store/timescale.js'
 import { assertPortFree } from '../lib/runtime/instance.js'
 import { enrolLocation, parseLocationSpec, readAgentToken } from './enrol.js'
 import { RUM_USAGE, runRum } from './rum.js'
-import { isId } from './args.js'
+import { idOf } from './args.js'
 
 /** @type {import('node:util').ParseArgsConfig['options']} */
 const common = {
@@ -242,8 +242,8 @@ Options:
 ${commonHelp}`,
     run: async (values, positionals) => {
       if (positionals[0] !== 'rebuild') throw Object.assign(new Error(`unknown rollups command "${positionals[0] ?? ''}"; use "rollups rebuild"`), { userFacing: true })
-      const monitorId = values.monitor === undefined ? undefined : Number(values.monitor)
-      if (monitorId !== undefined && !isId(monitorId)) throw Object.assign(new Error(`--monitor must be a monitor id, not "${values.monitor}"`), { userFacing: true })
+      const monitorId = values.monitor === undefined ? undefined : idOf(values.monitor)
+      if (monitorId === null) throw Object.assign(new Error(`--monitor must be a monitor id, not "${values.monitor}"`), { userFacing: true })
       const ctx = boot(values, 'h3lens-rollups')
       try {
         const { pool } = await openDatabase(ctx)
@@ -357,11 +357,12 @@ Options:
   --name NAME             what the key is for, e.g. grafana (create)
 ${commonHelp}`,
     run: async (values, positionals) => {
-      const fail = (/** @type {string} */ message) => { throw Object.assign(new Error(message), { userFacing: true }) }
+      /** @type {(message: string) => never} */
+      const fail = (message) => { throw Object.assign(new Error(message), { userFacing: true }) }
       const [sub, arg] = positionals
       if (!['create', 'list', 'revoke'].includes(sub)) fail(`unknown keys command "${sub ?? ''}"; use "keys create --role read|write --name NAME", "keys list" or "keys revoke ID"`)
-      const id = Number(arg)
-      if (sub === 'revoke' && !isId(id)) fail(`keys revoke needs the id of a key (see "h3lens keys list"), not "${arg ?? ''}"`)
+      const id = idOf(arg)
+      if (sub === 'revoke' && id === null) fail(`keys revoke needs the id of a key (see "h3lens keys list"), not "${arg ?? ''}"`)
       if (sub === 'create' && !values.name) fail('keys create needs --name NAME, saying what the key is for (e.g. grafana, ci)')
       const ctx = boot(values, 'h3lens-keys')
       try {
@@ -377,7 +378,7 @@ ${commonHelp}`,
               k.last_used_at ? `last used ${k.last_used_at.toISOString()}` : 'never used'].join('\t'))
           }
         } else {
-          await revokeApiKey(pool, id)
+          await revokeApiKey(pool, /** @type {number} */ (id)) // a revoke without an id failed above
           console.log(`API key ${id} revoked`)
         }
       } finally {

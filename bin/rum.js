@@ -3,7 +3,7 @@
 // docs/RUM.md.
 import { createSite, getSite, listSites, revokeSite, updateSite } from '../lib/store/rum-sites.js'
 import { setLocationCountries } from '../lib/store/locations.js'
-import { isId } from './args.js'
+import { idOf } from './args.js'
 import { currentSnippet, installTag } from '../lib/measurement/rum/snippet.js'
 
 export const RUM_USAGE = `Usage: h3lens rum sites create --name NAME --origin https://www.example.com [--origin ...] [--sample RATE]
@@ -35,13 +35,14 @@ Options:
  * @param {string[]} positionals
  */
 export async function runRum ({ pool, config }, values, positionals) {
-  const fail = (/** @type {string} */ message) => { throw Object.assign(new Error(message), { userFacing: true }) }
+  /** @type {(message: string) => never} */
+  const fail = (message) => { throw Object.assign(new Error(message), { userFacing: true }) }
   const [group, sub, arg] = positionals
   const baseUrl = values['base-url'] ?? config.publicUrl ?? config.apiUrl
   const tag = (/** @type {Record<string, any>} */ site) => installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet: currentSnippet() })
-  const idOf = () => {
-    const id = Number(arg)
-    if (!isId(id)) fail(`rum sites ${sub} needs the id of a site (see "h3lens rum sites list"), not "${arg ?? ''}"`)
+  const siteId = () => {
+    const id = idOf(arg)
+    if (id === null) fail(`rum sites ${sub} needs the id of a site (see "h3lens rum sites list"), not "${arg ?? ''}"`)
     return id
   }
   const sample = values.sample === undefined ? undefined : Number(values.sample)
@@ -63,13 +64,13 @@ export async function runRum ({ pool, config }, values, positionals) {
       console.log([s.id, s.name, s.origins.join(','), `sample ${s.sample_rate}`, s.key, s.revoked_at ? `revoked ${s.revoked_at.toISOString()}` : 'active'].join('\t'))
     }
   } else if (sub === 'tag') {
-    console.log(tag(await getSite(pool, idOf())))
+    console.log(tag(await getSite(pool, siteId())))
   } else if (sub === 'update') {
-    const site = await updateSite(pool, idOf(), { name: values.name, origins: values.origin?.length ? values.origin : undefined, sample_rate: sample })
+    const site = await updateSite(pool, siteId(), { name: values.name, origins: values.origin?.length ? values.origin : undefined, sample_rate: sample })
     console.error(`site ${site.id} updated; its install tag:`)
     console.log(tag(site))
   } else if (sub === 'revoke') {
-    const site = await revokeSite(pool, idOf())
+    const site = await revokeSite(pool, siteId())
     console.log(`site ${site.id} (${site.name}) revoked: its beacons are refused from now on`)
   } else {
     fail(`unknown rum sites command "${sub ?? ''}"; use create, list, tag, update or revoke`)

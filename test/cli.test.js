@@ -71,6 +71,11 @@ test('an invalid value exits non-zero with a message naming the variable', () =>
   assert.doesNotMatch(unreachable.stderr, /\n\s+at /, 'a sentence, not a stack')
   for (const r of [secretUrl, withUser, unreachable]) assert.doesNotMatch(r.stdout + r.stderr, /S3cretPw/)
   assert.match(run(['rollups', 'rebuild', '--monitor', '99999999999999999999']).stderr, /--monitor must be a monitor id, not "99999999999999999999"/)
+  // Numbers are decimal digits: Number() alone reads "0x50" as 80, "1e3" as 1000, "0x2" as key 2.
+  assert.match(run(['migrate'], { PORT: '0x50' }).stderr, /PORT="0x50" must be a port number/)
+  assert.match(run(['migrate'], { H3LENS_PAGE_TIMEOUT_MS: '3e4' }).stderr, /H3LENS_PAGE_TIMEOUT_MS="3e4" must be a whole number/)
+  assert.match(run(['rollups', 'rebuild', '--monitor', '0x3']).stderr, /--monitor must be a monitor id, not "0x3"/)
+  for (const id of ['0x2', '1e3', '02', ' 2']) assert.match(run(['keys', 'revoke', id]).stderr, new RegExp(`keys revoke needs the id of a key .*, not "${id}"`))
 })
 
 test('agent without token or location says what it needs', () => {

@@ -31,6 +31,7 @@ test('rum sites create prints the install tag; list, tag, update, revoke and cou
     assert.match(run(['rum', 'sites', 'revoke', '1'], env).stdout, /site 1 \(shop\) revoked/)
     assert.match(run(['rum', 'sites', 'revoke', '1'], env).stderr, /already revoked/)
     assert.match(run(['rum', 'sites', 'revoke', '99999999999999'], env).stderr, /needs the id of a site \(see "h3lens rum sites list"\), not "99999999999999"/)
+    assert.match(run(['rum', 'sites', 'revoke', '0x1'], env).stderr, /needs the id of a site \(see "h3lens rum sites list"\), not "0x1"/)
     await upsertLocation(db.pool, { id: 'lab-eu', name: 'Lab Europe', region: 'Europe', kind: 'lab' })
     const countries = run(['rum', 'countries', '--location', 'lab-eu', 'gb,de'], env)
     assert.equal(countries.stdout.trim(), 'lab-eu\tGB,DE')
