@@ -100,9 +100,22 @@ steps:
   const orphan = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: null } })
   assert.equal(orphan.statusCode, 400)
   assert.equal(orphan.json().field, 'journey')
+  // Journeys run in Chromium only: Firefox beside one is refused, naming the
+  // field the request changed, and a monitor without the journey takes it.
+  const firefox = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { browsers: ['chromium', 'firefox'] } })
+  assert.equal(firefox.statusCode, 400, firefox.body)
+  assert.deepEqual([firefox.json().field, firefox.json().message], ['browsers', 'the journey probe runs in chromium only, not firefox: measure firefox in a monitor of its own'])
+  const created = await post({ url: URL_, locations: ['local'], browsers: ['firefox'], journey: yaml })
+  assert.equal(created.statusCode, 400, created.body)
+  assert.equal(created.json().field, 'browsers')
   const off = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: null, probes: ['page'] } })
   assert.equal(off.statusCode, 200, off.body)
   assert.equal(off.json().journey, null)
+  const both = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { browsers: ['chromium', 'firefox'] } })
+  assert.equal(both.statusCode, 200, both.body)
+  const back = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { probes: ['page', 'journey'], journey: yaml } })
+  assert.equal(back.statusCode, 400, back.body)
+  assert.equal(back.json().field, 'probes')
 })
 
 test('a secret is stored sealed, shown only as a reference, kept by reference and never returned', async () => {

@@ -3,7 +3,7 @@
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
-import { checkOptions, probeTargets, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
+import { checkOptions, probeOf, probeTargets, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
 import { checkJourney, journeyTargets } from '../measurement/journey/steps.js'
 import { sealJourney } from '../measurement/journey/secrets.js'
@@ -126,6 +126,19 @@ async function checkMonitor (db, input, existing, policy = {}) {
   const journey = out.journey !== undefined ? out.journey : existing?.journey ?? null
   if ((out.probes ?? existing?.probes ?? []).includes(JOURNEY_PROBE) && !journey) {
     throw new ValidationError('the journey probe needs a journey: { steps: [...] } (docs/JOURNEYS.md)', input.probes !== undefined ? 'probes' : 'journey')
+  }
+  // A probe that runs in some browsers only (the journey: Chromium) is
+  // refused on a monitor that measures in another too: every round of that
+  // browser would fail.
+  const browsersNow = /** @type {readonly string[]} */ (out.browsers ?? existing?.browsers ?? DEFAULT_BROWSERS)
+  for (const id of out.probes ?? existing?.probes ?? []) {
+    const probe = probeOf(id)
+    const only = /** @type {readonly string[] | undefined} */ (probe.browsers)
+    const others = only ? browsersNow.filter((b) => !only.includes(b)) : []
+    if (others.length) {
+      throw new ValidationError(`the ${probe.label.toLowerCase()} probe runs in ${only?.join(' and ')} only, not ${others.join(' or ')}: ` +
+        `measure ${others.join(' and ')} in a monitor of its own`, input.browsers !== undefined ? 'browsers' : input.probes !== undefined ? 'probes' : 'journey')
+    }
   }
   // Options depend on the URL (same-origin rule), the probes (upload needs
   // a URL) and the locations (target rules), so a change to any of them

@@ -34,6 +34,7 @@ export { PARALLEL_REQUESTS, LAB_NOOP_PATH, UPLOAD_BYTES, LAB_UPLOAD_PATH }
  * @property {string} label
  * @property {string} hint
  * @property {readonly import('../modes.js').Mode[]} modes the arms it runs in
+ * @property {readonly import('../browsers/index.js').BrowserName[]} [browsers] the browsers it runs in; every one when absent
  * @property {string | null} samplesMetric the catalogue metric its details.samples feed (lib/measurement/metrics.js), or null
  * @property {{ label: string, rule: 'column' | 'max_sample' | 'first_sample', column: string | null }} outlier
  *   the value a run is judged by for net-log capture: a column, the largest sample, or the first sample

@@ -47,6 +47,9 @@ export const journey = Object.freeze({
   // Arms: every arm. The auto arm runs the journey as a first visit and
   // again as a returning visit, as the page probe's visits (agents/visits.js).
   modes: MODES,
+  // A step's requests are a range of the browser's recording of requests,
+  // and only Chromium's has marks to cut it by (agents/probes/journey.js).
+  browsers: Object.freeze(/** @type {const} */ (['chromium'])),
   samplesMetric: 'step_ms',
   // An outlier is judged by the step's (or the whole journey's) duration.
   outlier: Object.freeze({ label: 'step ms', rule: 'first_sample', column: null }),
