@@ -138,6 +138,7 @@ test('hostile beacons get a 4xx naming the reason, are counted, and store nothin
     tally[code] = (tally[code] ?? 0) + 1
   })
   assert.equal(answers.find((r, i) => cases[i][0] === 'forged country').json().field, 'country')
+  assert.equal(answers.find((r, i) => cases[i][0] === 'not JSON').json().field, 'body')
   assert.equal(answers.find((r, i) => cases[i][0] === 'TTFB shorter than its phases').json().field, 'ttfb_ms')
   assert.equal(answers.find((r, i) => cases[i][0] === 'the largest paint before the first byte').json().field, 'lcp_ms')
   assert.equal(await stored(), count, 'nothing refused was stored')

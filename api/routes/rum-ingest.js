@@ -141,7 +141,7 @@ export default async function rumIngestRoutes (app) {
           return refuse(request, reply, 400, 'invalid', message, v?.keyword === 'additionalProperties' ? v.params.additionalProperty : field)
         }
         const reason = FASTIFY_REFUSALS[err.code] ?? (err.code === 'bad_json' ? 'bad_json' : null)
-        if (reason) return refuse(request, reply, err.statusCode ?? 400, reason, reason === 'too_large' ? `a beacon is at most ${BEACON_BODY_LIMIT} bytes` : err.message)
+        if (reason) return refuse(request, reply, err.statusCode ?? 400, reason, reason === 'too_large' ? `a beacon is at most ${BEACON_BODY_LIMIT} bytes` : err.message, reason === 'bad_json' ? 'body' : undefined)
         if (err.statusCode >= 400 && err.statusCode < 500) return refuse(request, reply, err.statusCode, 'invalid', err.message, err.field)
         if (err.code === 'overloaded') return refuse(request, reply, 503, 'overloaded', err.message, undefined, 1)
         request.log.error({ err: isDatabaseUnavailable(err) ? err.message : err, url: request.routeOptions.url }, 'beacon not stored')
