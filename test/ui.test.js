@@ -559,8 +559,16 @@ test('a long name without spaces breaks inside the page rather than widening it'
   assert.equal(rule.status, 201, await rule.clone().text())
   const ruleId = (await rule.json()).id
   await database.pool.query("UPDATE locations SET region = $1 WHERE id = 'lab-na'", [word('R', 100)])
+  // A run of the long URL that failed naming it, its requests to it.
+  const { rows: [run] } = await database.pool.query(
+    `WITH copy AS (SELECT * FROM results WHERE id = $1)
+     INSERT INTO results SELECT (jsonb_populate_record(NULL::results, to_jsonb(copy) || jsonb_build_object(
+       'id', nextval(pg_get_serial_sequence('results', 'id')), 'time', now(), 'monitor_id', $2::bigint, 'status', 'timeout', 'error', $3::text,
+       'details', jsonb_set(copy.details, '{requests}', (SELECT jsonb_agg(jsonb_set(q, '{url}', to_jsonb($4::text))) FROM jsonb_array_elements(copy.details->'requests') q))))).*
+       FROM copy RETURNING id`,
+    [seeded.latestResultId, monitor.id, `load did not finish within 30000 ms: ${monitor.url}`, monitor.url])
   try {
-    for (const hash of ['#/', `#/monitors/${monitor.id}`, '#/locations', '#/alerts']) {
+    for (const hash of ['#/', `#/monitors/${monitor.id}`, `#/results/${run.id}`, '#/locations', '#/alerts']) {
       const { page, done } = await open(hash)
       const widths = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth])
       assert.ok(widths[0] <= widths[1], `${hash}: the page is ${widths[0]} px wide in a window of ${widths[1]} px`)

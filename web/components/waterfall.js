@@ -84,7 +84,7 @@ export function waterfall (requests) {
         bar.style.width = `${Math.max(0.5, ((q.end_ms ?? start) - start) / end * 100)}%`
         return h('tr', {},
           h('td', { class: 'num muted' }, i + 1),
-          h('td', { class: 'wf-url', title: q.url }, hosts.size > 1 ? h('span', { class: 'muted' }, hostOf(q.url)) : null, shortUrl(q.url)),
+          h('td', { class: 'wf-url', title: q.url }, h('span', { class: 'wf-url-text' }, hosts.size > 1 ? h('span', { class: 'muted' }, hostOf(q.url)) : null, shortUrl(q.url))),
           h('td', {}, h('span', { class: `proto ${protoClass(q.protocol)}` }, q.protocol ?? '—')),
           h('td', { class: 'usage-cell' }, usageBadge(q.alternate_protocol_usage)),
           h('td', { class: `num${q.status >= 400 || q.failed ? ' bad' : ''}`, title: q.failed ?? null }, q.status ?? (q.failed ? 'failed' : '—')),
