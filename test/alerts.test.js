@@ -364,6 +364,19 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   assert.deepEqual((await api('GET', `/api/v1/alert-rules/${good.body.id}`)).body.channels, [], 'a deleted channel leaves its rules')
   assert.equal((await api('DELETE', `/api/v1/alert-rules/${good.body.id}`)).status, 204)
 
+  // A rule whose monitor is deleted stays editable; naming a deleted monitor is refused.
+  const gone = await api('POST', '/api/v1/monitors', { url: 'https://example.com/gone', locations: ['local'], paused: true })
+  assert.equal(gone.status, 201, JSON.stringify(gone.body))
+  const orphan = await api('POST', '/api/v1/alert-rules', { kind: 'h3_failure', monitor_id: gone.body.id, threshold_pct: 5, window_s: 3600 })
+  assert.equal(orphan.status, 201, JSON.stringify(orphan.body))
+  assert.equal((await api('DELETE', `/api/v1/monitors/${gone.body.id}`)).status, 204)
+  const edited = await api('PATCH', `/api/v1/alert-rules/${orphan.body.id}`, { description: 'kept' })
+  assert.equal(edited.status, 200, JSON.stringify(edited.body))
+  assert.equal(edited.body.description, 'kept')
+  const renamed = await api('PATCH', `/api/v1/alert-rules/${orphan.body.id}`, { monitor_id: gone.body.id })
+  assert.deepEqual([renamed.status, renamed.body.field], [400, 'monitor_id'])
+  assert.equal((await api('DELETE', `/api/v1/alert-rules/${orphan.body.id}`)).status, 204)
+
   /** @type {[Record<string, any>, string][]} */
   const badChannels = [
     [{ url: 'ftp://example.com/' }, 'url'],

@@ -36,8 +36,9 @@ const KIND_FIELDS = ['percentile', 'min_effect_pct', 'min_effect_ms', 'threshold
  * The rule as stored, defaults applied, after every check.
  * @param {import('pg').Pool} db
  * @param {Record<string, any>} input a full rule (POST) or the stored rule merged with a patch
+ * @param {{ monitorGiven?: boolean }} [opts] monitorGiven: the request names the monitor (a POST, or a patch of monitor_id)
  */
-async function checkRule (db, input) {
+async function checkRule (db, input, { monitorGiven = true } = {}) {
   const r = { ...input }
   if (!RULE_KINDS.includes(r.kind)) throw new ValidationError(`kind must be one of ${RULE_KINDS.join(', ')}`, 'kind')
   for (const f of KIND_FIELDS) {
@@ -82,8 +83,10 @@ async function checkRule (db, input) {
   r.monitor_id ??= null
   if (r.monitor_id !== null) {
     const { rowCount } = await db.query('SELECT 1 FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
-    if (!rowCount) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
-    if (r.kind === 'h3_share_drop') await checkShareMonitor(db, r)
+    // A rule whose monitor was deleted since stays editable (to point it at
+    // another monitor, or change its channels); a monitor given must exist.
+    if (!rowCount && monitorGiven) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
+    if (rowCount && r.kind === 'h3_share_drop') await checkShareMonitor(db, r)
   }
   r.locations ??= null
   if (r.locations !== null) {
@@ -189,7 +192,7 @@ export async function updateRule (db, id, patch) {
     // Another kind's fields would not carry over meaningfully: make a new rule.
     throw new ValidationError('kind cannot change; delete the rule and create another', 'kind')
   }
-  const r = await checkRule(db, { ...current, ...patch })
+  const r = await checkRule(db, { ...current, ...patch }, { monitorGiven: patch.monitor_id !== undefined })
   const { rows } = await db.query(
     `UPDATE alert_rules SET ${STORED.map((k, i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [id, ...STORED.map((k) => r[k])])
