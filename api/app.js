@@ -250,6 +250,10 @@ export async function buildApp (context) {
   await app.register(healthRoutes)
   await app.register(metricsRoutes)
   await app.register(async (api) => {
+    // The REST API reads JSON (and the types a route adds, as NDJSON):
+    // Fastify's text/plain reader would hand a JSON route a string, refused
+    // as "body must be object" instead of 415 for the content type.
+    api.removeContentTypeParser('text/plain')
     await api.register(monitorRoutes)
     await api.register(journeyRoutes)
     await api.register(resultRoutes)

@@ -86,6 +86,10 @@ test('malformed JSON, wrong types and unknown fields are 400s that say what is w
   }
   const wrongType = await raw({ method: 'POST', path: '/api/v1/monitors', body: 'url=https://example.com/', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
   assert.equal(wrongType.status, 415)
+  // JSON sent as text/plain is refused for its type too, not read as a string.
+  const plain = await raw({ method: 'POST', path: '/api/v1/monitors', body: '{"url": "https://example.com/"}', headers: { 'content-type': 'text/plain' } })
+  assert.equal(plain.status, 415, plain.text)
+  assert.match(plain.json().message, /text\/plain/)
   const { rows } = await database.pool.query('SELECT count(*)::int AS n FROM monitors')
   assert.equal(rows[0].n, 0, 'nothing was stored')
   await assertAlive()
