@@ -1,6 +1,8 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
+import { upsertLocation } from '../lib/store/locations.js'
+import { createAgentToken } from '../lib/store/agents.js'
 
 let t
 before(async () => { t = await createTestApp() })
@@ -39,6 +41,22 @@ test('defaults: all known locations, both modes, five-minute interval', async ()
   assert.equal(res.statusCode, 201, res.body)
   assert.deepEqual(res.json().locations, ['local'])
   assert.equal(res.json().interval_s, 300)
+})
+
+test('defaults: a lab page gets the lab\'s locations among those with agents, the ones that reach it', async () => {
+  await upsertLocation(t.db, { id: 'real-x', name: 'Real X', region: 'Europe', kind: 'real' })
+  await createAgentToken(t.db, { location: 'real-x' })
+  await createAgentToken(t.db, { location: 'local' })
+  try {
+    const lab = await post({ url: 'https://lab.h3lens.test:8443/page-15k.html' })
+    assert.equal(lab.statusCode, 201, lab.body)
+    assert.deepEqual(lab.json().locations, ['local'])
+    const real = await post({ url: 'https://example.com/both' })
+    assert.deepEqual(real.json().locations, ['local', 'real-x'])
+  } finally {
+    await t.db.query("DELETE FROM agents WHERE location_id IN ('real-x', 'local')")
+    await t.db.query("DELETE FROM locations WHERE id = 'real-x'")
+  }
 })
 
 test('bad input gets a 400 that names the problem', async (s) => {

@@ -99,7 +99,7 @@ async function checkMonitor (db, input, existing, policy = {}) {
     }
     out.locations = wanted
   } else if (!existing) {
-    out.locations = await defaultLocations(db)
+    out.locations = await defaultLocations(db, { labOnly: isLabOrigin(url, policy.labPort ?? null) })
   }
   if (input.modes !== undefined) {
     const modes = [...new Set(input.modes)]
@@ -268,15 +268,18 @@ function checkVerdictSettings (input, checked, existing) {
 
 /**
  * Locations that have an agent registered; all locations when none has.
+ * For a page on the lab origin, the lab's locations among them (the only
+ * ones that reach it), unless there are none: then the target check says why.
  * @param {import('pg').Pool | import('pg').PoolClient} db
+ * @param {{ labOnly?: boolean }} [opts]
  */
-async function defaultLocations (db) {
+async function defaultLocations (db, { labOnly = false } = {}) {
   const { rows } = await db.query(
-    `SELECT l.id FROM locations l WHERE EXISTS (
-       SELECT 1 FROM agents a WHERE a.location_id = l.id AND a.revoked_at IS NULL) ORDER BY l.id`)
-  if (rows.length) return rows.map((r) => r.id)
-  const { rows: all } = await db.query('SELECT id FROM locations ORDER BY id')
-  return all.map((r) => r.id)
+    `SELECT l.id, l.kind = 'lab' AS lab, EXISTS (SELECT 1 FROM agents a WHERE a.location_id = l.id AND a.revoked_at IS NULL) AS staffed
+       FROM locations l ORDER BY l.id`)
+  const staffed = rows.some((r) => r.staffed) ? rows.filter((r) => r.staffed) : rows
+  const reach = labOnly ? staffed.filter((r) => r.lab) : staffed
+  return (reach.length ? reach : staffed).map((r) => r.id)
 }
 
 /**
