@@ -179,7 +179,7 @@ const monitorInputProperties = {
     maximum: 86400,
     description: `Seconds between rounds: at least ${MIN_INTERVAL_S}; lab monitors (on ${LAB_HOSTNAME}) at least ${MIN_LAB_INTERVAL_S}. Default ${DEFAULT_INTERVAL_S}`
   },
-  locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent' },
+  locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent (every location when none has one); for a page on the lab origin, the lab locations among them' },
   modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: MODES.length, description: `${MODES_DESCRIPTION}. Default: all three (an A/A monitor: h2 and h3)` },
   browsers: {
     type: 'array',
