@@ -64,7 +64,10 @@ export async function stopStarted () {
 /**
  * A subcommand. `values` are parseArgs' flags, typed by the command's own
  * `options` (a string, a boolean, or a list for `multiple`), hence any here.
- * @typedef {{ summary: string, usage: string, positionals?: boolean,
+ * `positionals`: how many words may follow the command (given the words
+ * themselves: a subcommand may take more); none when absent. One more is
+ * refused, not ignored: "keys revoke 1 2" would revoke key 1 alone.
+ * @typedef {{ summary: string, usage: string, positionals?: (words: string[]) => number,
  *   options: import('node:util').ParseArgsConfig['options'],
  *   run: (values: any, positionals: string[]) => unknown }} Command
  */
@@ -201,7 +204,7 @@ ${commonHelp}`,
   lab: {
     summary: 'the lab: HTTP/3 origin and emulated regions (lab [up] | lab down)',
     options: { 'data-dir': { type: 'string' }, 'log-level': { type: 'string' }, lab: { type: 'string' } },
-    positionals: true,
+    positionals: () => 1,
     usage: `Usage: h3lens lab [up] [--lab auto|regions|local]
        h3lens lab down
 
@@ -229,7 +232,7 @@ Options:
   rollups: {
     summary: 'rollups rebuild [--monitor ID]: recompute rollups from raw results',
     options: { ...common, monitor: { type: 'string' } },
-    positionals: true,
+    positionals: () => 1,
     usage: `Usage: h3lens rollups rebuild [--monitor ID]
 
 Recomputes the 5m/1h/1d rollups (the sketches behind percentiles, trends and
@@ -260,7 +263,7 @@ ${commonHelp}`,
   agents: {
     summary: 'agent identities: agents token --location ID | agents enrol --token-dir DIR --location ID=REGION | agents wpt-key --location ID | agents list',
     options: { ...common, location: { type: 'string', multiple: true }, name: { type: 'string' }, region: { type: 'string' }, 'token-dir': { type: 'string' } },
-    positionals: true,
+    positionals: () => 1,
     usage: `Usage: h3lens agents token --location ID [--name NAME]
        h3lens agents enrol --token-dir DIR --location ID[=REGION] [--location ...]
        h3lens agents wpt-key --location ID [--region TEXT]
@@ -342,7 +345,7 @@ ${commonHelp}`,
   keys: {
     summary: 'API keys: keys create --role read|write --name NAME | keys list | keys revoke ID',
     options: { ...common, role: { type: 'string' }, name: { type: 'string' } },
-    positionals: true,
+    positionals: ([sub]) => sub === 'revoke' ? 2 : 1,
     usage: `Usage: h3lens keys create --role read|write --name NAME
        h3lens keys list
        h3lens keys revoke ID
@@ -390,7 +393,7 @@ ${commonHelp}`,
   rum: {
     summary: 'real users: rum sites create|list|tag|update|revoke, rum countries --location ID CC,CC',
     options: { ...common, name: { type: 'string' }, origin: { type: 'string', multiple: true }, sample: { type: 'string' }, location: { type: 'string' }, 'base-url': { type: 'string' } },
-    positionals: true,
+    positionals: ([group, sub]) => group === 'countries' ? 2 : ['tag', 'update', 'revoke'].includes(sub) ? 3 : 2,
     usage: `${RUM_USAGE}
 ${commonHelp}`,
     run: async (values, positionals) => {

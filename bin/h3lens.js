@@ -69,7 +69,13 @@ async function main (argv) {
     process.stdout.write(command.usage + '\n')
     return 0
   }
-  return command.run(parsed.values, parsed.positionals ?? [])
+  const words = parsed.positionals ?? []
+  const extra = words[command.positionals?.(words) ?? 0]
+  if (extra !== undefined) {
+    console.error(`h3lens ${name}: unexpected argument "${extra}"\n\n${command.usage}`)
+    return 2
+  }
+  return command.run(parsed.values, words)
 }
 
 main(process.argv.slice(2)).then((code) => {

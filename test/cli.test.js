@@ -76,6 +76,12 @@ test('an invalid value exits non-zero with a message naming the variable', () =>
   assert.match(run(['migrate'], { H3LENS_PAGE_TIMEOUT_MS: '3e4' }).stderr, /H3LENS_PAGE_TIMEOUT_MS="3e4" must be a whole number/)
   assert.match(run(['rollups', 'rebuild', '--monitor', '0x3']).stderr, /--monitor must be a monitor id, not "0x3"/)
   for (const id of ['0x2', '1e3', '02', ' 2']) assert.match(run(['keys', 'revoke', id]).stderr, new RegExp(`keys revoke needs the id of a key .*, not "${id}"`))
+  // A word more than the command takes is refused, not ignored ("keys revoke 1 2" revoked key 1 alone).
+  for (const [args, extra] of [[['keys', 'revoke', '1', '2'], '2'], [['keys', 'list', 'all'], 'all'], [['rollups', 'rebuild', 'now'], 'now'], [['rum', 'sites', 'list', 'x'], 'x'], [['lab', 'down', 'now'], 'now']]) {
+    const r = run(args)
+    assert.equal(r.status, 2, args.join(' '))
+    assert.match(r.stderr, new RegExp(`^h3lens ${args[0]}: unexpected argument "${extra}"\\n\\nUsage`, 'm'))
+  }
 })
 
 test('agent without token or location says what it needs', () => {
