@@ -19,6 +19,7 @@ import { assertPortFree } from '../lib/runtime/instance.js'
 import { enrolLocation, parseLocationSpec, readAgentToken } from './enrol.js'
 import { RUM_USAGE, runRum } from './rum.js'
 import { idOf } from './args.js'
+import { assertMonitorExists } from '../lib/store/monitors.js'
 
 /** @type {import('node:util').ParseArgsConfig['options']} */
 const common = {
@@ -251,6 +252,8 @@ ${commonHelp}`,
       try {
         const { pool } = await openDatabase(ctx)
         await migrate(pool)
+        // A deleted monitor's results are kept, so its rollups can be rebuilt; one never created is an error, not "0 results".
+        if (monitorId !== undefined) await assertMonitorExists(pool, monitorId).catch((err) => { throw Object.assign(err, { userFacing: true }) })
         const started = Date.now()
         const folded = await rebuildRollups(pool, { monitorId, log: ctx.log })
         console.log(`rebuilt rollups from ${folded} results${monitorId ? ` of monitor ${monitorId}` : ''} in ${((Date.now() - started) / 1000).toFixed(1)} s`)

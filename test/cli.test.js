@@ -77,7 +77,9 @@ test('an invalid value exits non-zero with a message naming the variable', () =>
   assert.match(run(['rollups', 'rebuild', '--monitor', '0x3']).stderr, /--monitor must be a monitor id, not "0x3"/)
   for (const id of ['0x2', '1e3', '02', ' 2']) assert.match(run(['keys', 'revoke', id]).stderr, new RegExp(`keys revoke needs the id of a key .*, not "${id}"`))
   // A word more than the command takes is refused, not ignored ("keys revoke 1 2" revoked key 1 alone).
-  for (const [args, extra] of [[['keys', 'revoke', '1', '2'], '2'], [['keys', 'list', 'all'], 'all'], [['rollups', 'rebuild', 'now'], 'now'], [['rum', 'sites', 'list', 'x'], 'x'], [['lab', 'down', 'now'], 'now']]) {
+  /** @type {[string[], string][]} */
+  const extras = [[['keys', 'revoke', '1', '2'], '2'], [['keys', 'list', 'all'], 'all'], [['rollups', 'rebuild', 'now'], 'now'], [['rum', 'sites', 'list', 'x'], 'x'], [['lab', 'down', 'now'], 'now']]
+  for (const [args, extra] of extras) {
     const r = run(args)
     assert.equal(r.status, 2, args.join(' '))
     assert.match(r.stderr, new RegExp(`^h3lens ${args[0]}: unexpected argument "${extra}"\\n\\nUsage`, 'm'))
@@ -115,6 +117,9 @@ test('migrate, agents token and rollups rebuild work against DATABASE_URL', asyn
     const rb = run(['rollups', 'rebuild'], env)
     assert.equal(rb.status, 0, rb.stderr)
     assert.match(rb.stdout, /rebuilt rollups from 0 results/)
+    const none = run(['rollups', 'rebuild', '--monitor', '999'], env)
+    assert.equal(none.status, 1)
+    assert.match(none.stderr, /monitor 999 does not exist/)
   } finally {
     await db.drop()
   }
