@@ -23,6 +23,11 @@ export function normaliseOrigin (value, field = 'origins') {
   if ((u.pathname !== '/' && u.pathname !== '') || u.search || u.hash || u.username || u.password) {
     throw new ValidationError(`${field}: "${value}" must be an origin only (scheme, host and port), such as ${u.origin}`, field)
   }
+  // A browser's Origin names one host: a pattern such as *.example.com would
+  // match no beacon, and every one of its sites' would be refused.
+  if (!/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)$/.test(u.hostname)) {
+    throw new ValidationError(`${field}: "${value}" must name one host (no wildcard): list each origin of the site`, field)
+  }
   return u.origin
 }
 
