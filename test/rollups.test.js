@@ -232,4 +232,10 @@ test('bad comparison and trend queries get a 400 that says what to change and na
     assert.equal(res.json().field, field, url)
   }
   assert.equal((await t.app.inject({ url: '/api/v1/monitors/99999/comparison' })).statusCode, 404)
+  // A window at the end of year 9999 is echoed as a time a client can send back.
+  for (const view of ['comparison', 'trends', 'distribution']) {
+    const end = await t.app.inject({ url: `/api/v1/monitors/${m.id}/${view}?from=9999-12-31T23:00:00Z&to=9999-12-31T23:59:59Z` })
+    assert.equal(end.statusCode, 200, end.body)
+    assert.equal(end.json().to, '9999-12-31T23:59:59.999Z', view)
+  }
 })

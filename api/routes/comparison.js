@@ -17,6 +17,9 @@ import { BROWSERS } from '../../lib/measurement/browsers/index.js'
 
 const FIVE_MINUTES = TIERS['5m']
 const DAY = 86400e3
+// The last instant a four-digit year writes: a window's end rounded up past
+// it would be echoed as "+010000-01-01…", which no client parses back.
+const LAST_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
 // Rollups make long windows cheap; a year is plenty for a comparison.
 const MAX_WINDOW_DAYS = 400
 // 2026-11-22, when metric names gained their unit, as an RFC 9745 date.
@@ -143,7 +146,7 @@ export default async function comparisonRoutes (app) {
     if (+to - +from > MAX_WINDOW_DAYS * DAY) throw new ValidationError(`the window is longer than ${MAX_WINDOW_DAYS} days; choose a later from or an earlier to`, 'from')
     const aligned = {
       from: new Date(Math.floor(+from / FIVE_MINUTES) * FIVE_MINUTES),
-      to: new Date(Math.ceil(+to / FIVE_MINUTES) * FIVE_MINUTES)
+      to: new Date(Math.min(Math.ceil(+to / FIVE_MINUTES) * FIVE_MINUTES, LAST_TIME))
     }
     if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
