@@ -367,6 +367,16 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   // A rule whose monitor is deleted stays editable; naming a deleted monitor is refused.
   const gone = await api('POST', '/api/v1/monitors', { url: 'https://example.com/gone', locations: ['local'], paused: true })
   assert.equal(gone.status, 201, JSON.stringify(gone.body))
+  // A regression rule must watch a probe its monitor runs (a page-only monitor here), or it could never compare anything.
+  const regression = { kind: 'h3_regression', monitor_id: gone.body.id, min_effect_pct: 10, window_s: 3600 }
+  const upload = await api('POST', '/api/v1/alert-rules', { ...regression, metric: 'upload_ms' })
+  assert.deepEqual([upload.status, upload.body.field], [400, 'metric'], JSON.stringify(upload.body))
+  assert.match(upload.body.message, /does not run the upload probe \(its probes: page\)/)
+  const step = await api('POST', '/api/v1/alert-rules', { ...regression, metric: 'step_ms', probe: 'journey:zzz' })
+  assert.deepEqual([step.status, step.body.field], [400, 'probe'], JSON.stringify(step.body))
+  const page = await api('POST', '/api/v1/alert-rules', { ...regression, metric: 'ttfb_ms' })
+  assert.equal(page.status, 201, JSON.stringify(page.body))
+  assert.equal((await api('DELETE', `/api/v1/alert-rules/${page.body.id}`)).status, 204)
   const orphan = await api('POST', '/api/v1/alert-rules', { kind: 'h3_failure', monitor_id: gone.body.id, threshold_pct: 5, window_s: 3600 })
   assert.equal(orphan.status, 201, JSON.stringify(orphan.body))
   assert.equal((await api('DELETE', `/api/v1/monitors/${gone.body.id}`)).status, 204)

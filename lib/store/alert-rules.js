@@ -3,8 +3,9 @@
 // database (known monitors, locations and channels) live here.
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, probeFor, probeOfMetric } from '../measurement/metrics.js'
-import { PROBE_IDS } from '../measurement/probes/index.js'
-import { isJourneyProbe } from '../measurement/probes/journey.js'
+import { DEFAULT_PROBE, PROBE_IDS } from '../measurement/probes/index.js'
+import { isJourneyProbe, splitProbe } from '../measurement/probes/journey.js'
+import { namedSteps } from '../measurement/journey/steps.js'
 
 export const RULE_KINDS = ['h3_regression', 'h3_failure', 'location_silent', 'error_rate', 'h3_share_drop']
 export const SEVERITIES = ['info', 'warning', 'critical']
@@ -87,6 +88,7 @@ async function checkRule (db, input, { monitorGiven = true } = {}) {
     // another monitor, or change its channels); a monitor given must exist.
     if (!rowCount && monitorGiven) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
     if (rowCount && r.kind === 'h3_share_drop') await checkShareMonitor(db, r)
+    if (rowCount && r.kind === 'h3_regression') await checkRegressionMonitor(db, r)
   }
   r.locations ??= null
   if (r.locations !== null) {
@@ -139,6 +141,29 @@ async function checkShareMonitor (db, r) {
   }
   if (r.window_s < SHARE_MIN_VISITS * m.interval_s) {
     throw new ValidationError(`window_s must hold at least ${SHARE_MIN_VISITS} rounds of monitor ${r.monitor_id} (one every ${m.interval_s} s): at least ${SHARE_MIN_VISITS * m.interval_s}`, 'window_s')
+  }
+}
+
+/**
+ * An h3_regression rule on a named monitor: the monitor runs the probe the
+ * rule watches (the metric's, or the rule's probe), and a journey step it
+ * names is one of the monitor's journey's named steps, or the rule could
+ * never compare anything.
+ * @param {import('pg').Pool} db
+ * @param {Record<string, any>} r
+ */
+async function checkRegressionMonitor (db, r) {
+  const { rows: [m] } = await db.query('SELECT probes, journey FROM monitors WHERE id = $1', [r.monitor_id])
+  const watched = probeFor(r.metric, r.probe) ?? DEFAULT_PROBE
+  const { probe, step } = splitProbe(watched)
+  const field = r.probe ? 'probe' : 'metric'
+  const probes = m.probes ?? [DEFAULT_PROBE]
+  if (!probes.includes(probe)) {
+    throw new ValidationError(`monitor ${r.monitor_id} does not run the ${probe} probe (its probes: ${probes.join(', ')}), so this rule would have nothing to compare`, field)
+  }
+  const steps = m.journey ? namedSteps(m.journey).map((s) => s.name) : []
+  if (step !== null && !steps.includes(step)) {
+    throw new ValidationError(`monitor ${r.monitor_id}'s journey has no step named ${step} (its named steps: ${steps.join(', ') || 'none'})`, 'probe')
   }
 }
 
