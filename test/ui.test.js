@@ -36,7 +36,7 @@ after(async () => {
   await database?.drop()
 })
 
-/** @param {string} hash @param {{ allow?: RegExp[] }} [opts] */
+/** @param {string} hash @param {{ allow?: RegExp[], width?: number }} [opts] */
 const open = (hash, opts) => openRoute(chromium, server, seeded.apiKey, hash, opts)
 
 test('the overview shows a verdict for every monitor and location, with failure and H3-not-supported badges', async () => {
@@ -583,5 +583,14 @@ test('a long name without spaces breaks inside the page rather than widening it'
     await fetch(`${server.url}/api/v1/monitors/${monitor.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${seeded.apiKey}` } })
     await fetch(`${server.url}/api/v1/alert-rules/${ruleId}`, { method: 'DELETE', headers: { authorization: `Bearer ${seeded.apiKey}` } })
     await database.pool.query("UPDATE locations SET region = 'North America' WHERE id = 'lab-na'")
+  }
+})
+
+test('at a phone\'s width (390 px) every page fits the window: the header and pickers wrap, wide tables scroll inside their panel', async () => {
+  for (const hash of ['#/', `#/monitors/${seeded.monitors[0].id}`, `#/results/${seeded.latestResultId}`, '#/new', '#/locations', '#/alerts', '#/rum']) {
+    const { page, done } = await open(hash, { width: 390 })
+    const [scrollWidth, clientWidth] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth])
+    assert.ok(scrollWidth <= clientWidth, `${hash}: the page is ${scrollWidth} px wide in a window of ${clientWidth} px`)
+    await done()
   }
 })

@@ -14,10 +14,12 @@ import { collectPageErrors, useApiKey, waitUntilSettled } from '../../dev/browse
  * @param {{ url: string }} server
  * @param {string} key
  * @param {string} hash
- * @param {{ allow?: RegExp[], scheme?: 'light' | 'dark' }} [opts] scheme: the colour scheme the user's system prefers
+ * @param {{ allow?: RegExp[], scheme?: 'light' | 'dark', width?: number }} [opts] scheme: the colour scheme the user's
+ *   system prefers; width: the window's, in CSS pixels (a phone's is about 390)
  */
-export async function openRoute (chromium, server, key, hash, { allow = [], scheme } = {}) {
+export async function openRoute (chromium, server, key, hash, { allow = [], scheme, width } = {}) {
   const page = await chromium.browser.newPage()
+  if (width) await page.setViewport({ width, height: 844 })
   const errors = collectPageErrors(page)
   await useApiKey(page, key)
   if (scheme) await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: scheme }])

@@ -114,7 +114,7 @@ function capacityBlock (l) {
 }
 
 function agentTable (agents) {
-  return h('table', { class: 'grid agents' },
+  return h('div', { class: 'table-scroll' }, h('table', { class: 'grid agents' },
     h('thead', {}, h('tr', {}, ['Agent', 'Kind', 'Health', 'Last seen', 'Last result', 'Faults', 'Version', 'Browser'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, agents.map((a) => {
       const state = health(a)
@@ -127,7 +127,7 @@ function agentTable (agents) {
         h('td', {}, faults(a)),
         h('td', { class: 'mono' }, a.version ?? '—'),
         h('td', {}, a.browser_version ?? '—'))
-    })))
+    }))))
 }
 
 /**
