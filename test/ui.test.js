@@ -16,7 +16,7 @@ import { startDashboard } from '../dev/dashboard.js'
 import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled } from '../dev/browser.js'
 import { openRoute, inkOf } from './helpers/ui.js'
 
-/* global document, location, MouseEvent -- used inside functions that run in the page */
+/* global document, location, MouseEvent, NodeFilter -- used inside functions that run in the page */
 
 let database, seeded, server, chromium
 
@@ -592,5 +592,42 @@ test('at a phone\'s width (390 px) every page fits the window: the header and pi
     const [scrollWidth, clientWidth] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth])
     assert.ok(scrollWidth <= clientWidth, `${hash}: the page is ${scrollWidth} px wide in a window of ${clientWidth} px`)
     await done()
+  }
+})
+
+test('a label with a right-to-left override reads as typed: it neither reverses itself nor the text after it', async () => {
+  const created = await fetch(`${server.url}/api/v1/monitors`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: 'https://example.com/rlo', label: 'shop\u202Eexample', locations: ['lab-eu'], interval_s: 300, paused: true })
+  })
+  assert.equal(created.status, 201, await created.clone().text())
+  const monitor = await created.json()
+  assert.equal(monitor.label, 'shop\u202Eexample', 'stored as given')
+  try {
+    for (const [hash, selector] of [['#/', '.heat tbody th a'], [`#/monitors/${monitor.id}`, 'h1']]) {
+      const { page, done } = await open(hash)
+      // Where the browser draws each letter of "example": left to right when nothing reverses them.
+      const xs = await page.$$eval(selector, (els) => {
+        const el = els.find((e) => e.textContent?.includes('example'))
+        const walker = document.createTreeWalker(/** @type {Node} */ (el), NodeFilter.SHOW_TEXT)
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          const at = node.textContent?.indexOf('example') ?? -1
+          if (at < 0) continue
+          return [...'example'].map((_, i) => {
+            const range = document.createRange()
+            range.setStart(node, at + i)
+            range.setEnd(node, at + i + 1)
+            return range.getBoundingClientRect().left
+          })
+        }
+        return []
+      })
+      assert.equal(xs.length, 7, hash)
+      assert.deepEqual(xs, [...xs].sort((a, b) => a - b), `${hash}: the letters of "example" at ${xs.join(', ')}`)
+      await done()
+    }
+  } finally {
+    await fetch(`${server.url}/api/v1/monitors/${monitor.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${seeded.apiKey}` } })
   }
 })

@@ -1,6 +1,6 @@
 // The header's controls: the time window (kept in the hash query), the
 // custom from/to range, "last updated" and auto-refresh.
-import { h } from './dom.js'
+import { h, plainText } from './dom.js'
 import { askForKey } from './auth.js'
 import { WINDOWS, DEFAULT_WINDOW, parseHash, setParams, timeWindow } from './query.js'
 
@@ -68,7 +68,7 @@ function applyCustom (ev) {
   if (!Number.isFinite(from)) problem = 'Choose when the window starts.'
   else if (to !== null && !(to > from)) problem = '“To” must be after “From”.'
   else if (from > Date.now()) problem = '“From” is in the future.'
-  els.error.textContent = problem ?? ''
+  els.error.textContent = plainText(problem ?? '')
   els.error.hidden = !problem
   els.from.toggleAttribute('aria-invalid', Boolean(problem))
   if (problem) return els.from.focus()

@@ -1,6 +1,9 @@
 // Tiny DOM helpers and formatters. Elements are built without innerHTML, so
 // nothing that comes from the API is ever interpreted as markup.
 
+// The attributes a browser shows or reads aloud, as text.
+const SHOWN_ATTRIBUTES = new Set(['title', 'aria-label', 'alt', 'placeholder'])
+
 /**
  * h('a', { href: '#/', class: 'x', onclick: fn }, 'text', child, [more])
  * @template {string} K
@@ -16,7 +19,7 @@ export function h (tag, attrs = {}, ...children) {
     if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v)
     else if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v
     else if (k === 'value' || k === 'checked') el[k] = v
-    else el.setAttribute(k, v === true ? '' : v)
+    else el.setAttribute(k, v === true ? '' : SHOWN_ATTRIBUTES.has(k) ? plainText(v) : v)
   }
   append(el, children)
   return el
@@ -25,8 +28,29 @@ export function h (tag, attrs = {}, ...children) {
 function append (el, children) {
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)))
+    el.append(c instanceof Node ? c : document.createTextNode(plainText(c)))
   }
+}
+
+// Unicode's directional embeddings, overrides and isolates (U+202A–U+202E,
+// U+2066–U+2069). Shown, one in a label would reverse the text after it,
+// the rest of the label's sentence included, or make a name read as another
+// ("‮moc.elpmaxe" shown as "example.com"). Right-to-left text needs none of
+// them: the browser orders it by itself.
+const DIRECTIONAL = /[\u202A-\u202E\u2066-\u2069]/g
+
+/**
+ * Text as the dashboard shows it: without directional formatting characters
+ * (what is stored keeps them; a form shows the stored value as it is).
+ * @param {unknown} text
+ */
+export function plainText (text) {
+  return String(text).replace(DIRECTIONAL, '')
+}
+
+/** A confirmation dialog, its text shown as the dashboard shows text. @param {string} text */
+export function ask (text) {
+  return confirm(plainText(text))
 }
 
 /** Text only for screen readers. */
@@ -189,7 +213,7 @@ let toastTimer = null
 export function toast (text) {
   // index.html has it.
   const el = /** @type {HTMLElement} */ (document.getElementById('toast'))
-  el.textContent = text
+  el.textContent = plainText(text)
   el.hidden = false
   clearTimeout(toastTimer)
   toastTimer = setTimeout(() => { el.hidden = true }, 6000)

@@ -2,7 +2,7 @@
 // checked before sending (the same limits as the API), and a refusal from
 // the API is shown next to the field it names.
 import { api } from '../api.js'
-import { h, toast } from '../dom.js'
+import { h, plainText, toast } from '../dom.js'
 import { METRICS, metricLabel } from '../query.js'
 import { catalogue } from '../catalogue.js'
 
@@ -50,7 +50,7 @@ function fields () {
   }
   const show = (form, name, message) => {
     const el = errors[name] ?? errors._form
-    el.textContent = message
+    el.textContent = plainText(message)
     el.hidden = false
     form.querySelector(`[name="${name}"]`)?.setAttribute('aria-invalid', 'true')
   }
@@ -116,7 +116,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     const el = kindFields.threshold_pct
     for (const [selector, text] of [['label', label], ['.hint', hint]]) {
       const part = el.querySelector(selector)
-      if (part) part.textContent = text
+      if (part) part.textContent = plainText(text)
     }
   }
   kind.addEventListener('change', sync)

@@ -1,7 +1,7 @@
 // uPlot charts: percentile trends over time and CDFs, H2 against H3, and
 // the auto arm (as users get it) where the monitor runs it. uPlot is loaded
 // on first use, so pages without charts never download it.
-import { h, ms } from '../dom.js'
+import { h, ms, plainText } from '../dom.js'
 
 // The minified build (51 KB) rather than the ES module (145 KB): it keeps
 // the dashboard well inside its 300 KB budget (bench/ui-payload.js). It is a
@@ -104,7 +104,7 @@ export function trendChart (series, label, range, names = { h2: 'H2', h3: 'H3' }
     height: HEIGHT,
     legend: { show: false },
     cursor: { points: { size: 6 } },
-    hooks: { setCursor: [(u) => { readout.textContent = values(u.cursor.idx ?? null) }] },
+    hooks: { setCursor: [(u) => { readout.textContent = plainText(values(u.cursor.idx ?? null)) }] },
     scales: { x: { time: true, range: () => [+range.from / 1000, +range.to / 1000] }, y: { range: (u, min, max) => [0, max * 1.08 || 1] } },
     axes: [axis(t), axis(t, { size: 56, values: (u, vals) => vals.map((v) => ms(v)) })],
     series: [{}, ...arms.flatMap((m) => [line(`${names[m]} p50`, t[m], false), line(`${names[m]} p95`, t[m], true)])]
@@ -148,7 +148,7 @@ export function cdfChart (series, label, names = { h2: 'H2', h3: 'H3' }) {
     width,
     height: HEIGHT,
     legend: { show: false },
-    hooks: { setCursor: [(u) => { readout.textContent = values(u.cursor.idx ?? null) }] },
+    hooks: { setCursor: [(u) => { readout.textContent = plainText(values(u.cursor.idx ?? null)) }] },
     scales: { x: { time: false, range: () => [Math.max(0, Number.isFinite(xMin) ? xMin * 0.9 : 0), xMax] }, y: { range: () => [0, 1] } },
     axes: [
       axis(t, { values: (u, vals) => vals.map((v) => ms(v)) }),
@@ -188,7 +188,7 @@ export function shareChart (series, label, range) {
     width,
     height: HEIGHT,
     legend: { show: false },
-    hooks: { setCursor: [(u) => { readout.textContent = u.cursor.idx === null || u.cursor.idx === undefined ? `Latest  ${values(null)}` : `${new Date(xs[u.cursor.idx] * 1000).toLocaleString()}  ${values(u.cursor.idx)}` }] },
+    hooks: { setCursor: [(u) => { readout.textContent = plainText(u.cursor.idx === null || u.cursor.idx === undefined ? `Latest  ${values(null)}` : `${new Date(xs[u.cursor.idx] * 1000).toLocaleString()}  ${values(u.cursor.idx)}`) }] },
     scales: { x: { time: true, range: () => [+range.from / 1000, +range.to / 1000] }, y: { range: () => [0, 1] } },
     axes: [axis(t), axis(t, { size: 44, splits: () => [0, 0.25, 0.5, 0.75, 1], values: (u, vals) => vals.map((v) => `${Math.round(v * 100)}%`) })],
     series: [{}, ...series.map((s, k) => ({ label: s.name, stroke: palette[k % palette.length], width: k === 0 ? 2.5 : 1.5, spanGaps: false, points: { show: xs.length < 40, size: 4 } }))]

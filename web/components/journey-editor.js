@@ -4,7 +4,7 @@
 // journey once in the H2 arm and shows each step's outcome and the last
 // frame. A trial stores nothing as a result.
 import { api, ApiError } from '../api.js'
-import { h, ms } from '../dom.js'
+import { h, ms, plainText } from '../dom.js'
 
 const CHECK_DELAY_MS = 400
 const TRIAL_POLL_MS = 500
@@ -47,7 +47,7 @@ export function journeyEditor ({ monitor, locations, url, onText }) {
     } catch (/** @type {any} */ err) {
       if (mine !== checked) return
       status.className = 'field-error'
-      status.textContent = err instanceof ApiError ? err.message : `Cannot check: ${err.message}`
+      status.textContent = plainText(err instanceof ApiError ? err.message : `Cannot check: ${err.message}`)
       if (err instanceof ApiError && String(err.field ?? '').startsWith('journey')) text.setAttribute('aria-invalid', 'true')
     }
   }

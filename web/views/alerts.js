@@ -2,7 +2,7 @@
 // channels. Rules and channels are added with forms that check each field
 // before sending and show the API's answer next to the field it names.
 import { api } from '../api.js'
-import { h, ago, emptyState, toast } from '../dom.js'
+import { h, ago, ask, emptyState, plainText, toast } from '../dom.js'
 import { href } from '../query.js'
 import { alertTitle } from '../components/alert-badges.js'
 import { ruleForm, channelForm, ruleText } from '../components/alert-forms.js'
@@ -95,7 +95,7 @@ function rulesTable (rules, channels, monitorName, after) {
         class: 'secondary small',
         'aria-label': `Delete rule ${r.id}`,
         onclick: async () => {
-          if (!confirm(`Delete the rule "${ruleText(r)}" and its alert history?`)) return
+          if (!ask(`Delete the rule "${ruleText(r)}" and its alert history?`)) return
           await api.deleteRule(r.id).then(after, (err) => toast(err.message))
         }
       }, 'Delete')))))))
@@ -117,14 +117,14 @@ function channelsTable (channels, after) {
               try {
                 const r = await api.testChannel(c.id)
                 result.className = `test-result ${r.ok ? 'ok' : 'bad'}`
-                result.textContent = r.ok ? `Delivered (HTTP ${r.status_code})` : `Failed: ${r.error}`
+                result.textContent = plainText(r.ok ? `Delivered (HTTP ${r.status_code})` : `Failed: ${r.error}`)
               } catch (/** @type {any} */ err) {
                 result.className = 'test-result bad'
-                result.textContent = err.message
+                result.textContent = plainText(err.message)
               }
             }
           }, 'Send test'), ' ',
-          h('button', { type: 'button', class: 'secondary small', onclick: () => confirm(`Delete the channel "${c.name}"?`) && api.deleteChannel(c.id).then(after, (err) => toast(err.message)) }, 'Delete'),
+          h('button', { type: 'button', class: 'secondary small', onclick: () => ask(`Delete the channel "${c.name}"?`) && api.deleteChannel(c.id).then(after, (err) => toast(err.message)) }, 'Delete'),
           result))
     }))))
 }

@@ -2,7 +2,7 @@
 // checks the browser can make, then whatever the API says (it names the field).
 import { api, ApiError } from '../api.js'
 import { askForKey } from '../auth.js'
-import { h, toast } from '../dom.js'
+import { h, plainText, toast } from '../dom.js'
 import { href } from '../query.js'
 import { PROBES } from '../catalogue.js'
 import { journeyEditor } from '../components/journey-editor.js'
@@ -98,7 +98,7 @@ export async function render (ctx) {
 
   function showError (name, message) {
     const el = errors[name] ?? formError
-    el.textContent = message
+    el.textContent = plainText(message)
     el.hidden = false
     const target = form.querySelector(`#${name}`) ?? form.querySelector(`#${name}-group`)
     target?.setAttribute('aria-invalid', 'true')

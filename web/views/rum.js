@@ -1,7 +1,7 @@
 // Real users: the sites whose visitors send beacons, with their install
 // tags, and a form to add one. A site's own page is ./rum-site.js.
 import { api } from '../api.js'
-import { h, count, emptyState, toast } from '../dom.js'
+import { ask, count, emptyState, h, plainText, toast } from '../dom.js'
 import { href } from '../query.js'
 
 export async function render (ctx) {
@@ -25,7 +25,7 @@ export async function render (ctx) {
 }
 
 async function revoke (site, ctx) {
-  if (!confirm(`Revoke the key of ${site.name}? Its beacons are refused from then on; the ones stored stay.`)) return
+  if (!ask(`Revoke the key of ${site.name}? Its beacons are refused from then on; the ones stored stay.`)) return
   try {
     await api.revokeRumSite(site.id)
     toast(`${site.name} revoked`)
@@ -67,7 +67,7 @@ function addForm (ctx) {
       form.dataset.holdRefresh = 'true'
     } catch (/** @type {any} */ err) {
       error.hidden = false
-      error.textContent = err.field ? `${err.field}: ${err.message}` : err.message
+      error.textContent = plainText(err.field ? `${err.field}: ${err.message}` : err.message)
     }
   })
   ctx.onDispose(() => form.remove())
