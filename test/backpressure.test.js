@@ -16,7 +16,7 @@ import { eventually } from './helpers/process.js'
 import { freePort } from '../dev/free-port.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { createMonitor } from '../lib/store/monitors.js'
-import { scheduleDueJobs } from '../lib/store/jobs.js'
+import { expireLeases, scheduleDueJobs } from '../lib/store/jobs.js'
 import { createAgentToken, touchAgent } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { loadConfig } from '../lib/runtime/config.js'
@@ -90,6 +90,21 @@ test('a round not started when the next comes due is skipped, and the next takes
   assert.match(rounds[0].last_error, /^skipped: location busy \(not started before the next round was due/)
   const { rows: [pending] } = await t.db.query("SELECT count(*)::int AS n FROM jobs WHERE monitor_id = $1 AND state IN ('queued', 'leased')", [m.id])
   assert.equal(pending.n, 1, 'one pending round')
+})
+
+test('a round waiting to run again when the next comes due is skipped, keeping why its attempt ended', async () => {
+  await upsertLocation(t.db, { id: 'bp-lost', name: 'Lost', region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: 'bp-lost' })
+  await touchAgent(t.db, agent.id)
+  const { m, due, previous } = await monitorAt('bp-lost')
+  // Its agent was killed: the lease expired and the round went back to the queue.
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
+    VALUES ($1, 'bp-lost', $2, 'leased', 1, $3, now() - interval '1 second', now() - interval '2 minutes')`, [m.id, previous, agent.id])
+  assert.deepEqual(await expireLeases(t.db), { requeued: 1, failed: 0 })
+  await tick()
+  const rounds = await roundsOf(m.id)
+  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'skipped'], [+due, 'queued']])
+  assert.match(rounds[0].last_error, /^skipped: not run again before the next round was due at \S+Z; its attempt 1: lease expired after attempt 1 \(agent stopped or lost\)$/)
 })
 
 test('with no agent running, the waiting round stays for "no agent is running" and new ones say so', async () => {

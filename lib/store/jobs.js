@@ -146,10 +146,15 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
      superseded AS (
        -- state = 'queued' is checked again on the locked row: a round an
        -- agent claimed meanwhile is running, and the new round is skipped.
-       -- A backed-off round takes no one's place.
+       -- A backed-off round takes no one's place. A round that ran before
+       -- and waits to run again (its lease expired, its attempt failed)
+       -- keeps what happened to it.
        UPDATE jobs j SET state = 'skipped', finished_at = now(), updated_at = now(),
-              last_error = 'skipped: location busy (not started before the next round was due at '
-                || to_char(f.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ')'
+              last_error = CASE WHEN j.attempts > 0 AND j.last_error IS NOT NULL
+                  THEN 'skipped: not run again before the next round was due at '
+                    || to_char(f.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; its attempt ' || j.attempts || ': ' || j.last_error
+                  ELSE 'skipped: location busy (not started before the next round was due at '
+                    || to_char(f.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ')' END
          FROM ready f
         WHERE j.id = f.pending_id AND j.state = 'queued' AND f.served AND NOT f.off
        RETURNING j.id),
