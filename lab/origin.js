@@ -126,6 +126,7 @@ export async function startOrigin ({
   const exited = once(child, 'exit').catch((err) => [null, err.message]) // spawn failure
   const output = watchCaddyLog(child, log.child({ component: 'caddy', port }))
 
+  /** @type {Promise<void> | null} */
   let stopping = null
   const stop = () => {
     stopping ??= (async () => {
@@ -157,6 +158,11 @@ export async function startOrigin ({
       { port, netns, logTail: output.tail, cause: err })
   }
   log.info({ port, netns, caddyPid: child.pid, caddy, version: labOrigin.version }, 'lab origin serving')
+  // Caddy gone while serving (killed, crashed): every lab round fails from
+  // then on with a connection error, so the log says why, once, as linkem's does.
+  exited.then(([code, signal]) => {
+    if (!stopping) log.error({ port, netns, code, signal, logTail: output.tail.slice(-5) }, 'lab origin (Caddy) exited unexpectedly; lab rounds fail until h3lens is restarted')
+  })
 
   return {
     hostname: LAB_HOSTNAME,

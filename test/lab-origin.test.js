@@ -15,6 +15,7 @@ import pino from 'pino'
 import { chooseCaddy, DEBIAN_CADDY } from '../lab/caddy.js'
 import { LAB_HOSTNAME, OriginStartError, startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
+import { eventually } from './helpers/eventually.js'
 
 const ORIGIN_MODULE = fileURLToPath(new URL('../lab/origin.js', import.meta.url))
 
@@ -213,6 +214,25 @@ setInterval(() => {}, 1000)`
       assert.match(warning.msg, /H3 connects may be distorted; run setup to install Caddy 2\.11\.7/)
     } finally {
       await debian.stop()
+      await rm(otherDir, { recursive: true, force: true })
+    }
+  })
+
+  test('Caddy killed while it serves: an error line says the lab origin is gone, and a stop afterwards is quiet', async () => {
+    const otherDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-origin-test-'))
+    const lines = []
+    const log = pino({ level: 'info' }, { write: (line) => lines.push(JSON.parse(line)) })
+    const killed = await startOrigin({ dataDir: otherDir, port: await freePort(), log })
+    try {
+      const [pid] = await caddyProcesses(otherDir)
+      process.kill(pid, 'SIGKILL')
+      const gone = await eventually(async () => lines.find((l) => l.level === 50), { what: 'an error line', timeoutMs: 10_000 })
+      assert.equal(gone.msg, 'lab origin (Caddy) exited unexpectedly; lab rounds fail until h3lens is restarted')
+      assert.equal(gone.port, killed.port)
+      await killed.stop()
+      assert.equal(lines.filter((l) => l.level >= 50).length, 1, 'stopping it is no second error')
+    } finally {
+      await killed.stop()
       await rm(otherDir, { recursive: true, force: true })
     }
   })
