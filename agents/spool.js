@@ -18,12 +18,18 @@ export function createSpool (dir) {
       // entry is whole or absent (its round then runs again), never empty.
       const handle = await fs.open(tmp, 'w')
       try {
-        await handle.writeFile(JSON.stringify(payload))
-        await handle.sync()
-      } finally {
-        await handle.close()
+        try {
+          await handle.writeFile(JSON.stringify(payload))
+          await handle.sync()
+        } finally {
+          await handle.close()
+        }
+        await fs.rename(tmp, fileOf(jobId))
+      } catch (err) {
+        // A full disk: the half-written temp file goes, the error is the caller's.
+        await fs.rm(tmp, { force: true })
+        throw err
       }
-      await fs.rename(tmp, fileOf(jobId))
     },
     /** @param {number} jobId */
     async remove (jobId) {

@@ -23,6 +23,11 @@ test('an entry is kept whole until removed; a corrupt one is set aside, one that
     assert.ok(fs.existsSync(path.join(dir, 'job-4.json')), 'the unreadable entry stays where it is')
     await spool.remove(1)
     assert.deepEqual((await spool.list()).map((e) => e.jobId), [2])
+    // An entry that cannot be written (here: its name taken by a folder; a
+    // full disk fails the same way) is an error, and leaves no temporary file.
+    fs.mkdirSync(path.join(dir, 'job-5.json', 'x'), { recursive: true })
+    await assert.rejects(spool.put(5, { results: [] }))
+    assert.deepEqual(fs.readdirSync(dir).filter((f) => f.endsWith('.tmp')), [])
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
