@@ -110,7 +110,11 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
         await releaseJob(job.id, `a page load failed while the agent was stopping (${results.filter((r) => FAILED.has(r.status)).map((r) => r.error ?? r.status).join('; ')})`)
         return
       }
-      await spool.put(job.id, { agent_version: version, results })
+      try {
+        await spool.put(job.id, { agent_version: version, results })
+      } catch (/** @type {any} */ err) {
+        throw new Error(`measured, but its results could not be written to the spool: ${err.message}`, { cause: err })
+      }
       jobLog.info({ results: results.map((r) => `${r.probe ?? 'page'}/${r.mode}/${r.view ?? 'first'}:${r.status}:${r.observed_protocol}`) }, 'round measured')
     } catch (/** @type {any} */ err) {
       if (released.has(job.id)) return

@@ -46,7 +46,7 @@ async function setup () {
   })
   const job = async (/** @type {number} */ id) => (await db.query('SELECT state, attempts, last_error FROM jobs WHERE id = $1', [id])).rows[0]
   return {
-    db, monitor, agent, job,
+    db, monitor, agent, job, dataDir,
     async close () {
       await api.close()
       await database.drop()
@@ -89,6 +89,28 @@ test('a round refused for good (the agent\'s clock a day ahead) fails with the A
     const { rows: [health] } = await s.db.query("SELECT faults, last_fault FROM agents WHERE location_id = 'local'")
     assert.equal(health.faults, 2)
     assert.match(health.last_fault, /measured_at/)
+  } finally {
+    await agent.stop()
+    await s.close()
+  }
+})
+
+test('a measured round whose results cannot be written to the spool (a full disk) is handed back saying so, and no temporary file stays', async () => {
+  const s = await setup()
+  const full = await s.monitor('full')
+  // The entry's name taken by a folder: the write fails as a full disk's does.
+  const spoolDir = path.join(s.dataDir, 'spool')
+  fs.mkdirSync(path.join(spoolDir, `job-${full.jobId}.json`, 'x'), { recursive: true })
+  const agent = s.agent(async () => round(new Date().toISOString()))
+  agent.start()
+  try {
+    const failed = await eventually(async () => {
+      const j = await s.job(full.jobId)
+      return j.last_error && j
+    }, { timeoutMs: 10_000, what: 'the round handed back' })
+    assert.equal(failed.state, 'queued')
+    assert.match(failed.last_error, /^attempt 1 of 2 failed and runs again: round failed to run: measured, but its results could not be written to the spool: /)
+    assert.deepEqual(fs.readdirSync(spoolDir).filter((f) => f.endsWith('.tmp')), [])
   } finally {
     await agent.stop()
     await s.close()
