@@ -1,10 +1,11 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import puppeteer from 'puppeteer-core'
 import { InfrastructureError } from '../faults.js'
+import { isAlive } from '../../lib/runtime/instance.js'
 
 // One Chromium process per flag set (and namespace): the flags decide the
 // protocol, so an h3 run and an h2 run can never share a browser, while runs
@@ -27,6 +28,12 @@ import { InfrastructureError } from '../faults.js'
 
 // Contexts left to close at most; beyond, a run closes the oldest itself.
 const MAX_RETIRED = 8
+
+// A profile folder older than this that no running Chromium holds was left
+// by a pool whose process was killed outright (kill -9): removed when the
+// next pool on the same data dir makes its first profile.
+const STALE_PROFILE_MS = 10 * 60_000
+const PROFILE_PREFIX = 'h3lens-chromium-'
 
 const NETNS_WRAPPER = fileURLToPath(new URL('../../lab/netns-chromium.sh', import.meta.url))
 const CLOSE_GRACE_MS = 5000
@@ -91,6 +98,8 @@ export function createBrowserPool ({
   /** @type {Promise<void>} */
   let settling = Promise.resolve()
   let closing = false
+  /** @type {Promise<void> | null} */
+  let swept = null
 
   /**
    * @param {string[]} flags
@@ -292,7 +301,11 @@ export function createBrowserPool ({
    */
   async function newProfile () {
     await mkdir(profilesDir, { recursive: true })
-    const userDataDir = await mkdtemp(path.join(profilesDir, 'h3lens-chromium-'))
+    if (dataDir) {
+      swept ??= removeStaleProfiles(profilesDir).then((n) => { if (n) log.info({ removed: n, dir: profilesDir }, 'removed browser profiles an earlier run left behind') })
+      await swept
+    }
+    const userDataDir = await mkdtemp(path.join(profilesDir, PROFILE_PREFIX))
     await mkdir(path.join(userDataDir, 'Default'))
     await writeFile(path.join(userDataDir, 'Default', 'Preferences'), JSON.stringify(PROFILE_PREFERENCES))
     return userDataDir
@@ -326,6 +339,31 @@ export const CACHE_FOLDERS = Object.freeze(['Cache', 'Code Cache'])
  */
 async function forgetCache (profile) {
   await Promise.all(CACHE_FOLDERS.map((f) => rm(path.join(profile, 'Default', f), { recursive: true, force: true, maxRetries: 3 })))
+}
+
+/**
+ * Remove the profiles in `dir` that no Chromium holds (its SingletonLock
+ * names a live process while one runs on the profile) and that nothing has
+ * touched for STALE_PROFILE_MS.
+ * @param {string} dir
+ * @returns {Promise<number>} how many were removed
+ */
+async function removeStaleProfiles (dir) {
+  let removed = 0
+  for (const name of (await readdir(dir).catch(() => [])).filter((n) => n.startsWith(PROFILE_PREFIX))) {
+    const folder = path.join(dir, name)
+    try {
+      if (Date.now() - (await stat(folder)).mtimeMs < STALE_PROFILE_MS) continue
+      // "<host>-<pid>"
+      const holder = Number((await readlink(path.join(folder, 'SingletonLock')).catch(() => '')).split('-').pop())
+      if (holder > 0 && isAlive(holder)) continue
+      await rm(folder, { recursive: true, force: true, maxRetries: 3 })
+      removed++
+    } catch {
+      // gone meanwhile, or not ours to remove: left as it is
+    }
+  }
+  return removed
 }
 
 /**
