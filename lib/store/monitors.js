@@ -129,9 +129,11 @@ async function checkMonitor (db, input, existing, policy = {}) {
   }
   // A probe that runs in some browsers only (the journey: Chromium) is
   // refused on a monitor that measures in another too: every round of that
-  // browser would fail.
+  // browser would fail. Checked when one of them changes, so a monitor
+  // stored before can still be paused or renamed.
   const browsersNow = /** @type {readonly string[]} */ (out.browsers ?? existing?.browsers ?? DEFAULT_BROWSERS)
-  for (const id of out.probes ?? existing?.probes ?? []) {
+  const combinationChanged = !existing || input.browsers !== undefined || input.probes !== undefined || input.journey !== undefined
+  for (const id of combinationChanged ? out.probes ?? existing?.probes ?? [] : []) {
     const probe = probeOf(id)
     const only = /** @type {readonly string[] | undefined} */ (probe.browsers)
     const others = only ? browsersNow.filter((b) => !only.includes(b)) : []
