@@ -37,9 +37,10 @@ const KIND_FIELDS = ['percentile', 'min_effect_pct', 'min_effect_ms', 'threshold
  * The rule as stored, defaults applied, after every check.
  * @param {import('pg').Pool} db
  * @param {Record<string, any>} input a full rule (POST) or the stored rule merged with a patch
- * @param {{ monitorGiven?: boolean }} [opts] monitorGiven: the request names the monitor (a POST, or a patch of monitor_id)
+ * @param {{ monitorGiven?: boolean, watchGiven?: boolean }} [opts] monitorGiven: the request names the monitor
+ *   (a POST, or a patch of monitor_id); watchGiven: it names what the rule watches (a POST, or a patch of metric or probe)
  */
-async function checkRule (db, input, { monitorGiven = true } = {}) {
+async function checkRule (db, input, { monitorGiven = true, watchGiven = true } = {}) {
   const r = { ...input }
   if (!RULE_KINDS.includes(r.kind)) throw new ValidationError(`kind must be one of ${RULE_KINDS.join(', ')}`, 'kind')
   for (const f of KIND_FIELDS) {
@@ -88,7 +89,9 @@ async function checkRule (db, input, { monitorGiven = true } = {}) {
     // another monitor, or change its channels); a monitor given must exist.
     if (!rowCount && monitorGiven) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
     if (rowCount && r.kind === 'h3_share_drop') await checkShareMonitor(db, r)
-    if (rowCount && r.kind === 'h3_regression') await checkRegressionMonitor(db, r)
+    // Checked when the monitor or what is watched changes: a rule stored
+    // before stays editable when its monitor's probes change since.
+    if (rowCount && r.kind === 'h3_regression' && (monitorGiven || watchGiven)) await checkRegressionMonitor(db, r)
   }
   r.locations ??= null
   if (r.locations !== null) {
@@ -217,7 +220,7 @@ export async function updateRule (db, id, patch) {
     // Another kind's fields would not carry over meaningfully: make a new rule.
     throw new ValidationError('kind cannot change; delete the rule and create another', 'kind')
   }
-  const r = await checkRule(db, { ...current, ...patch }, { monitorGiven: patch.monitor_id !== undefined })
+  const r = await checkRule(db, { ...current, ...patch }, { monitorGiven: patch.monitor_id !== undefined, watchGiven: patch.metric !== undefined || patch.probe !== undefined })
   const { rows } = await db.query(
     `UPDATE alert_rules SET ${STORED.map((k, i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [id, ...STORED.map((k) => r[k])])
