@@ -35,8 +35,8 @@ function append (el, children) {
 // Unicode's directional embeddings, overrides and isolates (U+202A–U+202E,
 // U+2066–U+2069). Shown, one in a label would reverse the text after it,
 // the rest of the label's sentence included, or make a name read as another
-// ("‮moc.elpmaxe" shown as "example.com"). Right-to-left text needs none of
-// them: the browser orders it by itself.
+// (U+202E then "moc.elpmaxe" shows as "example.com"). Right-to-left text
+// needs none of them: the browser orders it by itself.
 const DIRECTIONAL = /[\u202A-\u202E\u2066-\u2069]/g
 
 /**
