@@ -45,8 +45,13 @@ async function setup () {
     client: createApiClient({ apiUrl: api.url, token }), spool: createSpool(path.join(dataDir, 'spool')), runJob, log, version: 'test', idlePollMs: 100
   })
   const job = async (/** @type {number} */ id) => (await db.query('SELECT state, attempts, last_error FROM jobs WHERE id = $1', [id])).rows[0]
+  /** The job once its round was reported with a reason. @param {number} id @param {string} what */
+  const reported = (id, what) => eventually(async () => {
+    const j = await job(id)
+    return j.last_error && j
+  }, { timeoutMs: 10_000, what })
   return {
-    db, monitor, agent, job, dataDir,
+    db, monitor, agent, job, reported, dataDir,
     async close () {
       await api.close()
       await database.drop()
@@ -67,10 +72,7 @@ test('a round refused for good (the agent\'s clock a day ahead) fails with the A
   })
   agent.start()
   try {
-    const first = await eventually(async () => {
-      const j = await s.job(skewed.jobId)
-      return j.last_error && j
-    }, { timeoutMs: 10_000, what: 'the refused round reported' })
+    const first = await s.reported(skewed.jobId, 'the refused round reported')
     assert.equal(first.state, 'queued', 'the refused round is handed back as a new attempt, not kept leased')
     assert.equal(first.attempts, 1)
     assert.match(first.last_error, /^attempt 1 of 2 failed and runs again: the API refused the round's results \(HTTP 422\): .*measured_at .* is not a plausible measurement time \(is the agent's clock right\?\)/)
@@ -104,10 +106,7 @@ test('a measured round whose results cannot be written to the spool (a full disk
   const agent = s.agent(async () => round(new Date().toISOString()))
   agent.start()
   try {
-    const failed = await eventually(async () => {
-      const j = await s.job(full.jobId)
-      return j.last_error && j
-    }, { timeoutMs: 10_000, what: 'the round handed back' })
+    const failed = await s.reported(full.jobId, 'the round handed back')
     assert.equal(failed.state, 'queued')
     assert.match(failed.last_error, /^attempt 1 of 2 failed and runs again: round failed to run: measured, but its results could not be written to the spool: /)
     assert.deepEqual(fs.readdirSync(spoolDir).filter((f) => f.endsWith('.tmp')), [])

@@ -42,16 +42,27 @@ async function monitorAt (location) {
   return { m, due, previous: new Date(due.getTime() - 3600e3) }
 }
 
+/**
+ * A lab location with a live agent, a monitor there, and the round before
+ * the current one leased by that agent.
+ * @param {string} id the location
+ * @param {{ leaseLeft?: string, startedAgo?: string }} [opts] PostgreSQL intervals: how long the lease has left (negative: expired), how long ago the round started
+ */
+async function leasedRoundAt (id, { leaseLeft = '1 minute', startedAgo = '0' } = {}) {
+  await upsertLocation(t.db, { id, name: id, region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: id })
+  await touchAgent(t.db, agent.id)
+  const at = await monitorAt(id)
+  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
+    VALUES ($1, $2, $3, 'leased', 1, $4, now() + $5::interval, now() - $6::interval)`, [at.m.id, id, at.previous, agent.id, leaseLeft, startedAgo])
+  return at
+}
+
 const roundsOf = async (monitorId) =>
   (await t.db.query('SELECT due_at, state, last_error FROM jobs WHERE monitor_id = $1 ORDER BY due_at', [monitorId])).rows
 
 test('a round still running when the next comes due: the next waits for it a grace, then is skipped as "location busy", not queued', async () => {
-  await upsertLocation(t.db, { id: 'bp-busy', name: 'Busy', region: 'Test', kind: 'lab' })
-  const { agent } = await createAgentToken(t.db, { location: 'bp-busy' })
-  await touchAgent(t.db, agent.id)
-  const { m, due, previous } = await monitorAt('bp-busy')
-  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
-    VALUES ($1, 'bp-busy', $2, 'leased', 1, $3, now() + interval '1 minute', now())`, [m.id, previous, agent.id])
+  const { m, due, previous } = await leasedRoundAt('bp-busy')
   await tick()
   assert.deepEqual((await roundsOf(m.id)).map((r) => [+r.due_at, r.state]), [[+previous, 'leased']], 'within the grace, the new round waits')
   // The grace (a quarter of the interval, at most 15 s) is over: the round due now fell 16 s ago.
@@ -64,12 +75,7 @@ test('a round still running when the next comes due: the next waits for it a gra
 })
 
 test('a round that ends within the grace after the next came due lets the next one run, late, instead of losing it', async () => {
-  await upsertLocation(t.db, { id: 'bp-grace', name: 'Grace', region: 'Test', kind: 'lab' })
-  const { agent } = await createAgentToken(t.db, { location: 'bp-grace' })
-  await touchAgent(t.db, agent.id)
-  const { m, due, previous } = await monitorAt('bp-grace')
-  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
-    VALUES ($1, 'bp-grace', $2, 'leased', 1, $3, now() + interval '1 minute', now())`, [m.id, previous, agent.id])
+  const { m, due, previous } = await leasedRoundAt('bp-grace')
   await tick()
   assert.deepEqual((await roundsOf(m.id)).map((r) => r.state), ['leased'])
   await t.db.query("UPDATE jobs SET state = 'done', finished_at = now() WHERE monitor_id = $1", [m.id])
@@ -93,13 +99,8 @@ test('a round not started when the next comes due is skipped, and the next takes
 })
 
 test('a round waiting to run again when the next comes due is skipped, keeping why its attempt ended', async () => {
-  await upsertLocation(t.db, { id: 'bp-lost', name: 'Lost', region: 'Test', kind: 'lab' })
-  const { agent } = await createAgentToken(t.db, { location: 'bp-lost' })
-  await touchAgent(t.db, agent.id)
-  const { m, due, previous } = await monitorAt('bp-lost')
   // Its agent was killed: the lease expired and the round went back to the queue.
-  await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at, state, attempts, lease_owner, lease_expires_at, started_at)
-    VALUES ($1, 'bp-lost', $2, 'leased', 1, $3, now() - interval '1 second', now() - interval '2 minutes')`, [m.id, previous, agent.id])
+  const { m, due, previous } = await leasedRoundAt('bp-lost', { leaseLeft: '-1 second', startedAgo: '2 minutes' })
   assert.deepEqual(await expireLeases(t.db), { requeued: 1, failed: 0 })
   await tick()
   const rounds = await roundsOf(m.id)
