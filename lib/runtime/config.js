@@ -97,14 +97,15 @@ export const VARIABLES = /** @type {const} */ ([
 const PARSERS = {
   string: (v) => v,
   path: (v) => path.resolve(v),
-  // Decimal digits only: Number() alone would read "0x50" as 80.
+  // Decimal digits only (spaces around them, as an env file may leave, are
+  // fine): Number() alone would read "0x50" as 80.
   port: (v) => {
-    const n = /^\d+$/.test(v) ? Number(v) : NaN
+    const n = /^\s*\d+\s*$/.test(v) ? Number(v) : NaN
     if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error('must be a port number between 1 and 65535')
     return n
   },
   int: (v, spec) => {
-    const n = /^-?\d+$/.test(v) ? Number(v) : NaN
+    const n = /^\s*-?\d+\s*$/.test(v) ? Number(v) : NaN
     if (!Number.isInteger(n)) throw new Error('must be a whole number')
     if (spec.min !== undefined && n < spec.min) throw new Error(`must be at least ${spec.min}`)
     if (spec.max !== undefined && n > spec.max) throw new Error(`must be at most ${spec.max}`)
