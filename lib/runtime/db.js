@@ -18,8 +18,11 @@ pg.types.setTypeParser(20, (v) => Number(v))
 export function createPool (url, { max = 10, log } = {}) {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 10000 })
   // An idle client losing its connection (database restart) must not crash
-  // the process; the next query gets a fresh connection.
-  pool.on('error', (err) => log?.warn({ err: err.message }, 'idle database connection lost'))
+  // the process; the next query gets a fresh connection. Once the pool is
+  // ending, its clients close without being waited for (pg-pool's end()),
+  // and an embedded PostgreSQL stopped right after ends their connections:
+  // that is the shutdown, not a lost connection.
+  pool.on('error', (err) => { if (!pool.ending) log?.warn({ err: err.message }, 'idle database connection lost') })
   return pool
 }
 
