@@ -1,6 +1,7 @@
 // SQL for the results table: one row per measured load, keyed by
 // (job, mode, view, probe).
 import { ValidationError } from '../runtime/errors.js'
+import { isPostgresTimestamp } from '../runtime/date-time.js'
 
 import { RESULT_FIELDS } from '../measurement/result.js'
 import { browserOf } from './round-summaries.js'
@@ -146,28 +147,18 @@ function encodeCursor (time, id) {
   return Buffer.from(`${time}|${id}`).toString('base64url')
 }
 
-/** @param {string} cursor */
+/**
+ * A cursor is the client's text to send back: one made by hand (a date that
+ * does not exist, an offset or an id PostgreSQL refuses) gets a 400 and
+ * never reaches the query.
+ * @param {string} cursor
+ */
 function decodeCursor (cursor) {
   const [time, id, ...rest] = Buffer.from(cursor, 'base64url').toString().split('|')
-  if (rest.length || !isTimestamp(time ?? '') || !/^\d{1,16}$/.test(id ?? '') || !Number.isSafeInteger(Number(id))) {
+  if (rest.length || !isPostgresTimestamp(time ?? '') || !/^\d{1,16}$/.test(id ?? '') || !Number.isSafeInteger(Number(id))) {
     throw new ValidationError('cursor is not valid; use the next_cursor value from a previous page', 'cursor')
   }
   return { time, id: Number(id) }
-}
-
-// A timestamp as PostgreSQL prints one: a date that exists, a time of day,
-// an offset PostgreSQL takes (up to 15:59). A cursor is the client's text
-// to send back; one made by hand must get a 400, never reach the query.
-const TIMESTAMP = /^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.\d{1,6})?(?:Z|[+-](\d\d)(?::?(\d\d))?)?$/
-
-/** @param {string} text */
-function isTimestamp (text) {
-  const m = TIMESTAMP.exec(text)
-  if (!m) return false
-  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = m.slice(1).map((v) => Number(v ?? 0))
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
-  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-  return year >= 1 && days !== undefined && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 15 && offsetMinutes <= 59
 }
 
 /**
