@@ -84,14 +84,14 @@ async function checkRule (db, input, { monitorGiven = true, watchGiven = true } 
   if (!SEVERITIES.includes(r.severity)) throw new ValidationError(`severity must be one of ${SEVERITIES.join(', ')}`, 'severity')
   r.monitor_id ??= null
   if (r.monitor_id !== null) {
-    const { rowCount } = await db.query('SELECT 1 FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
+    const { rows: [m] } = await db.query('SELECT modes, interval_s, probes, journey FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
     // A rule whose monitor was deleted since stays editable (to point it at
     // another monitor, or change its channels); a monitor given must exist.
-    if (!rowCount && monitorGiven) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
-    if (rowCount && r.kind === 'h3_share_drop') await checkShareMonitor(db, r)
+    if (!m && monitorGiven) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
+    if (m && r.kind === 'h3_share_drop') checkShareMonitor(m, r)
     // Checked when the monitor or what is watched changes: a rule stored
     // before stays editable when its monitor's probes change since.
-    if (rowCount && r.kind === 'h3_regression' && (monitorGiven || watchGiven)) await checkRegressionMonitor(db, r)
+    if (m && r.kind === 'h3_regression' && (monitorGiven || watchGiven)) checkRegressionMonitor(m, r)
   }
   r.locations ??= null
   if (r.locations !== null) {
@@ -134,11 +134,10 @@ function checkRuleProbe (probe, metric) {
  * An h3_share_drop rule on a named monitor: the monitor runs the auto arm,
  * and the window holds at least SHARE_MIN_VISITS of its rounds, or the rule could
  * never say anything.
- * @param {import('pg').Pool} db
+ * @param {{ modes: string[], interval_s: number }} m the monitor
  * @param {Record<string, any>} r
  */
-async function checkShareMonitor (db, r) {
-  const { rows: [m] } = await db.query('SELECT modes, interval_s FROM monitors WHERE id = $1', [r.monitor_id])
+function checkShareMonitor (m, r) {
   if (!m.modes.includes('auto')) {
     throw new ValidationError(`monitor ${r.monitor_id} does not run the auto arm (its modes: ${m.modes.join(', ')}); an h3_share_drop rule watches the auto arm's returning visits: add auto to the monitor's modes`, 'monitor_id')
   }
@@ -152,11 +151,10 @@ async function checkShareMonitor (db, r) {
  * rule watches (the metric's, or the rule's probe), and a journey step it
  * names is one of the monitor's journey's named steps, or the rule could
  * never compare anything.
- * @param {import('pg').Pool} db
+ * @param {{ probes: string[] | null, journey: any }} m the monitor
  * @param {Record<string, any>} r
  */
-async function checkRegressionMonitor (db, r) {
-  const { rows: [m] } = await db.query('SELECT probes, journey FROM monitors WHERE id = $1', [r.monitor_id])
+function checkRegressionMonitor (m, r) {
   const watched = probeFor(r.metric, r.probe) ?? DEFAULT_PROBE
   const { probe, step } = splitProbe(watched)
   const field = r.probe ? 'probe' : 'metric'
