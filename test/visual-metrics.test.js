@@ -43,33 +43,61 @@ after(async () => {
 const paintUrl = () => `${origin.baseUrl}${PAINT_STEPS.path}`
 
 /**
+ * How a result's visual metrics miss the hand-computed ones: none when each
+ * is within 10 % and one frame. Frames come at most one per 100 ms, so a
+ * paint may be seen one frame late besides.
  * @param {Record<string, any>} r
  * @param {Record<string, number | null>} expected
  * @param {string} arm
+ * @returns {string[]}
  */
-function assertWithin10 (r, expected, arm) {
-  for (const c of VISUAL_COLUMNS) {
+function misses (r, expected, arm) {
+  const progress = JSON.stringify(r.filmstrip?.progress ?? r.details?.filmstrip?.progress)
+  return VISUAL_COLUMNS.flatMap((c) => {
     const want = /** @type {number} */ (expected[c])
-    const progress = JSON.stringify(r.filmstrip?.progress ?? r.details?.filmstrip?.progress)
-    assert.ok(typeof r[c] === 'number', `${arm} ${c} measured`)
-    // Frames come at most one per 100 ms, so a paint may be seen one frame
-    // late besides: under the full suite's load a first change by hand at
-    // 700 ms was seen at 813 ms, the three after it 13 ms late.
-    assert.ok(Math.abs(r[c] - want) <= want * 0.1 + FRAME_STEP_MS, `${arm} ${c}: ${r[c]} ms, by hand ${want} ms (±10 % and one frame); progress ${progress}`)
-  }
+    if (typeof r[c] !== 'number') return [`${arm} ${c} not measured`]
+    return Math.abs(r[c] - want) <= want * 0.1 + FRAME_STEP_MS ? [] : [`${arm} ${c}: ${r[c]} ms, by hand ${want} ms (±10 % and one frame); progress ${progress}`]
+  })
 }
 
-test('the page that paints in known steps gives the hand-computed visual metrics within 10 % and one frame, over H2 and over H3', async () => {
+/**
+ * Measure with `load` until its results' visual metrics match the hand-computed
+ * ones, at most twice. The hand-computed times assume the page's timers fire
+ * on time: on a machine busy with the rest of the suite a paint can come late
+ * (a first change by hand at 700 ms was once seen at 905 ms, in one full run
+ * of ten). So a load that misses is reported and measured once more; a fault
+ * of the measurement misses in both loads and fails.
+ * @template T
+ * @param {import('node:test').TestContext} t
+ * @param {() => Promise<{ value: T, results: Record<string, any>[] }>} load
+ * @returns {Promise<T>}
+ */
+async function matchingHandComputed (t, load) {
+  const expected = handPaintedMetrics(PAINT_STEPS.steps)
+  /** @type {string[]} */
+  let missed = []
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    const { value, results } = await load()
+    missed = results.flatMap((r) => misses(r, expected, r.mode))
+    if (!missed.length) return value
+    t.diagnostic(`load ${attempt} missed the hand-computed metrics: ${missed.join('; ')}`)
+  }
+  assert.fail(`both loads missed the hand-computed metrics; the second: ${missed.join('; ')}`)
+}
+
+test('the page that paints in known steps gives the hand-computed visual metrics within 10 % and one frame, over H2 and over H3', async (t) => {
   const expected = handPaintedMetrics(PAINT_STEPS.steps)
   // 700·1 + 700·0.6 + 700·0.3 + 700·0.1: the area above the progress curve.
   assert.equal(Math.round(expected.speed_index_ms), 1400)
   assert.equal(expected.visually_complete_85_ms, 2100)
   const extraFlags = labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: origin.address })
   for (const mode of /** @type {const} */ (['h2', 'h3'])) {
-    const [r] = await measurePageViews({ pool, url: paintUrl(), mode, extraFlags, lab: true, filmstrip: true })
-    assert.equal(r.status, 'ok', r.error)
-    assert.equal(r.observed_protocol, mode, `${mode} arm loaded over ${r.observed_protocol}`)
-    assertWithin10(r, expected, mode)
+    const r = await matchingHandComputed(t, async () => {
+      const [r] = await measurePageViews({ pool, url: paintUrl(), mode, extraFlags, lab: true, filmstrip: true })
+      assert.equal(r.status, 'ok', r.error)
+      assert.equal(r.observed_protocol, mode, `${mode} arm loaded over ${r.observed_protocol}`)
+      return { value: r, results: [r] }
+    })
     // Frames at most one per 100 ms; the last shows the page complete.
     const times = r.filmstrip.frames.map((/** @type {any} */ f) => f.t_ms)
     assert.ok(times.length >= PAINT_STEPS.steps.length, `${mode}: ${times.length} frames`)
@@ -78,7 +106,7 @@ test('the page that paints in known steps gives the hand-computed visual metrics
   }
 })
 
-test('options.filmstrip = always: frames of a separate load of each arm are stored under the cap, served, exported as URLs, removed by retention; the import takes runs without frames', async () => {
+test('options.filmstrip = always: frames of a separate load of each arm are stored under the cap, served, exported as URLs, removed by retention; the import takes runs without frames', async (tc) => {
   const t = await createTestApp({ H3LENS_LAB_PORT: String(origin.port) })
   try {
     const port = await freePort()
@@ -88,27 +116,29 @@ test('options.filmstrip = always: frames of a separate load of each arm are stor
       pool, lab: { spki: origin.spki, address: '127.0.0.1', port: origin.port }, timeoutMs: 15_000, log: createLogger({ logLevel: 'silent' }),
       uploadFilmstrip: createFilmstripUploader({ apiUrl: `http://127.0.0.1:${port}`, token })
     })
-    const created = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: paintUrl(), locations: ['local'], modes: ['h2', 'h3'], interval_s: 60, options: { filmstrip: 'always', netlog: 'off' } } })
-    assert.equal(created.statusCode, 201, created.body)
-    const monitor = created.json()
     // An option it does not know is refused, naming it.
     const bad = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: paintUrl(), locations: ['local'], options: { filmstrip: 'sometimes' } } })
     assert.equal(bad.statusCode, 400)
     assert.match(bad.json().field, /filmstrip/)
 
-    await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'local', date_trunc('minute', now()) - interval '1 minute')`, [monitor.id])
-    const claim = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', payload: { limit: 1 }, headers: { authorization: `Bearer ${token}` } })).json()
-    assert.equal(claim.jobs.length, 1)
-    const results = await runJob(claim.jobs[0], { location: claim.location, allowPrivateTargets: claim.allow_private_targets })
-    const stored = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${claim.jobs[0].id}/results`, payload: { agent_version: 'test', results }, headers: { authorization: `Bearer ${token}` } })
-    assert.equal(stored.statusCode, 200, stored.body)
-
-    const { items } = (await t.app.inject({ url: `/api/v1/monitors/${monitor.id}/results?limit=10` })).json()
-    assert.equal(items.length, 2)
-    const expected = handPaintedMetrics(PAINT_STEPS.steps)
+    // A monitor's round, run by the agent's job runner and stored: a second
+    // monitor's if the first one's paints came late (matchingHandComputed).
+    const { monitor, items } = await matchingHandComputed(tc, async () => {
+      const created = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: paintUrl(), locations: ['local'], modes: ['h2', 'h3'], interval_s: 60, options: { filmstrip: 'always', netlog: 'off' } } })
+      assert.equal(created.statusCode, 201, created.body)
+      const monitor = created.json()
+      await t.db.query(`INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'local', date_trunc('minute', now()) - interval '1 minute')`, [monitor.id])
+      const claim = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', payload: { limit: 1 }, headers: { authorization: `Bearer ${token}` } })).json()
+      assert.equal(claim.jobs.length, 1)
+      const results = await runJob(claim.jobs[0], { location: claim.location, allowPrivateTargets: claim.allow_private_targets })
+      const stored = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${claim.jobs[0].id}/results`, payload: { agent_version: 'test', results }, headers: { authorization: `Bearer ${token}` } })
+      assert.equal(stored.statusCode, 200, stored.body)
+      const { items } = (await t.app.inject({ url: `/api/v1/monitors/${monitor.id}/results?limit=10` })).json()
+      assert.equal(items.length, 2)
+      for (const r of items) assert.equal(r.status, 'ok', r.error)
+      return { value: { monitor, items }, results: items }
+    })
     for (const r of items) {
-      assert.equal(r.status, 'ok', r.error)
-      assertWithin10(r, expected, r.mode)
       const detail = (await t.app.inject({ url: `/api/v1/results/${r.id}` })).json()
       assert.equal(detail.details.filmstrip.kind, 'capture')
       assert.equal(detail.details.filmstrip.uploaded, true, detail.details.filmstrip.error)
