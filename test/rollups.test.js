@@ -221,6 +221,7 @@ test('bad comparison and trend queries get a 400 that says what to change and na
     [`/api/v1/monitors/${m.id}/comparison?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/, 'from'],
     [`/api/v1/monitors/${m.id}/distribution?from=2024-01-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /the window is longer than 400 days/, 'from'],
     [`/api/v1/monitors/${m.id}/results?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/, 'from'],
+    [`/api/v1/monitors/${m.id}/side-by-side?location=local&percentile=95&from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z`, /from must not be after to/, 'from'],
     [`/api/v1/monitors/${m.id}/trends?bucket=2m`, /bucket must be one of 5m, 1h, 1d/, 'bucket'],
     [`/api/v1/monitors/${m.id}/trends?bucket=5m&from=2025-01-01T00:00:00Z&to=2025-12-01T00:00:00Z`, /too many .* use a wider bucket/, 'bucket'],
     [`/api/v1/monitors/${m.id}/trends?format=xml`, /format must be one of json, csv/, 'format']
@@ -232,6 +233,13 @@ test('bad comparison and trend queries get a 400 that says what to change and na
     assert.equal(res.json().field, field, url)
   }
   assert.equal((await t.app.inject({ url: '/api/v1/monitors/99999/comparison' })).statusCode, 404)
+  // A window of no length is one rule in every view: answered, and empty.
+  const instant = 'from=2026-01-01T00:00:00Z&to=2026-01-01T00:00:00Z'
+  for (const view of ['comparison', 'results', 'side-by-side?location=local&percentile=95']) {
+    const empty = await t.app.inject({ url: `/api/v1/monitors/${m.id}/${view}${view.includes('?') ? '&' : '?'}${instant}` })
+    assert.equal(empty.statusCode, 200, `${view}: ${empty.body}`)
+  }
+  assert.equal((await t.app.inject({ url: `/api/v1/monitors/${m.id}/side-by-side?location=local&percentile=95&${instant}` })).json().rounds, 0)
   // A window at the end of year 9999 is echoed as a time a client can send back.
   for (const view of ['comparison', 'trends', 'distribution']) {
     const end = await t.app.inject({ url: `/api/v1/monitors/${m.id}/${view}?from=9999-12-31T23:00:00Z&to=9999-12-31T23:59:59Z` })

@@ -135,6 +135,14 @@ test('the summary: page views per region, the H3 share with its interval, and a 
   assert.ok(Math.abs(p50.delta_pct) < 15 && p50.ci_low_ms < 0 && p50.ci_high_ms > 0, `stratified Δ ${p50.delta_pct}%`)
   assert.equal(region(null).stratified, true)
   assert.equal(region('unknown').page_views, 30)
+
+  // A window of no length is answered, and empty; a reversed one is refused, naming from.
+  const empty = await t.app.inject({ url: `/api/v1/rum/sites/${site.id}/summary?from=${to}&to=${to}` })
+  assert.equal(empty.statusCode, 200, empty.body)
+  assert.equal(empty.json().regions.reduce((n, r) => n + r.page_views, 0), 0)
+  const reversed = await t.app.inject({ url: `/api/v1/rum/sites/${site.id}/summary?from=${to}&to=${from}` })
+  assert.equal(reversed.statusCode, 400)
+  assert.deepEqual([reversed.json().message, reversed.json().field], ['from must not be after to', 'from'])
 })
 
 test('the trend, the NDJSON export and the real users beside a monitor with the lab\'s returning-visit share', async () => {

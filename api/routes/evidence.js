@@ -213,7 +213,7 @@ export default async function evidenceRoutes (app) {
     if (!monitor.locations.includes(q.location)) throw new ValidationError(`monitor ${monitor.id} does not run at location ${q.location}; it runs at ${monitor.locations.join(', ')}`, 'location')
     const to = q.to ? new Date(q.to) : new Date()
     const from = q.from ? new Date(q.from) : new Date(to.getTime() - 7 * DAY_MS)
-    if (from >= to) throw new ValidationError('from must be before to', 'from')
+    if (from > to) throw new ValidationError('from must not be after to', 'from')
     const m = metricOf(q.metric)
     const pick = pickRound(await matchedRounds(app.db, { monitorId: monitor.id, locationId: q.location, column: /** @type {string} */ (m.column), from, to }), q.percentile)
     const head = { monitor_id: monitor.id, location_id: q.location, metric: m.id, percentile: q.percentile }

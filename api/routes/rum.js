@@ -38,7 +38,7 @@ export default async function rumRoutes (app) {
   const windowOf = (request) => {
     const to = request.query.to ? new Date(request.query.to) : new Date()
     const from = request.query.from ? new Date(request.query.from) : new Date(+to - DAY)
-    if (from >= to) throw Object.assign(app.httpErrors.badRequest('from must be before to'), { field: 'from' })
+    if (from > to) throw Object.assign(app.httpErrors.badRequest('from must not be after to'), { field: 'from' })
     if (+to - +from > MAX_WINDOW_DAYS * DAY) throw Object.assign(app.httpErrors.badRequest(`the window is longer than ${MAX_WINDOW_DAYS} days; choose a shorter from/to`), { field: 'from' })
     return { from, to }
   }
