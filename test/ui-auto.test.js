@@ -156,6 +156,19 @@ test('the overview shows the H3 share of returning visits per cell, or the story
   await done()
 })
 
+test('the raw export holds every run of the window, the auto arm\'s returning visits included, whatever view the page shows', async () => {
+  const { page, done } = await open(`#/monitors/${auto.monitor.id}?window=24h&metric=ttfb`)
+  await page.click('.menu summary')
+  const raw = await page.$$eval('.menu-list a', (as) => as.find((a) => a.textContent === 'Raw results as NDJSON')?.href)
+  await done()
+  const res = await fetch(raw, { headers: { authorization: `Bearer ${seeded.apiKey}` } })
+  assert.equal(res.status, 200, await res.clone().text())
+  const rows = (await res.text()).trim().split('\n').map((l) => JSON.parse(l))
+  const count = (mode, view) => rows.filter((r) => r.mode === mode && r.view === view).length
+  // Two locations, 72 rounds each, every arm loaded in each.
+  assert.deepEqual(['h2/first', 'h3/first', 'auto/first', 'auto/returning'].map((k) => count(...k.split('/'))), [144, 144, 144, 144])
+})
+
 test('the run detail says why the page came over its protocol, and the waterfall shows the race and reuse per request', async () => {
   const { page, done } = await open(`#/results/${auto.returningH3}`)
   assert.equal(await page.$eval('h1', (e) => e.textContent), 'Auto run, returning visit from Lab North America')

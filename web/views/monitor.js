@@ -395,8 +395,12 @@ function exportMenu (id, { from, to, metric, probe, view, browser, bucket }, onD
       h('p', { class: 'menu-note' }, 'Current window and metric'),
       link('Trends as CSV', exportUrl.trends(id, trends, 'csv'), `h3lens-trends-${id}-${metric}.csv`),
       link('Trends as JSON', exportUrl.trends(id, trends, 'json'), `h3lens-trends-${id}-${metric}.json`),
-      link('Raw results as CSV', exportUrl.results({ monitor: id, from, to, probe, view, browser }, 'csv'), `h3lens-results-${id}.csv`),
-      link('Raw results as NDJSON', exportUrl.results({ monitor: id, from, to, probe, view, browser }, 'ndjson'), `h3lens-results-${id}.ndjson`)))
+      // Every run of the window, whatever the view shows: an import of the
+      // file gives the same comparisons, the auto arm's returning visits and
+      // the other probes included.
+      h('p', { class: 'menu-note' }, 'Every run in the window'),
+      link('Raw results as CSV', exportUrl.results({ monitor: id, from, to }, 'csv'), `h3lens-results-${id}.csv`),
+      link('Raw results as NDJSON', exportUrl.results({ monitor: id, from, to }, 'ndjson'), `h3lens-results-${id}.ndjson`)))
   const outside = (ev) => { if (menu.open && !menu.contains(ev.target)) menu.open = false }
   document.addEventListener('click', outside)
   onDispose(() => document.removeEventListener('click', outside))
