@@ -59,6 +59,20 @@ test('defaults: a lab page gets the lab\'s locations among those with agents, th
   }
 })
 
+test('every arm of a monitor is run by one of its probes: the defaults follow the probes, a change that leaves an arm idle is refused', async () => {
+  const parallel = await post({ url: 'https://example.com/p', probes: ['parallel'] })
+  assert.equal(parallel.statusCode, 201, parallel.body)
+  assert.deepEqual(parallel.json().modes, ['h2', 'h3'], 'the parallel probe runs the forced arms only')
+  assert.deepEqual((await post({ url: 'https://example.com/q' })).json().modes, ['h2', 'h3', 'auto'])
+  const page = (await post({ url: 'https://example.com/r' })).json()
+  const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${page.id}`, payload: { probes: ['parallel'] } })
+  assert.equal(patched.statusCode, 400, patched.body)
+  assert.equal(patched.json().field, 'probes')
+  assert.match(patched.json().message, /add one of them to probes, or remove auto from modes/)
+  const both = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${page.id}`, payload: { probes: ['parallel'], modes: ['h2', 'h3'] } })
+  assert.equal(both.statusCode, 200, both.body)
+})
+
 test('bad input gets a 400 that names the problem', async (s) => {
   /** @type {[object, RegExp, string | undefined][]} */
   const cases = [
@@ -71,6 +85,7 @@ test('bad input gets a 400 that names the problem', async (s) => {
     [{ url: 'https://example.com/', colour: 'red' }, /unknown field "colour"/, 'colour'],
     [{ url: 'https://example.com/', modes: ['h4'] }, /must be one of h2, h3/, 'modes.0'],
     [{ url: 'https://example.com/', interval_s: 'often' }, /integer/, 'interval_s'],
+    [{ url: 'https://example.com/', modes: ['auto'], probes: ['parallel'] }, /no probe of this monitor runs the auto arm, which only the page and journey probes run/, 'modes'],
     [{}, /url is required/, 'url']
   ]
   for (const [payload, message, field] of cases) {

@@ -142,6 +142,21 @@ async function checkMonitor (db, input, existing, policy = {}) {
         `measure ${others.join(' and ')} in a monitor of its own`, input.browsers !== undefined ? 'browsers' : input.probes !== undefined ? 'probes' : 'journey')
     }
   }
+  // An arm that none of the monitor's probes runs (the auto arm with only
+  // the parallel or upload probe) would never measure anything: a round of
+  // that arm alone has no result to store. Checked when either changes.
+  // A new monitor given no modes runs the default arms its probes run.
+  if (!existing || input.modes !== undefined || input.probes !== undefined) {
+    const probesNow = /** @type {string[]} */ (out.probes ?? existing?.probes ?? ['page']).map(probeOf)
+    const runs = (/** @type {any} */ mode) => probesNow.some((p) => p.modes.includes(mode))
+    if (!existing && input.modes === undefined && !DEFAULT_MODES.every(runs)) out.modes = DEFAULT_MODES.filter(runs)
+    const idle = /** @type {string[]} */ (out.modes ?? existing?.modes ?? DEFAULT_MODES).filter((mode) => !runs(mode))
+    if (idle.length) {
+      const runners = PROBES.map(probeOf).filter((p) => idle.every((mode) => p.modes.includes(/** @type {any} */ (mode)))).map((p) => p.id)
+      throw new ValidationError(`no probe of this monitor runs the ${idle.join(' and ')} arm${idle.length > 1 ? 's' : ''}, which only the ${runners.join(' and ')} probe${runners.length > 1 ? 's' : ''} run: ` +
+        `add one of them to probes, or remove ${idle.join(' and ')} from modes`, input.probes !== undefined && input.modes === undefined ? 'probes' : 'modes')
+    }
+  }
   // Options depend on the URL (same-origin rule), the probes (upload needs
   // a URL) and the locations (target rules), so a change to any of them
   // checks them again, and with them the targets.
