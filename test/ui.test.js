@@ -81,6 +81,13 @@ test('adding a monitor through the form lands on its page', async () => {
   // A new monitor gets the auto arm unless the user unticks it; the form says what it costs.
   assert.equal(await page.$eval('input[name="modes"][value="auto"]', (i) => i.checked), true)
   assert.match(await page.$eval('#modes-group', (e) => e.textContent), /As users get it \(auto\).*two more page loads and two browser starts per round/)
+  // The locations ticked are those with an agent, as the API's default; the others say they have none.
+  const locs = await apiGet('/api/v1/locations').then((r) => r.json())
+  const withAgent = locs.items.filter((l) => l.capacity.agents_alive > 0).map((l) => l.id).sort()
+  assert.ok(withAgent.length > 0 && withAgent.length < locs.items.length, `agents at ${withAgent}`)
+  const boxes = await page.$$eval('input[name="locations"]', (is) => is.map((i) => ({ id: i.value, checked: i.checked, text: i.closest('label').textContent })))
+  assert.deepEqual(boxes.filter((b) => b.checked).map((b) => b.id).sort(), withAgent)
+  for (const b of boxes) assert.equal(/no agent/.test(b.text), !withAgent.includes(b.id), b.text)
   await page.type('#url', 'https://example.org/landing')
   await page.type('#label', 'Landing page')
   await page.$eval('#interval_s', (i) => { i.value = '' })

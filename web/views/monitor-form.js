@@ -55,13 +55,19 @@ export async function render (ctx) {
   })
   errors.journey = journey.error
 
+  // A new monitor's locations, as the API's default: those with an agent
+  // (every location when none has one yet).
+  const anyStaffed = locations.some((l) => l.capacity?.agents_alive)
+  const staffed = (/** @type {any} */ l) => !anyStaffed || Boolean(l.capacity?.agents_alive)
+
   const form = h('form', { class: 'card-form', novalidate: true, onsubmit: onSubmit },
     field('url', 'URL', url, 'The page to load, starting with http:// or https://'),
     h('div', { class: 'row-2' },
       field('label', 'Label (optional)', label),
       field('interval_s', 'Interval (seconds)', interval, `At least 60; lab pages on ${LAB_HOST} may use 10`)),
-    group('locations', 'Locations', locations.map((l) => box('locations', l.id, ` ${l.name}`, monitor ? monitor.locations.includes(l.id) : true,
-      ` ${l.profile?.rtt_ms ? `${l.profile.rtt_ms} ms RTT` : l.region}`))),
+    group('locations', 'Locations', locations.map((l) => box('locations', l.id, ` ${l.name}`, monitor ? monitor.locations.includes(l.id) : staffed(l),
+      ` ${l.profile?.rtt_ms ? `${l.profile.rtt_ms} ms RTT` : l.region}${l.capacity?.agents_alive ? '' : ' · no agent'}`)),
+    monitor ? undefined : 'Ticked: the locations with an agent; a location without one runs no rounds.'),
     group('modes', 'Modes', [box('modes', 'h2', ' HTTP/2', monitor ? monitor.modes.includes('h2') : true, ' QUIC disabled'),
       box('modes', 'h3', ' HTTP/3', monitor ? monitor.modes.includes('h3') : true, ' QUIC forced'),
       box('modes', 'auto', ' As users get it (auto)', monitor ? monitor.modes.includes('auto') : true, ' nothing forced')],
