@@ -250,11 +250,16 @@ test('the editor\'s check answers a journey\'s named steps, or a 400 naming the 
   assert.equal(rows[0].n, 0)
 })
 
-test('an agent\'s answer to a trial is checked before it is stored: a screenshot that is not padded base64 is a 400 naming it, and the trial waits for a good answer', async () => {
-  const queued = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: URL_, journey: { steps: [nav] } } })
+test('a trial needs an agent at its location; its answer is checked before it is stored: a screenshot that is not padded base64 is a 400 naming it, and the trial waits for a good answer', async () => {
+  const trial = () => t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: URL_, journey: { steps: [nav] } } })
+  // No agent at the location: nothing would take the trial, so it is refused rather than left to expire.
+  const unstaffed = await trial()
+  assert.equal(unstaffed.statusCode, 400, unstaffed.body)
+  assert.deepEqual([unstaffed.json().field, unstaffed.json().message], ['location_id', 'location_id: location local has no agent to run the trial; choose a location with one (the Locations page shows them)'])
+  const agent = { authorization: `Bearer ${await t.agentToken('local')}` }
+  const queued = await trial()
   assert.equal(queued.statusCode, 202, queued.body)
   const { id } = queued.json()
-  const agent = { authorization: `Bearer ${await t.agentToken('local')}` }
   const claimed = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: agent, payload: { limit: 1, trials: 1 } })
   assert.equal(claimed.statusCode, 200, claimed.body)
   assert.deepEqual(claimed.json().trials.map((x) => x.id), [id])
