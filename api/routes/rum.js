@@ -133,7 +133,8 @@ export default async function rumRoutes (app) {
 
   app.get('/rum/monitors/:id', {
     schema: {
-      description: 'The real users of a monitor\'s page: the summary of the first site whose origins include the monitor\'s origin, or site null.',
+      description: 'The real users of a monitor\'s page: the summary of the first site whose origins include the monitor\'s origin, or site null. ' +
+        'Its lab share (regions[].lab, lab_monitor) is this monitor\'s own auto arm, and null when the monitor runs none.',
       tags,
       params: idParams,
       querystring: { type: 'object', additionalProperties: false, properties: windowQuery },
@@ -144,6 +145,6 @@ export default async function rumRoutes (app) {
     const origin = originOf(monitor.url)
     const [site] = origin ? await sitesOfOrigin(app.db, origin) : []
     if (!site) return { site: null, summary: null }
-    return { site: withInstall(request, site), summary: await realUserSummary(app.db, { site, ...windowOf(request) }) }
+    return { site: withInstall(request, site), summary: await realUserSummary(app.db, { site, ...windowOf(request), monitor }) }
   })
 }

@@ -50,12 +50,15 @@ export function regionMap (locations) {
 
 /**
  * @param {import('pg').Pool} db
- * @param {{ site: { id: number, origins: string[] }, from: Date, to: Date, percentiles?: readonly number[], iterations?: number }} q
+ * @param {{ site: { id: number, origins: string[] }, from: Date, to: Date, percentiles?: readonly number[], iterations?: number,
+ *   monitor?: { id: number, url: string, label?: string | null, modes?: string[] } }} q
+ *   monitor: the monitor the real users are shown beside: the lab share is its own auto arm's (none
+ *   when it runs no auto arm); without one, the first monitor on the site's origins that runs it
  */
-export async function realUserSummary (db, { site, from, to, percentiles = RUM_PERCENTILES, iterations = BOOTSTRAP_ITERATIONS }) {
+export async function realUserSummary (db, { site, from, to, percentiles = RUM_PERCENTILES, iterations = BOOTSTRAP_ITERATIONS, monitor }) {
   const ps = [...percentiles]
   const [locations, counts, cells, lab] = await Promise.all([
-    listLocations(db), beaconCounts(db, { siteId: site.id, from, to }), comparableBeacons(db, { siteId: site.id, from, to, cap: CELL_CAP }), labShares(db, site, { from, to })
+    listLocations(db), beaconCounts(db, { siteId: site.id, from, to }), comparableBeacons(db, { siteId: site.id, from, to, cap: CELL_CAP }), labShares(db, site, { from, to, monitor })
   ])
   const { regions, regionOf } = regionMap(locations)
   const seedBase = `rum|${site.id}|${+from}|${+to}`
@@ -191,14 +194,17 @@ function allRegions (regions, percentiles) {
 }
 
 /**
- * The lab beside real users: the auto arm's shares of the first monitor on
- * one of the site's origins that runs it.
+ * The lab beside real users: the auto arm's shares of the monitor they are
+ * shown beside, or (for the site alone) of the first monitor on one of the
+ * site's origins that runs it.
  * @param {import('pg').Pool} db
  * @param {{ origins: string[] }} site
- * @param {{ from: Date, to: Date }} w
+ * @param {{ from: Date, to: Date, monitor?: { id: number, url: string, label?: string | null, modes?: string[] } }} w
  */
-async function labShares (db, site, { from, to }) {
-  const monitor = (await listMonitors(db)).find((m) => m.modes?.includes('auto') && site.origins.includes(originOf(m.url) ?? ''))
+async function labShares (db, site, { from, to, monitor: beside }) {
+  const monitor = beside
+    ? (beside.modes?.includes('auto') ? beside : null)
+    : (await listMonitors(db)).find((m) => m.modes?.includes('auto') && site.origins.includes(originOf(m.url) ?? ''))
   if (!monitor) return null
   const shares = await autoShares(db, { monitorId: monitor.id, from, to })
   return {
@@ -222,7 +228,7 @@ function method (percentiles) {
     comparison: `per percentile, H3 − H2 within each stratum that has the page views it needs over both protocols (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')}), averaged with equal weight; All regions: the regions' differences averaged with equal weight`,
     interval: `95% percentile interval of a bootstrap (${BOOTSTRAP_ITERATIONS} resamples of page views within each stratum and protocol, seeded by site and window)`,
     verdict: `coloured only when the adjusted p-value is ≤ ${FDR_Q} (a Simes screen per region and metric, Bonferroni over them, then Benjamini–Hochberg within), the interval excludes 0 and |Δ| ≥ max(${DEFAULT_MIN_EFFECT.pct}% of H2, ${DEFAULT_MIN_EFFECT.ms} ms): the synthetic table's rules`,
-    lab: 'lab: the auto arm\'s share of navigations over H3 at the same location (first and returning visits) of a monitor on one of the site\'s origins'
+    lab: 'lab: the auto arm\'s share of navigations over H3 at the same location (first and returning visits) of the monitor the real users are shown beside, none when it runs no auto arm; for the site alone, of the first monitor on one of its origins that runs the auto arm (lab_monitor names it)'
   }
 }
 
