@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { storyOf } from '../lib/analysis/auto.js'
+import { FDR_Q, untestedReason } from '../lib/analysis/comparison.js'
 
 let t
 after(async () => { await t.close() })
@@ -127,6 +128,7 @@ test('auto against both forced arms per visit, paired per round, and the receive
   assert.deepEqual([f.h2_ms, f.h3_ms, f.auto_ms], [115, 85, 115])
   assert.equal(f.contrasts.auto_vs_h2.delta_ms, 0)
   assert.equal(f.contrasts.auto_vs_h2.verdict, 'no_clear_difference')
+  assert.equal(f.contrasts.auto_vs_h2.reason, 'the 95% interval includes 0')
   assert.equal(f.contrasts.auto_vs_h3.verdict, 'slower')
   assert.equal(f.contrasts.h3_vs_h2.verdict, 'faster')
   assert.deepEqual(f.received_gain, { shown: true, value: 0, ci_low: 0, ci_high: 0, reason: null })
@@ -190,4 +192,11 @@ test('the story: a page that mostly fails as users would load it is no blocked p
   assert.equal(at({ first: view(3, 3, { not_known: 3 }), returning: view(3, 3, { tcp_won: 3 }), repeat: view(0, 0) }, 3).code, 'quic_blocked')
   // Half of the visits failing is no majority.
   assert.equal(at({ first: view(3, 1, { not_known: 1, failed: 2 }), returning: view(3, 2, { tcp_won: 2, failed: 1 }), repeat: view(0, 0) }, 3).code, 'quic_blocked')
+})
+
+test('a grey cell\'s reason agrees with the interval shown beside it: an interval that excludes 0 is not said to include it', () => {
+  assert.equal(untestedReason({ ci_low_ms: -44.1, ci_high_ms: 3, p_adjusted: 0.01 }), 'the 95% interval includes 0')
+  assert.equal(untestedReason({ ci_low_ms: -44.1, ci_high_ms: -2.8, p_adjusted: 0.358 }),
+    `not significant after the false-discovery-rate correction (adjusted p = 0.36, above ${FDR_Q})`)
+  assert.equal(untestedReason({ ci_low_ms: -44.1, ci_high_ms: -2.8, p_adjusted: FDR_Q }), null)
 })

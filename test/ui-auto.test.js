@@ -81,7 +81,7 @@ test('the monitor page says what users get at each location: the story, the H3 s
     assert.match(c.cls, expected, `${c.visit} p${c.p} ${c.contrast}`)
     assert.doesNotMatch(c.cls, c.verdict === 'faster' || c.verdict === 'slower' ? /v-same|v-none/ : /v-faster|v-slower/)
     if (c.verdict === 'faster') assert.match(c.text, /95% CI [−+]\d.*auto faster than (H2|forced H3)/)
-    if (c.verdict === 'no_clear_difference') assert.match(c.text, /No clear difference.*(interval includes 0|practical minimum)/)
+    if (c.verdict === 'no_clear_difference') assert.match(c.text, /No clear difference.*(interval includes 0|not significant after the false-discovery-rate correction|practical minimum)/)
   }
   const cell = (visit, p, contrast) => normal.cells.find((c) => c.visit === visit && c.p === String(p) && c.contrast === contrast)
   assert.equal(cell('returning', 50, 'auto_vs_h2').verdict, na.visits.returning.rows[0].contrasts.auto_vs_h2.verdict)

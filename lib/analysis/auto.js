@@ -26,7 +26,7 @@ import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
 import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
-import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor } from './comparison.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor, untestedReason } from './comparison.js'
 
 /** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
 export const AUTO_VISITS = Object.freeze(['first', 'returning'])
@@ -271,10 +271,10 @@ function judgeCell (cell, minEffect) {
   if (cell.p_value === null) return
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(cell.ref_ms), minEffect.ms)
   cell.min_effect_ms = threshold
-  const excludesZero = cell.ci_low_ms > 0 || cell.ci_high_ms < 0
-  if (!(cell.p_adjusted <= FDR_Q) || !excludesZero) {
+  const untested = untestedReason(cell)
+  if (untested) {
     cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
-    cell.reason = 'the interval includes 0 after the false-discovery-rate correction'
+    cell.reason = untested
   } else if (Math.abs(cell.delta_ms) < threshold) {
     cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
     cell.reason = `|Δ| is below the practical minimum of ${Math.round(threshold * 10) / 10} ms`

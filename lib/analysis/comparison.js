@@ -565,6 +565,20 @@ function combinePaired (parts) {
 }
 
 /**
+ * Why a cell is no difference before its size is looked at: its 95%
+ * interval includes 0, or (the interval excluding it) its p-value is above
+ * FDR_Q once corrected for the cells tested beside it. Null when neither.
+ * @param {Record<string, any>} cell ci_low_ms, ci_high_ms, p_adjusted
+ */
+export function untestedReason (cell) {
+  if (!(cell.ci_low_ms > 0 || cell.ci_high_ms < 0)) return 'the 95% interval includes 0'
+  if (!(cell.p_adjusted !== null && cell.p_adjusted <= FDR_Q)) {
+    return `not significant after the false-discovery-rate correction (adjusted p = ${cell.p_adjusted === null ? '—' : cell.p_adjusted.toPrecision(2)}, above ${FDR_Q})`
+  }
+  return null
+}
+
+/**
  * A cell's verdict, and why when it is not a difference.
  * @param {Row} row
  * @param {MinEffect} minEffect
@@ -573,9 +587,9 @@ export function cellVerdict (row, minEffect) {
   if (row.p_value === null) return VERDICTS.INSUFFICIENT_DATA
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(row.h2_ms), minEffect.ms)
   row.min_effect_ms = threshold
-  const excludesZero = row.ci_low_ms > 0 || row.ci_high_ms < 0
-  if (!(row.p_adjusted <= FDR_Q) || !excludesZero) {
-    row.reason = 'the interval includes 0 after the false-discovery-rate correction'
+  const untested = untestedReason(row)
+  if (untested) {
+    row.reason = untested
     return VERDICTS.NO_CLEAR_DIFFERENCE
   }
   if (Math.abs(row.delta_ms) < threshold) {
