@@ -114,6 +114,8 @@ test('hostile beacons get a 4xx naming the reason, are counted, and store nothin
     ['1 MB body', send(JSON.stringify(beacon({ lcp_element: 'x'.repeat(1024 * 1024) }))), 413, 'too_large'],
     ['not JSON', send('{"key": '), 400, 'bad_json'],
     ['another type', send(beacon(), { type: 'application/x-www-form-urlencoded' }), 415, 'unsupported_type'],
+    ['a list', send('[]'), 400, 'invalid'],
+    ['null', send('null'), 400, 'invalid'],
     ['forged country', send(beacon({ country: 'US' })), 400, 'invalid'],
     ['forged browser', send(beacon({ browser: 'chrome' })), 400, 'invalid'],
     ['prototype key', send(`{"__proto__": {"x": 1}, ${JSON.stringify(beacon()).slice(1)}`), 400, 'invalid'],
@@ -139,6 +141,8 @@ test('hostile beacons get a 4xx naming the reason, are counted, and store nothin
   })
   assert.equal(answers.find((r, i) => cases[i][0] === 'forged country').json().field, 'country')
   assert.equal(answers.find((r, i) => cases[i][0] === 'not JSON').json().field, 'body')
+  for (const what of ['a list', 'null', 'another type']) assert.equal(answers.find((r, i) => cases[i][0] === what).json().field, 'body', what)
+  assert.match(answers.find((r, i) => cases[i][0] === 'another type').json().message, /sent as text\/plain or application\/json, not "application\/x-www-form-urlencoded"/)
   assert.equal(answers.find((r, i) => cases[i][0] === 'TTFB shorter than its phases').json().field, 'ttfb_ms')
   assert.equal(answers.find((r, i) => cases[i][0] === 'the largest paint before the first byte').json().field, 'lcp_ms')
   assert.equal(await stored(), count, 'nothing refused was stored')

@@ -134,14 +134,20 @@ export default async function rumIngestRoutes (app) {
       errorHandler: (/** @type {any} */ err, request, reply) => {
         if (err.validation) {
           const v = err.validation[0]
-          const field = v?.keyword === 'required' ? v.params.missingProperty : (v?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || undefined
+          // The body as a whole (not an object: [] or null) is the field "body".
+          const field = v?.keyword === 'required' ? v.params.missingProperty : (v?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || 'body'
           const message = v?.keyword === 'additionalProperties'
             ? `unknown field "${v.params.additionalProperty}": a beacon has only the fields of its format (country and browser are the server's to find)`
-            : `${field ?? 'body'} ${v?.message ?? 'is not valid'}`
+            : `${field} ${v?.message ?? 'is not valid'}`
           return refuse(request, reply, 400, 'invalid', message, v?.keyword === 'additionalProperties' ? v.params.additionalProperty : field)
         }
         const reason = FASTIFY_REFUSALS[err.code] ?? (err.code === 'bad_json' ? 'bad_json' : null)
-        if (reason) return refuse(request, reply, err.statusCode ?? 400, reason, reason === 'too_large' ? `a beacon is at most ${BEACON_BODY_LIMIT} bytes` : err.message, reason === 'bad_json' ? 'body' : undefined)
+        if (reason) {
+          const message = reason === 'too_large' ? `a beacon is at most ${BEACON_BODY_LIMIT} bytes`
+            : reason === 'unsupported_type' ? `a beacon is sent as text/plain or application/json, not ${JSON.stringify(String(request.headers['content-type'] ?? '(none)').slice(0, 100))}`
+              : err.message
+          return refuse(request, reply, err.statusCode ?? 400, reason, message, reason === 'bad_json' || reason === 'unsupported_type' ? 'body' : undefined)
+        }
         if (err.statusCode >= 400 && err.statusCode < 500) return refuse(request, reply, err.statusCode, 'invalid', err.message, err.field)
         if (err.code === 'overloaded') return refuse(request, reply, 503, 'overloaded', err.message, undefined, 1)
         request.log.error({ err: isDatabaseUnavailable(err) ? err.message : err, url: request.routeOptions.url }, 'beacon not stored')
