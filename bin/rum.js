@@ -67,7 +67,7 @@ export async function runRum ({ pool, config }, values, positionals) {
     console.log(tag(await getSite(pool, siteId())))
   } else if (sub === 'update') {
     const site = await updateSite(pool, siteId(), { name: values.name, origins: values.origin?.length ? values.origin : undefined, sample_rate: sample })
-    console.error(`site ${site.id} updated; its install tag:`)
+    console.error(`site ${site.id} updated; its install tag${sample === undefined ? '' : ' (the pages sample at the rate of the tag they carry: replace it for the new rate to apply)'}:`)
     console.log(tag(site))
   } else if (sub === 'revoke') {
     const site = await revokeSite(pool, siteId())

@@ -14,7 +14,7 @@ export async function render (ctx) {
   const range = { from: win.from, to: win.to }
   const site = await api.rumSite(id)
   const bucket = +win.to - +win.from > 3 * 86400e3 ? '1d' : '1h'
-  const regions = section('Regions', { id: 'rum-regions', intro: 'A region is a location and the countries it stands for (set on the Locations page or with h3lens rum countries). H3 share: page views whose document came over the network with a known protocol. Beside it, the lab\'s auto arm at that location on its returning visit.' })
+  const regions = section('Regions', { id: 'rum-regions', intro: 'A region is a location and the countries it stands for (set with h3lens rum countries, or PATCH /api/v1/locations/{id}; the Locations page shows them). H3 share: page views whose document came over the network with a known protocol. Beside it, the lab\'s auto arm at that location on its returning visit.' })
   const trend = section('Share over HTTP/3 over time', { id: 'rum-trend' })
   const ttfb = section('TTFB by protocol', { id: 'rum-ttfb', flush: true })
   const lcp = section('LCP by protocol', { id: 'rum-lcp', flush: true })
@@ -35,7 +35,7 @@ export async function render (ctx) {
     h('div', { class: 'crumbs' }, h('a', { href: href('/rum') }, 'Real users'), ' / ', site.name),
     h('div', { class: 'page-head' }, h('div', {},
       h('h1', {}, `${site.name}: real users`, site.revoked_at ? h('span', { class: 'badge warn' }, 'revoked') : null),
-      h('p', { class: 'sub' }, h('span', { class: 'mono' }, site.origins.join(' ')), ` · ${Math.round(site.sample_rate * 1000) / 10}% of page views sampled · ${win.label}`))),
+      h('p', { class: 'sub' }, h('span', { class: 'mono' }, site.origins.join(' ')), ` · ${Math.round(site.sample_rate * 1000) / 10}% of page views sampled (a changed rate takes effect with the new tag on the pages) · ${win.label}`))),
     h('details', { class: 'install-tag' }, h('summary', {}, 'Install tag'), h('pre', { class: 'mono tag' }, site.install.tag),
       h('p', { class: 'hint' }, 'One line in the <head> of every page. The integrity attribute pins the snippet\'s bytes; after an upgrade of h3lens that changes them, replace the tag.')),
     regions.el, trend.el, ttfb.el, lcp.el
