@@ -154,6 +154,17 @@ test('auto against both forced arms per visit, paired per round, and the receive
   close(r.contrasts.h3_vs_h2.p_adjusted, r.contrasts.h3_vs_h2.p_value * 6 / 5, 1e-12)
 })
 
+test('a monitor without a forced arm says what it lacks, not that rounds are still to come', async () => {
+  const created = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://auto-noh3.h3lens.test/', locations: ['auto-a'], modes: ['h2', 'auto'], paused: true } })
+  const id = created.json().id
+  const imported = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: rows().filter((r) => r.mode !== 'h3').map((r) => JSON.stringify(r)).join('\n') })
+  assert.equal(imported.statusCode, 200, imported.body)
+  const { visits } = (await t.app.inject(`/api/v1/monitors/${id}/auto?${window()}&percentiles=50`)).json().locations[0]
+  for (const v of ['first', 'returning']) {
+    assert.equal(visits[v].reason, 'this monitor does not run the h3 arm, and the auto arm is compared with both forced arms: add h3 to its modes', v)
+  }
+})
+
 test('the received gain is not shown where forced H3 is no faster, and says why', async () => {
   // A second monitor: the same rounds with H3 as H2.
   const created = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://auto-flat.h3lens.test/', locations: ['auto-a'], paused: true } })

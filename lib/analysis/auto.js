@@ -86,12 +86,15 @@ export async function autoComparison (db, { monitor, metric, percentiles, from, 
   const seen = new Set([...outcomes.totals.map((r) => r.location_id), ...visitRows.flat().map((r) => r.location_id)])
   const ids = [...new Set([...monitor.locations, ...seen])]
   const seedBase = `auto|${monitor.id}|${metric}|${+from}|${+to}`
+  // The forced arms the monitor does not run: with one missing, no round
+  // can have all three arms, however long one waits.
+  const lacking = monitor.modes ? ['h2', 'h3'].filter((m) => !monitor.modes?.includes(m)) : []
 
   /** @type {Record<string, any>[]} */
   const entries = ids.map((id) => {
     const l = locations.get(id)
     const visits = Object.fromEntries(AUTO_VISITS.map((visit, v) => [visit, visitEntry({
-      rows: visitRows[v].filter((r) => r.location_id === id), percentiles, qs, seed: `${seedBase}|${id}|${visit}`
+      rows: visitRows[v].filter((r) => r.location_id === id), percentiles, qs, seed: `${seedBase}|${id}|${visit}`, lacking
     })]))
     const shares = sharesOf(outcomes, id)
     return {
@@ -146,9 +149,9 @@ export async function autoComparison (db, { monitor, metric, percentiles, from, 
 /**
  * One visit of one location: its rounds, and per percentile the three
  * arms' values, the contrasts and what the received gain needs.
- * @param {{ rows: import('../store/round-summaries.js').VisitRoundRow[], percentiles: number[], qs: number[], seed: string }} o
+ * @param {{ rows: import('../store/round-summaries.js').VisitRoundRow[], percentiles: number[], qs: number[], seed: string, lacking?: string[] }} o lacking: the forced arms the monitor does not run
  */
-function visitEntry ({ rows, percentiles, qs, seed }) {
+function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
   /** @type {Map<string, number>} */
   const table = new Map()
   const used = []
@@ -177,7 +180,9 @@ function visitEntry ({ rows, percentiles, qs, seed }) {
   if (!used.length) {
     return {
       rounds, failures, insufficient_data: true,
-      reason: `no round in which all three arms loaded${total ? ` (of ${total} in the window)` : ''}`,
+      reason: lacking.length
+        ? `this monitor does not run the ${lacking.join(' and ')} arm, and the auto arm is compared with both forced arms: add ${lacking.join(' and ')} to its modes`
+        : `no round in which all three arms loaded${total ? ` (of ${total} in the window)` : ''}`,
       rows: percentiles.map((p) => emptyVisitRow(p, 0))
     }
   }
