@@ -169,6 +169,32 @@ test('the raw export holds every run of the window, the auto arm\'s returning vi
   assert.deepEqual(['h2/first', 'h3/first', 'auto/first', 'auto/returning'].map((k) => count(...k.split('/'))), [144, 144, 144, 144])
 })
 
+test('an overview cell where users\' loads mostly fail while the forced arms load says so', async () => {
+  const call = (method, path, body, type = 'application/json') => fetch(`${server.url}${path}`, { method, body, headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': type } })
+  const created = await call('POST', '/api/v1/monitors', JSON.stringify({ url: 'https://lab.h3lens.test:8443/page-15k.html', label: 'Failing for users', locations: ['lab-na'], paused: true }))
+  assert.equal(created.status, 201, await created.clone().text())
+  const { id } = await created.json()
+  // 12 rounds in the last hour: both forced arms load, the auto arm's visits fail.
+  const rows = Array.from({ length: 12 }, (_, i) => new Date(Date.now() - (i + 1) * 240e3).toISOString()).flatMap((time) => [
+    { time, location_id: 'lab-na', mode: 'h2', ttfb_ms: 40 }, { time, location_id: 'lab-na', mode: 'h3', ttfb_ms: 30 },
+    ...['first', 'returning'].map((view) => ({ time, location_id: 'lab-na', mode: 'auto', view, status: 'error', error: 'net::ERR_CONNECTION_RESET', observed_protocol: null }))
+  ])
+  const imported = await call('POST', `/api/v1/monitors/${id}/results/import`, rows.map((r) => JSON.stringify(r)).join('\n'), 'application/x-ndjson')
+  assert.equal(imported.status, 200, await imported.clone().text())
+  const { page, done } = await open('#/?window=24h')
+  const cell = await page.$$eval('.heat tbody tr', (trs) => {
+    const row = trs.find((r) => r.querySelector('th a')?.textContent === 'Failing for users')
+    const heads = [...document.querySelectorAll('.heat thead th')].map((th) => th.firstChild?.textContent)
+    const td = [...row.querySelectorAll('td')][heads.indexOf('Lab North America') - 1]
+    const badge = td.querySelector('.badge.users')
+    return { badge: badge?.textContent ?? null, title: badge?.getAttribute('title') ?? null, errors: td.querySelector('.badge.bad:not(.users)')?.textContent ?? null }
+  })
+  assert.equal(cell.badge, 'Users\' loads mostly fail')
+  assert.match(cell.title, /Most visits of the auto arm failed: the page fails here, whatever the protocol \(24 of 24 visits failed\)/)
+  assert.equal(cell.errors, null, 'the forced arms did not fail')
+  await done()
+})
+
 test('the run detail says why the page came over its protocol, and the waterfall shows the race and reuse per request', async () => {
   const { page, done } = await open(`#/results/${auto.returningH3}`)
   assert.equal(await page.$eval('h1', (e) => e.textContent), 'Auto run, returning visit from Lab North America')

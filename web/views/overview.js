@@ -140,9 +140,13 @@ const NO_H3_STORIES = new Set(['not_announced', 'quic_blocked', 'broken', 'tcp_w
  * @param {any} u the location's users_get, or null
  */
 function usersBadge (u) {
-  // No visit, or mostly failed ones: the cell's errors badge tells it.
-  if (!u || u.story.code === 'no_data' || u.story.code === 'page_fails') return null
+  if (!u || u.story.code === 'no_data') return null
   const r = u.returning
+  // The errors badge counts the forced arms only: a page that fails as
+  // users load it while the forced arms load says so here.
+  if (u.story.code === 'page_fails') {
+    return h('span', { class: 'badge bad users', title: `As users get it (the auto arm, nothing forced): ${u.story.text}.`, 'data-story': u.story.code }, 'Users\' loads mostly fail')
+  }
   const rests = r.loaded
     ? `H3 on ${count(r.h3)} of ${count(r.loaded)} returning visits that loaded (95% interval ${shareInterval(r.navigation_share)})${r.visits > r.loaded ? `; ${count(r.visits - r.loaded)} more did not load` : ''}`
     : 'No returning visit loaded in this window'
