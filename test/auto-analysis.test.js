@@ -201,6 +201,9 @@ test('the story: a page that mostly fails as users would load it is no blocked p
     { code: 'page_fails', text: 'Most visits of the auto arm failed: the page fails here, whatever the protocol (6 of 6 visits failed)' })
   // A path that blocks UDP: users' visits load over H2 while forced H3 fails.
   assert.equal(at({ first: view(3, 3, { not_known: 3 }), returning: view(3, 3, { tcp_won: 3 }), repeat: view(0, 0) }, 3).code, 'quic_blocked')
+  // One visit is one visit, in the words too.
+  assert.equal(at({ first: view(1, 1, { not_known: 1 }), returning: { ...view(1, 1, { alt_svc: 1 }), h3: 1, navigation_share: { rate: 1 } }, repeat: view(0, 0) }, 0).text,
+    'Users get H3 from their second visit on (100% of 1 returning visit)')
   // Half of the visits failing is no majority.
   assert.equal(at({ first: view(3, 1, { not_known: 1, failed: 2 }), returning: view(3, 2, { tcp_won: 2, failed: 1 }), repeat: view(0, 0) }, 3).code, 'quic_blocked')
 })

@@ -346,10 +346,11 @@ export function storyOf (e) {
   // story: forced H3 failing there says nothing of the path.
   const visits = all.reduce((n, s) => n + s.visits, 0)
   const failed = visits - all.reduce((n, s) => n + s.loaded, 0)
-  if (failed > MAJORITY * visits) return story('page_fails', ` (${failed} of ${visits} visits failed)`)
+  if (failed > MAJORITY * visits) return story('page_fails', ` (${failed} of ${visits} visit${visits === 1 ? '' : 's'} failed)`)
   const share = returning.navigation_share.rate
   const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
-  if (share !== null && share > MAJORITY) return story('h3_returning', ` (${pct(share)} of ${returning.loaded} returning visits)`)
+  const visitsWord = (/** @type {number} */ n) => `${n} returning visit${n === 1 ? '' : 's'}`
+  if (share !== null && share > MAJORITY) return story('h3_returning', ` (${pct(share)} of ${visitsWord(returning.loaded)})`)
   /** @type {Record<string, number>} */
   const reasons = {}
   for (const s of all) for (const [code, n] of Object.entries(s.reasons)) reasons[code] = (reasons[code] ?? 0) + /** @type {number} */ (n)
@@ -364,7 +365,7 @@ export function storyOf (e) {
   const top = Object.entries(own).filter(([code]) => code !== 'failed').sort((a, b) => b[1] - a[1])[0]?.[0]
   if (top === 'broken') return story('broken')
   if (top === 'tcp_won') return story('tcp_wins')
-  return story('h2_mostly', share !== null ? ` (${pct(share)} of ${returning.loaded} returning visits over H3)` : '')
+  return story('h2_mostly', share !== null ? ` (${pct(share)} of ${visitsWord(returning.loaded)} over H3)` : '')
 }
 
 /**
