@@ -6,6 +6,7 @@ import { once } from 'node:events'
 import net from 'node:net'
 import { describe, test } from 'node:test'
 import { normalizeProtocol } from '../lib/measurement/protocol.js'
+import { protocolReason } from '../lib/measurement/protocol-reason.js'
 import { advertisesH3, parseAltSvc } from '../lib/measurement/alt-svc.js'
 import { tcpPing } from '../agents/rtt.js'
 import { rttAccounting } from '../lib/measurement/rtt.js'
@@ -200,5 +201,20 @@ describe('net log findings', () => {
 
   test('anything but a net log is refused', () => {
     assert.throws(() => summarizeNetlog(/** @type {any} */ ({ events: [] })), /not a Chromium net log/)
+  })
+})
+
+describe('why a page came over its protocol', () => {
+  const doc = (/** @type {Record<string, any>} */ extra) => ({ type: 'Document', url: 'https://shop.example/', status: 200, ...extra })
+  const origins = [{ origin: 'https://shop.example', h3_advertised: true }]
+  test('a repeat view on the connection its first view opened chose nothing: reused, not "not yet known"', () => {
+    const repeat = protocolReason({ mode: 'auto', view: 'repeat', observed_protocol: 'h2', origins, requests_detail: [doc({ connection_reused: true, alternate_protocol_usage: 'unspecifiedReason' })] })
+    assert.equal(repeat.code, 'reused')
+    const overH3 = protocolReason({ mode: 'auto', view: 'repeat', observed_protocol: 'h3', origins, requests_detail: [doc({ connection_reused: true, alternate_protocol_usage: null })] })
+    assert.equal(overH3.code, 'reused')
+  })
+  test('a first visit\'s document on a connection a redirect opened keeps its own reason', () => {
+    const first = protocolReason({ mode: 'auto', view: 'first', observed_protocol: 'h2', origins, requests_detail: [doc({ connection_reused: true, alternate_protocol_usage: 'mappingMissing' })] })
+    assert.equal(first.code, 'not_known')
   })
 })

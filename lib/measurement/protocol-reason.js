@@ -54,6 +54,7 @@ export const PROTOCOL_REASONS = Object.freeze({
   tcp_won: 'H2: TCP won the race',
   not_announced: 'H2: the origin does not announce H3',
   not_known: 'H2: the origin was not yet known to speak H3',
+  reused: 'The connection the first view opened, reused: no new choice of protocol',
   failed: 'No protocol: the load failed'
 })
 
@@ -63,7 +64,7 @@ export const PROTOCOL_REASONS = Object.freeze({
 
 /**
  * Why the page's document came over its protocol.
- * @param {Record<string, any>} run a measurement: mode, observed_protocol, arm_protocol (A/A),
+ * @param {Record<string, any>} run a measurement: mode, view, observed_protocol, arm_protocol (A/A),
  *   requests_detail (type, url, status, alternate_protocol_usage per request), origins (origin, h3_advertised),
  *   learnt_alt_svc (a returning visit: the origins that announced H3 on the first visit, agents/visits.js),
  *   protocol_usage_unreported (a browser that never reports alternateProtocolUsage: Firefox)
@@ -82,6 +83,9 @@ export function protocolReason (run) {
   if (protocol === null) return reason('failed')
   if (forced === 'h3') return reason(protocol === 'h3' ? 'forced_h3' : 'fell_back')
   if (forced === 'h2') return reason('quic_off')
+  // A repeat view's document rides the connection its first view opened:
+  // the browser chose no protocol for it (Chromium reports no race).
+  if (run.view === 'repeat' && doc?.connection_reused) return reason('reused')
   // A browser that never says why (Firefox: no alternateProtocolUsage) came
   // over H3 unforced to an origin that announces it by Alt-Svc. Chromium
   // without a usage (a WebPageTest upload) stays unexplained: 'h3'.
