@@ -195,6 +195,28 @@ test('an overview cell where users\' loads mostly fail while the forced arms loa
   await done()
 })
 
+test('a journey step that failed in every round says so in the steps table, not only "not enough data"', async () => {
+  const call = (method, path, body, type = 'application/json') => fetch(`${server.url}${path}`, { method, body, headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': type } })
+  const journey = { steps: [{ action: 'navigate', url: '/page-15k.html', name: 'open' }, { action: 'click', selector: '#buy', name: 'buy' }] }
+  const created = await call('POST', '/api/v1/monitors', JSON.stringify({ url: 'https://lab.h3lens.test:8443/page-15k.html', label: 'Shop with a broken button', locations: ['lab-na'], modes: ['h2', 'h3'], journey, paused: true }))
+  assert.equal(created.status, 201, await created.clone().text())
+  const { id } = await created.json()
+  const rows = Array.from({ length: 12 }, (_, i) => new Date(Date.now() - (i + 1) * 240e3).toISOString()).flatMap((time) => ['h2', 'h3'].flatMap((mode) => [
+    { time, location_id: 'lab-na', mode, probe: 'journey:open', samples: [300] },
+    { time, location_id: 'lab-na', mode, probe: 'journey:buy', status: 'timeout', error: 'step 2 (click #buy): no element matches #buy' },
+    { time, location_id: 'lab-na', mode, probe: 'journey', status: 'timeout', error: 'step 2 (click #buy): no element matches #buy' }
+  ]))
+  const imported = await call('POST', `/api/v1/monitors/${id}/results/import`, rows.map((r) => JSON.stringify(r)).join('\n'), 'application/x-ndjson')
+  assert.equal(imported.status, 200, await imported.clone().text())
+  const { page, done } = await open(`#/monitors/${id}?window=24h`)
+  await page.waitForSelector('#journey-step-table tbody tr')
+  const table = await page.$$eval('#journey-step-table tbody tr', (trs) => Object.fromEntries(trs.map((tr) => [tr.dataset.probe, tr.querySelectorAll('td')[4].textContent])))
+  assert.match(table['journey:buy'], /^Not enough data.*failed: H2 12 of 12, H3 12 of 12 rounds$/)
+  assert.match(table.journey, /failed: H2 12 of 12, H3 12 of 12 rounds$/)
+  assert.doesNotMatch(table['journey:open'], /failed/)
+  await done()
+})
+
 test('the run detail says why the page came over its protocol, and the waterfall shows the race and reuse per request', async () => {
   const { page, done } = await open(`#/results/${auto.returningH3}`)
   assert.equal(await page.$eval('h1', (e) => e.textContent), 'Auto run, returning visit from Lab North America')

@@ -363,13 +363,19 @@ async function journeySteps (id, monitor, { from, to, view }, nameOf) {
     const l = answers[i].locations.find((x) => x.location_id === loc)
     const r = l?.rows?.find((x) => x.percentile === 50)
     const verdict = r?.verdict ?? (l?.insufficient_data ? 'insufficient_data' : null)
+    // A step that failed (or was not run after an earlier one failed) in
+    // the rounds of the window says so: those rounds are no data to compare.
+    const failedIn = (/** @type {'h2' | 'h3'} */ arm) => (l?.arms?.[arm]?.failed ?? 0) + (l?.arms?.[arm]?.unsupported ?? 0)
+    const failures = l?.arms && (failedIn('h2') || failedIn('h3'))
+      ? h('div', { class: 'sub' }, `failed: ${names.h2} ${count(failedIn('h2'))} of ${count(l.arms.h2.attempted)}, ${names.h3} ${count(failedIn('h3'))} of ${count(l.arms.h3.attempted)} rounds`)
+      : null
     return h('tr', { 'data-probe': p, 'data-location': loc },
       k === 0 ? h('th', { scope: 'rowgroup', rowspan: locations.length }, h('a', { href: href(`/monitors/${id}`, { probe: p }) }, p === 'journey' ? 'Whole journey' : label.replace('journey step: ', ''))) : null,
       h('td', {}, nameOf(loc)),
       h('td', { class: 'num' }, ms(r?.h2_ms ?? null)),
       h('td', { class: 'num' }, ms(r?.h3_ms ?? null)),
       h('td', { class: 'num' }, r?.delta_ms == null ? '—' : `${ms(r.delta_ms, { signed: true })} (${pct(r.delta_pct, { signed: true })})`),
-      h('td', { class: r ? verdictClass(r.verdict, r.delta_pct) : 'v-none' }, verdict ? (VERDICT[verdict]?.label ?? verdict.replaceAll('_', ' ')) : '—'),
+      h('td', { class: r ? verdictClass(r.verdict, r.delta_pct) : 'v-none' }, verdict ? (VERDICT[verdict]?.label ?? verdict.replaceAll('_', ' ')) : '—', failures),
       h('td', { class: 'num' }, count(l?.rounds?.used ?? 0)))
   }))
   if (!rows.length) return emptyState('No journey rounds in this window', 'Each round runs the journey in every arm; choose a longer window or wait for the next round.')
