@@ -185,6 +185,13 @@ test('too few samples say insufficient_data with the counts instead of numbers',
   assert.ok(local.rows.every((r) => r.h2_ms === 100 && r.ci_low_ms === null && r.verdict === 'insufficient_data'))
 })
 
+test('rounds whose arms loaded without the metric\'s value are not called failed: the reason says the metric has none', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/no-lcp', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
+  await seedRounds(m.id, 'local', 3, () => 100)
+  const local = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?metric=lcp_ms` })).json().locations.find((l) => l.location_id === 'local')
+  assert.equal(local.reason, 'both arms loaded in 3 rounds, but without a value of this metric in both (of 3 in the window)')
+})
+
 test('trends give percentiles per bucket as JSON and as CSV that round-trips', async () => {
   const m = await createMonitor(t.db, { url: 'https://example.com/trend', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   await seedRounds(m.id, 'local', 120, (mode, i) => (mode === 'h2' ? 100 : 90) + (i % 7))

@@ -249,10 +249,16 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
     ...legacyCounts(arms)
   }
   if (!used.length) {
+    // Rounds whose arms loaded without this metric's value (a page without
+    // an LCP, a whole journey's TTFB) are no failures: the reason says so.
+    const loadedWithout = [...table].filter(([k]) => k.split('|').includes('no_value') && k.split('|').every((s) => s === 'ok' || s === 'no_value'))
+      .reduce((n, [, v]) => n + v, 0)
     return {
       ...base,
       insufficient_data: true,
-      reason: `no round in which both arms loaded${base.rounds.total ? ` (of ${base.rounds.total} in the window)` : ''}`,
+      reason: loadedWithout
+        ? `both arms loaded in ${loadedWithout} round${loadedWithout === 1 ? '' : 's'}, but without a value of this metric in both${base.rounds.total ? ` (of ${base.rounds.total} in the window)` : ''}`
+        : `no round in which both arms loaded${base.rounds.total ? ` (of ${base.rounds.total} in the window)` : ''}`,
       paired: emptyPaired(),
       mann_whitney_p: null,
       cliffs_delta: null,
