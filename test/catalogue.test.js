@@ -136,6 +136,12 @@ test('GET /api/v1/catalogue serves the catalogue the server uses', async () => {
   assert.deepEqual(c.modes.map((m) => m.id), MODES)
   assert.deepEqual(c.modes.find((m) => m.id === 'auto'), { id: 'auto', protocol: null, views: ['first', 'returning', 'repeat'] })
   assert.equal(c.default_metric, 'ttfb_ms')
+  // Frames are Chromium's screencast, a journey runs in Chromium: those metrics say so, and Firefox lists what it lacks.
+  for (const id of ['first_visual_change_ms', 'speed_index_ms', 'visually_complete_85_ms', 'visually_complete_ms', 'last_visual_change_ms', 'step_ms']) {
+    assert.deepEqual(c.metrics.find((m) => m.id === id).browsers, ['chromium'], id)
+  }
+  assert.deepEqual(c.metrics.find((m) => m.id === 'ttfb_ms').browsers, ['chromium', 'firefox'])
+  assert.ok(c.browsers.find((b) => b.id === 'firefox').lacks.some((l) => /^filmstrips and the visual metrics/.test(l)))
   // The words the dashboard shows for why a run came over its protocol.
   assert.deepEqual(Object.fromEntries(c.protocol_reasons.map((r) => [r.code, r.text])), PROTOCOL_REASONS)
   assert.deepEqual(c.alternate_protocol_usage.map((u) => u.value), Object.keys(ALTERNATE_PROTOCOL_USAGE))

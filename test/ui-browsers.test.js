@@ -102,6 +102,9 @@ test('a monitor in two browsers has a browser switch and the cross-browser table
   await page.waitForFunction(() => /** @type {HTMLInputElement | null} */ (document.querySelector('#browser-firefox'))?.checked === true)
   await page.waitForFunction(() => /not clearly different at p50/.test(document.querySelector('#comparison p.headline')?.textContent ?? ''), { timeout: 15000 })
   assert.doesNotMatch(await headline(page), /faster/)
+  // Firefox has no filmstrips: its metric menu leaves the visual metrics out.
+  const metrics = await page.$$eval('#metric-group input', (els) => els.map((e) => e.value))
+  assert.ok(metrics.includes('ttfb_ms') && !metrics.includes('speed_index_ms') && !metrics.includes('first_visual_change_ms'), metrics.join(' '))
   await done()
 })
 
@@ -111,6 +114,11 @@ test('a run\'s detail names the browser it ran in', async () => {
   const facts = Object.fromEntries(await page.$$eval('.fact', (els) => els.map((e) => [e.querySelector('dt')?.textContent, e.querySelector('dd')?.textContent])))
   assert.equal(facts.Browser, 'Firefox (firefox/153.0)')
   assert.equal(facts.Preferences, 'network.http.http3.enable=true')
+  // No frames, and why: not "capture was off".
+  assert.match(await page.$eval('#view', (e) => e.textContent), /frames come from Chromium's screencast; Firefox runs have no filmstrip and no visual metrics/)
+  const api = await fetch(`${server.url}/api/v1/results/${firefoxResult.id}/filmstrip`, { headers: { authorization: `Bearer ${apiKey}` } })
+  assert.equal(api.status, 404)
+  assert.match((await api.json()).message, /frames come from Chromium's screencast, and this run is firefox's/)
   await done()
 })
 

@@ -8,7 +8,7 @@ import { api } from './api.js'
 
 /**
  * @typedef {{ id: string, alias: string | null, column: string | null, label: string, long: string, description: string,
- *   comparable: boolean, timeline: 'span' | 'mark' | null, summary: boolean, rttFloor: { h3: number, tcp: number } | null }} Metric
+ *   comparable: boolean, timeline: 'span' | 'mark' | null, summary: boolean, rttFloor: { h3: number, tcp: number } | null, browsers: string[] }} Metric
  */
 
 /** @type {Metric[]} the page metrics that can be compared: the metric menus */

@@ -294,5 +294,6 @@ function noFilmstrip (result) {
   const info = result.details?.filmstrip
   if (info?.error) return `no filmstrip for result ${result.id}: ${info.error}`
   if (info) return `no filmstrip for result ${result.id}: its frames are not stored here (deleted after H3LENS_FILMSTRIP_RETENTION_DAYS, or the result was imported)`
+  if (result.browser && result.browser !== 'chromium') return `no filmstrip for result ${result.id}: frames come from Chromium's screencast, and this run is ${result.browser}'s`
   return `no filmstrip for result ${result.id}: capture was off (options.filmstrip; "outliers" captures only runs above the p99 of recent runs)`
 }

@@ -19,6 +19,7 @@
 //      from those columns.
 
 import { BROWSERS } from './browsers/index.js'
+import { journey } from './probes/journey.js'
 
 /**
  * @typedef {object} Metric
@@ -84,6 +85,10 @@ function metric ({ id, ...m }) {
   })
 }
 
+// Filmstrips come from Chromium's DevTools screencast (agents/filmstrip.js):
+// the visual metrics are Chromium's only.
+const FILMED_IN = Object.freeze(['chromium'])
+
 /** Every metric, in the order tables and menus show them. */
 export const METRICS = Object.freeze([
   metric({
@@ -121,27 +126,27 @@ export const METRICS = Object.freeze([
   metric({
     id: 'first_visual_change_ms', label: 'First change', long: 'First visual change',
     description: 'the first frame of the filmstrip that differs from the blank page (options.filmstrip; docs/FILMSTRIPS.md)',
-    comparable: true, wpt: { pageData: 'render' }
+    comparable: true, wpt: { pageData: 'render' }, browsers: FILMED_IN
   }),
   metric({
     id: 'speed_index_ms', label: 'Speed Index', long: 'Speed Index',
     description: 'the area above the visual progress curve, ∫ (1 − progress) dt, from the filmstrip with speedline-core as Lighthouse computes it',
-    comparable: true, atLeast: ['first_visual_change_ms'], summary: true, wpt: { pageData: 'SpeedIndex' }
+    comparable: true, atLeast: ['first_visual_change_ms'], summary: true, wpt: { pageData: 'SpeedIndex' }, browsers: FILMED_IN
   }),
   metric({
     id: 'visually_complete_85_ms', label: 'VC 85%', long: 'Visually complete 85%',
     description: 'the first frame whose visual progress reaches 85 %',
-    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'visualComplete85' }
+    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'visualComplete85' }, browsers: FILMED_IN
   }),
   metric({
     id: 'visually_complete_ms', label: 'VC 100%', long: 'Visually complete',
     description: 'the first frame whose visual progress reaches 100 %',
-    comparable: true, atLeast: ['visually_complete_85_ms'], wpt: { pageData: 'visualComplete' }
+    comparable: true, atLeast: ['visually_complete_85_ms'], wpt: { pageData: 'visualComplete' }, browsers: FILMED_IN
   }),
   metric({
     id: 'last_visual_change_ms', label: 'Last change', long: 'Last visual change',
     description: 'the last frame that differs from the one before it, until capture stopped (load plus a quiet second)',
-    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'lastVisualChange' }
+    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'lastVisualChange' }, browsers: FILMED_IN
   }),
   metric({
     id: 'request_ms', alias: 'request', rollup: 'request', samplesOf: 'parallel', label: 'Request', long: 'One parallel request',
@@ -153,7 +158,8 @@ export const METRICS = Object.freeze([
   }),
   metric({
     id: 'step_ms', samplesOf: 'journey', label: 'Step', long: 'Journey step (or the whole journey)',
-    description: 'a journey step\'s duration, from its first action to the end of its last (a navigation\'s load event), or the whole journey\'s', comparable: true
+    description: 'a journey step\'s duration, from its first action to the end of its last (a navigation\'s load event), or the whole journey\'s', comparable: true,
+    browsers: journey.browsers
   })
 ])
 

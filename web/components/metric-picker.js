@@ -4,11 +4,14 @@
 import { h, count, armNames } from '../dom.js'
 import { METRICS, ANALYSES, setParams } from '../query.js'
 
-/** @param {string} current metric id */
-export function metricPicker (current) {
+/**
+ * @param {string} current metric id
+ * @param {{ browser?: string }} [opts] browser: the metrics that browser gives (Firefox has no visual metrics)
+ */
+export function metricPicker (current, { browser } = {}) {
   return h('fieldset', { class: 'segmented', id: 'metric-group' },
     h('legend', { class: 'sr-only' }, 'Metric'),
-    METRICS.map((m) => h('span', { class: 'seg' },
+    METRICS.filter((m) => !browser || !m.browsers || m.browsers.includes(browser) || m.id === current).map((m) => h('span', { class: 'seg' },
       h('input', { type: 'radio', name: 'metric', id: `metric-${m.id}`, value: m.id, checked: m.id === current, onchange: () => setParams({ metric: m.id }) }),
       h('label', { for: `metric-${m.id}`, title: m.long }, m.label))))
 }

@@ -120,7 +120,7 @@ export async function render (ctx) {
         h('a', { class: 'button secondary', href: href(`/monitors/${id}/edit`) }, 'Edit'))),
     win.error ? h('p', { class: 'notice warn', role: 'alert' }, win.error) : null,
     firing.length ? h('p', { class: 'notice warn alert-notice' }, `${firing.length} alert${firing.length === 1 ? '' : 's'} firing:`, alertBadges(firing), ' ', h('a', { href: '#/alerts' }, 'All alerts')) : null,
-    h('div', { class: 'view-controls' }, metricPicker(metric),
+    h('div', { class: 'view-controls' }, metricPicker(metric, { browser }),
       browsers.length > 1 ? browserSwitch(browser, browsers) : null,
       probes.length > 1 ? choice('probe', 'Probe', probe, probes) : null,
       monitor.repeat_view ? choice('view', 'View', view, ['first', 'repeat']) : null,

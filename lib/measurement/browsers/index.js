@@ -27,7 +27,8 @@ export const BROWSER_CATALOGUE = Object.freeze([
     lacks: Object.freeze([
       'details.requests[].connection_id: BiDi names no connection, so connection reuse is not shown',
       'details.requests[].alternate_protocol_usage and details.protocol_reason.alternate_protocol_usage: Chromium\'s own field',
-      'net logs (options.netlog): Chromium\'s --log-net-log; Firefox runs capture none'
+      'net logs (options.netlog): Chromium\'s --log-net-log; Firefox runs capture none',
+      'filmstrips and the visual metrics (options.filmstrip): frames come from Chromium\'s DevTools screencast'
     ])
   })
 ])
