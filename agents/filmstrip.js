@@ -73,8 +73,12 @@ export async function startFilmstrip (page, { quietMs = QUIET_MS, settleMaxMs = 
       await stop()
       const frames = received.map((f) => ({ t_ms: Math.round((f.wallMs - timeOrigin) * 10) / 10, jpeg: Buffer.from(f.data, 'base64') }))
         .sort((a, b) => a.t_ms - b.t_ms)
-      const visual = await visualMetrics(frames.filter((f) => f.t_ms >= firstPaint), { endMs })
-      const kept = thinFrames(frames.filter((f) => f.t_ms >= 0))
+      // The frames kept are the ones measured: one from before the first
+      // paint may still show what the tab held before (a previous load's
+      // last surface), which no curve counts and a filmstrip must not show.
+      const painted = frames.filter((f) => f.t_ms >= Math.max(0, firstPaint))
+      const visual = await visualMetrics(painted, { endMs })
+      const kept = thinFrames(painted)
       return {
         metrics: visual?.metrics ?? {},
         filmstrip: { ...kept, captured: frames.length, method: 'screencast', progress: visual?.progress ?? [] }
