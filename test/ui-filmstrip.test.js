@@ -108,6 +108,13 @@ test('run detail: the filmstrip on the run\'s time axis, a click shows a frame l
     // In time order, placed along the axis.
     const lefts = await page.$$eval('.filmstrip .film-frame', (e) => e.map((x) => parseFloat(/** @type {HTMLElement} */ (x).style.left)))
     assert.ok(lefts.every((l, i) => i === 0 || l > lefts[i - 1]), `positions ${lefts}`)
+    // Every frame inside its card: the last one ends where the axis ends, and the page does not scroll sideways.
+    const fits = await page.$eval('.filmstrip', (strip) => {
+      const box = strip.getBoundingClientRect()
+      return [...strip.querySelectorAll('.frame-button')].every((b) => { const r = b.getBoundingClientRect(); return r.left >= box.left - 1 && r.right <= box.right + 1 }) &&
+        document.documentElement.scrollWidth <= document.documentElement.clientWidth
+    })
+    assert.ok(fits, 'every frame inside the strip, no sideways scroll')
     assert.equal(await page.$eval('.frame-large', (e) => e.hidden), true)
     await page.click('.filmstrip .film-frame:last-child .frame-button')
     await framesLoaded(page, '.frame-large img')

@@ -54,7 +54,11 @@ export function runFilmstrip (film, { axisMs, label }) {
     const item = h('li', { class: 'film-frame' },
       h('button', { type: 'button', class: 'frame-button', title: `Show the frame at ${ms(f.t_ms)} larger`, onclick: () => show(f) },
         frameImage(f.url, `${label} at ${ms(f.t_ms)}`, { loading: 'lazy' }), h('span', { class: 'frame-t' }, ms(f.t_ms))))
-    item.style.left = `${f.t_ms / axis * 100}%`
+    // The frame's own width slides with its time, so the first frame starts
+    // at the axis' start and the last one ends at its end, inside the card.
+    const pct = f.t_ms / axis * 100
+    item.style.left = `${pct}%`
+    item.style.transform = `translateX(-${pct}%)`
     return item
   }))
   return h('div', { class: 'filmstrip-wrap' }, strip, axisTicks(axis), progressNote(film), large)
