@@ -108,6 +108,17 @@ test('a monitor in two browsers has a browser switch and the cross-browser table
   await done()
 })
 
+test('a monitor that runs in Firefox only says on the overview that its comparison is on its page, not "no rounds yet"', async () => {
+  const firefoxOnly = await createMonitor(database.pool, { url: 'https://lab.h3lens.test:8443/page-100k.html', label: 'Firefox only', locations: ['lab-eu'], modes: ['h2', 'h3'], browsers: ['firefox'], interval_s: 60, paused: true })
+  const { page, done } = await open('#/?window=24h')
+  await page.waitForSelector('.heat tbody tr[data-browsers="firefox"]')
+  const text = await page.$eval('.heat tbody tr[data-browsers="firefox"]', (tr) => tr.textContent)
+  assert.match(text, /Runs in Firefox only.*this overview shows Chromium's rounds; Firefox's comparison is on the monitor's page/)
+  assert.doesNotMatch(text, /no rounds yet/)
+  assert.match(await page.$eval('.heat tbody tr[data-browsers="firefox"] td a', (a) => a.getAttribute('href')), new RegExp(`^#/monitors/${firefoxOnly.id}\\?.*browser=firefox`))
+  await done()
+})
+
 test('a run\'s detail names the browser it ran in', async () => {
   const { page, done } = await open(`#/results/${firefoxResult.id}`)
   await page.waitForSelector('#browser-title')

@@ -27,6 +27,9 @@ export const REASONS = new Map()
 /** @type {Map<string, { label: string, text: string }>} Chromium's alternateProtocolUsage value → a short label and what it means */
 export const USAGE = new Map()
 
+/** A browser's name as the dashboard writes it. */
+export const BROWSER_NAMES = /** @type {Record<string, string>} */ ({ chromium: 'Chromium', firefox: 'Firefox' })
+
 /** @type {Promise<void> | null} */
 let loading = null
 

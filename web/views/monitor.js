@@ -4,7 +4,7 @@
 import { api, exportUrl, downloadWithKey } from '../api.js'
 import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames, VERDICT, verdictClass } from '../dom.js'
 import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
-import { PAGE_METRICS } from '../catalogue.js'
+import { BROWSER_NAMES, PAGE_METRICS } from '../catalogue.js'
 import { metricPicker, analysisPicker, verdictLegend } from '../components/metric-picker.js'
 import { comparisonTable } from '../components/comparison-table.js'
 import { reliabilityTable, failureSentence } from '../components/reliability.js'
@@ -279,7 +279,6 @@ function protocolKey (withDash, arms, auto) {
 }
 
 /** What the dashboard calls each browser. */
-const BROWSER_NAMES = { chromium: 'Chromium', firefox: 'Firefox' }
 
 /**
  * The browser whose rounds the page shows: the comparison, what users get,
