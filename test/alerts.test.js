@@ -272,6 +272,20 @@ test('H3 failing at one location fires h3_failure and error_rate there; a thresh
   assert.ok(f[0].evidence.h3_lost_pct > 20 && f[0].evidence.h3_lost_pct < 40, JSON.stringify(f[0].evidence))
   assert.deepEqual((await alertsOf(errors.id)).current.map((a) => [a.location_id, a.state]), [[CAL_C.id, 'firing']])
   assert.deepEqual((await alertsOf(high.id)).current, [])
+
+  // A rule that stops covering the location resolves its alert there at the next evaluation, and says why.
+  assert.equal((await api('PATCH', `/api/v1/alert-rules/${failure.id}`, { locations: [CAL_A.id] })).status, 200)
+  await tickAt(BASE + 19 * HOUR + 12 * MIN)
+  const moved = (await alertsOf(failure.id)).current.find((a) => a.location_id === CAL_C.id)
+  assert.equal(moved?.state, 'resolved')
+  assert.match(moved.evidence.unwatched, /^no longer watched: the rule or its monitor no longer covers this location/)
+  // A firing rule that is deleted resolves first, with its notification.
+  const closed = (await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'closed port', url: 'http://127.0.0.1:9/hook', secret: SECRET })).body
+  assert.equal((await api('PATCH', `/api/v1/alert-rules/${errors.id}`, { channels: [closed.id] })).status, 200)
+  assert.equal((await api('DELETE', `/api/v1/alert-rules/${errors.id}`)).status, 204)
+  const { rows } = await t.db.query('SELECT kind, body FROM alert_deliveries WHERE channel_id = $1', [closed.id])
+  assert.deepEqual(rows.map((r) => [r.kind, r.body.alert.location_id, r.body.alert.summary]), [['resolved', CAL_C.id, 'The rule was deleted; resolved without a new observation']])
+  assert.equal((await api('DELETE', `/api/v1/channels/${closed.id}`)).status, 204)
 })
 
 test('a location with due rounds and no results goes silent', async () => {

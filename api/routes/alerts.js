@@ -1,5 +1,6 @@
 // Alert rules, webhook channels and the alerts themselves.
-import { createRule, getRule, listRules, updateRule, deleteRule } from '../../lib/store/alert-rules.js'
+import { createRule, getRule, listRules, updateRule } from '../../lib/store/alert-rules.js'
+import { deleteRuleClosingAlerts } from '../../lib/analysis/alerts.js'
 import { createChannel, getChannel, listChannels, updateChannel, deleteChannel } from '../../lib/store/alert-channels.js'
 import { sendTest, listDeliveries } from '../../lib/store/alert-deliveries.js'
 import { targetPolicy } from '../../lib/measurement/targets.js'
@@ -37,9 +38,9 @@ export default async function alertRoutes (app) {
   }, async (/** @type {import('../types.js').IdBodyRequest} */ request) => updateRule(app.db, request.params.id, request.body))
 
   app.delete('/alert-rules/:id', {
-    schema: { description: 'Remove a rule with its alerts and history. Notifications already in the outbox are still sent.', tags: rules, params: idParams, response: { 204: { type: 'null' }, ...errorResponses } }
+    schema: { description: 'Remove a rule with its alerts and history. A firing alert of it is resolved first, with its notification ("the rule was deleted"); notifications already in the outbox are still sent.', tags: rules, params: idParams, response: { 204: { type: 'null' }, ...errorResponses } }
   }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
-    await deleteRule(app.db, request.params.id)
+    await deleteRuleClosingAlerts(app.db, request.params.id, { publicUrl: app.config.publicUrl ?? null })
     return reply.code(204).send()
   })
 

@@ -6,9 +6,9 @@
 // delivery per channel into the outbox in the same transaction, so a
 // notification exists exactly when the state changed. The state lives in
 // PostgreSQL: a restart continues where it was and re-fires nothing.
-import { listRules } from '../store/alert-rules.js'
+import { deleteRule, getRule, listRules } from '../store/alert-rules.js'
 import { listMonitors } from '../store/monitors.js'
-import { applyObservation, claimEvaluation, markEvaluated } from '../store/alert-states.js'
+import { applyObservation, claimEvaluation, closeUnwatched, markEvaluated } from '../store/alert-states.js'
 import { withTransaction } from '../store/transaction.js'
 import { observe, comparisonCache } from './alert-conditions.js'
 
@@ -43,9 +43,13 @@ export async function evaluateAlerts (db, { now = new Date(), intervalS = 60, ti
     let changes = 0
     const compare = comparisonCache(db, { now, timeoutMs })
     const monitors = await listMonitors(client)
-    for (const rule of await listRules(db)) {
+    const rules = await listRules(db)
+    /** @type {Set<string>} every (rule, monitor, location) a rule covers now */
+    const covered = new Set()
+    for (const rule of rules) {
       for (const monitor of monitors.filter((m) => rule.monitor_id === null || m.id === rule.monitor_id)) {
         const locations = monitor.locations.filter((/** @type {string} */ l) => !rule.locations || rule.locations.includes(l))
+        for (const l of locations) covered.add(`${rule.id}|${monitor.id}|${l}`)
         if (!locations.length) continue
         let observations
         try {
@@ -62,7 +66,32 @@ export async function evaluateAlerts (db, { now = new Date(), intervalS = 60, ti
         }
       }
     }
+    // An alert whose rule or monitor stopped covering its location (or
+    // whose monitor was deleted) would stay firing with nothing to resolve
+    // it: it resolves now, and says why.
+    changes += await closeUnwatched(client, {
+      rules, now, publicUrl, why: 'no longer watched: the rule or its monitor no longer covers this location, or the monitor was deleted',
+      watched: (ruleId, monitorId, locationId) => covered.has(`${ruleId}|${monitorId}|${locationId}`)
+    })
     await markEvaluated(client, now)
     return { evaluated: true, changes }
+  })
+}
+
+/**
+ * Deletes a rule with its alerts and history. A firing alert of it is
+ * resolved first, with its notification ("the rule was deleted"), so an
+ * incident a receiver opened is closed; notifications already queued are
+ * still sent, in order.
+ * @param {import('pg').Pool} db
+ * @param {number} id
+ * @param {{ publicUrl?: string | null }} [o]
+ */
+export async function deleteRuleClosingAlerts (db, id, { publicUrl = null } = {}) {
+  await withTransaction(db, async (client) => {
+    const pool = /** @type {import('pg').Pool} */ (/** @type {unknown} */ (client))
+    const rule = await getRule(pool, id)
+    await closeUnwatched(client, { rules: [rule], watched: () => false, why: 'the rule was deleted', now: new Date(), publicUrl })
+    await deleteRule(pool, id)
   })
 }

@@ -226,7 +226,8 @@ export async function updateRule (db, id, patch) {
 }
 
 /**
- * Removes the rule with its states, history and pending deliveries.
+ * Removes the rule with its states and history (lib/analysis/alerts.js
+ * deleteRuleClosingAlerts resolves its firing alerts first).
  * @param {import('pg').Pool} db
  * @param {number} id
  */

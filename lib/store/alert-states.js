@@ -69,6 +69,32 @@ export async function applyObservation (client, { rule, monitor, observation, no
 }
 
 /**
+ * Closes the open alerts (pending or firing) of the given rules that `watched`
+ * says are no longer watched: their rule or monitor no longer covers the
+ * location, the monitor was deleted, or the rule is being deleted. A firing
+ * one resolves at once, with its notification (its evidence says why: no
+ * new observation); a pending one goes back to ok.
+ * @param {import('pg').PoolClient} client
+ * @param {{ rules: Record<string, any>[], watched: (ruleId: number, monitorId: number, locationId: string) => boolean, why: string, now: Date, publicUrl: string | null }} o
+ * @returns {Promise<number>} how many states changed
+ */
+export async function closeUnwatched (client, { rules, watched, why, now, publicUrl }) {
+  const byId = new Map(rules.map((r) => [Number(r.id), r]))
+  const { rows } = await client.query(
+    `SELECT s.rule_id, s.location_id, m.id, m.label, m.url, m.aa_protocol
+       FROM alert_states s JOIN monitors m ON m.id = s.monitor_id
+      WHERE s.state IN ('pending', 'firing') AND s.rule_id = ANY($1::bigint[])`, [[...byId.keys()]])
+  let changes = 0
+  for (const r of rows) {
+    if (watched(Number(r.rule_id), Number(r.id), r.location_id)) continue
+    const observation = { location_id: r.location_id, breach: false, evidence: { unwatched: `${why}; resolved without a new observation` } }
+    const close = (/** @type {{ state: string }} */ cur) => ({ state: cur.state === 'firing' ? 'resolved' : 'ok', breaches: 0, clears: 0 })
+    if (await applyObservation(client, { rule: byId.get(Number(r.rule_id)), monitor: r, observation, now, publicUrl, next: close })) changes++
+  }
+  return changes
+}
+
+/**
  * The webhook body of a firing or resolved alert (documented in the OpenAPI as alertNotification).
  * @param {{ rule: Record<string, any>, monitor: Record<string, any>, event: string, eventId: number, locationId: string, firedAt: Date | null, now: Date,
  *   evidence: Record<string, any>, observation: import('../analysis/alert-conditions.js').Observation, publicUrl: string | null }} o
@@ -106,6 +132,7 @@ function notification ({ rule, monitor, event, eventId, locationId, firedAt, now
  * @param {Record<string, any>} e the evidence of an observation (lib/analysis/alert-conditions.js)
  */
 export function summary (rule, e) {
+  if (e.unwatched) return e.unwatched[0].toUpperCase() + e.unwatched.slice(1)
   const pct = (/** @type {number | null | undefined} */ v) => (v == null ? '?' : `${Math.round(v * 10) / 10}%`)
   if (rule.kind === 'h3_regression') {
     return `HTTP/3 ${e.delta_pct >= 0 ? 'slower' : 'faster'} than HTTP/2 at p${rule.percentile} ${e.metric}: ` +
