@@ -11,6 +11,8 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createPool } from '../lib/runtime/db.js'
 import { slackBody, verifySignature } from '../lib/store/alert-channels.js'
 import { createScheduler } from '../scheduler/scheduler.js'
+import { deliverDue, enqueueDeliveries } from '../lib/store/alert-deliveries.js'
+import { targetPolicy } from '../lib/measurement/targets.js'
 import { scenario, CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
 
 const MIN = 60e3
@@ -224,6 +226,26 @@ test('a receiver that is down gets every delivery exactly once when it comes bac
     assert.equal(d.attempt_log.at(-1).status_code, 204)
   }
   await receiver.close()
+})
+
+test('a slow receiver holds a tick for at most its time budget, and each attempt is logged at the time it was sent', async () => {
+  const receiver = await startReceiver({ delayMs: 1500 })
+  try {
+    const channel = await webhook(receiver, 'slow')
+    const now = new Date()
+    for (let n = 0; n < 3; n++) await enqueueDeliveries(/** @type {any} */ (t.db), { eventId: /** @type {any} */ (null), channels: [channel.id], body: { version: 1, event: 'firing', n }, now })
+    const policy = targetPolicy(t.config)
+    // A budget of 1 s: the first answer takes 1.5 s, so the tick starts no second one.
+    assert.deepEqual(await deliverDue(t.db, { now, budgetMs: 1000, policy }), { delivered: 1, failed: 0 })
+    assert.deepEqual(await deliverDue(t.db, { now: new Date(), policy }), { delivered: 2, failed: 0 })
+    const sent = (await api('GET', `/api/v1/channels/${channel.id}/deliveries`)).body.items
+      .map((d) => +new Date(d.attempt_log[0].at)).sort((a, b) => a - b)
+    assert.equal(sent.length, 3)
+    assert.ok(sent[2] - sent[1] >= 1400, `the two of one tick logged ${sent[2] - sent[1]} ms apart, as they were sent`)
+    assert.deepEqual(receiver.requests.map((r) => r.json.n), [0, 1, 2], 'in order')
+  } finally {
+    await receiver.close()
+  }
 })
 
 test('two scheduler replicas evaluate once per interval and send no duplicates', async () => {

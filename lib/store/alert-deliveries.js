@@ -18,6 +18,11 @@ export const FIRST_RETRY_S = 30
 export const MAX_RETRY_S = 3600
 export const RETRY_FOR_S = 24 * 3600
 export const DELIVERIES_PER_TICK = 50
+// A tick starts no delivery past this much time sending: a receiver that
+// never answers costs its timeout per delivery, and the scheduler's upkeep
+// (alert evaluation, lease expiry, rollups) waits on this step. The rest
+// wait for the next tick.
+export const DELIVERY_BUDGET_MS = 10_000
 
 /**
  * Seconds to wait after the n-th failed attempt (n ≥ 1).
@@ -40,17 +45,21 @@ export async function enqueueDeliveries (client, { eventId, channels, body, now 
 }
 
 /**
- * Sends due deliveries one by one until none is due or the batch is done.
+ * Sends due deliveries one by one, in order, until none is due, the batch
+ * is done or the tick's time budget is spent. Each attempt is logged, and
+ * its retry scheduled, at the time it was sent (`now` and the time since).
  * @param {import('pg').Pool} db
- * @param {{ now?: Date, limit?: number, log?: import('pino').Logger, policy?: import('./alert-channels.js').TargetPolicy }} [o]
+ * @param {{ now?: Date, limit?: number, budgetMs?: number, log?: import('pino').Logger, policy?: import('./alert-channels.js').TargetPolicy }} [o]
  *   policy: whether webhooks may reach private addresses (checked again as each connects)
  * @returns {Promise<{ delivered: number, failed: number }>}
  */
-export async function deliverDue (db, { now = new Date(), limit = DELIVERIES_PER_TICK, log, policy } = {}) {
+export async function deliverDue (db, { now = new Date(), limit = DELIVERIES_PER_TICK, budgetMs = DELIVERY_BUDGET_MS, log, policy } = {}) {
+  const started = Date.now()
+  const clock = () => new Date(+now + (Date.now() - started))
   let delivered = 0
   let failed = 0
-  for (let i = 0; i < limit; i++) {
-    const outcome = await deliverOne(db, now, log, policy)
+  for (let i = 0; i < limit && Date.now() - started < budgetMs; i++) {
+    const outcome = await deliverOne(db, now, clock, log, policy)
     if (outcome === null) break
     if (outcome) delivered++
     else failed++
@@ -60,12 +69,13 @@ export async function deliverDue (db, { now = new Date(), limit = DELIVERIES_PER
 
 /**
  * @param {import('pg').Pool} db
- * @param {Date} now
+ * @param {Date} now what is due by
+ * @param {() => Date} clock the time of an attempt
  * @param {import('pino').Logger} [log]
  * @param {import('./alert-channels.js').TargetPolicy} [policy]
  * @returns {Promise<boolean | null>} null when nothing was due
  */
-async function deliverOne (db, now, log, policy) {
+async function deliverOne (db, now, clock, log, policy) {
   return withTransaction(db, async (client) => {
     const { rows: [d] } = await client.query(
       `SELECT id, channel_id, body, attempts, created_at FROM alert_deliveries
@@ -76,17 +86,18 @@ async function deliverOne (db, now, log, policy) {
     }
     const channel = await channelForSending(client, d.channel_id)
     // The timestamp header is the wall clock at sending, which receivers check for freshness.
+    const at = clock()
     const result = await sendWebhook(channel, d.body, { deliveryId: d.id, policy })
-    await logAttempt(client, d.id, now, result)
+    await logAttempt(client, d.id, at, result)
     const attempts = d.attempts + 1
     if (result.ok) {
-      await client.query("UPDATE alert_deliveries SET status = 'delivered', attempts = $2, delivered_at = $3, last_error = NULL WHERE id = $1", [d.id, attempts, now])
+      await client.query("UPDATE alert_deliveries SET status = 'delivered', attempts = $2, delivered_at = $3, last_error = NULL WHERE id = $1", [d.id, attempts, at])
     } else {
-      const giveUp = +now - +d.created_at >= RETRY_FOR_S * 1000
+      const giveUp = +at - +d.created_at >= RETRY_FOR_S * 1000
       await client.query(
         `UPDATE alert_deliveries SET status = $2, attempts = $3, last_error = $4,
            next_attempt_at = $5::timestamptz + make_interval(secs => $6) WHERE id = $1`,
-        [d.id, giveUp ? 'failed' : 'pending', attempts, result.error, now, backoffS(attempts)])
+        [d.id, giveUp ? 'failed' : 'pending', attempts, result.error, at, backoffS(attempts)])
       // The channel's name and id, never its URL's secret parts or the secret.
       log?.warn({ delivery: d.id, channel: channel.id, attempt: attempts, error: result.error, gave_up: giveUp }, 'alert delivery failed')
     }
