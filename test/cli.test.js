@@ -8,6 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createHash } from 'node:crypto'
 import { createTestDatabase } from './helpers/db.js'
+import { loadConfig } from '../lib/runtime/config.js'
 
 const run = (args, env = {}) => spawnSync(process.execPath, ['bin/h3lens.js', ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000 })
 
@@ -84,6 +85,13 @@ test('an invalid value exits non-zero with a message naming the variable', () =>
     assert.equal(r.status, 2, args.join(' '))
     assert.match(r.stderr, new RegExp(`^h3lens ${args[0]}: unexpected argument "${extra}"\\n\\nUsage`, 'm'))
   }
+})
+
+test('an empty H3LENS_FIREFOX turns Firefox off, as documented; unset, it is Debian\'s firefox-esr', () => {
+  assert.equal(loadConfig({ H3LENS_FIREFOX: '' }).firefoxPath, null)
+  assert.equal(loadConfig({}).firefoxPath, '/usr/bin/firefox-esr')
+  // An empty value elsewhere is still the default (an env file's NAME= line).
+  assert.equal(loadConfig({ PORT: '' }).port, 8080)
 })
 
 test('agent without token or location says what it needs', () => {

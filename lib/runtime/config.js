@@ -36,7 +36,7 @@ export const VARIABLES = /** @type {const} */ ([
   { name: 'H3LENS_AGENT_CONCURRENCY', key: 'agentConcurrency', type: 'int', min: 1, max: 16, default: 1, description: 'agent: rounds measured at once; with start, on the whole machine (1 keeps timings clean)' },
   { name: 'H3LENS_PAGE_TIMEOUT_MS', key: 'pageTimeoutMs', type: 'int', min: 1000, max: 300000, default: 30000, description: 'agent: timeout of one page load' },
   { name: 'H3LENS_CHROMIUM', key: 'chromiumPath', type: 'string', default: '/usr/bin/chromium', description: 'path of the Chromium binary' },
-  { name: 'H3LENS_FIREFOX', key: 'firefoxPath', type: 'string', default: '/usr/bin/firefox-esr', description: 'agent: path of the Firefox binary (Debian\'s firefox-esr); the agent runs Firefox rounds when it is there, and none when it is not or this is empty' },
+  { name: 'H3LENS_FIREFOX', key: 'firefoxPath', type: 'string', default: '/usr/bin/firefox-esr', whenEmpty: null, description: 'agent: path of the Firefox binary (Debian\'s firefox-esr); the agent runs Firefox rounds when it is there, and none when it is not or this is empty' },
   { name: 'H3LENS_LEASE_S', key: 'leaseSeconds', type: 'int', min: 10, max: 3600, default: 120, description: 'how long a claimed job stays leased without a heartbeat' },
   { name: 'H3LENS_MAX_ATTEMPTS', key: 'maxAttempts', type: 'int', min: 1, max: 20, default: 3, description: 'attempts before a job is marked failed' },
   { name: 'H3LENS_JOBS_RETENTION_DAYS', key: 'jobsRetentionDays', type: 'int', min: 1, max: 3650, default: 7, description: 'scheduler: delete finished jobs (done, failed, cancelled, skipped) this many days after they finished; their results are kept' },
@@ -74,7 +74,8 @@ export const VARIABLES = /** @type {const} */ ([
 /**
  * What every entry of VARIABLES may carry, for the code that reads them.
  * @typedef {{ name: string, key: string, flag?: string, type: Variable['type'], min?: number, max?: number,
- *   values?: readonly string[], default: string | number | boolean | null, description: string }} VariableSpec
+ *   values?: readonly string[], default: string | number | boolean | null, whenEmpty?: null, description: string }} VariableSpec
+ * whenEmpty: the value a variable set to the empty string takes, where empty means "none" rather than "unset" (the default)
  */
 
 /**
@@ -175,6 +176,10 @@ export function loadConfig (env, flags = {}) {
     const flagName = spec.flag?.slice(2)
     const fromFlag = flagName !== undefined && flags[flagName] !== undefined
     const raw = fromFlag ? String(flags[flagName]) : env[spec.name]
+    if (raw === '' && spec.whenEmpty !== undefined) {
+      config[spec.key] = spec.whenEmpty
+      continue
+    }
     if (raw === undefined || raw === '') {
       config[spec.key] = spec.type === 'path' && spec.default ? path.resolve(String(spec.default)) : spec.default
       continue
