@@ -2,7 +2,7 @@
 // beacons must come from) and the countries each location stands for.
 // docs/RUM.md.
 import { createSite, getSite, listSites, revokeSite, updateSite } from '../lib/store/rum-sites.js'
-import { setLocationCountries } from '../lib/store/locations.js'
+import { getLocation, setLocationCountries } from '../lib/store/locations.js'
 import { idOf } from './args.js'
 import { currentSnippet, installTag } from '../lib/measurement/rum/snippet.js'
 
@@ -11,7 +11,7 @@ export const RUM_USAGE = `Usage: h3lens rum sites create --name NAME --origin ht
        h3lens rum sites tag ID
        h3lens rum sites update ID [--name NAME] [--origin ...] [--sample RATE]
        h3lens rum sites revoke ID
-       h3lens rum countries --location ID CC[,CC...]     (an empty list "" clears them)
+       h3lens rum countries --location ID [CC[,CC...]]   (without a list, prints them; an empty list "" clears them)
 
 Real users: a site's pages send one beacon per page view to this h3lens
 (POST /rum/v1/beacon) with the protocol, connection phases and web vitals of
@@ -48,8 +48,11 @@ export async function runRum ({ pool, config }, values, positionals) {
   const sample = values.sample === undefined ? undefined : Number(values.sample)
   if (group === 'countries') {
     if (!values.location) fail('rum countries needs --location ID and a list of country codes such as US,CA')
-    const codes = String(sub ?? '').split(',').map((c) => c.trim()).filter(Boolean)
-    const location = await setLocationCountries(pool, values.location, codes)
+    // Without a list, it shows the countries and changes nothing; an empty list "" clears them.
+    const location = sub === undefined
+      ? await getLocation(pool, values.location)
+      : await setLocationCountries(pool, values.location, String(sub).split(',').map((c) => c.trim()).filter(Boolean))
+    if (!location) fail(`there is no location ${values.location} (see "h3lens agents list" or GET /api/v1/locations)`)
     console.log(`${location.id}\t${location.countries?.join(',') ?? '(none)'}`)
     return
   }

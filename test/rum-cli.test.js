@@ -36,6 +36,12 @@ test('rum sites create prints the install tag; list, tag, update, revoke and cou
     const countries = run(['rum', 'countries', '--location', 'lab-eu', 'gb,de'], env)
     assert.equal(countries.stdout.trim(), 'lab-eu\tGB,DE')
     assert.match(run(['rum', 'countries', '--location', 'lab-eu', 'GBR'], env).stderr, /"GBR" is not a two-letter country code/)
+    // Without a list it shows them and changes nothing; an empty list clears them.
+    assert.equal(run(['rum', 'countries', '--location', 'lab-eu'], env).stdout.trim(), 'lab-eu\tGB,DE')
+    assert.equal(run(['rum', 'countries', '--location', 'lab-eu'], env).stdout.trim(), 'lab-eu\tGB,DE')
+    const none = run(['rum', 'countries', '--location', 'mars'], env)
+    assert.equal(none.status, 1)
+    assert.match(none.stderr, /there is no location mars/)
     assert.match(run(['rum', '--help'], env).stdout, /^Usage: h3lens rum sites create/)
   } finally {
     await db.drop()
