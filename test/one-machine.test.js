@@ -42,6 +42,13 @@ describe('beside a running h3lens start', () => {
     }
   })
 
+  test('a command without the start\'s H3LENS_EMBEDDED_PG_PORT finds the running cluster\'s port in its postmaster.pid', () => {
+    const r = run(['keys', 'list'], { ...env, H3LENS_EMBEDDED_PG_PORT: '' })
+    assert.equal(r.status, 0, r.stderr)
+    assert.match(r.stdout, /admin\twrite/)
+    assert.match(r.stderr, new RegExp(`"port":${pgPort},"configured":54329,.*using its port`))
+  })
+
   test('keys create and agents token print the secret alone on stdout, logs on stderr', async () => {
     const key = run(['keys', 'create', '--role', 'read', '--name', 'ci'], env)
     assert.equal(key.status, 0, key.stderr)

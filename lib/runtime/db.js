@@ -60,8 +60,12 @@ export async function startEmbeddedPostgres ({ dataDir, port, log, settings = {}
     },
     onError: (m) => log.debug({ pg: String(m).trim() }, 'embedded postgres')
   })
-  const base = `postgres://h3lens:${encodeURIComponent(password)}@127.0.0.1:${port}`
   const running = runningPostmaster(databaseDir)
+  // A cluster already running listens where it was started, which may not
+  // be this process's H3LENS_EMBEDDED_PG_PORT: its postmaster.pid says.
+  const listening = running ? postmasterPort(databaseDir) ?? port : port
+  if (listening !== port) log.info({ port: listening, configured: port }, 'the running embedded PostgreSQL listens on another port than H3LENS_EMBEDDED_PG_PORT; using its port')
+  const base = `postgres://h3lens:${encodeURIComponent(password)}@127.0.0.1:${listening}`
   /** @type {() => Promise<void>} */
   let stop = () => cluster.stop()
   if (running && ownerAlive(databaseDir)) {
@@ -96,7 +100,7 @@ export async function startEmbeddedPostgres ({ dataDir, port, log, settings = {}
   } finally {
     await admin.end()
   }
-  log.info({ port, databaseDir }, 'embedded PostgreSQL running')
+  log.info({ port: listening, databaseDir }, 'embedded PostgreSQL running')
   return {
     url: `${base}/h3lens`,
     adminUrl: `${base}/postgres`,
@@ -174,6 +178,21 @@ async function inOwnProcessGroup (fn) {
 function runningPostmaster (databaseDir) {
   const pid = readPid(path.join(databaseDir, 'postmaster.pid'))
   return pid && isAlive(pid) ? pid : null
+}
+
+/**
+ * The port a running postmaster listens on: the fourth line of its
+ * postmaster.pid.
+ * @param {string} databaseDir
+ * @returns {number | null}
+ */
+function postmasterPort (databaseDir) {
+  try {
+    const port = Number(fs.readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[3])
+    return Number.isInteger(port) && port > 0 && port < 65536 ? port : null
+  } catch {
+    return null
+  }
 }
 
 /** @param {string} databaseDir */
