@@ -113,6 +113,10 @@ test('migrate, agents token and rollups rebuild work against DATABASE_URL', asyn
     assert.match(tok.stdout.trim(), /^h3a_[\w-]{20,}$/)
     const { rows } = await db.pool.query("SELECT kind, region FROM locations WHERE id = 'eu-west'")
     assert.deepEqual(rows[0], { kind: 'real', region: 'Europe' })
+    // An empty --name is no name: the default one.
+    const unnamed = run(['agents', 'token', '--location', 'eu-west', '--name', ''], env)
+    assert.equal(unnamed.status, 0, unnamed.stderr)
+    assert.match(unnamed.stderr, /agent \d+ \(eu-west-agent\) registered/)
     const longRegion = run(['agents', 'token', '--location', 'far-away', '--region', 'x'.repeat(3000)], env)
     assert.equal(longRegion.status, 1)
     assert.match(longRegion.stderr, /region is 1 to 100 characters/)

@@ -27,7 +27,8 @@ export async function createAgentToken (db, { location, name }) {
   const { rows } = await db.query(
     `INSERT INTO agents (location_id, name, token_hash) VALUES ($1, $2, $3)
      RETURNING id, location_id, name, created_at`,
-    [location, name ?? `${location}-agent`, hashToken(token)])
+    // An empty or blank name is no name: the agent gets the default one.
+    [location, name?.trim() || `${location}-agent`, hashToken(token)])
   return { agent: rows[0], token }
 }
 

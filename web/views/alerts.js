@@ -18,7 +18,7 @@ export async function render (ctx) {
   return [
     h('div', { class: 'page-head' },
       h('div', {}, h('h1', {}, 'Alerts'),
-        h('p', { class: 'sub' }, firing.length ? `${firing.length} firing now.` : 'Nothing is firing.', ' Rules are evaluated by the scheduler every minute; a rule fires after its evaluations in a row and resolves after as many clear ones.'))),
+        h('p', { class: 'sub' }, firing.length ? `${firing.length} firing now.` : 'Nothing is firing.', ' Rules are evaluated by the scheduler every H3LENS_ALERT_EVAL_S seconds (every minute by default); a rule fires after its evaluations in a row and resolves after as many clear ones.'))),
     panel('firing', 'Firing now', firing.length
       ? alertTable(firing, monitorName)
       : emptyState('Nothing is firing', 'When a rule trips, it shows here with a link to the comparison that tripped it.')),
