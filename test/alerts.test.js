@@ -361,6 +361,10 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
 
   const slackish = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'token in path', url: `${receiver.url}/T000/B000/XXXXtoken?x=1`, secret: SECRET })
   assert.equal(slackish.body.url, `http://127.0.0.1:${new URL(receiver.url).port}/hook/…`, 'a token in the URL is not shown')
+  // A token in the query alone: the address and "…", one slash.
+  const queryOnly = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'query token', url: `http://127.0.0.1:${new URL(receiver.url).port}?token=SECRET`, secret: SECRET })
+  assert.equal(queryOnly.body.url, `http://127.0.0.1:${new URL(receiver.url).port}/…`)
+  assert.equal((await api('DELETE', `/api/v1/channels/${queryOnly.body.id}`)).status, 204)
   assert.equal((await api('POST', `/api/v1/channels/${slackish.body.id}/test`)).body.ok, true, 'but it is used')
 
   const patched = await api('PATCH', `/api/v1/channels/${channel.id}`, { name: 'renamed' })

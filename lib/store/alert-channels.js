@@ -35,7 +35,7 @@ export function present (row) {
   const u = new URL(row.url)
   const segments = u.pathname.split('/').filter(Boolean)
   if (segments.length <= 1 && !u.search) return row
-  return { ...row, url: `${u.origin}/${segments[0] ?? ''}/…` }
+  return { ...row, url: `${u.origin}/${segments.length ? `${segments[0]}/` : ''}…` }
 }
 
 /**
