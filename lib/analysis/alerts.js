@@ -89,9 +89,8 @@ export async function evaluateAlerts (db, { now = new Date(), intervalS = 60, ti
  */
 export async function deleteRuleClosingAlerts (db, id, { publicUrl = null } = {}) {
   await withTransaction(db, async (client) => {
-    const pool = /** @type {import('pg').Pool} */ (/** @type {unknown} */ (client))
-    const rule = await getRule(pool, id)
+    const rule = await getRule(client, id)
     await closeUnwatched(client, { rules: [rule], watched: () => false, why: 'the rule was deleted', now: new Date(), publicUrl })
-    await deleteRule(pool, id)
+    await deleteRule(client, id)
   })
 }

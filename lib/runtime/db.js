@@ -187,12 +187,8 @@ function runningPostmaster (databaseDir) {
  * @returns {number | null}
  */
 function postmasterPort (databaseDir) {
-  try {
-    const port = Number(fs.readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[3])
-    return Number.isInteger(port) && port > 0 && port < 65536 ? port : null
-  } catch {
-    return null
-  }
+  const port = numberOnLine(path.join(databaseDir, 'postmaster.pid'), 3)
+  return port !== null && port < 65536 ? port : null
 }
 
 /** @param {string} databaseDir */
@@ -223,9 +219,18 @@ async function stopPostmaster (pid) {
 
 /** @param {string} file */
 function readPid (file) {
+  return numberOnLine(file, 0)
+}
+
+/**
+ * The positive whole number on line `line` (from 0) of `file`, or null.
+ * @param {string} file
+ * @param {number} line
+ */
+function numberOnLine (file, line) {
   try {
-    const pid = Number(fs.readFileSync(file, 'utf8').split('\n')[0])
-    return Number.isInteger(pid) && pid > 0 ? pid : null
+    const n = Number(fs.readFileSync(file, 'utf8').split('\n')[line])
+    return Number.isInteger(n) && n > 0 ? n : null
   } catch {
     return null
   }

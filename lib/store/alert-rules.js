@@ -195,7 +195,7 @@ export async function createRule (db, input) {
   return present(rows[0])
 }
 
-/** @param {import('pg').Pool} db @param {number} id */
+/** @param {import('pg').Pool | import('pg').PoolClient} db @param {number} id */
 export async function getRule (db, id) {
   const { rows } = await db.query(`SELECT ${COLUMNS} FROM alert_rules WHERE id = $1`, [id])
   if (!rows.length) throw new NotFoundError(`there is no alert rule ${id}`)
@@ -228,7 +228,7 @@ export async function updateRule (db, id, patch) {
 /**
  * Removes the rule with its states and history (lib/analysis/alerts.js
  * deleteRuleClosingAlerts resolves its firing alerts first).
- * @param {import('pg').Pool} db
+ * @param {import('pg').Pool | import('pg').PoolClient} db
  * @param {number} id
  */
 export async function deleteRule (db, id) {

@@ -55,8 +55,10 @@ export async function render (ctx) {
   })
   errors.journey = journey.error
 
-  // A new monitor's locations, as the API's default: those with an agent
-  // (every location when none has one yet).
+  // A new monitor's locations: those with an agent seen lately (every
+  // location when none has one). The API's default, for a monitor created
+  // without locations, also counts agents enrolled but not seen lately: the
+  // form knows only the live ones (the locations' capacity).
   const anyStaffed = locations.some((l) => l.capacity?.agents_alive)
   const staffed = (/** @type {any} */ l) => !anyStaffed || Boolean(l.capacity?.agents_alive)
 
