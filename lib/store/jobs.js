@@ -501,8 +501,9 @@ export const COUNT_JOBS_SQL =
     GROUP BY state`
 
 /**
- * Live jobs by state, counted exactly through their partial indexes
- * (jobs_claimable, jobs_leased), and finished jobs by state over the last
+ * Live jobs by state, counted exactly through the partial indexes of the
+ * queue (jobs_claimable, jobs_leased or jobs_pending, as the planner
+ * chooses), and finished jobs by state over the last
  * FINISHED_WINDOW_S through jobs_finished: a scrape reads the queue and the
  * last hour, not the retained history.
  * @param {import('pg').Pool} db
