@@ -160,4 +160,13 @@ test('each browser\'s rounds land in that browser\'s comparison, trends and expo
   assert.equal(imported.json().rounds, 2 * ROUNDS)
   assert.equal(median(await get(`/api/v1/monitors/${copy.id}/comparison?metric=ttfb_ms&browser=firefox&${window}`)).delta_ms, 0)
   assert.equal(median(await get(`/api/v1/monitors/${copy.id}/comparison?metric=ttfb_ms&${window}`)).delta_ms, -40)
+
+  // A monitor that runs in one browser is compared in that one, and says so.
+  await t.db.query("UPDATE monitors SET browsers = ARRAY['chromium'] WHERE id = $1", [copy.id])
+  const single = await get(`/api/v1/monitors/${copy.id}/browsers?metric=ttfb_ms&${window}`)
+  assert.deepEqual(single.browsers, ['chromium'])
+  const alone = single.locations.find((/** @type {any} */ l) => l.location_id === 'br-asia')
+  assert.deepEqual(Object.keys(alone.gains), ['chromium'])
+  assert.equal(alone.gains.chromium.delta_ms, -40)
+  assert.deepEqual(alone.reading, { code: 'one_browser', text: 'The monitor runs in one browser: add another to its browsers to compare them' })
 })

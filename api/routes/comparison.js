@@ -394,7 +394,7 @@ export default async function comparisonRoutes (app) {
             analysis: { type: 'string' },
             from: { type: 'string', format: 'date-time' },
             to: { type: 'string', format: 'date-time' },
-            browsers: { type: 'array', items: { type: 'string' }, description: 'The browsers compared: every browser h3lens measures with' },
+            browsers: { type: 'array', items: { type: 'string' }, description: 'The browsers compared: those the monitor runs (with one, every reading is one_browser)' },
             locations: {
               type: 'array',
               items: {
@@ -424,7 +424,8 @@ export default async function comparisonRoutes (app) {
     const percentile = request.query.percentile
     // The page probe unless the metric is another probe's (upload_mbps).
     const probe = q.probe ?? 'page'
-    const browsers = [...BROWSERS]
+    // The browsers the monitor runs, in the catalogue's order.
+    const browsers = BROWSERS.filter((b) => (q.monitor.browsers ?? ['chromium']).includes(b))
     /** @type {Record<string, any>} */
     const answers = {}
     for (const browser of browsers) {

@@ -12,7 +12,8 @@ export const READINGS = Object.freeze({
   browser: 'The browsers disagree: one browser\'s HTTP/3 stack makes the difference',
   neither: 'Neither browser shows a difference',
   no_h3: 'The origin offers no HTTP/3 to either browser',
-  insufficient_data: 'Not enough rounds in every browser to tell'
+  insufficient_data: 'Not enough rounds in every browser to tell',
+  one_browser: 'The monitor runs in one browser: add another to its browsers to compare them'
 })
 
 /**
@@ -75,7 +76,8 @@ export function readingOf (gains) {
   const differs = (/** @type {string} */ v) => v === VERDICTS.H3_FASTER || v === VERDICTS.H3_SLOWER
   /** @type {keyof typeof READINGS} */
   let code
-  if (gains.length < 2 || verdicts.some((v) => v === VERDICTS.INSUFFICIENT_DATA)) code = 'insufficient_data'
+  if (gains.length < 2) code = 'one_browser'
+  else if (verdicts.some((v) => v === VERDICTS.INSUFFICIENT_DATA)) code = 'insufficient_data'
   else if (!verdicts.every((v) => v === verdicts[0])) code = 'browser'
   else if (verdicts[0] === VERDICTS.H3_NOT_SUPPORTED) code = 'no_h3'
   else code = differs(verdicts[0]) ? 'same' : 'neither'
