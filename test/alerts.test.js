@@ -417,6 +417,13 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   const page = await api('POST', '/api/v1/alert-rules', { ...regression, metric: 'ttfb_ms' })
   assert.equal(page.status, 201, JSON.stringify(page.body))
   assert.equal((await api('DELETE', `/api/v1/alert-rules/${page.body.id}`)).status, 204)
+  // Rules read Chromium's rounds: a monitor that runs in Firefox only could never fire one.
+  const firefoxOnly = await api('POST', '/api/v1/monitors', { url: 'https://example.com/ff', locations: ['local'], browsers: ['firefox'], paused: true })
+  assert.equal(firefoxOnly.status, 201, JSON.stringify(firefoxOnly.body))
+  const onFirefox = await api('POST', '/api/v1/alert-rules', { kind: 'h3_failure', monitor_id: firefoxOnly.body.id, threshold_pct: 5, window_s: 3600 })
+  assert.deepEqual([onFirefox.status, onFirefox.body.field], [400, 'monitor_id'], JSON.stringify(onFirefox.body))
+  assert.match(onFirefox.body.message, /runs in firefox only; alert rules read Chromium's rounds/)
+  assert.equal((await api('DELETE', `/api/v1/monitors/${firefoxOnly.body.id}`)).status, 204)
   const orphan = await api('POST', '/api/v1/alert-rules', { kind: 'h3_failure', monitor_id: gone.body.id, threshold_pct: 5, window_s: 3600 })
   assert.equal(orphan.status, 201, JSON.stringify(orphan.body))
   assert.equal((await api('DELETE', `/api/v1/monitors/${gone.body.id}`)).status, 204)

@@ -84,10 +84,14 @@ async function checkRule (db, input, { monitorGiven = true, watchGiven = true } 
   if (!SEVERITIES.includes(r.severity)) throw new ValidationError(`severity must be one of ${SEVERITIES.join(', ')}`, 'severity')
   r.monitor_id ??= null
   if (r.monitor_id !== null) {
-    const { rows: [m] } = await db.query('SELECT modes, interval_s, probes, journey FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
+    const { rows: [m] } = await db.query('SELECT modes, interval_s, probes, journey, browsers FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
     // A rule whose monitor was deleted since stays editable (to point it at
     // another monitor, or change its channels); a monitor given must exist.
     if (!m && monitorGiven) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
+    // Rules read Chromium's rounds (docs/ALERTS.md).
+    if (m && monitorGiven && !m.browsers.includes('chromium')) {
+      throw new ValidationError(`monitor ${r.monitor_id} runs in ${m.browsers.join(', ')} only; alert rules read Chromium's rounds: add chromium to the monitor's browsers`, 'monitor_id')
+    }
     if (m && r.kind === 'h3_share_drop') checkShareMonitor(m, r)
     // Checked when the monitor or what is watched changes: a rule stored
     // before stays editable when its monitor's probes change since.
