@@ -74,6 +74,13 @@ test('a location gets Firefox rounds once an agent there has Firefox, and only t
   assert.deepEqual((await claim(chromiumAtEu, undefined)).json().jobs, [])
   const second = (await claim(withFirefox, ['chromium', 'firefox'])).json().jobs
   assert.deepEqual(second.map((/** @type {any} */ j) => [j.monitor_id, j.browser]), [[m.id, 'firefox']])
+
+  // The Firefox comparison says why br-us has no rounds: no agent there runs Firefox.
+  const res = await t.app.inject({ method: 'GET', url: `/api/v1/monitors/${m.id}/comparison?browser=firefox`, headers: { 'cache-control': 'no-cache' } })
+  assert.equal(res.statusCode, 200, res.body)
+  const reasons = Object.fromEntries(res.json().locations.map((/** @type {any} */ l) => [l.location_id, l.reason]))
+  assert.equal(reasons['br-us'], 'no agent at US runs Firefox, so no round of it is scheduled there')
+  assert.equal(reasons['br-eu'], 'no round in which both arms loaded')
 })
 
 test('each browser\'s rounds land in that browser\'s comparison, trends and export, side by side in the cross-browser view', async () => {

@@ -26,6 +26,7 @@
 // bench/calibration.js measures the false-positive rate and power.
 import { readRoundWindow } from '../store/round-summaries.js'
 import { listLocations } from '../store/locations.js'
+import { BROWSER_CATALOGUE } from '../measurement/browsers/index.js'
 import {
   roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
   benjaminiHochberg, screenedBenjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
@@ -76,7 +77,7 @@ export function minRoundsFor (percentile) {
 /**
  * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number, results_changed_at?: Date | string | null }} ComparedMonitor
  * @typedef {{ job_id: string, h2: number[], h3: number[], h2_state: string, h3_state: string }} RoundRow
- * @typedef {{ id: string, name?: string | null, region?: string | null, kind?: string | null, profile?: any }} EntryLocation profile: the location's network profile (JSON)
+ * @typedef {{ id: string, name?: string | null, region?: string | null, kind?: string | null, profile?: any, browsers?: string[] }} EntryLocation profile: the location's network profile (JSON); browsers: those its agents have
  * @typedef {Record<string, any>} Entry a location's (or all locations') part of the answer, see locationEntry
  * @typedef {Record<string, any>} Row one percentile's cell, see testedRow and emptyRow
  * @typedef {{ pct: number, ms: number }} MinEffect
@@ -106,7 +107,8 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
     rounds: rounds.get(id) ?? { used: [], available: 0, exact: null },
     percentiles,
     qs,
-    seed: `${seedBase}|${id}`
+    seed: `${seedBase}|${id}`,
+    browser
   }))
   const all = allLocationsEntry(entries, percentiles, ids.map((id) => states.get(id) ?? new Map()))
 
@@ -226,10 +228,10 @@ async function readRounds (db, w) {
  * p-value describe the estimate that is shown. Below the cap m = n and
  * nothing is scaled. The paired test, Mann–Whitney and Cliff's δ read the
  * m rounds and say so (paired.rounds).
- * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null }, percentiles: number[], qs: number[], seed: string }} o
+ * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null }, percentiles: number[], qs: number[], seed: string, browser: string }} o
  * @returns {Entry}
  */
-function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
+function locationEntry ({ location, table, rounds, percentiles, qs, seed, browser }) {
   const { total, matched, excluded, arms } = tableSummary(table)
   const used = rounds.used
   const exact = used.length && used.length < rounds.available ? rounds.exact : null
@@ -253,12 +255,18 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed }) {
     // an LCP, a whole journey's TTFB) are no failures: the reason says so.
     const loadedWithout = [...table].filter(([k]) => k.split('|').includes('no_value') && k.split('|').every((s) => s === 'ok' || s === 'no_value'))
       .reduce((n, [, v]) => n + v, 0)
+    const ofTotal = base.rounds.total ? ` (of ${base.rounds.total} in the window)` : ''
+    let reason = loadedWithout
+      ? `both arms loaded in ${loadedWithout} round${loadedWithout === 1 ? '' : 's'}, but without a value of this metric in both${ofTotal}`
+      : `no round in which both arms loaded${ofTotal}`
+    // A location whose agents lack the browser gets no round of it.
+    if (!total && location.browsers && !location.browsers.includes(browser)) {
+      reason = `no agent at ${base.name} runs ${BROWSER_CATALOGUE.find((b) => b.id === browser)?.label ?? browser}, so no round of it is scheduled there`
+    }
     return {
       ...base,
       insufficient_data: true,
-      reason: loadedWithout
-        ? `both arms loaded in ${loadedWithout} round${loadedWithout === 1 ? '' : 's'}, but without a value of this metric in both${base.rounds.total ? ` (of ${base.rounds.total} in the window)` : ''}`
-        : `no round in which both arms loaded${base.rounds.total ? ` (of ${base.rounds.total} in the window)` : ''}`,
+      reason,
       paired: emptyPaired(),
       mann_whitney_p: null,
       cliffs_delta: null,
