@@ -257,6 +257,10 @@ test('a trial needs an agent at its location; its answer is checked before it is
   assert.equal(unstaffed.statusCode, 400, unstaffed.body)
   assert.deepEqual([unstaffed.json().field, unstaffed.json().message], ['location_id', 'location_id: location local has no agent to run the trial; choose a location with one (the Locations page shows them)'])
   const agent = { authorization: `Bearer ${await t.agentToken('local')}` }
+  // A stored secret's reference needs the monitor it was stored with.
+  const byRef = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: URL_, journey: { steps: [nav, { action: 'type', selector: '#pw', secret: { stored: 's0123456789ab' } }] } } })
+  assert.equal(byRef.statusCode, 400, byRef.body)
+  assert.deepEqual([byRef.json().field, byRef.json().message], ['journey.steps[1].secret', 'journey.steps[1].secret: the secret s0123456789ab is a monitor\'s, and this names no monitor (monitor_id) to take it from; give monitor_id, or the secret as text'])
   const queued = await trial()
   assert.equal(queued.statusCode, 202, queued.body)
   const { id } = queued.json()

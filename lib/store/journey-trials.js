@@ -40,7 +40,7 @@ export async function createTrial (db, input, policy) {
   if (!loc.staffed) throw new ValidationError(`location_id: location ${loc.id} has no agent to run the trial; choose a location with one (the Locations page shows them)`, 'location_id')
   const checked = checkJourney(input.journey, { url })
   if (!policy.allowPrivateTargets) await checkJourneyTargets(db, url, checked, [loc.id], policy)
-  const stored = monitor ? await journeySecrets(db, monitor.id) : {}
+  const stored = monitor ? await journeySecrets(db, monitor.id) : null
   const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored })
   const { rows } = await db.query(
     `INSERT INTO journey_trials (location_id, monitor_id, url, journey, journey_secrets, expires_at)

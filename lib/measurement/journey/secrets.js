@@ -13,7 +13,8 @@ export const SECRET_MASK = '[secret]'
 /**
  * Seal the new secrets of a checked journey and keep the stored ones it
  * refers to. A step's string secret becomes { stored: ref }; a reference
- * must be one of `stored` (the monitor's, or the trial's monitor's).
+ * must be one of `stored` (the monitor's, or the trial's monitor's; null
+ * for a trial that names no monitor).
  * Secrets no step refers to any more are dropped.
  * @param {import('./steps.js').Journey} journey as checkJourney returns it
  * @param {{ box: import('../../runtime/secret-box.js').SecretBox | null | undefined, stored?: Record<string, string> | null, field?: string }} ctx
@@ -33,6 +34,7 @@ export function sealJourney (journey, { box, stored = {}, field = 'journey' }) {
     }
     const ref = s.secret.stored
     const sealed = stored?.[ref]
+    if (!sealed && stored === null) throw new ValidationError(`${at}: the secret ${ref} is a monitor's, and this names no monitor (monitor_id) to take it from; give monitor_id, or the secret as text`, at)
     if (!sealed) throw new ValidationError(`${at}: no secret ${ref} is stored with this monitor; give the secret as text again`, at)
     secrets[ref] = sealed
     return s
