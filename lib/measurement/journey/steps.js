@@ -178,8 +178,10 @@ export function journeyTargets (journey, field = 'journey') {
 }
 
 /**
- * A step in words, for errors and tables: "steps[3] click #buy (login)".
- * A secret is never in it.
+ * A step in words, for errors and tables: 'step 4 (click #buy, "login")',
+ * numbered from 1 as the dashboard's step tables are (a field's path in a
+ * 400, journey.steps[3], counts from 0 as JSON does). A secret is never in
+ * it.
  * @param {Step} s
  * @param {number} i
  */
