@@ -232,6 +232,20 @@ test('a journey\'s steps are compared, exported and alerted on step by step', as
   const [firing] = (await t.app.inject({ url: `/api/v1/alerts?rule_id=${onLogin.json().id}` })).json().current
   assert.equal(firing.evidence.probe, 'journey:login')
   assert.match(firing.evidence.link, /probe=journey%3Alogin/)
+
+  // A mistyped step is a 400 naming probe, not an empty answer; a step
+  // renamed since keeps its rounds under its old name, which still answers.
+  const read = (probe) => t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?probe=${encodeURIComponent(probe)}&metric=step_ms&percentiles=50` })
+  const typo = await read('journey:serch')
+  assert.equal(typo.statusCode, 400, typo.body)
+  assert.deepEqual([typo.json().field, typo.json().message], ['probe', `monitor ${m.id} has no journey step named serch (its named steps: login, search), nor rounds of one`])
+  assert.equal((await t.app.inject({ url: `/api/v1/monitors/${m.id}/trends?probe=journey:serch&metric=step_ms` })).json().field, 'probe')
+  const renamed = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: journey(nav, steps[1], { ...steps[2], name: 'find' }) })
+  assert.equal(renamed.statusCode, 200, renamed.body)
+  const old = await read('journey:search')
+  assert.equal(old.statusCode, 200, old.body)
+  assert.equal(old.json().locations.find((l) => l.location_id === 'local').rows[0].rounds, 40)
+  assert.equal((await read('journey:find')).statusCode, 200, 'the new name, not yet measured')
 })
 
 test('the editor\'s check answers a journey\'s named steps, or a 400 naming the step and field, and stores nothing', async () => {

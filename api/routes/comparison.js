@@ -2,6 +2,9 @@
 // percentile trends and whole distributions, all merged from the rollups.
 import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
+import { probeWasMeasured } from '../../lib/store/round-summaries.js'
+import { JOURNEY_PROBE, splitProbe } from '../../lib/measurement/probes/journey.js'
+import { namedSteps } from '../../lib/measurement/journey/steps.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 import { ANALYSES, VERDICTS } from '../../lib/analysis/comparison.js'
 import { crossBrowser, READINGS } from '../../lib/analysis/browsers.js'
@@ -151,7 +154,25 @@ export default async function comparisonRoutes (app) {
     if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
     const monitor = await getMonitor(app.db, request.params.id)
-    return { monitor, ...aligned, percentiles, metric, probe: probeFor(metric, q.probe), view: q.view, browser: q.browser ?? 'chromium' }
+    const probe = probeFor(metric, q.probe)
+    await checkStep(monitor, probe)
+    return { monitor, ...aligned, percentiles, metric, probe, view: q.view, browser: q.browser ?? 'chromium' }
+  }
+
+  /**
+   * A journey step the monitor's journey names, or one it measured before
+   * (renamed or removed since, its rounds kept under the old name): any
+   * other name is a mistyped one, which would read as an empty answer.
+   * @param {Record<string, any>} monitor
+   * @param {string | undefined} probe
+   */
+  async function checkStep (monitor, probe) {
+    if (!probe) return
+    const step = splitProbe(probe)
+    if (step.probe !== JOURNEY_PROBE || step.step === null) return
+    const names = monitor.journey ? namedSteps(monitor.journey).map((n) => n.name) : []
+    if (names.includes(step.step) || await probeWasMeasured(app.db, { monitorId: monitor.id, probe })) return
+    throw new ValidationError(`monitor ${monitor.id} has no journey step named ${step.step} (its named steps: ${names.join(', ') || 'none'}), nor rounds of one`, 'probe')
   }
 
   /** @param {string | undefined} text */

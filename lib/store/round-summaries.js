@@ -223,6 +223,20 @@ export async function forcedH3Failures (db, { monitorId, from, to, browser }) {
 }
 
 /**
+ * Whether a monitor has any round of a probe (a journey step renamed or
+ * removed since keeps its rounds under its old name), in the round
+ * summaries or in the rollups that outlive them.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, probe: string }} w
+ */
+export async function probeWasMeasured (db, { monitorId, probe }) {
+  const { rows: [row] } = await db.query(
+    `SELECT EXISTS (SELECT 1 FROM round_summaries WHERE monitor_id = $1 AND probe = $2)
+         OR EXISTS (SELECT 1 FROM rollups WHERE monitor_id = $1 AND probe = $2) AS measured`, [monitorId, probe])
+  return row.measured
+}
+
+/**
  * The browser of a read (Chromium when not said), checked against the
  * catalogue's list: some reads splice it into their SQL as a literal, so
  * their other statements keep their parameter numbers.
