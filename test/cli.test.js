@@ -126,6 +126,13 @@ test('migrate, agents token and rollups rebuild work against DATABASE_URL', asyn
     const bad = run(['agents', 'token', '--location', 'nowhere'], env)
     assert.notEqual(bad.status, 0)
     assert.match(bad.stderr, /unknown location "nowhere"/)
+    // A mistyped setting is named, with the one it was likely meant to be;
+    // the command still answers on stdout alone.
+    const typo = run(['rollups', 'rebuild'], { ...env, H3LENS_PAGE_TIMOUT_MS: '5000', H3LENS_TEST_ANYTHING: '1' })
+    assert.equal(typo.status, 0, typo.stderr)
+    assert.match(typo.stdout, /^rebuilt rollups from 0 results/)
+    const warnings = typo.stderr.trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.level === 40).map((l) => l.msg)
+    assert.deepEqual(warnings, ['H3LENS_PAGE_TIMOUT_MS is not a setting of h3lens and is ignored; did you mean H3LENS_PAGE_TIMEOUT_MS? (docs/CONFIGURATION.md lists them)'])
     const rb = run(['rollups', 'rebuild'], env)
     assert.equal(rb.status, 0, rb.stderr)
     assert.match(rb.stdout, /rebuilt rollups from 0 results/)
