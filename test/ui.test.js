@@ -460,6 +460,8 @@ test('locations show their network profile and agent health', async () => {
   assert.match(asia, /Demand exceeds capacity: no agent is running here/)
   const local = await page.$eval('[aria-labelledby="loc-local"]', (e) => e.textContent)
   assert.doesNotMatch(local, /Demand exceeds capacity/)
+  // The browsers its agents have, named as the catalogue names them.
+  assert.equal(await page.$eval('[aria-labelledby="loc-local"] .browsers', (e) => e.textContent), ' · Chromium')
   await done()
 })
 

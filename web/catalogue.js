@@ -27,8 +27,8 @@ export const REASONS = new Map()
 /** @type {Map<string, { label: string, text: string }>} Chromium's alternateProtocolUsage value → a short label and what it means */
 export const USAGE = new Map()
 
-/** A browser's name as the dashboard writes it. */
-export const BROWSER_NAMES = /** @type {Record<string, string>} */ ({ chromium: 'Chromium', firefox: 'Firefox' })
+/** @type {Map<string, string>} a browser's id (chromium) → its name (Chromium) */
+const BROWSER_NAMES = new Map()
 
 /** @type {Promise<void> | null} */
 let loading = null
@@ -46,6 +46,7 @@ export function loadCatalogue () {
     catalogue.defaultMetric = c.default_metric
     for (const r of c.protocol_reasons ?? []) REASONS.set(r.code, r.text)
     for (const u of c.alternate_protocol_usage ?? []) USAGE.set(u.value, { label: u.label, text: u.text })
+    for (const b of c.browsers ?? []) BROWSER_NAMES.set(b.id, b.label)
   }, (err) => {
     loading = null
     throw err
@@ -78,3 +79,10 @@ export const reasonText = (code) => REASONS.get(code) ?? code
  * @param {string} value
  */
 export const usageOf = (value) => USAGE.get(value) ?? { label: value, text: `Chromium reported ${value}` }
+
+/**
+ * A browser's name as the catalogue writes it (Chromium for a run that
+ * names none, as a run from before browsers); an unknown id as it is.
+ * @param {string | null | undefined} id
+ */
+export const browserName = (id) => BROWSER_NAMES.get(id ?? 'chromium') ?? id ?? 'Chromium'

@@ -2,6 +2,7 @@
 // health, last-seen time and versions.
 import { api } from '../api.js'
 import { h, ago, kbps, emptyState, timeEl } from '../dom.js'
+import { browserName } from '../catalogue.js'
 
 /** @type {[string, string, (v: any, p: Record<string, any>) => string][]} */
 const PROFILE_FIELDS = [
@@ -56,7 +57,7 @@ function card (l, agents) {
     h('div', { class: 'panel-head' },
       h('div', {}, h('h2', { id: `loc-${l.id}` }, l.name), h('p', { class: 'sub' }, h('span', { class: 'mono' }, l.id), ` · ${l.region}`,
         l.kind === 'wpt' ? null : h('span', { class: 'browsers', title: 'The browsers this location\'s agents have: a monitor\'s rounds here run in those of its browsers' },
-          ` · ${(l.browsers ?? ['chromium']).map((b) => ({ chromium: 'Chromium', firefox: 'Firefox' })[b] ?? b).join(' and ')}`))),
+          ` · ${(l.browsers ?? ['chromium']).map((b) => browserName(b)).join(' and ')}`))),
       h('span', { class: `badge${l.kind === 'lab' ? '' : ' ok'}`, title: KIND_TITLE[l.kind] ?? '' }, KIND_LABEL[l.kind] ?? l.kind)),
     h('div', { class: 'section-body' },
       fields.length

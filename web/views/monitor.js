@@ -4,7 +4,7 @@
 import { api, exportUrl, downloadWithKey } from '../api.js'
 import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames, VERDICT, verdictClass } from '../dom.js'
 import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
-import { BROWSER_NAMES, PAGE_METRICS } from '../catalogue.js'
+import { browserName, PAGE_METRICS } from '../catalogue.js'
 import { metricPicker, analysisPicker, verdictLegend } from '../components/metric-picker.js'
 import { comparisonTable } from '../components/comparison-table.js'
 import { reliabilityTable, failureSentence } from '../components/reliability.js'
@@ -114,7 +114,7 @@ export async function render (ctx) {
     h('div', { class: 'page-head' },
       h('div', {},
         h('h1', {}, monitor.label || monitor.url, monitor.paused ? h('span', { class: 'badge warn' }, 'paused') : null),
-        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${aa ? `A/A, both arms ${aa.toUpperCase()}` : monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${browsers.map((b) => BROWSER_NAMES[b] ?? b).join(' and ')} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
+        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${aa ? `A/A, both arms ${aa.toUpperCase()}` : monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${browsers.map((b) => browserName(b)).join(' and ')} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
       h('div', { class: 'head-actions' },
         exportMenu(id, { ...filters, bucket }, ctx.onDispose),
         h('a', { class: 'button secondary', href: href(`/monitors/${id}/edit`) }, 'Edit'))),
@@ -291,7 +291,7 @@ function browserSwitch (current, browsers) {
     h('legend', { class: 'sr-only' }, 'Browser'),
     browsers.map((b) => h('span', { class: 'seg' },
       h('input', { type: 'radio', name: 'browser', id: `browser-${b}`, value: b, checked: b === current, onchange: () => setParams({ browser: b }) }),
-      h('label', { for: `browser-${b}`, title: `Rounds run in ${BROWSER_NAMES[b] ?? b}` }, BROWSER_NAMES[b] ?? b))))
+      h('label', { for: `browser-${b}`, title: `Rounds run in ${browserName(b)}` }, browserName(b)))))
 }
 
 /**
@@ -310,7 +310,7 @@ function crossBrowserTable (b, { label }) {
   return h('table', { class: 'data cross-browser' },
     h('caption', { class: 'sr-only' }, `${label}: H3 − H2 at p${b.percentile} in each browser`),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Location'),
-      b.browsers.map((x) => h('th', { scope: 'col' }, `${BROWSER_NAMES[x] ?? x} Δ p${b.percentile}`)),
+      b.browsers.map((x) => h('th', { scope: 'col' }, `${browserName(x)} Δ p${b.percentile}`)),
       h('th', { scope: 'col' }, 'Reading'))),
     h('tbody', {}, b.locations.map((l) => h('tr', { 'data-location': l.location_id ?? 'all' },
       h('th', { scope: 'row' }, l.name),

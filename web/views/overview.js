@@ -8,7 +8,7 @@ import { h, ms, pct, share, shareInterval, count, pValue, srOnly, emptyState, du
 import { href, metricOf, metricLabel, analysisOf, timeWindow } from '../query.js'
 import { metricPicker, verdictLegend } from '../components/metric-picker.js'
 import { alertBadges, firingByMonitor } from '../components/alert-badges.js'
-import { BROWSER_NAMES } from '../catalogue.js'
+import { browserName } from '../catalogue.js'
 
 const PERCENTILES = [50, 95]
 
@@ -64,7 +64,7 @@ function row (m, outcome, columns, firing) {
   // The overview reads Chromium's rounds: a monitor that runs in other
   // browsers only has none here, and says where its comparison is.
   if (m.browsers && !m.browsers.includes('chromium')) {
-    const names = m.browsers.map((b) => BROWSER_NAMES[b] ?? b).join(' and ')
+    const names = m.browsers.map((b) => browserName(b)).join(' and ')
     return h('tr', { 'data-browsers': m.browsers.join(' ') }, name, h('td', { colspan: columns.length, class: 'heat-cell v-none' },
       h('span', { class: 'none-text' }, `Runs in ${names} only`),
       h('span', { class: 'cell-sub' }, 'this overview shows Chromium\'s rounds; ', h('a', { href: href(`/monitors/${m.id}`, { browser: m.browsers[0] }) }, `${names}'s comparison`), ' is on the monitor\'s page')))

@@ -5,7 +5,7 @@
 import { api } from '../api.js'
 import { h, ms, bytes, share, timeEl, emptyState } from '../dom.js'
 import { href } from '../query.js'
-import { PAGE_METRICS, usageOf } from '../catalogue.js'
+import { browserName, PAGE_METRICS, usageOf } from '../catalogue.js'
 import { timingBars, waterfall } from '../components/waterfall.js'
 import { protocolBadge, runName } from '../components/runs-table.js'
 import { VISIT_NAMES } from '../components/users-get.js'
@@ -77,7 +77,7 @@ export async function render (ctx) {
       key('setup', 'connection set-up'), key('wait', 'waiting'))),
     panel('Browser and flags', 'browser', h('dl', { class: 'facts' },
       fact('URL', h('span', { class: 'mono' }, monitor?.url ?? requests[0]?.url ?? '—')),
-      fact('Browser', `${({ chromium: 'Chromium', firefox: 'Firefox' })[r.browser] ?? r.browser ?? 'Chromium'}${r.browser_version ? ` (${r.browser_version})` : ''}`),
+      fact('Browser', `${browserName(r.browser)}${r.browser_version ? ` (${r.browser_version})` : ''}`),
       fact('Agent', `${r.agent_version ?? '?'}${r.agent_id ? ` (agent ${r.agent_id})` : ''}`),
       fact('Round', timeEl(r.time, new Date(r.time).toLocaleString())),
       fact(r.browser === 'firefox' ? 'Preferences' : 'Flags', r.flags?.length
