@@ -4,7 +4,7 @@ import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
 import { probeWasMeasured } from '../../lib/store/round-summaries.js'
 import { JOURNEY_PROBE, splitProbe } from '../../lib/measurement/probes/journey.js'
-import { namedSteps } from '../../lib/measurement/journey/steps.js'
+import { stepNames } from '../../lib/measurement/journey/steps.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 import { ANALYSES, VERDICTS } from '../../lib/analysis/comparison.js'
 import { crossBrowser, READINGS } from '../../lib/analysis/browsers.js'
@@ -170,7 +170,7 @@ export default async function comparisonRoutes (app) {
     if (!probe) return
     const step = splitProbe(probe)
     if (step.probe !== JOURNEY_PROBE || step.step === null) return
-    const names = monitor.journey ? namedSteps(monitor.journey).map((n) => n.name) : []
+    const names = stepNames(monitor.journey)
     if (names.includes(step.step) || await probeWasMeasured(app.db, { monitorId: monitor.id, probe })) return
     throw new ValidationError(`monitor ${monitor.id} has no journey step named ${step.step} (its named steps: ${names.join(', ') || 'none'}), nor rounds of one`, 'probe')
   }

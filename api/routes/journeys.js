@@ -2,7 +2,7 @@
 // runs as one types, and "try it", a journey run once by one location's
 // agent in the H2 arm, whose outcome is kept a few minutes and is never a
 // result.
-import { checkJourney, namedSteps } from '../../lib/measurement/journey/steps.js'
+import { checkJourney, stepNames } from '../../lib/measurement/journey/steps.js'
 import { createTrial, getTrial, TRIAL_TTL_S } from '../../lib/store/journey-trials.js'
 import { getMonitor } from '../../lib/store/monitors.js'
 import { targetPolicy } from '../../lib/measurement/targets.js'
@@ -71,7 +71,7 @@ export default async function journeyRoutes (app) {
       throw new ValidationError('url: an absolute http or https URL', 'url')
     }
     const j = checkJourney(body.journey, { url })
-    return { steps: j.steps.length, named_steps: namedSteps(j).map((s) => s.name), step_timeout_ms: j.step_timeout_ms, timeout_ms: j.timeout_ms }
+    return { steps: j.steps.length, named_steps: stepNames(j), step_timeout_ms: j.step_timeout_ms, timeout_ms: j.timeout_ms }
   })
 
   app.post('/journeys/trials', {

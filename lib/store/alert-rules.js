@@ -5,7 +5,7 @@ import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, probeFor, probeOfMetric } from '../measurement/metrics.js'
 import { DEFAULT_PROBE, PROBE_IDS } from '../measurement/probes/index.js'
 import { isJourneyProbe, splitProbe } from '../measurement/probes/journey.js'
-import { namedSteps } from '../measurement/journey/steps.js'
+import { stepNames } from '../measurement/journey/steps.js'
 
 export const RULE_KINDS = ['h3_regression', 'h3_failure', 'location_silent', 'error_rate', 'h3_share_drop']
 export const SEVERITIES = ['info', 'warning', 'critical']
@@ -166,7 +166,7 @@ function checkRegressionMonitor (m, r) {
   if (!probes.includes(probe)) {
     throw new ValidationError(`monitor ${r.monitor_id} does not run the ${probe} probe (its probes: ${probes.join(', ')}), so this rule would have nothing to compare`, field)
   }
-  const steps = m.journey ? namedSteps(m.journey).map((s) => s.name) : []
+  const steps = stepNames(m.journey)
   if (step !== null && !steps.includes(step)) {
     throw new ValidationError(`monitor ${r.monitor_id}'s journey has no step named ${step} (its named steps: ${steps.join(', ') || 'none'})`, 'probe')
   }

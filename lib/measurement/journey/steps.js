@@ -168,6 +168,15 @@ export function namedSteps (journey) {
 }
 
 /**
+ * The names of a journey's named steps, in order; none without a journey
+ * (a monitor that runs none).
+ * @param {{ steps: Step[] } | null | undefined} journey
+ */
+export function stepNames (journey) {
+  return journey ? namedSteps(journey).map((s) => s.name) : []
+}
+
+/**
  * Every URL a journey navigates to, with the field it came from.
  * @param {{ steps: Step[] }} journey
  * @param {string} [field]
