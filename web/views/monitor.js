@@ -278,8 +278,6 @@ function protocolKey (withDash, arms, auto) {
       : (arms.aa ? [item('h2', arms.h2), item('h3', arms.h3)] : [item('h2', 'HTTP/2'), item('h3', 'HTTP/3'), auto ? item('auto', auto) : null]))
 }
 
-/** What the dashboard calls each browser. */
-
 /**
  * The browser whose rounds the page shows: the comparison, what users get,
  * the charts and the runs follow it.

@@ -29,7 +29,7 @@ export async function render (ctx) {
   const filmed = r.probe === 'page' && r.mode !== 'auto' && r.view === 'first'
   const info = r.details?.filmstrip
   const film = !filmed ? null
-    : !info && (r.browser ?? 'chromium') !== 'chromium' ? { missing: 'frames come from Chromium\'s screencast; Firefox runs have no filmstrip and no visual metrics.' }
+    : !info && (r.browser ?? 'chromium') !== 'chromium' ? { missing: `frames come from Chromium's screencast; ${browserName(r.browser)} runs have no filmstrip and no visual metrics.` }
         : !info ? { missing: 'capture was off (the monitor\'s options.filmstrip: "always" films every round, "outliers" only runs above the p99 of recent runs).' }
             : !info.uploaded ? { missing: info.error ?? 'its frames were not kept.' }
                 : await api.filmstrip(r.id).catch((err) => ({ missing: err.message }))
