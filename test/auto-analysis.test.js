@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { storyOf } from '../lib/analysis/auto.js'
-import { FDR_Q, untestedReason } from '../lib/analysis/comparison.js'
+import { FDR_Q, noDifferenceReason } from '../lib/analysis/comparison.js'
 
 let t
 after(async () => { await t.close() })
@@ -129,6 +129,7 @@ test('auto against both forced arms per visit, paired per round, and the receive
   assert.equal(f.contrasts.auto_vs_h2.delta_ms, 0)
   assert.equal(f.contrasts.auto_vs_h2.verdict, 'no_clear_difference')
   assert.equal(f.contrasts.auto_vs_h2.reason, 'the 95% interval includes 0')
+  assert.equal(f.contrasts.auto_vs_h2.reason_code, 'interval_includes_zero')
   assert.equal(f.contrasts.auto_vs_h3.verdict, 'slower')
   assert.equal(f.contrasts.h3_vs_h2.verdict, 'faster')
   assert.deepEqual(f.received_gain, { shown: true, value: 0, ci_low: 0, ci_high: 0, reason: null })
@@ -209,8 +210,11 @@ test('the story: a page that mostly fails as users would load it is no blocked p
 })
 
 test('a grey cell\'s reason agrees with the interval shown beside it: an interval that excludes 0 is not said to include it', () => {
-  assert.equal(untestedReason({ ci_low_ms: -44.1, ci_high_ms: 3, p_adjusted: 0.01 }), 'the 95% interval includes 0')
-  assert.equal(untestedReason({ ci_low_ms: -44.1, ci_high_ms: -2.8, p_adjusted: 0.358 }),
-    `not significant after the false-discovery-rate correction (adjusted p = 0.36, above ${FDR_Q})`)
-  assert.equal(untestedReason({ ci_low_ms: -44.1, ci_high_ms: -2.8, p_adjusted: FDR_Q }), null)
+  assert.deepEqual(noDifferenceReason({ ci_low_ms: -44.1, ci_high_ms: 3, p_adjusted: 0.01, delta_ms: -20 }, 1),
+    { code: 'interval_includes_zero', text: 'the 95% interval includes 0' })
+  assert.deepEqual(noDifferenceReason({ ci_low_ms: -44.1, ci_high_ms: -2.8, p_adjusted: 0.358, delta_ms: -20 }, 1),
+    { code: 'not_significant', text: `not significant after the false-discovery-rate correction (adjusted p = 0.36, above ${FDR_Q})` })
+  assert.deepEqual(noDifferenceReason({ ci_low_ms: -44.1, ci_high_ms: -2.8, p_adjusted: FDR_Q, delta_ms: -20 }, 25.04),
+    { code: 'below_minimum_effect', text: '|Δ| is below the practical minimum of 25 ms' })
+  assert.equal(noDifferenceReason({ ci_low_ms: -44.1, ci_high_ms: -2.8, p_adjusted: FDR_Q, delta_ms: -20 }, 20), null)
 })

@@ -204,7 +204,12 @@ test('the monitor page shows the rounds behind each location, the verdict of eve
       // The colour says what the words say.
       const verdict = c.text.match(/H3 faster|H3 slower|No clear difference/)[0]
       assert.match(c.cls, { 'H3 faster': /v-faster/, 'H3 slower': /v-slower/, 'No clear difference': /v-same/ }[verdict], `${name} ${p}`)
-      if (verdict === 'No clear difference') assert.match(c.text, /interval includes 0|not significant after correction|below the .* minimum/, `${name} ${p} says why`)
+      if (verdict === 'No clear difference') {
+        assert.match(c.text, /interval includes 0|not significant after correction|\|Δ\| below the .* minimum/, `${name} ${p} says why`)
+        // In the cell's few words (from the API's reason_code); the API's
+        // whole sentence is the tooltip's.
+        assert.doesNotMatch(c.text, /the 95% interval includes 0|false-discovery-rate|is below the practical minimum/, `${name} ${p}: ${c.text}`)
+      }
     }
     for (const p of ['p90', 'p95', 'p99']) {
       const c = t.cells[`${name} ${p}`]

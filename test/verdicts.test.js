@@ -137,11 +137,13 @@ test('a true 10% H3 gain at 500 rounds is found, with its size, and a trivial on
   assert.ok(p50.p_adjusted < 0.01 && p50.ci_high_ms < 0, JSON.stringify(p50))
   assert.equal(p50.verdict, 'no_clear_difference')
   assert.match(p50.reason, /below the practical minimum of 3\.2 ms/)
+  assert.equal(p50.reason_code, 'below_minimum_effect')
   const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${run.monitorId}`, payload: { min_effect_pct: 0.2, min_effect_ms: 0 } })
   assert.equal(patched.statusCode, 200, patched.body)
   const again = (await t.app.inject({ url: `/api/v1/monitors/${run.monitorId}/comparison?${new URLSearchParams({ from: run.comparisons.matched.from, to: run.comparisons.matched.to, percentiles: '50' })}` })).json()
   assert.deepEqual(again.min_effect, { pct: 0.2, ms: 0 })
   assert.equal(byLocation(again, 'cal-b').rows[0].verdict, 'h3_faster')
+  assert.equal(byLocation(again, 'cal-b').rows[0].reason_code, null)
 })
 
 test('an origin that refuses QUIC reads "H3 not supported", not an error rate', async () => {

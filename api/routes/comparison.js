@@ -6,7 +6,7 @@ import { probeWasMeasured } from '../../lib/store/round-summaries.js'
 import { JOURNEY_PROBE, splitProbe } from '../../lib/measurement/probes/journey.js'
 import { stepNames } from '../../lib/measurement/journey/steps.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
-import { ANALYSES, VERDICTS } from '../../lib/analysis/comparison.js'
+import { ANALYSES, NO_DIFFERENCE_CODES, VERDICTS } from '../../lib/analysis/comparison.js'
 import { crossBrowser, READINGS } from '../../lib/analysis/browsers.js'
 import { autoComparison, AUTO_VISITS, CONTRASTS, CONTRAST_VERDICTS, SHARE_VIEWS, STORIES } from '../../lib/analysis/auto.js'
 import { createComparisonCache } from '../../lib/analysis/comparison-cache.js'
@@ -55,6 +55,11 @@ const windowFields = {
   to: { type: 'string', format: 'date-time' }
 }
 const nullableMs = { type: ['number', 'null'] }
+const REASON_CODE = {
+  type: ['string', 'null'],
+  enum: [...NO_DIFFERENCE_CODES, null],
+  description: 'A tested cell that is no difference: why, as a code (interval_includes_zero, not_significant after the correction, below_minimum_effect); null otherwise, the reason then says why'
+}
 
 /**
  * A list of series, one per location and mode, each with its points.
@@ -209,7 +214,8 @@ export default async function comparisonRoutes (app) {
       min_effect_ms: { type: ['number', 'null'], description: 'The practical minimum |delta| for a verdict: max(min_effect.pct % of h2_ms, min_effect.ms)' },
       locations: { type: 'array', items: { type: 'string' }, description: 'All locations only: the locations averaged (equal weight) in this row' },
       verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data'], description: 'h3_faster/h3_slower only when p_adjusted ≤ 0.05, the interval excludes 0, |delta| ≥ min_effect_ms and rounds ≥ min_rounds' },
-      reason: { type: ['string', 'null'], description: 'Why the cell is not a difference, when it is not' }
+      reason: { type: ['string', 'null'], description: 'Why the cell is not a difference, when it is not' },
+      reason_code: REASON_CODE
     }
   }
   const modeCounts = { type: 'object', properties: { total: { type: 'integer' }, ok: { type: 'integer' }, errors: { type: 'integer' }, fallbacks: { type: 'integer' } } }
@@ -488,7 +494,8 @@ export default async function comparisonRoutes (app) {
         enum: Object.values(CONTRAST_VERDICTS),
         description: 'faster/slower: the arm against ref, under the forced table\'s rule (p_adjusted ≤ 0.05, the interval excludes 0, |delta| ≥ min_effect_ms, enough rounds)'
       },
-      reason: { type: ['string', 'null'] }
+      reason: { type: ['string', 'null'] },
+      reason_code: REASON_CODE
     }
   }
   const autoRow = {

@@ -26,7 +26,7 @@ import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
 import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
-import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor, untestedReason } from './comparison.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor, noDifferenceReason } from './comparison.js'
 
 /** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
 export const AUTO_VISITS = Object.freeze(['first', 'returning'])
@@ -201,12 +201,12 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
       const estimate = v[c.arm] - v[c.ref]
       const base = { arm: c.arm, ref: c.ref, delta_ms: estimate, delta_pct: v[c.ref] ? estimate / v[c.ref] * 100 : null, ref_ms: v[c.ref] }
       if (!tested) {
-        contrasts[c.id] = { ...base, ci_low_ms: null, ci_high_ms: null, p_value: null, p_adjusted: null, verdict: CONTRAST_VERDICTS.INSUFFICIENT_DATA, reason: insufficientReason(p, n) }
+        contrasts[c.id] = { ...base, ci_low_ms: null, ci_high_ms: null, p_value: null, p_adjusted: null, verdict: CONTRAST_VERDICTS.INSUFFICIENT_DATA, reason: insufficientReason(p, n), reason_code: null }
         continue
       }
       const draws = boot.draws[c.arm][k].map((x, i) => x - boot.draws[c.ref][k][i])
       const s = bootstrapSummary(draws, estimate)
-      contrasts[c.id] = { ...base, ci_low_ms: s.lo, ci_high_ms: s.hi, p_value: s.p, p_adjusted: null, verdict: null, reason: null }
+      contrasts[c.id] = { ...base, ci_low_ms: s.lo, ci_high_ms: s.hi, p_value: s.p, p_adjusted: null, verdict: null, reason: null, reason_code: null }
     }
     const row = {
       percentile: p, rounds: n, min_rounds: minRoundsFor(p),
@@ -276,16 +276,11 @@ function judgeCell (cell, minEffect) {
   if (cell.p_value === null) return
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(cell.ref_ms), minEffect.ms)
   cell.min_effect_ms = threshold
-  const untested = untestedReason(cell)
-  if (untested) {
-    cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
-    cell.reason = untested
-  } else if (Math.abs(cell.delta_ms) < threshold) {
-    cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
-    cell.reason = `|Δ| is below the practical minimum of ${Math.round(threshold * 10) / 10} ms`
-  } else {
-    cell.verdict = cell.delta_ms < 0 ? CONTRAST_VERDICTS.FASTER : CONTRAST_VERDICTS.SLOWER
-  }
+  const why = noDifferenceReason(cell, threshold)
+  cell.reason = why?.text ?? null
+  cell.reason_code = why?.code ?? null
+  if (why) cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
+  else cell.verdict = cell.delta_ms < 0 ? CONTRAST_VERDICTS.FASTER : CONTRAST_VERDICTS.SLOWER
 }
 
 /**

@@ -397,7 +397,8 @@ function testedRow (p, rounds, h2, h3, draws, subsample) {
     rounds,
     min_rounds: minRoundsFor(p),
     verdict: VERDICTS.NO_CLEAR_DIFFERENCE,
-    reason: null
+    reason: null,
+    reason_code: null
   }
 }
 
@@ -437,7 +438,8 @@ function emptyRow (p, rounds) {
     rounds,
     min_rounds: minRoundsFor(p),
     verdict: VERDICTS.INSUFFICIENT_DATA,
-    reason: `p${p} needs at least ${minRoundsFor(p)} rounds; have ${rounds}`
+    reason: `p${p} needs at least ${minRoundsFor(p)} rounds; have ${rounds}`,
+    reason_code: null
   }
 }
 
@@ -578,22 +580,33 @@ function combinePaired (parts) {
   }
 }
 
+/** Why a tested cell claims no difference, as a code for programs. */
+export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect'])
+
 /**
- * Why a cell is no difference before its size is looked at: its 95%
- * interval includes 0, or (the interval excluding it) its p-value is above
- * FDR_Q once corrected for the cells tested beside it. Null when neither.
- * @param {Record<string, any>} cell ci_low_ms, ci_high_ms, p_adjusted
+ * Why a tested cell claims no difference, in the order the rule looks: its
+ * 95% interval includes 0; or (the interval excluding it) its p-value is
+ * above FDR_Q once corrected for the cells tested beside it; or |Δ| is below
+ * the practical minimum. Null when none holds: the cell is a difference.
+ * The code is for programs (the dashboard's short words), the text for
+ * people. One rule for the forced table and the auto arm's contrasts.
+ * @param {Record<string, any>} cell ci_low_ms, ci_high_ms, p_adjusted, delta_ms
+ * @param {number} threshold the practical minimum |Δ|, ms
+ * @returns {{ code: typeof NO_DIFFERENCE_CODES[number], text: string } | null}
  */
-export function untestedReason (cell) {
-  if (!(cell.ci_low_ms > 0 || cell.ci_high_ms < 0)) return 'the 95% interval includes 0'
+export function noDifferenceReason (cell, threshold) {
+  if (!(cell.ci_low_ms > 0 || cell.ci_high_ms < 0)) return { code: 'interval_includes_zero', text: 'the 95% interval includes 0' }
   if (!(cell.p_adjusted !== null && cell.p_adjusted <= FDR_Q)) {
-    return `not significant after the false-discovery-rate correction (adjusted p = ${cell.p_adjusted === null ? '—' : cell.p_adjusted.toPrecision(2)}, above ${FDR_Q})`
+    const adjusted = cell.p_adjusted === null ? '—' : cell.p_adjusted.toPrecision(2)
+    return { code: 'not_significant', text: `not significant after the false-discovery-rate correction (adjusted p = ${adjusted}, above ${FDR_Q})` }
   }
+  if (Math.abs(cell.delta_ms) < threshold) return { code: 'below_minimum_effect', text: `|Δ| is below the practical minimum of ${round1(threshold)} ms` }
   return null
 }
 
 /**
- * A cell's verdict, and why when it is not a difference.
+ * A cell's verdict, and why when it is not a difference (reason, and
+ * reason_code for a tested cell).
  * @param {Row} row
  * @param {MinEffect} minEffect
  */
@@ -601,16 +614,10 @@ export function cellVerdict (row, minEffect) {
   if (row.p_value === null) return VERDICTS.INSUFFICIENT_DATA
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(row.h2_ms), minEffect.ms)
   row.min_effect_ms = threshold
-  const untested = untestedReason(row)
-  if (untested) {
-    row.reason = untested
-    return VERDICTS.NO_CLEAR_DIFFERENCE
-  }
-  if (Math.abs(row.delta_ms) < threshold) {
-    row.reason = `|Δ| is below the practical minimum of ${round1(threshold)} ms`
-    return VERDICTS.NO_CLEAR_DIFFERENCE
-  }
-  row.reason = null
+  const why = noDifferenceReason(row, threshold)
+  row.reason = why?.text ?? null
+  row.reason_code = why?.code ?? null
+  if (why) return VERDICTS.NO_CLEAR_DIFFERENCE
   return row.delta_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
 }
 

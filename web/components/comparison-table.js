@@ -7,8 +7,6 @@
 import { h, ms, pct, count, pValue, msInterval, srOnly, armNames, shareInterval, VERDICT, verdictClass } from '../dom.js'
 import { ASSOCIATION_LABEL } from './real-users.js'
 
-const FDR_Q = 0.05
-
 /**
  * @param {any} cmp response of GET /monitors/:id/comparison
  * @param {{ highlight?: number | null, realUsers?: any }} [o] highlight: a percentile to mark (the row an alert's evidence
@@ -120,14 +118,13 @@ function unsupportedText (l) {
 /** Long numbers in API reasons with separators: "1000 rounds" → "1,000 rounds". */
 const numbers = (text) => String(text).replace(/\b\d{4,}\b/g, (n) => count(Number(n)))
 
-/** Why a tested cell is grey, in a few words. */
-function whyNoDifference (r) {
-  const excludesZero = r.ci_low_ms > 0 || r.ci_high_ms < 0
-  if (!excludesZero) return 'interval includes 0'
-  if (!(r.p_adjusted <= FDR_Q)) return 'not significant after correction'
-  if (r.min_effect_ms !== null && r.min_effect_ms !== undefined && Math.abs(r.delta_ms) < r.min_effect_ms) return `|Δ| below the ${ms(r.min_effect_ms)} minimum`
-  return r.reason ?? ''
+/** Why a tested cell is grey, in a few words: the API's reason_code, its words otherwise. */
+const SHORT_REASONS = {
+  interval_includes_zero: () => 'interval includes 0',
+  not_significant: () => 'not significant after correction',
+  below_minimum_effect: (r) => `|Δ| below the ${ms(r.min_effect_ms)} minimum`
 }
+const whyNoDifference = (r) => SHORT_REASONS[r.reason_code]?.(r) ?? numbers(r.reason ?? '')
 
 function cell (r, p, loc, names) {
   const all = loc.location_id === null ? ' all-col' : ''
