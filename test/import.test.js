@@ -123,7 +123,14 @@ test('bad lines are refused with the line and the field at fault', async () => {
     [{ time: at(1), location_id: 'local', mode: 'h2', colour: 'blue' }, 'line 2: colour', /not a result field/],
     [{ time: at(1), location_id: 'mars', mode: 'h2' }, 'line 2: location_id', /"mars" is not a known location/],
     [{ time: at(1), location_id: 'local', mode: 'h1' }, 'line 2: mode', /must be one of h2, h3/],
-    [{ time: 'yesterday', location_id: 'local', mode: 'h2' }, 'line 2: time', /ISO-8601/],
+    // Names every JavaScript object has are no result fields either.
+    ...['valueOf', 'constructor', 'toString', 'hasOwnProperty', '__defineGetter__'].map((k) =>
+      /** @type {[any, string, RegExp]} */ ([`{"time": "${at(1)}", "location_id": "local", "mode": "h2", "${k}": 1}`, `line 2: ${k}`, /not a result field/])),
+    ['{"time": "' + at(1) + '", "location_id": "local", "mode": "h2", "__proto__": {"x": 1}}', 'line 2: __proto__', /not a result field/],
+    [{ time: 'yesterday', location_id: 'local', mode: 'h2' }, 'line 2: time', /RFC 3339 date-time/],
+    // A day that does not exist is refused, not moved to the next month.
+    [{ time: '2026-02-30T00:00:00Z', location_id: 'local', mode: 'h2' }, 'line 2: time', /RFC 3339 date-time/],
+    [{ time: at(1), measured_at: '2026-02-29T12:00:00Z', location_id: 'local', mode: 'h2' }, 'line 2: measured_at', /RFC 3339 date-time/],
     [{ time: '1970-01-01T00:00:00Z', location_id: 'local', mode: 'h2' }, 'line 2: time', /not a plausible round time/],
     [{ time: at(1), location_id: 'local', mode: 'h2', ttfb_ms: '12' }, 'line 2: ttfb_ms', /finite number/],
     [{ time: at(1), location_id: 'local', mode: 'h2', ttfb_ms: 500, load_ms: 200 }, 'line 2: ttfb_ms', /larger than load_ms/],

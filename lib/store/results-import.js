@@ -10,6 +10,7 @@
 import { StringDecoder } from 'node:string_decoder'
 import { Transform } from 'node:stream'
 import { ValidationError } from '../runtime/errors.js'
+import { DATE_TIME_RULE, isValidDateTime } from '../runtime/date-time.js'
 import { INSERT_COLUMNS, insertRoundResults, jobsOfStoredRounds } from './results.js'
 import { doneJobsFor } from './jobs.js'
 import { listLocations } from './locations.js'
@@ -209,7 +210,8 @@ function parseLine (line, n, { known, expected, latest }) {
   const row = {}
   for (const [k, v] of Object.entries(input)) {
     if (IGNORED_FIELDS.has(k)) continue
-    const check = FIELDS[k]
+    // Own fields only: a line's "valueOf" or "__proto__" is no field either.
+    const check = Object.hasOwn(FIELDS, k) ? FIELDS[k] : undefined
     if (!check) throw lineError(n, k, `is not a result field; fields are those of the NDJSON export (${Object.keys(FIELDS).join(', ')})`)
     try {
       row[k] = check(v)
@@ -441,9 +443,8 @@ function integer (v, min, max) {
 
 /** @param {unknown} v */
 function dateTime (v) {
-  const t = typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)$/.test(v) ? Date.parse(v) : NaN
-  if (!Number.isFinite(t)) throw new FieldProblem('must be an ISO-8601 date-time with a time zone, for example 2026-03-01T12:00:00Z')
-  return new Date(t)
+  if (typeof v !== 'string' || !isValidDateTime(v)) throw new FieldProblem(DATE_TIME_RULE)
+  return new Date(Date.parse(v))
 }
 
 /** @param {unknown} v */
