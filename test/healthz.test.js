@@ -55,3 +55,46 @@ test('a hanging database: /healthz answers 503 "database timeout" within a secon
     fs.rmSync(dataDir, { recursive: true, force: true })
   }
 })
+
+test('an embedded PostgreSQL killed under the process: an error in the log, /healthz 503, then the cluster runs again and /healthz is 200', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-healthz-'))
+  /** @type {any[]} */
+  const lines = []
+  const log = createLogger({ logLevel: 'warn', destination: { write: (/** @type {string} */ l) => { lines.push(JSON.parse(l)) } } })
+  const pg = await startEmbeddedPostgres({ dataDir, port: await freePort(), log })
+  const setup = createPool(pg.url, { max: 1 })
+  await migrate(setup)
+  await setup.end()
+  const pool = createPool(pg.url, { max: 2 })
+  const app = await buildApp({ db: pool, config: loadConfig({ LOG_LEVEL: 'silent' }), log: createLogger({ logLevel: 'silent' }) })
+  await app.ready()
+  try {
+    const postmaster = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0])
+    process.kill(postmaster, 'SIGKILL')
+    let res = await app.inject({ url: '/healthz' })
+    assert.equal(res.statusCode, 503, res.body)
+    // Back within the first attempts (0.5 s, then 1 s, 2 s … later).
+    const deadline = Date.now() + 30000
+    while (res.statusCode !== 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250))
+      res = await app.inject({ url: '/healthz' })
+    }
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal((await pool.query('SELECT count(*)::int AS n FROM monitors')).rows[0].n, 0, 'the database answers queries again')
+    const exited = lines.find((l) => l.msg.startsWith('embedded PostgreSQL exited unasked'))
+    assert.ok(exited, JSON.stringify(lines))
+    assert.equal(exited.level, 50, 'an error, not a warning')
+    assert.equal(exited.signal, 'SIGKILL')
+    assert.ok(lines.some((l) => l.msg === 'embedded PostgreSQL running again'), JSON.stringify(lines))
+    const again = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0])
+    assert.notEqual(again, postmaster)
+  } finally {
+    await app.close()
+    await pool.end()
+    await pg.stop()
+  }
+  // Stopped as asked: no restart after it, nothing left running.
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  assert.equal(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid')), false, 'postgres stopped and stays stopped')
+  fs.rmSync(dataDir, { recursive: true, force: true })
+})

@@ -91,6 +91,11 @@ export async function startEmbeddedPostgres ({ dataDir, port, log, settings = {}
       throw err ?? Object.assign(new Error(`embedded PostgreSQL in ${databaseDir} exited during start-up: ${recent.trim().split('\n').slice(-3).join(' | ') || 'no output'}`), { userFacing: true })
     })
     claimOwnership(databaseDir)
+    const keeper = keepRunning(cluster, { databaseDir, log, lastWords: () => recent })
+    stop = async () => {
+      keeper.stopping()
+      await cluster.stop()
+    }
   }
   const admin = new pg.Client({ connectionString: `${base}/postgres` })
   await admin.connect()
@@ -168,6 +173,60 @@ async function inOwnProcessGroup (fn) {
   } finally {
     childProcess.spawn = original
     syncBuiltinESMExports()
+  }
+}
+
+// How long to wait before each attempt to start a cluster that exited under
+// us again: its backends first notice their postmaster is gone and exit.
+const RESTART_DELAYS_MS = [500, 1000, 2000, 5000, 10000, 30000]
+
+/**
+ * Starts the cluster again whenever its postmaster exits without being
+ * asked to (killed, crashed), with an error in the log each time: until it
+ * is back, /healthz and the API answer 503 and the agents keep their
+ * results in their spools. Tries again, at growing intervals, for as long
+ * as the process runs.
+ * @param {any} cluster the EmbeddedPostgres, started
+ * @param {{ databaseDir: string, log: import('pino').Logger, lastWords: () => string }} o
+ */
+function keepRunning (cluster, { databaseDir, log, lastWords }) {
+  let stopping = false
+  /** @type {ReturnType<typeof setTimeout> | null} */
+  let timer = null
+  const watch = () => cluster.process?.once('exit', (/** @type {number | null} */ code, /** @type {string | null} */ signal) => {
+    if (stopping) return
+    // The library's stop() waits for an exit that has already happened.
+    cluster.process = undefined
+    log.error({ databaseDir, code, signal, pg: lastWords().trim().split('\n').slice(-3).join(' | ') },
+      'embedded PostgreSQL exited unasked; the API answers 503 until it is back; starting it again')
+    restart(0)
+  })
+  /** @param {number} attempt */
+  const restart = (attempt) => {
+    timer = setTimeout(async () => {
+      if (stopping) return
+      try {
+        await inOwnProcessGroup(() => cluster.start())
+        // Asked to stop while it started: stop what just started.
+        if (stopping) return await cluster.stop()
+        claimOwnership(databaseDir)
+        log.warn({ databaseDir, attempt: attempt + 1 }, 'embedded PostgreSQL running again')
+        watch()
+      } catch {
+        cluster.process = undefined
+        if (stopping) return
+        log.error({ databaseDir, attempt: attempt + 1, pg: lastWords().trim().split('\n').slice(-3).join(' | ') }, 'embedded PostgreSQL did not start again; trying later')
+        restart(attempt + 1)
+      }
+    }, RESTART_DELAYS_MS[Math.min(attempt, RESTART_DELAYS_MS.length - 1)])
+    timer.unref()
+  }
+  watch()
+  return {
+    stopping () {
+      stopping = true
+      if (timer) clearTimeout(timer)
+    }
   }
 }
 
