@@ -79,6 +79,10 @@ test('bad input gets a 400 that names the problem', async (s) => {
     [{ url: 'not a url' }, /not a valid URL/, 'url'],
     [{ url: 'ftp://example.com/' }, /http or https/, 'url'],
     [{ url: 'https://user:pw@example.com/' }, /user name or password/, 'url'],
+    // Ports browsers refuse: every run would fail with net::ERR_UNSAFE_PORT.
+    [{ url: 'http://example.com:0/' }, /^url: port 0 is one browsers refuse to load/, 'url'],
+    [{ url: 'https://example.com:6000/' }, /^url: port 6000 is one browsers refuse to load \(net::ERR_UNSAFE_PORT\)/, 'url'],
+    [{ url: 'https://example.com/', probes: ['page', 'upload'], options: { upload_url: 'https://example.com:25/up' } }, /port 25 is one browsers refuse/, 'options.upload_url'],
     [{ url: `https://example.com/${'€'.repeat(700)}` }, /url is 6320 characters once percent-encoded, longer than 2048/, 'url'],
     [{ url: 'https://example.com/', interval_s: 30 }, /at least 60 seconds/, 'interval_s'],
     [{ url: 'https://example.com/', locations: ['mars'] }, /unknown location "mars".*known locations are local/, 'locations'],

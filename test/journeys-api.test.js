@@ -29,6 +29,7 @@ test('every bad journey gets a 400 naming the step and field', async (s) => {
     ['navigate without a URL', journey({ action: 'navigate' }), 'journey.steps[0].url', /required for navigate/],
     ['navigate to another scheme', journey({ action: 'navigate', url: 'ftp://example.com/' }), 'journey.steps[0].url', /http or https, not ftp/],
     ['navigate with credentials', journey({ action: 'navigate', url: 'https://u:p@example.com/' }), 'journey.steps[0].url', /user name or password/],
+    ['navigate to a port browsers refuse', journey(nav, { action: 'navigate', url: 'https://example.com:6667/' }), 'journey.steps[1].url', /port 6667 is one browsers refuse to load/],
     ['navigate to a private address', journey(nav, { action: 'navigate', url: 'http://10.0.0.5/admin' }), 'journey.steps[1].url', /10\.0\.0\.5/],
     ['navigate to loopback', journey({ action: 'navigate', url: 'http://127.0.0.1:8080/' }), 'journey.steps[0].url', /127\.0\.0\.1/],
     ['a first step that is not navigate', journey({ action: 'click', selector: '#go' }), 'journey.steps[0].action', /first action must be navigate/],

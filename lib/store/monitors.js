@@ -3,6 +3,7 @@
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
+import { badPortReason } from '../measurement/ports.js'
 import { checkOptions, probeOf, probeTargets, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
 import { checkJourney, journeyTargets } from '../measurement/journey/steps.js'
@@ -65,6 +66,8 @@ export function validateMonitorUrl (value) {
   }
   if (u.username || u.password) throw new ValidationError('url must not contain a user name or password', 'url')
   if (!u.hostname) throw new ValidationError('url has no host name', 'url')
+  const badPort = badPortReason(u)
+  if (badPort) throw new ValidationError(`url: ${badPort}`, 'url')
   // What is stored is the URL percent-encoded, up to nine times the length
   // sent; past the limit it could be saved once and never sent back.
   const normalised = u.toString()

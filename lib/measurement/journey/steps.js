@@ -4,6 +4,7 @@
 // field ("journey.steps[3].selector: required for click").
 import { parse as parseYaml } from 'yaml'
 import { ValidationError } from '../../runtime/errors.js'
+import { badPortReason } from '../ports.js'
 import { JOURNEY_LIMITS, STEP_NAME } from '../probes/journey.js'
 
 /**
@@ -248,6 +249,8 @@ function stepUrl (v, base, at, fail) {
   const url = /** @type {URL} */ (u)
   if (url.protocol !== 'https:' && url.protocol !== 'http:') fail(at, `must use http or https, not ${url.protocol.replace(':', '')}`)
   if (url.username || url.password) fail(at, 'must not contain a user name or password (use a type step with a secret)')
+  const badPort = badPortReason(url)
+  if (badPort) fail(at, badPort)
   if (url.toString().length > 2048) fail(at, 'longer than 2048 characters')
   return url.toString()
 }

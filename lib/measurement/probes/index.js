@@ -20,6 +20,7 @@
 // (schemas, the import, the catalogue route, the agents' runners) derives
 // from it.
 import { ValidationError } from '../../runtime/errors.js'
+import { badPortReason } from '../ports.js'
 import { oneOf, trueOrFalse } from './option-checks.js'
 import { page } from './page.js'
 import { parallel, PARALLEL_REQUESTS, LAB_NOOP_PATH } from './parallel.js'
@@ -183,5 +184,7 @@ function probeUrl (value, key, page) {
   }
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ValidationError(`options.${key} must use http or https`, `options.${key}`)
   if (u.username || u.password) throw new ValidationError(`options.${key} must not contain a user name or password`, `options.${key}`)
+  const badPort = badPortReason(u)
+  if (badPort) throw new ValidationError(`options.${key}: ${badPort}`, `options.${key}`)
   return u
 }
