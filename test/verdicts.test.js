@@ -8,8 +8,8 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
-import { scenario, CALIBRATION_LOCATIONS, FAST_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
-import { runScenario, flaggedCells } from '../dev/calibration-runs.js'
+import { autoScenario, scenario, CALIBRATION_LOCATIONS, FAST_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
+import { runAutoScenario, runScenario, flaggedCells } from '../dev/calibration-runs.js'
 
 let t
 /** @type {import('../dev/calibration-runs.js').Client} */
@@ -221,3 +221,43 @@ for (const probe of ['page', 'parallel']) {
     assert.equal(byLocation(comparisons.itt, 'cal-a').rows.find((r) => r.percentile === 99).verdict, 'h3_slower')
   })
 }
+
+test('a cell\'s verdict is the same whichever percentiles a view asks for: the overview\'s p50 and p95, the monitor\'s table, the auto arm\'s section', async () => {
+  // A 3% gain over 300 rounds: p-values between the clear and the null, where
+  // a correction over two percentiles and one over six would part.
+  const s = scenario({ name: 'family', truth: '', rounds: 300, gain: 0.03, sigmaPath: 0.2, sigmaArm: 0.3 })
+  const run = await runScenario(client, s, { seed: 5, analyses: ['matched'] })
+  const table = run.comparisons.matched
+  const range = { from: table.from, to: table.to }
+  const overview = (await t.app.inject({ url: `/api/v1/monitors/${run.monitorId}/comparison?${new URLSearchParams({ ...range, percentiles: '50,95' })}` })).json()
+  assert.deepEqual(overview.percentiles, [50, 95])
+  let compared = 0
+  for (const l of overview.locations) {
+    assert.deepEqual(l.rows.map((r) => r.percentile), [50, 95], 'only the percentiles asked for are answered')
+    for (const r of l.rows) {
+      const same = table.locations.find((x) => x.location_id === l.location_id).rows.find((x) => x.percentile === r.percentile)
+      assert.deepEqual([r.p_adjusted, r.verdict, r.ci_low_ms, r.ci_high_ms], [same.p_adjusted, same.verdict, same.ci_low_ms, same.ci_high_ms], `${l.location_id} p${r.percentile}`)
+      if (r.p_adjusted !== null && r.p_adjusted < 1) compared++
+    }
+  }
+  assert.ok(compared >= 2, 'cells with an adjusted p-value below 1 were compared')
+  assert.equal(overview.cells.tested, overview.locations.reduce((n, l) => n + l.rows.filter((r) => r.p_value !== null).length, 0), 'the counts are of the cells answered')
+
+  // The auto arm's section asks for p50 and p95 too.
+  const a = await runAutoScenario(client, autoScenario({ name: 'family-auto', truth: '', rounds: 300, scale: { h2: 1, h3: 0.9, auto: 0.95 } }), { seed: 6 })
+  const section = (await t.app.inject({ url: `/api/v1/monitors/${a.monitorId}/auto?${new URLSearchParams({ from: a.auto.from, to: a.auto.to, metric: 'ttfb', percentiles: '50,95' })}` })).json()
+  let contrasts = 0
+  for (const l of section.locations) {
+    for (const visit of ['first', 'returning']) {
+      assert.deepEqual(l.visits[visit].rows.map((r) => r.percentile), [50, 95])
+      for (const r of l.visits[visit].rows) {
+        const same = a.auto.locations.find((x) => x.location_id === l.location_id).visits[visit].rows.find((x) => x.percentile === r.percentile)
+        for (const [id, c] of Object.entries(r.contrasts)) {
+          assert.deepEqual([c.p_adjusted, c.verdict], [same.contrasts[id].p_adjusted, same.contrasts[id].verdict], `${l.location_id} ${visit} p${r.percentile} ${id}`)
+          if (c.p_adjusted !== null && c.p_adjusted < 1) contrasts++
+        }
+      }
+    }
+  }
+  assert.ok(contrasts >= 2, 'contrasts with an adjusted p-value below 1 were compared')
+})

@@ -5,8 +5,8 @@
 // table, with the same percentiles and window alignment, so an alert claims
 // exactly what the table would claim. Share rules read the auto arm's
 // returning visits (./alert-h3-share.js).
-import { regionalComparison } from './comparison.js'
-import { DEFAULT_METRIC, DEFAULT_PERCENTILES, probeOfMetric } from '../measurement/metrics.js'
+import { correctionFamily, regionalComparison } from './comparison.js'
+import { DEFAULT_METRIC, probeOfMetric } from '../measurement/metrics.js'
 import { TIERS } from './rollups.js'
 import { dueAndLastResult } from '../store/results.js'
 import { firingEvidence } from '../store/alert-states.js'
@@ -61,7 +61,7 @@ export function comparisonCache (db, { now, timeoutMs }) {
    * @param {string | null} [probe] the rule's probe (a journey step); null: the metric's own
    */
   return (monitor, metric, windowS, percentile, probe = null) => {
-    const percentiles = [...new Set([...DEFAULT_PERCENTILES, ...(percentile ? [percentile] : [])])].sort((a, b) => a - b)
+    const percentiles = correctionFamily(percentile ? [percentile] : [])
     probe ??= probeOfMetric(metric) ?? 'page'
     const key = `${monitor.id}|${metric}|${probe}|${windowS}|${percentiles}`
     if (!cache.has(key)) {

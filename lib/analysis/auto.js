@@ -26,7 +26,7 @@ import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
 import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
-import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor, noDifferenceReason } from './comparison.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor, noDifferenceReason, correctionFamily } from './comparison.js'
 
 /** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
 export const AUTO_VISITS = Object.freeze(['first', 'returning'])
@@ -74,7 +74,8 @@ const MAJORITY = 0.5
  * @param {import('pg').Pool} db
  * @param {{ monitor: AutoMonitor, metric: string, percentiles: number[], from: Date, to: Date, browser?: string }} q browser: whose rounds (Chromium's when not said)
  */
-export async function autoComparison (db, { monitor, metric, percentiles, from, to, browser = 'chromium' }) {
+export async function autoComparison (db, { monitor, metric, percentiles: asked, from, to, browser = 'chromium' }) {
+  const percentiles = correctionFamily(asked)
   const qs = percentiles.map((p) => p / 100)
   const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
   const [locRows, outcomes, ...visitRows] = await Promise.all([
@@ -130,18 +131,20 @@ export async function autoComparison (db, { monitor, metric, percentiles, from, 
       }
     }
     e.story = storyOf(e)
+    for (const visit of AUTO_VISITS) e.visits[visit].rows = e.visits[visit].rows.filter((/** @type {any} */ r) => asked.includes(r.percentile))
   }
-  const cells = columns.flat()
+  const cells = entries.flatMap((e) => AUTO_VISITS.flatMap((visit) => e.visits[visit].rows.flatMap((/** @type {any} */ r) => CONTRASTS.map((c) => r.contrasts[c.id]))))
+    .filter((c) => c.p_value !== null)
   return {
     monitor_id: monitor.id,
     metric,
     from: from.toISOString(),
     to: to.toISOString(),
-    percentiles,
+    percentiles: asked,
     has_auto: (monitor.modes ?? []).includes('auto'),
     min_effect: minEffect,
     cells: { tested: cells.length, flagged: cells.filter((c) => c.verdict === CONTRAST_VERDICTS.FASTER || c.verdict === CONTRAST_VERDICTS.SLOWER).length },
-    method: method(minEffect, percentiles),
+    method: method(minEffect, asked, percentiles),
     locations: entries
   }
 }
@@ -393,9 +396,10 @@ function insufficientReason (p, rounds) {
 
 /**
  * @param {MinEffect} minEffect
- * @param {number[]} percentiles
+ * @param {number[]} percentiles the percentiles shown
+ * @param {number[]} family the percentiles the correction covers
  */
-function method (minEffect, percentiles) {
+function method (minEffect, percentiles, family) {
   return {
     unit: 'the round: the forced arms and the auto arm of one round at one location, run moments apart in random order',
     visits: 'first: a cold visit in a new browser profile; returning: the browser started again on that profile (what it learnt about the origin kept, ' +
@@ -405,7 +409,8 @@ function method (minEffect, percentiles) {
     interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds; every arm of a resample sees the same rounds)`,
     verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (a column per location, visit and contrast; the columns selected by ` +
       `Benjamini–Hochberg over their Simes p-values, then Benjamini–Hochberg within each selected column at ${FDR_Q} × selected / columns), the interval excludes 0, |Δ| ≥ max(${minEffect.pct}% of the reference arm, ${minEffect.ms} ms), ` +
-      `and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')})`,
+      `and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')}); ` +
+      `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view`,
     received_gain: '(H2 − auto) / (H2 − H3) at the percentile: 1 = users get all of the forced H3 gain, 0 = none of it; its interval is the 2.5th and 97.5th ' +
       'percentile of the ratio over the resamples. Shown only where H3 − H2 in the same rounds is itself a verdict of "faster"',
     shares: 'navigations over H3 / visits that loaded, with a Wilson 95% interval; bytes over H3 / bytes, weighted by visit size, with a Wilson 95% interval ' +

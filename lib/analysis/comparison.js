@@ -27,6 +27,7 @@
 import { readRoundWindow } from '../store/round-summaries.js'
 import { listLocations } from '../store/locations.js'
 import { BROWSER_CATALOGUE } from '../measurement/browsers/index.js'
+import { DEFAULT_PERCENTILES } from '../measurement/metrics.js'
 import {
   roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
   benjaminiHochberg, screenedBenjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
@@ -86,11 +87,24 @@ export function minRoundsFor (percentile) {
  */
 
 /**
+ * The percentiles a view's correction covers: the monitor table's
+ * (DEFAULT_PERCENTILES) and any others asked. A cell's adjusted p-value,
+ * and so its verdict, is then the same in every view that shows it (the
+ * overview's p50 and p95, the monitor's table, an alert rule, the
+ * cross-browser view), whichever percentiles the view asks for.
+ * @param {readonly number[]} asked
+ */
+export function correctionFamily (asked) {
+  return [...new Set([...DEFAULT_PERCENTILES, ...asked])].sort((a, b) => a - b)
+}
+
+/**
  * @param {import('pg').Pool} db
  * @param {{ monitor: ComparedMonitor, metric: string, percentiles: number[], probe: string, view: string, from: Date, to: Date,
  *   analysis?: string, timeoutMs?: number, browser?: string }} q browser: whose rounds (Chromium's when not said)
  */
-export async function regionalComparison (db, { monitor, metric, percentiles, probe, view, from, to, analysis = 'matched', timeoutMs = 30000, browser = 'chromium' }) {
+export async function regionalComparison (db, { monitor, metric, percentiles: asked, probe, view, from, to, analysis = 'matched', timeoutMs = 30000, browser = 'chromium' }) {
+  const percentiles = correctionFamily(asked)
   const window = { monitorId: monitor.id, metric, probe, view, browser, from, to }
   const locRows = await listLocations(db)
   const locations = new Map(locRows.map((l) => [l.id, l]))
@@ -118,7 +132,6 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
   const families = [...entries, all].map((e) => e.rows.filter((/** @type {Row} */ r) => r.p_value !== null)).filter((f) => f.length)
   screenedBenjaminiHochberg(families.map((f) => f.map((/** @type {Row} */ c) => c.p_value)))
     .forEach((adjusted, j) => families[j].forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = adjusted[i] }))
-  const cells = families.flat()
   for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
   const paired = [...entries, all].filter((e) => e.paired.p !== null)
   benjaminiHochberg(paired.map((e) => e.paired.p)).forEach((p, i) => { paired[i].paired.p_adjusted = p })
@@ -130,6 +143,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
   }
   const flagged = (/** @type {Entry} */ e) => e.rows.filter((/** @type {Row} */ r) => r.verdict === VERDICTS.H3_FASTER || r.verdict === VERDICTS.H3_SLOWER).length
   for (const e of [...entries, all]) {
+    e.rows = e.rows.filter((/** @type {Row} */ r) => asked.includes(r.percentile))
     e.cells = { tested: e.rows.filter((/** @type {Row} */ r) => r.p_value !== null).length, flagged: flagged(e) }
     delete e.draws
     delete e.subsample
@@ -145,17 +159,17 @@ export async function regionalComparison (db, { monitor, metric, percentiles, pr
     analysis,
     from: from.toISOString(),
     to: to.toISOString(),
-    percentiles,
+    percentiles: asked,
     aa_protocol: monitor.aa_protocol ?? null,
     min_effect: minEffect,
-    cells: { tested: cells.length, flagged: [...entries, all].reduce((n, e) => n + e.cells.flagged, 0) },
-    method: method({ analysis, timeoutMs, minEffect, percentiles }),
+    cells: { tested: [...entries, all].reduce((n, e) => n + e.cells.tested, 0), flagged: [...entries, all].reduce((n, e) => n + e.cells.flagged, 0) },
+    method: method({ analysis, timeoutMs, minEffect, percentiles: asked, family: percentiles }),
     locations: [...entries, all]
   }
 }
 
-/** @param {{ analysis: string, timeoutMs: number, minEffect: MinEffect, percentiles: number[] }} o */
-function method ({ analysis, timeoutMs, minEffect, percentiles }) {
+/** @param {{ analysis: string, timeoutMs: number, minEffect: MinEffect, percentiles: number[], family: number[] }} o */
+function method ({ analysis, timeoutMs, minEffect, percentiles, family }) {
   return {
     unit: 'the round: both arms of one round at one location, run moments apart',
     rounds_used: analysis === 'matched'
@@ -166,7 +180,8 @@ function method ({ analysis, timeoutMs, minEffect, percentiles }) {
     percentiles: 'percentile_cont of the samples of the rounds used (H2, H3 and Δ from the same rounds)',
     interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and window)`,
     verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (its column passes a Simes screen, Bonferroni over the columns, then Benjamini–Hochberg within the column), the interval excludes 0, ` +
-      `|Δ| ≥ max(${minEffect.pct}% of H2, ${minEffect.ms} ms), and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')})`,
+      `|Δ| ≥ max(${minEffect.pct}% of H2, ${minEffect.ms} ms), and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')}); ` +
+      `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view`,
     paired_test: 'Wilcoxon signed-rank on per-round differences (H3 − H2; a round\'s median for multi-sample probes), Hodges–Lehmann shift with its 95% interval',
     unpaired: 'Mann–Whitney U and Cliff\'s δ on the same samples, unpaired, for description',
     all_locations: 'per-location effects averaged with equal weight (stratified), never pooled samples',
