@@ -40,7 +40,9 @@ export const FAST_CALIBRATION_LOCATIONS = [
 /**
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, gain?: number, probe?: string,
  *   samplesPerRound?: number, locations?: typeof CALIBRATION_LOCATIONS, level?: (i: number, n: number) => number,
- *   fails?: (o: { mode: string, path: number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number }} s
+ *   fails?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number }} s
+ *   fails: whether an arm's load fails, from the round's path (a standard normal), the arm's own noise (own(), the
+ *   standard normal its value would have had), the round and location
  *   step: the timings' resolution in ms (0.1 as a browser's; 1 or 10 for tied timings)
  * @returns {Scenario}
  */
@@ -67,8 +69,17 @@ export function scenario ({
           const modes = random() < 0.5 ? ['h2', 'h3'] : ['h3', 'h2']
           for (const mode of modes) {
             const factor = loc.base * level(i, rounds) * path * (mode === 'h3' ? 1 - gain : 1)
-            const draw = () => round(factor * Math.exp(sigmaArm * randomNormal(random)))
-            if (fails?.({ mode, path: z, i, n: rounds, location: loc.id, random })) {
+            // The arm's own noise, drawn before the failure is decided when
+            // the failure depends on it (own()), else with the value.
+            /** @type {number | null} */
+            let ownZ = null
+            const own = () => (ownZ ??= randomNormal(random))
+            const draw = () => {
+              const zArm = ownZ ?? randomNormal(random)
+              ownZ = null
+              return round(factor * Math.exp(sigmaArm * zArm))
+            }
+            if (fails?.({ mode, path: z, own, i, n: rounds, location: loc.id, random })) {
               yield { time, location_id: loc.id, mode, probe, status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
             } else if (probe === 'parallel') {
               const samples = Array.from({ length: samplesPerRound }, draw)
@@ -101,6 +112,17 @@ export function calibrationScenarios ({ quick = false } = {}) {
       truth: 'identical where both load; H3 fails more',
       rounds: 1000,
       fails: ({ mode, path }) => mode === 'h3' && path > 1.405 // the slowest 8% of a standard normal
+    }),
+    // H3 fails on its own slowest 5% of loads (a handshake that stalls
+    // until the timeout), whatever the path: among the loads that complete
+    // it looks faster at every percentile, and dropping the whole round does
+    // not undo that. H3 failing more must keep its gain from being a verdict.
+    scenario({
+      name: 'H3 fails on its own slowest loads',
+      truth: 'identical arms; H3 fails its own slowest 5%',
+      rounds: 600,
+      sigmaArm: 0.5,
+      fails: ({ mode, own }) => mode === 'h3' && own() > 1.645 // the slowest 5% of a standard normal
     }),
     // Fast and slow locations; H3 fails often at the slow one. Pooled
     // samples would be mostly fast for H3 (Simpson's paradox).

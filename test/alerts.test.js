@@ -417,6 +417,20 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   const page = await api('POST', '/api/v1/alert-rules', { ...regression, metric: 'ttfb_ms' })
   assert.equal(page.status, 201, JSON.stringify(page.body))
   assert.equal((await api('DELETE', `/api/v1/alert-rules/${page.body.id}`)).status, 204)
+  // A running monitor at the default 5-minute interval makes 12 rounds an
+  // hour: p95 (200 rounds) over an hour could never be tested; p50 over
+  // 100 minutes (20 rounds) can. A paused monitor's rounds are imported.
+  const running = await api('POST', '/api/v1/monitors', { url: 'https://example.com/running', locations: ['local'], interval_s: 300 })
+  assert.equal(running.status, 201, JSON.stringify(running.body))
+  const dead = await api('POST', '/api/v1/alert-rules', { ...regression, monitor_id: running.body.id })
+  assert.deepEqual([dead.status, dead.body.field], [400, 'window_s'], JSON.stringify(dead.body))
+  assert.match(dead.body.message, /p95 is tested only with 200 rounds per location in the window, and monitor \d+ runs 12 in 3600 s \(one every 300 s\), so this rule could never fire: give window_s at least 60000/)
+  const p50 = await api('POST', '/api/v1/alert-rules', { ...regression, monitor_id: running.body.id, percentile: 50, window_s: 6000 })
+  assert.equal(p50.status, 201, JSON.stringify(p50.body))
+  const narrowed = await api('PATCH', `/api/v1/alert-rules/${p50.body.id}`, { window_s: 3600 })
+  assert.deepEqual([narrowed.status, narrowed.body.field], [400, 'window_s'], 'a patch of the window is checked too')
+  assert.equal((await api('DELETE', `/api/v1/alert-rules/${p50.body.id}`)).status, 204)
+  assert.equal((await api('DELETE', `/api/v1/monitors/${running.body.id}`)).status, 204)
   // Rules read Chromium's rounds: a monitor that runs in Firefox only could never fire one.
   const firefoxOnly = await api('POST', '/api/v1/monitors', { url: 'https://example.com/ff', locations: ['local'], browsers: ['firefox'], paused: true })
   assert.equal(firefoxOnly.status, 201, JSON.stringify(firefoxOnly.body))

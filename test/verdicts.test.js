@@ -81,6 +81,26 @@ test('H3 failing on the slowest paths is an H3 failure verdict, never a tail gai
   assert.equal(ittAll.rows.find((r) => r.percentile === 95).h3_ms, 30000)
 })
 
+test('H3 failing its own slowest loads: faster among the loads that completed is no verdict, and says why', async () => {
+  // Identical arms; H3's load fails when its own draw is in its slowest 5%
+  // (a handshake that stalls until the timeout). Dropping those rounds from
+  // both arms leaves H3's completed loads faster at every percentile.
+  const s = scenario({ name: 'own-slowest', truth: '', rounds: 600, sigmaArm: 0.5, fails: ({ mode, own }) => mode === 'h3' && own() > 1.645 })
+  const { comparisons: { matched } } = await runScenario(client, s, { seed: 4, analyses: ['matched'] })
+  assert.deepEqual(flaggedCells(matched).filter((c) => c.verdict === 'h3_faster'), [], 'no H3 gain is claimed')
+  let withheld = 0
+  for (const l of matched.locations) {
+    assert.notEqual(l.verdict, 'h3_faster', `${l.location_id}: the location verdict neither`)
+    for (const r of l.rows.filter((x) => x.reason_code === 'faster_arm_fails_more')) {
+      withheld++
+      assert.ok(r.ci_high_ms < 0, 'withheld only where the completed loads say H3 is faster')
+      assert.match(r.reason, /^H3 failed more often in these rounds \(\d+ rounds where only H3 failed, 0 where only H2 did\): among the loads that completed H3 looks faster/)
+    }
+  }
+  assert.ok(withheld >= 3, `cells that would have claimed an H3 gain say why they do not (${withheld})`)
+  assert.equal(byLocation(matched, null).failure.verdict, 'h3_fails_more')
+})
+
 test('all locations is stratified: a regional mix with unequal H3 failure is not an H3 gain', async () => {
   const s = scenario({ name: 'regional', truth: '', rounds: 600, fails: ({ mode, location, random }) => mode === 'h3' && location === 'cal-c' && random() < 0.6 })
   const { comparisons: { matched, itt } } = await runScenario(client, s, { seed: 3 })

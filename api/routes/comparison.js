@@ -58,7 +58,8 @@ const nullableMs = { type: ['number', 'null'] }
 const REASON_CODE = {
   type: ['string', 'null'],
   enum: [...NO_DIFFERENCE_CODES, null],
-  description: 'A tested cell that is no difference: why, as a code (interval_includes_zero, not_significant after the correction, below_minimum_effect); null otherwise, the reason then says why'
+  description: 'A tested cell that is no difference: why, as a code (interval_includes_zero, not_significant after the correction, below_minimum_effect; ' +
+    'faster_arm_fails_more: in matched rounds, the arm that looks faster fails more often, as it would by failing its slowest loads); null otherwise, the reason then says why'
 }
 
 /**

@@ -26,7 +26,8 @@ import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
 import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
-import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, MIN_ROUNDS, ROUND_CAP, minRoundsFor, noDifferenceReason, correctionFamily } from './comparison.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, ROUND_CAP, noDifferenceReason, correctionFamily } from './comparison.js'
+import { MIN_ROUNDS, minRoundsFor } from '../measurement/metrics.js'
 
 /** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
 export const AUTO_VISITS = Object.freeze(['first', 'returning'])

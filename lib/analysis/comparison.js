@@ -27,7 +27,7 @@
 import { readRoundWindow } from '../store/round-summaries.js'
 import { listLocations } from '../store/locations.js'
 import { BROWSER_CATALOGUE } from '../measurement/browsers/index.js'
-import { DEFAULT_PERCENTILES } from '../measurement/metrics.js'
+import { DEFAULT_PERCENTILES, MIN_ROUNDS, minRoundsFor } from '../measurement/metrics.js'
 import {
   roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
   benjaminiHochberg, screenedBenjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
@@ -62,18 +62,7 @@ export const ROUND_CAP = 2000
 // timings (testedRow): smooth timings' draws spread over many values.
 const LATTICE_SHARE = 0.05
 // Below this many rounds a location gets no paired test and no verdict.
-export const MIN_ROUNDS = 10
-// A percentile needs enough rounds beyond it to be estimated: at least
-// TAIL_ROUNDS expected rounds above (below) it, so p50 needs 20, p90 100,
-// p95 200 and p99 1,000 (bench/calibration.js shows why fewer gave false cells).
-export const TAIL_ROUNDS = 10
 export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
-
-/** @param {number} percentile */
-export function minRoundsFor (percentile) {
-  const q = percentile / 100
-  return Math.max(2 * MIN_ROUNDS, Math.ceil(TAIL_ROUNDS / Math.min(q, 1 - q) - 1e-9))
-}
 
 /**
  * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number, results_changed_at?: Date | string | null }} ComparedMonitor
@@ -140,6 +129,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
   for (const e of [...entries, all]) {
     e.failure.verdict = failureVerdict(e)
     e.verdict = locationVerdict(e, minEffect)
+    if (analysis === 'matched') withholdGainOfFailingArm(e)
   }
   const flagged = (/** @type {Entry} */ e) => e.rows.filter((/** @type {Row} */ r) => r.verdict === VERDICTS.H3_FASTER || r.verdict === VERDICTS.H3_SLOWER).length
   for (const e of [...entries, all]) {
@@ -596,7 +586,7 @@ function combinePaired (parts) {
 }
 
 /** Why a tested cell claims no difference, as a code for programs. */
-export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect'])
+export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect', 'faster_arm_fails_more'])
 
 /**
  * Why a tested cell claims no difference, in the order the rule looks: its
@@ -652,6 +642,37 @@ function locationVerdict (e, minEffect) {
   const excludesZero = t.ci_low_ms > 0 || t.ci_high_ms < 0
   if (!(t.p_adjusted <= FDR_Q) || !excludesZero || Math.abs(t.hodges_lehmann_ms) < threshold) return VERDICTS.NO_CLEAR_DIFFERENCE
   return t.hodges_lehmann_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
+}
+
+/**
+ * In matched rounds, an arm that fails more often than the other loses
+ * loads the other keeps; when those are its own slowest (a handshake that
+ * stalls until the timeout), the loads it completes look faster than it
+ * is, at every percentile, and leaving the whole round out does not undo
+ * it. So where the paired failure test says one arm fails more, that arm
+ * being faster is no verdict, in the cells and for the location: the
+ * intention-to-treat view, which counts a failure at the timeout, answers
+ * for it.
+ * @param {Entry} e
+ */
+function withholdGainOfFailingArm (e) {
+  const f = e.failure
+  const h3FailsMore = f.verdict === FAILURE_VERDICTS.H3_FAILS_MORE
+  if (!h3FailsMore && f.verdict !== FAILURE_VERDICTS.H3_FAILS_LESS) return
+  const faster = h3FailsMore ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
+  const [arm, other, only, otherOnly] = h3FailsMore ? ['H3', 'H2', f.h3_only, f.h2_only] : ['H2', 'H3', f.h2_only, f.h3_only]
+  const reason = `${arm} failed more often in these rounds (${only} rounds where only ${arm} failed, ${otherOnly} where only ${other} did): ` +
+    `among the loads that completed ${arm} looks faster, as it would by failing its slowest loads; the intention-to-treat analysis counts the failures`
+  for (const r of e.rows) {
+    if (r.verdict !== faster) continue
+    r.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
+    r.reason = reason
+    r.reason_code = 'faster_arm_fails_more'
+  }
+  if (e.verdict === faster) {
+    e.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
+    e.reason = reason
+  }
 }
 
 /** @param {Entry} e */

@@ -11,7 +11,7 @@
 // association, not the effect of switching a page view's protocol:
 // docs/STATISTICS.md and bench/rum-confounding.js.
 import { armsBootstrap, bootstrapSummary } from './stats/index.js'
-import { minRoundsFor } from './comparison.js'
+import { minRoundsFor } from '../measurement/metrics.js'
 
 // Values per stratum and protocol the bootstrap resamples; above it an
 // evenly spaced subsample (the answer says how many were used).

@@ -13,7 +13,8 @@ import { beaconCounts, comparableBeacons, protocolTrend } from '../store/rum-bea
 import { listLocations } from '../store/locations.js'
 import { listMonitors } from '../store/monitors.js'
 import { screenedBenjaminiHochberg, wilsonInterval } from './stats/index.js'
-import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, cellVerdict, minRoundsFor } from './comparison.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, cellVerdict } from './comparison.js'
+import { minRoundsFor } from '../measurement/metrics.js'
 import { autoShares } from './auto.js'
 import { combinedContrast, percentileIntervals, stratifiedContrast } from './rum-strata.js'
 

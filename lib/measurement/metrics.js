@@ -183,6 +183,18 @@ export const DEFAULT_METRIC = 'ttfb_ms'
 
 export const DEFAULT_PERCENTILES = Object.freeze([25, 50, 75, 90, 95, 99])
 
+export const MIN_ROUNDS = 10
+// A percentile needs enough rounds beyond it to be estimated: at least
+// TAIL_ROUNDS expected rounds above (below) it, so p50 needs 20, p90 100,
+// p95 200 and p99 1,000 (bench/calibration.js shows why fewer gave false cells).
+export const TAIL_ROUNDS = 10
+
+/** The rounds a percentile needs before it is tested. @param {number} percentile */
+export function minRoundsFor (percentile) {
+  const q = percentile / 100
+  return Math.max(2 * MIN_ROUNDS, Math.ceil(TAIL_ROUNDS / Math.min(q, 1 - q) - 1e-9))
+}
+
 /**
  * The catalogue entry of a metric by id or deprecated alias.
  * @param {string} name

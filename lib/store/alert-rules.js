@@ -2,7 +2,7 @@
 // the API schemas (api/routes/alerts.js); the rules that span fields and the
 // database (known monitors, locations and channels) live here.
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
-import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, probeFor, probeOfMetric } from '../measurement/metrics.js'
+import { ACCEPTED_METRIC_NAMES, canonicalMetric, COMPARABLE_METRICS, DEFAULT_METRIC, minRoundsFor, probeFor, probeOfMetric } from '../measurement/metrics.js'
 import { DEFAULT_PROBE, PROBE_IDS } from '../measurement/probes/index.js'
 import { isJourneyProbe, splitProbe } from '../measurement/probes/journey.js'
 import { stepNames } from '../measurement/journey/steps.js'
@@ -84,7 +84,7 @@ async function checkRule (db, input, { monitorGiven = true, watchGiven = true } 
   if (!SEVERITIES.includes(r.severity)) throw new ValidationError(`severity must be one of ${SEVERITIES.join(', ')}`, 'severity')
   r.monitor_id ??= null
   if (r.monitor_id !== null) {
-    const { rows: [m] } = await db.query('SELECT modes, interval_s, probes, journey, browsers FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
+    const { rows: [m] } = await db.query('SELECT modes, interval_s, paused, probes, journey, browsers FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
     // A rule whose monitor was deleted since stays editable (to point it at
     // another monitor, or change its channels); a monitor given must exist.
     if (!m && monitorGiven) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
@@ -153,9 +153,9 @@ function checkShareMonitor (m, r) {
 /**
  * An h3_regression rule on a named monitor: the monitor runs the probe the
  * rule watches (the metric's, or the rule's probe), and a journey step it
- * names is one of the monitor's journey's named steps, or the rule could
- * never compare anything.
- * @param {{ probes: string[] | null, journey: any }} m the monitor
+ * names is one of the monitor's journey's named steps, and the window holds
+ * the rounds its percentile needs, or the rule could never compare anything.
+ * @param {{ probes: string[] | null, journey: any, interval_s: number, paused: boolean }} m the monitor
  * @param {Record<string, any>} r
  */
 function checkRegressionMonitor (m, r) {
@@ -169,6 +169,16 @@ function checkRegressionMonitor (m, r) {
   const steps = stepNames(m.journey)
   if (step !== null && !steps.includes(step)) {
     throw new ValidationError(`monitor ${r.monitor_id}'s journey has no step named ${step} (its named steps: ${steps.join(', ') || 'none'})`, 'probe')
+  }
+  // A percentile is tested only with its minimum rounds in the window; a
+  // window a running monitor cannot fill would never breach. (A paused
+  // monitor's rounds are imported, at whatever pace they were measured.)
+  const rounds = Math.floor(r.window_s / m.interval_s)
+  const needed = minRoundsFor(r.percentile)
+  if (!m.paused && rounds < needed) {
+    throw new ValidationError(`window_s: p${r.percentile} is tested only with ${needed} rounds per location in the window, and monitor ${r.monitor_id} runs ` +
+      `${rounds} in ${r.window_s} s (one every ${m.interval_s} s), so this rule could never fire: give window_s at least ${needed * m.interval_s}, ` +
+      'a lower percentile, or the monitor a shorter interval', 'window_s')
   }
 }
 
@@ -222,7 +232,10 @@ export async function updateRule (db, id, patch) {
     // Another kind's fields would not carry over meaningfully: make a new rule.
     throw new ValidationError('kind cannot change; delete the rule and create another', 'kind')
   }
-  const r = await checkRule(db, { ...current, ...patch }, { monitorGiven: patch.monitor_id !== undefined, watchGiven: patch.metric !== undefined || patch.probe !== undefined })
+  const r = await checkRule(db, { ...current, ...patch }, {
+    monitorGiven: patch.monitor_id !== undefined,
+    watchGiven: ['metric', 'probe', 'percentile', 'window_s'].some((f) => patch[f] !== undefined)
+  })
   const { rows } = await db.query(
     `UPDATE alert_rules SET ${STORED.map((k, i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [id, ...STORED.map((k) => r[k])])

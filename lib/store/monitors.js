@@ -66,8 +66,6 @@ export function validateMonitorUrl (value) {
   }
   if (u.username || u.password) throw new ValidationError('url must not contain a user name or password', 'url')
   if (!u.hostname) throw new ValidationError('url has no host name', 'url')
-  const badPort = badPortReason(u)
-  if (badPort) throw new ValidationError(`url: ${badPort}`, 'url')
   // What is stored is the URL percent-encoded, up to nine times the length
   // sent; past the limit it could be saved once and never sent back.
   const normalised = u.toString()
@@ -86,7 +84,12 @@ export function validateMonitorUrl (value) {
 async function checkMonitor (db, input, existing, policy = {}) {
   /** @type {Record<string, any>} the monitor's columns to store */
   const out = {}
-  if (input.url !== undefined || !existing) out.url = validateMonitorUrl(input.url)
+  if (input.url !== undefined || !existing) {
+    out.url = validateMonitorUrl(input.url)
+    // A browser loads it (a webhook's URL, which Node posts to, may use any port).
+    const badPort = badPortReason(new URL(out.url))
+    if (badPort) throw new ValidationError(`url: ${badPort}`, 'url')
+  }
   const url = out.url ?? existing?.url
   if (input.label !== undefined) out.label = input.label === null ? null : String(input.label).trim() || null
 

@@ -122,9 +122,10 @@ const numbers = (text) => String(text).replace(/\b\d{4,}\b/g, (n) => count(Numbe
 const SHORT_REASONS = {
   interval_includes_zero: () => 'interval includes 0',
   not_significant: () => 'not significant after correction',
-  below_minimum_effect: (r) => `|Δ| below the ${ms(r.min_effect_ms)} minimum`
+  below_minimum_effect: (r) => `|Δ| below the ${ms(r.min_effect_ms)} minimum`,
+  faster_arm_fails_more: (r, names) => `${r.delta_ms < 0 ? names.h3 : names.h2} faster, but fails more: see intention to treat`
 }
-const whyNoDifference = (r) => SHORT_REASONS[r.reason_code]?.(r) ?? numbers(r.reason ?? '')
+const whyNoDifference = (r, names) => SHORT_REASONS[r.reason_code]?.(r, names) ?? numbers(r.reason ?? '')
 
 function cell (r, p, loc, names) {
   const all = loc.location_id === null ? ' all-col' : ''
@@ -132,7 +133,7 @@ function cell (r, p, loc, names) {
   const tested = r.verdict !== 'insufficient_data'
   const label = names.verdict(r.verdict)
   const v = VERDICT[r.verdict] ?? VERDICT.insufficient_data
-  const why = r.verdict === 'no_clear_difference' ? whyNoDifference(r) : r.verdict === 'insufficient_data' ? numbers(r.reason ?? '') : null
+  const why = r.verdict === 'no_clear_difference' ? whyNoDifference(r, names) : r.verdict === 'insufficient_data' ? numbers(r.reason ?? '') : null
   const title = [`${loc.name}, p${p}: ${label}`, r.reason ? numbers(r.reason) : null,
     r.p_adjusted !== null && r.p_adjusted !== undefined ? `${pValue(r.p_adjusted)} (adjusted: column screen, then Benjamini–Hochberg)` : null,
     r.min_effect_ms ? `practical minimum ${ms(r.min_effect_ms)}` : null,
@@ -172,7 +173,7 @@ function pairedText (l, names) {
   },
   h('span', { class: 'paired-shift' }, 'shift ', h('b', {}, ms(t.hodges_lehmann_ms, { signed: true }))),
   ` (95% ${msInterval(t.ci_low_ms, t.ci_high_ms)}) · ${test} ${pValue(p)}`,
-  ' · ', h('span', { class: `verdict-chip ${v.cls}` }, names.verdict(l.verdict)))
+  ' · ', h('span', { class: `verdict-chip ${v.cls}`, title: l.reason ?? '' }, names.verdict(l.verdict)))
 }
 
 function unpairedText (l) {
