@@ -220,8 +220,13 @@ async function browserCalibration (client) {
       for (const l of cross.locations.filter((/** @type {any} */ l) => l.location_id !== null)) readings[l.reading.code] = (readings[l.reading.code] ?? 0) + 1
     }
     const nulls = Object.entries(s.browsers).filter(([, sc]) => !sc.gain).map(([b]) => b)
-    const targets = [`${nulls.join(' and ')} ≤ 5%: ${nulls.every((b) => per[b].flagged <= 0.05 * per[b].tested) ? 'met' : 'MISSED'}`]
+    const targets = nulls.length ? [`${nulls.join(' and ')} ≤ 5%: ${nulls.every((b) => per[b].flagged <= 0.05 * per[b].tested) ? 'met' : 'MISSED'}`] : []
     if (s.browsers.chromium.gain === 0.1) targets.push(`Chromium power ≥ 80%: ${per.chromium.faster >= 0.8 * per.chromium.tested ? 'met' : 'MISSED'}`)
+    const gains = Object.values(s.browsers).map((sc) => sc.gain)
+    if (gains.every((g) => g === gains[0])) {
+      const locations = Object.values(readings).reduce((n, k) => n + k, 0)
+      targets.push(`"disagree" ≤ 5% of locations: ${(readings.browser ?? 0) <= 0.05 * locations ? 'met' : 'MISSED'}`)
+    }
     const cell = (/** @type {{ tested: number, flagged: number }} */ x) => `${pct(x.flagged, x.tested)} of ${x.tested}`
     console.log(`| ${s.name} | ${reps} | ${cell(per.chromium)} | ${cell(per.firefox)} | ${pct(per.chromium.faster, per.chromium.tested)} | ${Object.entries(readings).map(([k, n]) => `${k} ${n}`).join(', ')} | ${targets.join('; ')} |`)
   }

@@ -219,6 +219,18 @@ export function browserCalibrationScenarios () {
         chromium: scenario({ name: 'chromium gain', truth: 'H3 10% faster', rounds: 500, gain: 0.1 }),
         firefox: scenario({ name: 'firefox A/A', truth: 'identical arms', rounds: 500 })
       }
+    },
+    // The same gain in both browsers at moderate power: one interval reaches
+    // 0 where the other does not at many locations, which alone must not
+    // read "the browsers disagree".
+    {
+      name: 'browsers: the same 8% H3 gain in both, n=300',
+      truth: 'H3 8% faster in both browsers',
+      rounds: 300,
+      browsers: {
+        chromium: scenario({ name: 'chromium gain 8', truth: 'H3 8% faster', rounds: 300, gain: 0.08 }),
+        firefox: scenario({ name: 'firefox gain 8', truth: 'H3 8% faster', rounds: 300, gain: 0.08 })
+      }
     }
   ]
 }

@@ -194,19 +194,34 @@ test('a metric of a probe the auto arm does not run is a 400 naming metric', asy
 })
 
 test('the story: a page that mostly fails as users would load it is no blocked path, whatever forced H3 did', () => {
-  const view = (/** @type {number} */ visits, /** @type {number} */ loaded, /** @type {Record<string, number>} */ reasons = {}) =>
-    ({ visits, loaded, h3: 0, navigation_share: { rate: loaded ? 0 : null }, reasons })
-  const at = (/** @type {any} */ shares, /** @type {number} */ h3Failed) => storyOf({ shares, visits: { first: { failures: { h3: { attempted: 3, failed: h3Failed } } } } })
+  const view = (/** @type {number} */ visits, /** @type {number} */ loaded, /** @type {Record<string, number>} */ reasons = {}, h3 = 0) =>
+    ({ visits, loaded, h3, navigation_share: { rate: loaded ? h3 / loaded : null }, reasons })
+  const at = (/** @type {any} */ shares, /** @type {number} */ h3Failed, attempted = 4) => storyOf({ shares, visits: { first: { failures: { h3: { attempted, failed: h3Failed } } } } })
   // A page cut short: every arm fails, the auto arm's visits too.
-  assert.deepEqual(at({ first: view(3, 0, { failed: 3 }), returning: view(3, 0, { failed: 3 }), repeat: view(0, 0) }, 3),
+  assert.deepEqual(at({ first: view(3, 0, { failed: 3 }), returning: view(3, 0, { failed: 3 }), repeat: view(0, 0) }, 3, 3),
     { code: 'page_fails', text: 'Most visits of the auto arm failed: the page fails here, whatever the protocol (6 of 6 visits failed)' })
   // A path that blocks UDP: users' visits load over H2 while forced H3 fails.
-  assert.equal(at({ first: view(3, 3, { not_known: 3 }), returning: view(3, 3, { tcp_won: 3 }), repeat: view(0, 0) }, 3).code, 'quic_blocked')
-  // One visit is one visit, in the words too.
-  assert.equal(at({ first: view(1, 1, { not_known: 1 }), returning: { ...view(1, 1, { alt_svc: 1 }), h3: 1, navigation_share: { rate: 1 } }, repeat: view(0, 0) }, 0).text,
-    'Users get H3 from their second visit on (100% of 1 returning visit)')
+  assert.equal(at({ first: view(4, 4, { not_known: 4 }), returning: view(4, 4, { tcp_won: 4 }), repeat: view(0, 0) }, 4).code, 'quic_blocked')
   // Half of the visits failing is no majority.
-  assert.equal(at({ first: view(3, 1, { not_known: 1, failed: 2 }), returning: view(3, 2, { tcp_won: 2, failed: 1 }), repeat: view(0, 0) }, 3).code, 'quic_blocked')
+  assert.equal(at({ first: view(4, 2, { not_known: 2, failed: 2 }), returning: view(4, 2, { tcp_won: 2, failed: 2 }), repeat: view(0, 0) }, 4).code, 'quic_blocked')
+})
+
+test('the story claims a majority only when its 95% interval lies above half: one visit, or 3 of 3, tells none', () => {
+  const view = (/** @type {number} */ visits, /** @type {number} */ loaded, /** @type {Record<string, number>} */ reasons = {}, h3 = 0) =>
+    ({ visits, loaded, h3, navigation_share: { rate: loaded ? h3 / loaded : null }, reasons })
+  const at = (/** @type {any} */ shares, /** @type {number} */ h3Failed, /** @type {number} */ attempted) => storyOf({ shares, visits: { first: { failures: { h3: { attempted, failed: h3Failed } } } } })
+  // One returning visit over H3 is no "users get H3".
+  assert.deepEqual(at({ first: view(1, 1, { not_known: 1 }), returning: view(1, 1, { alt_svc: 1 }, 1), repeat: view(0, 0) }, 0, 1),
+    { code: 'undecided', text: 'Too few visits to say what most users get (100% of 1 returning visit over H3)' })
+  // Nor is forced H3 failing in 3 of 3 rounds a blocked path (95% interval 44–100%), nor 3 of 3 returning visits over H2 "mostly H2".
+  assert.equal(at({ first: view(3, 3, { not_known: 3 }), returning: view(3, 3, { tcp_won: 3 }), repeat: view(0, 0) }, 3, 3).code, 'undecided')
+  // 4 of 4 is (51–100%).
+  assert.equal(at({ first: view(4, 4, { not_known: 4 }), returning: view(4, 4, { alt_svc: 4 }, 4), repeat: view(0, 0) }, 0, 4).code, 'h3_returning')
+  // Many visits split about evenly: no majority either way.
+  assert.deepEqual(at({ first: view(10, 10, { not_known: 10 }), returning: view(400, 400, { alt_svc: 210, tcp_won: 190 }, 210), repeat: view(0, 0) }, 0, 400),
+    { code: 'undecided', text: 'Too few visits to say what most users get (53% of 400 returning visits over H3)' })
+  // A clear H2 majority tells why.
+  assert.equal(at({ first: view(10, 10, { not_known: 10 }), returning: view(40, 40, { tcp_won: 40 }), repeat: view(0, 0) }, 0, 40).code, 'tcp_wins')
 })
 
 test('a grey cell\'s reason agrees with the interval shown beside it: an interval that excludes 0 is not said to include it', () => {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { upsertLocation } from '../lib/store/locations.js'
+import { crossBrowser, gainsApart } from '../lib/analysis/browsers.js'
 
 /** @type {Awaited<ReturnType<typeof createTestApp>>} */
 let t
@@ -143,6 +144,9 @@ test('each browser\'s rounds land in that browser\'s comparison, trends and expo
   assert.ok(asia.gains.chromium.ci_low_ms <= -40 && asia.gains.chromium.ci_high_ms >= -40 && asia.gains.chromium.ci_high_ms < 0, JSON.stringify(asia.gains.chromium))
   assert.equal(asia.gains.firefox.delta_ms, 0)
   assert.equal(asia.reading.code, 'browser')
+  assert.deepEqual(asia.difference.browsers, ['chromium', 'firefox'])
+  assert.equal(asia.difference.delta_ms, -40)
+  assert.ok(asia.difference.p_adjusted <= 0.05, JSON.stringify(asia.difference))
 
   // Trends: each browser's H3 median is its own (sketches: within 2%).
   const h3Median = async (/** @type {string} */ browser) => {
@@ -176,4 +180,26 @@ test('each browser\'s rounds land in that browser\'s comparison, trends and expo
   assert.deepEqual(Object.keys(alone.gains), ['chromium'])
   assert.equal(alone.gains.chromium.delta_ms, -40)
   assert.deepEqual(alone.reading, { code: 'one_browser', text: 'The monitor runs in one browser: add another to its browsers to compare them' })
+})
+
+test('verdicts that differ are "the browsers disagree" only when their gains are clearly apart', () => {
+  /** @param {number} delta @param {number} lo @param {number} hi @param {string} verdict */
+  const gain = (delta, lo, hi, verdict) => ({ rounds: 300, h2_ms: 100, h3_ms: 100 + delta, delta_ms: delta, delta_pct: delta, ci_low_ms: lo, ci_high_ms: hi, verdict, reason: null })
+  // The same true gain in both browsers, one interval just reaching 0.
+  const close = crossBrowser({
+    chromium: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(-5.7, -13, 0.1, 'no_clear_difference') }] }] },
+    firefox: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(-7.8, -13, -2.4, 'h3_faster') }] }] }
+  }, 50)[0]
+  assert.equal(close.reading.code, 'inconclusive')
+  assert.match(close.reading.text, /not clearly apart/)
+  assert.ok(Number(close.difference?.p_adjusted) > 0.5, JSON.stringify(close.difference))
+  // A gain in one browser, none in the other, intervals far apart.
+  const apart = crossBrowser({
+    chromium: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(-40, -48, -32, 'h3_faster') }] }] },
+    firefox: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(0, -8, 8, 'no_clear_difference') }] }] }
+  }, 50)[0]
+  assert.equal(apart.reading.code, 'browser')
+  assert.ok(Number(apart.difference?.p_adjusted) < 0.001, JSON.stringify(apart.difference))
+  // A browser without an interval: nothing to test, the reading waits.
+  assert.equal(gainsApart({ chromium: gain(-40, -48, -32, 'h3_faster'), firefox: { ...gain(0, 0, 0, 'insufficient_data'), ci_low_ms: null, ci_high_ms: null } }), null)
 })

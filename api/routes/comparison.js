@@ -434,6 +434,19 @@ export default async function comparisonRoutes (app) {
                   region: { type: ['string', 'null'] },
                   kind: { type: ['string', 'null'] },
                   gains: { type: 'object', additionalProperties: gain, description: 'Per browser' },
+                  difference: {
+                    type: ['object', 'null'],
+                    additionalProperties: false,
+                    description: 'Whether the browsers\' gains are apart: the first browser\'s delta_ms minus the second\'s, its standard error (each browser\'s read from its 95% interval, added), ' +
+                      'the two-sided p-value and the p-value adjusted over the locations (Benjamini–Hochberg); "disagree" needs p_adjusted ≤ 0.05. Null when a browser has no interval',
+                    properties: {
+                      browsers: { type: 'array', items: { type: 'string' } },
+                      delta_ms: { type: 'number' },
+                      se_ms: { type: 'number' },
+                      p: { type: 'number' },
+                      p_adjusted: { type: ['number', 'null'] }
+                    }
+                  },
                   reading: {
                     type: 'object',
                     additionalProperties: false,

@@ -58,13 +58,18 @@ export const STORIES = Object.freeze({
   tcp_wins: 'TCP wins the race: users mostly get H2',
   h2_mostly: 'Users mostly get H2',
   no_data: 'No visit of the auto arm in the window',
+  undecided: 'Too few visits to say what most users get',
   page_fails: 'Most visits of the auto arm failed: the page fails here, whatever the protocol'
 })
 
-// A story about what users get needs a majority: above half of the
-// auto arm's visits failing, above half of the returning visits over H3,
-// or above half of the forced H3 loads failing.
+// A story about what users get claims a majority: of the auto arm's
+// visits failing, of the returning visits over H3 (or over H2), or of the
+// forced H3 loads failing; and claims it only when its 95% Wilson interval
+// lies wholly above half, so one visit, or 3 of 3, tells no story (4 of 4
+// does).
 const MAJORITY = 0.5
+/** @param {number} k @param {number} n */
+const confidentMajority = (k, n) => n > 0 && /** @type {number} */ (wilsonInterval(k, n).lo) > MAJORITY
 
 /**
  * @typedef {import('./comparison.js').ComparedMonitor & { modes?: string[] }} AutoMonitor
@@ -345,26 +350,30 @@ export function storyOf (e) {
   // story: forced H3 failing there says nothing of the path.
   const visits = all.reduce((n, s) => n + s.visits, 0)
   const failed = visits - all.reduce((n, s) => n + s.loaded, 0)
-  if (failed > MAJORITY * visits) return story('page_fails', ` (${failed} of ${visits} visit${visits === 1 ? '' : 's'} failed)`)
+  if (confidentMajority(failed, visits)) return story('page_fails', ` (${failed} of ${visits} visit${visits === 1 ? '' : 's'} failed)`)
   const share = returning.navigation_share.rate
   const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
   const visitsWord = (/** @type {number} */ n) => `${n} returning visit${n === 1 ? '' : 's'}`
-  if (share !== null && share > MAJORITY) return story('h3_returning', ` (${pct(share)} of ${visitsWord(returning.loaded)})`)
+  if (confidentMajority(returning.h3, returning.loaded)) return story('h3_returning', ` (${pct(share)} of ${visitsWord(returning.loaded)})`)
   /** @type {Record<string, number>} */
   const reasons = {}
   for (const s of all) for (const [code, n] of Object.entries(s.reasons)) reasons[code] = (reasons[code] ?? 0) + /** @type {number} */ (n)
   const loadedReasons = Object.entries(reasons).filter(([code]) => code !== 'failed')
   const loaded = loadedReasons.reduce((n, [, v]) => n + v, 0)
-  if ((reasons.not_announced ?? 0) > MAJORITY * loaded) return story('not_announced')
+  if (confidentMajority(reasons.not_announced ?? 0, loaded)) return story('not_announced')
   const h3Failures = e.visits.first.failures.h3
-  if (h3Failures.attempted && h3Failures.failed > MAJORITY * h3Failures.attempted) {
+  if (confidentMajority(h3Failures.failed, h3Failures.attempted)) {
     return story('quic_blocked', ` (forced H3 failed in ${h3Failures.failed} of ${h3Failures.attempted} rounds)`)
+  }
+  // The stories below say users get H2: most returning visits, confidently.
+  if (!confidentMajority(returning.loaded - returning.h3, returning.loaded)) {
+    return story('undecided', share !== null ? ` (${pct(share)} of ${visitsWord(returning.loaded)} over H3)` : ' (no returning visit loaded)')
   }
   const own = /** @type {Record<string, number>} */ (returning.reasons)
   const top = Object.entries(own).filter(([code]) => code !== 'failed').sort((a, b) => b[1] - a[1])[0]?.[0]
   if (top === 'broken') return story('broken')
   if (top === 'tcp_won') return story('tcp_wins')
-  return story('h2_mostly', share !== null ? ` (${pct(share)} of ${visitsWord(returning.loaded)} over H3)` : '')
+  return story('h2_mostly', ` (${pct(/** @type {number} */ (share))} of ${visitsWord(returning.loaded)} over H3)`)
 }
 
 /**

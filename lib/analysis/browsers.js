@@ -4,12 +4,18 @@
 // Firefox share the server and the path but not their HTTP/3 stacks, so a
 // gain both show is the server's and the path's, and one that only one
 // browser shows is that browser's (docs/BROWSERS.md).
-import { VERDICTS } from './comparison.js'
+import { FDR_Q, VERDICTS } from './comparison.js'
+import { benjaminiHochberg, normalQuantile, normalSurvival } from './stats/index.js'
+
+// The z of a 95% interval's half-width: each browser's standard error is
+// read from its interval.
+const Z95 = normalQuantile(0.975)
 
 /** What a location's two gains say, in words. */
 export const READINGS = Object.freeze({
   same: 'Both browsers agree: the difference is the server\'s and the path\'s, not one browser\'s',
   browser: 'The browsers disagree: one browser\'s HTTP/3 stack makes the difference',
+  inconclusive: 'One browser shows a difference and the other does not, but their gains are not clearly apart: more rounds would tell',
   neither: 'Neither browser shows a difference',
   no_h3: 'The origin offers no HTTP/3 to either browser',
   insufficient_data: 'Not enough rounds in every browser to tell',
@@ -40,7 +46,13 @@ export function crossBrowser (answers, percentile) {
       entry.gains[b] = gainOf(row, loc)
     }
   }
-  const out = [...byLocation.values()].map((l) => ({ ...l, reading: readingOf(Object.values(l.gains)) }))
+  // Whether the browsers' gains are apart, tested at every location where
+  // each browser has an interval, corrected over those locations.
+  const entries = [...byLocation.values()].map((l) => ({ ...l, difference: gainsApart(l.gains) }))
+  const tested = entries.filter((l) => l.difference)
+  benjaminiHochberg(tested.map((l) => /** @type {Difference} */ (l.difference).p))
+    .forEach((p, i) => { /** @type {Difference} */ (tested[i].difference).p_adjusted = p })
+  const out = entries.map((l) => ({ ...l, reading: readingOf(Object.values(l.gains), l.difference) }))
   // All locations last, as in the regional table.
   return out.sort((a, b) => (a.location_id === null ? 1 : 0) - (b.location_id === null ? 1 : 0))
 }
@@ -66,19 +78,57 @@ function gainOf (row, loc) {
 }
 
 /**
- * Same verdict in every browser (a difference both show, or none) against
- * verdicts that differ; a browser without enough rounds leaves it open.
+ * @typedef {{ browsers: string[], delta_ms: number, se_ms: number, p: number, p_adjusted: number | null }} Difference
+ */
+
+/**
+ * The difference of two browsers' Δs (the first named minus the second)
+ * with its standard error and two-sided p: each browser's error from its
+ * 95% interval, added, as the browsers' rounds are distinct. With more than
+ * two browsers, the pair furthest apart, its p multiplied by the pairs.
+ * Null when a browser has no interval.
+ * @param {Record<string, Gain>} gains
+ * @returns {Difference | null}
+ */
+export function gainsApart (gains) {
+  const named = Object.entries(gains)
+  if (named.length < 2 || named.some(([, g]) => g.ci_low_ms === null || g.ci_high_ms === null || g.delta_ms === null)) return null
+  const se = (/** @type {Gain} */ g) => (/** @type {number} */ (g.ci_high_ms) - /** @type {number} */ (g.ci_low_ms)) / (2 * Z95)
+  /** @type {Difference | null} */
+  let widest = null
+  let pairs = 0
+  for (let i = 0; i < named.length; i++) {
+    for (let j = i + 1; j < named.length; j++) {
+      pairs++
+      const [a, ga] = named[i]
+      const [b, gb] = named[j]
+      const delta = /** @type {number} */ (ga.delta_ms) - /** @type {number} */ (gb.delta_ms)
+      const seMs = Math.hypot(se(ga), se(gb))
+      const p = seMs > 0 ? 2 * normalSurvival(Math.abs(delta) / seMs) : (delta === 0 ? 1 : 0)
+      if (!widest || p < widest.p) widest = { browsers: [a, b], delta_ms: delta, se_ms: seMs, p, p_adjusted: null }
+    }
+  }
+  const w = /** @type {Difference} */ (widest)
+  w.p = Math.min(1, w.p * pairs)
+  return w
+}
+
+/**
+ * Same verdict in every browser (a difference both show, or none); verdicts
+ * that differ with gains clearly apart (the difference's adjusted p-value at
+ * most FDR_Q), or without; a browser without enough rounds leaves it open.
  * @param {Gain[]} gains
+ * @param {Difference | null} [difference] the browsers' gains apart, corrected over the locations
  * @returns {{ code: keyof typeof READINGS, text: string }}
  */
-export function readingOf (gains) {
+export function readingOf (gains, difference = null) {
   const verdicts = gains.map((g) => g.verdict)
   const differs = (/** @type {string} */ v) => v === VERDICTS.H3_FASTER || v === VERDICTS.H3_SLOWER
   /** @type {keyof typeof READINGS} */
   let code
   if (gains.length < 2) code = 'one_browser'
   else if (verdicts.some((v) => v === VERDICTS.INSUFFICIENT_DATA)) code = 'insufficient_data'
-  else if (!verdicts.every((v) => v === verdicts[0])) code = 'browser'
+  else if (!verdicts.every((v) => v === verdicts[0])) code = difference?.p_adjusted != null && difference.p_adjusted <= FDR_Q ? 'browser' : 'inconclusive'
   else if (verdicts[0] === VERDICTS.H3_NOT_SUPPORTED) code = 'no_h3'
   else code = differs(verdicts[0]) ? 'same' : 'neither'
   return { code, text: READINGS[code] }

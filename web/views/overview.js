@@ -165,7 +165,9 @@ function usersBadge (u) {
     return h('span', { class: 'badge users no-h3', title, 'data-story': u.story.code }, u.story.text.replace(/ \(.*\)$/, ''))
   }
   if (!r.loaded) return null
-  return h('span', { class: 'badge users', title, 'data-story': u.story.code }, `H3 ${share(r.navigation_share.rate)} returning`)
+  // Too few visits to tell a story: the badge says how few.
+  const of = u.story.code === 'undecided' ? ` of ${count(r.loaded)}` : ''
+  return h('span', { class: 'badge users', title, 'data-story': u.story.code }, `H3 ${share(r.navigation_share.rate)}${of} returning`)
 }
 
 function badges (loc) {
