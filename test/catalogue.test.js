@@ -21,7 +21,7 @@ import { ALTERNATE_PROTOCOL_USAGE, PROTOCOL_REASONS } from '../lib/measurement/p
 import { RESULT_FIELDS, emptyResult } from '../lib/measurement/result.js'
 import { resultSchema, submittedResult } from '../api/schemas.js'
 import { PAGE_ORDER } from '../lib/measurement/checks.js'
-import { resultFromDevtools } from '../lib/measurement/wpt/devtools.js'
+import { navigationOnAgentClock, resultFromDevtools } from '../lib/measurement/wpt/devtools.js'
 import { readResultZip } from '../lib/measurement/wpt/zip.js'
 import { INSERT_COLUMNS } from '../lib/store/results.js'
 import { EXPORT_COLUMNS } from '../lib/store/results-export.js'
@@ -80,13 +80,15 @@ test('the catalogue\'s own references hold: page orderings, timelines, RTT floor
 test('a WebPageTest result reads each column metric from where the catalogue says, and leaves the others null', async () => {
   const [view] = await readResultZip(fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'wpt', '164917_h3l_11_h3_47938c6a2d1a.zip')))
   const devtools = /** @type {Record<string, any>} */ (view.devtools)
-  /** @type {[string, string][]} metric id, pageData field */
-  const fromPage = COLUMN_METRICS.flatMap((m) => (m.wpt && 'pageData' in m.wpt ? [[m.id, m.wpt.pageData]] : []))
+  /** @type {[string, string, boolean][]} metric id, pageData field, on the agent's clock */
+  const fromPage = COLUMN_METRICS.flatMap((m) => (m.wpt && 'pageData' in m.wpt ? [[m.id, m.wpt.pageData, m.wpt.agentClock === true]] : []))
   // Distinct values each metric can only have got from its own field.
   fromPage.forEach(([, field], i) => { devtools.pageData[field] = 1000 + i })
+  // The navigation began 9 ms into the agent's clock in this upload: the load event at 427 there, 418 from the navigation's start.
+  assert.equal(navigationOnAgentClock(devtools.pageData), 9)
   const row = resultFromDevtools(devtools, { mode: 'h3', view: 'first', expected: 'h3' })
   assert.equal(row.status, 'ok', row.error)
-  fromPage.forEach(([id, field], i) => assert.equal(row[id], 1000 + i, `${id} from pageData.${field}`))
+  fromPage.forEach(([id, field, agentClock], i) => assert.equal(row[id], 1000 + i - (agentClock ? 9 : 0), `${id} from pageData.${field}`))
   for (const m of COLUMN_METRICS.filter((x) => x.wpt && 'navigation' in x.wpt)) assert.ok(m.id === 'dns_ms' || row[m.id] > 0, `${m.id} from the navigation: ${row[m.id]}`)
   for (const m of COLUMN_METRICS.filter((x) => !x.wpt)) assert.equal(row[m.id], null, `${m.id}: WPT does not measure it`)
   // The agent writes 0 for what it did not see: not a measurement.

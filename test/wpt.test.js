@@ -137,8 +137,11 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.equal(h3.protocol_ok, true)
   // From the navigation's start to its document's first byte, as the upload's trace gives them (the agent's own: 115 ms).
   assert.equal(h3.ttfb_ms, 136.9, 'TTFB of the base page\'s navigation')
-  assert.equal(h3.load_ms, 260)
-  assert.equal(h3.lcp_ms, 287)
+  // The load event and the paints from the navigation's start too: the agent's own load time
+  // (260) and paints (287) count from its first activity, 17 ms before it.
+  assert.equal(h3.load_ms, 243)
+  assert.equal(h3.lcp_ms, 270)
+  assert.equal(h3.fcp_ms, 270)
   assert.equal(h3.connect_ms, 107, 'the QUIC handshake')
   assert.equal(h3.requests, 4)
   assert.equal(h3.browser_version, '156.0.0.0')
@@ -150,6 +153,7 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.match(origin, /https:\/\/localhost:18443/)
   assert.match(origin, /h3=\\":18443\\"/)
   const detail = async (id) => (await fetch(`${server}/api/v1/results/${id}`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
+  assert.equal((await detail(h3.id)).details.wpt.navigation_on_agent_clock_ms, 17, 'where the navigation began on the agent\'s clock')
   assert.deepEqual((await detail(h3.id)).details.requests.map((r) => r.protocol), ['h3', 'h3', 'h3', 'h3'], 'each request\'s protocol, as the agent recorded it')
   // The plain-HTTP recording in the H2 arm: the server-side protocol check calls it a fallback.
   assert.equal(h2.status, 'protocol_mismatch')

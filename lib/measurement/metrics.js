@@ -43,9 +43,11 @@ import { journey } from './probes/journey.js'
  * @property {Readonly<{ h3: number, tcp: number }> | null} rttFloor its least value in round trips on a fresh
  *   connection without loss, over QUIC and over TCP + TLS 1.3 (lib/measurement/rtt.js); the result carries it in
  *   RTT as <name>_rtt
- * @property {Readonly<{ pageData: string } | { navigation: true }> | null} wpt where a WebPageTest result has it: a
- *   pageData field of the agent's devtools file (0 read as not measured), or the navigation's own phases read from
- *   the base page's request (lib/measurement/wpt/navigation.js); null: WPT results leave it null
+ * @property {Readonly<{ pageData: string, agentClock?: true } | { navigation: true }> | null} wpt where a WebPageTest result
+ *   has it: a pageData field of the agent's devtools file (0 read as not measured), or the navigation's own phases read
+ *   from the base page's request (lib/measurement/wpt/navigation.js); null: WPT results leave it null. agentClock: the
+ *   field counts from the agent's own zero, before the navigation began, and is moved to the navigation's start
+ *   (lib/measurement/wpt/devtools.js)
  * @property {boolean} pageScript measured by its own script in the loaded page, agents/page/metrics/<id>.js
  * @property {readonly string[]} browsers the browsers that give it (lib/measurement/browsers/index.js); a result of
  *   another browser leaves it null, never zero
@@ -97,15 +99,15 @@ export const METRICS = Object.freeze([
   }),
   metric({
     id: 'load_ms', alias: 'load', rollup: 'load', label: 'Load', long: 'Page load (loadEventEnd)', description: 'loadEventEnd',
-    comparable: true, atLeast: ['ttfb_ms', 'dcl_ms'], summary: true, wpt: { pageData: 'loadTime' }
+    comparable: true, atLeast: ['ttfb_ms', 'dcl_ms'], summary: true, wpt: { pageData: 'loadEventEnd' }
   }),
   metric({
     id: 'fcp_ms', alias: 'fcp', rollup: 'fcp', label: 'FCP', long: 'First contentful paint', description: 'first-contentful-paint',
-    comparable: true, atLeast: ['ttfb_ms'], summary: true, wpt: { pageData: 'firstContentfulPaint' }, pageScript: true
+    comparable: true, atLeast: ['ttfb_ms'], summary: true, wpt: { pageData: 'firstContentfulPaint', agentClock: true }, pageScript: true
   }),
   metric({
     id: 'lcp_ms', alias: 'lcp', rollup: 'lcp', label: 'LCP', long: 'Largest contentful paint', description: 'largest-contentful-paint',
-    comparable: true, atLeast: ['ttfb_ms'], wpt: { pageData: 'chromeUserTiming.LargestContentfulPaint' }
+    comparable: true, atLeast: ['ttfb_ms'], wpt: { pageData: 'chromeUserTiming.LargestContentfulPaint', agentClock: true }
   }),
   metric({
     id: 'connect_ms', alias: 'connect', rollup: 'connect', label: 'Connect', long: 'Connection setup', description: 'connectEnd - connectStart; for QUIC includes the crypto handshake',
@@ -126,27 +128,27 @@ export const METRICS = Object.freeze([
   metric({
     id: 'first_visual_change_ms', label: 'First change', long: 'First visual change',
     description: 'the first frame of the filmstrip that differs from the blank page (options.filmstrip; docs/FILMSTRIPS.md)',
-    comparable: true, wpt: { pageData: 'render' }, browsers: FILMED_IN
+    comparable: true, wpt: { pageData: 'render', agentClock: true }, browsers: FILMED_IN
   }),
   metric({
     id: 'speed_index_ms', label: 'Speed Index', long: 'Speed Index',
     description: 'the area above the visual progress curve, ∫ (1 − progress) dt, from the filmstrip with speedline-core as Lighthouse computes it',
-    comparable: true, atLeast: ['first_visual_change_ms'], summary: true, wpt: { pageData: 'SpeedIndex' }, browsers: FILMED_IN
+    comparable: true, atLeast: ['first_visual_change_ms'], summary: true, wpt: { pageData: 'SpeedIndex', agentClock: true }, browsers: FILMED_IN
   }),
   metric({
     id: 'visually_complete_85_ms', label: 'VC 85%', long: 'Visually complete 85%',
     description: 'the first frame whose visual progress reaches 85 %',
-    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'visualComplete85' }, browsers: FILMED_IN
+    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'visualComplete85', agentClock: true }, browsers: FILMED_IN
   }),
   metric({
     id: 'visually_complete_ms', label: 'VC 100%', long: 'Visually complete',
     description: 'the first frame whose visual progress reaches 100 %',
-    comparable: true, atLeast: ['visually_complete_85_ms'], wpt: { pageData: 'visualComplete' }, browsers: FILMED_IN
+    comparable: true, atLeast: ['visually_complete_85_ms'], wpt: { pageData: 'visualComplete', agentClock: true }, browsers: FILMED_IN
   }),
   metric({
     id: 'last_visual_change_ms', label: 'Last change', long: 'Last visual change',
     description: 'the last frame that differs from the one before it, until capture stopped (load plus a quiet second)',
-    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'lastVisualChange' }, browsers: FILMED_IN
+    comparable: true, atLeast: ['first_visual_change_ms'], wpt: { pageData: 'lastVisualChange', agentClock: true }, browsers: FILMED_IN
   }),
   metric({
     id: 'request_ms', alias: 'request', rollup: 'request', samplesOf: 'parallel', label: 'Request', long: 'One parallel request',
