@@ -27,6 +27,11 @@
 // ≤ 5% of its cells whatever the other browser's arms do, and the
 // cross-browser view reads "the browsers disagree" where only Chromium
 // gains.
+//
+// Then a journey's steps (docs/STATISTICS.md): a journey of ten named steps
+// whose arms are identical claims a difference in its steps table (p50, a
+// row per step and location) in ≤ 5% of journeys, and a step 20% faster
+// over H3 among nine identical ones is still found.
 import os from 'node:os'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
@@ -36,8 +41,8 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { buildApp } from '../api/app.js'
-import { calibrationScenarios, autoCalibrationScenarios, browserCalibrationScenarios, CALIBRATION_LOCATIONS, MORE_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
-import { runScenario, runAutoScenario, runBrowserScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from '../dev/calibration-runs.js'
+import { calibrationScenarios, autoCalibrationScenarios, browserCalibrationScenarios, journeyCalibrationScenarios, CALIBRATION_LOCATIONS, MORE_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
+import { runScenario, runAutoScenario, runBrowserScenario, runJourneyScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from '../dev/calibration-runs.js'
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, reps: { type: 'string' }, only: { type: 'string' }, 'pg-port': { type: 'string', default: '54393' } } })
 const { dataDir, log, lifecycle } = benchScratch('bench-calibration')
@@ -121,6 +126,7 @@ try {
   }
   await autoCalibration(client)
   await browserCalibration(client)
+  await journeyCalibration(client)
   console.log(`\n${((performance.now() - t0) / 1000).toFixed(0)} s`)
   await app.close()
 } finally {
@@ -229,5 +235,47 @@ async function browserCalibration (client) {
     }
     const cell = (/** @type {{ tested: number, flagged: number }} */ x) => `${pct(x.flagged, x.tested)} of ${x.tested}`
     console.log(`| ${s.name} | ${reps} | ${cell(per.chromium)} | ${cell(per.firefox)} | ${pct(per.chromium.faster, per.chromium.tested)} | ${Object.entries(readings).map(([k, n]) => `${k} ${n}`).join(', ')} | ${targets.join('; ')} |`)
+  }
+}
+
+/**
+ * A journey's steps: per scenario, the steps tables (p50 of each step at
+ * each location and all locations) with any flagged cell, and the cells of
+ * the steps with a true gain that are found.
+ * @param {import('../dev/calibration-runs.js').Client} client
+ */
+async function journeyCalibration (client) {
+  const scenarios = journeyCalibrationScenarios().filter((s) => !values.only || s.name.includes(values.only))
+  if (!scenarios.length) return
+  console.log('\njourney steps — one monitor whose journey names ten steps; a steps table = each step\'s p50 at each location and all locations (GET /monitors/{id}/comparison?probe=journey:<step>)')
+  console.log('| scenario | runs | step cells flagged (identical steps) | steps tables with a flag | the gaining step\'s cells found | target |')
+  console.log('|---|---|---|---|---|---|')
+  for (const s of scenarios) {
+    const reps = Number(values.reps ?? (values.quick ? 6 : 40))
+    let cells = 0
+    let flagged = 0
+    let tables = 0
+    let gainCells = 0
+    let found = 0
+    for (let r = 0; r < reps; r++) {
+      const { steps } = await runJourneyScenario(client, s, { seed: r })
+      let any = false
+      for (const [k, answer] of steps.entries()) {
+        const tested = answer.locations.flatMap((/** @type {any} */ l) => l.rows).filter((/** @type {any} */ row) => row.p_value !== null).length
+        const f = flaggedCells(answer)
+        if (s.steps[k].gain) {
+          gainCells += tested
+          found += f.filter((c) => c.verdict === 'h3_faster').length
+        } else {
+          cells += tested
+          flagged += f.length
+          if (f.length) any = true
+        }
+      }
+      if (any) tables++
+    }
+    const targets = [`tables with a flag ≤ 5%: ${tables <= 0.05 * reps ? 'met' : 'MISSED'}`]
+    if (gainCells) targets.push(`the gaining step found in ≥ 80% of its cells: ${found >= 0.8 * gainCells ? 'met' : 'MISSED'}`)
+    console.log(`| ${s.name} | ${reps} | ${pct(flagged, cells)} of ${cells} | ${tables}/${reps} | ${gainCells ? `${pct(found, gainCells)} of ${gainCells}` : '—'} | ${targets.join('; ')} |`)
   }
 }

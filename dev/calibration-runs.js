@@ -68,6 +68,37 @@ export async function runBrowserScenario (client, s, { seed, windowDays = 6 }) {
 }
 
 /**
+ * A journey monitor whose named steps s0, s1, … each have their rounds
+ * drawn from a scenario of their own (probe journey:s<k>), imported
+ * together; each step's comparison (step_ms, matched) read back, as the
+ * steps table reads them.
+ * @param {Client} client
+ * @param {{ name: string, rounds: number, steps: import('./calibration-scenarios.js').Scenario[] }} s
+ * @param {{ seed: number | string, windowDays?: number, percentiles?: number[] }} o
+ * @returns {Promise<{ monitorId: number, steps: any[] }>}
+ */
+export async function runJourneyScenario (client, s, { seed, windowDays = 6, percentiles = [50] }) {
+  const all = {
+    name: s.name,
+    locations: s.steps[0].locations,
+    rounds: s.rounds,
+    * rows (/** @type {number | string} */ seed, /** @type {number} */ startMs, /** @type {number} */ stepMs) {
+      for (const [k, step] of s.steps.entries()) yield* step.rows(`${seed}|${k}`, startMs, stepMs)
+    }
+  }
+  const journey = { steps: s.steps.map((_, k) => ({ action: 'navigate', url: `/step-${k}`, name: `s${k}` })) }
+  const { monitorId, from, to } = await importScenario(client, all, { seed, windowDays, monitor: { probes: ['journey'], journey } })
+  const window = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&metric=step_ms&percentiles=${percentiles.join(',')}`
+  const steps = []
+  for (let k = 0; k < s.steps.length; k++) {
+    const res = await client({ method: 'GET', url: `/api/v1/monitors/${monitorId}/comparison?${window}&probe=journey:s${k}` })
+    if (res.status !== 200) throw new Error(`comparison (step s${k}): ${res.status} ${res.text.slice(0, 500)}`)
+    steps.push(res.json())
+  }
+  return { monitorId, steps }
+}
+
+/**
  * An auto-arm scenario (dev/calibration-scenarios.js autoScenario) through the
  * import and GET /monitors/{id}/auto: the answer a user's monitor with the
  * three arms would give.

@@ -84,6 +84,9 @@ export function scenario ({
             } else if (probe === 'parallel') {
               const samples = Array.from({ length: samplesPerRound }, draw)
               yield { time, location_id: loc.id, mode, probe, status: 'ok', observed_protocol: mode, ttfb_ms: null, details: { samples } }
+            } else if (probe.startsWith('journey:')) {
+              // A journey step's duration (step_ms) is its sample.
+              yield { time, location_id: loc.id, mode, probe, status: 'ok', observed_protocol: mode, ttfb_ms: null, samples: [draw()] }
             } else {
               yield { time, location_id: loc.id, mode, probe, status: 'ok', observed_protocol: mode, ttfb_ms: draw() }
             }
@@ -232,6 +235,22 @@ export function browserCalibrationScenarios () {
         firefox: scenario({ name: 'firefox gain 8', truth: 'H3 8% faster', rounds: 300, gain: 0.08 })
       }
     }
+  ]
+}
+
+/**
+ * A journey's steps (docs/STATISTICS.md): ten named steps, each its own
+ * scenario (probe journey:s<k>), identical arms in all, or one step 20%
+ * faster over H3 among nine identical ones.
+ * @returns {{ name: string, rounds: number, steps: Scenario[] }[]}
+ */
+export function journeyCalibrationScenarios () {
+  const steps = (/** @type {number} */ rounds, /** @type {number} */ gaining) => Array.from({ length: 10 }, (_, k) => scenario({
+    name: `step ${k}`, truth: k === gaining ? 'H3 20% faster' : 'identical arms', rounds, probe: `journey:s${k}`, gain: k === gaining ? 0.2 : 0, sigmaPath: 0.3, sigmaArm: 0.4
+  }))
+  return [
+    { name: 'journey: ten identical steps, n=100', rounds: 100, steps: steps(100, -1) },
+    { name: 'journey: one step of ten 20% faster, n=300', rounds: 300, steps: steps(300, 3) }
   ]
 }
 

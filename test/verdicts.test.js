@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { autoScenario, scenario, CALIBRATION_LOCATIONS, FAST_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
-import { runAutoScenario, runScenario, flaggedCells } from '../dev/calibration-runs.js'
+import { runAutoScenario, runJourneyScenario, runScenario, flaggedCells } from '../dev/calibration-runs.js'
 
 let t
 /** @type {import('../dev/calibration-runs.js').Client} */
@@ -280,4 +280,15 @@ test('a cell\'s verdict is the same whichever percentiles a view asks for: the o
     }
   }
   assert.ok(contrasts >= 2, 'contrasts with an adjusted p-value below 1 were compared')
+})
+
+test('a journey\'s steps are corrected together: identical steps claim nothing, a step 30% faster over H3 is still found, and says how', async () => {
+  const steps = Array.from({ length: 8 }, (_, k) => scenario({ name: `step ${k}`, truth: '', rounds: 150, probe: `journey:s${k}`, gain: k === 3 ? 0.3 : 0 }))
+  const { steps: answers } = await runJourneyScenario(client, { name: 'journey', rounds: 150, steps }, { seed: 9 })
+  for (const [k, answer] of answers.entries()) {
+    assert.match(answer.method.verdict, /a journey's 9 tables \(the whole journey and each named step\) are read side by side, so the adjusted p-values are multiplied by 9/)
+    const flagged = flaggedCells(answer)
+    if (k === 3) assert.ok(flagged.filter((c) => c.verdict === 'h3_faster').length >= 3, `step s3: ${JSON.stringify(flagged)}`)
+    else assert.deepEqual(flagged, [], `step s${k}`)
+  }
 })

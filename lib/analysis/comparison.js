@@ -28,6 +28,8 @@ import { readRoundWindow } from '../store/round-summaries.js'
 import { listLocations } from '../store/locations.js'
 import { BROWSER_CATALOGUE } from '../measurement/browsers/index.js'
 import { DEFAULT_PERCENTILES, MIN_ROUNDS, minRoundsFor } from '../measurement/metrics.js'
+import { isJourneyProbe } from '../measurement/probes/journey.js'
+import { stepNames } from '../measurement/journey/steps.js'
 import {
   roundBootstrap, bootstrapSummary, wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP,
   benjaminiHochberg, screenedBenjaminiHochberg, mannWhitneyU, cliffsDelta, normalSurvival, normalQuantile, exactQuantile
@@ -65,7 +67,7 @@ const LATTICE_SHARE = 0.05
 export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
 
 /**
- * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number, results_changed_at?: Date | string | null }} ComparedMonitor
+ * @typedef {{ id: number, locations: string[], aa_protocol?: string | null, min_effect_pct?: number, min_effect_ms?: number, results_changed_at?: Date | string | null, journey?: any }} ComparedMonitor
  * @typedef {{ job_id: string, h2: number[], h3: number[], h2_state: string, h3_state: string }} RoundRow
  * @typedef {{ id: string, name?: string | null, region?: string | null, kind?: string | null, profile?: any, browsers?: string[] }} EntryLocation profile: the location's network profile (JSON); browsers: those its agents have
  * @typedef {Record<string, any>} Entry a location's (or all locations') part of the answer, see locationEntry
@@ -85,6 +87,17 @@ export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
  */
 export function correctionFamily (asked) {
   return [...new Set([...DEFAULT_PERCENTILES, ...asked])].sort((a, b) => a - b)
+}
+
+/**
+ * The tables a journey monitor's steps view holds side by side: the whole
+ * journey and each named step. A step's cells are corrected for all of
+ * them, so a steps table of identical arms claims a difference in at most
+ * 5% of journeys, and a step reads the same there and in its own table.
+ * @param {{ journey?: any }} monitor
+ */
+export function journeyTables (monitor) {
+  return 1 + stepNames(monitor.journey ?? null).length
 }
 
 /**
@@ -118,9 +131,12 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
   // The cells of the view are corrected in two levels, a screen per column
   // (a location, or all locations) and Benjamini–Hochberg within it
   // (screenedBenjaminiHochberg says why).
+  // A journey's steps are read side by side (the steps table), each step's
+  // comparison a table of its own: Bonferroni over them.
+  const tables = isJourneyProbe(probe) ? journeyTables(monitor) : 1
   const families = [...entries, all].map((e) => e.rows.filter((/** @type {Row} */ r) => r.p_value !== null)).filter((f) => f.length)
   screenedBenjaminiHochberg(families.map((f) => f.map((/** @type {Row} */ c) => c.p_value)))
-    .forEach((adjusted, j) => families[j].forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = adjusted[i] }))
+    .forEach((adjusted, j) => families[j].forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = Math.min(1, adjusted[i] * tables) }))
   for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
   const paired = [...entries, all].filter((e) => e.paired.p !== null)
   benjaminiHochberg(paired.map((e) => e.paired.p)).forEach((p, i) => { paired[i].paired.p_adjusted = p })
@@ -153,13 +169,13 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
     aa_protocol: monitor.aa_protocol ?? null,
     min_effect: minEffect,
     cells: { tested: [...entries, all].reduce((n, e) => n + e.cells.tested, 0), flagged: [...entries, all].reduce((n, e) => n + e.cells.flagged, 0) },
-    method: method({ analysis, timeoutMs, minEffect, percentiles: asked, family: percentiles }),
+    method: method({ analysis, timeoutMs, minEffect, percentiles: asked, family: percentiles, tables }),
     locations: [...entries, all]
   }
 }
 
-/** @param {{ analysis: string, timeoutMs: number, minEffect: MinEffect, percentiles: number[], family: number[] }} o */
-function method ({ analysis, timeoutMs, minEffect, percentiles, family }) {
+/** @param {{ analysis: string, timeoutMs: number, minEffect: MinEffect, percentiles: number[], family: number[], tables: number }} o */
+function method ({ analysis, timeoutMs, minEffect, percentiles, family, tables }) {
   return {
     unit: 'the round: both arms of one round at one location, run moments apart',
     rounds_used: analysis === 'matched'
@@ -171,7 +187,8 @@ function method ({ analysis, timeoutMs, minEffect, percentiles, family }) {
     interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and window)`,
     verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (its column passes a Simes screen, Bonferroni over the columns, then Benjamini–Hochberg within the column), the interval excludes 0, ` +
       `|Δ| ≥ max(${minEffect.pct}% of H2, ${minEffect.ms} ms), and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')}); ` +
-      `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view`,
+      `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view` +
+      (tables > 1 ? `; a journey's ${tables} tables (the whole journey and each named step) are read side by side, so the adjusted p-values are multiplied by ${tables} (Bonferroni)` : ''),
     paired_test: 'Wilcoxon signed-rank on per-round differences (H3 − H2; a round\'s median for multi-sample probes), Hodges–Lehmann shift with its 95% interval',
     unpaired: 'Mann–Whitney U and Cliff\'s δ on the same samples, unpaired, for description',
     all_locations: 'per-location effects averaged with equal weight (stratified), never pooled samples',

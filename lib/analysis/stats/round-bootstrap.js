@@ -149,8 +149,10 @@ function weightedQuantiles ({ values, roundOf }, weights, qs) {
  * heavier than a normal's. The normal one alone let tables of identical arms
  * claim a difference in 8–12% of runs (bench/calibration.js) although each
  * cell kept 5%: too many small p-values. Taking the larger keeps the tail
- * honest; its floor of 2 / (iterations + 1) is still below the thresholds
- * of the correction for a 6-row table.
+ * honest. Where no resample reaches 0 the share only says the p-value is
+ * below 2 / (iterations + 1), 0.002: the normal one answers there, or a
+ * correction over many columns and tables (a journey's steps, many
+ * locations) could never reach its threshold however large the difference.
  * @param {Float64Array} draws
  * @param {number} estimate
  * @param {number} [confidence]
@@ -180,7 +182,7 @@ export function bootstrapSummary (draws, estimate, confidence = 0.95) {
   if (estimate !== 0) {
     const normal = se > 0 ? 2 * normalSurvival(Math.abs(estimate) / se) : 0
     const beyond = estimate < 0 ? above : below
-    p = Math.min(1, Math.max(normal, 2 * (beyond + 1) / (n + 1)))
+    p = Math.min(1, beyond === 0 ? normal : Math.max(normal, 2 * (beyond + 1) / (n + 1)))
   }
   return { lo: at(tail), hi: at(1 - tail), se, p }
 }
