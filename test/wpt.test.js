@@ -142,7 +142,7 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.equal(h3.load_ms, 243)
   assert.equal(h3.lcp_ms, 270)
   assert.equal(h3.fcp_ms, 270)
-  assert.equal(h3.connect_ms, 107, 'the QUIC handshake')
+  assert.equal(h3.connect_ms, 106.6, 'the QUIC handshake, as Chromium\'s own timing in the trace gives it')
   assert.equal(h3.requests, 4)
   assert.equal(h3.browser_version, '156.0.0.0')
   assert.deepEqual(h3.flags, ['--enable-quic', '--origin-to-force-quic-on=localhost:18443'], 'the switches the arm was sent')

@@ -11,7 +11,7 @@ import { advertisesH3 } from '../alt-svc.js'
 import { emptyResult } from '../result.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../metrics.js'
 import { navigationTimings } from './navigation.js'
-import { traceTtfb } from './trace.js'
+import { tracePhases, traceTtfb } from './trace.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
 const CONTENT_ERROR = 99999
@@ -45,6 +45,9 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   row.browser_version = text(page.browser_version ?? page.browserVersion, 200)
   row.observed_protocol = base ? normalizeProtocol(text(base.protocol, 64)) : null
   const timings = base ? navigationTimings(requests, base, page, traceTtfb(trace, base)) : null
+  // The connection set-up from the trace too, where it has the request's.
+  const fromTrace = base ? tracePhases(trace, base) : null
+  if (timings && fromTrace) Object.assign(timings, fromTrace)
   row.details = {
     requests: requests.slice(0, MAX_REQUESTS).map(requestDetail),
     origins: originsSeen(requests.slice(0, MAX_REQUESTS)),
@@ -54,7 +57,8 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
       tester: text(page.tester, 200),
       final_url: text(page.final_url, 4000),
       page_ttfb_ms: num(page.TTFB),
-      ttfb_check: timings?.check ?? null
+      ttfb_check: timings?.check ?? null,
+      phases_source: timings ? (fromTrace ? 'trace' : 'agent') : null
     }
   }
   if (timings) for (const c of FROM_NAVIGATION) row[c] = /** @type {Record<string, any>} */ (timings)[c] ?? null

@@ -15,9 +15,14 @@
 // faster.
 
 /**
- * @typedef {{ navigations: Record<string, number>, firstBytes: Record<string, number> }} TraceTimes
+ * @typedef {{ dns_ms: number, connect_ms: number, tls_ms: number | null }} TracePhases
+ *   a request's connection set-up as Navigation Timing gives it: domainLookupEnd − domainLookupStart,
+ *   connectEnd − connectStart (TCP and TLS, or the QUIC handshake), connectEnd − secureConnectionStart
+ *   (null without TLS); 0 for a connection that existed
+ * @typedef {{ navigations: Record<string, number>, firstBytes: Record<string, number>, phases: Record<string, TracePhases> }} TraceTimes
  *   navigations: each navigation's start by its id, in ms on the trace's clock;
- *   firstBytes: each request's first byte of its (final) response by its DevTools request id, on the same clock
+ *   firstBytes: each request's first byte of its (final) response by its DevTools request id, on the same clock;
+ *   phases: each request's connection set-up of its (final) response, by the same id
  */
 
 /**
@@ -33,6 +38,8 @@ export function traceTimes (trace) {
   const navigations = Object.create(null)
   /** @type {Record<string, number>} */
   const firstBytes = Object.create(null)
+  /** @type {Record<string, TracePhases>} */
+  const phases = Object.create(null)
   for (const e of events) {
     if (!isObject(e) || !isObject(e.args) || !isObject(e.args.data)) continue
     const data = e.args.data
@@ -48,9 +55,39 @@ export function traceTimes (trace) {
       const at = [t.receiveHeadersStart, t.receiveHeadersEnd].find((v) => finite(v) && v >= 0)
       // A redirect's hops share the id; the last response is the document's.
       if (at !== undefined) firstBytes[id] = t.requestTime * 1000 + at
+      phases[id] = {
+        dns_ms: span(t.dnsStart, t.dnsEnd),
+        connect_ms: span(t.connectStart, t.connectEnd),
+        tls_ms: finite(t.sslStart) && t.sslStart >= 0 ? span(t.sslStart, t.connectEnd) : null
+      }
     }
   }
-  return Object.keys(navigations).length || Object.keys(firstBytes).length ? { navigations, firstBytes } : null
+  return Object.keys(navigations).length || Object.keys(firstBytes).length ? { navigations, firstBytes, phases } : null
+}
+
+/**
+ * A phase's duration from Chromium's timing: its start and end in ms from
+ * the request's start, −1 when it did not happen (a connection that
+ * existed), which takes no time.
+ * @param {unknown} start
+ * @param {unknown} end
+ */
+function span (start, end) {
+  return finite(start) && finite(end) && start >= 0 && end >= start ? Math.round((end - start) * 10) / 10 : 0
+}
+
+/**
+ * The connection set-up of a base-page request's document, from the trace:
+ * as an h3lens agent's Navigation Timing gives it. The agent's own DevTools
+ * times count a connection Chromium opened before the request whole
+ * (15 ms more on H2 at the median in a real agent's uploads, up to 67).
+ * @param {TraceTimes | null} times
+ * @param {Record<string, any>} base the agent's base-page request
+ * @returns {TracePhases | null}
+ */
+export function tracePhases (times, base) {
+  if (!times?.phases || typeof base.request_id !== 'string') return null
+  return times.phases[base.request_id.replace(/-\d+$/, '')] ?? null
 }
 
 /**
