@@ -155,6 +155,8 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   const detail = async (id) => (await fetch(`${server}/api/v1/results/${id}`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
   assert.equal((await detail(h3.id)).details.wpt.navigation_on_agent_clock_ms, 17, 'where the navigation began on the agent\'s clock')
   assert.deepEqual((await detail(h3.id)).details.requests.map((r) => r.protocol), ['h3', 'h3', 'h3', 'h3'], 'each request\'s protocol, as the agent recorded it')
+  // All four on the agent's socket 94: the document opened it, the others rode it.
+  assert.deepEqual((await detail(h3.id)).details.requests.map((r) => [r.connection_id, r.connection_reused]), [[94, false], [94, true], [94, true], [94, true]])
   // The plain-HTTP recording in the H2 arm: the server-side protocol check calls it a fallback.
   assert.equal(h2.status, 'protocol_mismatch')
   assert.equal(h2.observed_protocol, 'http/1.0')

@@ -48,8 +48,17 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   // The connection set-up from the trace too, where it has the request's.
   const fromTrace = base ? tracePhases(trace, base) : null
   if (timings && fromTrace) Object.assign(timings, fromTrace)
+  const shown = requests.slice(0, MAX_REQUESTS).map(requestDetail)
+  // The agent names each request's socket: the first request on one opened
+  // it, the later ones rode it (in the order the agent lists them, by start).
+  const sockets = new Set()
+  for (const q of shown) {
+    if (q.connection_id === null || q.connection_id < 0) continue
+    q.connection_reused = sockets.has(q.connection_id)
+    sockets.add(q.connection_id)
+  }
   row.details = {
-    requests: requests.slice(0, MAX_REQUESTS).map(requestDetail),
+    requests: shown,
     origins: originsSeen(requests.slice(0, MAX_REQUESTS)),
     wpt: {
       test_id: text(page.testID, 200),
