@@ -176,7 +176,8 @@ function requestDetail (r) {
     start_ms: start,
     end_ms: end,
     connection_id: num(r.socket),
-    connection_reused: null,
+    // Set from the run's requests together (resultFromDevtools).
+    connection_reused: /** @type {boolean | null} */ (null),
     from_cache: false,
     alternate_protocol_usage: null,
     remote_address: text(r.ip_addr, 100),
