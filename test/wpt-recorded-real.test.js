@@ -270,12 +270,17 @@ test('a private target is sent while H3LENS_ALLOW_PRIVATE_TARGETS allows it, and
     // Saved while private targets were allowed (or while the name resolved elsewhere).
     const m = await monitorWithRound(`${ORIGIN}/`)
     const poll = (a) => a.inject({ url: `/work/getwork.php?${new URLSearchParams({ f: 'json', location: LOCATION, pc: PC, key })}` })
+    const { rows: [faultsBefore] } = await database.pool.query('SELECT faults, last_fault FROM agents WHERE location_id = $1 AND name = $2', [LOCATION, PC])
     const refused = await poll(strict)
     assert.deepEqual([refused.statusCode, refused.body], [200, ''], 'no job')
     const { rows: [round] } = await database.pool.query('SELECT state, last_error FROM jobs WHERE monitor_id = $1', [m.id])
     assert.equal(round.state, 'queued')
     assert.match(round.last_error, /^attempt 1 of \d+ failed and runs again: WPT location wpt-fra cannot measure https:\/\/localhost:18443\/: url points at localhost, a loopback name, which monitors may not target/)
     assert.ok(strictLines.some((l) => /"url":"https:\/\/localhost:18443\/".*"reason":"url points at localhost/.test(l)), strictLines.join(''))
+    // The server's refusal is no fault of the agent's: its health on the Locations page stays as it was.
+    const { rows: [agent] } = await database.pool.query('SELECT faults, last_fault FROM agents WHERE location_id = $1 AND name = $2', [LOCATION, PC])
+    assert.deepEqual([agent.faults, agent.last_fault], [faultsBefore.faults, faultsBefore.last_fault])
+    assert.doesNotMatch(String(agent.last_fault), /cannot measure/)
 
     await database.pool.query('UPDATE jobs SET run_after = now() WHERE monitor_id = $1', [m.id])
     const sent = await poll(app)

@@ -382,11 +382,12 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
  * stored. Retry with exponential back-off until attempts run out; the job
  * keeps the cause in last_error, saying which attempt it ended, or that the
  * round was given up. The agent's fault count and last fault (its health,
- * GET /agents) go up with it.
+ * GET /agents) go up with it, unless the server itself would not send the
+ * job (agentFault false: a WPT location that cannot reach the target).
  * @param {import('pg').Pool} db
- * @param {{ jobId: number, agentId: number, locationId?: string, error: string }} opts
+ * @param {{ jobId: number, agentId: number, locationId?: string, error: string, agentFault?: boolean }} opts
  */
-export async function failJob (db, { jobId, agentId, locationId, error }) {
+export async function failJob (db, { jobId, agentId, locationId, error, agentFault = true }) {
   const { rows } = await db.query(
     `WITH failed AS (
        UPDATE jobs SET
@@ -401,9 +402,9 @@ export async function failJob (db, { jobId, agentId, locationId, error }) {
         WHERE id = $1 AND lease_owner = $2 AND state = 'leased' RETURNING state),
      agent AS (
        UPDATE agents SET faults = faults + 1, last_fault_at = now(), last_fault = $3
-        WHERE id = $2 AND EXISTS (SELECT 1 FROM failed))
+        WHERE id = $2 AND $4 AND EXISTS (SELECT 1 FROM failed))
      SELECT state FROM failed`,
-    [jobId, agentId, String(error).slice(0, 2000)])
+    [jobId, agentId, String(error).slice(0, 2000), agentFault])
   if (!rows[0]) await explainNotLeased(db, jobId, agentId, locationId)
   return rows[0].state
 }

@@ -151,7 +151,8 @@ async function sendPending (db, { agent, lease, target }) {
     for (const url of journeyUrls) await target(url)
   } catch (/** @type {any} */ err) {
     await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND state IN ('pending', 'sent')", [job.id])
-    await failJob(db, { jobId: job.id, agentId: agent.id, error: `WPT location ${job.location_id} cannot measure ${job.url}: ${err.message}` })
+    // The server's refusal, not the agent's fault: the agent's health stays as it is.
+    await failJob(db, { jobId: job.id, agentId: agent.id, error: `WPT location ${job.location_id} cannot measure ${job.url}: ${err.message}`, agentFault: false })
       .catch((e) => { if (!(e instanceof ConflictError)) throw e })
     return null
   }
