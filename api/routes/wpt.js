@@ -71,8 +71,9 @@ export default async function wptRoutes (app) {
    * api/plugins/auth.js).
    * @param {AgentRequest} request
    * @param {import('fastify').FastifyReply} reply
+   * @param {{ create?: boolean }} [o] create: a new pc becomes an agent (asking for work, a heartbeat; not an upload)
    */
-  async function admit (request, reply) {
+  async function admit (request, reply, { create = false } = {}) {
     const q = request.query
     // An upload turned away here is lost (the agent never retries): its log line names the test.
     const test = (/** @type {{ id?: string }} */ (q)).id
@@ -80,7 +81,7 @@ export default async function wptRoutes (app) {
     // same address (a reverse proxy's) never lock a location's agents out.
     if (q.location && q.key && await wptKeyValid(app.db, { location: q.location, key: q.key })) {
       if (!q.pc) throw new ValidationError('pc is required (the agent\'s name)', 'pc')
-      return wptAgent(app.db, { location: q.location, pc: q.pc, version: q.version ?? null })
+      return wptAgent(app.db, { location: q.location, pc: q.pc, version: q.version ?? null, create })
     }
     // A blocked address's wrong keys are answered without being logged one by one.
     const wait = failures.blockedFor(request)
@@ -127,7 +128,7 @@ export default async function wptRoutes (app) {
       }
     }
   }, async (/** @type {AgentRequest<{ f?: string }>} */ request, reply) => {
-    const agent = await admit(request, reply)
+    const agent = await admit(request, reply, { create: true })
     if (!agent) return reply
     const target = async (/** @type {string} */ url) => {
       try {
@@ -145,7 +146,8 @@ export default async function wptRoutes (app) {
   app.get('/work/ping.php', {
     schema: { description: 'wptagent\'s heartbeat, at most once a minute; with test= it is still on that test.', tags, querystring: agentQuery(['location'], { test: text }), response: { ...plain, ...refused } }
   }, async (/** @type {AgentRequest<{ test?: string }>} */ request, reply) => {
-    const agent = await admit(request, reply)
+    // A heartbeat may come before the first call for work: it announces the agent.
+    const agent = await admit(request, reply, { create: true })
     if (!agent) return reply
     if (request.query.test) await keepTestLeased(app.db, { agent, testId: request.query.test, leaseSeconds: app.config.leaseSeconds })
     return reply.type('text/plain').send('')

@@ -47,13 +47,14 @@ export const MAX_WPT_AGENTS_PER_LOCATION = 500
 
 /**
  * The agent row of one wptagent (`pc`) at a location, created on its first
- * call, marked seen (its heartbeat) with the version it reports.
+ * call for work, marked seen (its heartbeat) with the version it reports.
  * @param {import('pg').Pool} db
- * @param {{ location: string, pc: string, version?: string | null }} q
+ * @param {{ location: string, pc: string, version?: string | null, create?: boolean }} q create: false for a call that
+ *   only a known agent makes (an upload, a heartbeat)
  * @returns {Promise<{ id: number, location_id: string, name: string }>}
- * @throws {ValidationError} (pc) for a new name at a location with MAX_WPT_AGENTS_PER_LOCATION nodes
+ * @throws {ValidationError} (pc) for a new name at a location with MAX_WPT_AGENTS_PER_LOCATION nodes, or not asking for work
  */
-export async function wptAgent (db, { location, pc, version = null }) {
+export async function wptAgent (db, { location, pc, version = null, create = true }) {
   // Looked up first: an INSERT that meets a conflict still uses up an id,
   // and agents poll every 5 s.
   const find = () => db.query({
@@ -65,6 +66,12 @@ export async function wptAgent (db, { location, pc, version = null }) {
   if (known) {
     await touchAgent(db, known.id, { version: version ?? undefined })
     return known
+  }
+  // Only asking for work makes an agent: an upload or a heartbeat of a
+  // name that never asked is refused without listing it.
+  if (!create) {
+    throw new ValidationError(`pc: no WebPageTest agent "${String(pc).slice(0, 100)}" of location ${location} has asked for work (getwork.php); ` +
+      'a test is uploaded by the agent it was given to', 'pc')
   }
   const { rows: [{ n }] } = await db.query("SELECT count(*)::int AS n FROM agents WHERE location_id = $1 AND kind = 'wpt'", [location])
   if (n >= MAX_WPT_AGENTS_PER_LOCATION) {
