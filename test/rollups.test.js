@@ -216,6 +216,27 @@ test('trends give percentiles per bucket as JSON and as CSV that round-trips', a
   assert.ok(d.points.every((p, i) => i === 0 || p.ms >= d.points[i - 1].ms), 'a CDF never decreases')
 })
 
+test('trends cover exactly the window: a bucket the window cuts holds only what lies in the window, in day, hour and five-minute buckets', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/trend-window', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
+  await seedRounds(m.id, 'local', 180, (mode, i) => (mode === 'h2' ? 100 : 90) + (i % 7))
+  // Half of them folded into rollups, half still pending: both are read alike.
+  await foldAllPending(t.db)
+  await seedRounds(m.id, 'local', 30, (mode, i) => (mode === 'h2' ? 100 : 90) + (i % 5))
+  const FIVE = 5 * 60e3
+  const to = Math.floor(Date.now() / FIVE) * FIVE
+  const from = to - 95 * 60e3
+  const { rows: [{ n }] } = await t.db.query("SELECT count(*)::int AS n FROM results WHERE monitor_id = $1 AND mode = 'h2' AND time >= $2 AND time < $3", [m.id, new Date(from), new Date(to)])
+  assert.ok(n > 60 && n < 180, `${n} rounds in the window, fewer than stored`)
+  for (const bucket of ['1d', '1h', '5m']) {
+    const q = new URLSearchParams({ bucket, from: new Date(from).toISOString(), to: new Date(to).toISOString(), percentiles: '50' })
+    const json = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/trends?${q}` })).json()
+    const h2 = json.series.find((s) => s.mode === 'h2')
+    assert.equal(h2.points.reduce((sum, p) => sum + p.count, 0), n, `${bucket}: every round of the window and none outside it`)
+    assert.ok(h2.points.every((p) => +new Date(p.t) >= from && +new Date(p.t) < to), `${bucket}: every point inside the window`)
+    assert.equal(h2.points[0].t, new Date(from).toISOString(), `${bucket}: the first point starts with the window`)
+  }
+})
+
 test('bad comparison and trend queries get a 400 that says what to change and names the field', async () => {
   const m = await createMonitor(t.db, { url: 'https://example.com/bad', locations: ['local'], interval_s: 60 }, { allowPrivateTargets: true })
   /** @type {[string, RegExp, string][]} */

@@ -88,7 +88,7 @@ const trendsResponse = {
       type: 'object',
       additionalProperties: false,
       properties: {
-        t: { type: 'string', format: 'date-time', description: 'Bucket start' },
+        t: { type: 'string', format: 'date-time', description: 'Bucket start; a bucket the window cuts holds only its part inside the window, and t is where that part starts (the window\'s from for the first)' },
         count: { type: 'integer', description: 'Values merged into the bucket' },
         runs: { type: 'integer' },
         errors: { type: 'integer' },

@@ -227,20 +227,41 @@ export async function mergedSeries (db, { monitorId, metric, probe, view, browse
 }
 
 /**
- * Per-bucket series for trends, from one tier plus pending results.
+ * Per-bucket series for trends, from one tier plus pending results, over
+ * exactly the window: a bucket the window cuts (its first or last, when
+ * from or to is not on the tier's boundary) holds only what of it lies in
+ * the window, read from the finer tiers that cover that part (as the
+ * distribution reads a window), its point at the start of that part. The
+ * whole buckets are the tier's own. Before, a day bucket counted a whole
+ * day of a six-hour window, and a window starting mid-hour lost its first
+ * part-hour.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, metric: string, probe: string, view: string, browser?: string, tier: '5m'|'1h'|'1d', from: Date, to: Date }} q
  */
 export async function bucketSeries (db, { monitorId, metric, probe, view, browser = 'chromium', tier, from, to }) {
   const column = metricColumn(metric)
+  const width = TIERS[tier]
+  const series = { monitorId, probe, view, browser }
   return withTransaction(db, async (client) => {
-    const rows = await rollupBuckets(client, { monitorId, probe, view, browser, column, tier, from, to })
     const groups = new Groups((r) => `${r.location_id}|${r.mode}|${+r.bucket}`, { keepEncoded: true })
-    for (const r of rows) groups.add(r)
-    for (const d of await pendingDeltas(client, { monitorId, probe, view, browser, from, to, tier })) {
-      groups.add({ location_id: d.key[4], mode: d.key[5], bucket: d.key[6], runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(column) })
+    /** @param {any} d @param {Date} bucket */
+    const fromDelta = (d, bucket) => ({ location_id: d.key[4], mode: d.key[5], bucket, runs: d.runs, errors: d.errors, fallbacks: d.fallbacks, sketch: d.sketches.get(column) })
+    const start = Math.ceil(+from / width) * width
+    const end = Math.floor(+to / width) * width
+    /** @type {[number, number][]} the parts of cut buckets */
+    const parts = start <= end ? [[+from, start], [end, +to]] : [[+from, +to]]
+    if (start < end) {
+      const whole = { from: new Date(start), to: new Date(end) }
+      for (const r of await rollupBuckets(client, { ...series, column, tier, ...whole })) groups.add(r)
+      for (const d of await pendingDeltas(client, { ...series, ...whole, tier })) groups.add(fromDelta(d, d.key[6]))
     }
-    return [...groups.finish()].sort((a, b) => a.bucket - b.bucket)
+    for (const [a, b] of parts) {
+      if (a >= b) continue
+      const at = new Date(a)
+      for (const r of await rollupsInRanges(client, { ...series, column, ranges: coverWindow(a, b) })) groups.add({ ...r, bucket: at })
+      for (const d of await pendingDeltas(client, { ...series, from: at, to: new Date(b), tier: '5m' })) groups.add(fromDelta(d, at))
+    }
+    return [...groups.finish()].sort((x, y) => x.bucket - y.bucket)
   }, SNAPSHOT)
 }
 
