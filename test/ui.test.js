@@ -205,7 +205,7 @@ test('the monitor page shows the rounds behind each location, the verdict of eve
       const verdict = c.text.match(/H3 faster|H3 slower|No clear difference/)[0]
       assert.match(c.cls, { 'H3 faster': /v-faster/, 'H3 slower': /v-slower/, 'No clear difference': /v-same/ }[verdict], `${name} ${p}`)
       if (verdict === 'No clear difference') {
-        assert.match(c.text, /interval includes 0|not significant after correction|\|Δ\| below the .* minimum/, `${name} ${p} says why`)
+        assert.match(c.text, /interval includes 0|not significant after correction|\|Δ\| below the .* minimum|H3 faster, but fails more: see intention to treat/, `${name} ${p} says why`)
         // In the cell's few words (from the API's reason_code); the API's
         // whole sentence is the tooltip's.
         assert.doesNotMatch(c.text, /the 95% interval includes 0|false-discovery-rate|is below the practical minimum/, `${name} ${p}: ${c.text}`)
@@ -221,8 +221,14 @@ test('the monitor page shows the rounds behind each location, the verdict of eve
   }
   assert.match(t.cells['Lab Asia p99'].text, /p99 needs at least 1,000 rounds; have \d+/)
   assert.match(t.cells['All locations p95'].text, /no location has the 200 rounds p95 needs/)
-  // H3 is faster on the high-RTT lab paths.
-  assert.ok(await page.$$eval('.compare td.v-faster', (tds) => tds.length) >= 9)
+  // H3 is faster on the high-RTT lab paths; on the lossy Asia path, where one H3 load in six
+  // times out, faster among the loads that completed is no verdict: H3 fails more there.
+  const faster = await page.$$eval('.compare td.v-faster', (tds) => tds.length)
+  assert.ok(faster >= 4, `${faster} cells H3 faster`)
+  for (const p of ['p25', 'p50', 'p75']) {
+    const c = t.cells[`Lab Asia ${p}`]
+    assert.match(c.text, /No clear differenceH3 faster, but fails more: see intention to treat/, `Lab Asia ${p}: ${c.text}`)
+  }
 
   const [paired, unpaired] = t.foot
   assert.equal(paired[0], 'Paired')
@@ -235,7 +241,8 @@ test('the monitor page shows the rounds behind each location, the verdict of eve
   assert.match(legend, /H3 faster.*H3 slower.*No clear difference.*Not enough data/)
   assert.match(legend, /Green or red only when Δ is significant after correcting for the \d+ cells tested in this view \(a screen per location column, then Benjamini–Hochberg within it\), its 95% interval excludes 0 and \|Δ\| is at least max\(2% of H2, 1 ms\)/)
   assert.match(legend, /p99 1,000/)
-  assert.match(await page.$eval('#comparison .headline', (e) => e.textContent), /HTTP\/3 is \d+% faster at p50.*not yet measurable at p95.*H3 fails more often than H2/)
+  assert.match(await page.$eval('#comparison .headline', (e) => e.textContent),
+    /HTTP\/3 is \d+% faster at p50 among the loads that completed, which is no verdict while it is failing more.*not yet measurable at p95.*H3 fails more often than H2/)
 
   const runs = await page.$$eval('#runs tbody tr a', (as) => as.map((a) => a.getAttribute('href')))
   assert.ok(runs.length > 0 && runs.every((h) => /^#\/results\/\d+/.test(h)))

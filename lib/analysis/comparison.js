@@ -657,7 +657,16 @@ function locationVerdict (e, minEffect) {
   if (t.p === null) return VERDICTS.INSUFFICIENT_DATA
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(e.h2_median ?? 0), minEffect.ms)
   const excludesZero = t.ci_low_ms > 0 || t.ci_high_ms < 0
-  if (!(t.p_adjusted <= FDR_Q) || !excludesZero || Math.abs(t.hodges_lehmann_ms) < threshold) return VERDICTS.NO_CLEAR_DIFFERENCE
+  // Why not, as a cell says it: the paired test's shift and its interval.
+  const why = !excludesZero
+    ? 'the shift\'s 95% interval includes 0'
+    : !(t.p_adjusted <= FDR_Q)
+        ? `not significant after the correction over locations (adjusted p = ${t.p_adjusted === null ? '—' : t.p_adjusted.toPrecision(2)}, above ${FDR_Q})`
+        : Math.abs(t.hodges_lehmann_ms) < threshold ? `the shift of ${round1(t.hodges_lehmann_ms)} ms is below the practical minimum of ${round1(threshold)} ms` : null
+  if (why) {
+    e.reason ??= why
+    return VERDICTS.NO_CLEAR_DIFFERENCE
+  }
   return t.hodges_lehmann_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
 }
 

@@ -233,6 +233,10 @@ function headline (c) {
   const parts = (shown.length ? shown : all.rows.slice(0, 2)).map((r) => {
     if (r.verdict === 'h3_faster') return h('span', { class: 'v-text faster' }, `${pct(-r.delta_pct)} faster at p${r.percentile} (${ms(-r.delta_ms)})`)
     if (r.verdict === 'h3_slower') return h('span', { class: 'v-text slower' }, `${pct(r.delta_pct)} slower at p${r.percentile} (${ms(r.delta_ms)})`)
+    if (r.reason_code === 'faster_arm_fails_more') {
+      const arm = r.delta_ms < 0 ? 'it is' : `${names.h2} is`
+      return h('span', { class: 'v-text' }, `${pct(Math.abs(r.delta_pct))} faster at p${r.percentile} among the loads that completed, which is no verdict while ${arm} failing more`)
+    }
     if (r.verdict === 'no_clear_difference') return h('span', { class: 'v-text' }, `not clearly different at p${r.percentile}`)
     return h('span', { class: 'v-text muted' }, `not yet measurable at p${r.percentile} (too few rounds)`)
   })
