@@ -169,6 +169,11 @@ test('a 100 MB body is refused after the first MiB, streamed or announced, and t
     req.on('socket', () => pump())
     setTimeout(() => reject(new Error(`no answer after ${sent} bytes`)), 30000).unref()
   })
+  // A body over the route's limit, sent whole: the 413 names the body and the limit.
+  const whole = await json('POST', '/api/v1/monitors', { url: 'https://example.org/', label: 'x'.repeat(2 * 1024 * 1024) })
+  assert.equal(whole.status, 413, whole.text)
+  assert.equal(whole.json().field, 'body')
+  assert.match(whole.json().message, /^the body is larger than this route takes \(\d+ bytes\)$/)
   const announced = await stream({ 'content-length': String(100 * 1024 * 1024) })
   assert.equal(announced.status, 413, JSON.stringify(announced))
   assert.ok(announced.sent < 50 * 1024 * 1024, `stopped early (${announced.sent} bytes sent)`)

@@ -177,7 +177,7 @@ test('rows at a location the monitor does not run at are refused, unless the imp
   // Adding a location is checked as a PATCH of the locations is: a real
   // location may not measure a loopback target.
   await upsertLocation(t.db, { id: 'real-eu', name: 'Real EU', region: 'Europe', kind: 'real' })
-  const loopback = await newMonitor({ url: 'http://127.0.0.1:9/', locations: ['local'] })
+  const loopback = await newMonitor({ url: 'http://127.0.0.1:8/', locations: ['local'] })
   const guarded = await t.app.inject({
     method: 'POST', url: `/api/v1/monitors/${loopback.id}/results/import?add_locations=true`, headers: { 'content-type': 'application/x-ndjson' }, payload: ndjson(round(0, 'real-eu'))
   })

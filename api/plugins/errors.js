@@ -37,15 +37,16 @@ export default fp(async (app) => {
       request.log.error({ err, url: request.routeOptions.url ?? 'unmatched', method: request.method }, 'request failed')
       return reply.code(500).send({ statusCode: 500, error: 'Internal Server Error', message: 'something went wrong on the server; it has been logged' })
     }
+    const limit = request.routeOptions.bodyLimit ?? request.server.initialConfig.bodyLimit
     const message = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
       ? `this route does not read a body of type ${request.headers['content-type'] ?? '(none)'}; send ${bodyTypesOf(request).join(' or ')}`
-      : err.message
+      : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `the body is larger than this route takes (${limit} bytes)` : err.message
     /** @type {{ statusCode: number, error: string, message: string, field?: string, line?: number, code?: string }} */
     const body = { statusCode: status, error: httpReason(status), message }
     if (err.field) body.field = err.field
     // Fastify's own body errors (a Content-Length that does not match the
     // body) are about the body as a whole.
-    else if (status === 400 && String(err.code).startsWith('FST_ERR_CTP_')) body.field = 'body'
+    else if ((status === 400 || status === 413) && String(err.code).startsWith('FST_ERR_CTP_')) body.field = 'body'
     if (err.line) body.line = err.line
     if (err.code && !String(err.code).startsWith('FST_')) body.code = err.code
     return reply.code(status).send(body)
@@ -126,7 +127,7 @@ function describeValidation (err) {
       if (v.params.format === 'date-time') return `${where}${field || 'value'} ${DATE_TIME_RULE}`
       return `${where}${field || 'value'} ${v.message}`
     case 'enum':
-      return `${where}${field || 'value'} must be one of ${v.params.allowedValues.join(', ')}`
+      return `${where}${field || 'value'} must be one of ${v.params.allowedValues.map((/** @type {unknown} */ a) => (a === null ? 'null' : String(a))).join(', ')}`
     case 'type':
       // JSON's 1e400 parses to Infinity, which is not a number to the schema.
       return `${where}${field || 'value'} must be ${[v.params.type].flat().join(',').split(',').map((x) => (x === 'number' ? 'a finite number' : x)).join(' or ')}`
