@@ -538,6 +538,16 @@ test('TTFB counts the redirects before the base page, from the first hop\'s DNS 
   assert.deepEqual([t.dns_ms, t.connect_ms, t.tls_ms], [null, null, null], 'the base page reused the connection')
 })
 
+test('without a trace, an H3 handshake the agent placed across load_start counts whole, back from load_start', () => {
+  // A real agent's upload: the QUIC handshake at 75–164 on its net log's clock, the request at 90,
+  // the first byte at 301. The navigation began 89 ms before the request: at 1, not at 75.
+  const base = { raw_id: 'N', responseCode: 200, protocol: 'h3', dns_start: -1, dns_end: -1, dns_ms: -1, connect_start: -1, connect_end: -1, connect_ms: -1, ssl_start: 75, ssl_end: 164, ssl_ms: 89, load_start: 90, ttfb_end: 301 }
+  const t = navigationTimings([base], base, {})
+  assert.equal(t.check.source, 'base_request')
+  assert.equal(t.check.navigation_start, 1)
+  assert.equal(t.ttfb_ms, 300, 'the handshake inside the TTFB (226 from 75)')
+})
+
 test('a trace gives the TTFB from the navigation\'s start: the main frame\'s, through redirects; anything else in it is skipped', () => {
   const nav = (id, ts, main = true) => ({ name: 'navigationStart', ts, args: { data: { navigationId: id, isLoadingMainFrame: main } } })
   const response = (id, requestTime, timing = {}) => ({ name: 'ResourceReceiveResponse', ts: 0, args: { data: { requestId: id, timing: { requestTime, receiveHeadersStart: 5.5, receiveHeadersEnd: 6, ...timing } } } })

@@ -138,7 +138,11 @@ function earliestStart (r) {
   let elsewhere = 0
   for (const name of PHASES) {
     const p = phase(r, name)
-    if (p.start !== null && p.start <= sent) earliest = Math.min(earliest, p.start)
+    // Before the request was sent on its clock: started before it and
+    // ended by then. A phase that straddles load_start (an H3 handshake at
+    // 75–164 with load_start 90, a real agent's) is on another clock, and
+    // counts by its duration, as one wholly after it does.
+    if (p.start !== null && p.start <= sent && (p.end === null || p.end <= sent)) earliest = Math.min(earliest, p.start)
     else if (p.start !== null && p.ms !== null) elsewhere += p.ms
   }
   return Math.min(earliest, sent - elsewhere)
