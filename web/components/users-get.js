@@ -65,12 +65,15 @@ function legend (a) {
 }
 
 function locationCard (l, a, label) {
-  const views = ['first', 'returning', 'repeat'].filter((v) => v !== 'repeat' || l.shares.repeat?.visits)
+  // A WebPageTest agent makes the first visit only: no returning visit is missing there.
+  const firstOnly = l.kind === 'wpt' && !l.shares.returning?.visits
+  const views = ['first', 'returning', 'repeat'].filter((v) => (v !== 'repeat' || l.shares.repeat?.visits) && (v !== 'returning' || !firstOnly))
   return h('article', { class: 'users-loc', 'data-location': l.location_id, 'aria-labelledby': `users-${l.location_id}` },
     h('h3', { id: `users-${l.location_id}` }, l.name, l.region ? h('span', { class: 'loc-meta' }, l.region) : null),
     h('p', { class: `story story-${l.story.code}`, 'data-story': l.story.code }, l.story.text),
+    firstOnly ? h('p', { class: 'muted', 'data-note': 'wpt-first-visit' }, 'A WebPageTest agent makes the first visit only: its browser cannot be started again on the same profile, so this location has no returning visit.') : null,
     h('div', { class: 'table-scroll' }, shareTable(l, views)),
-    h('div', { class: 'table-scroll' }, timingTable(l, a, label)))
+    h('div', { class: 'table-scroll' }, timingTable(l, a, label, firstOnly ? ['first'] : ['first', 'returning'])))
 }
 
 /** Per visit: the H3 share of pages and bytes, and what the browser said about each visit. */
@@ -117,8 +120,8 @@ function countList (counts, label) {
 }
 
 /** Per visit and percentile: the three arms, auto − H2, auto − H3, the received gain. */
-function timingTable (l, a, label) {
-  const body = ['first', 'returning'].flatMap((v) => visitRows(l.visits[v], v, a))
+function timingTable (l, a, label, visits) {
+  const body = visits.flatMap((v) => visitRows(l.visits[v], v, a))
   return h('table', { class: 'grid users-timing' },
     h('caption', {}, `${label} of the auto arm against the forced arms, in the same rounds`),
     h('thead', {}, h('tr', {},
