@@ -267,11 +267,14 @@ ${commonHelp}`,
   },
   agents: {
     summary: 'agent identities: agents token --location ID | agents enrol --token-dir DIR --location ID=REGION | agents wpt-key --location ID | agents list',
-    options: { ...common, location: { type: 'string', multiple: true }, name: { type: 'string' }, region: { type: 'string' }, 'token-dir': { type: 'string' } },
+    options: {
+      ...common, location: { type: 'string', multiple: true }, name: { type: 'string' }, region: { type: 'string' }, 'token-dir': { type: 'string' },
+      'wpt-shaping': { type: 'string' }, 'wpt-browser': { type: 'string' }
+    },
     positionals: () => 1,
     usage: `Usage: h3lens agents token --location ID [--name NAME]
        h3lens agents enrol --token-dir DIR --location ID[=REGION] [--location ...]
-       h3lens agents wpt-key --location ID [--region TEXT]
+       h3lens agents wpt-key --location ID [--region TEXT] [--wpt-shaping on|off] [--wpt-browser NAME]
        h3lens agents list
 
 "token" registers an agent for a location and prints its token once (only a
@@ -286,13 +289,19 @@ H3LENS_AGENT_TOKEN_FILE. It prints the files, never the tokens.
 "wpt-key" prints a key for WebPageTest agents (wptagent) of a location of
 kind "wpt", once (only a hash is stored). Start each agent with
 --server https://HOST/work/ --location ID --key KEY; every agent (pc name)
-that polls with it is listed under the location.
+that polls with it is listed under the location. --wpt-shaping on sends
+the location's network profile to its agents as traffic shaping (an agent
+started with --shaper none fails shaped tests; default off), --wpt-browser
+names the browser its agents run (wptagent's name, default Chrome); both
+are kept in the location's profile.
 
 Options:
   --location ID           the location the token or key is bound to (enrol: several, ID=REGION)
   --token-dir DIR         enrol: where the token files go
   --region TEXT           create the location (kind "real", or "wpt" for wpt-key) if it does not exist yet
   --name NAME             a name for the agent (default <location>-agent)
+  --wpt-shaping on|off    wpt-key: shape the location's WebPageTest tests (default off)
+  --wpt-browser NAME      wpt-key: the browser its WebPageTest agents run (default Chrome)
 ${commonHelp}`,
     run: async (values, positionals) => {
       // --location here names the agents' locations, not this process's.
@@ -328,6 +337,17 @@ ${commonHelp}`,
             if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
             await upsertLocation(pool, { id: values.location, name: values.location, region: values.region, kind: 'wpt' })
             console.error(`created location ${values.location} (${values.region}, WebPageTest agents)`)
+          }
+          const shaping = values['wpt-shaping']
+          if (shaping !== undefined && !['on', 'off'].includes(shaping)) throw Object.assign(new Error(`--wpt-shaping must be on or off, not "${shaping}"`), { userFacing: true })
+          const browser = values['wpt-browser']
+          if (browser !== undefined && !/^[A-Za-z][A-Za-z0-9 ._-]{0,39}$/.test(browser)) throw Object.assign(new Error(`--wpt-browser "${browser}" must be a browser name as wptagent knows it, such as Chrome`), { userFacing: true })
+          if (shaping !== undefined || browser !== undefined) {
+            const loc = /** @type {any} */ (await getLocation(pool, values.location))
+            if (loc.kind !== 'wpt') throw Object.assign(new Error(`location ${values.location} is of kind ${loc.kind}, not wpt: --wpt-shaping and --wpt-browser are for WebPageTest locations`), { userFacing: true })
+            const profile = { ...loc.profile, ...(shaping !== undefined ? { wpt_shaping: shaping === 'on' } : {}), ...(browser !== undefined ? { wpt_browser: browser } : {}) }
+            await upsertLocation(pool, { ...loc, profile })
+            console.error(`location ${values.location}: traffic shaping ${profile.wpt_shaping ? 'on' : 'off'}, browser ${profile.wpt_browser ?? 'Chrome'}`)
           }
           const { key } = await createWptKey(pool, { location: values.location }).catch((err) => {
             throw Object.assign(new Error(err.message), { userFacing: true })

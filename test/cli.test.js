@@ -161,6 +161,15 @@ test('agents wpt-key creates a wpt location and prints its key alone, stored has
     assert.notEqual(wrongKind.status, 0)
     assert.match(wrongKind.stderr, /of kind real; WebPageTest agents need a location of kind wpt/)
     assert.equal(wrongKind.stdout, '')
+    // The location's WebPageTest settings, kept in its profile, which each test sent to its agents reads.
+    const shaped = run(['agents', 'wpt-key', '--location', 'wpt-fra', '--wpt-shaping', 'on', '--wpt-browser', 'Firefox'], env)
+    assert.equal(shaped.status, 0, shaped.stderr)
+    assert.match(shaped.stderr, /location wpt-fra: traffic shaping on, browser Firefox/)
+    const { rows: [profiled] } = await db.pool.query("SELECT profile FROM locations WHERE id = 'wpt-fra'")
+    assert.deepEqual([profiled.profile.wpt_shaping, profiled.profile.wpt_browser], [true, 'Firefox'])
+    const badShaping = run(['agents', 'wpt-key', '--location', 'wpt-fra', '--wpt-shaping', 'yes'], env)
+    assert.notEqual(badShaping.status, 0)
+    assert.match(badShaping.stderr, /--wpt-shaping must be on or off, not "yes"/)
   } finally {
     await db.drop()
   }
