@@ -331,7 +331,8 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   const defaults = rules.slice(0, 3).map(({ kind, percentile, min_effect_pct, threshold_pct, window_s, evaluations, monitor_id, channels }) =>
     ({ kind, percentile, min_effect_pct, threshold_pct, window_s, evaluations, monitor_id, channels }))
   assert.deepEqual(defaults, [
-    { kind: 'h3_regression', percentile: 95, min_effect_pct: 10, threshold_pct: null, window_s: 3600, evaluations: 3, monitor_id: null, channels: [] },
+    // p95 needs 200 rounds per location in the window: a day holds them at the default interval.
+    { kind: 'h3_regression', percentile: 95, min_effect_pct: 10, threshold_pct: null, window_s: 86400, evaluations: 3, monitor_id: null, channels: [] },
     { kind: 'h3_failure', percentile: null, min_effect_pct: null, threshold_pct: 5, window_s: 3600, evaluations: 3, monitor_id: null, channels: [] },
     { kind: 'location_silent', percentile: null, min_effect_pct: null, threshold_pct: null, window_s: 900, evaluations: 1, monitor_id: null, channels: [] }
   ])

@@ -55,7 +55,7 @@ test('the Alerts page shows what fires now with its evidence, the history and th
   }
   assert.equal(await page.$$eval('#history tbody tr', (trs) => trs.length), firing.length, 'one ok→firing change each')
   const rules = await page.$$eval('#rules tbody tr', (trs) => trs.map((tr) => tr.querySelector('b').textContent))
-  assert.deepEqual(rules.slice(0, 3), ['p95 TTFB H3 regression ≥ 10% over 1 h, 3 evaluations', 'H3 failure ≥ 5% over 1 h, 3 evaluations', 'Location silent for 15 min'])
+  assert.deepEqual(rules.slice(0, 3), ['p95 TTFB H3 regression ≥ 10% over 24 h, 3 evaluations', 'H3 failure ≥ 5% over 1 h, 3 evaluations', 'Location silent for 15 min'])
   assert.ok(rules.includes('H3 failure ≥ 5% over 6 h'))
 
   // The evidence link opens the monitor page on the window that tripped it.
