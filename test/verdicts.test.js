@@ -158,6 +158,10 @@ test('a true 10% H3 gain at 500 rounds is found, with its size, and a trivial on
   assert.equal(p50.verdict, 'no_clear_difference')
   assert.match(p50.reason, /below the practical minimum of 3\.2 ms/)
   assert.equal(p50.reason_code, 'below_minimum_effect')
+  // The location's own verdict says why too, from its paired test.
+  const tinyLocation = byLocation(run.comparisons.matched, 'cal-b')
+  assert.equal(tinyLocation.verdict, 'no_clear_difference')
+  assert.match(tinyLocation.reason, /^the shift of −?-?\d+(\.\d)? ms is below the practical minimum of 3\.2 ms$/)
   const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${run.monitorId}`, payload: { min_effect_pct: 0.2, min_effect_ms: 0 } })
   assert.equal(patched.statusCode, 200, patched.body)
   const again = (await t.app.inject({ url: `/api/v1/monitors/${run.monitorId}/comparison?${new URLSearchParams({ from: run.comparisons.matched.from, to: run.comparisons.matched.to, percentiles: '50' })}` })).json()
