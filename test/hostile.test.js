@@ -214,6 +214,16 @@ test('agents: wrong, revoked and other-location tokens get clear 4xx answers', a
     assert.equal(other.json().code, 'wrong_location', action)
     assert.match(other.json().message, /belongs to location eu-west, not us-east/)
   }
+  // Nor does its check of the results tell what the other location's monitor expects of its arms
+  // (an A/A monitor's: both over h2), before the 409.
+  await database.pool.query("UPDATE monitors SET aa_protocol = 'h2' WHERE url = 'https://example.com/eu'")
+  const probing = await agent('POST', `/jobs/${jobs[0].id}/results`, us, { results: [{ ...result, mode: 'h3', observed_protocol: 'h3' }] })
+  assert.equal(probing.status, 409, probing.text)
+  assert.equal(probing.json().code, 'wrong_location')
+  assert.doesNotMatch(probing.text, /A\/A|aa_protocol/)
+  const batch = await agent('POST', '/results', us, { rounds: [{ job_id: jobs[0].id, results: [{ ...result, mode: 'h3', observed_protocol: 'h3' }] }] })
+  assert.doesNotMatch(batch.text, /A\/A|aa_protocol/, batch.text)
+  await database.pool.query("UPDATE monitors SET aa_protocol = NULL WHERE url = 'https://example.com/eu'")
   const { rows: [still] } = await database.pool.query('SELECT state FROM jobs WHERE id = $1', [jobs[0].id])
   assert.equal(still.state, 'leased', 'the other location\'s agent changed nothing')
 

@@ -221,7 +221,7 @@ export default async function agentProtocolRoutes (app) {
       }
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Body: { agent_version?: string, results: SubmittedResult[] } }>} */ request) => {
-    const monitor = await protocolsOfJob(app.db, request.params.id)
+    const monitor = await protocolsOfJob(app.db, request.params.id, request.agent.location_id)
     checkResults(request.body.results, { expectedProtocol: (mode) => expectedProtocolFor(mode, monitor) })
     await touchAgent(app.db, request.agent.id)
     const ack = await submitJobResults(app.db, {
@@ -297,7 +297,7 @@ export default async function agentProtocolRoutes (app) {
       if (seen.has(r.job_id)) throw new ValidationError(`rounds.${i}.job_id: job ${r.job_id} is already rounds.${seen.get(r.job_id)}; send each job once`, `rounds.${i}.job_id`)
       seen.set(r.job_id, i)
     })
-    const monitors = await protocolsOfJobs(app.db, rounds.map((r) => r.job_id))
+    const monitors = await protocolsOfJobs(app.db, rounds.map((r) => r.job_id), request.agent.location_id)
     /** @type {Map<number, any>} */
     const refused = new Map()
     /** @type {typeof rounds} */
@@ -350,8 +350,9 @@ export default async function agentProtocolRoutes (app) {
  * to the submission, which answers 404.
  * @param {import('pg').Pool} db
  * @param {number} jobId
+ * @param {string} locationId the submitting agent's location
  * @returns {Promise<{ aa_protocol?: string | null } | null>}
  */
-async function protocolsOfJob (db, jobId) {
-  return (await protocolsOfJobs(db, [jobId])).get(jobId) ?? null
+async function protocolsOfJob (db, jobId, locationId) {
+  return (await protocolsOfJobs(db, [jobId], locationId)).get(jobId) ?? null
 }

@@ -564,17 +564,20 @@ async function explainNotLeased (db, jobId, agentId, locationId) {
 
 /**
  * The A/A protocol of each job (the job's own, else its monitor's), for
- * the server's protocol check of submitted results.
+ * the server's protocol check of submitted results. Only the jobs of the
+ * agent's location: another location's job is refused by the submission
+ * (409 wrong_location), and its check must not tell its monitor's arms.
  * @param {import('pg').Pool} db
  * @param {number[]} jobIds
+ * @param {string} locationId the submitting agent's location
  * @returns {Promise<Map<number, { aa_protocol?: string | null }>>}
  */
-export async function protocolsOfJobs (db, jobIds) {
+export async function protocolsOfJobs (db, jobIds, locationId) {
   const { rows } = await db.query({
     name: 'job-protocols',
     text: `SELECT j.id, to_jsonb(j)->>'aa_protocol' AS job_aa, to_jsonb(m)->>'aa_protocol' AS monitor_aa
-             FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = ANY($1::bigint[])`,
-    values: [jobIds]
+             FROM jobs j JOIN monitors m ON m.id = j.monitor_id WHERE j.id = ANY($1::bigint[]) AND j.location_id = $2`,
+    values: [jobIds, locationId]
   })
   return new Map(rows.map((r) => [r.id, { aa_protocol: r.job_aa ?? r.monitor_aa ?? undefined }]))
 }
