@@ -88,6 +88,7 @@ test('bad input gets a 400 that names the problem', async (s) => {
     [{ url: 'https://example.com/', locations: ['mars'] }, /unknown location "mars".*known locations are local/, 'locations'],
     [{ url: 'https://example.com/', colour: 'red' }, /unknown field "colour"/, 'colour'],
     [{ url: 'https://example.com/', modes: ['h4'] }, /must be one of h2, h3/, 'modes.0'],
+    [{ url: 'https://lab.h3lens.test./page-15k.html' }, /^url names the lab host with a trailing dot; write lab\.h3lens\.test$/, 'url'],
     // A nullable choice names null, not an empty item.
     [{ url: 'https://example.com/', aa_protocol: 'h9' }, /aa_protocol must be one of h2, h3, null$/, 'aa_protocol'],
     [{ url: 'https://example.com/', interval_s: 'often' }, /integer/, 'interval_s'],

@@ -66,6 +66,10 @@ export function validateMonitorUrl (value) {
   }
   if (u.username || u.password) throw new ValidationError('url must not contain a user name or password', 'url')
   if (!u.hostname) throw new ValidationError('url has no host name', 'url')
+  // The lab's names are matched as written: with a trailing dot a lab page would be looked up as an outside name.
+  if (u.hostname.endsWith('.') && LAB_HOSTNAMES.includes(u.hostname.slice(0, -1))) {
+    throw new ValidationError(`url names the lab host with a trailing dot; write ${u.hostname.slice(0, -1)}`, 'url')
+  }
   // What is stored is the URL percent-encoded, up to nine times the length
   // sent; past the limit it could be saved once and never sent back.
   const normalised = u.toString()
