@@ -87,7 +87,13 @@ test('the rule and webhook forms check each field inline, and show the API\'s re
   const before = (await apiGet('/api/v1/alert-rules')).items.length
   const { page, done } = await open('#/alerts', { allow: [/400 \(Bad Request\)/] })
   await page.click('#add-rule summary')
+  // A regression starts from a day's window, which its p95 can fill at the default interval; each kind from its own.
+  const windowOf = () => page.$eval('#rule-window', (e) => /** @type {HTMLInputElement} */ (e).value)
+  assert.equal(await windowOf(), '1440')
+  await page.select('#rule-kind', 'location_silent')
+  assert.equal(await windowOf(), '15')
   await page.select('#rule-kind', 'error_rate')
+  assert.equal(await windowOf(), '60')
   assert.equal(await page.$eval('[data-field="percentile"]', (e) => e.hidden), true, 'a percentile is for regressions only')
   const threshold = await page.$('#rule-threshold_pct')
   await threshold.click({ clickCount: 3 })

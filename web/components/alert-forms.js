@@ -15,6 +15,11 @@ const KINDS = [
 ]
 // An H3 share rule needs this many returning visits in its window (lib/analysis/alert-h3-share.js).
 const MIN_VISITS = 10
+// Each kind's window to start from, in minutes: a regression's percentile
+// needs its rounds in the window (p95: 200 per location), which a day holds
+// at the default interval, as the shipped rule's; a silent location is
+// news within a quarter of an hour.
+const DEFAULT_WINDOW_MIN = { h3_regression: '1440', h3_failure: '60', location_silent: '15', error_rate: '60', h3_share_drop: '60' }
 
 /**
  * The kind of a rule form's kind select, whose options are KINDS.
@@ -75,7 +80,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
   const minMs = num('rule-min_effect_ms', { min: 0, placeholder: 'optional' })
   const threshold = num('rule-threshold_pct', { value: 5, min: 0, max: 100 })
   const minDrop = num('rule-min_drop_points', { value: 20, min: 0, max: 100 })
-  const windowMin = h('input', { id: 'rule-window', name: 'window_s', type: 'number', min: 1, step: 1, value: 60 })
+  const windowMin = h('input', { id: 'rule-window', name: 'window_s', type: 'number', min: 1, step: 1, value: DEFAULT_WINDOW_MIN[KINDS[0].id] })
   const evaluations = h('input', { id: 'rule-evaluations', name: 'evaluations', type: 'number', min: 1, max: 100, step: 1, value: 3 })
   const severity = h('select', { id: 'rule-severity', name: 'severity' }, ['warning', 'critical', 'info'].map((s) => h('option', { value: s }, s)))
   const description = h('input', { id: 'rule-description', name: 'description', type: 'text', maxlength: 500, placeholder: 'optional' })
@@ -104,10 +109,13 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     h('fieldset', { id: 'channels-group' }, h('legend', {}, 'Notify'), chanBoxes.length ? h('div', { class: 'checks' }, chanBoxes) : h('p', { class: 'hint' }, 'No channels yet: the alert shows here and in /metrics.')),
     f.formError,
     h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Add rule')))
+  let shownKind = kind.value
   const sync = () => {
     const uses = kindOf(kind.value).uses
     for (const [name, el] of Object.entries(kindFields)) el.hidden = !uses.includes(name)
-    windowMin.value = kind.value === 'location_silent' && windowMin.value === '60' ? '15' : windowMin.value
+    // The new kind's window, unless the window was changed from the last kind's.
+    if (windowMin.value === DEFAULT_WINDOW_MIN[shownKind]) windowMin.value = DEFAULT_WINDOW_MIN[kind.value]
+    shownKind = kind.value
     const share = kind.value === 'h3_share_drop'
     // A 5% floor suits a failure rate, not a share; a share's floor starts at half.
     if (share && threshold.value === '5') threshold.value = '50'
