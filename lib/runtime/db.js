@@ -88,10 +88,10 @@ export async function startEmbeddedPostgres ({ dataDir, port, log, settings = {}
     // postgres fail with a bare exit code; say which setting moves it.
     await assertPortFree({ host: '127.0.0.1', port, what: 'embedded PostgreSQL', setting: 'H3LENS_EMBEDDED_PG_PORT' })
     await inOwnProcessGroup(() => cluster.start()).catch((err) => {
-      throw err ?? Object.assign(new Error(`embedded PostgreSQL in ${databaseDir} exited during start-up: ${recent.trim().split('\n').slice(-3).join(' | ') || 'no output'}`), { userFacing: true })
+      throw err ?? Object.assign(new Error(`embedded PostgreSQL in ${databaseDir} exited during start-up: ${lastLines(recent) || 'no output'}`), { userFacing: true })
     })
     claimOwnership(databaseDir)
-    const keeper = keepRunning(cluster, { databaseDir, log, lastWords: () => recent })
+    const keeper = keepRunning(cluster, { databaseDir, log, lastWords: () => lastLines(recent) })
     stop = async () => {
       keeper.stopping()
       await cluster.stop()
@@ -176,6 +176,9 @@ async function inOwnProcessGroup (fn) {
   }
 }
 
+/** postgres's last three lines of output, on one line. @param {string} output */
+const lastLines = (output) => output.trim().split('\n').slice(-3).join(' | ')
+
 // How long to wait before each attempt to start a cluster that exited under
 // us again: its backends first notice their postmaster is gone and exit.
 const RESTART_DELAYS_MS = [500, 1000, 2000, 5000, 10000, 30000]
@@ -187,7 +190,7 @@ const RESTART_DELAYS_MS = [500, 1000, 2000, 5000, 10000, 30000]
  * results in their spools. Tries again, at growing intervals, for as long
  * as the process runs.
  * @param {any} cluster the EmbeddedPostgres, started
- * @param {{ databaseDir: string, log: import('pino').Logger, lastWords: () => string }} o
+ * @param {{ databaseDir: string, log: import('pino').Logger, lastWords: () => string }} o lastWords: postgres's last lines of output
  */
 function keepRunning (cluster, { databaseDir, log, lastWords }) {
   let stopping = false
@@ -197,7 +200,7 @@ function keepRunning (cluster, { databaseDir, log, lastWords }) {
     if (stopping) return
     // The library's stop() waits for an exit that has already happened.
     cluster.process = undefined
-    log.error({ databaseDir, code, signal, pg: lastWords().trim().split('\n').slice(-3).join(' | ') },
+    log.error({ databaseDir, code, signal, pg: lastWords() },
       'embedded PostgreSQL exited unasked; the API answers 503 until it is back; starting it again')
     restart(0)
   })
@@ -215,7 +218,7 @@ function keepRunning (cluster, { databaseDir, log, lastWords }) {
       } catch {
         cluster.process = undefined
         if (stopping) return
-        log.error({ databaseDir, attempt: attempt + 1, pg: lastWords().trim().split('\n').slice(-3).join(' | ') }, 'embedded PostgreSQL did not start again; trying later')
+        log.error({ databaseDir, attempt: attempt + 1, pg: lastWords() }, 'embedded PostgreSQL did not start again; trying later')
         restart(attempt + 1)
       }
     }, RESTART_DELAYS_MS[Math.min(attempt, RESTART_DELAYS_MS.length - 1)])

@@ -48,15 +48,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   // The connection set-up from the trace too, where it has the request's.
   const fromTrace = base ? tracePhases(trace, base) : null
   if (timings && fromTrace) Object.assign(timings, fromTrace)
-  const shown = requests.slice(0, MAX_REQUESTS).map(requestDetail)
-  // The agent names each request's socket: the first request on one opened
-  // it, the later ones rode it (in the order the agent lists them, by start).
-  const sockets = new Set()
-  for (const q of shown) {
-    if (q.connection_id === null || q.connection_id < 0) continue
-    q.connection_reused = sockets.has(q.connection_id)
-    sockets.add(q.connection_id)
-  }
+  const shown = markConnectionReuse(requests.slice(0, MAX_REQUESTS).map(requestDetail))
   row.details = {
     requests: shown,
     origins: originsSeen(requests.slice(0, MAX_REQUESTS)),
@@ -123,6 +115,25 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   }
   row.protocol_ok = row.status === 'ok'
   return row
+}
+
+/**
+ * Marks each request that rode a connection an earlier one opened: the
+ * agent names each request's socket, and the first request on one opened
+ * it (in the order the agent lists them, by start). `seen` carries the
+ * sockets of earlier steps, for a journey's.
+ * @template {{ connection_id: number | null, connection_reused: boolean | null }} R
+ * @param {R[]} requests request details (requestDetail)
+ * @param {Set<number>} [seen]
+ * @returns {R[]} the same requests
+ */
+export function markConnectionReuse (requests, seen = new Set()) {
+  for (const q of requests) {
+    if (q.connection_id === null || q.connection_id < 0) continue
+    q.connection_reused = seen.has(q.connection_id)
+    seen.add(q.connection_id)
+  }
+  return requests
 }
 
 /**

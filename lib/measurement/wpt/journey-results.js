@@ -29,7 +29,7 @@ import { describeStep, namedSteps } from '../journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
 import { protocolMatchesMode } from '../protocol.js'
-import { resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
+import { markConnectionReuse, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
 import { AGENT_ORIGIN, WPT_TEST_TIMEOUT_S } from './job.js'
 import { waitMark } from './journey-script.js'
 import { ValidationError } from '../../runtime/errors.js'
@@ -72,6 +72,7 @@ const NOTHING_LOADED_HINT = /** @type {Record<string, string>} */ (Object.freeze
 export function journeyResults (journey, recorded, devtools, { mode, expected, agentError = null, url, forcedOrigins, labels = [], traces = new Map() }) {
   const protocol = expected ?? 'auto'
   const judged = new Set([url, ...journey.steps.flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : [])), ...forcedOrigins].map(originOf))
+  /** @type {Set<number>} the sockets of the journey's steps so far */
   const seenSockets = new Set()
   /** @type {Map<number, Recorded>} by journey step index */
   const byIndex = new Map()
@@ -118,11 +119,7 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     const requests = row.details.requests.filter((/** @type {Record<string, any>} */ q) => !own.includes(q))
     row.bytes = Math.max(0, row.bytes - sum(own.map((/** @type {Record<string, any>} */ q) => q.bytes)))
     row.details.origins = row.details.origins.filter((/** @type {Record<string, any>} */ o) => o.origin !== AGENT_ORIGIN)
-    for (const q of requests) {
-      if (q.connection_id === null || q.connection_id < 0) continue
-      q.connection_reused = seenSockets.has(q.connection_id)
-      seenSockets.add(q.connection_id)
-    }
+    markConnectionReuse(requests, seenSockets)
     const navigated = Number.isInteger(page.final_base_page_request) && row.observed_protocol !== null
     const ms = positive(page.loadTime) ?? positive(page.fullyLoaded) ?? 0
     const metrics = navigated ? Object.fromEntries(STEP_NAVIGATION_METRICS.map((k) => [k, row[k] ?? null])) : null
