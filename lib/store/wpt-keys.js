@@ -47,10 +47,10 @@ export const MAX_WPT_AGENTS_PER_LOCATION = 500
 
 /**
  * The agent row of one wptagent (`pc`) at a location, created on its first
- * call for work, marked seen (its heartbeat) with the version it reports.
+ * call for work or heartbeat, marked seen (its heartbeat) with the version it reports.
  * @param {import('pg').Pool} db
  * @param {{ location: string, pc: string, version?: string | null, create?: boolean }} q create: false for a call that
- *   only a known agent makes (an upload, a heartbeat)
+ *   only a known agent makes (an upload)
  * @returns {Promise<{ id: number, location_id: string, name: string }>}
  * @throws {ValidationError} (pc) for a new name at a location with MAX_WPT_AGENTS_PER_LOCATION nodes, or not asking for work
  */
@@ -67,8 +67,8 @@ export async function wptAgent (db, { location, pc, version = null, create = tru
     await touchAgent(db, known.id, { version: version ?? undefined })
     return known
   }
-  // Only asking for work makes an agent: an upload or a heartbeat of a
-  // name that never asked is refused without listing it.
+  // Asking for work (or a heartbeat) makes an agent: an upload from a name
+  // that never did is refused without listing it.
   if (!create) {
     throw new ValidationError(`pc: no WebPageTest agent "${String(pc).slice(0, 100)}" of location ${location} has asked for work (getwork.php); ` +
       'a test is uploaded by the agent it was given to', 'pc')
