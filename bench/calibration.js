@@ -50,6 +50,10 @@ const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMB
 
 /** Repetitions: enough tables to see a 5% rate, fewer for the largest. */
 const repsFor = (s) => Number(values.reps ?? (values.quick ? (s.rounds > 1000 ? 2 : 6) : (s.rounds > 2000 ? 10 : s.rounds > 600 ? 30 : 40)))
+/** The scenarios --only names (all without it). @template {{ name: string }} S @param {S[]} list */
+const chosen = (list) => list.filter((s) => !values.only || s.name.includes(values.only))
+/** A table's title and header, its separator row as wide as the header. @param {string} title @param {string[]} columns */
+const heading = (title, columns) => console.log(`${title}\n| ${columns.join(' | ')} |\n|${'---|'.repeat(columns.length)}`)
 const pct = (a, b) => (b ? `${(a / b * 100).toFixed(1)}%` : '—')
 
 /**
@@ -84,12 +88,10 @@ try {
   }
 
   console.log(`calibration — ${os.cpus().length} cores, ${os.cpus()[0]?.model}, Node ${process.version}`)
-  console.log('cells = tested cells over all runs (3 locations + all locations × p25…p99, those with enough rounds); flagged = claims a difference')
-  console.log('| scenario | runs | matched: cells flagged | matched: tables with a flag | ITT: cells flagged | H3-gain cells, all-locations ones (matched / ITT) | failure verdicts | power | target |')
-  console.log('|---|---|---|---|---|---|---|---|---|')
+  heading('cells = tested cells over all runs (3 locations + all locations × p25…p99, those with enough rounds); flagged = claims a difference',
+    ['scenario', 'runs', 'matched: cells flagged', 'matched: tables with a flag', 'ITT: cells flagged', 'H3-gain cells, all-locations ones (matched / ITT)', 'failure verdicts', 'power', 'target'])
   const t0 = performance.now()
-  for (const s of calibrationScenarios({ quick: values.quick })) {
-    if (values.only && !s.name.includes(values.only)) continue
+  for (const s of chosen(calibrationScenarios({ quick: values.quick }))) {
     const reps = repsFor(s)
     const tally = { matched: { tested: 0, flagged: 0, tables: 0, faster: 0, allFaster: 0 }, itt: { tested: 0, flagged: 0, tables: 0, faster: 0, allFaster: 0 } }
     const failures = {}
@@ -139,12 +141,12 @@ try {
  * @param {import('../dev/calibration-runs.js').Client} client
  */
 async function autoCalibration (client) {
-  const scenarios = autoCalibrationScenarios({ quick: values.quick }).filter((s) => !values.only || s.name.includes(values.only))
+  const scenarios = chosen(autoCalibrationScenarios({ quick: values.quick }))
   if (!scenarios.length) return
   const contrasts = [['auto_vs_h2', 'auto', 'h2'], ['auto_vs_h3', 'auto', 'h3'], ['h3_vs_h2', 'h3', 'h2']]
-  console.log('\nauto arm — cells = contrast cells of both visits (first, returning) × 3 locations (6 where named) × p25…p99, those with enough rounds; flagged = faster or slower')
-  console.log('| scenario | runs | auto − H2 flagged | auto − H3 flagged | H3 − H2 flagged | all contrast cells flagged | tables with a flag | received gain: truth | shown / forced gain tested | 95% interval covers truth | median width | H3 share intervals cover truth: navigations / bytes | target |')
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+  heading('\nauto arm — cells = contrast cells of both visits (first, returning) × 3 locations (6 where named) × p25…p99, those with enough rounds; flagged = faster or slower',
+    ['scenario', 'runs', 'auto − H2 flagged', 'auto − H3 flagged', 'H3 − H2 flagged', 'all contrast cells flagged', 'tables with a flag', 'received gain: truth', 'shown / forced gain tested',
+      '95% interval covers truth', 'median width', 'H3 share intervals cover truth: navigations / bytes', 'target'])
   const coverage = []
   for (const s of scenarios) {
     const reps = Number(values.reps ?? (values.quick ? 6 : s.rounds > 1000 ? 20 : 40))
@@ -205,11 +207,10 @@ async function autoCalibration (client) {
  * @param {import('../dev/calibration-runs.js').Client} client
  */
 async function browserCalibration (client) {
-  const scenarios = browserCalibrationScenarios().filter((s) => !values.only || s.name.includes(values.only))
+  const scenarios = chosen(browserCalibrationScenarios())
   if (!scenarios.length) return
-  console.log('\nbrowsers — one monitor in Chromium and Firefox; cells = tested cells of each browser\'s comparison (matched); readings = GET /monitors/{id}/browsers at p50, per location')
-  console.log('| scenario | runs | Chromium: cells flagged | Firefox: cells flagged | Chromium H3-faster cells | readings | target |')
-  console.log('|---|---|---|---|---|---|---|')
+  heading('\nbrowsers — one monitor in Chromium and Firefox; cells = tested cells of each browser\'s comparison (matched); readings = GET /monitors/{id}/browsers at p50, per location',
+    ['scenario', 'runs', 'Chromium: cells flagged', 'Firefox: cells flagged', 'Chromium H3-faster cells', 'readings', 'target'])
   for (const s of scenarios) {
     const reps = Number(values.reps ?? (values.quick ? 6 : 30))
     const per = Object.fromEntries(Object.keys(s.browsers).map((b) => [b, { tested: 0, flagged: 0, faster: 0 }]))
@@ -245,11 +246,10 @@ async function browserCalibration (client) {
  * @param {import('../dev/calibration-runs.js').Client} client
  */
 async function journeyCalibration (client) {
-  const scenarios = journeyCalibrationScenarios().filter((s) => !values.only || s.name.includes(values.only))
+  const scenarios = chosen(journeyCalibrationScenarios())
   if (!scenarios.length) return
-  console.log('\njourney steps — one monitor whose journey names ten steps; a steps table = each step\'s p50 at each location and all locations (GET /monitors/{id}/comparison?probe=journey:<step>)')
-  console.log('| scenario | runs | step cells flagged (identical steps) | steps tables with a flag | the gaining step\'s cells found | target |')
-  console.log('|---|---|---|---|---|---|')
+  heading('\njourney steps — one monitor whose journey names ten steps; a steps table = each step\'s p50 at each location and all locations (GET /monitors/{id}/comparison?probe=journey:<step>)',
+    ['scenario', 'runs', 'step cells flagged (identical steps)', 'steps tables with a flag', 'the gaining step\'s cells found', 'target'])
   for (const s of scenarios) {
     const reps = Number(values.reps ?? (values.quick ? 6 : 40))
     let cells = 0
