@@ -3,8 +3,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import {
-  wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP, benjaminiHochberg, roundBootstrap, bootstrapSummary,
-  normalQuantile, createRandom
+  wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP, benjaminiHochberg, roundBootstrap, armsBootstrap, bootstrapSummary,
+  normalQuantile, createRandom, SeededRandom, exactQuantile
 } from '../lib/analysis/stats/index.js'
 
 const close = (a, b, tol, msg) => assert.ok(Math.abs(a - b) <= tol, `${msg ?? ''} ${a} vs ${b}`)
@@ -66,4 +66,40 @@ test('the round bootstrap resamples whole rounds: a round\'s samples move togeth
   assert.deepEqual(roundBootstrap({ rounds: shifted, qs: [0.5], iterations: 200, seed: 'x' }).deltas, again.deltas)
   const s = bootstrapSummary(again.deltas[0], again.h3[0] - again.h2[0])
   assert.ok(s.lo <= again.h3[0] - again.h2[0] && again.h3[0] - again.h2[0] <= s.hi && s.se > 0)
+})
+
+test('each resample\'s percentiles are percentile_cont of the rounds it drew, written out sample by sample', () => {
+  // The bootstrap reads a resample's percentiles off each arm's sorted
+  // samples weighted by how often their round was drawn, walking from either
+  // end; here each resample is written out in full and sorted instead. Rounds
+  // of one sample, of several, of varied counts; ties; percentiles at both
+  // ends and on one side of the median only.
+  const random = createRandom(11)
+  const qsets = [[0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1], [0.5], [0.01, 0.1], [0.9, 0.999], [0.5, 0.5000001]]
+  for (let c = 0; c < 60; c++) {
+    const n = 1 + Math.floor(random() * 40)
+    const size = () => c % 3 === 0 ? 1 : c % 3 === 1 ? 3 : 1 + Math.floor(random() * 4)
+    const value = () => c % 5 === 0 ? Math.floor(random() * 3) : Math.round(random() * 5000) / 7
+    const rounds = Array.from({ length: n }, () => ({ h2: Array.from({ length: size() }, value), h3: Array.from({ length: size() }, value) }))
+    const qs = qsets[c % qsets.length]
+    const iterations = 25
+    const arms = armsBootstrap({ rounds, arms: ['h2', 'h3'], qs, iterations, seed: c })
+    const deltas = roundBootstrap({ rounds, qs, iterations, seed: c }).deltas
+    const draws = new SeededRandom(c)
+    const counts = new Uint32Array(n)
+    for (let i = 0; i < iterations; i++) {
+      counts.fill(0)
+      draws.tallyDraws(counts)
+      const resample = (/** @type {'h2' | 'h3'} */ arm) => Float64Array.from(rounds.flatMap((r, j) => Array(counts[j]).fill(r[arm]).flat())).sort()
+      const h2 = resample('h2')
+      const h3 = resample('h3')
+      qs.forEach((q, k) => {
+        const where = `case ${c}, resample ${i}, q ${q}`
+        assert.equal(arms.draws.h2[k][i], exactQuantile(h2, q), where)
+        assert.equal(arms.draws.h3[k][i], exactQuantile(h3, q), where)
+        assert.equal(deltas[k][i], arms.draws.h3[k][i] - arms.draws.h2[k][i], where)
+      })
+    }
+    qs.forEach((q, k) => assert.equal(arms.point.h2[k], exactQuantile(Float64Array.from(rounds.flatMap((r) => r.h2)).sort(), q)))
+  }
 })
