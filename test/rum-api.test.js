@@ -84,6 +84,20 @@ test('locations take a list of countries; a country stands under one location', 
   assert.match(taken.json().message, /GB stands under lab-eu/)
   const bad = await t.app.inject({ method: 'PATCH', url: '/api/v1/locations/lab-na', payload: { countries: ['U1'] } })
   assert.equal(bad.json().field, 'countries.0')
+  // Two letters are not enough: no country has XX, the United Kingdom's
+  // visitors are counted under GB, and EU is not one country. The field
+  // is the code's place in the list as given, repeats counted.
+  for (const { countries, field, message } of [
+    { countries: ['US', 'XX'], field: 'countries.1', message: /"XX" is no country's code/ },
+    { countries: ['US', 'us', 'uk'], field: 'countries.2', message: /"UK" is reserved: IP databases give its visitors GB \(United Kingdom\); write GB/ },
+    { countries: ['EU'], field: 'countries.0', message: /"EU" \(European Union\) names no one country/ }
+  ]) {
+    const refused = await t.app.inject({ method: 'PATCH', url: '/api/v1/locations/lab-na', payload: { countries } })
+    assert.equal(refused.statusCode, 400, refused.body)
+    assert.equal(refused.json().field, field)
+    assert.match(refused.json().message, message)
+  }
+  assert.deepEqual((await t.app.inject({ method: 'PATCH', url: '/api/v1/locations/lab-na', payload: { countries: ['XK'] } })).json().countries, ['XK'], 'Kosovo, as IP databases name it')
   assert.equal((await t.app.inject({ method: 'PATCH', url: '/api/v1/locations/lab-na', payload: { countries: ['US'] } })).statusCode, 200)
   assert.equal((await t.app.inject({ method: 'PATCH', url: '/api/v1/locations/nowhere', payload: { countries: ['FR'] } })).statusCode, 404)
 })

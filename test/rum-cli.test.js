@@ -36,6 +36,7 @@ test('rum sites create prints the install tag; list, tag, update, revoke and cou
     const countries = run(['rum', 'countries', '--location', 'lab-eu', 'gb,de'], env)
     assert.equal(countries.stdout.trim(), 'lab-eu\tGB,DE')
     assert.match(run(['rum', 'countries', '--location', 'lab-eu', 'GBR'], env).stderr, /"GBR" is not a two-letter country code/)
+    assert.match(run(['rum', 'countries', '--location', 'lab-eu', 'DE,XX'], env).stderr, /countries\.1: "XX" is no country's code/)
     // Without a list it shows them and changes nothing; an empty list clears them.
     assert.equal(run(['rum', 'countries', '--location', 'lab-eu'], env).stdout.trim(), 'lab-eu\tGB,DE')
     assert.equal(run(['rum', 'countries', '--location', 'lab-eu'], env).stdout.trim(), 'lab-eu\tGB,DE')

@@ -1,5 +1,6 @@
 // SQL for the locations table.
 import { NotFoundError, ValidationError } from '../runtime/errors.js'
+import { countryCodeProblem } from '../measurement/rum/country.js'
 
 const COLUMNS = 'id, name, region, kind, profile, browsers, countries, last_refusal, created_at, updated_at'
 
@@ -42,10 +43,12 @@ export async function upsertLocation (db, { id, name, region, kind, profile = {}
  * @param {string[]} countries
  */
 export async function setLocationCountries (db, id, countries) {
-  const codes = [...new Set(countries.map((c) => String(c).trim().toUpperCase()))]
-  codes.forEach((c, i) => {
-    if (!/^[A-Z]{2}$/.test(c)) throw new ValidationError(`countries.${i}: "${c}" is not a two-letter country code (ISO 3166-1 alpha-2) such as US or DE`, `countries.${i}`)
+  const given = countries.map((c) => String(c).trim().toUpperCase())
+  given.forEach((c, i) => {
+    const problem = countryCodeProblem(c)
+    if (problem) throw new ValidationError(`countries.${i}: ${problem}`, `countries.${i}`)
   })
+  const codes = [...new Set(given)]
   const { rows: taken } = await db.query(
     'SELECT id, c FROM locations, unnest(countries) AS c WHERE id <> $1 AND c = ANY ($2::text[]) ORDER BY c', [id, codes])
   if (taken.length) throw new ValidationError(`countries: ${taken.map((t) => `${t.c} stands under ${t.id} already`).join(', ')}; a country belongs to one location`, 'countries')

@@ -59,3 +59,32 @@ function unmapped (address) {
   const a = address.trim()
   return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(a) ? a.slice(7) : a
 }
+
+// Two-letter region codes that name no country a visitor's address can be
+// in: groupings (European Union, Eurozone, United Nations, Outlying
+// Oceania, unknown) and ISO 3166's exceptional reservations, which IP
+// databases file under the country they belong to (UK is GB).
+const NOT_A_COUNTRY = new Map([
+  ['EU', ''], ['EZ', ''], ['UN', ''], ['QO', ''], ['ZZ', ''],
+  ['UK', 'GB'], ['AC', 'SH'], ['TA', 'SH'], ['CP', 'FR'], ['DG', 'IO'], ['EA', 'ES'], ['IC', 'ES'], ['CQ', 'GG']
+])
+const REGION_NAMES = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' })
+
+/**
+ * Why a two-letter code is not a country a visitor can be counted under;
+ * null when it is one (ISO 3166-1 alpha-2, and XK, which IP databases use
+ * for Kosovo).
+ * @param {string} code upper case
+ * @returns {string | null}
+ */
+export function countryCodeProblem (code) {
+  if (!/^[A-Z]{2}$/.test(code)) return `"${code}" is not a two-letter country code (ISO 3166-1 alpha-2) such as US or DE`
+  if (NOT_A_COUNTRY.has(code)) {
+    const instead = NOT_A_COUNTRY.get(code)
+    return instead
+      ? `"${code}" is reserved: IP databases give its visitors ${instead} (${REGION_NAMES.of(instead)}); write ${instead}`
+      : `"${code}" (${REGION_NAMES.of(code)}) names no one country: give each country's code, such as DE`
+  }
+  if (!REGION_NAMES.of(code)) return `"${code}" is no country's code (ISO 3166-1 alpha-2) such as US or DE`
+  return null
+}
