@@ -172,9 +172,20 @@ test('each browser\'s rounds land in that browser\'s comparison, trends and expo
   assert.equal(median(await get(`/api/v1/monitors/${copy.id}/comparison?metric=ttfb_ms&browser=firefox&${window}`)).delta_ms, 0)
   assert.equal(median(await get(`/api/v1/monitors/${copy.id}/comparison?metric=ttfb_ms&${window}`)).delta_ms, -40)
 
-  // A monitor that runs in one browser is compared in that one, and says so.
+  // A monitor that ran Firefox before is still compared in both over the
+  // windows that hold Firefox's rounds.
   await t.db.query("UPDATE monitors SET browsers = ARRAY['chromium'] WHERE id = $1", [copy.id])
-  const single = await get(`/api/v1/monitors/${copy.id}/browsers?metric=ttfb_ms&${window}`)
+  const before = await get(`/api/v1/monitors/${copy.id}/browsers?metric=ttfb_ms&${window}`)
+  assert.deepEqual(before.browsers, ['chromium', 'firefox'])
+  assert.equal(before.locations.find((/** @type {any} */ l) => l.location_id === 'br-asia').reading.code, 'browser')
+  const older = `from=${encodeURIComponent(new Date(Date.now() - 6 * 3600e3).toISOString())}&to=${encodeURIComponent(new Date(Date.now() - 3 * 3600e3).toISOString())}`
+  assert.deepEqual((await get(`/api/v1/monitors/${copy.id}/browsers?metric=ttfb_ms&${older}`)).browsers, ['chromium'], 'a window without its rounds leaves it out')
+
+  // A monitor that runs in one browser is compared in that one, and says so.
+  const chromiumOnly = await monitor({ locations: ['br-asia'], browsers: ['chromium'], modes: ['h2', 'h3'], paused: true })
+  const chromiumLines = lines.filter((l) => l.browser === 'chromium').map((l) => JSON.stringify(l)).join('\n')
+  assert.equal((await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${chromiumOnly.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: chromiumLines })).statusCode, 200)
+  const single = await get(`/api/v1/monitors/${chromiumOnly.id}/browsers?metric=ttfb_ms&${window}`)
   assert.deepEqual(single.browsers, ['chromium'])
   const alone = single.locations.find((/** @type {any} */ l) => l.location_id === 'br-asia')
   assert.deepEqual(Object.keys(alone.gains), ['chromium'])

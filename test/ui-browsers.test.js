@@ -108,6 +108,22 @@ test('a monitor in two browsers has a browser switch and the cross-browser table
   await done()
 })
 
+test('a browser the monitor no longer runs is read when the address names it: its comparison and the cross-browser table', async () => {
+  await database.pool.query("UPDATE monitors SET browsers = '{chromium}' WHERE id = $1", [monitor.id])
+  try {
+    const { page, done } = await open(`#/monitors/${monitor.id}?window=24h&metric=ttfb_ms&browser=firefox`)
+    await page.waitForSelector('#browser-group')
+    const options = await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked]))
+    assert.deepEqual(options, [['chromium', false], ['firefox', true]])
+    await page.waitForFunction(() => /not clearly different at p50/.test(document.querySelector('#comparison p.headline')?.textContent ?? ''), { timeout: 15000 })
+    await page.waitForSelector('#browsers table.cross-browser')
+    assert.deepEqual(await page.$$eval('#browsers thead th', (ths) => ths.map((t) => t.textContent)), ['Location', 'Chromium Δ p50', 'Firefox Δ p50', 'Reading'])
+    await done()
+  } finally {
+    await database.pool.query("UPDATE monitors SET browsers = '{chromium,firefox}' WHERE id = $1", [monitor.id])
+  }
+})
+
 test('a monitor that runs in Firefox only says on the overview that its comparison is on its page, not "no rounds yet"', async () => {
   const firefoxOnly = await createMonitor(database.pool, { url: 'https://lab.h3lens.test:8443/page-100k.html', label: 'Firefox only', locations: ['lab-eu'], modes: ['h2', 'h3'], browsers: ['firefox'], interval_s: 60, paused: true })
   const { page, done } = await open('#/?window=24h')

@@ -86,3 +86,9 @@ export const usageOf = (value) => USAGE.get(value) ?? { label: value, text: `Chr
  * @param {string | null | undefined} id
  */
 export const browserName = (id) => BROWSER_NAMES.get(id ?? 'chromium') ?? id ?? 'Chromium'
+
+/**
+ * Whether the catalogue knows a browser of this id.
+ * @param {string | null} id
+ */
+export const isBrowser = (id) => id !== null && BROWSER_NAMES.has(id)

@@ -2,7 +2,7 @@
 // percentile trends and whole distributions, all merged from the rollups.
 import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
-import { probeWasMeasured } from '../../lib/store/round-summaries.js'
+import { browsersWithRounds, probeWasMeasured } from '../../lib/store/round-summaries.js'
 import { JOURNEY_PROBE, splitProbe } from '../../lib/measurement/probes/journey.js'
 import { stepNames } from '../../lib/measurement/journey/steps.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
@@ -422,7 +422,7 @@ export default async function comparisonRoutes (app) {
             analysis: { type: 'string' },
             from: { type: 'string', format: 'date-time' },
             to: { type: 'string', format: 'date-time' },
-            browsers: { type: 'array', items: { type: 'string' }, description: 'The browsers compared: those the monitor runs (with one, every reading is one_browser)' },
+            browsers: { type: 'array', items: { type: 'string' }, description: 'The browsers compared: those the monitor runs and any other it has rounds of in the window (with one, every reading is one_browser)' },
             locations: {
               type: 'array',
               items: {
@@ -465,8 +465,11 @@ export default async function comparisonRoutes (app) {
     const percentile = request.query.percentile
     // The page probe unless the metric is another probe's (upload_mbps).
     const probe = q.probe ?? 'page'
-    // The browsers the monitor runs, in the catalogue's order.
-    const browsers = BROWSERS.filter((b) => (q.monitor.browsers ?? ['chromium']).includes(b))
+    // The browsers the monitor runs, and any it ran before that has rounds
+    // in the window, in the catalogue's order.
+    const runs = q.monitor.browsers ?? ['chromium']
+    const before = await browsersWithRounds(app.db, { monitorId: q.monitor.id, probe, view: 'first', from: q.from, to: q.to, browsers: BROWSERS.filter((b) => !runs.includes(b)) })
+    const browsers = BROWSERS.filter((b) => runs.includes(b) || before.includes(b))
     /** @type {Record<string, any>} */
     const answers = {}
     for (const browser of browsers) {

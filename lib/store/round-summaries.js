@@ -237,6 +237,22 @@ export async function probeWasMeasured (db, { monitorId, probe }) {
 }
 
 /**
+ * Which of `browsers` have a round of the series in the window: a browser a
+ * monitor ran before is still compared over the windows it has rounds in.
+ * @param {import('pg').Pool} db
+ * @param {{ monitorId: number, probe: string, view: string, from: Date, to: Date, browsers: readonly string[] }} w
+ * @returns {Promise<string[]>}
+ */
+export async function browsersWithRounds (db, { monitorId, probe, view, from, to, browsers }) {
+  if (!browsers.length) return []
+  const { rows } = await db.query(
+    `SELECT b FROM unnest($5::text[]) AS b WHERE EXISTS (
+       SELECT 1 FROM round_summaries s WHERE s.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.browser = b AND s.time >= $4 AND s.time < $6)`,
+    [monitorId, probe, view, from, browsers.map((b) => browserOf({ browser: b })), to])
+  return rows.map((r) => r.b)
+}
+
+/**
  * The browser of a read (Chromium when not said), checked against the
  * catalogue's list: some reads splice it into their SQL as a literal, so
  * their other statements keep their parameter numbers.

@@ -4,7 +4,7 @@
 import { api, exportUrl, downloadWithKey } from '../api.js'
 import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames, VERDICT, verdictClass } from '../dom.js'
 import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
-import { browserName, PAGE_METRICS } from '../catalogue.js'
+import { browserName, isBrowser, PAGE_METRICS } from '../catalogue.js'
 import { metricPicker, analysisPicker, verdictLegend } from '../components/metric-picker.js'
 import { comparisonTable } from '../components/comparison-table.js'
 import { reliabilityTable, failureSentence } from '../components/reliability.js'
@@ -35,8 +35,12 @@ export async function render (ctx) {
   const metric = isJourney && !ctx.query.get('metric') ? 'step_ms' : metricOf(ctx.query)
   const view = pick(ctx.query.get('view'), monitor.repeat_view ? ['first', 'repeat'] : ['first'])
   // Whose rounds the page shows: a round is one browser's (docs/BROWSERS.md).
-  const browsers = monitor.browsers ?? ['chromium']
-  const browser = pick(ctx.query.get('browser'), browsers)
+  // A browser the monitor no longer runs, named in the address, is read
+  // too: its rounds are still in the windows it ran in.
+  const ran = monitor.browsers ?? ['chromium']
+  const asked = ctx.query.get('browser')
+  const browsers = isBrowser(asked) && !ran.includes(asked) ? [...ran, asked] : ran
+  const browser = pick(asked, browsers)
   const range = { from: win.from, to: win.to }
   const filters = { ...range, metric, probe, view, browser }
   const names = new Map(locations.map((l) => [l.id, l]))
