@@ -39,7 +39,7 @@ export async function runRum ({ pool, config }, values, positionals) {
   const fail = (message) => { throw Object.assign(new Error(message), { userFacing: true }) }
   const [group, sub, arg] = positionals
   const baseUrl = values['base-url'] ?? config.publicUrl ?? config.apiUrl
-  const tag = (/** @type {Record<string, any>} */ site) => installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet: currentSnippet() })
+  const tag = (/** @type {Record<string, any>} */ site) => installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet: currentSnippet(), field: values['base-url'] !== undefined ? '--base-url' : 'the base URL' })
   const siteId = () => {
     const id = idOf(arg)
     if (id === null) fail(`rum sites ${sub} needs the id of a site (see "h3lens rum sites list"), not "${arg ?? ''}"`)

@@ -52,6 +52,12 @@ test('sites: origins are checked and normalised, the key and install tag come ba
   assert.deepEqual(site.origins, [ORIGIN])
   assert.match(site.key, /^h3s_[\w-]{32}$/)
   assert.match(site.install.tag, /data-sample="0\.5"/)
+  // Without H3LENS_PUBLIC_URL the tag points at the address the request came
+  // to; a Host header that makes no URL is refused, never written into it.
+  const hostile = await t.app.inject({ method: 'GET', url: `/api/v1/rum/sites/${site.id}`, headers: { host: 'a"><b>' } })
+  assert.equal(hostile.statusCode, 400, hostile.body)
+  assert.equal(hostile.json().field, 'host')
+  assert.equal(hostile.json().install, undefined)
   const bad = await t.app.inject({ method: 'POST', url: '/api/v1/rum/sites', payload: { name: 'x', origins: ['https://ok.example', 'ftp://nope.example'] } })
   assert.equal(bad.statusCode, 400)
   assert.equal(bad.json().field, 'origins.1')

@@ -29,8 +29,9 @@ export default async function rumRoutes (app) {
   /** The install tag points at this server as its users reach it. */
   const withInstall = (/** @type {import('fastify').FastifyRequest} */ request, /** @type {Record<string, any>} */ site) => {
     const snippet = currentSnippet()
+    // Without H3LENS_PUBLIC_URL, the address the request came to (its Host header).
     const baseUrl = app.config.publicUrl ?? `${request.protocol}://${request.host}`
-    const tag = installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet })
+    const tag = installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet, field: app.config.publicUrl ? 'H3LENS_PUBLIC_URL' : 'host' })
     return { ...site, install: { tag, src: /src="([^"]+)"/.exec(tag)?.[1], integrity: snippet.integrity, version: snippet.version } }
   }
 

@@ -18,6 +18,7 @@ import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
+import { ValidationError } from '../../runtime/errors.js'
 import { h3lensBeacon } from './page.js'
 
 const require = createRequire(import.meta.url)
@@ -77,12 +78,26 @@ export function buildSnippet () {
 
 /**
  * The install tag for a site: one <script> element, config in data
- * attributes, pinned by its integrity.
- * @param {{ baseUrl: string, key: string, sampleRate: number, snippet: { integrity: string, version: string } }} o
+ * attributes, pinned by its integrity. The base URL must be an absolute
+ * http(s) URL; it is written as the URL parser serialises it, every
+ * attribute escaped, so no address can add markup to the tag.
+ * @param {{ baseUrl: string, key: string, sampleRate: number, snippet: { integrity: string, version: string }, field?: string }} o
+ *   field: what to name when the base URL is refused
+ * @throws {ValidationError}
  */
-export function installTag ({ baseUrl, key, sampleRate, snippet }) {
-  const src = `${baseUrl.replace(/\/+$/, '')}/rum/v1/h3lens.js?v=${snippet.version}`
-  return `<script async src="${src}" integrity="${snippet.integrity}" crossorigin="anonymous" data-key="${key}" data-sample="${sampleRate}"></script>`
+export function installTag ({ baseUrl, key, sampleRate, snippet, field = 'base_url' }) {
+  let base
+  try {
+    base = new URL(baseUrl)
+  } catch {
+    base = null
+  }
+  if (!base || !['http:', 'https:'].includes(base.protocol) || base.username || base.password || base.search || base.hash) {
+    throw new ValidationError(`${field} "${baseUrl}" is not the address browsers reach h3lens at: give an absolute http(s) URL such as https://h3lens.example.com, without credentials, query or fragment`, field)
+  }
+  const src = `${base.origin}${base.pathname.replace(/\/+$/, '')}/rum/v1/h3lens.js?v=${snippet.version}`
+  const attribute = (/** @type {unknown} */ v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+  return `<script async src="${attribute(src)}" integrity="${attribute(snippet.integrity)}" crossorigin="anonymous" data-key="${attribute(key)}" data-sample="${attribute(sampleRate)}"></script>`
 }
 
 /** @type {ReturnType<typeof buildSnippet> | null} */
