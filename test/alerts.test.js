@@ -456,6 +456,9 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
     [{ secret: 'short' }, 'secret'],
     [{ format: 'xml' }, 'format'],
     [{ name: '' }, 'name'],
+    // A name is one line; port 0 is no receiver's.
+    [{ name: 'ops\nteam' }, 'name'],
+    [{ url: 'https://hooks.example.com:0/h' }, 'url'],
     [{ kind: 'email' }, 'kind'],
     [{ extra: true }, 'extra']
   ]

@@ -123,6 +123,10 @@ test('migrate, agents token and rollups rebuild work against DATABASE_URL', asyn
     const tabbed = run(['keys', 'create', '--name', 'a\tb\nc'], env)
     assert.equal(tabbed.status, 1)
     assert.match(tabbed.stderr, /may not hold control characters/)
+    // `agents list` prints one agent a line too.
+    const tabbedAgent = run(['agents', 'token', '--location', 'eu-west', '--name', 'a\tb'], env)
+    assert.equal(tabbedAgent.status, 1)
+    assert.match(tabbedAgent.stderr, /an agent's name may not hold control characters/)
     const bad = run(['agents', 'token', '--location', 'nowhere'], env)
     assert.notEqual(bad.status, 0)
     assert.match(bad.stderr, /unknown location "nowhere"/)

@@ -2,6 +2,7 @@
 // stored, so a database dump does not let anyone impersonate an agent.
 import { createHash, randomBytes } from 'node:crypto'
 import { ValidationError } from '../runtime/errors.js'
+import { oneLineName } from '../runtime/text.js'
 import { getLocation } from './locations.js'
 
 // An agent counts as alive when it was seen within this many seconds; agents
@@ -28,7 +29,7 @@ export async function createAgentToken (db, { location, name }) {
     `INSERT INTO agents (location_id, name, token_hash) VALUES ($1, $2, $3)
      RETURNING id, location_id, name, created_at`,
     // An empty or blank name is no name: the agent gets the default one.
-    [location, name?.trim() || `${location}-agent`, hashToken(token)])
+    [location, name?.trim() ? oneLineName(name, { field: 'name', what: 'an agent\'s name', example: 'frankfurt-1' }) : `${location}-agent`, hashToken(token)])
   return { agent: rows[0], token }
 }
 

@@ -12,6 +12,7 @@ import crypto from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
+import { oneLineName } from '../runtime/text.js'
 import { checkPublicTarget, guardedLookup, guardMessage, literalReason, systemResolver, targetHost } from '../measurement/targets.js'
 import { validateMonitorUrl } from './monitors.js'
 import { removeChannelFromRules } from './alert-rules.js'
@@ -51,13 +52,14 @@ export function present (row) {
 async function checkChannel (input, { allowPrivateTargets = false, resolve }) {
   const c = { ...input }
   if (c.kind !== 'webhook') throw new ValidationError('kind must be webhook', 'kind')
-  if (typeof c.name !== 'string' || !c.name.trim()) throw new ValidationError('name is required', 'name')
-  c.name = c.name.trim()
+  c.name = oneLineName(c.name, { field: 'name', what: 'a channel\'s name', example: 'ops' })
   try {
     c.url = validateMonitorUrl(c.url)
   } catch (/** @type {any} */ err) {
     throw new ValidationError(err.message, 'url')
   }
+  // Port 0 is no port a receiver listens on (Node would post to the scheme's own).
+  if (new URL(c.url).port === '0') throw new ValidationError('url names port 0, which no receiver listens on; give the receiver\'s port', 'url')
   if (!allowPrivateTargets) await checkPublicTarget(c.url, { resolve, subject: 'webhooks' })
   if (typeof c.secret !== 'string' || c.secret.length < MIN_SECRET_LENGTH) {
     throw new ValidationError(`secret must be at least ${MIN_SECRET_LENGTH} characters (the HMAC key of X-H3lens-Signature)`, 'secret')

@@ -8,6 +8,7 @@ import path from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { hashToken } from './agents.js'
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
+import { oneLineName } from '../runtime/text.js'
 
 export const API_KEY_ROLES = Object.freeze(['read', 'write'])
 export const ADMIN_KEY_FILE = 'admin-key'
@@ -25,10 +26,7 @@ const LAST_USED_RESOLUTION_S = 60
  */
 export async function createApiKey (db, { name, role }) {
   if (!API_KEY_ROLES.includes(role)) throw new ValidationError(`role must be one of ${API_KEY_ROLES.join(', ')}, not "${role}"`, 'role')
-  const label = String(name ?? '').trim()
-  if (!label || label.length > 100) throw new ValidationError('a key needs a name of 1 to 100 characters, such as "grafana" or "ci"', 'name')
-  // `keys list` prints one key a line, its fields between tabs.
-  if (/\p{Cc}/u.test(label)) throw new ValidationError('a key\'s name may not hold control characters (tabs, line breaks)', 'name')
+  const label = oneLineName(name, { field: 'name', what: 'a key\'s name', example: 'grafana' })
   const secret = KEY_PREFIX + randomBytes(24).toString('base64url')
   const { rows } = await db.query(
     `INSERT INTO api_keys (name, role, key_hash, key_prefix) VALUES ($1, $2, $3, $4)
