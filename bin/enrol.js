@@ -28,6 +28,9 @@ export function parseLocationSpec (spec) {
  * @returns {Promise<{ file: string, created: boolean, agentId: number }>}
  */
 export async function enrolLocation (db, { location, region, tokenDir }) {
+  // Before anything is created: a folder that cannot hold the token would
+  // leave an agent registered with nobody holding its token.
+  await prepareTokenDir(tokenDir)
   if (!(await getLocation(db, location))) {
     if (!region) throw new ValidationError(`unknown location "${location}"; give its region as --location ${location}=REGION to create it`, 'location')
     await upsertLocation(db, { id: location, name: location, region, kind: 'real' })
@@ -37,13 +40,37 @@ export async function enrolLocation (db, { location, region, tokenDir }) {
   const agent = existing ? await authenticateAgent(db, existing) : null
   if (agent?.location_id === location) return { file, created: false, agentId: agent.id }
   const { agent: created, token } = await createAgentToken(db, { location, name: `${location}-agent` })
-  await fs.mkdir(tokenDir, { recursive: true })
   // Written whole under another name, then renamed: an agent starting now
   // never reads half a token.
   const partial = `${file}.${process.pid}.tmp`
   await fs.writeFile(partial, token + '\n', { mode: 0o600 })
   await fs.rename(partial, file)
   return { file, created: true, agentId: /** @type {any} */ (created).id }
+}
+
+/**
+ * Makes sure `dir` is a folder this process can write token files into,
+ * making it and its missing parents one level at a time (a recursive
+ * mkdir under /proc never returns); a clear error naming --token-dir
+ * otherwise.
+ * @param {string} dir
+ */
+export async function prepareTokenDir (dir) {
+  const refuse = (/** @type {string} */ why) => new ValidationError(`--token-dir ${dir} cannot hold the token files: ${why}`, 'token-dir')
+  const missing = []
+  let at = path.resolve(dir)
+  for (;;) {
+    const found = await fs.stat(at).catch((/** @type {any} */ err) => ['ENOENT', 'ENOTDIR'].includes(err.code) ? null : Promise.reject(refuse(err.code ?? err.message)))
+    if (found) {
+      if (!found.isDirectory()) throw refuse(`${at} is not a folder`)
+      break
+    }
+    missing.unshift(at)
+    if (path.dirname(at) === at) break
+    at = path.dirname(at)
+  }
+  for (const d of missing) await fs.mkdir(d).catch((/** @type {any} */ err) => { if (err.code !== 'EEXIST') throw refuse(`${d} cannot be made (${err.code ?? err.message})`) })
+  await fs.access(dir, fs.constants.W_OK).catch((/** @type {any} */ err) => { throw refuse(`it is not writable (${err.code ?? err.message})`) })
 }
 
 /**

@@ -174,6 +174,11 @@ test('agents wpt-key creates a wpt location and prints its key alone, stored has
     const badShaping = run(['agents', 'wpt-key', '--location', 'wpt-fra', '--wpt-shaping', 'yes'], env)
     assert.notEqual(badShaping.status, 0)
     assert.match(badShaping.stderr, /--wpt-shaping must be on or off, not "yes"/)
+    // A flag refused creates nothing: no location, no key.
+    const badBrowser = run(['agents', 'wpt-key', '--location', 'wpt-new', '--region', 'Asia', '--wpt-browser', 'bad;name'], env)
+    assert.notEqual(badBrowser.status, 0)
+    assert.match(badBrowser.stderr, /--wpt-browser "bad;name" must be a browser name/)
+    assert.equal((await db.pool.query("SELECT 1 FROM locations WHERE id = 'wpt-new'")).rowCount, 0)
   } finally {
     await db.drop()
   }

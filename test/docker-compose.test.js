@@ -132,6 +132,18 @@ test('agents enrol creates locations and token files once, keeps working tokens,
     await db.pool.query("UPDATE agents SET revoked_at = now() WHERE location_id = 'us-east'")
     assert.match(run(args, env).stdout, /^us-east\t.*\tnew agent enrolled$/m)
 
+    // A folder that cannot hold the tokens is named, and nothing is created
+    // for a token nobody would hold: a file, and a folder that cannot be made.
+    const file = path.join(tokenDir, 'us-east.token')
+    for (const { dir, why } of [{ dir: file, why: /is not a folder/ }, { dir: path.join(file, 'sub'), why: /is not a folder/ }, { dir: '/proc/h3lens-nope', why: /cannot be made \(ENOENT\)/ }]) {
+      const refused = run(['agents', 'enrol', '--token-dir', dir, '--location', 'eu-north=Europe'], env)
+      assert.equal(refused.status, 1, refused.stderr)
+      assert.match(refused.stderr, /--token-dir .* cannot hold the token files: /)
+      assert.match(refused.stderr, why)
+      assert.doesNotMatch(refused.stderr, /\n\s+at /, 'no stack trace')
+    }
+    assert.equal((await db.pool.query("SELECT 1 FROM locations WHERE id = 'eu-north'")).rowCount, 0)
+
     const missing = run(['agent', '--location', 'us-east', '--token-file', path.join(tokenDir, 'nope.token')], { H3LENS_AGENT_TOKEN: '' })
     assert.equal(missing.status, 1)
     assert.match(missing.stderr, /H3LENS_AGENT_TOKEN_FILE=.*nope\.token cannot be read \(ENOENT\); "h3lens agents enrol" writes it/)
