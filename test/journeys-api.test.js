@@ -261,6 +261,12 @@ test('the editor\'s check answers a journey\'s named steps, or a 400 naming the 
   const noUrl = await check({ journey: { steps: [nav] } })
   assert.equal(noUrl.statusCode, 400)
   assert.equal(noUrl.json().field, 'url')
+  // The base URL is checked as a monitor's: scheme, credentials, a port browsers refuse.
+  for (const { url, message } of [{ url: 'javascript:alert(1)', message: /must use http or https/ }, { url: 'https://u:p@example.com/', message: /must not contain a user name or password/ }, { url: 'https://example.com:6000/', message: /port 6000 is one browsers refuse/ }]) {
+    const refused = await check({ url, journey: { steps: [{ action: 'navigate', url: 'https://example.com/' }] } })
+    assert.deepEqual([refused.statusCode, refused.json().field], [400, 'url'], refused.body)
+    assert.match(refused.json().message, message)
+  }
   const { rows } = await t.db.query('SELECT count(*)::int AS n FROM journey_trials')
   assert.equal(rows[0].n, 0)
 })
@@ -270,6 +276,9 @@ test('a trial needs an agent at its location; its answer is checked before it is
   // No agent at the location: nothing would take the trial, so it is refused rather than left to expire.
   const unstaffed = await trial()
   assert.equal(unstaffed.statusCode, 400, unstaffed.body)
+  const credentials = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: 'https://u:p@example.com:6000/', journey: { steps: [nav] } } })
+  assert.deepEqual([credentials.statusCode, credentials.json().field], [400, 'url'], credentials.body)
+  assert.doesNotMatch(credentials.body, /u:p@/)
   assert.deepEqual([unstaffed.json().field, unstaffed.json().message], ['location_id', 'location_id: location local has no agent to run the trial; choose a location with one (the Locations page shows them)'])
   const agent = { authorization: `Bearer ${await t.agentToken('local')}` }
   // A stored secret's reference needs the monitor it was stored with.

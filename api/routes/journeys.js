@@ -4,7 +4,7 @@
 // result.
 import { checkJourney, stepNames } from '../../lib/measurement/journey/steps.js'
 import { createTrial, getTrial, TRIAL_TTL_S } from '../../lib/store/journey-trials.js'
-import { getMonitor } from '../../lib/store/monitors.js'
+import { getMonitor, validatePageUrl } from '../../lib/store/monitors.js'
 import { targetPolicy } from '../../lib/measurement/targets.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 import { errorResponses, idParams, journeySchema, trialOutcomeSchema } from '../schemas.js'
@@ -63,13 +63,9 @@ export default async function journeyRoutes (app) {
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Body: Record<string, any> }>} */ request) => {
     const { body } = request
-    const url = body.url ?? (body.monitor_id ? (await getMonitor(app.db, body.monitor_id)).url : null)
-    if (!url) throw new ValidationError('url: required without monitor_id (navigate URLs are relative to it)', 'url')
-    try {
-      new URL(url)
-    } catch {
-      throw new ValidationError('url: an absolute http or https URL', 'url')
-    }
+    if (body.url === undefined && !body.monitor_id) throw new ValidationError('url: required without monitor_id (navigate URLs are relative to it)', 'url')
+    // A url given is checked as a monitor's would be; it wins over the monitor's.
+    const url = body.url !== undefined ? validatePageUrl(body.url) : (await getMonitor(app.db, body.monitor_id)).url
     const j = checkJourney(body.journey, { url })
     return { steps: j.steps.length, named_steps: stepNames(j), step_timeout_ms: j.step_timeout_ms, timeout_ms: j.timeout_ms }
   })

@@ -6,7 +6,7 @@
 import { NotFoundError, ValidationError } from '../runtime/errors.js'
 import { checkJourney } from '../measurement/journey/steps.js'
 import { openJourney, sealJourney } from '../measurement/journey/secrets.js'
-import { checkJourneyTargets, getMonitor, journeySecrets } from './monitors.js'
+import { checkJourneyTargets, getMonitor, journeySecrets, validatePageUrl } from './monitors.js'
 
 /** How long a trial and its outcome are kept. */
 export const TRIAL_TTL_S = 15 * 60
@@ -24,14 +24,9 @@ const COLUMNS = 'id, location_id, monitor_id, url, journey, state, agent_id, out
  */
 export async function createTrial (db, input, policy) {
   const monitor = input.monitor_id !== undefined && input.monitor_id !== null ? await getMonitor(db, Number(input.monitor_id)) : null
-  const url = String(input.url ?? monitor?.url ?? '')
-  if (!url) throw new ValidationError('url: required without monitor_id (navigate URLs are relative to it)', 'url')
-  try {
-    const u = new URL(url)
-    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error('scheme')
-  } catch {
-    throw new ValidationError('url: an absolute http or https URL', 'url')
-  }
+  if (input.url === undefined && !monitor) throw new ValidationError('url: required without monitor_id (navigate URLs are relative to it)', 'url')
+  // A url given is checked as a monitor's would be; it wins over the monitor's.
+  const url = input.url !== undefined ? validatePageUrl(input.url) : /** @type {{ url: string }} */ (monitor).url
   if (typeof input.location_id !== 'string' || !input.location_id) throw new ValidationError('location_id: required, the location whose agent runs the journey', 'location_id')
   const { rows: [loc] } = await db.query(
     'SELECT id, EXISTS (SELECT 1 FROM agents a WHERE a.location_id = l.id AND a.revoked_at IS NULL) AS staffed FROM locations l WHERE id = $1', [input.location_id])

@@ -78,6 +78,21 @@ export function validateMonitorUrl (value) {
 }
 
 /**
+ * A URL a browser loads (a monitor's, or a journey's base): a monitor URL
+ * on a port browsers will load. A webhook's URL, which Node posts to, may
+ * use any port.
+ * @param {unknown} value
+ * @returns {string} normalised
+ * @throws {ValidationError} naming url
+ */
+export function validatePageUrl (value) {
+  const url = validateMonitorUrl(value)
+  const badPort = badPortReason(new URL(url))
+  if (badPort) throw new ValidationError(`url: ${badPort}`, 'url')
+  return url
+}
+
+/**
  * Validates a full or partial monitor against the rules that span fields and
  * the database, and returns the fields to store.
  * @param {import('pg').Pool | import('pg').PoolClient} db
@@ -89,10 +104,7 @@ async function checkMonitor (db, input, existing, policy = {}) {
   /** @type {Record<string, any>} the monitor's columns to store */
   const out = {}
   if (input.url !== undefined || !existing) {
-    out.url = validateMonitorUrl(input.url)
-    // A browser loads it (a webhook's URL, which Node posts to, may use any port).
-    const badPort = badPortReason(new URL(out.url))
-    if (badPort) throw new ValidationError(`url: ${badPort}`, 'url')
+    out.url = validatePageUrl(input.url)
   }
   const url = out.url ?? existing?.url
   if (input.label !== undefined) out.label = input.label === null ? null : String(input.label).trim() || null
