@@ -428,6 +428,10 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
   assert.match(dead.body.message, /p95 is tested only with 200 rounds per location in the window, and monitor \d+ runs 12 in 3600 s \(one every 300 s\), so this rule could never fire: give window_s at least 60000/)
   const p50 = await api('POST', '/api/v1/alert-rules', { ...regression, monitor_id: running.body.id, percentile: 50, window_s: 6000 })
   assert.equal(p50.status, 201, JSON.stringify(p50.body))
+  // A location the monitor does not run at would never be evaluated.
+  const elsewhere = await api('PATCH', `/api/v1/alert-rules/${p50.body.id}`, { locations: ['local', CAL_A.id] })
+  assert.deepEqual([elsewhere.status, elsewhere.body.field], [400, 'locations'], JSON.stringify(elsewhere.body))
+  assert.match(elsewhere.body.message, new RegExp(`monitor \\d+ does not run at ${CAL_A.id} \\(its locations: local\\)`))
   const narrowed = await api('PATCH', `/api/v1/alert-rules/${p50.body.id}`, { window_s: 3600 })
   assert.deepEqual([narrowed.status, narrowed.body.field], [400, 'window_s'], 'a patch of the window is checked too')
   assert.equal((await api('DELETE', `/api/v1/alert-rules/${p50.body.id}`)).status, 204)

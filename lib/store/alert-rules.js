@@ -37,10 +37,11 @@ const KIND_FIELDS = ['percentile', 'min_effect_pct', 'min_effect_ms', 'threshold
  * The rule as stored, defaults applied, after every check.
  * @param {import('pg').Pool} db
  * @param {Record<string, any>} input a full rule (POST) or the stored rule merged with a patch
- * @param {{ monitorGiven?: boolean, watchGiven?: boolean }} [opts] monitorGiven: the request names the monitor
- *   (a POST, or a patch of monitor_id); watchGiven: it names what the rule watches (a POST, or a patch of metric or probe)
+ * @param {{ monitorGiven?: boolean, watchGiven?: boolean, locationsGiven?: boolean }} [opts] monitorGiven: the request names the monitor
+ *   (a POST, or a patch of monitor_id); watchGiven: it names what the rule watches (a POST, or a patch of metric or probe);
+ *   locationsGiven: it names the locations (a POST, or a patch of locations)
  */
-async function checkRule (db, input, { monitorGiven = true, watchGiven = true } = {}) {
+async function checkRule (db, input, { monitorGiven = true, watchGiven = true, locationsGiven = true } = {}) {
   const r = { ...input }
   if (!RULE_KINDS.includes(r.kind)) throw new ValidationError(`kind must be one of ${RULE_KINDS.join(', ')}`, 'kind')
   for (const f of KIND_FIELDS) {
@@ -84,7 +85,7 @@ async function checkRule (db, input, { monitorGiven = true, watchGiven = true } 
   if (!SEVERITIES.includes(r.severity)) throw new ValidationError(`severity must be one of ${SEVERITIES.join(', ')}`, 'severity')
   r.monitor_id ??= null
   if (r.monitor_id !== null) {
-    const { rows: [m] } = await db.query('SELECT modes, interval_s, paused, probes, journey, browsers FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
+    const { rows: [m] } = await db.query('SELECT modes, interval_s, paused, probes, journey, browsers, locations FROM monitors WHERE id = $1 AND deleted_at IS NULL', [r.monitor_id])
     // A rule whose monitor was deleted since stays editable (to point it at
     // another monitor, or change its channels); a monitor given must exist.
     if (!m && monitorGiven) throw new ValidationError(`there is no monitor ${r.monitor_id}`, 'monitor_id')
@@ -96,6 +97,13 @@ async function checkRule (db, input, { monitorGiven = true, watchGiven = true } 
     // Checked when the monitor or what is watched changes: a rule stored
     // before stays editable when its monitor's probes change since.
     if (m && r.kind === 'h3_regression' && (monitorGiven || watchGiven)) checkRegressionMonitor(m, r)
+    // A location the monitor does not run at would never be evaluated.
+    // Checked when either is given: a rule stays editable when its
+    // monitor's locations change since.
+    const elsewhere = m && r.locations && (monitorGiven || locationsGiven) ? r.locations.filter((/** @type {string} */ l) => !m.locations.includes(l)) : []
+    if (elsewhere.length) {
+      throw new ValidationError(`monitor ${r.monitor_id} does not run at ${elsewhere.join(', ')} (its locations: ${m.locations.join(', ')}), so the rule would never be evaluated there`, 'locations')
+    }
   }
   r.locations ??= null
   if (r.locations !== null) {
@@ -234,7 +242,8 @@ export async function updateRule (db, id, patch) {
   }
   const r = await checkRule(db, { ...current, ...patch }, {
     monitorGiven: patch.monitor_id !== undefined,
-    watchGiven: ['metric', 'probe', 'percentile', 'window_s'].some((f) => patch[f] !== undefined)
+    watchGiven: ['metric', 'probe', 'percentile', 'window_s'].some((f) => patch[f] !== undefined),
+    locationsGiven: patch.locations !== undefined
   })
   const { rows } = await db.query(
     `UPDATE alert_rules SET ${STORED.map((k, i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
