@@ -122,23 +122,28 @@ function serializerFactory (pending) {
 }
 
 const DECIMAL_INTEGER = /^-?\d+$/
+const DECIMAL_NUMBER = /^-?\d+(\.\d+)?$/
 
 /**
  * Ajv coerces any text JavaScript reads as a number: "1e3", "0x10", " 12"
  * and "+5" would pass as 1000, 16, 12 and 5, so a mistyped id could name
  * another monitor. Integer parameters in paths and query strings must be
- * written in decimal digits; anything else is a 400 naming the parameter.
+ * written in decimal digits, and numbers in decimal digits with an optional
+ * fraction (99.9); anything else is a 400 naming the parameter.
  * @param {any} schema the params or querystring schema
  * @param {any} validate Ajv's validator for it
  */
 function withDecimalIntegers (schema, validate) {
-  const integers = Object.entries(schema?.properties ?? {}).filter(([, s]) => [s?.type].flat().includes('integer')).map(([name]) => name)
-  if (!integers.length) return validate
+  const numeric = Object.entries(schema?.properties ?? {})
+    .map(([name, s]) => ({ name, type: [s?.type].flat().includes('integer') ? 'integer' : [s?.type].flat().includes('number') ? 'number' : null }))
+    .filter((p) => p.type !== null)
+  if (!numeric.length) return validate
   const checked = Object.assign((/** @type {any} */ data, /** @type {any} */ context) => {
-    for (const name of integers) {
-      const bad = [data?.[name]].flat().find((v) => typeof v === 'string' && !DECIMAL_INTEGER.test(v))
+    for (const { name, type } of numeric) {
+      const bad = [data?.[name]].flat().find((v) => typeof v === 'string' && !(type === 'integer' ? DECIMAL_INTEGER : DECIMAL_NUMBER).test(v))
       if (bad !== undefined) {
-        checked.errors = [{ keyword: 'format', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { format: 'integer' }, message: `must be a whole number written in decimal digits, such as 12 (not ${JSON.stringify(bad.slice(0, 40))})` }]
+        const message = type === 'integer' ? 'must be a whole number written in decimal digits, such as 12' : 'must be a number written in decimal digits, such as 95 or 99.9'
+        checked.errors = [{ keyword: 'format', instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, params: { format: type }, message: `${message} (not ${JSON.stringify(bad.slice(0, 40))})` }]
         return false
       }
     }

@@ -135,4 +135,26 @@ test('integer ids and parameters written other than in decimal digits are 400s n
   }
   const results = await send({ path: `/api/v1/results?monitor=${m.id}&format=json&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z` })
   assert.equal(results.status, 200, 'the same parameter in digits is served')
+
+  // Every number query parameter: decimal digits with an optional fraction.
+  const numbers = []
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      for (const p of op.parameters ?? []) if (p.in === 'query' && [p.schema?.type].flat().includes('number')) numbers.push({ method: method.toUpperCase(), path, name: p.name })
+    }
+  }
+  assert.deepEqual(numbers.map((p) => `${p.method} ${p.path} ${p.name}`), ['GET /api/v1/monitors/{id}/browsers percentile'])
+  for (const p of numbers) {
+    for (const value of ['1e1', '0x14', ' 50', '+50', '50 ', '５０', '50.']) {
+      const path = `${p.path.replace('{id}', String(m.id))}?${new URLSearchParams({ [p.name]: value })}`
+      const res = await send({ method: p.method, path, headers: { authorization: keyFor({ auth: 'write' }) } })
+      assert.equal(res.status, 400, `${p.method} ${path}: ${res.text}`)
+      assert.equal(res.json().field, p.name, `${p.method} ${path}: ${res.text}`)
+      assert.match(res.json().message, /must be a number written in decimal digits, such as 95 or 99\.9/)
+    }
+    for (const value of ['50', '99.9', '050']) {
+      const res = await send({ method: p.method, path: `${p.path.replace('{id}', String(m.id))}?${new URLSearchParams({ [p.name]: value })}`, headers: { authorization: keyFor({ auth: 'write' }) } })
+      assert.equal(res.status, 200, `${p.name}=${value}: ${res.text}`)
+    }
+  }
 })
