@@ -174,6 +174,10 @@ test('agents wpt-key creates a wpt location and prints its key alone, stored has
     const badShaping = run(['agents', 'wpt-key', '--location', 'wpt-fra', '--wpt-shaping', 'yes'], env)
     assert.notEqual(badShaping.status, 0)
     assert.match(badShaping.stderr, /--wpt-shaping must be on or off, not "yes"/)
+    // A WebPageTest location's agents hold a key, not an h3lens agent's token.
+    const tokenThere = run(['agents', 'token', '--location', 'wpt-fra'], env)
+    assert.equal(tokenThere.status, 1)
+    assert.match(tokenThere.stderr, /location "wpt-fra" is of kind wpt: its agents are WebPageTest agents, which use a key/)
     // A flag refused creates nothing: no location, no key.
     const badBrowser = run(['agents', 'wpt-key', '--location', 'wpt-new', '--region', 'Asia', '--wpt-browser', 'bad;name'], env)
     assert.notEqual(badBrowser.status, 0)

@@ -276,6 +276,11 @@ test('a trial needs an agent at its location; its answer is checked before it is
   // No agent at the location: nothing would take the trial, so it is refused rather than left to expire.
   const unstaffed = await trial()
   assert.equal(unstaffed.statusCode, 400, unstaffed.body)
+  // A WebPageTest location's agents never ask for a trial: one there is refused too.
+  await t.db.query("INSERT INTO locations (id, name, region, kind) VALUES ('wpt-trial', 'WPT', 'Europe', 'wpt')")
+  await t.db.query("INSERT INTO agents (location_id, name, kind, version, last_seen_at) VALUES ('wpt-trial', 'pc-1', 'wpt', '1', now())")
+  const atWpt = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'wpt-trial', url: URL_, journey: { steps: [nav] } } })
+  assert.deepEqual([atWpt.statusCode, atWpt.json().field], [400, 'location_id'], atWpt.body)
   const credentials = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: 'https://u:p@example.com:6000/', journey: { steps: [nav] } } })
   assert.deepEqual([credentials.statusCode, credentials.json().field], [400, 'url'], credentials.body)
   assert.doesNotMatch(credentials.body, /u:p@/)

@@ -23,7 +23,10 @@ export function hashToken (token) {
  * @returns {Promise<{ agent: { id: number, location_id: string, name: string, created_at: Date }, token: string }>}
  */
 export async function createAgentToken (db, { location, name }) {
-  if (!(await getLocation(db, location))) throw new ValidationError(`unknown location "${location}"`, 'location')
+  const loc = await getLocation(db, location)
+  if (!loc) throw new ValidationError(`unknown location "${location}"`, 'location')
+  // A WebPageTest location's agents are wptagents, which hold a key, not a token.
+  if (loc.kind === 'wpt') throw new ValidationError(`location "${location}" is of kind wpt: its agents are WebPageTest agents, which use a key (h3lens agents wpt-key --location ${location})`, 'location')
   const token = 'h3a_' + randomBytes(24).toString('base64url')
   const { rows } = await db.query(
     `INSERT INTO agents (location_id, name, token_hash) VALUES ($1, $2, $3)
