@@ -45,13 +45,15 @@ export async function runRum ({ pool, config }, values, positionals) {
     if (id === null) fail(`rum sites ${sub} needs the id of a site (see "h3lens rum sites list"), not "${arg ?? ''}"`)
     return id
   }
+  // A rate is written in decimal: Number() alone reads "0x1" as 1.
+  if (values.sample !== undefined && !/^\d+(\.\d+)?$/.test(values.sample)) fail(`--sample must be a share from 0 to 1 written in decimal, such as 0.25, not "${values.sample}"`)
   const sample = values.sample === undefined ? undefined : Number(values.sample)
   if (group === 'countries') {
     if (!values.location) fail('rum countries needs --location ID and a list of country codes such as US,CA')
     // Without a list, it shows the countries and changes nothing; an empty list "" clears them.
     const location = sub === undefined
       ? await getLocation(pool, values.location)
-      : await setLocationCountries(pool, values.location, String(sub).split(',').map((c) => c.trim()).filter(Boolean))
+      : await setLocationCountries(pool, values.location, countryList(String(sub), fail))
     if (!location) fail(`there is no location ${values.location} (see "h3lens agents list" or GET /api/v1/locations)`)
     console.log(`${location.id}\t${location.countries?.join(',') ?? '(none)'}`)
     return
@@ -78,4 +80,18 @@ export async function runRum ({ pool, config }, values, positionals) {
   } else {
     fail(`unknown rum sites command "${sub ?? ''}"; use create, list, tag, update or revoke`)
   }
+}
+
+/**
+ * "GB,DE" → ['GB', 'DE']; "" (or only spaces) clears the list. An empty
+ * place in a list (",", "GB,,DE") is a mistake, not a request to clear.
+ * @param {string} text
+ * @param {(message: string) => never} fail
+ */
+function countryList (text, fail) {
+  if (!text.trim()) return []
+  const codes = text.split(',').map((c) => c.trim())
+  const empty = codes.indexOf('')
+  if (empty >= 0) fail(`rum countries: place ${empty + 1} of "${text}" is empty; give codes such as GB,DE, or "" to clear the list`)
+  return codes
 }

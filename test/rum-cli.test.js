@@ -41,6 +41,9 @@ test('rum sites create prints the install tag; list, tag, update, revoke and cou
     assert.equal(countries.stdout.trim(), 'lab-eu\tGB,DE')
     assert.match(run(['rum', 'countries', '--location', 'lab-eu', 'GBR'], env).stderr, /"GBR" is not a two-letter country code/)
     assert.match(run(['rum', 'countries', '--location', 'lab-eu', 'DE,XX'], env).stderr, /countries\.1: "XX" is no country's code/)
+    // An empty place is a mistake, not a request to clear the list.
+    assert.match(run(['rum', 'countries', '--location', 'lab-eu', ','], env).stderr, /place 1 of "," is empty; give codes such as GB,DE, or "" to clear the list/)
+    assert.match(run(['rum', 'sites', 'update', '1', '--sample', '0x1'], env).stderr, /--sample must be a share from 0 to 1 written in decimal, such as 0\.25, not "0x1"/)
     // Without a list it shows them and changes nothing; an empty list clears them.
     assert.equal(run(['rum', 'countries', '--location', 'lab-eu'], env).stdout.trim(), 'lab-eu\tGB,DE')
     assert.equal(run(['rum', 'countries', '--location', 'lab-eu'], env).stdout.trim(), 'lab-eu\tGB,DE')
