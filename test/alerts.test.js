@@ -463,6 +463,8 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
     // A name is one line; port 0 is no receiver's.
     [{ name: 'ops\nteam' }, 'name'],
     [{ url: 'https://hooks.example.com:0/h' }, 'url'],
+    [{ url: 'https://hooks.example.com/h#token' }, 'url'],
+    [{ secret: ' '.repeat(20) }, 'secret'],
     [{ kind: 'email' }, 'kind'],
     [{ extra: true }, 'extra']
   ]

@@ -35,7 +35,7 @@ const COLUMNS = 'id, kind, name, url, format, created_at, updated_at'
 export function present (row) {
   const u = new URL(row.url)
   const segments = u.pathname.split('/').filter(Boolean)
-  if (segments.length <= 1 && !u.search) return row
+  if (segments.length <= 1 && !u.search && !u.hash) return row
   return { ...row, url: `${u.origin}/${segments.length ? `${segments[0]}/` : ''}…` }
 }
 
@@ -60,9 +60,10 @@ async function checkChannel (input, { allowPrivateTargets = false, resolve }) {
   }
   // Port 0 is no port a receiver listens on (Node would post to the scheme's own).
   if (new URL(c.url).port === '0') throw new ValidationError('url names port 0, which no receiver listens on; give the receiver\'s port', 'url')
+  if (new URL(c.url).hash) throw new ValidationError('url has a #fragment, which is never sent to the receiver; leave it out', 'url')
   if (!allowPrivateTargets) await checkPublicTarget(c.url, { resolve, subject: 'webhooks' })
-  if (typeof c.secret !== 'string' || c.secret.length < MIN_SECRET_LENGTH) {
-    throw new ValidationError(`secret must be at least ${MIN_SECRET_LENGTH} characters (the HMAC key of X-H3lens-Signature)`, 'secret')
+  if (typeof c.secret !== 'string' || c.secret.trim().length < MIN_SECRET_LENGTH) {
+    throw new ValidationError(`secret must be at least ${MIN_SECRET_LENGTH} characters besides spaces (the HMAC key of X-H3lens-Signature)`, 'secret')
   }
   c.format ??= 'json'
   if (!CHANNEL_FORMATS.includes(c.format)) throw new ValidationError(`format must be one of ${CHANNEL_FORMATS.join(', ')}`, 'format')
