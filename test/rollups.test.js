@@ -273,5 +273,9 @@ test('bad comparison and trend queries get a 400 that says what to change and na
     const end = await t.app.inject({ url: `/api/v1/monitors/${m.id}/${view}?from=9999-12-31T23:00:00Z&to=9999-12-31T23:59:59Z` })
     assert.equal(end.statusCode, 200, end.body)
     assert.equal(end.json().to, '9999-12-31T23:59:59.999Z', view)
+    // And one at its start: the default day before `to` stops at 0001-01-01.
+    const start = await t.app.inject({ url: `/api/v1/monitors/${m.id}/${view}?to=0001-01-01T12:00:00Z` })
+    assert.equal(start.statusCode, 200, start.body)
+    assert.equal(start.json().from, '0001-01-01T00:00:00.000Z', view)
   }
 })

@@ -17,6 +17,7 @@ import { TIERS } from '../../lib/analysis/rollups.js'
 import { csvText } from '../../lib/store/results-export.js'
 import { errorResponses, idParams, probeValue } from '../schemas.js'
 import { BROWSERS } from '../../lib/measurement/browsers/index.js'
+import { FIRST_TIME } from '../../lib/runtime/date-time.js'
 
 const FIVE_MINUTES = TIERS['5m']
 const DAY = 86400e3
@@ -150,7 +151,8 @@ export default async function comparisonRoutes (app) {
     const metric = canonicalMetric(q.metric)
     if (metric !== q.metric) request.deprecatedMetric = q.metric
     const to = q.to ? new Date(q.to) : new Date()
-    const from = q.from ? new Date(q.from) : new Date(+to - DAY)
+    // A day before `to` by default, never before the first time a date-time may name.
+    const from = q.from ? new Date(q.from) : new Date(Math.max(+to - DAY, FIRST_TIME))
     if (from > to) throw new ValidationError('from must not be after to', 'from')
     if (+to - +from > MAX_WINDOW_DAYS * DAY) throw new ValidationError(`the window is longer than ${MAX_WINDOW_DAYS} days; choose a later from or an earlier to`, 'from')
     const aligned = {

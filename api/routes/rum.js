@@ -10,6 +10,7 @@ import { realUserSummary, realUserTrend, originOf } from '../../lib/analysis/rum
 import { currentSnippet, installTag, SNIPPET_BUDGET_GZIP_BYTES } from '../../lib/measurement/rum/snippet.js'
 import { errorResponses, idParams } from '../schemas.js'
 import { siteInput, siteSchema, snippetSchema, summarySchema, trendSchema } from '../rum-schemas.js'
+import { FIRST_TIME } from '../../lib/runtime/date-time.js'
 
 const tags = ['real users']
 const DAY = 86400e3
@@ -38,7 +39,7 @@ export default async function rumRoutes (app) {
   /** @param {WindowRequest} request */
   const windowOf = (request) => {
     const to = request.query.to ? new Date(request.query.to) : new Date()
-    const from = request.query.from ? new Date(request.query.from) : new Date(+to - DAY)
+    const from = request.query.from ? new Date(request.query.from) : new Date(Math.max(+to - DAY, FIRST_TIME))
     if (from > to) throw Object.assign(app.httpErrors.badRequest('from must not be after to'), { field: 'from' })
     if (+to - +from > MAX_WINDOW_DAYS * DAY) throw Object.assign(app.httpErrors.badRequest(`the window is longer than ${MAX_WINDOW_DAYS} days; choose a shorter from/to`), { field: 'from' })
     return { from, to }
