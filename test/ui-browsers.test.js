@@ -109,18 +109,28 @@ test('a monitor in two browsers has a browser switch and the cross-browser table
 })
 
 test('a browser the monitor no longer runs is read when the address names it: its comparison and the cross-browser table', async () => {
-  await database.pool.query("UPDATE monitors SET browsers = '{chromium}' WHERE id = $1", [monitor.id])
+  await database.pool.query("UPDATE monitors SET browsers = '{chromium}', paused = true WHERE id = $1", [monitor.id])
   try {
-    const { page, done } = await open(`#/monitors/${monitor.id}?window=24h&metric=ttfb_ms&browser=firefox`)
+    const { page, done } = await openRoute(chromium, server, apiKey, `#/monitors/${monitor.id}?window=24h&metric=ttfb_ms&browser=firefox`, { allow: [/status of 404 \(Not Found\) .*\/api\/v1\/monitors\/999999$/] })
     await page.waitForSelector('#browser-group')
     const options = await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked]))
     assert.deepEqual(options, [['chromium', false], ['firefox', true]])
+    assert.match(await page.$eval('.page-head .sub', (e) => e.textContent), /· Chromium \(showing Firefox's rounds, from when it ran there\) ·/)
+    // The tab's title is the monitor's name, without its "paused" badge.
+    assert.equal(await page.title(), `${monitor.url} · h3lens`)
+    assert.equal(await page.$eval('h1 .badge', (e) => e.textContent), 'paused')
     await page.waitForFunction(() => /not clearly different at p50/.test(document.querySelector('#comparison p.headline')?.textContent ?? ''), { timeout: 15000 })
     await page.waitForSelector('#browsers table.cross-browser')
     assert.deepEqual(await page.$$eval('#browsers thead th', (ths) => ths.map((t) => t.textContent)), ['Location', 'Chromium Δ p50', 'Firefox Δ p50', 'Reading'])
+    // A monitor that does not exist titles the tab so, not as the page before it
+    // (the API's 404 is the one console line, the failed request's).
+    await page.evaluate((id) => { location.hash = `#/monitors/${id}` }, 999999)
+    await page.waitForSelector('.state.error')
+    await page.waitForFunction((url) => !document.title.includes(url), {}, monitor.url)
+    assert.doesNotMatch(await page.title(), /lab\.h3lens\.test/)
     await done()
   } finally {
-    await database.pool.query("UPDATE monitors SET browsers = '{chromium,firefox}' WHERE id = $1", [monitor.id])
+    await database.pool.query("UPDATE monitors SET browsers = '{chromium,firefox}', paused = false WHERE id = $1", [monitor.id])
   }
 })
 
@@ -159,6 +169,16 @@ test('the monitor form chooses the browsers: Chromium for a new monitor, the mon
   await edit.page.waitForSelector('#browsers-group')
   assert.deepEqual(await ticked(edit.page), [['chromium', true], ['firefox', true]])
   await edit.done()
+  // Saved with a read-only key: the refusal under the form, focused, with the way to a write key; no page error.
+  const readKey = (await createApiKey(database.pool, { name: 'viewer', role: 'read' })).secret
+  const readOnly = await openRoute(chromium, server, readKey, `#/monitors/${monitor.id}/edit`, { allow: [/status of 403 \(Forbidden\)/] })
+  await readOnly.page.waitForSelector('#browsers-group')
+  await readOnly.page.evaluate(() => /** @type {HTMLButtonElement} */ ([...document.querySelectorAll('button[type=submit]')].find((b) => b.textContent === 'Save changes'))?.click())
+  await readOnly.page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent === 'Enter a write key' && !b.hidden))
+  const focused = await readOnly.page.evaluate(() => ({ role: document.activeElement?.getAttribute('role'), text: document.activeElement?.textContent }))
+  assert.equal(focused.role, 'alert', JSON.stringify(focused))
+  assert.match(focused.text ?? '', /write/i)
+  await readOnly.done()
 })
 
 test('the locations page says which browsers each location\'s agents have', async () => {

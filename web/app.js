@@ -79,7 +79,9 @@ async function render ({ soft = false, fresh = false } = {}) {
   } catch (/** @type {any} */ err) {
     if (gen !== generation) return
     if (soft && root.querySelector('.panel, table, form')) return toast(`Could not refresh: ${err.message}`)
-    show(gen, path, [errorState(err, () => render())], disposers)
+    const state = errorState(err, () => render())
+    show(gen, path, [state], disposers)
+    if (!soft) document.title = `${titleOf([state]) ?? 'Error'} · h3lens`
   } finally {
     if (gen === generation) {
       inFlight = false
@@ -110,7 +112,10 @@ function dispose () {
 
 function titleOf (nodes) {
   const h1 = nodes.map((n) => (n.matches?.('h1') ? n : n.querySelector?.('h1'))).find(Boolean)
-  return h1?.textContent?.trim() || null
+  if (!h1) return nodes.some((n) => n.matches?.('.state.error')) ? nodes.map((n) => n.querySelector?.('.state-title')?.textContent).find(Boolean) ?? null : null
+  // The heading's own words: a badge beside them ("paused") is not part of the name.
+  const words = [...h1.childNodes].filter((c) => !(c instanceof Element && c.classList.contains('badge'))).map((c) => c.textContent).join('')
+  return words.trim() || null
 }
 
 function notFound () {

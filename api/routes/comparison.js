@@ -398,7 +398,7 @@ export default async function comparisonRoutes (app) {
     schema: {
       description: 'The cross-browser comparison: per location (and all locations), the H3 gain in each browser the monitor runs, ' +
         'on the same percentile, each from that browser\'s own rounds (GET /monitors/{id}/comparison?browser=…) with its interval and verdict, ' +
-        'and what they say together: a gain both browsers show is the server\'s and the path\'s, one only one browser shows is its HTTP/3 stack\'s (docs/BROWSERS.md).',
+        'and what they say together: a gain both browsers show is the server\'s and the path\'s, a gain only one browser shows is its HTTP/3 stack\'s (docs/BROWSERS.md).',
       tags,
       params: idParams,
       querystring: {

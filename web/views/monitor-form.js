@@ -39,7 +39,7 @@ export async function render (ctx) {
   const minPct = h('input', { id: 'min_effect_pct', name: 'min_effect_pct', type: 'number', min: 0, max: 100, step: 'any', required: true, value: monitor?.min_effect_pct ?? 2 })
   const minMs = h('input', { id: 'min_effect_ms', name: 'min_effect_ms', type: 'number', min: 0, step: 'any', required: true, value: monitor?.min_effect_ms ?? 1 })
   const paused = monitor ? h('input', { type: 'checkbox', id: 'paused', name: 'paused', checked: monitor.paused }) : null
-  const formError = h('p', { class: 'field-error', role: 'alert', hidden: true })
+  const formError = h('p', { class: 'field-error', role: 'alert', tabindex: '-1', hidden: true })
   // A read-only key gets 403 on save: offer to enter a write key and retry.
   const writeKey = h('button', { type: 'button', class: 'secondary small', hidden: true, onclick: async () => { if (await askForKey()) form.requestSubmit() } }, 'Enter a write key')
   const submit = h('button', { type: 'submit' }, monitor ? 'Save changes' : 'Add monitor')
@@ -108,7 +108,8 @@ export async function render (ctx) {
     const el = errors[name] ?? formError
     el.textContent = plainText(message)
     el.hidden = false
-    const target = form.querySelector(`#${name}`) ?? form.querySelector(`#${name}-group`)
+    // A message that names no field (a refused key, a failed delete) goes under the form.
+    const target = name ? form.querySelector(`#${name}`) ?? form.querySelector(`#${name}-group`) : null
     target?.setAttribute('aria-invalid', 'true')
     return target ?? el
   }

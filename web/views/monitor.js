@@ -85,7 +85,7 @@ export async function render (ctx) {
         id: 'browsers',
         flush: true,
         intro: 'The H3 gain (Δ = H3 − H2) at p50 in each browser, each from its own rounds, with 95% intervals. Both browsers share the server and the path, not their HTTP/3 stacks: ' +
-        'a gain both show is the server\'s and the path\'s; one only one browser shows is that browser\'s.'
+        'a gain both show is the server\'s and the path\'s; a gain only one browser shows is that browser\'s.'
       })
     : null
 
@@ -118,7 +118,7 @@ export async function render (ctx) {
     h('div', { class: 'page-head' },
       h('div', {},
         h('h1', {}, monitor.label || monitor.url, monitor.paused ? h('span', { class: 'badge warn' }, 'paused') : null),
-        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${aa ? `A/A, both arms ${aa.toUpperCase()}` : monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${browsers.map((b) => browserName(b)).join(' and ')} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
+        h('p', { class: 'sub' }, h('span', { class: 'mono' }, monitor.url), ` · every ${duration(monitor.interval_s)} · ${aa ? `A/A, both arms ${aa.toUpperCase()}` : monitor.modes.map((m) => m.toUpperCase()).join(' + ')} · ${ran.map((b) => browserName(b)).join(' and ')}${ran.includes(browser) ? '' : ` (showing ${browserName(browser)}'s rounds, from when it ran there)`} · ${monitor.locations.length} location${monitor.locations.length === 1 ? '' : 's'}`)),
       h('div', { class: 'head-actions' },
         exportMenu(id, { ...filters, bucket }, ctx.onDispose),
         h('a', { class: 'button secondary', href: href(`/monitors/${id}/edit`) }, 'Edit'))),
@@ -313,7 +313,7 @@ function crossBrowserTable (b, { label }) {
     return h('td', { class: `num v-text ${cls}`, title: g.reason ?? '' },
       `${ms(g.delta_ms)} `, h('span', { class: 'muted' }, `[${ms(g.ci_low_ms)}, ${ms(g.ci_high_ms)}] · ${count(g.rounds)} rounds`))
   }
-  return h('table', { class: 'data cross-browser' },
+  return h('div', { class: 'table-scroll' }, h('table', { class: 'grid cross-browser' },
     h('caption', { class: 'sr-only' }, `${label}: H3 − H2 at p${b.percentile} in each browser`),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Location'),
       b.browsers.map((x) => h('th', { scope: 'col' }, `${browserName(x)} Δ p${b.percentile}`)),
@@ -321,7 +321,7 @@ function crossBrowserTable (b, { label }) {
     h('tbody', {}, b.locations.map((l) => h('tr', { 'data-location': l.location_id ?? 'all' },
       h('th', { scope: 'row' }, l.name),
       b.browsers.map((x) => gainCell(l.gains[x])),
-      h('td', { 'data-reading': l.reading.code }, l.reading.text)))))
+      h('td', { 'data-reading': l.reading.code }, l.reading.text))))))
 }
 
 /** The query's value when the monitor has it, else the first allowed. */
