@@ -134,9 +134,18 @@ test('a browser the monitor no longer runs is read when the address names it: it
   }
 })
 
-test('a monitor that runs in Firefox only says on the overview that its comparison is on its page, not "no rounds yet"', async () => {
+test('a monitor that runs in Firefox only, or a journey only, says on the overview that its comparison is on its page, not "no rounds yet", and is not counted there', async () => {
+  const stat = (page) => page.$eval('.stat.v-none .stat-n', (e) => Number(e.textContent))
+  const before = await open('#/?window=24h')
+  const insufficient = await stat(before.page)
+  await before.done()
   const firefoxOnly = await createMonitor(database.pool, { url: 'https://lab.h3lens.test:8443/page-100k.html', label: 'Firefox only', locations: ['lab-eu'], modes: ['h2', 'h3'], browsers: ['firefox'], interval_s: 60, paused: true })
+  const journeyOnly = await createMonitor(database.pool, { url: 'https://lab.h3lens.test:8443/page-15k.html', label: 'Journey only', locations: ['lab-eu'], modes: ['h2', 'h3'], journey: { steps: [{ action: 'navigate', url: '/page-15k.html' }] }, interval_s: 60, paused: true })
   const { page, done } = await open('#/?window=24h')
+  const journeyRow = await page.$eval(`.heat tbody tr[data-elsewhere="probe"]`, (tr) => ({ text: tr.textContent, link: tr.querySelector('td a')?.getAttribute('href') }))
+  assert.match(journeyRow.text, /Runs the journey probe only.*this overview compares page loads; the journey comparison is on the monitor's page/)
+  assert.match(journeyRow.link ?? '', new RegExp(`^#/monitors/${journeyOnly.id}\\?.*probe=journey`))
+  assert.equal(await stat(page), insufficient, 'neither is counted as "not enough data yet"')
   await page.waitForSelector('.heat tbody tr[data-browsers="firefox"]')
   const text = await page.$eval('.heat tbody tr[data-browsers="firefox"]', (tr) => tr.textContent)
   assert.match(text, /Runs in Firefox only.*this overview shows Chromium's rounds; Firefox's comparison is on the monitor's page/)

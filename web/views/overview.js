@@ -8,7 +8,7 @@ import { h, ms, pct, share, shareInterval, count, pValue, srOnly, emptyState, du
 import { href, metricOf, metricLabel, analysisOf, timeWindow } from '../query.js'
 import { metricPicker, verdictLegend } from '../components/metric-picker.js'
 import { alertBadges, firingByMonitor } from '../components/alert-badges.js'
-import { browserName } from '../catalogue.js'
+import { browserName, PROBES } from '../catalogue.js'
 
 const PERCENTILES = [50, 95]
 
@@ -36,7 +36,7 @@ export async function render (ctx) {
   return [
     head,
     win.error ? h('p', { class: 'notice warn', role: 'alert' }, win.error) : null,
-    summary(settled),
+    summary(monitors, settled),
     h('section', { class: 'panel', 'aria-labelledby': 'heat-title' },
       h('div', { class: 'panel-head' }, h('h2', { id: 'heat-title' }, 'Monitors by location')),
       h('div', { class: 'panel-intro' }, verdictLegend(undefined, { unsupported: true })),
@@ -61,13 +61,11 @@ function row (m, outcome, columns, firing) {
   if (outcome.status === 'rejected') {
     return h('tr', {}, name, h('td', { colspan: columns.length, class: 'cell-error' }, `Comparison unavailable: ${outcome.reason.message}`))
   }
-  // The overview reads Chromium's rounds: a monitor that runs in other
-  // browsers only has none here, and says where its comparison is.
-  if (m.browsers && !m.browsers.includes('chromium')) {
-    const names = m.browsers.map((b) => browserName(b)).join(' and ')
-    return h('tr', { 'data-browsers': m.browsers.join(' ') }, name, h('td', { colspan: columns.length, class: 'heat-cell v-none' },
-      h('span', { class: 'none-text' }, `Runs in ${names} only`),
-      h('span', { class: 'cell-sub' }, 'this overview shows Chromium\'s rounds; ', h('a', { href: href(`/monitors/${m.id}`, { browser: m.browsers[0] }) }, `${names}'s comparison`), ' is on the monitor\'s page')))
+  const away = elsewhere(m)
+  if (away) {
+    return h('tr', { 'data-browsers': (m.browsers ?? ['chromium']).join(' '), 'data-elsewhere': away.why }, name, h('td', { colspan: columns.length, class: 'heat-cell v-none' },
+      h('span', { class: 'none-text' }, away.what),
+      h('span', { class: 'cell-sub' }, `${away.shows}; `, h('a', { href: href(`/monitors/${m.id}`, away.query) }, away.link), ' is on the monitor\'s page')))
   }
   const cmp = outcome.value
   const byLoc = new Map(cmp.locations.map((l) => [l.location_id, l]))
@@ -188,12 +186,33 @@ function badges (loc) {
   return out.length ? h('div', { class: 'badges' }, out) : null
 }
 
-/** Counts of per-location verdicts at p95 across all monitors (A/A calibration monitors left out). */
-function summary (settled) {
+/**
+ * Why the overview has nothing of a monitor, and where its comparison is:
+ * the overview compares Chromium's page loads, so a monitor that runs in
+ * other browsers only, or runs no page probe (a journey, the parallel or
+ * upload probe alone), has none here. Null for the others.
+ * @param {any} m
+ * @returns {{ why: string, what: string, shows: string, link: string, query: Record<string, string> } | null}
+ */
+function elsewhere (m) {
+  if (m.browsers && !m.browsers.includes('chromium')) {
+    const names = m.browsers.map((b) => browserName(b)).join(' and ')
+    return { why: 'browser', what: `Runs in ${names} only`, shows: 'this overview shows Chromium\'s rounds', link: `${names}'s comparison`, query: { browser: m.browsers[0] } }
+  }
+  if (m.probes && !m.probes.includes('page')) {
+    const labels = m.probes.map((/** @type {string} */ id) => PROBES.find((p) => p.id === id)?.label?.toLowerCase() ?? id)
+    const names = labels.join(' and ')
+    return { why: 'probe', what: `Runs the ${names} probe${labels.length > 1 ? 's' : ''} only`, shows: 'this overview compares page loads', link: `the ${names} comparison`, query: { probe: m.probes[0] } }
+  }
+  return null
+}
+
+/** Counts of per-location verdicts at p95 across all monitors (A/A calibration monitors, and those the overview has nothing of, left out). */
+function summary (monitors, settled) {
   const counts = { h3_faster: 0, h3_slower: 0, no_clear_difference: 0, insufficient_data: 0, h3_not_supported: 0 }
   let monitorsOk = 0
-  for (const s of settled) {
-    if (s.status !== 'fulfilled' || s.value.aa_protocol) continue
+  for (const [i, s] of settled.entries()) {
+    if (s.status !== 'fulfilled' || s.value.aa_protocol || elsewhere(monitors[i])) continue
     monitorsOk++
     for (const l of s.value.locations) {
       if (l.location_id === null) continue
