@@ -284,8 +284,12 @@ test('a trial needs an agent at its location; its answer is checked before it is
   const credentials = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: 'https://u:p@example.com:6000/', journey: { steps: [nav] } } })
   assert.deepEqual([credentials.statusCode, credentials.json().field], [400, 'url'], credentials.body)
   assert.doesNotMatch(credentials.body, /u:p@/)
-  assert.deepEqual([unstaffed.json().field, unstaffed.json().message], ['location_id', 'location_id: location local has no agent to run the trial; choose a location with one (the Locations page shows them)'])
+  assert.deepEqual([unstaffed.json().field, unstaffed.json().message], ['location_id', 'location_id: location local has no agent running to take the trial (none seen in the last 60 s); start one, or choose a location with one (the Locations page shows them)'])
   const agent = { authorization: `Bearer ${await t.agentToken('local')}` }
+  // An agent registered but not running (never seen) takes no trial either.
+  const notRunning = await trial()
+  assert.deepEqual([notRunning.statusCode, notRunning.json().field], [400, 'location_id'], notRunning.body)
+  assert.equal((await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: agent, payload: { limit: 1 } })).statusCode, 200, 'the agent polls: it is seen')
   // A stored secret's reference needs the monitor it was stored with.
   const byRef = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'local', url: URL_, journey: { steps: [nav, { action: 'type', selector: '#pw', secret: { stored: 's0123456789ab' } }] } } })
   assert.equal(byRef.statusCode, 400, byRef.body)

@@ -7,6 +7,7 @@ import { NotFoundError, ValidationError } from '../runtime/errors.js'
 import { checkJourney } from '../measurement/journey/steps.js'
 import { openJourney, sealJourney } from '../measurement/journey/secrets.js'
 import { checkJourneyTargets, getMonitor, journeySecrets, validatePageUrl } from './monitors.js'
+import { AGENT_ALIVE_S } from './agents.js'
 
 /** How long a trial and its outcome are kept. */
 export const TRIAL_TTL_S = 15 * 60
@@ -29,11 +30,11 @@ export async function createTrial (db, input, policy) {
   const url = input.url !== undefined ? validatePageUrl(input.url) : /** @type {{ url: string }} */ (monitor).url
   if (typeof input.location_id !== 'string' || !input.location_id) throw new ValidationError('location_id: required, the location whose agent runs the journey', 'location_id')
   const { rows: [loc] } = await db.query(
-    "SELECT id, EXISTS (SELECT 1 FROM agents a WHERE a.location_id = l.id AND a.kind = 'puppeteer' AND a.revoked_at IS NULL) AS staffed FROM locations l WHERE id = $1", [input.location_id])
+    "SELECT id, EXISTS (SELECT 1 FROM agents a WHERE a.location_id = l.id AND a.kind = 'puppeteer' AND a.revoked_at IS NULL AND a.last_seen_at > now() - make_interval(secs => $2)) AS staffed FROM locations l WHERE id = $1", [input.location_id, AGENT_ALIVE_S])
   if (!loc) throw new ValidationError(`location_id: there is no location ${input.location_id}`, 'location_id')
   // Nothing would take the trial: it would wait, queued, until it expires.
-  // Only h3lens agents take trials; a WebPageTest agent never asks for one.
-  if (!loc.staffed) throw new ValidationError(`location_id: location ${loc.id} has no agent to run the trial; choose a location with one (the Locations page shows them)`, 'location_id')
+  // Only a running h3lens agent takes a trial; a WebPageTest agent never asks for one.
+  if (!loc.staffed) throw new ValidationError(`location_id: location ${loc.id} has no agent running to take the trial (none seen in the last ${AGENT_ALIVE_S} s); start one, or choose a location with one (the Locations page shows them)`, 'location_id')
   const checked = checkJourney(input.journey, { url })
   if (!policy.allowPrivateTargets) await checkJourneyTargets(db, url, checked, [loc.id], policy)
   const stored = monitor ? await journeySecrets(db, monitor.id) : null

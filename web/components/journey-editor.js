@@ -68,6 +68,8 @@ export function journeyEditor ({ monitor, locations, url, onText }) {
       while (t.state !== 'done' && Date.now() < until) {
         trial.replaceChildren(h('p', { class: 'hint' }, t.state === 'queued' ? 'Waiting for an agent of this location to take it…' : 'Running in the H2 arm…'))
         await new Promise((resolve) => setTimeout(resolve, TRIAL_POLL_MS))
+        // Nobody is looking once the form has left the page: stop asking.
+        if (!trial.isConnected) return
         t = await api.journeyTrial(t.id)
       }
       const shown = t.state === 'done' ? trialOutcome(t) : [h('p', { class: 'field-error' }, 'No agent of this location took the trial; is one running?')]
