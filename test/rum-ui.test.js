@@ -10,6 +10,8 @@ import { launchBrowser } from '../dev/browser.js'
 import { openRoute } from './helpers/ui.js'
 import { seedRealUsers } from '../dev/demo-real-users.js'
 
+/* global document -- used inside functions that run in the page */
+
 let database, seeded, server, chromium, site
 before(async () => {
   database = await createTestDatabase()
@@ -60,11 +62,20 @@ test('a site is added from the dashboard and its install tag shown; bad origins 
   await page.click('.rum-form button[type=submit]')
   await page.waitForSelector('.rum-form .form-error:not([hidden])')
   assert.match(await page.$eval('.rum-form .form-error', (e) => e.textContent), /origins\.0.*origin only/)
+  // A line is one origin as typed, and the field is named once.
+  await page.$eval('#rum-origins', (e) => { e.value = '' })
+  await page.type('#rum-origins', 'not a url')
+  await page.click('.rum-form button[type=submit]')
+  await page.waitForFunction(() => /"not a url"/.test(document.querySelector('.rum-form .form-error')?.textContent ?? ''))
+  assert.doesNotMatch(await page.$eval('.rum-form .form-error', (e) => e.textContent), /origins\.0: origins\.0/)
   await page.$eval('#rum-origins', (e) => { e.value = '' })
   await page.type('#rum-origins', 'https://blog.example')
   await page.click('.rum-form button[type=submit]')
   await page.waitForSelector('.install:not([hidden]) pre.tag')
   assert.match(await page.$eval('pre.tag', (e) => e.textContent), /^<script async src="http:\/\/127\.0\.0\.1:\d+\/rum\/v1\/h3lens\.js\?v=[0-9a-f]+" integrity="sha384-[^"]+" crossorigin="anonymous" data-key="h3s_[\w-]+" data-sample="1"><\/script>$/)
+  // The list above shows the new site at once, the tag still shown below.
+  await page.waitForFunction(() => /blog/.test(document.querySelector('.rum-sites')?.textContent ?? ''))
+  assert.ok(await page.$('.install:not([hidden]) pre.tag'))
   await done()
 })
 

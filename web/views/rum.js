@@ -8,20 +8,26 @@ export async function render (ctx) {
   const sites = await api.rumSites()
   const head = h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Real users'),
     h('p', { class: 'sub' }, 'Beacons from the visitors of your sites: the protocol, connection and web vitals of every page view, per region, beside the lab.')))
-  return [
-    head,
-    sites.length
-      ? h('div', { class: 'table-scroll' }, h('table', { class: 'grid rum-sites' },
-          h('thead', {}, h('tr', {}, ['Site', 'Origins', 'Sample rate', 'Key', ''].map((t) => h('th', { scope: 'col' }, t)))),
-          h('tbody', {}, sites.map((s) => h('tr', {},
-            h('th', { scope: 'row' }, h('a', { href: href(`/rum/${s.id}`) }, s.name)),
-            h('td', { class: 'mono' }, s.origins.join(' ')),
-            h('td', {}, `${Math.round(s.sample_rate * 1000) / 10}% of page views`),
-            h('td', { class: 'mono' }, s.key),
-            h('td', {}, h('button', { type: 'button', class: 'secondary small', onclick: () => revoke(s, ctx) }, 'Revoke')))))))
-      : emptyState('No site yet', 'Add one below, then put its install tag in the <head> of its pages.'),
-    addForm(ctx)
-  ]
+  // The list is redrawn in place when a site is added, the form and its install tag kept.
+  const list = h('div', { id: 'rum-sites' }, siteList(sites, ctx))
+  return [head, list, addForm(ctx, async () => list.replaceChildren(siteList(await api.rumSites(), ctx)))]
+}
+
+/**
+ * @param {any[]} sites
+ * @param {any} ctx
+ */
+function siteList (sites, ctx) {
+  return sites.length
+    ? h('div', { class: 'table-scroll' }, h('table', { class: 'grid rum-sites' },
+        h('thead', {}, h('tr', {}, ['Site', 'Origins', 'Sample rate', 'Key', ''].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, sites.map((s) => h('tr', {},
+          h('th', { scope: 'row' }, h('a', { href: href(`/rum/${s.id}`) }, s.name)),
+          h('td', { class: 'mono' }, s.origins.join(' ')),
+          h('td', {}, `${Math.round(s.sample_rate * 1000) / 10}% of page views`),
+          h('td', { class: 'mono' }, s.key),
+          h('td', {}, h('button', { type: 'button', class: 'secondary small', onclick: () => revoke(s, ctx) }, 'Revoke')))))))
+    : emptyState('No site yet', 'Add one below, then put its install tag in the <head> of its pages.')
 }
 
 async function revoke (site, ctx) {
@@ -35,15 +41,19 @@ async function revoke (site, ctx) {
   }
 }
 
-function addForm (ctx) {
+/**
+ * @param {any} ctx
+ * @param {() => Promise<void>} onAdded redraws the list of sites
+ */
+function addForm (ctx, onAdded) {
   const error = h('p', { class: 'form-error', role: 'alert', hidden: true })
   const result = h('div', { class: 'install', hidden: true })
   const form = h('form', { class: 'panel form rum-form', 'aria-labelledby': 'rum-add-title' },
     h('div', { class: 'panel-head' }, h('h2', { id: 'rum-add-title' }, 'Add a site')),
     h('div', { class: 'section-body' },
-      h('label', { for: 'rum-name' }, 'Name'), h('input', { id: 'rum-name', name: 'name', required: true, maxlength: 100, placeholder: 'shop' }),
+      h('label', { for: 'rum-name' }, 'Name'), h('input', { id: 'rum-name', name: 'name', type: 'text', required: true, maxlength: 100, placeholder: 'shop' }),
       h('label', { for: 'rum-origins' }, 'Origins its pages are served from, one a line'),
-      h('textarea', { id: 'rum-origins', name: 'origins', rows: 2, required: true, placeholder: 'https://www.example.com' }),
+      h('textarea', { id: 'rum-origins', name: 'origins', class: 'code', rows: 2, required: true, placeholder: 'https://www.example.com' }),
       h('p', { class: 'hint' }, 'A beacon is accepted only when its Origin header is one of these.'),
       h('label', { for: 'rum-sample' }, 'Share of page views that send a beacon'),
       h('input', { id: 'rum-sample', name: 'sample', type: 'number', min: 0.001, max: 1, step: 'any', value: '1' }),
@@ -57,7 +67,8 @@ function addForm (ctx) {
     try {
       const site = await api.createRumSite({
         name: String(data.get('name')),
-        origins: String(data.get('origins')).split(/\s+/).filter(Boolean),
+        // One a line: a line is one origin as typed, spaces and all, so a mistake is named whole.
+        origins: String(data.get('origins')).split(/\r?\n/).map((o) => o.trim()).filter(Boolean),
         sample_rate: Number(data.get('sample'))
       })
       result.hidden = false
@@ -65,9 +76,11 @@ function addForm (ctx) {
         h('pre', { class: 'mono tag' }, site.install.tag),
         h('p', {}, h('a', { href: href(`/rum/${site.id}`) }, `Open the Real users page of ${site.name}`), ` · key ${site.key} · ${count(site.origins.length)} origin${site.origins.length === 1 ? '' : 's'}`))
       form.dataset.holdRefresh = 'true'
+      await onAdded().catch(() => {})
     } catch (/** @type {any} */ err) {
       error.hidden = false
-      error.textContent = plainText(err.field ? `${err.field}: ${err.message}` : err.message)
+      // The API's message names its field already ("origins.0: …").
+      error.textContent = plainText(err.field && !String(err.message).startsWith(`${err.field}:`) ? `${err.field}: ${err.message}` : err.message)
     }
   })
   ctx.onDispose(() => form.remove())
