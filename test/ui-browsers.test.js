@@ -106,6 +106,11 @@ test('a monitor in two browsers has a browser switch and the cross-browser table
   const metrics = await page.$$eval('#metric-group input', (els) => els.map((e) => e.value))
   assert.ok(metrics.includes('ttfb_ms') && !metrics.includes('speed_index_ms') && !metrics.includes('first_visual_change_ms'), metrics.join(' '))
   await done()
+  // One named in the address anyway is said to be one Firefox does not give, not "not enough data".
+  const visual = await open(`#/monitors/${monitor.id}?window=24h&metric=speed_index_ms&browser=firefox`)
+  await visual.page.waitForSelector('#comparison p.headline')
+  assert.match(await headline(visual.page), /^Firefox does not give Speed Index: its rounds have no value of it to compare/)
+  await visual.done()
 })
 
 test('a browser the monitor no longer runs is read when the address names it: its comparison and the cross-browser table', async () => {

@@ -215,6 +215,11 @@ function computedNote (c) {
 }
 
 function headline (c) {
+  // A metric this browser does not give (Firefox has no filmstrip, so no Speed Index): its rounds have no value to compare.
+  const metric = PAGE_METRICS.find((m) => m.id === c.metric)
+  if (c.browser && metric?.browsers && !metric.browsers.includes(c.browser)) {
+    return h('p', { class: 'headline muted' }, `${browserName(c.browser)} does not give ${metric.label}: its rounds have no value of it to compare. Choose another metric.`)
+  }
   const names = armNames(c)
   const all = c.locations.find((l) => l.location_id === null)
   const places = c.locations.filter((l) => l.location_id !== null)
