@@ -175,9 +175,21 @@ test('a run\'s detail names the browser it ran in', async () => {
 
 test('the monitor form chooses the browsers: Chromium for a new monitor, the monitor\'s own when editing', async () => {
   const ticked = (page) => page.$$eval('#browsers-group input[type=checkbox]', (els) => els.map((e) => [e.value, /** @type {HTMLInputElement} */ (e).checked]))
-  const fresh = await open('#/new')
+  const fresh = await openRoute(chromium, server, apiKey, '#/new', { allow: [/status of 400 \(Bad Request\)/] })
   await fresh.page.waitForSelector('#browsers-group')
   assert.deepEqual(await ticked(fresh.page), [['chromium', true], ['firefox', false]])
+  // A journey's mistake is said once, by its live check, and goes when the journey is mended.
+  await fresh.page.type('#url', 'https://example.net/')
+  await fresh.page.type('#journey', 'steps:\n- { action: click }')
+  await fresh.page.waitForFunction(() => /selector: required for click/.test(document.querySelector('#journey-status')?.textContent ?? ''))
+  await fresh.page.evaluate(() => /** @type {HTMLButtonElement} */ ([...document.querySelectorAll('button[type=submit]')].find((b) => b.textContent === 'Add monitor'))?.click())
+  await fresh.page.waitForFunction(() => document.querySelector('#journey')?.getAttribute('aria-invalid') === 'true')
+  const shown = () => fresh.page.$$eval('.journey-editor .field-error', (els) => els.filter((e) => !(/** @type {HTMLElement} */ (e).hidden) && e.textContent).map((e) => e.textContent))
+  assert.equal((await shown()).length, 1, (await shown()).join(' | '))
+  await fresh.page.$eval('#journey', (e) => { /** @type {HTMLTextAreaElement} */ (e).value = '' })
+  await fresh.page.type('#journey', 'steps:\n- { action: navigate, url: / }')
+  await fresh.page.waitForFunction(() => /^1 step/.test(document.querySelector('#journey-status')?.textContent ?? ''))
+  assert.deepEqual(await shown(), [])
   await fresh.done()
   const edit = await open(`#/monitors/${monitor.id}/edit`)
   await edit.page.waitForSelector('#browsers-group')

@@ -90,7 +90,9 @@ export function journeyEditor ({ monitor, locations, url, onText }) {
     h('div', { class: 'journey-try' }, tryButton, ' at ', where, h('span', { class: 'hint' }, ' once, in the H2 arm; nothing is stored as a result')),
     trial)
   text.setAttribute('aria-describedby', 'journey-hint journey-status journey-error')
-  return { el, text, error: /** @type {HTMLElement} */ (el.querySelector('#journey-error')) }
+  /** Whether the live check shows this message now (as an error). @param {string} message */
+  const said = (message) => status.classList.contains('field-error') && status.textContent?.toLowerCase() === message.toLowerCase()
+  return { el, text, said, error: /** @type {HTMLElement} */ (el.querySelector('#journey-error')) }
 }
 
 /** A trial's outcome: its verdict, each step, and the last frame. @param {any} t */

@@ -95,7 +95,7 @@ export async function render (ctx) {
       h('span', { class: 'spacer' }),
       monitor ? h('button', { type: 'button', class: 'danger', onclick: onDelete }, 'Delete monitor') : null))
 
-  for (const input of /** @type {NodeListOf<HTMLInputElement | HTMLSelectElement>} */ (form.querySelectorAll('input, select'))) input.addEventListener('input', () => clearError(input.name))
+  for (const input of /** @type {NodeListOf<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>} */ (form.querySelectorAll('input, select, textarea'))) input.addEventListener('input', () => clearError(input.name))
 
   function clearError (name) {
     if (!errors[name]) return
@@ -107,7 +107,8 @@ export async function render (ctx) {
   function showError (name, message) {
     const el = errors[name] ?? formError
     el.textContent = plainText(message)
-    el.hidden = false
+    // The journey's live check may say the same already, just above.
+    el.hidden = name === 'journey' && journey.said(el.textContent)
     // A message that names no field (a refused key, a failed delete) goes under the form.
     const target = name ? form.querySelector(`#${name}`) ?? form.querySelector(`#${name}-group`) : null
     target?.setAttribute('aria-invalid', 'true')
