@@ -61,6 +61,7 @@ export function setParams (patch) {
  * The time window a view should show. Rolling windows end now; a custom
  * window is fixed. `error` is set (and the default used) when the query is bad.
  * @param {URLSearchParams} params
+ * @returns {{ name: string, custom: boolean, from: Date, to: Date, label: string, error?: string }}
  */
 export function timeWindow (params, now = Date.now()) {
   const name = params.get('window') ?? DEFAULT_WINDOW
@@ -69,7 +70,11 @@ export function timeWindow (params, now = Date.now()) {
     const toText = params.get('to')
     const to = toText ? Date.parse(toText) : now
     if (Number.isFinite(from) && Number.isFinite(to) && from < to) {
-      return { name, custom: true, from: new Date(from), to: new Date(to), label: `${fmt(from)} – ${fmt(to)}` }
+      // The API compares at most MAX_WINDOW_DAYS; a longer window is said here, once, not as every row's error.
+      if (to - from > MAX_WINDOW_DAYS * 86400e3) return { ...rolling(DEFAULT_WINDOW, now), error: `The custom window is longer than ${MAX_WINDOW_DAYS} days, the most a comparison reads; showing the last 24 h.` }
+      // Dates carry their year when the window reaches past this one.
+      const withYear = new Date(from).getFullYear() !== new Date(now).getFullYear() || new Date(to).getFullYear() !== new Date(now).getFullYear()
+      return { name, custom: true, from: new Date(from), to: new Date(to), label: `${fmt(from, withYear)} – ${fmt(to, withYear)}` }
     }
     return { ...rolling(DEFAULT_WINDOW, now), error: 'The custom window needs a start before its end; showing the last 24 h.' }
   }
@@ -81,7 +86,10 @@ function rolling (name, now) {
   return { name, custom: false, from: new Date(now - WINDOWS[name]), to: new Date(now), label: LABELS[name] }
 }
 
-const fmt = (t) => new Date(t).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })
+const fmt = (t, withYear = false) => new Date(t).toLocaleString(undefined, { ...(withYear ? { year: 'numeric' } : {}), month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })
+
+/** The longest window the API compares (api/routes/comparison.js). */
+const MAX_WINDOW_DAYS = 400
 
 const BUCKETS = Object.freeze({ '5m': 300e3, '1h': 3600e3, '1d': 86400e3 })
 
