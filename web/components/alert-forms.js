@@ -13,6 +13,8 @@ const KINDS = [
   { id: 'error_rate', label: 'Error rate', uses: ['threshold_pct'] },
   { id: 'h3_share_drop', label: 'H3 share drop (returning visits)', uses: ['threshold_pct', 'min_drop_points'] }
 ]
+// The longest window a rule may look back over, in minutes (30 days: lib/store/alert-rules.js).
+const MAX_WINDOW_MIN = 30 * 1440
 // An H3 share rule needs this many returning visits in its window (lib/analysis/alert-h3-share.js).
 const MIN_VISITS = 10
 // Each kind's window to start from, in minutes: a regression's percentile
@@ -80,7 +82,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
   const minMs = num('rule-min_effect_ms', { min: 0, placeholder: 'optional' })
   const threshold = num('rule-threshold_pct', { value: 5, min: 0, max: 100 })
   const minDrop = num('rule-min_drop_points', { value: 20, min: 0, max: 100 })
-  const windowMin = h('input', { id: 'rule-window', name: 'window_s', type: 'number', min: 1, step: 1, value: DEFAULT_WINDOW_MIN[KINDS[0].id] })
+  const windowMin = h('input', { id: 'rule-window', name: 'window_s', type: 'number', min: 1, max: MAX_WINDOW_MIN, step: 1, value: DEFAULT_WINDOW_MIN[KINDS[0].id] })
   const evaluations = h('input', { id: 'rule-evaluations', name: 'evaluations', type: 'number', min: 1, max: 100, step: 1, value: 3 })
   const severity = h('select', { id: 'rule-severity', name: 'severity' }, ['warning', 'critical', 'info'].map((s) => h('option', { value: s }, s)))
   const description = h('input', { id: 'rule-description', name: 'description', type: 'text', maxlength: 500, placeholder: 'optional' })
@@ -103,7 +105,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     h('div', { class: 'row-2' }, f.field('kind', 'Kind', kind), f.field('monitor_id', 'Monitor', monitor)),
     h('div', { class: 'row-2' }, kindFields.metric, kindFields.percentile, kindFields.threshold_pct, kindFields.min_drop_points),
     h('div', { class: 'row-2' }, kindFields.min_effect_pct, kindFields.min_effect_ms),
-    h('div', { class: 'row-2' }, f.field('window_s', 'Window (minutes)', windowMin, 'At least 1 minute'), f.field('evaluations', 'Evaluations in a row', evaluations, 'To fire, and to resolve')),
+    h('div', { class: 'row-2' }, f.field('window_s', 'Window (minutes)', windowMin, '1 minute to 30 days (43,200)'), f.field('evaluations', 'Evaluations in a row', evaluations, 'To fire, and to resolve')),
     h('div', { class: 'row-2' }, f.field('severity', 'Severity', severity), f.field('description', 'Description', description)),
     h('fieldset', { id: 'locations-group' }, h('legend', {}, 'Locations'), h('p', { class: 'hint' }, 'None ticked: every location of the monitor'), h('div', { class: 'checks' }, locBoxes)),
     h('fieldset', { id: 'channels-group' }, h('legend', {}, 'Notify'), chanBoxes.length ? h('div', { class: 'checks' }, chanBoxes) : h('p', { class: 'hint' }, 'No channels yet: the alert shows here and in /metrics.')),
@@ -156,7 +158,7 @@ export function ruleForm ({ monitors, locations, channels, onSaved }) {
     if (b.min_effect_ms !== undefined && !(b.min_effect_ms > 0)) out.push(['min_effect_ms', 'Must be above 0.'])
     if ((b.kind === 'h3_failure' || b.kind === 'error_rate') && !(b.threshold_pct > 0 && b.threshold_pct < 100)) out.push(['threshold_pct', 'A rate above 0% and below 100%: 100% can never be exceeded.'])
     if (b.kind === 'h3_share_drop') out.push(...shareProblems(b))
-    if (!Number.isInteger(b.window_s) || b.window_s < 60) out.push(['window_s', 'At least 1 minute.'])
+    if (!Number.isInteger(b.window_s) || b.window_s < 60 || b.window_s > MAX_WINDOW_MIN * 60) out.push(['window_s', `A whole number of minutes from 1 to ${MAX_WINDOW_MIN.toLocaleString('en')} (30 days).`])
     if (!Number.isInteger(b.evaluations) || b.evaluations < 1 || b.evaluations > 100) out.push(['evaluations', 'A whole number from 1 to 100.'])
     return out
   }
