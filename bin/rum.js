@@ -4,7 +4,7 @@
 import { createSite, getSite, listSites, revokeSite, updateSite } from '../lib/store/rum-sites.js'
 import { getLocation, setLocationCountries } from '../lib/store/locations.js'
 import { idOf } from './args.js'
-import { currentSnippet, installTag } from '../lib/measurement/rum/snippet.js'
+import { currentSnippet, installTag, snippetSource } from '../lib/measurement/rum/snippet.js'
 
 export const RUM_USAGE = `Usage: h3lens rum sites create --name NAME --origin https://www.example.com [--origin ...] [--sample RATE]
        h3lens rum sites list
@@ -39,7 +39,10 @@ export async function runRum ({ pool, config }, values, positionals) {
   const fail = (message) => { throw Object.assign(new Error(message), { userFacing: true }) }
   const [group, sub, arg] = positionals
   const baseUrl = values['base-url'] ?? config.publicUrl ?? config.apiUrl
-  const tag = (/** @type {Record<string, any>} */ site) => installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet: currentSnippet(), field: values['base-url'] !== undefined ? '--base-url' : 'the base URL' })
+  const baseField = values['base-url'] !== undefined ? '--base-url' : 'the base URL'
+  const tag = (/** @type {Record<string, any>} */ site) => installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet: currentSnippet(), field: baseField })
+  // The commands that print a tag check its address before they change anything.
+  if (group === 'sites' && ['create', 'tag', 'update'].includes(sub)) snippetSource({ baseUrl, snippet: currentSnippet(), field: baseField })
   const siteId = () => {
     const id = idOf(arg)
     if (id === null) fail(`rum sites ${sub} needs the id of a site (see "h3lens rum sites list"), not "${arg ?? ''}"`)

@@ -468,6 +468,15 @@ test('rules and channels: defaults, the kept shapes, secrets never returned, sen
     [{ kind: 'email' }, 'kind'],
     [{ extra: true }, 'extra']
   ]
+  // A name up to 200 characters, as the API's schema says.
+  const longName = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'n'.repeat(150), url: 'https://hooks.example.com/h', secret: SECRET })
+  assert.equal(longName.status, 201, JSON.stringify(longName.body))
+  // A channel stored before a check was added stays editable: only what a patch gives is checked anew.
+  await t.db.query("UPDATE alert_channels SET url = 'https://hooks.example.com/h#old', name = 'old\tname' WHERE id = $1", [longName.body.id])
+  const older = await api('PATCH', `/api/v1/channels/${longName.body.id}`, { format: 'slack' })
+  assert.equal(older.status, 200, JSON.stringify(older.body))
+  assert.deepEqual((await api('PATCH', `/api/v1/channels/${longName.body.id}`, { url: 'https://hooks.example.com/h#new' })).body.field, 'url')
+  assert.equal((await api('DELETE', `/api/v1/channels/${longName.body.id}`)).status, 204)
   for (const [patch, field] of badChannels) {
     const res = await api('POST', '/api/v1/channels', { kind: 'webhook', name: 'x', url: 'https://hooks.example.com/h', secret: SECRET, ...patch })
     assert.equal(res.status, 400, JSON.stringify(res.body))

@@ -66,6 +66,10 @@ test('an invalid value exits non-zero with a message naming the variable', () =>
   const withUser = run(['agent', '--api-url', 'http://u:S3cretPw@127.0.0.1:1', '--token', 't', '--location', 'x'])
   assert.notEqual(withUser.status, 0)
   assert.match(withUser.stderr, /--api-url \(H3LENS_API_URL\)="http:\/\/u:\*\*\*@127.0.0.1:1" must not carry a user name or password/)
+  // A base address carries no query or fragment: paths are added to it (the RUM install tag's, alert links).
+  const withQuery = run(['keys', 'list'], { H3LENS_PUBLIC_URL: 'https://h3lens.example.com/?x=1' })
+  assert.notEqual(withQuery.status, 0)
+  assert.match(withQuery.stderr, /H3LENS_PUBLIC_URL="https:\/\/h3lens.example.com\/\?x=1" must not carry a query \(\?…\) or fragment \(#…\)/)
   const unreachable = run(['keys', 'list'], { DATABASE_URL: 'postgres://admin:S3cretPw@127.0.0.1:1/h3lens' })
   assert.equal(unreachable.status, 1)
   assert.match(unreachable.stderr, /^h3lens: cannot use the database at postgres:\/\/admin:\*\*\*@127.0.0.1:1\/h3lens: connect ECONNREFUSED .*\(check DATABASE_URL/m)

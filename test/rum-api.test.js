@@ -58,6 +58,14 @@ test('sites: origins are checked and normalised, the key and install tag come ba
   assert.equal(hostile.statusCode, 400, hostile.body)
   assert.equal(hostile.json().field, 'host')
   assert.equal(hostile.json().install, undefined)
+  // Checked before anything changes: a refused address creates, renames and revokes nothing.
+  const sitesBefore = (await t.db.query('SELECT count(*)::int AS n FROM rum_sites')).rows[0].n
+  const refusedCreate = await t.app.inject({ method: 'POST', url: '/api/v1/rum/sites', headers: { host: 'a"><b>' }, payload: { name: 'not made', origins: ['https://never.example'] } })
+  assert.deepEqual([refusedCreate.statusCode, refusedCreate.json().field], [400, 'host'])
+  assert.equal((await t.db.query('SELECT count(*)::int AS n FROM rum_sites')).rows[0].n, sitesBefore)
+  const refusedRevoke = await t.app.inject({ method: 'DELETE', url: `/api/v1/rum/sites/${site.id}`, headers: { host: 'a"><b>' } })
+  assert.equal(refusedRevoke.statusCode, 400)
+  assert.equal((await t.db.query('SELECT revoked_at FROM rum_sites WHERE id = $1', [site.id])).rows[0].revoked_at, null)
   const bad = await t.app.inject({ method: 'POST', url: '/api/v1/rum/sites', payload: { name: 'x', origins: ['https://ok.example', 'ftp://nope.example'] } })
   assert.equal(bad.statusCode, 400)
   assert.equal(bad.json().field, 'origins.1')
@@ -96,7 +104,10 @@ test('locations take a list of countries; a country stands under one location', 
   for (const { countries, field, message } of [
     { countries: ['US', 'XX'], field: 'countries.1', message: /"XX" is no country's code/ },
     { countries: ['US', 'us', 'uk'], field: 'countries.2', message: /"UK" is reserved: IP databases give its visitors GB \(United Kingdom\); write GB/ },
-    { countries: ['EU'], field: 'countries.0', message: /"EU" \(European Union\) names no one country/ }
+    { countries: ['EU'], field: 'countries.0', message: /"EU" \(European Union\) names no one country/ },
+    // Withdrawn codes and ICU's test regions, which Node's region names still know.
+    { countries: ['SU'], field: 'countries.0', message: /"SU" is a withdrawn or test code/ },
+    { countries: ['DE', 'XA'], field: 'countries.1', message: /"XA" is a withdrawn or test code/ }
   ]) {
     const refused = await t.app.inject({ method: 'PATCH', url: '/api/v1/locations/lab-na', payload: { countries } })
     assert.equal(refused.statusCode, 400, refused.body)

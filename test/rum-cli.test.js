@@ -29,6 +29,11 @@ test('rum sites create prints the install tag; list, tag, update, revoke and cou
     assert.notEqual(markup.status, 0)
     assert.match(markup.stderr, /--base-url "x"><img src=y>" is not the address browsers reach h3lens at/)
     assert.doesNotMatch(markup.stdout, /<script/)
+    // Checked before anything is created: no site without its tag.
+    const noSite = run(['rum', 'sites', 'create', '--name', 'never', '--origin', 'https://never.example', '--base-url', 'x"><img src=y>'], env)
+    assert.notEqual(noSite.status, 0)
+    assert.doesNotMatch(noSite.stderr, /created/)
+    assert.doesNotMatch(run(['rum', 'sites', 'list'], env).stdout, /never/)
     const bad = run(['rum', 'sites', 'create', '--name', 'x', '--origin', 'www.example.com'], env)
     assert.notEqual(bad.status, 0)
     assert.match(bad.stderr, /origins\.0: "www\.example\.com" is not an origin/)

@@ -7,7 +7,7 @@ import { beaconBatches } from '../../lib/store/rum-beacons.js'
 import { ndjsonStream } from '../../lib/store/results-export.js'
 import { getMonitor } from '../../lib/store/monitors.js'
 import { realUserSummary, realUserTrend, originOf } from '../../lib/analysis/rum.js'
-import { currentSnippet, installTag, SNIPPET_BUDGET_GZIP_BYTES } from '../../lib/measurement/rum/snippet.js'
+import { currentSnippet, installTag, snippetSource, SNIPPET_BUDGET_GZIP_BYTES } from '../../lib/measurement/rum/snippet.js'
 import { errorResponses, idParams } from '../schemas.js'
 import { siteInput, siteSchema, snippetSchema, summarySchema, trendSchema } from '../rum-schemas.js'
 import { FIRST_TIME } from '../../lib/runtime/date-time.js'
@@ -27,13 +27,20 @@ const BUCKETS = /** @type {Record<string, number>} */ ({ '5m': 300, '1h': 3600, 
 
 /** @param {import('fastify').FastifyInstance} app */
 export default async function rumRoutes (app) {
-  /** The install tag points at this server as its users reach it. */
-  const withInstall = (/** @type {import('fastify').FastifyRequest} */ request, /** @type {Record<string, any>} */ site) => {
+  /**
+   * The install tag points at this server as its users reach it. The
+   * address is checked when this is called, before a route changes
+   * anything: a refused one (a Host header that makes no URL) changes nothing.
+   * @param {import('fastify').FastifyRequest} request
+   * @returns {(site: Record<string, any>) => Record<string, any>} the site with its install tag
+   */
+  const installer = (request) => {
     const snippet = currentSnippet()
     // Without H3LENS_PUBLIC_URL, the address the request came to (its Host header).
     const baseUrl = app.config.publicUrl ?? `${request.protocol}://${request.host}`
-    const tag = installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet, field: app.config.publicUrl ? 'H3LENS_PUBLIC_URL' : 'host' })
-    return { ...site, install: { tag, src: /src="([^"]+)"/.exec(tag)?.[1], integrity: snippet.integrity, version: snippet.version } }
+    const field = app.config.publicUrl ? 'H3LENS_PUBLIC_URL' : 'host'
+    const src = snippetSource({ baseUrl, snippet, field })
+    return (site) => ({ ...site, install: { tag: installTag({ baseUrl, key: site.key, sampleRate: site.sample_rate, snippet, field }), src, integrity: snippet.integrity, version: snippet.version } })
   }
 
   /** @param {WindowRequest} request */
@@ -55,7 +62,7 @@ export default async function rumRoutes (app) {
   app.get('/rum/sites', {
     schema: { description: 'The sites whose visitors send beacons, with their install tags (revoked ones too with all=true).', tags, querystring: { type: 'object', additionalProperties: false, properties: { all: { type: 'boolean', default: false } } }, response: { 200: { type: 'object', properties: { items: { type: 'array', items: siteSchema } } } } }
   }, async (/** @type {import('fastify').FastifyRequest<{ Querystring: { all: boolean } }>} */ request) => ({
-    items: (await listSites(app.db, { includeRevoked: request.query.all })).map((s) => withInstall(request, s))
+    items: await listSites(app.db, { includeRevoked: request.query.all }).then((sites) => sites.map(installer(request)))
   }))
 
   app.post('/rum/sites', {
@@ -67,12 +74,13 @@ export default async function rumRoutes (app) {
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Body: { name: string, origins: string[], sample_rate?: number } }>} */ request, reply) => {
     reply.code(201)
-    return withInstall(request, await createSite(app.db, request.body))
+    const withInstall = installer(request)
+    return withInstall(await createSite(app.db, request.body))
   })
 
   app.get('/rum/sites/:id', {
     schema: { description: 'One site, with its install tag.', tags, params: idParams, response: { 200: siteSchema, ...errorResponses } }
-  }, async (/** @type {import('../types.js').IdRequest} */ request) => withInstall(request, await getSite(app.db, request.params.id)))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => installer(request)(await getSite(app.db, request.params.id)))
 
   app.patch('/rum/sites/:id', {
     schema: {
@@ -82,11 +90,17 @@ export default async function rumRoutes (app) {
       body: { type: 'object', additionalProperties: false, minProperties: 1, properties: siteInput },
       response: { 200: siteSchema, ...errorResponses }
     }
-  }, async (/** @type {import('../types.js').IdBodyRequest} */ request) => withInstall(request, await updateSite(app.db, request.params.id, request.body)))
+  }, async (/** @type {import('../types.js').IdBodyRequest} */ request) => {
+    const withInstall = installer(request)
+    return withInstall(await updateSite(app.db, request.params.id, request.body))
+  })
 
   app.delete('/rum/sites/:id', {
     schema: { description: 'Revoke a site key: its beacons are refused (403) within 10 s; those stored stay until retention.', tags, params: idParams, response: { 200: siteSchema, ...errorResponses } }
-  }, async (/** @type {import('../types.js').IdRequest} */ request) => withInstall(request, await revokeSite(app.db, request.params.id)))
+  }, async (/** @type {import('../types.js').IdRequest} */ request) => {
+    const withInstall = installer(request)
+    return withInstall(await revokeSite(app.db, request.params.id))
+  })
 
   app.get('/rum/sites/:id/summary', {
     schema: {
@@ -147,6 +161,6 @@ export default async function rumRoutes (app) {
     const origin = originOf(monitor.url)
     const [site] = origin ? await sitesOfOrigin(app.db, origin) : []
     if (!site) return { site: null, summary: null }
-    return { site: withInstall(request, site), summary: await realUserSummary(app.db, { site, ...windowOf(request), monitor }) }
+    return { site: installer(request)(site), summary: await realUserSummary(app.db, { site, ...windowOf(request), monitor }) }
   })
 }

@@ -134,6 +134,8 @@ const PARSERS = {
     // It is logged and shown (an agent logs the API it talks to); an agent
     // proves itself with its token, never with a password in the URL.
     if (u.username || u.password) throw new Error('must not carry a user name or password (user:pass@): it would be logged; an agent authenticates with H3LENS_AGENT_TOKEN')
+    // A base address that paths are added to.
+    if (u.search || u.hash) throw new Error('must not carry a query (?…) or fragment (#…): paths are added to it')
     return v.replace(/\/+$/, '')
   },
   dnsServers: (v) => {

@@ -20,6 +20,8 @@ import { withTransaction } from './transaction.js'
 
 export const CHANNEL_FORMATS = ['json', 'slack']
 export const MIN_SECRET_LENGTH = 16
+// A channel's name, at most (the API's schema says the same, api/alert-schemas.js).
+export const MAX_NAME_LENGTH = 200
 export const SEND_TIMEOUT_MS = 10000
 
 // Never the secret.
@@ -48,21 +50,24 @@ export function present (row) {
 /**
  * @param {Record<string, any>} input full channel (POST) or stored channel merged with a patch
  * @param {TargetPolicy} policy
+ * @param {(field: string) => boolean} [given] whether the request gives a field (all in a POST): the
+ *   checks added since channels were first stored apply to what is given, so a channel stored
+ *   before stays editable
  */
-async function checkChannel (input, { allowPrivateTargets = false, resolve }) {
+async function checkChannel (input, { allowPrivateTargets = false, resolve }, given = () => true) {
   const c = { ...input }
   if (c.kind !== 'webhook') throw new ValidationError('kind must be webhook', 'kind')
-  c.name = oneLineName(c.name, { field: 'name', what: 'a channel\'s name', example: 'ops' })
+  if (given('name')) c.name = oneLineName(c.name, { field: 'name', what: 'a channel\'s name', example: 'ops', max: MAX_NAME_LENGTH })
   try {
     c.url = validateMonitorUrl(c.url)
   } catch (/** @type {any} */ err) {
     throw new ValidationError(err.message, 'url')
   }
   // Port 0 is no port a receiver listens on (Node would post to the scheme's own).
-  if (new URL(c.url).port === '0') throw new ValidationError('url names port 0, which no receiver listens on; give the receiver\'s port', 'url')
-  if (new URL(c.url).hash) throw new ValidationError('url has a #fragment, which is never sent to the receiver; leave it out', 'url')
+  if (given('url') && new URL(c.url).port === '0') throw new ValidationError('url names port 0, which no receiver listens on; give the receiver\'s port', 'url')
+  if (given('url') && new URL(c.url).hash) throw new ValidationError('url has a #fragment, which is never sent to the receiver; leave it out', 'url')
   if (!allowPrivateTargets) await checkPublicTarget(c.url, { resolve, subject: 'webhooks' })
-  if (typeof c.secret !== 'string' || c.secret.trim().length < MIN_SECRET_LENGTH) {
+  if (typeof c.secret !== 'string' || (given('secret') ? c.secret.trim() : c.secret).length < MIN_SECRET_LENGTH) {
     throw new ValidationError(`secret must be at least ${MIN_SECRET_LENGTH} characters besides spaces (the HMAC key of X-H3lens-Signature)`, 'secret')
   }
   c.format ??= 'json'
@@ -110,7 +115,7 @@ export async function channelForSending (db, id) {
 export async function updateChannel (db, id, patch, policy) {
   const current = await channelForSending(db, id)
   if (!current) throw new NotFoundError(`there is no channel ${id}`)
-  const c = await checkChannel({ ...current, ...patch }, policy)
+  const c = await checkChannel({ ...current, ...patch }, policy, (field) => patch[field] !== undefined)
   const { rows } = await db.query(
     `UPDATE alert_channels SET name = $2, url = $3, secret = $4, format = $5, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [id, c.name, c.url, c.secret, c.format])

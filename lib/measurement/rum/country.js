@@ -68,6 +68,10 @@ const NOT_A_COUNTRY = new Map([
   ['EU', ''], ['EZ', ''], ['UN', ''], ['QO', ''], ['ZZ', ''],
   ['UK', 'GB'], ['AC', 'SH'], ['TA', 'SH'], ['CP', 'FR'], ['DG', 'IO'], ['EA', 'ES'], ['IC', 'ES'], ['CQ', 'GG']
 ])
+// Codes ISO 3166 withdrew (the country is gone or renamed) and ICU's
+// pseudo-regions: Node's region names know them, but no address is filed
+// under them today.
+const RETIRED = new Set(['AN', 'BU', 'CS', 'DD', 'DY', 'FX', 'HV', 'NH', 'RH', 'SU', 'TP', 'VD', 'YD', 'YU', 'ZR', 'XA', 'XB'])
 const REGION_NAMES = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' })
 
 /**
@@ -85,6 +89,7 @@ export function countryCodeProblem (code) {
       ? `"${code}" is reserved: IP databases give its visitors ${instead} (${REGION_NAMES.of(instead)}); write ${instead}`
       : `"${code}" (${REGION_NAMES.of(code)}) names no one country: give each country's code, such as DE`
   }
+  if (RETIRED.has(code)) return `"${code}" is a withdrawn or test code, no country's today; give the country's current code, such as DE`
   if (!REGION_NAMES.of(code)) return `"${code}" is no country's code (ISO 3166-1 alpha-2) such as US or DE`
   return null
 }

@@ -86,6 +86,20 @@ export function buildSnippet () {
  * @throws {ValidationError}
  */
 export function installTag ({ baseUrl, key, sampleRate, snippet, field = 'base_url' }) {
+  const src = snippetSource({ baseUrl, snippet, field })
+  const attribute = (/** @type {unknown} */ v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+  return `<script async src="${attribute(src)}" integrity="${attribute(snippet.integrity)}" crossorigin="anonymous" data-key="${attribute(key)}" data-sample="${attribute(sampleRate)}"></script>`
+}
+
+/**
+ * The snippet's address under a base URL, which must be an absolute
+ * http(s) URL without credentials, query or fragment. Callers check it
+ * before they change anything, so a refused address changes nothing.
+ * @param {{ baseUrl: string, snippet: { version: string }, field?: string }} o
+ *   field: what to name when the base URL is refused
+ * @throws {ValidationError}
+ */
+export function snippetSource ({ baseUrl, snippet, field = 'base_url' }) {
   let base
   try {
     base = new URL(baseUrl)
@@ -95,9 +109,7 @@ export function installTag ({ baseUrl, key, sampleRate, snippet, field = 'base_u
   if (!base || !['http:', 'https:'].includes(base.protocol) || base.username || base.password || base.search || base.hash) {
     throw new ValidationError(`${field} "${baseUrl}" is not the address browsers reach h3lens at: give an absolute http(s) URL such as https://h3lens.example.com, without credentials, query or fragment`, field)
   }
-  const src = `${base.origin}${base.pathname.replace(/\/+$/, '')}/rum/v1/h3lens.js?v=${snippet.version}`
-  const attribute = (/** @type {unknown} */ v) => String(v).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-  return `<script async src="${attribute(src)}" integrity="${attribute(snippet.integrity)}" crossorigin="anonymous" data-key="${attribute(key)}" data-sample="${attribute(sampleRate)}"></script>`
+  return `${base.origin}${base.pathname.replace(/\/+$/, '')}/rum/v1/h3lens.js?v=${snippet.version}`
 }
 
 /** @type {ReturnType<typeof buildSnippet> | null} */
