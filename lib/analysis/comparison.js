@@ -606,23 +606,36 @@ function combinePaired (parts) {
 export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect', 'faster_arm_fails_more'])
 
 /**
+ * How a reason names what it is about: a cell's Δ, corrected over the
+ * cells tested beside it, or a location's paired shift (Hodges–Lehmann),
+ * corrected over the locations.
+ * @typedef {{ interval: string, correction: string, effect: (delta: number) => string }} ReasonWords
+ */
+/** @type {ReasonWords} */
+const CELL_WORDS = { interval: 'the 95% interval includes 0', correction: 'the false-discovery-rate correction', effect: () => '|Δ|' }
+/** @type {ReasonWords} */
+const SHIFT_WORDS = { interval: 'the shift\'s 95% interval includes 0', correction: 'the correction over locations', effect: (delta) => `the shift of ${round1(delta)} ms` }
+
+/**
  * Why a tested cell claims no difference, in the order the rule looks: its
  * 95% interval includes 0; or (the interval excluding it) its p-value is
  * above FDR_Q once corrected for the cells tested beside it; or |Δ| is below
  * the practical minimum. Null when none holds: the cell is a difference.
  * The code is for programs (the dashboard's short words), the text for
- * people. One rule for the forced table and the auto arm's contrasts.
+ * people. One rule for the forced table, the auto arm's contrasts and a
+ * location's paired test (in its own words).
  * @param {Record<string, any>} cell ci_low_ms, ci_high_ms, p_adjusted, delta_ms
  * @param {number} threshold the practical minimum |Δ|, ms
+ * @param {ReasonWords} [words]
  * @returns {{ code: typeof NO_DIFFERENCE_CODES[number], text: string } | null}
  */
-export function noDifferenceReason (cell, threshold) {
-  if (!(cell.ci_low_ms > 0 || cell.ci_high_ms < 0)) return { code: 'interval_includes_zero', text: 'the 95% interval includes 0' }
+export function noDifferenceReason (cell, threshold, words = CELL_WORDS) {
+  if (!(cell.ci_low_ms > 0 || cell.ci_high_ms < 0)) return { code: 'interval_includes_zero', text: words.interval }
   if (!(cell.p_adjusted !== null && cell.p_adjusted <= FDR_Q)) {
     const adjusted = cell.p_adjusted === null ? '—' : cell.p_adjusted.toPrecision(2)
-    return { code: 'not_significant', text: `not significant after the false-discovery-rate correction (adjusted p = ${adjusted}, above ${FDR_Q})` }
+    return { code: 'not_significant', text: `not significant after ${words.correction} (adjusted p = ${adjusted}, above ${FDR_Q})` }
   }
-  if (Math.abs(cell.delta_ms) < threshold) return { code: 'below_minimum_effect', text: `|Δ| is below the practical minimum of ${round1(threshold)} ms` }
+  if (Math.abs(cell.delta_ms) < threshold) return { code: 'below_minimum_effect', text: `${words.effect(cell.delta_ms)} is below the practical minimum of ${round1(threshold)} ms` }
   return null
 }
 
@@ -656,15 +669,10 @@ function locationVerdict (e, minEffect) {
   const t = e.paired
   if (t.p === null) return VERDICTS.INSUFFICIENT_DATA
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(e.h2_median ?? 0), minEffect.ms)
-  const excludesZero = t.ci_low_ms > 0 || t.ci_high_ms < 0
-  // Why not, as a cell says it: the paired test's shift and its interval.
-  const why = !excludesZero
-    ? 'the shift\'s 95% interval includes 0'
-    : !(t.p_adjusted <= FDR_Q)
-        ? `not significant after the correction over locations (adjusted p = ${t.p_adjusted === null ? '—' : t.p_adjusted.toPrecision(2)}, above ${FDR_Q})`
-        : Math.abs(t.hodges_lehmann_ms) < threshold ? `the shift of ${round1(t.hodges_lehmann_ms)} ms is below the practical minimum of ${round1(threshold)} ms` : null
+  // The cells' rule, on the paired test's shift and its interval.
+  const why = noDifferenceReason({ ci_low_ms: t.ci_low_ms, ci_high_ms: t.ci_high_ms, p_adjusted: t.p_adjusted, delta_ms: t.hodges_lehmann_ms }, threshold, SHIFT_WORDS)
   if (why) {
-    e.reason ??= why
+    e.reason ??= why.text
     return VERDICTS.NO_CLEAR_DIFFERENCE
   }
   return t.hodges_lehmann_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
