@@ -232,9 +232,7 @@ export async function mergedSeries (db, { monitorId, metric, probe, view, browse
  * from or to is not on the tier's boundary) holds only what of it lies in
  * the window, read from the finer tiers that cover that part (as the
  * distribution reads a window), its point at the start of that part. The
- * whole buckets are the tier's own. Before, a day bucket counted a whole
- * day of a six-hour window, and a window starting mid-hour lost its first
- * part-hour.
+ * whole buckets are the tier's own.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, metric: string, probe: string, view: string, browser?: string, tier: '5m'|'1h'|'1d', from: Date, to: Date }} q
  */

@@ -8,10 +8,10 @@
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|([+-])(\d{2}):(\d{2}))$/
 
 /** What a valid value looks like, for error messages. */
+export const DATE_TIME_RULE = 'must be an RFC 3339 date-time from 0001-01-01 to 9999-12-31 with a UTC offset within ±15:59, such as 2026-11-22T12:00:00Z'
+
 /** The first instant a date-time may name (0001-01-01T00:00:00Z): a window's default start is never before it. */
 export const FIRST_TIME = Date.parse('0001-01-01T00:00:00Z')
-
-export const DATE_TIME_RULE = 'must be an RFC 3339 date-time from 0001-01-01 to 9999-12-31 with a UTC offset within ±15:59, such as 2026-11-22T12:00:00Z'
 
 // A timestamptz as PostgreSQL prints it as text ("2026-11-22 12:00:00.123456+00",
 // an offset's minutes only when it has some), as keyset cursors carry it.

@@ -63,9 +63,10 @@ async function checkChannel (input, { allowPrivateTargets = false, resolve }, gi
   } catch (/** @type {any} */ err) {
     throw new ValidationError(err.message, 'url')
   }
+  const u = new URL(c.url)
   // Port 0 is no port a receiver listens on (Node would post to the scheme's own).
-  if (given('url') && new URL(c.url).port === '0') throw new ValidationError('url names port 0, which no receiver listens on; give the receiver\'s port', 'url')
-  if (given('url') && new URL(c.url).hash) throw new ValidationError('url has a #fragment, which is never sent to the receiver; leave it out', 'url')
+  if (given('url') && u.port === '0') throw new ValidationError('url names port 0, which no receiver listens on; give the receiver\'s port', 'url')
+  if (given('url') && u.hash) throw new ValidationError('url has a #fragment, which is never sent to the receiver; leave it out', 'url')
   if (!allowPrivateTargets) await checkPublicTarget(c.url, { resolve, subject: 'webhooks' })
   if (typeof c.secret !== 'string' || (given('secret') ? c.secret.trim() : c.secret).length < MIN_SECRET_LENGTH) {
     throw new ValidationError(`secret must be at least ${MIN_SECRET_LENGTH} characters besides spaces (the HMAC key of X-H3lens-Signature)`, 'secret')
