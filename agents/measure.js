@@ -4,6 +4,7 @@ import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
 import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
 import { runPlan } from './browsers/index.js'
+import { metaRefresh } from './page/meta-refresh.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
@@ -267,11 +268,19 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
     // fails the read (the document went away), Firefox's never ends, and a
     // read that still ended would leave the next page's requests among the
     // run's. Either way the run fails, at once, with where the page went.
-    const read = await Promise.race([withTimeout(collectPageMetrics(page), COLLECT_TIMEOUT_MS, 'reading page metrics'), leaving.left]).catch((err) => {
+    const [read, refresh] = await Promise.race([
+      withTimeout(Promise.all([collectPageMetrics(page), page.evaluate(metaRefresh)]), COLLECT_TIMEOUT_MS, 'reading page metrics'),
+      leaving.left
+    ]).catch((err) => {
       if (!NAVIGATED_AWAY.test(err?.message ?? '')) throw err
       // The recording's top-frame document is by now the one the page went on to.
       throw leftError(url, network?.mainDocument()?.url)
     })
+    // A meta refresh due sooner than a read may take leaves the page whether
+    // or not it has fired yet: which comes first, the refresh or the end of
+    // the read, is down to the machine's load, and the run's outcome must
+    // not be.
+    if (refresh && refresh.delay_s * 1000 < COLLECT_TIMEOUT_MS) throw leftError(url, refresh.url)
     return /** @type {const} */ ([status, read])
   })()
   loaded.catch(() => {}) // when the renderer's crash settles the race first

@@ -63,6 +63,10 @@ async function startOddPages () {
     if (req.url === '/no-content') return res.writeHead(204).end()
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
     if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
+    // A refresh due a little after the load, which the read of the metrics usually ends before.
+    if (req.url === '/refresh-later') return html('<meta http-equiv="Refresh" content=" 2.5 ; URL = \'/next\'"><p>you will be taken on shortly')
+    // A page that reloads itself every half a minute stays.
+    if (req.url === '/refresh-slowly') return html('<meta http-equiv="refresh" content="30"><p>a board that reloads itself')
     // Cut short: 1,000 bytes of the 100,000 it declares, then the stream is reset.
     if (req.url === '/truncated') {
       res.writeHead(200, { 'content-type': 'text/html', 'content-length': '100000' })
@@ -105,17 +109,18 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/truncated', '/script-leaves', '/refresh-leaves', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
   assert.match(r['/no-content'].error, /at \S+\/no-content: the URL answered HTTP 204 \(no content\), which a browser shows no page for; monitor a URL that answers with a page$/)
   assert.equal(r['/truncated'].status, 'error')
   assert.match(r['/truncated'].error, /^incomplete document: network error after the headers \(\S+\) .*: https:\/\/\S+\/truncated$/)
-  for (const p of ['/script-leaves', '/refresh-leaves']) {
+  for (const p of ['/script-leaves', '/refresh-leaves', '/refresh-later']) {
     assert.equal(r[p].status, 'error', p)
     assert.equal(r[p].error, `the page navigated away by itself right after it loaded, to ${base}/next, before its metrics could be read: monitor the URL it goes to`, p)
   }
+  assert.equal(r['/refresh-slowly'].status, 'ok', `a page that refreshes itself long after its load: ${r['/refresh-slowly'].error}`)
   assert.equal(r['/replaced'].status, 'ok', `a page replaced before its load event: ${r['/replaced'].error}`)
   assert.ok(r['/replaced'].ttfb_ms >= SLOW_MS - 100, `the page it was replaced by is the one measured: TTFB ${r['/replaced'].ttfb_ms} ms`)
   assert.equal(r['/app'].status, 'ok', `an app that changes its address in place: ${r['/app'].error}`)
