@@ -193,6 +193,30 @@ test('each browser\'s rounds land in that browser\'s comparison, trends and expo
   assert.deepEqual(alone.reading, { code: 'one_browser', text: 'The monitor runs in one browser: add another to its browsers to compare them' })
 })
 
+test('a comparison asked of a probe or browser the monitor neither runs nor ran is a 400 naming the field; one it ran before answers', async () => {
+  const m = await monitor({ locations: ['local'], browsers: ['chromium'], probes: ['page'], paused: true })
+  const read = (/** @type {string} */ query) => t.app.inject({ url: `/api/v1/monitors/${m.id}/comparison?${query}` })
+  const refused = async (/** @type {string} */ query) => {
+    const res = await read(query)
+    assert.equal(res.statusCode, 400, `${query}: ${res.body}`)
+    return [res.json().field, res.json().message]
+  }
+  assert.deepEqual(await refused('probe=upload'), ['probe', `monitor ${m.id} runs no upload probe (its probes: page), nor has rounds of one`])
+  assert.deepEqual(await refused('metric=upload_ms'), ['metric', `monitor ${m.id} runs no upload probe (its probes: page), nor has rounds of one: that metric is the upload probe's`])
+  assert.deepEqual(await refused('browser=firefox'), ['browser', `monitor ${m.id} does not run in firefox (its browsers: chromium), nor has rounds there`])
+  assert.equal((await t.app.inject({ url: `/api/v1/monitors/${m.id}/trends?probe=parallel` })).json().field, 'probe')
+  assert.equal((await t.app.inject({ url: `/api/v1/monitors/${m.id}/distribution?browser=firefox` })).json().field, 'browser')
+  for (const query of ['', 'probe=page', 'browser=chromium', 'metric=load_ms']) assert.equal((await read(query)).statusCode, 200, query)
+
+  // Rounds of a browser and a probe it ran before are data: they answer.
+  const hour = new Date(Date.now() - 3600e3).toISOString()
+  const rows = ['h2', 'h3'].map((mode) => JSON.stringify({ time: hour, location_id: 'local', browser: 'firefox', probe: 'upload', mode, samples: [50] }))
+  const imported = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: rows.join('\n') })
+  assert.equal(imported.statusCode, 200, imported.body)
+  for (const query of ['probe=upload', 'metric=upload_ms', 'browser=firefox', 'browser=firefox&metric=upload_ms']) assert.equal((await read(query)).statusCode, 200, query)
+  assert.equal((await read('probe=parallel')).statusCode, 400, 'a probe still neither run nor ran')
+})
+
 test('verdicts that differ are "the browsers disagree" only when their gains are clearly apart', () => {
   /** @param {number} delta @param {number} lo @param {number} hi @param {string} verdict */
   const gain = (delta, lo, hi, verdict) => ({ rounds: 300, h2_ms: 100, h3_ms: 100 + delta, delta_ms: delta, delta_pct: delta, ci_low_ms: lo, ci_high_ms: hi, verdict, reason: null })

@@ -2,7 +2,7 @@
 // percentile trends and whole distributions, all merged from the rollups.
 import { stringify } from 'csv-stringify/sync'
 import { getMonitor } from '../../lib/store/monitors.js'
-import { browsersWithRounds, probeWasMeasured } from '../../lib/store/round-summaries.js'
+import { browsersWithRounds, seriesWasMeasured } from '../../lib/store/round-summaries.js'
 import { JOURNEY_PROBE, splitProbe } from '../../lib/measurement/probes/journey.js'
 import { stepNames } from '../../lib/measurement/journey/steps.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
@@ -163,24 +163,42 @@ export default async function comparisonRoutes (app) {
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
     const monitor = await getMonitor(app.db, request.params.id)
     const probe = probeFor(metric, q.probe)
-    await checkStep(monitor, probe)
+    // What the request itself names: the schema's defaults (the page probe,
+    // Chromium) are no question of the user's.
+    const named = new URLSearchParams(request.url.split('?')[1] ?? '')
+    await checkSeries(monitor, {
+      probe: probe !== q.probe ? probe : named.has('probe') ? q.probe : undefined,
+      browser: named.has('browser') ? q.browser : undefined,
+      probeField: probe !== q.probe ? 'metric' : 'probe'
+    })
     return { monitor, ...aligned, percentiles, metric, probe, view: q.view, browser: q.browser ?? 'chromium' }
   }
 
   /**
-   * A journey step the monitor's journey names, or one it measured before
-   * (renamed or removed since, its rounds kept under the old name): any
-   * other name is a mistyped one, which would read as an empty answer.
+   * A probe (a journey step) and a browser the monitor runs, or ran before
+   * (a probe or step renamed or removed since, a browser no longer run:
+   * their rounds are kept): any other is a mistyped or mistaken one, which
+   * would read as an empty answer, "not enough data" where the question
+   * was the wrong one. `probeField`: the probe was asked for (probe) or
+   * follows from the metric (metric).
    * @param {Record<string, any>} monitor
-   * @param {string | undefined} probe
+   * @param {{ probe: string | undefined, browser: string | undefined, probeField: 'probe' | 'metric' }} asked
    */
-  async function checkStep (monitor, probe) {
-    if (!probe) return
-    const step = splitProbe(probe)
-    if (step.probe !== JOURNEY_PROBE || step.step === null) return
-    const names = stepNames(monitor.journey)
-    if (names.includes(step.step) || await probeWasMeasured(app.db, { monitorId: monitor.id, probe })) return
-    throw new ValidationError(`monitor ${monitor.id} has no journey step named ${step.step} (its named steps: ${names.join(', ') || 'none'}), nor rounds of one`, 'probe')
+  async function checkSeries (monitor, { probe, browser, probeField }) {
+    if (probe !== undefined) {
+      const step = splitProbe(probe)
+      const names = step.probe === JOURNEY_PROBE && step.step !== null ? stepNames(monitor.journey) : null
+      const runs = names ? names.includes(/** @type {string} */ (step.step)) : monitor.probes.includes(step.probe)
+      if (!runs && !(await seriesWasMeasured(app.db, { monitorId: monitor.id, probe }))) {
+        const whose = probeField === 'metric' ? `: that metric is the ${step.probe} probe's` : ''
+        throw new ValidationError(names
+          ? `monitor ${monitor.id} has no journey step named ${step.step} (its named steps: ${names.join(', ') || 'none'}), nor rounds of one`
+          : `monitor ${monitor.id} runs no ${step.probe} probe (its probes: ${monitor.probes.join(', ')}), nor has rounds of one${whose}`, probeField)
+      }
+    }
+    if (browser !== undefined && !monitor.browsers.includes(browser) && !(await seriesWasMeasured(app.db, { monitorId: monitor.id, browser }))) {
+      throw new ValidationError(`monitor ${monitor.id} does not run in ${browser} (its browsers: ${monitor.browsers.join(', ')}), nor has rounds there`, 'browser')
+    }
   }
 
   /** @param {string | undefined} text */
@@ -631,8 +649,10 @@ export default async function comparisonRoutes (app) {
       }
     }
   }, async (/** @type {WindowRequest} */ request) => {
+    // A property of the arm, whatever the monitor runs: said before the monitor's own probes are.
+    const own = probeOfMetric(canonicalMetric(request.query.metric))
+    if (own && own !== 'page') throw new ValidationError(`metric ${request.query.metric} is a ${own} probe's; the auto arm runs the page probe, so choose a page timing (${COMPARABLE_METRICS.filter((m) => !probeOfMetric(m)).join(', ')})`, 'metric')
     const q = await readQuery(request)
-    if (q.probe && q.probe !== 'page') throw new ValidationError(`metric ${q.metric} is a ${q.probe} probe's; the auto arm runs the page probe, so choose a page timing (${COMPARABLE_METRICS.filter((m) => !probeOfMetric(m)).join(', ')})`, 'metric')
     return autoComparison(app.db, { monitor: q.monitor, metric: q.metric, percentiles: q.percentiles, from: q.from, to: q.to, browser: q.browser })
   })
 

@@ -224,15 +224,16 @@ export async function forcedH3Failures (db, { monitorId, from, to, browser }) {
 
 /**
  * Whether a monitor has any round of a probe (a journey step renamed or
- * removed since keeps its rounds under its old name), in the round
- * summaries or in the rollups that outlive them.
+ * removed since keeps its rounds under its old name), in a browser, or of
+ * both, in the round summaries or in the rollups that outlive them.
  * @param {import('pg').Pool} db
- * @param {{ monitorId: number, probe: string }} w
+ * @param {{ monitorId: number, probe?: string, browser?: string }} w
  */
-export async function probeWasMeasured (db, { monitorId, probe }) {
+export async function seriesWasMeasured (db, { monitorId, probe, browser }) {
   const { rows: [row] } = await db.query(
-    `SELECT EXISTS (SELECT 1 FROM round_summaries WHERE monitor_id = $1 AND probe = $2)
-         OR EXISTS (SELECT 1 FROM rollups WHERE monitor_id = $1 AND probe = $2) AS measured`, [monitorId, probe])
+    `SELECT EXISTS (SELECT 1 FROM round_summaries WHERE monitor_id = $1 AND ($2::text IS NULL OR probe = $2) AND ($3::text IS NULL OR browser = $3))
+         OR EXISTS (SELECT 1 FROM rollups WHERE monitor_id = $1 AND ($2::text IS NULL OR probe = $2) AND ($3::text IS NULL OR browser = $3)) AS measured`,
+    [monitorId, probe ?? null, browser ?? null])
   return row.measured
 }
 
