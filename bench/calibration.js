@@ -116,10 +116,21 @@ try {
     // view may read as an H3 gain: H3-faster cells no more often than
     // chance allows one side (2.5% of cells), and never in the all-locations
     // column.
-    const noGain = [m, i].every((x) => x.faster / x.tested <= 0.025 && x.allFaster === 0)
+    // Where H2 fails at random too (ittGains), intention to treat truly
+    // shows H3 faster, and only the matched view is held to it: no more
+    // H3-faster cells than chance gives one side, in any column (the
+    // failure test withholds no column there, so the all-locations one is
+    // as free to err as between identical arms).
+    const noGain = s.ittGains
+      ? m.faster / m.tested <= 0.025
+      : [m, i].every((x) => x.faster / x.tested <= 0.025 && x.allFaster === 0)
+    const lossTarget = `matched ≤ 5%, no H3 gain${s.ittGains ? ' in matched beyond chance' : ''}`
     let target
-    if (s.gain) target = s.gain === 0.1 ? (m.faster / m.tested >= 0.8 ? 'power ≥ 80%: met' : 'power ≥ 80%: MISSED') : 'power (reported)'
-    else if (s.losesRounds) target = m.flagged / m.tested <= 0.05 && noGain ? 'matched ≤ 5%, no H3 gain: met' : 'matched ≤ 5%, no H3 gain: MISSED'
+    // Power is held to 80% where no load fails; where loads fail, a cell
+    // above 1 − the failed share cannot stand (docs/STATISTICS.md), and
+    // power is reported.
+    if (s.gain) target = s.gain === 0.1 && !s.losesRounds ? (m.faster / m.tested >= 0.8 ? 'power ≥ 80%: met' : 'power ≥ 80%: MISSED') : 'power (reported)'
+    else if (s.losesRounds) target = `${lossTarget}: ${m.flagged / m.tested <= 0.05 && noGain ? 'met' : 'MISSED'}`
     // And at most 5% of its tables may claim anything: missed when the
     // tables with a flag are more than a 5% chance gives (one-sided, 5%).
     else target = m.flagged / m.tested <= 0.05 && i.flagged / i.tested <= 0.05 && !tooManyTables(m.tables, reps) ? '≤ 5%: met' : '≤ 5%: MISSED'

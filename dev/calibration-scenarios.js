@@ -20,6 +20,7 @@ import { createRandom, randomNormal } from '../lib/analysis/stats/index.js'
  * @property {string} [probe] page (default) or parallel
  * @property {number} [gain] the true H3 gain (0.1 = H3 10% faster everywhere), 0 when arms are identical
  * @property {boolean} [losesRounds] H3 fails in some rounds: the matched view is identical arms, intention to treat shows H3 slower, and no view may read as an H3 gain
+ * @property {boolean} [ittGains] H2 fails at random as well: intention to treat, which counts failures, may honestly show H3 faster; the matched view may not
  * @property {(seed: number | string, startMs: number, stepMs: number) => Generator<ImportRow>} rows
  */
 
@@ -40,7 +41,7 @@ export const FAST_CALIBRATION_LOCATIONS = [
 /**
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, gain?: number, probe?: string,
  *   samplesPerRound?: number, locations?: typeof CALIBRATION_LOCATIONS, level?: (i: number, n: number) => number,
- *   fails?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number }} s
+ *   fails?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number, ittGains?: boolean }} s
  *   fails: whether an arm's load fails, from the round's path (a standard normal), the arm's own noise (own(), the
  *   standard normal its value would have had), the round and location
  *   step: the timings' resolution in ms (0.1 as a browser's; 1 or 10 for tied timings)
@@ -48,7 +49,7 @@ export const FAST_CALIBRATION_LOCATIONS = [
  */
 export function scenario ({
   name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, gain = 0, probe = 'page', samplesPerRound = 1,
-  locations = CALIBRATION_LOCATIONS, level = () => 1, fails, step = 0.1
+  locations = CALIBRATION_LOCATIONS, level = () => 1, fails, step = 0.1, ittGains = false
 }) {
   const round = step === 0.1 ? round1 : (/** @type {number} */ v) => Math.round(v / step) * step
   return {
@@ -59,6 +60,7 @@ export function scenario ({
     probe,
     gain,
     losesRounds: Boolean(fails),
+    ittGains,
     * rows (seed, startMs, stepMs) {
       const random = createRandom(`${name}|${seed}`)
       for (const loc of locations) {
@@ -127,6 +129,26 @@ export function calibrationScenarios ({ quick = false } = {}) {
       sigmaArm: 0.5,
       fails: ({ mode, own }) => mode === 'h3' && own() > 1.645 // the slowest 5% of a standard normal
     }),
+    // The same, while H2 fails as often at random: the failure test finds
+    // neither arm failing more, and H3's completed loads still look faster.
+    scenario({
+      name: 'H3 fails its own slowest loads, H2 as often at random',
+      truth: 'identical arms; H3 fails its own slowest 5%, H2 5% at random',
+      rounds: 1000,
+      sigmaArm: 0.5,
+      ittGains: true,
+      fails: ({ mode, own, random }) => (mode === 'h3' ? own() > 1.645 : random() < 0.05)
+    }),
+    // One location where H3 fails its own slowest loads, another where H2
+    // fails at random: pooled, the two locations' failures cancel out.
+    scenario({
+      name: 'H3 fails its own slowest at one location, H2 at random at another',
+      truth: 'identical arms; H3 fails its own slowest 5% at cal-c, H2 5% at random at cal-a',
+      rounds: 1000,
+      sigmaArm: 0.5,
+      ittGains: true,
+      fails: ({ mode, own, location, random }) => (mode === 'h3' ? location === 'cal-c' && own() > 1.645 : location === 'cal-a' && random() < 0.05)
+    }),
     // Fast and slow locations; H3 fails often at the slow one. Pooled
     // samples would be mostly fast for H3 (Simpson's paradox).
     scenario({
@@ -147,6 +169,15 @@ export function calibrationScenarios ({ quick = false } = {}) {
       fails: ({ mode, i, n, random }) => mode === 'h3' && i < n / 2 && random() < 0.3
     }),
     ...[0.05, 0.1, 0.2].map((g) => scenario({ name: `H3 ${g * 100}% faster, n=500`, truth: `H3 ${g * 100}% faster everywhere`, rounds: 500, gain: g })),
+    // A gain stands when failures could not account for it: 2% of each
+    // arm's loads failing at random costs little power.
+    scenario({
+      name: 'H3 10% faster, each arm failing 2% at random, n=500',
+      truth: 'H3 10% faster everywhere',
+      rounds: 500,
+      gain: 0.1,
+      fails: ({ random }) => random() < 0.02
+    }),
     // Tied timings: whole milliseconds at fast locations, where a 1 ms step
     // passes the practical minimum, and 10 ms steps. Above 2,000 rounds the
     // subsample's scaled interval alone would claim one step of difference.

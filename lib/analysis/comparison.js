@@ -75,6 +75,8 @@ export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
  * @typedef {{ pct: number, ms: number }} MinEffect
  * @typedef {ReturnType<typeof tableSummary>['arms']} Arms
  * @typedef {{ h2: number[], h3: number[], n_h2: number, n_h3: number }} Exact each arm's percentiles over all usable rounds of a subsampled location, and its samples
+ * @typedef {{ only: number, share: number, at: number[], median: number }} WorstArm see worstShifts
+ * @typedef {{ h2: WorstArm, h3: WorstArm }} Worst
  */
 
 /**
@@ -145,7 +147,10 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
   for (const e of [...entries, all]) {
     e.failure.verdict = failureVerdict(e)
     e.verdict = locationVerdict(e, minEffect)
-    if (analysis === 'matched') withholdGainOfFailingArm(e)
+    if (analysis === 'matched') {
+      withholdGainOfFailingArm(e)
+      withholdGainFailuresCouldExplain(e, minEffect)
+    }
   }
   const flagged = (/** @type {Entry} */ e) => e.rows.filter((/** @type {Row} */ r) => r.verdict === VERDICTS.H3_FASTER || r.verdict === VERDICTS.H3_SLOWER).length
   for (const e of [...entries, all]) {
@@ -154,6 +159,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
     delete e.draws
     delete e.subsample
     delete e.h2_median
+    delete e.worst
   }
 
   return {
@@ -329,8 +335,36 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
     // The subsample's own draws and Δs, unscaled, for the all-locations
     // column's check of tied timings (testedRow).
     subsample: enough && exact ? { draws: boot.deltas, deltas: boot.h3.map((v, k) => v - boot.h2[k]) } : null,
-    h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5)
+    h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5),
+    worst: enough ? worstShifts({ h2: h2All, h3: h3All }, base.failure, used.length, qs) : null
   }
+}
+
+/**
+ * How much slower each arm's percentiles would be, were the rounds only it
+ * did not load in (failure.h2_only, h3_only) its own slowest loads: over
+ * those rounds and the `used` ones, its percentile q is the percentile
+ * q / (1 − f) of the loads it completed, f the share of rounds it did not
+ * load in; beyond its slowest load, Infinity. Per percentile of `qs`, and at
+ * the median for the paired shift. 0 for an arm that always loaded.
+ * @param {{ h2: number[], h3: number[] }} samples each arm's samples in the rounds used
+ * @param {{ h2_only: number, h3_only: number }} failure
+ * @param {number} used the rounds used
+ * @param {number[]} qs
+ * @returns {Worst}
+ */
+function worstShifts (samples, failure, used, qs) {
+  const arm = (/** @type {number[]} */ values, /** @type {number} */ only) => {
+    const f = only / (used + only)
+    const sorted = Float64Array.from(values).sort()
+    const shift = (/** @type {number} */ q) => {
+      if (!only) return 0
+      const worse = q / (1 - f)
+      return worse > 1 ? Infinity : /** @type {number} */ (exactQuantile(sorted, worse)) - /** @type {number} */ (exactQuantile(sorted, q))
+    }
+    return { only, share: f, at: qs.map(shift), median: shift(0.5) }
+  }
+  return { h2: arm(samples.h2, failure.h2_only), h3: arm(samples.h3, failure.h3_only) }
 }
 
 /**
@@ -569,8 +603,34 @@ function allLocationsEntry (entries, percentiles, tables) {
     cliffs_delta: null,
     rows,
     draws: null,
-    h2_median: withData.length ? withData.reduce((s, e) => s + e.h2_median, 0) / withData.length : null
+    h2_median: withData.length ? withData.reduce((s, e) => s + e.h2_median, 0) / withData.length : null,
+    worst: withData.length ? pooledWorst(withData, percentiles, pairedParts) : null
   }
+}
+
+/**
+ * All locations' worst-case shifts (worstShifts), as their effects are
+ * pooled: at each percentile the mean over the locations in its cell, at
+ * the median over those in the paired test; each location's own failures
+ * count at that location only.
+ * @param {Entry[]} withData
+ * @param {number[]} percentiles
+ * @param {Entry[]} pairedParts
+ * @returns {Worst}
+ */
+function pooledWorst (withData, percentiles, pairedParts) {
+  const mean = (/** @type {Entry[]} */ parts, /** @type {(e: Entry) => number} */ f) => (parts.length ? parts.reduce((s, e) => s + f(e), 0) / parts.length : 0)
+  const arm = (/** @type {'h2' | 'h3'} */ a) => {
+    const only = withData.reduce((n, e) => n + e.worst[a].only, 0)
+    const used = withData.reduce((n, e) => n + e.rounds.resampled, 0)
+    return {
+      only,
+      share: only / (used + only),
+      at: percentiles.map((p, k) => mean(withData.filter((e) => e.rows[k].p_value !== null), (e) => e.worst[a].at[k])),
+      median: mean(pairedParts, (e) => e.worst[a].median)
+    }
+  }
+  return { h2: arm('h2'), h3: arm('h3') }
 }
 
 /**
@@ -603,7 +663,7 @@ function combinePaired (parts) {
 }
 
 /** Why a tested cell claims no difference, as a code for programs. */
-export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect', 'faster_arm_fails_more'])
+export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect', 'faster_arm_fails_more', 'faster_arm_failures'])
 
 /**
  * How a reason names what it is about: a cell's Δ, corrected over the
@@ -706,6 +766,66 @@ function withholdGainOfFailingArm (e) {
   if (e.verdict === faster) {
     e.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
     e.reason = reason
+  }
+}
+
+/**
+ * The failure test finds an arm failing more only when it does; an arm may
+ * also fail its own slowest loads while the other fails as often for other
+ * reasons (at random, say), and then the loads it completes still look
+ * faster than it is, with no test to tell. So in matched rounds a gain of
+ * an arm that did not load in some rounds the other did stands only if it
+ * holds with those rounds counted as its slowest loads (worstShifts): its
+ * percentile moved by as much as that could move it, the cell's interval
+ * with it, the interval still on its side of 0 and |Δ| still at least the
+ * practical minimum. The same for the location's paired shift, at the
+ * median. The intention-to-treat view, which counts a failure at the
+ * timeout, answers for such a cell.
+ * @param {Entry} e
+ * @param {MinEffect} minEffect
+ */
+function withholdGainFailuresCouldExplain (e, minEffect) {
+  const worst = /** @type {Worst | null} */ (e.worst)
+  if (!worst) return
+  /**
+   * The effect with the faster arm's failures as its slowest loads; null when it still stands.
+   * @param {{ delta: number, lo: number, hi: number, threshold: number }} effect
+   * @param {number} shift how much slower the faster arm could be
+   */
+  const fails = ({ delta, lo, hi, threshold }, shift) => {
+    if (!(shift > 0)) return null
+    const sign = delta < 0 ? 1 : -1 // H3 faster: H3 could be slower, Δ up; H2 faster: Δ down
+    const moved = { delta: delta + sign * shift, lo: lo + sign * shift, hi: hi + sign * shift }
+    const holds = delta < 0 ? moved.hi < 0 : moved.lo > 0
+    return holds && Math.abs(moved.delta) >= threshold ? null : moved.delta
+  }
+  const words = (/** @type {'h2' | 'h3'} */ a, /** @type {string} */ what, /** @type {number} */ moved) => {
+    const [arm, other] = a === 'h3' ? ['H3', 'H2'] : ['H2', 'H3']
+    const w = worst[a]
+    const at = Number.isFinite(moved) ? `Δ ${round1(moved)} ms` : 'slower than any load it completed'
+    return `${arm} did not load in ${w.only} rounds where ${other} did (${round1(w.share * 100)}%${e.location_id === null ? ', over the locations' : ''}): ` +
+      `counted as its slowest loads, its gain ${what} does not hold (${at}); the intention-to-treat analysis counts the failures`
+  }
+  e.rows.forEach((/** @type {Row} */ r, /** @type {number} */ k) => {
+    if (r.verdict !== VERDICTS.H3_FASTER && r.verdict !== VERDICTS.H3_SLOWER) return
+    const a = r.verdict === VERDICTS.H3_FASTER ? 'h3' : 'h2'
+    const shift = worst[a].at[k]
+    const moved = fails({ delta: r.delta_ms, lo: r.ci_low_ms, hi: r.ci_high_ms, threshold: r.min_effect_ms }, shift)
+    if (moved === null) return
+    r.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
+    r.reason = words(a, `at p${r.percentile}`, moved)
+    r.reason_code = 'faster_arm_failures'
+  })
+  if (e.verdict === VERDICTS.H3_FASTER || e.verdict === VERDICTS.H3_SLOWER) {
+    const a = e.verdict === VERDICTS.H3_FASTER ? 'h3' : 'h2'
+    const t = e.paired
+    const threshold = Math.max(minEffect.pct / 100 * Math.abs(e.h2_median ?? 0), minEffect.ms)
+    const shift = worst[a].median
+    const moved = fails({ delta: t.hodges_lehmann_ms, lo: t.ci_low_ms, hi: t.ci_high_ms, threshold }, shift)
+    if (moved !== null) {
+      e.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
+      e.reason = words(a, 'in the paired shift', moved)
+    }
   }
 }
 
