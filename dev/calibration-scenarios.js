@@ -302,13 +302,16 @@ export function trueByteShare (p) {
  * received gain (h2 − auto) / (h2 − h3) is the same known number at every
  * percentile. The auto visits come over H3 with the view's share
  * (observed_protocol), with bytes and h3_byte_share as BYTES and WITHIN say.
+ * `fails`: whether a forced arm's load fails, from its own noise (own())
+ * or at random, as in scenario().
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, scale?: Partial<ArmScales>,
- *   share?: ViewShares, locations?: typeof CALIBRATION_LOCATIONS }} s
+ *   share?: ViewShares, locations?: typeof CALIBRATION_LOCATIONS,
+ *   fails?: (o: { mode: 'h2' | 'h3', own: () => number, random: () => number }) => boolean }} s
  * @returns {AutoScenario}
  */
 export function autoScenario ({
   name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, scale: given = {}, share = { first: 0.05, returning: 0.8 },
-  locations = CALIBRATION_LOCATIONS
+  locations = CALIBRATION_LOCATIONS, fails
 }) {
   const scale = { h2: 1, h3: 1, auto: 1, ...given }
   return {
@@ -328,8 +331,19 @@ export function autoScenario ({
           const time = new Date(startMs + i * stepMs).toISOString()
           const path = Math.exp(sigmaPath * randomNormal(random))
           const draw = (/** @type {number} */ factor) => round1(loc.base * path * factor * Math.exp(sigmaArm * randomNormal(random)))
-          yield { time, location_id: loc.id, mode: 'h2', probe: 'page', status: 'ok', observed_protocol: 'h2', ttfb_ms: draw(scale.h2) }
-          yield { time, location_id: loc.id, mode: 'h3', probe: 'page', status: 'ok', observed_protocol: 'h3', ttfb_ms: draw(scale.h3) }
+          for (const mode of /** @type {const} */ (['h2', 'h3'])) {
+            // The arm's own noise, drawn before the failure is decided when
+            // the failure depends on it (own()), else with the value.
+            /** @type {number | null} */
+            let ownZ = null
+            const own = () => (ownZ ??= randomNormal(random))
+            if (fails?.({ mode, own, random })) {
+              yield { time, location_id: loc.id, mode, probe: 'page', status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
+              continue
+            }
+            const z = ownZ ?? randomNormal(random)
+            yield { time, location_id: loc.id, mode, probe: 'page', status: 'ok', observed_protocol: mode, ttfb_ms: round1(loc.base * path * scale[mode] * Math.exp(sigmaArm * z)) }
+          }
           for (const view of /** @type {const} */ (['first', 'returning'])) {
             const h3 = random() < share[view]
             const bytes = Math.round(BYTES.median * (h3 ? 1 : BYTES.h2Factor) * Math.exp(BYTES.sigma * randomNormal(random)))

@@ -26,7 +26,7 @@ import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
 import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
-import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, ROUND_CAP, noDifferenceReason, correctionFamily } from './comparison.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, ROUND_CAP, noDifferenceReason, correctionFamily, fallsInWorstCase, worstShift } from './comparison.js'
 import { MIN_ROUNDS, minRoundsFor } from '../measurement/metrics.js'
 
 /** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
@@ -131,9 +131,10 @@ export async function autoComparison (db, { monitor, metric, percentiles: asked,
   for (const e of entries) {
     for (const visit of AUTO_VISITS) {
       for (const row of e.visits[visit].rows) {
-        for (const c of CONTRASTS) judgeCell(row.contrasts[c.id], minEffect)
+        for (const c of CONTRASTS) judgeCell(row.contrasts[c.id], minEffect, row.worst?.[c.id])
         row.received_gain = receivedGain(row)
         delete row.gain_draws
+        delete row.worst
       }
     }
     e.story = storyOf(e)
@@ -163,6 +164,7 @@ export async function autoComparison (db, { monitor, metric, percentiles: asked,
 function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
   /** @type {Map<string, number>} */
   const table = new Map()
+  /** @type {Exclude<import('../store/round-summaries.js').VisitRoundRow, { kind: 'count' }>[]} */
   const used = []
   let available = 0
   for (const r of rows) {
@@ -201,6 +203,22 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
     arms: ARMS, qs, iterations: enough ? BOOTSTRAP_ITERATIONS : 0, seed
   })
   const n = used.length
+  // Each contrast's sides' worst cases (worstShift): the rounds where one
+  // side did not load and the other did, counted as that side's slowest loads.
+  const bad = (/** @type {string} */ s) => s === 'failed' || s === 'fallback' || s === 'unsupported'
+  const onlyFailed = (/** @type {number} */ i, /** @type {number} */ j) => [...table].filter(([key]) => {
+    const states = key.split('|')
+    return bad(states[i]) && states[j] === 'ok'
+  }).reduce((m, [, v]) => m + v, 0)
+  const values = Object.fromEntries(ARMS.map((arm) => [arm, used.flatMap((r) => r.kind === 'used' ? [r[/** @type {'h2_v' | 'h3_v' | 'auto_v'} */ (`${arm}_v`)]] : [])]))
+  const worst = Object.fromEntries(CONTRASTS.map((c) => {
+    const [i, j] = [ARMS.indexOf(c.arm), ARMS.indexOf(c.ref)]
+    const side = (/** @type {number} */ a, /** @type {number} */ b) => {
+      const only = onlyFailed(a, b)
+      return { arm: ARMS[a], only, share: only / (n + only), shift: worstShift(values[ARMS[a]], only, n) }
+    }
+    return [c.id, { arm: side(i, j), ref: side(j, i) }]
+  }))
   const out = percentiles.map((p, k) => {
     const v = Object.fromEntries(ARMS.map((arm) => [arm, boot.point[arm][k]]))
     const tested = enough && n >= minRoundsFor(p)
@@ -222,7 +240,8 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
       h2_ms: v.h2, h3_ms: v.h3, auto_ms: v.auto,
       contrasts,
       received_gain: null,
-      gain_draws: tested ? gainDraws(boot.draws, k) : null
+      gain_draws: tested ? gainDraws(boot.draws, k) : null,
+      worst: Object.fromEntries(CONTRASTS.map((c) => [c.id, { arm: { ...worst[c.id].arm, shift: worst[c.id].arm.shift(qs[k]) }, ref: { ...worst[c.id].ref, shift: worst[c.id].ref.shift(qs[k]) } }]))
     }
     return row
   })
@@ -259,7 +278,9 @@ function receivedGain (row) {
     /** @type {Record<string, string>} */
     const reasons = {
       [CONTRAST_VERDICTS.INSUFFICIENT_DATA]: forced.reason,
-      [CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE]: 'no H3 gain to receive: forced H3 shows no clear difference from H2 in these rounds',
+      [CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE]: forced.reason_code === 'faster_arm_failures'
+        ? `no H3 gain to receive: ${forced.reason}`
+        : 'no H3 gain to receive: forced H3 shows no clear difference from H2 in these rounds',
       [CONTRAST_VERDICTS.SLOWER]: 'no H3 gain to receive: forced H3 is slower than H2 in these rounds'
     }
     const why = reasons[forced.verdict]
@@ -277,20 +298,41 @@ function receivedGain (row) {
 /**
  * A contrast cell's verdict under the forced table's rule: corrected
  * p-value ≤ FDR_Q, interval excluding 0, |Δ| at least the practical
- * minimum of the reference arm's value.
+ * minimum of the reference arm's value; and, as in the forced table's
+ * matched view, the difference must hold with the rounds its faster side
+ * did not load in (the other side loading) counted as that side's slowest
+ * loads (reason_code faster_arm_failures).
  * @param {Record<string, any>} cell
  * @param {MinEffect} minEffect
+ * @param {{ arm: WorstSide, ref: WorstSide }} [worst] the contrast's sides' worst cases at the cell's percentile
  */
-function judgeCell (cell, minEffect) {
+function judgeCell (cell, minEffect, worst) {
   if (cell.p_value === null) return
   const threshold = Math.max(minEffect.pct / 100 * Math.abs(cell.ref_ms), minEffect.ms)
   cell.min_effect_ms = threshold
   const why = noDifferenceReason(cell, threshold)
   cell.reason = why?.text ?? null
   cell.reason_code = why?.code ?? null
-  if (why) cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
-  else cell.verdict = cell.delta_ms < 0 ? CONTRAST_VERDICTS.FASTER : CONTRAST_VERDICTS.SLOWER
+  if (why) {
+    cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
+    return
+  }
+  const faster = worst ? (cell.delta_ms < 0 ? worst.arm : worst.ref) : null
+  const moved = faster ? fallsInWorstCase({ delta: cell.delta_ms, lo: cell.ci_low_ms, hi: cell.ci_high_ms, threshold }, faster.shift) : null
+  if (faster && moved !== null) {
+    const name = ARM_NAMES[faster.arm]
+    cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
+    cell.reason_code = 'faster_arm_failures'
+    cell.reason = `${name} did not load in ${faster.only} rounds where the other did (${Math.round(faster.share * 1000) / 10}%): counted as its slowest loads, ` +
+      `its lead does not hold (${Number.isFinite(moved) ? `Δ ${Math.round(moved * 10) / 10} ms` : 'slower than any load it completed'})`
+    return
+  }
+  cell.verdict = cell.delta_ms < 0 ? CONTRAST_VERDICTS.FASTER : CONTRAST_VERDICTS.SLOWER
 }
+
+/** @typedef {{ arm: string, only: number, share: number, shift: number }} WorstSide */
+/** @type {Record<string, string>} */
+const ARM_NAMES = { h2: 'H2', h3: 'H3', auto: 'The auto arm' }
 
 /**
  * Each view's H3 share and reasons at one location.

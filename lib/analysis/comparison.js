@@ -341,12 +341,10 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
 }
 
 /**
- * How much slower each arm's percentiles would be, were the rounds only it
- * did not load in (failure.h2_only, h3_only) its own slowest loads: over
- * those rounds and the `used` ones, its percentile q is the percentile
- * q / (1 − f) of the loads it completed, f the share of rounds it did not
- * load in; beyond its slowest load, Infinity. Per percentile of `qs`, and at
- * the median for the paired shift. 0 for an arm that always loaded.
+ * How much slower each arm's percentiles could be, were the rounds only it
+ * did not load in (failure.h2_only, h3_only) its own slowest loads
+ * (worstShift): per percentile of `qs`, and at the median for the paired
+ * shift.
  * @param {{ h2: number[], h3: number[] }} samples each arm's samples in the rounds used
  * @param {{ h2_only: number, h3_only: number }} failure
  * @param {number} used the rounds used
@@ -355,14 +353,8 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
  */
 function worstShifts (samples, failure, used, qs) {
   const arm = (/** @type {number[]} */ values, /** @type {number} */ only) => {
-    const f = only / (used + only)
-    const sorted = Float64Array.from(values).sort()
-    const shift = (/** @type {number} */ q) => {
-      if (!only) return 0
-      const worse = q / (1 - f)
-      return worse > 1 ? Infinity : /** @type {number} */ (exactQuantile(sorted, worse)) - /** @type {number} */ (exactQuantile(sorted, q))
-    }
-    return { only, share: f, at: qs.map(shift), median: shift(0.5) }
+    const shift = worstShift(values, only, used)
+    return { only, share: only / (used + only), at: qs.map(shift), median: shift(0.5) }
   }
   return { h2: arm(samples.h2, failure.h2_only), h3: arm(samples.h3, failure.h3_only) }
 }
@@ -609,6 +601,43 @@ function allLocationsEntry (entries, percentiles, tables) {
 }
 
 /**
+ * How much slower an arm's percentile q could be, were the `only` rounds it
+ * did not load in (the other arm loading) its slowest loads: over those and
+ * the `used` rounds its percentile q is the percentile q / (1 − f) of the
+ * loads it completed, f = only / (used + only); beyond its slowest load,
+ * Infinity. 0 when it always loaded.
+ * @param {number[]} values the arm's samples in the rounds used
+ * @param {number} only
+ * @param {number} used
+ * @returns {(q: number) => number}
+ */
+export function worstShift (values, only, used) {
+  if (!only) return () => 0
+  const f = only / (used + only)
+  const sorted = Float64Array.from(values).sort()
+  return (q) => {
+    const worse = q / (1 - f)
+    return worse > 1 ? Infinity : /** @type {number} */ (exactQuantile(sorted, worse)) - /** @type {number} */ (exactQuantile(sorted, q))
+  }
+}
+
+/**
+ * A difference moved by the worst case of its faster side (worstShift):
+ * null when it still stands (its interval on its side of 0, |Δ| at least
+ * `threshold`), else the moved Δ (±Infinity beyond the slowest load).
+ * @param {{ delta: number, lo: number, hi: number, threshold: number }} effect Δ and its interval, negative: the first side is faster
+ * @param {number} shift how much slower the faster side could be
+ * @returns {number | null}
+ */
+export function fallsInWorstCase ({ delta, lo, hi, threshold }, shift) {
+  if (!(shift > 0)) return null
+  const sign = delta < 0 ? 1 : -1 // the first side faster: it could be slower, Δ up; the second: Δ down
+  const moved = { delta: delta + sign * shift, lo: lo + sign * shift, hi: hi + sign * shift }
+  const holds = delta < 0 ? moved.hi < 0 : moved.lo > 0
+  return holds && Math.abs(moved.delta) >= threshold ? null : moved.delta
+}
+
+/**
  * All locations' worst-case shifts (worstShifts), as their effects are
  * pooled: at each percentile the mean over the locations in its cell, at
  * the median over those in the paired test; each location's own failures
@@ -787,18 +816,6 @@ function withholdGainOfFailingArm (e) {
 function withholdGainFailuresCouldExplain (e, minEffect) {
   const worst = /** @type {Worst | null} */ (e.worst)
   if (!worst) return
-  /**
-   * The effect with the faster arm's failures as its slowest loads; null when it still stands.
-   * @param {{ delta: number, lo: number, hi: number, threshold: number }} effect
-   * @param {number} shift how much slower the faster arm could be
-   */
-  const fails = ({ delta, lo, hi, threshold }, shift) => {
-    if (!(shift > 0)) return null
-    const sign = delta < 0 ? 1 : -1 // H3 faster: H3 could be slower, Δ up; H2 faster: Δ down
-    const moved = { delta: delta + sign * shift, lo: lo + sign * shift, hi: hi + sign * shift }
-    const holds = delta < 0 ? moved.hi < 0 : moved.lo > 0
-    return holds && Math.abs(moved.delta) >= threshold ? null : moved.delta
-  }
   const words = (/** @type {'h2' | 'h3'} */ a, /** @type {string} */ what, /** @type {number} */ moved) => {
     const [arm, other] = a === 'h3' ? ['H3', 'H2'] : ['H2', 'H3']
     const w = worst[a]
@@ -810,7 +827,7 @@ function withholdGainFailuresCouldExplain (e, minEffect) {
     if (r.verdict !== VERDICTS.H3_FASTER && r.verdict !== VERDICTS.H3_SLOWER) return
     const a = r.verdict === VERDICTS.H3_FASTER ? 'h3' : 'h2'
     const shift = worst[a].at[k]
-    const moved = fails({ delta: r.delta_ms, lo: r.ci_low_ms, hi: r.ci_high_ms, threshold: r.min_effect_ms }, shift)
+    const moved = fallsInWorstCase({ delta: r.delta_ms, lo: r.ci_low_ms, hi: r.ci_high_ms, threshold: r.min_effect_ms }, shift)
     if (moved === null) return
     r.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
     r.reason = words(a, `at p${r.percentile}`, moved)
@@ -821,7 +838,7 @@ function withholdGainFailuresCouldExplain (e, minEffect) {
     const t = e.paired
     const threshold = Math.max(minEffect.pct / 100 * Math.abs(e.h2_median ?? 0), minEffect.ms)
     const shift = worst[a].median
-    const moved = fails({ delta: t.hodges_lehmann_ms, lo: t.ci_low_ms, hi: t.ci_high_ms, threshold }, shift)
+    const moved = fallsInWorstCase({ delta: t.hodges_lehmann_ms, lo: t.ci_low_ms, hi: t.ci_high_ms, threshold }, shift)
     if (moved !== null) {
       e.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
       e.reason = words(a, 'in the paired shift', moved)
