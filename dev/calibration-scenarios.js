@@ -378,6 +378,13 @@ export function autoCalibrationScenarios ({ quick = false } = {}) {
     ...gainSizes.map((n) => autoScenario({ name: `auto: received gain 0.5, n=${n}`, truth: 'H3 20% faster, auto 10% faster', rounds: n, scale: { h3: 0.8, auto: 0.9 } })),
     autoScenario({ name: 'auto: received gain 0, n=500', truth: 'H3 20% faster, auto as H2', rounds: 500, scale: { h3: 0.8, auto: 1 }, share: { first: 0, returning: 0 } }),
     autoScenario({ name: 'auto: received gain 1, n=500', truth: 'H3 20% faster, auto as H3', rounds: 500, scale: { h3: 0.8, auto: 0.8 }, share: { first: 0.3, returning: 0.97 } }),
+    // Identical arms, forced H3 failing its own slowest 5%: among the rounds
+    // where all three loaded it looks faster than both others, which must
+    // be no contrast and no gain to receive.
+    autoScenario({
+      name: 'auto: A/A, forced H3 failing its own slowest 5%, n=600', truth: 'identical arms', rounds: 600, sigmaArm: 0.5,
+      fails: ({ mode, own }) => mode === 'h3' && own() > 1.645
+    }),
     // Six locations: 36 columns, where a Bonferroni screen over the columns
     // could pass none (the bootstrap p-value's floor × 36 > 0.05).
     ...(quick ? [] : [
