@@ -53,7 +53,7 @@ const versions = new WeakMap()
  * lab: the page is a lab origin (lib/measurement/browsers/chromium.js modeFlags says what that changes);
  * profile: run in a browser of its own on this profile (pool.newProfile),
  *   in its default context, so what the browser learns outlives it;
- * deadline: when the round's time budget ends (Date.now() scale), for
+ * deadline: when the run's arm's time budget ends (Date.now() scale, agents/round-budget.js), for
  *   measurements of several loads;
  * filmstrip: capture the first view's frames (agents/filmstrip.js): the
  *   result gets the visual metrics and `filmstrip`, which the job runner

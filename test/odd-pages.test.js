@@ -4,7 +4,8 @@
 // soon, and leaves nothing behind; a page a script replaces before its load
 // event, that changes its address in place or that starts a download once
 // loaded, loads as usual; a page that opens a JavaScript dialog loads as for
-// a user who clicks it away, with a note. An HTTP/2 server with the lab certificate serves them at
+// a user who clicks it away, with a note; a slow page loads in every arm of
+// a round. An HTTP/2 server with the lab certificate serves them at
 // the lab hostname.
 // run-tests: side — it checks what its runs' errors say and times no page load; its server and origin are on free loopback ports
 import assert from 'node:assert/strict'
@@ -176,6 +177,20 @@ test('a page that opens a JavaScript dialog is measured as a user who clicks it 
   } finally {
     odd.close()
   }
+})
+
+test('a slow page loads in every arm of a round with the auto arm: the forced arm that goes last still has a whole page timeout', async () => {
+  // The lab's /slow answers after 3 s: the redirect discovery (which waits
+  // for the headers), the H3 arm and the auto arm's two visits take 12 s
+  // together, more than two page timeouts of 5 s, which the round's loads
+  // once shared, so the H2 arm after them was "not run" (or cut short and
+  // stored as a timeout) though each load needs 3 s of its 5.
+  const timeoutMs = 5000
+  // random() = 0 orders the arms h3, auto, h2 (agents/measure.js runRound).
+  const run = createJobRunner({ pool, lab: { spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1', port: origin.port, netns: null }, timeoutMs, log, random: () => 0 })
+  const results = await run({ id: 1, url: `${origin.baseUrl}/slow?ms=3000`, modes: ['h2', 'h3', 'auto'] }, { location: { kind: 'lab' } })
+  assert.deepEqual(results.map((r) => [r.mode, r.view, r.status, r.error ?? null]),
+    [['h3', 'first', 'ok', null], ['auto', 'first', 'ok', null], ['auto', 'returning', 'ok', null], ['h2', 'first', 'ok', null]])
 })
 
 test('a URL that answers with no page, or a page that leaves by itself, is an error that says so', async () => {
