@@ -24,27 +24,8 @@ import { journeyTargets } from '../lib/measurement/journey/steps.js'
 import { scrubSecrets, secretValues } from '../lib/measurement/journey/secrets.js'
 import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
 import { JOURNEY_PROBE } from '../lib/measurement/probes/journey.js'
+import { CHAIN_TIMEOUT_MS, MIN_LOAD_MS, roundBudget } from './round-budget.js'
 
-// A round's time budget, in page timeouts (H3LENS_PAGE_TIMEOUT_MS). The
-// redirect discovery and every load of the round (probes, repeat views,
-// outlier re-runs) share it, each getting at most what is left and a load
-// none when less than MIN_LOAD_MS is, so a page that hangs costs its round
-// two page timeouts at most, never one per load; the back-pressure in the
-// scheduler makes sure it costs no more rounds than that (lib/store/jobs.js
-// scheduleDueJobs). Two, so that when one arm hangs the other still loads:
-// "H3 hangs where H2 loads" is a finding, and it needs the H2 load.
-export const ROUND_BUDGET_TIMEOUTS = 2
-// The budget of a round of a monitor that is backed off (its last rounds at
-// this location all timed out, lib/store/round-backoffs.js): one page
-// timeout. Its page hung in both arms twice in a row; a round that finds it
-// answering again ends the back-off, and one that finds it hanging holds
-// the location's agent half as long, so with one agent the monitors beside
-// it keep their rounds (docs/OPERATIONS.md has the arithmetic).
-export const BACKED_OFF_BUDGET_TIMEOUTS = 1
-// The redirect discovery's own limit (agents/redirects.js).
-const CHAIN_TIMEOUT_MS = 10_000
-// A load is not started with less than this left of the round's budget.
-const MIN_LOAD_MS = 1000
 // The journey's navigate URLs whose redirects are followed for the H3 arm's
 // force list, at most (each is one more navigation per CHAIN_TTL_MS).
 const MAX_JOURNEY_CHAINS = 5
@@ -85,12 +66,11 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
    *   allowPrivateTargets: the API's H3LENS_ALLOW_PRIVATE_TARGETS (from the claim)
    */
   return async function runJob (job, { location, allowPrivateTargets = false } = {}) {
-    const budgetTimeouts = job.backed_off_timeouts ? BACKED_OFF_BUDGET_TIMEOUTS : ROUND_BUDGET_TIMEOUTS
     const journey = (job.probes ?? []).includes(JOURNEY_PROBE) ? job.journey ?? null : null
-    // A journey has a budget of its own in each arm, and the auto arm runs it twice (agents/probes/journey.js).
-    const journeyRuns = journey ? (job.modes ?? FORCED_MODES).length + ((job.modes ?? []).includes('auto') ? 1 : 0) : 0
-    const budgetMs = budgetTimeouts * timeoutMs + journeyRuns * (journey?.timeout_ms ?? 0)
-    const deadline = Date.now() + budgetMs
+    // What the round may spend, in a pool per arm (agents/round-budget.js).
+    const budget = roundBudget({
+      timeoutMs, modes: job.modes ?? FORCED_MODES, probes: job.probes?.length ? job.probes : ['page'], journeyMs: journey?.timeout_ms ?? 0, backedOffTimeouts: job.backed_off_timeouts ?? null
+    })
     const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     const options = effectiveOptions(job.url, job.options ?? {})
     const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
@@ -110,21 +90,21 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     // The H3 arm forces QUIC on every origin the URL redirects through, and
     // learns which of them advertise h3 (agents/redirects.js).
     const chain = (job.modes ?? ['h3']).includes('h3') && pool
-      ? await chainOf({ pool, url: job.url, extraFlags, netns, guard: runGuard, timeoutMs: Math.max(MIN_LOAD_MS, Math.min(CHAIN_TIMEOUT_MS, timeoutMs, deadline - Date.now())) })
+      ? await budget.discovery.spend(() => chainOf({ pool, url: job.url, extraFlags, netns, guard: runGuard, timeoutMs: Math.max(MIN_LOAD_MS, Math.min(CHAIN_TIMEOUT_MS, timeoutMs, budget.discovery.left())) }))
       : null
     if (chain?.error) log.debug({ job: job.id, url: job.url, error: chain.error, hops: chain.hops.length }, 'redirect discovery incomplete')
     // A journey's pages are forced too, with the origins they redirect through.
     const journeyOrigins = []
     if (chain && journeyUrls.length) {
       for (const url of [...new Set(journeyUrls)].slice(0, MAX_JOURNEY_CHAINS)) {
-        const left = deadline - Date.now()
-        const hops = left > MIN_LOAD_MS ? await chainOf({ pool, url, extraFlags, netns, guard: runGuard, timeoutMs: Math.min(CHAIN_TIMEOUT_MS, timeoutMs, left) }) : null
+        const left = budget.discovery.left()
+        const hops = left > MIN_LOAD_MS ? await budget.discovery.spend(() => chainOf({ pool, url, extraFlags, netns, guard: runGuard, timeoutMs: Math.min(CHAIN_TIMEOUT_MS, timeoutMs, left) })) : null
         journeyOrigins.push(...(hops?.origins ?? []))
       }
       journeyOrigins.push(...journeyUrls.map((u) => new URL(u).origin))
     }
     const common = {
-      pool: runPool, url: job.url, extraFlags, ...firefoxLab, netns, timeoutMs, log, guard: runGuard, lab: isLab, deadline,
+      pool: runPool, url: job.url, extraFlags, ...firefoxLab, netns, timeoutMs, log, guard: runGuard, lab: isLab,
       forceOrigins: [...new Set([...(chain?.origins ?? []), ...journeyOrigins])].filter((o) => o.startsWith('https:'))
         .concat(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : []),
       altSvc: chain?.altSvc ?? null
@@ -132,18 +112,22 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     const capture = (/** @type {'run' | 'rerun'} */ kind, /** @type {string} */ probe, /** @type {string} */ mode) => ({ dir: netlogDir, jobId: job.id, probe, mode, kind, rttMs, uploadNetlog, log })
 
     const measureProbe = probeRunner(job, options)
-    /** @param {string} probe @param {any} o */
+    /**
+     * A load of the round, its time drawn from its arm's pool; with no room
+     * left there, a result that says it was not run.
+     * @param {string} probe @param {any} o
+     */
     const runProbe = (probe, o) => {
-      const left = deadline - Date.now()
+      const arm = budget.arm(o.mode)
+      const left = arm.left()
       if (left < MIN_LOAD_MS) {
         const r = emptyResult(o.mode, [], { probe })
         r.status = 'timeout'
-        r.error = `not run: the round's time budget of ${budgetMs / 1000} s (${budgetTimeouts} page timeout${budgetTimeouts === 1 ? '' : 's'}` +
-          `${job.backed_off_timeouts ? `: backed off, the last ${job.backed_off_timeouts} rounds timed out` : ''}) was spent`
-        log.debug({ job: job.id, probe, mode: o.mode }, 'round time budget spent; load not run')
+        r.error = arm.notRun
+        log.debug({ job: job.id, probe, mode: o.mode }, 'the arm\'s time budget is spent; load not run')
         return Promise.resolve([r])
       }
-      return measureProbe(probe, { ...o, timeoutMs: Math.min(o.timeoutMs ?? timeoutMs, left) })
+      return arm.spend((deadline) => measureProbe(probe, { ...o, deadline, timeoutMs: Math.min(o.timeoutMs ?? timeoutMs, left) }))
     }
     /** @type {Record<string, any>[]} */
     const measured = []
@@ -171,15 +155,17 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     if (options.filmstrip === 'always' && browser === 'chromium') {
       for (const r of measured) {
         if (r.probe !== 'page' || r.view !== 'first' || r.mode === 'auto' || r.status === 'timeout') continue
-        const left = deadline - Date.now()
+        // The capture load draws on its arm's pool, after the arm's timed loads.
+        const arm = budget.arm(r.mode)
+        const left = arm.left()
         if (left < MIN_LOAD_MS) {
-          r.filmstrip = { kind: 'capture', frames: [], progress: [], error: 'not captured: the round\'s time budget was spent' }
+          r.filmstrip = { kind: 'capture', frames: [], progress: [], error: `not captured: the ${r.mode} arm's time budget was spent` }
           continue
         }
         // A fault of the browser in the capture load (agents/faults.js) costs
         // the frames, not the round: its timed loads are done.
         /** @type {Record<string, any>[]} */
-        const [shot] = await measurePageViews({ ...common, mode: r.mode, protocol: r.arm_protocol, filmstrip: true, allowEmpty: Boolean(options.allow_empty), timeoutMs: Math.min(timeoutMs, left) })
+        const [shot] = await arm.spend((deadline) => measurePageViews({ ...common, deadline, mode: r.mode, protocol: r.arm_protocol, filmstrip: true, allowEmpty: Boolean(options.allow_empty), timeoutMs: Math.min(timeoutMs, left) }))
           .catch((err) => [{ status: 'error', error: err.message }])
         for (const c of VISUAL_COLUMNS) r[c] = shot[c] ?? null
         r.filmstrip = {
@@ -202,7 +188,8 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
       const netlog = options.netlog === 'outliers' && browser === 'chromium'
       const film = options.filmstrip === 'outliers' && r.probe === 'page' && browser === 'chromium'
       const outlier = (netlog || film) && r.mode !== 'auto' && !String(r.probe).startsWith(JOURNEY_PROBE) && outlierOf(r, job.netlog_thresholds)
-      if (!outlier || reruns >= MAX_RERUNS_PER_JOB || deadline - Date.now() < MIN_LOAD_MS) continue
+      // A re-run draws on its arm's pool, as the arm's loads do (runProbe).
+      if (!outlier || reruns >= MAX_RERUNS_PER_JOB || budget.arm(r.mode).left() < MIN_LOAD_MS) continue
       reruns++
       const o = { ...common, mode: r.mode, protocol: r.arm_protocol, filmstrip: film }
       /** @type {Record<string, any>[]} */

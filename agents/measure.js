@@ -9,6 +9,7 @@ import { collectPageMetrics, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
+import { answerDialogs } from './dialogs.js'
 
 export { PageLoadError, ProbeError } from './page-metrics.js'
 export { reuseOf } from '../lib/measurement/result.js'
@@ -52,7 +53,7 @@ const versions = new WeakMap()
  * lab: the page is a lab origin (lib/measurement/browsers/chromium.js modeFlags says what that changes);
  * profile: run in a browser of its own on this profile (pool.newProfile),
  *   in its default context, so what the browser learns outlives it;
- * deadline: when the round's time budget ends (Date.now() scale), for
+ * deadline: when the run's arm's time budget ends (Date.now() scale, agents/round-budget.js), for
  *   measurements of several loads;
  * filmstrip: capture the first view's frames (agents/filmstrip.js): the
  *   result gets the visual metrics and `filmstrip`, which the job runner
@@ -138,6 +139,9 @@ export async function measure (opts, steps) {
         page = await context.newPage()
       }
       page.once('error', () => { rendererCrashed = true })
+      // A dialog is answered at once and noted on the result being loaded
+      // then: the latest of the run's (a repeat view is added before its load).
+      answerDialogs(page, () => extra.at(-1) ?? result)
       network = await plan.recordNetwork(page)
       navigating = true
       const infrastructure = (/** @type {unknown} */ err) => infrastructureFault(err, { browser, navigating, rendererCrashed })
@@ -214,6 +218,7 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
     /** @type {Record<string, any>} */
     const repeat = { ...emptyResult(mode, result.flags, { probe: 'page', view: 'repeat' }), browser_version: result.browser_version, forced_origins: result.forced_origins }
     const started = performance.now()
+    extra.push(repeat)
     try {
       await loadAndRead(page, url, protocol, timeoutMs, repeat, network, { allowEmpty })
     } catch (err) {
@@ -225,7 +230,6 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
     await summarize(repeat)
     repeat.repeat = reuseOf(repeat.requests_detail)
     repeat.wall_ms = round(performance.now() - started)
-    extra.push(repeat)
   })
   if (repeatView && results.length === 1) {
     // Counted as a failed repeat view rather than left out, so the repeat

@@ -33,7 +33,7 @@
 // The restart costs one more browser launch per round (about 0.25 s of
 // wall time on the 2-core test machine; docs/BENCHMARKS.md has the figure).
 import { emptyResult, measurePageViews } from './measure.js'
-/** A visit is not started with less than this left of the round's budget. */
+/** A visit is not started with less than this left of the auto arm's budget (agents/round-budget.js). */
 const MIN_VISIT_MS = 1000
 
 /**
@@ -63,7 +63,7 @@ export async function measureVisits ({ repeatView = false, ...opts }) {
 }
 
 /**
- * The visits the round's time budget left no room for, as timed-out
+ * The visits the auto arm's time budget left no room for, as timed-out
  * results, so the arm's series show every round that asked for them.
  * @param {string} mode
  * @param {Record<string, any>} first
@@ -74,6 +74,6 @@ function notRun (mode, first, repeatView) {
     ...emptyResult(mode, first.flags, { probe: 'page', view }),
     status: 'timeout',
     browser_version: first.browser_version,
-    error: 'not run: the round\'s time budget was spent'
+    error: 'not run: the auto arm\'s time budget was spent'
   }))
 }

@@ -22,8 +22,9 @@ import { startAgent } from '../agents/main.js'
 
 test('one agent, a hanging monitor and seven fast ones: after the hanging one\'s second timeout it is backed off, and the fast ones lose no round', async () => {
   // The setting of a real deployment (60 s intervals, 30 s page timeout,
-  // one agent) scaled to 15 s and 4 s. A hanging round costs two page
-  // timeouts (8 s of the agent's 15 s) until it is backed off: claimed
+  // one agent) scaled to 15 s and 4 s. A hanging round costs the redirect
+  // discovery and a page timeout an arm (12 s of the agent's 15 s,
+  // agents/round-budget.js) until it is backed off: claimed
   // before the fast rounds, it leaves them too little of the interval, and
   // some are skipped as "location busy". Backed off, it runs every 30 s,
   // then 60 s, on one page timeout: 4 s, after which the seven fast rounds

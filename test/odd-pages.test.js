@@ -3,7 +3,9 @@
 // and in Firefox a run says what happened (and what to monitor instead),
 // soon, and leaves nothing behind; a page a script replaces before its load
 // event, that changes its address in place or that starts a download once
-// loaded, loads as usual. An HTTP/2 server with the lab certificate serves them at
+// loaded, loads as usual; a page that opens a JavaScript dialog loads as for
+// a user who clicks it away, with a note; a slow page loads in every arm of
+// a round. An HTTP/2 server with the lab certificate serves them at
 // the lab hostname.
 // run-tests: side — it checks what its runs' errors say and times no page load; its server and origin are on free loopback ports
 import assert from 'node:assert/strict'
@@ -17,7 +19,7 @@ import { after, before, test } from 'node:test'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createFirefoxPool } from '../agents/browsers/firefox.js'
 import { createJobRunner } from '../agents/job-runner.js'
-import { measurePage } from '../agents/measure.js'
+import { measurePage, measurePageViews } from '../agents/measure.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { startOrigin } from '../lab/origin.js'
@@ -89,6 +91,11 @@ async function startOddPages () {
     if (req.url === '/landing?from=ad') return html('<script>history.replaceState(null, "", "/landing")</script><p>a landing page')
     // A single-page app's address changes without a new document: no leaving.
     if (req.url === '/app') return html('<script>addEventListener("load", () => { history.replaceState(null, "", "/app/home"); location.hash = "top" })</script><p>an app')
+    // Pages that open a JavaScript dialog while they load, or once loaded.
+    if (req.url === '/alert') return html('<script>alert("Your browser is not supported")</script><p>after the alert')
+    if (req.url === '/alert-onload') return html('<script>onload = () => alert("loaded")</script><p>an alert from onload')
+    if (req.url === '/confirm') return html('<script>document.title = confirm("Are you 18?") ? "yes" : "no"; confirm("Sure?")</script><p>after two confirms')
+    if (req.url === '/prompt') return html('<script>prompt("Your name?", "you")</script><p>after a prompt')
     html('<p>the page it goes to')
   })
   server.listen(0, '127.0.0.1')
@@ -130,6 +137,62 @@ async function assertOddPages (base, run, { next = true } = {}) {
   return r
 }
 
+/** The pages that open dialogs, and the note each run of them must carry. */
+const DIALOG_PAGES = {
+  '/alert': /^the page opened an alert dialog \("Your browser is not supported"\); the agent dismissed it at once, as a user who clicks it away would/,
+  '/alert-onload': /^the page opened an alert dialog \("loaded"\); the agent dismissed it/,
+  '/confirm': /^the page opened 2 JavaScript dialogs, the first a confirm dialog \("Are you 18\?"\); the agent answered each at once/,
+  '/prompt': /^the page opened a prompt dialog \("Your name\?"\); the agent dismissed it/
+}
+
+/**
+ * A page that opens a dialog loads, soon, as for a user who clicks the
+ * dialog away, and its result says the page opened one.
+ * @param {(path: string) => Promise<Record<string, any>[]>} run the results of one run of the page
+ * @param {string[]} paths
+ * @param {number} timeoutMs the runs' page timeout
+ */
+async function assertDialogPages (run, paths, timeoutMs) {
+  for (const p of paths) {
+    const started = Date.now()
+    const results = await run(p)
+    const took = Date.now() - started
+    assert.ok(results.length > 0, p)
+    for (const r of results) {
+      assert.equal(r.status, 'ok', `${p} (${r.view}): ${r.error}`)
+      const notes = (r.notes ?? []).filter((/** @type {{ code: string }} */ n) => n.code === 'page_dialog')
+      assert.equal(notes.length, 1, `${p} (${r.view}): ${JSON.stringify(r.notes)}`)
+      assert.match(notes[0].message, DIALOG_PAGES[/** @type {keyof typeof DIALOG_PAGES} */ (p)], p)
+    }
+    assert.ok(took < timeoutMs, `${p}: the run took ${took} ms, its page timeout is ${timeoutMs} ms`)
+  }
+}
+
+test('a page that opens a JavaScript dialog is measured as a user who clicks it away sees it, with a note that says so', async () => {
+  const odd = await startOddPages()
+  // Short: a dialog left open held the load until this timeout.
+  const timeoutMs = 5000
+  try {
+    await assertDialogPages((p) => measurePageViews({ pool, url: `${odd.base}${p}`, mode: 'h2', extraFlags: lab, timeoutMs, repeatView: p === '/alert' }), Object.keys(DIALOG_PAGES), timeoutMs)
+  } finally {
+    odd.close()
+  }
+})
+
+test('a slow page loads in every arm of a round with the auto arm: the forced arm that goes last still has a whole page timeout', async () => {
+  // The lab's /slow answers after 3 s: the redirect discovery (which waits
+  // for the headers), the H3 arm and the auto arm's two visits take 12 s
+  // together, more than two page timeouts of 5 s, which the round's loads
+  // once shared, so the H2 arm after them was "not run" (or cut short and
+  // stored as a timeout) though each load needs 3 s of its 5.
+  const timeoutMs = 5000
+  // random() = 0 orders the arms h3, auto, h2 (agents/measure.js runRound).
+  const run = createJobRunner({ pool, lab: { spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1', port: origin.port, netns: null }, timeoutMs, log, random: () => 0 })
+  const results = await run({ id: 1, url: `${origin.baseUrl}/slow?ms=3000`, modes: ['h2', 'h3', 'auto'] }, { location: { kind: 'lab' } })
+  assert.deepEqual(results.map((r) => [r.mode, r.view, r.status, r.error ?? null]),
+    [['h3', 'first', 'ok', null], ['auto', 'first', 'ok', null], ['auto', 'returning', 'ok', null], ['h2', 'first', 'ok', null]])
+})
+
 test('a URL that answers with no page, or a page that leaves by itself, is an error that says so', async () => {
   const odd = await startOddPages()
   try {
@@ -161,6 +224,8 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     // Firefox's navigations to a download or to a document cut short never end: they are given up, not waited out.
     for (const p of ['/download', '/truncated']) assert.ok(took[p] < timeoutMs / 2, `${p}: the run, Firefox's start included, took ${took[p]} ms`)
     assert.deepEqual((await readdir(path.join(dataDir, 'firefox', 'home'))).filter((n) => /download/i.test(n)), [], 'no download folder in the home that runs share')
+    // Firefox's dialogs reach the page too (WebDriver BiDi leaves them to Puppeteer), and are answered the same way.
+    await assertDialogPages((p) => run({ id: ++id, url: `${odd.base}${p}`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } }), ['/alert', '/confirm'], timeoutMs)
   } finally {
     await firefoxPool.close()
     odd.close()

@@ -123,7 +123,7 @@ export async function measureJourneyVisits (opts) {
         ...emptyResult(r.mode, r.flags, { probe: r.probe, view: 'returning' }),
         status: 'timeout',
         browser_version: r.browser_version,
-        error: 'not run: the round\'s time budget was spent'
+        error: 'not run: the auto arm\'s time budget was spent'
       }))]
     }
     return [...first, ...await measureJourney({ ...opts, profile, view: 'returning' })]
