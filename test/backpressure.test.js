@@ -181,8 +181,8 @@ describe('with real agents, and with a frozen database', { concurrency: true }, 
     try {
       const origin = await startOrigin({ dataDir, port: await freePort(), log })
       stops.push(() => origin.stop())
-      // A round of the hanging page takes two page timeouts (15 s each), three
-      // times its 10 s interval: without back-pressure its rounds would queue
+      // A round of the hanging page takes a page timeout (15 s) for each of
+      // its two arms, three times its 10 s interval: without back-pressure its rounds would queue
       // and take both agents, and the fast monitor's rounds would wait behind them.
       const config = loadConfig({ PORT: String(await freePort()), H3LENS_DATA_DIR: dataDir, LOG_LEVEL: 'silent', H3LENS_PUBLIC_READ: 'true', H3LENS_PAGE_TIMEOUT_MS: '15000', H3LENS_SCHEDULER_TICK_MS: '250' })
       const api = await startApi({ db, config, log })

@@ -46,9 +46,8 @@ let job = 0
  * idle timeout (30 s) before it falls back to TCP, so the H3 arm has a page
  * timeout of 15 s, which it runs out (the unit tests of judgeFirefoxH3 take
  * the fallback too). The H2 arm is a round of its own with the usual
- * timeout: in one round it would get what the H3 arm left of the round's
- * budget of two page timeouts, which under the full suite's load was once
- * too little for Firefox to start and load the page.
+ * timeout: each runner has its own page timeout, and a round's arms each
+ * get a whole one of it (agents/round-budget.js).
  */
 let noH3Arms
 const NO_H3_TIMEOUT_MS = 15_000

@@ -1,13 +1,13 @@
 // Back-off of a monitor whose rounds keep timing out at a location
 // (migration 019). A page that hangs costs its round the whole time budget
-// (two page timeouts), and with one agent at a location every other
+// (a page timeout per load, agents/round-budget.js), and with one agent at a location every other
 // monitor's round waits behind it and loses rounds to back-pressure. So
 // after BACKOFF_AFTER_TIMEOUTS rounds in a row that timed out, its interval
 // at that location is stretched, doubling with each further timeout, up to
 // BACKOFF_MAX_S (or the monitor's own interval when that is longer); the
 // rounds in between are recorded as skipped, with the reason
 // (lib/store/jobs.js scheduleDueJobs), and a round it does run gets one page
-// timeout instead of two (agents/job-runner.js). The first round that does
+// timeout for all its loads (agents/round-budget.js). The first round that does
 // not time out ends it (the count goes back to 0): the next round is on the
 // monitor's own interval.
 // docs/OPERATIONS.md explains the numbers.
