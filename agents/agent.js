@@ -19,6 +19,8 @@ const FAILED = new Set(['error', 'timeout'])
 const MAX_BACKOFF_MS = 30000
 // Spooled rounds per request when the spool is flushed (POST /agent/results).
 const SPOOL_BATCH_ROUNDS = 50
+// The most rounds a claim names as held (the API's limit for `holding`).
+const MAX_HOLDING = 1000
 
 /**
  * @param {{
@@ -59,9 +61,13 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
     browser ??= await browserVersion?.()
     // One journey trial at a time, besides the rounds: a trial is someone waiting at the editor.
     const wantTrials = runTrial && !trialsRunning.size ? 1 : 0
-    // The rounds this process holds: a round leased to it that is not among
-    // them was claimed in an answer it never got, and comes back now.
-    const holding = [...running.keys()]
+    // The rounds this process holds, measuring them or with their results
+    // in its spool waiting for the API to take them: a round leased to it
+    // that is not among them was claimed in an answer it never got, and
+    // comes back now. A spooled round left out would come back too, and be
+    // measured again at every claim for as long as the API failed on its
+    // results.
+    const holding = [...new Set([...running.keys(), ...(await spool.jobIds())])].slice(0, MAX_HOLDING)
     const { jobs, trials = [], lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } =
       await client.claim({ limit, version, browser_version: browser, instance, holding, ...(wantTrials ? { trials: wantTrials } : {}), ...(browsers ? { browsers } : {}) })
     // An API that does not say (an older one) gets the guard.

@@ -35,6 +35,14 @@ export function createSpool (dir) {
     async remove (jobId) {
       await fs.rm(fileOf(jobId), { force: true })
     },
+    /** @returns {Promise<number[]>} the rounds in the spool, without reading their results */
+    async jobIds () {
+      const names = await fs.readdir(dir).catch(() => /** @type {string[]} */ ([]))
+      return names.flatMap((name) => {
+        const m = /^job-(\d+)\.json$/.exec(name)
+        return m ? [Number(m[1])] : []
+      })
+    },
     /** @returns {Promise<{ jobId: number, payload: any }[]>} oldest first */
     async list () {
       let names

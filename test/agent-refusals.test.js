@@ -97,6 +97,36 @@ test('a round refused for good (the agent\'s clock a day ahead) fails with the A
   }
 })
 
+test('while the API fails on a round\'s results (500), the round waits in the spool and is not measured again; stored once the API takes it', async () => {
+  const s = await setup()
+  const failing = await s.monitor('failing')
+  // A real fault of the API's: PostgreSQL refuses this round's results, as a full disk would.
+  await s.db.query(`CREATE FUNCTION refuse_round () RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$`)
+  await s.db.query(`CREATE TRIGGER refuse_round BEFORE INSERT ON results FOR EACH ROW WHEN (NEW.job_id = ${Number(failing.jobId)}) EXECUTE FUNCTION refuse_round()`)
+  let runs = 0
+  const agent = s.agent(async () => {
+    runs++
+    return round(new Date().toISOString())
+  })
+  agent.start()
+  try {
+    await eventually(async () => fs.existsSync(path.join(s.dataDir, 'spool', `job-${failing.jobId}.json`)) && runs > 0, { timeoutMs: 10_000, what: 'the round measured and spooled' })
+    // Claims every 100 ms and a flush before each: a round handed back at each claim would be measured dozens of times.
+    await new Promise((resolve) => setTimeout(resolve, 3000))
+    assert.equal(runs, 1, 'measured once while its results wait')
+    assert.equal((await s.job(failing.jobId)).state, 'leased')
+    await s.db.query('DROP TRIGGER refuse_round ON results')
+    await eventually(async () => (await s.job(failing.jobId)).state === 'done', { timeoutMs: 10_000, what: 'the spooled results stored' })
+    const { rows: [{ n }] } = await s.db.query('SELECT count(*)::int AS n FROM results WHERE job_id = $1', [failing.jobId])
+    assert.equal(n, 2)
+    assert.equal(runs, 1)
+  } finally {
+    await agent.stop()
+    await s.close()
+  }
+})
+
 test('a measured round whose results cannot be written to the spool (a full disk) is handed back saying so, and no temporary file stays', async () => {
   const s = await setup()
   const full = await s.monitor('full')
