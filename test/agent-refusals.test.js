@@ -51,7 +51,7 @@ async function setup () {
     return j.last_error && j
   }, { timeoutMs: 10_000, what })
   return {
-    db, monitor, agent, job, reported, dataDir,
+    db, monitor, agent, job, reported, dataDir, apiUrl: api.url, token,
     async close () {
       await api.close()
       await database.drop()
@@ -121,6 +121,41 @@ test('while the API fails on a round\'s results (500), the round waits in the sp
     const { rows: [{ n }] } = await s.db.query('SELECT count(*)::int AS n FROM results WHERE job_id = $1', [failing.jobId])
     assert.equal(n, 2)
     assert.equal(runs, 1)
+  } finally {
+    await agent.stop()
+    await s.close()
+  }
+})
+
+test('a database out of disk space is a 503 to retry, not a 500: the agent keeps the round in its spool and claims nothing more until it is stored', async () => {
+  const s = await setup()
+  const first = await s.monitor('first')
+  await s.db.query(`CREATE FUNCTION disk_full () RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'could not extend file "base/1/2": No space left on device' USING ERRCODE = 'disk_full'; END $$`)
+  await s.db.query('CREATE TRIGGER disk_full BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION disk_full()')
+  /** @type {number[]} */
+  const measured = []
+  const agent = s.agent(async (job) => {
+    measured.push(job.id)
+    return round(new Date().toISOString())
+  })
+  agent.start()
+  try {
+    await eventually(async () => measured.length > 0, { timeoutMs: 10_000, what: 'a round measured' })
+    // What the agent is answered, sent as it sends it.
+    const answer = await fetch(`${s.apiUrl}/api/v1/agent/jobs/${first.jobId}/results`, {
+      method: 'POST', headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ results: round(new Date().toISOString()) })
+    })
+    assert.equal(answer.status, 503)
+    assert.equal(answer.headers.get('retry-after'), '5')
+    assert.deepEqual(await answer.json(), { statusCode: 503, error: 'Service Unavailable', message: 'the database is unreachable or out of disk space or memory; retry in 5 s', code: 'database_unavailable' })
+    const second = await s.monitor('second')
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    assert.deepEqual(measured, [first.jobId], 'no other round is claimed while the API cannot store')
+    assert.equal((await s.job(second.jobId)).state, 'queued')
+    await s.db.query('DROP TRIGGER disk_full ON results')
+    await eventually(async () => (await s.job(first.jobId)).state === 'done' && (await s.job(second.jobId)).state === 'done', { timeoutMs: 30_000, what: 'both rounds stored' })
+    assert.deepEqual(measured, [first.jobId, second.jobId])
   } finally {
     await agent.stop()
     await s.close()

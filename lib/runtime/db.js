@@ -321,8 +321,10 @@ function readOrCreateSecret (file) {
 // Errors that mean "the database cannot be reached right now", as opposed to
 // a bad query: node-level socket errors, pg's own connection messages and the
 // SQLSTATE classes for connection failures (08), shutdown and start-up
-// (57P01-57P03) and exhausted connection slots (53300).
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300'])
+// (57P01-57P03), and the resources it has run out of (53: a full disk,
+// memory, connection slots), which pass with time or an operator, not with
+// another try of the same request at once.
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53000', '53100', '53200', '53300', '53400'])
 const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end|the database system is (starting up|shutting down|in recovery mode)/i
 
 /**
