@@ -11,6 +11,9 @@
 //     session) before the navigation began: infrastructure;
 //   - the page's DevTools session or frame went away while the browser
 //     lived on and the page's renderer did not crash: infrastructure;
+//   - the browser no longer answers DevTools (frozen, its process stopped)
+//     when a load fails: infrastructure; it is killed, so the next run gets
+//     a new one;
 //   - the page's renderer crashed while the browser lived on: the page's
 //     (failure kind renderer_crashed). Site isolation gives every context a
 //     renderer of its own, which runs this page's code and nothing else;
@@ -20,6 +23,12 @@
 
 /** How long a failed load waits for the browser's disconnect to be seen, when the error says DevTools lost the page. */
 const DISCONNECT_GRACE_MS = 1000
+/**
+ * How long a browser has to answer DevTools (Browser.getVersion, which its
+ * own process answers, whatever its pages do) once a load failed; longer
+ * than a loaded machine's slowest answer.
+ */
+const ANSWER_MS = 5000
 
 /** The agent's own failure: the round is run again, never stored against the page. */
 export class InfrastructureError extends Error {
@@ -62,6 +71,13 @@ export async function infrastructureFault (err, { browser, navigating, rendererC
     await exited(browser, DISCONNECT_GRACE_MS)
     return new InfrastructureError(`browser disconnected (${browserExit(browser)}) during the run: ${message}`, { cause: err })
   }
+  if (!(await answers(browser, ANSWER_MS))) {
+    const proc = browser.process()
+    proc?.kill('SIGKILL')
+    await exited(browser, DISCONNECT_GRACE_MS)
+    return new InfrastructureError(`the browser stopped answering (${proc ? `pid ${proc.pid}` : 'not a process of ours'}: no answer to DevTools in ${ANSWER_MS / 1000} s; ` +
+      `killed, the next run starts another) during the run: ${message}`, { cause: err })
+  }
   if (rendererCrashed) return null
   if (!navigating) return new InfrastructureError(`the run could not be prepared in the browser: ${message}`, { cause: err })
   if (isDevtoolsLoss(err)) return new InfrastructureError(`the DevTools session lost the page while the browser ran on: ${message}`, { cause: err })
@@ -88,6 +104,22 @@ async function browserGone (browser, graceMs) {
   clearTimeout(timer)
   browser.off('disconnected', onDisconnect)
   return Boolean(gone) || !browser.connected
+}
+
+/**
+ * Whether the browser answers DevTools within `ms`.
+ * @param {import('puppeteer-core').Browser} browser
+ * @param {number} ms
+ */
+async function answers (browser, ms) {
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer
+  const answered = await Promise.race([
+    browser.version().then(() => true, () => true), // an error is an answer too; a lost browser is browserGone's
+    new Promise((resolve) => { timer = setTimeout(() => resolve(false), ms) })
+  ])
+  clearTimeout(timer)
+  return Boolean(answered)
 }
 
 /**

@@ -287,6 +287,26 @@ describe('measurePage against the lab origin', () => {
     assert.equal(again.status, 'ok', 'the next run has a new browser')
   })
 
+  test('a browser that stops answering in the middle of a load (its process stopped) fails the round as an infrastructure fault, and is replaced', async () => {
+    const flags = [...baseFlags(), ...modeFlags('h2', origin.baseUrl), ...lab]
+    const browser = await pool.acquire({ flags })
+    const proc = browser.process()
+    // The page answers after 3 s; the browser is frozen 1 s into its load, and the load runs out at 4 s.
+    const freezer = setTimeout(() => proc.kill('SIGSTOP'), 1000)
+    try {
+      await assert.rejects(measurePage({ pool, url: `${origin.baseUrl}/slow?ms=3000`, mode: 'h2', extraFlags: lab, timeoutMs: 4000 }), (err) => {
+        assert.ok(err instanceof InfrastructureError, String(err))
+        assert.match(err.message, /^the browser stopped answering \(pid \d+: no answer to DevTools in 5 s; killed, the next run starts another\) during the run: /)
+        return true
+      })
+    } finally {
+      clearTimeout(freezer)
+    }
+    assert.equal(proc.signalCode, 'SIGKILL', 'the frozen browser is gone')
+    const again = await measurePage({ pool, url: url('page-15k'), mode: 'h2', extraFlags: lab })
+    assert.equal(again.status, 'ok', 'the next run has a new browser')
+  })
+
   test('a page whose renderer crashes while the browser lives is the page\'s error (renderer_crashed), at once, not at the timeout', async () => {
     const pageUrl = url('page-1m')
     const [r] = await measure({ pool, url: pageUrl, mode: 'h2', extraFlags: lab }, async ({ page, network, result }) => {
