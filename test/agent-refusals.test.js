@@ -60,6 +60,19 @@ async function setup () {
   }
 }
 
+/**
+ * PostgreSQL refusing results (of one round, or all) with an error of the
+ * given SQLSTATE, as a full disk does; the function returned mends it.
+ * @param {import('pg').Pool} db
+ * @param {{ jobId?: number, errcode?: string }} o errcode: raise_exception (P0001) unless given
+ */
+async function refuseResults (db, { jobId, errcode = 'raise_exception' }) {
+  await db.query(`CREATE FUNCTION refuse_results () RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'could not extend file "base/1/2": No space left on device' USING ERRCODE = '${errcode}'; END $$`)
+  await db.query(`CREATE TRIGGER refuse_results BEFORE INSERT ON results FOR EACH ROW ${jobId ? `WHEN (NEW.job_id = ${Number(jobId)}) ` : ''}EXECUTE FUNCTION refuse_results()`)
+  return async () => { await db.query('DROP TRIGGER refuse_results ON results') }
+}
+
 test('a round refused for good (the agent\'s clock a day ahead) fails with the API\'s words, runs again once, then ends failed; the location\'s other round is stored', async () => {
   const s = await setup()
   const skewed = await s.monitor('skewed')
@@ -100,10 +113,8 @@ test('a round refused for good (the agent\'s clock a day ahead) fails with the A
 test('while the API fails on a round\'s results (500), the round waits in the spool and is not measured again; stored once the API takes it', async () => {
   const s = await setup()
   const failing = await s.monitor('failing')
-  // A real fault of the API's: PostgreSQL refuses this round's results, as a full disk would.
-  await s.db.query(`CREATE FUNCTION refuse_round () RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$`)
-  await s.db.query(`CREATE TRIGGER refuse_round BEFORE INSERT ON results FOR EACH ROW WHEN (NEW.job_id = ${Number(failing.jobId)}) EXECUTE FUNCTION refuse_round()`)
+  // A real fault of the API's: PostgreSQL refuses this round's results.
+  const mended = await refuseResults(s.db, { jobId: failing.jobId })
   let runs = 0
   const agent = s.agent(async () => {
     runs++
@@ -116,7 +127,7 @@ test('while the API fails on a round\'s results (500), the round waits in the sp
     await new Promise((resolve) => setTimeout(resolve, 3000))
     assert.equal(runs, 1, 'measured once while its results wait')
     assert.equal((await s.job(failing.jobId)).state, 'leased')
-    await s.db.query('DROP TRIGGER refuse_round ON results')
+    await mended()
     await eventually(async () => (await s.job(failing.jobId)).state === 'done', { timeoutMs: 10_000, what: 'the spooled results stored' })
     const { rows: [{ n }] } = await s.db.query('SELECT count(*)::int AS n FROM results WHERE job_id = $1', [failing.jobId])
     assert.equal(n, 2)
@@ -130,9 +141,7 @@ test('while the API fails on a round\'s results (500), the round waits in the sp
 test('a database out of disk space is a 503 to retry, not a 500: the agent keeps the round in its spool and claims nothing more until it is stored', async () => {
   const s = await setup()
   const first = await s.monitor('first')
-  await s.db.query(`CREATE FUNCTION disk_full () RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN RAISE EXCEPTION 'could not extend file "base/1/2": No space left on device' USING ERRCODE = 'disk_full'; END $$`)
-  await s.db.query('CREATE TRIGGER disk_full BEFORE INSERT ON results FOR EACH ROW EXECUTE FUNCTION disk_full()')
+  const mended = await refuseResults(s.db, { errcode: 'disk_full' })
   /** @type {number[]} */
   const measured = []
   const agent = s.agent(async (job) => {
@@ -153,7 +162,7 @@ test('a database out of disk space is a 503 to retry, not a 500: the agent keeps
     await new Promise((resolve) => setTimeout(resolve, 2000))
     assert.deepEqual(measured, [first.jobId], 'no other round is claimed while the API cannot store')
     assert.equal((await s.job(second.jobId)).state, 'queued')
-    await s.db.query('DROP TRIGGER disk_full ON results')
+    await mended()
     await eventually(async () => (await s.job(first.jobId)).state === 'done' && (await s.job(second.jobId)).state === 'done', { timeoutMs: 30_000, what: 'both rounds stored' })
     assert.deepEqual(measured, [first.jobId, second.jobId])
   } finally {
