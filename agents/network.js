@@ -150,7 +150,9 @@ async function recordCdp (page) {
 
   const sinceFirst = (/** @type {number | null} */ t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
   return {
-    documentProtocol: () => documentRecord?.protocol ?? null,
+    // What the top frame's latest document came over (in a redirect chain,
+    // the hop the load ended on, not the first), when it was answered.
+    documentProtocol: () => (mainDocument ?? documentRecord)?.protocol ?? null,
     /** The top frame's latest document: its URL, whether it got a response, how it failed, and whether it arrived whole. */
     mainDocument: () => (mainDocument ? documentOutcome(mainDocument) : null),
     /** Requests recorded since the last call, and their totals (async as Firefox's, agents/browsers/firefox-network.js). */

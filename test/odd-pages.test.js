@@ -85,6 +85,8 @@ async function startOddPages () {
     }
     if (req.url === '/slow') return setTimeout(() => html('<p>a page that answers late'), SLOW_MS)
     // A page that starts a download once loaded stays: no leaving.
+    // A redirect to plain HTTP on this TLS port: the hop that fails came over no protocol of the arm's.
+    if (req.url === '/to-http') return res.writeHead(302, { location: `http://${origin.hostname}:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/next` }).end()
     if (req.url === '/download-later') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/download" }))</script><p>your download starts shortly')
     // A redirect whose end takes an earlier hop's address in place: no leaving.
     if (req.url === '/landing') return res.writeHead(302, { location: '/landing?from=ad' }).end()
@@ -197,6 +199,11 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
   const odd = await startOddPages()
   try {
     const r = await assertOddPages(odd.base, (p) => measurePage({ pool, url: `${odd.base}${p}`, mode: 'h2', extraFlags: lab }))
+    // The first hop came over h2; the load failed on the plain-HTTP one, which is what the run says it came over.
+    const toHttp = await measurePage({ pool, url: `${odd.base}/to-http`, mode: 'h2', extraFlags: lab, timeoutMs: 10_000 })
+    assert.equal(toHttp.status, 'error', toHttp.error)
+    assert.notEqual(toHttp.observed_protocol, 'h2', `the failed hop is http://…/next (${toHttp.error})`)
+    assert.equal(toHttp.protocol_ok, false)
     assert.match(r['/download'].error, /^net::ERR_ABORTED at /, 'Chromium\'s own words first')
     assert.match(r['/no-content'].error, /^net::ERR_ABORTED at /)
   } finally {

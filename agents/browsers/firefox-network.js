@@ -149,7 +149,9 @@ export async function recordFirefoxNetwork (page) {
 
   const sinceFirst = (/** @type {number | null} */ t) => (t === null || firstTimestamp === null ? null : round(t - firstTimestamp))
   return {
-    documentProtocol: () => documentRecord?.protocol ?? null,
+    // What the top frame's latest document came over (in a redirect chain,
+    // the hop the load ended on, not the first), when it was answered.
+    documentProtocol: () => (mainDocument ?? documentRecord)?.protocol ?? null,
     mainDocument: () => (mainDocument ? documentOutcome(/** @type {Record<string, any>} */ (mainDocument)) : null),
     /** Requests recorded since the last call, and their totals. */
     async take () {
