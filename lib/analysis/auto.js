@@ -215,7 +215,9 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
     const [i, j] = [ARMS.indexOf(c.arm), ARMS.indexOf(c.ref)]
     const side = (/** @type {number} */ a, /** @type {number} */ b) => {
       const only = onlyFailed(a, b)
-      return { arm: ARMS[a], only, share: only / (n + only), shift: worstShift(values[ARMS[a]], only, n) }
+      // Against every round with all three arms (available), as the counts are; the samples may be a subsample of them.
+      const all = Math.max(available, n)
+      return { arm: ARMS[a], only, share: only / (all + only), shift: worstShift(values[ARMS[a]], only, all) }
     }
     return [c.id, { arm: side(i, j), ref: side(j, i) }]
   }))

@@ -336,7 +336,8 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
     // column's check of tied timings (testedRow).
     subsample: enough && exact ? { draws: boot.deltas, deltas: boot.h3.map((v, k) => v - boot.h2[k]) } : null,
     h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5),
-    worst: enough ? worstShifts({ h2: h2All, h3: h3All }, base.failure, used.length, qs) : null
+    // Against every round used (n), as the failure counts are: a subsample's samples stand for them.
+    worst: enough ? worstShifts({ h2: h2All, h3: h3All }, base.failure, n, qs) : null
   }
 }
 
@@ -655,7 +656,7 @@ function pooledWorst (withData, percentiles, pairedParts) {
   const mean = (/** @type {Entry[]} */ parts, /** @type {(e: Entry) => number} */ f) => (parts.length ? parts.reduce((s, e) => s + f(e), 0) / parts.length : 0)
   const arm = (/** @type {'h2' | 'h3'} */ a) => {
     const only = withData.reduce((n, e) => n + e.worst[a].only, 0)
-    const used = withData.reduce((n, e) => n + e.rounds.resampled, 0)
+    const used = withData.reduce((n, e) => n + e.rounds.used, 0)
     return {
       only,
       share: only / (used + only),
