@@ -106,7 +106,7 @@ test('H3 failing its own slowest loads while H2 fails as often at random: the fa
   // nothing; H3's completed loads are still its fastest 95%. Before the
   // worst-case rule, 46% of such cells read "H3 faster".
   const s = scenario({
-    name: 'own-slowest-and-random', truth: '', rounds: 1000, sigmaArm: 0.5,
+    name: 'own-slowest-and-random', truth: '', rounds: 1500, sigmaPath: 0.1, sigmaArm: 0.6,
     fails: ({ mode, own, random }) => (mode === 'h3' ? own() > 1.645 : random() < 0.05)
   })
   const { comparisons: { matched } } = await runScenario(client, s, { seed: 5, analyses: ['matched'] })
@@ -335,7 +335,7 @@ test('as users get it: forced H3 failing its own slowest loads is no H3 gain to 
   // Identical arms; forced H3 fails in its own slowest 5%. The forced
   // table withholds that gain; the auto view, reading rounds where all
   // three arms loaded, showed H3 − H2 "faster" and a received gain.
-  const s = autoScenario({ name: 'auto-own-slowest', truth: '', rounds: 600, sigmaArm: 0.5, fails: ({ mode, own }) => mode === 'h3' && own() > 1.645 })
+  const s = autoScenario({ name: 'auto-own-slowest', truth: '', rounds: 1000, sigmaPath: 0.1, sigmaArm: 0.6, fails: ({ mode, own }) => mode === 'h3' && own() > 1.645 })
   const { auto } = await runAutoScenario(client, s, { seed: 7 })
   let withheld = 0
   for (const l of auto.locations) {
