@@ -58,18 +58,22 @@ export const srOnly = (text) => h('span', { class: 'sr-only' }, text)
 
 export function ms (v, { signed = false } = {}) {
   if (v === null || v === undefined || !Number.isFinite(v)) return '—'
-  // Below the last digit shown it is zero, not "−0.0 ms".
-  if (Math.abs(v) < 0.05) v = 0
+  // Below the last digit shown it is zero, not "−0.0 ms"; a value under a
+  // tenth gets a second digit, so an interval that excludes 0 by 0.03 ms
+  // does not read as reaching it.
+  if (Math.abs(v) < 0.005) v = 0
   const sign = signed && v > 0 ? '+' : v < 0 ? '−' : ''
   const a = Math.abs(v)
   if (a >= 10000) return `${sign}${(a / 1000).toFixed(1)} s`
   if (a >= 100) return `${sign}${Math.round(a)} ms`
   if (a >= 10) return `${sign}${a.toFixed(0)} ms`
-  return `${sign}${a.toFixed(1)} ms`
+  return `${sign}${a.toFixed(a > 0 && a < 0.05 ? 2 : 1)} ms`
 }
 
 export function pct (v, { signed = false, digits = 1 } = {}) {
   if (v === null || v === undefined || !Number.isFinite(v)) return '—'
+  // Below the last digit shown it is zero, not "−0.0%".
+  if (Math.abs(v) < 0.5 * 10 ** -digits) v = 0
   const sign = signed && v > 0 ? '+' : v < 0 ? '−' : ''
   return `${sign}${Math.abs(v).toFixed(Math.abs(v) >= 10 ? 0 : digits)}%`
 }

@@ -319,13 +319,13 @@ function judgeCell (cell, minEffect, worst) {
     cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
     return
   }
-  const faster = worst ? (cell.delta_ms < 0 ? worst.arm : worst.ref) : null
+  const [faster, other] = worst ? (cell.delta_ms < 0 ? [worst.arm, worst.ref] : [worst.ref, worst.arm]) : [null, null]
   const moved = faster ? fallsInWorstCase({ delta: cell.delta_ms, lo: cell.ci_low_ms, hi: cell.ci_high_ms, threshold }, faster.shift) : null
-  if (faster && moved !== null) {
+  if (faster && other && moved !== null) {
     const name = ARM_NAMES[faster.arm]
     cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
     cell.reason_code = 'faster_arm_failures'
-    cell.reason = `${name} did not load in ${faster.only} rounds where the other did (${Math.round(faster.share * 1000) / 10}%): counted as its slowest loads, ` +
+    cell.reason = `${name[0].toUpperCase()}${name.slice(1)} did not load in ${faster.only} rounds where ${ARM_NAMES[other.arm]} did (${Math.round(faster.share * 1000) / 10}%): counted as its slowest loads, ` +
       `its lead does not hold (${Number.isFinite(moved) ? `Δ ${Math.round(moved * 10) / 10} ms` : 'slower than any load it completed'})`
     return
   }
@@ -334,7 +334,7 @@ function judgeCell (cell, minEffect, worst) {
 
 /** @typedef {{ arm: string, only: number, share: number, shift: number }} WorstSide */
 /** @type {Record<string, string>} */
-const ARM_NAMES = { h2: 'H2', h3: 'H3', auto: 'The auto arm' }
+const ARM_NAMES = { h2: 'H2', h3: 'H3', auto: 'the auto arm' }
 
 /**
  * Each view's H3 share and reasons at one location.
