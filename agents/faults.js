@@ -93,33 +93,21 @@ export async function infrastructureFault (err, { browser, navigating, rendererC
 async function browserGone (browser, graceMs) {
   if (!browser.connected) return true
   if (graceMs <= 0) return false
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let timer
   /** @type {() => void} */
   let onDisconnect = () => {}
-  const gone = await Promise.race([
-    new Promise((resolve) => { onDisconnect = () => resolve(true); browser.once('disconnected', onDisconnect) }),
-    new Promise((resolve) => { timer = setTimeout(() => resolve(false), graceMs) })
-  ])
-  clearTimeout(timer)
+  const gone = await within(new Promise((resolve) => { onDisconnect = () => resolve(undefined); browser.once('disconnected', onDisconnect) }), graceMs)
   browser.off('disconnected', onDisconnect)
-  return Boolean(gone) || !browser.connected
+  return gone || !browser.connected
 }
 
 /**
- * Whether the browser answers DevTools within `ms`.
+ * Whether the browser answers DevTools within `ms` (an error is an answer
+ * too; a lost browser is browserGone's).
  * @param {import('puppeteer-core').Browser} browser
  * @param {number} ms
  */
-async function answers (browser, ms) {
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let timer
-  const answered = await Promise.race([
-    browser.version().then(() => true, () => true), // an error is an answer too; a lost browser is browserGone's
-    new Promise((resolve) => { timer = setTimeout(() => resolve(false), ms) })
-  ])
-  clearTimeout(timer)
-  return Boolean(answered)
+function answers (browser, ms) {
+  return within(browser.version(), ms)
 }
 
 /**
@@ -130,10 +118,24 @@ async function answers (browser, ms) {
 async function exited (browser, ms) {
   const proc = browser.process()
   if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
+  await within(new Promise((resolve) => proc.once('exit', resolve)), ms)
+}
+
+/**
+ * Whether `promise` settles (resolves or rejects) within `ms`.
+ * @param {Promise<unknown>} promise
+ * @param {number} ms
+ * @returns {Promise<boolean>}
+ */
+async function within (promise, ms) {
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer
-  await Promise.race([new Promise((resolve) => proc.once('exit', resolve)), new Promise((resolve) => { timer = setTimeout(resolve, ms) })])
+  const settled = await Promise.race([
+    promise.then(() => true, () => true),
+    new Promise((resolve) => { timer = setTimeout(() => resolve(false), ms) })
+  ])
   clearTimeout(timer)
+  return Boolean(settled)
 }
 
 /**

@@ -38,7 +38,7 @@ import { JOURNEY_PROBE } from '../lib/measurement/probes/journey.js'
 export const BACKED_OFF_BUDGET_TIMEOUTS = 1
 /** The redirect discovery's own limit (agents/redirects.js). */
 export const CHAIN_TIMEOUT_MS = 10_000
-/** A load is not started with less than this left of its pool. */
+/** A load (a visit, a journey's step) is not started with less than this left of its pool. */
 export const MIN_LOAD_MS = 1000
 /** The auto arm's visits, each with a page timeout of its own: first and returning (a repeat view is part of the returning visit). */
 const AUTO_VISITS = 2

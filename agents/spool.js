@@ -8,6 +8,14 @@ import path from 'node:path'
 /** @param {string} dir */
 export function createSpool (dir) {
   const fileOf = (/** @type {number} */ jobId) => path.join(dir, `job-${jobId}.json`)
+  /** @returns {Promise<number[]>} the rounds in the spool, without reading their results */
+  const jobIds = async () => {
+    const names = await fs.readdir(dir).catch(() => /** @type {string[]} */ ([]))
+    return names.flatMap((name) => {
+      const m = /^job-(\d+)\.json$/.exec(name)
+      return m ? [Number(m[1])] : []
+    })
+  }
   return {
     dir,
     /** @param {number} jobId @param {object} payload */
@@ -35,23 +43,12 @@ export function createSpool (dir) {
     async remove (jobId) {
       await fs.rm(fileOf(jobId), { force: true })
     },
-    /** @returns {Promise<number[]>} the rounds in the spool, without reading their results */
-    async jobIds () {
-      const names = await fs.readdir(dir).catch(() => /** @type {string[]} */ ([]))
-      return names.flatMap((name) => {
-        const m = /^job-(\d+)\.json$/.exec(name)
-        return m ? [Number(m[1])] : []
-      })
-    },
+    jobIds,
     /** @returns {Promise<{ jobId: number, payload: any }[]>} oldest first */
     async list () {
-      let names
-      try { names = await fs.readdir(dir) } catch { return [] }
       const entries = []
-      for (const name of names) {
-        const m = /^job-(\d+)\.json$/.exec(name)
-        if (!m) continue
-        const file = path.join(dir, name)
+      for (const jobId of await jobIds()) {
+        const file = fileOf(jobId)
         let stat, text
         try {
           [stat, text] = await Promise.all([fs.stat(file), fs.readFile(file, 'utf8')])
@@ -61,7 +58,7 @@ export function createSpool (dir) {
           continue
         }
         try {
-          entries.push({ jobId: Number(m[1]), payload: JSON.parse(text), mtime: stat.mtimeMs })
+          entries.push({ jobId, payload: JSON.parse(text), mtime: stat.mtimeMs })
         } catch {
           // A corrupt file cannot be submitted; keep it aside for inspection.
           await fs.rename(file, `${file}.corrupt`).catch(() => {})

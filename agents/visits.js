@@ -33,8 +33,7 @@
 // The restart costs one more browser launch per round (about 0.25 s of
 // wall time on the 2-core test machine; docs/BENCHMARKS.md has the figure).
 import { emptyResult, measurePageViews } from './measure.js'
-/** A visit is not started with less than this left of the auto arm's budget (agents/round-budget.js). */
-const MIN_VISIT_MS = 1000
+import { MIN_LOAD_MS } from './round-budget.js'
 
 /**
  * The auto arm's visits of the page, each a result with its view.
@@ -49,7 +48,7 @@ export async function measureVisits ({ repeatView = false, ...opts }) {
     const first = await measurePageViews({ ...opts, profile, repeatView: false })
     await pool.forgetCache(profile)
     const timeoutMs = Math.min(opts.timeoutMs ?? 30_000, (opts.deadline ?? Infinity) - Date.now())
-    if (!(timeoutMs >= MIN_VISIT_MS)) return [...first, ...notRun(opts.mode, first[0], repeatView)]
+    if (!(timeoutMs >= MIN_LOAD_MS)) return [...first, ...notRun(opts.mode, first[0], repeatView)]
     const returning = await measurePageViews({ ...opts, timeoutMs, profile, view: 'returning', repeatView })
     // What the browser could have learnt on the first visit: the origins
     // that announced H3 by Alt-Svc then. A browser that does not say why it

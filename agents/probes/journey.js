@@ -23,9 +23,8 @@ import { describeStep, MARKERS, namedSteps } from '../../lib/measurement/journey
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../../lib/measurement/probes/journey.js'
 import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
 import { round } from '../../lib/measurement/units.js'
+import { MIN_LOAD_MS } from '../round-budget.js'
 
-/** A visit or a step is not started with less than this left of the budget. */
-const MIN_LEFT_MS = 1000
 /** An action that ignores its own timeout is given up this long after it. */
 const ACTION_SLACK_MS = 2000
 
@@ -69,7 +68,7 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
       const from = mark()
       const left = budgetEnd - performance.now()
       const base = { index, action: step.action, name: step.action.startsWith('measure_') ? null : step.name ?? null, from, navigated: false, url: null, metrics: null }
-      if (left < MIN_LEFT_MS) {
+      if (left < MIN_LOAD_MS) {
         outcomes.push({ ...base, ok: false, status: 'timeout', ms: 0, error: `${describeStep(step, index)}: not run: the journey's time budget (${journey.timeout_ms} ms) was spent`, to: from })
         break
       }
@@ -118,7 +117,7 @@ export async function measureJourneyVisits (opts) {
   try {
     const first = await measureJourney({ ...opts, profile })
     await pool.forgetCache(profile)
-    if (!((opts.deadline ?? Infinity) - Date.now() >= MIN_LEFT_MS)) {
+    if (!((opts.deadline ?? Infinity) - Date.now() >= MIN_LOAD_MS)) {
       return [...first, ...first.map((r) => ({
         ...emptyResult(r.mode, r.flags, { probe: r.probe, view: 'returning' }),
         status: 'timeout',
