@@ -26,7 +26,7 @@ import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
 import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
-import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, ROUND_CAP, noDifferenceReason, correctionFamily, fallsInWorstCase, worstShift } from './comparison.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, ROUND_CAP, noDifferenceReason, correctionFamily, fallsInWorstCase, notLoaded, practicalMinimum, worstShift } from './comparison.js'
 import { MIN_ROUNDS, minRoundsFor } from '../measurement/metrics.js'
 
 /** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
@@ -205,19 +205,18 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
   const n = used.length
   // Each contrast's sides' worst cases (worstShift): the rounds where one
   // side did not load and the other did, counted as that side's slowest loads.
-  const bad = (/** @type {string} */ s) => s === 'failed' || s === 'fallback' || s === 'unsupported'
   const onlyFailed = (/** @type {number} */ i, /** @type {number} */ j) => [...table].filter(([key]) => {
     const states = key.split('|')
-    return bad(states[i]) && states[j] === 'ok'
+    return notLoaded(states[i]) && states[j] === 'ok'
   }).reduce((m, [, v]) => m + v, 0)
-  const values = Object.fromEntries(ARMS.map((arm) => [arm, used.flatMap((r) => r.kind === 'used' ? [r[/** @type {'h2_v' | 'h3_v' | 'auto_v'} */ (`${arm}_v`)]] : [])]))
+  const sorted = Object.fromEntries(ARMS.map((arm) => [arm, Float64Array.from(used.flatMap((r) => r.kind === 'used' ? [r[/** @type {'h2_v' | 'h3_v' | 'auto_v'} */ (`${arm}_v`)]] : [])).sort()]))
   const worst = Object.fromEntries(CONTRASTS.map((c) => {
     const [i, j] = [ARMS.indexOf(c.arm), ARMS.indexOf(c.ref)]
     const side = (/** @type {number} */ a, /** @type {number} */ b) => {
       const only = onlyFailed(a, b)
       // Against every round with all three arms (available), as the counts are; the samples may be a subsample of them.
       const all = Math.max(available, n)
-      return { arm: ARMS[a], only, share: only / (all + only), shift: worstShift(values[ARMS[a]], only, all) }
+      return { arm: ARMS[a], only, share: only / (all + only), shift: worstShift(sorted[ARMS[a]], only, all) }
     }
     return [c.id, { arm: side(i, j), ref: side(j, i) }]
   }))
@@ -310,7 +309,7 @@ function receivedGain (row) {
  */
 function judgeCell (cell, minEffect, worst) {
   if (cell.p_value === null) return
-  const threshold = Math.max(minEffect.pct / 100 * Math.abs(cell.ref_ms), minEffect.ms)
+  const threshold = practicalMinimum(cell.ref_ms, minEffect)
   cell.min_effect_ms = threshold
   const why = noDifferenceReason(cell, threshold)
   cell.reason = why?.text ?? null

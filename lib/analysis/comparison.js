@@ -322,6 +322,7 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
   })
   const h2All = used.flatMap((r) => r.h2)
   const h3All = used.flatMap((r) => r.h3)
+  const h2Sorted = Float64Array.from(h2All).sort()
   return {
     ...base,
     insufficient_data: !enough,
@@ -335,9 +336,9 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
     // The subsample's own draws and Δs, unscaled, for the all-locations
     // column's check of tied timings (testedRow).
     subsample: enough && exact ? { draws: boot.deltas, deltas: boot.h3.map((v, k) => v - boot.h2[k]) } : null,
-    h2_median: exactQuantile(Float64Array.from(h2All).sort(), 0.5),
+    h2_median: exactQuantile(h2Sorted, 0.5),
     // Against every round used (n), as the failure counts are: a subsample's samples stand for them.
-    worst: enough ? worstShifts({ h2: h2All, h3: h3All }, base.failure, n, qs) : null
+    worst: enough ? worstShifts({ h2: h2Sorted, h3: Float64Array.from(h3All).sort() }, base.failure, n, qs) : null
   }
 }
 
@@ -346,15 +347,15 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
  * did not load in (failure.h2_only, h3_only) its own slowest loads
  * (worstShift): per percentile of `qs`, and at the median for the paired
  * shift.
- * @param {{ h2: number[], h3: number[] }} samples each arm's samples in the rounds used
+ * @param {{ h2: Float64Array, h3: Float64Array }} samples each arm's samples in the rounds used, ascending
  * @param {{ h2_only: number, h3_only: number }} failure
  * @param {number} used the rounds used
  * @param {number[]} qs
  * @returns {Worst}
  */
 function worstShifts (samples, failure, used, qs) {
-  const arm = (/** @type {number[]} */ values, /** @type {number} */ only) => {
-    const shift = worstShift(values, only, used)
+  const arm = (/** @type {Float64Array} */ sorted, /** @type {number} */ only) => {
+    const shift = worstShift(sorted, only, used)
     return { only, share: only / (used + only), at: qs.map(shift), median: shift(0.5) }
   }
   return { h2: arm(samples.h2, failure.h2_only), h3: arm(samples.h3, failure.h3_only) }
@@ -514,6 +515,15 @@ function pairedTest (used) {
 }
 
 /**
+ * Whether an arm's state in a round is one in which it did not load with
+ * its protocol: it failed, fell back or met an origin without H3.
+ * @param {string} state
+ */
+export function notLoaded (state) {
+  return state === 'failed' || state === 'fallback' || state === 'unsupported'
+}
+
+/**
  * Does one arm fail (or fall back) more often than the other in the same
  * rounds? Rounds where both arms ran; discordant = exactly one arm did not
  * load with its protocol.
@@ -523,13 +533,12 @@ function failureTest (table) {
   let h3Only = 0
   let h2Only = 0
   let both = 0
-  const bad = (/** @type {string} */ s) => s === 'failed' || s === 'fallback' || s === 'unsupported'
   for (const [k, n] of table) {
     const [a, b] = k.split('|')
     if (a === 'missing' || b === 'missing') continue
     both += n
-    if (bad(b) && !bad(a)) h3Only += n
-    if (bad(a) && !bad(b)) h2Only += n
+    if (notLoaded(b) && !notLoaded(a)) h3Only += n
+    if (notLoaded(a) && !notLoaded(b)) h2Only += n
   }
   return {
     rounds: both,
@@ -611,15 +620,14 @@ function allLocationsEntry (entries, percentiles, tables) {
  * with it the moved interval still let 2.2% of cells between identical arms
  * read as a gain (7 tables in 30) where one arm failed its own slowest 5%
  * and the other 5% at random.
- * @param {number[]} values the arm's samples in the rounds used
+ * @param {Float64Array} sorted the arm's samples in the rounds used, ascending
  * @param {number} only
  * @param {number} used
  * @returns {(q: number) => number}
  */
-export function worstShift (values, only, used) {
+export function worstShift (sorted, only, used) {
   if (!only) return () => 0
   const f = /** @type {number} */ (wilsonInterval(only, used + only).hi)
-  const sorted = Float64Array.from(values).sort()
   return (q) => {
     const worse = q / (1 - f)
     return worse > 1 ? Infinity : /** @type {number} */ (exactQuantile(sorted, worse)) - /** @type {number} */ (exactQuantile(sorted, q))
@@ -734,6 +742,17 @@ export function noDifferenceReason (cell, threshold, words = CELL_WORDS) {
 }
 
 /**
+ * The smallest |Δ| that counts as a difference against a reference value
+ * (H2's, or a contrast's reference arm's): the monitor's share of it, or
+ * its floor in ms, whichever is larger.
+ * @param {number} reference ms
+ * @param {MinEffect} minEffect
+ */
+export function practicalMinimum (reference, minEffect) {
+  return Math.max(minEffect.pct / 100 * Math.abs(reference), minEffect.ms)
+}
+
+/**
  * A cell's verdict, and why when it is not a difference (reason, and
  * reason_code for a tested cell).
  * @param {Row} row
@@ -741,7 +760,7 @@ export function noDifferenceReason (cell, threshold, words = CELL_WORDS) {
  */
 export function cellVerdict (row, minEffect) {
   if (row.p_value === null) return VERDICTS.INSUFFICIENT_DATA
-  const threshold = Math.max(minEffect.pct / 100 * Math.abs(row.h2_ms), minEffect.ms)
+  const threshold = practicalMinimum(row.h2_ms, minEffect)
   row.min_effect_ms = threshold
   const why = noDifferenceReason(row, threshold)
   row.reason = why?.text ?? null
@@ -762,7 +781,7 @@ function locationVerdict (e, minEffect) {
   }
   const t = e.paired
   if (t.p === null) return VERDICTS.INSUFFICIENT_DATA
-  const threshold = Math.max(minEffect.pct / 100 * Math.abs(e.h2_median ?? 0), minEffect.ms)
+  const threshold = practicalMinimum(e.h2_median ?? 0, minEffect)
   // The cells' rule, on the paired test's shift and its interval.
   const why = noDifferenceReason({ ci_low_ms: t.ci_low_ms, ci_high_ms: t.ci_high_ms, p_adjusted: t.p_adjusted, delta_ms: t.hodges_lehmann_ms }, threshold, SHIFT_WORDS)
   if (why) {
@@ -841,7 +860,7 @@ function withholdGainFailuresCouldExplain (e, minEffect) {
   if (e.verdict === VERDICTS.H3_FASTER || e.verdict === VERDICTS.H3_SLOWER) {
     const a = e.verdict === VERDICTS.H3_FASTER ? 'h3' : 'h2'
     const t = e.paired
-    const threshold = Math.max(minEffect.pct / 100 * Math.abs(e.h2_median ?? 0), minEffect.ms)
+    const threshold = practicalMinimum(e.h2_median ?? 0, minEffect)
     const shift = worst[a].median
     const moved = fallsInWorstCase({ delta: t.hodges_lehmann_ms, lo: t.ci_low_ms, hi: t.ci_high_ms, threshold }, shift)
     if (moved !== null) {
