@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { isDatabaseUnavailable } from '../../lib/runtime/db.js'
+import { isDatabaseOutOfResources, isDatabaseUnavailable } from '../../lib/runtime/db.js'
 import { DATE_TIME_RULE } from '../../lib/runtime/date-time.js'
 
 // Agents resubmit with back-off from 1 s; 5 s gives a restarting database
@@ -27,7 +27,7 @@ export default fp(async (app) => {
       return reply.code(503).header('retry-after', String(RETRY_AFTER_S)).send({
         statusCode: 503,
         error: 'Service Unavailable',
-        message: `the database is unreachable${outOfResources(err) ? ' or out of disk space or memory' : ''}; retry in ${RETRY_AFTER_S} s`,
+        message: `the database is unreachable${isDatabaseOutOfResources(err) ? ' or out of disk space or memory' : ''}; retry in ${RETRY_AFTER_S} s`,
         code: 'database_unavailable'
       })
     }
@@ -57,16 +57,6 @@ export default fp(async (app) => {
 }, { name: 'errors' })
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
-
-/**
- * Whether a database error is PostgreSQL running out of a resource
- * (SQLSTATE class 53: disk, memory), not a lost connection.
- * @param {any} err
- */
-function outOfResources (err) {
-  for (let e = err, depth = 0; e && depth < 4; e = e.cause, depth++) if (/^53[0-2]/.test(String(e.code ?? ''))) return true
-  return false
-}
 
 /**
  * The content types a route reads: those its body schema names, or JSON.

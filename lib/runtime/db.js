@@ -333,13 +333,31 @@ const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying
  * @param {any} err
  */
 export function isDatabaseUnavailable (err) {
-  for (let e = err, depth = 0; e && depth < 4; e = e.cause, depth++) {
+  for (const e of causes(err)) {
     const code = String(e.code ?? '')
     if (UNREACHABLE_CODES.has(code) || code.startsWith('08')) return true
     if (UNREACHABLE_MESSAGES.test(String(e.message ?? ''))) return true
     if (Array.isArray(e.errors) && e.errors.some((/** @type {any} */ x) => UNREACHABLE_CODES.has(String(x?.code)))) return true
   }
   return false
+}
+
+/**
+ * True when `err` is PostgreSQL out of a resource (SQLSTATE 53000–53200:
+ * disk, memory), one kind of isDatabaseUnavailable, not a lost connection.
+ * @param {any} err
+ */
+export function isDatabaseOutOfResources (err) {
+  for (const e of causes(err)) if (/^53[0-2]/.test(String(e.code ?? ''))) return true
+  return false
+}
+
+/**
+ * An error and its causes, at most four deep.
+ * @param {any} err
+ */
+function* causes (err) {
+  for (let e = err, depth = 0; e && depth < 4; e = e.cause, depth++) yield e
 }
 
 /** @param {string} url */
