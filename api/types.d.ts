@@ -48,6 +48,8 @@ declare module 'fastify' {
     agentRequests: (request: FastifyRequest) => Promise<number>
     /** api/plugins/metrics.js */
     metrics: ReturnType<typeof createMetrics>
+    /** api/plugins/errors.js: when a write last failed for want of disk space or memory, and why; null since one succeeded */
+    databaseWrites: { failedAt: number | null, message: string | null }
   }
 
   interface FastifyRequest {

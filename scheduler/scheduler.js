@@ -11,6 +11,7 @@ import { deliverDue } from '../lib/store/alert-deliveries.js'
 import { targetPolicy } from '../lib/measurement/targets.js'
 import { pruneBeacons } from '../lib/store/rum-beacons.js'
 import { pruneFilmstrips } from '../lib/store/filmstrips.js'
+import { repeatedFailures } from '../lib/runtime/log.js'
 
 // Finished jobs are pruned once a minute per replica, in batches of
 // PRUNE_BATCH rows (one short transaction each) and at most PRUNE_BATCHES
@@ -103,6 +104,9 @@ export function createFilmstripPruner ({ db, config }) {
  */
 export function createScheduler ({ db, config, log, hooks = [], now }) {
   const clock = async () => now ? now() : (await db.query('SELECT now() AS now')).rows[0].now
+  // How often a failing loop warns goes by this machine's clock: the
+  // database's may be what fails.
+  const failureClock = () => now ? now().getTime() : Date.now()
   const pruneJobs = createJobsPruner({ db, config })
   // Webhooks connect through the private-target guard unless it is lifted.
   const targets = targetPolicy(config)
@@ -112,6 +116,8 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
   // Rounds due before the next tick starts are created now, claimable at
   // their due time (scheduleDueJobs), so none waits for a tick.
   const scheduleRounds = () => scheduleDueJobs(db, { maxAttempts: config.maxAttempts, lookAheadMs: config.schedulerTickMs ?? 0 })
+
+  const alertFailures = repeatedFailures(log, 'alert evaluation or delivery', { now: failureClock })
 
   async function upkeep () {
     const { requeued, failed } = await expireLeases(db)
@@ -124,8 +130,9 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     try {
       alerts = await evaluateAlerts(db, { now: await clock(), intervalS: config.alertEvalS ?? 60, timeoutMs: config.pageTimeoutMs, publicUrl: config.publicUrl, log })
       deliveries = await deliverDue(db, { now: await clock(), log, policy: targets })
+      alertFailures.succeeded()
     } catch (/** @type {any} */ err) {
-      log.warn({ err: err.message }, 'alert evaluation or delivery failed; retrying next tick')
+      alertFailures.failed(err)
     }
     for (const hook of hooks) await hook()
     return { requeued, failed, stale, folded, pruned, alerts, deliveries }
@@ -146,17 +153,18 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
   // ended, so each tick's look-ahead reaches the start of the next.
   let stopped = false
   /**
-   * @typedef {{ name: string, fixedRate: boolean, step: () => Promise<Record<string, any>>, busy: (r: Record<string, any>) => unknown,
+   * @typedef {{ name: string, fixedRate: boolean, step: () => Promise<Record<string, any>>, busy: (r: Record<string, any>) => unknown, failures: ReturnType<typeof repeatedFailures>,
    *   timer: ReturnType<typeof setTimeout> | null, running: Promise<void> | null }} Loop
    */
   /** @type {Loop[]} */
   const loops = [
-    { name: 'rounds', fixedRate: true, step: async () => ({ created: await scheduleRounds() }), busy: (r) => r.created > 0, timer: null, running: null },
+    { name: 'rounds', fixedRate: true, step: async () => ({ created: await scheduleRounds() }), busy: (r) => r.created > 0, failures: repeatedFailures(log, 'scheduler rounds', { now: failureClock }), timer: null, running: null },
     {
       name: 'upkeep',
       fixedRate: false,
       step: upkeep,
       busy: (r) => r.requeued || r.failed || r.stale || r.folded || r.pruned || r.alerts.changes || r.deliveries.delivered || r.deliveries.failed,
+      failures: repeatedFailures(log, 'scheduler upkeep', { now: failureClock }),
       timer: null,
       running: null
     }
@@ -166,8 +174,11 @@ export function createScheduler ({ db, config, log, hooks = [], now }) {
     if (stopped) return
     const startedAt = performance.now()
     loop.running = loop.step()
-      .then((r) => { if (loop.busy(r)) log.debug(r, `scheduler ${loop.name}`) })
-      .catch((/** @type {any} */ err) => log.warn({ err: err.message }, `scheduler ${loop.name} failed; retrying next tick`))
+      .then((r) => {
+        loop.failures.succeeded()
+        if (loop.busy(r)) log.debug(r, `scheduler ${loop.name}`)
+      })
+      .catch((/** @type {any} */ err) => loop.failures.failed(err))
       .finally(() => {
         loop.running = null
         const wait = loop.fixedRate ? config.schedulerTickMs - (performance.now() - startedAt) : config.schedulerTickMs

@@ -138,7 +138,7 @@ test('while the API fails on a round\'s results (500), the round waits in the sp
   }
 })
 
-test('a database out of disk space is a 503 to retry, not a 500: the agent keeps the round in its spool and claims nothing more until it is stored', async () => {
+test('a database out of disk space is a 503 to retry, not a 500, and /healthz says so: the agent keeps the round in its spool and claims nothing more until it is stored', async () => {
   const s = await setup()
   const first = await s.monitor('first')
   const mended = await refuseResults(s.db, { errcode: 'disk_full' })
@@ -158,6 +158,12 @@ test('a database out of disk space is a 503 to retry, not a 500: the agent keeps
     assert.equal(answer.status, 503)
     assert.equal(answer.headers.get('retry-after'), '5')
     assert.deepEqual(await answer.json(), { statusCode: 503, error: 'Service Unavailable', message: 'the database is unreachable or out of disk space or memory; retry in 5 s', code: 'database_unavailable' })
+    // The database still answers /healthz's read: the failed write says it is down.
+    const health = await fetch(`${s.apiUrl}/healthz`)
+    assert.equal(health.status, 503)
+    const down = await health.json()
+    assert.equal(down.database, 'out_of_resources')
+    assert.match(down.message, /^database out of disk space or memory: reads answer, but a write failed at .* \(could not extend file .*No space left on device\) and none has succeeded since$/)
     const second = await s.monitor('second')
     await new Promise((resolve) => setTimeout(resolve, 2000))
     assert.deepEqual(measured, [first.jobId], 'no other round is claimed while the API cannot store')
@@ -165,6 +171,7 @@ test('a database out of disk space is a 503 to retry, not a 500: the agent keeps
     await mended()
     await eventually(async () => (await s.job(first.jobId)).state === 'done' && (await s.job(second.jobId)).state === 'done', { timeoutMs: 30_000, what: 'both rounds stored' })
     assert.deepEqual(measured, [first.jobId, second.jobId])
+    assert.deepEqual(await (await fetch(`${s.apiUrl}/healthz`)).json(), { status: 'ok', version: down.version, database: 'ok' }, 'well again once a write succeeds')
   } finally {
     await agent.stop()
     await s.close()

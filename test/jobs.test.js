@@ -3,6 +3,9 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
+import { createTestDatabase } from './helpers/db.js'
+import { eventually } from './helpers/eventually.js'
+import { createLogger } from '../lib/runtime/log.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { createPool } from '../lib/runtime/db.js'
 import { scheduleDueJobs, expireLeases } from '../lib/store/jobs.js'
@@ -39,6 +42,36 @@ test('two schedulers ticking at once create each round exactly once', async () =
   assert.equal(results.reduce((n, r) => n + r.created, 0), 2)
   const { rows } = await t.db.query('SELECT location_id, count(*)::int AS n FROM jobs WHERE monitor_id = $1 GROUP BY 1 ORDER BY 1', [m.id])
   assert.deepEqual(rows, [{ location_id: 'lab-eu', n: 1 }, { location_id: 'local', n: 1 }])
+})
+
+test('a database down for minutes: each scheduler loop warns once, then once a minute with the count, and says when it works again', async () => {
+  const database = await createTestDatabase({ later: true })
+  /** @type {any[]} */
+  const lines = []
+  const log = createLogger({ logLevel: 'info', destination: { write: (/** @type {string} */ l) => { lines.push(JSON.parse(l)) } } })
+  let clock = Date.parse('2026-01-01T00:00:00Z')
+  const scheduler = createScheduler({ db: database.pool, config: { schedulerTickMs: 20, maxAttempts: 3 }, log, now: () => new Date(clock) })
+  const warnings = () => lines.filter((l) => l.level === 40).map((l) => l.msg).sort()
+  scheduler.start()
+  try {
+    // Dozens of ticks of each loop, every one failing to connect.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    assert.deepEqual(warnings(), ['scheduler rounds failed; retrying next tick', 'scheduler upkeep failed; retrying next tick'])
+    assert.match(lines.find((l) => l.level === 40).err, /database "h3lens_t_\w+" does not exist/)
+    clock += 60_000
+    await eventually(async () => warnings().length === 4, { timeoutMs: 5000, what: 'a line a minute' })
+    for (const loop of ['rounds', 'upkeep']) {
+      const still = lines.find((l) => l.msg.startsWith(`scheduler ${loop} still failing`))
+      assert.match(still.msg, new RegExp(`^scheduler ${loop} still failing: \\d+ times since 2026-01-01T00:00:00.000Z; retrying next tick$`))
+      assert.ok(still.failures > 10, still.msg)
+    }
+    await database.create()
+    await eventually(async () => ['rounds', 'upkeep'].every((loop) => lines.some((l) => l.level === 30 && l.msg.startsWith(`scheduler ${loop} works again after `))), { timeoutMs: 10_000, what: 'both loops back' })
+    assert.equal(warnings().length, 4, 'no warning once the database is back')
+  } finally {
+    await scheduler.stop()
+    await database.drop()
+  }
 })
 
 test('two agents claiming at once never lease the same job, and only their own location', async () => {

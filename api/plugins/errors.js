@@ -15,6 +15,15 @@ const RETRY_AFTER_S = 5
  */
 export default fp(async (app) => {
   app.addHook('onRoute', (route) => documentErrors(route))
+  // A database out of disk space or memory still answers a read (/healthz's
+  // SELECT 1) while writes fail: the last such failure is kept for /healthz
+  // until a write succeeds again.
+  /** @type {import('fastify').FastifyInstance['databaseWrites']} */
+  const writes = { failedAt: null, message: null }
+  app.decorate('databaseWrites', writes)
+  app.addHook('onResponse', async (request, reply) => {
+    if (writes.failedAt !== null && !READ_METHODS.has(request.method) && reply.statusCode < 400) writes.failedAt = writes.message = null
+  })
   app.setErrorHandler((/** @type {any} */ err, request, reply) => {
     if (err.validation) {
       // 400 unless the route's schemaErrorFormatter chose another status
@@ -24,6 +33,7 @@ export default fp(async (app) => {
     }
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ err: err.message, url: request.routeOptions.url, method: request.method }, 'database unavailable')
+      if (isDatabaseOutOfResources(err)) Object.assign(writes, { failedAt: Date.now(), message: err.message })
       return reply.code(503).header('retry-after', String(RETRY_AFTER_S)).send({
         statusCode: 503,
         error: 'Service Unavailable',
@@ -57,6 +67,7 @@ export default fp(async (app) => {
 }, { name: 'errors' })
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 /**
  * The content types a route reads: those its body schema names, or JSON.

@@ -21,3 +21,35 @@ export function createLogger ({ logLevel = 'info', name = 'h3lens', destination 
   // captured with $(…) without log lines beside it.
   return pino(options, destination ?? pino.destination({ dest: 2, sync: true }))
 }
+
+/**
+ * The warnings of work retried on a short timer that may fail for minutes
+ * on end (the scheduler's loops, each tick while the database is down): the
+ * first failure is logged, then at most one line each `everyMs` saying how
+ * many there have been since, and one line when the work succeeds again.
+ * A line a second per loop would fill the disk an outage may have filled.
+ * @param {import('pino').Logger} log
+ * @param {string} what the work, as a log line names it ("scheduler rounds")
+ * @param {{ everyMs?: number, now?: () => number }} [o] now: the clock (tests pass their own)
+ */
+export function repeatedFailures (log, what, { everyMs = 60_000, now = Date.now } = {}) {
+  let failures = 0
+  let since = 0
+  let loggedAt = 0
+  return {
+    /** @param {any} err */
+    failed (err) {
+      const t = now()
+      if (failures++ === 0) since = t
+      else if (t - loggedAt < everyMs) return
+      loggedAt = t
+      const first = new Date(since).toISOString()
+      if (failures === 1) log.warn({ err: err?.message ?? String(err) }, `${what} failed; retrying next tick`)
+      else log.warn({ err: err?.message ?? String(err), failures, since: first }, `${what} still failing: ${failures} times since ${first}; retrying next tick`)
+    },
+    succeeded () {
+      if (failures) log.info({ failures, since: new Date(since).toISOString() }, `${what} works again after ${failures} failure${failures === 1 ? '' : 's'}`)
+      failures = 0
+    }
+  }
+}

@@ -20,11 +20,13 @@ let testsDone = false
 let listening = false
 
 /**
- * @param {{ empty?: boolean }} [opts] empty: a new database without the
- *   migrations, instead of a clone of the migrated template
- * @returns {Promise<{ pool: import('pg').Pool, url: string, name: string, drop: (opts?: { keep?: boolean }) => Promise<void> }>}
+ * @param {{ empty?: boolean, later?: boolean }} [opts] empty: a new database without the
+ *   migrations, instead of a clone of the migrated template; later: not made
+ *   until `create()` is called, so that until then every connection of its
+ *   pool fails (a database that is down)
+ * @returns {Promise<{ pool: import('pg').Pool, url: string, name: string, create: () => Promise<void>, drop: (opts?: { keep?: boolean }) => Promise<void> }>}
  */
-export async function createTestDatabase ({ empty = false } = {}) {
+export async function createTestDatabase ({ empty = false, later = false } = {}) {
   const adminUrl = process.env.H3LENS_TEST_ADMIN_URL
   const template = process.env.H3LENS_TEST_TEMPLATE
   if (!adminUrl || !template) throw new Error('run tests through `npm test` (scripts/run-tests.js), which provides PostgreSQL')
@@ -36,7 +38,8 @@ export async function createTestDatabase ({ empty = false } = {}) {
     })
   }
   const name = `h3lens_t_${randomBytes(4).toString('hex')}`
-  await withAdmin(adminUrl, (c) => c.query(empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template}`))
+  const create = () => withAdmin(adminUrl, (c) => c.query(empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template}`))
+  if (!later) await create()
   const u = new URL(adminUrl)
   u.pathname = `/${name}`
   const url = u.toString()
@@ -45,6 +48,7 @@ export async function createTestDatabase ({ empty = false } = {}) {
     pool,
     url,
     name,
+    create,
     /** @param {{ keep?: boolean }} [opts] keep: keep it even if every test passed */
     async drop ({ keep = false } = {}) {
       await pool.end()
