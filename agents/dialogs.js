@@ -54,3 +54,21 @@ function describe ({ count, type, text }) {
     ? `the page opened ${which}; the agent ${answered} it at once, as a user who clicks it away would, and measured the page as it went on`
     : `the page opened ${count} JavaScript dialogs, the first ${which}; the agent answered each at once, as a user who clicks them away would, and measured the page as it went on`
 }
+
+/**
+ * A login the page asks for (HTTP 401 with WWW-Authenticate) is cancelled at
+ * once, as by a user without credentials, so that the load fails as any
+ * HTTP error does (page-metrics.js says the page asks for a login).
+ * Chromium cancels by itself: its navigation fails at once with
+ * ERR_INVALID_AUTH_CREDENTIALS. Firefox over WebDriver BiDi holds the
+ * request for a client to answer, and the load ran into its page timeout:
+ * the intercept hands such requests to Puppeteer, which cancels each one
+ * when the page has no credentials, and Firefox shows the 401 answer.
+ * Requests that ask no login are never held.
+ * @param {import('puppeteer-core').Page} page
+ */
+export async function cancelLogins (page) {
+  // A WebDriver BiDi page's frame has its browsing context; a CDP page's has none.
+  const context = /** @type {{ browsingContext?: { addIntercept: (o: { phases: string[] }) => Promise<unknown> } }} */ (/** @type {unknown} */ (page.mainFrame())).browsingContext
+  await context?.addIntercept({ phases: ['authRequired'] })
+}

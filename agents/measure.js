@@ -9,7 +9,7 @@ import { collectPageMetrics, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
-import { answerDialogs } from './dialogs.js'
+import { answerDialogs, cancelLogins } from './dialogs.js'
 
 export { PageLoadError, ProbeError } from './page-metrics.js'
 export { reuseOf } from '../lib/measurement/result.js'
@@ -142,6 +142,7 @@ export async function measure (opts, steps) {
       // A dialog is answered at once and noted on the result being loaded
       // then: the latest of the run's (a repeat view is added before its load).
       answerDialogs(page, () => extra.at(-1) ?? result)
+      await cancelLogins(page)
       network = await plan.recordNetwork(page)
       navigating = true
       const infrastructure = (/** @type {unknown} */ err) => infrastructureFault(err, { browser, navigating, rendererCrashed })

@@ -169,6 +169,10 @@ export async function load (page, url, timeoutMs) {
       throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
     }
     const message = navigationError(err, url)
+    // Chromium's words for a login it cancelled: the 401 is the answer.
+    const last = /** @type {import('puppeteer-core').HTTPResponse | null} */ (answer)
+    const login = last && /ERR_INVALID_AUTH_CREDENTIALS/.test(message) ? loginAsked(last) : null
+    if (last && login) throw new PageLoadError(`${httpError(last, url)}: ${login}`, { url, httpStatus: last.status(), cause: err })
     const aborted = ABORTED.test(message)
     if (aborted && !answer) await answerOrNothing((resolve) => { answered = resolve })
     const why = aborted ? notShown(answer) : null
@@ -180,12 +184,35 @@ export async function load (page, url, timeoutMs) {
     page.off('requestfailed', onFailed)
   }
   const httpStatus = response?.status() ?? null
-  if (httpStatus !== null && httpStatus >= 400) {
-    // HTTP/2 and HTTP/3 have no reason phrase: the status alone.
-    const reason = response?.statusText() ?? ''
-    throw new PageLoadError(`HTTP ${httpStatus}${reason ? ` ${reason}` : ''}: ${url}`, { url, httpStatus })
+  if (response && httpStatus !== null && httpStatus >= 400) {
+    const login = loginAsked(response)
+    throw new PageLoadError(`${httpError(response, url)}${login ? `: ${login}` : ''}`, { url, httpStatus })
   }
   return { httpStatus, request: response?.request() ?? null }
+}
+
+/**
+ * An HTTP error's words: "HTTP 404 Not Found: <url>" (HTTP/2 and HTTP/3
+ * have no reason phrase: the status alone).
+ * @param {import('puppeteer-core').HTTPResponse} response
+ * @param {string} url
+ */
+function httpError (response, url) {
+  const reason = response.statusText()
+  return `HTTP ${response.status()}${reason ? ` ${reason}` : ''}: ${url}`
+}
+
+/**
+ * What a 401 that asks for a login says of it; null for any other answer.
+ * Runs send no credentials: the browser cancels the login (agents/dialogs.js
+ * cancelLogins), and the page is the 401.
+ * @param {import('puppeteer-core').HTTPResponse} response
+ */
+function loginAsked (response) {
+  const challenge = response.headers()['www-authenticate']
+  if (response.status() !== 401 || !challenge) return null
+  const first = challenge.split('\n')[0].trim()
+  return `the page asks for a login (WWW-Authenticate: ${first.length > 80 ? `${first.slice(0, 80)}…` : first}); runs send no credentials`
 }
 
 /**

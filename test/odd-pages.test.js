@@ -1,4 +1,5 @@
-// Pages a browser shows as no page (a download, a 204), that are cut short,
+// Pages a browser shows as no page (a download, a 204), that ask for a
+// login, that are cut short,
 // or that go on to another by themselves right after they load: in Chromium
 // and in Firefox a run says what happened (and what to monitor instead),
 // soon, and leaves nothing behind; a page a script replaces before its load
@@ -63,6 +64,8 @@ async function startOddPages () {
     const html = (/** @type {string} */ body) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html>${body}`)
     if (req.url === '/download') return res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="report.bin"' }).end(Buffer.alloc(4096))
     if (req.url === '/no-content') return res.writeHead(204).end()
+    // A page behind a login (HTTP Basic): the browser's login prompt held Firefox's load until its timeout.
+    if (req.url === '/login') return res.writeHead(401, { 'www-authenticate': 'Basic realm="members", charset="UTF-8"', 'content-type': 'text/html' }).end('<!doctype html><p>please log in')
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
     if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
     // A refresh due a little after the load, which the read of the metrics usually ends before.
@@ -118,11 +121,13 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/login', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
   assert.match(r['/no-content'].error, /at \S+\/no-content: the URL answered HTTP 204 \(no content\), which a browser shows no page for; monitor a URL that answers with a page$/)
+  assert.equal(r['/login'].status, 'error', `a login page: ${r['/login'].error}`)
+  assert.match(r['/login'].error, /^HTTP 401: https:\/\/\S+\/login: the page asks for a login \(WWW-Authenticate: Basic realm="members", charset="UTF-8"\); runs send no credentials$/)
   assert.equal(r['/truncated'].status, 'error')
   assert.match(r['/truncated'].error, /^incomplete document: network error after the headers \(\S+\) .*: https:\/\/\S+\/truncated$/)
   for (const p of ['/script-leaves', '/refresh-leaves', '/refresh-later']) {
