@@ -41,15 +41,17 @@ export const FAST_CALIBRATION_LOCATIONS = [
 /**
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, gain?: number, probe?: string,
  *   samplesPerRound?: number, locations?: typeof CALIBRATION_LOCATIONS, level?: (i: number, n: number) => number,
- *   fails?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number, ittGains?: boolean }} s
+ *   fails?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number, ittGains?: boolean,
+ *   miss?: { share: number, factor: number } }} s
  *   fails: whether an arm's load fails, from the round's path (a standard normal), the arm's own noise (own(), the
  *   standard normal its value would have had), the round and location
  *   step: the timings' resolution in ms (0.1 as a browser's; 1 or 10 for tied timings)
+ *   miss: each arm's load, on its own, a cache miss with this chance (share), which takes `factor` times as long
  * @returns {Scenario}
  */
 export function scenario ({
   name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, gain = 0, probe = 'page', samplesPerRound = 1,
-  locations = CALIBRATION_LOCATIONS, level = () => 1, fails, step = 0.1, ittGains = false
+  locations = CALIBRATION_LOCATIONS, level = () => 1, fails, step = 0.1, ittGains = false, miss
 }) {
   const round = step === 0.1 ? round1 : (/** @type {number} */ v) => Math.round(v / step) * step
   return {
@@ -79,7 +81,8 @@ export function scenario ({
             const draw = () => {
               const zArm = ownZ ?? randomNormal(random)
               ownZ = null
-              return round(factor * Math.exp(sigmaArm * zArm))
+              const missed = miss && random() < miss.share ? miss.factor : 1
+              return round(factor * missed * Math.exp(sigmaArm * zArm))
             }
             if (fails?.({ mode, path: z, own, i, n: rounds, location: loc.id, random })) {
               yield { time, location_id: loc.id, mode, probe, status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
@@ -185,6 +188,24 @@ export function calibrationScenarios ({ quick = false } = {}) {
       name: `A/A tied to 1 ms, fast, n=${n}`, truth: 'identical arms', rounds: n, locations: FAST_CALIBRATION_LOCATIONS, sigmaPath: 0.03, sigmaArm: 0.03, step: 1
     })),
     ...(quick ? [] : [scenario({ name: 'A/A tied to 10 ms, n=5000', truth: 'identical arms', rounds: 5000, sigmaPath: 0.02, sigmaArm: 0.02, step: 10 })]),
+    // A cache hit or miss (three times as long) in each load, a miss in 10%:
+    // p90 sits in the gap between them, where the subsample's spread hardly
+    // shrinks with more rounds; then the same in whole milliseconds at fast
+    // locations, each location's p90 tied and in the gap, and their mean in
+    // the all-locations column neither.
+    ...(quick ? [] : [
+      scenario({ name: 'A/A, a cache miss (×3) in 10% of loads, n=5000', truth: 'identical arms', rounds: 5000, sigmaPath: 0.1, sigmaArm: 0.1, miss: { share: 0.1, factor: 3 } }),
+      scenario({
+        name: 'A/A tied to 1 ms, fast, a cache miss (×3) in 10% of loads, n=5000',
+        truth: 'identical arms',
+        rounds: 5000,
+        locations: FAST_CALIBRATION_LOCATIONS,
+        sigmaPath: 0.05,
+        sigmaArm: 0.05,
+        step: 1,
+        miss: { share: 0.1, factor: 3 }
+      })
+    ]),
     scenario({ name: 'H3 10% faster, tied to 1 ms, fast, n=500', truth: 'H3 10% faster everywhere', rounds: 500, gain: 0.1, locations: FAST_CALIBRATION_LOCATIONS, sigmaPath: 0.03, sigmaArm: 0.03, step: 1 }),
     // Above 2,000 rounds a location's interval comes from an evenly spaced
     // subsample, scaled to all rounds (m-out-of-n): it must stay calibrated

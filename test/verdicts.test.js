@@ -60,6 +60,22 @@ test('identical arms in whole milliseconds above the round cap: a percentile one
   assert.deepEqual(flaggedCells(matched), [])
 })
 
+test('identical arms with a cache miss in a tenth of loads, above the round cap: p90s on either side of the gap are no difference', async () => {
+  // 5,000 rounds at one location, each load a cache miss (three times as
+  // long) one time in ten, so p90 sits in the gap between hits and misses.
+  // In this run H3's p90 of all rounds is a miss and H2's a hit (+65%); the
+  // subsample's interval, scaled to 5,000 rounds as smooth timings' are,
+  // put H3 17–129 ms slower at p90 (p = 0.02).
+  const s = scenario({ name: 'miss', truth: 'identical', rounds: 5000, locations: [CALIBRATION_LOCATIONS[0]], sigmaPath: 0.1, sigmaArm: 0.1, miss: { share: 0.1, factor: 3 } })
+  const { comparisons: { matched } } = await runScenario(client, s, { seed: 15, analyses: ['matched'] })
+  const l = byLocation(matched, 'cal-a')
+  assert.deepEqual([l.rounds.used, l.rounds.resampled], [5000, 2000], 'above the cap')
+  const p90 = l.rows.find((r) => r.percentile === 90)
+  assert.ok(p90.delta_pct > 40 && p90.p_value !== null, `H3's p90 a miss, H2's a hit: ${JSON.stringify(p90)}`)
+  assert.ok(p90.ci_low_ms <= 0 && p90.ci_high_ms >= 0 && p90.p_value > 0.05, `p90's interval reaches 0: ${JSON.stringify(p90)}`)
+  assert.deepEqual(flaggedCells(matched), [])
+})
+
 test('H3 failing on the slowest paths is an H3 failure verdict, never a tail gain', async () => {
   const s = scenario({ name: 'selective', truth: '', rounds: 800, fails: ({ mode, path }) => mode === 'h3' && path > 1.405 })
   const { comparisons: { matched, itt } } = await runScenario(client, s, { seed: 2 })

@@ -63,6 +63,13 @@ export const ROUND_CAP = 2000
 // The share of a cell's bootstrap draws on one value that marks tied
 // timings (testedRow): smooth timings' draws spread over many values.
 const LATTICE_SHARE = 0.05
+// Above ROUND_CAP a cell's interval is scaled from the subsample to all
+// rounds by the rate its spread shrinks at (spreadRate): ½ for smooth
+// timings. Below SLOW_RATE the percentile sits where timings are scarce (the
+// gap between a cache hit's and a miss's), and the subsample must show the
+// difference on its own as well (testedRow).
+const SMOOTH_RATE = 0.5
+const SLOW_RATE = 0.25
 // Below this many rounds a location gets no paired test and no verdict.
 export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
 
@@ -188,7 +195,9 @@ function method ({ analysis, timeoutMs, minEffect, percentiles, family, tables }
       ? 'matched rounds: both arms loaded with the protocol they were forced to; other rounds are counted under rounds.excluded'
       : `intention to treat: every round where both arms ran; a failed load counts as ${timeoutMs} ms (the page timeout), a fallback at its measured value (or the timeout when it has none)`,
     round_cap: `the bootstrap, the paired test and the unpaired ones read at most ${ROUND_CAP} rounds per location (rounds.resampled); above that an evenly spaced subsample over the window, ` +
-      'and the interval is the subsample\'s bootstrap spread scaled by √(resampled / used) around the Δ of every round used (m-out-of-n bootstrap)',
+      'and the interval is the subsample\'s bootstrap spread scaled by (resampled / used)^rate around the Δ of every round used (m-out-of-n bootstrap), ' +
+      'the rate being how fast the spread shrinks from a quarter of the subsample to all of it (½ for smooth timings); where it hardly shrinks (a percentile between a cache hit\'s and a miss\'s) ' +
+      'or the timings are tied, the subsample must show the difference on its own too',
     percentiles: 'percentile_cont of the samples of the rounds used (H2, H3 and Δ from the same rounds)',
     interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and window)`,
     verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (its column passes a Simes screen, Bonferroni over the columns, then Benjamini–Hochberg within the column), the interval excludes 0, ` +
@@ -306,19 +315,29 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
   const enough = used.length >= MIN_ROUNDS
   const boot = roundBootstrap({ rounds: used, qs, iterations: enough ? BOOTSTRAP_ITERATIONS : 0, seed })
   const point = exact ?? boot
-  const scale = Math.sqrt(used.length / n)
-  const deltas = exact
+  // Above the cap: how fast each cell's spread shrinks, from a quarter of
+  // the subsample to all of it, and so how far it is scaled to n rounds.
+  const quarter = exact && enough ? roundBootstrap({ rounds: used.filter((_, i) => i % 4 === 0), qs, iterations: BOOTSTRAP_ITERATIONS, seed: `${seed}|quarter` }) : null
+  // The scaling does not hold for tied timings or a percentile in a gap
+  // (testedRow): their interval is the subsample's own, unscaled, and the
+  // subsample's own draws and Δ must show the difference too, here and in
+  // the all-locations column.
+  const rates = quarter ? boot.deltas.map((draws, k) => spreadRate(quarter.deltas[k], draws)) : null
+  const subsample = exact && rates
+    ? { draws: boot.deltas, deltas: boot.h3.map((v, k) => v - boot.h2[k]), unscalable: boot.deltas.map((draws, k) => rates[k] < SLOW_RATE || onALattice(draws)) }
+    : null
+  const deltas = exact && rates && subsample
     ? boot.deltas.map((draws, k) => {
         const all = point.h3[k] - point.h2[k]
-        const sub = boot.h3[k] - boot.h2[k]
-        return draws.map((d) => all + (d - sub) * scale)
+        const scale = subsample.unscalable[k] ? 1 : (used.length / n) ** rates[k]
+        return draws.map((d) => all + (d - subsample.deltas[k]) * scale)
       })
     : boot.deltas
   const rows = percentiles.map((p, k) => {
     const h2 = point.h2[k]
     const h3 = point.h3[k]
     if (n < minRoundsFor(p)) return { ...emptyRow(p, n), h2_ms: h2, h3_ms: h3, delta_ms: h3 - h2, delta_pct: h2 ? (h3 - h2) / h2 * 100 : null }
-    return testedRow(p, n, h2, h3, deltas[k], exact ? { draws: boot.deltas[k], delta: boot.h3[k] - boot.h2[k] } : undefined)
+    return testedRow(p, n, h2, h3, deltas[k], subsample?.unscalable[k] ? { draws: subsample.draws[k], delta: subsample.deltas[k] } : undefined)
   })
   const h2All = used.flatMap((r) => r.h2)
   const h3All = used.flatMap((r) => r.h3)
@@ -333,9 +352,7 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
     cliffs_delta: enough ? cliffsDelta(h3All, h2All) : null,
     rows,
     draws: enough ? deltas : null,
-    // The subsample's own draws and Δs, unscaled, for the all-locations
-    // column's check of tied timings (testedRow).
-    subsample: enough && exact ? { draws: boot.deltas, deltas: boot.h3.map((v, k) => v - boot.h2[k]) } : null,
+    subsample,
     h2_median: exactQuantile(h2Sorted, 0.5),
     // Against every round used (n), as the failure counts are: a subsample's samples stand for them.
     worst: enough ? worstShifts({ h2: h2Sorted, h3: Float64Array.from(h3All).sort() }, base.failure, n, qs) : null
@@ -409,30 +426,37 @@ function legacyCounts (arms) {
 }
 
 /**
- * A tested cell. Above ROUND_CAP its draws are the subsample's, scaled by
- * √(m/n) around the Δ of all rounds (locationEntry); that scaling holds for
- * timings that vary smoothly, whose percentiles' error shrinks as 1/√n.
- * Tied timings (whole milliseconds, say) are another matter: a percentile
- * sits on one value and Δ moves by a whole step however many rounds there
- * are, and with identical arms the scaled draws could all fall on one side
- * of 0 (3 tables in 10 claimed a 1 ms difference at 10,000 rounds). Where
- * the subsample's draws show it (one value holds LATTICE_SHARE of them),
- * the subsample must show the difference on its own too: the same sign, and
- * the p-value is the larger of the two.
+ * A tested cell. Above ROUND_CAP its draws are the subsample's, scaled
+ * around the Δ of all rounds by the rate their spread shrinks at
+ * (locationEntry, spreadRate). That rate is ½ for timings that vary
+ * smoothly, whose percentiles' error shrinks as 1/√n, and the scaling then
+ * holds. Two kinds of percentile break it, and for those the subsample must
+ * show the difference on its own too (the same sign, and the p-value is the
+ * larger of the two), passed here as `ownAgreement`:
+ * - tied timings (whole milliseconds, say; one value holds LATTICE_SHARE of
+ *   the subsample's draws): a percentile sits on one value and Δ moves by a
+ *   whole step however many rounds there are, and with identical arms the
+ *   scaled draws could all fall on one side of 0 (3 tables in 10 claimed a
+ *   1 ms difference at 10,000 rounds);
+ * - a percentile in a gap, where timings are scarce (between a cache hit's
+ *   and a miss's): it sits in one mode or the other, so Δ is about 0 or the
+ *   whole gap, and its spread hardly shrinks with more rounds (a rate below
+ *   SLOW_RATE). Scaled as smooth timings, identical arms read ±30–70% at
+ *   p90 in 7 of 40 tables with a 10% miss share at 5,000 rounds.
  * @param {number} p
  * @param {number} rounds
  * @param {number} h2
  * @param {number} h3
  * @param {Float64Array} draws
- * @param {{ draws: Float64Array, delta: number }} [subsample] above ROUND_CAP: the subsample's own draws and Δ, unscaled
+ * @param {{ draws: Float64Array, delta: number }} [ownAgreement] the subsample's own draws and Δ, unscaled, when the scaling does not hold
  * @returns {Row}
  */
-function testedRow (p, rounds, h2, h3, draws, subsample) {
+function testedRow (p, rounds, h2, h3, draws, ownAgreement) {
   const delta = h3 - h2
   const s = bootstrapSummary(draws, delta)
   let pValue = s.p
-  if (subsample && onALattice(subsample.draws)) {
-    pValue = Math.sign(subsample.delta) === Math.sign(delta) ? Math.max(pValue, bootstrapSummary(subsample.draws, subsample.delta).p) : 1
+  if (ownAgreement) {
+    pValue = Math.sign(ownAgreement.delta) === Math.sign(delta) ? Math.max(pValue, bootstrapSummary(ownAgreement.draws, ownAgreement.delta).p) : 1
   }
   return {
     percentile: p,
@@ -450,6 +474,31 @@ function testedRow (p, rounds, h2, h3, draws, subsample) {
     reason: null,
     reason_code: null
   }
+}
+
+/**
+ * The rate a cell's bootstrap spread (the width of its central 95%) shrinks
+ * at as the rounds resampled grow from a quarter to all of the subsample:
+ * width(¼ m) / width(m) = 4^rate. Smooth percentiles shrink as 1/√m, rate
+ * ½ (the most the scaling uses); a percentile in a gap hardly shrinks. The
+ * rate of subsampled statistics estimated from their spread at two sizes
+ * follows Bertail, Politis and Romano (1999).
+ * @param {Float64Array} quarter the draws from a quarter of the rounds
+ * @param {Float64Array} whole the draws from all of them
+ */
+function spreadRate (quarter, whole) {
+  const a = centralWidth(quarter)
+  const b = centralWidth(whole)
+  if (!(b > 0)) return SMOOTH_RATE
+  if (!(a > 0)) return 0
+  return Math.min(SMOOTH_RATE, Math.max(0, Math.log(a / b) / Math.log(4)))
+}
+
+/** @param {Float64Array} draws */
+function centralWidth (draws) {
+  const s = Float64Array.from(draws).sort()
+  const at = (/** @type {number} */ q) => s[Math.round(q * (s.length - 1))]
+  return at(0.975) - at(0.025)
 }
 
 /**
@@ -571,11 +620,13 @@ function allLocationsEntry (entries, percentiles, tables) {
     const mean = (/** @type {(e: Entry) => number} */ f) => parts.reduce((s, e) => s + f(e), 0) / parts.length
     const draws = new Float64Array(parts[0].draws[k].length)
     for (const e of parts) e.draws[k].forEach((/** @type {number} */ v, /** @type {number} */ i) => { draws[i] += v / parts.length })
-    // The subsample's own draws, averaged as the scaled ones are, for
-    // testedRow's check of tied timings (a location below the cap adds its own).
-    const subsample = parts.some((e) => e.subsample) ? { draws: new Float64Array(draws.length), delta: mean((e) => (e.subsample ? e.subsample.deltas[k] : e.rows[k].delta_ms)) } : undefined
-    if (subsample) for (const e of parts) (e.subsample ? e.subsample.draws[k] : e.draws[k]).forEach((/** @type {number} */ v, /** @type {number} */ i) => { subsample.draws[i] += v / parts.length })
-    const row = testedRow(p, parts.reduce((n, e) => n + e.rows[k].rounds, 0), mean((e) => e.rows[k].h2_ms), mean((e) => e.rows[k].h3_ms), draws, subsample)
+    // Where the scaling does not hold at any location (testedRow), the
+    // mean of the subsamples' own draws must show the difference too (a
+    // location below the cap adds its own). Averaged, several locations'
+    // tied draws no longer sit on a few values, so each location says.
+    const own = parts.some((e) => e.subsample?.unscalable[k]) ? { draws: new Float64Array(draws.length), delta: mean((e) => (e.subsample ? e.subsample.deltas[k] : e.rows[k].delta_ms)) } : undefined
+    if (own) for (const e of parts) (e.subsample ? e.subsample.draws[k] : e.draws[k]).forEach((/** @type {number} */ v, /** @type {number} */ i) => { own.draws[i] += v / parts.length })
+    const row = testedRow(p, parts.reduce((n, e) => n + e.rows[k].rounds, 0), mean((e) => e.rows[k].h2_ms), mean((e) => e.rows[k].h3_ms), draws, own)
     return { ...row, locations: parts.map((e) => e.location_id) }
   })
   const sum = (/** @type {(e: Entry) => number} */ f) => entries.reduce((n, e) => n + f(e), 0)
