@@ -26,13 +26,17 @@ test('every spelling of HTTP/3 and HTTP/2 normalises to h3 and h2', () => {
   assert.equal(normalizeProtocol(''), null)
 })
 
-test('Alt-Svc: h3 in any spelling counts as an HTTP/3 advertisement', () => {
+test('Alt-Svc: h3 with a lifetime counts as an HTTP/3 advertisement; drafts, Google QUIC and ma=0 do not', () => {
   assert.deepEqual(parseAltSvc('h3=":443"; ma=86400, h3-29=":443"; ma=86400'), [
     { protocol: 'h3', authority: ':443', max_age_s: 86400 },
     { protocol: 'h3-29', authority: ':443', max_age_s: 86400 }
   ])
-  assert.equal(advertisesH3('h3-29=":8443"'), true)
-  assert.equal(advertisesH3('quic=":443"; ma=2592000; v="46,43"'), true)
+  assert.equal(advertisesH3('h3=":443"; ma=86400, h3-29=":443"; ma=86400'), true)
+  assert.equal(advertisesH3('h3=":9443"'), true, 'another port')
+  assert.equal(advertisesH3('h3-29=":8443"'), false)
+  assert.equal(advertisesH3('quic=":443"; ma=2592000; v="46,43"'), false)
+  assert.equal(advertisesH3('h3=":443"; ma=0'), false)
+  assert.equal(advertisesH3('h3=":443"; ma=0, h3=":443"; ma=60'), true)
   assert.equal(advertisesH3('h2=":443"'), false)
   assert.equal(advertisesH3('clear'), false)
   assert.equal(advertisesH3(null), false)

@@ -182,6 +182,18 @@ describe('protocol truth in the lab', () => {
     }
   })
 
+  test('an origin that advertises only HTTP/3 no browser speaks today (a draft, an expired entry) and refuses QUIC is "H3 not supported"', async () => {
+    const url = origin.noH3BaseUrl + '/page-15k.html'
+    for (const altSvc of ['h3-29=":443"; ma=86400', 'h3=":443"; ma=0']) {
+      const r = await measurePage({
+        pool, url, mode: 'h3', altSvc: new Map([[origin.noH3BaseUrl, altSvc]]),
+        extraFlags: labBrowserFlags({ spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1' })
+      })
+      assert.equal(r.status, 'error', altSvc)
+      assert.equal(r.failure_kind, 'h3_unsupported', `${altSvc}: ${r.error}`)
+    }
+  })
+
   test('an origin that advertises h3 and fails QUIC is an error, not "not supported"', async () => {
     // Forced QUIC towards the H1/H2-only port, while discovery saw h3 advertised.
     const url = origin.noH3BaseUrl + '/page-15k.html'

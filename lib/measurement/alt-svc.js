@@ -1,6 +1,5 @@
 // Alt-Svc (RFC 7838) as servers send it: `h3=":443"; ma=86400, h3-29=":443"`,
 // or `clear`. Only what discovery needs: which protocols, where, how long.
-import { normalizeProtocol } from './protocol.js'
 
 /**
  * @param {string | null | undefined} header
@@ -21,9 +20,13 @@ export function parseAltSvc (header) {
 }
 
 /**
- * Whether an Alt-Svc header offers HTTP/3 in any spelling (h3, h3-29, quic).
+ * Whether an Alt-Svc header offers the HTTP/3 today's browsers speak: `h3`
+ * (RFC 9114) with a lifetime. Chromium and Firefox no longer speak the
+ * drafts (`h3-29`) or Google QUIC (`quic`), and an entry with `ma=0` has
+ * expired as it arrives: an origin that offers only those offers a user
+ * no HTTP/3. Another port is fine (browsers go there).
  * @param {string | null | undefined} header
  */
 export function advertisesH3 (header) {
-  return parseAltSvc(header).some((a) => normalizeProtocol(a.protocol) === 'h3')
+  return parseAltSvc(header).some((a) => a.protocol.toLowerCase() === 'h3' && a.max_age_s !== 0)
 }
