@@ -187,7 +187,7 @@ function tlsOptions (config) {
 
 /**
  * @param {{ db: import('pg').Pool, config: import('../lib/runtime/config.js').Config, log: import('pino').Logger,
- *   labOrigin?: { server: string, version: string | null, distorts_h3: boolean } | null }} context
+ *   labOrigin?: import('./types.js').LabOrigin | null }} context
  */
 export async function buildApp (context) {
   /** @type {Set<() => unknown>} */

@@ -5,7 +5,7 @@ import { resealJourneySecrets } from '../lib/store/monitors.js'
 
 /**
  * @param {{ db: import('pg').Pool, config: import('../lib/runtime/config.js').Config, log: import('pino').Logger,
- *   labOrigin?: { server: string, version: string | null, distorts_h3: boolean } | null }} context
+ *   labOrigin?: import('./types.js').LabOrigin | null }} context
  * @returns {Promise<{ app: import('fastify').FastifyInstance, url: string, close: () => Promise<void> }>}
  */
 export async function startApi (context) {

@@ -12,6 +12,9 @@ export interface LabOrigin {
   server: string
   version: string | null
   distorts_h3: boolean
+  /** false once the origin exited while serving (lab/origin.js) */
+  running: boolean
+  exited_at: string | null
 }
 
 /** An agent's bearer token, as authenticateAgent resolves it. */

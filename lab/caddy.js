@@ -77,11 +77,13 @@ export async function caddyVersion (caddyPath) {
 /**
  * The lab origin as the API reports it. Caddy older than the pinned version
  * is taken to distort H3 connects (measured on 2.6.2, docs/QUIC-HANDSHAKE.md).
+ * `running` turns false, and `exited_at` says when, if it exits while
+ * serving (lab/origin.js).
  * @param {string | null} version
- * @returns {{ server: 'caddy', version: string | null, distorts_h3: boolean }}
+ * @returns {{ server: 'caddy', version: string | null, distorts_h3: boolean, running: boolean, exited_at: string | null }}
  */
 export function labOriginInfo (version) {
-  return { server: 'caddy', version, distorts_h3: version === null || olderThan(version, CADDY_VERSION) }
+  return { server: 'caddy', version, distorts_h3: version === null || olderThan(version, CADDY_VERSION), running: true, exited_at: null }
 }
 
 /** @param {string} a @param {string} b */

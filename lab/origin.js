@@ -160,8 +160,11 @@ export async function startOrigin ({
   log.info({ port, netns, caddyPid: child.pid, caddy, version: labOrigin.version }, 'lab origin serving')
   // Caddy gone while serving (killed, crashed): every lab round fails from
   // then on with a connection error, so the log says why, once, as linkem's does.
+  // GET /api/v1/locations and the Locations page say so too (labOrigin).
   exited.then(([code, signal]) => {
-    if (!stopping) log.error({ port, netns, code, signal, logTail: output.tail.slice(-5) }, 'lab origin (Caddy) exited unexpectedly; lab rounds fail until h3lens is restarted')
+    if (stopping) return
+    Object.assign(labOrigin, { running: false, exited_at: new Date().toISOString() })
+    log.error({ port, netns, code, signal, logTail: output.tail.slice(-5) }, 'lab origin (Caddy) exited unexpectedly; lab rounds fail until h3lens is restarted')
   })
 
   return {
@@ -179,7 +182,7 @@ export async function startOrigin ({
     /** The lab's certificate authority, which issued certPath's leaf (what Firefox trusts). */
     caPath: cert.caPath,
     keyPath: cert.keyPath,
-    /** Which server answers, for GET /api/v1/locations: { server: 'caddy', version, distorts_h3 }. */
+    /** Which server answers, for GET /api/v1/locations: { server: 'caddy', version, distorts_h3, running, exited_at }. */
     labOrigin,
     pages,
     endpoints: {

@@ -54,8 +54,8 @@ test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', 
     // The locations say which Caddy the lab runs: the pinned one when setup installed it.
     const { lab_origin: labOrigin } = await (await fetch(`${api}/api/v1/locations`, { headers: auth })).json()
     assert.deepEqual(labOrigin, chooseCaddy().pinned
-      ? { server: 'caddy', version: '2.11.7', distorts_h3: false }
-      : { server: 'caddy', version: '2.6.2', distorts_h3: true })
+      ? { server: 'caddy', version: '2.11.7', distorts_h3: false, running: true, exited_at: null }
+      : { server: 'caddy', version: '2.6.2', distorts_h3: true, running: true, exited_at: null })
   } finally {
     h3lens.child.kill('SIGTERM')
     const { code } = await h3lens.exited

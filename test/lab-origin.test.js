@@ -197,7 +197,7 @@ setInterval(() => {}, 1000)`
   })
 
   test('runs the Caddy 2.11.7 that setup installed, and says it does not distort H3', { skip: !chooseCaddy().pinned && 'setup could not install Caddy 2.11.7 (see its warning)' }, () => {
-    assert.deepEqual(origin.labOrigin, { server: 'caddy', version: '2.11.7', distorts_h3: false })
+    assert.deepEqual(origin.labOrigin, { server: 'caddy', version: '2.11.7', distorts_h3: false, running: true, exited_at: null })
   })
 
   test("on Debian's Caddy 2.6.2 it still serves, warns in the log, and reports that H3 may be distorted", async () => {
@@ -206,7 +206,7 @@ setInterval(() => {}, 1000)`
     const log = pino({ level: 'info' }, { write: (line) => lines.push(JSON.parse(line)) })
     const debian = await startOrigin({ dataDir: otherDir, port: await freePort(), log, caddyPath: DEBIAN_CADDY })
     try {
-      assert.deepEqual(debian.labOrigin, { server: 'caddy', version: '2.6.2', distorts_h3: true })
+      assert.deepEqual(debian.labOrigin, { server: 'caddy', version: '2.6.2', distorts_h3: true, running: true, exited_at: null })
       const res = await request({ port: debian.port, ca: await readFile(debian.certPath), path: '/noop' })
       assert.equal(res.status, 204)
       const warning = lines.find((l) => l.level === 40 && /quic-go 3760/.test(l.msg))
@@ -229,6 +229,8 @@ setInterval(() => {}, 1000)`
       const gone = await eventually(async () => lines.find((l) => l.level === 50), { what: 'an error line', timeoutMs: 10_000 })
       assert.equal(gone.msg, 'lab origin (Caddy) exited unexpectedly; lab rounds fail until h3lens is restarted')
       assert.equal(gone.port, killed.port)
+      assert.equal(killed.labOrigin.running, false, 'what GET /api/v1/locations reports')
+      assert.ok(killed.labOrigin.exited_at)
       await killed.stop()
       assert.equal(lines.filter((l) => l.level >= 50).length, 1, 'stopping it is no second error')
     } finally {

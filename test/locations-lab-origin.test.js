@@ -17,6 +17,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createTestDatabase } from './helpers/db.js'
 import { freePort } from '../dev/free-port.js'
 import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled } from '../dev/browser.js'
+import { eventually } from './helpers/eventually.js'
 
 let database, apiKey, chromium, dataDir
 
@@ -39,9 +40,15 @@ after(async () => {
  * `caddyPath` is null), and what a user sees of the lab origin.
  * @param {string | null | undefined} caddyPath undefined = the lab's own choice
  */
-async function withLab (caddyPath, fn) {
-  const log = createLogger({ logLevel: 'silent' })
+async function withLab (caddyPath, fn, { killCaddy = false } = {}) {
+  /** @type {any[]} */
+  const lines = []
+  const log = createLogger({ logLevel: 'info', destination: { write: (/** @type {string} */ l) => { lines.push(JSON.parse(l)) } } })
   const origin = caddyPath === null ? null : await startOrigin({ dataDir, port: await freePort(), caddyPath, log })
+  if (killCaddy) {
+    process.kill(lines.find((l) => l.msg === 'lab origin serving').caddyPid, 'SIGKILL')
+    await eventually(async () => lines.some((l) => l.level === 50), { timeoutMs: 10_000, what: 'the lab origin gone' })
+  }
   const config = loadConfig({ PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'silent' })
   const api = await startApi({ db: database.pool, config, log, labOrigin: origin?.labOrigin ?? null })
   try {
@@ -68,7 +75,7 @@ async function withLab (caddyPath, fn) {
 
 test("on Debian's Caddy 2.6.2 the Locations API and page say lab H3 connects may be distorted", async () => {
   await withLab(DEBIAN_CADDY, ({ body, seen }) => {
-    assert.deepEqual(body.lab_origin, { server: 'caddy', version: '2.6.2', distorts_h3: true })
+    assert.deepEqual(body.lab_origin, { server: 'caddy', version: '2.6.2', distorts_h3: true, running: true, exited_at: null })
     assert.equal(body.items[0].id, 'local')
     assert.equal(seen.warnings.length, 1, 'one warning banner')
     assert.match(seen.warnings[0], /Lab H3 connects may be distorted/)
@@ -80,10 +87,20 @@ test("on Debian's Caddy 2.6.2 the Locations API and page say lab H3 connects may
 
 test('on the Caddy 2.11.7 that setup installed there is no warning', { skip: !chooseCaddy().pinned && 'setup could not install Caddy 2.11.7 (see its warning)' }, async () => {
   await withLab(undefined, ({ body, seen }) => {
-    assert.deepEqual(body.lab_origin, { server: 'caddy', version: '2.11.7', distorts_h3: false })
+    assert.deepEqual(body.lab_origin, { server: 'caddy', version: '2.11.7', distorts_h3: false, running: true, exited_at: null })
     assert.deepEqual(seen.warnings, [])
     assert.match(seen.text, /Lab origin\s*Caddy 2\.11\.7/)
   })
+})
+
+test('a lab origin whose Caddy exits while it serves: the Locations API and page say it is down and lab rounds fail until a restart', async () => {
+  await withLab(undefined, ({ body, seen }) => {
+    assert.equal(body.lab_origin.running, false)
+    assert.ok(Date.now() - Date.parse(body.lab_origin.exited_at) < 60_000, body.lab_origin.exited_at)
+    assert.equal(seen.warnings.length, 1, 'one warning banner')
+    assert.match(seen.warnings[0], /^The lab origin is down: its Caddy exited (just now|\d+ s ago), so every round at a lab location fails until h3lens is restarted/)
+    assert.match(seen.text, /Lab origin\s*Caddy [\d.]+ \(down\)/)
+  }, { killCaddy: true })
 })
 
 test('an API that runs no lab reports no lab origin and shows no warning', async () => {

@@ -25,7 +25,9 @@ export default async function locationRoutes (app) {
               properties: {
                 server: { type: 'string', example: 'caddy' },
                 version: { type: 'string', nullable: true, example: '2.11.7' },
-                distorts_h3: { type: 'boolean' }
+                distorts_h3: { type: 'boolean' },
+                running: { type: 'boolean', description: 'false once the origin exited while serving (killed, crashed): lab rounds fail until h3lens is restarted' },
+                exited_at: { type: 'string', format: 'date-time', nullable: true, description: 'When it exited; null while it runs' }
               }
             }
           }

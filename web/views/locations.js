@@ -27,7 +27,7 @@ export async function render () {
   const [{ items: locations, lab_origin: labOrigin }, agents] = await Promise.all([api.locationsAndLab(), api.agents()])
   const head = h('div', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Locations and agents'),
     h('p', { class: 'sub' }, 'Where measurements come from. Lab locations emulate a network path on this machine; real ones are agents elsewhere; WebPageTest ones are wptagent nodes.')))
-  const originWarning = labOrigin?.distorts_h3 ? distortionNotice(labOrigin) : null
+  const originWarning = labOrigin && !labOrigin.running ? originDown(labOrigin) : labOrigin?.distorts_h3 ? distortionNotice(labOrigin) : null
   if (!locations.length) return [head, originWarning, emptyState('No locations', 'Start the lab or register an agent with `h3lens agents token --location ID`.')].filter(Boolean)
   const live = agents.filter((a) => !a.revoked_at)
   const healthy = live.filter((a) => a.alive).length
@@ -37,9 +37,17 @@ export async function render () {
     h('div', { class: 'tiles' },
       h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Locations'), h('span', { class: 'tile-v' }, locations.length)),
       h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Agents healthy'), h('span', { class: `tile-v${healthy < live.length ? ' bad' : ''}` }, `${healthy} / ${live.length}`)),
-      labOrigin ? h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Lab origin'), h('span', { class: `tile-v${labOrigin.distorts_h3 ? ' bad' : ''}` }, `Caddy ${labOrigin.version ?? '?'}`)) : null),
+      labOrigin ? h('div', { class: 'tile' }, h('span', { class: 'tile-l' }, 'Lab origin'),
+        h('span', { class: `tile-v${labOrigin.distorts_h3 || !labOrigin.running ? ' bad' : ''}` }, `Caddy ${labOrigin.version ?? '?'}${labOrigin.running ? '' : ' (down)'}`)) : null),
     h('div', { class: 'loc-grid' }, locations.map((l) => card(l, agents.filter((a) => a.location_id === l.id))))
   ].filter(Boolean)
+}
+
+/** The lab origin exited while serving: every lab round fails until h3lens is restarted. */
+function originDown (labOrigin) {
+  return h('div', { class: 'notice warn', role: 'alert' }, h('strong', {}, 'The lab origin is down: '),
+    'its Caddy exited ', labOrigin.exited_at ? timeEl(labOrigin.exited_at, ago(labOrigin.exited_at)) : 'while serving',
+    ', so every round at a lab location fails until h3lens is restarted. The log says why ("lab origin (Caddy) exited unexpectedly").')
 }
 
 /** Debian's Caddy 2.6.2 as the lab origin slows some lab H3 connects (lab/caddy.js). */
