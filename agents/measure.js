@@ -349,6 +349,12 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null }) {
   const status = err instanceof PageLoadError || err instanceof ProbeError ? err.status : 'error'
   const message = err instanceof Error ? err.message : String(err)
   if (err instanceof PageLoadError && err.failureKind) return { status, error: message, failure_kind: err.failureKind }
+  // A page whose document never ends (it streams without end, or stalls
+  // after its headers) is told from one that never answered.
+  if (status === 'timeout' && doc?.arriving) {
+    const got = doc.received_bytes > 0 ? ` (${doc.received_bytes.toLocaleString('en-US')} bytes of it by then)` : ''
+    return { status, error: `${message}: the document answered, but its body was still arriving${got}` }
+  }
   if (status !== 'error' || !doc || (err instanceof PageLoadError && err.httpStatus !== null)) return { status, error: message }
   if (doc.incomplete) return { status, error: `incomplete document: ${doc.incomplete}: ${doc.url}`, failure_kind: 'truncated' }
   if (mode === 'h3' && !doc.responded && QUIC_REFUSED.test(doc.failed ?? '') && forced.includes(hostPort(doc.url))) {

@@ -1,5 +1,5 @@
 // Pages a browser shows as no page (a download, a 204), that ask for a
-// login, that are cut short,
+// login, that are cut short or never end,
 // or that go on to another by themselves right after they load: in Chromium
 // and in Firefox a run says what happened (and what to monitor instead),
 // soon, and leaves nothing behind; a page a script replaces before its load
@@ -87,6 +87,13 @@ async function startOddPages () {
       return
     }
     if (req.url === '/slow') return setTimeout(() => html('<p>a page that answers late'), SLOW_MS)
+    // A document that streams without end: its load never finishes.
+    if (req.url === '/streams') {
+      res.writeHead(200, { 'content-type': 'text/html' }).write(`<!doctype html><p>live${' '.repeat(4000)}`)
+      const more = setInterval(() => res.write(`<p>more${' '.repeat(1000)}</p>`), 200)
+      res.on('close', () => clearInterval(more))
+      return
+    }
     // A page that starts a download once loaded stays: no leaving.
     // A redirect to plain HTTP on this TLS port: the hop that fails came over no protocol of the arm's.
     if (req.url === '/to-http') return res.writeHead(302, { location: `http://${origin.hostname}:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/next` }).end()
@@ -209,6 +216,11 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     assert.equal(toHttp.status, 'error', toHttp.error)
     assert.notEqual(toHttp.observed_protocol, 'h2', `the failed hop is http://…/next (${toHttp.error})`)
     assert.equal(toHttp.protocol_ok, false)
+    // A document that never ends is told from a server that never answered.
+    const streams = await measurePage({ pool, url: `${odd.base}/streams`, mode: 'h2', extraFlags: lab, timeoutMs: 3000 })
+    assert.equal(streams.status, 'timeout')
+    assert.match(streams.error, /^load did not finish within 3000 ms: https:\/\/\S+\/streams: the document answered, but its body was still arriving \([\d,]+ bytes of it by then\)$/)
+    assert.ok(streams.bytes > 10_000, `the bytes that came are counted: ${streams.bytes}`)
     assert.match(r['/download'].error, /^net::ERR_ABORTED at /, 'Chromium\'s own words first')
     assert.match(r['/no-content'].error, /^net::ERR_ABORTED at /)
   } finally {
