@@ -66,9 +66,13 @@ function describe ({ count, type, text }) {
  * when the page has no credentials, and Firefox shows the 401 answer.
  * Requests that ask no login are never held.
  * @param {import('puppeteer-core').Page} page
+ * @param {string} browser the run's (chromium, firefox)
  */
-export async function cancelLogins (page) {
-  // A WebDriver BiDi page's frame has its browsing context; a CDP page's has none.
-  const context = /** @type {{ browsingContext?: { addIntercept: (o: { phases: string[] }) => Promise<unknown> } }} */ (/** @type {unknown} */ (page.mainFrame())).browsingContext
-  await context?.addIntercept({ phases: ['authRequired'] })
+export async function cancelLogins (page, browser) {
+  if (browser !== 'firefox') return
+  // Puppeteer's WebDriver BiDi frame holds its browsing context (pinned in
+  // package.json); without it Firefox's logins would time out again unseen.
+  const context = /** @type {{ browsingContext?: { addIntercept?: (o: { phases: string[] }) => Promise<unknown> } }} */ (/** @type {unknown} */ (page.mainFrame())).browsingContext
+  if (!context?.addIntercept) throw new Error('this Puppeteer gives no WebDriver BiDi browsing context to cancel a page\'s logins through')
+  await context.addIntercept({ phases: ['authRequired'] })
 }

@@ -142,7 +142,7 @@ export async function measure (opts, steps) {
       // A dialog is answered at once and noted on the result being loaded
       // then: the latest of the run's (a repeat view is added before its load).
       answerDialogs(page, () => extra.at(-1) ?? result)
-      await cancelLogins(page)
+      await cancelLogins(page, plan.browser)
       network = await plan.recordNetwork(page)
       navigating = true
       const infrastructure = (/** @type {unknown} */ err) => infrastructureFault(err, { browser, navigating, rendererCrashed })
@@ -352,7 +352,7 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null }) {
   // A page whose document never ends (it streams without end, or stalls
   // after its headers) is told from one that never answered.
   if (status === 'timeout' && doc?.arriving) {
-    const got = doc.received_bytes > 0 ? ` (${doc.received_bytes.toLocaleString('en-US')} bytes of it by then)` : ''
+    const got = doc.arrived_bytes > 0 ? ` (${doc.arrived_bytes.toLocaleString('en-US')} bytes by then)` : ''
     return { status, error: `${message}: the document answered, but its body was still arriving${got}` }
   }
   if (status !== 'error' || !doc || (err instanceof PageLoadError && err.httpStatus !== null)) return { status, error: message }

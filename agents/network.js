@@ -177,8 +177,9 @@ async function recordCdp (page) {
 }
 
 /**
- * @typedef {{ url: string, responded: boolean, failed: string | null, incomplete: string | null, arriving: boolean, received_bytes: number }} DocumentOutcome
- *   arriving: answered, and its body still coming (neither finished nor failed); received_bytes: of its body so far
+ * @typedef {{ url: string, responded: boolean, failed: string | null, incomplete: string | null, arriving: boolean, arrived_bytes: number }} DocumentOutcome
+ *   arriving: answered, and its body still coming (neither finished nor failed); arrived_bytes: what came so far, counted as the
+ *   request's bytes are (on the wire where the browser reports it)
  */
 
 /**
@@ -210,7 +211,7 @@ export function documentOutcome (rec) {
     const got = identity ? rec.received_bytes : rec.bytes
     if (got < rec.declared_bytes) incomplete = `received ${grouped(got)} of ${grouped(rec.declared_bytes)} declared bytes`
   }
-  return { url: rec.url, responded: rec.responded, failed: rec.failed, incomplete, arriving: Boolean(rec.responded && !rec.finished && !rec.failed), received_bytes: rec.received_bytes }
+  return { url: rec.url, responded: rec.responded, failed: rec.failed, incomplete, arriving: Boolean(rec.responded && rec.end === null), arrived_bytes: rec.received_encoded_bytes || rec.received_bytes }
 }
 
 /**
@@ -226,8 +227,9 @@ function toDetail (rec, sinceFirst) {
     protocol: rec.protocol,
     status: rec.status,
     // A response still arriving (a load that timed out on a document that
-    // streams without end) has what came so far.
-    bytes: rec.finished || rec.failed ? rec.bytes : rec.received_encoded_bytes || rec.received_bytes,
+    // streams without end) has what came so far; one that ended (finished,
+    // failed, or a redirect hop) its count.
+    bytes: rec.end !== null ? rec.bytes : rec.received_encoded_bytes || rec.received_bytes,
     start_ms: sinceFirst(rec.start),
     end_ms: sinceFirst(rec.end),
     connection_id: rec.connection_id,

@@ -51,8 +51,8 @@ declare module 'fastify' {
     agentRequests: (request: FastifyRequest) => Promise<number>
     /** api/plugins/metrics.js */
     metrics: ReturnType<typeof createMetrics>
-    /** api/plugins/errors.js: when a write last failed for want of disk space or memory, and why; null since one succeeded */
-    databaseWrites: { failedAt: number | null, message: string | null }
+    /** api/plugins/errors.js: when a write last failed for want of disk space or memory, why, and on which route (null once that route stores again); failed() records one */
+    databaseWrites: { failedAt: number | null, message: string | null, route: string | null, failed: (request: FastifyRequest, err: any) => void }
   }
 
   interface FastifyRequest {
@@ -73,6 +73,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** api/plugins/auth.js: one of AUTH; filled in for every route */
     auth?: string
+    /** api/plugins/errors.js: what the route stores (results), one kind of write for /healthz whichever route */
+    stores?: string
   }
 }
 

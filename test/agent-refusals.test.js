@@ -163,7 +163,7 @@ test('a database out of disk space is a 503 to retry, not a 500, and /healthz sa
     assert.equal(health.status, 503)
     const down = await health.json()
     assert.equal(down.database, 'out_of_resources')
-    assert.match(down.message, /^database out of disk space or memory: reads answer, but a write failed at .* \(could not extend file .*No space left on device\) and none has succeeded since$/)
+    assert.match(down.message, /^database out of disk space or memory: reads answer, but a write \(results\) failed at .* \(could not extend file .*No space left on device\) and has not succeeded since$/)
     const second = await s.monitor('second')
     await new Promise((resolve) => setTimeout(resolve, 2000))
     assert.deepEqual(measured, [first.jobId], 'no other round is claimed while the API cannot store')

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { createTestDatabase } from './helpers/db.js'
 import { eventually } from './helpers/eventually.js'
-import { createLogger } from '../lib/runtime/log.js'
+import { createLogger, repeatedFailures } from '../lib/runtime/log.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { createPool } from '../lib/runtime/db.js'
 import { scheduleDueJobs, expireLeases } from '../lib/store/jobs.js'
@@ -66,12 +66,43 @@ test('a database down for minutes: each scheduler loop warns once, then once a m
       assert.ok(still.failures > 10, still.msg)
     }
     await database.create()
-    await eventually(async () => ['rounds', 'upkeep'].every((loop) => lines.some((l) => l.level === 30 && l.msg.startsWith(`scheduler ${loop} works again after `))), { timeoutMs: 10_000, what: 'both loops back' })
+    await eventually(async () => ['rounds', 'upkeep'].every((loop) => lines.some((l) => l.level === 30 && l.msg === `scheduler ${loop} works again`)), { timeoutMs: 10_000, what: 'both loops back' })
     assert.equal(warnings().length, 4, 'no warning once the database is back')
   } finally {
     await scheduler.stop()
     await database.drop()
   }
+})
+
+test('work that fails now and then warns at most once a minute, and says it works again only after a warning', () => {
+  /** @type {any[]} */
+  const lines = []
+  const log = createLogger({ logLevel: 'info', destination: { write: (/** @type {string} */ l) => { lines.push(JSON.parse(l)) } } })
+  let clock = Date.parse('2026-01-01T00:00:00Z')
+  const work = repeatedFailures(log, 'alert evaluation', { now: () => clock })
+  const oops = new Error('out of memory')
+  work.failed(oops)
+  work.succeeded()
+  // Failing and working by turns within the minute: no more lines.
+  for (let i = 0; i < 20; i++) {
+    clock += 1000
+    work.failed(oops)
+    work.succeeded()
+  }
+  clock += 41_000
+  work.failed(oops)
+  work.succeeded()
+  work.succeeded()
+  assert.deepEqual(lines.map((l) => l.msg), [
+    'alert evaluation failed; retrying next tick',
+    'alert evaluation works again',
+    'alert evaluation failed again: 21 times since 2026-01-01T00:00:01.000Z; retrying next tick',
+    'alert evaluation works again'
+  ])
+  // A clock stepped back an hour is time gone by, not a minute still to wait.
+  clock -= 3_600_000
+  work.failed(oops)
+  assert.equal(lines.at(-1).msg, 'alert evaluation failed; retrying next tick')
 })
 
 test('two agents claiming at once never lease the same job, and only their own location', async () => {

@@ -17,12 +17,21 @@ export default fp(async (app) => {
   app.addHook('onRoute', (route) => documentErrors(route))
   // A database out of disk space or memory still answers a read (/healthz's
   // SELECT 1) while writes fail: the last such failure is kept for /healthz
-  // until a write succeeds again.
+  // until the route it failed on stores again (a smaller write elsewhere,
+  // an agent's heartbeat, may still fit where its results do not).
   /** @type {import('fastify').FastifyInstance['databaseWrites']} */
-  const writes = { failedAt: null, message: null }
+  const writes = {
+    failedAt: null,
+    message: null,
+    route: null,
+    failed (request, err) {
+      if (!isDatabaseOutOfResources(err) || READ_METHODS.has(request.method)) return
+      Object.assign(writes, { failedAt: Date.now(), message: err.message, route: routeOf(request) })
+    }
+  }
   app.decorate('databaseWrites', writes)
   app.addHook('onResponse', async (request, reply) => {
-    if (writes.failedAt !== null && !READ_METHODS.has(request.method) && reply.statusCode < 400) writes.failedAt = writes.message = null
+    if (writes.route !== null && reply.statusCode < 400 && routeOf(request) === writes.route) Object.assign(writes, { failedAt: null, message: null, route: null })
   })
   app.setErrorHandler((/** @type {any} */ err, request, reply) => {
     if (err.validation) {
@@ -33,7 +42,7 @@ export default fp(async (app) => {
     }
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ err: err.message, url: request.routeOptions.url, method: request.method }, 'database unavailable')
-      if (isDatabaseOutOfResources(err)) Object.assign(writes, { failedAt: Date.now(), message: err.message })
+      writes.failed(request, err)
       return reply.code(503).header('retry-after', String(RETRY_AFTER_S)).send({
         statusCode: 503,
         error: 'Service Unavailable',
@@ -68,6 +77,14 @@ export default fp(async (app) => {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * The kind of write a request makes, which a failed write is kept by: what
+ * its route stores (`config.stores`: the results routes of agents,
+ * WebPageTest agents and imports are one kind), else its method and route.
+ * @param {import('fastify').FastifyRequest} request
+ */
+const routeOf = (request) => request.routeOptions.config.stores ?? `${request.method} ${request.routeOptions.url ?? ''}`
 
 /**
  * The content types a route reads: those its body schema names, or JSON.

@@ -191,6 +191,7 @@ export default async function agentProtocolRoutes (app) {
   })
 
   app.post('/jobs/:id/results', {
+    config: { stores: 'results' },
     // A round of a page with many requests lists each of them (thousands
     // on a heavy page): this route takes what a round of the batch route may.
     bodyLimit: BATCH_BODY_LIMIT,
@@ -235,6 +236,7 @@ export default async function agentProtocolRoutes (app) {
   })
 
   app.post('/results', {
+    config: { stores: 'results' },
     // Many rounds a request: an agent's spool after an outage, or a busy agent.
     bodyLimit: BATCH_BODY_LIMIT,
     schemaErrorFormatter: rangeErrorsAre422,

@@ -5,9 +5,9 @@ import { VERSION } from '../../lib/runtime/version.js'
 // the pool's 10 s connect timeout.
 const DATABASE_CHECK_MS = 800
 // A write that failed for want of disk space or memory makes the database
-// unavailable here until a write succeeds, or for this long after the last
-// such failure when nothing writes in between (an agent with spooled results
-// tries again every few seconds).
+// unavailable here until that kind of write (its route) succeeds, or for
+// this long after the last such failure when none is tried in between (an
+// agent with spooled results tries again every few seconds).
 const WRITE_FAILURE_HELD_MS = 5 * 60_000
 
 const healthSchema = {
@@ -18,7 +18,7 @@ const healthSchema = {
     database: {
       type: 'string',
       enum: ['ok', 'timeout', 'unreachable', 'out_of_resources'],
-      description: 'ok, timeout (no answer within 800 ms), unreachable, or out_of_resources (it answers, but the last write failed for want of disk space or memory, and none has succeeded since)'
+      description: 'ok, timeout (no answer within 800 ms), unreachable, or out_of_resources (it answers, but a write failed for want of disk space or memory and that kind of write has not succeeded since)'
     },
     message: { type: 'string', description: 'What is down, when something is' }
   }
@@ -33,7 +33,7 @@ export default async function healthRoutes (app) {
   app.get('/healthz', {
     schema: {
       description: `Liveness and database check, answered within a second. 200 when the database answers within ${DATABASE_CHECK_MS} ms ` +
-        'and no write has failed for want of disk space or memory since the last that succeeded; 503 naming the dependency that is down otherwise.',
+        'and no write has failed for want of disk space or memory that has not succeeded again since; 503 naming the dependency that is down otherwise.',
       tags: ['service'],
       response: { 200: healthSchema, 503: healthSchema }
     }
@@ -41,7 +41,7 @@ export default async function healthRoutes (app) {
     const writes = app.databaseWrites
     const database = await checkDatabase(app.db)
     if (database.state === 'ok' && writes.failedAt !== null && Date.now() - writes.failedAt < WRITE_FAILURE_HELD_MS) {
-      Object.assign(database, { state: 'out_of_resources', detail: `out of disk space or memory: reads answer, but a write failed at ${new Date(writes.failedAt).toISOString()} (${writes.message}) and none has succeeded since` })
+      Object.assign(database, { state: 'out_of_resources', detail: `out of disk space or memory: reads answer, but a write (${writes.route}) failed at ${new Date(writes.failedAt).toISOString()} (${writes.message}) and has not succeeded since` })
     }
     if (database.state === 'ok') return { status: 'ok', version: VERSION, database: 'ok' }
     request.log.warn({ database: database.state, err: database.detail }, 'health check: database down')

@@ -28,6 +28,7 @@ export default async function importRoutes (app) {
   })
 
   app.post('/monitors/:id/results/import', {
+    config: { stores: 'results' },
     schema: {
       description: 'Import results into a monitor, one JSON object per line (`application/x-ndjson`) in the field names of the NDJSON export ' +
         '(`GET /api/v1/results?format=ndjson`), so an export restores as is. `time`, `location_id` and `mode` are required; `probe` defaults to page, ' +

@@ -151,6 +151,7 @@ export default async function rumIngestRoutes (app) {
         if (err.statusCode >= 400 && err.statusCode < 500) return refuse(request, reply, err.statusCode, 'invalid', err.message, err.field)
         if (err.code === 'overloaded') return refuse(request, reply, 503, 'overloaded', err.message, undefined, 1)
         request.log.error({ err: isDatabaseUnavailable(err) ? err.message : err, url: request.routeOptions.url }, 'beacon not stored')
+        app.databaseWrites.failed(request, err)
         return refuse(request, reply, 503, 'failed', 'the beacon could not be stored', undefined, 5)
       }
     }, async (request, reply) => {

@@ -170,6 +170,7 @@ export default async function wptRoutes (app) {
   })
 
   app.post('/work/workdone.php', {
+    config: { stores: 'results' },
     bodyLimit: WPT_UPLOAD_LIMIT,
     // Every refusal is logged with its reason, test, location and agent:
     // wptagent ignores the status and logs nothing of the answer.

@@ -260,10 +260,11 @@ async function readRounds (db, w) {
  * Above ROUND_CAP usable rounds the bootstrap resamples an evenly spaced
  * subsample of m of the n rounds, while H2, H3 and Δ are the percentiles of
  * all n (exact, from the database): an m-out-of-n bootstrap. Its spread
- * around the subsample's Δ, scaled by √(m/n) (sample percentiles converge at
- * 1/√rounds), is laid around the Δ of all n rounds, so the interval and
- * p-value describe the estimate that is shown. Below the cap m = n and
- * nothing is scaled. The paired test, Mann–Whitney and Cliff's δ read the
+ * around the subsample's Δ, scaled by (m/n)^rate (spreadRate: ½ for smooth
+ * timings, whose percentiles converge at 1/√rounds; not at all for tied
+ * timings or a percentile in a gap, see testedRow), is laid around the Δ
+ * of all n rounds, so the interval and p-value describe the estimate that
+ * is shown. Below the cap m = n and nothing is scaled. The paired test, Mann–Whitney and Cliff's δ read the
  * m rounds and say so (paired.rounds).
  * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null }, percentiles: number[], qs: number[], seed: string, browser: string }} o
  * @returns {Entry}

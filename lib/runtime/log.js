@@ -24,32 +24,41 @@ export function createLogger ({ logLevel = 'info', name = 'h3lens', destination 
 
 /**
  * The warnings of work retried on a short timer that may fail for minutes
- * on end (the scheduler's loops, each tick while the database is down): the
- * first failure is logged, then at most one line each `everyMs` saying how
- * many there have been since, and one line when the work succeeds again.
- * A line a second per loop would fill the disk an outage may have filled.
+ * on end (the scheduler's loops, each tick while the database is down): a
+ * failure is logged, then at most one line each `everyMs` with how many
+ * there have been since the last line, and one line when the work succeeds
+ * after a logged failure. Work that fails now and then (a statement out of
+ * memory) stays within the same lines a minute. A line a second per loop
+ * would fill the disk an outage may have filled.
  * @param {import('pino').Logger} log
  * @param {string} what the work, as a log line names it ("scheduler rounds")
  * @param {{ everyMs?: number, now?: () => number }} [o] now: the clock (tests pass their own)
  */
 export function repeatedFailures (log, what, { everyMs = 60_000, now = Date.now } = {}) {
-  let failures = 0
+  let unlogged = 0
   let since = 0
-  let loggedAt = 0
+  let loggedAt = -Infinity
+  // A failure logged and no success since.
+  let failing = false
   return {
     /** @param {any} err */
     failed (err) {
       const t = now()
-      if (failures++ === 0) since = t
-      else if (t - loggedAt < everyMs) return
-      loggedAt = t
+      if (unlogged++ === 0) since = t
+      // A clock stepped back counts as time gone by.
+      if (Math.abs(t - loggedAt) < everyMs) return
       const first = new Date(since).toISOString()
-      if (failures === 1) log.warn({ err: err?.message ?? String(err) }, `${what} failed; retrying next tick`)
-      else log.warn({ err: err?.message ?? String(err), failures, since: first }, `${what} still failing: ${failures} times since ${first}; retrying next tick`)
+      const fields = { err: err?.message ?? String(err), ...(unlogged > 1 ? { failures: unlogged, since: first } : {}) }
+      if (unlogged === 1) log.warn(fields, `${what} failed; retrying next tick`)
+      else log.warn(fields, `${what} ${failing ? 'still failing' : 'failed again'}: ${unlogged} times since ${first}; retrying next tick`)
+      loggedAt = t
+      unlogged = 0
+      failing = true
     },
     succeeded () {
-      if (failures) log.info({ failures, since: new Date(since).toISOString() }, `${what} works again after ${failures} failure${failures === 1 ? '' : 's'}`)
-      failures = 0
+      if (!failing) return
+      failing = false
+      log.info(`${what} works again`)
     }
   }
 }
