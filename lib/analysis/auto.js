@@ -131,7 +131,10 @@ export async function autoComparison (db, { monitor, metric, percentiles: asked,
   for (const e of entries) {
     for (const visit of AUTO_VISITS) {
       for (const row of e.visits[visit].rows) {
-        for (const c of CONTRASTS) judgeCell(row.contrasts[c.id], minEffect, row.worst?.[c.id])
+        for (const c of CONTRASTS) {
+          judgeCell(row.contrasts[c.id], minEffect, row.worst?.[c.id])
+          delete row.contrasts[c.id].draws
+        }
         row.received_gain = receivedGain(row)
         delete row.gain_draws
         delete row.worst
@@ -234,7 +237,8 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
       }
       const draws = boot.draws[c.arm][k].map((x, i) => x - boot.draws[c.ref][k][i])
       const s = bootstrapSummary(draws, estimate)
-      contrasts[c.id] = { ...base, ci_low_ms: s.lo, ci_high_ms: s.hi, p_value: s.p, p_adjusted: null, verdict: null, reason: null, reason_code: null }
+      // draws: for the worst case of failures (judgeCell); not answered.
+      contrasts[c.id] = { ...base, ci_low_ms: s.lo, ci_high_ms: s.hi, p_value: s.p, p_adjusted: null, verdict: null, reason: null, reason_code: null, draws }
     }
     const row = {
       percentile: p, rounds: n, min_rounds: minRoundsFor(p),
@@ -319,7 +323,7 @@ function judgeCell (cell, minEffect, worst) {
     return
   }
   const [faster, other] = worst ? (cell.delta_ms < 0 ? [worst.arm, worst.ref] : [worst.ref, worst.arm]) : [null, null]
-  const moved = faster ? fallsInWorstCase({ delta: cell.delta_ms, lo: cell.ci_low_ms, hi: cell.ci_high_ms, threshold }, faster.shift) : null
+  const moved = faster ? fallsInWorstCase({ delta: cell.delta_ms, lo: cell.ci_low_ms, hi: cell.ci_high_ms, threshold, draws: cell.draws, p: cell.p_value, pAdjusted: cell.p_adjusted }, faster.shift) : null
   if (faster && other && moved !== null) {
     const name = ARM_NAMES[faster.arm]
     cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
