@@ -265,8 +265,8 @@ async function readRounds (db, w) {
  * timings, whose percentiles converge at 1/√rounds; not at all for tied
  * timings or a percentile in a gap, see testedRow), is laid around the Δ
  * of all n rounds, so the interval and p-value describe the estimate that
- * is shown. Below the cap m = n and nothing is scaled. The paired test, Mann–Whitney and Cliff's δ read the
- * m rounds and say so (paired.rounds).
+ * is shown. Below the cap m = n and nothing is scaled. The paired test,
+ * Mann–Whitney and Cliff's δ read the m rounds and say so (paired.rounds).
  * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null }, percentiles: number[], qs: number[], seed: string, browser: string }} o
  * @returns {Entry}
  */
@@ -432,9 +432,10 @@ function legacyCounts (arms) {
  * around the Δ of all rounds by the rate their spread shrinks at
  * (locationEntry, spreadRate). That rate is ½ for timings that vary
  * smoothly, whose percentiles' error shrinks as 1/√n, and the scaling then
- * holds. Two kinds of percentile break it, and for those the subsample must
- * show the difference on its own too (the same sign, and the p-value is the
- * larger of the two), passed here as `ownAgreement`:
+ * holds. Two kinds of percentile break it: for those the draws are the
+ * subsample's, unscaled (locationEntry), and the subsample must show the
+ * difference on its own too (the same sign, and the p-value is the larger
+ * of the two), from its own draws and Δ passed here as `ownAgreement`:
  * - tied timings (whole milliseconds, say; one value holds LATTICE_SHARE of
  *   the subsample's draws): a percentile sits on one value and Δ moves by a
  *   whole step however many rounds there are, and with identical arms the
