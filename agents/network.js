@@ -140,10 +140,8 @@ async function recordCdp (page) {
     rec.failed = e.errorText || 'failed'
     rec.canceled = Boolean(e.canceled)
     // No loadingFinished, so no encodedDataLength: what arrived before the
-    // failure is what the data events counted, on the wire where Chromium
-    // reports it, else as decoded (a body cut short: the 1,024 bytes that
-    // came, not 0).
-    rec.bytes = rec.received_encoded_bytes || rec.received_bytes
+    // failure (a body cut short: the 1,024 bytes that came, not 0).
+    rec.bytes = arrivedBytes(rec)
     open.delete(e.requestId)
   })
   await cdp.send('Network.enable')
@@ -211,7 +209,16 @@ export function documentOutcome (rec) {
     const got = identity ? rec.received_bytes : rec.bytes
     if (got < rec.declared_bytes) incomplete = `received ${grouped(got)} of ${grouped(rec.declared_bytes)} declared bytes`
   }
-  return { url: rec.url, responded: rec.responded, failed: rec.failed, incomplete, arriving: Boolean(rec.responded && rec.end === null), arrived_bytes: rec.received_encoded_bytes || rec.received_bytes }
+  return { url: rec.url, responded: rec.responded, failed: rec.failed, incomplete, arriving: Boolean(rec.responded && rec.end === null), arrived_bytes: arrivedBytes(rec) }
+}
+
+/**
+ * What of a response has arrived so far, as the data events counted it: on
+ * the wire where the browser reports it, else as decoded.
+ * @param {Record<string, any>} rec
+ */
+function arrivedBytes (rec) {
+  return rec.received_encoded_bytes || rec.received_bytes
 }
 
 /**
@@ -229,7 +236,7 @@ function toDetail (rec, sinceFirst) {
     // A response still arriving (a load that timed out on a document that
     // streams without end) has what came so far; one that ended (finished,
     // failed, or a redirect hop) its count.
-    bytes: rec.end !== null ? rec.bytes : rec.received_encoded_bytes || rec.received_bytes,
+    bytes: rec.end !== null ? rec.bytes : arrivedBytes(rec),
     start_ms: sinceFirst(rec.start),
     end_ms: sinceFirst(rec.end),
     connection_id: rec.connection_id,
