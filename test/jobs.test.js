@@ -362,3 +362,28 @@ test('a location added, a new interval or an unpaused monitor gets its current r
   assert.equal(now.length, 2)
   assert.ok(now.every((r) => +r.due_at > +first.due_at && +r.due_at === +now[0].due_at), JSON.stringify(now))
 })
+
+test('after the clock steps back an hour, a monitor gets its next round at once, at a time none of its rounds has, and every interval from there', async () => {
+  await clearQueue()
+  const res = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 60, locations: ['local'] } })
+  assert.equal(res.statusCode, 201, res.body)
+  const m = res.json()
+  // What a clock an hour ahead left: the monitor's rounds on its grid of
+  // whole minutes up to that clock's present, and its next round due an
+  // hour from the true now.
+  await t.db.query("UPDATE monitors SET anchor_at = date_trunc('minute', now()) - interval '2 hours' WHERE id = $1", [m.id])
+  await t.db.query(
+    `INSERT INTO jobs (monitor_id, location_id, browser, due_at, run_after, max_attempts, state, finished_at)
+     SELECT $1, 'local', 'chromium', d, d, 3, 'done', d + interval '5 seconds'
+       FROM generate_series(date_trunc('minute', now()) - interval '10 minutes', date_trunc('minute', now()) + interval '60 minutes', interval '1 minute') AS d`, [m.id])
+  await t.db.query("UPDATE monitors SET next_due_at = date_trunc('minute', now()) + interval '61 minutes' WHERE id = $1", [m.id])
+
+  assert.equal(await scheduleDueJobs(t.db, { maxAttempts: 3, lookAheadMs: 1000 }), 1, 'a round now, not in an hour')
+  const { rows: [round] } = await t.db.query("SELECT due_at, state, now() AS now FROM jobs WHERE monitor_id = $1 AND state = 'queued'", [m.id])
+  assert.ok(round, 'the round is queued to run')
+  assert.ok(+round.due_at <= +round.now + 1000 && +round.due_at > +round.now - 60_000, `due within the last interval: ${round.due_at.toISOString()} at ${round.now.toISOString()}`)
+  assert.equal(round.due_at.getUTCSeconds(), 30, 'half an interval off the grid the earlier rounds are on')
+  const { rows: [next] } = await t.db.query('SELECT extract(epoch FROM next_due_at - $2::timestamptz)::float8 AS gap FROM monitors WHERE id = $1', [m.id, round.due_at])
+  assert.equal(next.gap, 60, 'the next one an interval later')
+  assert.equal(await scheduleDueJobs(t.db, { maxAttempts: 3, lookAheadMs: 1000 }), 0, 'and no round twice')
+})
