@@ -17,9 +17,10 @@ import { baseFlags, labBrowserFlags, modeFlags } from '../lib/measurement/browse
 import { measurePage } from '../agents/measure.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
+import { benchArgs } from './lib/args.js'
 
-const runs = Number(process.argv[2] ?? 10)
-const pageName = process.argv[3] ?? 'page-15k'
+const { positionals: [runsArg = '10', pageName = 'page-15k'] } = benchArgs(import.meta.url, { allowPositionals: true })
+const runs = Number(runsArg)
 
 const median = (xs) => {
   const s = xs.filter((x) => typeof x === 'number').sort((a, b) => a - b)

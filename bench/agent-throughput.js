@@ -23,15 +23,15 @@
 // steady state.
 import fs from 'node:fs'
 import os from 'node:os'
-import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { startBenchStack } from './lib/stack.js'
 import { startAgent } from '../agents/main.js'
 import { processTable, reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     rounds: { type: 'string', default: '20' },
     modes: { type: 'string', default: 'h2,h3' },

@@ -12,14 +12,14 @@
 // baseline (the week before the window) is what it reads most.
 //
 //   node bench/alerts-eval.js [--hours 2] [--runs 5] [--share-days 7]
-import { parseArgs } from 'node:util'
 import { seedDemo } from '../dev/demo-data.js'
 import { startScratchDatabase } from '../dev/scratch-db.js'
 import { evaluateAlerts } from '../lib/analysis/alerts.js'
 import { createRule } from '../lib/store/alert-rules.js'
 import { insertRoundResults } from '../lib/store/results.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { hours: { type: 'string', default: '2' }, runs: { type: 'string', default: '5' }, 'share-days': { type: 'string', default: '0' } } })
+const { values } = benchArgs(import.meta.url, { options: { hours: { type: 'string', default: '2' }, runs: { type: 'string', default: '5' }, 'share-days': { type: 'string', default: '0' } } })
 const shareDays = Number(values['share-days'])
 const db = await startScratchDatabase()
 try {

@@ -8,10 +8,10 @@
 // the ratio is what reading percentiles off the weighted walk saves.
 //
 //   node bench/bootstrap.js [--runs 5]
-import { parseArgs } from 'node:util'
 import { roundBootstrap, SeededRandom, createRandom, randomNormal, exactQuantile } from '../lib/analysis/stats/index.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' } } })
+const { values } = benchArgs(import.meta.url, { options: { runs: { type: 'string', default: '5' } } })
 const runs = Number(values.runs)
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a whole number ≥ 1, not "${values.runs}"`)
 const QS = [0.25, 0.5, 0.75, 0.9, 0.95, 0.99]

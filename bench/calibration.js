@@ -33,7 +33,6 @@
 // row per step and location) in ≤ 5% of journeys, and a step 20% faster
 // over H3 among nine identical ones is still found.
 import os from 'node:os'
-import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
 import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
@@ -43,8 +42,9 @@ import { createApiKey } from '../lib/store/api-keys.js'
 import { buildApp } from '../api/app.js'
 import { calibrationScenarios, autoCalibrationScenarios, browserCalibrationScenarios, journeyCalibrationScenarios, CALIBRATION_LOCATIONS, MORE_CALIBRATION_LOCATIONS } from '../dev/calibration-scenarios.js'
 import { runScenario, runAutoScenario, runBrowserScenario, runJourneyScenario, flaggedCells, autoCells, CALIBRATION_PERCENTILES } from '../dev/calibration-runs.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, reps: { type: 'string' }, only: { type: 'string' }, 'pg-port': { type: 'string', default: '54393' } } })
+const { values } = benchArgs(import.meta.url, { options: { quick: { type: 'boolean', default: false }, reps: { type: 'string' }, only: { type: 'string' }, 'pg-port': { type: 'string', default: '54393' } } })
 const { dataDir, log, lifecycle } = benchScratch('bench-calibration')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, H3LENS_EMBEDDED_PG_PORT: values['pg-port'], LOG_LEVEL: 'warn', H3LENS_ALLOW_PRIVATE_TARGETS: 'true' })
 

@@ -12,7 +12,6 @@
 import os from 'node:os'
 import http from 'node:http'
 import { execFileSync } from 'node:child_process'
-import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../lib/runtime/config.js'
@@ -24,8 +23,9 @@ import { createMonitor } from '../lib/store/monitors.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { buildApp } from '../api/app.js'
 import { freePort } from '../dev/free-port.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     rows: { type: 'string', default: '200000' },
     baseline: { type: 'string', default: '20000' },

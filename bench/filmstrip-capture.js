@@ -24,9 +24,10 @@ import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
 import { startFilmstrip, QUIET_MS } from '../agents/filmstrip.js'
 import { treeCpuS } from './lib/proc-cpu.js'
+import { benchArgs } from './lib/args.js'
 
-const runs = Number(process.argv[2] ?? 20)
-const pageName = process.argv[3] ?? 'page-15k'
+const { positionals: [runsArg = '20', pageName = 'page-15k'] } = benchArgs(import.meta.url, { allowPositionals: true })
+const runs = Number(runsArg)
 const ARMS = /** @type {const} */ (['off', 'off2', 'screencast', 'trace'])
 
 /** @param {number[]} xs @param {number} q */

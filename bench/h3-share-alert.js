@@ -13,13 +13,13 @@
 //
 // keys × days of evaluation per stable scenario (after a week that fills
 // the baseline); each drop scenario is run `keys` times.
-import { parseArgs } from 'node:util'
 import { createRandom } from '../lib/analysis/stats/index.js'
 import { alignedWindow } from '../lib/analysis/alert-conditions.js'
 import { nextState } from '../lib/analysis/alerts.js'
 import { baselineWindow, shareDecision, DROP_ALPHA, FLOOR_CONFIDENCE, BASELINE_S } from '../lib/analysis/alert-h3-share.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { keys: { type: 'string', default: '20' }, days: { type: 'string', default: '30' } } })
+const { values } = benchArgs(import.meta.url, { options: { keys: { type: 'string', default: '20' }, days: { type: 'string', default: '30' } } })
 const KEYS = Number(values.keys)
 const DAYS = Number(values.days)
 const MIN = 60e3

@@ -12,7 +12,6 @@
 import os from 'node:os'
 import http from 'node:http'
 import { Readable } from 'node:stream'
-import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
 import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
@@ -23,8 +22,9 @@ import { createApiKey } from '../lib/store/api-keys.js'
 import { foldAllPending } from '../lib/analysis/rollups.js'
 import { buildApp } from '../api/app.js'
 import { freePort } from '../dev/free-port.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { rows: { type: 'string', default: '100000' } } })
+const { values } = benchArgs(import.meta.url, { options: { rows: { type: 'string', default: '100000' } } })
 const rows = Number(values.rows)
 // One grid for every request, so the re-import repeats the same rounds.
 const NOW = Math.floor(Date.now() / 60e3) * 60e3

@@ -9,7 +9,6 @@
 //
 //   node bench/ingest.js [--seconds 20] [--agents 50] [--concurrency 32] [--batch 50] [--batch-concurrency 8]
 import os from 'node:os'
-import { parseArgs } from 'node:util'
 import { Agent, request } from 'node:http'
 import { loadConfig } from '../lib/runtime/config.js'
 import { benchScratch } from './lib/scratch.js'
@@ -21,8 +20,9 @@ import { insertResults } from '../lib/store/results.js'
 import { foldAllPending } from '../lib/analysis/rollups.js'
 import { enqueueForRollup } from '../lib/store/rollups.js'
 import { startApi } from '../api/server.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     seconds: { type: 'string', default: '20' },
     agents: { type: 'string', default: '50' },

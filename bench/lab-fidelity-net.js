@@ -25,6 +25,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { labUp, netnsExec, netnsSupport } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
+import { benchArgs } from './lib/args.js'
 
 const PREFIX = 'h3lbench'
 // Its probes are UDP, which lab-udp-blocked drops by design.
@@ -211,4 +212,7 @@ async function main () {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) await main()
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  benchArgs(import.meta.url)
+  await main()
+}

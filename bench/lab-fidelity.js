@@ -9,7 +9,6 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { parseArgs } from 'node:util'
 import { netnsSupport, labUp } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { startOrigin } from '../lab/origin.js'
@@ -18,8 +17,9 @@ import { measurePage } from '../agents/measure.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { measureLink } from './lab-fidelity-net.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '10' } } })
+const { values } = benchArgs(import.meta.url, { options: { rounds: { type: 'string', default: '10' } } })
 const rounds = Number(values.rounds)
 const support = await netnsSupport()
 if (!support.ok) {

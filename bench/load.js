@@ -23,7 +23,6 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
-import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { createLogger } from '../lib/runtime/log.js'
@@ -33,9 +32,10 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { freePort } from '../dev/free-port.js'
+import { benchArgs } from './lib/args.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '200' },
     seconds: { type: 'string', default: '60' },

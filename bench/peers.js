@@ -40,15 +40,15 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { startBenchStack } from './lib/stack.js'
 import { baseFlags, labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     loads: { type: 'string', default: '20' },
     'peer-loads': { type: 'string' },

@@ -13,7 +13,6 @@
 // DATABASE_URL, or an embedded PostgreSQL in a temporary data dir on
 // H3LENS_EMBEDDED_PG_PORT (54392).
 import os from 'node:os'
-import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
 import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
@@ -21,8 +20,9 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
 import { buildApp } from '../api/app.js'
 import { generateResults } from './lib/generate.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { monitors: { type: 'string', default: '23' }, days: { type: 'string', default: '30' }, runs: { type: 'string', default: '20' } } })
+const { values } = benchArgs(import.meta.url, { options: { monitors: { type: 'string', default: '23' }, days: { type: 'string', default: '30' }, runs: { type: 'string', default: '20' } } })
 const monitors = Number(values.monitors)
 const days = Number(values.days)
 const runs = Number(values.runs)

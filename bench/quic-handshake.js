@@ -24,7 +24,6 @@
 import { copyFile, mkdir, mkdtemp, rm, writeFile, chmod, readFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { parseArgs } from 'node:util'
 import pino from 'pino'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
@@ -34,8 +33,9 @@ import { rttAccounting } from '../lib/measurement/rtt.js'
 import { chooseCaddy, DEBIAN_CADDY } from '../lab/caddy.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp } from '../lab/netns.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     rtt: { type: 'string', default: '60' },
     runs: { type: 'string', default: '12' },

@@ -27,7 +27,6 @@
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { parseArgs } from 'node:util'
 import pino from 'pino'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createFirefoxPool } from '../agents/browsers/firefox.js'
@@ -36,8 +35,9 @@ import { startOrigin } from '../lab/origin.js'
 import { labUp } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { roundBootstrap, bootstrapSummary, exactQuantile, wilsonInterval } from '../lib/analysis/stats/index.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     'parallel-rounds': { type: 'string', default: '30' },
     'page-rounds': { type: 'string', default: '10' },

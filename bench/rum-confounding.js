@@ -15,13 +15,13 @@
 // in every stratum, to show the stratified comparison still finds it.
 //
 //   node bench/rum-confounding.js [--tables 40] [--views 2000] [--iterations 1000] [--seed 1]
-import { parseArgs } from 'node:util'
 import { createRandom, randomNormal, screenedBenjaminiHochberg } from '../lib/analysis/stats/index.js'
 import { stratifiedContrast, pooledContrast } from '../lib/analysis/rum-strata.js'
 import { cellVerdict, DEFAULT_MIN_EFFECT } from '../lib/analysis/comparison.js'
 import { RUM_PERCENTILES } from '../lib/analysis/rum.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { tables: { type: 'string', default: '40' }, views: { type: 'string', default: '2000' }, iterations: { type: 'string', default: '1000' }, seed: { type: 'string', default: '1' } } })
+const { values } = benchArgs(import.meta.url, { options: { tables: { type: 'string', default: '40' }, views: { type: 'string', default: '2000' }, iterations: { type: 'string', default: '1000' }, seed: { type: 'string', default: '1' } } })
 const TABLES = Math.min(500, Number(values.tables))
 const VIEWS = Math.min(20000, Number(values.views))
 const ITERATIONS = Math.min(2000, Number(values.iterations))

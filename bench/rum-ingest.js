@@ -10,7 +10,6 @@
 //
 //   node bench/rum-ingest.js [--seconds 15] [--concurrency 256] [--sites 4]
 import os from 'node:os'
-import { parseArgs } from 'node:util'
 import { once } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { Worker } from 'node:worker_threads'
@@ -21,8 +20,9 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { createSite } from '../lib/store/rum-sites.js'
 import { startApi } from '../api/server.js'
 import { processTable, treeCpuS } from './lib/proc-cpu.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '15' }, concurrency: { type: 'string', default: '256' }, sites: { type: 'string', default: '4' } } })
+const { values } = benchArgs(import.meta.url, { options: { seconds: { type: 'string', default: '15' }, concurrency: { type: 'string', default: '256' }, sites: { type: 'string', default: '4' } } })
 const seconds = Math.min(120, Number(values.seconds))
 const concurrency = Math.min(1024, Number(values.concurrency))
 const siteCount = Math.min(50, Number(values.sites))

@@ -10,6 +10,9 @@ import { createRequire } from 'node:module'
 import { gzipSync } from 'node:zlib'
 import { buildSnippet, compactSource, webVitalsBuild, SNIPPET_BUDGET_GZIP_BYTES } from '../lib/measurement/rum/snippet.js'
 import { h3lensBeacon } from '../lib/measurement/rum/page.js'
+import { benchArgs } from './lib/args.js'
+
+benchArgs(import.meta.url)
 
 const gz = (/** @type {string | Buffer} */ b) => gzipSync(b, { level: 9 }).length
 const s = buildSnippet()

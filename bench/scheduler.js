@@ -22,7 +22,6 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
-import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../lib/runtime/config.js'
 import { benchScratch } from './lib/scratch.js'
@@ -31,8 +30,9 @@ import { migrate } from '../lib/runtime/migrate.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { BENCH_LOCATIONS } from './lib/generate.js'
 import { processTable, procCpuS } from './lib/proc-cpu.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     minutes: { type: 'string', default: '6' },
     monitors: { type: 'string', default: '10000' },

@@ -22,17 +22,13 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { CLK_TCK, statFields } from './lib/proc-cpu.js'
+import { benchArgs } from './lib/args.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const CPUACCT = '/sys/fs/cgroup/cpuacct'
-const { values, positionals } = parseArgs({ options: { top: { type: 'string', default: '25' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true })
-if (values.help) {
-  console.log('usage: node bench/suite-cpu.js [--top N] [-- run-tests arguments…]   (root, cgroup v1 cpuacct)')
-  process.exit(0)
-}
+const { values, positionals } = benchArgs(import.meta.url, { options: { top: { type: 'string', default: '25' } }, allowPositionals: true })
 const top = Number(values.top)
 if (!Number.isInteger(top) || top < 1) throw new Error(`--top must be a whole number ≥ 1, not "${values.top}"`)
 if (process.getuid?.() !== 0) throw new Error('needs root, to move processes between cgroups')

@@ -23,8 +23,10 @@ import { measurePage } from '../agents/measure.js'
 import { startTargetGuard } from '../agents/target-guard.js'
 import { createResolver } from '../lib/measurement/targets.js'
 import { startDnsServer } from '../dev/dns-server.js'
+import { benchArgs } from './lib/args.js'
 
-const loads = Number(process.argv[2] ?? 40)
+const { positionals: [loadsArg = '40'] } = benchArgs(import.meta.url, { allowPositionals: true })
+const loads = Number(loadsArg)
 const ns = `h3gb-${process.pid}`
 const [hostSide, nsSide] = ['10.232.0.1', '10.232.0.2']
 const ip = (/** @type {string[]} */ ...args) => execFileSync('ip', args, { stdio: 'pipe' })

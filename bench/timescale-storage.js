@@ -11,7 +11,6 @@
 // timings only, one round per minute and location for --days days), and
 // "with evidence" rows as agents store them (per-request details, flags,
 // notes), from the dashboard's seeded data copied --evidence-copies times.
-import { parseArgs } from 'node:util'
 import { createPool } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { applyStoragePolicies } from '../lib/store/timescale.js'
@@ -20,8 +19,9 @@ import { generateResults } from './lib/generate.js'
 import { seedDemo } from '../dev/demo-data.js'
 import { startTimescale } from '../dev/timescale.js'
 import { freePort } from '../dev/free-port.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { days: { type: 'string', default: '7' }, 'evidence-copies': { type: 'string', default: '100' } } })
+const { values } = benchArgs(import.meta.url, { options: { days: { type: 'string', default: '7' }, 'evidence-copies': { type: 'string', default: '100' } } })
 const say = (msg) => console.log(`# ${msg}`)
 const log = createLogger({ logLevel: 'warn' })
 

@@ -10,6 +10,9 @@ import { seedDemo } from '../dev/demo-data.js'
 import { startDashboard } from '../dev/dashboard.js'
 import { startScratchDatabase } from '../dev/scratch-db.js'
 import { launchBrowser, useApiKey } from '../dev/browser.js'
+import { benchArgs } from './lib/args.js'
+
+benchArgs(import.meta.url)
 
 const BUDGET = 300 * 1024
 

@@ -9,7 +9,6 @@
 //   node bench/ui-render.js [--monitors 3] [--runs 10]
 /* global document */
 import os from 'node:os'
-import { parseArgs } from 'node:util'
 import { loadConfig } from '../lib/runtime/config.js'
 import { benchScratch } from './lib/scratch.js'
 import { openDatabase } from '../lib/runtime/db.js'
@@ -19,8 +18,9 @@ import { createApiKey } from '../lib/store/api-keys.js'
 import { startApi } from '../api/server.js'
 import { generateResults } from './lib/generate.js'
 import { launchBrowser, useApiKey } from '../dev/browser.js'
+import { benchArgs } from './lib/args.js'
 
-const { values } = parseArgs({ options: { monitors: { type: 'string', default: '3' }, runs: { type: 'string', default: '10' } } })
+const { values } = benchArgs(import.meta.url, { options: { monitors: { type: 'string', default: '3' }, runs: { type: 'string', default: '10' } } })
 const { dataDir, log, lifecycle } = benchScratch('bench-ui')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: '18383', H3LENS_EMBEDDED_PG_PORT: '54395', LOG_LEVEL: 'warn' })
 try {
