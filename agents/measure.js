@@ -300,6 +300,7 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
   Object.assign(into, metrics)
   into.protocol_ok = protocolMatchesMode(into.observed_protocol, mode)
   const doc = network?.mainDocument()
+  if (doc?.viewer) throw new PageLoadError(viewerError(doc), { url })
   if (doc?.incomplete) throw new PageLoadError(`incomplete document: ${doc.incomplete}: ${doc.url}`, { url, failureKind: 'truncated' })
   if (isEmptyDocument(httpStatus, bodyBytes)) {
     const where = doc?.url ?? page.url()
@@ -310,6 +311,15 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
     if (!allowEmpty) throw new PageLoadError(`empty document: ${where} answered HTTP ${httpStatus} with no body (set options.allow_empty to count such loads)`, { url, failureKind: 'empty' })
   }
   into.status = into.protocol_ok ? 'ok' : 'protocol_mismatch'
+}
+
+/**
+ * Why a document the browser shows in a viewer of its own is not measured:
+ * neither its bytes nor its paint are a page's.
+ * @param {import('./network.js').DocumentOutcome} doc
+ */
+function viewerError (doc) {
+  return `no page at ${doc.url}: the URL answered with ${doc.media_type}, which the browser shows in its ${doc.viewer}, not as a page (what loads and paints is the viewer); monitor a URL that answers with a page`
 }
 
 /**

@@ -22,8 +22,8 @@ import { round } from '../lib/measurement/units.js'
  *   start: number, end: number | null, connection_id: number | null, connection_reused: boolean | null, from_cache: boolean,
  *   alternate_protocol_usage: string | null, remote_address: string | null, alt_svc: string | null,
  *   timingRaw: import('puppeteer-core').Protocol.Network.ResourceTiming | null, failed: string | null, responded: boolean,
- *   declared_bytes: number | null, content_encoding: string | null, received_bytes: number, received_encoded_bytes: number,
- *   canceled: boolean, finished: boolean
+ *   declared_bytes: number | null, content_encoding: string | null, media_type: string | null, received_bytes: number,
+ *   received_encoded_bytes: number, canceled: boolean, finished: boolean
  * }} RequestRecord one request as recorded from the DevTools events; timestamps in seconds
  */
 
@@ -79,6 +79,7 @@ async function recordCdp (page) {
     const declared = Number.parseInt(headerValue(response.headers, 'content-length') ?? '', 10)
     rec.declared_bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null
     rec.content_encoding = headerValue(response.headers, 'content-encoding')
+    rec.media_type = mediaType(response.mimeType ?? headerValue(response.headers, 'content-type'))
     rec.responded = true
   }
   cdp.on('Network.requestWillBeSent', (e) => {
@@ -97,7 +98,7 @@ async function recordCdp (page) {
       url: e.request.url, type: e.type ?? null, method: e.request.method ?? null, protocol: null, status: null, bytes: 0,
       start: e.timestamp, end: null, connection_id: null, connection_reused: null, from_cache: false,
       alternate_protocol_usage: null, remote_address: null, alt_svc: null, timingRaw: null, failed: null,
-      responded: false, declared_bytes: null, content_encoding: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false
+      responded: false, declared_bytes: null, content_encoding: null, media_type: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false
     }
     if (e.type === 'Document' && !documentRecord) documentRecord = rec
     if (e.type === 'Document' && e.frameId === mainFrameId) mainDocument = rec
@@ -175,10 +176,29 @@ async function recordCdp (page) {
 }
 
 /**
- * @typedef {{ url: string, responded: boolean, failed: string | null, incomplete: string | null, arriving: boolean, arrived_bytes: number }} DocumentOutcome
+ * @typedef {{ url: string, responded: boolean, failed: string | null, incomplete: string | null, arriving: boolean, arrived_bytes: number, media_type: string | null, viewer: string | null }} DocumentOutcome
  *   arriving: answered, and its body still coming (neither finished nor failed); arrived_bytes: what came so far, counted as the
- *   request's bytes are (on the wire where the browser reports it)
+ *   request's bytes are (on the wire where the browser reports it); media_type: its Content-Type's; viewer: the browser's own viewer the document is shown in
+ *   instead of as a page (VIEWERS), else null
  */
+
+/**
+ * Media types a browser shows in a viewer of its own rather than as a
+ * page. Chromium hands a PDF's body to its PDF viewer as it arrives: the
+ * page's requests report none or part of it (a whole PDF read as "received
+ * 601 of 20,193 declared bytes"), and what paints is the viewer. Firefox
+ * shows it in PDF.js. Neither is the page load the metrics describe.
+ */
+const VIEWERS = new Map([['application/pdf', 'PDF viewer'], ['application/x-pdf', 'PDF viewer'], ['text/pdf', 'PDF viewer']])
+
+/**
+ * A Content-Type's media type, lower case, without parameters.
+ * @param {string | null | undefined} value
+ */
+export function mediaType (value) {
+  const type = String(value ?? '').split(';')[0].trim().toLowerCase()
+  return type || null
+}
 
 /**
  * Whether a document arrived whole. Chromium accepts an HTTP/2 or HTTP/3
@@ -194,6 +214,7 @@ async function recordCdp (page) {
  */
 export function documentOutcome (rec) {
   const grouped = (/** @type {number} */ n) => n.toLocaleString('en-US')
+  const viewer = rec.responded && rec.status < 300 ? VIEWERS.get(rec.media_type) ?? null : null
   let incomplete = null
   // An error status's body is not the page (Chromium fails a 4xx/5xx
   // navigation with ERR_HTTP_RESPONSE_CODE_FAILURE), and an abort is ours.
@@ -204,12 +225,12 @@ export function documentOutcome (rec) {
     incomplete = rec.received_bytes > 0
       ? `network error after the headers (${rec.failed}) at ${grouped(rec.received_bytes)} bytes of the body`
       : `network error after the headers (${rec.failed}) before the browser reported any of the body`
-  } else if (rec.finished && rec.declared_bytes !== null && !rec.from_cache && rec.status !== 204 && rec.status !== 304 && rec.method !== 'HEAD') {
+  } else if (!viewer && rec.finished && rec.declared_bytes !== null && !rec.from_cache && rec.status !== 204 && rec.status !== 304 && rec.method !== 'HEAD') {
     const identity = rec.content_encoding === null || /^\s*identity\s*$/i.test(rec.content_encoding)
     const got = identity ? rec.received_bytes : rec.bytes
     if (got < rec.declared_bytes) incomplete = `received ${grouped(got)} of ${grouped(rec.declared_bytes)} declared bytes`
   }
-  return { url: rec.url, responded: rec.responded, failed: rec.failed, incomplete, arriving: Boolean(rec.responded && rec.end === null), arrived_bytes: arrivedBytes(rec) }
+  return { url: rec.url, responded: rec.responded, failed: rec.failed, incomplete, arriving: Boolean(rec.responded && rec.end === null), arrived_bytes: arrivedBytes(rec), media_type: rec.media_type ?? null, viewer }
 }
 
 /**

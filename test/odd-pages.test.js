@@ -1,4 +1,4 @@
-// Pages a browser shows as no page (a download, a 204), that ask for a
+// Pages a browser shows as no page (a download, a 204, a PDF), that ask for a
 // login, that are cut short or never end,
 // or that go on to another by themselves right after they load: in Chromium
 // and in Firefox a run says what happened (and what to monitor instead),
@@ -27,6 +27,9 @@ import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
 
 const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
+/** A one-page PDF, padded to 20 kB. */
+const PDF = Buffer.from('%PDF-1.4\n1 0 obj <</Type /Catalog /Pages 2 0 R>> endobj\n2 0 obj <</Type /Pages /Kids [3 0 R] /Count 1>> endobj\n' +
+  '3 0 obj <</Type /Page /MediaBox [0 0 612 792] /Parent 2 0 R>> endobj\ntrailer <</Root 1 0 R>>\n%%EOF\n' + ' '.repeat(20_000))
 /** How late /slow answers. */
 const SLOW_MS = 1500
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -64,6 +67,8 @@ async function startOddPages () {
     const html = (/** @type {string} */ body) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html>${body}`)
     if (req.url === '/download') return res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="report.bin"' }).end(Buffer.alloc(4096))
     if (req.url === '/no-content') return res.writeHead(204).end()
+    // A whole PDF, which the browser shows in its PDF viewer.
+    if (req.url === '/report.pdf') return res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': String(PDF.length) }).end(PDF)
     // A page behind a login (HTTP Basic): the browser's login prompt held Firefox's load until its timeout.
     if (req.url === '/login') return res.writeHead(401, { 'www-authenticate': 'Basic realm="members", charset="UTF-8"', 'content-type': 'text/html' }).end('<!doctype html><p>please log in')
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
@@ -128,11 +133,14 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/login', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
   assert.match(r['/no-content'].error, /at \S+\/no-content: the URL answered HTTP 204 \(no content\), which a browser shows no page for; monitor a URL that answers with a page$/)
+  // Not "ok" with none of its bytes, nor "incomplete" with some: the viewer's load is not a page's.
+  assert.equal(r['/report.pdf'].status, 'error', `a PDF: ${r['/report.pdf'].error}`)
+  assert.match(r['/report.pdf'].error, /^no page at https:\/\/\S+\/report\.pdf: the URL answered with application\/pdf, which the browser shows in its PDF viewer, not as a page \(what loads and paints is the viewer\); monitor a URL that answers with a page$/)
   assert.equal(r['/login'].status, 'error', `a login page: ${r['/login'].error}`)
   assert.match(r['/login'].error, /^HTTP 401: https:\/\/\S+\/login: the page asks for a login \(WWW-Authenticate: Basic realm="members", charset="UTF-8"\); runs send no credentials$/)
   assert.equal(r['/truncated'].status, 'error')

@@ -241,7 +241,7 @@ describe('judging a document and a failure (pure rules)', () => {
 
   test('"H3 not supported" needs h3 mode, a forced origin, a QUIC error before any response and a known Alt-Svc without h3', () => {
     const err = new PageLoadError('net::ERR_QUIC_HANDSHAKE_FAILED at https://a.test/', { url: 'https://a.test/' })
-    const doc = { url: 'https://a.test/', responded: false, failed: 'net::ERR_QUIC_HANDSHAKE_FAILED', incomplete: null, arriving: false, arrived_bytes: 0 }
+    const doc = { url: 'https://a.test/', responded: false, failed: 'net::ERR_QUIC_HANDSHAKE_FAILED', incomplete: null, arriving: false, arrived_bytes: 0, media_type: null, viewer: null }
     const ctx = { mode: 'h3', forced: ['a.test:443'], altSvc: new Map([['https://a.test', null]]) }
     assert.deepEqual(judgeFailure(err, doc, ctx), {
       status: 'error', error: 'H3 not supported: https://a.test refused QUIC and advertises no Alt-Svc h3 (net::ERR_QUIC_HANDSHAKE_FAILED)', failure_kind: 'h3_unsupported'

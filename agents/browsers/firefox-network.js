@@ -10,7 +10,7 @@
 // request without Timing-Allow-Origin, whose nextHopProtocol is empty).
 // What BiDi does not have stays absent, never made up: connection ids and
 // reuse, and why the protocol was chosen (Chromium's alternateProtocolUsage).
-import { documentOutcome, summarizeRequests } from '../network.js'
+import { documentOutcome, mediaType, summarizeRequests } from '../network.js'
 import { normalizeProtocol } from '../../lib/measurement/protocol.js'
 import { round } from '../../lib/measurement/units.js'
 
@@ -77,6 +77,7 @@ export async function recordFirefoxNetwork (page) {
     const declared = Number.parseInt(header(r.headers, 'content-length') ?? '', 10)
     rec.declared_bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null
     rec.content_encoding = header(r.headers, 'content-encoding')
+    rec.media_type = mediaType(r.mimeType ?? header(r.headers, 'content-type'))
     rec.responded = true
     rec.bytes = r.bytesReceived ?? 0
     rec.received_bytes = r.bodySize ?? 0
@@ -98,7 +99,7 @@ export async function recordFirefoxNetwork (page) {
       const rec = {
         url, type, method: e.request.method ?? null, protocol: null, protocol_bidi: null, status: null, bytes: 0,
         start: e.timestamp, end: null, from_cache: false, alt_svc: null, timings: null, failed: null, responded: false,
-        declared_bytes: null, content_encoding: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false,
+        declared_bytes: null, content_encoding: null, media_type: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false,
         same_origin_as: null
       }
       if (type === 'Document' && !documentRecord) documentRecord = rec
