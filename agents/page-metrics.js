@@ -208,7 +208,7 @@ function httpError (response, url) {
  * cancelLogins), and the page is the 401.
  * @param {import('puppeteer-core').HTTPResponse} response
  */
-function loginAsked (response) {
+export function loginAsked (response) {
   const challenge = response.headers()['www-authenticate']
   if (response.status() !== 401 || !challenge) return null
   const first = challenge.split('\n')[0].trim()

@@ -22,6 +22,7 @@ import { createFirefoxPool } from '../agents/browsers/firefox.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { measurePage, measurePageViews } from '../agents/measure.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
+import { checkJourney } from '../lib/measurement/journey/steps.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
@@ -71,6 +72,7 @@ async function startOddPages () {
     if (req.url === '/report.pdf') return res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': String(PDF.length) }).end(PDF)
     // A page behind a login (HTTP Basic): the browser's login prompt held Firefox's load until its timeout.
     if (req.url === '/login') return res.writeHead(401, { 'www-authenticate': 'Basic realm="members", charset="UTF-8"', 'content-type': 'text/html' }).end('<!doctype html><p>please log in')
+    if (req.url === '/members') return html('<a id="members" href="/login">members only</a>')
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
     if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
     // A refresh due a little after the load, which the read of the metrics usually ends before.
@@ -263,6 +265,27 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     await assertDialogPages((p) => run({ id: ++id, url: `${odd.base}${p}`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } }), ['/alert', '/confirm'], timeoutMs)
   } finally {
     await firefoxPool.close()
+    odd.close()
+  }
+})
+
+test('a journey step that clicks into a login page fails at that step, saying it asks for a login as a page load does', async () => {
+  const odd = await startOddPages()
+  try {
+    // Journeys run in Chromium (docs/JOURNEYS.md).
+    const run = createJobRunner({ pool, lab: { spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1', port: odd.port, netns: null }, timeoutMs: 10_000, log })
+    const url = `${odd.base}/members`
+    const journey = checkJourney({ steps: [{ action: 'navigate', url, name: 'open' }, { action: 'click', selector: '#members', name: 'members' }] }, { url })
+    const results = await run({ id: 1, url, modes: ['h2'], probes: ['journey'], journey }, { location: { kind: 'lab' } })
+    // The journey's run and its step "members" fail; the step "open" loads.
+    const failed = results.filter((r) => r.status !== 'ok')
+    assert.equal(failed.length, 2, JSON.stringify(results.map((r) => [r.status, r.error])))
+    for (const r of failed) {
+      assert.equal(r.status, 'error')
+      // Not Chromium's "net::ERR_INVALID_AUTH_CREDENTIALS", though no credentials were sent.
+      assert.match(r.error, /^step 2 \(click #members, "members"\): the navigation it started answered HTTP 401: https:\/\/\S+\/login: the page asks for a login \(WWW-Authenticate: Basic realm="members", charset="UTF-8"\); runs send no credentials$/)
+    }
+  } finally {
     odd.close()
   }
 })

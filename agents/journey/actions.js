@@ -6,7 +6,7 @@
 // there, in words; a secret is never in one. `eval` runs its script in the
 // page through DevTools, never in this process.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { isTopFrameNavigation, load, PageLoadError } from '../page-metrics.js'
+import { isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
 import { hasText } from '../page/has-text.js'
 
 /** How long after an action a navigation it started may begin (a form submit begins at once; a handler may wait a tick). */
@@ -129,10 +129,16 @@ async function element (step, { page, timeoutMs }) {
  */
 async function withNavigation ({ page, timeoutMs }, act) {
   let started = false
+  /** @type {import('puppeteer-core').HTTPResponse | null} the navigation's latest answer */
+  let answer = null
   const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
     if (isTopFrameNavigation(page, r)) started = true
   }
+  const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
+    if (isTopFrameNavigation(page, r.request())) answer = r
+  }
   page.on('request', onRequest)
+  page.on('response', onResponse)
   const since = performance.now()
   const navigation = page.waitForNavigation({ waitUntil: 'load', timeout: timeoutMs })
   navigation.catch(() => {}) // no navigation: never awaited
@@ -146,14 +152,29 @@ async function withNavigation ({ page, timeoutMs }, act) {
     try {
       response = await navigation
     } catch (err) {
+      // A login the run cancels: Chromium fails the navigation
+      // (ERR_INVALID_AUTH_CREDENTIALS, though none were sent), Firefox
+      // loads the 401; both say it as the 401 it is.
+      if (answer && loginAsked(answer)) throw httpStepError(answer)
       throw timeoutOr(err, `the navigation it started did not load within ${timeoutMs} ms`)
     }
     const status = response?.status() ?? null
-    if (status !== null && status >= 400) throw new StepError(`the navigation it started answered HTTP ${status}: ${response?.url()}`)
+    if (response && status !== null && status >= 400) throw httpStepError(response)
     return { navigated: true, status }
   } finally {
     page.off('request', onRequest)
+    page.off('response', onResponse)
   }
+}
+
+/**
+ * The HTTP error a step's navigation answered, and, for a 401 that asks for
+ * a login, that it does: runs send no credentials.
+ * @param {import('puppeteer-core').HTTPResponse} response
+ */
+function httpStepError (response) {
+  const login = loginAsked(response)
+  return new StepError(`the navigation it started answered HTTP ${response.status()}: ${response.url()}${login ? `: ${login}` : ''}`)
 }
 
 /**
