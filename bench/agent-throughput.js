@@ -29,7 +29,7 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { startBenchStack } from './lib/stack.js'
 import { startAgent } from '../agents/main.js'
 import { processTable, reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
-import { benchArgs } from './lib/args.js'
+import { benchArgs, countOption } from './lib/args.js'
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -41,7 +41,8 @@ const { values } = benchArgs(import.meta.url, {
     'pg-port': { type: 'string', default: '54391' }
   }
 })
-const rounds = Math.max(20, Number(values.rounds))
+// The steady state runs from the first round's submission to the last's.
+const rounds = countOption(import.meta.url, values, 'rounds', { min: 2 })
 const stack = await startBenchStack({ name: 'bench', ports: values })
 const { config, log, lifecycle, pool, origin, api } = stack
 try {

@@ -20,7 +20,7 @@ import { insertResults } from '../lib/store/results.js'
 import { foldAllPending } from '../lib/analysis/rollups.js'
 import { enqueueForRollup } from '../lib/store/rollups.js'
 import { startApi } from '../api/server.js'
-import { benchArgs } from './lib/args.js'
+import { benchArgs, countOption } from './lib/args.js'
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -31,11 +31,11 @@ const { values } = benchArgs(import.meta.url, {
     'batch-concurrency': { type: 'string', default: '8' }
   }
 })
-const seconds = Math.min(120, Number(values.seconds))
-const agents = Math.min(500, Number(values.agents))
-const concurrency = Math.min(256, Number(values.concurrency))
-const batch = Math.min(200, Number(values.batch))
-const batchConcurrency = Math.min(64, Number(values['batch-concurrency']))
+const seconds = countOption(import.meta.url, values, 'seconds', { min: 1, max: 120 })
+const agents = countOption(import.meta.url, values, 'agents', { min: 1, max: 500 })
+const concurrency = countOption(import.meta.url, values, 'concurrency', { min: 1, max: 256 })
+const batch = countOption(import.meta.url, values, 'batch', { min: 1, max: 200 })
+const batchConcurrency = countOption(import.meta.url, values, 'batch-concurrency', { min: 1, max: 64 })
 
 const { dataDir, log, lifecycle } = benchScratch('bench-ingest')
 const config = loadConfig({ ...process.env, H3LENS_DATA_DIR: dataDir, PORT: '18282', H3LENS_EMBEDDED_PG_PORT: '54394', LOG_LEVEL: 'warn', H3LENS_PUBLIC_READ: 'true' })

@@ -32,7 +32,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { freePort } from '../dev/free-port.js'
-import { benchArgs } from './lib/args.js'
+import { benchArgs, countOption } from './lib/args.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const { values } = benchArgs(import.meta.url, {
@@ -46,12 +46,13 @@ const { values } = benchArgs(import.meta.url, {
     'no-scheduler': { type: 'boolean', default: false }
   }
 })
-const agents = Math.min(2000, Math.max(1, Number(values.agents)))
-const seconds = Math.min(600, Math.max(5, Number(values.seconds)))
+const agents = countOption(import.meta.url, values, 'agents', { min: 1, max: 2000 })
+const seconds = countOption(import.meta.url, values, 'seconds', { min: 5, max: 600 })
 // Reported apart: a cold API, pool and plan cache meeting every agent at
 // once is a start-up (or restart) event, not the steady state.
-const warmup = Math.min(120, Math.max(0, Number(values.warmup)))
-const locationCount = Math.min(agents, Math.max(1, Number(values.locations)))
+const warmup = countOption(import.meta.url, values, 'warmup', { min: 0, max: 120 })
+// No more locations than agents.
+const locationCount = Math.min(agents, countOption(import.meta.url, values, 'locations', { min: 1, max: 2000 }))
 if (values.url) {
   const host = new URL(values.url).hostname
   if (!['127.0.0.1', 'localhost', '[::1]'].includes(host)) throw new Error(`--url must be a loopback address, not ${host}`)

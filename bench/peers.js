@@ -46,7 +46,7 @@ import { createAgentToken } from '../lib/store/agents.js'
 import { startBenchStack } from './lib/stack.js'
 import { baseFlags, labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
-import { benchArgs } from './lib/args.js'
+import { benchArgs, countOption } from './lib/args.js'
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -60,8 +60,8 @@ const { values } = benchArgs(import.meta.url, {
     'pg-port': { type: 'string', default: '54522' }
   }
 })
-const loads = Math.max(3, Number(values.loads))
-const peerLoads = Math.max(3, Number(values['peer-loads'] ?? loads))
+const loads = countOption(import.meta.url, values, 'loads', { min: 3 })
+const peerLoads = values['peer-loads'] === undefined ? loads : countOption(import.meta.url, values, 'peer-loads', { min: 3 })
 const pages = values.pages.split(',')
 const tools = values.tools.split(',')
 const timeoutMs = Number(values['timeout-s']) * 1000

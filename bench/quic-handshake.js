@@ -33,7 +33,7 @@ import { rttAccounting } from '../lib/measurement/rtt.js'
 import { chooseCaddy, DEBIAN_CADDY } from '../lab/caddy.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp } from '../lab/netns.js'
-import { benchArgs } from './lib/args.js'
+import { benchArgs, countOption } from './lib/args.js'
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -44,7 +44,7 @@ const { values } = benchArgs(import.meta.url, {
   }
 })
 const rttMs = Number(values.rtt)
-const runs = Math.min(50, Math.max(1, Number(values.runs)))
+const runs = countOption(import.meta.url, values, 'runs', { min: 1, max: 50 })
 const variants = values.variants.split(',')
 const log = pino({ level: 'warn' })
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-handshake-'))

@@ -25,6 +25,19 @@ test('--help prints the bench\'s own description and usage and starts nothing; a
   assert.equal(wrong.stderr, "bench/bootstrap.js: Unknown option '--bogus' (node bench/bootstrap.js --help says what it takes)\n")
 })
 
+test('a count outside the bench\'s bounds is refused naming the option and its bounds, never silently raised or capped', () => {
+  for (const [args, said] of [
+    [['bench/agent-throughput.js', '--rounds', '1'], '--rounds must be a whole number of at least 2, not "1"'],
+    [['bench/quic-handshake.js', '--runs', '1.5'], '--runs must be a whole number from 1 to 50, not "1.5"'],
+    [['bench/load.js', '--agents', '5000'], '--agents must be a whole number from 1 to 2000, not "5000"']
+  ]) {
+    const r = bench(...args)
+    assert.equal(r.status, 2, r.stderr)
+    assert.equal(r.stdout, '', 'nothing measured')
+    assert.equal(r.stderr, `${args[0]}: ${said}\n`)
+  }
+})
+
 test('every bench reads its command line through benchArgs, so each has --help', () => {
   const files = fs.readdirSync(path.join(ROOT, 'bench')).filter((f) => f.endsWith('.js'))
   assert.ok(files.length > 20)

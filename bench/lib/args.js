@@ -47,3 +47,20 @@ export function usage (file) {
   }
   return comment.join('\n')
 }
+
+/**
+ * A whole-number option within its bounds (every load a bench makes is
+ * bounded in count and time); outside them, or not a whole number, the
+ * bench stops with one line that names the option and its bounds.
+ * @param {string} url the bench's import.meta.url
+ * @param {Record<string, unknown>} values parsed options
+ * @param {string} name
+ * @param {{ min: number, max?: number }} bounds
+ */
+export function countOption (url, values, name, { min, max = Number.MAX_SAFE_INTEGER }) {
+  const n = Number(values[name])
+  if (Number.isInteger(n) && n >= min && n <= max) return n
+  const within = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`
+  console.error(`bench/${path.basename(fileURLToPath(url))}: --${name} must be a whole number ${within}, not "${values[name]}"`)
+  process.exit(2)
+}
