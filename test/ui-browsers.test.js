@@ -127,6 +127,15 @@ test('a browser the monitor no longer runs is read when the address names it: it
     await page.waitForFunction(() => /not clearly different at p50/.test(document.querySelector('#comparison p.headline')?.textContent ?? ''), { timeout: 15000 })
     await page.waitForSelector('#browsers table.cross-browser')
     assert.deepEqual(await page.$$eval('#browsers thead th', (ths) => ths.map((t) => t.textContent)), ['Location', 'Chromium Δ p50', 'Firefox Δ p50', 'Reading'])
+    // Switched to Chromium, and opened without a browser in the address, the
+    // switch still offers Firefox: the window has its rounds.
+    await page.click('#browser-chromium')
+    await page.waitForFunction(() => /browser=chromium/.test(location.hash) && document.querySelector('#browser-chromium')?.checked)
+    assert.deepEqual(await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked])), [['chromium', true], ['firefox', false]])
+    await page.evaluate((id) => { location.hash = `#/monitors/${id}?window=24h&metric=ttfb_ms` }, monitor.id)
+    await page.waitForFunction(() => !/browser=/.test(location.hash) && document.querySelector('#browser-chromium')?.checked)
+    assert.deepEqual(await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked])), [['chromium', true], ['firefox', false]])
+    assert.doesNotMatch(await page.$eval('.page-head .sub', (e) => e.textContent), /showing/)
     // A monitor that does not exist titles the tab so, not as the page before it
     // (the API's 404 is the one console line, the failed request's).
     await page.evaluate((id) => { location.hash = `#/monitors/${id}` }, 999999)
@@ -136,6 +145,27 @@ test('a browser the monitor no longer runs is read when the address names it: it
     await done()
   } finally {
     await database.pool.query("UPDATE monitors SET browsers = '{chromium,firefox}', paused = false WHERE id = $1", [monitor.id])
+  }
+})
+
+test('GET /monitors/{id}/browsers-with-rounds names the browsers with rounds in the window, run or not; a bad window is a 400 naming its field', async () => {
+  await database.pool.query("UPDATE monitors SET browsers = '{chromium}' WHERE id = $1", [monitor.id])
+  try {
+    const get = async (query) => {
+      const res = await fetch(`${server.url}/api/v1/monitors/${monitor.id}/browsers-with-rounds${query}`, { headers: { authorization: `Bearer ${apiKey}` } })
+      return { status: res.status, body: await res.json() }
+    }
+    const day = await get('')
+    assert.equal(day.status, 200, JSON.stringify(day.body))
+    assert.deepEqual(day.body.browsers, ['chromium', 'firefox'])
+    assert.equal(day.body.probe, 'page')
+    const before = await get(`?from=${new Date(Date.now() - 10 * 86400e3).toISOString()}&to=${new Date(Date.now() - 9 * 86400e3).toISOString()}`)
+    assert.deepEqual(before.body.browsers, [], 'a window without rounds has no browser')
+    const bad = await get('?from=2026-13-01T00:00:00Z')
+    assert.equal(bad.status, 400)
+    assert.match(JSON.stringify(bad.body), /from/)
+  } finally {
+    await database.pool.query("UPDATE monitors SET browsers = '{chromium,firefox}' WHERE id = $1", [monitor.id])
   }
 })
 

@@ -92,3 +92,12 @@ export const browserName = (id) => BROWSER_NAMES.get(id ?? 'chromium') ?? id ?? 
  * @param {string | null} id
  */
 export const isBrowser = (id) => id !== null && BROWSER_NAMES.has(id)
+
+/**
+ * Of `ids`, the catalogue's browsers, in the catalogue's order.
+ * @param {Iterable<string | null>} ids
+ */
+export const browsersInOrder = (ids) => {
+  const wanted = new Set(ids)
+  return [...BROWSER_NAMES.keys()].filter((b) => wanted.has(b))
+}

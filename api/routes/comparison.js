@@ -151,16 +151,7 @@ export default async function comparisonRoutes (app) {
     const q = request.query
     const metric = canonicalMetric(q.metric)
     if (metric !== q.metric) request.deprecatedMetric = q.metric
-    const to = q.to ? new Date(q.to) : new Date()
-    // A day before `to` by default, never before the first time a date-time may name.
-    const from = q.from ? new Date(q.from) : new Date(Math.max(+to - DAY, FIRST_TIME))
-    if (from > to) throw new ValidationError('from must not be after to', 'from')
-    if (+to - +from > MAX_WINDOW_DAYS * DAY) throw new ValidationError(`the window is longer than ${MAX_WINDOW_DAYS} days; choose a later from or an earlier to`, 'from')
-    const aligned = {
-      from: new Date(Math.floor(+from / FIVE_MINUTES) * FIVE_MINUTES),
-      to: new Date(Math.min(Math.ceil(+to / FIVE_MINUTES) * FIVE_MINUTES, LAST_TIME))
-    }
-    if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
+    const aligned = windowOf(q)
     const percentiles = wantPercentiles ? parsePercentiles(q.percentiles) : []
     const monitor = await getMonitor(app.db, request.params.id)
     const probe = probeFor(metric, q.probe)
@@ -173,6 +164,24 @@ export default async function comparisonRoutes (app) {
       probeField: probe !== q.probe ? 'metric' : 'probe'
     })
     return { monitor, ...aligned, percentiles, metric, probe, view: q.view, browser: q.browser ?? 'chromium' }
+  }
+
+  /**
+   * The window a request names, checked and aligned to 5 minutes.
+   * @param {{ from?: string, to?: string }} q
+   */
+  function windowOf (q) {
+    const to = q.to ? new Date(q.to) : new Date()
+    // A day before `to` by default, never before the first time a date-time may name.
+    const from = q.from ? new Date(q.from) : new Date(Math.max(+to - DAY, FIRST_TIME))
+    if (from > to) throw new ValidationError('from must not be after to', 'from')
+    if (+to - +from > MAX_WINDOW_DAYS * DAY) throw new ValidationError(`the window is longer than ${MAX_WINDOW_DAYS} days; choose a later from or an earlier to`, 'from')
+    const aligned = {
+      from: new Date(Math.floor(+from / FIVE_MINUTES) * FIVE_MINUTES),
+      to: new Date(Math.min(Math.ceil(+to / FIVE_MINUTES) * FIVE_MINUTES, LAST_TIME))
+    }
+    if (+aligned.to === +aligned.from) aligned.to = new Date(+aligned.from + FIVE_MINUTES)
+    return aligned
   }
 
   /**
@@ -508,6 +517,40 @@ export default async function comparisonRoutes (app) {
       browsers,
       locations: crossBrowser(answers, percentile)
     }
+  })
+
+  app.get('/monitors/:id/browsers-with-rounds', {
+    schema: {
+      description: 'The browsers the monitor has rounds of in the window (the probe\'s first views), whether it still runs them or not: ' +
+        'the dashboard\'s browser switch offers each, and a browser it ran before is read with ?browser= on the other routes.',
+      tags,
+      params: idParams,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { from: windowQuery.from, to: windowQuery.to, probe: windowQuery.probe }
+      },
+      response: {
+        200: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            monitor_id: { type: 'integer' },
+            probe: { type: 'string' },
+            from: { type: 'string', format: 'date-time' },
+            to: { type: 'string', format: 'date-time' },
+            browsers: { type: 'array', items: { type: 'string', enum: [...BROWSERS] }, description: 'In the catalogue\'s order' }
+          }
+        },
+        ...errorResponses
+      }
+    }
+  }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number }, Querystring: { from?: string, to?: string, probe: string } }>} */ request) => {
+    const { from, to } = windowOf(request.query)
+    const monitor = await getMonitor(app.db, request.params.id)
+    const { probe } = request.query
+    const browsers = await browsersWithRounds(app.db, { monitorId: monitor.id, probe, view: 'first', from, to, browsers: BROWSERS })
+    return { monitor_id: monitor.id, probe, from: from.toISOString(), to: to.toISOString(), browsers }
   })
 
   const num = { type: ['number', 'null'] }

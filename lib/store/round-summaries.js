@@ -238,8 +238,9 @@ export async function seriesWasMeasured (db, { monitorId, probe, browser }) {
 }
 
 /**
- * Which of `browsers` have a round of the series in the window: a browser a
- * monitor ran before is still compared over the windows it has rounds in.
+ * Which of `browsers` have a round of the series in the window, in their
+ * order: a browser a monitor ran before is still compared over the windows
+ * it has rounds in.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, probe: string, view: string, from: Date, to: Date, browsers: readonly string[] }} w
  * @returns {Promise<string[]>}
@@ -247,8 +248,9 @@ export async function seriesWasMeasured (db, { monitorId, probe, browser }) {
 export async function browsersWithRounds (db, { monitorId, probe, view, from, to, browsers }) {
   if (!browsers.length) return []
   const { rows } = await db.query(
-    `SELECT b FROM unnest($5::text[]) AS b WHERE EXISTS (
-       SELECT 1 FROM round_summaries s WHERE s.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.browser = b AND s.time >= $4 AND s.time < $6)`,
+    `SELECT b FROM unnest($5::text[]) WITH ORDINALITY AS u (b, i) WHERE EXISTS (
+       SELECT 1 FROM round_summaries s WHERE s.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.browser = b AND s.time >= $4 AND s.time < $6)
+      ORDER BY i`,
     [monitorId, probe, view, from, browsers.map((b) => browserOf({ browser: b })), to])
   return rows.map((r) => r.b)
 }

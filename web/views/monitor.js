@@ -4,7 +4,7 @@
 import { api, exportUrl, downloadWithKey } from '../api.js'
 import { h, ms, pct, count, section, emptyState, errorState, toast, duration, armNames, VERDICT, verdictClass } from '../dom.js'
 import { BUCKET_NAMES, bucketFor, href, metricOf, metricLabel, analysisOf, setParams, timeWindow } from '../query.js'
-import { browserName, isBrowser, PAGE_METRICS } from '../catalogue.js'
+import { browserName, browsersInOrder, isBrowser, PAGE_METRICS } from '../catalogue.js'
 import { metricPicker, analysisPicker, verdictLegend } from '../components/metric-picker.js'
 import { comparisonTable } from '../components/comparison-table.js'
 import { reliabilityTable, failureSentence } from '../components/reliability.js'
@@ -35,13 +35,15 @@ export async function render (ctx) {
   const metric = isJourney && !ctx.query.get('metric') ? 'step_ms' : metricOf(ctx.query)
   const view = pick(ctx.query.get('view'), monitor.repeat_view ? ['first', 'repeat'] : ['first'])
   // Whose rounds the page shows: a round is one browser's (docs/BROWSERS.md).
-  // A browser the monitor no longer runs, named in the address, is read
-  // too: its rounds are still in the windows it ran in.
+  // A browser the monitor no longer runs is offered too while the window
+  // has its rounds, and read when the address names it: its rounds are
+  // still in the windows it ran in.
+  const range = { from: win.from, to: win.to }
   const ran = monitor.browsers ?? ['chromium']
   const asked = ctx.query.get('browser')
-  const browsers = isBrowser(asked) && !ran.includes(asked) ? [...ran, asked] : ran
-  const browser = pick(asked, browsers)
-  const range = { from: win.from, to: win.to }
+  const before = await api.browsersWithRounds(id, { ...range, probe }).then((b) => b.browsers, () => [])
+  const browsers = browsersInOrder([...ran, ...before, isBrowser(asked) ? asked : null])
+  const browser = asked !== null && browsers.includes(asked) ? asked : ran[0]
   const filters = { ...range, metric, probe, view, browser }
   const names = new Map(locations.map((l) => [l.id, l]))
   const nameOf = (lid) => names.get(lid)?.name ?? lid
