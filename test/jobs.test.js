@@ -363,27 +363,53 @@ test('a location added, a new interval or an unpaused monitor gets its current r
   assert.ok(now.every((r) => +r.due_at > +first.due_at && +r.due_at === +now[0].due_at), JSON.stringify(now))
 })
 
-test('after the clock steps back an hour, a monitor gets its next round at once, at a time none of its rounds has, and every interval from there', async () => {
+test('a scheduler starting after the clock stepped back an hour: monitors get their next round at once, at a time none of their rounds has; a paused one when resumed; one made while the clock was ahead starts now', async () => {
   await clearQueue()
-  const res = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 60, locations: ['local'] } })
-  assert.equal(res.statusCode, 201, res.body)
-  const m = res.json()
-  // What a clock an hour ahead left: the monitor's rounds on its grid of
-  // whole minutes up to that clock's present, and its next round due an
-  // hour from the true now.
-  await t.db.query("UPDATE monitors SET anchor_at = date_trunc('minute', now()) - interval '2 hours' WHERE id = $1", [m.id])
-  await t.db.query(
-    `INSERT INTO jobs (monitor_id, location_id, browser, due_at, run_after, max_attempts, state, finished_at)
-     SELECT $1, 'local', 'chromium', d, d, 3, 'done', d + interval '5 seconds'
-       FROM generate_series(date_trunc('minute', now()) - interval '10 minutes', date_trunc('minute', now()) + interval '60 minutes', interval '1 minute') AS d`, [m.id])
-  await t.db.query("UPDATE monitors SET next_due_at = date_trunc('minute', now()) + interval '61 minutes' WHERE id = $1", [m.id])
+  const make = async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 60, locations: ['local'] } })
+    assert.equal(res.statusCode, 201, res.body)
+    return res.json()
+  }
+  const [running, paused, madeAhead] = [await make(), await make(), await make()]
+  // What a clock an hour ahead left: the monitors' rounds on their grid of
+  // whole minutes up to that clock's present, their next rounds due an hour
+  // from the true now, and a monitor made then, its grid starting then.
+  for (const m of [running, paused]) {
+    await t.db.query("UPDATE monitors SET anchor_at = date_trunc('minute', now()) - interval '2 hours' WHERE id = $1", [m.id])
+    await t.db.query(
+      `INSERT INTO jobs (monitor_id, location_id, browser, due_at, run_after, max_attempts, state, finished_at)
+       SELECT $1, 'local', 'chromium', d, d, 3, 'done', d + interval '5 seconds'
+         FROM generate_series(date_trunc('minute', now()) - interval '10 minutes', date_trunc('minute', now()) + interval '60 minutes', interval '1 minute') AS d`, [m.id])
+    await t.db.query("UPDATE monitors SET next_due_at = date_trunc('minute', now()) + interval '61 minutes' WHERE id = $1", [m.id])
+  }
+  // Paused while the clock was ahead: its next_due_at is that clock's present (the pause's trigger).
+  await t.db.query('UPDATE monitors SET paused = true WHERE id = $1', [paused.id])
+  await t.db.query("UPDATE monitors SET next_due_at = now() + interval '50 minutes' WHERE id = $1", [paused.id])
+  await t.db.query("UPDATE monitors SET anchor_at = now() + interval '1 hour', next_due_at = now() + interval '1 hour', paused = false WHERE id = $1", [madeAhead.id])
 
-  assert.equal(await scheduleDueJobs(t.db, { maxAttempts: 3, lookAheadMs: 1000 }), 1, 'a round now, not in an hour')
-  const { rows: [round] } = await t.db.query("SELECT due_at, state, now() AS now FROM jobs WHERE monitor_id = $1 AND state = 'queued'", [m.id])
-  assert.ok(round, 'the round is queued to run')
-  assert.ok(+round.due_at <= +round.now + 1000 && +round.due_at > +round.now - 60_000, `due within the last interval: ${round.due_at.toISOString()} at ${round.now.toISOString()}`)
-  assert.equal(round.due_at.getUTCSeconds(), 30, 'half an interval off the grid the earlier rounds are on')
-  const { rows: [next] } = await t.db.query('SELECT extract(epoch FROM next_due_at - $2::timestamptz)::float8 AS gap FROM monitors WHERE id = $1', [m.id, round.due_at])
-  assert.equal(next.gap, 60, 'the next one an interval later')
-  assert.equal(await scheduleDueJobs(t.db, { maxAttempts: 3, lookAheadMs: 1000 }), 0, 'and no round twice')
+  // A scheduler's first tick looks for the clock's step (a new pool: as a
+  // scheduler started after it).
+  const scheduler = createPool(t.db.options.connectionString)
+  try {
+    const schedule = () => scheduleDueJobs(scheduler, { maxAttempts: 3, lookAheadMs: 1000 })
+    assert.equal(await schedule(), 2, 'a round now for the running monitor and the one made ahead, not in an hour')
+    const queued = async (m) => (await t.db.query("SELECT due_at, now() AS now FROM jobs WHERE monitor_id = $1 AND state = 'queued'", [m.id])).rows
+    const [round] = await queued(running)
+    assert.ok(round, 'the running monitor\'s round is queued to run')
+    assert.ok(+round.due_at <= +round.now + 1000 && +round.due_at > +round.now - 60_000, `due within the last interval: ${round.due_at.toISOString()} at ${round.now.toISOString()}`)
+    assert.equal(round.due_at.getUTCSeconds(), 30, 'half an interval off the grid its earlier rounds are on')
+    const { rows: [next] } = await t.db.query('SELECT extract(epoch FROM next_due_at - $2::timestamptz)::float8 AS gap FROM monitors WHERE id = $1', [running.id, round.due_at])
+    assert.equal(next.gap, 60, 'the next one an interval later')
+    assert.equal((await queued(madeAhead)).length, 1, 'the monitor made while the clock was ahead starts now')
+    assert.equal(await schedule(), 0, 'and no round twice')
+
+    const resume = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${paused.id}`, payload: { paused: false } })
+    assert.equal(resume.statusCode, 200, resume.body)
+    const { rows: [pm] } = await t.db.query('SELECT anchor_at, next_due_at, now() AS now FROM monitors WHERE id = $1', [paused.id])
+    assert.equal(await schedule(), 1, JSON.stringify(pm) +  'the paused monitor, resumed, gets its round at once')
+    const [resumed] = await queued(paused)
+    assert.ok(resumed && +resumed.due_at > +resumed.now - 60_000 && resumed.due_at.getUTCSeconds() === 30, JSON.stringify(resumed))
+  } finally {
+    await scheduler.end()
+  }
 })

@@ -130,10 +130,10 @@ test('a browser the monitor no longer runs is read when the address names it: it
     // Switched to Chromium, and opened without a browser in the address, the
     // switch still offers Firefox: the window has its rounds.
     await page.click('#browser-chromium')
-    await page.waitForFunction(() => /browser=chromium/.test(location.hash) && document.querySelector('#browser-chromium')?.checked)
+    await page.waitForFunction(() => /browser=chromium/.test(location.hash) && /** @type {HTMLInputElement | null} */ (document.querySelector('#browser-chromium'))?.checked)
     assert.deepEqual(await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked])), [['chromium', true], ['firefox', false]])
     await page.evaluate((id) => { location.hash = `#/monitors/${id}?window=24h&metric=ttfb_ms` }, monitor.id)
-    await page.waitForFunction(() => !/browser=/.test(location.hash) && document.querySelector('#browser-chromium')?.checked)
+    await page.waitForFunction(() => !/browser=/.test(location.hash) && /** @type {HTMLInputElement | null} */ (document.querySelector('#browser-chromium'))?.checked)
     assert.deepEqual(await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked])), [['chromium', true], ['firefox', false]])
     assert.doesNotMatch(await page.$eval('.page-head .sub', (e) => e.textContent), /showing/)
     // A monitor that does not exist titles the tab so, not as the page before it

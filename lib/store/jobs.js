@@ -41,11 +41,18 @@ const RUNNING_GRACE_S = 15
 // were): a day's outage of a 10 s lab monitor would be 8,640 rows.
 const MAX_MISSED_ROUNDS = 100
 
-// A monitor whose next round is due more than this far beyond one interval
-// (and the look-ahead) from now was scheduled by a clock that has since
-// stepped back (scheduleDueJobs, "Clock steps"). A smaller step back only
-// delays the next round by as much, and needs nothing.
+// A clock step back that delays a monitor's next round by more than this,
+// or by more than a quarter of its interval when that is longer, moves its
+// grid (scheduleDueJobs, "Clock steps back"); a smaller one only delays the
+// next round by as much: the rounds the clock went past were the latest,
+// so none is due again.
 const CLOCK_STEP_S = 60
+
+/**
+ * Each pool's view of the database clock: its value at the pool's last
+ * tick, and whether the clock went back since. @type {WeakMap<import('pg').Pool, { at: number, back: boolean }>}
+ */
+const clocks = new WeakMap()
 
 /**
  * Insert the current round of every active monitor at each of its locations.
@@ -95,24 +102,22 @@ const CLOCK_STEP_S = 60
  * Clock steps back: the rounds of the times the clock goes through again
  * exist already (due_at is the round's key), and the monitor's next_due_at
  * lies as far ahead as the step, so it would get no round until the clock
- * caught up. A monitor found scheduled more than CLOCK_STEP_S beyond its
- * interval has its grid moved back by the whole intervals of the step and
- * half an interval more: its next round is due at once, and none of its
- * due times can be one that exists (the times of a second step back by
- * as much could). Looking costs a scan of the monitors each tick: 3–5 ms
- * of PostgreSQL at 10,000 monitors.
+ * caught up. On a pool's first tick, and on the tick after one that saw the
+ * database clock go back by more than CLOCK_STEP_S, the monitors are looked
+ * at (followClockStep): one whose next round is that much later than its
+ * interval allows has its grid moved back by as many whole intervals and
+ * half an interval more, so its next round is due at once at a time off
+ * the grid its rounds were on; one whose grid starts more than an interval
+ * and CLOCK_STEP_S ahead (made or given a new interval while the clock was
+ * ahead) starts again now.
  * @param {import('pg').Pool} db
  * @param {{ maxAttempts: number, lookAheadMs?: number }} opts
  * @returns {Promise<number>} rounds created (queued or skipped)
  */
 export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
-  await db.query(
-    `UPDATE monitors
-        SET anchor_at = anchor_at - make_interval(secs => (ceil(extract(epoch FROM next_due_at - now()) / interval_s) + 0.5) * interval_s)
-      WHERE deleted_at IS NULL AND NOT paused AND anchor_at <= now()
-        AND next_due_at > now() + make_interval(secs => interval_s + $1::float8 / 1000 + $2)`,
-    [MAX_LOOK_AHEAD_MS, CLOCK_STEP_S])
-  const { rows: [{ created }] } = await db.query(
+  const clock = clocks.get(db)
+  if (!clock || clock.back) await followClockStep(db)
+  const { rows: [{ created, now }] } = await db.query(
     `WITH picked AS (
        -- k: the monitor's last round due by the horizon (now + look-ahead);
        -- none yet while anchor_at is later. owed_from: the first round not
@@ -215,9 +220,28 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
                                          ELSE 'skipped' END AS state) v
        ON CONFLICT (monitor_id, location_id, browser, due_at) DO NOTHING
        RETURNING 1)
-     SELECT (SELECT count(*) FROM inserted)::int + (SELECT count(*) FROM missed)::int AS created`,
+     SELECT (SELECT count(*) FROM inserted)::int + (SELECT count(*) FROM missed)::int AS created, now() AS now`,
     [maxAttempts, AGENT_ALIVE_S, Math.min(Math.max(0, lookAheadMs ?? 0), MAX_LOOK_AHEAD_MS), MAX_MISSED_ROUNDS, RUNNING_GRACE_S])
+  clocks.set(db, { at: +now, back: clock !== undefined && +now < clock.at - CLOCK_STEP_S * 1000 })
   return created
+}
+
+/**
+ * Move the grid of each monitor a clock step back left scheduled far ahead
+ * (scheduleDueJobs, "Clock steps back"), paused ones included: resumed,
+ * they would find their rounds taken. A scan of the monitors (3–5 ms of
+ * PostgreSQL at 10,000), made when a step may have happened only.
+ * @param {import('pg').Pool} db
+ */
+async function followClockStep (db) {
+  await db.query(
+    `UPDATE monitors
+        SET anchor_at = CASE WHEN anchor_at > now() THEN now()
+                        ELSE anchor_at - make_interval(secs => (ceil(extract(epoch FROM next_due_at - now()) / interval_s) + 0.5) * interval_s) END
+      WHERE deleted_at IS NULL
+        AND (next_due_at > now() + make_interval(secs => interval_s + $1::float8 / 1000 + greatest($2, interval_s / 4.0))
+             OR anchor_at > now() + make_interval(secs => interval_s + $2))`,
+    [MAX_LOOK_AHEAD_MS, CLOCK_STEP_S])
 }
 
 /**
