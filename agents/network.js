@@ -79,7 +79,7 @@ async function recordCdp (page) {
     const declared = Number.parseInt(headerValue(response.headers, 'content-length') ?? '', 10)
     rec.declared_bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null
     rec.content_encoding = headerValue(response.headers, 'content-encoding')
-    rec.media_type = mediaType(response.mimeType ?? headerValue(response.headers, 'content-type'))
+    rec.media_type = mediaType(headerValue(response.headers, 'content-type') ?? response.mimeType)
     rec.responded = true
   }
   cdp.on('Network.requestWillBeSent', (e) => {
@@ -184,12 +184,14 @@ async function recordCdp (page) {
 
 /**
  * Media types a browser shows in a viewer of its own rather than as a
- * page. Chromium hands a PDF's body to its PDF viewer as it arrives: the
- * page's requests report none or part of it (a whole PDF read as "received
- * 601 of 20,193 declared bytes"), and what paints is the viewer. Firefox
- * shows it in PDF.js. Neither is the page load the metrics describe.
+ * page, by the type the server declared. Chromium hands a PDF's body to its
+ * PDF viewer as it arrives: the page's requests report none or part of it
+ * (a whole PDF read as "received 601 of 20,193 declared bytes"), and what
+ * paints is the viewer. Firefox shows it in PDF.js, which gives the
+ * response a type of its own (text/html) as it takes the body over. Neither
+ * is the page load the metrics describe.
  */
-const VIEWERS = new Map([['application/pdf', 'PDF viewer'], ['application/x-pdf', 'PDF viewer'], ['text/pdf', 'PDF viewer']])
+const VIEWERS = new Map([['application/pdf', 'PDF viewer']])
 
 /**
  * A Content-Type's media type, lower case, without parameters.
@@ -214,7 +216,8 @@ export function mediaType (value) {
  */
 export function documentOutcome (rec) {
   const grouped = (/** @type {number} */ n) => n.toLocaleString('en-US')
-  const viewer = rec.responded && rec.status < 300 ? VIEWERS.get(rec.media_type) ?? null : null
+  // A 304 is the cached document's revalidation (a repeat view).
+  const viewer = rec.responded && (rec.status < 300 || rec.status === 304) ? VIEWERS.get(rec.media_type) ?? null : null
   let incomplete = null
   // An error status's body is not the page (Chromium fails a 4xx/5xx
   // navigation with ERR_HTTP_RESPONSE_CODE_FAILURE), and an abort is ours.

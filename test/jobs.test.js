@@ -405,8 +405,7 @@ test('a scheduler starting after the clock stepped back an hour: monitors get th
 
     const resume = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${paused.id}`, payload: { paused: false } })
     assert.equal(resume.statusCode, 200, resume.body)
-    const { rows: [pm] } = await t.db.query('SELECT anchor_at, next_due_at, now() AS now FROM monitors WHERE id = $1', [paused.id])
-    assert.equal(await schedule(), 1, JSON.stringify(pm) +  'the paused monitor, resumed, gets its round at once')
+    assert.equal(await schedule(), 1, 'the paused monitor, resumed, gets its round at once')
     const [resumed] = await queued(paused)
     assert.ok(resumed && +resumed.due_at > +resumed.now - 60_000 && resumed.due_at.getUTCSeconds() === 30, JSON.stringify(resumed))
   } finally {

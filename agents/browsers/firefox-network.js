@@ -77,7 +77,8 @@ export async function recordFirefoxNetwork (page) {
     const declared = Number.parseInt(header(r.headers, 'content-length') ?? '', 10)
     rec.declared_bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null
     rec.content_encoding = header(r.headers, 'content-encoding')
-    rec.media_type = mediaType(r.mimeType ?? header(r.headers, 'content-type'))
+    // The declared type, kept from the first event: PDF.js's own (text/html) comes later.
+    rec.media_type ??= mediaType(header(r.headers, 'content-type') ?? r.mimeType)
     rec.responded = true
     rec.bytes = r.bytesReceived ?? 0
     rec.received_bytes = r.bodySize ?? 0

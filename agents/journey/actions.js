@@ -152,14 +152,15 @@ async function withNavigation ({ page, timeoutMs }, act) {
     try {
       response = await navigation
     } catch (err) {
-      // A login the run cancels: Chromium fails the navigation
-      // (ERR_INVALID_AUTH_CREDENTIALS, though none were sent), Firefox
-      // loads the 401; both say it as the 401 it is.
+      // A login, which Chromium cancels by itself and then fails the
+      // navigation with ERR_INVALID_AUTH_CREDENTIALS (though none were
+      // sent): said as the 401 it is.
       if (answer && loginAsked(answer)) throw httpStepError(answer)
       throw timeoutOr(err, `the navigation it started did not load within ${timeoutMs} ms`)
     }
-    const status = response?.status() ?? null
-    if (response && status !== null && status >= 400) throw httpStepError(response)
+    const last = response ?? answer
+    const status = last?.status() ?? null
+    if (last && status !== null && status >= 400) throw httpStepError(last)
     return { navigated: true, status }
   } finally {
     page.off('request', onRequest)
