@@ -37,7 +37,7 @@ export const NAVIGATED_AWAY = /Execution context was destroyed|Cannot find conte
  * How long an aborted navigation's answer may come after its failure, and
  * how long a navigation that will not end by itself may run on (load).
  */
-const ANSWER_WAIT_MS = 1000
+export const ANSWER_WAIT_MS = 1000
 
 /** How long to wait after the load event for LCP to be reported. */
 const LCP_WAIT_MS = 300
@@ -87,6 +87,8 @@ export function isTopFrameNavigation (page, request) {
 
 /** A navigation's request that the browser itself gave up (a new navigation replaced it, a download, a 204). */
 const ABORTED = /\b(ERR_ABORTED|NS_BINDING_ABORTED)\b/
+/** Chromium's failure of a navigation whose login it cancelled (no credentials were sent). */
+export const CANCELLED_LOGIN = /\bERR_INVALID_AUTH_CREDENTIALS\b/
 
 /**
  * Navigate and wait for the load event; any failure becomes a PageLoadError.
@@ -170,11 +172,12 @@ export async function load (page, url, timeoutMs) {
     }
     const message = navigationError(err, url)
     // Chromium's words for a login it cancelled: the 401 is the answer.
-    const last = /** @type {import('puppeteer-core').HTTPResponse | null} */ (answer)
-    const login = last && /ERR_INVALID_AUTH_CREDENTIALS/.test(message) ? loginAsked(last) : null
-    if (last && login) throw new PageLoadError(`${httpError(last, url)}: ${login}`, { url, httpStatus: last.status(), cause: err })
+    const cancelledLogin = CANCELLED_LOGIN.test(message)
     const aborted = ABORTED.test(message)
-    if (aborted && !answer) await answerOrNothing((resolve) => { answered = resolve })
+    if ((aborted || cancelledLogin) && !answer) await answerOrNothing((resolve) => { answered = resolve })
+    const last = /** @type {import('puppeteer-core').HTTPResponse | null} */ (answer)
+    const login = last && cancelledLogin ? loginAsked(last) : null
+    if (last && login) throw new PageLoadError(`${httpError(last, url)}: ${login}`, { url, httpStatus: last.status(), cause: err })
     const why = aborted ? notShown(answer) : null
     throw new PageLoadError(why ? `${message}: ${why}` : message, { url, cause: err })
   } finally {
@@ -307,8 +310,8 @@ export function leftError (url, next) {
 }
 
 /**
- * Wait for an aborted navigation's answer, at most ANSWER_WAIT_MS: the
- * navigation's failure can come first, as Puppeteer holds a response back
+ * Wait for an aborted navigation's answer (or a cancelled login's 401), at
+ * most ANSWER_WAIT_MS: the navigation's failure can come first, as Puppeteer holds a response back
  * until its raw headers have come too (seen in one of six runs).
  * @param {(resolve: () => void) => void} onAnswer hands over what settles the wait when the answer comes
  */

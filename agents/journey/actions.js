@@ -6,7 +6,7 @@
 // there, in words; a secret is never in one. `eval` runs its script in the
 // page through DevTools, never in this process.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
+import { ANSWER_WAIT_MS, CANCELLED_LOGIN, isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
 import { hasText } from '../page/has-text.js'
 
 /** How long after an action a navigation it started may begin (a form submit begins at once; a handler may wait a tick). */
@@ -154,8 +154,13 @@ async function withNavigation ({ page, timeoutMs }, act) {
     } catch (err) {
       // A login, which Chromium cancels by itself and then fails the
       // navigation with ERR_INVALID_AUTH_CREDENTIALS (though none were
-      // sent): said as the 401 it is.
-      if (answer && loginAsked(answer)) throw httpStepError(answer)
+      // sent): said as the 401 it is. Its answer can come after the failure.
+      if (CANCELLED_LOGIN.test(String(/** @type {any} */ (err)?.message))) {
+        const until = performance.now() + ANSWER_WAIT_MS
+        while (!answer && performance.now() < until) await sleep(20)
+      }
+      const got = /** @type {import('puppeteer-core').HTTPResponse | null} */ (answer)
+      if (got && loginAsked(got)) throw httpStepError(got)
       throw timeoutOr(err, `the navigation it started did not load within ${timeoutMs} ms`)
     }
     const last = response ?? answer
