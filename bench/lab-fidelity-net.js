@@ -23,9 +23,11 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { labUp, netnsExec, netnsSupport } from '../lab/netns.js'
+import { labDown, labUp, netnsExec, netnsSupport } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { benchArgs } from './lib/args.js'
+import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { createLogger } from '../lib/runtime/log.js'
 
 const PREFIX = 'h3lbench'
 // Its probes are UDP, which lab-udp-blocked drops by design.
@@ -200,15 +202,20 @@ async function main () {
     console.error(`lab-fidelity-net: needs network namespaces: ${support.reason}`)
     process.exit(1)
   }
+  // Ctrl-C or SIGTERM takes the lab down too: no namespace, link or linkem is left.
+  const lifecycle = createLifecycle(createLogger({ logLevel: 'warn' }))
+  lifecycle.handleSignals({ exitCode: 130 })
   const runDir = await mkdtemp(path.join(tmpdir(), 'h3lens-bench-'))
+  lifecycle.add('run dir', () => rm(runDir, { recursive: true, force: true }))
+  // By its prefix: whatever of the lab is up, should the signal come while it is being set up.
+  lifecycle.add('lab', () => labDown({ prefix: PREFIX, runDir }))
   const lab = await labUp({ profiles: PROFILES, prefix: PREFIX, runDir })
   try {
     const rows = []
     for (const loc of lab.locations) rows.push(await measureLink(lab, loc))
     console.table(rows)
   } finally {
-    await lab.down()
-    await rm(runDir, { recursive: true, force: true })
+    await lifecycle.stopAll('done')
   }
 }
 

@@ -9,7 +9,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { netnsSupport, labUp } from '../lab/netns.js'
+import { labDown, labUp, netnsSupport } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { startOrigin } from '../lab/origin.js'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
@@ -18,6 +18,8 @@ import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { measureLink } from './lab-fidelity-net.js'
 import { benchArgs } from './lib/args.js'
+import { createLifecycle } from '../lib/runtime/lifecycle.js'
+import { createLogger } from '../lib/runtime/log.js'
 
 const { values } = benchArgs(import.meta.url, { options: { rounds: { type: 'string', default: '10' } } })
 const rounds = Number(values.rounds)
@@ -31,10 +33,19 @@ const median = (xs) => {
   return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN
 }
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-fidelity-'))
+// Ctrl-C or SIGTERM stops what was started, the lab's namespaces included.
+const lifecycle = createLifecycle(createLogger({ logLevel: 'warn' }))
+lifecycle.handleSignals({ exitCode: 130 })
+lifecycle.add('data dir', () => fs.rmSync(dataDir, { recursive: true, force: true }))
 // UDP probes and H3 loads cannot pass lab-udp-blocked, by design.
-const lab = await labUp({ profiles: DEFAULT_PROFILES.filter((p) => !p.block_udp), prefix: 'h3lfid', runDir: path.join(dataDir, 'run') })
+const PREFIX = 'h3lfid'
+// By its prefix: whatever of the lab is up, should the signal come while it is being set up.
+lifecycle.add('lab', () => labDown({ prefix: PREFIX, runDir: path.join(dataDir, 'run') }))
+const lab = await labUp({ profiles: DEFAULT_PROFILES.filter((p) => !p.block_udp), prefix: PREFIX, runDir: path.join(dataDir, 'run') })
 const origin = await startOrigin({ dataDir, port: 9443, netns: lab.originNs })
+lifecycle.add('origin', () => origin.stop())
 const pool = createBrowserPool({ dataDir })
+lifecycle.add('browsers', () => pool.close())
 try {
   const rows = []
   for (const loc of lab.locations) {
@@ -74,8 +85,5 @@ try {
   console.log(`lab fidelity — ${rounds} rounds per mode, 15 KB page, medians`)
   console.table(rows)
 } finally {
-  await pool.close()
-  await origin.stop()
-  await lab.down()
-  fs.rmSync(dataDir, { recursive: true, force: true })
+  await lifecycle.stopAll('done')
 }
