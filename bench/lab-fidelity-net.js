@@ -19,15 +19,12 @@
 // linkem's lateness with that floor before blaming the emulator.
 // Run as root: node bench/lab-fidelity-net.js  (about 40 s)
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { labDown, labUp, netnsExec, netnsSupport } from '../lab/netns.js'
+import { netnsExec, netnsSupport } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { benchArgs } from './lib/args.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
-import { createLogger } from '../lib/runtime/log.js'
+import { benchLab, benchScratch } from './lib/scratch.js'
 
 const PREFIX = 'h3lbench'
 // Its probes are UDP, which lab-udp-blocked drops by design.
@@ -159,7 +156,7 @@ s.on('close', () => console.log(JSON.stringify({ mbps: bytes * 8 / (performance.
 
 /**
  * Network figures of one lab location (see the header).
- * @param {Awaited<ReturnType<typeof labUp>>} lab
+ * @param {Awaited<ReturnType<typeof import('../lab/netns.js').labUp>>} lab
  * @param {any} loc one of lab.locations
  */
 export async function measureLink (lab, loc) {
@@ -203,13 +200,8 @@ async function main () {
     process.exit(1)
   }
   // Ctrl-C or SIGTERM takes the lab down too: no namespace, link or linkem is left.
-  const lifecycle = createLifecycle(createLogger({ logLevel: 'warn' }))
-  lifecycle.handleSignals({ exitCode: 130 })
-  const runDir = await mkdtemp(path.join(tmpdir(), 'h3lens-bench-'))
-  lifecycle.add('run dir', () => rm(runDir, { recursive: true, force: true }))
-  // By its prefix: whatever of the lab is up, should the signal come while it is being set up.
-  lifecycle.add('lab', () => labDown({ prefix: PREFIX, runDir }))
-  const lab = await labUp({ profiles: PROFILES, prefix: PREFIX, runDir })
+  const { dataDir, lifecycle } = benchScratch('bench-links')
+  const lab = await benchLab(lifecycle, { profiles: PROFILES, prefix: PREFIX, runDir: path.join(dataDir, 'run') })
   try {
     const rows = []
     for (const loc of lab.locations) rows.push(await measureLink(lab, loc))

@@ -6,10 +6,8 @@
 // with TTFB and connect in ms and in RTT units.
 //
 //   node bench/lab-fidelity.js [--rounds 10]      (root; about 2 minutes)
-import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { labDown, labUp, netnsSupport } from '../lab/netns.js'
+import { netnsSupport } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { startOrigin } from '../lab/origin.js'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
@@ -18,8 +16,7 @@ import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { measureLink } from './lab-fidelity-net.js'
 import { benchArgs } from './lib/args.js'
-import { createLifecycle } from '../lib/runtime/lifecycle.js'
-import { createLogger } from '../lib/runtime/log.js'
+import { benchLab, benchScratch } from './lib/scratch.js'
 
 const { values } = benchArgs(import.meta.url, { options: { rounds: { type: 'string', default: '10' } } })
 const rounds = Number(values.rounds)
@@ -32,16 +29,10 @@ const median = (xs) => {
   const s = xs.filter((x) => x !== null).sort((a, b) => a - b)
   return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN
 }
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-fidelity-'))
 // Ctrl-C or SIGTERM stops what was started, the lab's namespaces included.
-const lifecycle = createLifecycle(createLogger({ logLevel: 'warn' }))
-lifecycle.handleSignals({ exitCode: 130 })
-lifecycle.add('data dir', () => fs.rmSync(dataDir, { recursive: true, force: true }))
+const { dataDir, lifecycle } = benchScratch('fidelity')
 // UDP probes and H3 loads cannot pass lab-udp-blocked, by design.
-const PREFIX = 'h3lfid'
-// By its prefix: whatever of the lab is up, should the signal come while it is being set up.
-lifecycle.add('lab', () => labDown({ prefix: PREFIX, runDir: path.join(dataDir, 'run') }))
-const lab = await labUp({ profiles: DEFAULT_PROFILES.filter((p) => !p.block_udp), prefix: PREFIX, runDir: path.join(dataDir, 'run') })
+const lab = await benchLab(lifecycle, { profiles: DEFAULT_PROFILES.filter((p) => !p.block_udp), prefix: 'h3lfid', runDir: path.join(dataDir, 'run') })
 const origin = await startOrigin({ dataDir, port: 9443, netns: lab.originNs })
 lifecycle.add('origin', () => origin.stop())
 const pool = createBrowserPool({ dataDir })

@@ -21,10 +21,9 @@
 // often it was late to confirm the handshake, and packets the link dropped
 // (zero: any "lost" packet was lost at an endpoint). --keep DIR saves each
 // variant's first h3 net log that shows a finding, for the netlog viewer.
-import { copyFile, mkdir, mkdtemp, rm, writeFile, chmod, readFile } from 'node:fs/promises'
+import { copyFile, mkdir, rm, writeFile, chmod, readFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import pino from 'pino'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { measurePage } from '../agents/measure.js'
@@ -32,8 +31,8 @@ import { parseNetlog, summarizeNetlog } from '../lib/measurement/netlog.js'
 import { rttAccounting } from '../lib/measurement/rtt.js'
 import { chooseCaddy, DEBIAN_CADDY } from '../lab/caddy.js'
 import { startOrigin } from '../lab/origin.js'
-import { labUp } from '../lab/netns.js'
 import { benchArgs, countOption } from './lib/args.js'
+import { benchLab, benchScratch } from './lib/scratch.js'
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -46,11 +45,12 @@ const { values } = benchArgs(import.meta.url, {
 const rttMs = Number(values.rtt)
 const runs = countOption(import.meta.url, values, 'runs', { min: 1, max: 50 })
 const variants = values.variants.split(',')
-const log = pino({ level: 'warn' })
-const dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-handshake-'))
+// Ctrl-C or SIGTERM stops what was started, the lab's namespaces included.
+const { dataDir, log, lifecycle } = benchScratch('handshake')
 const profile = { name: 'hs', rtt_ms: rttMs, jitter_ms: 0, loss_pct: 0, loss_model: /** @type {const} */ ('bernoulli'), down_kbps: 40_000, up_kbps: 15_000, queue_packets: 200 }
-const topology = await labUp({ profiles: [profile], prefix: 'h3t6h', runDir: path.join(dataDir, 'run') })
+const topology = await benchLab(lifecycle, { profiles: [profile], prefix: 'h3t6h', runDir: path.join(dataDir, 'run') })
 const pool = createBrowserPool({ dataDir, log })
+lifecycle.add('browsers', () => pool.close())
 const [loc] = topology.locations
 const rows = []
 const loadAtStart = os.loadavg()[0]
@@ -120,9 +120,7 @@ try {
   }
 } finally {
   for (const origin of origins.values()) await origin.stop()
-  await pool.close()
-  await topology.down()
-  await rm(dataDir, { recursive: true, force: true })
+  await lifecycle.stopAll('done')
 }
 
 const q = (xs, p) => {

@@ -24,18 +24,16 @@
 // context. Bounded: the default 30/10/8 rounds per region take 6–10 minutes
 // on 2 busy cores (each run is a fresh context and a warm-up navigation),
 // and the APNIC study's 10 auto rounds about 8 more.
-import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import pino from 'pino'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createFirefoxPool } from '../agents/browsers/firefox.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { startOrigin } from '../lab/origin.js'
-import { labUp } from '../lab/netns.js'
 import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { roundBootstrap, bootstrapSummary, exactQuantile, wilsonInterval } from '../lib/analysis/stats/index.js'
 import { benchArgs } from './lib/args.js'
+import { benchLab, benchScratch } from './lib/scratch.js'
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -68,12 +66,13 @@ const forcedStudies = (region) => !DEFAULT_PROFILES.find((p) => p.name === regio
 const uploadBytes = bounded(values['upload-bytes'], 100 * 1024 * 1024)
 const PERCENTILES = [25, 50, 75, 90, 95]
 
-const log = pino({ level: 'warn' })
-const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'h3lens-reproduce-'))
+// Ctrl-C or SIGTERM stops what was started, the lab's namespaces included.
+const { dataDir, log, lifecycle } = benchScratch('reproduce')
 const started = Date.now()
 const load = os.loadavg()[0]
-const topology = await labUp({ profiles: PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
+const topology = await benchLab(lifecycle, { profiles: PROFILES, prefix: 'h3t6b', runDir: path.join(dataDir, 'run'), log })
 const pool = createBrowserPool({ dataDir, log })
+lifecycle.add('browsers', () => pool.close())
 // Firefox's rounds still follow redirects with Chromium (agents/redirects.js).
 const firefoxPool = browser === 'firefox' ? createFirefoxPool({ dataDir, log, executablePath: process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr' }) : null
 /** @type {Record<string, Record<string, any[]>>} results per region and study */
@@ -107,10 +106,8 @@ try {
     await origin.stop()
   }
 } finally {
-  await pool.close()
   await firefoxPool?.close()
-  await topology.down()
-  await fs.rm(dataDir, { recursive: true, force: true })
+  await lifecycle.stopAll('done')
 }
 
 const ok = (list, mode) => list.filter((r) => r.mode === mode && r.status === 'ok' && r.protocol_ok)
