@@ -24,13 +24,15 @@ import { startTargetGuard } from '../agents/target-guard.js'
 import { createResolver } from '../lib/measurement/targets.js'
 import { startDnsServer } from '../dev/dns-server.js'
 import { benchArgs } from './lib/args.js'
+import { benchScratch } from './lib/scratch.js'
 
 const { positionals: [loadsArg = '40'] } = benchArgs(import.meta.url, { allowPositionals: true })
 const loads = Number(loadsArg)
 const ns = `h3gb-${process.pid}`
 const [hostSide, nsSide] = ['10.232.0.1', '10.232.0.2']
 const ip = (/** @type {string[]} */ ...args) => execFileSync('ip', args, { stdio: 'pipe' })
-const stops = []
+// Ctrl-C or SIGTERM undoes the namespace, its link and resolv.conf as the end does.
+const { dataDir, lifecycle } = benchScratch('bench-guard')
 const quantile = (/** @type {number[]} */ xs, /** @type {number} */ q) => {
   const s = xs.filter((x) => typeof x === 'number').sort((a, b) => a - b)
   return s.length ? Math.round(s[Math.min(s.length - 1, Math.floor(q * s.length))] * 10) / 10 : null
@@ -38,9 +40,9 @@ const quantile = (/** @type {number[]} */ xs, /** @type {number} */ q) => {
 
 try {
   ip('netns', 'add', ns)
-  stops.unshift(() => ip('netns', 'del', ns))
+  lifecycle.add('namespace', () => ip('netns', 'del', ns))
   ip('link', 'add', `${ns}-h`, 'type', 'veth', 'peer', 'name', `${ns}-n`, 'netns', ns)
-  stops.unshift(() => { try { ip('link', 'del', `${ns}-h`) } catch {} })
+  lifecycle.add('link', () => { try { ip('link', 'del', `${ns}-h`) } catch {} })
   ip('addr', 'add', `${hostSide}/30`, 'dev', `${ns}-h`)
   ip('link', 'set', `${ns}-h`, 'up')
   ip('-n', ns, 'addr', 'add', `${nsSide}/30`, 'dev', `${ns}-n`)
@@ -50,7 +52,7 @@ try {
   // `ip netns exec` puts /etc/netns/<ns>/resolv.conf over /etc/resolv.conf.
   const etc = path.join('/etc/netns', ns)
   fs.mkdirSync(etc, { recursive: true })
-  stops.unshift(() => fs.rmSync(etc, { recursive: true, force: true }))
+  lifecycle.add('resolv.conf', () => fs.rmSync(etc, { recursive: true, force: true }))
   fs.writeFileSync(path.join(etc, 'resolv.conf'), `nameserver ${hostSide}\n`)
 
   const site = spawn('ip', ['netns', 'exec', ns, process.execPath, '--input-type=module', '-e', `
@@ -58,17 +60,15 @@ try {
     const page = '<!doctype html><title>pub</title>' + '<p>public page</p>'.repeat(500)
     http.createServer((req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(page)).listen(80, '93.184.215.14', () => console.log('ready'))
   `], { stdio: ['ignore', 'pipe', 'inherit'] })
-  stops.unshift(() => { site.kill('SIGKILL') })
+  lifecycle.add('site', () => { site.kill('SIGKILL') })
   await once(site.stdout, 'data')
 
   const dns = await startDnsServer({ 'pub.test': ['93.184.215.14'] }, { address: hostSide, port: 53 })
-  stops.unshift(() => dns.close())
+  lifecycle.add('dns', () => dns.close())
   const guard = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }), listen: hostSide })
-  stops.unshift(() => guard.close())
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-bench-guard-'))
-  stops.unshift(() => fs.rmSync(dataDir, { recursive: true, force: true }))
+  lifecycle.add('guard', () => guard.close())
   const pool = createBrowserPool({ dataDir })
-  stops.unshift(() => pool.close())
+  lifecycle.add('browsers', () => pool.close())
 
   /** @type {Record<string, Record<string, number[]>>} */
   const arms = { unguarded: {}, guarded: {} }
@@ -89,5 +89,5 @@ try {
     console.log(`${k.padEnd(12)}  ${String(quantile(u, 0.5)).padStart(8)} / ${String(quantile(u, 0.9)).padEnd(8)}   ${String(quantile(g, 0.5)).padStart(8)} / ${quantile(g, 0.9)}`)
   }
 } finally {
-  for (const stop of stops) await stop()
+  await lifecycle.stopAll('done')
 }
