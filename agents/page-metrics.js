@@ -37,7 +37,7 @@ export const NAVIGATED_AWAY = /Execution context was destroyed|Cannot find conte
  * How long an aborted navigation's answer may come after its failure, and
  * how long a navigation that will not end by itself may run on (load).
  */
-export const ANSWER_WAIT_MS = 1000
+const ANSWER_WAIT_MS = 1000
 
 /** How long to wait after the load event for LCP to be reported. */
 const LCP_WAIT_MS = 300
@@ -311,11 +311,12 @@ export function leftError (url, next) {
 
 /**
  * Wait for an aborted navigation's answer (or a cancelled login's 401), at
- * most ANSWER_WAIT_MS: the navigation's failure can come first, as Puppeteer holds a response back
- * until its raw headers have come too (seen in one of six runs).
+ * most ANSWER_WAIT_MS: the navigation's failure can come first, as
+ * Puppeteer holds a response back until its raw headers have come too
+ * (seen in one of six runs).
  * @param {(resolve: () => void) => void} onAnswer hands over what settles the wait when the answer comes
  */
-function answerOrNothing (onAnswer) {
+export function answerOrNothing (onAnswer) {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ANSWER_WAIT_MS)
     onAnswer(() => { clearTimeout(timer); resolve(undefined) })

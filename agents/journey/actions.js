@@ -6,7 +6,7 @@
 // there, in words; a secret is never in one. `eval` runs its script in the
 // page through DevTools, never in this process.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ANSWER_WAIT_MS, CANCELLED_LOGIN, isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
+import { answerOrNothing, CANCELLED_LOGIN, isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
 import { hasText } from '../page/has-text.js'
 
 /** How long after an action a navigation it started may begin (a form submit begins at once; a handler may wait a tick). */
@@ -131,11 +131,14 @@ async function withNavigation ({ page, timeoutMs }, act) {
   let started = false
   /** @type {import('puppeteer-core').HTTPResponse | null} the navigation's latest answer */
   let answer = null
+  let answered = () => {}
   const onRequest = (/** @type {import('puppeteer-core').HTTPRequest} */ r) => {
     if (isTopFrameNavigation(page, r)) started = true
   }
   const onResponse = (/** @type {import('puppeteer-core').HTTPResponse} */ r) => {
-    if (isTopFrameNavigation(page, r.request())) answer = r
+    if (!isTopFrameNavigation(page, r.request())) return
+    answer = r
+    answered()
   }
   page.on('request', onRequest)
   page.on('response', onResponse)
@@ -155,10 +158,7 @@ async function withNavigation ({ page, timeoutMs }, act) {
       // A login, which Chromium cancels by itself and then fails the
       // navigation with ERR_INVALID_AUTH_CREDENTIALS (though none were
       // sent): said as the 401 it is. Its answer can come after the failure.
-      if (CANCELLED_LOGIN.test(String(/** @type {any} */ (err)?.message))) {
-        const until = performance.now() + ANSWER_WAIT_MS
-        while (!answer && performance.now() < until) await sleep(20)
-      }
+      if (CANCELLED_LOGIN.test(String(/** @type {any} */ (err)?.message)) && !answer) await answerOrNothing((resolve) => { answered = resolve })
       const got = /** @type {import('puppeteer-core').HTTPResponse | null} */ (answer)
       if (got && loginAsked(got)) throw httpStepError(got)
       throw timeoutOr(err, `the navigation it started did not load within ${timeoutMs} ms`)
