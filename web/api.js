@@ -87,8 +87,9 @@ export const api = {
   agents: () => request('GET', '/agents').then((d) => d.items),
   /** { from, to, metric, percentiles, probe, view }; fresh: computed now, not the answer the API keeps for up to a minute */
   comparison: (id, params, { fresh = false } = {}) => request('GET', `/monitors/${id}/comparison${qs(params)}`, undefined, { fresh }),
-  /** { from, to, metric, percentile, analysis } → each location's H3 gain in every browser, side by side (docs/BROWSERS.md) */
+  /** { from, to, probe } → the browsers the monitor has rounds of in the window, run now or before */
   browsersWithRounds: (id, params) => request('GET', `/monitors/${id}/browsers-with-rounds${qs(params)}`),
+  /** { from, to, metric, percentile, analysis } → each location's H3 gain in every browser, side by side (docs/BROWSERS.md) */
   browsers: (id, params, { fresh = false } = {}) => request('GET', `/monitors/${id}/browsers${qs(params)}`, undefined, { fresh }),
   /** As users get it: { from, to, metric, percentiles } → the auto arm per location (story, H3 share by visit, against the forced arms) */
   auto: (id, params) => request('GET', `/monitors/${id}/auto${qs(params)}`),

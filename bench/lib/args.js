@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util'
  */
 export function benchArgs (url, config = /** @type {T} */ ({})) {
   const file = fileURLToPath(url)
-  const name = `bench/${path.basename(file)}`
+  const name = benchName(url)
   /** @type {any} */
   let parsed
   try {
@@ -61,6 +61,14 @@ export function countOption (url, values, name, { min, max = Number.MAX_SAFE_INT
   const n = Number(values[name])
   if (Number.isInteger(n) && n >= min && n <= max) return n
   const within = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`
-  console.error(`bench/${path.basename(fileURLToPath(url))}: --${name} must be a whole number ${within}, not "${values[name]}"`)
+  console.error(`${benchName(url)}: --${name} must be a whole number ${within}, not "${values[name]}"`)
   process.exit(2)
+}
+
+/**
+ * A bench as its messages name it: bench/<file>.
+ * @param {string} url the bench's import.meta.url
+ */
+function benchName (url) {
+  return `bench/${path.basename(fileURLToPath(url))}`
 }
