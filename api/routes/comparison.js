@@ -535,10 +535,10 @@ export default async function comparisonRoutes (app) {
           type: 'object',
           additionalProperties: false,
           properties: {
-            monitor_id: { type: 'integer' },
-            probe: { type: 'string' },
-            from: { type: 'string', format: 'date-time' },
-            to: { type: 'string', format: 'date-time' },
+            monitor_id: windowFields.monitor_id,
+            probe: windowFields.probe,
+            from: windowFields.from,
+            to: windowFields.to,
             browsers: { type: 'array', items: { type: 'string', enum: [...BROWSERS] }, description: 'In the catalogue\'s order' }
           }
         },
