@@ -272,7 +272,7 @@ ${commonHelp}`,
       'wpt-shaping': { type: 'string' }, 'wpt-browser': { type: 'string' }
     },
     positionals: () => 1,
-    usage: `Usage: h3lens agents token --location ID [--name NAME]
+    usage: `Usage: h3lens agents token --location ID [--region TEXT] [--name NAME]
        h3lens agents enrol --token-dir DIR --location ID[=REGION] [--location ...]
        h3lens agents wpt-key --location ID [--region TEXT] [--wpt-shaping on|off] [--wpt-browser NAME]
        h3lens agents list

@@ -16,6 +16,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { CADDY_VERSION, CADDY_WHEEL, hasPinnedCaddy, pinnedCaddyPath, pinnedCaddyStamp } from '../lab/caddy.js'
 import { REQUIREMENTS, hasSchemathesis, markSchemathesisInstalled, schemathesisBin, schemathesisVenv, schemathesisVersion } from '../dev/schemathesis.js'
+import { EXTRA_PACKAGES, NEEDS } from './debian-packages.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const quiet = process.argv.includes('--quiet')
@@ -46,18 +47,6 @@ function run (command, args, { cwd, timeout, inherit = false } = {}) {
     })
   })
 }
-
-// command → Debian package that provides it
-const NEEDS = [
-  { command: 'chromium', pkg: 'chromium', why: 'the browser that measures pages' },
-  { command: 'firefox-esr', pkg: 'firefox-esr', why: 'the second browser, with an HTTP/3 stack of its own (docs/BROWSERS.md)' },
-  { command: 'certutil', pkg: 'libnss3-tools', why: 'trusting the lab\'s certificate authority in a Firefox run\'s profile' },
-  { command: 'caddy', pkg: 'caddy', why: 'the HTTP/3 lab origin' },
-  { command: 'openssl', pkg: 'openssl', why: 'the lab certificate' },
-  { command: 'cc', pkg: 'gcc', why: 'compiling the lab link emulator' },
-  { command: 'ip', pkg: 'iproute2', why: 'lab network namespaces' }
-]
-const EXTRA_PACKAGES = ['libc6-dev', 'fonts-liberation', 'ca-certificates']
 
 /** @param {string} command */
 function has (command) {

@@ -15,6 +15,7 @@ import path from 'node:path'
 import { parse } from 'yaml'
 import { VARIABLES, loadConfig } from '../lib/runtime/config.js'
 import { COMMANDS } from '../bin/commands.js'
+import { EXTRA_PACKAGES, NEEDS } from '../scripts/debian-packages.js'
 import { authenticateAgent } from '../lib/store/agents.js'
 import { createTestDatabase } from './helpers/db.js'
 
@@ -91,6 +92,12 @@ test('the API has a healthcheck against /healthz; agents wait for it and for the
     assert.ok(mount, `${name} mounts the enrolment volume`)
     assert.equal(svc.environment.H3LENS_AGENT_TOKEN_FILE, `${mount[1]}/${svc.environment.H3LENS_LOCATION}.token`, name)
   }
+})
+
+test('the image installs every Debian package setup installs, Firefox and certutil included, so its agents run Firefox rounds too', () => {
+  const installed = [...dockerfile.matchAll(/apt-get install ([^&\n]+)/g)].flatMap((m) => m[1].split(/\s+/)).filter((w) => w && !w.startsWith('-'))
+  const missing = [...NEEDS.map((n) => n.pkg), ...EXTRA_PACKAGES].filter((pkg) => !installed.includes(pkg))
+  assert.deepEqual(missing, [], 'packages the image does not install')
 })
 
 test('the image runs node itself, which gets SIGTERM, not npm', () => {

@@ -149,7 +149,7 @@ test('a column metric takes three files: its catalogue entry, its in-page script
   // 2. What measures it.
   fs.writeFileSync(path.join(dir, 'agents/page/metrics/throwaway_ms.js'), `// Runs in the page. The navigation's responseEnd, in ms since its start.
 export default function throwaway () {
-  const [entry] = performance.getEntriesByType('navigation')
+  const [entry] = /** @type {PerformanceNavigationTiming[]} */ (performance.getEntriesByType('navigation'))
   return entry ? entry.responseEnd - entry.startTime : null
 }
 `)

@@ -3,6 +3,7 @@
 // content type a route answers with is in it.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { gzipSync } from 'node:zlib'
 import { createTestApp } from './helpers/app.js'
 import { createMonitor, MIN_INTERVAL_S, MIN_LAB_INTERVAL_S } from '../lib/store/monitors.js'
 import { upsertLocation } from '../lib/store/locations.js'
@@ -75,6 +76,11 @@ test('every status and content type the server answers is documented for its rou
     })
     assert.equal(imported.statusCode, 200, imported.body)
     const { rows: [result] } = await s.db.query('SELECT id FROM results WHERE monitor_id = $1 LIMIT 1', [monitor.id])
+    // Evidence for it, so its net log and a frame answer 200.
+    await s.db.query(`INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, kind, raw_bytes, gzip)
+                      SELECT job_id, mode, view, probe, monitor_id, location_id, 'run', 2, $2 FROM results WHERE id = $1`, [result.id, gzipSync('{}')])
+    await s.db.query(`INSERT INTO filmstrip_frames (job_id, mode, view, probe, seq, t_ms, jpeg, monitor_id, location_id)
+                      SELECT job_id, mode, view, probe, 0, 100, $2, monitor_id, location_id FROM results WHERE id = $1`, [result.id, Buffer.from([0xff, 0xd8, 0xff, 0xd9])])
     const claimed = await s.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${agentToken}` }, payload: {} })
     const job = claimed.json().jobs[0]
     const channel = await s.app.inject({ method: 'POST', url: '/api/v1/channels', payload: { kind: 'webhook', name: 'c', url: 'http://127.0.0.1:9/hook', secret: 'x'.repeat(16) } })
@@ -106,6 +112,7 @@ test('every status and content type the server answers is documented for its rou
     for (const format of ['csv', 'ndjson', 'json']) await ask(at('GET', '/api/v1/results'), { url: `/api/v1/results?monitor=${monitor.id}&format=${format}&from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z` })
     for (let i = 0; i < 2; i++) await ask(at('GET', '/work/getwork.php'), { url: `/work/getwork.php${wptQuery()}` })
     await ask(at('GET', '/work/requeue.php'), { url: '/work/requeue.php?id=nope&location=wpt-x' })
+    await ask(at('GET', '/api/v1/results/{id}/filmstrip/{seq}'), { url: `/api/v1/results/${result.id}/filmstrip/0` })
     await ask(at('GET', '/work/started.php'), { url: '/work/started.php' })
 
     // Deletions last: the other routes are asked about things that exist.
@@ -137,7 +144,8 @@ test('every status and content type the server answers is documented for its rou
       'GET /api/v1/monitors/{id}/trends 200 text/csv', 'GET /api/v1/results 200 text/csv', 'GET /api/v1/results 200 application/x-ndjson',
       'GET /api/v1/monitors 401 application/json', 'GET /api/v1/monitors 429 application/json', 'POST /api/v1/monitors 403 application/json',
       'POST /api/v1/monitors 413 application/json', 'POST /api/v1/monitors 415 application/json', 'GET /api/v1/monitors 400 application/json',
-      'DELETE /api/v1/monitors/{id} 404 application/json'
+      'DELETE /api/v1/monitors/{id} 404 application/json',
+      'GET /api/v1/results/{id}/netlog 200 application/gzip', 'GET /api/v1/results/{id}/filmstrip/{seq} 200 image/jpeg'
     ]) assert.ok(served.has(answer), `not reached: ${answer}`)
   } finally {
     await s.close()

@@ -157,3 +157,12 @@ test('this repository: files that time page loads, labs and `h3lens start` are s
     assert.match(plan[file].why[0], /^marked concurrent: /, file)
   }
 })
+
+test('docs/TESTING.md names every file a mark moves to another lane, so its lists of marked files are whole', () => {
+  const doc = fs.readFileSync(path.join(ROOT, 'docs/TESTING.md'), 'utf8')
+  const unnamed = planTests(findTestFiles(path.join(ROOT, 'test')))
+    .filter((p) => p.why.some((w) => /^marked /.test(w)))
+    .map((p) => p.file)
+    .filter((file) => !doc.includes(`\`${file}\``) && !doc.includes(`\`${path.basename(file, '.test.js')}\``))
+  assert.deepEqual(unnamed, [], 'marked files TESTING.md does not name')
+})

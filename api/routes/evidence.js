@@ -86,7 +86,13 @@ export default async function evidenceRoutes (app) {
         'It exists when the monitor captures every run (options.netlog = always) or when the result was an outlier (then details.netlog.kind = rerun: the same probe and mode ran again at once with capture on).',
       tags: ['evidence'],
       params: idParams,
-      response: errorResponses
+      response: {
+        200: {
+          description: 'The net log, gzip-compressed JSON, as a download; the x-netlog-kind header says whether it is the run\'s own (run) or an outlier\'s rerun (rerun)',
+          content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } }
+        },
+        ...errorResponses
+      }
     }
   }, async (/** @type {import('../types.js').IdRequest} */ request, reply) => {
     const result = await getResult(app.db, request.params.id)
@@ -249,7 +255,10 @@ export default async function evidenceRoutes (app) {
       description: 'One frame of a result\'s filmstrip, image/jpeg.',
       tags: ['evidence'],
       params: { type: 'object', required: ['id', 'seq'], additionalProperties: false, properties: { id: idParams.properties.id, seq: { type: 'integer', minimum: 0, maximum: 100000 } } },
-      response: errorResponses
+      response: {
+        200: { description: 'The frame, a JPEG', content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } } } },
+        ...errorResponses
+      }
     }
   }, async (/** @type {import('fastify').FastifyRequest<{ Params: { id: number, seq: number } }>} */ request, reply) => {
     const result = await getResult(app.db, request.params.id)
