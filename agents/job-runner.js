@@ -71,19 +71,15 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     const budget = roundBudget({
       timeoutMs, modes: job.modes ?? FORCED_MODES, probes: job.probes?.length ? job.probes : ['page'], journeyMs: journey?.timeout_ms ?? 0, backedOffTimeouts: job.backed_off_timeouts ?? null
     })
-    const isLab = LAB_HOSTNAMES.includes(new URL(job.url).hostname)
     const options = effectiveOptions(job.url, job.options ?? {})
     const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
-    if (isLab) checkLabTargets(lab, [job.url, ...probeTargets(options).map((t) => t.url), ...journeyUrls])
+    const { isLab, guard: runGuard, extraFlags } = runConfinement({ url: job.url, targets: [...probeTargets(options).map((t) => t.url), ...journeyUrls], lab, guard, allowPrivateTargets })
     // What a journey types as a secret never leaves this agent in a result
     // (a page that echoes it, an error that quotes it) nor in a net log.
     const secrets = secretValues(journey)
-    const runGuard = isLab || allowPrivateTargets ? null : guard
-    if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot measure ${job.url}`)
     const browser = job.browser ?? 'chromium'
     const runPool = browser === 'firefox' ? firefoxPool : browser === 'chromium' ? pool : null
     if (!runPool) throw new Error(`this agent has no ${browser} to measure with`)
-    const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address, port: lab.port ?? null }) : []
     const firefoxLab = browser === 'firefox' && isLab && lab ? { extraPrefs: labPrefs({ address: lab.address, port: lab.port ?? null, inNamespace: Boolean(lab.netns) }), trust: [labAuthority(lab)] } : {}
     const netns = lab?.netns ?? null
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping, guard: runGuard })
@@ -255,12 +251,34 @@ function outlierValues (r) {
 }
 
 /**
+ * How a run of `url` is confined, for a round and for a journey's trial
+ * alike: a page on the lab host names runs in the lab's browser, which
+ * reaches the lab origin and nothing else (its resolver rules,
+ * labBrowserFlags), and only on an agent that has a lab; any other page
+ * runs behind the private-target guard, unless the API allows private
+ * targets. An agent with neither runs nothing: a lab page on an agent
+ * without a lab would otherwise get neither the lab's rules nor the guard.
+ * @param {{ url: string, targets: (string | undefined)[], lab: LabTarget | null, guard: import('./target-guard.js').TargetGuard | null,
+ *   allowPrivateTargets: boolean }} o targets: the other URLs the run loads (probe targets, a journey's pages)
+ * @returns {{ isLab: boolean, guard: import('./target-guard.js').TargetGuard | null, extraFlags: string[] }}
+ */
+export function runConfinement ({ url, targets, lab, guard, allowPrivateTargets }) {
+  if (LAB_HOSTNAMES.includes(new URL(url).hostname)) {
+    const confined = checkLabTargets(lab, [url, ...targets])
+    return { isLab: true, guard: null, extraFlags: labBrowserFlags({ spki: confined.spki, hostname: LAB_HOSTNAME, address: confined.address, port: confined.port ?? null }) }
+  }
+  if (!allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot measure ${url}`)
+  return { isLab: false, guard: allowPrivateTargets ? null : guard, extraFlags: [] }
+}
+
+/**
  * A lab run reaches the lab origin only: its browser maps the lab host names
  * to the lab's address and nothing else (lib/measurement/browsers/chromium.js labBrowserFlags), and
  * when the lab's port is known, a lab URL on another port is refused (in
  * local mode the lab's address is this machine's loopback).
  * @param {LabTarget | null} lab
  * @param {(string | undefined)[]} urls the monitor URL and its probe URLs
+ * @returns {LabTarget} the lab
  */
 function checkLabTargets (lab, urls) {
   if (!lab) throw new Error(`this agent has no lab origin configured, so it cannot measure ${urls[0]}`)
@@ -272,6 +290,7 @@ function checkLabTargets (lab, urls) {
       throw new Error(`${url} is not the lab origin (https://${u.hostname}:${lab.port}); lab runs reach the lab origin only`)
     }
   }
+  return lab
 }
 
 /**

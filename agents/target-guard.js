@@ -42,6 +42,7 @@ import { IPV4_RANGES } from '../lib/measurement/addresses.js'
 import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
 import { loopbackCertificate } from './loopback-cert.js'
 import { proxyScriptPrefs } from '../lib/measurement/browsers/firefox.js'
+import { WEBRTC_POLICY } from '../lib/measurement/browsers/chromium.js'
 
 // Chromium asks for A, AAAA and HTTPS records of a name at once: one lookup
 // serves them all. Short, so that what a run sees is what DNS says now.
@@ -64,8 +65,6 @@ const BLOCK_MEMORY_MS = 10 * 60_000
 const RECENT_BLOCK_MS = 60_000
 const MAX_DOH_BODY = 4096
 const MAX_GUARD_NOTES = 10
-/** Chromium's WebRTC without UDP unless through a proxy (see the guard's browser flags). */
-const WEBRTC_POLICY = '--webrtc-ip-handling-policy=disable_non_proxied_udp'
 
 /**
  * @typedef {{ resolve: (host: string) => Promise<string[]>, hostsEntries: () => Promise<Map<string, string[]>> }} Resolver

@@ -250,6 +250,6 @@ describe('through an emulated link', { skip: !support.ok && `needs network names
       assert.ok(r.connect_rtt !== null && r.connect_rtt >= 0.9, `${r.mode}: connect ${r.connect_rtt} RTT`)
       assert.ok(r.ttfb_rtt !== null && r.ttfb_rtt >= r.connect_rtt, `${r.mode}: ttfb ${r.ttfb_rtt} RTT`)
     }
-    assert.ok(extraFlags.length === 2)
+    assert.deepEqual(extraFlags.map((f) => f.split('=')[0]), ['--ignore-certificate-errors-spki-list', '--host-resolver-rules', '--webrtc-ip-handling-policy'], 'the lab browser\'s pin, resolver rules and WebRTC policy')
   })
 })

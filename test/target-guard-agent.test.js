@@ -14,6 +14,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { once } from 'node:events'
+import dgram from 'node:dgram'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startApi } from '../api/server.js'
 import { startAgent } from '../agents/main.js'
@@ -21,6 +22,7 @@ import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createFirefoxPool } from '../agents/browsers/firefox.js'
 import { measurePage } from '../agents/measure.js'
 import { createJobRunner } from '../agents/job-runner.js'
+import { createTrialRunner } from '../agents/journey/trial.js'
 import { startOrigin } from '../lab/origin.js'
 import { startTargetGuard } from '../agents/target-guard.js'
 import { netnsSupport } from '../lab/netns.js'
@@ -259,15 +261,21 @@ test('the lab is no loophole at run time: a lab monitor on another port of the l
  * service listening on loopback. In local mode the lab's address is this
  * machine's loopback, so each would reach that service if the lab browser
  * let it; the step throws, naming what it reached.
- * @param {{ id: number, pageUrl: string, port: number, browser: string }} o
- *   pageUrl: a page of the lab origin; port: the internal service's
+ * @param {{ id: number, pageUrl: string, port: number, udpPort: number, browser: string }} o
+ *   pageUrl: a page of the lab origin; port: the internal service's; udpPort: a UDP service's
  */
-function labEscapeJob ({ id, pageUrl, port, browser }) {
+function labEscapeJob ({ id, pageUrl, port, udpPort, browser }) {
   const targets = [
     `https://${LAB_HOSTNAME}:${port}/`, `https://${LAB_ALT_HOSTNAME}:${port}/`,
     `http://127.0.0.1:${port}/`, `https://127.0.0.1:${port}/`, `http://localhost:${port}/`, `https://elsewhere.example:${port}/`
   ]
+  // WebRTC's STUN and TURN go to IP literals without a lookup: the UDP service on loopback must get no datagram.
   const script = `const urls = ${JSON.stringify(targets)};
+const pc = new RTCPeerConnection({ iceServers: [{ urls: ['stun:127.0.0.1:${udpPort}'] }, { urls: ['turn:127.0.0.1:${udpPort}?transport=udp'], username: 'u', credential: 'p' }] });
+pc.createDataChannel('probe');
+await pc.setLocalDescription(await pc.createOffer());
+await new Promise((resolve) => setTimeout(resolve, 1500));
+pc.close();
 const tried = await Promise.all(urls.map((u) => fetch(u, { mode: 'no-cors' }).then(() => u + ' reached', () => u + ' refused')));
 const reached = tried.filter((t) => t.endsWith('reached'));
 if (reached.length) throw new Error(reached.join(', '));`
@@ -275,19 +283,43 @@ if (reached.length) throw new Error(reached.join(', '));`
   return { id, url: pageUrl, modes: ['h2'], probes: ['journey'], journey, browser }
 }
 
-test('a lab run in local mode reaches the lab origin only: a journey\'s script finds no other port of the lab host, of loopback, nor another name', async () => {
+test('a lab run in local mode reaches the lab origin only: a journey\'s script finds no other port of the lab host, of loopback, nor another name, and its WebRTC sends no datagram', async () => {
   // The lab as `h3lens start --lab local` runs it: the lab host name is this machine's loopback.
   const origin = await startOrigin({ dataDir: path.join(dataDir, 'lab-escape'), port: await freePort(), log })
   const pool = createBrowserPool({ dataDir, log })
+  const udp = dgram.createSocket('udp4')
+  /** @type {string[]} */
+  const datagrams = []
+  udp.on('message', (msg, from) => datagrams.push(`${msg.length} bytes from ${from.address}:${from.port}`))
+  udp.bind(0, '127.0.0.1')
+  await once(udp, 'listening')
   try {
     const run = createJobRunner({ pool, lab: { spki: origin.spki, address: '127.0.0.1', port: origin.port, netns: null }, timeoutMs: 15_000, log })
-    const results = await run(labEscapeJob({ id: 1, pageUrl: `${origin.baseUrl}/page-15k.html`, port: internal.port, browser: 'chromium' }), { location: { kind: 'lab' } })
+    const results = await run(labEscapeJob({ id: 1, pageUrl: `${origin.baseUrl}/page-15k.html`, port: internal.port, udpPort: udp.address().port, browser: 'chromium' }), { location: { kind: 'lab' } })
     const escape = results.find((r) => r.probe === 'journey:escape')
     assert.equal(escape?.status, 'ok', `the script reached no one: ${escape?.error}`)
     assert.deepEqual(internal.connections, [], 'the service on the lab host\'s loopback was never reached')
+    assert.deepEqual(datagrams, [], 'the UDP service on the lab host\'s loopback got no STUN or TURN datagram')
   } finally {
+    udp.close()
     await pool.close()
     await origin.stop()
+  }
+})
+
+test('a journey\'s trial on a lab page runs only on an agent with a lab: on one without, it is refused before a browser starts, and reaches nothing', async () => {
+  // A lab location's agent started without the lab (`h3lens agent --location local`): it has a guard, no lab.
+  const guard = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }) })
+  const pool = createBrowserPool({ dataDir, log })
+  try {
+    const runTrial = createTrialRunner({ pool, lab: null, guard, timeoutMs: 10_000, log })
+    const url = `https://${LAB_HOSTNAME}:8443/`
+    const journey = checkJourney({ steps: [{ action: 'navigate', url }, { action: 'eval', script: `location = 'http://127.0.0.1:${internal.port}/admin'` }] }, { url })
+    await assert.rejects(runTrial({ id: 1, url, journey: /** @type {any} */ (journey) }), /^Error: this agent has no lab origin configured, so it cannot measure https:\/\/lab\.h3lens\.test:8443\/$/)
+    assert.deepEqual(internal.connections, [], 'the service on this machine\'s loopback was never reached')
+  } finally {
+    await pool.close()
+    await guard.close()
   }
 })
 

@@ -315,7 +315,8 @@ test('a lab page: the job carries the lab\'s resolver rule and certificate pin, 
     fs.writeFileSync(statePath, JSON.stringify({ hostname: LAB_HOSTNAME, port: origin.port, spki: origin.spki, locations: { local: { address: '127.0.0.1', netns: null } } }))
     await database.pool.query('UPDATE jobs SET run_after = now() WHERE monitor_id = $1', [m.id])
     const lab = [`--ignore-certificate-errors-spki-list=${origin.spki}`,
-      `--host-resolver-rules=MAP lab.h3lens.test:${origin.port} 127.0.0.1, MAP lab2.h3lens.test:${origin.port} 127.0.0.1, MAP 127.0.0.1:8888 127.0.0.1, MAP * ~NOTFOUND`]
+      `--host-resolver-rules=MAP lab.h3lens.test:${origin.port} 127.0.0.1, MAP lab2.h3lens.test:${origin.port} 127.0.0.1, MAP 127.0.0.1:8888 127.0.0.1, MAP * ~NOTFOUND`,
+      '--webrtc-ip-handling-policy=disable_non_proxied_udp']
     let job = JSON.parse(await poll())
     if (arm(job) === 'h2') {
       assert.deepEqual(switchesOf(job.addCmdLine), ['--disable-quic', ...lab])

@@ -3,8 +3,8 @@
 // step's outcome and the last frame; nothing of it becomes a result, and a
 // secret is scrubbed from it as from a result.
 import { measureJourney } from '../probes/journey.js'
-import { labBrowserFlags } from '../../lib/measurement/browsers/chromium.js'
-import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../../lib/runtime/lab-host.js'
+import { runConfinement } from '../job-runner.js'
+import { journeyTargets } from '../../lib/measurement/journey/steps.js'
 import { scrubSecrets, secretValues } from '../../lib/measurement/journey/secrets.js'
 
 /**
@@ -18,10 +18,10 @@ export function createTrialRunner ({ pool, lab = null, timeoutMs, log, guard = n
    * @returns {Promise<{ outcome: Record<string, any>, screenshot: string | null }>}
    */
   return async function runTrial (trial, { allowPrivateTargets = false } = {}) {
-    const isLab = LAB_HOSTNAMES.includes(new URL(trial.url).hostname)
-    const runGuard = isLab || allowPrivateTargets ? null : guard
-    if (!isLab && !allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot run a journey from ${trial.url}`)
-    const extraFlags = isLab && lab ? labBrowserFlags({ spki: lab.spki, hostname: LAB_HOSTNAME, address: lab.address, port: lab.port ?? null }) : []
+    // Confined as a round of the monitor would be (agents/job-runner.js).
+    const { isLab, guard: runGuard, extraFlags } = runConfinement({
+      url: trial.url, targets: journeyTargets(trial.journey).map(([u]) => u), lab, guard, allowPrivateTargets
+    })
     const [whole] = await measureJourney({
       pool, url: trial.url, mode: 'h2', extraFlags, netns: lab?.netns ?? null, timeoutMs, log, guard: runGuard, lab: isLab,
       deadline: Date.now() + trial.journey.timeout_ms, journey: trial.journey, screenshot: true

@@ -68,6 +68,13 @@ export function modeFlags (mode, url, { forceOrigins = [], lab = false } = {}) {
 }
 
 /**
+ * WebRTC without UDP unless through a proxy: its STUN and TURN datagrams go
+ * to IP literals past the resolver rules, so a guarded or a lab browser
+ * sends none (its TCP goes through the rules).
+ */
+export const WEBRTC_POLICY = '--webrtc-ip-handling-policy=disable_non_proxied_udp'
+
+/**
  * Flags that make Chromium write a net log of everything it does to `file`
  * (complete once the browser exits). Default capture mode: events and their
  * parameters, no cookies, credentials or payload bytes.
@@ -90,7 +97,11 @@ export function netlogFlags (file) {
  * no other. Every other host and port fails to resolve (the first matching
  * rule wins; the wildcard also catches IP literals), so a lab browser sends
  * nothing beyond the lab, not even the DNS queries of Chromium's own
- * background requests.
+ * background requests. WebRTC sends its STUN and TURN datagrams to IP
+ * literals without asking the resolver, so, as in a guarded run, it may
+ * use no UDP except through a proxy (WEBRTC_POLICY): a lab page's script
+ * reaches no UDP service on the lab's address (this machine's loopback, in
+ * local mode).
  * `allow` names host:port pairs that resolve as they are (a WebPageTest
  * agent's own start page at 127.0.0.1:8888, lib/measurement/wpt/job.js);
  * `exclude` names hosts the rules leave alone on every port (a test's own
@@ -108,6 +119,7 @@ export function labBrowserFlags ({ spki, hostname, address, port = null, allow =
   ]
   return [
     `--ignore-certificate-errors-spki-list=${spki}`,
-    `--host-resolver-rules=${rules.join(', ')}`
+    `--host-resolver-rules=${rules.join(', ')}`,
+    WEBRTC_POLICY
   ]
 }

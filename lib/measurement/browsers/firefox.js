@@ -180,6 +180,9 @@ export function labPrefs ({ address, port = null, inNamespace = false }) {
     'network.dns.forceResolve': address,
     'network.trr.mode': 5,
     'network.http.http3.disable_when_third_party_roots_found': false,
+    // WebRTC's STUN and TURN datagrams go to IP literals past the proxy
+    // script, as in a guarded run (agents/target-guard.js).
+    'media.peerconnection.enabled': false,
     ...(inNamespace ? {} : proxyScriptPrefs(labProxyAutoConfig({ port })))
   }
 }
