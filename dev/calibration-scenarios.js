@@ -40,12 +40,13 @@ export const FAST_CALIBRATION_LOCATIONS = [
 
 /**
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, gain?: number, probe?: string,
- *   samplesPerRound?: number, locations?: typeof CALIBRATION_LOCATIONS, level?: (i: number, n: number) => number,
+ *   samplesPerRound?: number, locations?: { id: string, name: string, base: number, gain?: number }[], level?: (i: number, n: number) => number,
  *   fails?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number, ittGains?: boolean,
  *   miss?: { share: number, factor: number } }} s
  *   fails: whether an arm's load fails, from the round's path (a standard normal), the arm's own noise (own(), the
  *   standard normal its value would have had), the round and location
  *   step: the timings' resolution in ms (0.1 as a browser's; 1 or 10 for tied timings)
+ *   locations: each with its base timing in ms, and a gain of its own where it differs from the scenario's
  *   miss: each arm's load, on its own, a cache miss with this chance (share), which takes `factor` times as long
  * @returns {Scenario}
  */
@@ -72,7 +73,7 @@ export function scenario ({
           const path = Math.exp(sigmaPath * z)
           const modes = random() < 0.5 ? ['h2', 'h3'] : ['h3', 'h2']
           for (const mode of modes) {
-            const factor = loc.base * level(i, rounds) * path * (mode === 'h3' ? 1 - gain : 1)
+            const factor = loc.base * level(i, rounds) * path * (mode === 'h3' ? 1 - (loc.gain ?? gain) : 1)
             // The arm's own noise, drawn before the failure is decided when
             // the failure depends on it (own()), else with the value.
             /** @type {number | null} */

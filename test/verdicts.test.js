@@ -178,6 +178,20 @@ test('all locations is stratified: a regional mix with unequal H3 failure is not
   assert.deepEqual(flaggedCells(itt).filter((c) => c.verdict === 'h3_faster'), [])
 })
 
+test('all locations: where the locations\' tests lean one way and their mean shift in ms the other, the verdict is neither', async () => {
+  // Two locations 10% faster over H3; a third, its loads thirty times as slow, 10% slower: the
+  // equal-weight tests lean to H3 faster, the mean shift in ms (the slow location's) to H3 slower.
+  const locations = [{ id: 'cal-a', name: 'Calibration A', base: 80, gain: 0.1 }, { id: 'cal-b', name: 'Calibration B', base: 80, gain: 0.1 }, { id: 'cal-c', name: 'Calibration C', base: 2400, gain: -0.1 }]
+  const s = scenario({ name: 'opposite', truth: '', rounds: 600, locations })
+  const { comparisons: { matched } } = await runScenario(client, s, { seed: 5, analyses: ['matched'] })
+  assert.deepEqual(['cal-a', 'cal-b', 'cal-c'].map((id) => byLocation(matched, id).verdict), ['h3_faster', 'h3_faster', 'h3_slower'])
+  const all = byLocation(matched, null)
+  assert.ok(all.paired.z < 0 && all.paired.p < 0.001, `the combined test leans to H3 faster: z ${all.paired.z}`)
+  assert.ok(all.paired.hodges_lehmann_ms > 0, `the mean shift is H3 slower: ${all.paired.hodges_lehmann_ms} ms`)
+  assert.equal(all.verdict, 'no_clear_difference')
+  assert.match(all.reason, /^the locations disagree: their tests, each weighing the same, lean to H3 faster, while their shifts average \+\d+(\.\d)? ms/)
+})
+
 test('the parallel probe resamples a round\'s requests together', async () => {
   const s = scenario({ name: 'parallel', truth: '', rounds: 300, probe: 'parallel', samplesPerRound: 5, sigmaPath: 0.4, sigmaArm: 0.1 })
   const { comparisons: { matched } } = await runScenario(client, s, { seed: 4, analyses: ['matched'] })

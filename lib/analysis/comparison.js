@@ -10,8 +10,9 @@
 //   is left out of both arms, so a protocol that fails on the slowest paths
 //   cannot look faster by losing them; its failures are reported and tested
 //   on their own (failure asymmetry, below).
-// - itt (intention to treat): every round in which both arms ran; a failed
-//   load counts at the page timeout and a fallback at what it measured.
+// - itt (intention to treat): every round in which both arms ran; a load
+//   with no value of the metric (it failed before reaching it) counts at
+//   the page timeout, any other load at what it measured.
 //
 // Per location and percentile: Δ = Q_p(H3) − Q_p(H2) over the samples of the
 // rounds used, with a seeded round-level bootstrap (lib/analysis/stats/round-bootstrap.js).
@@ -194,7 +195,7 @@ function method ({ analysis, timeoutMs, minEffect, percentiles, family, tables }
     unit: 'the round: both arms of one round at one location, run moments apart',
     rounds_used: analysis === 'matched'
       ? 'matched rounds: both arms loaded with the protocol they were forced to; other rounds are counted under rounds.excluded'
-      : `intention to treat: every round where both arms ran; a failed load counts as ${timeoutMs} ms (the page timeout), a fallback at its measured value (or the timeout when it has none)`,
+      : `intention to treat: every round where both arms ran; a load without a value of this metric (it failed before it, or fell back without it) counts as ${timeoutMs} ms (the page timeout), any other at its measured value (a load that failed after its first byte keeps its TTFB)`,
     round_cap: `the bootstrap, the paired test and the unpaired ones read at most ${ROUND_CAP} rounds per location (rounds.resampled); above that an evenly spaced subsample over the window, ` +
       'and the interval is the subsample\'s bootstrap spread scaled by (resampled / used)^rate around the Δ of every round used (m-out-of-n bootstrap), ' +
       'the rate being how fast the spread shrinks from a quarter of the subsample to all of it (½ for smooth timings); where it hardly shrinks (a percentile between a cache hit\'s and a miss\'s) ' +
@@ -855,6 +856,15 @@ function locationVerdict (e, minEffect) {
   const why = noDifferenceReason({ ci_low_ms: t.ci_low_ms, ci_high_ms: t.ci_high_ms, p_adjusted: t.p_adjusted, delta_ms: t.hodges_lehmann_ms }, threshold, SHIFT_WORDS)
   if (why) {
     e.reason ??= why.text
+    return VERDICTS.NO_CLEAR_DIFFERENCE
+  }
+  // All locations: the p-value combines the locations' tests with equal
+  // weight (combinePaired), the shift is the mean of their shifts in ms.
+  // Where they point opposite ways (two locations 10% faster over H3, a
+  // third with ten times their timings 10% slower), neither is the answer.
+  if (t.method === 'stouffer' && t.z * t.hodges_lehmann_ms < 0) {
+    e.reason ??= `the locations disagree: their tests, each weighing the same, lean to H3 ${t.z < 0 ? 'faster' : 'slower'}, ` +
+      `while their shifts average ${t.hodges_lehmann_ms > 0 ? '+' : ''}${round1(t.hodges_lehmann_ms)} ms, where the locations with the slowest loads weigh most; each location's own verdict says which way it goes`
     return VERDICTS.NO_CLEAR_DIFFERENCE
   }
   return t.hodges_lehmann_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
