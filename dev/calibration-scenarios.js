@@ -41,10 +41,12 @@ export const FAST_CALIBRATION_LOCATIONS = [
 /**
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, gain?: number, probe?: string,
  *   samplesPerRound?: number, locations?: { id: string, name: string, base: number, gain?: number }[], level?: (i: number, n: number) => number,
- *   fails?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number, ittGains?: boolean,
+ *   fails?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean,
+ *   drops?: (o: { mode: string, path: number, own: () => number, i: number, n: number, location: string, random: () => number }) => boolean, step?: number, ittGains?: boolean,
  *   miss?: { share: number, factor: number } }} s
  *   fails: whether an arm's load fails, from the round's path (a standard normal), the arm's own noise (own(), the
  *   standard normal its value would have had), the round and location
+ *   drops: the same question for a load that leaves no result at all (no row: an import that left it out)
  *   step: the timings' resolution in ms (0.1 as a browser's; 1 or 10 for tied timings)
  *   locations: each with its base timing in ms, and a gain of its own where it differs from the scenario's
  *   miss: each arm's load, on its own, a cache miss with this chance (share), which takes `factor` times as long
@@ -52,7 +54,7 @@ export const FAST_CALIBRATION_LOCATIONS = [
  */
 export function scenario ({
   name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, gain = 0, probe = 'page', samplesPerRound = 1,
-  locations = CALIBRATION_LOCATIONS, level = () => 1, fails, step = 0.1, ittGains = false, miss
+  locations = CALIBRATION_LOCATIONS, level = () => 1, fails, drops, step = 0.1, ittGains = false, miss
 }) {
   const round = step === 0.1 ? round1 : (/** @type {number} */ v) => Math.round(v / step) * step
   return {
@@ -62,7 +64,7 @@ export function scenario ({
     rounds,
     probe,
     gain,
-    losesRounds: Boolean(fails),
+    losesRounds: Boolean(fails || drops),
     ittGains,
     * rows (seed, startMs, stepMs) {
       const random = createRandom(`${name}|${seed}`)
@@ -85,7 +87,9 @@ export function scenario ({
               const missed = miss && random() < miss.share ? miss.factor : 1
               return round(factor * missed * Math.exp(sigmaArm * zArm))
             }
-            if (fails?.({ mode, path: z, own, i, n: rounds, location: loc.id, random })) {
+            if (drops?.({ mode, path: z, own, i, n: rounds, location: loc.id, random })) {
+              ownZ = null
+            } else if (fails?.({ mode, path: z, own, i, n: rounds, location: loc.id, random })) {
               yield { time, location_id: loc.id, mode, probe, status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
             } else if (probe === 'parallel') {
               const samples = Array.from({ length: samplesPerRound }, draw)

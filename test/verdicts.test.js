@@ -117,6 +117,23 @@ test('H3 failing its own slowest loads: faster among the loads that completed is
   assert.equal(byLocation(matched, null).failure.verdict, 'h3_fails_more')
 })
 
+test('an arm with no result at all in its own slowest rounds (an import that left them out) claims no gain in either analysis, and says why', async () => {
+  for (const [arm, gain, other] of [['h3', 'h3_faster', 'H2'], ['h2', 'h3_slower', 'H3']]) {
+    // Identical arms; the arm's load leaves no row when its own draw is in its slowest 10%.
+    const s = scenario({ name: `missing-${arm}`, truth: '', rounds: 600, sigmaArm: 0.5, drops: ({ mode, own }) => mode === arm && own() > 1.2816 })
+    const { comparisons } = await runScenario(client, s, { seed: 6 })
+    for (const [analysis, cmp] of Object.entries(comparisons)) {
+      assert.deepEqual(flaggedCells(cmp).filter((c) => c.verdict === gain), [], `${analysis}: no ${gain} is claimed`)
+      for (const l of cmp.locations) assert.notEqual(l.verdict, gain, `${analysis}, ${l.location_id}: the location verdict neither`)
+      const withheld = cmp.locations.flatMap((l) => l.rows).filter((r) => r.reason_code === 'faster_arm_fails_more' || r.reason_code === 'faster_arm_failures')
+      assert.ok(withheld.length >= 3, `${analysis}: cells that would have claimed it say why they do not (${withheld.length})`)
+      for (const r of withheld) {
+        assert.match(r.reason, new RegExp(`^${arm.toUpperCase()} has no result in \\d+ rounds where ${other} loaded .*a round without an arm's result is in neither analysis`))
+      }
+    }
+  }
+})
+
 test('H3 failing its own slowest loads while H2 fails as often at random: the failure test sees no difference, and still no H3 gain is claimed', async () => {
   // Identical arms. Neither arm fails more, so the failure test withholds
   // nothing; H3's completed loads are still its fastest 95%. Before the

@@ -83,7 +83,7 @@ export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
  * @typedef {{ pct: number, ms: number }} MinEffect
  * @typedef {ReturnType<typeof tableSummary>['arms']} Arms
  * @typedef {{ h2: number[], h3: number[], n_h2: number, n_h3: number }} Exact each arm's percentiles over all usable rounds of a subsampled location, and its samples
- * @typedef {{ only: number, share: number, at: number[], median: number }} WorstArm see worstShifts
+ * @typedef {{ only: number, missing: number, share: number, at: number[], median: number }} WorstArm see worstShifts
  * @typedef {{ h2: WorstArm, h3: WorstArm }} Worst
  */
 
@@ -134,7 +134,8 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
     percentiles,
     qs,
     seed: `${seedBase}|${id}`,
-    browser
+    browser,
+    analysis
   }))
   const all = allLocationsEntry(entries, percentiles, ids.map((id) => states.get(id) ?? new Map()))
 
@@ -155,10 +156,11 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
   for (const e of [...entries, all]) {
     e.failure.verdict = failureVerdict(e)
     e.verdict = locationVerdict(e, minEffect)
-    if (analysis === 'matched') {
-      withholdGainOfFailingArm(e)
-      withholdGainFailuresCouldExplain(e, minEffect)
-    }
+    if (analysis === 'matched') withholdGainOfFailingArm(e)
+    withholdGainOfMissingArm(e)
+    // Intention to treat counts failures at the timeout, but cannot count a
+    // load that has no result at all: its worst case is of those alone.
+    withholdGainFailuresCouldExplain(e, minEffect, analysis)
   }
   const flagged = (/** @type {Entry} */ e) => e.rows.filter((/** @type {Row} */ r) => r.verdict === VERDICTS.H3_FASTER || r.verdict === VERDICTS.H3_SLOWER).length
   for (const e of [...entries, all]) {
@@ -268,10 +270,11 @@ async function readRounds (db, w) {
  * of all n rounds, so the interval and p-value describe the estimate that
  * is shown. Below the cap m = n and nothing is scaled. The paired test,
  * Mann–Whitney and Cliff's δ read the m rounds and say so (paired.rounds).
- * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null }, percentiles: number[], qs: number[], seed: string, browser: string }} o
+ * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null }, percentiles: number[], qs: number[], seed: string, browser: string,
+ *   analysis: string }} o
  * @returns {Entry}
  */
-function locationEntry ({ location, table, rounds, percentiles, qs, seed, browser }) {
+function locationEntry ({ location, table, rounds, percentiles, qs, seed, browser, analysis }) {
   const { total, matched, excluded, arms } = tableSummary(table)
   const used = rounds.used
   const exact = used.length && used.length < rounds.available ? rounds.exact : null
@@ -358,8 +361,40 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
     subsample,
     h2_median: exactQuantile(h2Sorted, 0.5),
     // Against every round used (n), as the failure counts are: a subsample's samples stand for them.
-    worst: enough ? worstShifts({ h2: h2Sorted, h3: Float64Array.from(h3All).sort() }, base.failure, n, qs) : null
+    worst: enough ? worstShifts({ h2: h2Sorted, h3: Float64Array.from(h3All).sort() }, unloaded(base.failure, table, analysis), n, qs) : null
   }
+}
+
+/**
+ * The rounds each arm has no load of where the other arm loaded, as the
+ * worst case of failures counts them (worstShifts): in matched rounds the
+ * ones it failed in (the failure test's) and the ones it has no result in
+ * at all; in intention to treat, which counts a failure at the timeout,
+ * the latter only. A round without one arm's result (an import that left
+ * it out, say) is in neither view, and the failure test does not see it:
+ * were the missing loads the arm's slowest, the loads it kept would look
+ * faster. A round still running is not in the table (readRoundWindow). An
+ * arm the location's rounds never have (a monitor that does not run it)
+ * has none missing.
+ * @param {{ h2_only: number, h3_only: number }} failure
+ * @param {Map<string, number>} table "h2state|h3state" → rounds
+ * @param {string} analysis
+ * @returns {{ h2_only: number, h3_only: number, missing: { h2: number, h3: number } }}
+ */
+export function unloaded (failure, table, analysis) {
+  const runs = { h2: false, h3: false }
+  const missing = { h2: 0, h3: 0 }
+  for (const [k, n] of table) {
+    const [a, b] = k.split('|')
+    if (a !== 'missing') runs.h2 = true
+    if (b !== 'missing') runs.h3 = true
+    if (a === 'missing' && b !== 'missing' && !notLoaded(b)) missing.h2 += n
+    if (b === 'missing' && a !== 'missing' && !notLoaded(a)) missing.h3 += n
+  }
+  if (!runs.h2) missing.h2 = 0
+  if (!runs.h3) missing.h3 = 0
+  const failed = analysis === 'matched' ? failure : { h2_only: 0, h3_only: 0 }
+  return { h2_only: failed.h2_only + missing.h2, h3_only: failed.h3_only + missing.h3, missing }
 }
 
 /**
@@ -368,17 +403,18 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
  * (worstShift): per percentile of `qs`, and at the median for the paired
  * shift.
  * @param {{ h2: Float64Array, h3: Float64Array }} samples each arm's samples in the rounds used, ascending
- * @param {{ h2_only: number, h3_only: number }} failure
+ * @param {{ h2_only: number, h3_only: number, missing: { h2: number, h3: number } }} failure the rounds each arm did not load
+ *   in (unloaded), and of them those it has no result in
  * @param {number} used the rounds used
  * @param {number[]} qs
  * @returns {Worst}
  */
 function worstShifts (samples, failure, used, qs) {
-  const arm = (/** @type {Float64Array} */ sorted, /** @type {number} */ only) => {
+  const arm = (/** @type {Float64Array} */ sorted, /** @type {number} */ only, /** @type {number} */ missing) => {
     const shift = worstShift(sorted, only, used)
-    return { only, share: only / (used + only), at: qs.map(shift), median: shift(0.5) }
+    return { only, missing, share: only / (used + only), at: qs.map(shift), median: shift(0.5) }
   }
-  return { h2: arm(samples.h2, failure.h2_only), h3: arm(samples.h3, failure.h3_only) }
+  return { h2: arm(samples.h2, failure.h2_only, failure.missing.h2), h3: arm(samples.h3, failure.h3_only, failure.missing.h3) }
 }
 
 /**
@@ -737,6 +773,7 @@ function pooledWorst (withData, percentiles, pairedParts) {
     const used = withData.reduce((n, e) => n + e.rounds.used, 0)
     return {
       only,
+      missing: withData.reduce((n, e) => n + e.worst[a].missing, 0),
       share: only / (used + only),
       at: percentiles.map((p, k) => mean(withData.filter((e) => e.rows[k].p_value !== null), (e) => e.worst[a].at[k])),
       median: mean(pairedParts, (e) => e.worst[a].median)
@@ -902,6 +939,37 @@ function withholdGainOfFailingArm (e) {
 }
 
 /**
+ * The failure test's rule for the rounds where one arm has no result at
+ * all (unloaded), which neither analysis holds and the failure test does
+ * not see: where one arm lacks its result in more rounds than the other
+ * (an exact McNemar test on those rounds, at FDR_Q), that arm being faster
+ * is no verdict, in the cells and for the location, in both analyses.
+ * @param {Entry} e
+ */
+function withholdGainOfMissingArm (e) {
+  const worst = /** @type {Worst | null} */ (e.worst)
+  if (!worst) return
+  const [h2, h3] = [worst.h2.missing, worst.h3.missing]
+  if (h2 === h3 || !(mcnemarExactP(h2, h3) <= FDR_Q)) return
+  const h3Lacks = h3 > h2
+  const faster = h3Lacks ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
+  const [arm, other, lacks, otherLacks] = h3Lacks ? ['H3', 'H2', h3, h2] : ['H2', 'H3', h2, h3]
+  const reason = `${arm} has no result in ${lacks} rounds where ${other} loaded (${other} in ${otherLacks} where ${arm} did)${e.location_id === null ? ' over the locations' : ''}: ` +
+    `in the rounds with both, ${arm} looks faster, as it would were its missing loads its slowest; a round without an arm's result is in neither analysis: ` +
+    `record or import its ${arm} loads, a failed one as a failure`
+  for (const r of e.rows) {
+    if (r.verdict !== faster) continue
+    r.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
+    r.reason = reason
+    r.reason_code = 'faster_arm_fails_more'
+  }
+  if (e.verdict === faster) {
+    e.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
+    e.reason = reason
+  }
+}
+
+/**
  * The failure test finds an arm failing more only when it does; an arm may
  * also fail its own slowest loads while the other fails as often for other
  * reasons (at random, say), and then the loads it completes still look
@@ -913,18 +981,26 @@ function withholdGainOfFailingArm (e) {
  * practical minimum. The same for the location's paired shift, at the
  * median. The intention-to-treat view, which counts a failure at the
  * timeout, answers for such a cell.
+ * Rounds where an arm has no result at all are counted so in both
+ * analyses (unloaded).
  * @param {Entry} e
  * @param {MinEffect} minEffect
+ * @param {string} analysis
  */
-function withholdGainFailuresCouldExplain (e, minEffect) {
+function withholdGainFailuresCouldExplain (e, minEffect, analysis) {
   const worst = /** @type {Worst | null} */ (e.worst)
   if (!worst) return
   const words = (/** @type {'h2' | 'h3'} */ a, /** @type {string} */ what, /** @type {number} */ moved) => {
     const [arm, other] = a === 'h3' ? ['H3', 'H2'] : ['H2', 'H3']
     const w = worst[a]
     const at = Number.isFinite(moved) ? `Δ ${round1(moved)} ms` : 'slower than any load it completed'
-    return `${arm} did not load in ${w.only} rounds where ${other} did (${round1(w.share * 100)}%${e.location_id === null ? ', over the locations' : ''}): ` +
-      `counted as its slowest loads, its gain ${what} does not hold (${at}); the intention-to-treat analysis counts the failures`
+    const how = w.missing === w.only ? `has no result in ${w.only} rounds where ${other} loaded`
+      : w.missing ? `did not load in ${w.only} rounds where ${other} did (in ${w.missing} of them it has no result at all)`
+        : `did not load in ${w.only} rounds where ${other} did`
+    const then = w.missing === w.only ? `; a round without an arm's result is in neither analysis: record or import its ${arm} loads, a failed one as a failure`
+      : analysis === 'matched' ? '; the intention-to-treat analysis counts the failures' : ''
+    return `${arm} ${how} (${round1(w.share * 100)}%${e.location_id === null ? ', over the locations' : ''}): ` +
+      `counted as its slowest loads, its gain ${what} does not hold (${at})${then}`
   }
   e.rows.forEach((/** @type {Row} */ r, /** @type {number} */ k) => {
     if (r.verdict !== VERDICTS.H3_FASTER && r.verdict !== VERDICTS.H3_SLOWER) return

@@ -63,9 +63,15 @@ async function readWindow (db, w) {
   // the other statements keep their parameter numbers.
   const series = `s.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.browser = '${browserOf(w)}' AND s.time >= $4 AND s.time < $5`
   const args = [w.monitorId, w.probe, w.view, w.from, w.to]
+  // A round still running (a WebPageTest location's arms come back one by
+  // one) is not counted until it is done: an arm it has no result of yet is
+  // not missing (lib/analysis/comparison.js unloaded).
   const { rows: counts } = await db.query(
     `SELECT 'count' AS kind, s.location_id, coalesce(${state('h2')}, 'missing') AS h2, coalesce(${state('h3')}, 'missing') AS h3, count(*)::int AS n
-       FROM round_summaries s WHERE ${series} GROUP BY 2, 3, 4`, args)
+       FROM round_summaries s WHERE ${series}
+        AND NOT ((s.h2_state IS NULL OR s.h3_state IS NULL)
+                 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = s.job_id AND j.state IN ('queued', 'leased')))
+      GROUP BY 2, 3, 4`, args)
   const { rows: usableRounds } = await db.query(
     `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs
        FROM round_summaries s WHERE ${series} AND ${usable} GROUP BY 1`, args)
