@@ -103,3 +103,9 @@ test('each resample\'s percentiles are percentile_cont of the rounds it drew, wr
     qs.forEach((q, k) => assert.equal(arms.point.h2[k], exactQuantile(Float64Array.from(rounds.flatMap((r) => r.h2)).sort(), q)))
   }
 })
+
+test('a bootstrap whose every resample gives the same Δ has a p-value of 2 / (iterations + 1), the resamples\' resolution, never 0', () => {
+  const s = bootstrapSummary(new Float64Array(1000).fill(120), 120)
+  assert.deepEqual([s.lo, s.hi, s.se], [120, 120, 0])
+  assert.equal(s.p, 2 / 1001)
+})

@@ -200,6 +200,9 @@ function readAt (values, roundOf, weights, index, crosses, fraction) {
  * below 2 / (iterations + 1), 0.002: the normal one answers there, or a
  * correction over many columns and tables (a journey's steps, many
  * locations) could never reach its threshold however large the difference.
+ * Where every resample gives the same Δ (a spread of 0: each arm's
+ * percentile at the page timeout in every resample, say), there is no
+ * normal one, and the share's bound stands: 2 / (iterations + 1), never 0.
  * @param {Float64Array} draws
  * @param {number} estimate
  * @param {number} [confidence]
@@ -229,7 +232,7 @@ export function bootstrapSummary (draws, estimate, confidence = 0.95) {
   if (estimate !== 0) {
     const normal = se > 0 ? 2 * normalSurvival(Math.abs(estimate) / se) : 0
     const beyond = estimate < 0 ? above : below
-    p = Math.min(1, beyond === 0 ? normal : Math.max(normal, 2 * (beyond + 1) / (n + 1)))
+    p = Math.min(1, beyond === 0 && se > 0 ? normal : Math.max(normal, 2 * (beyond + 1) / (n + 1)))
   }
   return { lo: at(tail), hi: at(1 - tail), se, p }
 }
