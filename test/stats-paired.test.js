@@ -2,6 +2,7 @@
 // statsmodels on the same inputs), and the round bootstrap's properties.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { minRoundsFor } from '../lib/measurement/metrics.js'
 import {
   wilcoxonSignedRank, hodgesLehmann, wilsonInterval, mcnemarExactP, benjaminiHochberg, roundBootstrap, armsBootstrap, bootstrapSummary,
   normalQuantile, createRandom, SeededRandom, exactQuantile
@@ -108,4 +109,8 @@ test('a bootstrap whose every resample gives the same Δ has a p-value of 2 / (i
   const s = bootstrapSummary(new Float64Array(1000).fill(120), 120)
   assert.deepEqual([s.lo, s.hi, s.se], [120, 120, 0])
   assert.equal(s.p, 2 / 1001)
+})
+
+test('the rounds a percentile needs to be tested: 10 beyond it, exact for percentiles with a fraction (p99.9 needs 10,000, not 10,001)', () => {
+  assert.deepEqual([50, 75, 90, 95, 99, 99.9, 99.99, 25, 1, 0.1].map(minRoundsFor), [20, 40, 100, 200, 1000, 10000, 100000, 40, 1000, 10000])
 })

@@ -194,7 +194,8 @@ export const TAIL_ROUNDS = 10
 /** The rounds a percentile needs before it is tested. @param {number} percentile */
 export function minRoundsFor (percentile) {
   const q = percentile / 100
-  return Math.max(2 * MIN_ROUNDS, Math.ceil(TAIL_ROUNDS / Math.min(q, 1 - q) - 1e-9))
+  // Relative slack for binary fractions: 1 − 0.999 is a hair above 0.001, and 10 / it a hair above 10,000.
+  return Math.max(2 * MIN_ROUNDS, Math.ceil(TAIL_ROUNDS / Math.min(q, 1 - q) * (1 - 1e-9)))
 }
 
 /**
