@@ -924,8 +924,18 @@ function withholdGainOfFailingArm (e) {
   if (!h3FailsMore && f.verdict !== FAILURE_VERDICTS.H3_FAILS_LESS) return
   const faster = h3FailsMore ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
   const [arm, other, only, otherOnly] = h3FailsMore ? ['H3', 'H2', f.h3_only, f.h2_only] : ['H2', 'H3', f.h2_only, f.h3_only]
-  const reason = `${arm} failed more often in these rounds (${only} rounds where only ${arm} failed, ${otherOnly} where only ${other} did): ` +
-    `among the loads that completed ${arm} looks faster, as it would by failing its slowest loads; the intention-to-treat analysis counts the failures`
+  withholdGain(e, faster, `${arm} failed more often in these rounds (${only} rounds where only ${arm} failed, ${otherOnly} where only ${other} did): ` +
+    `among the loads that completed ${arm} looks faster, as it would by failing its slowest loads; the intention-to-treat analysis counts the failures`)
+}
+
+/**
+ * Every cell of `e` that reads `faster`, and its location's verdict, become
+ * no clear difference, saying why (reason_code faster_arm_fails_more).
+ * @param {Entry} e
+ * @param {string} faster H3_FASTER or H3_SLOWER
+ * @param {string} reason
+ */
+function withholdGain (e, faster, reason) {
   for (const r of e.rows) {
     if (r.verdict !== faster) continue
     r.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
@@ -952,21 +962,11 @@ function withholdGainOfMissingArm (e) {
   const [h2, h3] = [worst.h2.missing, worst.h3.missing]
   if (h2 === h3 || !(mcnemarExactP(h2, h3) <= FDR_Q)) return
   const h3Lacks = h3 > h2
-  const faster = h3Lacks ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
   const [arm, other, lacks, otherLacks] = h3Lacks ? ['H3', 'H2', h3, h2] : ['H2', 'H3', h2, h3]
-  const reason = `${arm} has no result in ${lacks} rounds where ${other} loaded (${other} in ${otherLacks} where ${arm} did)${e.location_id === null ? ' over the locations' : ''}: ` +
+  withholdGain(e, h3Lacks ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER,
+    `${arm} has no result in ${lacks} rounds where ${other} loaded (${other} in ${otherLacks} where ${arm} did)${e.location_id === null ? ' over the locations' : ''}: ` +
     `in the rounds with both, ${arm} looks faster, as it would were its missing loads its slowest; a round without an arm's result is in neither analysis: ` +
-    `record or import its ${arm} loads, a failed one as a failure`
-  for (const r of e.rows) {
-    if (r.verdict !== faster) continue
-    r.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
-    r.reason = reason
-    r.reason_code = 'faster_arm_fails_more'
-  }
-  if (e.verdict === faster) {
-    e.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
-    e.reason = reason
-  }
+    `record or import its ${arm} loads, a failed one as a failure`)
 }
 
 /**
