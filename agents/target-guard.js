@@ -37,12 +37,14 @@
 // (loopback)"), never with what the address would have answered; other
 // refused requests of a run are its notes.
 import http2 from 'node:http2'
+import net from 'node:net'
 import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicReason, systemResolver, targetHost } from '../lib/measurement/targets.js'
 import { IPV4_RANGES } from '../lib/measurement/addresses.js'
 import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
 import { loopbackCertificate } from './loopback-cert.js'
 import { proxyScriptPrefs } from '../lib/measurement/browsers/firefox.js'
 import { WEBRTC_POLICY } from '../lib/measurement/browsers/chromium.js'
+import { parseAltSvc } from '../lib/measurement/alt-svc.js'
 
 // Chromium asks for A, AAAA and HTTPS records of a name at once: one lookup
 // serves them all. Short, so that what a run sees is what DNS says now.
@@ -316,6 +318,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
         const why = r.failed && explain(r.url, since - RECENT_BLOCK_MS)
         if (why && why !== result.error && !notes.some((n) => n.message === why)) notes.push({ code: 'private_target_blocked', message: why, source: 'agent' })
       }
+      notes.push(...privateAltSvc(result.origins ?? []))
       if (notes.length) result.guard_notes = notes.slice(0, MAX_GUARD_NOTES)
     },
 
@@ -323,6 +326,37 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
       await new Promise((resolve) => server.close(() => resolve(undefined)))
     }
   }
+}
+
+/**
+ * Notes for the alternative services a run's origins advertised at a
+ * non-public IP literal or a localhost name (`Alt-Svc: h3="127.0.0.1:5432"`).
+ * Chromium's resolver rules refuse such a host; Firefox connects to an
+ * Alt-Svc host that needs no lookup without asking the guard or its proxy
+ * script (docs/SECURITY.md names the gap), so the run may have sent it a
+ * connection attempt, and its result says so. A name is resolved through
+ * the guard by both browsers, so only literals and localhost are noted.
+ * @param {{ origin: string, alt_svc: string | null }[]} origins the run's origins and the Alt-Svc each sent (agents/network.js)
+ * @returns {{ code: string, message: string, source: string }[]}
+ */
+export function privateAltSvc (origins) {
+  const notes = []
+  for (const o of origins) {
+    for (const { protocol, authority } of parseAltSvc(o.alt_svc)) {
+      if (!authority || authority.startsWith(':')) continue
+      let host
+      try { host = new URL(`http://${authority}`).hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '') } catch { continue }
+      const why = isLocalhostName(host) ? 'a localhost name' : net.isIP(host) ? literalReason(host) : null
+      if (!why) continue
+      notes.push({
+        code: 'private_target_alt_svc',
+        message: `${o.origin} advertised ${protocol} at ${authority}, a non-public address (${why}): a Chromium run refuses it; ` +
+          'Firefox connects to an Alt-Svc host that needs no lookup without asking the private-target guard, so a Firefox run may have sent it a connection attempt',
+        source: 'agent'
+      })
+    }
+  }
+  return notes
 }
 
 /**

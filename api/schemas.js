@@ -300,7 +300,7 @@ export const agentSchema = {
 const noteSchema = {
   type: 'object',
   properties: {
-    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, private_target_blocked (a request the private-target guard refused); content_error, wpt_page_ttfb and wpt_ttfb_agent_clock (WebPageTest agents, docs/WPT.md); or a net-log finding' },
+    code: { type: 'string', description: 'slow_handshake, slow_ttfb, connection_reused, private_target_blocked (a request the private-target guard refused), private_target_alt_svc (an origin advertised an alternative service at a non-public address, which Firefox may try); content_error, wpt_page_ttfb and wpt_ttfb_agent_clock (WebPageTest agents, docs/WPT.md); or a net-log finding' },
     message: { type: 'string' },
     metric: { type: ['string', 'null'] },
     protocol: { type: ['string', 'null'] },

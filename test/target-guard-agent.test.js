@@ -43,6 +43,8 @@ import { bridgeIntoNetns } from '../dev/netns-bridge.js'
 
 const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
 const GUARD = 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
+const ALT_SVC_NOTE = (/** @type {number} */ port) => `http://pub.test advertised h3 at 127.0.0.1:${port}, a non-public address (loopback): a Chromium run refuses it; ` +
+  'Firefox connects to an Alt-Svc host that needs no lookup without asking the private-target guard, so a Firefox run may have sent it a connection attempt'
 let database, dns, dataDir, internal
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
@@ -162,7 +164,9 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
           if (req.socket.localAddress === '10.0.0.1') return hits.push('10.0.0.1' + req.url) && res.end('private')
           if (req.url === '/redirect-literal') return res.writeHead(302, { location: 'http://127.0.0.1:${internalPort}/admin' }).end()
           if (req.url === '/redirect-name') return res.writeHead(302, { location: 'http://rebind.test:${internalPort}/admin' }).end()
-          res.writeHead(pages[req.url] ? 200 : 404, { 'content-type': 'text/html' }).end(pages[req.url] ?? 'no')
+          // An alternative service at the internal service's literal, which Firefox would try without a lookup.
+          const altSvc = req.url === '/subresources' ? { 'alt-svc': 'h3="127.0.0.1:${internalPort}"; ma=60' } : {}
+          res.writeHead(pages[req.url] ? 200 : 404, { 'content-type': 'text/html', ...altSvc }).end(pages[req.url] ?? 'no')
         }).on('connection', (socket) => socket.localAddress === '10.0.0.1' && hits.push('connection to 10.0.0.1')).listen(80, '0.0.0.0')
         http.createServer((req, res) => { hits.push(req.url); res.end('internal secret: do not store') }).on('connection', () => hits.push('connection')).listen(${internalPort}, '127.0.0.1')
         // What a page's WebRTC would reach of it, or of the private address: STUN and TURN over UDP.
@@ -204,7 +208,8 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
       assert.deepEqual(sub.guard_notes.map((/** @type {any} */ n) => n.message).sort(), [
         'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)',
         'blocked by the private-target guard: host ::ffff:7f00:1 is a non-public address (loopback, as IPv4-mapped 127.0.0.1)',
-        'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'
+        'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)',
+        ALT_SVC_NOTE(internalPort)
       ])
 
       // The same page in Firefox, where Firefox is installed: its WebRTC, too, sends nothing.
@@ -213,6 +218,7 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
         stops.unshift(() => firefoxPool.close())
         const ff = await measurePage({ pool: firefoxPool, url: 'http://pub.test/subresources', mode: 'h2', netns: ns, guard, timeoutMs: 15_000 })
         assert.equal(ff.status, 'protocol_mismatch', `Firefox loaded the page itself: ${ff.error}`)
+        assert.ok(ff.guard_notes?.some((/** @type {any} */ n) => n.code === 'private_target_alt_svc' && n.message === ALT_SVC_NOTE(internalPort)), 'the Firefox run says its page advertised a private alternative service')
       }
 
       const hits = JSON.parse(insideNs("process.stdout.write(await (await fetch('http://93.184.215.14/hits')).text())"))
