@@ -328,16 +328,18 @@ export function trueByteShare (p) {
  * received gain (h2 − auto) / (h2 − h3) is the same known number at every
  * percentile. The auto visits come over H3 with the view's share
  * (observed_protocol), with bytes and h3_byte_share as BYTES and WITHIN say.
- * `fails`: whether a forced arm's load fails, from its own noise (own())
- * or at random, as in scenario().
+ * `fails`: whether a load fails, from its own noise (own()) or at random,
+ * as in scenario(): a forced arm's, or an auto visit's (mode auto, with its
+ * view); `drops`: the same for a load that leaves no row at all.
  * @param {{ name: string, truth: string, rounds: number, sigmaPath?: number, sigmaArm?: number, scale?: Partial<ArmScales>,
  *   share?: ViewShares, locations?: typeof CALIBRATION_LOCATIONS,
- *   fails?: (o: { mode: 'h2' | 'h3', own: () => number, random: () => number }) => boolean }} s
+ *   fails?: (o: { mode: 'h2' | 'h3' | 'auto', view?: string, own: () => number, random: () => number }) => boolean,
+ *   drops?: (o: { mode: 'h2' | 'h3' | 'auto', view?: string, own: () => number, random: () => number }) => boolean }} s
  * @returns {AutoScenario}
  */
 export function autoScenario ({
   name, truth, rounds, sigmaPath = 0.2, sigmaArm = 0.3, scale: given = {}, share = { first: 0.05, returning: 0.8 },
-  locations = CALIBRATION_LOCATIONS, fails
+  locations = CALIBRATION_LOCATIONS, fails, drops
 }) {
   const scale = { h2: 1, h3: 1, auto: 1, ...given }
   return {
@@ -356,13 +358,13 @@ export function autoScenario ({
         for (let i = 0; i < rounds; i++) {
           const time = new Date(startMs + i * stepMs).toISOString()
           const path = Math.exp(sigmaPath * randomNormal(random))
-          const draw = (/** @type {number} */ factor) => round1(loc.base * path * factor * Math.exp(sigmaArm * randomNormal(random)))
           for (const mode of /** @type {const} */ (['h2', 'h3'])) {
             // The arm's own noise, drawn before the failure is decided when
             // the failure depends on it (own()), else with the value.
             /** @type {number | null} */
             let ownZ = null
             const own = () => (ownZ ??= randomNormal(random))
+            if (drops?.({ mode, own, random })) continue
             if (fails?.({ mode, own, random })) {
               yield { time, location_id: loc.id, mode, probe: 'page', status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
               continue
@@ -373,9 +375,18 @@ export function autoScenario ({
           for (const view of /** @type {const} */ (['first', 'returning'])) {
             const h3 = random() < share[view]
             const bytes = Math.round(BYTES.median * (h3 ? 1 : BYTES.h2Factor) * Math.exp(BYTES.sigma * randomNormal(random)))
+            /** @type {number | null} */
+            let ownZ = null
+            const own = () => (ownZ ??= randomNormal(random))
+            if (drops?.({ mode: 'auto', view, own, random })) continue
+            if (fails?.({ mode: 'auto', view, own, random })) {
+              yield { time, location_id: loc.id, mode: 'auto', view, probe: 'page', status: 'error', observed_protocol: null, error: 'net::ERR_TIMED_OUT', ttfb_ms: null }
+              continue
+            }
+            const z = ownZ ?? randomNormal(random)
             yield {
               time, location_id: loc.id, mode: 'auto', view, probe: 'page', status: 'ok', observed_protocol: h3 ? 'h3' : 'h2',
-              ttfb_ms: draw(scale.auto), bytes, h3_byte_share: uniform(h3 ? WITHIN.h3 : WITHIN.h2)
+              ttfb_ms: round1(loc.base * path * scale.auto * Math.exp(sigmaArm * z)), bytes, h3_byte_share: uniform(h3 ? WITHIN.h3 : WITHIN.h2)
             }
           }
         }

@@ -143,8 +143,10 @@ test('auto against both forced arms per visit, paired per round, and the receive
   assert.ok(r.contrasts.auto_vs_h2.ci_high_ms < 0)
   assert.equal(r.received_gain.shown, true)
   close(r.received_gain.value, 2 / 3, 1e-12)
-  close(r.received_gain.ci_low, 2 / 3, 1e-9)
   close(r.received_gain.ci_high, 2 / 3, 1e-9)
+  // Its low end is held to the auto arm's one failure (round 30): were it
+  // its slowest load, auto's p50 could be slower by its worst shift.
+  assert.ok(r.received_gain.ci_low > 0.4 && r.received_gain.ci_low < 2 / 3 - 0.01, `ci_low ${r.received_gain.ci_low}`)
 
   // Six columns (a visit and contrast each) of one tested cell. The one of
   // no difference (first visit, auto − H2: p = 1) is not selected; the

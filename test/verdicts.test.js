@@ -125,7 +125,7 @@ test('an arm with no result at all in its own slowest rounds (an import that lef
     for (const [analysis, cmp] of Object.entries(comparisons)) {
       assert.deepEqual(flaggedCells(cmp).filter((c) => c.verdict === gain), [], `${analysis}: no ${gain} is claimed`)
       for (const l of cmp.locations) assert.notEqual(l.verdict, gain, `${analysis}, ${l.location_id}: the location verdict neither`)
-      const withheld = cmp.locations.flatMap((l) => l.rows).filter((r) => r.reason_code === 'faster_arm_fails_more' || r.reason_code === 'faster_arm_failures')
+      const withheld = cmp.locations.flatMap((l) => l.rows).filter((r) => r.reason_code === 'faster_arm_missing')
       assert.ok(withheld.length >= 3, `${analysis}: cells that would have claimed it say why they do not (${withheld.length})`)
       for (const r of withheld) {
         assert.match(r.reason, new RegExp(`^${arm.toUpperCase()} has no result in \\d+ rounds where ${other} loaded .*a round without an arm's result is in neither analysis`))
@@ -400,6 +400,29 @@ test('as users get it: forced H3 failing its own slowest loads is no H3 gain to 
     }
   }
   assert.ok(withheld >= 3, `cells that would have claimed a forced H3 gain say why they do not (${withheld})`)
+})
+
+test('as users get it: rows missing from an arm\'s own slowest rounds (an import that left them out) claim nothing in the auto view', async () => {
+  for (const arm of ['h3', 'auto']) {
+    // Identical arms; the arm's load leaves no row in its own slowest 10%.
+    const s = autoScenario({ name: `auto-missing-${arm}`, truth: '', rounds: 600, sigmaArm: 0.5, drops: ({ mode, own }) => mode === arm && own() > 1.2816 })
+    const { auto } = await runAutoScenario(client, s, { seed: 8 })
+    const cells = auto.locations.flatMap((l) => ['first', 'returning'].flatMap((visit) => l.visits[visit].rows))
+    const claims = cells.flatMap((r) => Object.entries(r.contrasts).filter(([, c]) => c.verdict === 'faster' || c.verdict === 'slower').map(([id, c]) => `${id} p${r.percentile} ${c.verdict}`))
+    assert.deepEqual(claims, [], `${arm}: no contrast claims a difference`)
+    assert.ok(cells.some((r) => Object.values(r.contrasts).some((c) => c.reason_code === 'faster_arm_failures' && /did not load in \d+ rounds/.test(c.reason))), `${arm}: withheld cells say why`)
+    assert.deepEqual(cells.filter((r) => r.received_gain.shown), [], `${arm}: no received gain is shown`)
+  }
+})
+
+test('as users get it: the received gain is held to the auto arm\'s failures: auto failing its own slowest loads does not make users receive a gain they do not', async () => {
+  // Forced H3 20% faster; auto is H2 (users receive none of it) but fails in its own slowest 10%.
+  const s = autoScenario({ name: 'auto-fails-slowest', truth: '', rounds: 500, scale: { h3: 0.8 }, fails: ({ mode, own }) => mode === 'auto' && own() > 1.2816 })
+  const { auto } = await runAutoScenario(client, s, { seed: 9 })
+  const shown = auto.locations.flatMap((l) => ['first', 'returning'].flatMap((visit) => l.visits[visit].rows)).filter((r) => r.received_gain.shown)
+  assert.ok(shown.length >= 10, `the forced gain is found, and a received share shown (${shown.length})`)
+  const missed = shown.filter((r) => !(r.received_gain.ci_low <= 0)).map((r) => `p${r.percentile} ${r.received_gain.value} [${r.received_gain.ci_low}, ${r.received_gain.ci_high}]`)
+  assert.deepEqual(missed, [], 'every shown interval reaches the true 0')
 })
 
 test('as users get it: the worst case of failures is held to the cells\' correction, not to one cell\'s 95% interval', async () => {

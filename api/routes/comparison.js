@@ -61,7 +61,8 @@ const REASON_CODE = {
   enum: [...NO_DIFFERENCE_CODES, null],
   description: 'A tested cell that is no difference: why, as a code (interval_includes_zero, not_significant after the correction, below_minimum_effect; ' +
     'faster_arm_fails_more: in matched rounds, the arm that looks faster fails more often, as it would by failing its slowest loads; ' +
-    'faster_arm_failures: in matched rounds, the gain does not hold with the rounds the faster arm did not load in counted as its slowest loads); null otherwise, the reason then says why'
+    'faster_arm_failures: in matched rounds, the gain does not hold with the rounds the faster arm did not load in counted as its slowest loads; ' +
+    'faster_arm_missing: in either analysis, the faster arm has no result at all in some rounds where the other loaded (an import that left them out), so its gain is withheld); null otherwise, the reason then says why'
 }
 
 /**

@@ -207,10 +207,14 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
   })
   const n = used.length
   // Each contrast's sides' worst cases (worstShift): the rounds where one
-  // side did not load and the other did, counted as that side's slowest loads.
+  // side did not load and the other did, counted as that side's slowest
+  // loads; a side with no result at all in a round (an import that left
+  // its row out) did not load either, where the location's rounds have
+  // that arm elsewhere (the forced table's rule, comparison.js unloaded).
+  const runs = ARMS.map((_, i) => [...table.keys()].some((key) => key.split('|')[i] !== 'missing'))
   const onlyFailed = (/** @type {number} */ i, /** @type {number} */ j) => [...table].filter(([key]) => {
     const states = key.split('|')
-    return notLoaded(states[i]) && states[j] === 'ok'
+    return (notLoaded(states[i]) || (states[i] === 'missing' && runs[i])) && states[j] === 'ok'
   }).reduce((m, [, v]) => m + v, 0)
   const sorted = Object.fromEntries(ARMS.map((arm) => [arm, Float64Array.from(used.flatMap((r) => r.kind === 'used' ? [r[/** @type {'h2_v' | 'h3_v' | 'auto_v'} */ (`${arm}_v`)]] : [])).sort()]))
   const worst = Object.fromEntries(CONTRASTS.map((c) => {
@@ -291,13 +295,26 @@ function receivedGain (row) {
     const why = reasons[forced.verdict]
     return { shown: false, value: null, ci_low: null, ci_high: null, reason: why }
   }
+  // The auto arm's loads that did not complete (or left no result), were
+  // they its slowest, make it look faster than it is, and the share of the
+  // gain it receives larger: the interval's low end is held to that worst
+  // case, auto slower by its worst shift (as its lead over H2 is, judgeCell).
+  const autoWorst = row.worst?.auto_vs_h2?.arm ?? { only: 0, share: 0, shift: 0 }
+  if (!Number.isFinite(autoWorst.shift)) {
+    return {
+      shown: false, value: null, ci_low: null, ci_high: null,
+      reason: `the auto arm did not load in ${autoWorst.only} rounds where H2 did (${Math.round(autoWorst.share * 1000) / 10}%): ` +
+        'counted as its slowest loads, it could be slower than any load it completed, so the share of the gain it receives cannot be told'
+    }
+  }
   const draws = /** @type {Float64Array} */ (row.gain_draws)
   const at = (/** @type {number} */ q) => {
     const pos = q * (draws.length - 1)
     const lo = Math.floor(pos)
     return draws[lo] + (draws[Math.ceil(pos)] - draws[lo]) * (pos - lo)
   }
-  return { shown: true, value, ci_low: draws.length ? at(0.025) : null, ci_high: draws.length ? at(0.975) : null, reason: null }
+  const lower = autoWorst.shift / (row.h2_ms - row.h3_ms)
+  return { shown: true, value, ci_low: draws.length ? at(0.025) - lower : null, ci_high: draws.length ? at(0.975) : null, reason: null }
 }
 
 /**

@@ -812,7 +812,7 @@ function combinePaired (parts) {
 }
 
 /** Why a tested cell claims no difference, as a code for programs. */
-export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect', 'faster_arm_fails_more', 'faster_arm_failures'])
+export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect', 'faster_arm_fails_more', 'faster_arm_failures', 'faster_arm_missing'])
 
 /**
  * How a reason names what it is about: a cell's Δ, corrected over the
@@ -924,23 +924,24 @@ function withholdGainOfFailingArm (e) {
   if (!h3FailsMore && f.verdict !== FAILURE_VERDICTS.H3_FAILS_LESS) return
   const faster = h3FailsMore ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
   const [arm, other, only, otherOnly] = h3FailsMore ? ['H3', 'H2', f.h3_only, f.h2_only] : ['H2', 'H3', f.h2_only, f.h3_only]
-  withholdGain(e, faster, `${arm} failed more often in these rounds (${only} rounds where only ${arm} failed, ${otherOnly} where only ${other} did): ` +
+  withholdGain(e, faster, 'faster_arm_fails_more', `${arm} failed more often in these rounds (${only} rounds where only ${arm} failed, ${otherOnly} where only ${other} did): ` +
     `among the loads that completed ${arm} looks faster, as it would by failing its slowest loads; the intention-to-treat analysis counts the failures`)
 }
 
 /**
  * Every cell of `e` that reads `faster`, and its location's verdict, become
- * no clear difference, saying why (reason_code faster_arm_fails_more).
+ * no clear difference, saying why.
  * @param {Entry} e
  * @param {string} faster H3_FASTER or H3_SLOWER
+ * @param {typeof NO_DIFFERENCE_CODES[number]} code
  * @param {string} reason
  */
-function withholdGain (e, faster, reason) {
+function withholdGain (e, faster, code, reason) {
   for (const r of e.rows) {
     if (r.verdict !== faster) continue
     r.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
     r.reason = reason
-    r.reason_code = 'faster_arm_fails_more'
+    r.reason_code = code
   }
   if (e.verdict === faster) {
     e.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
@@ -953,7 +954,8 @@ function withholdGain (e, faster, reason) {
  * all (unloaded), which neither analysis holds and the failure test does
  * not see: where one arm lacks its result in more rounds than the other
  * (an exact McNemar test on those rounds, at FDR_Q), that arm being faster
- * is no verdict, in the cells and for the location, in both analyses.
+ * is no verdict, in the cells and for the location, in both analyses
+ * (reason_code faster_arm_missing).
  * @param {Entry} e
  */
 function withholdGainOfMissingArm (e) {
@@ -963,7 +965,7 @@ function withholdGainOfMissingArm (e) {
   if (h2 === h3 || !(mcnemarExactP(h2, h3) <= FDR_Q)) return
   const h3Lacks = h3 > h2
   const [arm, other, lacks, otherLacks] = h3Lacks ? ['H3', 'H2', h3, h2] : ['H2', 'H3', h2, h3]
-  withholdGain(e, h3Lacks ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER,
+  withholdGain(e, h3Lacks ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER, 'faster_arm_missing',
     `${arm} has no result in ${lacks} rounds where ${other} loaded (${other} in ${otherLacks} where ${arm} did)${e.location_id === null ? ' over the locations' : ''}: ` +
     `in the rounds with both, ${arm} looks faster, as it would were its missing loads its slowest; a round without an arm's result is in neither analysis: ` +
     `record or import its ${arm} loads, a failed one as a failure`)
@@ -1010,7 +1012,7 @@ function withholdGainFailuresCouldExplain (e, minEffect, analysis) {
     if (moved === null) return
     r.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
     r.reason = words(a, `at p${r.percentile}`, moved)
-    r.reason_code = 'faster_arm_failures'
+    r.reason_code = worst[a].missing === worst[a].only ? 'faster_arm_missing' : 'faster_arm_failures'
   })
   if (e.verdict === VERDICTS.H3_FASTER || e.verdict === VERDICTS.H3_SLOWER) {
     const a = e.verdict === VERDICTS.H3_FASTER ? 'h3' : 'h2'

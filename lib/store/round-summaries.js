@@ -186,7 +186,10 @@ export async function readVisitRounds (db, w) {
     const { rows: counts } = await client.query(
       `SELECT 'count' AS kind, s.location_id, coalesce(${state('s', 'h2')}, 'missing') AS h2, coalesce(${state('s', 'h3')}, 'missing') AS h3,
               coalesce(${state(a, 'auto')}, 'missing') AS auto, count(*)::int AS n
-         FROM ${from} GROUP BY 2, 3, 4, 5`, args)
+         FROM ${from}
+          AND NOT ((s.h2_state IS NULL OR s.h3_state IS NULL OR ${a}.auto_state IS NULL)
+                   AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = s.job_id AND j.state IN ('queued', 'leased')))
+        GROUP BY 2, 3, 4, 5`, args)
     const { rows: usableRounds } = await client.query(
       `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs FROM ${from} AND ${usable} GROUP BY 1`, args)
     /** @type {Map<string, { location_id: string, k: number, n: number }>} */

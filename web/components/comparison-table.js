@@ -124,7 +124,8 @@ const SHORT_REASONS = {
   not_significant: () => 'not significant after correction',
   below_minimum_effect: (r) => `|Δ| below the ${ms(r.min_effect_ms)} minimum`,
   faster_arm_fails_more: (r, names) => `${r.delta_ms < 0 ? names.h3 : names.h2} faster, but fails more: see intention to treat`,
-  faster_arm_failures: (r, names) => `${r.delta_ms < 0 ? names.h3 : names.h2} faster, but its failures could explain it: see intention to treat`
+  faster_arm_failures: (r, names) => `${r.delta_ms < 0 ? names.h3 : names.h2} faster, but its failures could explain it: see intention to treat`,
+  faster_arm_missing: (r, names) => `${r.delta_ms < 0 ? names.h3 : names.h2} faster, but it has no result in some rounds: import them`
 }
 const whyNoDifference = (r, names) => SHORT_REASONS[r.reason_code]?.(r, names) ?? numbers(r.reason ?? '')
 

@@ -248,6 +248,9 @@ function headline (c) {
       const arm = r.delta_ms < 0 ? 'it is' : `${names.h2} is`
       return h('span', { class: 'v-text' }, `${pct(Math.abs(r.delta_pct))} faster at p${r.percentile} among the loads that completed, which is no verdict while ${arm} failing more`)
     }
+    if (r.reason_code === 'faster_arm_missing') {
+      return h('span', { class: 'v-text' }, `${pct(Math.abs(r.delta_pct))} ${r.delta_ms < 0 ? 'faster' : 'slower'} at p${r.percentile} in the rounds with both arms, which is no verdict: ${r.delta_ms < 0 ? names.h3 : names.h2} has no result in some rounds`)
+    }
     if (r.reason_code === 'faster_arm_failures') {
       const arm = r.delta_ms < 0 ? 'its' : `${names.h2}'s`
       return h('span', { class: 'v-text' }, `${pct(Math.abs(r.delta_pct))} ${r.delta_ms < 0 ? 'faster' : 'slower'} at p${r.percentile} among the loads that completed, which is no verdict: ${arm} failed loads could account for it`)
