@@ -1,6 +1,7 @@
 // One transaction on one pooled connection: BEGIN, the work, COMMIT; on any
 // error ROLLBACK and rethrow. The connection goes back to the pool either
-// way. Every multi-statement write in lib/store goes through here.
+// way, or, when it broke, is closed instead. Every multi-statement write in
+// lib/store goes through here.
 
 /**
  * @template T
@@ -11,6 +12,14 @@
  */
 export async function withTransaction (db, fn, { begin = 'BEGIN' } = {}) {
   const client = await db.connect()
+  // A connection that breaks while it is checked out (the server went away,
+  // or ended this backend) emits 'error' on its client, which the pool
+  // listens for only while the client is idle: unheard, it would end the
+  // process. The statement under way fails with it, and so does the work.
+  /** @type {Error | null} */
+  let broken = null
+  const onError = (/** @type {Error} */ err) => { broken = err }
+  client.on('error', onError)
   try {
     await client.query(begin)
     const out = await fn(client)
@@ -21,6 +30,7 @@ export async function withTransaction (db, fn, { begin = 'BEGIN' } = {}) {
     await client.query('ROLLBACK').catch(() => {})
     throw err
   } finally {
-    client.release()
+    client.off('error', onError)
+    client.release(broken ?? undefined)
   }
 }
