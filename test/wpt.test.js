@@ -423,6 +423,13 @@ test('a location\'s key makes at most MAX_WPT_AGENTS_PER_LOCATION agents by nami
   assert.equal(n, MAX_WPT_AGENTS_PER_LOCATION)
 })
 
+test('an upload with a wrong key is refused before its body is read: a JSON body is never parsed', async () => {
+  // Unparseable JSON: read, it would be a 400; refused first, a 403.
+  const res = await fetch(`${server}/work/workdone.php?${new URLSearchParams({ location: 'wpt-eu', pc: 'stranger', key: 'wrong-key', id: 'x' })}`,
+    { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"a": ${'1,'.repeat(100000)}` })
+  assert.equal(res.status, 403, await res.text())
+})
+
 test('wrong keys get 403, then 429 for that address and location; the right key always passes', async () => {
   for (let i = 0; i < 5; i++) assert.equal((await getwork('intruder', 'wrong-key', 'wpt-us')).status, 403)
   const over = await fetch(`${server}/work/getwork.php?${new URLSearchParams({ location: 'wpt-us', pc: 'intruder', key: 'wrong-key' })}`)
