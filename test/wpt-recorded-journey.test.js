@@ -156,9 +156,10 @@ async function replayJourney (j, rounds) {
 /** The job as recorded, its redacted password put back, without what differs per test. */
 // The lab's resolver rules as they were when the jobs were recorded, and as
 // h3lens writes them since: the lab host names on the lab's port only, and
-// of the agent's loopback only its own server (docs/WPT.md).
+// of the agent's loopback only its own server (docs/WPT.md), followed by the
+// lab browser's WebRTC policy.
 const RECORDED_RULES = '"MAP lab.h3lens.test 127.0.0.1, MAP lab2.h3lens.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"'
-const rulesNow = (/** @type {string} */ port) => `"MAP lab.h3lens.test:${port} 127.0.0.1, MAP lab2.h3lens.test:${port} 127.0.0.1, MAP 127.0.0.1:8888 127.0.0.1, MAP * ~NOTFOUND"`
+const rulesNow = (/** @type {string} */ port) => `"MAP lab.h3lens.test:${port} 127.0.0.1, MAP lab2.h3lens.test:${port} 127.0.0.1, MAP 127.0.0.1:8888 127.0.0.1, MAP * ~NOTFOUND" --webrtc-ip-handling-policy=disable_non_proxied_udp`
 const comparable = (/** @type {Record<string, any>} */ j) => {
   /** @type {Record<string, any>} */
   const rest = { ...j, script: j.script.replace(REDACTED, LAB_SHOP_ACCOUNT.password), addCmdLine: j.addCmdLine.replace(RECORDED_RULES, rulesNow(new URL(j.url).port)) }
