@@ -33,6 +33,7 @@ test('a hanging database: /healthz answers 503 "database timeout" within a secon
       const res = await app.inject({ url: '/healthz' })
       const tookMs = Date.now() - started
       assert.equal(res.statusCode, 503)
+      assert.match(String(res.headers['retry-after']), /^\d+$/, 'when to ask again, as the API\'s other 503s say')
       assert.equal(res.json().database, 'timeout')
       assert.match(res.json().message, /^database did not answer within \d+ ms$/)
       // At the check's 800 ms bound, not at the pool's 10 s connect timeout.

@@ -4,7 +4,8 @@ import { DATE_TIME_RULE } from '../../lib/runtime/date-time.js'
 
 // Agents resubmit with back-off from 1 s; 5 s gives a restarting database
 // time to come back without a stampede of retries.
-const RETRY_AFTER_S = 5
+/** How long a client waits before asking again while the database is down (and /healthz says so). */
+export const RETRY_AFTER_S = 5
 
 /**
  * One error handler: schema failures and domain errors become 4xx with a

@@ -1,4 +1,5 @@
 import { VERSION } from '../../lib/runtime/version.js'
+import { RETRY_AFTER_S } from '../plugins/errors.js'
 
 // Load balancers and compose healthchecks give up after a second or two; a
 // database that hangs (rather than refusing) must not hold the answer for
@@ -45,7 +46,8 @@ export default async function healthRoutes (app) {
     }
     if (database.state === 'ok') return { status: 'ok', version: VERSION, database: 'ok' }
     request.log.warn({ database: database.state, err: database.detail }, 'health check: database down')
-    return reply.code(503).send({ status: 'unavailable', version: VERSION, database: database.state, message: `database ${database.detail}` })
+    // As the API's other answers while the database is down (api/plugins/errors.js).
+    return reply.code(503).header('retry-after', String(RETRY_AFTER_S)).send({ status: 'unavailable', version: VERSION, database: database.state, message: `database ${database.detail}` })
   })
 }
 
