@@ -8,6 +8,7 @@ import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { foldAllPending } from '../lib/analysis/rollups.js'
 import { OUTLIER_MIN_RUNS } from '../lib/store/netlogs.js'
+import { recordCapabilities } from '../lib/store/monitor-origins.js'
 
 const LAB = 'https://lab.h3lens.test:8443'
 let t
@@ -205,4 +206,19 @@ test('a claim carries the p99 above which a run is captured again', async () => 
   const expected = 100 + (OUTLIER_MIN_RUNS - 1) * 0.99
   assert.ok(Math.abs(job.netlog_thresholds['page/h3'] - expected) < 0.2, JSON.stringify(job.netlog_thresholds))
   assert.equal(job.netlog_thresholds['page/h2'], undefined, 'no h2 history yet')
+})
+
+test('an agent whose clock runs ahead does not freeze what an origin advertises: a later result on time replaces it', async () => {
+  const m = (await post({ url: `${LAB}/page-15k.html`, locations: ['lab-x'] })).json()
+  const origin = 'https://skew.h3lens.test'
+  const seen = (/** @type {number} */ aheadMs, /** @type {string} */ altSvc) => recordCapabilities(t.db, {
+    monitorId: m.id, locationId: 'lab-x',
+    rows: [{ measured_at: new Date(Date.now() + aheadMs).toISOString(), details: { origins: [{ origin, alt_svc: altSvc, h3_advertised: altSvc !== 'clear', requests: { h2: 1 } }] } }]
+  })
+  await seen(20 * 3600e3, 'h3=":443"; ma=86400')
+  await seen(0, 'clear')
+  const row = (await t.app.inject({ url: `/api/v1/monitors/${m.id}/capabilities` })).json().origins.find((/** @type {any} */ o) => o.origin === origin)
+  assert.equal(row.h3_advertised, false, 'the result on time says what the origin advertises now')
+  assert.equal(row.locations[0].alt_svc, 'clear')
+  assert.ok(Date.parse(row.locations[0].last_seen_at) <= Date.now(), `never seen in the future: ${row.locations[0].last_seen_at}`)
 })

@@ -28,7 +28,10 @@ export async function recordCapabilities (db, { monitorId, locationId, rows }) {
   const byOrigin = new Map()
   for (const row of rows) {
     const origins = Array.isArray(row.details?.origins) ? row.details.origins.slice(0, MAX_ORIGINS_PER_RESULT) : []
-    const seenAt = new Date(row.measured_at ?? Date.now())
+    // An agent's clock ahead of this server's (results may say up to a day
+    // ahead) must not date an origin in the future, where no later result
+    // could replace what it saw: the server's clock caps it.
+    const seenAt = new Date(Math.min(new Date(row.measured_at ?? Date.now()).getTime(), Date.now()))
     for (const o of origins) {
       if (typeof o?.origin !== 'string' || !/^https?:\/\/[^/\s]+$/.test(o.origin) || o.origin.length > 300) continue
       let agg = byOrigin.get(o.origin)
