@@ -137,6 +137,8 @@ test('bad lines are refused with the line and the field at fault', async () => {
     [{ time: at(1), location_id: 'local', mode: 'h3', observed_protocol: 'h2', status: 'ok' }, 'line 2: status', /protocol/],
     [{ time: at(1), location_id: 'local', mode: 'h2', details: [1] }, 'line 2: details', /must be an object/],
     [{ time: at(1), location_id: 'local', mode: 'h2', details: { note: 'a\u0000b' } }, 'line 2: details', /NUL/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', flags: ['--disable-quic', 'a\u0000b'] }, 'line 2: flags', /NUL/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', flags: ['a\ud800b'] }, 'line 2: flags', /unpaired surrogate/],
     [{ time: at(1), location_id: 'local', mode: 'h2', probe: 'parallel', details: { samples: [-1e299, 'x'] } }, 'line 2: details.samples', /\[0\] must be a number from 0 to 3600000/],
     [{ time: at(1), location_id: 'local', mode: 'h2', probe: 'parallel', samples: [12, 'x'] }, 'line 2: samples', /\[1\] must be a number from 0 to 3600000/],
     [{ time: at(0), location_id: 'local', mode: 'h2' }, 'line 2: mode', /repeats the h2\/first\/page result/]
@@ -150,6 +152,16 @@ test('bad lines are refused with the line and the field at fault', async () => {
     assert.match(body.message, message)
     assert.match(body.message, /^line 2/)
   }
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+})
+
+test('bytes that are not UTF-8 are refused with their line, never stored as replacement characters', async () => {
+  const m = await newMonitor()
+  const lines = ndjson([...round(0), ...round(1)]).split('\n')
+  const bad = Buffer.concat([Buffer.from(lines.slice(0, 3).join('\n') + '\n'), Buffer.from(lines[3]), Buffer.from([0xff]), Buffer.from('\n')])
+  const res = await t.app.inject({ method: 'POST', url: `/api/v1/monitors/${m.id}/results/import`, headers: { 'content-type': 'application/x-ndjson' }, payload: bad })
+  assert.equal(res.statusCode, 400, res.body)
+  assert.equal(res.json().message, 'line 4 is not UTF-8: send the results as UTF-8 text')
   assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
 })
 

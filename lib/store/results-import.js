@@ -7,7 +7,6 @@
 // stores nothing; then every row is inserted in one transaction through the
 // agents' batched insert (lib/store/results.js insertRoundResults), its new rows
 // queued for the rollups like the agent path does (lib/store/jobs.js).
-import { StringDecoder } from 'node:string_decoder'
 import { Transform } from 'node:stream'
 import { ValidationError } from '../runtime/errors.js'
 import { DATE_TIME_RULE, isValidDateTime } from '../runtime/date-time.js'
@@ -94,12 +93,14 @@ const FIELDS = {
   agent_version: (v) => nullable(v, () => text(v, 100)),
   flags: (v) => nullable(v, () => {
     if (!Array.isArray(v) || v.length > 100 || !v.every((f) => typeof f === 'string' && f.length <= 2000)) throw new FieldProblem('must be a list of at most 100 strings')
+    for (const f of v) text(f, 2000)
     return v
   }),
   details: (v) => nullable(v, () => {
     if (typeof v !== 'object' || Array.isArray(v)) throw new FieldProblem('must be an object, for example {"samples": [12.5, 13.1]}')
     const problem = badSamples(v.samples)
     if (problem) throw new FieldProblem(problem, 'samples')
+    storableJson(v)
     return v
   }),
   // The export's samples column: what a multi-sample probe's comparison
@@ -349,7 +350,29 @@ export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
   // nothing is lost while the caller awaits something else first.
   stream.pipe(counted)
   return (async function* () {
-    const decoder = new StringDecoder('utf8')
+    // Bytes that are not UTF-8 are refused, never stored as replacement characters.
+    const decoder = new TextDecoder('utf-8', { fatal: true })
+    const decode = (/** @type {Buffer | undefined} */ chunk) => {
+      try {
+        return chunk ? decoder.decode(chunk, { stream: true }) : decoder.decode()
+      } catch {
+        // Which line: the first of the chunk's lines that does not decode
+        // alone (the first continues the line under way).
+        let at = n + 1
+        if (chunk) {
+          const lines = []
+          for (let from = 0; from <= chunk.length;) {
+            const end = chunk.indexOf(10, from)
+            lines.push(chunk.subarray(from, end === -1 ? chunk.length : end))
+            if (end === -1) break
+            from = end + 1
+          }
+          const bad = lines.findIndex((bytes, i) => i > 0 && !utf8(bytes))
+          if (bad > 0 && utf8(lines[0])) at = n + 1 + bad
+        }
+        throw lineError(at, null, 'is not UTF-8: send the results as UTF-8 text')
+      }
+    }
     // The line not yet ended, in the pieces it came in: only each new chunk
     // is searched for line ends, so a body of one endless line costs its
     // length once, not its length for every chunk.
@@ -360,7 +383,7 @@ export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
     /** @param {string} text */
     const numbered = (text) => ({ n, line: text.endsWith('\r') ? text.slice(0, -1) : text })
     for await (const chunk of counted) {
-      const parts = decoder.write(chunk).split('\n')
+      const parts = decode(chunk).split('\n')
       const tail = /** @type {string} */ (parts.pop())
       const batch = []
       for (const [i, part] of parts.entries()) {
@@ -376,10 +399,20 @@ export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
       // more character may be the \r of a \r\n).
       if (pendingLength > IMPORT_MAX_LINE_BYTES + 1) throw lineError(n + 1, null, `is longer than ${IMPORT_MAX_LINE_BYTES} characters`)
     }
-    const rest = pending.join('') + decoder.end()
+    const rest = pending.join('') + decode(undefined)
     n++
     if (rest.trim() !== '') yield [numbered(rest)]
   })()
+}
+
+/** @param {Uint8Array} bytes whether they are UTF-8 on their own */
+function utf8 (bytes) {
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**
