@@ -412,7 +412,15 @@ export const submittedResult = {
     browser_version: { type: ['string', 'null'], maxLength: 200 },
     agent_version: { type: ['string', 'null'], maxLength: 100 },
     flags: { type: 'array', items: { type: 'string', maxLength: 2000 }, maxItems: 100 },
-    details: { type: 'object' }
+    // The evidence is the agent's own shape; its lists are of objects, as
+    // the run page and the capability matrix read them.
+    details: {
+      type: 'object',
+      properties: {
+        requests: { type: 'array', items: { type: 'object' } },
+        origins: { type: 'array', items: { type: 'object' } }
+      }
+    }
   }
 }
 

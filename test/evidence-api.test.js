@@ -222,3 +222,14 @@ test('an agent whose clock runs ahead does not freeze what an origin advertises:
   assert.equal(row.locations[0].alt_svc, 'clear')
   assert.ok(Date.parse(row.locations[0].last_seen_at) <= Date.now(), `never seen in the future: ${row.locations[0].last_seen_at}`)
 })
+
+test('an agent\'s evidence lists are of objects: a request that is not one is a 400 naming it, never a run page that cannot draw', async () => {
+  const m = (await post({ url: `${LAB}/page-15k.html`, locations: ['lab-x'], probes: ['parallel'], options: { parallel_url: '/noop' } })).json()
+  const jobId = await queueJob(m.id, 240)
+  const { jobs } = await claim()
+  assert.equal(jobs[0].id, jobId)
+  const bad = parallelResult('h3', [20], { details: { samples: [20], requests: [{ url: `${LAB}/noop`, start_ms: 0, end_ms: 5 }, null, 5, 'x'] } })
+  const res = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${jobId}/results`, headers: agent, payload: { agent_version: '0.1.0', results: [bad, parallelResult('h2', [30])] } })
+  assert.equal(res.statusCode, 400, res.body)
+  assert.equal(res.json().message, 'results.0.details.requests.1 must be object')
+})

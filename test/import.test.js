@@ -139,6 +139,7 @@ test('bad lines are refused with the line and the field at fault', async () => {
     [{ time: at(1), location_id: 'local', mode: 'h2', details: { note: 'a\u0000b' } }, 'line 2: details', /NUL/],
     [{ time: at(1), location_id: 'local', mode: 'h2', flags: ['--disable-quic', 'a\u0000b'] }, 'line 2: flags', /NUL/],
     [{ time: at(1), location_id: 'local', mode: 'h2', flags: ['a\ud800b'] }, 'line 2: flags', /unpaired surrogate/],
+    [{ time: at(1), location_id: 'local', mode: 'h2', details: { requests: [{ url: 'https://example.com/' }, null] } }, 'line 2: details.requests', /must be a list of objects/],
     [{ time: at(1), location_id: 'local', mode: 'h2', probe: 'parallel', details: { samples: [-1e299, 'x'] } }, 'line 2: details.samples', /\[0\] must be a number from 0 to 3600000/],
     [{ time: at(1), location_id: 'local', mode: 'h2', probe: 'parallel', samples: [12, 'x'] }, 'line 2: samples', /\[1\] must be a number from 0 to 3600000/],
     [{ time: at(0), location_id: 'local', mode: 'h2' }, 'line 2: mode', /repeats the h2\/first\/page result/]

@@ -19,6 +19,11 @@ import { ValidationError } from '../../lib/runtime/errors.js'
  * hundred KB on ordinary pages; 64 MB leaves room for a heavy page's net log.
  */
 export const WPT_UPLOAD_LIMIT = 64 * 1024 * 1024
+/**
+ * An upload's body in any other form than multipart (none is expected): it
+ * is parsed before the key is checked, so a stranger's must stay small.
+ */
+export const WPT_OTHER_BODY_LIMIT = 64 * 1024
 
 const tags = ['WebPageTest agent protocol']
 const text = { type: 'string', maxLength: 200 }
@@ -169,25 +174,13 @@ export default async function wptRoutes (app) {
     return reply.type('text/plain').send(requeued ? 'requeued' : '')
   })
 
-  /** The agent each upload was admitted as, before its body was read. */
-  const admitted = new WeakMap()
-
   app.post('/work/workdone.php', {
     config: { stores: 'results' },
-    bodyLimit: WPT_UPLOAD_LIMIT,
-    // The key is checked before the body is read: a stranger's upload of up
-    // to WPT_UPLOAD_LIMIT (a JSON body, which Fastify would parse whole)
-    // costs no more than its headers. A query the schema will refuse (a
-    // parameter given twice) is left to it.
-    preParsing: async (/** @type {AgentRequest<{ id?: string }>} */ request, reply, payload) => {
-      /** @type {Record<string, unknown>} */
-      const q = request.query ?? {}
-      if (['location', 'key', 'pc'].every((k) => q[k] === undefined || typeof q[k] === 'string')) {
-        const agent = await admit(request, reply)
-        if (agent) admitted.set(request, agent)
-      }
-      return payload
-    },
+    // The result.zip comes as multipart, read as a stream by the handler
+    // once the agent's key is checked (at most WPT_UPLOAD_LIMIT, the
+    // multipart limits above). Any other body is parsed whole before the
+    // handler runs, key or no key: it is small or refused (413).
+    bodyLimit: WPT_OTHER_BODY_LIMIT,
     // Every refusal is logged with its reason, test, location and agent:
     // wptagent ignores the status and logs nothing of the answer.
     onError: async (/** @type {AgentRequest<{ id?: string }>} */ request, reply, /** @type {any} */ err) => {
@@ -210,12 +203,12 @@ export default async function wptRoutes (app) {
         200: { type: 'object', properties: { stored: { type: 'integer' }, duplicates: { type: 'integer' }, round_done: { type: 'boolean' } } },
         ...refused,
         409: { $ref: 'error#' },
-        413: { $ref: 'error#' },
+        413: { $ref: 'error#', description: 'A result.zip over 64 MiB, or a body that is not multipart over 64 KiB (refused before it is read)' },
         422: { $ref: 'error#' }
       }
     }
   }, async (/** @type {AgentRequest<{ id: string, done?: string, run?: number, cached?: 0 | 1, error?: string }>} */ request, reply) => {
-    const agent = admitted.get(request) ?? await admit(request, reply)
+    const agent = await admit(request, reply)
     if (!agent) return reply
     const q = request.query
     try {

@@ -100,6 +100,11 @@ const FIELDS = {
     if (typeof v !== 'object' || Array.isArray(v)) throw new FieldProblem('must be an object, for example {"samples": [12.5, 13.1]}')
     const problem = badSamples(v.samples)
     if (problem) throw new FieldProblem(problem, 'samples')
+    for (const list of ['requests', 'origins']) {
+      if (v[list] !== undefined && !(Array.isArray(v[list]) && v[list].every((x) => x && typeof x === 'object' && !Array.isArray(x)))) {
+        throw new FieldProblem('must be a list of objects, one per request (origin), as the export writes it', list)
+      }
+    }
     storableJson(v)
     return v
   }),

@@ -21,7 +21,8 @@ export async function render (ctx) {
   const rtt = r.rtt_ms > 0
     ? { ms: r.rtt_ms, source: 'this run' }
     : loc?.profile?.rtt_ms > 0 ? { ms: loc.profile.rtt_ms, source: `the ${loc.name} profile` } : null
-  const requests = Array.isArray(r.details?.requests) ? r.details.requests : []
+  // Results stored before the API checked their evidence's shape may hold anything there.
+  const requests = Array.isArray(r.details?.requests) ? r.details.requests.filter((q) => q && typeof q === 'object') : []
   const quic = r.observed_protocol === 'h3'
   const monitorName = monitor?.label || monitor?.url || `Monitor ${r.monitor_id}`
   // The page probe's forced arms may have frames (options.filmstrip); on
