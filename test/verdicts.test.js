@@ -402,6 +402,22 @@ test('as users get it: forced H3 failing its own slowest loads is no H3 gain to 
   assert.ok(withheld >= 3, `cells that would have claimed a forced H3 gain say why they do not (${withheld})`)
 })
 
+test('as users get it: where the first and returning visits rest on the same rounds, their forced H3 − H2 cells are the same', async () => {
+  const s = autoScenario({ name: 'auto-same-rounds', truth: '', rounds: 400, scale: { h3: 0.95, auto: 0.97 } })
+  const { auto } = await runAutoScenario(client, s, { seed: 10 })
+  let compared = 0
+  for (const l of auto.locations) {
+    const [first, returning] = [l.visits.first, l.visits.returning]
+    assert.deepEqual(first.rounds.used, returning.rounds.used, `${l.location_id}: the same rounds`)
+    for (const [k, r] of first.rows.entries()) {
+      const [a, b] = [r.contrasts.h3_vs_h2, returning.rows[k].contrasts.h3_vs_h2]
+      assert.deepEqual([a.delta_ms, a.ci_low_ms, a.ci_high_ms, a.p_value], [b.delta_ms, b.ci_low_ms, b.ci_high_ms, b.p_value], `${l.location_id} p${r.percentile}`)
+      if (a.p_value !== null) compared++
+    }
+  }
+  assert.ok(compared >= 6, `tested cells compared (${compared})`)
+})
+
 test('as users get it: rows missing from an arm\'s own slowest rounds (an import that left them out) claim nothing in the auto view', async () => {
   for (const arm of ['h3', 'auto']) {
     // Identical arms; the arm's load leaves no row in its own slowest 10%.
@@ -450,5 +466,12 @@ test('a journey\'s steps are corrected together: identical steps claim nothing, 
     const flagged = flaggedCells(answer)
     if (k === 3) assert.ok(flagged.filter((c) => c.verdict === 'h3_faster').length >= 3, `step s3: ${JSON.stringify(flagged)}`)
     else assert.deepEqual(flagged, [], `step s${k}`)
+    // A location's one-word verdict and its failure test are corrected over the tables as its cells are.
+    for (const l of answer.locations.filter((x) => x.paired.p !== null)) {
+      assert.ok(l.paired.p_adjusted >= Math.min(1, l.paired.p * 9) - 1e-12, `step s${k}, ${l.location_id}: paired p ${l.paired.p}, adjusted ${l.paired.p_adjusted}`)
+    }
+    for (const l of answer.locations.filter((x) => x.failure.p !== null)) {
+      assert.ok(l.failure.p_adjusted >= Math.min(1, l.failure.p * 9) - 1e-12, `step s${k}, ${l.location_id}: failure p ${l.failure.p}, adjusted ${l.failure.p_adjusted}`)
+    }
   }
 })

@@ -101,7 +101,8 @@ export async function autoComparison (db, { monitor, metric, percentiles: asked,
   const entries = ids.map((id) => {
     const l = locations.get(id)
     const visits = Object.fromEntries(AUTO_VISITS.map((visit, v) => [visit, visitEntry({
-      rows: visitRows[v].filter((r) => r.location_id === id), percentiles, qs, seed: `${seedBase}|${id}|${visit}`, lacking
+      // One seed for both visits: where their rounds are the same, so are their forced H3 − H2 cells.
+      rows: visitRows[v].filter((r) => r.location_id === id), percentiles, qs, seed: `${seedBase}|${id}`, lacking
     })]))
     const shares = sharesOf(outcomes, id)
     return {

@@ -150,9 +150,10 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
     .forEach((adjusted, j) => families[j].forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = Math.min(1, adjusted[i] * tables) }))
   for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
   const paired = [...entries, all].filter((e) => e.paired.p !== null)
-  benjaminiHochberg(paired.map((e) => e.paired.p)).forEach((p, i) => { paired[i].paired.p_adjusted = p })
+  // A journey step's location verdict and failure test are corrected over the steps as its cells are.
+  benjaminiHochberg(paired.map((e) => e.paired.p)).forEach((p, i) => { paired[i].paired.p_adjusted = p === null ? null : Math.min(1, p * tables) })
   const failures = [...entries, all].filter((e) => e.failure.p !== null)
-  benjaminiHochberg(failures.map((e) => e.failure.p)).forEach((p, i) => { failures[i].failure.p_adjusted = p })
+  benjaminiHochberg(failures.map((e) => e.failure.p)).forEach((p, i) => { failures[i].failure.p_adjusted = p === null ? null : Math.min(1, p * tables) })
   for (const e of [...entries, all]) {
     e.failure.verdict = failureVerdict(e)
     e.verdict = locationVerdict(e, minEffect)
