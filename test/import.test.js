@@ -417,3 +417,13 @@ test('a body over the byte limit is refused with 413, announced or streamed', as
   assert.match(streamed.json().message, /larger than 64 MiB/)
   assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
 })
+
+test('a protocol however spelt is stored in one spelling, so the H3 shares count it', async () => {
+  const m = await newMonitor({ modes: ['h2', 'h3', 'auto'] })
+  const res = await importInto(m.id, [...round(0), { time: at(0), location_id: 'local', mode: 'auto', view: 'returning', observed_protocol: 'HTTP/3', ttfb_ms: 80 },
+    ...round(1), { time: at(1), location_id: 'local', mode: 'auto', view: 'returning', observed_protocol: 'h3-29', ttfb_ms: 80 },
+    ...round(2), { time: at(2), location_id: 'local', mode: 'auto', view: 'returning', observed_protocol: 'HTTP/2', ttfb_ms: 90 }])
+  assert.equal(res.statusCode, 200, res.body)
+  const { rows } = await t.db.query("SELECT observed_protocol FROM results WHERE monitor_id = $1 AND mode = 'auto' ORDER BY time", [m.id])
+  assert.deepEqual(rows.map((r) => r.observed_protocol), ['h3', 'h3', 'h2'])
+})

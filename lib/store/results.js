@@ -4,6 +4,7 @@ import { ValidationError } from '../runtime/errors.js'
 import { isPostgresTimestamp } from '../runtime/date-time.js'
 
 import { RESULT_FIELDS } from '../measurement/result.js'
+import { normalizeProtocol } from '../measurement/protocol.js'
 import { browserOf } from './round-summaries.js'
 
 /** Columns an insert writes: the round's keys, then the result's own fields (lib/measurement/result.js). */
@@ -52,6 +53,8 @@ export async function insertRoundResults (db, { rounds, agentId, agentVersion })
     agent_version: r.agent_version ?? agentVersion ?? null,
     view: r.view ?? 'first',
     probe: r.probe ?? 'page',
+    // One spelling (lib/measurement/protocol.js): the H3 shares count 'h3', whatever an import or an agent wrote.
+    observed_protocol: normalizeProtocol(r.observed_protocol),
     details: r.details ?? {},
     // jsonb from a JS array needs JSON text: node-postgres would send a Postgres array.
     notes: r.notes ? JSON.stringify(r.notes) : null
