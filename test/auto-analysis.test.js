@@ -198,10 +198,14 @@ test('a metric of a probe the auto arm does not run is a 400 naming metric', asy
 test('the story: a page that mostly fails as users would load it is no blocked path, whatever forced H3 did', () => {
   const view = (/** @type {number} */ visits, /** @type {number} */ loaded, /** @type {Record<string, number>} */ reasons = {}, h3 = 0) =>
     ({ visits, loaded, h3, navigation_share: { rate: loaded ? h3 / loaded : null }, reasons })
-  const at = (/** @type {any} */ shares, /** @type {number} */ h3Failed, attempted = 4) => storyOf({ shares, visits: { first: { failures: { h3: { attempted, failed: h3Failed } } } } })
+  const at = (/** @type {any} */ shares, /** @type {number} */ h3Failed, attempted = 4, h2Failed = h3Failed) =>
+    storyOf({ shares, visits: { first: { failures: { h3: { attempted, failed: h3Failed }, h2: { attempted, failed: h2Failed } } } } })
   // A page cut short: every arm fails, the auto arm's visits too.
   assert.deepEqual(at({ first: view(3, 0, { failed: 3 }), returning: view(3, 0, { failed: 3 }), repeat: view(0, 0) }, 3, 3),
-    { code: 'page_fails', text: 'Most visits of the auto arm failed: the page fails here, whatever the protocol (6 of 6 visits failed)' })
+    { code: 'page_fails', text: 'Most visits of the auto arm failed: users\' loads fail here (6 of 6 visits failed), whatever the protocol' })
+  // Only the auto arm fails; the forced arms load: not the page.
+  assert.deepEqual(at({ first: view(6, 0, { failed: 6 }), returning: view(6, 0, { failed: 6 }), repeat: view(0, 0) }, 0, 6, 0),
+    { code: 'page_fails', text: 'Most visits of the auto arm failed: users\' loads fail here (12 of 12 visits failed), though forced H2 loaded in 6 of 6 rounds: what fails is the browser as users run it, not the page' })
   // A path that blocks UDP: users' visits load over H2 while forced H3 fails.
   assert.equal(at({ first: view(4, 4, { not_known: 4 }), returning: view(4, 4, { tcp_won: 4 }), repeat: view(0, 0) }, 4).code, 'quic_blocked')
   // Half of the visits failing is no majority.

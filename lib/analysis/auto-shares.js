@@ -1,7 +1,7 @@
 // The auto arm's H3 share of returning visits and its story per location,
 // without the paired analysis: what the overview shows in each cell beside
 // the forced verdicts. Aggregate reads (the auto arm's visits by view, the
-// forced H3 arm's failures, and only where a story needs them the visits'
+// forced arms' failures, and only where a story needs them the visits'
 // reasons) instead of the bootstraps of GET /monitors/{id}/auto; the share
 // and the story are the same as there, computed by the same functions
 // (./auto.js). Timed on 30 days of dev/demo-auto-arm.js's monitor at
@@ -10,7 +10,7 @@
 // where the reasons must be read, against 120-180 ms for the comparison
 // it is served with (and kept with, lib/analysis/comparison-cache.js).
 import { autoVisitOutcomes } from '../store/results.js'
-import { forcedH3Failures } from '../store/round-summaries.js'
+import { forcedFailures } from '../store/round-summaries.js'
 import { sharesOf, storyOf } from './auto.js'
 
 /**
@@ -27,11 +27,12 @@ import { sharesOf, storyOf } from './auto.js'
  */
 export async function returningShares (db, { monitor, from, to, browser }) {
   const w = { monitorId: monitor.id, from, to, browser }
-  const [outcomes, failures] = await Promise.all([autoVisitOutcomes(db, { ...w, reasons: false }), forcedH3Failures(db, w)])
+  const [outcomes, failures] = await Promise.all([autoVisitOutcomes(db, { ...w, reasons: false }), forcedFailures(db, w)])
   const ids = [...new Set(outcomes.totals.map((r) => r.location_id))]
   const storyAt = (/** @type {string} */ id) => {
-    const h3 = failures.find((f) => f.location_id === id) ?? { attempted: 0, failed: 0 }
-    return storyOf({ shares: sharesOf(outcomes, id), visits: { first: { failures: { h3 } } } })
+    const none = { attempted: 0, failed: 0 }
+    const forced = failures.find((f) => f.location_id === id) ?? { h2: none, h3: none }
+    return storyOf({ shares: sharesOf(outcomes, id), visits: { first: { failures: { h2: forced.h2, h3: forced.h3 } } } })
   }
   // The reasons (most of the cost) are read only where a story needs them:
   // "no visits", "most visits failed" and "users get H3 from their second

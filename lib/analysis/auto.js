@@ -59,7 +59,7 @@ export const STORIES = Object.freeze({
   h2_mostly: 'Users mostly get H2',
   no_data: 'No visit of the auto arm in the window',
   undecided: 'Too few visits to say what most users get',
-  page_fails: 'Most visits of the auto arm failed: the page fails here, whatever the protocol'
+  page_fails: 'Most visits of the auto arm failed: users\' loads fail here'
 })
 
 // A story about what users get claims a majority: of the auto arm's
@@ -402,7 +402,7 @@ export async function autoShares (db, w) {
 
 /**
  * What the location's users get, in words, from the returning visits'
- * share and reasons and the forced H3 arm's failures.
+ * share and reasons and the forced arms' failures.
  * @param {Record<string, any>} e
  * @returns {{ code: string, text: string }}
  */
@@ -415,7 +415,14 @@ export function storyOf (e) {
   // story: forced H3 failing there says nothing of the path.
   const visits = all.reduce((n, s) => n + s.visits, 0)
   const failed = visits - all.reduce((n, s) => n + s.loaded, 0)
-  if (confidentMajority(failed, visits)) return story('page_fails', ` (${failed} of ${visits} visit${visits === 1 ? '' : 's'} failed)`)
+  if (confidentMajority(failed, visits)) {
+    // Whether the forced arms fail too: the page, or the browser as users run it.
+    const h2 = e.visits.first.failures.h2
+    const forcedLoad = h2 && confidentMajority(h2.attempted - h2.failed, h2.attempted)
+    return story('page_fails', ` (${failed} of ${visits} visit${visits === 1 ? '' : 's'} failed)` + (forcedLoad
+      ? `, though forced H2 loaded in ${h2.attempted - h2.failed} of ${h2.attempted} rounds: what fails is the browser as users run it, not the page`
+      : ', whatever the protocol'))
+  }
   const share = returning.navigation_share.rate
   const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
   const visitsWord = (/** @type {number} */ n) => `${n} returning visit${n === 1 ? '' : 's'}`

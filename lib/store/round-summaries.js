@@ -212,23 +212,30 @@ export async function readVisitRounds (db, w) {
 }
 
 /**
- * Per location, the rounds of a window in which the forced H3 arm ran (page
+ * Per location, the rounds of a window in which each forced arm ran (page
  * probe, first view) and those in which it failed: an error, a timeout or a
  * refused QUIC handshake. The auto arm's story reads them to tell "QUIC
- * blocked on this path" (lib/analysis/auto.js counts the same states from
- * readVisitRounds); the overview asks for them without the paired analysis.
+ * blocked on this path" (H3's) and whether a page the auto arm fails on
+ * loads when forced (H2's); lib/analysis/auto.js counts the same states
+ * from readVisitRounds, the overview asks for them without the paired
+ * analysis.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, from: Date, to: Date, browser?: string }} w
- * @returns {Promise<{ location_id: string, attempted: number, failed: number }[]>}
+ * @returns {Promise<{ location_id: string, h2: { attempted: number, failed: number }, h3: { attempted: number, failed: number } }[]>}
  */
-export async function forcedH3Failures (db, { monitorId, from, to, browser }) {
+export async function forcedFailures (db, { monitorId, from, to, browser }) {
   const { rows } = await db.query(
-    `SELECT location_id, count(*) FILTER (WHERE h3_state IS NOT NULL)::int AS attempted,
-            count(*) FILTER (WHERE h3_state IN ('failed', 'unsupported'))::int AS failed
+    `SELECT location_id,
+            count(*) FILTER (WHERE h2_state IS NOT NULL)::int AS h2_attempted, count(*) FILTER (WHERE h2_state IN ('failed', 'unsupported'))::int AS h2_failed,
+            count(*) FILTER (WHERE h3_state IS NOT NULL)::int AS h3_attempted, count(*) FILTER (WHERE h3_state IN ('failed', 'unsupported'))::int AS h3_failed
        FROM round_summaries
       WHERE monitor_id = $1 AND probe = 'page' AND view = 'first' AND browser = $4 AND time >= $2 AND time < $3
       GROUP BY 1`, [monitorId, from, to, browserOf({ browser })])
-  return rows
+  return rows.map((r) => ({
+    location_id: r.location_id,
+    h2: { attempted: r.h2_attempted, failed: r.h2_failed },
+    h3: { attempted: r.h3_attempted, failed: r.h3_failed }
+  }))
 }
 
 /**
