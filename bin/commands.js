@@ -324,8 +324,9 @@ ${commonHelp}`,
           console.log(token)
         } else if (sub === 'enrol') {
           if (!values['token-dir'] || !locations.length) throw Object.assign(new Error('agents enrol needs --token-dir DIR and at least one --location ID[=REGION]'), { userFacing: true })
-          for (const spec of locations) {
-            const { id, region } = parseLocationSpec(spec)
+          // Every --location is read before any is enrolled: a bad one leaves nothing half done.
+          const specs = locations.map((/** @type {string} */ spec) => parseLocationSpec(spec))
+          for (const { id, region } of specs) {
             const { file, created } = await enrolLocation(pool, { location: id, region, tokenDir: values['token-dir'] })
             console.log(`${id}\t${file}\t${created ? 'new agent enrolled' : 'existing token kept'}`)
           }
@@ -409,6 +410,10 @@ ${commonHelp}`,
         } else {
           await revokeApiKey(pool, /** @type {number} */ (id)) // a revoke without an id failed above
           console.log(`API key ${id} revoked`)
+          if (!(await listApiKeys(pool)).some((k) => k.role === 'write' && !k.revoked_at)) {
+            console.error('warning: no write key is left, so nothing can be changed through the dashboard or the API: ' +
+              'create one with "h3lens keys create --role write --name NAME" (the next "h3lens start" makes a new admin key too)')
+          }
         }
       } finally {
         await ctx.lifecycle.stopAll('done')

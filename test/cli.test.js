@@ -147,6 +147,15 @@ test('migrate, agents token and rollups rebuild work against DATABASE_URL', asyn
     const none = run(['rollups', 'rebuild', '--monitor', '999'], env)
     assert.equal(none.status, 1)
     assert.match(none.stderr, /monitor 999 does not exist/)
+    // Revoking the last write key says what that leaves; revoking one of two does not.
+    const keyId = (/** @type {string} */ name) => Number(/API key (\d+)/.exec(run(['keys', 'create', '--role', 'write', '--name', name], env).stderr)?.[1])
+    const [first, second] = [keyId('one'), keyId('two')]
+    const one = run(['keys', 'revoke', String(first)], env)
+    assert.equal(one.status, 0, one.stderr)
+    assert.doesNotMatch(one.stderr, /no write key is left/)
+    const last = run(['keys', 'revoke', String(second)], env)
+    assert.equal(last.status, 0, last.stderr)
+    assert.match(last.stderr, /^warning: no write key is left, so nothing can be changed through the dashboard or the API: create one with "h3lens keys create --role write --name NAME"/m)
   } finally {
     await db.drop()
   }

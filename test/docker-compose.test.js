@@ -150,6 +150,12 @@ test('agents enrol creates locations and token files once, keeps working tokens,
       assert.doesNotMatch(refused.stderr, /\n\s+at /, 'no stack trace')
     }
     assert.equal((await db.pool.query("SELECT 1 FROM locations WHERE id = 'eu-north'")).rowCount, 0)
+    // A bad --location after a good one: refused before the good one is enrolled.
+    const bad = run(['agents', 'enrol', '--token-dir', tokenDir, '--location', 'eu-north=Europe', '--location', 'bad/id=x'], env)
+    assert.equal(bad.status, 1, bad.stderr)
+    assert.match(bad.stderr, /--location "bad\/id=x": the id before "=" must be lowercase letters, digits and dashes/)
+    assert.equal((await db.pool.query("SELECT 1 FROM locations WHERE id = 'eu-north'")).rowCount, 0, 'nothing half done')
+    assert.equal(fs.existsSync(path.join(tokenDir, 'eu-north.token')), false)
 
     const missing = run(['agent', '--location', 'us-east', '--token-file', path.join(tokenDir, 'nope.token')], { H3LENS_AGENT_TOKEN: '' })
     assert.equal(missing.status, 1)

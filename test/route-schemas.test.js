@@ -12,8 +12,9 @@ before(async () => {
 after(async () => { await t.close() })
 
 // Evidence an agent attaches to a result: free-form by design, bounded by
-// the 1 MiB body limit, stored as jsonb and never interpreted as columns.
-const FREE_FORM = [/\.results\[\]\.details$/, /\.results\[\]\.notes\[\]$/]
+// the 1 MiB body limit, stored as jsonb and never interpreted as columns;
+// its lists of requests and origins are lists of objects, each free-form.
+const FREE_FORM = [/\.results\[\]\.details$/, /\.results\[\]\.notes\[\]$/, /\.results\[\]\.details\.(requests|origins)\[\]$/]
 
 const apiRoutes = () => t.app.authRoutes.filter((r) => r.url.startsWith('/api/v1/') && r.method !== 'HEAD')
 const headersFor = (r) => ({ authorization: `Bearer ${r.auth === 'agent' ? agentToken : t.writeKey}` })
