@@ -168,12 +168,17 @@ export async function autoComparison (db, { monitor, metric, percentiles: asked,
 function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
   /** @type {Map<string, number>} */
   const table = new Map()
+  /** @type {Map<string, number>} of them, the imported rounds that lack an arm (comparison.js unloaded) */
+  const imported = new Map()
   /** @type {Exclude<import('../store/round-summaries.js').VisitRoundRow, { kind: 'count' }>[]} */
   const used = []
   let available = 0
   for (const r of rows) {
-    if (r.kind === 'count') table.set(`${r.h2}|${r.h3}|${r.auto}`, (table.get(`${r.h2}|${r.h3}|${r.auto}`) ?? 0) + r.n)
-    else {
+    if (r.kind === 'count') {
+      const key = `${r.h2}|${r.h3}|${r.auto}`
+      table.set(key, (table.get(key) ?? 0) + r.n)
+      if (r.imported) imported.set(key, (imported.get(key) ?? 0) + r.n)
+    } else {
       used.push(r)
       available = r.n
     }
@@ -209,14 +214,15 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
   const n = used.length
   // Each contrast's sides' worst cases (worstShift): the rounds where one
   // side did not load and the other did, counted as that side's slowest
-  // loads; a side with no result at all in a round (an import that left
-  // its row out) did not load either, where the location's rounds have
-  // that arm elsewhere (the forced table's rule, comparison.js unloaded).
+  // loads; a side with no result at all in an imported round did not load
+  // either, where the location's rounds have that arm elsewhere (the forced
+  // table's rule, comparison.js unloaded: an agent's round lacks only an
+  // arm it was not asked for).
   const runs = ARMS.map((_, i) => [...table.keys()].some((key) => key.split('|')[i] !== 'missing'))
-  const onlyFailed = (/** @type {number} */ i, /** @type {number} */ j) => [...table].filter(([key]) => {
-    const states = key.split('|')
-    return (notLoaded(states[i]) || (states[i] === 'missing' && runs[i])) && states[j] === 'ok'
-  }).reduce((m, [, v]) => m + v, 0)
+  const count = (/** @type {Map<string, number>} */ t, /** @type {(states: string[]) => boolean} */ pred) =>
+    [...t].filter(([key]) => pred(key.split('|'))).reduce((m, [, v]) => m + v, 0)
+  const onlyFailed = (/** @type {number} */ i, /** @type {number} */ j) =>
+    count(table, (s) => notLoaded(s[i]) && s[j] === 'ok') + count(imported, (s) => runs[i] && s[i] === 'missing' && s[j] === 'ok')
   const sorted = Object.fromEntries(ARMS.map((arm) => [arm, Float64Array.from(used.flatMap((r) => r.kind === 'used' ? [r[/** @type {'h2_v' | 'h3_v' | 'auto_v'} */ (`${arm}_v`)]] : [])).sort()]))
   const worst = Object.fromEntries(CONTRASTS.map((c) => {
     const [i, j] = [ARMS.indexOf(c.arm), ARMS.indexOf(c.ref)]
@@ -418,10 +424,11 @@ export function storyOf (e) {
   if (confidentMajority(failed, visits)) {
     // Whether the forced arms fail too: the page, or the browser as users run it.
     const h2 = e.visits.first.failures.h2
-    const forcedLoad = h2 && confidentMajority(h2.attempted - h2.failed, h2.attempted)
-    return story('page_fails', ` (${failed} of ${visits} visit${visits === 1 ? '' : 's'} failed)` + (forcedLoad
-      ? `, though forced H2 loaded in ${h2.attempted - h2.failed} of ${h2.attempted} rounds: what fails is the browser as users run it, not the page`
-      : ', whatever the protocol'))
+    const forced = !h2?.attempted ? ''
+      : confidentMajority(h2.failed, h2.attempted) ? ', whatever the protocol'
+        : confidentMajority(h2.attempted - h2.failed, h2.attempted) ? `, though forced H2 loaded in ${h2.attempted - h2.failed} of ${h2.attempted} rounds: what fails is the browser as users run it, not the page`
+          : ''
+    return story('page_fails', ` (${failed} of ${visits} visit${visits === 1 ? '' : 's'} failed)${forced}`)
   }
   const share = returning.navigation_share.rate
   const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`

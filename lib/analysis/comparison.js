@@ -121,7 +121,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
   const locRows = await listLocations(db)
   const locations = new Map(locRows.map((l) => [l.id, l]))
   const qs = percentiles.map((p) => p / 100)
-  const { states, rounds } = await readRounds(db, { ...window, analysis, timeoutMs, qs })
+  const { states, imported, rounds } = await readRounds(db, { ...window, analysis, timeoutMs, qs })
   const ids = [...new Set([...monitor.locations, ...states.keys()])]
   const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
   // Chromium's seed is as it was before browsers, so its intervals are unchanged.
@@ -130,6 +130,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
   const entries = ids.map((id) => locationEntry({
     location: locations.get(id) ?? { id, name: id, region: null, kind: null, profile: {} },
     table: states.get(id) ?? new Map(),
+    imported: imported.get(id) ?? new Map(),
     rounds: rounds.get(id) ?? { used: [], available: 0, exact: null },
     percentiles,
     qs,
@@ -150,10 +151,12 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
     .forEach((adjusted, j) => families[j].forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = Math.min(1, adjusted[i] * tables) }))
   for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
   const paired = [...entries, all].filter((e) => e.paired.p !== null)
-  // A journey step's location verdict and failure test are corrected over the steps as its cells are.
+  // A journey step's location verdict is corrected over the steps as its
+  // cells are. Its failure test is not: "H3 fails more" withholds a gain,
+  // and a harder bar for it would let more gains stand.
   benjaminiHochberg(paired.map((e) => e.paired.p)).forEach((p, i) => { paired[i].paired.p_adjusted = p === null ? null : Math.min(1, p * tables) })
   const failures = [...entries, all].filter((e) => e.failure.p !== null)
-  benjaminiHochberg(failures.map((e) => e.failure.p)).forEach((p, i) => { failures[i].failure.p_adjusted = p === null ? null : Math.min(1, p * tables) })
+  benjaminiHochberg(failures.map((e) => e.failure.p)).forEach((p, i) => { failures[i].failure.p_adjusted = p })
   for (const e of [...entries, all]) {
     e.failure.verdict = failureVerdict(e)
     e.verdict = locationVerdict(e, minEffect)
@@ -227,11 +230,20 @@ function method ({ analysis, timeoutMs, minEffect, percentiles, family, tables }
  * docs/BENCHMARKS.md, "Regional comparison and trends from rollups").
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, metric: string, probe: string, view: string, browser: string, from: Date, to: Date, analysis: string, timeoutMs: number, qs: number[] }} w
- * @returns {Promise<{ states: Map<string, Map<string, number>>, rounds: Map<string, { used: RoundRow[], available: number, exact: Exact | null }> }>}
+ * @returns {Promise<{ states: Map<string, Map<string, number>>, imported: Map<string, Map<string, number>>,
+ *   rounds: Map<string, { used: RoundRow[], available: number, exact: Exact | null }> }>}
+ *   states: per location, the rounds by their arms' states; imported: of them, those that lack an arm and no agent measured
  */
 async function readRounds (db, w) {
   const rows = await readRoundWindow(db, { ...w, cap: ROUND_CAP })
   const states = new Map()
+  /** @type {Map<string, Map<string, number>>} */
+  const imported = new Map()
+  const add = (/** @type {Map<string, Map<string, number>>} */ to, /** @type {string} */ location, /** @type {string} */ key, /** @type {number} */ n) => {
+    if (!to.has(location)) to.set(location, new Map())
+    const t = /** @type {Map<string, number>} */ (to.get(location))
+    t.set(key, (t.get(key) ?? 0) + n)
+  }
   /** @type {Map<string, { used: RoundRow[], available: number, exact: Exact | null }>} */
   const rounds = new Map()
   const used = []
@@ -240,8 +252,8 @@ async function readRounds (db, w) {
   for (const r of rows) {
     if (r.kind === 'used') { used.push(r); continue }
     if (r.kind === 'exact') { exact.set(r.location_id, { h2: r.h2_q.map(Number), h3: r.h3_q.map(Number), n_h2: r.h2_n, n_h3: r.h3_n }); continue }
-    if (!states.has(r.location_id)) states.set(r.location_id, new Map())
-    states.get(r.location_id).set(`${r.h2}|${r.h3}`, r.n)
+    add(states, r.location_id, `${r.h2}|${r.h3}`, r.n)
+    if (r.imported) add(imported, r.location_id, `${r.h2}|${r.h3}`, r.n)
   }
   // In the order of the window (by time), as the bootstrap's seed expects.
   used.sort((a, b) => (a.location_id < b.location_id ? -1 : a.location_id > b.location_id ? 1 : 0) || a.k - b.k)
@@ -256,7 +268,7 @@ async function readRounds (db, w) {
     const entry = /** @type {{ used: RoundRow[] }} */ (rounds.get(r.location_id))
     entry.used.push({ job_id: r.job_id, h2_state: r.h2, h3_state: r.h3, h2: fill(h2, h3), h3: fill(h3, h2) })
   }
-  return { states, rounds }
+  return { states, imported, rounds }
 }
 
 /**
@@ -271,11 +283,12 @@ async function readRounds (db, w) {
  * of all n rounds, so the interval and p-value describe the estimate that
  * is shown. Below the cap m = n and nothing is scaled. The paired test,
  * Mann–Whitney and Cliff's δ read the m rounds and say so (paired.rounds).
- * @param {{ location: EntryLocation, table: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null }, percentiles: number[], qs: number[], seed: string, browser: string,
- *   analysis: string }} o
+ * @param {{ location: EntryLocation, table: Map<string, number>, imported: Map<string, number>, rounds: { used: RoundRow[], available: number, exact: Exact | null },
+ *   percentiles: number[], qs: number[], seed: string, browser: string, analysis: string }} o
+ *   imported: the rounds of `table` that lack an arm and no agent measured
  * @returns {Entry}
  */
-function locationEntry ({ location, table, rounds, percentiles, qs, seed, browser, analysis }) {
+function locationEntry ({ location, table, imported, rounds, percentiles, qs, seed, browser, analysis }) {
   const { total, matched, excluded, arms } = tableSummary(table)
   const used = rounds.used
   const exact = used.length && used.length < rounds.available ? rounds.exact : null
@@ -362,7 +375,7 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
     subsample,
     h2_median: exactQuantile(h2Sorted, 0.5),
     // Against every round used (n), as the failure counts are: a subsample's samples stand for them.
-    worst: enough ? worstShifts({ h2: h2Sorted, h3: Float64Array.from(h3All).sort() }, unloaded(base.failure, table, analysis), n, qs) : null
+    worst: enough ? worstShifts({ h2: h2Sorted, h3: Float64Array.from(h3All).sort() }, unloaded(base.failure, table, imported, analysis), n, qs) : null
   }
 }
 
@@ -371,31 +384,45 @@ function locationEntry ({ location, table, rounds, percentiles, qs, seed, browse
  * worst case of failures counts them (worstShifts): in matched rounds the
  * ones it failed in (the failure test's) and the ones it has no result in
  * at all; in intention to treat, which counts a failure at the timeout,
- * the latter only. A round without one arm's result (an import that left
- * it out, say) is in neither view, and the failure test does not see it:
- * were the missing loads the arm's slowest, the loads it kept would look
- * faster. A round still running is not in the table (readRoundWindow). An
- * arm the location's rounds never have (a monitor that does not run it)
- * has none missing.
+ * the latter only. A round without one arm's result is in neither view,
+ * and the failure test does not see it: were the missing loads the arm's
+ * slowest, the loads it kept would look faster. Only imported rounds can
+ * lack an arm that was run: an agent stores every arm of its round
+ * together, so an agent's round without one is a round that did not ask
+ * for it (the monitor's modes changed) and counts for nothing here.
  * @param {{ h2_only: number, h3_only: number }} failure
  * @param {Map<string, number>} table "h2state|h3state" → rounds
+ * @param {Map<string, number>} imported of them, the imported rounds that lack an arm
  * @param {string} analysis
  * @returns {{ h2_only: number, h3_only: number, missing: { h2: number, h3: number } }}
  */
-export function unloaded (failure, table, analysis) {
-  const runs = { h2: false, h3: false }
-  const missing = { h2: 0, h3: 0 }
-  for (const [k, n] of table) {
-    const [a, b] = k.split('|')
-    if (a !== 'missing') runs.h2 = true
-    if (b !== 'missing') runs.h3 = true
-    if (a === 'missing' && b !== 'missing' && !notLoaded(b)) missing.h2 += n
-    if (b === 'missing' && a !== 'missing' && !notLoaded(a)) missing.h3 += n
-  }
-  if (!runs.h2) missing.h2 = 0
-  if (!runs.h3) missing.h3 = 0
+export function unloaded (failure, table, imported, analysis) {
+  const { h2, h3 } = missingArms(table, imported, ['h2', 'h3'])
+  const missing = { h2, h3 }
   const failed = analysis === 'matched' ? failure : { h2_only: 0, h3_only: 0 }
   return { h2_only: failed.h2_only + missing.h2, h3_only: failed.h3_only + missing.h3, missing }
+}
+
+/**
+ * Per arm, the imported rounds with no result of it in which another arm
+ * loaded; an arm no round of the location has (a monitor that does not
+ * run it) is missing nowhere.
+ * @param {Map<string, number>} table "state|state[|state]" (the arms in `arms`' order) → rounds
+ * @param {Map<string, number>} imported of them, the imported rounds that lack an arm
+ * @param {string[]} arms
+ * @returns {Record<string, number>}
+ */
+export function missingArms (table, imported, arms) {
+  /** @type {Record<string, number>} */
+  const missing = Object.fromEntries(arms.map((a) => [a, 0]))
+  const runs = arms.map((_, i) => [...table.keys()].some((k) => k.split('|')[i] !== 'missing'))
+  for (const [k, n] of imported) {
+    const states = k.split('|')
+    arms.forEach((a, i) => {
+      if (runs[i] && states[i] === 'missing' && states.some((s, j) => j !== i && s !== 'missing' && !notLoaded(s))) missing[a] += n
+    })
+  }
+  return missing
 }
 
 /**

@@ -8,7 +8,7 @@ import { metricOf } from '../measurement/metrics.js'
 import { withTransaction } from './transaction.js'
 
 /**
- * @typedef {{ kind: 'count', location_id: string, h2: string, h3: string, n: number }
+ * @typedef {{ kind: 'count', location_id: string, h2: string, h3: string, imported: boolean | null, n: number }
  *   | { kind: 'used', location_id: string, h2: string, h3: string, n: number, job_id: string, k: number, h2_v: number[] | null, h3_v: number[] | null }
  *   | { kind: 'exact', location_id: string, h2_q: number[], h3_q: number[], h2_n: number, h3_n: number }} RoundWindowRow
  */
@@ -45,6 +45,16 @@ export async function readRoundWindow (db, w) {
 }
 
 /**
+ * Whether a round that lacks an arm was imported: none of its results came
+ * from an agent. An agent (or a WebPageTest location) stores a round's
+ * results together, every arm it was asked for, so its rounds lack only
+ * the arms the monitor did not run then (its modes changed); only an
+ * import can leave an arm's result out. Null for a round with every arm.
+ * @param {string} lacks SQL: the round lacks an arm
+ */
+const IMPORTED = (lacks) => `CASE WHEN ${lacks} THEN NOT EXISTS (SELECT 1 FROM results r WHERE r.job_id = s.job_id AND r.agent_id IS NOT NULL) END`
+
+/**
  * @param {import('pg').PoolClient} db
  * @param {Parameters<typeof readRoundWindow>[1]} w
  * @returns {Promise<RoundWindowRow[]>}
@@ -63,15 +73,12 @@ async function readWindow (db, w) {
   // the other statements keep their parameter numbers.
   const series = `s.monitor_id = $1 AND s.probe = $2 AND s.view = $3 AND s.browser = '${browserOf(w)}' AND s.time >= $4 AND s.time < $5`
   const args = [w.monitorId, w.probe, w.view, w.from, w.to]
-  // A round still running (a WebPageTest location's arms come back one by
-  // one) is not counted until it is done: an arm it has no result of yet is
-  // not missing (lib/analysis/comparison.js unloaded).
+  // imported: of a round with an arm missing, whether no agent measured it
+  // (lib/analysis/comparison.js unloaded).
   const { rows: counts } = await db.query(
-    `SELECT 'count' AS kind, s.location_id, coalesce(${state('h2')}, 'missing') AS h2, coalesce(${state('h3')}, 'missing') AS h3, count(*)::int AS n
-       FROM round_summaries s WHERE ${series}
-        AND NOT ((s.h2_state IS NULL OR s.h3_state IS NULL)
-                 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = s.job_id AND j.state IN ('queued', 'leased')))
-      GROUP BY 2, 3, 4`, args)
+    `SELECT 'count' AS kind, s.location_id, coalesce(${state('h2')}, 'missing') AS h2, coalesce(${state('h3')}, 'missing') AS h3,
+            ${IMPORTED('s.h2_state IS NULL OR s.h3_state IS NULL')} AS imported, count(*)::int AS n
+       FROM round_summaries s WHERE ${series} GROUP BY 2, 3, 4, 5`, args)
   const { rows: usableRounds } = await db.query(
     `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs
        FROM round_summaries s WHERE ${series} AND ${usable} GROUP BY 1`, args)
@@ -151,7 +158,7 @@ export async function applyRoundSummaryRetention (db, { retentionDays }) {
 }
 
 /**
- * @typedef {{ kind: 'count', location_id: string, h2: string, h3: string, auto: string, n: number }
+ * @typedef {{ kind: 'count', location_id: string, h2: string, h3: string, auto: string, imported: boolean | null, n: number }
  *   | { kind: 'used', location_id: string, job_id: string, n: number, k: number, h2_v: number, h3_v: number, auto_v: number }} VisitRoundRow
  */
 
@@ -185,11 +192,9 @@ export async function readVisitRounds (db, w) {
       AND s.h2_${column} IS NOT NULL AND s.h3_${column} IS NOT NULL AND ${a}.auto_${column} IS NOT NULL`
     const { rows: counts } = await client.query(
       `SELECT 'count' AS kind, s.location_id, coalesce(${state('s', 'h2')}, 'missing') AS h2, coalesce(${state('s', 'h3')}, 'missing') AS h3,
-              coalesce(${state(a, 'auto')}, 'missing') AS auto, count(*)::int AS n
-         FROM ${from}
-          AND NOT ((s.h2_state IS NULL OR s.h3_state IS NULL OR ${a}.auto_state IS NULL)
-                   AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = s.job_id AND j.state IN ('queued', 'leased')))
-        GROUP BY 2, 3, 4, 5`, args)
+              coalesce(${state(a, 'auto')}, 'missing') AS auto,
+              ${IMPORTED(`s.h2_state IS NULL OR s.h3_state IS NULL OR ${a}.auto_state IS NULL`)} AS imported, count(*)::int AS n
+         FROM ${from} GROUP BY 2, 3, 4, 5, 6`, args)
     const { rows: usableRounds } = await client.query(
       `SELECT s.location_id, array_agg(s.job_id ORDER BY s.time, s.job_id) AS jobs FROM ${from} AND ${usable} GROUP BY 1`, args)
     /** @type {Map<string, { location_id: string, k: number, n: number }>} */

@@ -200,9 +200,10 @@ function readAt (values, roundOf, weights, index, crosses, fraction) {
  * below 2 / (iterations + 1), 0.002: the normal one answers there, or a
  * correction over many columns and tables (a journey's steps, many
  * locations) could never reach its threshold however large the difference.
- * Where every resample gives the same Δ (a spread of 0: each arm's
- * percentile at the page timeout in every resample, say), there is no
- * normal one, and the share's bound stands: 2 / (iterations + 1), never 0.
+ * Where every resample gives the same Δ (a spread of 0: tied timings, or
+ * one arm's percentile at the page timeout in every resample and the
+ * other's on one value), there is no normal one, and the share's bound
+ * stands: 2 / (iterations + 1), never 0.
  * @param {Float64Array} draws
  * @param {number} estimate
  * @param {number} [confidence]
