@@ -56,6 +56,19 @@ export function isDevtoolsLoss (err) {
   return false
 }
 
+/** Browsers killed because they stopped answering, and how they stopped. */
+const UNANSWERING = new WeakMap()
+
+/**
+ * Mark a browser about to be killed because it stopped answering, so a run
+ * it was in says so rather than that it crashed.
+ * @param {import('puppeteer-core').Browser} browser
+ * @param {string} why
+ */
+export function markUnanswering (browser, why) {
+  if (!UNANSWERING.has(browser)) UNANSWERING.set(browser, why)
+}
+
 /**
  * The infrastructure fault behind a failed run, or null when the failure
  * is the page's (the rule above).
@@ -67,16 +80,23 @@ export function isDevtoolsLoss (err) {
 export async function infrastructureFault (err, { browser, navigating, rendererCrashed }) {
   if (err instanceof InfrastructureError) return err
   const message = err instanceof Error ? err.message : String(err)
+  const stopped = (/** @type {string} */ why) => {
+    const proc = browser.process()
+    return new InfrastructureError(`the browser stopped answering (${proc ? `pid ${proc.pid}` : 'not a process of ours'}: ${why}; ` +
+      `killed, the next run starts another) during the run: ${message}`, { cause: err })
+  }
   if (await browserGone(browser, isDevtoolsLoss(err) ? DISCONNECT_GRACE_MS : 0)) {
     await exited(browser, DISCONNECT_GRACE_MS)
+    // Killed by its pool for not answering (agents/browsers/chromium.js): frozen, not crashed.
+    const unanswering = UNANSWERING.get(browser)
+    if (unanswering) return stopped(unanswering)
     return new InfrastructureError(`browser disconnected (${browserExit(browser)}) during the run: ${message}`, { cause: err })
   }
   if (!(await answers(browser, ANSWER_MS))) {
-    const proc = browser.process()
-    proc?.kill('SIGKILL')
+    markUnanswering(browser, `no answer to DevTools in ${ANSWER_MS / 1000} s`)
+    browser.process()?.kill('SIGKILL')
     await exited(browser, DISCONNECT_GRACE_MS)
-    return new InfrastructureError(`the browser stopped answering (${proc ? `pid ${proc.pid}` : 'not a process of ours'}: no answer to DevTools in ${ANSWER_MS / 1000} s; ` +
-      `killed, the next run starts another) during the run: ${message}`, { cause: err })
+    return stopped(`no answer to DevTools in ${ANSWER_MS / 1000} s`)
   }
   if (rendererCrashed) return null
   if (!navigating) return new InfrastructureError(`the run could not be prepared in the browser: ${message}`, { cause: err })

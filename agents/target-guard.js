@@ -318,7 +318,8 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
         const why = r.failed && explain(r.url, since - RECENT_BLOCK_MS)
         if (why && why !== result.error && !notes.some((n) => n.message === why)) notes.push({ code: 'private_target_blocked', message: why, source: 'agent' })
       }
-      notes.push(...privateAltSvc(result.origins ?? []))
+      // First: the one thing the guard may not have stopped.
+      notes.unshift(...privateAltSvc(result.origins ?? []))
       if (notes.length) result.guard_notes = notes.slice(0, MAX_GUARD_NOTES)
     },
 
@@ -342,8 +343,9 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
 export function privateAltSvc (origins) {
   const notes = []
   for (const o of origins) {
-    for (const { protocol, authority } of parseAltSvc(o.alt_svc)) {
-      if (!authority || authority.startsWith(':')) continue
+    for (const { protocol, authority, max_age_s: maxAge } of parseAltSvc(o.alt_svc)) {
+      // Same host, or expired as it arrives (ma=0): nothing to connect to.
+      if (!authority || authority.startsWith(':') || maxAge === 0) continue
       let host
       try { host = new URL(`http://${authority}`).hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '') } catch { continue }
       const why = isLocalhostName(host) ? 'a localhost name' : net.isIP(host) ? literalReason(host) : null

@@ -98,6 +98,8 @@ test('the image installs every Debian package setup installs, Firefox and certut
   const installed = [...dockerfile.matchAll(/apt-get install ([^&\n]+)/g)].flatMap((m) => m[1].split(/\s+/)).filter((w) => w && !w.startsWith('-'))
   const missing = [...NEEDS.map((n) => n.pkg), ...EXTRA_PACKAGES].filter((pkg) => !installed.includes(pkg))
   assert.deepEqual(missing, [], 'packages the image does not install')
+  // The compose agents share a network with the database: Firefox stays off there unless asked (docs/SECURITY.md).
+  for (const [name, svc] of agents) assert.equal(svc.environment.H3LENS_FIREFOX, '${H3LENS_COMPOSE_FIREFOX:-}', name)
 })
 
 test('the image runs node itself, which gets SIGTERM, not npm', () => {

@@ -296,7 +296,8 @@ describe('measurePage against the lab origin', () => {
     try {
       await assert.rejects(measurePage({ pool, url: `${origin.baseUrl}/slow?ms=3000`, mode: 'h2', extraFlags: lab, timeoutMs: 4000 }), (err) => {
         assert.ok(err instanceof InfrastructureError, String(err))
-        assert.match(err.message, /^the browser stopped answering \(pid \d+: no answer to DevTools in 5 s; killed, the next run starts another\) during the run: /)
+        // Frozen during the load, or (on a busy machine) before it began, while its pool closed it.
+        assert.match(err.message, /^the browser stopped answering \(pid \d+: no answer to (DevTools|closing) in 5 s; killed, the next run starts another\) during the run: /)
         return true
       })
     } finally {

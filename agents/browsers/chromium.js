@@ -4,7 +4,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import puppeteer from 'puppeteer-core'
-import { InfrastructureError } from '../faults.js'
+import { InfrastructureError, markUnanswering } from '../faults.js'
 import { isAlive } from '../../lib/runtime/instance.js'
 
 // One Chromium process per flag set (and namespace): the flags decide the
@@ -383,6 +383,8 @@ async function closeEntry ({ browser, closed }) {
   // Whatever did not exit in time is killed: no Chromium outlives its pool.
   const proc = browser.process()
   if (proc && proc.exitCode === null && proc.signalCode === null) {
+    // A run it was in says why it ended (agents/faults.js): not a crash.
+    markUnanswering(browser, `no answer to closing in ${CLOSE_GRACE_MS / 1000} s`)
     // Chromium is started in its own process group; take its helpers too.
     try { process.kill(-(/** @type {number} */ (proc.pid)), 'SIGKILL') } catch { proc.kill('SIGKILL') }
   }

@@ -73,6 +73,12 @@ export async function listMigrations (dir = MIGRATIONS_DIR) {
  */
 export async function migrate (pool, { log, dir } = {}) {
   const client = await pool.connect()
+  // Heard while it is checked out (lib/store/transaction.js says why): the
+  // statement under way fails with it.
+  /** @type {Error | null} */
+  let broken = null
+  const onError = (/** @type {Error} */ err) => { broken = err }
+  client.on('error', onError)
   const applied = []
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_ID])
@@ -121,7 +127,8 @@ export async function migrate (pool, { log, dir } = {}) {
     }
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => {})
-    client.release()
+    client.off('error', onError)
+    client.release(broken ?? undefined)
   }
   return applied
 }

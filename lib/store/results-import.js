@@ -105,7 +105,6 @@ const FIELDS = {
         throw new FieldProblem('must be a list of objects, one per request (origin), as the export writes it', list)
       }
     }
-    storableJson(v)
     return v
   }),
   // The export's samples column: what a multi-sample probe's comparison
