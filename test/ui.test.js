@@ -68,6 +68,8 @@ test('the time window is kept in the URL and switching it reloads the view', asy
   assert.equal(await page.$eval('#metric-load_ms', (i) => i.checked), true)
   await page.click('label[for="window-7d"]')
   await page.waitForFunction(() => location.hash.includes('window=7d'))
+  // The view reloads its data for the new window; under load that outlasts a settled DOM.
+  await page.waitForFunction(() => /last 7 days/.test(document.querySelector('.page-head .sub')?.textContent ?? ''), { timeout: 30_000 }).catch(() => {})
   await settled(page)
   assert.match(await page.$eval('.page-head .sub', (p) => p.textContent), /Load at p50 and p95, last 7 days/)
   assert.match(await page.evaluate(() => location.hash), /metric=load/, 'the metric survives the window change')
