@@ -221,8 +221,8 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
   const runs = ARMS.map((_, i) => [...table.keys()].some((key) => key.split('|')[i] !== 'missing'))
   const count = (/** @type {Map<string, number>} */ t, /** @type {(states: string[]) => boolean} */ pred) =>
     [...t].filter(([key]) => pred(key.split('|'))).reduce((m, [, v]) => m + v, 0)
-  const onlyFailed = (/** @type {number} */ i, /** @type {number} */ j) =>
-    count(table, (s) => notLoaded(s[i]) && s[j] === 'ok') + count(imported, (s) => runs[i] && s[i] === 'missing' && s[j] === 'ok')
+  const onlyMissing = (/** @type {number} */ i, /** @type {number} */ j) => count(imported, (s) => runs[i] && s[i] === 'missing' && s[j] === 'ok')
+  const onlyFailed = (/** @type {number} */ i, /** @type {number} */ j) => count(table, (s) => notLoaded(s[i]) && s[j] === 'ok') + onlyMissing(i, j)
   const sorted = Object.fromEntries(ARMS.map((arm) => [arm, Float64Array.from(used.flatMap((r) => r.kind === 'used' ? [r[/** @type {'h2_v' | 'h3_v' | 'auto_v'} */ (`${arm}_v`)]] : [])).sort()]))
   const worst = Object.fromEntries(CONTRASTS.map((c) => {
     const [i, j] = [ARMS.indexOf(c.arm), ARMS.indexOf(c.ref)]
@@ -230,7 +230,7 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
       const only = onlyFailed(a, b)
       // Against every round with all three arms (available), as the counts are; the samples may be a subsample of them.
       const all = Math.max(available, n)
-      return { arm: ARMS[a], only, share: only / (all + only), shift: worstShift(sorted[ARMS[a]], only, all) }
+      return { arm: ARMS[a], only, missing: onlyMissing(a, b), share: only / (all + only), shift: worstShift(sorted[ARMS[a]], only, all) }
     }
     return [c.id, { arm: side(i, j), ref: side(j, i) }]
   }))
@@ -294,7 +294,7 @@ function receivedGain (row) {
     /** @type {Record<string, string>} */
     const reasons = {
       [CONTRAST_VERDICTS.INSUFFICIENT_DATA]: forced.reason,
-      [CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE]: forced.reason_code === 'faster_arm_failures'
+      [CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE]: forced.reason_code === 'faster_arm_failures' || forced.reason_code === 'faster_arm_missing'
         ? `no H3 gain to receive: ${forced.reason}`
         : 'no H3 gain to receive: forced H3 shows no clear difference from H2 in these rounds',
       [CONTRAST_VERDICTS.SLOWER]: 'no H3 gain to receive: forced H3 is slower than H2 in these rounds'
@@ -330,7 +330,8 @@ function receivedGain (row) {
  * minimum of the reference arm's value; and, as in the forced table's
  * matched view, the difference must hold with the rounds its faster side
  * did not load in (the other side loading) counted as that side's slowest
- * loads (reason_code faster_arm_failures).
+ * loads (reason_code faster_arm_failures; faster_arm_missing where all of
+ * them are imported rounds with no result of it).
  * @param {Record<string, any>} cell
  * @param {MinEffect} minEffect
  * @param {{ arm: WorstSide, ref: WorstSide }} [worst] the contrast's sides' worst cases at the cell's percentile
@@ -350,16 +351,18 @@ function judgeCell (cell, minEffect, worst) {
   const moved = faster ? fallsInWorstCase({ delta: cell.delta_ms, lo: cell.ci_low_ms, hi: cell.ci_high_ms, threshold, draws: cell.draws, p: cell.p_value, pAdjusted: cell.p_adjusted }, faster.shift) : null
   if (faster && other && moved !== null) {
     const name = ARM_NAMES[faster.arm]
+    const lacking = faster.missing === faster.only
     cell.verdict = CONTRAST_VERDICTS.NO_CLEAR_DIFFERENCE
-    cell.reason_code = 'faster_arm_failures'
-    cell.reason = `${name[0].toUpperCase()}${name.slice(1)} did not load in ${faster.only} rounds where ${ARM_NAMES[other.arm]} did (${Math.round(faster.share * 1000) / 10}%): counted as its slowest loads, ` +
+    cell.reason_code = lacking ? 'faster_arm_missing' : 'faster_arm_failures'
+    cell.reason = `${name[0].toUpperCase()}${name.slice(1)} ${lacking ? `has no result in ${faster.only} rounds where ${ARM_NAMES[other.arm]} loaded` : `did not load in ${faster.only} rounds where ${ARM_NAMES[other.arm]} did`} ` +
+      `(${Math.round(faster.share * 1000) / 10}%): counted as its slowest loads, ` +
       `its lead does not hold (${Number.isFinite(moved) ? `Δ ${Math.round(moved * 10) / 10} ms` : 'slower than any load it completed'})`
     return
   }
   cell.verdict = cell.delta_ms < 0 ? CONTRAST_VERDICTS.FASTER : CONTRAST_VERDICTS.SLOWER
 }
 
-/** @typedef {{ arm: string, only: number, share: number, shift: number }} WorstSide */
+/** @typedef {{ arm: string, only: number, missing: number, share: number, shift: number }} WorstSide missing: of `only`, the imported rounds with no result of it */
 /** @type {Record<string, string>} */
 const ARM_NAMES = { h2: 'H2', h3: 'H3', auto: 'the auto arm' }
 
