@@ -23,6 +23,12 @@ export function createPool (url, { max = 10, log } = {}) {
   // and an embedded PostgreSQL stopped right after ends their connections:
   // that is the shutdown, not a lost connection.
   pool.on('error', (err) => { if (!pool.ending) log?.warn({ err: err.message }, 'idle database connection lost') })
+  // A connection that breaks while its client is checked out (a
+  // transaction, the migrations) emits 'error' on the client, which the
+  // pool hears only while the client is idle: unheard, it would end the
+  // process. The statement under way fails with the error instead, and the
+  // pool closes the client when it comes back (it is no longer queryable).
+  pool.on('connect', (client) => client.on('error', () => {}))
   return pool
 }
 

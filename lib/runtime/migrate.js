@@ -73,12 +73,6 @@ export async function listMigrations (dir = MIGRATIONS_DIR) {
  */
 export async function migrate (pool, { log, dir } = {}) {
   const client = await pool.connect()
-  // Heard while it is checked out (lib/store/transaction.js says why): the
-  // statement under way fails with it.
-  /** @type {Error | null} */
-  let broken = null
-  const onError = (/** @type {Error} */ err) => { broken = err }
-  client.on('error', onError)
   const applied = []
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_ID])
@@ -127,8 +121,7 @@ export async function migrate (pool, { log, dir } = {}) {
     }
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => {})
-    client.off('error', onError)
-    client.release(broken ?? undefined)
+    client.release()
   }
   return applied
 }
