@@ -37,7 +37,6 @@
 // (loopback)"), never with what the address would have answered; other
 // refused requests of a run are its notes.
 import http2 from 'node:http2'
-import net from 'node:net'
 import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicReason, systemResolver, targetHost } from '../lib/measurement/targets.js'
 import { IPV4_RANGES } from '../lib/measurement/addresses.js'
 import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
@@ -346,9 +345,9 @@ export function privateAltSvc (origins) {
     for (const { protocol, authority, max_age_s: maxAge } of parseAltSvc(o.alt_svc)) {
       // Same host, or expired as it arrives (ma=0): nothing to connect to.
       if (!authority || authority.startsWith(':') || maxAge === 0) continue
-      let host
-      try { host = new URL(`http://${authority}`).hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '') } catch { continue }
-      const why = isLocalhostName(host) ? 'a localhost name' : net.isIP(host) ? literalReason(host) : null
+      let target
+      try { target = targetHost(`http://${authority}`) } catch { continue }
+      const why = isLocalhostName(target.host) ? 'a localhost name' : target.address ? literalReason(target.address) : null
       if (!why) continue
       notes.push({
         code: 'private_target_alt_svc',
