@@ -26,7 +26,7 @@ import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
 import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
-import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, ROUND_CAP, noDifferenceReason, correctionFamily, fallsInWorstCase, notLoaded, practicalMinimum, worstShift } from './comparison.js'
+import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, ROUND_CAP, armsRun, noDifferenceReason, correctionFamily, fallsInWorstCase, notLoaded, practicalMinimum, worstShift } from './comparison.js'
 import { MIN_ROUNDS, minRoundsFor } from '../measurement/metrics.js'
 
 /** The visits the analysis pairs with the forced arms; a repeat view is only counted (its share and reasons). */
@@ -218,7 +218,7 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
   // either, where the location's rounds have that arm elsewhere (the forced
   // table's rule, comparison.js unloaded: an agent's round lacks only an
   // arm it was not asked for).
-  const runs = ARMS.map((_, i) => [...table.keys()].some((key) => key.split('|')[i] !== 'missing'))
+  const runs = armsRun(table, ARMS.length)
   const count = (/** @type {Map<string, number>} */ t, /** @type {(states: string[]) => boolean} */ pred) =>
     [...t].filter(([key]) => pred(key.split('|'))).reduce((m, [, v]) => m + v, 0)
   const onlyMissing = (/** @type {number} */ i, /** @type {number} */ j) => count(imported, (s) => runs[i] && s[i] === 'missing' && s[j] === 'ok')

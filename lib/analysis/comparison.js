@@ -415,7 +415,7 @@ export function unloaded (failure, table, imported, analysis) {
 export function missingArms (table, imported, arms) {
   /** @type {Record<string, number>} */
   const missing = Object.fromEntries(arms.map((a) => [a, 0]))
-  const runs = arms.map((_, i) => [...table.keys()].some((k) => k.split('|')[i] !== 'missing'))
+  const runs = armsRun(table, arms.length)
   for (const [k, n] of imported) {
     const states = k.split('|')
     arms.forEach((a, i) => {
@@ -423,6 +423,17 @@ export function missingArms (table, imported, arms) {
     })
   }
   return missing
+}
+
+/**
+ * Per arm (by position in a table's keys), whether any round of the table
+ * has it: an arm none has is one the monitor did not run.
+ * @param {Map<string, number>} table "state|state[|state]" → rounds
+ * @param {number} arms how many arms a key names
+ * @returns {boolean[]}
+ */
+export function armsRun (table, arms) {
+  return Array.from({ length: arms }, (_, i) => [...table.keys()].some((k) => k.split('|')[i] !== 'missing'))
 }
 
 /**
