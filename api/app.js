@@ -15,7 +15,7 @@ import fastifyStatic from '@fastify/static'
 import { sharedSchemas } from './schemas.js'
 import { alertSchemas } from './alert-schemas.js'
 import contextPlugin from './plugins/context.js'
-import errorsPlugin from './plugins/errors.js'
+import errorsPlugin, { MAX_PARAM_LENGTH, longPathPart } from './plugins/errors.js'
 import agentAuth from './plugins/agent-auth.js'
 import authPlugin from './plugins/auth.js'
 import inputGuard from './plugins/input-guard.js'
@@ -203,11 +203,12 @@ export async function buildApp (context) {
     // Agents poll every few seconds; per-request info lines would drown the
     // log. Failures are logged by the error handler with request context.
     logController: new LogController({ disableRequestLogging: true }),
+    maxParamLength: MAX_PARAM_LENGTH,
     // Paths the router cannot read, answered like every other 400 (with the
     // field at fault) instead of Fastify's own shape.
     frameworkErrors: (error, request, reply) => {
-      const problem = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'has a part longer than 100 characters' : 'is not valid percent-encoding'
-      return /** @type {any} */ (reply).code(400).send({ statusCode: 400, error: 'Bad Request', message: `the path ${problem}`, field: 'path' })
+      const body = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? longPathPart() : { statusCode: 400, error: 'Bad Request', message: 'the path is not valid percent-encoding', field: 'path' }
+      return /** @type {any} */ (reply).code(400).send(body)
     },
     // @fastify/ajv-compiler's types say a compiler gets the schema; at run
     // time it gets the route ({ schema, method, url, httpPart }), as here.

@@ -92,6 +92,18 @@ test('a path the router cannot decode is a 400 naming the path', async () => {
   }
 })
 
+test('a path part longer than the router reads is a 400 naming the path, not a missing route', async () => {
+  for (const path of [`/api/v1/monitors/${'9'.repeat(5000)}`, `/api/v1/monitors/${'9'.repeat(101)}/comparison`, `/api/v1/results/${'1'.repeat(200)}`]) {
+    const res = await send({ path })
+    assert.equal(res.status, 400, `${path.slice(0, 40)}…: ${res.text}`)
+    assert.deepEqual(res.json(), { statusCode: 400, error: 'Bad Request', message: 'the path has a part longer than 100 characters', field: 'path' })
+  }
+  // A part of 100 characters is read, and its id checked.
+  const res = await send({ path: `/api/v1/monitors/${'9'.repeat(100)}` })
+  assert.equal(res.status, 400)
+  assert.equal(res.json().field, 'id')
+})
+
 test('integer ids and parameters written other than in decimal digits are 400s naming the parameter, on every route', async () => {
   const m = await createMonitor(t.db, { url: 'https://example.com/ids', locations: ['local'] }, { allowPrivateTargets: true })
   const NOT_DECIMAL = ['1e0', '0x1', ' 1', '+1', '1 ', '1.0', '１']

@@ -85,6 +85,7 @@ test('the H3 share of each visit: navigations with a Wilson interval, bytes with
   close(returning.byte_share.rate, 0.8)
   close(returning.byte_share.lo, 0.626943)
   close(returning.byte_share.hi, 0.904949)
+  assert.equal(returning.byte_share.n, 30, 'the share rests on the 30 visits that loaded')
   assert.deepEqual(returning.reasons, { alt_svc: 24, tcp_won: 6, failed: 1 })
   assert.deepEqual(returning.alternate_protocol_usage, { alternativeJobWonWithoutRace: 24, mainJobWonRace: 6 }, 'counted over visits that loaded')
 
@@ -99,7 +100,8 @@ test('the H3 share of each visit: navigations with a Wilson interval, bytes with
   close(first.byte_share.lo, 0.057772)
   close(first.byte_share.hi, 0.367657)
   assert.deepEqual(first.reasons, { alt_svc: 3, not_known: 28 })
-  assert.deepEqual([repeat.visits, repeat.navigation_share.rate, repeat.byte_share.rate], [0, null, null])
+  assert.equal(first.byte_share.n, 31)
+  assert.deepEqual([repeat.visits, repeat.navigation_share.rate, repeat.byte_share.rate, repeat.byte_share.n], [0, null, null, 0])
 
   assert.deepEqual(loc.story, { code: 'h3_returning', text: 'Users get H3 from their second visit on (80% of 30 returning visits)' })
 })
@@ -230,7 +232,13 @@ test('the story claims a majority only when its 95% interval lies above half: on
   assert.deepEqual(at({ first: view(10, 10, { not_known: 10 }), returning: view(400, 400, { alt_svc: 210, tcp_won: 190 }, 210), repeat: view(0, 0) }, 0, 400),
     { code: 'undecided', text: 'Too few visits to say what most users get (53% of 400 returning visits over H3)' })
   // A clear H2 majority tells why.
-  assert.equal(at({ first: view(10, 10, { not_known: 10 }), returning: view(40, 40, { tcp_won: 40 }), repeat: view(0, 0) }, 0, 40).code, 'tcp_wins')
+  // A clear H2 majority tells why, and how many visits said so.
+  assert.deepEqual(at({ first: view(10, 10, { not_known: 10 }), returning: view(40, 40, { tcp_won: 37, broken: 3 }), repeat: view(0, 0) }, 0, 40),
+    { code: 'tcp_wins', text: 'TCP wins the race: users mostly get H2 (37 of 40 returning visits)' })
+  assert.deepEqual(at({ first: view(10, 10, { not_known: 10 }), returning: view(40, 40, { broken: 30, tcp_won: 10 }), repeat: view(0, 0) }, 0, 40),
+    { code: 'broken', text: 'H3 marked broken after failures: users get H2 (30 of 40 returning visits)' })
+  assert.deepEqual(at({ first: view(10, 10, { not_announced: 10 }), returning: view(40, 39, { not_announced: 39, failed: 1 }), repeat: view(0, 0) }, 0, 40),
+    { code: 'not_announced', text: 'The origin does not announce H3: users get H2 (49 of 49 visits that loaded)' })
 })
 
 test('a grey cell\'s reason agrees with the interval shown beside it: an interval that excludes 0 is not said to include it', () => {

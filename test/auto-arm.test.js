@@ -196,7 +196,7 @@ describe('the normal path, the UDP-blocked path and an origin without H3, side b
     assert.equal(loc.shares.returning.navigation_share.rate, 0)
     assert.equal(loc.shares.returning.reasons.not_announced, 3)
     assert.equal(loc.story.code, 'not_announced')
-    assert.equal(loc.story.text, 'The origin does not announce H3: users get H2')
+    assert.equal(loc.story.text, 'The origin does not announce H3: users get H2 (6 of 6 visits that loaded)')
     // The forced H3 arm meets an origin that refuses QUIC: "H3 not supported", not a matched round.
     assert.equal(loc.visits.returning.rounds.matched, 0)
     assert.match(loc.visits.returning.reason, /no round in which all three arms loaded/)

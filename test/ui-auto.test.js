@@ -64,7 +64,7 @@ test('the monitor page says what users get at each location: the story, the H3 s
   // "N% (lo–hi%) of M visits", and why: the reasons and Chromium's race outcome in words.
   const [, firstPages, firstBytes, firstWhy, firstRace] = normal.shares.first
   assert.match(firstPages, /^0% \(0–5\.1%\) of 72 visits$/)
-  assert.match(firstBytes, /^0% .*of bytes$/)
+  assert.match(firstBytes, /^0% .*of bytes, 72 visits$/)
   assert.equal(firstWhy, 'H2: the origin was not yet known to speak H3 72')
   assert.equal(firstRace, 'no Alt-Svc known for the origin 72')
   const [, pages, , why, race] = normal.shares.returning
@@ -114,7 +114,7 @@ test('the monitor page says what users get at each location: the story, the H3 s
   const other = await open(`#/monitors/${seeded.h2Only.id}?window=24h&metric=ttfb`)
   await other.page.waitForSelector('#users-get .users-loc')
   const eu = await readCard(other.page, 'lab-eu')
-  assert.equal(eu.story, 'The origin does not announce H3: users get H2')
+  assert.equal(eu.story, 'The origin does not announce H3: users get H2 (144 of 144 visits that loaded)')
   assert.match(eu.shares.returning[3], /^H2: the origin does not announce H3 72$/)
   await other.done()
 })
@@ -152,6 +152,8 @@ test('the overview shows the H3 share of returning visits per cell, or the story
   assert.equal(mine.find((c) => c.column === 'All locations').badge, null, 'no share pooled across locations')
   const h2Only = (await badges('Lab h2-only origin')).filter((c) => c.badge)
   assert.deepEqual(h2Only.map((c) => c.badge), ['The origin does not announce H3: users get H2', 'The origin does not announce H3: users get H2'])
+  // The badge has the story's words; its tooltip the visits it rests on.
+  for (const c of h2Only) assert.match(c.title, /The origin does not announce H3: users get H2 \((\d+) of \1 visits that loaded\)\./)
   assert.deepEqual((await badges('Lab page-15k')).filter((c) => c.badge), [], 'no badge without the auto arm')
   await done()
 })

@@ -629,7 +629,7 @@ export default async function comparisonRoutes (app) {
       loaded: { type: 'integer' },
       h3: { type: 'integer', description: 'Visits whose page came over H3' },
       navigation_share: { ...share, description: 'h3 / loaded with its Wilson 95% interval' },
-      byte_share: { ...share, description: 'Bytes over H3 / bytes of the visits that loaded, with a 95% interval (Wilson, at the effective number of visits)' },
+      byte_share: { ...share, properties: { ...share.properties, n: { type: 'integer', description: 'The loaded visits that fetched bytes, which the share rests on' } }, description: 'Bytes over H3 / bytes of the visits that loaded, with a 95% interval (Wilson, at the effective number of visits)' },
       reasons: { ...counts, description: 'Visits by protocol reason code (details.protocol_reason.code)' },
       alternate_protocol_usage: { ...counts, description: 'Loaded visits by Chromium\'s alternateProtocolUsage of the document' }
     }

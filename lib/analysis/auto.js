@@ -388,7 +388,7 @@ export function sharesOf (outcomes, id) {
       loaded: t?.loaded ?? 0,
       h3: t?.h3 ?? 0,
       navigation_share: wilsonInterval(t?.h3 ?? 0, t?.loaded ?? 0),
-      byte_share: t ? ratioInterval({ n: t.byte_n, sx: t.sx, sy: t.sy, sxx: t.sxx, syy: t.syy, sxy: t.sxy }) : { rate: null, lo: null, hi: null },
+      byte_share: t ? { ...ratioInterval({ n: t.byte_n, sx: t.sx, sy: t.sy, sxx: t.sxx, syy: t.syy, sxy: t.sxy }), n: t.byte_n } : { rate: null, lo: null, hi: null, n: 0 },
       reasons,
       alternate_protocol_usage: usage
     }]
@@ -442,7 +442,7 @@ export function storyOf (e) {
   for (const s of all) for (const [code, n] of Object.entries(s.reasons)) reasons[code] = (reasons[code] ?? 0) + /** @type {number} */ (n)
   const loadedReasons = Object.entries(reasons).filter(([code]) => code !== 'failed')
   const loaded = loadedReasons.reduce((n, [, v]) => n + v, 0)
-  if (confidentMajority(reasons.not_announced ?? 0, loaded)) return story('not_announced')
+  if (confidentMajority(reasons.not_announced ?? 0, loaded)) return story('not_announced', ` (${reasons.not_announced} of ${loaded} visit${loaded === 1 ? '' : 's'} that loaded)`)
   const h3Failures = e.visits.first.failures.h3
   if (confidentMajority(h3Failures.failed, h3Failures.attempted)) {
     return story('quic_blocked', ` (forced H3 failed in ${h3Failures.failed} of ${h3Failures.attempted} rounds)`)
@@ -452,9 +452,10 @@ export function storyOf (e) {
     return story('undecided', share !== null ? ` (${pct(share)} of ${visitsWord(returning.loaded)} over H3)` : ' (no returning visit loaded)')
   }
   const own = /** @type {Record<string, number>} */ (returning.reasons)
-  const top = Object.entries(own).filter(([code]) => code !== 'failed').sort((a, b) => b[1] - a[1])[0]?.[0]
-  if (top === 'broken') return story('broken')
-  if (top === 'tcp_won') return story('tcp_wins')
+  const [top, topN] = Object.entries(own).filter(([code]) => code !== 'failed').sort((a, b) => b[1] - a[1])[0] ?? []
+  const ofReturning = ` (${topN} of ${visitsWord(returning.loaded)})`
+  if (top === 'broken') return story('broken', ofReturning)
+  if (top === 'tcp_won') return story('tcp_wins', ofReturning)
   return story('h2_mostly', ` (${pct(/** @type {number} */ (share))} of ${visitsWord(returning.loaded)} over H3)`)
 }
 

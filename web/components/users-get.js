@@ -91,7 +91,7 @@ function shareTable (l, views) {
       return h('tr', { 'data-visit': v },
         h('th', { scope: 'row', title: VISIT_HINTS[v] }, VISIT_NAMES[v]),
         h('td', { class: 'share-pages' }, pagesText(s)),
-        h('td', {}, s.loaded ? `${shareInterval(s.byte_share)} of bytes` : '—'),
+        h('td', { class: 'share-bytes' }, bytesText(s)),
         h('td', {}, countList(s.reasons, (code) => h('span', {}, reasonText(code)))),
         h('td', {}, countList(s.alternate_protocol_usage, usageText)))
     })))
@@ -104,6 +104,13 @@ function pagesText (s) {
   const failed = s.visits - s.loaded
   return [h('b', {}, shareInterval(s.navigation_share)), ` of ${count(s.loaded)} visit${s.loaded === 1 ? '' : 's'}`,
     failed ? h('span', { class: 'sub' }, ` (${count(failed)} more did not load)`) : null]
+}
+
+/** "71% (60–80%) of bytes, 40 visits": the visits that fetched bytes, which the share rests on. */
+function bytesText (s) {
+  if (!s.loaded) return '—'
+  if (!s.byte_share.n) return h('span', { class: 'muted' }, 'no bytes counted')
+  return [`${shareInterval(s.byte_share)} of bytes`, h('span', { class: 'sub' }, `, ${count(s.byte_share.n)} visit${s.byte_share.n === 1 ? '' : 's'}`)]
 }
 
 function usageText (value) {
