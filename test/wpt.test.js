@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { gzipSync } from 'node:zlib'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { createTestApp } from './helpers/app.js'
 import { replayAgent, recordedRequests, recordedFile } from '../dev/fake-wptagent.js'
 import { rewriteResultZip, writeZip, readZip } from '../dev/wpt-zip.js'
@@ -373,6 +374,29 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
   assert.equal((await fromItsAgent({ id, done: '1', location: 'wpt-ap', key }, await forTest(ZIP.h3, job))).status, 403, 'nor its key another location')
   const { rows: [n] } = await t.db.query('SELECT count(*)::int AS n FROM wpt_runs WHERE test_id = $1', [id])
   assert.equal(n.n, 0)
+})
+
+test('an upload being read holds up no other request: the API answers while it gunzips and parses', async () => {
+  await monitorWithRounds({})
+  const job = (await getwork('spike6')).job
+  const devtools = (await unzipMembers(await forTest(ZIP.h3, job))).find((m) => m.name === '1_devtools_requests.json.gz')?.data
+  assert.ok(devtools)
+  // Five steps' page data of 60 MB each: seconds of gunzip before the
+  // upload is refused for its size.
+  const page = gzipSync(`"${'x'.repeat(60 * 1024 * 1024)}"`)
+  const zip = writeZip([{ name: '1_devtools_requests.json.gz', data: devtools }, ...['1', '1_2', '1_3', '1_4', '1_5'].map((step) => ({ name: `${step}_page_data.json.gz`, data: page }))])
+  // The API runs in this process: the longest its event loop was held while the upload was read.
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
+  const started = performance.now()
+  const res = await workdone({ pc: 'spike6', id: job['Test ID'], done: '1' }, zip)
+  const took = performance.now() - started
+  delay.disable()
+  assert.equal(res.status, 400, res.body)
+  assert.match(JSON.parse(res.body).message, /decompress to more than 268435456 bytes in all/)
+  const heldMs = delay.max / 1e6
+  // Read on the API's thread, the loop was held for nearly all of it (3 s of 3.2 s here).
+  assert.ok(heldMs < took / 4, `the event loop was held ${heldMs.toFixed(0)} ms of the upload's ${took.toFixed(0)} ms`)
 })
 
 test('the agent\'s strings are stored without NUL characters or half a surrogate pair', async () => {

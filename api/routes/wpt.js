@@ -8,7 +8,7 @@
 import multipart from '@fastify/multipart'
 import { wptAgent, wptKeyValid } from '../../lib/store/wpt-keys.js'
 import { nextTest, keepTestLeased, requeueTest, receiveWorkdone, refuseUpload, checkUpload } from '../../lib/store/wpt-tests.js'
-import { readResultZip } from '../../lib/measurement/wpt/zip.js'
+import { readResultZipOffThread } from '../../lib/measurement/wpt/zip-thread.js'
 import { isLabPage } from '../../lib/measurement/wpt/job.js'
 import { checkPublicTarget, targetPolicy } from '../../lib/measurement/targets.js'
 import { labFromOutside, readLabState } from '../../lib/runtime/lab-state.js'
@@ -218,7 +218,8 @@ export default async function wptRoutes (app) {
       const zip = request.isMultipart() ? await uploadedZip(request) : null
       const agentError = q.error ? String(q.error) : null
       if (!zip && !agentError) throw new ValidationError('file: workdone needs the result.zip as multipart field "file"', 'file')
-      const views = zip ? await readResultZip(zip) : []
+      // Read on a thread of its own: a large upload's gunzip and JSON would hold up every other request.
+      const views = zip ? await readResultZipOffThread(zip) : []
       const ack = await receiveWorkdone(app.db, {
         agent,
         test,

@@ -16,7 +16,8 @@ import { traceTimes } from './trace.js'
  * - memberBytes, totalBytes: a member as the zip holds it, and all kept
  *   members together (a few KB of zip can hold gigabytes of zeros);
  * - jsonBytes, jsonTotalBytes: a member's JSON once gunzipped, and all of
- *   an upload's JSON (each member's gunzip blocks the API while it runs);
+ *   an upload's JSON (the memory and CPU one upload may take; the API reads
+ *   an upload on a thread of its own: ./zip-thread.js);
  * - jsonValues: the values (objects, arrays, and the commas between
  *   elements) in one member's JSON, counted before it is parsed. A parsed
  *   value takes tens of bytes of memory, so 64 MB of "[{},{},…]" would take
