@@ -27,6 +27,10 @@
 //     literals, which need no lookup: --host-resolver-rules maps the
 //     non-public ones to "not found", as glob patterns drawn from the same
 //     ranges as lib/measurement/addresses.js (literalPatterns below).
+//   - Multicast DNS names (*.local, RFC 6762): Chromium resolves them with
+//     the system's resolver even in secure mode (mDNS, or the machine's DNS
+//     where a network names its hosts so), past the guard's resolver; the
+//     rules map them to "not found", as no public site is named so.
 //   - The resolver itself is reached by a name of its own that the rules map
 //     to its loopback port (an IP literal of loopback is refused like any).
 //
@@ -59,6 +63,9 @@ const MAX_HOSTS_RULES = 1000
 // The name Chromium reaches the guard's resolver by (.invalid never resolves
 // elsewhere, RFC 6761).
 const RESOLVER_NAME = 'resolver.h3lens.invalid'
+// Names no public site has, which a browser may resolve without the guard's
+// resolver: Chromium sends *.local to the system's (mDNS).
+const MDNS_SUFFIX = '.local'
 // How long a blocked name is remembered, to explain the failed request.
 const BLOCK_MEMORY_MS = 10 * 60_000
 // A name refused this long before a run began still explains its failure:
@@ -101,7 +108,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
   server.on('secureConnection', () => { stats.connections++ })
   await new Promise((resolve, reject) => server.once('error', reject).listen(0, listen, () => resolve(undefined)))
   const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
-  const rules = [`MAP ${RESOLVER_NAME} ${listen}:${port}`, ...hostsRules.rules, ...literalRules()]
+  const rules = [`MAP ${RESOLVER_NAME} ${listen}:${port}`, ...hostsRules.rules, ...mdnsRules(), ...literalRules()]
 
   /**
    * What a name resolves to, or why it is refused; one lookup serves the
@@ -213,6 +220,10 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
     const listed = hostsRules.blocked.get(host)
     if (listed?.refused) return guardMessage(host, listed.address, listed.reason)
     if (isLocalhostName(host)) return `blocked by the private-target guard: host ${host} is a loopback name`
+    if (isMdnsName(host)) return `blocked by the private-target guard: host ${host} is a multicast DNS name (${MDNS_SUFFIX}), which only a local network answers`
+    // Firefox finds the resolver by its name at the agent's loopback address
+    // (bootstrapAddr), whatever the port: only the resolver's own is its.
+    if (host === RESOLVER_NAME && portOf(url) !== port) return `blocked by the private-target guard: host ${host} is the guard's own resolver, which answers on its port only`
     return null
   }
 
@@ -262,10 +273,12 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
      *     confirmation query Firefox would send for example.com is skipped.
      *     Its certificate's authority is trusted in the run's profile.
      *   - IP literals and names answered without DNS (localhost, which
-     *     Firefox always resolves itself): a proxy auto-config script sends
-     *     the non-public ones to a proxy that is no proxy (this resolver's
-     *     own TLS port), with no failover to a direct connection; everything
-     *     else goes direct, HTTP/3 included. The literal patterns and the
+     *     Firefox always resolves itself, and the resolver's own name, which
+     *     bootstrapAddr answers for every port): a proxy auto-config script
+     *     sends the non-public ones, and the resolver's name on any port but
+     *     its own, to a proxy that is no proxy (this resolver's own TLS
+     *     port), with no failover to a direct connection; everything else
+     *     goes direct, HTTP/3 included. The literal patterns and the
      *     /etc/hosts names are Chromium's rules' (literalPatterns below).
      *   - WebRTC off (media.peerconnection.enabled): its STUN and TURN
      *     datagrams go to IP literals past both the resolver and the proxy
@@ -282,7 +295,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
         'network.trr.exclude-etc-hosts': false,
         'network.trr.allow-rfc1918': false,
         'network.trr.confirmationNS': 'skip',
-        ...proxyScriptPrefs(proxyAutoConfig({ names: [...hostsRules.blocked].filter(([, b]) => b.refused).map(([n]) => n), refuseTo: `${listen}:${port}` })),
+        ...proxyScriptPrefs(proxyAutoConfig({ names: [...hostsRules.blocked].filter(([, b]) => b.refused).map(([n]) => n), refuseTo: `${listen}:${port}`, resolver: { name: RESOLVER_NAME, port } })),
         'media.peerconnection.enabled': false
       },
       trust: [{ name: 'h3lens agent resolver', pem: ca }],
@@ -330,12 +343,14 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
 
 /**
  * Notes for the alternative services a run's origins advertised at a
- * non-public IP literal or a localhost name (`Alt-Svc: h3="127.0.0.1:5432"`).
+ * non-public IP literal, a localhost name or the guard resolver's own name
+ * (`Alt-Svc: h3="127.0.0.1:5432"`), which a Firefox run reaches at the
+ * agent's loopback.
  * Chromium's resolver rules refuse such a host; Firefox connects to an
  * Alt-Svc host that needs no lookup without asking the guard or its proxy
  * script (docs/SECURITY.md names the gap), so the run may have sent it a
  * connection attempt, and its result says so. A name is resolved through
- * the guard by both browsers, so only literals and localhost are noted.
+ * the guard by both browsers, so only these are noted.
  * @param {{ origin: string, alt_svc: string | null }[]} origins the run's origins and the Alt-Svc each sent (agents/network.js)
  * @returns {{ code: string, message: string, source: string }[]}
  */
@@ -347,7 +362,9 @@ export function privateAltSvc (origins) {
       if (!authority || authority.startsWith(':') || maxAge === 0) continue
       let target
       try { target = targetHost(`http://${authority}`) } catch { continue }
-      const why = isLocalhostName(target.host) ? 'a localhost name' : target.address ? literalReason(target.address) : null
+      const why = isLocalhostName(target.host) ? 'a localhost name'
+        : target.host === RESOLVER_NAME ? 'the private-target guard\'s resolver, at the agent\'s loopback'
+          : target.address ? literalReason(target.address) : null
       if (!why) continue
       notes.push({
         code: 'private_target_alt_svc',
@@ -405,11 +422,19 @@ export function literalPatterns () {
  * globs, matched as Chromium matches them ("*" any run, "?" zero or one
  * character). A refused request is sent to `refuseTo`, which is no proxy;
  * everything else goes direct.
- * @param {{ names: string[], refuseTo: string }} opts
+ * The resolver's own name is refused on every port but its own.
+ * @param {{ names: string[], refuseTo: string, resolver?: { name: string, port: number } }} opts
  */
-export function proxyAutoConfig ({ names, refuseTo }) {
+export function proxyAutoConfig ({ names, refuseTo, resolver }) {
   return `var PATTERNS = ${JSON.stringify(literalPatterns())};
 var NAMES = ${JSON.stringify(names)};
+var RESOLVER = ${JSON.stringify(resolver ?? null)};
+var DEFAULT_PORTS = { http: 80, ws: 80, https: 443, wss: 443 };
+function portOf (url) {
+  var m = /^([a-z][a-z0-9+.-]*):\\/\\/(?:\\[[^\\]]*\\]|[^\\/:?#]*)(?::(\\d+))?/i.exec(url);
+  if (!m) return -1;
+  return m[2] ? Number(m[2]) : (DEFAULT_PORTS[m[1].toLowerCase()] || -1);
+}
 function globMatch (p, s) {
   if (!p.length) return !s.length;
   var c = p.charAt(0);
@@ -419,11 +444,36 @@ function globMatch (p, s) {
 }
 function FindProxyForURL (url, host) {
   var h = host.toLowerCase().replace(/^\\[/, '').replace(/\\]$/, '').replace(/\\.$/, '');
-  var refused = h === 'localhost' || /\\.localhost$/.test(h) || NAMES.indexOf(h) >= 0;
+  var refused = h === 'localhost' || /\\.localhost$/.test(h) || NAMES.indexOf(h) >= 0 ||
+    (RESOLVER !== null && h === RESOLVER.name && portOf(url) !== RESOLVER.port);
   for (var i = 0; !refused && i < PATTERNS.length; i++) refused = globMatch(PATTERNS[i], h);
   return refused ? 'PROXY ${refuseTo}' : 'DIRECT';
 }
 `
+}
+
+/** Chromium's rules for multicast DNS names. @returns {string[]} */
+function mdnsRules () {
+  return [`MAP *${MDNS_SUFFIX} ~NOTFOUND`, `MAP *${MDNS_SUFFIX}. ~NOTFOUND`]
+}
+
+/** @param {string} host a URL's host, lower case */
+function isMdnsName (host) {
+  const h = host.replace(/\.$/, '')
+  return h.endsWith(MDNS_SUFFIX)
+}
+
+/**
+ * A URL's port, its scheme's default when it names none; null when unreadable.
+ * @param {string} url
+ */
+function portOf (url) {
+  try {
+    const u = new URL(url)
+    return u.port ? Number(u.port) : ({ 'http:': 80, 'ws:': 80, 'https:': 443, 'wss:': 443 })[u.protocol] ?? null
+  } catch {
+    return null
+  }
 }
 
 /** @returns {string[]} */

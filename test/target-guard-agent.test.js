@@ -126,7 +126,7 @@ test('a name that resolves to loopback only after the monitor was saved is block
 // Only with root and network namespaces; skipped otherwise, with the reason.
 const support = await netnsSupport()
 
-test('in a guarded run a public page loads, and its redirects, subresources, fetches, WebSockets and WebRTC to private targets are refused by the guard',
+test('in a guarded run a public page loads, and its redirects, subresources, fetches, WebSockets and WebRTC to private targets are refused by the guard; so are names the browser resolves without the guard',
   { skip: !support.ok && `needs network namespaces: ${support.reason}` }, async () => {
     const ns = `h3gd-${process.pid}`
     const ip = (/** @type {string[]} */ ...args) => execFileSync('ip', args, { stdio: 'pipe' })
@@ -138,6 +138,12 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
       stops.unshift(() => ip('netns', 'del', ns))
       ip('-n', ns, 'link', 'set', 'lo', 'up')
       ip('-n', ns, 'addr', 'add', '93.184.215.14/32', 'dev', 'lo')
+      // The namespace's system resolver is a DNS server of the site's that
+      // answers loopback for any name: what a network's own DNS or mDNS
+      // could answer for a name a browser resolves past the guard.
+      fs.mkdirSync(`/etc/netns/${ns}`, { recursive: true })
+      stops.unshift(() => fs.rmSync(`/etc/netns/${ns}`, { recursive: true, force: true }))
+      fs.writeFileSync(`/etc/netns/${ns}/resolv.conf`, 'nameserver 127.0.0.1\n')
 
       // The public site on 93.184.215.14:80, and the internal service on the namespace's 127.0.0.1.
       const internalPort = 8181
@@ -145,6 +151,7 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
       const site = spawn('ip', ['netns', 'exec', ns, process.execPath, '--input-type=module', '-e', `
         import http from 'node:http'
         import dgram from 'node:dgram'
+        import { parseQuery, buildAnswer } from ${JSON.stringify(new URL('../agents/dns-message.js', import.meta.url).href)}
         const hits = []
         const pages = ${JSON.stringify({
           '/ok': page('<h1>public</h1>'),
@@ -164,6 +171,8 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
           if (req.socket.localAddress === '10.0.0.1') return hits.push('10.0.0.1' + req.url) && res.end('private')
           if (req.url === '/redirect-literal') return res.writeHead(302, { location: 'http://127.0.0.1:${internalPort}/admin' }).end()
           if (req.url === '/redirect-name') return res.writeHead(302, { location: 'http://rebind.test:${internalPort}/admin' }).end()
+          if (req.url === '/redirect-mdns') return res.writeHead(302, { location: 'http://nas.local:${internalPort}/admin' }).end()
+          if (req.url === '/redirect-resolver') return res.writeHead(302, { location: 'http://resolver.h3lens.invalid:${internalPort}/admin' }).end()
           // An alternative service at the internal service's literal, which Firefox would try without a lookup.
           const altSvc = req.url === '/subresources' ? { 'alt-svc': 'h3="127.0.0.1:${internalPort}"; ma=60' } : {}
           res.writeHead(pages[req.url] ? 200 : 404, { 'content-type': 'text/html', ...altSvc }).end(pages[req.url] ?? 'no')
@@ -171,7 +180,12 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
         http.createServer((req, res) => { hits.push(req.url); res.end('internal secret: do not store') }).on('connection', () => hits.push('connection')).listen(${internalPort}, '127.0.0.1')
         // What a page's WebRTC would reach of it, or of the private address: STUN and TURN over UDP.
         dgram.createSocket('udp4').on('message', (_m, from) => hits.push('udp datagram from ' + from.address)).bind(${internalPort}, '0.0.0.0')
-        console.log('ready')
+        const systemDns = dgram.createSocket('udp4')
+        systemDns.on('message', (m, from) => {
+          const q = parseQuery(m)
+          hits.push('system resolver asked for ' + q.name)
+          systemDns.send(buildAnswer(q, { addresses: q.type === 1 ? ['127.0.0.1'] : [], ttl: 0 }), from.port, from.address)
+        }).bind(53, '127.0.0.1', () => console.log('ready'))
       `], { stdio: ['ignore', 'pipe', 'inherit'] })
       stops.unshift(() => { site.kill('SIGKILL') })
       await once(site.stdout, 'data')
@@ -196,7 +210,10 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
 
       for (const [path, why] of [
         ['/redirect-literal', 'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)'],
-        ['/redirect-name', 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)']
+        ['/redirect-name', 'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)'],
+        // Chromium resolves *.local with the system's resolver, even in secure mode.
+        ['/redirect-mdns', 'blocked by the private-target guard: host nas.local is a multicast DNS name (.local), which only a local network answers'],
+        ['/redirect-resolver', 'blocked by the private-target guard: host resolver.h3lens.invalid is the guard\'s own resolver, which answers on its port only']
       ]) {
         const r = await measure(path)
         assert.equal(r.status, 'error', path)
@@ -219,10 +236,21 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
         const ff = await measurePage({ pool: firefoxPool, url: 'http://pub.test/subresources', mode: 'h2', netns: ns, guard, timeoutMs: 15_000 })
         assert.equal(ff.status, 'protocol_mismatch', `Firefox loaded the page itself: ${ff.error}`)
         assert.ok(ff.guard_notes?.some((/** @type {any} */ n) => n.code === 'private_target_alt_svc' && n.message === ALT_SVC_NOTE(internalPort)), 'the Firefox run says its page advertised a private alternative service')
+        // Firefox finds the guard's resolver by its name at loopback, whatever the port: only its own port is the resolver's.
+        for (const [path, why] of [
+          ['/redirect-resolver', 'blocked by the private-target guard: host resolver.h3lens.invalid is the guard\'s own resolver, which answers on its port only'],
+          ['/redirect-mdns', 'blocked by the private-target guard: host nas.local is a multicast DNS name (.local), which only a local network answers']
+        ]) {
+          const r = await measurePage({ pool: firefoxPool, url: `http://pub.test${path}`, mode: 'h2', netns: ns, guard, timeoutMs: 15_000 })
+          assert.equal(r.status, 'error', `Firefox ${path}: ${r.error}`)
+          assert.equal(r.error, why, `Firefox ${path}`)
+        }
       }
 
       const hits = JSON.parse(insideNs("process.stdout.write(await (await fetch('http://93.184.215.14/hits')).text())"))
-      assert.deepEqual(hits, [], 'the internal service saw no connection: not from a redirect, an image, a fetch, a WebSocket nor WebRTC')
+      // Chromium's own connectivity check asks the system's resolver for a public name of Google's: no page's doing.
+      const pages = hits.filter((/** @type {string} */ h) => h !== 'system resolver asked for connectivitycheck.gstatic.com')
+      assert.deepEqual(pages, [], JSON.stringify(pages) + ': the internal service saw no connection (not from a redirect, an image, a fetch, a WebSocket nor WebRTC), and the system resolver no question')
     } finally {
       for (const stop of stops) await stop()
     }

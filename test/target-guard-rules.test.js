@@ -8,7 +8,7 @@
 // them.)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { literalPatterns } from '../agents/target-guard.js'
+import { literalPatterns, privateAltSvc } from '../agents/target-guard.js'
 import { IPV4_RANGES, literalReason } from '../lib/measurement/addresses.js'
 
 /** base::MatchPattern, as Chromium's host resolver rules use it. */
@@ -78,4 +78,14 @@ test('the rules leave host names alone, but for all-numeric-looking four-label o
   for (const name of ['example.com', '0.gravatar.com', '10.example.com', '127.0.0.1.nip.io', 'fd.example', 'fc00.example.org', 'a.b.c.d', '2002.example']) {
     assert.equal(refusedByRules(name), false, name)
   }
+})
+
+test('an alternative service at a non-public literal, a localhost name or the guard resolver\'s own name is noted; one at a public name or the same host is not', () => {
+  const notes = privateAltSvc([
+    { origin: 'https://pub.test', alt_svc: 'h3="resolver.h3lens.invalid:5432"; ma=60, h3=":443"; ma=60' },
+    { origin: 'https://other.test', alt_svc: 'h3="localhost:6379"; ma=60, h3="cdn.example.com:443"; ma=60, h3="10.0.0.1:443"; ma=0' }
+  ])
+  assert.equal(notes.length, 2, JSON.stringify(notes))
+  assert.match(notes[0].message, /^https:\/\/pub\.test advertised h3 at resolver\.h3lens\.invalid:5432, a non-public address \(the private-target guard's resolver, at the agent's loopback\)/)
+  assert.match(notes[1].message, /^https:\/\/other\.test advertised h3 at localhost:6379, a non-public address \(a localhost name\)/)
 })
