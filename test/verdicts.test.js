@@ -291,6 +291,21 @@ test('a true 10% H3 gain at 500 rounds is found, with its size, and a trivial on
   assert.equal(byLocation(again, 'cal-b').rows[0].reason_code, null)
 })
 
+test('the same rounds get the same intervals, p-values and verdicts in any window that holds them', async () => {
+  const s = scenario({ name: 'window-bounds', truth: '', rounds: 200, gain: 0.05 })
+  const { monitorId, comparisons: { matched } } = await runScenario(client, s, { seed: 21, analyses: ['matched'] })
+  const cells = async (/** @type {number} */ earlierMin) => {
+    const q = new URLSearchParams({ from: new Date(Date.parse(matched.from) - earlierMin * 60e3).toISOString(), to: matched.to, metric: 'ttfb', percentiles: '50,90' })
+    const res = await t.app.inject({ url: `/api/v1/monitors/${monitorId}/comparison?${q}` })
+    assert.equal(res.statusCode, 200, res.body)
+    return res.json().locations.map((/** @type {any} */ l) => ({ id: l.location_id, rounds: l.rounds.used, verdict: l.verdict, rows: l.rows }))
+  }
+  // Windows that start 5 and 10 minutes earlier than the rounds' first: the same rounds.
+  const [a, b] = [await cells(5), await cells(10)]
+  assert.deepEqual(a.map((l) => l.rounds), b.map((l) => l.rounds))
+  assert.deepEqual(a, b)
+})
+
 test('an origin that refuses QUIC reads "H3 not supported", not an error rate', async () => {
   const s = scenario({ name: 'no-h3', truth: '', rounds: 30, locations: [CALIBRATION_LOCATIONS[0]] })
   const m = (await t.app.inject({ method: 'POST', url: '/api/v1/monitors', payload: { url: 'https://no-h3.h3lens.test/', locations: ['cal-a'], interval_s: 60, paused: true } })).json()

@@ -124,8 +124,11 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
   const { states, imported, rounds } = await readRounds(db, { ...window, analysis, timeoutMs, qs })
   const ids = [...new Set([...monitor.locations, ...states.keys()])]
   const minEffect = { pct: monitor.min_effect_pct ?? DEFAULT_MIN_EFFECT.pct, ms: monitor.min_effect_ms ?? DEFAULT_MIN_EFFECT.ms }
-  // Chromium's seed is as it was before browsers, so its intervals are unchanged.
-  const seedBase = `${monitor.id}|${metric}|${probe}|${view}|${analysis}|${+from}|${+to}${browser === 'chromium' ? '' : `|${browser}`}`
+  // The seed names what is compared, not the window: the same rounds get the
+  // same resamples, and so the same interval and verdict, in any window that
+  // holds them (seeded by the window, a paused monitor's cells could turn at
+  // each 5-minute mark). Chromium's names no browser, as before browsers.
+  const seedBase = `${monitor.id}|${metric}|${probe}|${view}|${analysis}${browser === 'chromium' ? '' : `|${browser}`}`
 
   const entries = ids.map((id) => locationEntry({
     location: locations.get(id) ?? { id, name: id, region: null, kind: null, profile: {} },

@@ -62,7 +62,7 @@ export async function realUserSummary (db, { site, from, to, percentiles = RUM_P
     listLocations(db), beaconCounts(db, { siteId: site.id, from, to }), comparableBeacons(db, { siteId: site.id, from, to, cap: CELL_CAP }), labShares(db, site, { from, to, monitor })
   ])
   const { regions, regionOf } = regionMap(locations)
-  const seedBase = `rum|${site.id}|${+from}|${+to}`
+  const seedBase = `rum|${site.id}`
   /** @type {Map<string, ReturnType<typeof emptyRegion>>} */
   const byRegion = new Map(regions.map((r) => [(r.id), emptyRegion(r)]))
   for (const c of counts) {
