@@ -236,6 +236,17 @@ test('all locations: where the locations\' tests lean one way and their mean shi
   assert.ok(all.paired.hodges_lehmann_ms > 0, `the mean shift is H3 slower: ${all.paired.hodges_lehmann_ms} ms`)
   assert.equal(all.verdict, 'no_clear_difference')
   assert.match(all.reason, /^the locations disagree: their tests, each weighing the same, lean to H3 faster, while their shifts average \+\d+(\.\d)? ms/)
+  // Its cells too: the slow location's "H3 slower" is no answer for all of them.
+  const tested = all.rows.filter((/** @type {any} */ r) => r.p_value !== null)
+  assert.ok(tested.length >= 3, `${tested.length} cells tested`)
+  for (const r of tested) {
+    assert.notEqual(r.verdict, 'h3_slower', JSON.stringify(r))
+    if (r.delta_ms > 0) {
+      assert.equal(r.reason_code, 'locations_disagree', `p${r.percentile}`)
+      assert.match(r.reason, /^the locations disagree: their cells, each weighing the same, lean to H3 faster \(2 of 3\), while their Δ average \+\d+(\.\d)? ms/)
+    }
+  }
+  assert.ok(tested.some((/** @type {any} */ r) => r.reason_code === 'locations_disagree'))
 })
 
 test('the parallel probe resamples a round\'s requests together', async () => {

@@ -153,6 +153,7 @@ export async function regionalComparison (db, { monitor, metric, percentiles: as
   screenedBenjaminiHochberg(families.map((f) => f.map((/** @type {Row} */ c) => c.p_value)))
     .forEach((adjusted, j) => families[j].forEach((/** @type {Row} */ c, /** @type {number} */ i) => { c.p_adjusted = Math.min(1, adjusted[i] * tables) }))
   for (const e of [...entries, all]) for (const row of e.rows) row.verdict = cellVerdict(row, minEffect)
+  withholdWhereLocationsDisagree(all, entries)
   const paired = [...entries, all].filter((e) => e.paired.p !== null)
   // A journey step's location verdict is corrected over the steps as its
   // cells are. Its failure test is not: "H3 fails more" withholds a gain,
@@ -854,7 +855,7 @@ function combinePaired (parts) {
 }
 
 /** Why a tested cell claims no difference, as a code for programs. */
-export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect', 'faster_arm_fails_more', 'faster_arm_failures', 'faster_arm_missing'])
+export const NO_DIFFERENCE_CODES = /** @type {const} */ (['interval_includes_zero', 'not_significant', 'below_minimum_effect', 'faster_arm_fails_more', 'faster_arm_failures', 'faster_arm_missing', 'locations_disagree'])
 
 /**
  * How a reason names what it is about: a cell's Δ, corrected over the
@@ -916,6 +917,31 @@ export function cellVerdict (row, minEffect) {
   row.reason_code = why?.code ?? null
   if (why) return VERDICTS.NO_CLEAR_DIFFERENCE
   return row.delta_ms < 0 ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
+}
+
+/**
+ * The all-locations cells average the locations' Δ in ms, so a location
+ * with ten times the others' timings outweighs them: seven locations 10%
+ * slower over H3 and one slow one 30% faster read "H3 faster" at every
+ * percentile. Where the locations' own cells, each weighing the same
+ * (Stouffer's z of their signed p-values), lean the other way than that
+ * mean, the cell is no clear difference and says so, as the location
+ * verdict does (locationVerdict).
+ * @param {Entry} all
+ * @param {Entry[]} entries
+ */
+function withholdWhereLocationsDisagree (all, entries) {
+  all.rows.forEach((/** @type {Row} */ row, /** @type {number} */ k) => {
+    if (row.verdict !== VERDICTS.H3_FASTER && row.verdict !== VERDICTS.H3_SLOWER) return
+    const cells = entries.map((e) => e.rows[k]).filter((/** @type {Row} */ r) => r.p_value !== null)
+    const z = cells.reduce((sum, /** @type {Row} */ r) => sum + Math.sign(r.delta_ms) * (r.p_value >= 1 ? 0 : -normalQuantile(Math.max(r.p_value, 1e-300) / 2)), 0) / Math.sqrt(cells.length)
+    if (z * row.delta_ms >= 0) return
+    const leaning = cells.filter((/** @type {Row} */ r) => Math.sign(r.delta_ms) === Math.sign(z)).length
+    row.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
+    row.reason_code = 'locations_disagree'
+    row.reason = `the locations disagree: their cells, each weighing the same, lean to H3 ${z < 0 ? 'faster' : 'slower'} (${leaning} of ${cells.length}), ` +
+      `while their Δ average ${row.delta_ms > 0 ? '+' : ''}${round1(row.delta_ms)} ms, where the locations with the slowest loads weigh most; each location's own cell says which way it goes`
+  })
 }
 
 /**

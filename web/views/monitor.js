@@ -255,6 +255,7 @@ function headline (c) {
       const arm = r.delta_ms < 0 ? 'its' : `${names.h2}'s`
       return h('span', { class: 'v-text' }, `${pct(Math.abs(r.delta_pct))} ${r.delta_ms < 0 ? 'faster' : 'slower'} at p${r.percentile} among the loads that completed, which is no verdict: ${arm} failed loads could account for it`)
     }
+    if (r.reason_code === 'locations_disagree') return h('span', { class: 'v-text' }, `not clearly different at p${r.percentile}: the locations disagree, and their mean in ms leans to the slowest`)
     if (r.verdict === 'no_clear_difference') return h('span', { class: 'v-text' }, `not clearly different at p${r.percentile}`)
     return h('span', { class: 'v-text muted' }, `not yet measurable at p${r.percentile} (too few rounds)`)
   })
@@ -262,7 +263,7 @@ function headline (c) {
   const faster = tested.filter((l) => l.rows.find((r) => r.percentile === 95)?.verdict === 'h3_faster').length
   const slower = tested.filter((l) => l.rows.find((r) => r.percentile === 95)?.verdict === 'h3_slower').length
   return h('p', { class: 'headline' },
-    `Across all locations (each weighted equally)${c.analysis === 'itt' ? ', counting failed loads at the timeout,' : ''} HTTP/3 is `,
+    `Across all locations (the mean of their differences in ms, so the slowest locations weigh most)${c.analysis === 'itt' ? ', counting failed loads at the timeout,' : ''} HTTP/3 is `,
     parts.flatMap((p, i) => (i ? [' and ', p] : [p])), '.', failure, ' ',
     tested.length ? h('span', { class: 'muted' }, `At p95 it is clearly faster in ${faster} and clearly slower in ${slower} of ${tested.length} location${tested.length === 1 ? '' : 's'} with enough rounds.`) : null)
 }
