@@ -992,7 +992,7 @@ function withholdGainOfFailingArm (e) {
   if (!h3FailsMore && f.verdict !== FAILURE_VERDICTS.H3_FAILS_LESS) return
   const faster = h3FailsMore ? VERDICTS.H3_FASTER : VERDICTS.H3_SLOWER
   const [arm, other, only, otherOnly] = h3FailsMore ? ['H3', 'H2', f.h3_only, f.h2_only] : ['H2', 'H3', f.h2_only, f.h3_only]
-  withholdGain(e, faster, 'faster_arm_fails_more', `${arm} failed more often in these rounds (${only} rounds where only ${arm} failed, ${otherOnly} where only ${other} did): ` +
+  withholdGain(e, faster, 'faster_arm_fails_more', `${arm} failed or fell back more often in these rounds (${only} rounds where only ${arm} failed or fell back, ${otherOnly} where only ${other} did): ` +
     `among the loads that completed ${arm} looks faster, as it would by failing its slowest loads; the intention-to-treat analysis counts the failures`)
 }
 

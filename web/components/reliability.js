@@ -4,8 +4,8 @@
 import { h, count, share, shareInterval, pValue, armNames } from '../dom.js'
 
 const FAILURE = {
-  h3_fails_more: { cls: 'bad', text: (n) => `${n.h3} fails more often than ${n.h2}` },
-  h3_fails_less: { cls: 'good', text: (n) => `${n.h3} fails less often than ${n.h2}` },
+  h3_fails_more: { cls: 'bad', text: (n) => `${n.h3} fails or falls back more often than ${n.h2}` },
+  h3_fails_less: { cls: 'good', text: (n) => `${n.h3} fails or falls back less often than ${n.h2}` },
   no_clear_difference: { cls: 'muted', text: () => 'No clear difference' },
   insufficient_data: { cls: 'muted', text: () => 'Not enough rounds to test' },
   h3_not_supported: { cls: 'unsupported', text: () => 'H3 not supported' }
@@ -21,7 +21,9 @@ function rateCell (x, n, of) {
 
 /**
  * One sentence for the paired failure test:
- * "H3 fails more often than H2: 12 vs 1 rounds, p = 0.003".
+ * "H3 fails or falls back more often than H2: 12 vs 1 rounds, p = 0.003"
+ * (a fallback, a load over another protocol than the one forced, is no
+ * load of its arm).
  * @param {any} l comparison entry
  * @param {ReturnType<typeof armNames>} names
  */

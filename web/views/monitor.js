@@ -67,7 +67,7 @@ export async function render (ctx) {
   const auto = !aa && monitor.modes.includes('auto') ? `Auto (${VISIT_NAMES[view].toLowerCase()})` : null
   const trends = section(`${label} over time: p50 and p95`, { id: 'trends', actions: [protocolKey(true, arms, auto), bucketPicker(bucket)] })
   const cdfs = section(`${label} distribution (CDF)`, { id: 'cdf', actions: protocolKey(false, arms, auto) })
-  const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails more often than the other in the same rounds.', flush: true })
+  const rates = section('Fallbacks and errors', { id: 'rates', intro: 'Failures are data. A round in which an arm failed or loaded over another protocol than the one forced is left out of the matched comparison above and counted here, with 95% intervals; the last column tests whether one arm fails or falls back more often than the other in the same rounds.', flush: true })
   const runs = section('Recent runs', { id: 'runs', flush: true })
   const steps = monitor.journey && (monitor.probes ?? []).includes('journey')
     ? section('Journey steps: HTTP/3 against HTTP/2', {
