@@ -64,7 +64,7 @@ const evidence = {
   additionalProperties: true,
   description: 'What the evaluation saw. h3_regression: metric, percentile, from, to, analysis, verdict, h2_ms, h3_ms, delta_ms, delta_pct, ci_low_ms, ci_high_ms, p_adjusted, rounds_used; ' +
     'h3_failure: h3_attempted, h3_lost_pct, h3_failure_rate, h3_fallback_rate, h2_failure_rate, failure_verdict; error_rate: h2/h3 attempted and failure_rate, worst_pct; ' +
-    'location_silent: window_s, due_rounds, last_result_at; h3_share_drop: from, to, visits, loaded, h3, share {rate, lo, hi} (Wilson at `confidence`), confidence, baseline_from, baseline_to, baseline_frozen, ' +
+    'location_silent: window_s, due_rounds, answered_rounds (of them, the rounds with a result), last_result_at; h3_share_drop: from, to, visits, loaded, h3, share {rate, lo, hi} (Wilson at `confidence`), confidence, baseline_from, baseline_to, baseline_frozen, ' +
     'baseline_loaded, baseline_h3, baseline_share, threshold_pct, below_threshold, min_drop_points, drop_points, p_value, alpha, dropped, min_visits, reason, text (the evidence in words). `link`: the dashboard route showing it (the monitor page with that window, metric and percentile)'
 }
 

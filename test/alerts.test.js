@@ -326,6 +326,34 @@ test('a location with due rounds and no results goes silent', async () => {
   await receiver.close()
 })
 
+test('a location that answered its hourly round is not silent: a round is answered by its own result, whenever it was due', async () => {
+  const receiver = await startReceiver()
+  const channel = await webhook(receiver, 'hourly')
+  const created = await api('POST', '/api/v1/monitors', { url: 'https://hourly.h3lens.test/', label: 'hourly', locations: [CAL_B.id], interval_s: 3600 })
+  assert.equal(created.status, 201)
+  const rule = (await api('POST', '/api/v1/alert-rules', { kind: 'location_silent', monitor_id: created.body.id, window_s: 900, evaluations: 1, channels: [channel.id] })).body
+  const start = Date.now()
+  await tickAt(start) // schedules the hour's round
+  const token = await t.agentToken(CAL_B.id)
+  const claim = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${token}` }, payload: { limit: 5 } })
+  const jobs = claim.json().jobs.filter((/** @type {any} */ j) => j.monitor_id === created.body.id)
+  assert.equal(jobs.length, 1, claim.body)
+  const stored = await t.app.inject({
+    method: 'POST', url: `/api/v1/agent/jobs/${jobs[0].id}/results`, headers: { authorization: `Bearer ${token}` },
+    payload: { results: ['h2', 'h3'].map((mode) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 100, load_ms: 200 })) }
+  })
+  assert.equal(stored.statusCode, 200, stored.body)
+  // 16 to 29 minutes later the round lies between 2 and 1 windows ago; the next is not due for half an hour.
+  for (const later of [16, 22, 29]) await tickAt(start + later * MIN)
+  const { current, history } = await alertsOf(rule.id)
+  assert.deepEqual([current, history.filter((e) => e.state === 'firing')], [[], []], 'never fired')
+  // Evaluated, and found the round answered.
+  const ok = (await api('GET', `/api/v1/alerts?rule_id=${rule.id}&state=ok`)).body.current
+  assert.deepEqual(ok.map((a) => [a.location_id, a.evidence.due_rounds, a.evidence.answered_rounds]), [[CAL_B.id, 1, 1]])
+  assert.equal(receiver.requests.length, 0)
+  await receiver.close()
+})
+
 test('rules and channels: defaults, the kept shapes, secrets never returned, send test, and bad input named', async () => {
   const rules = (await api('GET', '/api/v1/alert-rules')).body.items
   const defaults = rules.slice(0, 3).map(({ kind, percentile, min_effect_pct, threshold_pct, window_s, evaluations, monitor_id, channels }) =>

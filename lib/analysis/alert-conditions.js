@@ -179,9 +179,8 @@ function errorRate (rule, e, base) {
 
 /**
  * A location is silent when rounds were due there between 2M and M ago
- * (M = window_s) and not one result came from it in the last M: rounds
- * have waited at least M minutes and nothing came back. A paused monitor
- * has no due rounds.
+ * (M = window_s) and not one of them has a result: they have waited at
+ * least M and nothing came back. A paused monitor has no due rounds.
  * @param {import('pg').Pool} db
  * @param {Rule | Record<string, any>} rule
  * @param {Record<string, any>} monitor
@@ -193,7 +192,7 @@ async function silentLocations (db, rule, monitor, locations, now) {
   const rows = await dueAndLastResult(db, { monitorId: monitor.id, now, windowS: rule.window_s, locations })
   return rows.map((r) => ({
     location_id: r.location_id,
-    breach: r.due > 0 && r.last_result === null,
-    evidence: { window_s: rule.window_s, due_rounds: r.due, last_result_at: r.last_result, link: `#/monitors/${monitor.id}` }
+    breach: r.due > 0 && r.answered === 0,
+    evidence: { window_s: rule.window_s, due_rounds: r.due, answered_rounds: r.answered, last_result_at: r.last_result, link: `#/monitors/${monitor.id}` }
   }))
 }

@@ -144,7 +144,8 @@ export function summary (rule, e) {
     return text[0].toUpperCase() + text.slice(1)
   }
   if (rule.kind === 'error_rate') return `failure rate ${pct(e.worst_pct)} (H2 ${pct(e.h2_failure_rate?.rate * 100)}, H3 ${pct(e.h3_failure_rate?.rate * 100)}), threshold ${rule.threshold_pct}%`
-  return `no result for ${Math.round(rule.window_s / 60)} min while ${e.due_rounds} rounds were due`
+  const m = Math.round(rule.window_s / 60)
+  return `none of the ${e.due_rounds} round${e.due_rounds === 1 ? '' : 's'} due ${m} to ${2 * m} min ago has a result`
 }
 
 // Reading alerts: the current state of each key and the history of changes,

@@ -252,20 +252,26 @@ export async function latestLatency (db, { windowS, maxSeries }) {
 
 /**
  * Per location: rounds that were due between 2·windowS and windowS ago (not
- * cancelled), and the newest result of the last windowS. What a
- * location_silent alert rule observes.
+ * cancelled), how many of them have a result, and the newest round with a
+ * result since 2·windowS ago. What a location_silent alert rule observes.
+ * A result's time is its round's due time, so whether a round was answered
+ * is asked of the round itself: the newest result of the last windowS alone
+ * missed every round of a monitor whose interval is longer than that.
  * @param {import('pg').Pool} db
  * @param {{ monitorId: number, now: Date, windowS: number, locations: string[] }} q
- * @returns {Promise<{ location_id: string, due: number, last_result: Date | null }[]>}
+ * @returns {Promise<{ location_id: string, due: number, answered: number, last_result: Date | null }[]>}
  */
 export async function dueAndLastResult (db, { monitorId, now, windowS, locations }) {
   const { rows } = await db.query(
-    `SELECT l.id AS location_id,
-            (SELECT count(*)::int FROM jobs j WHERE j.monitor_id = $1 AND j.location_id = l.id AND j.state <> 'cancelled'
-               AND j.due_at > $2::timestamptz - make_interval(secs => 2 * $3) AND j.due_at <= $2::timestamptz - make_interval(secs => $3)) AS due,
+    `SELECT l.id AS location_id, coalesce(d.due, 0) AS due, coalesce(d.answered, 0) AS answered,
             (SELECT max(r.time) FROM results r WHERE r.monitor_id = $1 AND r.location_id = l.id
-               AND r.time > $2::timestamptz - make_interval(secs => $3)) AS last_result
-       FROM unnest($4::text[]) AS l(id)`, [monitorId, now, windowS, locations])
+               AND r.time > $2::timestamptz - make_interval(secs => 2 * $3)) AS last_result
+       FROM unnest($4::text[]) AS l(id)
+       LEFT JOIN LATERAL (
+         SELECT count(*)::int AS due, count(*) FILTER (WHERE EXISTS (SELECT 1 FROM results r WHERE r.job_id = j.id))::int AS answered
+           FROM jobs j WHERE j.monitor_id = $1 AND j.location_id = l.id AND j.state <> 'cancelled'
+            AND j.due_at > $2::timestamptz - make_interval(secs => 2 * $3) AND j.due_at <= $2::timestamptz - make_interval(secs => $3)) d ON true`,
+    [monitorId, now, windowS, locations])
   return rows
 }
 

@@ -77,7 +77,8 @@ function evidenceText (a) {
   if (a.kind === 'h3_failure') return `H3 lost ${n(e.h3_lost_pct)}% of ${e.h3_attempted} loads; failure test: ${e.failure_verdict}`
   if (a.kind === 'error_rate') return `worst arm failure rate ${n(e.worst_pct)}%`
   if (a.kind === 'h3_share_drop') return e.text ?? e.reason ?? '—'
-  return `${e.due_rounds ?? 0} rounds due, last result ${e.last_result_at ? ago(e.last_result_at) : 'none in the window'}`
+  const due = e.due_rounds ?? 0
+  return `${due} round${due === 1 ? '' : 's'} due, ${e.answered_rounds ?? 0} answered; last result ${e.last_result_at ? ago(e.last_result_at) : 'none in the window'}`
 }
 
 function rulesTable (rules, channels, monitorName, after) {
