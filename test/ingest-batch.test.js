@@ -63,6 +63,27 @@ test('one request stores many rounds; each round is answered as the single-round
   assert.deepEqual(again.json().rounds, [{ job_id: mine[0], stored: 0, duplicates: 2 }, { job_id: mine[2], stored: 0, duplicates: 2 }])
 })
 
+test('a round is stored whole: a done round takes its own results again, but no result it did not have, by either route', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/whole', interval_s: 60, locations: ['local'], paused: true }, { allowPrivateTargets: true })
+  const me = await createAgentToken(t.db, { location: 'local' })
+  const [single, batched] = await leased(m.id, me.agent.id, 2)
+  const one = (/** @type {number} */ job, /** @type {any[]} */ results) => t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job}/results`, headers: auth(me.token), payload: { results } })
+  // A first answer with one arm only: stored, the round done.
+  assert.deepEqual((await one(single, [result('h2')])).json(), { stored: 1, duplicates: 0 })
+  assert.deepEqual((await post(me.token, { rounds: [{ job_id: batched, results: [result('h2')] }] })).json().rounds, [{ job_id: batched, stored: 1, duplicates: 0 }])
+  // The other arm, or a repeat view, sent later is no part of that round.
+  const late = await one(single, [result('h2'), result('h3')])
+  assert.equal(late.statusCode, 409, late.body)
+  assert.equal(late.json().code, 'round_done')
+  assert.match(late.json().message, /job \d+ is done: its round's results were stored already, and a round's results are sent together; h3\/first\/page was not stored/)
+  const [answer] = (await post(me.token, { rounds: [{ job_id: batched, results: [result('h2', { view: 'repeat' })] }] })).json().rounds
+  assert.deepEqual([answer.error.statusCode, answer.error.code], [409, 'round_done'])
+  // Sent again as it was, it is a duplicate, as after a lost answer.
+  assert.deepEqual((await one(single, [result('h2')])).json(), { stored: 0, duplicates: 1 })
+  const { rows } = await t.db.query('SELECT job_id, mode, view FROM results WHERE monitor_id = $1 ORDER BY job_id, mode, view', [m.id])
+  assert.deepEqual(rows.map((r) => [r.job_id, r.mode, r.view]), [[single, 'h2', 'first'], [batched, 'h2', 'first']])
+})
+
 test('a batch naming a job twice, or of the wrong shape, is refused naming the field', async () => {
   const { token } = await createAgentToken(t.db, { location: 'local' })
   const twice = await post(token, { rounds: [{ job_id: 1, results: [result('h2')] }, { job_id: 1, results: [result('h3')] }] })

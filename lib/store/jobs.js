@@ -348,6 +348,8 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
     if (job.state === JOB_STATES.cancelled) {
       throw new ConflictError(`job ${jobId} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
     }
+    const late = await resultsAfterDone(client, job, results)
+    if (late) throw late
     const inserted = await insertResults(client, { job, agentId: agent.id, agentVersion, results })
     await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
     // A round done already was submitted before: its outcome is counted.
@@ -366,11 +368,31 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
 }
 
 /**
+ * A round is stored whole: an agent sends all its arms and views together,
+ * and the analysis relies on it (a round lacking an arm is an imported one).
+ * A job that is done takes its own results again (a resend after a lost
+ * answer, each a duplicate) but no new one: a ConflictError (409
+ * round_done) when any result is not among those stored, else null.
+ * @param {import('pg').PoolClient} client
+ * @param {{ id: number, due_at: Date, state: string }} job
+ * @param {Record<string, any>[]} results
+ */
+async function resultsAfterDone (client, job, results) {
+  if (job.state !== JOB_STATES.done) return null
+  const { rows } = await client.query('SELECT mode, view, probe FROM results WHERE job_id = $1 AND time = $2', [job.id, job.due_at])
+  const stored = new Set(rows.map((r) => `${r.mode}|${r.view}|${r.probe}`))
+  const fresh = results.filter((r) => !stored.has(`${r.mode}|${r.view ?? 'first'}|${r.probe ?? 'page'}`))
+  if (!fresh.length) return null
+  const what = fresh.map((r) => `${r.mode}/${r.view ?? 'first'}/${r.probe ?? 'page'}`).join(', ')
+  return new ConflictError(`job ${job.id} is done: its round's results were stored already, and a round's results are sent together; ${what} ${fresh.length === 1 ? 'was' : 'were'} not stored`, 'round_done')
+}
+
+/**
  * Store many jobs' results in one transaction (the agents' batched route and
  * spool). Each round gets the same checks as submitJobResults, and its own
  * answer: { stored, duplicates } when accepted, { error } with the status
  * and code the single-round route would give (404, 409 wrong_location,
- * lease_lost, cancelled) when refused; a refused round stores nothing and
+ * lease_lost, cancelled, round_done) when refused; a refused round stores nothing and
  * does not stop the others. Jobs are locked in id order, so two batches
  * sharing jobs never deadlock.
  * @param {import('pg').Pool} db
@@ -390,7 +412,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
     const accepted = []
     for (const round of rounds) {
       const job = jobs.get(Number(round.job_id))
-      const refusal = !job
+      const refusal = (!job
         ? new NotFoundError(`job ${round.job_id} does not exist`)
         : job.location_id !== agent.location_id
           ? new ConflictError(`job ${job.id} belongs to location ${job.location_id}, not ${agent.location_id}`, 'wrong_location')
@@ -398,7 +420,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
             ? new ConflictError(`job ${job.id} is leased to another agent (its lease expired and it was re-run); these results were not stored`, 'lease_lost')
             : job.state === JOB_STATES.cancelled
               ? new ConflictError(`job ${job.id} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
-              : null
+              : null) ?? await resultsAfterDone(client, /** @type {any} */ (job), round.results)
       const id = Number(round.job_id)
       if (refusal) answers.set(id, { job_id: id, error: { statusCode: refusal.statusCode, code: 'code' in refusal ? refusal.code : undefined, message: refusal.message } })
       else if (!accepted.some((a) => a.job === job)) accepted.push({ job, results: round.results })
