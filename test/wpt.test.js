@@ -162,7 +162,10 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.equal(h2.status, 'protocol_mismatch')
   assert.equal(h2.observed_protocol, 'http/1.0')
   assert.equal(h2.ttfb_ms, 27.1, 'the base page\'s navigation, not the agent start page\'s 81 ms')
-  assert.equal((await detail(h2.id)).details.requests[0].url, 'http://127.0.0.1:8888/favicon.ico')
+  // The agent's own server's favicon, which the recording lists first, is no request of the page.
+  const h2Requests = (await detail(h2.id)).details.requests.map((r) => r.url)
+  assert.equal(h2Requests[0], 'http://127.0.0.1:18081/')
+  assert.ok(!h2Requests.some((u) => u.startsWith('http://127.0.0.1:8888/')), h2Requests.join(' '))
 
   const { rows: [job] } = await t.db.query('SELECT state FROM jobs WHERE monitor_id = $1', [m.id])
   assert.equal(job.state, 'done')
@@ -618,4 +621,22 @@ test('an upload whose trace cannot be read keeps its run: the TTFB falls back to
   const steps = await readResultZip(writeZip(many), budget)
   assert.ok(steps.find((v) => v.step === 1)?.devtools, 'the run\'s devtools requests are read')
   assert.deepEqual(steps.map((v) => [v.step, v.trace]), [[1, null], [2, null], [3, null], [4, null]], 'the traces past the budget are left out')
+})
+
+test('the agent\'s own server is no request of the page: a run whose page failed, its favicon named as the base page, has no protocol, requests or bytes', () => {
+  const favicon = { full_url: 'http://127.0.0.1:8888/favicon.ico', protocol: 'http/1.1', responseCode: 200, bytesIn: 194, url: '/favicon.ico', host: '127.0.0.1:8888' }
+  const row = resultFromDevtools({ pageData: { result: 404, error: 'net::ERR_QUIC_HANDSHAKE_FAILED', final_base_page_request: 0, bytesIn: 194 }, requests: [favicon] },
+    { mode: 'h3', view: 'first', expected: 'h3' })
+  assert.equal(row.status, 'error')
+  assert.equal(row.error, 'net::ERR_QUIC_HANDSHAKE_FAILED')
+  assert.deepEqual([row.observed_protocol, row.requests, row.bytes, row.details.requests.length, row.details.origins.length], [null, 0, 0, 0, 0])
+})
+
+test('a WPT page-load timeout is a timeout, as a Puppeteer agent\'s is; a repeat view from the browser\'s cache says so', () => {
+  const timedOut = resultFromDevtools({ pageData: { result: 99997, error: 'Page Load Timeout', loadTime: 68692 }, requests: [] }, { mode: 'h2', view: 'first', expected: 'h2' })
+  assert.deepEqual([timedOut.status, timedOut.error, timedOut.ttfb_ms, timedOut.load_ms], ['timeout', 'Page Load Timeout', null, null])
+  const cached = resultFromDevtools({ pageData: { result: 404, loadEventStart: 154, loadTime: 160 }, requests: [{ full_url: 'https://example.com/favicon.ico', protocol: 'h2', responseCode: 404, bytesIn: 10 }] },
+    { mode: 'h2', view: 'repeat', expected: 'h2' })
+  assert.equal(cached.status, 'error')
+  assert.match(cached.error, /^the repeat view recorded no request for the page: the browser took it from its cache/)
 })

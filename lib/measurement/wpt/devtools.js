@@ -12,9 +12,12 @@ import { emptyResult } from '../result.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../metrics.js'
 import { navigationTimings } from './navigation.js'
 import { tracePhases, traceTtfb } from './trace.js'
+import { AGENT_ORIGIN } from './job.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
 const CONTENT_ERROR = 99999
+/** pageData.result: the page did not finish loading within the test's time. */
+const PAGE_TIMEOUT = 99997
 /** Keeps details bounded on pages with thousands of requests. */
 const MAX_REQUESTS = 1000
 /** How the error of a run whose timings cannot be a page load begins. */
@@ -40,8 +43,14 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
     return row
   }
   const page = isObject(devtools.pageData) ? devtools.pageData : {}
-  const requests = Array.isArray(devtools.requests) ? devtools.requests.filter(isObject) : []
-  const base = Number.isInteger(page.final_base_page_request) ? requests[page.final_base_page_request] ?? null : null
+  const listed = Array.isArray(devtools.requests) ? devtools.requests.filter(isObject) : []
+  // The agent's own server (its start page, its favicon, its step markers)
+  // is no request of the page: a run whose page failed lists the agent's
+  // favicon as its "base page".
+  const own = (/** @type {Record<string, any>} */ r) => originOf(r.full_url) === AGENT_ORIGIN
+  const requests = listed.filter((r) => !own(r))
+  const named = Number.isInteger(page.final_base_page_request) ? listed[page.final_base_page_request] ?? null : null
+  const base = named && !own(named) ? named : null
   row.browser_version = text(page.browser_version ?? page.browserVersion, 200)
   row.observed_protocol = base ? normalizeProtocol(text(base.protocol, 64)) : null
   const timings = base ? navigationTimings(requests, base, page, traceTtfb(trace, base)) : null
@@ -74,7 +83,8 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
     row[column] = !agentClock || v === null ? v : navigationAt === null || v < navigationAt ? null : round1(v - navigationAt)
   }
   // Bounded like an imported result's bytes (lib/store/results-import.js): a hostile file must not overflow the column.
-  row.bytes = Math.min(1e12, Math.max(0, Math.round(num(page.bytesIn) ?? 0)))
+  const ownBytes = listed.filter(own).reduce((sum, r) => sum + (num(r.bytesIn) ?? 0), 0)
+  row.bytes = Math.min(1e12, Math.max(0, Math.round((num(page.bytesIn) ?? 0) - ownBytes)))
   row.requests = requests.length
   const withProtocol = requests.filter((r) => r.protocol)
   if (withProtocol.length) {
@@ -88,7 +98,9 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   const baseStatus = base ? num(base.responseCode) : null
   if (agentError || (result !== 0 && result !== CONTENT_ERROR) || !base) {
     // A failed run's page timings are the agent's zeros and leftovers, not a load.
-    failRun(row, agentError ?? text(page.error, 4000) ?? (base ? `the agent reported result ${result}` : 'the agent recorded no base-page request'))
+    failRun(row, agentError ?? text(page.error, 4000) ?? (base ? `the agent reported result ${result}` : noBase(view, page)))
+    // As a Puppeteer agent's load past its timeout: the timeout back-off counts it.
+    if (result === PAGE_TIMEOUT) row.status = 'timeout'
   } else if (timings?.problem) {
     failRun(row, `${IMPLAUSIBLE}: ${timings.problem}`)
   } else if (baseStatus !== null && baseStatus >= 400) {
@@ -115,6 +127,30 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   }
   row.protocol_ok = row.status === 'ok'
   return row
+}
+
+/**
+ * Why a view has no base-page request. A repeat view whose page the
+ * browser took from its cache records no request for it, though its load
+ * event came (the origin sent no Cache-Control, and the browser cached it
+ * by its own rules): no load of the network to compare.
+ * @param {'first' | 'repeat'} view
+ * @param {Record<string, any>} page the view's pageData
+ */
+function noBase (view, page) {
+  const loaded = (num(page.loadEventStart) ?? 0) > 0 || (num(page.loadTime) ?? 0) > 0
+  return view === 'repeat' && loaded
+    ? 'the repeat view recorded no request for the page: the browser took it from its cache, so there is no network load to compare'
+    : 'the agent recorded no base-page request'
+}
+
+/**
+ * @param {any} url a request's full_url
+ * @returns {string} its origin, or '' when it is none
+ */
+function originOf (url) {
+  if (typeof url !== 'string') return ''
+  try { return new URL(url).origin } catch { return '' }
 }
 
 /**
