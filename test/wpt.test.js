@@ -640,3 +640,13 @@ test('a WPT page-load timeout is a timeout, as a Puppeteer agent\'s is; a repeat
   assert.equal(cached.status, 'error')
   assert.match(cached.error, /^the repeat view recorded no request for the page: the browser took it from its cache/)
 })
+
+test('an error of getwork.php is plain text, never JSON that wptagent would read as a test', async () => {
+  // No location: a 400 that names the field, in words.
+  const res = await fetch(`${server}/work/getwork.php?${new URLSearchParams({ f: 'json', pc: 'spike1', key, version: '23.07' })}`)
+  assert.equal(res.status, 400)
+  assert.match(res.headers.get('content-type') ?? '', /^text\/plain/)
+  const body = await res.text()
+  assert.throws(() => JSON.parse(body), 'not JSON')
+  assert.match(body, /location/)
+})

@@ -64,6 +64,22 @@ const refused = {
 export default async function wptRoutes (app) {
   await app.register(multipart, { limits: { fileSize: WPT_UPLOAD_LIMIT, files: 1, fields: 20, parts: 21 } })
   const failures = wrongKeyLimiter(app)
+  // wptagent reads getwork's body as a test whatever its status: an error
+  // answered in JSON (the database down while the API stops, a bad query)
+  // it would run. getwork's errors are plain text, as its 403 and 429 are:
+  // the agent finds no test in it, and a person reads it. (The agent reads
+  // no other answer's body; workdone's errors name their field in JSON.)
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode < 400 || request.routeOptions.url !== '/work/getwork.php') return payload
+    if (!String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload
+    reply.type('text/plain; charset=utf-8')
+    try {
+      const body = JSON.parse(String(payload))
+      return `${body.message ?? body.error ?? ''}${body.field ? ` (${body.field})` : ''}`
+    } catch {
+      return ''
+    }
+  })
   // A round's page is checked again when it is sent, through the resolver the API's settings name.
   const policy = targetPolicy(app.config)
 
