@@ -118,6 +118,20 @@ test('with no agent running, the waiting round stays for "no agent is running" a
   assert.match(rounds[1].last_error, /^skipped: no agent is running for location bp-empty/)
 })
 
+test('an agent holding a round\'s lease is running though it has asked nothing for minutes (a WebPageTest agent during its test): the next round waits for a busy location, not for "no agent"', async () => {
+  const { m, due, previous } = await leasedRoundAt('bp-quiet', { leaseLeft: '2 minutes', startedAgo: '2 minutes' })
+  await t.db.query("UPDATE agents SET last_seen_at = now() - interval '5 minutes' WHERE location_id = 'bp-quiet'")
+  // Past the grace a round due waits for the one running.
+  await t.db.query("UPDATE monitors SET anchor_at = anchor_at - interval '16 seconds' WHERE id = $1", [m.id])
+  await tick()
+  await tick()
+  const rounds = await roundsOf(m.id)
+  assert.deepEqual(rounds.map((r) => [+r.due_at, r.state]), [[+previous, 'leased'], [+due - 16_000, 'skipped']])
+  assert.match(rounds[1].last_error, /^skipped: location busy \(the round due at \S+Z was still running\)$/)
+  const agents = (await t.app.inject({ url: '/api/v1/locations' })).json().items.find((/** @type {any} */ l) => l.id === 'bp-quiet')
+  assert.equal(agents.capacity.agents_alive, 1, JSON.stringify(agents.capacity))
+})
+
 test('back-pressure is decided when a round comes due, not when it is created ahead: a round that finishes in time lets the next one run', async () => {
   await upsertLocation(t.db, { id: 'bp-ahead', name: 'Ahead', region: 'Test', kind: 'lab' })
   const { agent } = await createAgentToken(t.db, { location: 'bp-ahead' })

@@ -8,6 +8,17 @@ import { getLocation } from './locations.js'
 // An agent counts as alive when it was seen within this many seconds; agents
 // poll for work every few seconds, so three missed polls is a real outage.
 export const AGENT_ALIVE_S = 60
+
+/**
+ * SQL that an agent (table alias `a`) is running: seen within the seconds
+ * of the parameter `param` ($n), or holding a round's lease. A WebPageTest
+ * agent asks nothing while its test runs (a minute or more on a slow
+ * page), and is busy, not gone.
+ * @param {string} param the placeholder of AGENT_ALIVE_S, such as '$2'
+ */
+export function agentRunningSql (param) {
+  return `(a.last_seen_at > now() - make_interval(secs => ${param}) OR EXISTS (SELECT 1 FROM jobs lj WHERE lj.state = 'leased' AND lj.lease_owner = a.id AND lj.lease_expires_at > now()))`
+}
 // An agent with an infrastructure fault this recent is shown as faulty.
 export const AGENT_FAULT_RECENT_S = 3600
 const TOUCH_RESOLUTION_S = 5
@@ -97,9 +108,9 @@ async function recordBrowsers (db, agentId, browsers) {
 export async function listAgents (db) {
   const { rows } = await db.query(
     `SELECT id, location_id, name, kind, version, browser_version, browsers, last_seen_at, last_result_at, created_at, revoked_at,
-            (revoked_at IS NULL AND last_seen_at > now() - make_interval(secs => $1)) AS alive,
+            (revoked_at IS NULL AND ${agentRunningSql('$1')}) AS alive,
             faults, last_fault_at, last_fault, coalesce(last_fault_at > now() - make_interval(secs => $2), false) AS faulty
-       FROM agents ORDER BY location_id, id`, [AGENT_ALIVE_S, AGENT_FAULT_RECENT_S])
+       FROM agents a ORDER BY location_id, id`, [AGENT_ALIVE_S, AGENT_FAULT_RECENT_S])
   return rows
 }
 

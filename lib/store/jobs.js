@@ -4,7 +4,7 @@ import { ConflictError, NotFoundError } from '../runtime/errors.js'
 import { insertResults, insertRoundResults } from './results.js'
 import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
-import { AGENT_ALIVE_S } from './agents.js'
+import { AGENT_ALIVE_S, agentRunningSql } from './agents.js'
 import { withTransaction } from './transaction.js'
 import { recordRoundOutcomes } from './round-backoffs.js'
 
@@ -151,7 +151,7 @@ export async function scheduleDueJobs (db, { maxAttempts, lookAheadMs = 0 }) {
                     AND now() < d.due_at + make_interval(secs => least(d.interval_s / 4.0, $5))) AS deferred,
               EXISTS (SELECT 1 FROM agents a WHERE a.location_id = d.location_id AND a.revoked_at IS NULL
                         AND d.browser = ANY (a.browsers)
-                        AND a.last_seen_at > now() - make_interval(secs => $2)) AS served
+                        AND ${agentRunningSql('$2')}) AS served
          FROM due d
          LEFT JOIN LATERAL (SELECT j.id, j.state, j.due_at FROM jobs j
                  WHERE j.monitor_id = d.monitor_id AND j.location_id = d.location_id AND j.browser = d.browser

@@ -2,7 +2,7 @@
 // capacity (its live agents and how long its rounds take): a read over the
 // monitors, jobs and agents tables, shown on the Locations page and exported
 // as Prometheus gauges.
-import { AGENT_ALIVE_S } from './agents.js'
+import { AGENT_ALIVE_S, agentRunningSql } from './agents.js'
 
 // A location's capacity is estimated from the rounds its agents finished in
 // this window; skipped rounds are counted over it too.
@@ -37,8 +37,8 @@ export async function locationCapacity (db) {
         WHERE state IN ('done', 'failed', 'cancelled', 'skipped') AND finished_at > now() - make_interval(secs => $1)
         GROUP BY location_id),
      alive AS (
-       SELECT location_id, count(*) AS n FROM agents
-        WHERE revoked_at IS NULL AND last_seen_at > now() - make_interval(secs => $2) GROUP BY location_id)
+       SELECT location_id, count(*) AS n FROM agents a
+        WHERE revoked_at IS NULL AND ${agentRunningSql('$2')} GROUP BY location_id)
      SELECT l.id, coalesce(d.per_hour, 0)::float8 AS demand_per_hour, f.round_s::float8 AS round_s,
             coalesce(a.n, 0)::int AS agents_alive, coalesce(f.skipped_busy, 0)::int AS skipped_busy,
             coalesce(f.skipped, 0)::int AS skipped
