@@ -235,6 +235,19 @@ test('verdicts that differ are "the browsers disagree" only when their gains are
   }, 50)[0]
   assert.equal(apart.reading.code, 'browser')
   assert.ok(Number(apart.difference?.p_adjusted) < 0.001, JSON.stringify(apart.difference))
+  // Both faster, by clearly different amounts: not "both agree".
+  const sizes = crossBrowser({
+    chromium: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(-44, -53, -32, 'h3_faster') }] }] },
+    firefox: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(-12, -18, -6, 'h3_faster') }] }] }
+  }, 50)[0]
+  assert.equal(sizes.reading.code, 'same_apart', JSON.stringify(sizes.difference))
+  assert.match(sizes.reading.text, /by clearly different amounts/)
+  // Both faster by about as much: they agree.
+  const agree = crossBrowser({
+    chromium: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(-40, -48, -32, 'h3_faster') }] }] },
+    firefox: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(-38, -46, -30, 'h3_faster') }] }] }
+  }, 50)[0]
+  assert.equal(agree.reading.code, 'same')
   // A browser without an interval: nothing to test, the reading waits.
   assert.equal(gainsApart({ chromium: gain(-40, -48, -32, 'h3_faster'), firefox: { ...gain(0, 0, 0, 'insufficient_data'), ci_low_ms: null, ci_high_ms: null } }), null)
 })

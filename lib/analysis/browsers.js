@@ -14,7 +14,8 @@ const Z95 = normalQuantile(0.975)
 /** What a location's two gains say, in words. */
 export const READINGS = Object.freeze({
   same: 'Both browsers agree: the difference is the server\'s and the path\'s, not one browser\'s',
-  browser: 'The browsers disagree: one browser\'s HTTP/3 stack makes the difference',
+  same_apart: 'Both browsers show the difference, but by clearly different amounts: its size is partly the browser\'s HTTP/3 stack',
+  browser: 'The browsers disagree, their gains clearly apart: one browser\'s HTTP/3 stack makes the difference',
   inconclusive: 'One browser shows a difference and the other does not, but their gains are not clearly apart: more rounds would tell',
   neither: 'Neither browser shows a difference',
   no_h3: 'The origin offers no HTTP/3 to either browser',
@@ -130,6 +131,8 @@ export function readingOf (gains, difference = null) {
   else if (verdicts.some((v) => v === VERDICTS.INSUFFICIENT_DATA)) code = 'insufficient_data'
   else if (!verdicts.every((v) => v === verdicts[0])) code = difference?.p_adjusted != null && difference.p_adjusted <= FDR_Q ? 'browser' : 'inconclusive'
   else if (verdicts[0] === VERDICTS.H3_NOT_SUPPORTED) code = 'no_h3'
-  else code = differs(verdicts[0]) ? 'same' : 'neither'
+  else if (!differs(verdicts[0])) code = 'neither'
+  // The same verdict is one reading only where the gains are not clearly apart.
+  else code = difference?.p_adjusted != null && difference.p_adjusted <= FDR_Q ? 'same_apart' : 'same'
   return { code, text: READINGS[code] }
 }

@@ -48,7 +48,7 @@ export function verdictLegend (cmp, { unsupported = false } = {}) {
   const needs = cmp ? minRoundsText(cmp) : null
   const promise = [
     h('b', {}, 'Green or red'), ` only when Δ is significant after correcting for ${tested ? `the ${count(tested)} cells tested in this view` : 'the cells tested in the view'} (a screen per location column, then Benjamini–Hochberg within it), its 95% interval excludes 0 and |Δ| is at least ${minText}. `,
-    h('b', {}, 'Grey'), ': no clear difference — the data show no difference of that size; it does not prove the arms equal. ',
+    h('b', {}, 'Grey'), ': no clear difference — the data do not show a difference of that size; it does not prove the arms equal, and where the interval is wide a difference of that size may still be there. ',
     h('b', {}, 'Hatched'), `: not enough matched rounds for that percentile${needs ? ` (${needs})` : ''}; the values shown are not tested.`
   ]
   return h('div', { class: 'legend-block', role: 'note', 'aria-label': 'What the colours mean' },

@@ -158,7 +158,9 @@ function roundsText (visit) {
   if (!r.total) return 'no rounds in this window'
   const out = r.excluded.reduce((n, x) => n + x.rounds, 0)
   const why = r.excluded.slice(0, 3).map((x) => `${count(x.rounds)} ${excludedText(x)}`).join(', ')
-  return `${count(r.matched)} round${r.matched === 1 ? '' : 's'} in which all three arms loaded, of ${count(r.total)}${out ? `; ${count(out)} left out: ${why}${r.excluded.length > 3 ? ', …' : ''}` : ''}`
+  // Above the round cap the numbers rest on an evenly spaced subsample: said, as the forced table says it.
+  const sampled = r.used && r.used < r.matched ? `; the numbers below rest on ${count(r.used)} of them, evenly spaced` : ''
+  return `${count(r.matched)} round${r.matched === 1 ? '' : 's'} in which all three arms loaded, of ${count(r.total)}${out ? `; ${count(out)} left out: ${why}${r.excluded.length > 3 ? ', …' : ''}` : ''}${sampled}`
 }
 
 const STATE = { failed: 'failed', fallback: 'fell back', unsupported: 'refused QUIC', no_value: 'had no value', missing: 'did not run' }
