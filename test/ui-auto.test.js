@@ -266,6 +266,9 @@ test('the trend and CDF charts draw the auto arm beside the forced arms', async 
     assert.ok(charts.every((c) => c.near > 50), `${selector} draws the auto arm (${charts.map((c) => c.near).join(', ')} pixels)`)
   }
   assert.match(await page.$eval('#cdf .readout', (e) => e.textContent), /Auto \(first visit\) \d+/)
+  // Each readout says how many loads its percentiles rest on, and that the CDF's are every load, not matched rounds.
+  assert.match(await page.$eval('#cdf .readout', (e) => e.textContent), /over every load that succeeded \(H2 [\d,]+ · H3 [\d,]+ · Auto \(first visit\) [\d,]+\), not matched rounds$/)
+  assert.match(await page.$eval('#trends .readout', (e) => e.textContent), /^Latest {2}H2 p50 .* \([\d,]+ loads?\) {3}H3 p50 .* \([\d,]+ loads?\)/)
   await done()
 })
 

@@ -1,7 +1,7 @@
 // uPlot charts: percentile trends over time and CDFs, H2 against H3, and
 // the auto arm (as users get it) where the monitor runs it. uPlot is loaded
 // on first use, so pages without charts never download it.
-import { h, ms, plainText } from '../dom.js'
+import { h, ms, count, plainText } from '../dom.js'
 
 // The minified build (51 KB) rather than the ES module (145 KB): it keeps
 // the dashboard well inside its 300 KB budget (bench/ui-payload.js). It is a
@@ -90,8 +90,14 @@ export function trendChart (series, label, range, names = { h2: 'H2', h3: 'H3' }
     return times.map((t) => byT.get(t) ?? null)
   }
   const data = [xs, ...arms.flatMap((m) => [column(m, 'p50'), column(m, 'p95')])]
-  const last = (arr) => arr.findLast((v) => v !== null) ?? null
-  const at = (i) => arms.map((m, k) => `${names[m]} p50 ${ms(i === null ? last(data[1 + 2 * k]) : data[1 + 2 * k][i])} · p95 ${ms(i === null ? last(data[2 + 2 * k]) : data[2 + 2 * k][i])}`).join('   ')
+  // Each point's loads: a bucket's p95 of five loads says so.
+  const counts = arms.map((m) => column(m, 'count'))
+  const lastAt = (arr) => arr.findLastIndex((v) => v !== null)
+  const at = (i) => arms.map((m, k) => {
+    const j = i === null ? lastAt(data[1 + 2 * k]) : i
+    const n = j < 0 ? null : counts[k][j]
+    return `${names[m]} p50 ${ms(j < 0 ? null : data[1 + 2 * k][j])} · p95 ${ms(j < 0 ? null : data[2 + 2 * k][j])}${n ? ` (${count(n)} load${n === 1 ? '' : 's'})` : ''}`
+  }).join('   ')
   const values = (i) => i === null
     ? `Latest  ${at(null)}`
     : `${new Date(xs[i] * 1000).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })}  ${at(i)}`
@@ -138,8 +144,10 @@ export function cdfChart (series, label, names = { h2: 'H2', h3: 'H3' }) {
   const xMin = Math.min(...arms.map((m) => p(m, 0) ?? Infinity))
   const data = [xs, ...arms.map((m) => cdf(m))]
   const share = (v) => (v === null || v === undefined ? '—' : `${Math.round(v * 100)}%`)
+  // Over every load that succeeded in the window, not matched rounds: said, with how many.
+  const loads = arms.map((m) => `${names[m]} ${count(series[m]?.count ?? 0)}`).join(' · ')
   const values = (i) => i === null
-    ? `Median  ${arms.map((m) => `${names[m]} ${ms(p(m, 0.5))}`).join(' · ')}   p95  ${arms.map((m) => `${names[m]} ${ms(p(m, 0.95))}`).join(' · ')}`
+    ? `Median  ${arms.map((m) => `${names[m]} ${ms(p(m, 0.5))}`).join(' · ')}   p95  ${arms.map((m) => `${names[m]} ${ms(p(m, 0.95))}`).join(' · ')}   over every load that succeeded (${loads}), not matched rounds`
     : `Within ${ms(xs[i])}  ${arms.map((m, k) => `${names[m]} ${share(data[1 + k][i])}`).join(' · ')} of loads`
   const readout = h('p', { class: 'readout', 'aria-hidden': 'true' }, values(null))
   const plot = h('div', { role: 'img', 'aria-label': `${label}: ${values(null)}` })
