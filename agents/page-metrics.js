@@ -202,7 +202,9 @@ export async function load (page, url, timeoutMs) {
  */
 function httpError (response, url) {
   const reason = response.statusText()
-  return `HTTP ${response.status()}${reason ? ` ${reason}` : ''}: ${url}`
+  // The URL that answered so: after redirects, not the one asked for.
+  const answered = response.url() || url
+  return `HTTP ${response.status()}${reason ? ` ${reason}` : ''}: ${answered}${answered === url ? '' : ` (redirected from ${url})`}`
 }
 
 /**

@@ -73,6 +73,9 @@ async function startOddPages () {
     // A page behind a login (HTTP Basic): the browser's login prompt held Firefox's load until its timeout.
     if (req.url === '/login') return res.writeHead(401, { 'www-authenticate': 'Basic realm="members", charset="UTF-8"', 'content-type': 'text/html' }).end('<!doctype html><p>please log in')
     if (req.url === '/members') return html('<a id="members" href="/login">members only</a>')
+    // A redirect to a page that fails: the error names the page that answered so.
+    if (req.url === '/to-error') return res.writeHead(302, { location: '/gone' }).end()
+    if (req.url === '/gone') return res.writeHead(500, { 'content-type': 'text/html' }).end('<!doctype html><p>broken')
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
     if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
     // A refresh due a little after the load, which the read of the metrics usually ends before.
@@ -135,7 +138,7 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
@@ -145,6 +148,8 @@ async function assertOddPages (base, run, { next = true } = {}) {
   assert.match(r['/report.pdf'].error, /^no page at https:\/\/\S+\/report\.pdf: the URL answered with application\/pdf, which the browser shows in its PDF viewer, not as a page \(what loads and paints is the viewer\); monitor a URL that answers with a page$/)
   assert.equal(r['/login'].status, 'error', `a login page: ${r['/login'].error}`)
   assert.match(r['/login'].error, /^HTTP 401: https:\/\/\S+\/login: the page asks for a login \(WWW-Authenticate: Basic realm="members", charset="UTF-8"\); runs send no credentials$/)
+  assert.equal(r['/to-error'].status, 'error')
+  assert.match(r['/to-error'].error, /^HTTP 500: https:\/\/\S+\/gone \(redirected from https:\/\/\S+\/to-error\)$/)
   assert.equal(r['/truncated'].status, 'error')
   assert.match(r['/truncated'].error, /^incomplete document: network error after the headers \(\S+\) .*: https:\/\/\S+\/truncated$/)
   for (const p of ['/script-leaves', '/refresh-leaves', '/refresh-later']) {
