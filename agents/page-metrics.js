@@ -308,7 +308,26 @@ function withoutFragment (url) {
  * @param {string | null | undefined} next where the page went, when known
  */
 export function leftError (url, next) {
-  return new PageLoadError(`the page navigated away by itself right after it loaded${next ? `, to ${next}` : ''}, before its metrics could be read: monitor the URL it goes to`, { url })
+  // A page that reloads itself goes to its own URL: no other to monitor.
+  const itself = next !== null && next !== undefined && sameDocument(next, url)
+  const advice = itself ? 'it reloads itself, so no load of it ends in a page that stays' : 'monitor the URL it goes to'
+  return new PageLoadError(`the page navigated away by itself right after it loaded${next ? `, to ${itself ? 'itself' : next}` : ''}, before its metrics could be read: ${advice}`, { url })
+}
+
+/**
+ * Whether two URLs name the same document (the fragment aside).
+ * @param {string} a
+ * @param {string} b
+ */
+function sameDocument (a, b) {
+  try {
+    const [x, y] = [new URL(a), new URL(b)]
+    x.hash = ''
+    y.hash = ''
+    return x.href === y.href
+  } catch {
+    return a === b
+  }
 }
 
 /**

@@ -78,6 +78,7 @@ async function startOddPages () {
     if (req.url === '/gone') return res.writeHead(500, { 'content-type': 'text/html' }).end('<!doctype html><p>broken')
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
     if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
+    if (req.url === '/refresh-itself') return html('<meta http-equiv="refresh" content="0"><p>again')
     // A refresh due a little after the load, which the read of the metrics usually ends before.
     if (req.url === '/refresh-later') return html('<meta http-equiv="Refresh" content=" 2.5 ; URL = \'/next\'"><p>you will be taken on shortly')
     // A page that reloads itself every half a minute stays.
@@ -138,7 +139,7 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
@@ -156,6 +157,9 @@ async function assertOddPages (base, run, { next = true } = {}) {
     assert.equal(r[p].status, 'error', p)
     assert.equal(r[p].error, `the page navigated away by itself right after it loaded, to ${base}/next, before its metrics could be read: monitor the URL it goes to`, p)
   }
+  // Going to itself, it has no other URL to monitor.
+  assert.equal(r['/refresh-itself'].status, 'error')
+  assert.equal(r['/refresh-itself'].error, 'the page navigated away by itself right after it loaded, to itself, before its metrics could be read: it reloads itself, so no load of it ends in a page that stays')
   assert.equal(r['/refresh-slowly'].status, 'ok', `a page that refreshes itself long after its load: ${r['/refresh-slowly'].error}`)
   assert.equal(r['/replaced'].status, 'ok', `a page replaced before its load event: ${r['/replaced'].error}`)
   assert.ok(r['/replaced'].ttfb_ms >= SLOW_MS - 100, `the page it was replaced by is the one measured: TTFB ${r['/replaced'].ttfb_ms} ms`)
