@@ -104,6 +104,12 @@ test('a path part longer than the router reads is a 400 naming the path, not a m
   assert.equal(res.json().field, 'id')
 })
 
+test('a query parameter given twice is a 400 that says so, naming it', async () => {
+  const res = await send({ path: '/api/v1/monitors/1/side-by-side?location=a&location=b' })
+  assert.equal(res.status, 400, res.text)
+  assert.deepEqual([res.json().field, res.json().message], ['location', 'querystring location is given 2 times; give it once'])
+})
+
 test('integer ids and parameters written other than in decimal digits are 400s naming the parameter, on every route', async () => {
   const m = await createMonitor(t.db, { url: 'https://example.com/ids', locations: ['local'] }, { allowPrivateTargets: true })
   const NOT_DECIMAL = ['1e0', '0x1', ' 1', '+1', '1 ', '1.0', '１']

@@ -39,7 +39,7 @@ export default fp(async (app) => {
       // 400 unless the route's schemaErrorFormatter chose another status
       // (the results route answers 422 for values out of range).
       const status = err.statusCode ?? 400
-      return reply.code(status).send({ statusCode: status, error: httpReason(status), message: describeValidation(err), field: fieldOf(err.validation[0]) ?? err.validationContext ?? 'body' })
+      return reply.code(status).send({ statusCode: status, error: httpReason(status), message: describeValidation(err, request), field: fieldOf(err.validation[0]) ?? err.validationContext ?? 'body' })
     }
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ err: err.message, url: request.routeOptions.url, method: request.method }, 'database unavailable')
@@ -153,11 +153,17 @@ export function rangeErrorsAre422 (errors, context) {
   return err
 }
 
-/** @param {any} err */
-function describeValidation (err) {
+/**
+ * @param {any} err
+ * @param {import('fastify').FastifyRequest} request
+ */
+function describeValidation (err, request) {
   const v = err.validation[0]
   const where = err.validationContext === 'body' ? '' : `${err.validationContext} `
   const field = fieldOf(v)
+  // A parameter given twice (?location=a&location=b) reaches the schema as a list.
+  const given = err.validationContext === 'querystring' && field ? /** @type {Record<string, unknown>} */ (request.query ?? {})[field] : undefined
+  if (v.keyword === 'type' && Array.isArray(given)) return `${where}${field} is given ${given.length} times; give it once`
   switch (v.keyword) {
     case 'additionalProperties': {
       const parent = (v.instancePath || '').replace(/^\//, '').replace(/\//g, '.')

@@ -224,7 +224,7 @@ function summary (monitors, settled) {
   const tile = (key, label) => h('div', { class: `stat ${VERDICT[key].cls}` },
     h('span', { class: 'stat-n' }, counts[key]), h('span', { class: 'stat-l' }, label))
   return h('div', { class: 'stats', role: 'group', 'aria-label': `At p95, across ${monitorsOk} monitors and ${total} monitor–location pairs` },
-    tile('h3_faster', 'pairs where H3 is clearly faster at p95'),
+    tile('h3_faster', `${counts.h3_faster === 1 ? 'pair' : 'pairs'} where H3 is clearly faster at p95`),
     tile('h3_slower', 'where H3 is clearly slower'),
     tile('no_clear_difference', 'no clear difference'),
     tile('insufficient_data', 'not enough data yet'),
