@@ -241,6 +241,13 @@ test('the story claims a majority only when its 95% interval lies above half: on
     { code: 'not_announced', text: 'The origin does not announce H3: users get H2 (49 of 49 visits that loaded)' })
 })
 
+test('the story of a location that makes first visits only (a WebPageTest agent) says so, not that its visits are too few', () => {
+  const view = (/** @type {number} */ visits, /** @type {number} */ loaded, /** @type {Record<string, number>} */ reasons = {}, h3 = 0) =>
+    ({ visits, loaded, h3, navigation_share: { rate: loaded ? h3 / loaded : null }, reasons })
+  const s = storyOf({ shares: { first: view(40, 40, { not_known: 40 }), returning: view(0, 0), repeat: view(0, 0) }, visits: { first: { failures: { h3: { attempted: 40, failed: 0 }, h2: { attempted: 40, failed: 0 } } } } })
+  assert.deepEqual(s, { code: 'first_visit_only', text: 'First visits only here (a WebPageTest agent makes no returning visit): what users get from their second visit on is not measured (0% of 40 first visits over H3)' })
+})
+
 test('a grey cell\'s reason agrees with the interval shown beside it: an interval that excludes 0 is not said to include it', () => {
   assert.deepEqual(noDifferenceReason({ ci_low_ms: -44.1, ci_high_ms: 3, p_adjusted: 0.01, delta_ms: -20 }, 1),
     { code: 'interval_includes_zero', text: 'the 95% interval includes 0' })

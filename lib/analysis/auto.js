@@ -59,6 +59,7 @@ export const STORIES = Object.freeze({
   h2_mostly: 'Users mostly get H2',
   no_data: 'No visit of the auto arm in the window',
   undecided: 'Too few visits to say what most users get',
+  first_visit_only: 'First visits only here (a WebPageTest agent makes no returning visit): what users get from their second visit on is not measured',
   page_fails: 'Most visits of the auto arm failed: users\' loads fail here'
 })
 
@@ -446,6 +447,12 @@ export function storyOf (e) {
   const h3Failures = e.visits.first.failures.h3
   if (confidentMajority(h3Failures.failed, h3Failures.attempted)) {
     return story('quic_blocked', ` (forced H3 failed in ${h3Failures.failed} of ${h3Failures.attempted} rounds)`)
+  }
+  // A location that makes first visits only (a WebPageTest agent) has no
+  // returning visit to tell the stories below: it says what it has.
+  if (!returning.visits && e.shares.first.loaded) {
+    const first = e.shares.first
+    return story('first_visit_only', ` (${pct(/** @type {number} */ (first.navigation_share.rate))} of ${first.loaded} first visit${first.loaded === 1 ? '' : 's'} over H3)`)
   }
   // The stories below say users get H2: most returning visits, confidently.
   if (!confidentMajority(returning.loaded - returning.h3, returning.loaded)) {
