@@ -34,12 +34,17 @@ const MAX_HOLDING = 1000
  *   stopTimeoutMs?: number,
  *   idlePollMs?: number,
  *   maxBackoffMs?: number,
- *   concurrency?: number
+ *   concurrency?: number,
+ *   location?: string | null,
+ *   onFatal?: ((err: Error) => void) | null
  * }} deps
  *   maxBackoffMs: the longest wait after failed API calls (the wait starts
- *   at 1 s and doubles up to it)
+ *   at 1 s and doubles up to it); location: the location it was started
+ *   for; onFatal: told when the agent cannot go on as started (its token
+ *   refused, or another location's), after it stopped claiming; without
+ *   it a refused token is logged and tried again
  */
-export function createAgent ({ client, spool, runJob, runTrial = null, log, version, browserVersion, browsers = null, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, maxBackoffMs = MAX_BACKOFF_MS, concurrency = 1 }) {
+export function createAgent ({ client, spool, runJob, runTrial = null, log, version, browserVersion, browsers = null, stopTimeoutMs = 20000, idlePollMs = IDLE_POLL_MS, maxBackoffMs = MAX_BACKOFF_MS, concurrency = 1, location: startedFor = null, onFatal = null }) {
   const abort = new AbortController()
   // This process, as its claims name it: rounds leased to it in an answer
   // it never got are handed back by the next claim (lib/store/jobs.js claimJobs).
@@ -291,6 +296,12 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
         const { jobs, trials, leaseSeconds, location, allowPrivateTargets } = await claim(concurrency - running.size)
         backoff = Math.min(maxBackoffMs, 1000)
+        const claimedFor = typeof location === 'string' ? location : location?.id
+        if (startedFor && claimedFor && claimedFor !== startedFor) {
+          // Measured as another location's rounds, filed under this one's name.
+          for (const job of jobs) await releaseJob(job.id, 'the agent\'s token is another location\'s')
+          return fatal(new Error(`the agent token belongs to location ${claimedFor}, but the agent was started for location ${startedFor} (--location): use a token of ${startedFor}, or start it with --location ${claimedFor}`))
+        }
         for (const trial of trials) startTrial(trial, allowPrivateTargets)
         if (jobs.length && abort.signal.aborted) {
           // Claimed while stop() was called: give them straight back.
@@ -308,12 +319,27 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
           running.set(job.id, { job, done })
         }
       } catch (/** @type {any} */ err) {
+        // An unknown or revoked token is refused for good: waiting changes nothing.
+        if (err instanceof ApiError && err.status === 401 && onFatal) {
+          return fatal(new Error(`the API refuses this agent's token (HTTP 401: unknown or revoked): ${err.message}; create one with "h3lens agents token --location <id>"`))
+        }
         if (err instanceof ApiError && err.status === 401) log.error({ err: err.message }, 'agent token refused; check H3LENS_AGENT_TOKEN')
         else log.warn({ err: err.message, retryInMs: backoff }, 'API call failed; backing off')
         await sleep(backoff, undefined, { signal: abort.signal }).catch(() => {})
         backoff = Math.min(maxBackoffMs, backoff * 2)
       }
     }
+  }
+
+  /**
+   * The agent cannot go on as it was started: it stops claiming and says
+   * why to whoever started it (onFatal), which stops it.
+   * @param {Error} err
+   */
+  function fatal (err) {
+    log.error({ err: err.message }, 'the agent cannot run as started')
+    abort.abort()
+    onFatal?.(err)
   }
 
   return {

@@ -21,10 +21,11 @@ import { VERSION } from '../lib/runtime/version.js'
 
 /**
  * @param {{ config: import('../lib/runtime/config.js').Config, log: import('pino').Logger, token: string, location: string,
- *   lab?: import('./job-runner.js').LabTarget | null, gate?: ReturnType<typeof import('../lib/runtime/gate.js').createGate> | null }} opts
+ *   lab?: import('./job-runner.js').LabTarget | null, gate?: ReturnType<typeof import('../lib/runtime/gate.js').createGate> | null,
+ *   onFatal?: ((err: Error) => void) | null }} opts onFatal: told when the agent cannot run as started (its token refused, or another location's)
  * @returns {Promise<{ stop: () => Promise<void>, flushSpool: () => Promise<boolean> }>}
  */
-export async function startAgent ({ config, log, token, location, lab = null, gate = null }) {
+export async function startAgent ({ config, log, token, location, lab = null, gate = null, onFatal = null }) {
   const agentLog = log.child({ agent: location })
   const ca = loadCa(config.caFile)
   const pool = createBrowserPool({ executablePath: config.chromiumPath, log: agentLog, dataDir: path.join(config.dataDir, 'agents', location) })
@@ -55,7 +56,9 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
     browserVersion: () => chromiumVersion(config.chromiumPath),
     browsers: firefoxPool ? ['chromium', 'firefox'] : ['chromium'],
     stopTimeoutMs: (config.stopTimeoutS ?? 20) * 1000,
-    concurrency: config.agentConcurrency ?? 1
+    concurrency: config.agentConcurrency ?? 1,
+    location,
+    onFatal
   })
   agent.start()
   agentLog.info({ api: config.apiUrl, browsers: firefoxPool ? 'chromium, firefox' : 'chromium', lab: lab ? `${lab.address}${lab.netns ? ` in ${lab.netns}` : ''}` : 'none' }, 'agent running')

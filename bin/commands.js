@@ -178,7 +178,19 @@ Options:
       }
       const [{ readLabTarget }, { startAgent }] = await Promise.all([import('./lab.js'), import('../agents/main.js')])
       const lab = await readLabTarget(config.dataDir, location)
-      const agent = await startAgent({ config, log: ctx.log, token, location, lab })
+      // A token the API refuses, or another location's, stops the agent with an error: waiting would change nothing.
+      const agent = await startAgent({
+        config,
+        log: ctx.log,
+        token,
+        location,
+        lab,
+        onFatal: (/** @type {Error} */ err) => {
+          console.error(`h3lens agent: ${err.message}`)
+          process.exitCode = 1
+          ctx.lifecycle.stopAll('failed').then(() => process.exit(1))
+        }
+      })
       ctx.lifecycle.add('agent', agent.stop)
     }
   },

@@ -4,9 +4,12 @@
 // the API's words, runs again as a new attempt and ends failed with that
 // cause, rather than being handed back to the agent and measured again and
 // again; the other rounds of the location go on. A heavy page's round, MBs
-// of request lists, is stored.
+// of request lists, is stored. An `h3lens agent` whose token is refused, or
+// another location's, stops saying so.
+// run-tests: concurrent — its processes are `h3lens agent`s refused at their first claim, before any browser starts
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -23,6 +26,7 @@ import { createAgent } from '../agents/agent.js'
 import { createApiClient } from '../agents/api-client.js'
 import { createSpool } from '../agents/spool.js'
 
+const ROOT = path.join(path.dirname(new URL(import.meta.url).pathname), '..')
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
 /** @param {string} measuredAt @param {object} [extra] */
@@ -211,6 +215,30 @@ test('a heavy page\'s round, over a MB of request lists, is stored through the s
     assert.deepEqual(rows.map((r) => r.n), [2500, 2500])
   } finally {
     await agent.stop()
+    await s.close()
+  }
+})
+
+test('`h3lens agent` with a token the API refuses, or another location\'s, stops with an error saying so, instead of waiting for ever', async () => {
+  const s = await setup()
+  try {
+    await s.db.query("INSERT INTO locations (id, name, region, kind) VALUES ('elsewhere', 'Elsewhere', 'Test', 'real') ON CONFLICT DO NOTHING")
+    /** @param {string[]} args */
+    const agent = (args) => new Promise((resolve) => {
+      const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'h3lens.js'), 'agent', '--api-url', s.apiUrl, '--data-dir', s.dataDir, '--log-level', 'silent', ...args],
+        { env: { ...process.env, H3LENS_FIREFOX: '' }, stdio: ['ignore', 'pipe', 'pipe'] })
+      let stderr = ''
+      child.stderr.on('data', (d) => { stderr += d })
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+      child.on('close', (code) => { clearTimeout(timer); resolve({ code, stderr }) })
+    })
+    const refused = /** @type {any} */ (await agent(['--token', 'not-a-token', '--location', 'local']))
+    assert.equal(refused.code, 1, refused.stderr)
+    assert.match(refused.stderr, /h3lens agent: the API refuses this agent's token \(HTTP 401: unknown or revoked\)/)
+    const mismatch = /** @type {any} */ (await agent(['--token', s.token, '--location', 'elsewhere']))
+    assert.equal(mismatch.code, 1, mismatch.stderr)
+    assert.match(mismatch.stderr, /h3lens agent: the agent token belongs to location local, but the agent was started for location elsewhere \(--location\)/)
+  } finally {
     await s.close()
   }
 })
