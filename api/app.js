@@ -203,7 +203,7 @@ export async function buildApp (context) {
     // Agents poll every few seconds; per-request info lines would drown the
     // log. Failures are logged by the error handler with request context.
     logController: new LogController({ disableRequestLogging: true }),
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Paths the router cannot read, answered like every other 400 (with the
     // field at fault) instead of Fastify's own shape.
     frameworkErrors: (error, request, reply) => {

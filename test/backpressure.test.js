@@ -16,7 +16,7 @@ import { eventually } from './helpers/process.js'
 import { freePort } from '../dev/free-port.js'
 import { createScheduler } from '../scheduler/scheduler.js'
 import { createMonitor } from '../lib/store/monitors.js'
-import { expireLeases, scheduleDueJobs } from '../lib/store/jobs.js'
+import { expireLeases, failStaleJobs, scheduleDueJobs } from '../lib/store/jobs.js'
 import { createAgentToken, touchAgent } from '../lib/store/agents.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { loadConfig } from '../lib/runtime/config.js'
@@ -130,6 +130,32 @@ test('an agent holding a round\'s lease is running though it has asked nothing f
   assert.match(rounds[1].last_error, /^skipped: location busy \(the round due at \S+Z was still running\)$/)
   const agents = (await t.app.inject({ url: '/api/v1/locations' })).json().items.find((/** @type {any} */ l) => l.id === 'bp-quiet')
   assert.equal(agents.capacity.agents_alive, 1, JSON.stringify(agents.capacity))
+})
+
+test('a round nobody claimed in time fails saying why: its monitor paused, no agent running, or none running its browser', async () => {
+  await upsertLocation(t.db, { id: 'bp-stale', name: 'Stale', region: 'Test', kind: 'lab' })
+  await upsertLocation(t.db, { id: 'bp-chromium', name: 'Chromium only', region: 'Test', kind: 'lab' })
+  const { agent } = await createAgentToken(t.db, { location: 'bp-chromium' })
+  await touchAgent(t.db, agent.id)
+  await t.db.query("UPDATE agents SET browsers = ARRAY['chromium'] WHERE id = $1", [agent.id])
+  const monitor = async (/** @type {string} */ location, /** @type {Record<string, any>} */ extra = {}) =>
+    createMonitor(t.db, { url: 'https://example.com/', interval_s: 3600, locations: [location], ...extra }, { allowPrivateTargets: true })
+  const paused = await monitor('bp-chromium')
+  const unstaffed = await monitor('bp-stale')
+  const firefox = await monitor('bp-chromium')
+  const stale = async (/** @type {number} */ monitorId, /** @type {string} */ location, browser = 'chromium') =>
+    (await t.db.query("INSERT INTO jobs (monitor_id, location_id, browser, due_at) VALUES ($1, $2, $3, now() - interval '1 day') RETURNING id", [monitorId, location, browser])).rows[0].id
+  const ids = [await stale(paused.id, 'bp-chromium'), await stale(unstaffed.id, 'bp-stale'), await stale(firefox.id, 'bp-chromium', 'firefox')]
+  await t.db.query('UPDATE monitors SET paused = true WHERE id = $1', [paused.id])
+  assert.ok(Number(await failStaleJobs(t.db)) >= 3)
+  const { rows } = await t.db.query('SELECT id, state, last_error FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id', [ids])
+  assert.deepEqual(rows.map((r) => [r.state, r.last_error]), [
+    ['failed', 'not claimed in time: its monitor was paused before an agent took the round'],
+    ['failed', 'not claimed in time: no agent is running for location bp-stale'],
+    ['failed', 'not claimed in time: no running agent of location bp-chromium runs firefox']
+  ])
+  // The other tests schedule every monitor's rounds: these have had theirs.
+  await t.db.query('UPDATE monitors SET paused = true WHERE id = ANY($1::bigint[])', [[unstaffed.id, firefox.id]])
 })
 
 test('back-pressure is decided when a round comes due, not when it is created ahead: a round that finishes in time lets the next one run', async () => {

@@ -52,6 +52,8 @@ test('every bad journey gets a 400 naming the step and field', async (s) => {
     ['an unknown journey field', { url: URL_, journey: { steps: [nav], retries: 3 } }, 'journey.retries', /not a field of a journey/],
     ['a step budget out of range', { url: URL_, journey: { steps: [nav], step_timeout_ms: 10 } }, 'journey.step_timeout_ms', /from 1000 to 60000/],
     ['a journey budget out of range', { url: URL_, journey: { steps: [nav], timeout_ms: 10_000_000 } }, 'journey.timeout_ms', /from 1000 to 180000/],
+    ['a step budget above the journey\'s', { url: URL_, journey: { steps: [nav], step_timeout_ms: 60_000, timeout_ms: 1000 } }, 'journey.step_timeout_ms', /at most the journey's timeout_ms \(1000\)/],
+    ['a wait longer than the journey', { url: URL_, journey: { steps: [nav, { action: 'wait_for', ms: 50_000 }], timeout_ms: 2000 } }, 'journey.steps[1].ms', /from 1 to 1999 \(under the step's budget, journey\.step_timeout_ms 2000\)/],
     ['a secret reference never stored', journey(nav, { action: 'type', selector: '#pw', secret: { stored: 's0123456789ab' } }), 'journey.steps[1].secret', /no secret s0123456789ab is stored/],
     ['a secret that is a number', journey(nav, { action: 'type', selector: '#pw', secret: 42 }), 'journey.steps[1].secret', /the secret as text/],
     ['YAML that does not parse', { url: URL_, journey: 'steps:\n  - action: navigate\n   url: /' }, 'journey', /not valid YAML or JSON at line 3/],

@@ -335,6 +335,12 @@ test('"try it": the location\'s agent runs the journey once in the H2 arm, shows
   assert.equal(failed.outcome.error, 'step 5 (click #no-such-login): no element matches #no-such-login within 1500 ms')
   assert.equal(failed.outcome.steps.at(-1).ok, false)
   assert.ok(failed.screenshot, 'a failed trial shows where it stopped')
+  // A selector no browser can read fails its step at once, saying so, not as a timeout.
+  const unreadable = shopJourney({ step_timeout_ms: 5000 })
+  unreadable.steps[4] = { action: 'click', selector: '[[[<>' }
+  const refused = await tryJourney({ journey: unreadable })
+  assert.equal(refused.outcome.status, 'error', refused.outcome.error)
+  assert.equal(refused.outcome.error, 'step 5 (click [[[<>): [[[<> is not a valid CSS selector')
 
   const bad = await call('/api/v1/journeys/trials', { method: 'POST', json: { location_id: 'lab-shop', url: `${origin.baseUrl}/`, journey: { steps: [{ action: 'click' }] } } })
   assert.equal(bad.status, 400)

@@ -187,11 +187,12 @@ test('results stored through the agent route increase h3lens_results_ingested_to
   assert.equal(await ingested('ok'), 1)
   assert.equal(await ingested('error'), 1)
 
-  // A resubmission that adds a result: with mixed statuses the API cannot
-  // tell which one was new, so it is counted as "unknown" rather than lost.
-  assert.deepEqual((await submit([...results, { ...ok('h2', 11), view: 'repeat' }])).json(), { stored: 1, duplicates: 2 })
+  // A resubmission that adds a result is refused (a round is stored whole) and counts nothing.
+  const more = await submit([...results, { ...ok('h2', 11), view: 'repeat' }])
+  assert.equal(more.statusCode, 409, more.body)
+  assert.equal(more.json().code, 'round_done')
   assert.equal(await ingested('ok'), 1)
-  assert.equal(await ingested('unknown'), 1)
+  assert.equal(await ingested('unknown'), 0)
 })
 
 test('request durations are labelled by route pattern; no label carries a raw URL or id', async () => {

@@ -8,6 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { answerOrNothing, CANCELLED_LOGIN, isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
 import { hasText } from '../page/has-text.js'
+import { selectorProblem } from '../page/selector-problem.js'
 
 /** How long after an action a navigation it started may begin (a form submit begins at once; a handler may wait a tick). */
 const NAVIGATION_GRACE_MS = 300
@@ -79,6 +80,7 @@ export const ACTION_RUNNERS = {
 
   async assert (step, { page, timeoutMs }) {
     const wanted = step.text ?? null
+    await checkSelector(page, /** @type {string} */ (step.selector))
     try {
       await page.waitForFunction(hasText, { timeout: timeoutMs, polling: 100 }, /** @type {string} */ (step.selector), wanted)
     } catch (err) {
@@ -110,6 +112,7 @@ export const ACTION_RUNNERS = {
  * @param {ActionContext} ctx
  */
 async function element (step, { page, timeoutMs }) {
+  await checkSelector(page, /** @type {string} */ (step.selector))
   try {
     const el = await page.waitForSelector(/** @type {string} */ (step.selector), { visible: true, timeout: timeoutMs })
     if (!el) throw new Error('not found')
@@ -118,6 +121,20 @@ async function element (step, { page, timeoutMs }) {
     if (/is not a valid selector|SyntaxError/.test(err.message)) throw new StepError(`${step.selector} is not a valid CSS selector`)
     throw timeoutOr(err, `no element matches ${step.selector} within ${timeoutMs} ms`)
   }
+}
+
+/**
+ * A selector the page's own CSS parser refuses fails its step at once, as
+ * an error: Puppeteer waits for it as for any, and the step read as a
+ * timeout ("no element matches [[[ within 15000 ms"). Puppeteer's own
+ * selectors (::-p-text(…), ::-p-aria(…), >>>) are left to it.
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} selector
+ */
+async function checkSelector (page, selector) {
+  if (/::-p-|>>>/.test(selector)) return
+  const problem = await page.evaluate(selectorProblem, selector)
+  if (problem) throw new StepError(`${selector} is not a valid CSS selector`)
 }
 
 /**

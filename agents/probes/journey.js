@@ -75,8 +75,12 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
       const timeoutMs = Math.floor(Math.min(journey.step_timeout_ms, left))
       const t0 = performance.now()
       try {
+        // The outcome names the step; its error says which budget ran out (not the slack the agent allows past it).
+        const budget = timeoutMs < journey.step_timeout_ms
+          ? `the ${timeoutMs} ms left of the journey's ${journey.timeout_ms} ms (timeout_ms)`
+          : `its ${timeoutMs} ms (step_timeout_ms)`
         const outcome = await withTimeout(ACTION_RUNNERS[step.action](step, { page, timeoutMs }), timeoutMs + ACTION_SLACK_MS,
-          describeStep(step, index), (message) => new StepError(message, { status: 'timeout' }))
+          describeStep(step, index), () => new StepError(`took longer than ${budget}`, { status: 'timeout' }))
         // A marker only bounds a named step: what the agent spends on it is
         // its own time, in no step (under a full test suite's load, 17 ms of
         // a journey's 3,977 ms), so the whole journey lasts its steps' sum.

@@ -13,6 +13,7 @@ import { isLabPage } from '../../lib/measurement/wpt/job.js'
 import { checkPublicTarget, targetPolicy } from '../../lib/measurement/targets.js'
 import { labFromOutside, readLabState } from '../../lib/runtime/lab-state.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
+import { RETRY_AFTER_S } from '../plugins/errors.js'
 
 /**
  * A result.zip holds the trace, screenshots and the net log of a run: a few
@@ -41,7 +42,8 @@ const plain = { 200: textBody('Empty, or a word the agent reads') }
 // request line and headers over 16 KB with 431.
 const tooLong = { 431: { $ref: 'error#', description: 'The query string is too long to read (the request line and headers are over 16 KB)' } }
 // What the agent hears when its location or key is wrong (admit, below);
-// schema errors in the query string are JSON, as on every route.
+// schema errors in the query string are JSON, as on every route, but
+// getwork.php's (in plain text: wptagent would run a JSON body).
 const refused = {
   ...tooLong,
   400: { $ref: 'badRequest#' },
@@ -145,7 +147,10 @@ export default async function wptRoutes (app) {
           description: 'One WPT test as JSON, or an empty text body when there is no work',
           content: { 'application/json': { schema: { type: 'object', additionalProperties: true } }, 'text/plain': { schema: { type: 'string', maxLength: 0 } } }
         },
-        ...refused
+        ...refused,
+        // In plain text: wptagent would read a JSON body as a test (the onSend hook above).
+        400: textBody('A query string this route cannot read, in words naming the field'),
+        503: textBody(`The database is unreachable; retry after Retry-After (${RETRY_AFTER_S} s)`)
       }
     }
   }, async (/** @type {AgentRequest<{ f?: string }>} */ request, reply) => {

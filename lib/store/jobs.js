@@ -541,17 +541,27 @@ export async function expireLeases (db) {
 }
 
 /**
- * Queued rounds nobody claimed in time become failed with a reason.
+ * Queued rounds nobody claimed in time become failed with the reason: the
+ * monitor paused before an agent took the round (agents claim no paused
+ * monitor's rounds), the location's agents busy, none of its running
+ * agents runs the round's browser, or none runs at all.
  * @param {import('pg').Pool} db
  */
 export async function failStaleJobs (db) {
   const { rowCount } = await db.query(
     `UPDATE jobs j SET state = 'failed', finished_at = now(), updated_at = now(),
-            last_error = 'not claimed in time: no agent is running for location ' || j.location_id
+            last_error = CASE
+              WHEN m.paused THEN 'not claimed in time: its monitor was paused before an agent took the round'
+              WHEN EXISTS (SELECT 1 FROM agents a WHERE a.location_id = j.location_id AND a.revoked_at IS NULL AND ${agentRunningSql('$3')}
+                             AND j.browser = ANY (a.browsers))
+                THEN 'not claimed in time: the agents of location ' || j.location_id || ' were busy with other rounds'
+              WHEN EXISTS (SELECT 1 FROM agents a WHERE a.location_id = j.location_id AND a.revoked_at IS NULL AND ${agentRunningSql('$3')})
+                THEN 'not claimed in time: no running agent of location ' || j.location_id || ' runs ' || j.browser
+              ELSE 'not claimed in time: no agent is running for location ' || j.location_id END
        FROM monitors m
       WHERE m.id = j.monitor_id AND j.state = 'queued' AND j.attempts = 0
         AND j.due_at < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
-    [STALE_MIN_S, STALE_INTERVALS])
+    [STALE_MIN_S, STALE_INTERVALS, AGENT_ALIVE_S])
   return rowCount
 }
 

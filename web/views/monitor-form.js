@@ -206,4 +206,6 @@ function focusFirst (el) {
   target?.focus?.()
 }
 
-const capitalise = (s) => s.charAt(0).toUpperCase() + s.slice(1)
+// A message that begins with the field it is about ("url: port 6000 …",
+// "journey.steps[0].selector: …") keeps the field's name as written.
+const capitalise = (s) => (/^[a-z_][\w.[\]]*:/.test(s) ? s : s.charAt(0).toUpperCase() + s.slice(1))

@@ -69,8 +69,12 @@ export function checkJourney (input, { url, field = 'journey' }) {
   for (const key of Object.keys(j)) {
     if (!['steps', 'step_timeout_ms', 'timeout_ms'].includes(key)) fail(`${field}.${key}`, 'not a field of a journey (steps, step_timeout_ms, timeout_ms)')
   }
-  const stepTimeoutMs = boundedInt(j.step_timeout_ms, JOURNEY_LIMITS.stepTimeoutMs, `${field}.step_timeout_ms`, fail)
   const timeoutMs = boundedInt(j.timeout_ms, JOURNEY_LIMITS.timeoutMs, `${field}.timeout_ms`, fail)
+  // A step has at most the whole journey's time: one given more is refused,
+  // the default is held to it.
+  const givenStep = j.step_timeout_ms !== undefined && j.step_timeout_ms !== null
+  const stepTimeoutMs = Math.min(boundedInt(j.step_timeout_ms, JOURNEY_LIMITS.stepTimeoutMs, `${field}.step_timeout_ms`, fail), givenStep ? Infinity : timeoutMs)
+  if (stepTimeoutMs > timeoutMs) fail(`${field}.step_timeout_ms`, `at most the journey's timeout_ms (${timeoutMs}): a step cannot take longer than the whole journey`)
   if (!Array.isArray(j.steps)) fail(`${field}.steps`, 'required: a list of steps, such as [{ action: navigate, url: / }]')
   const steps = /** @type {unknown[]} */ (j.steps)
   if (!steps.length) fail(`${field}.steps`, 'at least one step')
