@@ -49,6 +49,10 @@ test('the Real users page: regions with their share over H3 beside the lab, labe
     })
   })
   assert.ok(classes.flat().some((c) => c.includes('v-faster')), 'the handshake H3 saves shows somewhere')
+  // Each cell says the page views it rests on: its strata's, not the region's total.
+  const titles = await page.$$eval('.rum-regions tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td.assoc')].map((td) => td.getAttribute('title'))))
+  const first = summary.regions[0].comparison.ttfb_ms.find((row) => row.percentile === 50)
+  assert.match(titles[0][0], new RegExp(`rests on ${first.page_views.h3.toLocaleString('en-US')} page views over H3 and ${first.page_views.h2.toLocaleString('en-US')} over H2`))
   await page.waitForSelector('#rum-trend canvas')
   assert.ok(await page.$$eval('.rum-protocols tbody tr', (trs) => trs.length) >= 9, 'regions × browsers by protocol')
   await done()

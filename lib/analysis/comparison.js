@@ -92,7 +92,9 @@ export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
  * (DEFAULT_PERCENTILES) and any others asked. A cell's adjusted p-value,
  * and so its verdict, is then the same in every view that shows it (the
  * overview's p50 and p95, the monitor's table, an alert rule, the
- * cross-browser view), whichever percentiles the view asks for.
+ * cross-browser view), whichever of the default percentiles it asks for.
+ * Percentiles beyond them join the family, and may turn a verdict at the
+ * edge: the method says so.
  * @param {readonly number[]} asked
  */
 export function correctionFamily (asked) {
@@ -211,10 +213,11 @@ function method ({ analysis, timeoutMs, minEffect, percentiles, family, tables }
       'the rate being how fast the spread shrinks from a quarter of the subsample to all of it (½ for smooth timings); where it hardly shrinks (a percentile between a cache hit\'s and a miss\'s) ' +
       'or the timings are tied, the subsample must show the difference on its own too',
     percentiles: 'percentile_cont of the samples of the rounds used (H2, H3 and Δ from the same rounds)',
-    interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and window)`,
+    interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and location, not the window: the same rounds give the same interval in any window)`,
     verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (its column passes a Simes screen, Bonferroni over the columns, then Benjamini–Hochberg within the column), the interval excludes 0, ` +
       `|Δ| ≥ max(${minEffect.pct}% of H2, ${minEffect.ms} ms), and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')}); ` +
-      `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view` +
+      `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view that asks only for the default percentiles (the dashboard's do); ` +
+      'asking for others adds them to the column, which may turn a verdict at the edge' +
       (tables > 1 ? `; a journey's ${tables} tables (the whole journey and each named step) are read side by side, so the adjusted p-values are multiplied by ${tables} (Bonferroni)` : ''),
     paired_test: 'Wilcoxon signed-rank on per-round differences (H3 − H2; a round\'s median for multi-sample probes), Hodges–Lehmann shift with its 95% interval',
     unpaired: 'Mann–Whitney U and Cliff\'s δ on the same samples, unpaired, for description',

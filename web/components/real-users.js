@@ -27,13 +27,16 @@ export function associationCell (row, { compact = false } = {}) {
   const tested = row.verdict !== 'insufficient_data'
   const v = VERDICT[row.verdict] ?? VERDICT.insufficient_data
   const label = ASSOCIATION_LABEL[row.verdict] ?? row.verdict
-  const title = [`p${row.percentile}: ${label} (association)`, tested ? `95% ${msInterval(row.ci_low_ms, row.ci_high_ms)}` : null, row.reason, tested ? `strata: ${row.strata.join(', ')}` : null].filter(Boolean).join('; ')
+  const views = row.page_views ? `${count(row.page_views.h3)} page views over H3 and ${count(row.page_views.h2)} over H2` : null
+  const title = [`p${row.percentile}: ${label} (association)`, tested ? `95% ${msInterval(row.ci_low_ms, row.ci_high_ms)}` : null, row.reason, tested ? `strata: ${row.strata.join(', ')}` : null, views ? `rests on ${views}` : null].filter(Boolean).join('; ')
   return h('td', { class: `assoc ${tested ? verdictClass(row.verdict, row.delta_pct) : 'v-none'}`, title },
     row.delta_ms === null
       ? h('span', { class: 'muted' }, compact ? 'too few' : `too few page views (needs ${count(row.min_page_views)} per protocol in a stratum)`)
       : [
           h('span', { class: 'delta' }, tested ? h('span', { 'aria-hidden': 'true', class: 'glyph' }, v.glyph) : null, ` ${ms(row.delta_ms, { signed: true })} `, h('span', { class: 'pct' }, pct(row.delta_pct, { signed: true }))),
           compact ? null : h('span', { class: 'ci' }, ` 95% ${msInterval(row.ci_low_ms, row.ci_high_ms)}`),
+          // The page views this percentile rests on: its strata's, not the region's total.
+          compact ? null : h('span', { class: 'sub views' }, ` ${count(row.page_views.h3)} H3 / ${count(row.page_views.h2)} H2 views`),
           compact ? h('span', { class: 'sr-only' }, `, ${label}`) : h('span', { class: 'verdict-label' }, ` ${label}`)
         ])
 }
