@@ -217,6 +217,15 @@ describe('why a page came over its protocol', () => {
     const overH3 = protocolReason({ mode: 'auto', view: 'repeat', observed_protocol: 'h3', origins, requests_detail: [doc({ connection_reused: true, alternate_protocol_usage: null })] })
     assert.equal(overH3.code, 'reused')
   })
+  test('a plain http:// page says browsers speak H2 and H3 over https only, in every arm, not that QUIC was not used', () => {
+    for (const mode of ['h3', 'h2', 'auto']) {
+      const r = protocolReason({ mode, view: 'first', observed_protocol: 'http/1.1', origins: [], requests_detail: [doc({ url: 'http://shop.example/' })] })
+      assert.deepEqual([r.code, r.text], ['plain_http', 'HTTP/1.1: the page is plain http://, and browsers speak H2 and H3 over https:// only'], mode)
+    }
+    // Redirected to https, the page's own document decides.
+    const moved = protocolReason({ mode: 'h3', view: 'first', observed_protocol: 'h3', origins, requests_detail: [doc({ url: 'http://shop.example/', status: 301 }), doc({})] })
+    assert.equal(moved.code, 'forced_h3')
+  })
   test('a first visit\'s document on a connection a redirect opened keeps its own reason', () => {
     const first = protocolReason({ mode: 'auto', view: 'first', observed_protocol: 'h2', origins, requests_detail: [doc({ connection_reused: true, alternate_protocol_usage: 'mappingMissing' })] })
     assert.equal(first.code, 'not_known')

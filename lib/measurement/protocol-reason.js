@@ -47,6 +47,7 @@ export const PROTOCOL_REASONS = Object.freeze({
   forced_h3: 'H3: forced by the arm',
   quic_off: 'H2: QUIC switched off by the arm',
   fell_back: 'Not H3: the forced QUIC connection was not used',
+  plain_http: 'HTTP/1.1: the page is plain http://, and browsers speak H2 and H3 over https:// only',
   https_record: 'H3: announced by an HTTPS DNS record',
   alt_svc: 'H3: learnt from Alt-Svc',
   h3: 'H3',
@@ -81,6 +82,8 @@ export function protocolReason (run) {
   const forced = run.arm_protocol ?? (run.mode === 'auto' ? null : run.mode)
   const reason = (/** @type {string} */ code) => ({ code, text: PROTOCOL_REASONS[code], alternate_protocol_usage: usage, h3_announced: /** @type {ProtocolReason['h3_announced']} */ (announced) })
   if (protocol === null) return reason('failed')
+  // Neither arm can do anything for a page without TLS: it says so, not that QUIC was not used.
+  if (doc && /^http:/i.test(doc.url) && protocol !== 'h2' && protocol !== 'h3') return reason('plain_http')
   if (forced === 'h3') return reason(protocol === 'h3' ? 'forced_h3' : 'fell_back')
   if (forced === 'h2') return reason('quic_off')
   // A repeat view's document rides the connection its first view opened:
