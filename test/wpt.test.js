@@ -250,6 +250,9 @@ test('an A/A monitor sends both arms with its one protocol and judges both again
 test('a ping is a heartbeat and keeps the test\'s round leased', async () => {
   const m = await monitorWithRounds({})
   const job = (await getwork('spike8')).job
+  // A test keeps wptagent silent up to twice its time limit (the load, then its processing) beyond the lease setting.
+  const { rows: [given] } = await t.db.query('SELECT extract(epoch FROM lease_expires_at - now())::float8 AS s FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.ok(given.s > t.config.leaseSeconds + 2 * 60 - 10, `lease of ${given.s} s`)
   await t.db.query("UPDATE jobs SET lease_expires_at = now() + interval '1 second' WHERE monitor_id = $1", [m.id])
   const ping = recordedRequests('server-requests-run3.jsonl').find((r) => r.path.endsWith('/ping.php'))
   const res = await fetch(`${server}/work/ping.php?${new URLSearchParams({ ...ping.query, location: 'wpt-eu', pc: 'spike8', key, test: job['Test ID'] })}`)

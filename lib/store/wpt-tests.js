@@ -19,6 +19,13 @@ import { expectedProtocolFor } from '../measurement/modes.js'
 import { protocolReason } from '../measurement/protocol-reason.js'
 import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
 import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
+
+// How long a test may keep wptagent busy beyond the lease: its page's time
+// limit, then starting the browser, reading the trace and screenshots and
+// zipping them, which on a slow page took as long again (a page that never
+// answered: 154 s from getwork to workdone on a busy machine, against a
+// lease of 180 s). The agent says nothing in between.
+const WPT_TEST_SPAN_S = 2 * WPT_TEST_TIMEOUT_S
 import { wptScript } from '../measurement/wpt/journey-script.js'
 import { journeyResults } from '../measurement/wpt/journey-results.js'
 import { journeyTargets } from '../measurement/journey/steps.js'
@@ -52,7 +59,7 @@ const MAX_SKIPPED_PER_CLAIM = 10
  */
 export async function nextTest (db, { agent, leaseSeconds, random = Math.random, target = async () => null }) {
   await dropLostTests(db, agent)
-  const lease = leaseSeconds + WPT_TEST_TIMEOUT_S
+  const lease = leaseSeconds + WPT_TEST_SPAN_S
   const pending = await sendPending(db, { agent, lease, target })
   if (pending) return pending
   const claimed = await claimRound(db, { agent, lease })
@@ -194,7 +201,7 @@ export async function keepTestLeased (db, { agent, testId, leaseSeconds }) {
   await db.query(
     `UPDATE jobs j SET lease_expires_at = now() + make_interval(secs => $3), updated_at = now() FROM wpt_tests t
       WHERE t.test_id = $1 AND t.agent_id = $2 AND j.id = t.job_id AND j.state = 'leased' AND j.lease_owner = $2 AND j.attempts = t.attempt`,
-    [testId, agent.id, leaseSeconds + WPT_TEST_TIMEOUT_S])
+    [testId, agent.id, leaseSeconds + WPT_TEST_SPAN_S])
 }
 
 /**
