@@ -609,11 +609,16 @@ test('a long name without spaces breaks inside the page rather than widening it'
   }
 })
 
-test('at a phone\'s width (390 px) every page fits the window: the header and pickers wrap, wide tables scroll inside their panel', async () => {
-  for (const hash of ['#/', `#/monitors/${seeded.monitors[0].id}`, `#/results/${seeded.latestResultId}`, '#/new', '#/locations', '#/alerts', '#/rum']) {
-    const { page, done } = await open(hash, { width: 390 })
-    const [scrollWidth, clientWidth] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth])
-    assert.ok(scrollWidth <= clientWidth, `${hash}: the page is ${scrollWidth} px wide in a window of ${clientWidth} px`)
+test('at a phone\'s width (360 px) every page fits the window: the header and pickers wrap, wide tables scroll inside their panel', async () => {
+  for (const hash of ['#/', `#/monitors/${seeded.monitors[0].id}`, `#/results/${seeded.latestResultId}`, '#/new', `#/monitors/${seeded.monitors[0].id}/edit`, '#/locations', '#/alerts', '#/rum']) {
+    const { page, done } = await open(hash, { width: 360 })
+    const [scrollWidth, clientWidth, wide] = await page.evaluate(() => {
+      const width = document.documentElement.clientWidth
+      // The innermost elements past the window's edge, to say which.
+      const past = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > width + 0.5 && ![...e.children].some((c) => c.getBoundingClientRect().right > width + 0.5))
+      return [document.documentElement.scrollWidth, width, past.slice(0, 3).map((e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${e.className ? `.${String(e.className).split(' ').join('.')}` : ''}`)]
+    })
+    assert.ok(scrollWidth <= clientWidth, `${hash}: the page is ${scrollWidth} px wide in a window of ${clientWidth} px (${wide.join(', ')})`)
     await done()
   }
 })
