@@ -623,6 +623,25 @@ test('at a phone\'s width (360 px) every page fits the window: the header and pi
   }
 })
 
+test('a run of a deleted monitor says its monitor was deleted, instead of a link to a monitor that does not exist', async () => {
+  const auth = { authorization: `Bearer ${seeded.apiKey}` }
+  const created = await (await fetch(`${server.url}/api/v1/monitors`, {
+    method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: 'https://example.com/gone', label: 'soon gone', locations: ['lab-eu'], interval_s: 300, paused: true })
+  })).json()
+  const row = { time: new Date(Date.now() - 60e3).toISOString(), location_id: 'lab-eu', mode: 'h2', status: 'ok', observed_protocol: 'h2', ttfb_ms: 50, load_ms: 90 }
+  const imported = await fetch(`${server.url}/api/v1/monitors/${created.id}/results/import`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: `${JSON.stringify(row)}\n` })
+  assert.equal(imported.status, 200, await imported.text())
+  const [result] = (await (await apiGet(`/api/v1/monitors/${created.id}/results?limit=1`)).json()).items
+  assert.equal((await fetch(`${server.url}/api/v1/monitors/${created.id}`, { method: 'DELETE', headers: auth })).status, 204)
+  // The browser logs the monitor's 404, which is what says it was deleted.
+  const { page, done } = await open(`#/results/${result.id}`, { allow: [/status of 404/] })
+  await page.waitForSelector('[data-note="monitor-deleted"]')
+  assert.match(await page.$eval('.crumbs', (e) => e.textContent), new RegExp(`Monitor ${created.id} \\(deleted\\) / Run ${result.id}`))
+  assert.equal(await page.$$eval('.head-actions a', (els) => els.length), 0, 'no link back to a monitor that is gone')
+  await done()
+})
+
 test('a label with a right-to-left override reads as typed: it neither reverses itself nor the text after it', async () => {
   const created = await fetch(`${server.url}/api/v1/monitors`, {
     method: 'POST',

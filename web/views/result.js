@@ -15,7 +15,9 @@ const STATUS = { ok: 'ok', error: 'failed', timeout: 'timed out', protocol_misma
 
 export async function render (ctx) {
   const r = await api.result(ctx.params[0])
-  const [monitor, locations] = await Promise.all([api.monitor(r.monitor_id).catch(() => null), api.locations().catch(() => [])])
+  // A 404: the monitor was deleted (its results stay until retention); anything else: unknown.
+  const [monitor, locations] = await Promise.all([api.monitor(r.monitor_id).catch((err) => (err?.status === 404 ? 'deleted' : null)), api.locations().catch(() => [])])
+  const deleted = monitor === 'deleted'
   const loc = locations.find((l) => l.id === r.location_id)
   // The run's own RTT when the agent recorded it, else the location's profile.
   const rtt = r.rtt_ms > 0
@@ -24,7 +26,7 @@ export async function render (ctx) {
   // Results stored before the API checked their evidence's shape may hold anything there.
   const requests = Array.isArray(r.details?.requests) ? r.details.requests.filter((q) => q && typeof q === 'object') : []
   const quic = r.observed_protocol === 'h3'
-  const monitorName = monitor?.label || monitor?.url || `Monitor ${r.monitor_id}`
+  const monitorName = deleted ? `Monitor ${r.monitor_id} (deleted)` : monitor?.label || monitor?.url || `Monitor ${r.monitor_id}`
   // The page probe's forced arms may have frames (options.filmstrip); on
   // the waterfall's time axis (its last request's end) or the load's, whichever is later.
   const filmed = r.probe === 'page' && r.mode !== 'auto' && r.view === 'first'
@@ -50,13 +52,15 @@ export async function render (ctx) {
 
   return [
     h('div', { class: 'crumbs' }, h('a', { href: href('/') }, 'Overview'), ' / ',
-      h('a', { href: href(`/monitors/${r.monitor_id}`) }, monitorName), ` / Run ${r.id}`),
+      deleted ? h('span', {}, monitorName) : h('a', { href: href(`/monitors/${r.monitor_id}`) }, monitorName), ` / Run ${r.id}`),
     h('div', { class: 'page-head' },
       h('div', {},
         h('h1', {}, `${runName(r)} from ${loc?.name ?? r.location_id}`),
         h('p', { class: 'sub' }, timeEl(r.measured_at, new Date(r.measured_at).toLocaleString()), ` · ${r.probe} probe, ${r.view} view · `,
           'observed ', protocolBadge(r), ' · ', h('span', { class: r.status === 'ok' ? '' : 'bad' }, STATUS[r.status] ?? r.status))),
-      h('div', { class: 'head-actions' }, h('a', { class: 'button secondary', href: href(`/monitors/${r.monitor_id}`) }, 'Back to monitor'))),
+      h('div', { class: 'head-actions' }, deleted
+        ? h('p', { class: 'muted', 'data-note': 'monitor-deleted' }, 'Its monitor was deleted; this run is kept until the results retention removes it.')
+        : h('a', { class: 'button secondary', href: href(`/monitors/${r.monitor_id}`) }, 'Back to monitor'))),
     r.status !== 'ok'
       ? h('div', { class: 'notice warn', role: 'alert' }, h('strong', {}, r.status === 'protocol_mismatch' ? 'Fallback: ' : 'Error: '),
           r.error ?? (r.mode === 'auto' ? 'the page did not load' : `forced ${r.mode.toUpperCase()}, the page loaded over ${r.observed_protocol ?? 'nothing'}`),
