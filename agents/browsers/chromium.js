@@ -176,7 +176,11 @@ export function createBrowserPool ({
         pending.catch(() => { if (browsers.get(key) === pending) browsers.delete(key) })
       }
       const entry = await pending
-      if (entry.browser.connected) {
+      // A browser whose process has exited is dead though its DevTools pipe
+      // may not have said so yet (killed for not answering a moment ago).
+      const proc = entry.browser.process()
+      const exited = proc !== null && (proc.exitCode !== null || proc.signalCode !== null)
+      if (entry.browser.connected && !exited) {
         if (!pooled.has(entry.browser)) {
           pooled.add(entry.browser)
           entry.browser.once('disconnected', () => { pooled.delete(entry.browser); spares.delete(entry.browser) })
