@@ -30,7 +30,7 @@ import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
 import { protocolMatchesMode } from '../protocol.js'
 import { markConnectionReuse, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
-import { AGENT_ORIGIN, WPT_TEST_TIMEOUT_S } from './job.js'
+import { WPT_TEST_TIMEOUT_S } from './job.js'
 import { waitMark } from './journey-script.js'
 import { ValidationError } from '../../runtime/errors.js'
 
@@ -115,10 +115,8 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     }
     const row = resultFromDevtools(d, { mode, view: 'first', expected, trace: traces.get(n) ?? null })
     browserVersion ??= row.browser_version
-    const own = row.details.requests.filter((/** @type {Record<string, any>} */ q) => originOf(q.url) === AGENT_ORIGIN)
-    const requests = row.details.requests.filter((/** @type {Record<string, any>} */ q) => !own.includes(q))
-    row.bytes = Math.max(0, row.bytes - sum(own.map((/** @type {Record<string, any>} */ q) => q.bytes)))
-    row.details.origins = row.details.origins.filter((/** @type {Record<string, any>} */ o) => o.origin !== AGENT_ORIGIN)
+    // The agent's own requests (its step markers) are left out already (./devtools.js).
+    const requests = row.details.requests
     markConnectionReuse(requests, seenSockets)
     const navigated = Number.isInteger(page.final_base_page_request) && row.observed_protocol !== null
     const ms = positive(page.loadTime) ?? positive(page.fullyLoaded) ?? 0
