@@ -829,6 +829,17 @@ function pooledWorst (withData, percentiles, pairedParts) {
 }
 
 /**
+ * Stouffer's combination of tests that each weigh the same: each two-sided
+ * p-value as a z-score, signed by the direction of its effect, summed over
+ * the square root of their number.
+ * @param {{ p: number, direction: number }[]} parts direction: the effect, whose sign counts
+ */
+function stoufferZ (parts) {
+  const zs = parts.map(({ p, direction }) => Math.sign(direction || 0) * (p >= 1 ? 0 : -normalQuantile(Math.max(p, 1e-300) / 2)))
+  return zs.reduce((s, v) => s + v, 0) / Math.sqrt(parts.length)
+}
+
+/**
  * Stratified paired test: per-location signed-rank z-scores combined with
  * equal weight (Stouffer), and the mean of the per-location shifts with an
  * interval from their standard errors.
@@ -837,12 +848,7 @@ function pooledWorst (withData, percentiles, pairedParts) {
 function combinePaired (parts) {
   if (!parts.length) return emptyPaired()
   const z1 = normalQuantile(0.975)
-  const zs = parts.map((e) => {
-    const p = Math.max(e.paired.p, 1e-300)
-    const z = p >= 1 ? 0 : -normalQuantile(p / 2)
-    return Math.sign(e.paired.hodges_lehmann_ms || 0) * z
-  })
-  const z = zs.reduce((s, v) => s + v, 0) / Math.sqrt(parts.length)
+  const z = stoufferZ(parts.map((e) => ({ p: e.paired.p, direction: e.paired.hodges_lehmann_ms })))
   const hl = parts.reduce((s, e) => s + e.paired.hodges_lehmann_ms, 0) / parts.length
   const se = Math.sqrt(parts.reduce((s, e) => s + ((e.paired.ci_high_ms - e.paired.ci_low_ms) / (2 * z1)) ** 2, 0)) / parts.length
   return {
@@ -937,7 +943,7 @@ function withholdWhereLocationsDisagree (all, entries) {
   all.rows.forEach((/** @type {Row} */ row, /** @type {number} */ k) => {
     if (row.verdict !== VERDICTS.H3_FASTER && row.verdict !== VERDICTS.H3_SLOWER) return
     const cells = entries.map((e) => e.rows[k]).filter((/** @type {Row} */ r) => r.p_value !== null)
-    const z = cells.reduce((sum, /** @type {Row} */ r) => sum + Math.sign(r.delta_ms) * (r.p_value >= 1 ? 0 : -normalQuantile(Math.max(r.p_value, 1e-300) / 2)), 0) / Math.sqrt(cells.length)
+    const z = stoufferZ(cells.map((/** @type {Row} */ r) => ({ p: /** @type {number} */ (r.p_value), direction: r.delta_ms })))
     if (z * row.delta_ms >= 0) return
     const leaning = cells.filter((/** @type {Row} */ r) => Math.sign(r.delta_ms) === Math.sign(z)).length
     row.verdict = VERDICTS.NO_CLEAR_DIFFERENCE
