@@ -457,10 +457,9 @@ function mdnsRules () {
   return [`MAP *${MDNS_SUFFIX} ~NOTFOUND`, `MAP *${MDNS_SUFFIX}. ~NOTFOUND`]
 }
 
-/** @param {string} host a URL's host, lower case */
+/** @param {string} host a URL's host as targetHost gives it (lower case, no trailing dot) */
 function isMdnsName (host) {
-  const h = host.replace(/\.$/, '')
-  return h.endsWith(MDNS_SUFFIX)
+  return host.endsWith(MDNS_SUFFIX)
 }
 
 /**
