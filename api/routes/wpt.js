@@ -61,27 +61,33 @@ const refused = {
  */
 
 /**
+ * getwork.php's onSend: wptagent reads getwork's body as a test whatever
+ * its status, so an error answered in JSON (the database down while the
+ * API stops, a bad query) it would run. Its errors are plain text, as its
+ * 403 and 429 are: the agent finds no test in them, and a person reads
+ * them. (The agent reads no other answer's body; workdone's errors name
+ * their field in JSON.)
+ * @param {import('fastify').FastifyRequest} request
+ * @param {import('fastify').FastifyReply} reply
+ * @param {unknown} payload the serialised answer
+ */
+async function errorsInPlainText (request, reply, payload) {
+  if (reply.statusCode < 400 || !String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload
+  reply.type('text/plain; charset=utf-8')
+  try {
+    const body = JSON.parse(String(payload))
+    return `${body.message ?? body.error ?? ''}${body.field ? ` (${body.field})` : ''}`
+  } catch {
+    return ''
+  }
+}
+
+/**
  * @param {import('fastify').FastifyInstance} app see api/routes/monitors.js
  */
 export default async function wptRoutes (app) {
   await app.register(multipart, { limits: { fileSize: WPT_UPLOAD_LIMIT, files: 1, fields: 20, parts: 21 } })
   const failures = wrongKeyLimiter(app)
-  // wptagent reads getwork's body as a test whatever its status: an error
-  // answered in JSON (the database down while the API stops, a bad query)
-  // it would run. getwork's errors are plain text, as its 403 and 429 are:
-  // the agent finds no test in it, and a person reads it. (The agent reads
-  // no other answer's body; workdone's errors name their field in JSON.)
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode < 400 || request.routeOptions.url !== '/work/getwork.php') return payload
-    if (!String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload
-    reply.type('text/plain; charset=utf-8')
-    try {
-      const body = JSON.parse(String(payload))
-      return `${body.message ?? body.error ?? ''}${body.field ? ` (${body.field})` : ''}`
-    } catch {
-      return ''
-    }
-  })
   // A round's page is checked again when it is sent, through the resolver the API's settings name.
   const policy = targetPolicy(app.config)
 
@@ -138,6 +144,7 @@ export default async function wptRoutes (app) {
   }
 
   app.get('/work/getwork.php', {
+    onSend: errorsInPlainText,
     schema: {
       description: 'wptagent asks for work. Answers one WPT test as JSON (one arm of an h3lens round: its page load, or its journey as a WPT script), or an empty body when there is none.',
       tags,
@@ -148,7 +155,7 @@ export default async function wptRoutes (app) {
           content: { 'application/json': { schema: { type: 'object', additionalProperties: true } }, 'text/plain': { schema: { type: 'string', maxLength: 0 } } }
         },
         ...refused,
-        // In plain text: wptagent would read a JSON body as a test (the onSend hook above).
+        // In plain text: wptagent would read a JSON body as a test (errorsInPlainText).
         400: textBody('A query string this route cannot read, in words naming the field'),
         503: textBody(`The database is unreachable; retry after Retry-After (${RETRY_AFTER_S} s)`)
       }
