@@ -310,12 +310,24 @@ test('H3 failing at one location fires h3_failure and error_rate there; a thresh
   assert.equal((await api('DELETE', `/api/v1/channels/${closed.id}`)).status, 204)
 })
 
-test('a location with due rounds and no results goes silent', async () => {
+/**
+ * A monitor at one location, and a location_silent rule (15 minutes, one
+ * evaluation) on it that notifies a receiver of its own.
+ * @param {string} name
+ * @param {string} location
+ * @param {number} intervalS
+ */
+async function silentRule (name, location, intervalS) {
   const receiver = await startReceiver()
-  const channel = await webhook(receiver, 'silent')
-  const created = await api('POST', '/api/v1/monitors', { url: 'https://silent.h3lens.test/', label: 'silent', locations: [CAL_A.id], interval_s: 60 })
+  const channel = await webhook(receiver, name)
+  const created = await api('POST', '/api/v1/monitors', { url: `https://${name}.h3lens.test/`, label: name, locations: [location], interval_s: intervalS })
   assert.equal(created.status, 201)
   const rule = (await api('POST', '/api/v1/alert-rules', { kind: 'location_silent', monitor_id: created.body.id, window_s: 900, evaluations: 1, channels: [channel.id] })).body
+  return { receiver, monitor: created.body, rule }
+}
+
+test('a location with due rounds and no results goes silent', async () => {
+  const { receiver, rule } = await silentRule('silent', CAL_A.id, 60)
   await tickAt(Date.now()) // schedules the first round; no agent answers
   assert.deepEqual((await alertsOf(rule.id)).current, [], 'rounds due for less than 15 minutes are not silence')
   await tickAt(Date.now() + 16 * MIN)
@@ -327,16 +339,12 @@ test('a location with due rounds and no results goes silent', async () => {
 })
 
 test('a location that answered its hourly round is not silent: a round is answered by its own result, whenever it was due', async () => {
-  const receiver = await startReceiver()
-  const channel = await webhook(receiver, 'hourly')
-  const created = await api('POST', '/api/v1/monitors', { url: 'https://hourly.h3lens.test/', label: 'hourly', locations: [CAL_B.id], interval_s: 3600 })
-  assert.equal(created.status, 201)
-  const rule = (await api('POST', '/api/v1/alert-rules', { kind: 'location_silent', monitor_id: created.body.id, window_s: 900, evaluations: 1, channels: [channel.id] })).body
+  const { receiver, monitor, rule } = await silentRule('hourly', CAL_B.id, 3600)
   const start = Date.now()
   await tickAt(start) // schedules the hour's round
   const token = await t.agentToken(CAL_B.id)
   const claim = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${token}` }, payload: { limit: 5 } })
-  const jobs = claim.json().jobs.filter((/** @type {any} */ j) => j.monitor_id === created.body.id)
+  const jobs = claim.json().jobs.filter((/** @type {any} */ j) => j.monitor_id === monitor.id)
   assert.equal(jobs.length, 1, claim.body)
   const stored = await t.app.inject({
     method: 'POST', url: `/api/v1/agent/jobs/${jobs[0].id}/results`, headers: { authorization: `Bearer ${token}` },
