@@ -145,10 +145,10 @@ function noBase (view, page) {
 }
 
 /**
- * @param {any} url a request's full_url
+ * @param {any} url a URL the agent wrote (a request's full_url), or anything
  * @returns {string} its origin, or '' when it is none
  */
-function originOf (url) {
+export function originOf (url) {
   if (typeof url !== 'string') return ''
   try { return new URL(url).origin } catch { return '' }
 }

@@ -29,7 +29,7 @@ import { describeStep, namedSteps } from '../journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
 import { protocolMatchesMode } from '../protocol.js'
-import { markConnectionReuse, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
+import { markConnectionReuse, originOf, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
 import { WPT_TEST_TIMEOUT_S } from './job.js'
 import { waitMark } from './journey-script.js'
 import { ValidationError } from '../../runtime/errors.js'
@@ -274,11 +274,6 @@ function mergeOrigins (origins) {
     if (o.alt_svc && !seen.alt_svc) Object.assign(seen, { alt_svc: o.alt_svc, h3_advertised: o.h3_advertised })
   }
   return [...byOrigin.values()].slice(0, 200)
-}
-
-/** @param {string} url */
-function originOf (url) {
-  try { return new URL(url).origin } catch { return '' }
 }
 
 // v: a value of the agent's JSON, not yet checked.
