@@ -45,7 +45,7 @@ import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicR
 import { IPV4_RANGES } from '../lib/measurement/addresses.js'
 import { buildAnswer, parseQuery, RCODE, TYPE_A, TYPE_AAAA } from './dns-message.js'
 import { loopbackCertificate } from './loopback-cert.js'
-import { proxyScriptPrefs } from '../lib/measurement/browsers/firefox.js'
+import { PAC_PORT_OF, proxyScriptPrefs } from '../lib/measurement/browsers/firefox.js'
 import { WEBRTC_POLICY } from '../lib/measurement/browsers/chromium.js'
 import { parseAltSvc } from '../lib/measurement/alt-svc.js'
 
@@ -428,13 +428,8 @@ export function literalPatterns () {
 export function proxyAutoConfig ({ names, refuseTo, resolver }) {
   return `var PATTERNS = ${JSON.stringify(literalPatterns())};
 var NAMES = ${JSON.stringify(names)};
-var RESOLVER = ${JSON.stringify(resolver ?? null)};
-var DEFAULT_PORTS = { http: 80, ws: 80, https: 443, wss: 443 };
-function portOf (url) {
-  var m = /^([a-z][a-z0-9+.-]*):\\/\\/(?:\\[[^\\]]*\\]|[^\\/:?#]*)(?::(\\d+))?/i.exec(url);
-  if (!m) return -1;
-  return m[2] ? Number(m[2]) : (DEFAULT_PORTS[m[1].toLowerCase()] || -1);
-}
+var RESOLVER = ${JSON.stringify(resolver ? { name: resolver.name, port: String(resolver.port) } : null)};
+${PAC_PORT_OF}
 function globMatch (p, s) {
   if (!p.length) return !s.length;
   var c = p.charAt(0);

@@ -206,6 +206,19 @@ export function proxyScriptPrefs (script) {
 }
 
 /**
+ * Proxy auto-config source of `portOf(url)`: the port a URL names, or its
+ * scheme's default, as text. Firefox gives a script an https URL as
+ * scheme://host[:port]/ only. For the lab's script and the private-target
+ * guard's (agents/target-guard.js).
+ */
+export const PAC_PORT_OF = `function portOf (url) {
+  var authority = url.slice(url.indexOf('://') + 3).split('/')[0];
+  authority = authority.slice(authority.lastIndexOf('@') + 1);
+  var colon = authority.lastIndexOf(':');
+  return colon > authority.lastIndexOf(']') ? authority.slice(colon + 1) : (/^(https|wss):/i.test(url) ? '443' : '80');
+}`
+
+/**
  * The proxy auto-config script of a lab run (labPrefs): the lab's host
  * names on `port` go direct, everything else to NOWHERE's port. Firefox
  * gives the script an https URL as scheme://host[:port]/ only.
@@ -215,13 +228,10 @@ export function labProxyAutoConfig ({ port }) {
   const nowhere = new URL(NOWHERE)
   return `var NAMES = ${JSON.stringify(LAB_HOSTNAMES)};
 var PORT = ${JSON.stringify(port === null ? null : String(port))};
+${PAC_PORT_OF}
 function FindProxyForURL (url, host) {
   var h = host.toLowerCase().replace(/\\.$/, '');
-  var authority = url.slice(url.indexOf('://') + 3).split('/')[0];
-  authority = authority.slice(authority.lastIndexOf('@') + 1);
-  var colon = authority.lastIndexOf(':');
-  var port = colon > authority.lastIndexOf(']') ? authority.slice(colon + 1) : (/^(https|wss):/i.test(url) ? '443' : '80');
-  return NAMES.indexOf(h) >= 0 && (PORT === null || port === PORT) ? 'DIRECT' : 'PROXY ${nowhere.hostname}:${nowhere.port}';
+  return NAMES.indexOf(h) >= 0 && (PORT === null || portOf(url) === PORT) ? 'DIRECT' : 'PROXY ${nowhere.hostname}:${nowhere.port}';
 }
 `
 }
