@@ -342,6 +342,19 @@ test('"try it": the location\'s agent runs the journey once in the H2 arm, shows
   assert.equal(refused.outcome.status, 'error', refused.outcome.error)
   assert.equal(refused.outcome.error, 'step 5 (click [[[<>): [[[<> is not a valid CSS selector')
 
+  // A page that sends itself on by script: each step asks the page that is there.
+  const hopping = await tryJourney({
+    journey: {
+      steps: [
+        { action: 'navigate', url: '/shop/hop.html?n=60' },
+        ...Array.from({ length: 20 }, () => ({ action: 'wait_for', selector: '#hops' })),
+        { action: 'assert', selector: '#hops', text: 'Arrived' }
+      ],
+      step_timeout_ms: 10_000
+    }
+  })
+  assert.equal(hopping.outcome.status, 'ok', hopping.outcome.error)
+
   const bad = await call('/api/v1/journeys/trials', { method: 'POST', json: { location_id: 'lab-shop', url: `${origin.baseUrl}/`, journey: { steps: [{ action: 'click' }] } } })
   assert.equal(bad.status, 400)
   assert.equal(JSON.parse(bad.text).field, 'journey.steps[0].selector')

@@ -14,6 +14,8 @@ import { selectorProblem } from '../page/selector-problem.js'
 const NAVIGATION_GRACE_MS = 300
 /** wait_for network_idle: this long without a request in flight. */
 const NETWORK_IDLE_MS = 500
+/** Chromium's answer to a question asked of a document that a navigation has just replaced. */
+const DOCUMENT_REPLACED = /Execution context was destroyed|Cannot find context with specified id/
 
 export class StepError extends Error {
   /**
@@ -80,7 +82,7 @@ export const ACTION_RUNNERS = {
 
   async assert (step, { page, timeoutMs }) {
     const wanted = step.text ?? null
-    await checkSelector(page, /** @type {string} */ (step.selector))
+    await checkSelector(page, /** @type {string} */ (step.selector), timeoutMs)
     try {
       await page.waitForFunction(hasText, { timeout: timeoutMs, polling: 100 }, /** @type {string} */ (step.selector), wanted)
     } catch (err) {
@@ -112,7 +114,7 @@ export const ACTION_RUNNERS = {
  * @param {ActionContext} ctx
  */
 async function element (step, { page, timeoutMs }) {
-  await checkSelector(page, /** @type {string} */ (step.selector))
+  await checkSelector(page, /** @type {string} */ (step.selector), timeoutMs)
   try {
     const el = await page.waitForSelector(/** @type {string} */ (step.selector), { visible: true, timeout: timeoutMs })
     if (!el) throw new Error('not found')
@@ -130,11 +132,38 @@ async function element (step, { page, timeoutMs }) {
  * selectors (::-p-text(…), ::-p-aria(…), >>>) are left to it.
  * @param {import('puppeteer-core').Page} page
  * @param {string} selector
+ * @param {number} timeoutMs the step's time
  */
-async function checkSelector (page, selector) {
+async function checkSelector (page, selector, timeoutMs) {
   if (/::-p-|>>>/.test(selector)) return
-  const problem = await page.evaluate(selectorProblem, selector)
+  const problem = await askPage(page, timeoutMs, selectorProblem, selector)
   if (problem) throw new StepError(`${selector} is not a valid CSS selector`)
+}
+
+/**
+ * Evaluate `fn` in the page; when a navigation replaces the document while
+ * it is asked (a page that sends itself on by script, a navigation that
+ * began after NAVIGATION_GRACE_MS on a busy machine), ask the document that
+ * follows, within the step's time.
+ * @template {unknown[]} A
+ * @template R
+ * @param {import('puppeteer-core').Page} page
+ * @param {number} timeoutMs
+ * @param {(...args: A) => R} fn
+ * @param {A} args
+ * @returns {Promise<Awaited<R>>}
+ */
+async function askPage (page, timeoutMs, fn, ...args) {
+  const until = performance.now() + timeoutMs
+  for (;;) {
+    try {
+      return /** @type {Awaited<R>} */ (await page.evaluate(/** @type {any} */ (fn), ...args))
+    } catch (/** @type {any} */ err) {
+      if (!DOCUMENT_REPLACED.test(String(err?.message))) throw err
+      if (performance.now() >= until) throw new StepError(`the page kept navigating for ${timeoutMs} ms`, { status: 'timeout', cause: err })
+      await sleep(20)
+    }
+  }
 }
 
 /**

@@ -11,6 +11,9 @@
 //   /shop/account      "Account" and a search form (#q, #search), for a
 //                      signed-in visitor; anyone else is sent to the form
 //   /shop/search?q=    the products whose name contains q (#results)
+//   /shop/hop.html?n=  a page that sends itself on by script n times, as a
+//                      sign-in redirect in script does, then says "Arrived"
+//                      (#hops)
 import { randomBytes } from 'node:crypto'
 import { gradientPng } from './png.js'
 
@@ -51,6 +54,14 @@ const loginForm = (/** @type {string} */ note) => `${note}<form method="post" ac
 </form>
 `
 
+const HOPS = `<p id="hops">…</p>
+<script>
+const n = Number(new URLSearchParams(location.search).get('n')) || 0
+if (n > 0) setTimeout(() => location.replace('?n=' + (n - 1)), 10)
+else document.querySelector('#hops').textContent = 'Arrived'
+</script>
+`
+
 /**
  * The shop's files, by URL path.
  * @returns {Record<string, Buffer>}
@@ -58,6 +69,7 @@ const loginForm = (/** @type {string} */ note) => `${note}<form method="post" ac
 export function shopFiles () {
   return {
     '/shop/login.html': Buffer.from(shopPage({ title: 'Log in', body: loginForm('') })),
+    '/shop/hop.html': Buffer.from(shopPage({ title: 'On the way', body: HOPS })),
     '/shop/shop.css': Buffer.from('body{font:16px/1.5 sans-serif;margin:2rem auto;max-width:40rem;color:#222}' +
       'header{display:flex;gap:.5rem;align-items:center;font-weight:bold}label{display:block;margin:.5rem 0}' +
       'input{margin-left:.5rem}#results li{margin:.25rem 0}\n'),
