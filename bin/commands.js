@@ -128,12 +128,16 @@ ${commonHelp}`,
     }
   },
   scheduler: {
-    summary: 'turns monitors into jobs, expires leases (several may run)',
+    summary: 'rounds, leases, rollups, alerts and webhooks, pruning (several may run)',
     options: { ...common },
     usage: `Usage: h3lens scheduler [options]
 
 Creates each monitor's rounds on time, returns expired leases to the queue and
-fails rounds nobody claimed. Any number of replicas may run at once.
+fails rounds nobody claimed; folds the trends' rollups, evaluates the alert
+rules and delivers their webhooks; deletes finished jobs, real-user beacons
+and filmstrip frames past their retention. Any number of replicas may run at
+once. It reads H3LENS_PAGE_TIMEOUT_MS, H3LENS_ALLOW_PRIVATE_TARGETS,
+H3LENS_DNS_SERVERS and H3LENS_PUBLIC_URL too: give it the API's.
 
 Options:
 ${commonHelp}`,
@@ -160,12 +164,13 @@ them. The agent has no database access. For lab locations it reads the lab
 state written by "h3lens lab" from the data dir.
 
 Options:
-  --api-url URL           API base URL (H3LENS_API_URL, default http://127.0.0.1:$PORT)
+  --api-url URL           API base URL (H3LENS_API_URL, default http://127.0.0.1:$PORT;
+                          https with H3LENS_TLS_CERT)
   --token TOKEN           agent token (H3LENS_AGENT_TOKEN) from "h3lens agents token"
   --token-file FILE       or a file holding it (H3LENS_AGENT_TOKEN_FILE), as "h3lens agents enrol" writes
   --location ID           location id (H3LENS_LOCATION)
-  --data-dir DIR          spool and browser profiles (H3LENS_DATA_DIR)
-  --log-level LEVEL       (LOG_LEVEL)`,
+  --data-dir DIR          spool and browser profiles (H3LENS_DATA_DIR, default .h3lens)
+  --log-level LEVEL       (LOG_LEVEL, default info)`,
     run: async (values) => {
       const flags = { ...values, 'api-url': values['api-url'] }
       const ctx = boot(flags, 'h3lens-agent')
@@ -173,7 +178,7 @@ Options:
       const token = config.agentToken = await readAgentToken(config)
       const location = config.location
       if (!token || !location) {
-        const missing = [!token && 'H3LENS_AGENT_TOKEN (--token)', !location && 'H3LENS_LOCATION (--location)'].filter(Boolean)
+        const missing = [!token && 'H3LENS_AGENT_TOKEN (--token) or H3LENS_AGENT_TOKEN_FILE (--token-file)', !location && 'H3LENS_LOCATION (--location)'].filter(Boolean)
         throw Object.assign(new Error(`the agent needs ${missing.join(' and ')}; create a token with "h3lens agents token --location <id>"`), { userFacing: true })
       }
       const [{ readLabTarget }, { startAgent }] = await Promise.all([import('./lab.js'), import('../agents/main.js')])
@@ -233,9 +238,9 @@ the lab state to <data dir>/lab/state.json for agents.
 devices, linkem and Caddy processes.
 
 Options:
-  --lab MODE              auto|regions|local (H3LENS_LAB)
-  --data-dir DIR          (H3LENS_DATA_DIR)
-  --log-level LEVEL       (LOG_LEVEL)`,
+  --lab MODE              auto|regions|local (H3LENS_LAB, default auto)
+  --data-dir DIR          (H3LENS_DATA_DIR, default .h3lens)
+  --log-level LEVEL       (LOG_LEVEL, default info)`,
     run: async (values, positionals) => {
       const sub = positionals[0] ?? 'up'
       const { runLab, labDownCommand } = await import('./lab.js')
@@ -310,8 +315,10 @@ are kept in the location's profile.
 Options:
   --location ID           the location the token or key is bound to (enrol: several, ID=REGION)
   --token-dir DIR         enrol: where the token files go
-  --region TEXT           create the location (kind "real", or "wpt" for wpt-key) if it does not exist yet
-  --name NAME             a name for the agent (default <location>-agent)
+  --region TEXT           token, wpt-key: create the location (kind "real", or "wpt" for wpt-key)
+                          if it does not exist yet (enrol takes ID=REGION instead)
+  --name NAME             token: a name for the agent (default <location>-agent; enrol always
+                          names it so)
   --wpt-shaping on|off    wpt-key: shape the location's WebPageTest tests (default off)
   --wpt-browser NAME      wpt-key: the browser its WebPageTest agents run (default Chrome)
 ${commonHelp}`,
@@ -390,8 +397,9 @@ ${commonHelp}`,
        h3lens keys revoke ID
 
 API keys for the REST API and the dashboard, sent as "Authorization: Bearer
-<key>". A read key may call every GET; a write key may also add, change and
-delete monitors. "create" prints the key once (only a hash is stored);
+<key>". A read key may call every GET; a write key may also make every other
+request (monitors, alert rules and channels, imports, real-user sites,
+locations). "create" prints the key once (only a hash is stored);
 "revoke" stops a key at once. Reading needs no key when H3LENS_PUBLIC_READ=true.
 
 Options:

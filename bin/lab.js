@@ -108,6 +108,7 @@ export async function readLabTarget (dataDir, location) {
  * @param {Parameters<typeof startLabEnvironment>[0]} ctx
  */
 export async function runLab (ctx) {
+  if (ctx.config.lab === 'off') throw Object.assign(new Error('"h3lens lab" starts a lab, and H3LENS_LAB (--lab) is off: give auto, regions or local'), { userFacing: true })
   ctx.lifecycle.add('data dir lock', claimDataDir(ctx.config.dataDir, 'lab'))
   const lab = await startLabEnvironment(ctx)
   console.log(`lab origin: ${lab.origin.baseUrl} on Caddy ${lab.origin.labOrigin.version} (maps to the lab via --host-resolver-rules)`)

@@ -101,7 +101,21 @@ test('an empty H3LENS_FIREFOX turns Firefox off, as documented; unset, it is Deb
 test('agent without token or location says what it needs', () => {
   const r = run(['agent'], { H3LENS_AGENT_TOKEN: '', H3LENS_LOCATION: '' })
   assert.notEqual(r.status, 0)
-  assert.match(r.stderr, /needs H3LENS_AGENT_TOKEN \(--token\) and H3LENS_LOCATION \(--location\)/)
+  assert.match(r.stderr, /needs H3LENS_AGENT_TOKEN \(--token\) or H3LENS_AGENT_TOKEN_FILE \(--token-file\) and H3LENS_LOCATION \(--location\)/)
+})
+
+test('h3lens lab with the lab off says so instead of starting one', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-lab-off-'))
+  try {
+    for (const [args, env] of [[['lab', '--lab', 'off'], {}], [['lab'], { H3LENS_LAB: 'off' }]]) {
+      const r = run([...args, '--data-dir', dataDir], env)
+      assert.equal(r.status, 1, r.stderr)
+      assert.match(r.stderr, /"h3lens lab" starts a lab, and H3LENS_LAB \(--lab\) is off: give auto, regions or local/)
+      assert.ok(!fs.existsSync(path.join(dataDir, 'lab')), 'no lab was started')
+    }
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
 })
 
 test('migrate, agents token and rollups rebuild work against DATABASE_URL', async () => {

@@ -6,10 +6,10 @@ import { VARIABLES } from './config.js'
 
 /**
  * H3LENS_ variables that are no settings yet are h3lens's own: what it sets
- * for the Chromium it starts in a lab namespace, and what tests and benches
- * read (docs/TESTING.md).
+ * for the Chromium it starts in a lab namespace, what tests and benches read
+ * (docs/TESTING.md), and what docker-compose.yml reads (docs/DEPLOY.md).
  */
-const OWN_VARIABLES = ['H3LENS_NETNS', 'H3LENS_JOURNEY_SCREENSHOTS']
+const OWN_VARIABLES = ['H3LENS_NETNS', 'H3LENS_JOURNEY_SCREENSHOTS', 'H3LENS_COMPOSE_FIREFOX']
 const OWN_PREFIXES = ['H3LENS_TEST_', 'H3LENS_FUZZ_', 'H3LENS_BENCH_']
 
 /**
