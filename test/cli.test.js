@@ -107,7 +107,7 @@ test('agent without token or location says what it needs', () => {
 test('h3lens lab with the lab off says so instead of starting one', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-lab-off-'))
   try {
-    for (const [args, env] of [[['lab', '--lab', 'off'], {}], [['lab'], { H3LENS_LAB: 'off' }]]) {
+    for (const { args, env } of [{ args: ['lab', '--lab', 'off'], env: {} }, { args: ['lab'], env: { H3LENS_LAB: 'off' } }]) {
       const r = run([...args, '--data-dir', dataDir], env)
       assert.equal(r.status, 1, r.stderr)
       assert.match(r.stderr, /"h3lens lab" starts a lab, and H3LENS_LAB \(--lab\) is off: give auto, regions or local/)

@@ -19,9 +19,10 @@ import { measure, emptyResult, reuseOf } from '../measure.js'
 import { ACTION_RUNNERS, StepError } from '../journey/actions.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, withTimeout } from '../page-metrics.js'
 import { maskFields } from '../page/mask-fields.js'
-import { describeStep, MARKERS, namedSteps } from '../../lib/measurement/journey/steps.js'
+import { describeStep, judgedOrigins, MARKERS, namedSteps } from '../../lib/measurement/journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../../lib/measurement/probes/journey.js'
 import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
+import { originOf } from '../../lib/measurement/origin.js'
 import { round } from '../../lib/measurement/units.js'
 import { MIN_LOAD_MS } from '../round-budget.js'
 
@@ -217,20 +218,6 @@ function judgeProtocol (r, requests, protocol, judged, fallback) {
   r.observed_protocol = (wrong ?? own[0])?.protocol ?? fallback ?? null
   r.protocol_ok = !wrong && protocolMatchesMode(r.observed_protocol, protocol)
   r.status = r.protocol_ok ? 'ok' : 'protocol_mismatch'
-}
-
-/**
- * @param {RunnableJourney} journey
- * @param {string} url the monitor URL
- * @param {string[]} forced origins the arm forces beyond them
- */
-function judgedOrigins (journey, url, forced) {
-  return new Set([url, ...journey.steps.flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : [])), ...forced].map(originOf))
-}
-
-/** @param {string} url */
-function originOf (url) {
-  try { return new URL(url).origin } catch { return '' }
 }
 
 /**

@@ -15,6 +15,7 @@ import { listMonitors } from '../store/monitors.js'
 import { screenedBenjaminiHochberg, wilsonInterval } from './stats/index.js'
 import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, cellVerdict } from './comparison.js'
 import { minRoundsFor } from '../measurement/metrics.js'
+import { originOf } from '../measurement/origin.js'
 import { autoShares } from './auto.js'
 import { combinedContrast, percentileIntervals, stratifiedContrast } from './rum-strata.js'
 
@@ -205,18 +206,13 @@ function allRegions (regions, percentiles) {
 async function labShares (db, site, { from, to, monitor: beside }) {
   const monitor = beside
     ? (beside.modes?.includes('auto') ? beside : null)
-    : (await listMonitors(db)).find((m) => m.modes?.includes('auto') && site.origins.includes(originOf(m.url) ?? ''))
+    : (await listMonitors(db)).find((m) => m.modes?.includes('auto') && site.origins.includes(originOf(m.url)))
   if (!monitor) return null
   const shares = await autoShares(db, { monitorId: monitor.id, from, to })
   return {
     monitor,
     shares: new Map([...shares].map(([id, s]) => [id, { monitor_id: monitor.id, first: s.first.navigation_share, returning: s.returning.navigation_share, returning_visits: s.returning.loaded }]))
   }
-}
-
-/** @param {string} url */
-export function originOf (url) {
-  try { return new URL(url).origin } catch { return null }
 }
 
 /** @param {number[]} percentiles */

@@ -5,6 +5,7 @@
 // switch; the auto arm's is the browser's own choice, which is what it
 // measures.
 import { normalizeProtocol } from './protocol.js'
+import { originOf } from './origin.js'
 
 /**
  * Chromium's alternateProtocolUsage values (DevTools Network.Response), what
@@ -107,9 +108,4 @@ export function protocolReason (run) {
 function documentRequest (requests) {
   const docs = requests.filter((r) => r.type === 'Document')
   return docs.find((r) => r.status !== null && r.status !== undefined && ((r.status >= 200 && r.status < 300) || r.status === 304)) ?? docs[0] ?? null
-}
-
-/** @param {string} url */
-function originOf (url) {
-  try { return new URL(url).origin } catch { return null }
 }

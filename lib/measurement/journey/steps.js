@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml'
 import { ValidationError } from '../../runtime/errors.js'
 import { badPortReason } from '../ports.js'
 import { JOURNEY_LIMITS, STEP_NAME } from '../probes/journey.js'
+import { originOf } from '../origin.js'
 
 /**
  * Each action's fields: `required` all, `oneOf` exactly one, `optional` any.
@@ -278,4 +279,16 @@ function secretField (v, at, fail) {
   }
   fail(at, 'the secret as text (stored encrypted, never shown again), or { stored: <reference> } to keep the one stored')
   throw new Error('unreachable')
+}
+
+/**
+ * The origins whose requests a journey's protocol is judged by: the
+ * monitor's, each navigate step's, and those the arm forces beyond them.
+ * @param {{ steps: readonly { action: string, url?: string }[] }} journey
+ * @param {string} url the monitor URL
+ * @param {readonly string[]} forced
+ * @returns {Set<string>}
+ */
+export function judgedOrigins (journey, url, forced) {
+  return new Set([url, ...journey.steps.flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : [])), ...forced].map(originOf))
 }

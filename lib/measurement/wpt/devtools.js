@@ -13,6 +13,7 @@ import { COLUMN_METRICS, TIMING_COLUMNS } from '../metrics.js'
 import { navigationTimings } from './navigation.js'
 import { tracePhases, traceTtfb } from './trace.js'
 import { AGENT_ORIGIN } from './job.js'
+import { originOf } from '../origin.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
 const CONTENT_ERROR = 99999
@@ -142,15 +143,6 @@ function noBase (view, page) {
   return view === 'repeat' && loaded
     ? 'the repeat view recorded no request for the page: the browser took it from its cache, so there is no network load to compare'
     : 'the agent recorded no base-page request'
-}
-
-/**
- * @param {any} url a URL the agent wrote (a request's full_url), or anything
- * @returns {string} its origin, or '' when it is none
- */
-export function originOf (url) {
-  if (typeof url !== 'string') return ''
-  try { return new URL(url).origin } catch { return '' }
 }
 
 /**

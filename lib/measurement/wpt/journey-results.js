@@ -25,11 +25,12 @@
 // before it stand, and those after it say they were not counted (the agent
 // may have run them; h3lens counts a journey up to its first failure).
 import { MAX_ERROR_LENGTH, storableText } from '../../runtime/text.js'
-import { describeStep, namedSteps } from '../journey/steps.js'
+import { describeStep, judgedOrigins, namedSteps } from '../journey/steps.js'
+import { originOf } from '../origin.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
 import { protocolMatchesMode } from '../protocol.js'
-import { markConnectionReuse, originOf, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
+import { markConnectionReuse, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
 import { WPT_TEST_TIMEOUT_S } from './job.js'
 import { waitMark } from './journey-script.js'
 import { ValidationError } from '../../runtime/errors.js'
@@ -71,7 +72,7 @@ const NOTHING_LOADED_HINT = /** @type {Record<string, string>} */ (Object.freeze
  */
 export function journeyResults (journey, recorded, devtools, { mode, expected, agentError = null, url, forcedOrigins, labels = [], traces = new Map() }) {
   const protocol = expected ?? 'auto'
-  const judged = new Set([url, ...journey.steps.flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : [])), ...forcedOrigins].map(originOf))
+  const judged = judgedOrigins(journey, url, forcedOrigins)
   /** @type {Set<number>} the sockets of the journey's steps so far */
   const seenSockets = new Set()
   /** @type {Map<number, Recorded>} by journey step index */
