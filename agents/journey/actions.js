@@ -14,6 +14,8 @@ import { selectorProblem } from '../page/selector-problem.js'
 const NAVIGATION_GRACE_MS = 300
 /** wait_for network_idle: this long without a request in flight. */
 const NETWORK_IDLE_MS = 500
+/** Puppeteer's answer to a selector no browser can read. */
+const INVALID_SELECTOR = /is not a valid selector|SyntaxError/
 /** Chromium's answer to a question asked of a document that a navigation has just replaced. */
 const DOCUMENT_REPLACED = /Execution context was destroyed|Cannot find context with specified id/
 
@@ -116,11 +118,11 @@ export const ACTION_RUNNERS = {
 async function element (step, { page, timeoutMs }) {
   await checkSelector(page, /** @type {string} */ (step.selector), timeoutMs)
   try {
-    const el = await page.waitForSelector(/** @type {string} */ (step.selector), { visible: true, timeout: timeoutMs })
+    const el = await onTheDocumentThere(page, timeoutMs, (ms) => page.waitForSelector(/** @type {string} */ (step.selector), { visible: true, timeout: ms }))
     if (!el) throw new Error('not found')
     return el
   } catch (/** @type {any} */ err) {
-    if (/is not a valid selector|SyntaxError/.test(err.message)) throw new StepError(`${step.selector} is not a valid CSS selector`)
+    if (INVALID_SELECTOR.test(err.message)) throw new StepError(`${step.selector} is not a valid CSS selector`)
     throw timeoutOr(err, `no element matches ${step.selector} within ${timeoutMs} ms`)
   }
 }
@@ -136,33 +138,38 @@ async function element (step, { page, timeoutMs }) {
  */
 async function checkSelector (page, selector, timeoutMs) {
   if (/::-p-|>>>/.test(selector)) return
-  const problem = await askPage(page, timeoutMs, selectorProblem, selector)
+  const problem = await onTheDocumentThere(page, timeoutMs, () => page.evaluate(selectorProblem, selector))
   if (problem) throw new StepError(`${selector} is not a valid CSS selector`)
 }
 
 /**
- * Evaluate `fn` in the page; when a navigation replaces the document while
- * it is asked (a page that sends itself on by script, a navigation that
- * began after NAVIGATION_GRACE_MS on a busy machine), ask the document that
- * follows, within the step's time.
- * @template {unknown[]} A
- * @template R
+ * Run `attempt` (given the step's time left) and, when a navigation of the
+ * top frame replaced the document while it ran (a page that sends itself on
+ * by script, a navigation that began after NAVIGATION_GRACE_MS on a busy
+ * machine), run it again on the document that follows, within the step's
+ * time. A wait that timed out is not run again.
+ * @template T
  * @param {import('puppeteer-core').Page} page
  * @param {number} timeoutMs
- * @param {(...args: A) => R} fn
- * @param {A} args
- * @returns {Promise<Awaited<R>>}
+ * @param {(msLeft: number) => Promise<T>} attempt
+ * @returns {Promise<T>}
  */
-async function askPage (page, timeoutMs, fn, ...args) {
+async function onTheDocumentThere (page, timeoutMs, attempt) {
   const until = performance.now() + timeoutMs
   for (;;) {
+    let navigated = false
+    const onNavigated = (/** @type {import('puppeteer-core').Frame} */ frame) => { if (frame === page.mainFrame()) navigated = true }
+    page.on('framenavigated', onNavigated)
     try {
-      return /** @type {Awaited<R>} */ (await page.evaluate(/** @type {any} */ (fn), ...args))
+      return await attempt(Math.max(1, until - performance.now()))
     } catch (/** @type {any} */ err) {
-      if (!DOCUMENT_REPLACED.test(String(err?.message))) throw err
+      const replaced = navigated || DOCUMENT_REPLACED.test(`${err?.message} ${err?.cause?.message}`)
+      if (!replaced || err?.name === 'TimeoutError' || err instanceof StepError || INVALID_SELECTOR.test(String(err?.message))) throw err
       if (performance.now() >= until) throw new StepError(`the page kept navigating for ${timeoutMs} ms`, { status: 'timeout', cause: err })
-      await sleep(20)
+    } finally {
+      page.off('framenavigated', onNavigated)
     }
+    await sleep(20)
   }
 }
 
