@@ -103,7 +103,11 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
       pool: runPool, url: job.url, extraFlags, ...firefoxLab, netns, timeoutMs, log, guard: runGuard, lab: isLab,
       forceOrigins: [...new Set([...(chain?.origins ?? []), ...journeyOrigins])].filter((o) => o.startsWith('https:'))
         .concat(options.force_quic === 'all' ? (job.force_quic_origins ?? []) : []),
-      altSvc: chain?.altSvc ?? null
+      altSvc: chain?.altSvc ?? null,
+      // The auto arm's visits run in browsers just started (agents/visits.js);
+      // the forced arms of its rounds do too, so the arms differ in their
+      // protocol and not in how warm their browser was.
+      freshBrowser: (job.modes ?? []).includes('auto')
     }
     const capture = (/** @type {'run' | 'rerun'} */ kind, /** @type {string} */ probe, /** @type {string} */ mode) => ({ dir: netlogDir, jobId: job.id, probe, mode, kind, rttMs, uploadNetlog, log })
 

@@ -44,6 +44,7 @@ const versions = new WeakMap()
  *   guard?: import('./target-guard.js').TargetGuard | null,
  *   lab?: boolean,
  *   profile?: string | null,
+ *   freshBrowser?: boolean,
  *   deadline?: number | null,
  *   log?: import('pino').Logger
  * }} MeasureOptions
@@ -53,6 +54,10 @@ const versions = new WeakMap()
  * lab: the page is a lab origin (lib/measurement/browsers/chromium.js modeFlags says what that changes);
  * profile: run in a browser of its own on this profile (pool.newProfile),
  *   in its default context, so what the browser learns outlives it;
+ * freshBrowser: run in a browser of its own, just started, as the auto arm's
+ *   visits are, so that a round's arms are compared like with like (a pooled
+ *   browser that has loaded pages for a while is faster at its next load than
+ *   one just started: bench/fresh-browser.js);
  * deadline: when the run's arm's time budget ends (Date.now() scale, agents/round-budget.js), for
  *   measurements of several loads;
  * filmstrip: capture the first view's frames (agents/filmstrip.js): the
@@ -85,11 +90,11 @@ const versions = new WeakMap()
  * @returns {Promise<Record<string, any>[]>} the result, then any in `extra`
  */
 export async function measure (opts, steps) {
-  const { pool, url, mode, netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', view = 'first', profile = null, log = pino({ level: 'silent' }) } = opts
+  const { pool, url, mode, netns = null, forceOrigins = [], altSvc = null, netlogFile = null, guard = null, probe = 'page', view = 'first', profile = null, freshBrowser = false, log = pino({ level: 'silent' }) } = opts
   const protocol = opts.protocol ?? mode
   const plan = runPlan({ ...opts, pool, protocol, url, netns, forceOrigins, guard, netlogFile })
   const { spec } = plan
-  const dedicated = plan.dedicated || Boolean(profile)
+  const dedicated = plan.dedicated || Boolean(profile) || freshBrowser
   const since = Date.now()
   const result = emptyResult(mode, plan.flags, { probe, view })
   const forced = forcedOrigins(protocol, url, { forceOrigins })

@@ -144,6 +144,12 @@ describe('the normal path, the UDP-blocked path and an origin without H3, side b
     const doc = back.details.requests.find((q) => q.type === 'Document')
     assert.equal(doc.protocol, 'h3')
     assert.equal(doc.connection_reused, false, 'a returning visit starts without live connections')
+    // The forced arms of a round with the auto arm run in browsers just
+    // started, as its visits do, not in the pool's warm ones (which say which
+    // pooled context they took): the arms differ in their protocol only.
+    const { items: forced } = await get(`/api/v1/monitors/${monitor.id}/results?limit=100&mode=h2`)
+    assert.equal(forced.length, ROUNDS)
+    for (const r of forced) assert.equal((await get(`/api/v1/results/${r.id}`)).details.context, undefined, 'no pooled context')
 
     const answer = await get(`/api/v1/monitors/${monitor.id}/auto?percentiles=50`)
     const [loc] = answer.locations
