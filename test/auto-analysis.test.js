@@ -103,7 +103,7 @@ test('the H3 share of each visit: navigations with a Wilson interval, bytes with
   assert.equal(first.byte_share.n, 31)
   assert.deepEqual([repeat.visits, repeat.navigation_share.rate, repeat.byte_share.rate, repeat.byte_share.n], [0, null, null, 0])
 
-  assert.deepEqual(loc.story, { code: 'h3_returning', text: 'Users get H3 from their second visit on (80% of 30 returning visits)' })
+  assert.deepEqual(loc.story, { code: 'h3_returning', text: 'Users get H3 from their second visit on (80% of 30 returning visits that loaded; 1 of 31 failed)' })
 })
 
 test('auto against both forced arms per visit, paired per round, and the received gain', async () => {

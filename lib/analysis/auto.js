@@ -196,15 +196,22 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
       .sort((a, b) => b.rounds - a.rounds)
   }
   const attempted = (/** @type {number} */ i) => [...table].filter(([k]) => k.split('|')[i] !== 'missing').reduce((n, [, v]) => n + v, 0)
-  const failing = (/** @type {number} */ i) => [...table].filter(([k]) => ['failed', 'unsupported'].includes(k.split('|')[i])).reduce((n, [, v]) => n + v, 0)
+  // A forced arm that fell back to the other protocol did not load as forced: it fails, as in the comparison.
+  const failing = (/** @type {number} */ i) => [...table].filter(([k]) => ['failed', 'unsupported', 'fallback'].includes(k.split('|')[i])).reduce((n, [, v]) => n + v, 0)
   const failures = Object.fromEntries(ARMS.map((arm, i) => [arm, { attempted: attempted(i), failed: failing(i), rate: wilsonInterval(failing(i), attempted(i)) }]))
   if (!used.length) {
+    // An arm that failed in every round it was tried in: more rounds add
+    // nothing while it does, and the reason says so rather than asking for them.
+    const alwaysFailed = ARMS.filter((arm) => failures[arm].attempted > 0 && failures[arm].failed === failures[arm].attempted)
+    const never = alwaysFailed.length
+      ? `${alwaysFailed.map((arm) => arm === 'auto' ? 'the auto arm' : `forced ${arm.toUpperCase()}`).join(' and ')} did not load in any round (${failures[alwaysFailed[0]].failed} of ${failures[alwaysFailed[0]].attempted}), so no round has all three arms loaded; more rounds add none while that lasts`
+      : null
+    const reason = lacking.length
+      ? `this monitor does not run the ${lacking.join(' and ')} arm, and the auto arm is compared with both forced arms: add ${lacking.join(' and ')} to its modes`
+      : never ?? `no round in which all three arms loaded${total ? ` (of ${total} in the window)` : ''}`
     return {
-      rounds, failures, insufficient_data: true,
-      reason: lacking.length
-        ? `this monitor does not run the ${lacking.join(' and ')} arm, and the auto arm is compared with both forced arms: add ${lacking.join(' and ')} to its modes`
-        : `no round in which all three arms loaded${total ? ` (of ${total} in the window)` : ''}`,
-      rows: percentiles.map((p) => emptyVisitRow(p, 0))
+      rounds, failures, insufficient_data: true, reason,
+      rows: percentiles.map((p) => emptyVisitRow(p, 0, never))
     }
   }
   const enough = used.length >= MIN_ROUNDS
@@ -436,7 +443,9 @@ export function storyOf (e) {
   }
   const share = returning.navigation_share.rate
   const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
-  const visitsWord = (/** @type {number} */ n) => `${n} returning visit${n === 1 ? '' : 's'}`
+  // The returning visits that did not load are said beside the share of those that did.
+  const notLoaded = returning.visits - returning.loaded
+  const visitsWord = (/** @type {number} */ n) => `${n} returning visit${n === 1 ? '' : 's'}${notLoaded > 0 ? ` that loaded; ${notLoaded} of ${returning.visits} failed` : ''}`
   if (confidentMajority(returning.h3, returning.loaded)) return story('h3_returning', ` (${pct(share)} of ${visitsWord(returning.loaded)})`)
   /** @type {Record<string, number>} */
   const reasons = {}
@@ -446,7 +455,7 @@ export function storyOf (e) {
   if (confidentMajority(reasons.not_announced ?? 0, loaded)) return story('not_announced', ` (${reasons.not_announced} of ${loaded} visit${loaded === 1 ? '' : 's'} that loaded)`)
   const h3Failures = e.visits.first.failures.h3
   if (confidentMajority(h3Failures.failed, h3Failures.attempted)) {
-    return story('quic_blocked', ` (forced H3 failed in ${h3Failures.failed} of ${h3Failures.attempted} rounds)`)
+    return story('quic_blocked', ` (forced H3 failed or fell back in ${h3Failures.failed} of ${h3Failures.attempted} rounds)`)
   }
   // A location that makes first visits only (a WebPageTest agent) has no
   // returning visit to tell the stories below: it says what it has.
@@ -469,9 +478,10 @@ export function storyOf (e) {
 /**
  * @param {number} p
  * @param {number} rounds
+ * @param {string | null} [why] the reason, when it is not too few rounds
  */
-function emptyVisitRow (p, rounds) {
-  const reason = insufficientReason(p, rounds)
+function emptyVisitRow (p, rounds, why = null) {
+  const reason = why ?? insufficientReason(p, rounds)
   const empty = (/** @type {{ arm: string, ref: string }} */ c) => ({
     arm: c.arm, ref: c.ref, delta_ms: null, delta_pct: null, ref_ms: null, ci_low_ms: null, ci_high_ms: null, p_value: null, p_adjusted: null,
     verdict: CONTRAST_VERDICTS.INSUFFICIENT_DATA, reason

@@ -56,7 +56,9 @@ export const PROTOCOL_REASONS = Object.freeze({
   tcp_won: 'H2: TCP won the race',
   not_announced: 'H2: the origin does not announce H3',
   not_known: 'H2: the origin was not yet known to speak H3',
-  reused: 'The connection the first view opened, reused: no new choice of protocol',
+  learnt_unused: 'H2: the first visit learnt H3 from Alt-Svc, but this visit did not use it (QUIC failed, or was not tried)',
+  h1: 'HTTP/1.1: the origin answered without H2 or H3',
+  reused: 'The connection the view before it opened, reused: no new choice of protocol',
   failed: 'No protocol: the load failed'
 })
 
@@ -96,6 +98,10 @@ export function protocolReason (run) {
   if (protocol === 'h3') return reason(announced === 'https-record' ? 'https_record' : usage?.startsWith('alternativeJob') || (run.protocol_usage_unreported && advertised) ? 'alt_svc' : 'h3')
   if (usage === 'broken') return reason('broken')
   if (usage === 'mainJobWonRace') return reason('tcp_won')
+  // A returning visit to an origin whose Alt-Svc the first visit saw knew
+  // of H3, whatever the browser reports (Firefox reports nothing).
+  if (run.view === 'returning' && origin && (run.learnt_alt_svc ?? []).includes(origin)) return reason('learnt_unused')
+  if (protocol !== 'h2' && !advertised) return reason('h1')
   return reason(advertised ? 'not_known' : 'not_announced')
 }
 

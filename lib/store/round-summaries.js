@@ -231,8 +231,8 @@ export async function readVisitRounds (db, w) {
 export async function forcedFailures (db, { monitorId, from, to, browser }) {
   const { rows } = await db.query(
     `SELECT location_id,
-            count(*) FILTER (WHERE h2_state IS NOT NULL)::int AS h2_attempted, count(*) FILTER (WHERE h2_state IN ('failed', 'unsupported'))::int AS h2_failed,
-            count(*) FILTER (WHERE h3_state IS NOT NULL)::int AS h3_attempted, count(*) FILTER (WHERE h3_state IN ('failed', 'unsupported'))::int AS h3_failed
+            count(*) FILTER (WHERE h2_state IS NOT NULL)::int AS h2_attempted, count(*) FILTER (WHERE h2_state IN ('failed', 'unsupported', 'fallback'))::int AS h2_failed,
+            count(*) FILTER (WHERE h3_state IS NOT NULL)::int AS h3_attempted, count(*) FILTER (WHERE h3_state IN ('failed', 'unsupported', 'fallback'))::int AS h3_failed
        FROM round_summaries
       WHERE monitor_id = $1 AND probe = 'page' AND view = 'first' AND browser = $4 AND time >= $2 AND time < $3
       GROUP BY 1`, [monitorId, from, to, browserOf({ browser })])

@@ -61,7 +61,7 @@ function legend (a) {
       item(CELL.no_clear_difference.cls, '=', 'No clear difference'), item(CELL.insufficient_data.cls, '·', 'Not enough data')),
     h('p', { class: 'legend-note' },
       h('b', {}, 'Green or red'), ` only when Δ is significant after correcting for the ${count(a.cells?.tested ?? 0)} cells tested here (a column per location, visit and comparison: columns selected by Benjamini–Hochberg over their Simes p-values, then Benjamini–Hochberg within each selected column), its 95% interval excludes 0 and |Δ| is at least max(${min.pct}% of the forced arm, ${min.ms} ms); as in the forced table. `,
-      h('b', {}, 'Received gain'), ' = (H2 − auto) / (H2 − H3): 100% means users get all of the forced H3 gain, 0% none of it. It is shown only where forced H3 is clearly faster than H2 in the same rounds.'))
+      h('b', {}, 'Received gain'), ' = (H2 − auto) / (H2 − H3): 100% means users get all of the forced H3 gain, 0% none of it; above 100%, the auto arm is faster than forced H3, below 0%, slower than H2. It is shown only where forced H3 is clearly faster than H2 in the same rounds. Its interval is the cell\'s own 95% interval, not corrected for the table\'s other cells as the verdicts are.'))
 }
 
 function locationCard (l, a, label) {
