@@ -13,8 +13,12 @@ export function parseAltSvc (header) {
     const [first, ...params] = entry.split(';').map((s) => s.trim())
     const m = /^([^=\s]+)\s*=\s*"([^"]*)"$/.exec(first ?? '')
     if (!m) continue
-    const ma = params.map((p) => /^ma\s*=\s*(\d+)$/i.exec(p)).find(Boolean)
-    out.push({ protocol: decodeURIComponent(m[1]), authority: m[2] || null, max_age_s: ma ? Number(ma[1]) : null })
+    // ma is delta-seconds, bare or quoted (RFC 7838 §3); an entry whose ma is
+    // anything else (ma=-1) is one browsers do not take.
+    const maParam = params.find((p) => /^ma\s*=/i.test(p))
+    const ma = maParam === undefined ? null : /^ma\s*=\s*(?:(\d+)|"(\d+)")$/i.exec(maParam)
+    if (ma === null && maParam !== undefined) continue
+    out.push({ protocol: decodeURIComponent(m[1]), authority: m[2] || null, max_age_s: ma ? Number(ma[1] ?? ma[2]) : null })
   }
   return out
 }
