@@ -56,8 +56,10 @@ export default fp(async (app) => {
     for (const [part, value] of /** @type {const} */ ([['querystring', request.query], ['params', request.params], ['body', request.body]])) {
       const bad = findUnstorable(value)
       if (bad) {
-        const where = `${part === 'body' ? '' : `${part} `}${bad.path || 'value'}`
-        throw Object.assign(new Error(`${where} ${bad.reason}`), { statusCode: 400, field: bad.path || undefined })
+        // A body that is one string is named as the body.
+        const field = bad.path || part
+        const where = part === 'body' ? field : `${part} ${bad.path || 'value'}`
+        throw Object.assign(new Error(`${where} ${bad.reason}`), { statusCode: 400, field })
       }
     }
   })
