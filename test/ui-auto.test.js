@@ -195,6 +195,26 @@ test('an overview cell where users\' loads mostly fail while the forced arms loa
   assert.match(cell.title, /Most visits of the auto arm failed: users' loads fail here \(24 of 24 visits failed\), though forced H2 loaded in \d+ of \d+ rounds: what fails is the browser as users run it, not the page/)
   assert.equal(cell.errors, null, 'the forced arms did not fail')
   await done()
+
+  // A few returning visits fail: the badge's share is of those that loaded, and it says so.
+  const some = await (await call('POST', '/api/v1/monitors', JSON.stringify({ url: 'https://lab.h3lens.test:8443/page-15k.html', label: 'Some fail for users', locations: ['lab-na'], paused: true }))).json()
+  const mixed = Array.from({ length: 24 }, (_, i) => new Date(Date.now() - (i + 1) * 120e3).toISOString()).flatMap((time, i) => [
+    { time, location_id: 'lab-na', mode: 'h2', ttfb_ms: 40 }, { time, location_id: 'lab-na', mode: 'h3', ttfb_ms: 30 },
+    { time, location_id: 'lab-na', mode: 'auto', view: 'first', ttfb_ms: 40, observed_protocol: 'h2' },
+    i < 4
+      ? { time, location_id: 'lab-na', mode: 'auto', view: 'returning', status: 'error', error: 'net::ERR_CONNECTION_RESET', observed_protocol: null }
+      : { time, location_id: 'lab-na', mode: 'auto', view: 'returning', ttfb_ms: 30, observed_protocol: 'h3' }
+  ])
+  const stored = await call('POST', `/api/v1/monitors/${some.id}/results/import`, mixed.map((r) => JSON.stringify(r)).join('\n'), 'application/x-ndjson')
+  assert.equal(stored.status, 200, await stored.clone().text())
+  const again = await open('#/?window=24h')
+  const badge = await again.page.$$eval('.heat tbody tr', (trs) => {
+    const row = trs.find((r) => r.querySelector('th a')?.textContent === 'Some fail for users')
+    const heads = [...document.querySelectorAll('.heat thead th')].map((th) => th.firstChild?.textContent)
+    return [...row.querySelectorAll('td')][heads.indexOf('Lab North America') - 1].querySelector('.badge.users')?.textContent ?? null
+  })
+  assert.equal(badge, 'H3 100% returning, 4 of 24 failed')
+  await again.done()
 })
 
 test('a journey step that failed in every round says so in the steps table, not only "not enough data"', async () => {

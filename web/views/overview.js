@@ -165,7 +165,9 @@ function usersBadge (u) {
   if (!r.loaded) return null
   // Too few visits to tell a story: the badge says how few.
   const of = u.story.code === 'undecided' ? ` of ${count(r.loaded)}` : ''
-  return h('span', { class: 'badge users', title, 'data-story': u.story.code }, `H3 ${share(r.navigation_share.rate)}${of} returning`)
+  // The share is of the visits that loaded; those that did not are said beside it.
+  const failed = r.visits > r.loaded ? `, ${count(r.visits - r.loaded)} of ${count(r.visits)} failed` : ''
+  return h('span', { class: 'badge users', title, 'data-story': u.story.code }, `H3 ${share(r.navigation_share.rate)}${of} returning${failed}`)
 }
 
 function badges (loc) {
