@@ -19,13 +19,6 @@ import { expectedProtocolFor } from '../measurement/modes.js'
 import { protocolReason } from '../measurement/protocol-reason.js'
 import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
 import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
-
-// How long a test may keep wptagent busy beyond the lease: its page's time
-// limit, then starting the browser, reading the trace and screenshots and
-// zipping them, which on a slow page took as long again (a page that never
-// answered: 154 s from getwork to workdone on a busy machine, against a
-// lease of 180 s). The agent says nothing in between.
-const WPT_TEST_SPAN_S = 2 * WPT_TEST_TIMEOUT_S
 import { wptScript } from '../measurement/wpt/journey-script.js'
 import { journeyResults } from '../measurement/wpt/journey-results.js'
 import { journeyTargets } from '../measurement/journey/steps.js'
@@ -35,6 +28,13 @@ import { replaceWptScreen } from './filmstrips.js'
 import { replaceWptNetlog } from './netlogs.js'
 import { FILMSTRIP_MAX_BYTES } from '../measurement/visual.js'
 import { withTransaction } from './transaction.js'
+
+// How long a test may keep wptagent busy beyond the lease: its page's time
+// limit, then starting the browser, reading the trace and screenshots and
+// zipping them, which on a slow page took as long again (a page that never
+// answered: 154 s from getwork to workdone on a busy machine, against a
+// lease of 180 s). The agent says nothing in between.
+const WPT_TEST_SPAN_S = 2 * WPT_TEST_TIMEOUT_S
 
 /**
  * How a WPT agent reaches a page: the lab's address and certificate pin for
