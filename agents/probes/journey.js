@@ -19,10 +19,8 @@ import { measure, emptyResult, reuseOf } from '../measure.js'
 import { ACTION_RUNNERS, StepError } from '../journey/actions.js'
 import { collectPageMetrics, COLLECT_TIMEOUT_MS, withTimeout } from '../page-metrics.js'
 import { maskFields } from '../page/mask-fields.js'
-import { describeStep, judgedOrigins, MARKERS, namedSteps } from '../../lib/measurement/journey/steps.js'
+import { describeStep, judgedOrigins, judgeJourneyProtocol, MARKERS, namedSteps } from '../../lib/measurement/journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../../lib/measurement/probes/journey.js'
-import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
-import { originOf } from '../../lib/measurement/origin.js'
 import { round } from '../../lib/measurement/units.js'
 import { MIN_LOAD_MS } from '../round-budget.js'
 
@@ -152,7 +150,7 @@ function fillJourney (r, outcomes, journey, { protocol, judged, documentProtocol
     not_run: journey.steps.length - outcomes.length
   }
   r.repeat = reuseOf(r.requests_detail)
-  judgeProtocol(r, r.requests_detail, protocol, judged, documentProtocol)
+  judgeJourneyProtocol(r, r.requests_detail, protocol, judged, documentProtocol)
   if (failed) {
     r.status = failed.status
     r.error = failed.error
@@ -189,7 +187,7 @@ function stepResult ({ named, outcomes, network, protocol, judged, documentProto
   // The step's page timings are those of the last page it loaded.
   const nav = [...own].reverse().find((o) => o.navigated && o.metrics)
   for (const k of STEP_NAVIGATION_METRICS) r[k] = nav?.metrics?.[k] ?? null
-  judgeProtocol(r, r.requests_detail, protocol, judged, nav?.metrics?.observed_protocol ?? documentProtocol)
+  judgeJourneyProtocol(r, r.requests_detail, protocol, judged, nav?.metrics?.observed_protocol ?? documentProtocol)
   if (failed) {
     r.status = failed.status
     r.error = failed.error
@@ -197,27 +195,6 @@ function stepResult ({ named, outcomes, network, protocol, judged, documentProto
   }
   r.samples = [round(own.reduce((sum, o) => sum + o.ms, 0))]
   return r
-}
-
-/**
- * A journey's result counts for its arm when every request it made to an
- * origin the journey names (the monitor URL's, a navigate step's, one the
- * arm forces) came over the arm's protocol; the first that did not is the
- * observed protocol. Requests to other origins (third parties) are not
- * judged: the arm does not force them. A step that fetched nothing from
- * those origins is judged by the page it acted on.
- * @param {Record<string, any>} r
- * @param {import('../network.js').RequestDetail[]} requests
- * @param {string} protocol the arm's (an A/A arm's, not its label)
- * @param {Set<string>} judged origins
- * @param {string | null} fallback the protocol of the page the step acted on
- */
-function judgeProtocol (r, requests, protocol, judged, fallback) {
-  const own = requests.filter((q) => q.protocol && !q.from_cache && judged.has(originOf(q.url)))
-  const wrong = own.find((q) => !protocolMatchesMode(q.protocol, protocol))
-  r.observed_protocol = (wrong ?? own[0])?.protocol ?? fallback ?? null
-  r.protocol_ok = !wrong && protocolMatchesMode(r.observed_protocol, protocol)
-  r.status = r.protocol_ok ? 'ok' : 'protocol_mismatch'
 }
 
 /**

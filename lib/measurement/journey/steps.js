@@ -7,6 +7,7 @@ import { ValidationError } from '../../runtime/errors.js'
 import { badPortReason } from '../ports.js'
 import { JOURNEY_LIMITS, STEP_NAME } from '../probes/journey.js'
 import { originOf } from '../origin.js'
+import { protocolMatchesMode } from '../protocol.js'
 
 /**
  * Each action's fields: `required` all, `oneOf` exactly one, `optional` any.
@@ -291,4 +292,26 @@ function secretField (v, at, fail) {
  */
 export function judgedOrigins (journey, url, forced) {
   return new Set([url, ...journey.steps.flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : [])), ...forced].map(originOf))
+}
+
+/**
+ * A journey's result (or a named step's) counts for its arm when every
+ * request it made to a judged origin (judgedOrigins) came over the arm's
+ * protocol; the first that did not is the observed protocol. Requests to
+ * other origins (third parties) are not judged: the arm does not force
+ * them; nor are those served from the cache. A step that fetched nothing
+ * from those origins is judged by the page it acted on. Sets the result's
+ * observed_protocol, protocol_ok and status.
+ * @param {Record<string, any>} r
+ * @param {{ url: string, protocol?: string | null, from_cache?: boolean | null }[]} requests
+ * @param {string} protocol the arm's (an A/A arm's, not its label)
+ * @param {Set<string>} judged
+ * @param {string | null} fallback the protocol of the page the step acted on
+ */
+export function judgeJourneyProtocol (r, requests, protocol, judged, fallback) {
+  const own = requests.filter((q) => q.protocol && !q.from_cache && judged.has(originOf(q.url)))
+  const wrong = own.find((q) => !protocolMatchesMode(q.protocol, protocol))
+  r.observed_protocol = (wrong ?? own[0])?.protocol ?? fallback ?? null
+  r.protocol_ok = !wrong && protocolMatchesMode(r.observed_protocol, protocol)
+  r.status = r.protocol_ok ? 'ok' : 'protocol_mismatch'
 }

@@ -25,11 +25,9 @@
 // before it stand, and those after it say they were not counted (the agent
 // may have run them; h3lens counts a journey up to its first failure).
 import { MAX_ERROR_LENGTH, storableText } from '../../runtime/text.js'
-import { describeStep, judgedOrigins, namedSteps } from '../journey/steps.js'
-import { originOf } from '../origin.js'
+import { describeStep, judgedOrigins, judgeJourneyProtocol, namedSteps } from '../journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
-import { protocolMatchesMode } from '../protocol.js'
 import { markConnectionReuse, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
 import { WPT_TEST_TIMEOUT_S } from './job.js'
 import { waitMark } from './journey-script.js'
@@ -171,7 +169,7 @@ function wholeJourney (journey, outcomes, recorded, { mode, protocol, judged, la
   const failed = outcomes.find((o) => !o.ok) ?? null
   fill(r, recorded)
   r.details.journey = { steps: outcomes, failed_step: failed?.index ?? null, not_run: journey.steps.length - outcomes.length }
-  judge(r, protocol, judged, lastDocument)
+  judgeJourneyProtocol(r, r.details.requests, protocol, judged, lastDocument)
   if (failed) return failWith(r, failed)
   if (agentError) return failWith(r, { status: 'error', error: `the WebPageTest agent reported an error after the journey's last step: ${agentError}` })
   r.details.samples = [sum(recorded.map((s) => s.ms))]
@@ -198,7 +196,7 @@ function namedStepResult (named, outcomes, byIndex, { mode, protocol, judged, la
   // The step's page timings are those of the last page it loaded.
   const nav = [...recorded].reverse().find((s) => s.metrics)
   for (const k of STEP_NAVIGATION_METRICS) r[k] = nav?.metrics?.[k] ?? null
-  judge(r, protocol, judged, nav?.observed ?? lastDocument)
+  judgeJourneyProtocol(r, r.details.requests, protocol, judged, nav?.observed ?? lastDocument)
   if (failed) return failWith(r, failed)
   r.details.samples = [sum(recorded.map((s) => s.ms))]
   return r
@@ -226,24 +224,6 @@ function fill (r, recorded) {
     repeat: reuseOf(requests),
     wpt: { steps: recorded.map((s) => ({ step: s.wptStep, index: s.index, result: num(s.page.result), event_name: text(s.page.eventName), ttfb_check: s.ttfbCheck })) }
   }
-}
-
-/**
- * As on a Puppeteer agent: a result counts for its arm when every request to
- * an origin the journey names came over the arm's protocol; the first that
- * did not is the observed protocol. A step that fetched nothing from those
- * origins is judged by the page it acted on.
- * @param {Record<string, any>} r
- * @param {string} protocol
- * @param {Set<string>} judged
- * @param {string | null} fallback
- */
-function judge (r, protocol, judged, fallback) {
-  const own = r.details.requests.filter((/** @type {Record<string, any>} */ q) => q.protocol && judged.has(originOf(q.url)))
-  const wrong = own.find((/** @type {Record<string, any>} */ q) => !protocolMatchesMode(q.protocol, protocol))
-  r.observed_protocol = (wrong ?? own[0])?.protocol ?? fallback ?? null
-  r.protocol_ok = !wrong && protocolMatchesMode(r.observed_protocol, protocol)
-  r.status = r.protocol_ok ? 'ok' : 'protocol_mismatch'
 }
 
 /**
