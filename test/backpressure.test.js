@@ -132,7 +132,7 @@ test('an agent holding a round\'s lease is running though it has asked nothing f
   assert.equal(agents.capacity.agents_alive, 1, JSON.stringify(agents.capacity))
 })
 
-test('a round nobody claimed in time fails saying why: its monitor paused, no agent running, or none running its browser', async () => {
+test('a round nobody claimed in time fails saying why: its monitor paused, no agent running, none running its browser, or its agents busy', async () => {
   await upsertLocation(t.db, { id: 'bp-stale', name: 'Stale', region: 'Test', kind: 'lab' })
   await upsertLocation(t.db, { id: 'bp-chromium', name: 'Chromium only', region: 'Test', kind: 'lab' })
   const { agent } = await createAgentToken(t.db, { location: 'bp-chromium' })
@@ -143,19 +143,21 @@ test('a round nobody claimed in time fails saying why: its monitor paused, no ag
   const paused = await monitor('bp-chromium')
   const unstaffed = await monitor('bp-stale')
   const firefox = await monitor('bp-chromium')
+  const busy = await monitor('bp-chromium')
   const stale = async (/** @type {number} */ monitorId, /** @type {string} */ location, browser = 'chromium') =>
     (await t.db.query("INSERT INTO jobs (monitor_id, location_id, browser, due_at) VALUES ($1, $2, $3, now() - interval '1 day') RETURNING id", [monitorId, location, browser])).rows[0].id
-  const ids = [await stale(paused.id, 'bp-chromium'), await stale(unstaffed.id, 'bp-stale'), await stale(firefox.id, 'bp-chromium', 'firefox')]
+  const ids = [await stale(paused.id, 'bp-chromium'), await stale(unstaffed.id, 'bp-stale'), await stale(firefox.id, 'bp-chromium', 'firefox'), await stale(busy.id, 'bp-chromium')]
   await t.db.query('UPDATE monitors SET paused = true WHERE id = $1', [paused.id])
-  assert.ok(Number(await failStaleJobs(t.db)) >= 3)
+  assert.ok(Number(await failStaleJobs(t.db)) >= 4)
   const { rows } = await t.db.query('SELECT id, state, last_error FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id', [ids])
   assert.deepEqual(rows.map((r) => [r.state, r.last_error]), [
     ['failed', 'not claimed in time: its monitor was paused before an agent took the round'],
     ['failed', 'not claimed in time: no agent is running for location bp-stale'],
-    ['failed', 'not claimed in time: no running agent of location bp-chromium runs firefox']
+    ['failed', 'not claimed in time: no running agent of location bp-chromium runs firefox'],
+    ['failed', 'not claimed in time: the agents of location bp-chromium were busy with other rounds']
   ])
   // The other tests schedule every monitor's rounds: these have had theirs.
-  await t.db.query('UPDATE monitors SET paused = true WHERE id = ANY($1::bigint[])', [[unstaffed.id, firefox.id]])
+  await t.db.query('UPDATE monitors SET paused = true WHERE id = ANY($1::bigint[])', [[unstaffed.id, firefox.id, busy.id]])
 })
 
 test('back-pressure is decided when a round comes due, not when it is created ahead: a round that finishes in time lets the next one run', async () => {

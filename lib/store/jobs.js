@@ -550,14 +550,13 @@ export async function expireLeases (db) {
 export async function failStaleJobs (db) {
   const { rowCount } = await db.query(
     `UPDATE jobs j SET state = 'failed', finished_at = now(), updated_at = now(),
-            last_error = CASE
-              WHEN m.paused THEN 'not claimed in time: its monitor was paused before an agent took the round'
-              WHEN EXISTS (SELECT 1 FROM agents a WHERE a.location_id = j.location_id AND a.revoked_at IS NULL AND ${agentRunningSql('$3')}
-                             AND j.browser = ANY (a.browsers))
-                THEN 'not claimed in time: the agents of location ' || j.location_id || ' were busy with other rounds'
-              WHEN EXISTS (SELECT 1 FROM agents a WHERE a.location_id = j.location_id AND a.revoked_at IS NULL AND ${agentRunningSql('$3')})
-                THEN 'not claimed in time: no running agent of location ' || j.location_id || ' runs ' || j.browser
-              ELSE 'not claimed in time: no agent is running for location ' || j.location_id END
+            last_error = CASE WHEN m.paused THEN 'not claimed in time: its monitor was paused before an agent took the round'
+              -- Whether a running agent of the location runs the round's browser: null when none runs.
+              ELSE CASE (SELECT bool_or(j.browser = ANY (a.browsers)) FROM agents a
+                          WHERE a.location_id = j.location_id AND a.revoked_at IS NULL AND ${agentRunningSql('$3')})
+                WHEN true THEN 'not claimed in time: the agents of location ' || j.location_id || ' were busy with other rounds'
+                WHEN false THEN 'not claimed in time: no running agent of location ' || j.location_id || ' runs ' || j.browser
+                ELSE 'not claimed in time: no agent is running for location ' || j.location_id END END
        FROM monitors m
       WHERE m.id = j.monitor_id AND j.state = 'queued' AND j.attempts = 0
         AND j.due_at < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
