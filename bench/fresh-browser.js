@@ -18,62 +18,51 @@
 // what the comparison read before. Needs root (network namespaces).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { benchArgs, countOption } from './lib/args.js'
-import { benchLab, benchScratch } from './lib/scratch.js'
-import { startScratchDatabase } from '../dev/scratch-db.js'
+import { startBenchStack } from './lib/stack.js'
 import { freePort } from '../dev/free-port.js'
-import { loadConfig } from '../lib/runtime/config.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { createMonitor } from '../lib/store/monitors.js'
-import { startApi } from '../api/server.js'
 import { startAgent } from '../agents/main.js'
-import { startOrigin } from '../lab/origin.js'
-import path from 'node:path'
 
 const { values } = benchArgs(import.meta.url, { options: { rounds: { type: 'string', default: '24' } } })
 const rounds = countOption(import.meta.url, values, 'rounds', { min: 4, max: 200 })
 const METRICS = ['ttfb_ms', 'fcp_ms', 'load_ms']
 
-const { dataDir, log, lifecycle } = benchScratch('bench-fresh')
+const ports = { 'api-port': String(await freePort()), 'lab-port': '8443', 'pg-port': String(await freePort()) }
+const stack = await startBenchStack({
+  name: 'bench-fresh',
+  ports,
+  lab: { prefix: 'h3bfb', profiles: [{ name: 'open', rtt_ms: 20, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 50_000, up_kbps: 20_000, queue_packets: 200 }] }
+})
 try {
-  const database = await startScratchDatabase()
-  lifecycle.add('database', database.stop)
-  const topology = await benchLab(lifecycle, {
-    prefix: 'h3bfb',
-    runDir: path.join(dataDir, 'run'),
-    profiles: [{ name: 'open', rtt_ms: 20, jitter_ms: 0, loss_pct: 0, loss_model: 'bernoulli', down_kbps: 50_000, up_kbps: 20_000, queue_packets: 200 }]
-  })
-  const origin = await startOrigin({ dataDir, port: 8443, netns: topology.originNs })
-  lifecycle.add('origin', origin.stop)
-  const config = loadConfig({ LOG_LEVEL: 'warn', PORT: String(await freePort()), HOST: '127.0.0.1', H3LENS_DATA_DIR: dataDir, H3LENS_FIREFOX: '' })
-  const api = await startApi({ db: database.pool, config, log })
-  lifecycle.add('api', api.close)
-  const [loc] = topology.locations
-  await upsertLocation(database.pool, { id: 'lab-open', name: loc.name, region: 'Bench', kind: 'lab', profile: loc.profile })
-  const { token } = await createAgentToken(database.pool, { location: 'lab-open' })
+  const { pool: db, origin, api, log, lifecycle } = stack
+  const [loc] = /** @type {NonNullable<typeof stack.topology>} */ (stack.topology).locations
+  await upsertLocation(db, { id: 'lab-open', name: loc.name, region: 'Bench', kind: 'lab', profile: loc.profile })
+  const { token } = await createAgentToken(db, { location: 'lab-open' })
   const agent = await startAgent({
-    config: { ...config, apiUrl: api.url }, log, token, location: 'lab-open',
+    config: { ...stack.config, apiUrl: api.url, firefoxPath: '' }, log, token, location: 'lab-open',
     lab: { spki: origin.spki, hostname: origin.hostname, address: loc.originAddress, netns: loc.ns }
   })
   lifecycle.add('agent', agent.stop)
 
   const url = `${origin.baseUrl}/page-15k.html`
-  const a = await createMonitor(database.pool, { url, locations: ['lab-open'], interval_s: 3600, modes: ['h2', 'h3', 'auto'] })
-  const b = await createMonitor(database.pool, { url, locations: ['lab-open'], interval_s: 3600, modes: ['h2', 'h3'] })
+  const a = await createMonitor(db, { url, locations: ['lab-open'], interval_s: 3600, modes: ['h2', 'h3', 'auto'] })
+  const b = await createMonitor(db, { url, locations: ['lab-open'], interval_s: 3600, modes: ['h2', 'h3'] })
   // Interleaved: A's and B's rounds alternate in due time.
-  const { rows } = await database.pool.query(
+  const { rows } = await db.query(
     `INSERT INTO jobs (monitor_id, location_id, due_at)
      SELECT CASE WHEN g % 2 = 0 THEN $1::int ELSE $2::int END, 'lab-open', date_trunc('second', now()) - make_interval(secs => 2 * $3 - g)
        FROM generate_series(0, 2 * $3 - 1) g RETURNING id`, [a.id, b.id, rounds])
   const ids = rows.map((r) => r.id)
   const until = Date.now() + rounds * 2 * 30_000
   for (;;) {
-    const { rows: states } = await database.pool.query("SELECT count(*) FILTER (WHERE state IN ('done', 'failed'))::int AS ended FROM jobs WHERE id = ANY($1)", [ids])
+    const { rows: states } = await db.query("SELECT count(*) FILTER (WHERE state IN ('done', 'failed'))::int AS ended FROM jobs WHERE id = ANY($1)", [ids])
     if (states[0].ended === ids.length) break
     if (Date.now() > until) throw new Error(`rounds not done in ${rounds * 60} s`)
     await sleep(500)
   }
-  const { rows: results } = await database.pool.query(
+  const { rows: results } = await db.query(
     `SELECT monitor_id, job_id, mode, view, observed_protocol, ${METRICS.join(', ')} FROM results
       WHERE monitor_id = ANY($1) AND probe = 'page' AND status = 'ok'`, [[a.id, b.id]])
   const median = (/** @type {number[]} */ xs) => {
@@ -95,5 +84,5 @@ try {
     }
   }
 } finally {
-  await lifecycle.stopAll('done')
+  await stack.stop()
 }
