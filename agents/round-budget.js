@@ -9,7 +9,12 @@
 // The parts:
 //   - each arm (h2, h3, auto) has a pool of its own: a page timeout for
 //     each probe it runs (a journey's own timeout_ms for the journey), and
-//     the auto arm one for each of its two visits (first, returning).
+//     the auto arm one for each of its two visits (first, returning), each
+//     with VISIT_BROWSER_MS more for the browser the visit starts and stops
+//     (the agent's time, not the page's: a returning visit of a page that
+//     loads in 3 s with 5 s page timeouts was cut to 1.8 s on a busy
+//     machine, where the first visit's browser took seconds to start and
+//     to write what it learnt on closing).
 //     Arms run in random order (agents/measure.js runRound), so with one
 //     pool for all of them an arm that went last got what the others left:
 //     a page that always loads in 7 s with a 15 s page timeout lost one
@@ -23,8 +28,9 @@
 //     never more than a page timeout): it waits for the page's headers, as
 //     long as a slow page makes it.
 // So a round of a page that hangs in every arm costs the discovery and a
-// page timeout per load: with the default modes (h2, h3, auto) and 30 s
-// page timeouts, 10 + 2 × 30 + 2 × 30 = 130 s at most.
+// page timeout per load, and the auto arm's browsers their allowance: with
+// the default modes (h2, h3, auto) and 30 s page timeouts,
+// 10 + 2 × 30 + 2 × (30 + 5) = 140 s at most.
 //
 // A backed-off monitor's round (its last rounds at this location all timed
 // out, lib/store/round-backoffs.js) has one pool of one page timeout for the
@@ -42,6 +48,8 @@ export const CHAIN_TIMEOUT_MS = 10_000
 export const MIN_LOAD_MS = 1000
 /** The auto arm's visits, each with a page timeout of its own: first and returning (a repeat view is part of the returning visit). */
 const AUTO_VISITS = 2
+/** What each auto visit's pool has beyond its page timeout, for starting and stopping the visit's own browser. */
+const VISIT_BROWSER_MS = 5000
 
 /**
  * @typedef {{ ms: number, left: () => number, spend: <T>(fn: (deadline: number) => Promise<T>) => Promise<T>, notRun: string }} Pool
@@ -65,10 +73,11 @@ export function roundBudget ({ timeoutMs, modes, probes, journeyMs = 0, backedOf
   /** @type {Map<string, Pool>} */
   const arms = new Map()
   for (const mode of modes) {
-    const visits = mode === 'auto' ? AUTO_VISITS : 1
+    const auto = mode === 'auto'
+    const visits = auto ? AUTO_VISITS : 1
     const ms = probes.filter((p) => probeOf(p).modes.includes(/** @type {any} */ (mode)))
-      .reduce((sum, p) => sum + visits * (p === JOURNEY_PROBE ? journeyMs : timeoutMs), 0)
-    const per = mode === 'auto' ? 'a page timeout per visit' : 'a page timeout per probe'
+      .reduce((sum, p) => sum + visits * ((p === JOURNEY_PROBE ? journeyMs : timeoutMs) + (auto ? VISIT_BROWSER_MS : 0)), 0)
+    const per = auto ? `a page timeout and ${VISIT_BROWSER_MS / 1000} s for its browser per visit` : 'a page timeout per probe'
     arms.set(mode, pool(ms, `not run: the ${mode} arm's time budget of ${ms / 1000} s (${per}) was spent`))
   }
   const discovery = pool(Math.min(CHAIN_TIMEOUT_MS, timeoutMs), 'not run: the redirect discovery\'s time was spent')

@@ -102,9 +102,11 @@ async function runRounds (monitorId, n, location = 'lab-open') {
     `INSERT INTO jobs (monitor_id, location_id, due_at)
      SELECT $1, $3, date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n, location])
   const ids = rows.map((r) => r.id)
-  // 20 s a round, for these and the other monitors' rounds waiting at the location.
+  // 45 s a round, for these and the other monitors' rounds waiting at the
+  // location: a round starts four browsers, each slow to start on a machine
+  // busy with other tests (a round at the UDP-blocked path took over 20 s).
   const { rows: [{ waiting }] } = await database.pool.query("SELECT count(*)::int AS waiting FROM jobs WHERE location_id = $1 AND state IN ('queued', 'leased')", [location])
-  const until = Date.now() + waiting * 20_000
+  const until = Date.now() + waiting * 45_000
   for (;;) {
     const { rows: states } = await database.pool.query('SELECT state, last_error FROM jobs WHERE id = ANY($1)', [ids])
     const failed = states.find((s) => s.state === 'failed')

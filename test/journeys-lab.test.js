@@ -350,7 +350,9 @@ test('"try it": the location\'s agent runs the journey once in the H2 arm, shows
         ...Array.from({ length: 20 }, () => ({ action: 'wait_for', selector: '#hops' })),
         { action: 'assert', selector: '#hops', text: 'Arrived' }
       ],
-      step_timeout_ms: 10_000
+      // The hops take about 2 s on an idle machine and took over 10 s on a
+      // busy one; a step waits them out, whatever document it finds.
+      step_timeout_ms: 30_000
     }
   })
   assert.equal(hopping.outcome.status, 'ok', hopping.outcome.error)

@@ -17,6 +17,7 @@ import http2 from 'node:http2'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createFirefoxPool } from '../agents/browsers/firefox.js'
 import { createJobRunner } from '../agents/job-runner.js'
@@ -203,8 +204,9 @@ async function assertDialogPages (run, paths, timeoutMs) {
 
 test('a page that opens a JavaScript dialog is measured as a user who clicks it away sees it, with a note that says so', async () => {
   const odd = await startOddPages()
-  // Short: a dialog left open held the load until this timeout.
-  const timeoutMs = 5000
+  // A dialog left open held the load until this timeout, and the load timed
+  // out; dismissed, /alert's two views took 7 s on a busy machine.
+  const timeoutMs = 10_000
   try {
     await assertDialogPages((p) => measurePageViews({ pool, url: `${odd.base}${p}`, mode: 'h2', extraFlags: lab, timeoutMs, repeatView: p === '/alert' }), Object.keys(DIALOG_PAGES), timeoutMs)
   } finally {
@@ -212,15 +214,19 @@ test('a page that opens a JavaScript dialog is measured as a user who clicks it 
   }
 })
 
-test('a slow page loads in every arm of a round with the auto arm: the forced arm that goes last still has a whole page timeout', async () => {
+test('a slow page loads in every arm of a round with the auto arm: the forced arm that goes last still has a whole page timeout, and the returning visit too when its browsers are slow to start', async () => {
   // The lab's /slow answers after 3 s: the redirect discovery (which waits
   // for the headers), the H3 arm and the auto arm's two visits take 12 s
   // together, more than two page timeouts of 5 s, which the round's loads
   // once shared, so the H2 arm after them was "not run" (or cut short and
   // stored as a timeout) though each load needs 3 s of its 5.
   const timeoutMs = 5000
+  // The auto arm's browsers (a profile of the round's own) each take 4.5 s
+  // more to start, as on an agent busy with other work: the first visit's
+  // browser once left the returning visit less than the 3 s its load needs.
+  const slowToStart = { ...pool, withDedicated: async (/** @type {any} */ spec, /** @type {any} */ fn) => { if (spec.profile) await sleep(4500); return pool.withDedicated(spec, fn) } }
   // random() = 0 orders the arms h3, auto, h2 (agents/measure.js runRound).
-  const run = createJobRunner({ pool, lab: { spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1', port: origin.port, netns: null }, timeoutMs, log, random: () => 0 })
+  const run = createJobRunner({ pool: slowToStart, lab: { spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1', port: origin.port, netns: null }, timeoutMs, log, random: () => 0 })
   const results = await run({ id: 1, url: `${origin.baseUrl}/slow?ms=3000`, modes: ['h2', 'h3', 'auto'] }, { location: { kind: 'lab' } })
   assert.deepEqual(results.map((r) => [r.mode, r.view, r.status, r.error ?? null]),
     [['h3', 'first', 'ok', null], ['auto', 'first', 'ok', null], ['auto', 'returning', 'ok', null], ['h2', 'first', 'ok', null]])
@@ -253,7 +259,9 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
 test('in Firefox the same URLs give the same errors; a download or a document cut short is given up soon, and a download leaves nothing behind', { skip: !existsSync(FIREFOX) && `needs Firefox at ${FIREFOX} (Debian package firefox-esr)` }, async () => {
   const odd = await startOddPages()
   const firefoxPool = createFirefoxPool({ dataDir, log, executablePath: FIREFOX })
-  const timeoutMs = 20_000
+  // Long, so that a run given up soon (seconds on a busy machine) is told
+  // from one that waits it out; no page here runs into it.
+  const timeoutMs = 30_000
   try {
     const run = createJobRunner({ pool, firefoxPool, lab: { spki: origin.spki, caPath: origin.caPath, hostname: origin.hostname, address: '127.0.0.1', port: odd.port, netns: null }, timeoutMs, log })
     let id = 0
@@ -267,8 +275,11 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     }, { next: false })
     // Firefox's own words, without its driver's stack.
     assert.match(r['/no-content'].error, /^NS_BINDING_ABORTED at https:\/\/\S+\/no-content: /)
-    // Firefox's navigations to a download or to a document cut short never end: they are given up, not waited out.
-    for (const p of ['/download', '/truncated']) assert.ok(took[p] < timeoutMs / 2, `${p}: the run, Firefox's start included, took ${took[p]} ms`)
+    // Firefox's navigations to a download or to a document cut short never
+    // end: they are given up, not waited out. The run's own time (the load
+    // and closing its Firefox) is told from the page timeout; the whole
+    // run, Firefox's start included, is said too.
+    for (const p of ['/download', '/truncated']) assert.ok(r[p].details.wall_ms < timeoutMs / 2, `${p}: the run took ${r[p].details.wall_ms} ms (${took[p]} ms with Firefox's start)`)
     assert.deepEqual((await readdir(path.join(dataDir, 'firefox', 'home'))).filter((n) => /download/i.test(n)), [], 'no download folder in the home that runs share')
     // Firefox's dialogs reach the page too (WebDriver BiDi leaves them to Puppeteer), and are answered the same way.
     await assertDialogPages((p) => run({ id: ++id, url: `${odd.base}${p}`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } }), ['/alert', '/confirm'], timeoutMs)
