@@ -18,16 +18,10 @@ import { measurePage } from '../agents/measure.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
 import { benchArgs } from './lib/args.js'
+import { median1 as median } from './lib/median.js'
 
 const { positionals: [runsArg = '10', pageName = 'page-15k'] } = benchArgs(import.meta.url, { allowPositionals: true })
 const runs = Number(runsArg)
-
-const median = (xs) => {
-  const s = xs.filter((x) => typeof x === 'number').sort((a, b) => a - b)
-  if (!s.length) return null
-  const mid = Math.floor(s.length / 2)
-  return Math.round((s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2) * 10) / 10
-}
 
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-bench-'))
 // Outside a namespace the origin has an address (loopback).

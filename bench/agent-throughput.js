@@ -30,6 +30,7 @@ import { startBenchStack } from './lib/stack.js'
 import { startAgent } from '../agents/main.js'
 import { processTable, reapedChildrenCpuS, treeCpuS } from './lib/proc-cpu.js'
 import { benchArgs, countOption } from './lib/args.js'
+import { median } from './lib/median.js'
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -75,7 +76,6 @@ try {
      FROM results WHERE monitor_id = $1`, [monitor.id])
   const ok = rows.filter((r) => r.status === 'ok' && r.wall_ms !== null)
   const overhead = ok.map((r) => r.wall_ms - r.load_ms).sort((a, b) => a - b)
-  const median = (xs) => xs.length ? xs[Math.floor((xs.length - 1) / 2)] : NaN
   const loads = ok.map((r) => r.load_ms).sort((a, b) => a - b)
   const perRunWall = elapsedMs / rows.length
   console.log(`agent throughput — ${rounds} rounds of ${monitor.url} in ${browser}, modes ${modes.join('+')}, ${os.cpus().length} cores`)

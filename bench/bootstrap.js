@@ -23,8 +23,8 @@ console.log(`${ITERATIONS} resamples, percentiles ${QS.map((q) => q * 100).join(
 console.log('rounds  samples per arm per round  walk (ms)  sort each resample (ms)  ratio')
 for (const [n, perRound] of [[100, 1], [300, 1], [1000, 1], [2000, 1], [300, 6]]) {
   const rounds = Array.from({ length: n }, () => ({ h2: Array.from({ length: perRound }, load), h3: Array.from({ length: perRound }, load) }))
-  const walk = median(runs, (seed) => roundBootstrap({ rounds, qs: QS, iterations: ITERATIONS, seed }))
-  const sorting = median(runs, (seed) => sortEachResample(rounds, seed))
+  const walk = medianTime(runs, (seed) => roundBootstrap({ rounds, qs: QS, iterations: ITERATIONS, seed }))
+  const sorting = medianTime(runs, (seed) => sortEachResample(rounds, seed))
   console.log(`${String(n).padStart(6)}  ${String(perRound).padStart(25)}  ${walk.toFixed(1).padStart(9)}  ${sorting.toFixed(1).padStart(23)}  ${(sorting / walk).toFixed(1).padStart(4)}×`)
 }
 
@@ -33,7 +33,7 @@ for (const [n, perRound] of [[100, 1], [300, 1], [1000, 1], [2000, 1], [300, 6]]
  * @param {number} count
  * @param {(seed: number) => unknown} fn
  */
-function median (count, fn) {
+function medianTime (count, fn) {
   fn(-1)
   const times = []
   for (let i = 0; i < count; i++) {

@@ -24,6 +24,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { startAgent } from '../agents/main.js'
+import { median1 as median } from './lib/median.js'
 
 const { values } = benchArgs(import.meta.url, { options: { rounds: { type: 'string', default: '24' } } })
 const rounds = countOption(import.meta.url, values, 'rounds', { min: 4, max: 200 })
@@ -65,10 +66,6 @@ try {
   const { rows: results } = await db.query(
     `SELECT monitor_id, job_id, mode, view, observed_protocol, ${METRICS.join(', ')} FROM results
       WHERE monitor_id = ANY($1) AND probe = 'page' AND status = 'ok'`, [[a.id, b.id]])
-  const median = (/** @type {number[]} */ xs) => {
-    const s = xs.filter((x) => typeof x === 'number').sort((p, q) => p - q)
-    return s.length ? Math.round(s[Math.floor(s.length / 2)] * 10) / 10 : null
-  }
   /** @param {number} monitor @param {string} mode @param {string} view */
   const of = (monitor, mode, view) => results.filter((r) => r.monitor_id === monitor && r.mode === mode && r.view === view)
   console.log(`fresh-browser: ${rounds} rounds of each monitor at a 20 ms lab location`)
@@ -79,7 +76,7 @@ try {
     console.log(`\nauto ${visit} visit over ${protocol} (${auto.length} rounds) against forced ${forced}:`)
     for (const metric of METRICS) {
       const paired = auto.flatMap((r) => fresh.has(r.job_id) ? [Number(r[metric]) - Number(fresh.get(r.job_id)[metric])] : [])
-      const againstPooled = (median(auto.map((r) => Number(r[metric]))) ?? NaN) - (median(pooled.map((r) => Number(r[metric]))) ?? NaN)
+      const againstPooled = median(auto.map((r) => Number(r[metric]))) - median(pooled.map((r) => Number(r[metric])))
       console.log(`  ${metric.padEnd(8)} fresh forced arm, same round: ${String(median(paired)).padStart(6)} ms (median of ${paired.length} differences)   pooled forced arm (${pooled.length} rounds): ${againstPooled.toFixed(1).padStart(6)} ms (difference of medians)`)
     }
   }

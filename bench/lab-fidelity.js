@@ -17,6 +17,7 @@ import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { measureLink } from './lab-fidelity-net.js'
 import { benchArgs } from './lib/args.js'
 import { benchLab, benchScratch } from './lib/scratch.js'
+import { median } from './lib/median.js'
 
 const { values } = benchArgs(import.meta.url, { options: { rounds: { type: 'string', default: '10' } } })
 const rounds = Number(values.rounds)
@@ -24,10 +25,6 @@ const support = await netnsSupport()
 if (!support.ok) {
   console.error(`lab-fidelity: needs root and /dev/net/tun: ${support.reason}`)
   process.exit(1)
-}
-const median = (xs) => {
-  const s = xs.filter((x) => x !== null).sort((a, b) => a - b)
-  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN
 }
 // Ctrl-C or SIGTERM stops what was started, the lab's namespaces included.
 const { dataDir, lifecycle } = benchScratch('fidelity')

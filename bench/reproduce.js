@@ -34,6 +34,7 @@ import { DEFAULT_PROFILES } from '../lab/profiles.js'
 import { roundBootstrap, bootstrapSummary, exactQuantile, wilsonInterval } from '../lib/analysis/stats/index.js'
 import { benchArgs } from './lib/args.js'
 import { benchLab, benchScratch } from './lib/scratch.js'
+import { median } from './lib/median.js'
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -112,8 +113,6 @@ try {
 
 const ok = (list, mode) => list.filter((r) => r.mode === mode && r.status === 'ok' && r.protocol_ok)
 const failed = (list) => list.filter((r) => r.status !== 'ok')
-// NaN, not null, for no runs: null would count as 0 in the deltas below.
-const median = (xs) => exactQuantile(Float64Array.from(xs).sort(), 0.5) ?? NaN
 const f1 = (x) => (x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(1))
 const pct = (d, base) => (base > 0 ? `${d >= 0 ? '+' : ''}${((d / base) * 100).toFixed(1)}%` : '–')
 const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
