@@ -10,11 +10,10 @@
 //   - each arm (h2, h3, auto) has a pool of its own: a page timeout for
 //     each probe it runs (a journey's own timeout_ms for the journey), and
 //     the auto arm one for each of its two visits (first, returning), each
-//     with VISIT_BROWSER_MS more for the browser the visit starts and stops
-//     (the agent's time, not the page's: a returning visit of a page that
-//     loads in 3 s with 5 s page timeouts was cut to 1.8 s on a busy
-//     machine, where the first visit's browser took seconds to start and
-//     to write what it learnt on closing).
+//     with VISIT_BROWSER_MS more for the browser the visit starts and stops:
+//     the agent's time, not the page's. On a busy agent a browser takes
+//     seconds to start, and to write what it learnt as it closes, which
+//     would otherwise leave the returning visit less than a page timeout.
 //     Arms run in random order (agents/measure.js runRound), so with one
 //     pool for all of them an arm that went last got what the others left:
 //     a page that always loads in 7 s with a 15 s page timeout lost one
