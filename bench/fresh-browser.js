@@ -80,6 +80,15 @@ try {
       console.log(`  ${metric.padEnd(8)} fresh forced arm, same round: ${String(median(paired)).padStart(6)} ms (median of ${paired.length} differences)   pooled forced arm (${pooled.length} rounds): ${againstPooled.toFixed(1).padStart(6)} ms (difference of medians)`)
     }
   }
+  // What the auto arm's first visit loads beside its document: a browser
+  // that learns the origin's Alt-Svc from the document may fetch the rest
+  // over H3, on a connection of its own, where the forced H2 arm reuses
+  // the document's.
+  const { rows: subresources } = await db.query(
+    `SELECT q->>'protocol' AS protocol, count(*)::int AS n FROM results r, jsonb_array_elements(r.details->'requests') q
+      WHERE r.monitor_id = $1 AND r.mode = 'auto' AND r.view = 'first' AND r.status = 'ok' AND q->>'type' <> 'Document'
+      GROUP BY 1 ORDER BY 1`, [a.id])
+  console.log(`\nauto first visit, requests other than the document, by protocol: ${subresources.map((r) => `${r.protocol} ${r.n}`).join(', ') || 'none'}`)
 } finally {
   await stack.stop()
 }
