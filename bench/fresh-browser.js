@@ -15,7 +15,9 @@
 // A's per-round differences (auto's first visit − A's H2: both over H2; auto's
 // returning visit − A's H3: both over H3), which should be near 0, and the
 // same visits against B's pooled arms (difference of medians), which is
-// what the comparison read before. Needs root (network namespaces).
+// what the comparison read before; then the protocols of what the auto
+// arm's first visits loaded beside their documents. Needs root (network
+// namespaces).
 import { setTimeout as sleep } from 'node:timers/promises'
 import { benchArgs, countOption } from './lib/args.js'
 import { startBenchStack } from './lib/stack.js'
