@@ -225,10 +225,17 @@ export function caddyConfig ({ bind, port, noH3Port = null, siteDir, certPath, k
       // It also sends /truncated, which only a backend can get wrong, holds
       // /hang unanswered, answers /slow late and /empty with no body. Each
       // write is passed on at once (flush_interval -1), as a streaming
-      // backend's would be.
+      // backend's would be. A connection to the sink for each request: a
+      // kept one that the sink closed as idle (Node's 5 s) just as Caddy
+      // sent a request on it answered the page with Caddy's 502.
       {
         match: [{ path: ['/upload', '/truncated', '/hang', '/slow', '/empty', ...SHOP_BACKEND_PATHS] }],
-        handle: [setHeaders(cors), { handler: 'reverse_proxy', flush_interval: -1, upstreams: [{ dial: `unix/${sinkSocket}` }] }],
+        handle: [setHeaders(cors), {
+          handler: 'reverse_proxy',
+          flush_interval: -1,
+          transport: { protocol: 'http', keep_alive: { enabled: false } },
+          upstreams: [{ dial: `unix/${sinkSocket}` }]
+        }],
         terminal: true
       },
       {
