@@ -77,8 +77,9 @@ try {
     const pooled = of(b.id, forced, 'first')
     console.log(`\nauto ${visit} visit over ${protocol} (${auto.length} rounds) against forced ${forced}:`)
     for (const metric of METRICS) {
-      const paired = auto.flatMap((r) => fresh.has(r.job_id) ? [Number(r[metric]) - Number(fresh.get(r.job_id)[metric])] : [])
-      const againstPooled = median(auto.map((r) => Number(r[metric]))) - median(pooled.map((r) => Number(r[metric])))
+      // A metric the load did not have (null: no paint, say) drops its pair, not counts as 0.
+      const paired = auto.flatMap((r) => r[metric] !== null && fresh.get(r.job_id)?.[metric] != null ? [r[metric] - fresh.get(r.job_id)[metric]] : [])
+      const againstPooled = median(auto.map((r) => r[metric])) - median(pooled.map((r) => r[metric]))
       console.log(`  ${metric.padEnd(8)} fresh forced arm, same round: ${String(median(paired)).padStart(6)} ms (median of ${paired.length} differences)   pooled forced arm (${pooled.length} rounds): ${againstPooled.toFixed(1).padStart(6)} ms (difference of medians)`)
     }
   }
