@@ -102,17 +102,23 @@ async function runRounds (monitorId, n, location = 'lab-open') {
     `INSERT INTO jobs (monitor_id, location_id, due_at)
      SELECT $1, $3, date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n, location])
   const ids = rows.map((r) => r.id)
-  // 45 s a round, for these and the other monitors' rounds waiting at the
-  // location: a round starts four browsers, each slow to start on a machine
-  // busy with other tests (a round at the UDP-blocked path took over 20 s).
-  const { rows: [{ waiting }] } = await database.pool.query("SELECT count(*)::int AS waiting FROM jobs WHERE location_id = $1 AND state IN ('queued', 'leased')", [location])
-  const until = Date.now() + waiting * 45_000
+  // Rounds finish one after another, the other monitors' at the location
+  // among them: the wait gives up only when no round at the location has
+  // finished for 90 s. A round starts four browsers, each slow to start on
+  // a machine busy with other tests (a round at the UDP-blocked path took
+  // over 20 s); a round that hangs holds its agent for good.
+  const STALL_MS = 90_000
+  const finishedAt = async () => (await database.pool.query("SELECT count(*)::int AS n FROM jobs WHERE location_id = $1 AND state NOT IN ('queued', 'leased')", [location])).rows[0].n
+  let finished = await finishedAt()
+  let until = Date.now() + STALL_MS
   for (;;) {
     const { rows: states } = await database.pool.query('SELECT state, last_error FROM jobs WHERE id = ANY($1)', [ids])
     const failed = states.find((s) => s.state === 'failed')
     assert.ok(!failed, `a round failed: ${failed?.last_error}`)
     if (states.every((s) => s.state === 'done')) return
-    assert.ok(Date.now() < until, `rounds not done in time: ${states.map((s) => s.state).join(', ')}`)
+    const now = await finishedAt()
+    if (now > finished) [finished, until] = [now, Date.now() + STALL_MS]
+    assert.ok(Date.now() < until, `no round at ${location} finished for ${STALL_MS / 1000} s: ${states.map((s) => s.state).join(', ')}`)
     await sleep(250)
   }
 }
@@ -177,11 +183,14 @@ describe('the normal path, the UDP-blocked path and an origin without H3, side b
     assert.equal(forced.length, 4)
     for (const r of forced) assert.equal(r.status, 'error', 'forced H3 fails: no QUIC gets through')
     const auto = items.filter((r) => r.mode === 'auto')
+    // Chromium does not wait for QUIC to give up (as forced H3 does, seconds
+    // later): TCP carries the page as fast as in the forced H2 arm, loaded
+    // beside it on the same machine, give or take what a busy machine adds.
+    const h2Load = Math.max(...items.filter((r) => r.mode === 'h2' && r.status === 'ok').map((r) => r.load_ms))
     for (const r of auto) {
       assert.equal(r.status, 'ok', `${r.view}: ${r.error}`)
       assert.equal(r.observed_protocol, 'h2', `${r.view}: users get H2`)
-      // Well under the page timeout: Chromium gives up on QUIC by itself and TCP carries the page.
-      assert.ok(r.load_ms < 5000, `${r.view}: load ${r.load_ms} ms`)
+      assert.ok(r.load_ms < h2Load + 2000, `${r.view}: load ${r.load_ms} ms, forced H2 at most ${h2Load} ms`)
     }
     const reasons = await Promise.all(auto.filter((r) => r.view === 'returning').map(async (r) => (await get(`/api/v1/results/${r.id}`)).details.protocol_reason))
     for (const reason of reasons) assert.ok(['tcp_won', 'broken'].includes(reason.code), `returning visit: ${JSON.stringify(reason)}`)

@@ -37,7 +37,7 @@ test('h3lens start measures an added monitor over h2 and h3 and stops cleanly', 
       const res = await fetch(`${api}/api/v1/monitors/${monitor.id}/results`, { headers: auth })
       const { items } = await res.json()
       return items.some((r) => r.mode === 'h2') && items.some((r) => r.mode === 'h3') ? items : null
-    }, { timeoutMs: 90000, what: 'results in both modes' })
+    }, { timeoutMs: 180_000, what: 'results in both modes' })
 
     for (const mode of ['h2', 'h3']) {
       const r = items.find((x) => x.mode === mode)

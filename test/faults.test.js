@@ -241,7 +241,7 @@ describe('faults', { concurrency: true }, () => {
       // 5–9 s alone; beside the other faults and the rest of the suite on
       // a machine with slow cores, 9 of the 12 in 30 s. A round left leased
       // to no one would still wait out its 600 s lease.
-      await eventually(async () => (await done()) === jobIds.length, { timeoutMs: 90_000, what: 'every round done' })
+      await eventually(async () => (await done()) === jobIds.length, { timeoutMs: 180_000, what: 'every round done' })
       await agent.stop()
       agent = null
       assert.ok(claims >= 3, `claims were lost on the way (${claims} claims)`)

@@ -153,14 +153,28 @@ test('an origin without HTTP/3 is "H3 not supported" in Firefox, not a failing H
   assert.match(h3.error, /^H3 not supported: https:\/\/lab\.h3lens\.test:8444 answered no QUIC and advertises no Alt-Svc h3 \(the load timed out\)$/)
 })
 
-test('the auto arm in Firefox: the first visit over H2, the returning visit over H3 learnt from Alt-Svc', { skip }, async () => {
-  const results = await round('lab-na', { modes: ['auto'] })
-  const first = only(results, (r) => r.view === 'first')
-  const returning = only(results, (r) => r.view === 'returning')
-  assert.equal(first.status, 'ok', first.error)
-  assert.equal(returning.status, 'ok', returning.error)
-  assert.equal(first.observed_protocol, 'h2')
-  assert.equal(first.details.protocol_reason.code, 'not_known')
+test('the auto arm in Firefox: the first visit over H2, the returning visit over H3 learnt from Alt-Svc', { skip }, async (t) => {
+  // Unforced, Firefox races TCP against a QUIC connection not up within
+  // 100 ms (lib/measurement/browsers/firefox.js): on a busy machine TCP can
+  // win, and the returning visit then says so ("did not use it"). Such
+  // a visit is a user's too, so it is checked as one, and the round is run
+  // once more: a second loss would be no chance.
+  /** @type {Record<string, any>} */
+  let first = {}
+  /** @type {Record<string, any>} */
+  let returning = {}
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    const results = await round('lab-eu', { modes: ['auto'] })
+    first = only(results, (r) => r.view === 'first')
+    returning = only(results, (r) => r.view === 'returning')
+    assert.equal(first.status, 'ok', first.error)
+    assert.equal(returning.status, 'ok', returning.error)
+    assert.equal(first.observed_protocol, 'h2')
+    assert.equal(first.details.protocol_reason.code, 'not_known')
+    if (returning.observed_protocol === 'h3') break
+    assert.equal(returning.details.protocol_reason.code, 'learnt_unused', `a returning visit over ${returning.observed_protocol}`)
+    t.diagnostic(`round ${attempt}: the returning visit knew of H3 and came over ${returning.observed_protocol} (TCP won the race)`)
+  }
   assert.equal(returning.observed_protocol, 'h3')
   assert.equal(returning.details.protocol_reason.text, 'H3: learnt from Alt-Svc')
   // Nothing forced: Firefox's defaults, beyond what the lab needs.

@@ -38,8 +38,9 @@ test('a hanging database: /healthz answers 503 "database timeout" within a secon
       assert.match(res.json().message, /^database did not answer within \d+ ms$/)
       // At the check's 800 ms bound, not at the pool's 10 s connect timeout.
       // Alone it answers in ~810 ms; beside the full suite at a lower CPU
-      // priority (nice 5) it once took 1,018 ms, so the bound leaves room.
-      assert.ok(tookMs < 2500, `answered in ${tookMs} ms`)
+      // priority (nice 5) it once took 1,018 ms, so the bound leaves room
+      // for slower machines and is still half the pool's timeout.
+      assert.ok(tookMs < 5000, `answered in ${tookMs} ms`)
     } finally {
       process.kill(postmaster, 'SIGCONT')
     }

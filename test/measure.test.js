@@ -272,10 +272,15 @@ describe('measurePage against the lab origin', () => {
   test('a browser killed in the middle of a load fails the round as an infrastructure fault, never as a result of either arm', async () => {
     const flags = [...baseFlags(), ...modeFlags('h2', origin.baseUrl), ...lab]
     const browser = await pool.acquire({ flags })
-    // The page answers after 3 s; the browser dies 1 s into its load.
-    const killer = setTimeout(() => browser.process().kill('SIGKILL'), 1000)
+    // The page answers after 8 s; the browser dies 2 s after the run's page
+    // is opened, into its load (opening a context and a page can take a
+    // second on a busy machine, and a browser killed before the load began
+    // says another thing).
+    /** @type {NodeJS.Timeout | undefined} */
+    let killer
+    browser.once('targetcreated', () => { killer = setTimeout(() => browser.process().kill('SIGKILL'), 2000) })
     try {
-      await assert.rejects(runRound({ pool, url: `${origin.baseUrl}/slow?ms=3000`, modes: ['h2', 'h3'], extraFlags: lab, random: () => 0.99 }), (err) => {
+      await assert.rejects(runRound({ pool, url: `${origin.baseUrl}/slow?ms=8000`, modes: ['h2', 'h3'], extraFlags: lab, random: () => 0.99 }), (err) => {
         assert.ok(err instanceof InfrastructureError, String(err))
         assert.match(err.message, /^h2 arm: browser disconnected \(pid \d+ killed by SIGKILL\) during the run: Navigating frame was detached$/)
         return true

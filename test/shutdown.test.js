@@ -50,7 +50,7 @@ test('SIGTERM to the process group mid-round stores no false error and leaves no
     const monitorId = body.id
     // One full round first, so the browsers are warm and the next round is
     // page loads from its first second.
-    await eventually(async () => ((await db.pool.query("SELECT 1 FROM jobs WHERE monitor_id = $1 AND state = 'done'", [monitorId])).rowCount ?? 0) > 0, { timeoutMs: 90000, what: 'a first round' })
+    await eventually(async () => ((await db.pool.query("SELECT 1 FROM jobs WHERE monitor_id = $1 AND state = 'done'", [monitorId])).rowCount ?? 0) > 0, { timeoutMs: 180_000, what: 'a first round' })
     await eventually(async () => ((await db.pool.query("SELECT 1 FROM jobs WHERE monitor_id = $1 AND state = 'leased'", [monitorId])).rowCount ?? 0) > 0, { timeoutMs: 30000, intervalMs: 100, what: 'a round in flight' })
     await sleep(600)
     const { rows: doneBefore } = await db.pool.query("SELECT id FROM jobs WHERE monitor_id = $1 AND state = 'done'", [monitorId])
