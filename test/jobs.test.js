@@ -54,8 +54,10 @@ test('a database down for minutes: each scheduler loop warns once, then once a m
   const warnings = () => lines.filter((l) => l.level === 40).map((l) => l.msg).sort()
   scheduler.start()
   try {
-    // Dozens of ticks of each loop, every one failing to connect.
+    // Dozens of ticks of each loop, every one failing to connect (fewer on
+    // a busy machine, where each failed connect takes longer).
     await new Promise((resolve) => setTimeout(resolve, 1000))
+    await eventually(async () => warnings().length >= 2, { timeoutMs: 5000, what: 'a warning from each loop' })
     assert.deepEqual(warnings(), ['scheduler rounds failed; retrying next tick', 'scheduler upkeep failed; retrying next tick'])
     assert.match(lines.find((l) => l.level === 40).err, /database "h3lens_t_\w+" does not exist/)
     clock += 60_000
@@ -63,7 +65,7 @@ test('a database down for minutes: each scheduler loop warns once, then once a m
     for (const loop of ['rounds', 'upkeep']) {
       const still = lines.find((l) => l.msg.startsWith(`scheduler ${loop} still failing`))
       assert.match(still.msg, new RegExp(`^scheduler ${loop} still failing: \\d+ times since 2026-01-01T00:00:00.000Z; retrying next tick$`))
-      assert.ok(still.failures > 10, still.msg)
+      assert.ok(still.failures > 2, `the failures counted, not only the first: ${still.msg}`)
     }
     await database.create()
     await eventually(async () => ['rounds', 'upkeep'].every((loop) => lines.some((l) => l.level === 30 && l.msg === `scheduler ${loop} works again`)), { timeoutMs: 10_000, what: 'both loops back' })
