@@ -282,7 +282,11 @@ describe('measurePage against the lab origin', () => {
     try {
       await assert.rejects(runRound({ pool, url: `${origin.baseUrl}/slow?ms=8000`, modes: ['h2', 'h3'], extraFlags: lab, random: () => 0.99 }), (err) => {
         assert.ok(err instanceof InfrastructureError, String(err))
-        assert.match(err.message, /^h2 arm: browser disconnected \(pid \d+ killed by SIGKILL\) during the run: Navigating frame was detached$/)
+        // What the run was doing when its browser went is the browser's
+        // last word (mid-load: "Navigating frame was detached"); how it
+        // ended is known once its exit is seen, within a second of its
+        // pipe closing on a busy machine, or not yet.
+        assert.match(err.message, /^h2 arm: browser disconnected \(pid \d+( killed by SIGKILL|, its DevTools pipe closed)\) during the run: \S/)
         return true
       })
     } finally {
