@@ -151,15 +151,23 @@ async function runRounds (monitorId, n) {
     `INSERT INTO jobs (monitor_id, location_id, due_at)
      SELECT $1, 'lab-shop', date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n])
   const ids = rows.map((r) => r.id)
-  // 30 s a round, for these and the other monitors' rounds waiting at the location.
-  const { rows: [{ waiting }] } = await database.pool.query("SELECT count(*)::int AS waiting FROM jobs WHERE location_id = 'lab-shop' AND state IN ('queued', 'leased')")
-  const until = Date.now() + waiting * 30_000
+  // Rounds finish one after another, the other monitors' at the location
+  // among them: the wait gives up only when no round at the location has
+  // finished for 90 s. A round of a journey whose step waits out its
+  // timeout in each arm took over 30 s on a busy machine; a round that
+  // hangs holds its agent for good.
+  const STALL_MS = 90_000
+  const finishedAt = async () => (await database.pool.query("SELECT count(*)::int AS n FROM jobs WHERE location_id = 'lab-shop' AND state NOT IN ('queued', 'leased')")).rows[0].n
+  let finished = await finishedAt()
+  let until = Date.now() + STALL_MS
   for (;;) {
     const { rows: states } = await database.pool.query('SELECT state, last_error FROM jobs WHERE id = ANY($1)', [ids])
     const failed = states.find((s) => s.state === 'failed')
     assert.ok(!failed, `a round failed: ${failed?.last_error}`)
     if (states.every((s) => s.state === 'done')) return
-    assert.ok(Date.now() < until, `rounds not done in time: ${states.map((s) => s.state).join(', ')}`)
+    const now = await finishedAt()
+    if (now > finished) [finished, until] = [now, Date.now() + STALL_MS]
+    assert.ok(Date.now() < until, `no round at lab-shop finished for ${STALL_MS / 1000} s: ${states.map((s) => s.state).join(', ')}`)
     await sleep(250)
   }
 }
