@@ -13,9 +13,9 @@ import assert from 'node:assert/strict'
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, test } from 'node:test'
 import { createTestDatabase } from './helpers/db.js'
+import { runRounds as runLabRounds } from './helpers/rounds.js'
 import { freePort } from '../dev/free-port.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
@@ -94,37 +94,13 @@ async function get (url) {
 }
 
 /**
- * Queue `n` rounds of a monitor at a location (due a second apart, in the
- * past) and wait until its agent has done them all.
+ * Queue `n` rounds of a monitor at a location and wait until its agents have
+ * done them all (helpers/rounds.js).
  * @param {number} monitorId
  * @param {number} n
  * @param {string} [location]
  */
-async function runRounds (monitorId, n, location = 'lab-open') {
-  const { rows } = await database.pool.query(
-    `INSERT INTO jobs (monitor_id, location_id, due_at)
-     SELECT $1, $3, date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n, location])
-  const ids = rows.map((r) => r.id)
-  // Rounds finish one after another, the other monitors' at the location
-  // among them: the wait gives up only when no round at the location has
-  // finished for 90 s. A round starts four browsers, each slow to start on
-  // a machine busy with other tests (a round at the UDP-blocked path took
-  // over 20 s); a round that hangs holds its agent for good.
-  const STALL_MS = 90_000
-  const finishedAt = async () => (await database.pool.query("SELECT count(*)::int AS n FROM jobs WHERE location_id = $1 AND state NOT IN ('queued', 'leased')", [location])).rows[0].n
-  let finished = await finishedAt()
-  let until = Date.now() + STALL_MS
-  for (;;) {
-    const { rows: states } = await database.pool.query('SELECT state, last_error FROM jobs WHERE id = ANY($1)', [ids])
-    const failed = states.find((s) => s.state === 'failed')
-    assert.ok(!failed, `a round failed: ${failed?.last_error}`)
-    if (states.every((s) => s.state === 'done')) return
-    const now = await finishedAt()
-    if (now > finished) [finished, until] = [now, Date.now() + STALL_MS]
-    assert.ok(Date.now() < until, `no round at ${location} finished for ${STALL_MS / 1000} s: ${states.map((s) => s.state).join(', ')}`)
-    await sleep(250)
-  }
-}
+const runRounds = (monitorId, n, location = 'lab-open') => runLabRounds(database.pool, { monitorId, n, location })
 
 // The monitors' rounds run at the same time: the open path's two monitors
 // on its two agents, the UDP-blocked path's on its own.

@@ -16,6 +16,7 @@ import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, test } from 'node:test'
 import { createTestDatabase } from './helpers/db.js'
+import { runRounds as runLabRounds } from './helpers/rounds.js'
 import { resultOf } from './helpers/results.js'
 import { freePort } from '../dev/free-port.js'
 import { loadConfig } from '../lib/runtime/config.js'
@@ -141,36 +142,12 @@ async function createMonitor (body) {
 }
 
 /**
- * Queue `n` rounds of a monitor (due a second apart, in the past) and wait
- * until the agents have done them all.
+ * Queue `n` rounds of a monitor at the shop location and wait until the
+ * agents have done them all (helpers/rounds.js).
  * @param {number} monitorId
  * @param {number} n
  */
-async function runRounds (monitorId, n) {
-  const { rows } = await database.pool.query(
-    `INSERT INTO jobs (monitor_id, location_id, due_at)
-     SELECT $1, 'lab-shop', date_trunc('second', now()) - make_interval(secs => g) FROM generate_series(1, $2) g RETURNING id`, [monitorId, n])
-  const ids = rows.map((r) => r.id)
-  // Rounds finish one after another, the other monitors' at the location
-  // among them: the wait gives up only when no round at the location has
-  // finished for 90 s. A round of a journey whose step waits out its
-  // timeout in each arm took over 30 s on a busy machine; a round that
-  // hangs holds its agent for good.
-  const STALL_MS = 90_000
-  const finishedAt = async () => (await database.pool.query("SELECT count(*)::int AS n FROM jobs WHERE location_id = 'lab-shop' AND state NOT IN ('queued', 'leased')")).rows[0].n
-  let finished = await finishedAt()
-  let until = Date.now() + STALL_MS
-  for (;;) {
-    const { rows: states } = await database.pool.query('SELECT state, last_error FROM jobs WHERE id = ANY($1)', [ids])
-    const failed = states.find((s) => s.state === 'failed')
-    assert.ok(!failed, `a round failed: ${failed?.last_error}`)
-    if (states.every((s) => s.state === 'done')) return
-    const now = await finishedAt()
-    if (now > finished) [finished, until] = [now, Date.now() + STALL_MS]
-    assert.ok(Date.now() < until, `no round at lab-shop finished for ${STALL_MS / 1000} s: ${states.map((s) => s.state).join(', ')}`)
-    await sleep(250)
-  }
-}
+const runRounds = (monitorId, n) => runLabRounds(database.pool, { monitorId, n, location: 'lab-shop' })
 
 /** @param {number} monitorId */
 async function allResults (monitorId) {
