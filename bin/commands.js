@@ -10,8 +10,8 @@ import { createLogger } from '../lib/runtime/log.js'
 import { createLifecycle } from '../lib/runtime/lifecycle.js'
 import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
-import { createAgentToken, listAgents } from '../lib/store/agents.js'
-import { createWptKey } from '../lib/store/wpt-keys.js'
+import { createAgentToken, listAgents, revokeAgent } from '../lib/store/agents.js'
+import { createWptKey, revokeWptKeys } from '../lib/store/wpt-keys.js'
 import { createApiKey, listApiKeys, revokeApiKey, ensureAdminKey } from '../lib/store/api-keys.js'
 import { getLocation, upsertLocation } from '../lib/store/locations.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
@@ -283,16 +283,18 @@ ${commonHelp}`,
     }
   },
   agents: {
-    summary: 'agent identities: agents token --location ID | agents enrol --token-dir DIR --location ID=REGION | agents wpt-key --location ID | agents list',
+    summary: 'agent identities: agents token --location ID | agents enrol --token-dir DIR --location ID=REGION | agents wpt-key --location ID | agents list | agents revoke ID',
     options: {
       ...common, location: { type: 'string', multiple: true }, name: { type: 'string' }, region: { type: 'string' }, 'token-dir': { type: 'string' },
-      'wpt-shaping': { type: 'string' }, 'wpt-browser': { type: 'string' }
+      'wpt-shaping': { type: 'string' }, 'wpt-browser': { type: 'string' }, revoke: { type: 'boolean' }
     },
-    positionals: () => 1,
+    positionals: ([sub]) => sub === 'revoke' ? 2 : 1,
     usage: `Usage: h3lens agents token --location ID [--region TEXT] [--name NAME]
        h3lens agents enrol --token-dir DIR --location ID[=REGION] [--location ...]
        h3lens agents wpt-key --location ID [--region TEXT] [--wpt-shaping on|off] [--wpt-browser NAME]
+       h3lens agents wpt-key --location ID --revoke
        h3lens agents list
+       h3lens agents revoke ID
 
 "token" registers an agent for a location and prints its token once (only a
 hash is stored). Give it to the agent as H3LENS_AGENT_TOKEN.
@@ -310,7 +312,15 @@ that polls with it is listed under the location. --wpt-shaping on sends
 the location's network profile to its agents as traffic shaping (an agent
 started with --shaper none fails shaped tests; default off), --wpt-browser
 names the browser its agents run (wptagent's name, default Chrome); both
-are kept in the location's profile.
+are kept in the location's profile. "wpt-key --revoke" stops every key of
+the location at once (its agents' next call for work is refused); make a
+new key for the agents still trusted.
+
+"list" shows each agent: id, location, kind, name, alive or idle, revoked,
+last seen. "revoke" stops an agent's token at once (the agent stops at its
+next call; its leased rounds run again when their lease runs out): do it
+when the machine it ran on is no longer trusted, then give a new token to
+its replacement.
 
 Options:
   --location ID           the location the token or key is bound to (enrol: several, ID=REGION)
@@ -321,8 +331,13 @@ Options:
                           names it so)
   --wpt-shaping on|off    wpt-key: shape the location's WebPageTest tests (default off)
   --wpt-browser NAME      wpt-key: the browser its WebPageTest agents run (default Chrome)
+  --revoke                wpt-key: revoke the location's keys instead of making one
 ${commonHelp}`,
     run: async (values, positionals) => {
+      const revokeId = positionals[0] === 'revoke' ? idOf(positionals[1]) : null
+      if (positionals[0] === 'revoke' && revokeId === null) {
+        throw Object.assign(new Error(`agents revoke needs the id of an agent (see "h3lens agents list"), not "${positionals[1] ?? ''}"`), { userFacing: true })
+      }
       // --location here names the agents' locations, not this process's.
       const ctx = boot({ ...values, location: undefined }, 'h3lens-agents')
       const { pool } = await openDatabase(ctx)
@@ -349,6 +364,15 @@ ${commonHelp}`,
             const { file, created } = await enrolLocation(pool, { location: id, region, tokenDir: values['token-dir'] })
             console.log(`${id}\t${file}\t${created ? 'new agent enrolled' : 'existing token kept'}`)
           }
+        } else if (sub === 'wpt-key' && values.revoke) {
+          if (locations.length !== 1) throw Object.assign(new Error('agents wpt-key --revoke needs one --location <id>'), { userFacing: true })
+          if (values.region || values['wpt-shaping'] !== undefined || values['wpt-browser'] !== undefined) {
+            throw Object.assign(new Error('agents wpt-key --revoke takes --location alone'), { userFacing: true })
+          }
+          const revoked = await revokeWptKeys(pool, { location: locations[0] }).catch((err) => { throw Object.assign(err, { userFacing: true }) })
+          console.log(revoked
+            ? `${revoked} key${revoked === 1 ? '' : 's'} of location ${locations[0]} revoked; its WebPageTest agents are refused until they have a new key ("h3lens agents wpt-key --location ${locations[0]}")`
+            : `location ${locations[0]} has no key to revoke`)
         } else if (sub === 'wpt-key') {
           if (locations.length !== 1) throw Object.assign(new Error('agents wpt-key needs one --location <id>'), { userFacing: true })
           values.location = locations[0]
@@ -379,8 +403,11 @@ ${commonHelp}`,
           for (const a of await listAgents(pool)) {
             console.log([a.id, a.location_id, a.kind, a.name, a.alive ? 'alive' : 'idle', a.revoked_at ? 'revoked' : '', a.last_seen_at?.toISOString() ?? 'never seen'].join('\t'))
           }
+        } else if (sub === 'revoke') {
+          const agent = await revokeAgent(pool, /** @type {number} */ (revokeId)).catch((err) => { throw Object.assign(err, { userFacing: true }) })
+          console.log(`agent ${agent.id} (${agent.name}, location ${agent.location_id}) revoked: its token is refused from now on, and its leased rounds run again when their lease runs out`)
         } else {
-          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID", "agents enrol --token-dir DIR --location ID=REGION", "agents wpt-key --location ID" or "agents list"`), { userFacing: true })
+          throw Object.assign(new Error(`unknown agents command "${sub ?? ''}"; use "agents token --location ID", "agents enrol --token-dir DIR --location ID=REGION", "agents wpt-key --location ID", "agents list" or "agents revoke ID"`), { userFacing: true })
         }
       } finally {
         await ctx.lifecycle.stopAll('done')

@@ -9,6 +9,8 @@ import path from 'node:path'
 import { createHash } from 'node:crypto'
 import { createTestDatabase } from './helpers/db.js'
 import { loadConfig } from '../lib/runtime/config.js'
+import { authenticateAgent } from '../lib/store/agents.js'
+import { wptAgent, wptKeyValid } from '../lib/store/wpt-keys.js'
 
 const run = (args, env = {}) => spawnSync(process.execPath, ['bin/h3lens.js', ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60000 })
 
@@ -210,6 +212,59 @@ test('agents wpt-key creates a wpt location and prints its key alone, stored has
     assert.notEqual(badBrowser.status, 0)
     assert.match(badBrowser.stderr, /--wpt-browser "bad;name" must be a browser name/)
     assert.equal((await db.pool.query("SELECT 1 FROM locations WHERE id = 'wpt-new'")).rowCount, 0)
+  } finally {
+    await db.drop()
+  }
+})
+
+test('agents revoke stops an agent\'s token at once; wpt-key --revoke stops a WebPageTest location\'s keys', async () => {
+  const db = await createTestDatabase()
+  try {
+    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' }
+    const made = run(['agents', 'token', '--location', 'eu-west', '--region', 'Europe', '--name', 'old-box'], env)
+    assert.equal(made.status, 0, made.stderr)
+    const token = made.stdout.trim()
+    const kept = run(['agents', 'token', '--location', 'eu-west'], env).stdout.trim()
+    const id = Number(/agent (\d+) \(old-box\)/.exec(made.stderr)?.[1])
+    assert.ok((await authenticateAgent(db.pool, token)) !== null, 'the token works before')
+
+    const revoked = run(['agents', 'revoke', String(id)], env)
+    assert.equal(revoked.status, 0, revoked.stderr)
+    assert.match(revoked.stdout, new RegExp(`^agent ${id} \\(old-box, location eu-west\\) revoked: its token is refused from now on`))
+    assert.equal(await authenticateAgent(db.pool, token), null, 'the revoked token signs in no more')
+    assert.ok((await authenticateAgent(db.pool, kept)) !== null, 'the location\'s other agent goes on')
+    const listed = run(['agents', 'list'], env).stdout.split('\n').find((l) => l.startsWith(`${id}\t`))
+    assert.match(listed ?? '', /\trevoked\t/)
+
+    const again = run(['agents', 'revoke', String(id)], env)
+    assert.equal(again.status, 1)
+    assert.match(again.stderr, new RegExp(`agent ${id} was already revoked on \\d{4}-`))
+    const missing = run(['agents', 'revoke', '999999'], env)
+    assert.equal(missing.status, 1)
+    assert.match(missing.stderr, /agent 999999 does not exist; see h3lens agents list/)
+    for (const arg of [[], ['abc'], ['1e3']]) {
+      const bad = run(['agents', 'revoke', ...arg], env)
+      assert.equal(bad.status, 1, arg.join(' '))
+      assert.match(bad.stderr, /agents revoke needs the id of an agent \(see "h3lens agents list"\)/)
+    }
+
+    // A WebPageTest agent signs in with its location's key: revoking it is revoking the key.
+    const key = run(['agents', 'wpt-key', '--location', 'wpt-fra', '--region', 'Europe'], env).stdout.trim()
+    const node = await wptAgent(db.pool, { location: 'wpt-fra', pc: 'fra-1' })
+    const notAToken = run(['agents', 'revoke', String(node.id)], env)
+    assert.equal(notAToken.status, 1)
+    assert.match(notAToken.stderr, /is a WebPageTest agent \(fra-1 at wpt-fra\): it signs in with its location's key.*"h3lens agents wpt-key --location wpt-fra --revoke"/)
+    assert.equal(await wptKeyValid(db.pool, { location: 'wpt-fra', key }), true)
+    const keys = run(['agents', 'wpt-key', '--location', 'wpt-fra', '--revoke'], env)
+    assert.equal(keys.status, 0, keys.stderr)
+    assert.match(keys.stdout, /^1 key of location wpt-fra revoked; its WebPageTest agents are refused until they have a new key/)
+    assert.equal(await wptKeyValid(db.pool, { location: 'wpt-fra', key }), false, 'the key admits no agent')
+    assert.match(run(['agents', 'wpt-key', '--location', 'wpt-fra', '--revoke'], env).stdout, /location wpt-fra has no key to revoke/)
+    const fresh = run(['agents', 'wpt-key', '--location', 'wpt-fra'], env).stdout.trim()
+    assert.equal(await wptKeyValid(db.pool, { location: 'wpt-fra', key: fresh }), true, 'a new key works')
+    const wrongKind = run(['agents', 'wpt-key', '--location', 'eu-west', '--revoke'], env)
+    assert.equal(wrongKind.status, 1)
+    assert.match(wrongKind.stderr, /location "eu-west" is of kind real, not wpt: it has no WebPageTest keys/)
   } finally {
     await db.drop()
   }

@@ -246,6 +246,68 @@ test('agents: wrong, revoked and other-location tokens get clear 4xx answers', a
   await assertAlive()
 })
 
+test('agents: a result its round did not ask for refuses the round, whole; what the claim asked is stored even after the monitor changed', async () => {
+  await upsertLocation(database.pool, { id: 'ap-south', name: 'AP', region: 'Asia', kind: 'real' })
+  await database.pool.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+  const { token } = await createAgentToken(database.pool, { location: 'ap-south' })
+  const agent = (path, payload) => json('POST', `/api/v1/agent${path}`, payload, { authorization: `Bearer ${token}` })
+  const page = await createMonitor(database.pool, { url: 'https://example.com/asked', locations: ['ap-south'], interval_s: 60, modes: ['h2', 'h3'] }, { allowPrivateTargets: true })
+  const journey = await createMonitor(database.pool, {
+    url: 'https://example.com/shop', locations: ['ap-south'], interval_s: 60, modes: ['h2', 'h3'],
+    journey: { steps: [{ action: 'navigate', url: '/', name: 'home' }, { action: 'click', selector: '#buy', name: 'buy' }] }
+  }, { allowPrivateTargets: true })
+  await scheduleDueJobs(database.pool, { maxAttempts: 3 })
+  const claimed = (await agent('/claim', { limit: 10 })).json().jobs
+  const pageJob = claimed.find((j) => j.monitor_id === page.id)
+  const journeyJob = claimed.find((j) => j.monitor_id === journey.id)
+  assert.ok(pageJob && journeyJob, 'both rounds claimed')
+  assert.deepEqual([pageJob.modes, pageJob.probes, pageJob.repeat_view], [['h2', 'h3'], ['page'], false])
+
+  const arm = (/** @type {string} */ mode, extra = {}) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode === 'auto' ? 'h3' : mode, ttfb_ms: 10, load_ms: 20, ...extra })
+  const stored = async () => (await database.pool.query('SELECT count(*)::int AS n FROM results WHERE job_id = ANY($1::bigint[])', [[pageJob.id, journeyJob.id]])).rows[0].n
+  for (const [what, results, field, message] of /** @type {[string, object[], string, RegExp][]} */ ([
+    ['an arm the monitor does not run', [arm('h2'), arm('h3'), arm('auto')], 'results.2.mode', /this round's arms are h2, h3, not auto/],
+    ['a repeat view it did not ask for', [arm('h2'), arm('h3'), arm('h2', { view: 'repeat' })], 'results.2.view', /this round asked for no repeat view/],
+    ['a view its arm does not have', [arm('h2', { view: 'returning' }), arm('h3')], 'results.0.view', /the h2 arm has no returning view \(its views: first, repeat\)/],
+    ['a probe it does not run', [arm('h2'), arm('h3'), arm('h2', { probe: 'parallel' })], 'results.2.probe', /this round runs the probe page, not parallel/]
+  ])) {
+    const res = await agent(`/jobs/${pageJob.id}/results`, { results })
+    assert.equal(res.status, 422, `${what}: ${res.text}`)
+    assert.equal(res.json().code, 'not_asked', what)
+    assert.equal(res.json().field, field, what)
+    assert.match(res.json().message, message, what)
+    assert.match(res.json().message, /a round's results are those its claim asked for/, what)
+  }
+  // The batched route (the agents' spool) refuses that round alone, with the same words.
+  const batch = await agent('/results', {
+    rounds: [
+      { job_id: journeyJob.id, results: ['h2', 'h3'].map((mode) => arm(mode, { probe: 'journey:checkout' })) },
+      { job_id: pageJob.id, results: [arm('h2'), arm('h3'), arm('auto')] }
+    ]
+  })
+  assert.equal(batch.status, 200, batch.text)
+  const [journeyAck, pageAck] = batch.json().rounds
+  assert.equal(journeyAck.error?.statusCode, 422, JSON.stringify(journeyAck))
+  assert.equal(journeyAck.error.code, 'not_asked')
+  assert.match(journeyAck.error.message, /^results\.0\.probe: this round's journey has no step named "checkout"/)
+  assert.equal(pageAck.error?.code, 'not_asked', JSON.stringify(pageAck))
+  assert.match(pageAck.error.message, /^results\.2\.mode: this round's arms are h2, h3, not auto/)
+  assert.equal(await stored(), 0, 'nothing of a refused round is stored')
+
+  // The claim is what counts: a monitor that drops H3 while its round is
+  // measured still gets that round's H3 result, which its agent was asked for.
+  await database.pool.query("UPDATE monitors SET modes = '{h2}' WHERE id = $1", [page.id])
+  const ok = await agent(`/jobs/${pageJob.id}/results`, { results: [arm('h2'), arm('h3')] })
+  assert.equal(ok.status, 200, ok.text)
+  assert.equal(ok.json().stored, 2)
+  const steps = await agent('/results', {
+    rounds: [{ job_id: journeyJob.id, results: ['h2', 'h3'].flatMap((mode) => ['journey', 'journey:home', 'journey:buy'].map((probe) => arm(mode, { probe }))) }]
+  })
+  assert.equal(steps.json().rounds[0].stored, 6, steps.text)
+  assert.equal(await stored(), 8)
+  await assertAlive()
+})
+
 test('monitors may not target private addresses, at real and lab locations alike', async () => {
   for (const locations of [['eu-west'], ['local']]) {
     for (const url of ['http://127.0.0.1:8080/', 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.1/', 'http://[::1]/',

@@ -25,7 +25,8 @@ const page = (extra = {}) => ({
 async function leasedJob () {
   await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
   await t.db.query('UPDATE monitors SET paused = true')
-  await createMonitor(t.db, { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10, locations: ['local'] })
+  // Every arm, view and probe the results below may be of: a round is refused a result it did not ask for.
+  await createMonitor(t.db, { url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10, locations: ['local'], repeat_view: true, probes: ['page', 'parallel', 'upload'] })
   await scheduleDueJobs(t.db, { maxAttempts: 3 })
   const res = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${token}` }, payload: { limit: 1 } })
   return res.json().jobs[0]

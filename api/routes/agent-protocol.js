@@ -201,7 +201,8 @@ export default async function agentProtocolRoutes (app) {
       description: 'Submit every result of a job and mark it done. Idempotent: results already stored are counted as duplicates, not stored again. ' +
         '409 when the job is leased to another agent (code lease_lost) or belongs to another location, or is done and a result is not among those stored ' +
         '(code round_done: a round\'s results are sent together); ' +
-        '422 when a value cannot be true (out of range, timings out of order, a status or protocol_ok that contradicts observed_protocol), naming the field. ' +
+        '422 when a value cannot be true (out of range, timings out of order, a status or protocol_ok that contradicts observed_protocol), naming the field, ' +
+        'or when a result is of a mode, probe, journey step or view the round\'s claim did not ask for (code not_asked). ' +
         'protocol_ok is stored as the server computes it from observed_protocol.',
       tags,
       security,
@@ -245,7 +246,7 @@ export default async function agentProtocolRoutes (app) {
       description: `Submit the results of up to ${MAX_BATCH_ROUNDS} jobs in one request and one transaction. ` +
         'Each round gets the checks of `POST /jobs/{id}/results` and its own answer, in the order sent: ' +
         '{job_id, stored, duplicates} when stored (idempotent, as for one job), or {job_id, error: {statusCode, code, message}} ' +
-        'with the status that route would give (404, 409 lease_lost / wrong_location / cancelled / round_done, 422 naming the field); ' +
+        'with the status that route would give (404, 409 lease_lost / wrong_location / cancelled / round_done, 422 naming the field, 422 not_asked); ' +
         'a refused round stores nothing and does not hold up the others.',
       tags,
       security,

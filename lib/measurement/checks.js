@@ -5,6 +5,8 @@
 import { normalizeProtocol } from './protocol.js'
 import { expectedProtocolFor } from './modes.js'
 import { COLUMN_METRICS } from './metrics.js'
+import { VIEWS_OF_MODE } from './result.js'
+import { splitProbe } from './probes/journey.js'
 import { UnprocessableError } from '../runtime/errors.js'
 
 // measure.js rounds each timing to 0.1 ms, so an ordering that holds exactly
@@ -138,4 +140,40 @@ function checkProtocol (r, expected, at) {
     }
   }
   r.protocol_ok = matches
+}
+
+/**
+ * What a round's claim asked its agent to measure (jobs.asked, written at
+ * each lease from the monitor as it was then): its arms, its probes, whether
+ * a repeat view, and the names of its journey's steps.
+ * @typedef {{ modes: string[], probes: string[], repeat_view: boolean, steps?: string[] | null }} Asked
+ */
+
+/**
+ * Refuses a result its round did not ask for: a mode that is not one of the
+ * round's arms, a probe or journey step it does not run, a view its mode
+ * does not have, a repeat view it did not ask for. Any of them would be
+ * stored as the measurement of an arm the monitor never ran, and read as
+ * such by every comparison; an agent token is all it takes to send one.
+ * @param {Record<string, any>[]} results as submitted
+ * @param {Asked | null} asked null for a round leased before claims were recorded: the schema alone checks it
+ * @throws {UnprocessableError} with code not_asked, naming results.<i>.<field>
+ */
+export function checkAsked (results, asked) {
+  if (!asked) return
+  const list = (/** @type {string[]} */ xs) => xs.join(', ')
+  results.forEach((r, i) => {
+    const at = (/** @type {string} */ field) => `results.${i}.${field}`
+    const refuse = (/** @type {string} */ field, /** @type {string} */ why) => {
+      throw new UnprocessableError(`${at(field)}: ${why}; a round's results are those its claim asked for`, at(field), 'not_asked')
+    }
+    const view = r.view ?? 'first'
+    const { probe, step } = splitProbe(r.probe ?? 'page')
+    if (!asked.modes.includes(r.mode)) refuse('mode', `this round's arms are ${list(asked.modes)}, not ${r.mode}`)
+    if (!asked.probes.includes(probe)) refuse('probe', `this round runs the probe${asked.probes.length === 1 ? '' : 's'} ${list(asked.probes)}, not ${probe}`)
+    if (step !== null && !(asked.steps ?? []).includes(step)) refuse('probe', `this round's journey has no step named ${JSON.stringify(step)}`)
+    const views = /** @type {Record<string, readonly string[]>} */ (VIEWS_OF_MODE)[r.mode] ?? []
+    if (!views.includes(view)) refuse('view', `the ${r.mode} arm has no ${view} view (its views: ${list([...views])})`)
+    if (view === 'repeat' && !asked.repeat_view) refuse('view', 'this round asked for no repeat view')
+  })
 }

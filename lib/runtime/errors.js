@@ -32,11 +32,12 @@ export class ConflictError extends Error {
 
 /** Well-formed input whose values cannot be true (timings out of order, out of range). */
 export class UnprocessableError extends Error {
-  /** @param {string} message @param {string} [field] */
-  constructor (message, field) {
+  /** @param {string} message @param {string} [field] @param {string} [code] a machine-readable reason, where a client acts on it */
+  constructor (message, field, code) {
     super(message)
     this.name = 'UnprocessableError'
     this.field = field
     this.statusCode = 422
+    if (code) this.code = code
   }
 }

@@ -1,7 +1,7 @@
 // Agent identities. A token is bound to one location; only its sha256 is
 // stored, so a database dump does not let anyone impersonate an agent.
 import { createHash, randomBytes } from 'node:crypto'
-import { ValidationError } from '../runtime/errors.js'
+import { NotFoundError, ValidationError } from '../runtime/errors.js'
 import { oneLineName } from '../runtime/text.js'
 import { getLocation } from './locations.js'
 
@@ -114,8 +114,24 @@ export async function listAgents (db) {
   return rows
 }
 
-/** @param {import('pg').Pool} db @param {number} id */
+/**
+ * Stop an agent's token at once: its next call is a 401, and the agent
+ * stops. Rounds leased to it run again elsewhere when their lease runs out.
+ * A WebPageTest agent has no token of its own (its location's key admits
+ * it: lib/store/wpt-keys.js revokeWptKeys).
+ * @param {import('pg').Pool} db
+ * @param {number} id
+ * @returns {Promise<{ id: number, location_id: string, name: string }>}
+ */
 export async function revokeAgent (db, id) {
-  const { rowCount } = await db.query('UPDATE agents SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id])
-  return (rowCount ?? 0) > 0
+  const { rows } = await db.query(
+    "UPDATE agents SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL AND kind <> 'wpt' RETURNING id, location_id, name", [id])
+  if (rows[0]) return rows[0]
+  const { rows: [agent] } = await db.query('SELECT location_id, name, kind, revoked_at FROM agents WHERE id = $1', [id])
+  if (!agent) throw new NotFoundError(`agent ${id} does not exist; see h3lens agents list`)
+  if (agent.kind === 'wpt') {
+    throw new ValidationError(`agent ${id} is a WebPageTest agent (${agent.name} at ${agent.location_id}): it signs in with its location's key, not a token of its own; ` +
+      `revoke the key with "h3lens agents wpt-key --location ${agent.location_id} --revoke"`, 'id')
+  }
+  throw new ValidationError(`agent ${id} was already revoked on ${agent.revoked_at.toISOString()}`, 'id')
 }

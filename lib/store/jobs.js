@@ -1,6 +1,7 @@
 // The job queue: one job is one round of one monitor at one location.
 // States live in one frozen object; every transition is one SQL statement.
-import { ConflictError, NotFoundError } from '../runtime/errors.js'
+import { ConflictError, NotFoundError, UnprocessableError } from '../runtime/errors.js'
+import { checkAsked } from '../measurement/checks.js'
 import { insertResults, insertRoundResults } from './results.js'
 import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
@@ -292,7 +293,10 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds,
      granted AS (SELECT id, false AS again FROM picked UNION ALL SELECT id, true FROM unheard)
      UPDATE jobs j SET state = 'leased', attempts = CASE WHEN g.again THEN j.attempts ELSE j.attempts + 1 END, lease_owner = $3,
             lease_instance = $5, started_at = CASE WHEN g.again THEN j.started_at ELSE now() END,
-            lease_expires_at = now() + make_interval(secs => $4), updated_at = now()
+            lease_expires_at = now() + make_interval(secs => $4), updated_at = now(),
+            -- What this answer asks the agent to measure (a round's results are checked against it).
+            asked = jsonb_build_object('modes', m.modes, 'probes', m.probes, 'repeat_view', m.repeat_view,
+              'steps', CASE WHEN 'journey' = ANY (m.probes) THEN jsonb_path_query_array(m.journey, '$.steps[*].name') END)
        FROM granted g, monitors m
       WHERE j.id = g.id AND m.id = j.monitor_id
      RETURNING j.id, j.monitor_id, j.location_id, j.browser, j.due_at, j.attempts, j.lease_expires_at,
@@ -324,7 +328,9 @@ export async function heartbeatJob (db, { jobId, agentId, locationId, leaseSecon
 /**
  * Store a job's results and mark it done, atomically. Submitting the same
  * results again is harmless: the unique key on results absorbs them and the
- * answer says how many were new.
+ * answer says how many were new. A result its round's claim did not ask for
+ * (a mode, probe, step or view: jobs.asked) refuses the round, 422
+ * not_asked.
  * @param {import('pg').Pool} db
  * @param {{ jobId: number, agent: { id: number, location_id: string }, results: object[], agentVersion?: string }} opts
  * @returns {Promise<{ stored: number, duplicates: number }>}
@@ -333,7 +339,7 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
   return withTransaction(db, async (client) => {
     const { rows } = await client.query({
       name: 'lock-job',
-      text: 'SELECT id, monitor_id, location_id, browser, due_at, state, lease_owner FROM jobs WHERE id = $1 FOR UPDATE',
+      text: 'SELECT id, monitor_id, location_id, browser, due_at, state, lease_owner, asked FROM jobs WHERE id = $1 FOR UPDATE',
       values: [jobId]
     })
     const job = rows[0]
@@ -350,6 +356,7 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
     }
     const late = await resultsAfterDone(client, job, results)
     if (late) throw late
+    checkAsked(results, job.asked)
     const inserted = await insertResults(client, { job, agentId: agent.id, agentVersion, results })
     await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
     // A round done already was submitted before: its outcome is counted.
@@ -388,11 +395,27 @@ async function resultsAfterDone (client, job, results) {
 }
 
 /**
+ * checkAsked's refusal as a value, for a batch in which each round gets its own answer.
+ * @param {Record<string, any>[]} results
+ * @param {import('../measurement/checks.js').Asked | null} asked
+ * @returns {UnprocessableError | null}
+ */
+function notAsked (results, asked) {
+  try {
+    checkAsked(results, asked)
+    return null
+  } catch (err) {
+    if (err instanceof UnprocessableError) return err
+    throw err
+  }
+}
+
+/**
  * Store many jobs' results in one transaction (the agents' batched route and
  * spool). Each round gets the same checks as submitJobResults, and its own
  * answer: { stored, duplicates } when accepted, { error } with the status
  * and code the single-round route would give (404, 409 wrong_location,
- * lease_lost, cancelled, round_done) when refused; a refused round stores nothing and
+ * lease_lost, cancelled, round_done; 422 not_asked) when refused; a refused round stores nothing and
  * does not stop the others. Jobs are locked in id order, so two batches
  * sharing jobs never deadlock.
  * @param {import('pg').Pool} db
@@ -403,7 +426,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
   const ids = [...new Set(rounds.map((r) => r.job_id))].sort((a, b) => a - b)
   return withTransaction(db, async (client) => {
     const { rows } = await client.query(
-      `SELECT id, monitor_id, location_id, browser, due_at, state, lease_owner FROM jobs
+      `SELECT id, monitor_id, location_id, browser, due_at, state, lease_owner, asked FROM jobs
         WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, [ids])
     const jobs = new Map(rows.map((j) => [Number(j.id), j]))
     /** @type {Map<number, any>} */
@@ -420,7 +443,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
             ? new ConflictError(`job ${job.id} is leased to another agent (its lease expired and it was re-run); these results were not stored`, 'lease_lost')
             : job.state === JOB_STATES.cancelled
               ? new ConflictError(`job ${job.id} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
-              : null) ?? await resultsAfterDone(client, /** @type {any} */ (job), round.results)
+              : null) ?? await resultsAfterDone(client, /** @type {any} */ (job), round.results) ?? notAsked(round.results, /** @type {any} */ (job).asked)
       const id = Number(round.job_id)
       if (refusal) answers.set(id, { job_id: id, error: { statusCode: refusal.statusCode, code: 'code' in refusal ? refusal.code : undefined, message: refusal.message } })
       else if (!accepted.some((a) => a.job === job)) accepted.push({ job, results: round.results })

@@ -23,6 +23,21 @@ export async function createWptKey (db, { location }) {
 }
 
 /**
+ * Stop every key of a wpt location at once: its agents' next call for work
+ * is refused. Make a new key (createWptKey) for the agents still trusted.
+ * @param {import('pg').Pool} db
+ * @param {{ location: string }} opts
+ * @returns {Promise<number>} the keys revoked
+ */
+export async function revokeWptKeys (db, { location }) {
+  const loc = await getLocation(db, location)
+  if (!loc) throw new ValidationError(`unknown location "${location}"`, 'location')
+  if (loc.kind !== 'wpt') throw new ValidationError(`location "${location}" is of kind ${loc.kind}, not wpt: it has no WebPageTest keys`, 'location')
+  const { rowCount } = await db.query('UPDATE wpt_keys SET revoked_at = now() WHERE location_id = $1 AND revoked_at IS NULL', [location])
+  return rowCount ?? 0
+}
+
+/**
  * Whether `key` admits agents to `location`.
  * @param {import('pg').Pool} db
  * @param {{ location: string, key: string }} q
