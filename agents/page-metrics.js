@@ -178,8 +178,10 @@ export async function load (page, url, timeoutMs) {
     const last = /** @type {import('puppeteer-core').HTTPResponse | null} */ (answer)
     const login = last && cancelledLogin ? loginAsked(last) : null
     if (last && login) throw new PageLoadError(`${httpError(last, url)}: ${login}`, { url, httpStatus: last.status(), cause: err })
+    // The browser's abort of an answer that is no page reads as the agent's
+    // own give-up does (onResponse): one event, one wording, whichever ends first.
     const why = aborted ? notShown(answer) : null
-    throw new PageLoadError(why ? `${message}: ${why}` : message, { url, cause: err })
+    throw new PageLoadError(why ? `no page at ${url}: ${why}` : message, { url, cause: err })
   } finally {
     for (const timer of giveUps) clearTimeout(timer)
     page.off('request', onRequest)
