@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { evaluateAlerts } from '../lib/analysis/alerts.js'
+import { upsertLocation } from '../lib/store/locations.js'
 
 let t
 before(async () => { t = await createTestApp() })
@@ -68,6 +69,33 @@ test('every bad journey gets a 400 naming the step and field', async (s) => {
       assert.match(res.json().message, message)
     })
   }
+})
+
+test('journey text nested hundreds of levels deep is a 400 on every route that parses it, and the API goes on', async () => {
+  // A few KB each: a V8 stack the YAML parser once overflowed, and at the second such request the process aborted.
+  const deep = ['['.repeat(1000) + ']'.repeat(1000), `${'- '.repeat(1000)}x`, `${'{a: '.repeat(600)}1${'}'.repeat(600)}`]
+  // A trial needs an agent seen at its location: one claims (nothing), at a location of this test's own.
+  await upsertLocation(t.db, { id: 'deep-text', name: 'Deep text', region: 'Europe', kind: 'real' })
+  const claim = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${await t.agentToken('deep-text')}` }, payload: { limit: 1 } })
+  assert.equal(claim.statusCode, 200, claim.body)
+  for (const text of deep) {
+    for (const [url, payload] of /** @type {[string, object][]} */ ([
+      ['/api/v1/journeys/check', { url: URL_, journey: text }],
+      ['/api/v1/monitors', { url: URL_, locations: ['local'], journey: text }],
+      ['/api/v1/journeys/trials', { location_id: 'deep-text', url: URL_, journey: text }],
+      ['/api/v1/journeys/check', { url: URL_, journey: text }]
+    ])) {
+      const res = await t.app.inject({ method: 'POST', url, payload })
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`)
+      assert.equal(res.json().field, 'journey', res.body)
+      assert.match(res.json().message, /^journey: nested more than 64 levels deep at line 1; a journey is a list of steps/)
+    }
+  }
+  // Deep enough for any journey, and brackets in quotes or in a script are text.
+  const fine = 'steps:\n  - action: navigate\n    url: /\n  - action: click\n    selector: "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["\n' +
+    '  - action: eval\n    script: |\n      const a = [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n'
+  const ok = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/check', payload: { url: URL_, journey: fine } })
+  assert.equal(ok.statusCode, 200, ok.body)
 })
 
 test('a journey in YAML is stored with absolute URLs, its named steps and its budgets', async () => {

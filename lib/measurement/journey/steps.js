@@ -30,6 +30,13 @@ export const ACTION_NAMES = Object.freeze(Object.keys(ACTIONS))
 export const MARKERS = Object.freeze(new Set(['measure_start', 'measure_end']))
 /** The longest journey text accepted (YAML or JSON). */
 export const MAX_JOURNEY_TEXT = 100_000
+/**
+ * The deepest nesting a journey's text may have. The YAML parser recurses
+ * once a level, and text some hundreds of levels deep ("[[[[…" in a few KB)
+ * exhausts its stack: a second such request made V8 abort the whole API
+ * process. A journey is four or five levels deep.
+ */
+export const MAX_JOURNEY_DEPTH = 64
 /** A stored secret's reference: what the API answers instead of the secret. */
 export const SECRET_REF = /^s[0-9a-f]{12}$/
 
@@ -40,6 +47,8 @@ export const SECRET_REF = /^s[0-9a-f]{12}$/
  */
 export function parseJourneyText (text, field = 'journey') {
   if (text.length > MAX_JOURNEY_TEXT) throw new ValidationError(`${field}: longer than ${MAX_JOURNEY_TEXT} characters`, field)
+  const deep = nestingBeyond(text, MAX_JOURNEY_DEPTH)
+  if (deep) throw new ValidationError(`${field}: nested more than ${MAX_JOURNEY_DEPTH} levels deep at line ${deep}; a journey is a list of steps, a few levels deep`, field)
   let value
   try {
     value = parseYaml(text, { schema: 'core', uniqueKeys: true, maxAliasCount: 0 })
@@ -51,6 +60,56 @@ export function parseJourneyText (text, field = 'journey') {
   if (value === null || value === undefined) throw new ValidationError(`${field}: empty; write steps: [...]`, field)
   // A bare list of steps is a journey of those steps.
   return Array.isArray(value) ? { steps: value } : value
+}
+
+/**
+ * The first line at which YAML text may be nested more than `max` levels
+ * deep, or 0: an estimate from above, read before the parser sees the text.
+ * A line's depth is the indentations open above it (a stack), its leading
+ * "- ", "? " and ": " markers (each opens a level on the same line), and the
+ * flow brackets ([ and {) open outside quotes and comments. The lines of a
+ * block scalar (after | or >, more indented than its key) are text, not
+ * structure, and are skipped.
+ * @param {string} text
+ * @param {number} max
+ */
+function nestingBeyond (text, max) {
+  /** @type {number[]} */
+  const indents = []
+  let flow = 0
+  let scalarIndent = -1
+  const lines = text.split(/\r\n|\r|\n/)
+  for (let n = 0; n < lines.length; n++) {
+    const line = lines[n]
+    const indent = /^[ \t]*/.exec(line)?.[0].length ?? 0
+    if (indent === line.length || line[indent] === '#') continue
+    if (scalarIndent >= 0 && indent > scalarIndent) continue
+    scalarIndent = -1
+    while (indents.length && indents[indents.length - 1] >= indent) indents.pop()
+    indents.push(indent)
+    const markers = /^(?:[-?:](?:[ \t]+|$))*/.exec(line.slice(indent))?.[0].replace(/[ \t]/g, '').length ?? 0
+    let deepest = flow
+    /** @type {string | null} */
+    let quote = null
+    for (let i = indent; i < line.length; i++) {
+      const c = line[i]
+      if (quote) {
+        if (c === '\\' && quote === '"') i++
+        else if (c === quote) quote = null
+      } else if (c === '"' || c === "'") {
+        quote = c
+      } else if (c === '#' && /\s/.test(line[i - 1] ?? ' ')) {
+        break
+      } else if (c === '[' || c === '{') {
+        deepest = Math.max(deepest, ++flow)
+      } else if ((c === ']' || c === '}') && flow > 0) {
+        flow--
+      }
+    }
+    if (indents.length + markers + deepest > max) return n + 1
+    if (!flow && /[|>][-+0-9]*[ \t]*(?:#.*)?$/.test(line)) scalarIndent = indent
+  }
+  return 0
 }
 
 /**
