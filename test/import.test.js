@@ -156,6 +156,21 @@ test('bad lines are refused with the line and the field at fault', async () => {
   assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
 })
 
+test('details the results views read back with a fixed shape are refused with their line when they have another', async () => {
+  const m = await newMonitor()
+  for (const [details, field, message] of /** @type {[object, string, RegExp][]} */ ([
+    [{ protocol_reason: 'x' }, 'line 1: details.protocol_reason', /must be an object such as/],
+    [{ filmstrip: { progress: [[1, 'a']] } }, 'line 1: details.filmstrip.progress', /pairs of numbers/]
+  ])) {
+    const [first, second] = round(0)
+    const res = await importInto(m.id, [{ ...first, details }, second])
+    assert.equal(res.statusCode, 400, res.body)
+    assert.equal(res.json().field, field, res.body)
+    assert.match(res.json().message, message)
+  }
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+})
+
 test('bytes that are not UTF-8 are refused with their line, never stored as replacement characters', async () => {
   const m = await newMonitor()
   const lines = ndjson([...round(0), ...round(1)]).split('\n')
@@ -245,7 +260,7 @@ test('an export imported into another monitor gives the same comparison, and rol
     // Why a run failed, and why a page came over its protocol: read by the analyses from details.
     if (i % 3 === 0) {
       rows.push({ time: at(i), location_id: 'lab-eu', mode: 'h3', view: 'repeat', status: 'error', observed_protocol: null, error: 'H3 not supported: refused QUIC', details: { failure_kind: 'h3_unsupported' } },
-        { time: at(i), location_id: 'lab-eu', mode: 'h2', view: 'repeat', status: 'ok', observed_protocol: 'h2', ttfb_ms: 20, load_ms: 80, details: { protocol_reason: 'forced' } })
+        { time: at(i), location_id: 'lab-eu', mode: 'h2', view: 'repeat', status: 'ok', observed_protocol: 'h2', ttfb_ms: 20, load_ms: 80, details: { protocol_reason: { code: 'forced' } } })
     }
     // The parallel probe's five requests of the round: what its comparison rests on.
     if (i % 3) {
@@ -276,7 +291,7 @@ test('an export imported into another monitor gives the same comparison, and rol
   const unsupported = async (id) => (await t.app.inject({ url: `/api/v1/monitors/${id}/comparison?view=repeat` })).json().locations.find((l) => l.location_id === 'lab-eu')
   assert.equal((await unsupported(source.id)).verdict, 'h3_not_supported')
   assert.equal((await unsupported(copy.id)).verdict, 'h3_not_supported', 'failure_kind comes through the export')
-  const { rows: reasons } = await t.db.query("SELECT monitor_id, details->>'protocol_reason' AS reason, count(*)::int AS n FROM results WHERE monitor_id = ANY($1) AND details ? 'protocol_reason' GROUP BY 1, 2 ORDER BY 1", [[source.id, copy.id]])
+  const { rows: reasons } = await t.db.query("SELECT monitor_id, details->'protocol_reason'->>'code' AS reason, count(*)::int AS n FROM results WHERE monitor_id = ANY($1) AND details ? 'protocol_reason' GROUP BY 1, 2 ORDER BY 1", [[source.id, copy.id]])
   assert.deepEqual(reasons.map((r) => [r.reason, r.n]), [['forced', 40], ['forced', 40]])
   assert.match(JSON.stringify(a), /"h2_ms":\d/, 'the comparison has figures, not only "insufficient data"')
   // The parallel probe's requests come through the export (its samples) and compare the same.

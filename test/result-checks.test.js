@@ -63,7 +63,12 @@ test('impossible values are a 422 naming the field, and nothing is stored', asyn
     [[page({ probe: 'parallel', details: { samples: [12, 'abc'] } })], 'results.0.details.samples', /\[1\] must be a number from 0 to 3600000 \(ms\), not "abc"/],
     [[page({ probe: 'parallel', details: { samples: [-5, 1e200] } })], 'results.0.details.samples', /\[0\] must be a number/],
     [[page({ probe: 'parallel', details: { samples: Array(1001).fill(1) } })], 'results.0.details.samples', /at most 1000 numbers/],
-    [[page({ probe: 'parallel', details: { samples: { a: 1 } } })], 'results.0.details.samples', /must be a list/]
+    [[page({ probe: 'parallel', details: { samples: { a: 1 } } })], 'results.0.details.samples', /must be a list/],
+    // What the results' lists and the filmstrip views read back with a fixed shape: stored wrong, each of them answered 500.
+    [[page({ details: { protocol_reason: 'forced' } })], 'results.0.details.protocol_reason', /must be an object such as \{"code": "forced"/],
+    [[page({ details: { protocol_reason: { code: 7 } } })], 'results.0.details.protocol_reason.code', /must be text of at most 64 characters/],
+    [[page({ details: { filmstrip: { progress: {} } } })], 'results.0.details.filmstrip.progress', /must be a list of at most 10000 \[t_ms, progress\] pairs/],
+    [[page({ details: { filmstrip: { step_ms: 'abc' } } })], 'results.0.details.filmstrip.step_ms', /must be a number of ms/]
   ]
   for (const [results, field, message] of cases) {
     const res = await submit(job, results)
@@ -176,4 +181,22 @@ test('expectedProtocolFor: the mode, or both arms on an A/A monitor\'s protocol'
   checkResults(arms, aa)
   assert.deepEqual(arms.map((r) => r.protocol_ok), [true, true])
   assert.throws(() => checkResults([page({ mode: 'h2', observed_protocol: 'h2' })], aa), { field: 'results.0.protocol_ok' })
+})
+
+test('a result stored before its details were checked reads back: a protocol reason or filmstrip of the wrong shape is left out, not a 500', async () => {
+  const job = await leasedJob()
+  const res = await submit(job, [page(), page({ mode: 'h3', observed_protocol: 'h3' })])
+  assert.equal(res.statusCode, 200, res.body)
+  const { rows: [row] } = await t.db.query('SELECT id, monitor_id FROM results WHERE job_id = $1 AND mode = $2', [job.id, 'h2'])
+  await t.db.query(`UPDATE results SET details = '{"protocol_reason": "x", "filmstrip": {"progress": {}, "step_ms": "abc", "kind": 5}}' WHERE id = $1`, [row.id])
+  await t.db.query(`INSERT INTO filmstrip_frames (job_id, mode, view, probe, seq, t_ms, jpeg, monitor_id, location_id)
+                    SELECT job_id, mode, view, probe, 0, 0, $2, monitor_id, location_id FROM results WHERE id = $1`, [row.id, Buffer.from([0xff, 0xd8, 0xff, 0xd9])])
+  const one = await t.app.inject({ url: `/api/v1/results/${row.id}` })
+  assert.equal(one.statusCode, 200, one.body)
+  assert.equal(one.json().protocol_reason, null)
+  const list = await t.app.inject({ url: `/api/v1/monitors/${row.monitor_id}/results` })
+  assert.equal(list.statusCode, 200, list.body)
+  const film = await t.app.inject({ url: `/api/v1/results/${row.id}/filmstrip` })
+  assert.equal(film.statusCode, 200, film.body)
+  assert.deepEqual([film.json().kind, film.json().step_ms, film.json().progress, film.json().frames.length], ['capture', 100, [], 1])
 })

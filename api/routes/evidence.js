@@ -277,12 +277,14 @@ export default async function evidenceRoutes (app) {
 async function filmstripOf (db, result) {
   const frames = await filmstripFrames(db, result)
   if (!frames.length) return null
+  // Shaped as the checks on the way in ask (lib/measurement/checks.js badDetails); a row stored before them may hold anything.
   const info = result.details?.filmstrip ?? {}
+  const progress = Array.isArray(info.progress) ? info.progress.filter((/** @type {unknown} */ p) => Array.isArray(p) && Number.isFinite(p[0]) && Number.isFinite(p[1])) : []
   return {
-    kind: info.kind ?? 'capture',
-    step_ms: info.step_ms ?? 100,
+    kind: typeof info.kind === 'string' ? info.kind : 'capture',
+    step_ms: Number.isFinite(info.step_ms) ? info.step_ms : 100,
     frames: frames.map((f) => ({ ...f, url: filmstripFrameUrl(result.id, f.seq) })),
-    progress: (info.progress ?? []).map((/** @type {[number, number]} */ [t, progress]) => ({ t_ms: t, progress }))
+    progress: progress.map((/** @type {[number, number]} */ [t, p]) => ({ t_ms: t, progress: p }))
   }
 }
 

@@ -63,6 +63,8 @@ export default async function resultRoutes (app) {
  * @param {Record<string, any>} result
  */
 function withReason (result) {
-  result.protocol_reason = result.details?.protocol_reason ?? null
+  const reason = result.details?.protocol_reason
+  // An object, as the checks on the way in ask (lib/measurement/checks.js badDetails); a row stored before them may hold anything.
+  result.protocol_reason = reason && typeof reason === 'object' && !Array.isArray(reason) ? reason : null
   return result
 }

@@ -64,6 +64,45 @@ export function badSamples (samples) {
 }
 
 /**
+ * What is wrong with the parts of a result's details the API reads back
+ * with a fixed shape, or null: its protocol reason (an object of text) and
+ * its filmstrip's timing (a step in ms, progress as [t_ms, %] pairs). The
+ * rest of details is the agent's own evidence, kept as sent. A shape the
+ * readers cannot serialise would be stored, and then every list and view
+ * holding the result would fail.
+ * @param {unknown} details
+ * @returns {{ key: string, problem: string } | null} key: the part at fault, under details
+ */
+export function badDetails (details) {
+  if (details === null || typeof details !== 'object') return null
+  const d = /** @type {Record<string, unknown>} */ (details)
+  const isObject = (/** @type {unknown} */ v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+  const text = (/** @type {unknown} */ v, /** @type {number} */ max) => typeof v === 'string' && v.length <= max
+  const reason = d.protocol_reason
+  if (reason !== undefined && reason !== null) {
+    if (!isObject(reason)) return { key: 'protocol_reason', problem: 'must be an object such as {"code": "forced", "text": "…"}, or null' }
+    const r = /** @type {Record<string, unknown>} */ (reason)
+    for (const [k, max, nullable] of /** @type {[string, number, boolean][]} */ ([['code', 64, false], ['text', 1000, false], ['alternate_protocol_usage', 200, true], ['h3_announced', 64, true]])) {
+      if (r[k] !== undefined && !(text(r[k], max) || (nullable && r[k] === null))) return { key: `protocol_reason.${k}`, problem: `must be text of at most ${max} characters${nullable ? ', or null' : ''}` }
+    }
+  }
+  const film = d.filmstrip
+  if (film !== undefined && film !== null) {
+    if (!isObject(film)) return { key: 'filmstrip', problem: 'must be an object, or null' }
+    const f = /** @type {Record<string, unknown>} */ (film)
+    if (f.kind !== undefined && !text(f.kind, 64)) return { key: 'filmstrip.kind', problem: 'must be text of at most 64 characters' }
+    if (f.step_ms !== undefined && !(typeof f.step_ms === 'number' && f.step_ms > 0 && f.step_ms <= 60_000)) return { key: 'filmstrip.step_ms', problem: 'must be a number of ms from above 0 to 60000' }
+    if (f.progress !== undefined) {
+      const pair = (/** @type {unknown} */ p) => Array.isArray(p) && p.length === 2 && p.every((x) => typeof x === 'number' && Number.isFinite(x))
+      if (!(Array.isArray(f.progress) && f.progress.length <= 10_000 && f.progress.every(pair))) {
+        return { key: 'filmstrip.progress', problem: 'must be a list of at most 10000 [t_ms, progress] pairs of numbers' }
+      }
+    }
+  }
+  return null
+}
+
+/**
  * Checks every result, and sets each one's protocol_ok from what it observed:
  * the agent's own verdict is never stored, only compared. A result that
  * contradicts its observed protocol (status ok over the wrong protocol or
@@ -88,6 +127,8 @@ export function checkResults (results, { expectedProtocol = (mode) => expectedPr
     checkProtocol(r, expectedProtocol(r.mode), at)
     const samplesProblem = badSamples(r.details?.samples)
     if (samplesProblem) throw new UnprocessableError(`${at('details.samples')} ${samplesProblem}`, at('details.samples'))
+    const detailsProblem = badDetails(r.details)
+    if (detailsProblem) throw new UnprocessableError(`${at(`details.${detailsProblem.key}`)} ${detailsProblem.problem}`, at(`details.${detailsProblem.key}`))
     if (r.measured_at !== undefined) {
       const t = Date.parse(r.measured_at)
       if (!(t >= EPOCH && t <= Date.now() + CLOCK_SKEW_MS)) {

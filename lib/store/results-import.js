@@ -22,7 +22,7 @@ import { PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { isJourneyProbe } from '../measurement/probes/journey.js'
 import { MAX_REQUESTS, VIEWS } from '../measurement/result.js'
 import { BROWSERS } from '../measurement/browsers/index.js'
-import { checkResults, badSamples } from '../measurement/checks.js'
+import { checkResults, badSamples, badDetails } from '../measurement/checks.js'
 import { normalizeProtocol } from '../measurement/protocol.js'
 
 export const IMPORT_MAX_LINES = 100_000
@@ -100,6 +100,8 @@ const FIELDS = {
     if (typeof v !== 'object' || Array.isArray(v)) throw new FieldProblem('must be an object, for example {"samples": [12.5, 13.1]}')
     const problem = badSamples(v.samples)
     if (problem) throw new FieldProblem(problem, 'samples')
+    const shape = badDetails(v)
+    if (shape) throw new FieldProblem(shape.problem, shape.key)
     for (const list of ['requests', 'origins']) {
       if (v[list] !== undefined && !(Array.isArray(v[list]) && v[list].every((x) => x && typeof x === 'object' && !Array.isArray(x)))) {
         throw new FieldProblem('must be a list of objects, one per request (origin), as the export writes it', list)
