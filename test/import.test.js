@@ -420,6 +420,7 @@ test('a body over the byte limit is refused with 413, announced or streamed', as
   const m = await newMonitor()
   const announced = await importInto(m.id, 'x', { 'content-length': String(IMPORT_MAX_BYTES + 1) })
   assert.equal(announced.statusCode, 413)
+  assert.equal(announced.json().field, 'body', announced.body)
   // Streamed without a length: blank lines, so only the byte count can stop it.
   const chunk = '\n'.repeat(1024 * 1024)
   const streamed = await t.app.inject({
@@ -430,6 +431,7 @@ test('a body over the byte limit is refused with 413, announced or streamed', as
   })
   assert.equal(streamed.statusCode, 413, streamed.body)
   assert.match(streamed.json().message, /larger than 64 MiB/)
+  assert.equal(streamed.json().field, 'body', streamed.body)
   assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
 })
 

@@ -22,7 +22,7 @@ export default async function importRoutes (app) {
   app.addContentTypeParser(NDJSON, (request, payload, done) => {
     const declared = Number(request.headers['content-length'])
     if (declared > IMPORT_MAX_BYTES) {
-      return done(Object.assign(new Error(`the body is larger than ${IMPORT_MAX_BYTES / 1024 / 1024} MiB; import at most ${IMPORT_MAX_LINES} results per request`), { statusCode: 413 }))
+      return done(Object.assign(new Error(`the body is larger than ${IMPORT_MAX_BYTES / 1024 / 1024} MiB; import at most ${IMPORT_MAX_LINES} results per request`), { statusCode: 413, field: 'body' }))
     }
     done(null, payload)
   })

@@ -346,7 +346,7 @@ export function ndjsonLines (stream, { maxBytes = IMPORT_MAX_BYTES } = {}) {
     transform (chunk, _enc, done) {
       bytes += chunk.length
       if (bytes > maxBytes) {
-        return done(Object.assign(new ValidationError(`the body is larger than ${maxBytes / 1024 / 1024} MiB; import at most ${IMPORT_MAX_LINES} results per request`), { statusCode: 413 }))
+        return done(Object.assign(new ValidationError(`the body is larger than ${maxBytes / 1024 / 1024} MiB; import at most ${IMPORT_MAX_LINES} results per request`, 'body'), { statusCode: 413 }))
       }
       done(null, chunk)
     }
