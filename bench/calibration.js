@@ -157,7 +157,7 @@ async function autoCalibration (client) {
   const contrasts = [['auto_vs_h2', 'auto', 'h2'], ['auto_vs_h3', 'auto', 'h3'], ['h3_vs_h2', 'h3', 'h2']]
   heading('\nauto arm — cells = contrast cells of both visits (first, returning) × 3 locations (6 where named) × p25…p99, those with enough rounds; flagged = faster or slower',
     ['scenario', 'runs', 'auto − H2 flagged', 'auto − H3 flagged', 'H3 − H2 flagged', 'all contrast cells flagged', 'tables with a flag', 'received gain: truth', 'shown / forced gain tested',
-      '95% interval covers truth', 'median width', 'H3 share intervals cover truth: navigations / bytes', 'target'])
+      'interval covers truth', 'median width', 'H3 share intervals cover truth: navigations / bytes', 'target'])
   const coverage = []
   for (const s of scenarios) {
     const reps = Number(values.reps ?? (values.quick ? 6 : s.rounds > 1000 ? 20 : 40))
@@ -199,7 +199,9 @@ async function autoCalibration (client) {
     const nulls = contrasts.filter(([, arm, ref]) => s.scale[arm] === s.scale[ref]).map(([id]) => id)
     const targets = []
     if (nulls.length) targets.push(`${nulls.length === 3 ? 'all' : nulls.map((id) => id.replace(/_vs_/, ' − ').replace(/h(\d)/g, 'H$1')).join(', ')} ≤ 5%: ${nulls.every((id) => per[id].flagged <= 0.05 * per[id].tested) ? 'met' : 'MISSED'}`)
-    if (s.receivedGain !== null && gain.shown) targets.push(`coverage 92.5–97.5%: ${Math.abs(gain.covered / gain.shown - 0.95) <= 0.025 ? 'met' : 'MISSED'}`)
+    // Each shown interval is at 1 − 0.05 × shown / tested (the false-coverage
+    // rate): where few are shown they are wider, and cover more than 95%.
+    if (s.receivedGain !== null && gain.shown) targets.push(`coverage ≥ 92.5%: ${gain.covered / gain.shown >= 0.925 ? 'met' : 'MISSED'}`)
     if (s.rounds === 500 && s.scale.auto === 0.9 && s.scale.h3 === 0.8) targets.push(`auto − H2 power ≥ 80%: ${per.auto_vs_h2.flagged >= 0.8 * per.auto_vs_h2.tested ? 'met' : 'MISSED'}`)
     const widths = gain.widths.sort((a, b) => a - b)
     const cell = (/** @type {{ tested: number, flagged: number }} */ x) => `${pct(x.flagged, x.tested)} of ${x.tested}`
@@ -208,7 +210,7 @@ async function autoCalibration (client) {
       `${pct(share.navigations, share.n)} / ${pct(share.bytes, share.n)} of ${share.n} | ${targets.join('; ')} |`)
     if (s.receivedGain !== null) coverage.push(`| ${s.name} | ${CALIBRATION_PERCENTILES.map((p) => gain.byPercentile[p] ? `${pct(gain.byPercentile[p].covered, gain.byPercentile[p].shown)} of ${gain.byPercentile[p].shown}` : '—').join(' | ')} |`)
   }
-  console.log(`\nreceived gain: its 95% interval covers the truth, by percentile (of the cells where it is shown)\n| scenario | ${CALIBRATION_PERCENTILES.map((p) => `p${p}`).join(' | ')} |\n|---${'|---'.repeat(CALIBRATION_PERCENTILES.length)}|`)
+  console.log(`\nreceived gain: its interval covers the truth, by percentile (of the cells where it is shown)\n| scenario | ${CALIBRATION_PERCENTILES.map((p) => `p${p}`).join(' | ')} |\n|---${'|---'.repeat(CALIBRATION_PERCENTILES.length)}|`)
   for (const line of coverage) console.log(line)
 }
 

@@ -134,7 +134,8 @@ test('auto against both forced arms per visit, paired per round, and the receive
   assert.equal(f.contrasts.auto_vs_h2.reason_code, 'interval_includes_zero')
   assert.equal(f.contrasts.auto_vs_h3.verdict, 'slower')
   assert.equal(f.contrasts.h3_vs_h2.verdict, 'faster')
-  assert.deepEqual(f.received_gain, { shown: true, value: 0, ci_low: 0, ci_high: 0, reason: null })
+  // Both forced gains tested are shown (2 of 2): the interval is at 95%.
+  assert.deepEqual(f.received_gain, { shown: true, value: 0, ci_low: 0, ci_high: 0, level: 0.95, reason: null })
 
   // Rounds 0–29: H2 114.5, H3 84.5, auto 94.5; the received gain is
   // (114.5 − 94.5) / (114.5 − 84.5) = 2/3, the same in every resample.
@@ -180,7 +181,7 @@ test('the received gain is not shown where forced H3 is no faster, and says why'
   const r = (await t.app.inject(`/api/v1/monitors/${id}/auto?${window()}&percentiles=50`)).json().locations[0].visits.returning.rows[0]
   assert.equal(r.contrasts.h3_vs_h2.delta_ms, 0)
   assert.deepEqual(r.received_gain, {
-    shown: false, value: null, ci_low: null, ci_high: null,
+    shown: false, value: null, ci_low: null, ci_high: null, level: null,
     reason: 'no H3 gain to receive: forced H3 shows no clear difference from H2 in these rounds'
   })
 })

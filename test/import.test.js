@@ -8,6 +8,7 @@ import { createTestApp } from './helpers/app.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { IMPORT_MAX_LINES, IMPORT_MAX_BYTES, IMPORT_MAX_LINE_BYTES } from '../lib/store/results-import.js'
+import { scheduleDueJobs } from '../lib/store/jobs.js'
 
 // Recent enough for the default 24 h comparison window.
 const BASE = Math.floor((Date.now() - 6 * 3600e3) / 60e3) * 60e3
@@ -169,6 +170,30 @@ test('details the results views read back with a fixed shape are refused with th
     assert.match(res.json().message, message)
   }
   assert.deepEqual(await stored(m.id), { results: 0, jobs: 0 })
+})
+
+test('an export imported again into its own monitor stores nothing twice, rounds an agent measured included', async () => {
+  const m = await newMonitor({ modes: ['h2', 'h3'], locations: ['local'] })
+  // A round falls on its monitor's anchor, a time with microseconds; its
+  // results are stored, and exported, to the millisecond.
+  await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+  await t.db.query("UPDATE monitors SET paused = (id <> $1), anchor_at = date_trunc('second', now()) - interval '30 seconds' + interval '0.123456 seconds' WHERE id = $1 OR NOT paused", [m.id])
+  await scheduleDueJobs(t.db, { maxAttempts: 3 })
+  const auth = { authorization: `Bearer ${await t.agentToken('local')}` }
+  const [job] = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: auth, payload: { limit: 1 } })).json().jobs
+  assert.equal(job?.monitor_id, m.id)
+  const arm = (/** @type {string} */ mode) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 50, load_ms: 90 })
+  const sent = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: auth, payload: { results: [arm('h2'), arm('h3')] } })
+  assert.equal(sent.statusCode, 200, sent.body)
+
+  const exported = await t.app.inject({ url: `/api/v1/results?monitor=${m.id}&format=ndjson` })
+  assert.equal(exported.statusCode, 200, exported.body)
+  assert.match(exported.body, /"time":"[^"]+\.\d{3}Z"/)
+  const again = await importInto(m.id, exported.body)
+  assert.equal(again.statusCode, 200, again.body)
+  assert.deepEqual(again.json(), { imported: 0, skipped_existing: 2, rounds: 1, added_locations: [] })
+  assert.deepEqual(await stored(m.id), { results: 2, jobs: 1 })
+  await t.db.query('UPDATE monitors SET paused = true WHERE id = $1', [m.id])
 })
 
 test('bytes that are not UTF-8 are refused with their line, never stored as replacement characters', async () => {

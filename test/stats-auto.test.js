@@ -6,7 +6,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import {
-  armsBootstrap, roundBootstrap, benjaminiHochberg, screenedBenjaminiHochberg, selectiveBenjaminiHochberg, ratioInterval, ratioStandardError, wilsonInterval, createRandom, randomNormal
+  armsBootstrap, roundBootstrap, benjaminiHochberg, screenedBenjaminiHochberg, selectiveBenjaminiHochberg, ratioInterval, ratioStandardError, wilsonInterval, createRandom, randomNormal,
+  resampledRatioInterval
 } from '../lib/analysis/stats/index.js'
 
 const close = (/** @type {number | null} */ a, /** @type {number} */ b, /** @type {number} */ tol, msg = '') => assert.ok(a !== null && Math.abs(a - b) <= tol, `${msg} ${a} vs ${b}`)
@@ -202,4 +203,40 @@ test('a Wilson interval of none or all is exact at its end', () => {
   const w = wilsonInterval(24, 30)
   close(w.lo, 0.626943, 1e-6)
   close(w.hi, 0.904949, 1e-6)
+})
+
+test('a ratio\'s interval from its resamples: Fieller\'s inversion, bounded only where the denominator is clear of 0', () => {
+  // Without noise: the ratio itself, at both ends.
+  const same = resampledRatioInterval(Float64Array.from([20, 20, 20]), Float64Array.from([30, 30, 30]), 2 / 3, 0.025)
+  close(same?.lo ?? null, 2 / 3, 1e-9)
+  close(same?.hi ?? null, 2 / 3, 1e-9)
+
+  // A denominator with a symmetric spread of ±1 around 10 and a numerator
+  // of exactly 5: r is in the interval when 0 lies between the quantiles
+  // of 5 − r·g, i.e. 5 / r between those of g.
+  const n = 1001
+  const g = Float64Array.from({ length: n }, (_, i) => 9 + 2 * i / (n - 1))
+  const a = new Float64Array(n).fill(5)
+  const both = resampledRatioInterval(a, g, 0.5, 0.025)
+  close(both?.lo ?? null, 5 / 10.95, 1e-6, 'lo: 5 over the 97.5th percentile of g')
+  close(both?.hi ?? null, 5 / 9.05, 1e-6, 'hi: 5 over the 2.5th percentile of g')
+
+  // A few resamples with a denominator near or below 0 (3 of 1001, under
+  // the 2.5% tail): the percentiles of a / g ran to -1,000 and beyond; the
+  // inversion does not take its ends from them.
+  const near = Float64Array.from(g)
+  near[0] = -0.5
+  near[1] = 0.001
+  near[2] = 0.01
+  const ratios = Array.from(near, (x) => 5 / x).sort((x, y) => x - y)
+  assert.ok(ratios[0] < -5 && ratios[n - 1] > 1000, 'the ratio itself runs off in those resamples')
+  const robust = resampledRatioInterval(a, near, 0.5, 0.025)
+  assert.ok(robust && robust.lo > 0.45 && robust.hi < 0.6, JSON.stringify(robust))
+
+  // A denominator whose own interval reaches 0: no bound, so no interval.
+  const straddles = Float64Array.from({ length: n }, (_, i) => -1 + 12 * i / (n - 1))
+  assert.equal(resampledRatioInterval(a, straddles, 0.5, 0.025), null)
+  // A wider level (a false-coverage rate over few cells shown) is a wider interval.
+  const wider = resampledRatioInterval(a, g, 0.5, 0.005)
+  assert.ok(wider && both && wider.lo < both.lo && wider.hi > both.hi, JSON.stringify({ wider, both }))
 })

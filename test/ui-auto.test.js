@@ -92,7 +92,8 @@ test('the monitor page says what users get at each location: the story, the H3 s
   assert.equal(gain.shown, true)
   const shown = normal.gains.find((g) => g.visit === 'returning' && g.p === '50')
   assert.equal(shown.shown, 'true')
-  assert.match(shown.text, new RegExp(`^${Math.round(gain.value * 100)}% of the H3 gain95% \\d+% … \\d+%$`))
+  const level = `${Math.round(gain.level * 1000) / 10}%`.replace('.', '\\.')
+  assert.match(shown.text, new RegExp(`^${Math.round(gain.value * 100)}% of the H3 gain${level} -?\\d+% … \\d+%$`))
   assert.match(normal.gains.find((g) => g.visit === 'returning' && g.p === '95').text, /^not shown: p95 needs at least 200 rounds; have 72$/)
 
   // UDP blocked: said in words; the paired numbers cannot exist, and the page says why.

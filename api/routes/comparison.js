@@ -595,7 +595,14 @@ export default async function comparisonRoutes (app) {
         type: 'object',
         additionalProperties: false,
         description: '(H2 − auto) / (H2 − H3): the share of the forced H3 gain the auto arm gets (1 = all of it); shown only where H3 − H2 of the same rounds is "faster"',
-        properties: { shown: { type: 'boolean' }, value: num, ci_low: num, ci_high: num, reason: { type: ['string', 'null'] } }
+        properties: {
+          shown: { type: 'boolean' },
+          value: num,
+          ci_low: num,
+          ci_high: num,
+          level: { ...num, description: 'The interval\'s confidence: 1 − 0.05 × shown / tested over the view\'s forced-gain cells (0.95 when all are shown), so that among the shares shown, 5% or fewer miss their truth' },
+          reason: { type: ['string', 'null'] }
+        }
       }
     }
   }

@@ -12,8 +12,8 @@
 //     bootstrap interval and a verdict under the same rules as the forced
 //     table;
 //   - the received gain (H2 − auto) / (H2 − H3): the share of the forced H3
-//     gain the auto arm gets, with its bootstrap interval, shown only where
-//     that forced gain is itself a verdict (H3 faster);
+//     gain the auto arm gets, with an interval from the same resamples,
+//     shown only where that forced gain is itself a verdict (H3 faster);
 //   - the location's story in words ("QUIC blocked on this path: users get
 //     H2").
 // One matched set per visit: the rounds in which all three arms loaded
@@ -25,7 +25,7 @@
 import { readVisitRounds } from '../store/round-summaries.js'
 import { autoVisitOutcomes } from '../store/results.js'
 import { listLocations } from '../store/locations.js'
-import { armsBootstrap, bootstrapSummary, ratioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
+import { armsBootstrap, bootstrapSummary, ratioInterval, resampledRatioInterval, selectiveBenjaminiHochberg, wilsonInterval } from './stats/index.js'
 import { BOOTSTRAP_ITERATIONS, DEFAULT_MIN_EFFECT, FDR_Q, ROUND_CAP, armsRun, noDifferenceReason, correctionFamily, fallsInWorstCase, notLoaded, practicalMinimum, worstShift } from './comparison.js'
 import { MIN_ROUNDS, minRoundsFor } from '../measurement/metrics.js'
 
@@ -130,18 +130,28 @@ export async function autoComparison (db, { monitor, metric, percentiles: asked,
   }
   selectiveBenjaminiHochberg(columns.map((col) => col.map((cell) => cell.p_value)), FDR_Q)
     .forEach((adjusted, j) => columns[j].forEach((cell, i) => { cell.p_adjusted = adjusted[i] }))
-  for (const e of entries) {
-    for (const visit of AUTO_VISITS) {
-      for (const row of e.visits[visit].rows) {
-        for (const c of CONTRASTS) {
-          judgeCell(row.contrasts[c.id], minEffect, row.worst?.[c.id])
-          delete row.contrasts[c.id].draws
-        }
-        row.received_gain = receivedGain(row)
-        delete row.gain_draws
-        delete row.worst
-      }
+  const allRows = entries.flatMap((e) => AUTO_VISITS.flatMap((visit) => e.visits[visit].rows))
+  for (const row of allRows) {
+    for (const c of CONTRASTS) {
+      judgeCell(row.contrasts[c.id], minEffect, row.worst?.[c.id])
+      delete row.contrasts[c.id].draws
     }
+  }
+  // The received gain is shown only in the cells whose forced gain is a
+  // verdict: R selected of the m tested. An interval picked for a large
+  // forced gain covers less than its level (the winner's curse), so each
+  // shown one is at 1 − q·R/m, which keeps the share of non-covering
+  // intervals among those shown at q (Benjamini and Yekutieli's
+  // false-coverage rate).
+  const forced = allRows.map((r) => r.contrasts.h3_vs_h2).filter((c) => c.p_value !== null)
+  const selected = forced.filter((c) => c.verdict === CONTRAST_VERDICTS.FASTER).length
+  const level = selected ? 1 - FDR_Q * selected / forced.length : 1 - FDR_Q
+  for (const row of allRows) {
+    row.received_gain = receivedGain(row, level)
+    delete row.gain_draws
+    delete row.worst
+  }
+  for (const e of entries) {
     e.story = storyOf(e)
     for (const visit of AUTO_VISITS) e.visits[visit].rows = e.visits[visit].rows.filter((/** @type {any} */ r) => asked.includes(r.percentile))
   }
@@ -278,24 +288,28 @@ function visitEntry ({ rows, percentiles, qs, seed, lacking = [] }) {
 }
 
 /**
- * (H2 − auto) / (H2 − H3) in each resample, the resamples where H2 = H3 left out.
+ * What users receive (H2 − auto) and the forced gain (H2 − H3), each in
+ * every resample: the received gain's interval is read from the pairs.
  * @param {Record<string, Float64Array[]>} draws
  * @param {number} k
+ * @returns {{ received: Float64Array, forced: Float64Array }}
  */
 function gainDraws (draws, k) {
-  const out = []
-  for (let i = 0; i < draws.h2[k].length; i++) {
-    const gain = draws.h2[k][i] - draws.h3[k][i]
-    if (gain !== 0) out.push((draws.h2[k][i] - draws.auto[k][i]) / gain)
+  const received = new Float64Array(draws.h2[k].length)
+  const forced = new Float64Array(draws.h2[k].length)
+  for (let i = 0; i < received.length; i++) {
+    received[i] = draws.h2[k][i] - draws.auto[k][i]
+    forced[i] = draws.h2[k][i] - draws.h3[k][i]
   }
-  return Float64Array.from(out).sort()
+  return { received, forced }
 }
 
 /**
  * The share of the forced gain users receive, or why it is not shown.
  * @param {Record<string, any>} row
+ * @param {number} level the interval's confidence: 1 − q·R/m, R of the m tested forced gains shown
  */
-function receivedGain (row) {
+function receivedGain (row, level) {
   const forced = row.contrasts.h3_vs_h2
   const value = row.h2_ms !== row.h3_ms ? (row.h2_ms - row.auto_ms) / (row.h2_ms - row.h3_ms) : null
   if (forced.verdict !== CONTRAST_VERDICTS.FASTER) {
@@ -308,7 +322,7 @@ function receivedGain (row) {
       [CONTRAST_VERDICTS.SLOWER]: 'no H3 gain to receive: forced H3 is slower than H2 in these rounds'
     }
     const why = reasons[forced.verdict]
-    return { shown: false, value: null, ci_low: null, ci_high: null, reason: why }
+    return { shown: false, value: null, ci_low: null, ci_high: null, level: null, reason: why }
   }
   // The auto arm's loads that did not complete (or left no result), were
   // they its slowest, make it look faster than it is, and the share of the
@@ -317,19 +331,27 @@ function receivedGain (row) {
   const autoWorst = row.worst?.auto_vs_h2?.arm ?? { only: 0, share: 0, shift: 0 }
   if (!Number.isFinite(autoWorst.shift)) {
     return {
-      shown: false, value: null, ci_low: null, ci_high: null,
+      shown: false, value: null, ci_low: null, ci_high: null, level: null,
       reason: `the auto arm did not load in ${autoWorst.only} rounds where H2 did (${Math.round(autoWorst.share * 1000) / 10}%): ` +
         'counted as its slowest loads, it could be slower than any load it completed, so the share of the gain it receives cannot be told'
     }
   }
-  const draws = /** @type {Float64Array} */ (row.gain_draws)
-  const at = (/** @type {number} */ q) => {
-    const pos = q * (draws.length - 1)
-    const lo = Math.floor(pos)
-    return draws[lo] + (draws[Math.ceil(pos)] - draws[lo]) * (pos - lo)
+  const { received, forced: gains } = /** @type {{ received: Float64Array, forced: Float64Array }} */ (row.gain_draws)
+  const interval = resampledRatioInterval(received, gains, /** @type {number} */ (value), (1 - level) / 2)
+  if (!interval) {
+    return {
+      shown: false, value: null, ci_low: null, ci_high: null, level: null,
+      reason: `the forced H3 gain is not clear of 0 in the resamples of these rounds at the share's ${pctText(level)} level: ` +
+        'the share of a gain that may be 0 has no bound'
+    }
   }
   const lower = autoWorst.shift / (row.h2_ms - row.h3_ms)
-  return { shown: true, value, ci_low: draws.length ? at(0.025) - lower : null, ci_high: draws.length ? at(0.975) : null, reason: null }
+  return { shown: true, value, ci_low: interval.lo - lower, ci_high: interval.hi, level, reason: null }
+}
+
+/** @param {number} level */
+function pctText (level) {
+  return `${Math.round(level * 1000) / 10}%`
 }
 
 /**
@@ -489,7 +511,7 @@ function emptyVisitRow (p, rounds, why = null) {
   return {
     percentile: p, rounds, min_rounds: minRoundsFor(p), h2_ms: null, h3_ms: null, auto_ms: null,
     contrasts: Object.fromEntries(CONTRASTS.map((c) => [c.id, empty(c)])),
-    received_gain: { shown: false, value: null, ci_low: null, ci_high: null, reason },
+    received_gain: { shown: false, value: null, ci_low: null, ci_high: null, level: null, reason },
     gain_draws: null
   }
 }
@@ -521,8 +543,9 @@ function method (minEffect, percentiles, family) {
       `Benjamini–Hochberg over their Simes p-values, then Benjamini–Hochberg within each selected column at ${FDR_Q} × selected / columns), the interval excludes 0, |Δ| ≥ max(${minEffect.pct}% of the reference arm, ${minEffect.ms} ms), ` +
       `and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')}); ` +
       `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view`,
-    received_gain: '(H2 − auto) / (H2 − H3) at the percentile: 1 = users get all of the forced H3 gain, 0 = none of it; its interval is the 2.5th and 97.5th ' +
-      'percentile of the ratio over the resamples. Shown only where H3 − H2 in the same rounds is itself a verdict of "faster"',
+    received_gain: '(H2 − auto) / (H2 − H3) at the percentile: 1 = users get all of the forced H3 gain, 0 = none of it. Shown only where H3 − H2 in the same ' +
+      'rounds is itself a verdict of "faster"; its interval (at `level`: 1 − ' + FDR_Q + ' × shown / tested, the false-coverage rate of the cells it is shown in) ' +
+      'holds the ratios r for which 0 lies inside that interval of (H2 − auto) − r × (H2 − H3) over the resamples, and the share is not shown where H2 − H3 itself is not clear of 0 there',
     shares: 'navigations over H3 / visits that loaded, with a Wilson 95% interval; bytes over H3 / bytes, weighted by visit size, with a Wilson 95% interval ' +
       'at the effective number of visits (from the delta method\'s standard error of the ratio, at most the visits)'
   }

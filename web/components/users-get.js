@@ -61,7 +61,7 @@ function legend (a) {
       item(CELL.no_clear_difference.cls, '=', 'No clear difference'), item(CELL.insufficient_data.cls, '·', 'Not enough data')),
     h('p', { class: 'legend-note' },
       h('b', {}, 'Green or red'), ` only when Δ is significant after correcting for the ${count(a.cells?.tested ?? 0)} cells tested here (a column per location, visit and comparison: columns selected by Benjamini–Hochberg over their Simes p-values, then Benjamini–Hochberg within each selected column), its 95% interval excludes 0 and |Δ| is at least max(${min.pct}% of the forced arm, ${min.ms} ms); as in the forced table. `,
-      h('b', {}, 'Received gain'), ' = (H2 − auto) / (H2 − H3): 100% means users get all of the forced H3 gain, 0% none of it; above 100%, the auto arm is faster than forced H3, below 0%, slower than H2. It is shown only where forced H3 is clearly faster than H2 in the same rounds. Its interval is the cell\'s own 95% interval, not corrected for the table\'s other cells as the verdicts are.'))
+      h('b', {}, 'Received gain'), ' = (H2 − auto) / (H2 − H3): 100% means users get all of the forced H3 gain, 0% none of it; above 100%, the auto arm is faster than forced H3, below 0%, slower than H2. It is shown only where forced H3 is clearly faster than H2 in the same rounds. Shown in some cells and not others, its intervals are widened for that choice: each is at 1 − 5% × shown / tested (95% when every forced gain tested is shown), so that 5% or fewer of those shown miss the truth.'))
 }
 
 function locationCard (l, a, label) {
@@ -186,12 +186,13 @@ function contrastCell (c, spec, row, a) {
     h('div', { class: 'verdict-line' }, h('span', { class: 'verdict-label' }, k.text(spec.ref)), why ? h('span', { class: 'why' }, why) : null))
 }
 
-/** "87% of the H3 gain (95% 62–104%)", or why it is not shown. */
+/** "87% of the H3 gain (97.5% 62–104%)", or why it is not shown. */
 function gainCell (g, row) {
   if (!g?.shown) {
     return h('td', { class: 'gain not-shown', 'data-shown': 'false' }, h('span', { class: 'muted' }, 'not shown: '), h('span', { class: 'gain-why' }, g?.reason ?? 'no forced gain to receive'))
   }
-  const interval = g.ci_low !== null && g.ci_high !== null ? `95% ${pct(g.ci_low * 100)} … ${pct(g.ci_high * 100)}` : 'no interval'
-  return h('td', { class: 'gain', 'data-shown': 'true', title: `(H2 − auto) / (H2 − H3) at p${row.percentile} over ${count(row.rounds)} rounds; its interval is the 2.5th and 97.5th percentile of the ratio over round-bootstrap resamples` },
+  const level = `${Math.round((g.level ?? 0.95) * 1000) / 10}%`
+  const interval = g.ci_low !== null && g.ci_high !== null ? `${level} ${pct(g.ci_low * 100)} … ${pct(g.ci_high * 100)}` : 'no interval'
+  return h('td', { class: 'gain', 'data-shown': 'true', title: `(H2 − auto) / (H2 − H3) at p${row.percentile} over ${count(row.rounds)} rounds; its ${level} interval holds the shares r for which (H2 − auto) − r × (H2 − H3) is not clearly different from 0 over round-bootstrap resamples` },
     h('b', {}, `${share(g.value)} of the H3 gain`), h('div', { class: 'ci' }, interval))
 }

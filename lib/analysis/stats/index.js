@@ -17,7 +17,7 @@ export {
 export { exactQuantile } from './quantile.js'
 export { mannWhitneyU, cliffsDelta } from './rank.js'
 export { SeededRandom, createRandom, randomNormal } from './random.js'
-export { roundBootstrap, armsBootstrap, bootstrapSummary } from './round-bootstrap.js'
+export { roundBootstrap, armsBootstrap, bootstrapSummary, resampledRatioInterval } from './round-bootstrap.js'
 export { wilcoxonSignedRank, hodgesLehmann, normalQuantile } from './paired.js'
 export { wilsonInterval, mcnemarExactP, ratioInterval, ratioStandardError, fisherLowerP } from './proportions.js'
 export { benjaminiHochberg, screenedBenjaminiHochberg, selectiveBenjaminiHochberg } from './fdr.js'

@@ -237,3 +237,63 @@ export function bootstrapSummary (draws, estimate, confidence = 0.95) {
   }
   return { lo: at(tail), hi: at(1 - tail), se, p }
 }
+
+/**
+ * The interval of a ratio a / g read from its resamples by inverting a
+ * test, as Fieller's is: r is in it when 0 lies between the `tail` and
+ * 1 − `tail` quantiles of a − r·g over the resamples. Unlike the
+ * percentiles of the ratio itself, it does not take its ends from the
+ * resamples where g comes near 0 (where a / g runs off to any size, or
+ * changes sign). It has bounds only where g's own quantiles at that level
+ * exclude 0: else null.
+ * @param {Float64Array} a the numerator in each resample
+ * @param {Float64Array} g the denominator in each resample
+ * @param {number} estimate the ratio itself, a starting point inside the interval
+ * @param {number} tail
+ * @returns {{ lo: number, hi: number } | null}
+ */
+export function resampledRatioInterval (a, g, estimate, tail) {
+  const n = a.length
+  const sortedG = Float64Array.from(g).sort()
+  const lowG = quantileOfSorted(sortedG, tail)
+  const highG = quantileOfSorted(sortedG, 1 - tail)
+  if (!(lowG > 0 || highG < 0)) return null
+  const sign = lowG > 0 ? 1 : -1
+  const d = new Float64Array(n)
+  // The q quantile of a − r·g; with g of one sign it falls as r rises (g > 0).
+  const at = (/** @type {number} */ r, /** @type {number} */ q) => {
+    for (let i = 0; i < n; i++) d[i] = sign * (a[i] - r * g[i])
+    return quantileOfSorted(d.sort(), q)
+  }
+  // The r where the q quantile crosses 0, bracketed outward from the estimate.
+  const root = (/** @type {number} */ q) => {
+    let below = estimate
+    let above = estimate
+    let step = Math.max(1, Math.abs(estimate))
+    while (at(below, q) <= 0 && step < 1e9) { below -= step; step *= 2 }
+    step = Math.max(1, Math.abs(estimate))
+    while (at(above, q) > 0 && step < 1e9) { above += step; step *= 2 }
+    if (!(at(below, q) > 0) || at(above, q) > 0) return null
+    for (let i = 0; i < 100 && above - below > 1e-9 * Math.max(1, Math.abs(above)); i++) {
+      const mid = (below + above) / 2
+      if (at(mid, q) > 0) below = mid
+      else above = mid
+    }
+    // Where the quantile is 0 (within the bisection's precision): exactly
+    // the ratio when every resample gives the same one.
+    return above
+  }
+  const lo = root(tail)
+  const hi = root(1 - tail)
+  return lo === null || hi === null ? null : { lo: Math.min(lo, hi), hi: Math.max(lo, hi) }
+}
+
+/**
+ * @param {Float64Array} sorted ascending
+ * @param {number} q
+ */
+function quantileOfSorted (sorted, q) {
+  const pos = q * (sorted.length - 1)
+  const lo = Math.floor(pos)
+  return sorted[lo] + (sorted[Math.ceil(pos)] - sorted[lo]) * (pos - lo)
+}
