@@ -183,6 +183,39 @@ test('a secret is stored sealed, shown only as a reference, kept by reference an
   assert.equal(other.json().field, 'journey.steps[1].secret')
 })
 
+test('a stored secret goes only to the origins it was given for: a journey edited, or a trial, that navigates elsewhere must give it again', async () => {
+  const res = await post(journey(nav, { action: 'type', selector: '#pw', secret: 'only-for-example-com' }, { action: 'click', selector: '#go' }))
+  assert.equal(res.statusCode, 201, res.body)
+  const m = res.json()
+  const typed = m.journey.steps[1]
+  // An edit that sends the stored secret to another site is refused, naming the secret's step.
+  for (const [url, steps] of /** @type {[string | undefined, object[]][]} */ ([
+    [undefined, [{ action: 'navigate', url: 'https://example.org/login' }, typed]],
+    [undefined, [nav, typed, { action: 'navigate', url: 'https://example.net/' }]],
+    ['https://example.org/', [nav, typed]]
+  ])) {
+    const edited = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { ...(url ? { url } : {}), journey: { steps } } })
+    assert.equal(edited.statusCode, 400, edited.body)
+    assert.equal(edited.json().field, `journey.steps[${steps.indexOf(typed)}].secret`)
+    assert.match(edited.json().message, /the stored secret s[0-9a-f]{12} goes only to https:\/\/example\.com, where it was given for, and this journey also goes to https:\/\/example\.(org|net); give the secret as text again/)
+  }
+  // So is a trial of the monitor's journey on a page of its own.
+  await upsertLocation(t.db, { id: 'secret-trial', name: 'Secret trial', region: 'Europe', kind: 'real' })
+  const claim = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${await t.agentToken('secret-trial')}` }, payload: { limit: 1 } })
+  assert.equal(claim.statusCode, 200, claim.body)
+  const trial = (/** @type {string} */ url) => t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'secret-trial', monitor_id: m.id, url, journey: { steps: [{ action: 'navigate', url: '/login' }, typed] } } })
+  const away = await trial('https://example.org/')
+  assert.equal(away.statusCode, 400, away.body)
+  assert.equal(away.json().field, 'journey.steps[1].secret')
+  // Where it was given for, both work; a secret given as text goes anywhere.
+  assert.equal((await trial('https://example.com/')).statusCode, 202)
+  await t.db.query("DELETE FROM journey_trials WHERE location_id = 'secret-trial'")
+  const kept = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: { steps: [nav, typed, { action: 'click', selector: '#login' }] } } })
+  assert.equal(kept.statusCode, 200, kept.body)
+  const retyped = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { url: 'https://example.org/', journey: { steps: [nav, { ...typed, secret: 'given-again' }] } } })
+  assert.equal(retyped.statusCode, 200, retyped.body)
+})
+
 /**
  * Rounds of a journey at `local` in both arms: the login step H3 is half
  * again as slow, the search step is the same in both.

@@ -5,7 +5,7 @@
 // table until it expires, and no comparison, trend or export reads it.
 import { NotFoundError, ValidationError } from '../runtime/errors.js'
 import { checkJourney } from '../measurement/journey/steps.js'
-import { openJourney, sealJourney } from '../measurement/journey/secrets.js'
+import { journeyOrigins, openJourney, sealJourney } from '../measurement/journey/secrets.js'
 import { checkJourneyTargets, getMonitor, journeySecrets, validatePageUrl } from './monitors.js'
 import { AGENT_ALIVE_S } from './agents.js'
 
@@ -38,7 +38,8 @@ export async function createTrial (db, input, policy) {
   const checked = checkJourney(input.journey, { url })
   if (!policy.allowPrivateTargets) await checkJourneyTargets(db, url, checked, [loc.id], policy)
   const stored = monitor ? await journeySecrets(db, monitor.id) : null
-  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored })
+  const origins = monitor ? new Set(journeyOrigins(monitor.journey, monitor.url)) : undefined
+  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored, origins, url })
   const { rows } = await db.query(
     `INSERT INTO journey_trials (location_id, monitor_id, url, journey, journey_secrets, expires_at)
      VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6)) RETURNING ${COLUMNS}`,

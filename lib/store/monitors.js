@@ -7,7 +7,7 @@ import { badPortReason } from '../measurement/ports.js'
 import { checkOptions, probeOf, probeTargets, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
 import { DEFAULT_MODES, FORCED_MODES, MODES } from '../measurement/modes.js'
 import { checkJourney, journeyTargets } from '../measurement/journey/steps.js'
-import { sealJourney } from '../measurement/journey/secrets.js'
+import { journeyOrigins, sealJourney } from '../measurement/journey/secrets.js'
 import { JOURNEY_PROBE } from '../measurement/probes/journey.js'
 import { BROWSERS, DEFAULT_BROWSERS } from '../measurement/browsers/index.js'
 
@@ -219,7 +219,9 @@ function checkJourneyField (input, existing, url, policy) {
   if (input.journey === undefined) return {}
   if (input.journey === null) return { journey: null, journey_secrets: {} }
   const checked = checkJourney(input.journey, { url })
-  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored: existing?.journey_secrets })
+  // Stored secrets go where the journey they were stored with went.
+  const origins = existing ? new Set(journeyOrigins(existing.journey, existing.url)) : undefined
+  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored: existing?.journey_secrets, origins, url })
   return { journey, journey_secrets: secrets }
 }
 

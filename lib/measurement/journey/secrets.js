@@ -16,11 +16,20 @@ export const SECRET_MASK = '[secret]'
  * must be one of `stored` (the monitor's, or the trial's monitor's; null
  * for a trial that names no monitor).
  * Secrets no step refers to any more are dropped.
+ *
+ * A stored secret goes only where it was given for: `origins`, those of
+ * the journey it was stored with (its monitor's URL and navigate steps). A
+ * journey that refers to one and navigates anywhere else is refused at
+ * that secret: whoever holds a write key could otherwise point the stored
+ * password at a page of their own (a trial with its own URL, a journey
+ * edited to navigate elsewhere), though the API never shows it.
  * @param {import('./steps.js').Journey} journey as checkJourney returns it
- * @param {{ box: import('../../runtime/secret-box.js').SecretBox | null | undefined, stored?: Record<string, string> | null, field?: string }} ctx
+ * @param {{ box: import('../../runtime/secret-box.js').SecretBox | null | undefined, stored?: Record<string, string> | null, origins?: Set<string>,
+ *   url?: string, field?: string }} ctx url: the page the journey is checked against (its relative URLs'); origins: where stored secrets may go
  * @returns {{ journey: import('./steps.js').Journey, secrets: Record<string, string> }}
  */
-export function sealJourney (journey, { box, stored = {}, field = 'journey' }) {
+export function sealJourney (journey, { box, stored = {}, origins, url, field = 'journey' }) {
+  const elsewhere = origins ? journeyOrigins(journey, url).filter((o) => !origins.has(o)) : []
   /** @type {Record<string, string>} */
   const secrets = {}
   const steps = journey.steps.map((s, i) => {
@@ -36,6 +45,10 @@ export function sealJourney (journey, { box, stored = {}, field = 'journey' }) {
     const sealed = stored?.[ref]
     if (!sealed && stored === null) throw new ValidationError(`${at}: the secret ${ref} is a monitor's, and this names no monitor (monitor_id) to take it from; give monitor_id, or the secret as text`, at)
     if (!sealed) throw new ValidationError(`${at}: no secret ${ref} is stored with this monitor; give the secret as text again`, at)
+    if (elsewhere.length) {
+      throw new ValidationError(`${at}: the stored secret ${ref} goes only to ${[...(origins ?? [])].join(', ')}, where it was given for, ` +
+        `and this journey also goes to ${elsewhere.join(', ')}; give the secret as text again to send it there`, at)
+    }
     secrets[ref] = sealed
     return s
   })
@@ -92,4 +105,15 @@ export function scrubSecrets (value, secrets) {
     return v
   }
   return /** @type {T} */ (walk(value))
+}
+
+/**
+ * The origins a journey's page and navigate steps are on.
+ * @param {{ steps: import('./steps.js').Step[] } | null | undefined} journey stored or checked form (navigate URLs absolute)
+ * @param {string | undefined} url the page it starts from (a monitor's URL)
+ * @returns {string[]}
+ */
+export function journeyOrigins (journey, url) {
+  const urls = [...(url ? [url] : []), ...(journey?.steps ?? []).flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : []))]
+  return [...new Set(urls.flatMap((u) => { try { return [new URL(u).origin] } catch { return [] } }))]
 }
