@@ -17,8 +17,10 @@ const IDLE_POLL_MS = 2000
 // Result statuses of a load that did not complete.
 const FAILED = new Set(['error', 'timeout'])
 const MAX_BACKOFF_MS = 30000
-// Spooled rounds per request when the spool is flushed (POST /agent/results).
+// Spooled rounds per request when the spool is flushed (POST /agent/results),
+// and the results' bytes per request.
 const SPOOL_BATCH_ROUNDS = 50
+const SPOOL_BATCH_BYTES = 4 * 1024 * 1024
 // The most rounds a claim names as held (the API's limit for `holding`).
 const MAX_HOLDING = 1000
 
@@ -195,8 +197,8 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
         // Rounds still running submit their own entry.
         const entries = (await spool.list()).filter((e) => !running.has(e.jobId))
         if (entries.length === 1) return await submitSpooled(entries[0].jobId, entries[0].payload)
-        for (let i = 0; i < entries.length; i += SPOOL_BATCH_ROUNDS) {
-          if (!(await submitBatch(entries.slice(i, i + SPOOL_BATCH_ROUNDS)))) return false
+        for (const batch of batches(entries)) {
+          if (!(await submitBatch(batch))) return false
         }
         return true
       } finally {
@@ -204,6 +206,30 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
       }
     })()
     return flushing
+  }
+
+  /**
+   * The spool's entries in batches of at most SPOOL_BATCH_ROUNDS rounds and
+   * SPOOL_BATCH_BYTES (a round larger than that goes alone): a batch lost on
+   * a slow link midway costs that much to send again, not the whole spool.
+   * @param {{ jobId: number, payload: any }[]} entries
+   */
+  function batches (entries) {
+    /** @type {{ jobId: number, payload: any }[][]} */
+    const out = []
+    let bytes = 0
+    for (const e of entries) {
+      const size = Buffer.byteLength(JSON.stringify(e.payload.results))
+      const last = out[out.length - 1]
+      if (!last || last.length >= SPOOL_BATCH_ROUNDS || bytes + size > SPOOL_BATCH_BYTES) {
+        out.push([e])
+        bytes = size
+      } else {
+        last.push(e)
+        bytes += size
+      }
+    }
+    return out
   }
 
   /**

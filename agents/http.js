@@ -7,6 +7,7 @@ import fs from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
 import tls from 'node:tls'
+import { uploadAllowanceMs } from '../lib/runtime/uploads.js'
 
 /**
  * The CA list for the API's certificate: the system's roots plus, when
@@ -30,20 +31,22 @@ export function loadCa (caFile) {
 /**
  * One request; the whole answer body as text. Rejects on network and TLS
  * errors (with their code, e.g. UNABLE_TO_VERIFY_LEAF_SIGNATURE) and on
- * timeout; any HTTP status resolves.
+ * timeout; any HTTP status resolves. The deadline is `timeoutMs` and the
+ * time the body may take to send on a slow link (lib/runtime/uploads.js).
  * @param {string} url
  * @param {{ method?: string, headers?: Record<string, string>, body?: string | Buffer, timeoutMs: number, ca?: string[] }} opts
  * @returns {Promise<{ status: number, statusText: string, text: string }>}
  */
 export function request (url, { method = 'GET', headers = {}, body, timeoutMs, ca }) {
   const u = new URL(url)
+  const deadlineMs = timeoutMs + (body === undefined ? 0 : uploadAllowanceMs(Buffer.byteLength(body)))
   const client = u.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
     const req = client.request(u, {
       method,
       headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
       ...(u.protocol === 'https:' && ca ? { ca } : {}),
-      signal: AbortSignal.timeout(timeoutMs)
+      signal: AbortSignal.timeout(deadlineMs)
     }, (res) => {
       /** @type {Buffer[]} */
       const chunks = []

@@ -11,7 +11,11 @@ import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
 import { createAgent } from '../agents/agent.js'
 import { createSpool } from '../agents/spool.js'
-import { ApiError } from '../agents/api-client.js'
+import { ApiError, createApiClient } from '../agents/api-client.js'
+import net from 'node:net'
+import { startApi } from '../api/server.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { freePort } from '../dev/free-port.js'
 
 let t
 before(async () => { t = await createTestApp() })
@@ -165,4 +169,66 @@ test('a spooled round the API fails on (500) stays in the spool without holding 
   assert.equal(await agent.flushSpool(), false, 'an API it cannot reach: the agent waits')
   assert.deepEqual((await spool.list()).map((e) => e.jobId), [poison])
   fs.rmSync(spool.dir, { recursive: true, force: true })
+})
+
+/**
+ * A TCP relay to `port` that passes what the client sends at `bytesPerS`
+ * (what the server answers at once): an uplink that slow.
+ * @param {number} port
+ * @param {number} bytesPerS
+ */
+async function slowUplink (port, bytesPerS) {
+  const tick = 100
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1')
+    /** @type {Buffer[]} */
+    const queue = []
+    const timer = setInterval(() => {
+      let budget = Math.floor(bytesPerS * tick / 1000)
+      while (budget > 0 && queue.length) {
+        const chunk = /** @type {Buffer} */ (queue.shift())
+        const part = chunk.subarray(0, budget)
+        if (part.length < chunk.length) queue.unshift(chunk.subarray(part.length))
+        budget -= part.length
+        upstream.write(part)
+      }
+    }, tick)
+    client.on('data', (d) => queue.push(d))
+    upstream.pipe(client)
+    const end = () => { clearInterval(timer); client.destroy(); upstream.destroy() }
+    client.on('close', end)
+    upstream.on('close', end)
+    client.on('error', end)
+    upstream.on('error', end)
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
+  return { url: `http://127.0.0.1:${/** @type {net.AddressInfo} */ (server.address()).port}`, close: () => new Promise((resolve) => server.close(resolve)) }
+}
+
+test('an agent on a slow uplink gets a spool of MBs through: its deadline grows with the body, and the API waits for it', async () => {
+  const m = await createMonitor(t.db, { url: 'https://example.com/', interval_s: 60, locations: ['local'], paused: true }, { allowPrivateTargets: true })
+  const me = await createAgentToken(t.db, { location: 'local' })
+  const jobs = await leased(m.id, me.agent.id, 6)
+  const spool = createSpool(fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-spool-slow-')))
+  // A heavy page's request list: about 300 KB a round, 1.8 MB in all.
+  const requests = Array.from({ length: 2500 }, (_, i) => ({ url: `https://example.com/asset-${i}.js`, protocol: 'h2', status: 200, bytes: 1000 + i }))
+  for (const id of jobs) await spool.put(id, { agent_version: 'test', results: [result('h2', { details: { requests } }), result('h3', { details: { requests } })] })
+  const api = await startApi({ db: t.db, config: loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent' }), log: t.log })
+  // 96 KB/s: the 1.8 MB take about 19 s, past the 15 s a request was given whatever its size.
+  const link = await slowUplink(Number(new URL(api.url).port), 96 * 1024)
+  try {
+    const client = createApiClient({ apiUrl: link.url, token: me.token })
+    const agent = createAgent(/** @type {any} */ ({ client, spool, runJob: async () => [], log: t.log, version: 'test' }))
+    const started = Date.now()
+    assert.equal(await agent.flushSpool(), true, 'the API took the spool')
+    const took = Date.now() - started
+    assert.ok(took > 15_000, `the link is slower than the old deadline: ${took} ms`)
+    assert.deepEqual(await spool.list(), [])
+    const { rows: [stored] } = await t.db.query('SELECT count(*)::int AS n FROM results WHERE monitor_id = $1', [m.id])
+    assert.equal(stored.n, 12)
+  } finally {
+    await link.close()
+    await api.close()
+    fs.rmSync(spool.dir, { recursive: true, force: true })
+  }
 })

@@ -18,6 +18,7 @@ import { wptJob } from '../lib/measurement/wpt/job.js'
 import { navigationTimings } from '../lib/measurement/wpt/navigation.js'
 import { traceTimes, traceTtfb } from '../lib/measurement/wpt/trace.js'
 import { readResultZip } from '../lib/measurement/wpt/zip.js'
+import { readResultZipOffThread, zipReadsRunning, ZIP_THREADS } from '../lib/measurement/wpt/zip-thread.js'
 import { resultFromDevtools } from '../lib/measurement/wpt/devtools.js'
 
 const ZIP = {
@@ -624,6 +625,21 @@ test('an upload whose trace cannot be read keeps its run: the TTFB falls back to
   const steps = await readResultZip(writeZip(many), budget)
   assert.ok(steps.find((v) => v.step === 1)?.devtools, 'the run\'s devtools requests are read')
   assert.deepEqual(steps.map((v) => [v.step, v.trace]), [[1, null], [2, null], [3, null], [4, null]], 'the traces past the budget are left out')
+})
+
+test('uploads that arrive together are read two at a time, each on its thread, and each gets its own views', async () => {
+  const zip = recordedFile('131447_SPIKE_H3_0002_all_x_result.zip')
+  let most = 0
+  const watch = setInterval(() => { most = Math.max(most, zipReadsRunning()) }, 2)
+  try {
+    const all = await Promise.all(Array.from({ length: 6 }, () => readResultZipOffThread(zip)))
+    assert.ok(all.every((views) => views.length === 1 && views[0].devtools), 'every read answered with its run')
+  } finally {
+    clearInterval(watch)
+  }
+  assert.equal(ZIP_THREADS, 2)
+  assert.equal(most, ZIP_THREADS, `at most ${ZIP_THREADS} zips read at once, and that many: ${most}`)
+  assert.equal(zipReadsRunning(), 0)
 })
 
 test('the agent\'s own server is no request of the page: a run whose page failed, its favicon named as the base page, has no protocol, requests or bytes', () => {

@@ -21,7 +21,7 @@ const conflict = { 409: { $ref: 'error#' } }
 // with its request lists runs to tens of KB, a heavy page's to MBs); one
 // round's submission may take as much.
 export const MAX_BATCH_ROUNDS = 200
-const BATCH_BODY_LIMIT = 32 * 1024 * 1024
+export const BATCH_BODY_LIMIT = 32 * 1024 * 1024
 
 /**
  * One submitted result, as api/schemas.js submittedResult has checked it

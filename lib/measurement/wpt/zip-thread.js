@@ -6,19 +6,50 @@
 // that refused it.
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { ValidationError } from '../../runtime/errors.js'
+import { createGate } from '../../runtime/gate.js'
 import { readResultZip } from './zip.js'
 
 /** What marks a thread started here, so that importing this file in another thread starts nothing. */
 const MARK = 'h3lens-result-zip'
 
 /**
- * readResultZip, on a thread of its own.
+ * Zips read at once; the others wait their turn. Each read may hold its
+ * members' JSON (up to ZIP_LIMITS, hundreds of MB): uploads arriving
+ * together, many agents' or one key's, must not hold that many times over.
+ */
+export const ZIP_THREADS = 2
+const gate = createGate(ZIP_THREADS)
+let running = 0
+
+/** The zips being read on their threads now (at most ZIP_THREADS). */
+export function zipReadsRunning () {
+  return running
+}
+
+/**
+ * readResultZip, on a thread of its own, at most ZIP_THREADS at once.
  * @param {Buffer} buffer
  * @param {Partial<typeof import('./zip.js').ZIP_LIMITS>} [limits]
  * @returns {Promise<import('./zip.js').ZipView[]>}
  * @throws {ValidationError} as readResultZip does
  */
 export function readResultZipOffThread (buffer, limits = {}) {
+  return gate.run(async () => {
+    running++
+    try {
+      return await readOnThread(buffer, limits)
+    } finally {
+      running--
+    }
+  })
+}
+
+/**
+ * @param {Buffer} buffer
+ * @param {Partial<typeof import('./zip.js').ZIP_LIMITS>} limits
+ * @returns {Promise<import('./zip.js').ZipView[]>}
+ */
+function readOnThread (buffer, limits) {
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL(import.meta.url), { workerData: { [MARK]: true, buffer, limits } })
     let answered = false
