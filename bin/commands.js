@@ -317,10 +317,10 @@ the location at once (its agents' next call for work is refused); make a
 new key for the agents still trusted.
 
 "list" shows each agent: id, location, kind, name, alive or idle, revoked,
-last seen. "revoke" stops an agent's token at once (the agent stops at its
-next call; its leased rounds run again when their lease runs out): do it
-when the machine it ran on is no longer trusted, then give a new token to
-its replacement.
+last seen. "revoke" stops an agent's token at once (every call it makes is
+refused from then on; its leased rounds run again when their lease runs
+out): do it when the machine it ran on is no longer trusted, then give a
+new token to its replacement.
 
 Options:
   --location ID           the location the token or key is bound to (enrol: several, ID=REGION)
