@@ -212,21 +212,20 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
    * The spool's entries in batches of at most SPOOL_BATCH_ROUNDS rounds and
    * SPOOL_BATCH_BYTES (a round larger than that goes alone): a batch lost on
    * a slow link midway costs that much to send again, not the whole spool.
-   * @param {{ jobId: number, payload: any }[]} entries
+   * @param {{ jobId: number, payload: any, bytes: number }[]} entries as the spool lists them, with their size
    */
   function batches (entries) {
     /** @type {{ jobId: number, payload: any }[][]} */
     const out = []
     let bytes = 0
     for (const e of entries) {
-      const size = Buffer.byteLength(JSON.stringify(e.payload.results))
       const last = out[out.length - 1]
-      if (!last || last.length >= SPOOL_BATCH_ROUNDS || bytes + size > SPOOL_BATCH_BYTES) {
+      if (!last || last.length >= SPOOL_BATCH_ROUNDS || bytes + e.bytes > SPOOL_BATCH_BYTES) {
         out.push([e])
-        bytes = size
+        bytes = e.bytes
       } else {
         last.push(e)
-        bytes += size
+        bytes += e.bytes
       }
     }
     return out

@@ -39,12 +39,13 @@ export function loadCa (caFile) {
  */
 export function request (url, { method = 'GET', headers = {}, body, timeoutMs, ca }) {
   const u = new URL(url)
-  const deadlineMs = timeoutMs + (body === undefined ? 0 : uploadAllowanceMs(Buffer.byteLength(body)))
+  const bytes = body === undefined ? null : Buffer.byteLength(body)
+  const deadlineMs = timeoutMs + (bytes === null ? 0 : uploadAllowanceMs(bytes))
   const client = u.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
     const req = client.request(u, {
       method,
-      headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      headers: bytes === null ? headers : { ...headers, 'content-length': String(bytes) },
       ...(u.protocol === 'https:' && ca ? { ca } : {}),
       signal: AbortSignal.timeout(deadlineMs)
     }, (res) => {

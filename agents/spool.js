@@ -44,7 +44,7 @@ export function createSpool (dir) {
       await fs.rm(fileOf(jobId), { force: true })
     },
     jobIds,
-    /** @returns {Promise<{ jobId: number, payload: any }[]>} oldest first */
+    /** @returns {Promise<{ jobId: number, payload: any, bytes: number }[]>} oldest first; bytes: the entry's size as JSON */
     async list () {
       const entries = []
       for (const jobId of await jobIds()) {
@@ -58,13 +58,13 @@ export function createSpool (dir) {
           continue
         }
         try {
-          entries.push({ jobId, payload: JSON.parse(text), mtime: stat.mtimeMs })
+          entries.push({ jobId, payload: JSON.parse(text), bytes: stat.size, mtime: stat.mtimeMs })
         } catch {
           // A corrupt file cannot be submitted; keep it aside for inspection.
           await fs.rename(file, `${file}.corrupt`).catch(() => {})
         }
       }
-      return entries.sort((a, b) => a.mtime - b.mtime).map(({ jobId, payload }) => ({ jobId, payload }))
+      return entries.sort((a, b) => a.mtime - b.mtime).map(({ jobId, payload, bytes }) => ({ jobId, payload, bytes }))
     }
   }
 }

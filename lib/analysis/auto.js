@@ -332,7 +332,7 @@ function receivedGain (row, level) {
   if (!Number.isFinite(autoWorst.shift)) {
     return {
       shown: false, value: null, ci_low: null, ci_high: null, level: null,
-      reason: `the auto arm did not load in ${autoWorst.only} rounds where H2 did (${Math.round(autoWorst.share * 1000) / 10}%): ` +
+      reason: `the auto arm did not load in ${autoWorst.only} rounds where H2 did (${pctText(autoWorst.share)}): ` +
         'counted as its slowest loads, it could be slower than any load it completed, so the share of the gain it receives cannot be told'
     }
   }

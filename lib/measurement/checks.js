@@ -191,30 +191,31 @@ function checkProtocol (r, expected, at) {
  */
 
 /**
- * Refuses a result its round did not ask for: a mode that is not one of the
- * round's arms, a probe or journey step it does not run, a view its mode
- * does not have, a repeat view it did not ask for. Any of them would be
- * stored as the measurement of an arm the monitor never ran, and read as
- * such by every comparison; an agent token is all it takes to send one.
+ * The refusal of the first result its round did not ask for, or null: a
+ * mode that is not one of the round's arms, a probe or journey step it does
+ * not run, a view its mode does not have, a repeat view it did not ask for.
+ * Any of them would be stored as the measurement of an arm the monitor
+ * never ran, and read as such by every comparison; an agent token is all it
+ * takes to send one. A value, not a throw, as a batch answers each round.
  * @param {Record<string, any>[]} results as submitted
  * @param {Asked | null} asked null for a round leased before claims were recorded: the schema alone checks it
- * @throws {UnprocessableError} with code not_asked, naming results.<i>.<field>
+ * @returns {UnprocessableError | null} with code not_asked, naming results.<i>.<field>
  */
 export function checkAsked (results, asked) {
-  if (!asked) return
+  if (!asked) return null
   const list = (/** @type {string[]} */ xs) => xs.join(', ')
-  results.forEach((r, i) => {
+  for (const [i, r] of results.entries()) {
     const at = (/** @type {string} */ field) => `results.${i}.${field}`
-    const refuse = (/** @type {string} */ field, /** @type {string} */ why) => {
-      throw new UnprocessableError(`${at(field)}: ${why}; a round's results are those its claim asked for`, at(field), 'not_asked')
-    }
+    const refusal = (/** @type {string} */ field, /** @type {string} */ why) =>
+      new UnprocessableError(`${at(field)}: ${why}; a round's results are those its claim asked for`, at(field), 'not_asked')
     const view = r.view ?? 'first'
     const { probe, step } = splitProbe(r.probe ?? 'page')
-    if (!asked.modes.includes(r.mode)) refuse('mode', `this round's arms are ${list(asked.modes)}, not ${r.mode}`)
-    if (!asked.probes.includes(probe)) refuse('probe', `this round runs the probe${asked.probes.length === 1 ? '' : 's'} ${list(asked.probes)}, not ${probe}`)
-    if (step !== null && !(asked.steps ?? []).includes(step)) refuse('probe', `this round's journey has no step named ${JSON.stringify(step)}`)
+    if (!asked.modes.includes(r.mode)) return refusal('mode', `this round's arms are ${list(asked.modes)}, not ${r.mode}`)
+    if (!asked.probes.includes(probe)) return refusal('probe', `this round runs the probe${asked.probes.length === 1 ? '' : 's'} ${list(asked.probes)}, not ${probe}`)
+    if (step !== null && !(asked.steps ?? []).includes(step)) return refusal('probe', `this round's journey has no step named ${JSON.stringify(step)}`)
     const views = /** @type {Record<string, readonly string[]>} */ (VIEWS_OF_MODE)[r.mode] ?? []
-    if (!views.includes(view)) refuse('view', `the ${r.mode} arm has no ${view} view (its views: ${list([...views])})`)
-    if (view === 'repeat' && !asked.repeat_view) refuse('view', 'this round asked for no repeat view')
-  })
+    if (!views.includes(view)) return refusal('view', `the ${r.mode} arm has no ${view} view (its views: ${list([...views])})`)
+    if (view === 'repeat' && !asked.repeat_view) return refusal('view', 'this round asked for no repeat view')
+  }
+  return null
 }

@@ -8,6 +8,10 @@ export function createGate (limit = 1) {
   /** @type {Array<() => void>} */
   const waiting = []
   return {
+    /** The tasks running now (at most `limit`). */
+    get running () {
+      return running
+    },
     /**
      * @template T
      * @param {() => Promise<T>} task

@@ -1,6 +1,6 @@
 // The job queue: one job is one round of one monitor at one location.
 // States live in one frozen object; every transition is one SQL statement.
-import { ConflictError, NotFoundError, UnprocessableError } from '../runtime/errors.js'
+import { ConflictError, NotFoundError } from '../runtime/errors.js'
 import { checkAsked } from '../measurement/checks.js'
 import { insertResults, insertRoundResults } from './results.js'
 import { enqueueForRollup } from './rollups.js'
@@ -356,7 +356,8 @@ export async function submitJobResults (db, { jobId, agent, results, agentVersio
     }
     const late = await resultsAfterDone(client, job, results)
     if (late) throw late
-    checkAsked(results, job.asked)
+    const unasked = checkAsked(results, job.asked)
+    if (unasked) throw unasked
     const inserted = await insertResults(client, { job, agentId: agent.id, agentVersion, results })
     await recordCapabilities(client, { monitorId: job.monitor_id, locationId: job.location_id, rows: inserted })
     // A round done already was submitted before: its outcome is counted.
@@ -395,22 +396,6 @@ async function resultsAfterDone (client, job, results) {
 }
 
 /**
- * checkAsked's refusal as a value, for a batch in which each round gets its own answer.
- * @param {Record<string, any>[]} results
- * @param {import('../measurement/checks.js').Asked | null} asked
- * @returns {UnprocessableError | null}
- */
-function notAsked (results, asked) {
-  try {
-    checkAsked(results, asked)
-    return null
-  } catch (err) {
-    if (err instanceof UnprocessableError) return err
-    throw err
-  }
-}
-
-/**
  * Store many jobs' results in one transaction (the agents' batched route and
  * spool). Each round gets the same checks as submitJobResults, and its own
  * answer: { stored, duplicates } when accepted, { error } with the status
@@ -443,7 +428,7 @@ export async function submitRoundsResults (db, { agent, rounds, agentVersion }) 
             ? new ConflictError(`job ${job.id} is leased to another agent (its lease expired and it was re-run); these results were not stored`, 'lease_lost')
             : job.state === JOB_STATES.cancelled
               ? new ConflictError(`job ${job.id} was cancelled (its monitor was deleted); results were not stored`, 'cancelled')
-              : null) ?? await resultsAfterDone(client, /** @type {any} */ (job), round.results) ?? notAsked(round.results, /** @type {any} */ (job).asked)
+              : null) ?? await resultsAfterDone(client, /** @type {any} */ (job), round.results) ?? checkAsked(round.results, /** @type {any} */ (job).asked)
       const id = Number(round.job_id)
       if (refusal) answers.set(id, { job_id: id, error: { statusCode: refusal.statusCode, code: 'code' in refusal ? refusal.code : undefined, message: refusal.message } })
       else if (!accepted.some((a) => a.job === job)) accepted.push({ job, results: round.results })

@@ -18,6 +18,7 @@
 
 import { SeededRandom } from './random.js'
 import { normalSurvival } from './normal.js'
+import { exactQuantile } from './quantile.js'
 
 /**
  * @typedef {object} Round
@@ -211,11 +212,7 @@ function readAt (values, roundOf, weights, index, crosses, fraction) {
 export function bootstrapSummary (draws, estimate, confidence = 0.95) {
   const sorted = Float64Array.from(draws).sort()
   const n = sorted.length
-  const at = (/** @type {number} */ q) => {
-    const pos = q * (n - 1)
-    const lo = Math.floor(pos)
-    return sorted[lo] + (sorted[Math.ceil(pos)] - sorted[lo]) * (pos - lo)
-  }
+  const at = (/** @type {number} */ q) => /** @type {number} */ (exactQuantile(sorted, q))
   let mean = 0
   for (const v of sorted) mean += v
   mean /= n
@@ -255,15 +252,15 @@ export function bootstrapSummary (draws, estimate, confidence = 0.95) {
 export function resampledRatioInterval (a, g, estimate, tail) {
   const n = a.length
   const sortedG = Float64Array.from(g).sort()
-  const lowG = quantileOfSorted(sortedG, tail)
-  const highG = quantileOfSorted(sortedG, 1 - tail)
+  const lowG = /** @type {number} */ (exactQuantile(sortedG, tail))
+  const highG = /** @type {number} */ (exactQuantile(sortedG, 1 - tail))
   if (!(lowG > 0 || highG < 0)) return null
   const sign = lowG > 0 ? 1 : -1
   const d = new Float64Array(n)
   // The q quantile of a − r·g; with g of one sign it falls as r rises (g > 0).
   const at = (/** @type {number} */ r, /** @type {number} */ q) => {
     for (let i = 0; i < n; i++) d[i] = sign * (a[i] - r * g[i])
-    return quantileOfSorted(d.sort(), q)
+    return /** @type {number} */ (exactQuantile(d.sort(), q))
   }
   // The r where the q quantile crosses 0, bracketed outward from the estimate.
   const root = (/** @type {number} */ q) => {
@@ -286,14 +283,4 @@ export function resampledRatioInterval (a, g, estimate, tail) {
   const lo = root(tail)
   const hi = root(1 - tail)
   return lo === null || hi === null ? null : { lo: Math.min(lo, hi), hi: Math.max(lo, hi) }
-}
-
-/**
- * @param {Float64Array} sorted ascending
- * @param {number} q
- */
-function quantileOfSorted (sorted, q) {
-  const pos = q * (sorted.length - 1)
-  const lo = Math.floor(pos)
-  return sorted[lo] + (sorted[Math.ceil(pos)] - sorted[lo]) * (pos - lo)
 }

@@ -6,6 +6,8 @@
 // its URL, an error that quotes a field).
 import { randomBytes } from 'node:crypto'
 import { ValidationError } from '../../runtime/errors.js'
+import { originOf } from '../origin.js'
+import { journeyTargets } from './steps.js'
 
 /** What a secret is replaced with wherever one would appear. */
 export const SECRET_MASK = '[secret]'
@@ -114,6 +116,6 @@ export function scrubSecrets (value, secrets) {
  * @returns {string[]}
  */
 export function journeyOrigins (journey, url) {
-  const urls = [...(url ? [url] : []), ...(journey?.steps ?? []).flatMap((s) => (s.action === 'navigate' && s.url ? [s.url] : []))]
-  return [...new Set(urls.flatMap((u) => { try { return [new URL(u).origin] } catch { return [] } }))]
+  const urls = [url, ...(journey ? journeyTargets(journey).map(([target]) => target) : [])]
+  return [...new Set(urls.map(originOf).filter(Boolean))]
 }

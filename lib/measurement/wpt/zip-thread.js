@@ -19,11 +19,10 @@ const MARK = 'h3lens-result-zip'
  */
 export const ZIP_THREADS = 2
 const gate = createGate(ZIP_THREADS)
-let running = 0
 
 /** The zips being read on their threads now (at most ZIP_THREADS). */
 export function zipReadsRunning () {
-  return running
+  return gate.running
 }
 
 /**
@@ -34,14 +33,7 @@ export function zipReadsRunning () {
  * @throws {ValidationError} as readResultZip does
  */
 export function readResultZipOffThread (buffer, limits = {}) {
-  return gate.run(async () => {
-    running++
-    try {
-      return await readOnThread(buffer, limits)
-    } finally {
-      running--
-    }
-  })
+  return gate.run(() => readOnThread(buffer, limits))
 }
 
 /**
