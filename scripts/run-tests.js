@@ -155,6 +155,7 @@ const done = []
 /** Files not yet started, by lane. @type {Record<string, Job[]>} */
 const queues = { serial: [...serial], side: [...side], concurrent: [...concurrent], check: [...checks] }
 await Promise.all([lane('serial', 1), lane('side', 1), lane('concurrent', concurrency), lane('check', checks.length)])
+const postgresCpu = embedded ? clusterCpuSeconds(path.resolve('.h3lens', 'test-pg', 'pg')) : null
 if (embedded) await embedded.stop()
 fs.rmSync(reportDir, { recursive: true, force: true })
 process.exit(summarise(done))
@@ -300,7 +301,8 @@ function summarise (results) {
     return `${lane} ${seconds(files.reduce((a, r) => a + r.ms, 0))}` +
       (cpu.every((c) => c !== null) ? ` (CPU ${seconds(cpu.reduce((a, c) => a + (c ?? 0), 0) * 1000)})` : '')
   })
-  out.push(`# the lanes' files took: ${lanes.join(', ')}; CPU counts each file's process and what it started, not the shared PostgreSQL`)
+  out.push(`# the lanes' files took: ${lanes.join(', ')}; CPU counts each file's process and what it started, not the shared PostgreSQL` +
+    (postgresCpu === null ? '' : `, which took CPU ${seconds(postgresCpu * 1000)}`))
   out.push(`# ${results.filter((r) => r.report).length} files in ${seconds(Date.now() - started)}`)
   console.log(out.join('\n'))
   return failed.length ? 1 : 0
@@ -313,6 +315,24 @@ function summarise (results) {
 function cpuOf (result) {
   const e = result.events.find((x) => x.kind === 'cpu')
   return e ? e.seconds : null
+}
+
+/**
+ * The CPU seconds the embedded cluster has taken so far: its postmaster's
+ * and those of the backends it has reaped (every test file's connections
+ * but the ones still open). Null where /proc does not say.
+ * @param {string} dataDir
+ */
+function clusterCpuSeconds (dataDir) {
+  try {
+    const pid = fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0].trim()
+    // Fields 14–17 of /proc/PID/stat, after the command's closing parenthesis.
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+    const ticks = fields.slice(11, 15).reduce((a, f) => a + Number(f), 0)
+    return ticks / 100
+  } catch {
+    return null
+  }
 }
 
 /** @param {number} ms */
