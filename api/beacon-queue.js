@@ -42,7 +42,7 @@ export function createBeaconQueue ({ db, maxPending = 20_000, maxBatch = 1000, w
     try {
       const inserted = await insert(db, batch.map((w) => w.row))
       for (const w of batch) {
-        const key = beaconKey(/** @type {{ view_id: string, time: Date }} */ (w.row))
+        const key = beaconKey(/** @type {{ site_id: number, view_id: string, time: Date }} */ (w.row))
         // Within a batch, the first of two identical beacons is the one stored.
         w.resolve(inserted.delete(key) ? 'stored' : 'duplicate')
       }

@@ -100,6 +100,21 @@ test('a replayed beacon is stored once and answered 409', async () => {
   assert.equal((await t.db.query('SELECT count(*)::int AS n FROM rum_beacons WHERE view_id = ANY ($1)', [[b.id, twin.id]])).rows[0].n, 2)
 })
 
+test('the same view id and start time from two sites are two page views: both stored, neither answered 409', async () => {
+  const other = await createSite(t.db, { name: 'blog', origins: ['https://blog.example'] })
+  const shared = { id: randomBytes(16).toString('hex'), t0: Date.now() - 4000 }
+  // One after the other, then at once (one batch of the queue).
+  assert.equal((await send(beacon(shared))).statusCode, 204)
+  const second = await send({ ...beacon(shared), key: other.key }, { origin: 'https://blog.example' })
+  assert.equal(second.statusCode, 204, second.body)
+  const together = { id: randomBytes(16).toString('hex'), t0: Date.now() - 3000 }
+  const both = await Promise.all([send(beacon(together)), send({ ...beacon(together), key: other.key }, { origin: 'https://blog.example' })])
+  assert.deepEqual(both.map((r) => r.statusCode), [204, 204], both.map((r) => r.body).join(' '))
+  const { rows } = await t.db.query('SELECT site_id::int, view_id FROM rum_beacons WHERE view_id = ANY ($1) ORDER BY view_id, site_id', [[shared.id, together.id]])
+  assert.equal(rows.length, 4)
+  assert.deepEqual(new Set(rows.map((r) => r.site_id)), new Set([Number(site.id), Number(other.id)]))
+})
+
 test('hostile beacons get a 4xx naming the reason, are counted, and store nothing', async () => {
   const revoked = await createSite(t.db, { name: 'old', origins: [ORIGIN] })
   await revokeSite(t.db, revoked.id)

@@ -7,8 +7,8 @@ import { withTransaction } from './transaction.js'
 // columns stays under PostgreSQL's 65,535 parameters per statement.
 const ROWS_PER_INSERT = 1000
 
-/** The identity of a stored beacon: its view id and start time (ms). */
-export const beaconKey = (/** @type {{ view_id: string, time: Date }} */ row) => `${row.view_id}|${+row.time}`
+/** The identity of a stored beacon: its site, view id and start time (ms), the table's unique key. */
+export const beaconKey = (/** @type {{ site_id: number | string, view_id: string, time: Date }} */ row) => `${row.site_id}|${row.view_id}|${+row.time}`
 
 /**
  * Insert beacons in multi-row INSERTs in one transaction, the way agents'
@@ -29,7 +29,7 @@ export async function insertBeacons (db, rows) {
     }).join(', ')})`)
     const { rows: done } = await client.query(
       `INSERT INTO rum_beacons (${BEACON_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}
-       ON CONFLICT (site_id, view_id, time) DO NOTHING RETURNING view_id, time`, values)
+       ON CONFLICT (site_id, view_id, time) DO NOTHING RETURNING site_id, view_id, time`, values)
     for (const r of done) inserted.add(beaconKey(r))
   }
   // One statement is a transaction of its own: no BEGIN and COMMIT round
