@@ -2,7 +2,8 @@
 // result, not an exception; an unreachable API means results wait in the
 // spool; SIGTERM stops claiming, lets the running jobs finish for up to
 // stopTimeoutMs (or gives them back, so another agent runs them at once
-// instead of after their leases expire) and flushes the spool before the
+// instead of after their leases expire; a round already measured, its
+// results in the spool, is kept for the next start) and flushes the spool before the
 // browsers close. A new agent process flushes what an earlier one left in the
 // spool before it claims anything. Up to `concurrency` rounds run at once
 // (H3LENS_AGENT_CONCURRENCY, default 1: page loads that share cores distort
@@ -62,6 +63,9 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
   // Jobs given back on shutdown: whatever their measurement still produces
   // belongs to whoever runs them next.
   const released = new Set()
+  // Rounds whose results are in the spool: never given back.
+  /** @type {Set<number>} */
+  const spooled = new Set()
 
   /** @param {number} limit */
   async function claim (limit) {
@@ -125,6 +129,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
       }
       try {
         await spool.put(job.id, { agent_version: version, results })
+        spooled.add(job.id)
       } catch (/** @type {any} */ err) {
         throw new Error(`measured, but its results could not be written to the spool: ${err.message}`, { cause: err })
       }
@@ -148,7 +153,11 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
     } finally {
       clearInterval(beat)
     }
-    await submitSpooled(job.id)
+    try {
+      await submitSpooled(job.id)
+    } finally {
+      spooled.delete(job.id)
+    }
   }
 
   /**
@@ -338,6 +347,13 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
           continue
         }
         for (const job of jobs) {
+          if (running.has(job.id)) {
+            // Its lease ran out while this agent was still at it (heartbeats
+            // that did not get through), and the claim leased it to this
+            // agent again: the measurement under way submits it.
+            log.info({ job: job.id }, 'claimed a round this agent is still measuring; not measured twice')
+            continue
+          }
           const done = runOne(job, leaseSeconds, location, allowPrivateTargets)
             .catch((err) => log.error({ job: job.id, err: err.message }, 'round failed'))
             .finally(() => running.delete(job.id))
@@ -378,6 +394,11 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
       const timeout = sleep(stopTimeoutMs, false, { signal: waited.signal }).catch(() => false)
       const finished = await Promise.all([...running.values()].map(async ({ job, done }) => {
         if (await Promise.race([done.then(() => true), timeout])) return true
+        // Measured, its results in the spool and on their way: given back,
+        // the round would be measured again by another agent and these
+        // results refused. It stays this agent's, to be submitted at the
+        // next start if not now.
+        if (spooled.has(job.id)) return false
         // Its measurement ends when the browsers close after stop()
         // returns; whatever it still produces is dropped (released).
         released.add(job.id)

@@ -1,10 +1,12 @@
 // H3LENS_AGENT_CONCURRENCY: one agent measures up to that many rounds at
 // once, never more, and a stop releases every round still running. The real
 // API and database; measurements without a browser (what they measure is not
-// the point here, how many run at once is).
+// the point here, how many run at once is). A round is measured once, and
+// one measured is never given back.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { createTestDatabase } from './helpers/db.js'
@@ -15,6 +17,7 @@ import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken } from '../lib/store/agents.js'
+import { expireLeases } from '../lib/store/jobs.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { createAgent } from '../agents/agent.js'
 import { createApiClient } from '../agents/api-client.js'
@@ -60,12 +63,12 @@ async function setup (rounds) {
     SELECT $1, 'local', now() - make_interval(secs => g) FROM generate_series(1, $2) g`, [m.id, rounds])
   const { token } = await createAgentToken(db, { location: 'local' })
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-concurrency-'))
-  const agent = (runJob, opts) => createAgent({
-    client: createApiClient({ apiUrl: api.url, token }), spool: createSpool(path.join(dataDir, 'spool')), runJob, log, version: 'test', idlePollMs: 100, ...opts
+  const agent = (runJob, { clientWrap = (c) => c, ...opts }) => createAgent({
+    client: clientWrap(createApiClient({ apiUrl: api.url, token })), spool: createSpool(path.join(dataDir, 'spool')), runJob, log, version: 'test', idlePollMs: 100, ...opts
   })
   const jobStates = async () => (await db.query('SELECT state, attempts, count(*)::int AS n FROM jobs WHERE monitor_id = $1 GROUP BY state, attempts ORDER BY state', [m.id])).rows
   return {
-    db, agent, jobStates, monitorId: m.id,
+    db, agent, jobStates, monitorId: m.id, spoolDir: path.join(dataDir, 'spool'),
     async close () {
       await api.close()
       await database.drop()
@@ -118,6 +121,60 @@ test('stopping an agent gives back every round it is still measuring, without co
     assert.deepEqual(await s.jobStates(), [{ state: 'queued', attempts: 0, n: 2 }])
   } finally {
     measure.open()
+    await s.close()
+  }
+})
+
+test('a round whose lease ran out while it was being measured, claimed again by the same agent, is not measured twice', async () => {
+  const s = await setup(1)
+  const measure = gatheringRunJob(99)
+  const agent = s.agent(measure.runJob, { concurrency: 2 })
+  try {
+    agent.start()
+    await eventually(async () => measure.running === 1, { intervalMs: 20, what: 'the round running' })
+    // Its heartbeats did not get through: the lease runs out and the round is queued again.
+    await s.db.query("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE monitor_id = $1", [s.monitorId])
+    assert.deepEqual(await expireLeases(s.db), { requeued: 1, failed: 0 })
+    await eventually(async () => (await s.jobStates()).some((j) => j.state === 'leased' && j.attempts === 2), { intervalMs: 20, what: 'the round claimed again' })
+    // A few more claims, each with a place free beside the running round.
+    await sleep(400)
+    assert.equal(measure.most, 1, 'one measurement of the round at a time')
+    measure.open()
+    await eventually(async () => (await s.jobStates()).every((j) => j.state === 'done'), { intervalMs: 50, what: 'the round done' })
+    const { rows } = await s.db.query('SELECT count(*)::int AS results FROM results WHERE monitor_id = $1', [s.monitorId])
+    assert.equal(rows[0].results, 2)
+  } finally {
+    measure.open()
+    await agent.stop()
+    await s.close()
+  }
+})
+
+test('a round measured and on its way to the API when the stop timeout fires is kept, not given back, and stored once the API takes it', async () => {
+  const s = await setup(1)
+  const measure = gatheringRunJob(1)
+  /** @type {() => void} */
+  let letThrough = () => {}
+  const through = new Promise((resolve) => { letThrough = () => resolve(undefined) })
+  let submitting = false
+  const agent = s.agent(measure.runJob, {
+    stopTimeoutMs: 200,
+    // The API's answer to the submission is slow (a slow link): it arrives after the stop timeout.
+    clientWrap: (/** @type {any} */ client) => ({ ...client, submit: async (/** @type {any[]} */ ...args) => { submitting = true; await through; return client.submit(...args) } })
+  })
+  try {
+    agent.start()
+    await eventually(async () => submitting, { intervalMs: 20, what: 'the results on their way' })
+    await agent.stop()
+    assert.deepEqual(await s.jobStates(), [{ state: 'leased', attempts: 1, n: 1 }], 'not given back: another agent would measure it again and these results be refused')
+    assert.equal(fs.readdirSync(s.spoolDir).length, 1, 'still in the spool, for the next start')
+    letThrough()
+    await eventually(async () => (await s.jobStates()).every((j) => j.state === 'done'), { intervalMs: 50, what: 'the round stored' })
+    assert.deepEqual(await s.jobStates(), [{ state: 'done', attempts: 1, n: 1 }])
+    const { rows } = await s.db.query('SELECT count(*)::int AS results FROM results WHERE monitor_id = $1', [s.monitorId])
+    assert.equal(rows[0].results, 2)
+  } finally {
+    letThrough()
     await s.close()
   }
 })
