@@ -196,6 +196,44 @@ test('an export imported again into its own monitor stores nothing twice, rounds
   await t.db.query('UPDATE monitors SET paused = true WHERE id = $1', [m.id])
 })
 
+test('an import that names a live round\'s due time is refused with 409 naming the line, while the round is queued and while it is measured', async () => {
+  const m = await newMonitor({ modes: ['h2', 'h3'], locations: ['local'] })
+  await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+  await t.db.query("UPDATE monitors SET paused = (id <> $1), anchor_at = date_trunc('second', now()) - interval '30 seconds' WHERE id = $1 OR NOT paused", [m.id])
+  await scheduleDueJobs(t.db, { maxAttempts: 3 })
+  const { rows: [live] } = await t.db.query("SELECT id, due_at FROM jobs WHERE monitor_id = $1 AND state = 'queued'", [m.id])
+  const lines = [
+    ...round(0, 'local'),
+    { time: live.due_at.toISOString(), location_id: 'local', mode: 'h2', ttfb_ms: 100, load_ms: 300 },
+    { time: live.due_at.toISOString(), location_id: 'local', mode: 'h3', ttfb_ms: 90, load_ms: 280 }
+  ]
+  const queued = await importInto(m.id, lines)
+  assert.equal(queued.statusCode, 409, queued.body)
+  assert.equal(queued.json().field, 'line 3: time')
+  assert.equal(queued.json().line, 3)
+  assert.equal(queued.json().code, 'live_round')
+  assert.match(queued.json().message, /queued to run/)
+  assert.deepEqual(await stored(m.id), { results: 0, jobs: 1 }, 'nothing stored, not even the other round')
+
+  const auth = { authorization: `Bearer ${await t.agentToken('local')}` }
+  const [job] = (await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: auth, payload: { limit: 1 } })).json().jobs
+  assert.equal(job?.id, Number(live.id))
+  const leased = await importInto(m.id, lines)
+  assert.equal(leased.statusCode, 409, leased.body)
+  assert.match(leased.json().message, /being measured/)
+  // The agent's results are its round's alone.
+  const arm = (/** @type {string} */ mode) => ({ mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 50, load_ms: 90 })
+  const sent = await t.app.inject({ method: 'POST', url: `/api/v1/agent/jobs/${job.id}/results`, headers: auth, payload: { results: [arm('h2'), arm('h3')] } })
+  assert.equal(sent.statusCode, 200, sent.body)
+  const { rows } = await t.db.query('SELECT mode, ttfb_ms FROM results WHERE job_id = $1 ORDER BY mode', [job.id])
+  assert.deepEqual(rows.map((r) => [r.mode, r.ttfb_ms]), [['h2', 50], ['h3', 50]])
+  // Done, the round takes the import as any stored round does: nothing twice.
+  const after = await importInto(m.id, lines)
+  assert.equal(after.statusCode, 200, after.body)
+  assert.deepEqual(after.json(), { imported: 2, skipped_existing: 2, rounds: 2, added_locations: [] })
+  await t.db.query('UPDATE monitors SET paused = true WHERE id = $1', [m.id])
+})
+
 test('bytes that are not UTF-8 are refused with their line, never stored as replacement characters', async () => {
   const m = await newMonitor()
   const lines = ndjson([...round(0), ...round(1)]).split('\n')

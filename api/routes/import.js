@@ -68,6 +68,7 @@ export default async function importRoutes (app) {
           }
         },
         ...errorResponses,
+        409: { $ref: 'error#', description: 'A line names the due time of a round still queued or being measured (code live_round); nothing is stored' },
         413: { $ref: 'error#', description: `More than ${IMPORT_MAX_LINES} lines or ${IMPORT_MAX_BYTES / 1024 / 1024} MiB` },
         415: { $ref: 'error#', description: `The body is not ${NDJSON}` }
       }

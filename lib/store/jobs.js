@@ -670,10 +670,12 @@ export async function protocolsOfJobs (db, jobIds, locationId) {
 
 /**
  * Done jobs for rounds measured elsewhere (the results import): created
- * done, or the existing job of the round.
+ * done, or the existing job of the round, with its state (a round the
+ * scheduler made may still be queued or leased). The existing jobs are
+ * locked until the transaction ends, so none is claimed meanwhile.
  * @param {import('pg').PoolClient} client
  * @param {{ monitorId: number, locations: string[], browsers: string[], times: Date[] }} q
- * @returns {Promise<{ id: number, location_id: string, browser: string, due_at: Date }[]>}
+ * @returns {Promise<{ id: number, location_id: string, browser: string, due_at: Date, state: string }[]>}
  */
 export async function doneJobsFor (client, { monitorId, locations, browsers, times }) {
   await client.query(
@@ -681,8 +683,9 @@ export async function doneJobsFor (client, { monitorId, locations, browsers, tim
      SELECT $1, u.location_id, u.browser, u.due_at, 'done', now() FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
      ON CONFLICT (monitor_id, location_id, browser, due_at) DO NOTHING`, [monitorId, locations, browsers, times])
   const { rows } = await client.query(
-    `SELECT j.id, j.location_id, j.browser, j.due_at FROM jobs j JOIN unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
+    `SELECT j.id, j.location_id, j.browser, j.due_at, j.state FROM jobs j JOIN unnest($2::text[], $3::text[], $4::timestamptz[]) AS u(location_id, browser, due_at)
         ON j.location_id = u.location_id AND j.browser = u.browser AND j.due_at = u.due_at
-      WHERE j.monitor_id = $1`, [monitorId, locations, browsers, times])
+      WHERE j.monitor_id = $1
+        FOR SHARE OF j`, [monitorId, locations, browsers, times])
   return rows
 }

@@ -123,7 +123,7 @@ const FIELDS = {
  * @typedef {{ imported: number, skipped_existing: number, rounds: number }} ImportSummary
  */
 
-/** @typedef {{ location: string, browser: string, time: Date, jobId?: number }} Round one round of an import, by location, browser and time */
+/** @typedef {{ location: string, browser: string, time: Date, line: number, jobId?: number }} Round one round of an import, by location, browser and time; line: its first line */
 
 /**
  * @typedef {object} ImportTarget
@@ -181,7 +181,7 @@ export async function importResults (db, { monitor, lines, addLocations = false,
       throw lineError(n, 'mode', `repeats the ${row.mode}/${row.view}/${row.probe} result of location ${row.location_id} in ${row.browser} at ${row.time.toISOString()}; a round has one result per mode, view and probe`)
     }
     seen.add(key)
-    if (!rounds.has(roundKey)) rounds.set(roundKey, { location: row.location_id, browser: row.browser, time: row.time })
+    if (!rounds.has(roundKey)) rounds.set(roundKey, { location: row.location_id, browser: row.browser, time: row.time, line: n })
     // Kept as JSON text of the column values until the insert: 43 MB of
     // heap for 100,000 page results instead of 65 MB as arrays of values
     // (measured with --expose-gc); a full request stays well under 100 MB.
@@ -305,7 +305,11 @@ async function storeImport (db, { monitor, rows, rounds, addedLocations, policy 
       for (const j of await jobsOfStoredRounds(client, { monitorId, locations, browsers, times })) /** @type {Round} */ (rounds.get(`${j.location_id}|${j.browser}|${+j.due_at}`)).jobId = j.id
       const fresh = part.filter((r) => r.jobId === undefined)
       for (const j of await doneJobsFor(client, { monitorId, locations: fresh.map((r) => r.location), browsers: fresh.map((r) => r.browser), times: fresh.map((r) => r.time) })) {
-        /** @type {Round} */ (rounds.get(`${j.location_id}|${j.browser}|${+j.due_at}`)).jobId ??= j.id
+        const round = /** @type {Round} */ (rounds.get(`${j.location_id}|${j.browser}|${+j.due_at}`))
+        // A round the scheduler made, still to be measured: its agent's
+        // results would meet the imported ones in one round.
+        if (j.state === 'queued' || j.state === 'leased') throw liveRound(round, j)
+        round.jobId ??= j.id
       }
     }
     // The agents' batched insert (lib/store/results.js insertRoundResults), so an
@@ -419,6 +423,18 @@ function utf8 (bytes) {
   } catch {
     return false
   }
+}
+
+/**
+ * The 409 for an imported round whose due time is that of a round still
+ * queued or leased.
+ * @param {Round} round
+ * @param {{ id: number, state: string }} job
+ */
+function liveRound (round, job) {
+  const what = job.state === 'queued' ? 'queued to run' : 'being measured'
+  return Object.assign(lineError(round.line, 'time', `${round.time.toISOString()} is the due time of round ${job.id} at ${round.location} in ${round.browser}, which is ${what}; ` +
+    'an import adds no results to a live round: import it once the round is done, or at another time'), { statusCode: 409, code: 'live_round' })
 }
 
 /**
