@@ -311,6 +311,57 @@ test('workdone is idempotent on (test id, run, cached), and the sharded form wor
 
 const unzipMembers = (zip) => readZip(zip)
 
+/** A whole upload of both views of a test, as the recording loaded them in the test's arm; `first` and `repeat` edit each view's devtools. */
+async function bothViews (job, { first = (d) => d, repeat = (d) => d } = {}) {
+  const protocol = (d) => { if (arm(job) === 'h2') asH2(d) }
+  return writeZip([
+    ...(await unzipMembers(await forTest(ZIP.h3, job, { edit: (d) => { protocol(d); first(d) } }))),
+    ...(await unzipMembers(await forTest(ZIP.h3, job, { edit: (d) => { protocol(d); repeat(d) }, rename: (n) => n.replace(/^1_/, '1_Cached_') })))
+  ])
+}
+
+test('the page is the navigation\'s document, not the request the agent names: a document that answered 500 is that error, whatever its error page loaded; a repeat view whose document came from the cache has no load to compare', async () => {
+  const m = await monitorWithRounds({ repeat_view: true })
+  const a = (await getwork('spike1')).job
+  // As wptagent picks its base page: the main frame's first request that answered 200 or 304.
+  const res = await workdone({ id: a['Test ID'], done: '1' }, await bothViews(a, {
+    first: (d) => {
+      d.requests.find((r) => r.request_type === 'Document').responseCode = 500
+      d.pageData.final_base_page_request = d.requests.findIndex((r) => r.request_type !== 'Document' && r.responseCode === 200)
+    },
+    repeat: (d) => {
+      d.requests = d.requests.filter((r) => r.request_type !== 'Document')
+      d.pageData.final_base_page_request = 0
+    }
+  }))
+  assert.equal(res.status, 200, res.body)
+  const b = (await getwork('spike1')).job
+  assert.equal(JSON.parse((await workdone({ id: b['Test ID'], done: '1' }, await bothViews(b))).body).round_done, true)
+  const rows = await results(m.id)
+  const view = (/** @type {string} */ v) => rows.find((r) => r.mode === arm(a) && r.view === v)
+  assert.equal(view('first').status, 'error')
+  assert.equal(view('first').error, `HTTP 500: ${URL_H3}`)
+  assert.equal(view('repeat').status, 'error')
+  assert.match(view('repeat').error, /^the repeat view recorded no request for the page: the browser took it from its cache/)
+  assert.deepEqual(rows.filter((r) => r.mode === arm(b)).map((r) => r.status), ['ok', 'ok'], 'the other arm, as recorded')
+})
+
+test('a whole upload\'s error= is the test\'s: a view whose own record says it loaded is stored as loaded, with a note, and the view that failed keeps the error', async () => {
+  const m = await monitorWithRounds({ repeat_view: true })
+  const a = (await getwork('spike1')).job
+  // The repeat view timed out; wptagent sends its error once, for the whole test.
+  const res = await workdone({ id: a['Test ID'], done: '1', error: 'Page Load Timeout' }, await bothViews(a, { repeat: (d) => Object.assign(d.pageData, { result: 99997, error: 'Page Load Timeout' }) }))
+  assert.equal(res.status, 200, res.body)
+  const b = (await getwork('spike1')).job
+  assert.equal(JSON.parse((await workdone({ id: b['Test ID'], done: '1' }, await bothViews(b))).body).round_done, true)
+  const rows = await results(m.id)
+  const view = (/** @type {string} */ v) => rows.find((r) => r.mode === arm(a) && r.view === v)
+  assert.equal(view('first').status, 'ok', view('first').error)
+  assert.ok(view('first').ttfb_ms > 0)
+  assert.ok(view('first').notes.some((/** @type {any} */ n) => n.code === 'wpt_other_view_error'), JSON.stringify(view('first').notes))
+  assert.deepEqual([view('repeat').status, view('repeat').error], ['timeout', 'Page Load Timeout'])
+})
+
 test('a bad or hostile zip is refused with 400 and nothing is stored', async () => {
   await monitorWithRounds({})
   const job = (await getwork('spike4')).job

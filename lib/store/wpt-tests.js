@@ -22,7 +22,7 @@ import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.j
 import { wptScript } from '../measurement/wpt/journey-script.js'
 import { journeyResults } from '../measurement/wpt/journey-results.js'
 import { journeyTargets } from '../measurement/journey/steps.js'
-import { resultFromDevtools, failRun, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
+import { resultFromDevtools, failRun, loadedByItsRecord, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
 import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
 import { replaceWptScreen } from './filmstrips.js'
 import { replaceWptNetlog } from './netlogs.js'
@@ -296,7 +296,12 @@ export async function receiveWorkdone (db, { agent, test, views, agentError = nu
         if (!v?.devtools && !agentError && !(c && views.some((x) => !x.cached))) {
           throw new ValidationError(`result.zip has no ${r}${c ? '_Cached' : ''}_devtools_requests.json.gz`, 'file')
         }
-        const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError, trace: v?.trace ?? null })
+        // A whole upload's error= is the test's: the agent keeps the error
+        // of any view it ran and sends it once with every view. A view of
+        // several whose own record says it loaded is not failed by it.
+        const othersError = agentError !== null && wanted.length > 1 && loadedByItsRecord(v?.devtools ?? null)
+        const result = resultFromDevtools(v?.devtools ?? null, { mode: test.mode, view: c ? 'repeat' : 'first', expected, agentError: othersError ? null : agentError, trace: v?.trace ?? null })
+        if (othersError) result.notes = [...(result.notes ?? []), { code: 'wpt_other_view_error', message: `the agent reported "${String(agentError).slice(0, 500)}" for this test; this view's own record says it loaded, so the error is another view's` }]
         result.measured_at = receivedAt
         result.flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
         // An A/A arm says which protocol it was forced to, as a Puppeteer agent's does.

@@ -51,7 +51,8 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   const own = (/** @type {Record<string, any>} */ r) => originOf(r.full_url) === AGENT_ORIGIN
   const requests = listed.filter((r) => !own(r))
   const named = Number.isInteger(page.final_base_page_request) ? listed[page.final_base_page_request] ?? null : null
-  const base = named && !own(named) ? named : null
+  const document = navigationDocument(requests, page)
+  const base = document === undefined ? (named && !own(named) ? named : null) : document
   row.browser_version = text(page.browser_version ?? page.browserVersion, 200)
   row.observed_protocol = base ? normalizeProtocol(text(base.protocol, 64)) : null
   const timings = base ? navigationTimings(requests, base, page, traceTtfb(trace, base)) : null
@@ -102,12 +103,13 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
     failRun(row, agentError ?? text(page.error, 4000) ?? (base ? `the agent reported result ${result}` : noBase(view, page)))
     // As a Puppeteer agent's load past its timeout: the timeout back-off counts it.
     if (result === PAGE_TIMEOUT) row.status = 'timeout'
-  } else if (timings?.problem) {
-    failRun(row, `${IMPLAUSIBLE}: ${timings.problem}`)
   } else if (baseStatus !== null && baseStatus >= 400) {
-    // As for Puppeteer agents: a page answered with an HTTP error did not load.
+    // As for Puppeteer agents: a page answered with an HTTP error did not
+    // load, whatever its error page then loaded.
     row.status = 'error'
     row.error = `HTTP ${baseStatus}: ${text(base.full_url, 4000) ?? ''}`.trim()
+  } else if (timings?.problem) {
+    failRun(row, `${IMPLAUSIBLE}: ${timings.problem}`)
   } else {
     row.status = expected === null || row.observed_protocol === normalizeProtocol(expected) ? 'ok' : 'protocol_mismatch'
     // WebPageTest itself counts 99999 as a successful test (a subresource
@@ -129,6 +131,42 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   row.protocol_ok = row.status === 'ok'
   return row
 }
+
+/**
+ * Whether a view's own record says its page loaded (pageData.result 0, or
+ * 99999: loaded, some request failed).
+ * @param {Record<string, any> | null} devtools the view's parsed file
+ */
+export function loadedByItsRecord (devtools) {
+  const result = isObject(devtools?.pageData) ? num(devtools?.pageData.result) : null
+  return result === 0 || result === CONTENT_ERROR
+}
+
+/**
+ * The navigation's document: the main frame's first Document request,
+ * through its redirect hops. The agent's own choice
+ * (pageData.final_base_page_request) is the main frame's first request that
+ * answered 200 or 304, whatever its type: where the document answered 500
+ * and its error page loaded a stylesheet, that stylesheet; where a repeat
+ * view took the document from its cache, a subresource fetched again.
+ * Null when the requests have types and none is the main frame's document
+ * (no navigation of the network, or none in a journey's step); undefined
+ * when the agent gives no request a type, and its own choice stands.
+ * @param {Record<string, any>[]} requests the run's requests, the agent's own left out
+ * @param {Record<string, any>} page pageData
+ * @returns {Record<string, any> | null | undefined}
+ */
+export function navigationDocument (requests, page) {
+  if (!requests.some((r) => typeof r.request_type === 'string')) return undefined
+  const main = typeof page.main_frame === 'string' ? page.main_frame : null
+  const documents = requests.filter((r) => r.request_type === 'Document' && (main === null || r.frame_id === main))
+  let i = 0
+  while (i + 1 < documents.length && isRedirect(num(documents[i].responseCode))) i++
+  return documents[i] ?? null
+}
+
+/** @param {number | null} status */
+const isRedirect = (status) => status !== null && status >= 300 && status < 400 && status !== 304
 
 /**
  * Why a view has no base-page request. A repeat view whose page the
