@@ -257,8 +257,9 @@ export async function checkUpload (db, { agent, testId, run = null, cached = nul
 
 /**
  * @typedef {{ run: number, cached: boolean, step?: number, devtools: Record<string, any> | null, trace?: import('../measurement/wpt/trace.js').TraceTimes | null,
- *   netlog: Buffer | null, screen?: Buffer | null }} UploadedView
- *   step: a script's recorded step (1 when absent); trace: what its trace says of its navigations (lib/measurement/wpt/trace.js)
+ *   netlog: Buffer | null, screen?: Buffer | null, netlogSummary?: ReturnType<typeof summarizeWptNetlog> }} UploadedView
+ *   step: a script's recorded step (1 when absent); trace: what its trace says of its navigations (lib/measurement/wpt/trace.js);
+ *   netlogSummary: the net log summarised where the zip was read (lib/measurement/wpt/zip-thread.js), else here
  */
 
 /**
@@ -310,7 +311,8 @@ export async function receiveWorkdone (db, { agent, test, views, agentError = nu
         // (wptagent records no alternateProtocolUsage: the reason rests on the
         // protocol and the Alt-Svc the agent saw).
         result.details.protocol_reason = protocolReason({ ...result, arm_protocol: result.details.arm_protocol, requests_detail: result.details.requests, origins: result.details.origins })
-        const netlog = v?.netlog ? { gzip: v.netlog, ...summarizeWptNetlog(v.netlog) } : null
+        // Summarised where the zip was read (./zip-thread.js), off the API's thread.
+        const netlog = v?.netlog ? { gzip: v.netlog, ...(v.netlogSummary ?? summarizeWptNetlog(v.netlog)) } : null
         if (netlog) {
           result.details.netlog = netlog.info
           if (netlog.notes.length) result.notes = [...(result.notes ?? []), ...netlog.notes]

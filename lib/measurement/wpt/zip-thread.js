@@ -2,12 +2,14 @@
 // and parsed synchronously (./zip.js): an upload at its limits (hundreds of
 // MB of JSON) takes seconds of CPU, and on the API's own thread nothing else
 // would be answered meanwhile, health checks and the agents' polls included.
-// The thread gets a copy of the zip and gives back the views, or the error
+// The thread gets a copy of the zip and gives back the views, each net log
+// summarised there too (tens of MB of JSON, seconds of CPU), or the error
 // that refused it.
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { ValidationError } from '../../runtime/errors.js'
 import { createGate } from '../../runtime/gate.js'
 import { readResultZip } from './zip.js'
+import { summarizeWptNetlog } from './netlog.js'
 
 /** What marks a thread started here, so that importing this file in another thread starts nothing. */
 const MARK = 'h3lens-result-zip'
@@ -25,11 +27,14 @@ export function zipReadsRunning () {
   return gate.running
 }
 
+/** @typedef {import('./zip.js').ZipView & { netlogSummary?: ReturnType<typeof summarizeWptNetlog> }} ThreadView a view, its net log summarised */
+
 /**
- * readResultZip, on a thread of its own, at most ZIP_THREADS at once.
+ * readResultZip, on a thread of its own, at most ZIP_THREADS at once; each
+ * view's net log summarised on that thread (netlogSummary).
  * @param {Buffer} buffer
  * @param {Partial<typeof import('./zip.js').ZIP_LIMITS>} [limits]
- * @returns {Promise<import('./zip.js').ZipView[]>}
+ * @returns {Promise<ThreadView[]>}
  * @throws {ValidationError} as readResultZip does
  */
 export function readResultZipOffThread (buffer, limits = {}) {
@@ -39,7 +44,7 @@ export function readResultZipOffThread (buffer, limits = {}) {
 /**
  * @param {Buffer} buffer
  * @param {Partial<typeof import('./zip.js').ZIP_LIMITS>} limits
- * @returns {Promise<import('./zip.js').ZipView[]>}
+ * @returns {Promise<ThreadView[]>}
  */
 function readOnThread (buffer, limits) {
   return new Promise((resolve, reject) => {
@@ -59,7 +64,7 @@ function readOnThread (buffer, limits) {
 /**
  * A view as readResultZip gives it: a thread's Buffers arrive as Uint8Arrays.
  * @param {any} view
- * @returns {import('./zip.js').ZipView}
+ * @returns {ThreadView}
  */
 function asBuffers (view) {
   const buffer = (/** @type {Uint8Array | null} */ u) => u === null ? null : Buffer.from(u.buffer, u.byteOffset, u.byteLength)
@@ -70,6 +75,6 @@ if (!isMainThread && workerData?.[MARK]) {
   const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort)
   const data = Buffer.from(workerData.buffer.buffer, workerData.buffer.byteOffset, workerData.buffer.byteLength)
   readResultZip(data, workerData.limits).then(
-    (views) => port.postMessage({ views }),
+    (views) => port.postMessage({ views: views.map((v) => (v.netlog ? { ...v, netlogSummary: summarizeWptNetlog(v.netlog) } : v)) }),
     (/** @type {any} */ err) => port.postMessage({ error: { message: String(err?.message ?? err), field: err?.field, statusCode: err?.statusCode } }))
 }
