@@ -150,12 +150,13 @@ async function sendPending (db, { agent, lease, target }) {
     // A journey may take its own budget, beyond a page's.
     [test.job_id, lease + (journey ? Math.ceil(journey.timeout_ms / 1000) : 0)])
   const job = jobs[0]
-  // Every page the journey navigates to is checked as the monitor URL is.
+  // Every page the journey navigates to is checked as the monitor URL is,
+  // all at once: each lookup may take its resolver's time limit, and the
+  // agent waits 10 s for this answer.
   const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
   let lab
   try {
-    lab = await target(job.url)
-    for (const url of journeyUrls) await target(url)
+    [lab] = await Promise.all([target(job.url), ...journeyUrls.map((url) => target(url))])
   } catch (/** @type {any} */ err) {
     await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND state IN ('pending', 'sent')", [job.id])
     // The server's refusal, not the agent's fault: the agent's health stays as it is.
