@@ -57,7 +57,7 @@ const contrastRow = {
     min_effect_ms: num,
     page_views: { type: 'object', properties: { h2: { type: 'integer' }, h3: { type: 'integer' } } },
     min_page_views: { type: 'integer', description: 'Page views per protocol a stratum needs to take part at this percentile' },
-    strata: { type: 'array', items: { type: 'string' }, description: 'The strata averaged: connection|visit|browser (All regions: of every region)' },
+    strata: { type: 'array', items: { type: 'string' }, description: 'The strata averaged: country|connection|visit|browser (unknown for a view with no country; All regions: of every region)' },
     verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data'], description: 'An association, coloured under the synthetic verdicts\' rules' },
     reason: { type: ['string', 'null'] }
   }

@@ -162,7 +162,7 @@ test('the summary: page views per region, the H3 share with its interval, and a 
     }
   }
   const p50 = eu.comparison.ttfb_ms.find((row) => row.percentile === 50)
-  assert.deepEqual(p50.strata.sort(), ['reused|cached|chrome', 'reused|first|chrome'])
+  assert.deepEqual(p50.strata.sort(), ['GB|reused|cached|chrome', 'GB|reused|first|chrome'])
   assert.ok(Math.abs(p50.delta_pct) < 15 && p50.ci_low_ms < 0 && p50.ci_high_ms > 0, `stratified Δ ${p50.delta_pct}%`)
   assert.equal(region(null).stratified, true)
   assert.equal(region('unknown').page_views, 30)
@@ -174,6 +174,35 @@ test('the summary: page views per region, the H3 share with its interval, and a 
   const reversed = await t.app.inject({ url: `/api/v1/rum/sites/${site.id}/summary?from=${to}&to=${from}` })
   assert.equal(reversed.statusCode, 400)
   assert.deepEqual([reversed.json().message, reversed.json().field], ['from must not be after to', 'from'])
+})
+
+test('countries of one region are strata: a fast country mostly on H3 beside a slow one mostly on H2 is no H3 gain', async () => {
+  const res = await t.app.inject({ method: 'POST', url: '/api/v1/rum/sites', payload: { name: 'two countries', origins: ['https://two.example/'] } })
+  assert.equal(res.statusCode, 201, res.body)
+  const two = res.json()
+  const random = createRandom('two-countries')
+  // GB and DE both stand under lab-eu; DE's views take twice as long and get H3 less often. The protocol changes nothing.
+  const views = ['GB', 'DE'].flatMap((country) => Array.from({ length: 800 }, (_, i) => {
+    const h3 = random() < (country === 'GB' ? 0.7 : 0.3)
+    const ttfb = (country === 'GB' ? 150 : 300) * Math.exp(0.3 * randomNormal(random))
+    return storedBeacon({
+      key: two.key, v: 1, id: randomBytes(16).toString('hex'), t0: END - i * 20_000, sample: 1, nav: 'navigate', protocol: h3 ? 'h3' : 'h2',
+      dns_ms: 0, connect_ms: 0, tls_ms: 0, waiting_ms: ttfb / 2, ttfb_ms: Math.round(ttfb * 10) / 10, fcp_ms: ttfb + 50, lcp_ms: ttfb + 400, doc_cached: false, resources: 5, cached_resources: 0
+    }, { siteId: two.id, origin: 'https://two.example', country, browser: { family: 'chrome', major: 156 } })
+  }))
+  await insertBeacons(t.db, views)
+  const summary = await t.app.inject({ url: `/api/v1/rum/sites/${two.id}/summary?from=${new Date(END - 24 * 3600e3).toISOString()}&to=${new Date(END + 60_000).toISOString()}` })
+  assert.equal(summary.statusCode, 200, summary.body)
+  const eu = summary.json().regions.find((r) => r.region_id === 'lab-eu')
+  assert.deepEqual(eu.countries, { GB: 800, DE: 800 })
+  // Pooled over the region, H3's views look a fifth faster.
+  const naive = pooledContrast({ h2: views.filter((b) => b.protocol === 'h2').map((b) => b.ttfb_ms), h3: views.filter((b) => b.protocol === 'h3').map((b) => b.ttfb_ms), percentiles: [50], iterations: 200, seed: 'x' })
+  assert.ok(Number(naive.rows[0].delta_pct) < -15 && Number(naive.rows[0].ci_high_ms) < 0, `pooled Δ ${naive.rows[0].delta_pct}%`)
+  for (const row of [...eu.comparison.ttfb_ms, ...eu.comparison.lcp_ms]) {
+    assert.ok(['no_clear_difference', 'insufficient_data'].includes(row.verdict), `p${row.percentile}: ${row.verdict} (Δ ${row.delta_pct}%)`)
+  }
+  const p50 = eu.comparison.ttfb_ms.find((row) => row.percentile === 50)
+  assert.deepEqual(p50.strata.sort(), ['DE|reused|first|chrome', 'GB|reused|first|chrome'])
 })
 
 test('the trend, the NDJSON export and the real users beside a monitor with the lab\'s returning-visit share', async () => {

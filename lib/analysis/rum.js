@@ -81,7 +81,9 @@ export async function realUserSummary (db, { site, from, to, percentiles = RUM_P
   }
   for (const cell of /** @type {Record<string, any>[]} */ (cells)) {
     const region = /** @type {ReturnType<typeof emptyRegion>} */ (byRegion.get(regionOf(cell.country)))
-    const stratum = `${cell.connection}|${cell.visit}|${cell.browser}`
+    // Countries of one region differ in speed and in how often they get H3
+    // (their networks, their middleboxes): the country is a stratum too.
+    const stratum = `${cell.country ?? 'unknown'}|${cell.connection}|${cell.visit}|${cell.browser}`
     for (const m of RUM_METRICS) {
       const values = (cell[m.column] ?? []).map(Number)
       const strata = region.values[m.id]
