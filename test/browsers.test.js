@@ -248,6 +248,14 @@ test('verdicts that differ are "the browsers disagree" only when their gains are
     firefox: { locations: [{ location_id: 'x', name: 'X', rows: [{ percentile: 50, ...gain(-38, -46, -30, 'h3_faster') }] }] }
   }, 50)[0]
   assert.equal(agree.reading.code, 'same')
+  // Both 10% faster, Firefox loading half as slow again: the same gain, more ms in the slower browser.
+  const /** @type {(h2: number, delta: number, lo: number, hi: number) => any} */ row = (h2, delta, lo, hi) => ({ percentile: 50, rounds: 300, h2_ms: h2, h3_ms: h2 + delta, delta_ms: delta, delta_pct: 100 * delta / h2, ci_low_ms: lo, ci_high_ms: hi, verdict: 'h3_faster', reason: null })
+  const slower = crossBrowser({
+    chromium: { locations: [{ location_id: 'x', name: 'X', rows: [row(100, -10, -11, -9)] }] },
+    firefox: { locations: [{ location_id: 'x', name: 'X', rows: [row(150, -15, -16.5, -13.5)] }] }
+  }, 50)[0]
+  assert.equal(slower.reading.code, 'same', JSON.stringify(slower.difference))
+  assert.deepEqual([slower.difference?.delta_ms, slower.difference?.delta_pct], [5, 0])
   // A browser without an interval: nothing to test, the reading waits.
   assert.equal(gainsApart({ chromium: gain(-40, -48, -32, 'h3_faster'), firefox: { ...gain(0, 0, 0, 'insufficient_data'), ci_low_ms: null, ci_high_ms: null } }), null)
 })

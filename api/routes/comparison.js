@@ -468,12 +468,14 @@ export default async function comparisonRoutes (app) {
                   difference: {
                     type: ['object', 'null'],
                     additionalProperties: false,
-                    description: 'Whether the browsers\' gains are apart: the first browser\'s delta_ms minus the second\'s, its standard error (each browser\'s read from its 95% interval, added), ' +
-                      'the two-sided p-value and the p-value adjusted over the locations (Benjamini–Hochberg); "disagree" needs p_adjusted ≤ 0.05. Null when a browser has no interval',
+                    description: 'Whether the browsers\' gains are apart, relative to each browser\'s H2: the first browser\'s delta_pct minus the second\'s (delta_pct, in points), its standard error ' +
+                      '(each browser\'s read from its 95% interval over its H2, added), the two-sided p-value and the p-value adjusted over the locations (Benjamini–Hochberg); ' +
+                      '"disagree" needs p_adjusted ≤ 0.05. delta_ms is the same difference in ms, as shown. Null when a browser has no interval',
                     properties: {
                       browsers: { type: 'array', items: { type: 'string' } },
                       delta_ms: { type: 'number' },
-                      se_ms: { type: 'number' },
+                      delta_pct: { type: 'number' },
+                      se_pct: { type: 'number' },
                       p: { type: 'number' },
                       p_adjusted: { type: ['number', 'null'] }
                     }

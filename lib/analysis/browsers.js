@@ -79,22 +79,27 @@ function gainOf (row, loc) {
 }
 
 /**
- * @typedef {{ browsers: string[], delta_ms: number, se_ms: number, p: number, p_adjusted: number | null }} Difference
+ * @typedef {{ browsers: string[], delta_ms: number, delta_pct: number, se_pct: number, p: number, p_adjusted: number | null }} Difference
+ * delta_ms: the gains' difference in ms, as shown; delta_pct and se_pct: in percentage points of each browser's H2, as tested
  */
 
 /**
- * The difference of two browsers' Δs (the first named minus the second)
- * with its standard error and two-sided p: each browser's error from its
- * 95% interval, added, as the browsers' rounds are distinct. With more than
- * two browsers, the pair furthest apart, its p multiplied by the pairs.
- * Null when a browser has no interval.
+ * The difference of two browsers' relative gains (Δ as a percentage of
+ * that browser's H2; the first named minus the second) with its standard
+ * error and two-sided p: each browser's error from its 95% interval over
+ * its H2, added, as the browsers' rounds are distinct. Relative, because
+ * the browsers load at different speeds: the same 10% gain is more ms in
+ * the slower one, and compared in ms it read "clearly different amounts".
+ * With more than two browsers, the pair furthest apart, its p multiplied by
+ * the pairs. Null when a browser has no interval or no H2 time.
  * @param {Record<string, Gain>} gains
  * @returns {Difference | null}
  */
 export function gainsApart (gains) {
   const named = Object.entries(gains)
-  if (named.length < 2 || named.some(([, g]) => g.ci_low_ms === null || g.ci_high_ms === null || g.delta_ms === null)) return null
-  const se = (/** @type {Gain} */ g) => (/** @type {number} */ (g.ci_high_ms) - /** @type {number} */ (g.ci_low_ms)) / (2 * Z95)
+  if (named.length < 2 || named.some(([, g]) => g.ci_low_ms === null || g.ci_high_ms === null || g.delta_ms === null || !(Number(g.h2_ms) > 0))) return null
+  const relative = (/** @type {Gain} */ g) => 100 * /** @type {number} */ (g.delta_ms) / /** @type {number} */ (g.h2_ms)
+  const se = (/** @type {Gain} */ g) => 100 * (/** @type {number} */ (g.ci_high_ms) - /** @type {number} */ (g.ci_low_ms)) / (2 * Z95) / /** @type {number} */ (g.h2_ms)
   /** @type {Difference | null} */
   let widest = null
   let pairs = 0
@@ -103,10 +108,12 @@ export function gainsApart (gains) {
       pairs++
       const [a, ga] = named[i]
       const [b, gb] = named[j]
-      const delta = /** @type {number} */ (ga.delta_ms) - /** @type {number} */ (gb.delta_ms)
-      const seMs = Math.hypot(se(ga), se(gb))
-      const p = seMs > 0 ? 2 * normalSurvival(Math.abs(delta) / seMs) : (delta === 0 ? 1 : 0)
-      if (!widest || p < widest.p) widest = { browsers: [a, b], delta_ms: delta, se_ms: seMs, p, p_adjusted: null }
+      const delta = relative(ga) - relative(gb)
+      const sePct = Math.hypot(se(ga), se(gb))
+      const p = sePct > 0 ? 2 * normalSurvival(Math.abs(delta) / sePct) : (delta === 0 ? 1 : 0)
+      if (!widest || p < widest.p) {
+        widest = { browsers: [a, b], delta_ms: /** @type {number} */ (ga.delta_ms) - /** @type {number} */ (gb.delta_ms), delta_pct: delta, se_pct: sePct, p, p_adjusted: null }
+      }
     }
   }
   const w = /** @type {Difference} */ (widest)
