@@ -55,7 +55,7 @@ const contrastRow = {
     p_value: num,
     p_adjusted: { ...num, description: 'As in the synthetic table: a Simes screen per column, Bonferroni over the columns, Benjamini–Hochberg within' },
     min_effect_ms: num,
-    page_views: { type: 'object', properties: { h2: { type: 'integer' }, h3: { type: 'integer' } } },
+    page_views: { type: 'object', properties: { h2: { type: 'integer' }, h3: { type: 'integer' } }, description: 'The page views this percentile rests on: its strata\'s, at most 2,000 per stratum and protocol (an evenly spaced subsample above that)' },
     min_page_views: { type: 'integer', description: 'Page views per protocol a stratum needs to take part at this percentile' },
     strata: { type: 'array', items: { type: 'string' }, description: 'The strata averaged: country|connection|visit|browser (unknown for a view with no country; All regions: of every region)' },
     verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data'], description: 'An association, coloured under the synthetic verdicts\' rules' },

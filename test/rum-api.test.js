@@ -12,7 +12,7 @@ import { insertResults } from '../lib/store/results.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { storedBeacon } from '../lib/measurement/rum/beacon.js'
 import { createRandom, randomNormal } from '../lib/analysis/stats/index.js'
-import { pooledContrast } from '../lib/analysis/rum-strata.js'
+import { pooledContrast, stratifiedContrast } from '../lib/analysis/rum-strata.js'
 
 const ORIGIN = 'https://shop.example'
 let t, site
@@ -203,6 +203,14 @@ test('countries of one region are strata: a fast country mostly on H3 beside a s
   }
   const p50 = eu.comparison.ttfb_ms.find((row) => row.percentile === 50)
   assert.deepEqual(p50.strata.sort(), ['DE|reused|first|chrome', 'GB|reused|first|chrome'])
+  // What a cell rests on: each stratum's views, all of them below 2,000 a protocol.
+  assert.deepEqual(p50.page_views, { h2: views.filter((b) => b.protocol === 'h2').length, h3: views.filter((b) => b.protocol === 'h3').length })
+})
+
+test('a cell says it rests on the page views its estimate used: at most 2,000 per stratum and protocol', () => {
+  const many = Array.from({ length: 2500 }, (_, i) => 100 + (i % 50))
+  const { rows } = stratifiedContrast({ strata: [{ id: 'GB|new|first|chrome', h2: many, h3: many.slice(0, 1500) }], percentiles: [50], iterations: 50, seed: 's' })
+  assert.deepEqual(rows[0].page_views, { h2: 2000, h3: 1500 })
 })
 
 test('the trend, the NDJSON export and the real users beside a monitor with the lab\'s returning-visit share', async () => {

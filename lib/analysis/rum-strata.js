@@ -3,7 +3,7 @@
 // one over H2 in more than its protocol (returning visitors with a warm
 // cache and a reused connection get H3 more often, browsers differ in both).
 // So H3 is compared with H2 only within strata of page views alike in those
-// (connection new or reused, first visit or cached, browser family), and
+// (country, connection new or reused, first visit or cached, browser family), and
 // the strata's differences are averaged with equal weight: the design of
 // "All locations" (./comparison.js), where a location's share of rounds
 // must not tilt the answer. Every interval is a bootstrap that resamples
@@ -83,7 +83,9 @@ export function stratifiedContrast ({ strata, percentiles, iterations, seed }) {
   const draws = /** @type {(Float64Array | null)[]} */ ([])
   const rows = percentiles.map((p, k) => {
     const parts = boots.filter((b) => Math.min(b.s.h2.length, b.s.h3.length) >= minRoundsFor(p))
-    const views = { h2: parts.reduce((n, b) => n + b.s.h2.length, 0), h3: parts.reduce((n, b) => n + b.s.h3.length, 0) }
+    // The views the estimate rests on: each stratum's, at most VALUES_CAP a protocol (evenly).
+    const used = (/** @type {number[]} */ values) => Math.min(values.length, VALUES_CAP)
+    const views = { h2: parts.reduce((n, b) => n + used(b.s.h2), 0), h3: parts.reduce((n, b) => n + used(b.s.h3), 0) }
     if (!parts.length || !iterations) {
       draws.push(null)
       return emptyContrast(p, views, `no stratum has the ${minRoundsFor(p)} page views over H2 and over H3 that p${p} needs`)
