@@ -310,6 +310,22 @@ test('H3 failing at one location fires h3_failure and error_rate there; a thresh
   assert.equal((await api('DELETE', `/api/v1/channels/${closed.id}`)).status, 204)
 })
 
+test('a short window asks more of the failure test: evidence that passes the dashboard\'s 0.05 fires a day-long rule, not a 2-hour one, which slides past far more windows', async () => {
+  const start = BASE + 18 * HOUR
+  // H3 alone fails 7 of 300 loads at cal-c: McNemar's p 0.016, 0.031 corrected over the locations.
+  const failing = scenario({ name: 'h3-fails-7', truth: 'H3 fails 7 loads at cal-c', rounds: 300, fails: ({ mode, location, i }) => mode === 'h3' && location === CAL_C.id && i % 43 === 0 })
+  const m = await monitorWith([{ scenario: failing, from: start }])
+  const rule = async (/** @type {number} */ windowS) => (await api('POST', '/api/v1/alert-rules', { monitor_id: m.id, kind: 'h3_failure', threshold_pct: 2, window_s: windowS, evaluations: 1 })).body
+  const day = await rule(86400)
+  const short = await rule(7200)
+  await tickAt(start + HOUR + 15 * MIN)
+  const fired = (await alertsOf(day.id)).current
+  assert.deepEqual(fired.map((a) => [a.location_id, a.state]), [[CAL_C.id, 'firing']])
+  assert.equal(fired[0].evidence.level, 0.05)
+  assert.ok(fired[0].evidence.failure_p_adjusted > 0.01 && fired[0].evidence.failure_p_adjusted < 0.05, JSON.stringify(fired[0].evidence))
+  assert.deepEqual((await alertsOf(short.id)).current, [], 'at 0.05 × 2 h / 24 h')
+})
+
 /**
  * A monitor at one location, and a location_silent rule (15 minutes, one
  * evaluation) on it that notifies a receiver of its own.

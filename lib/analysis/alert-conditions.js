@@ -13,6 +13,23 @@ import { firingEvidence } from '../store/alert-states.js'
 import { observeShares } from './alert-h3-share.js'
 
 const FIVE_MINUTES = TIERS['5m']
+const DAY_S = 86400
+
+/**
+ * The level a regression or failure rule's test must reach to breach: the
+ * dashboard's 0.05 for a window of a day or more, and 0.05 × window / day
+ * for a shorter one. A rule is evaluated every minute over a window that
+ * slides: a day holds day / window windows that share no round, and the
+ * overlapping ones in between tell little more, so the chances a day of a
+ * chance breach stay about those of one day-long window. With identical
+ * arms, a 1-hour h3_failure rule on a monitor run every minute fired 8
+ * times in 30 location-days at the dashboard's 0.05, once at this level
+ * (bench/alert-looks.js).
+ * @param {number} windowS the rule's window
+ */
+export function alertLevel (windowS) {
+  return 0.05 * Math.min(1, windowS / DAY_S)
+}
 
 /**
  * @typedef {{ location_id: string, breach: boolean | null, evidence: Record<string, any> }} Observation
@@ -135,7 +152,9 @@ function regression (rule, e, base) {
     rounds_used: cell?.rounds ?? 0
   }
   if (!cell || cell.verdict === 'insufficient_data') return { breach: null, evidence }
-  const breach = cell.verdict === 'h3_slower' &&
+  const level = alertLevel(rule.window_s)
+  Object.assign(evidence, { level })
+  const breach = cell.verdict === 'h3_slower' && cell.p_adjusted <= level &&
     (rule.min_effect_pct == null || cell.delta_pct >= rule.min_effect_pct) &&
     (rule.min_effect_ms == null || cell.delta_ms >= rule.min_effect_ms)
   return { breach, evidence }
@@ -158,10 +177,11 @@ function h3Failure (rule, e, base) {
     h3_lost_pct: rate === null ? null : rate * 100,
     h2_failure_rate: e.arms.h2.failure_rate,
     failure_verdict: e.failure.verdict,
-    failure_p_adjusted: e.failure.p_adjusted ?? null
+    failure_p_adjusted: e.failure.p_adjusted ?? null,
+    level: alertLevel(rule.window_s)
   }
   if (rate === null) return { breach: null, evidence }
-  return { breach: rate * 100 > rule.threshold_pct && e.failure.verdict === 'h3_fails_more', evidence }
+  return { breach: rate * 100 > rule.threshold_pct && e.failure.verdict === 'h3_fails_more' && e.failure.p_adjusted <= evidence.level, evidence }
 }
 
 /**
