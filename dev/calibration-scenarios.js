@@ -291,6 +291,17 @@ export function browserCalibrationScenarios () {
         chromium: scenario({ name: 'chromium gain 8', truth: 'H3 8% faster', rounds: 300, gain: 0.08 }),
         firefox: scenario({ name: 'firefox gain 8', truth: 'H3 8% faster', rounds: 300, gain: 0.08 })
       }
+    },
+    // The same relative gain in a browser that loads half as slow again:
+    // more ms of gain there, the same share of its load.
+    {
+      name: 'browsers: the same 10% H3 gain in both, Firefox 1.5x slower, n=500',
+      truth: 'H3 10% faster in both browsers; Firefox loads take 1.5 times as long',
+      rounds: 500,
+      browsers: {
+        chromium: scenario({ name: 'chromium gain 10', truth: 'H3 10% faster', rounds: 500, gain: 0.1 }),
+        firefox: scenario({ name: 'firefox gain 10 slower', truth: 'H3 10% faster, 1.5x slower loads', rounds: 500, gain: 0.1, level: () => 1.5 })
+      }
     }
   ]
 }
