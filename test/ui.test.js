@@ -237,7 +237,8 @@ test('the monitor page shows the rounds behind each location, the verdict of eve
   assert.match(paired[4], /shift [−+]\d+ ms \(95% [−+]\d+ ms … [−+]\d+ ms\) · Wilcoxon p [<=] [\d.]+ · H3 faster/)
   assert.match(paired[1], /Stouffer/)
   assert.equal(unpaired[0], 'Unpaired')
-  assert.match(unpaired[4], /Cliff's δ −?\d\.\d\d · Mann–Whitney p [<=] [\d.]+ \(unpaired\)/)
+  // How many rounds the unpaired figures rest on, as every inferential number says.
+  assert.match(unpaired[4], /Cliff's δ −?\d\.\d\d · Mann–Whitney p [<=] [\d.]+ \(unpaired, [\d,]+ rounds\)/)
 
   const legend = await page.$eval('#comparison .legend-block', (e) => e.textContent)
   assert.match(legend, /H3 faster.*H3 slower.*No clear difference.*Not enough data/)

@@ -364,8 +364,8 @@ export default async function comparisonRoutes (app) {
                       ci_high_ms: { type: ['number', 'null'] }
                     }
                   },
-                  mann_whitney_p: { type: ['number', 'null'], description: 'Unpaired: two-sided Mann-Whitney U p-value on the same samples, for description' },
-                  cliffs_delta: { type: ['number', 'null'], description: 'Cliff\'s δ of H3 against H2 (negative: H3 tends to be faster)' },
+                  mann_whitney_p: { type: ['number', 'null'], description: 'Unpaired: two-sided Mann-Whitney U p-value on the samples of the rounds.resampled rounds (all used rounds up to 2,000), for description' },
+                  cliffs_delta: { type: ['number', 'null'], description: 'Cliff\'s δ of H3 against H2 (negative: H3 tends to be faster), over the same rounds as mann_whitney_p' },
                   verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data', 'h3_not_supported'], description: 'Location verdict from the paired test (BH-corrected over locations, practical minimum on the Hodges–Lehmann shift)' },
                   cells: { type: 'object', properties: { tested: { type: 'integer' }, flagged: { type: 'integer' } } },
                   users_get: {

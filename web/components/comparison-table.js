@@ -182,8 +182,11 @@ function unpairedText (l) {
   const p = l.mann_whitney_p
   const d = l.cliffs_delta
   if ((p === null || p === undefined) && (d === null || d === undefined)) return h('span', { class: 'muted' }, '—')
-  return h('span', { title: 'Cliff\'s δ of H3 against H2 (negative: H3 tends to be faster) and the two-sided Mann–Whitney U p-value over the same samples, treated as unpaired; for description only' },
-    `Cliff's δ ${d === null || d === undefined ? '—' : d.toFixed(2).replace('-', '−')} · Mann–Whitney ${pValue(p)} (unpaired)`,
+  // Above the cap both come from the subsample the bootstrap reads: say how many rounds that is.
+  const rounds = l.rounds?.resampled ?? l.rounds?.used
+  const over = rounds ? ` over ${count(rounds)} rounds${l.rounds?.used > rounds ? ` (an even subsample of the ${count(l.rounds.used)} used)` : ''}` : ''
+  return h('span', { title: `Cliff's δ of H3 against H2 (negative: H3 tends to be faster) and the two-sided Mann–Whitney U p-value${over}, treated as unpaired; for description only` },
+    `Cliff's δ ${d === null || d === undefined ? '—' : d.toFixed(2).replace('-', '−')} · Mann–Whitney ${pValue(p)} (unpaired${rounds ? `, ${count(rounds)} rounds` : ''})`,
     srOnly(', not used for the verdict'))
 }
 
