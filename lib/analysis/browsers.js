@@ -97,8 +97,7 @@ function gainOf (row, loc) {
  */
 export function gainsApart (gains) {
   const named = Object.entries(gains)
-  if (named.length < 2 || named.some(([, g]) => g.ci_low_ms === null || g.ci_high_ms === null || g.delta_ms === null || !(Number(g.h2_ms) > 0))) return null
-  const relative = (/** @type {Gain} */ g) => 100 * /** @type {number} */ (g.delta_ms) / /** @type {number} */ (g.h2_ms)
+  if (named.length < 2 || named.some(([, g]) => g.ci_low_ms === null || g.ci_high_ms === null || g.delta_ms === null || g.delta_pct === null || !(Number(g.h2_ms) > 0))) return null
   const se = (/** @type {Gain} */ g) => 100 * (/** @type {number} */ (g.ci_high_ms) - /** @type {number} */ (g.ci_low_ms)) / (2 * Z95) / /** @type {number} */ (g.h2_ms)
   /** @type {Difference | null} */
   let widest = null
@@ -108,7 +107,7 @@ export function gainsApart (gains) {
       pairs++
       const [a, ga] = named[i]
       const [b, gb] = named[j]
-      const delta = relative(ga) - relative(gb)
+      const delta = /** @type {number} */ (ga.delta_pct) - /** @type {number} */ (gb.delta_pct)
       const sePct = Math.hypot(se(ga), se(gb))
       const p = sePct > 0 ? 2 * normalSurvival(Math.abs(delta) / sePct) : (delta === 0 ? 1 : 0)
       if (!widest || p < widest.p) {

@@ -11,7 +11,7 @@ import { Transform } from 'node:stream'
 import { ValidationError } from '../runtime/errors.js'
 import { DATE_TIME_RULE, isValidDateTime } from '../runtime/date-time.js'
 import { INSERT_COLUMNS, insertRoundResults, jobsOfStoredRounds } from './results.js'
-import { doneJobsFor } from './jobs.js'
+import { doneJobsFor, JOB_STATES } from './jobs.js'
 import { listLocations } from './locations.js'
 import { withTransaction } from './transaction.js'
 import { enqueueForRollup } from './rollups.js'
@@ -308,7 +308,7 @@ async function storeImport (db, { monitor, rows, rounds, addedLocations, policy 
         const round = /** @type {Round} */ (rounds.get(`${j.location_id}|${j.browser}|${+j.due_at}`))
         // A round the scheduler made, still to be measured: its agent's
         // results would meet the imported ones in one round.
-        if (j.state === 'queued' || j.state === 'leased') throw liveRound(round, j)
+        if (j.state === JOB_STATES.queued || j.state === JOB_STATES.leased) throw liveRound(round, j)
         round.jobId ??= j.id
       }
     }
@@ -432,7 +432,7 @@ function utf8 (bytes) {
  * @param {{ id: number, state: string }} job
  */
 function liveRound (round, job) {
-  const what = job.state === 'queued' ? 'queued to run' : 'being measured'
+  const what = job.state === JOB_STATES.queued ? 'queued to run' : 'being measured'
   return Object.assign(lineError(round.line, 'time', `${round.time.toISOString()} is the due time of round ${job.id} at ${round.location} in ${round.browser}, which is ${what}; ` +
     'an import adds no results to a live round: import it once the round is done, or at another time'), { statusCode: 409, code: 'live_round' })
 }

@@ -98,7 +98,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
 
   const result = num(page.result)
   const baseStatus = base ? num(base.responseCode) : null
-  if (agentError || (result !== 0 && result !== CONTENT_ERROR) || !base) {
+  if (agentError || !loadedResult(result) || !base) {
     // A failed run's page timings are the agent's zeros and leftovers, not a load.
     failRun(row, agentError ?? text(page.error, 4000) ?? (base ? `the agent reported result ${result}` : noBase(view, page)))
     // As a Puppeteer agent's load past its timeout: the timeout back-off counts it.
@@ -133,13 +133,21 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
 }
 
 /**
- * Whether a view's own record says its page loaded (pageData.result 0, or
- * 99999: loaded, some request failed).
+ * Whether pageData.result says the page loaded: 0, or 99999 (loaded, some
+ * request failed).
+ * @param {number | null} result
+ */
+export function loadedResult (result) {
+  return result === 0 || result === CONTENT_ERROR
+}
+
+/**
+ * Whether a view's own record says its page loaded.
  * @param {Record<string, any> | null} devtools the view's parsed file
  */
 export function loadedByItsRecord (devtools) {
-  const result = isObject(devtools?.pageData) ? num(devtools?.pageData.result) : null
-  return result === 0 || result === CONTENT_ERROR
+  const page = devtools?.pageData
+  return isObject(page) && loadedResult(num(page.result))
 }
 
 /**

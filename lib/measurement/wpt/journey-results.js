@@ -28,13 +28,11 @@ import { MAX_ERROR_LENGTH, storableText } from '../../runtime/text.js'
 import { describeStep, judgedOrigins, judgeJourneyProtocol, namedSteps } from '../journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../probes/journey.js'
 import { emptyResult, reuseOf } from '../result.js'
-import { markConnectionReuse, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
+import { loadedResult, markConnectionReuse, resultFromDevtools, IMPLAUSIBLE } from './devtools.js'
 import { WPT_TEST_TIMEOUT_S } from './job.js'
 import { waitMark } from './journey-script.js'
 import { ValidationError } from '../../runtime/errors.js'
 
-/** pageData.result: the step ran (99999: some request failed, the page loaded). */
-const DONE = new Set([0, 99999])
 /** What the agent's result codes that fail a step say. */
 const RESULT_MEANING = Object.freeze({
   12999: 'no page loaded and no request succeeded',
@@ -123,7 +121,7 @@ export function journeyResults (journey, recorded, devtools, { mode, expected, a
     byIndex.set(index, { wptStep: n, index, requests, origins: row.details.origins, bytes: row.bytes, metrics, observed: navigated ? row.observed_protocol : null, ms, page, ttfbCheck: navigated ? row.details.wpt?.ttfb_check ?? null : null })
     const outcome = { ...base, navigated, url: navigated ? text(page.final_url) : null, ttfb_ms: metrics?.ttfb_ms ?? null, load_ms: metrics?.load_ms ?? null, ms }
     const result = num(page.result)
-    if (result === null || !DONE.has(result)) {
+    if (!loadedResult(result)) {
       const meaning = /** @type {Record<number, string>} */ (RESULT_MEANING)[result ?? -1]
       const said = text(page.error) ?? agentError
       outcomes.push({
