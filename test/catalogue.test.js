@@ -374,3 +374,11 @@ test('each top-level room imports only the rooms it may: the processes none of o
   }
   assert.deepEqual(offenders, [])
 })
+
+test('the Docker image leaves out every tool room and keeps every product room', () => {
+  const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n')
+    .map((line) => line.trim().replace(/^\/|\/$/g, '')).filter((line) => line && !line.startsWith('#'))
+  const tools = Object.keys(MAY_IMPORT).filter((room) => !PRODUCT.includes(room))
+  assert.deepEqual(tools.filter((room) => !ignored.includes(room)), [], 'tool rooms the image copies')
+  assert.deepEqual(PRODUCT.filter((room) => ignored.includes(room)), [], 'product rooms the image leaves out')
+})

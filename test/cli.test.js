@@ -8,7 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createHash } from 'node:crypto'
 import { createTestDatabase } from './helpers/db.js'
-import { loadConfig } from '../lib/runtime/config.js'
+import { VARIABLES, loadConfig } from '../lib/runtime/config.js'
 import { authenticateAgent } from '../lib/store/agents.js'
 import { wptAgent, wptKeyValid } from '../lib/store/wpt-keys.js'
 
@@ -24,6 +24,11 @@ test('every subcommand has --help, and h3lens --help lists commands and variable
     assert.match(help.stdout, new RegExp(`^Usage: h3lens ${c}`), c)
   }
   for (const v of ['PORT', 'H3LENS_DATA_DIR', 'DATABASE_URL', 'H3LENS_API_URL', 'H3LENS_AGENT_TOKEN', 'H3LENS_LOCATION']) assert.match(top.stdout, new RegExp(v))
+  // The variables' descriptions start in one column, however long a name.
+  const lines = top.stdout.split('\n')
+  const columns = new Set(VARIABLES.map((v) => lines.find((l) => l.startsWith(`  ${v.name} `))?.indexOf(v.description) ?? -1))
+  assert.equal(columns.size, 1, top.stdout)
+  assert.ok([...columns][0] > 0, 'every variable is listed with its description')
 })
 
 test('without its npm packages, h3lens --help says to run npm ci instead of crashing', () => {
