@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { evaluateAlerts } from '../lib/analysis/alerts.js'
 import { upsertLocation } from '../lib/store/locations.js'
+import { ACTION_RUNNERS, StepError } from '../agents/journey/actions.js'
 
 let t
 before(async () => { t = await createTestApp() })
@@ -214,6 +215,34 @@ test('a stored secret goes only to the origins it was given for: a journey edite
   assert.equal(kept.statusCode, 200, kept.body)
   const retyped = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { url: 'https://example.org/', journey: { steps: [nav, { ...typed, secret: 'given-again' }] } } })
   assert.equal(retyped.statusCode, 200, retyped.body)
+})
+
+test('a journey that types a secret runs no script: a script could read the field and put the secret where a read key sees it', async () => {
+  const leak = { action: 'eval', script: 'throw new Error(btoa(document.querySelector("#pw").value))' }
+  // As text, when stored: refused at the script's step.
+  const given = await post(journey(nav, { action: 'type', selector: '#pw', secret: 'hunter2' }, leak))
+  assert.equal(given.statusCode, 400, given.body)
+  assert.equal(given.json().field, 'journey.steps[2].action')
+  assert.match(given.json().message, /a journey that types a secret runs no script \(eval\).*assert steps/)
+  // A stored secret, with a script added by an edit or in a trial on its own origin: refused too.
+  const m = (await post(journey(nav, { action: 'type', selector: '#pw', secret: 'hunter2' }, { action: 'click', selector: '#go' }))).json()
+  const typed = m.journey.steps[1]
+  for (const steps of [[nav, typed, leak], [nav, leak, typed]]) {
+    const edited = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: { steps } } })
+    assert.equal(edited.statusCode, 400, edited.body)
+    assert.equal(edited.json().field, `journey.steps[${steps.indexOf(leak)}].action`)
+  }
+  await upsertLocation(t.db, { id: 'script-trial', name: 'Script trial', region: 'Europe', kind: 'real' })
+  const claim = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${await t.agentToken('script-trial')}` }, payload: { limit: 1 } })
+  assert.equal(claim.statusCode, 200, claim.body)
+  const trial = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'script-trial', monitor_id: m.id, url: URL_, journey: { steps: [nav, typed, leak] } } })
+  assert.equal(trial.statusCode, 400, trial.body)
+  assert.equal(trial.json().field, 'journey.steps[2].action')
+  // A script beside typed text is a journey like any other.
+  assert.equal((await post(journey(nav, { action: 'type', selector: '#q', text: 'shoes' }, leak))).statusCode, 201)
+  // A journey stored before the rule: the agent runs no script in it, before touching the page.
+  await assert.rejects(ACTION_RUNNERS.eval({ action: 'eval', script: 'return true' }, { page: /** @type {any} */ (null), timeoutMs: 1000, hasSecret: true }),
+    (/** @type {any} */ err) => err instanceof StepError && /types a secret runs no script/.test(err.message))
 })
 
 /**

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { answerOrNothing, CANCELLED_LOGIN, isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
 import { hasText } from '../page/has-text.js'
 import { selectorProblem } from '../page/selector-problem.js'
+import { SECRET_CHECK_HINT } from '../../lib/measurement/journey/steps.js'
 
 /** How long after an action a navigation it started may begin (a form submit begins at once; a handler may wait a tick). */
 const NAVIGATION_GRACE_MS = 300
@@ -32,7 +33,7 @@ export class StepError extends Error {
 }
 
 /**
- * @typedef {{ page: import('puppeteer-core').Page, timeoutMs: number }} ActionContext
+ * @typedef {{ page: import('puppeteer-core').Page, timeoutMs: number, hasSecret?: boolean }} ActionContext hasSecret: the journey types a secret
  * @typedef {{ navigated: boolean, status: number | null, endedAt?: number }} ActionOutcome
  *   whether the step loaded a new document, and its HTTP status; endedAt (performance.now()) when the
  *   step ended before it returned: an action that started no navigation ended when it was done, not
@@ -96,6 +97,8 @@ export const ACTION_RUNNERS = {
   },
 
   async eval (step, ctx) {
+    // Refused when stored (checkJourney); a journey stored before that rule still runs no script.
+    if (ctx.hasSecret) throw new StepError(`a journey that types a secret runs no script (eval), which could read the secret. ${SECRET_CHECK_HINT}`)
     return withNavigation(ctx, async () => {
       // The script is the body of an async function, evaluated by the page's
       // own JavaScript engine (DevTools Runtime.evaluate of this text).

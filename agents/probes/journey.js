@@ -61,6 +61,7 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
     const outcomes = []
     const budgetEnd = performance.now() + Math.min(journey.timeout_ms, (opts.deadline ?? Infinity) - Date.now())
     const { mark, range } = network
+    const hasSecret = journey.steps.some((s) => s.secret !== undefined)
     // A step's requests are a range of the recording: Chromium's recording has marks, Firefox's not yet.
     if (!mark || !range) throw new Error('journeys run in Chromium only: this browser\'s recording of requests has no step marks')
     for (const [index, step] of journey.steps.entries()) {
@@ -78,7 +79,7 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
         const budget = timeoutMs < journey.step_timeout_ms
           ? `the ${timeoutMs} ms left of the journey's ${journey.timeout_ms} ms (timeout_ms)`
           : `its ${timeoutMs} ms (step_timeout_ms)`
-        const outcome = await withTimeout(ACTION_RUNNERS[step.action](step, { page, timeoutMs }), timeoutMs + ACTION_SLACK_MS,
+        const outcome = await withTimeout(ACTION_RUNNERS[step.action](step, { page, timeoutMs, hasSecret }), timeoutMs + ACTION_SLACK_MS,
           describeStep(step, index), () => new StepError(`took longer than ${budget}`, { status: 'timeout' }))
         // A marker only bounds a named step: what the agent spends on it is
         // its own time, in no step (under a full test suite's load, 17 ms of

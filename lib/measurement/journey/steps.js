@@ -206,7 +206,25 @@ export function checkJourney (input, { url, field = 'journey' }) {
   })
   for (const [name, at] of open) fail(`${at}.name`, `measure "${name}" is never ended: add { action: measure_end, name: ${name} }`)
   if (!navigated) fail(`${field}.steps`, 'a journey needs at least one navigate step')
+  const script = scriptBesideSecret(out)
+  if (script !== -1) {
+    fail(`${field}.steps[${script}].action`, `a journey that types a secret runs no script (eval): a script reads the secret from its field as easily as the page does, and could put it in an error or a URL of the results, where whoever holds a read key sees it. ${SECRET_CHECK_HINT}`)
+  }
   return { steps: out, step_timeout_ms: stepTimeoutMs, timeout_ms: timeoutMs }
+}
+
+/** What a journey with a secret checks its page with instead of a script. */
+export const SECRET_CHECK_HINT = 'Check the page with assert steps (a selector, and the text it contains) instead.'
+
+/**
+ * The index of the first eval step of a journey that also types a secret, or
+ * -1. Such a journey is refused when stored, and an agent runs no script in
+ * one stored before that rule.
+ * @param {{ action: string, secret?: unknown }[]} steps
+ * @returns {number}
+ */
+export function scriptBesideSecret (steps) {
+  return steps.some((s) => s.secret !== undefined) ? steps.findIndex((s) => s.action === 'eval') : -1
 }
 
 /**
