@@ -434,6 +434,34 @@ test('a bad or hostile zip is refused with 400 and nothing is stored', async () 
   assert.equal(n.n, 0)
 })
 
+test('a multipart body that cannot be read (no boundary, cut short, two files) is a 400 naming file, and the round learns why', async () => {
+  // A location of its own: the rounds other tests leave queued are not handed out here.
+  await upsertLocation(t.db, { id: 'wpt-mp', name: 'WPT multipart', region: 'Europe', kind: 'wpt' })
+  const mpKey = (await createWptKey(t.db, { location: 'wpt-mp' })).key
+  const m = await monitorWithRounds({}, 1, 'wpt-mp')
+  const job = (await getwork('spike4', mpKey, 'wpt-mp')).job
+  const id = job['Test ID']
+  const url = `${server}/work/workdone.php?${new URLSearchParams({ location: 'wpt-mp', pc: 'spike4', key: mpKey, id })}`
+  const zip = await forTest(ZIP.h3, job)
+  const twoFiles = new FormData()
+  twoFiles.append('other', new Blob([Buffer.from('x')]), 'other.txt')
+  twoFiles.append('file', new Blob([new Uint8Array(zip)]), 'result.zip')
+  /** @type {[string, RequestInit][]} */
+  const bodies = [
+    ['no boundary', { headers: { 'content-type': 'multipart/form-data' }, body: 'xx' }],
+    ['cut short', { headers: { 'content-type': 'multipart/form-data; boundary=abc' }, body: '--abc\r\nContent-Disposition: form-data; name="file"; filename="result.zip"\r\n\r\n' + zip.subarray(0, 100).toString('latin1') }],
+    ['two files', { body: twoFiles }]
+  ]
+  for (const [what, init] of bodies) {
+    const res = await fetch(url, { method: 'POST', ...init })
+    const body = await res.text()
+    assert.equal(res.status, 400, `${what}: ${body}`)
+    assert.equal(JSON.parse(body).field, 'file', what)
+  }
+  const { rows: [round] } = await t.db.query('SELECT last_error FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.match(round.last_error, /the upload of test \S+ was refused \(400\): file: /)
+})
+
 test('an upload being read holds up no other request: the API answers while it gunzips and parses', async () => {
   await monitorWithRounds({})
   const job = (await getwork('spike6')).job

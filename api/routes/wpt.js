@@ -272,23 +272,32 @@ export default async function wptRoutes (app) {
 }
 
 /**
- * The bytes of the multipart field `file`, or null when there is none.
+ * The bytes of the multipart field `file`, or null when there is none. A
+ * body that cannot be read as multipart (no boundary, cut short, a part
+ * more than the limits allow) is the upload's fault, a 400 naming `file`,
+ * so that the round learns why: wptagent does not send it again.
  * @param {import('fastify').FastifyRequest} request
  * @returns {Promise<Buffer | null>}
  */
 async function uploadedZip (request) {
-  for await (const part of request.parts()) {
-    if (part.type !== 'file') continue
-    if (part.fieldname !== 'file') {
-      await part.toBuffer()
-      continue
+  try {
+    for await (const part of request.parts()) {
+      if (part.type !== 'file') continue
+      if (part.fieldname !== 'file') {
+        await part.toBuffer()
+        continue
+      }
+      return await part.toBuffer()
     }
-    return part.toBuffer().catch((err) => {
-      if (err.code === 'FST_REQ_FILE_TOO_LARGE') throw Object.assign(new Error(`file: result.zip is larger than ${WPT_UPLOAD_LIMIT} bytes`), { statusCode: 413, field: 'file' })
-      throw err
-    })
+    return null
+  } catch (/** @type {any} */ err) {
+    if (err.code === 'FST_REQ_FILE_TOO_LARGE') throw Object.assign(new Error(`file: result.zip is larger than ${WPT_UPLOAD_LIMIT} bytes`), { statusCode: 413, field: 'file' })
+    if (err.code === 'FST_FILES_LIMIT') throw new ValidationError('file: an upload has one file, result.zip as multipart field "file"; this one has more', 'file')
+    if (err.statusCode === undefined || err.code === 'FST_PARTS_LIMIT' || err.code === 'FST_FIELDS_LIMIT') {
+      throw new ValidationError(`file: the multipart body could not be read (${err.message}): an upload cut short, or not multipart`, 'file')
+    }
+    throw err
   }
-  return null
 }
 
 /**
