@@ -351,7 +351,7 @@ const resultProperties = {
     type: ['object', 'null'],
     additionalProperties: false,
     description: 'Why the page came over its protocol (details.protocol_reason; the codes and their words are in GET /api/v1/catalogue): ' +
-      'the forced arm\'s switch, or for the auto arm the browser\'s own choice ("H2: TCP won the race"); null for results stored before reasons were kept',
+      'the forced arm\'s switch, or for the auto arm the browser\'s own choice ("Not H3: TCP won the race"); null for results stored before reasons were kept',
     properties: {
       code: { type: 'string' },
       text: { type: 'string' },

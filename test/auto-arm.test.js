@@ -124,7 +124,7 @@ describe('the normal path, the UDP-blocked path and an origin without H3, side b
 
     const detail = await get(`/api/v1/results/${first[0].id}`)
     assert.equal(detail.details.protocol_reason.code, 'not_known')
-    assert.equal(detail.details.protocol_reason.text, 'H2: the origin was not yet known to speak H3')
+    assert.equal(detail.details.protocol_reason.text, 'Not H3: the origin was not yet known to speak H3')
     const back = await get(`/api/v1/results/${returning.find((r) => r.observed_protocol === 'h3').id}`)
     assert.equal(back.details.protocol_reason.text, 'H3: learnt from Alt-Svc')
     assert.match(back.details.protocol_reason.alternate_protocol_usage, /^alternativeJobWon/)

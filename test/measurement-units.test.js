@@ -232,7 +232,7 @@ describe('why a page came over its protocol', () => {
   test('a returning visit over H2 to an origin the first visit learnt H3 of says H3 was learnt and not used, in either browser', () => {
     for (const usage of ['mappingMissing', 'unspecifiedReason', null]) {
       const r = protocolReason({ mode: 'auto', view: 'returning', observed_protocol: 'h2', origins, learnt_alt_svc: ['https://shop.example'], protocol_usage_unreported: usage === null, requests_detail: [doc({ alternate_protocol_usage: usage })] })
-      assert.deepEqual([r.code, r.text], ['learnt_unused', 'H2: the first visit learnt H3 from Alt-Svc, but this visit did not use it (QUIC failed, or was not tried)'], String(usage))
+      assert.deepEqual([r.code, r.text], ['learnt_unused', 'Not H3: the first visit learnt H3 from Alt-Svc, but this visit did not use it (QUIC failed, or was not tried)'], String(usage))
     }
     // What Chromium says of a race or a broken mark stays the reason.
     assert.equal(protocolReason({ mode: 'auto', view: 'returning', observed_protocol: 'h2', origins, learnt_alt_svc: ['https://shop.example'], requests_detail: [doc({ alternate_protocol_usage: 'mainJobWonRace' })] }).code, 'tcp_won')
@@ -242,6 +242,11 @@ describe('why a page came over its protocol', () => {
   test('an https page answered over HTTP/1.1 says so, not that H3 is not announced', () => {
     const r = protocolReason({ mode: 'auto', view: 'first', observed_protocol: 'http/1.1', origins: [], requests_detail: [doc({ alternate_protocol_usage: 'unspecifiedReason' })] })
     assert.deepEqual([r.code, r.text], ['h1', 'HTTP/1.1: the origin answered without H2 or H3'])
+    // An origin that announces H3, its page over HTTP/1.1 for another reason: no reason says the page came over H2.
+    for (const [view, usage, learnt] of [['first', 'unspecifiedReason', []], ['first', 'broken', []], ['first', 'mainJobWonRace', []], ['returning', 'mappingMissing', ['https://shop.example']]]) {
+      const why = protocolReason({ mode: 'auto', view, observed_protocol: 'http/1.1', origins, learnt_alt_svc: learnt, requests_detail: [doc({ alternate_protocol_usage: usage })] })
+      assert.doesNotMatch(why.text, /^H2/, `${view}, ${usage}: ${why.code}`)
+    }
   })
   test('a first visit\'s document on a connection a redirect opened keeps its own reason', () => {
     const first = protocolReason({ mode: 'auto', view: 'first', observed_protocol: 'h2', origins, requests_detail: [doc({ connection_reused: true, alternate_protocol_usage: 'mappingMissing' })] })

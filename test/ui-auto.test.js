@@ -65,12 +65,12 @@ test('the monitor page says what users get at each location: the story, the H3 s
   const [, firstPages, firstBytes, firstWhy, firstRace] = normal.shares.first
   assert.match(firstPages, /^0% \(0–5\.1%\) of 72 visits$/)
   assert.match(firstBytes, /^0% .*of bytes, 72 visits$/)
-  assert.equal(firstWhy, 'H2: the origin was not yet known to speak H3 72')
+  assert.equal(firstWhy, 'Not H3: the origin was not yet known to speak H3 72')
   assert.equal(firstRace, 'no Alt-Svc known for the origin 72')
   const [, pages, , why, race] = normal.shares.returning
   const returning = na.shares.returning
   assert.match(pages, new RegExp(`^${Math.round(returning.navigation_share.rate * 100)}% \\(\\d+(\\.\\d)?–\\d+(\\.\\d)?%\\) of 72 visits$`))
-  assert.match(why, new RegExp(`H3: learnt from Alt-Svc ${returning.reasons.alt_svc}.*H2: TCP won the race ${returning.reasons.tcp_won}`))
+  assert.match(why, new RegExp(`H3: learnt from Alt-Svc ${returning.reasons.alt_svc}.*Not H3: TCP won the race ${returning.reasons.tcp_won}`))
   assert.match(race, /QUIC won the race against TCP \d+TCP won the race against QUIC \d+/)
   assert.equal(normal.shares.repeat, undefined, 'no repeat view without one')
 
@@ -100,8 +100,8 @@ test('the monitor page says what users get at each location: the story, the H3 s
   const blocked = await readCard(page, 'lab-eu')
   assert.equal(blocked.story, 'QUIC blocked on this path: users get H2 (forced H3 failed or fell back in 72 of 72 rounds)')
   assert.match(blocked.shares.returning[1], /^0% \(0–5\.1%\) of 72 visits$/)
-  assert.match(blocked.shares.returning[3], /H2: H3 marked broken after failures 36/)
-  assert.match(blocked.shares.returning[3], /H2: TCP won the race 36/)
+  assert.match(blocked.shares.returning[3], /Not H3: H3 marked broken after failures 36/)
+  assert.match(blocked.shares.returning[3], /Not H3: TCP won the race 36/)
   assert.match(blocked.shares.returning[4], /QUIC marked broken for the origin after failures 36/)
   assert.match(blocked.heads.first, /0 rounds in which all three arms loaded, of 72; 72 left out: 72 H3 failed/)
   assert.match(blocked.whole, /Not enough data: forced H3 did not load in any round \(72 of 72\), so no round has all three arms loaded; more rounds add none while that lasts/)
@@ -116,7 +116,7 @@ test('the monitor page says what users get at each location: the story, the H3 s
   await other.page.waitForSelector('#users-get .users-loc')
   const eu = await readCard(other.page, 'lab-eu')
   assert.equal(eu.story, 'The origin does not announce H3: users get H2 (144 of 144 visits that loaded)')
-  assert.match(eu.shares.returning[3], /^H2: the origin does not announce H3 72$/)
+  assert.match(eu.shares.returning[3], /^Not H3: the origin does not announce H3 72$/)
   await other.done()
 })
 
@@ -258,7 +258,7 @@ test('the run detail says why the page came over its protocol, and the waterfall
   await done()
 
   const blocked = await open(`#/results/${auto.returningTcpWon}`)
-  assert.equal(await blocked.page.$eval('.reason-text', (e) => e.textContent), 'H2: TCP won the race')
+  assert.equal(await blocked.page.$eval('.reason-text', (e) => e.textContent), 'Not H3: TCP won the race')
   assert.equal(await blocked.page.$eval('.waterfall tbody tr .usage-cell .badge', (e) => e.getAttribute('title')), 'mainJobWonRace: TCP won the race against QUIC')
   await blocked.done()
 })
@@ -270,7 +270,7 @@ test('the runs table lists the auto arm\'s visits with their view and reason', a
   const returning = runs.filter((r) => r.mode === 'auto' && r.view === 'returning visit')
   assert.ok(returning.length > 0, 'returning visits are listed')
   assert.ok(returning.every((r) => /^H[23]: /.test(r.why)), returning.map((r) => r.why).join(' | '))
-  assert.ok(runs.some((r) => r.mode === 'auto' && r.view === 'first visit' && r.why === 'H2: the origin was not yet known to speak H3'))
+  assert.ok(runs.some((r) => r.mode === 'auto' && r.view === 'first visit' && r.why === 'Not H3: the origin was not yet known to speak H3'))
   assert.ok(runs.some((r) => r.mode === 'h2' && r.why === 'H2: QUIC switched off by the arm'))
   await done()
 })

@@ -99,7 +99,7 @@ const VISIT_TEXT = {
 const ANNOUNCED = { 'alt-svc': 'H3 announced by Alt-Svc', 'https-record': 'H3 announced by an HTTPS DNS record' }
 
 /**
- * Why the page came over its protocol, prominently: "H2: TCP won the race",
+ * Why the page came over its protocol, prominently: "Not H3: TCP won the race",
  * what the arm forced (or that nothing was), the visit, and Chromium's word.
  * @param {any} r result
  */
