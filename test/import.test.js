@@ -506,4 +506,9 @@ test('a protocol however spelt is stored in one spelling, so the H3 shares count
   assert.equal(res.statusCode, 200, res.body)
   const { rows } = await t.db.query("SELECT observed_protocol FROM results WHERE monitor_id = $1 AND mode = 'auto' ORDER BY time", [m.id])
   assert.deepEqual(rows.map((r) => r.observed_protocol), ['h3', 'h3', 'h2'])
+  // The auto arm forces none: an ok load of it must say what it came over, and is refused naming that field.
+  const none = await importInto(m.id, [{ time: at(3), location_id: 'local', mode: 'auto', status: 'ok', ttfb_ms: 80 }])
+  assert.equal(none.statusCode, 400, none.body)
+  assert.equal(none.json().field, 'line 1: observed_protocol')
+  assert.match(none.json().message, /observed_protocol is missing, but status ok says the run loaded over the protocol the browser chose/)
 })

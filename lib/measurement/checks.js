@@ -159,11 +159,12 @@ function checkProtocol (r, expected, at) {
   }
   expected ??= 'the protocol the browser chose'
   const seen = observed === null ? 'no observed_protocol' : `observed_protocol ${JSON.stringify(r.observed_protocol)}`
-  if (r.status === 'ok' && r.protocol_ok === false) {
-    throw new UnprocessableError(`${at('status')} is ok but protocol_ok is false; a load over the wrong protocol has status protocol_mismatch`, at('status'))
-  }
+  // The protocol first: without it protocol_ok cannot be true either, and the import defaults protocol_ok from it.
   if (r.status === 'ok' && observed === null) {
     throw new UnprocessableError(`${at('observed_protocol')} is missing, but status ok says the run loaded over ${expected}`, at('observed_protocol'))
+  }
+  if (r.status === 'ok' && r.protocol_ok === false) {
+    throw new UnprocessableError(`${at('status')} is ok but protocol_ok is false; a load over the wrong protocol has status protocol_mismatch`, at('status'))
   }
   if ((r.status === 'ok' || r.status === 'protocol_mismatch') && r.protocol_ok === true && !matches) {
     throw new UnprocessableError(`${at('protocol_ok')} is true but the run has ${seen}, not ${expected}`, at('protocol_ok'))
