@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { upsertLocation } from '../lib/store/locations.js'
 import { createAgentToken } from '../lib/store/agents.js'
+import { effectiveOptions } from '../lib/measurement/probes/index.js'
 
 let t
 before(async () => { t = await createTestApp() })
@@ -105,11 +106,15 @@ test('bad input gets a 400 that names the problem', async (s) => {
   }
 })
 
-test('lab monitors may run every 10 s, real ones not', async () => {
+test('lab monitors may run every 10 s, on either lab origin, real ones not; a lab page\'s upload probe sends to the lab\'s sink on its own origin', async () => {
   const lab = await post({ url: 'https://lab.h3lens.test:8443/page-15k.html', interval_s: 10 })
   assert.equal(lab.statusCode, 201, lab.body)
+  const second = await post({ url: 'https://lab2.h3lens.test:8443/page-15k.html', interval_s: 10, probes: ['page', 'upload'] })
+  assert.equal(second.statusCode, 201, second.body)
+  assert.equal(effectiveOptions(second.json().url, second.json().options).upload_url, 'https://lab2.h3lens.test:8443/upload')
   const real = await post({ url: 'https://example.com/', interval_s: 10 })
   assert.equal(real.statusCode, 400)
+  assert.match(real.json().message, /only lab monitors, on lab\.h3lens\.test or lab2\.h3lens\.test, may run every 10 s/)
 })
 
 test('unknown monitors get 404, malformed ids 400', async () => {

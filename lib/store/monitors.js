@@ -1,7 +1,7 @@
 // Monitors: what to measure, from where, how often. Validation that needs the
 // database (known locations) lives here; shape checks live in the API schemas.
 import { ValidationError, NotFoundError } from '../runtime/errors.js'
-import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../runtime/lab-host.js'
+import { LAB_HOSTNAMES } from '../runtime/lab-host.js'
 import { checkPublicTarget } from '../measurement/targets.js'
 import { badPortReason } from '../measurement/ports.js'
 import { checkOptions, probeOf, probeTargets, PROBE_IDS as PROBES } from '../measurement/probes/index.js'
@@ -30,7 +30,7 @@ const COLUMNS = `id, url, label, interval_s, locations, modes, browsers, probes,
 
 /** @param {string} url */
 export function isLabUrl (url) {
-  try { return new URL(url).hostname === LAB_HOSTNAME } catch { return false }
+  try { return LAB_HOSTNAMES.includes(new URL(url).hostname) } catch { return false }
 }
 
 /**
@@ -198,7 +198,7 @@ async function checkMonitor (db, input, existing, policy = {}) {
   const interval = input.interval_s ?? existing?.interval_s ?? DEFAULT_INTERVAL_S
   const min = isLabUrl(url) ? MIN_LAB_INTERVAL_S : MIN_INTERVAL_S
   if (interval < min) {
-    throw new ValidationError(`interval_s must be at least ${min} seconds${min === MIN_INTERVAL_S ? ` (only lab monitors on ${LAB_HOSTNAME} may run every ${MIN_LAB_INTERVAL_S} s)` : ''}`, 'interval_s')
+    throw new ValidationError(`interval_s must be at least ${min} seconds${min === MIN_INTERVAL_S ? ` (only lab monitors, on ${LAB_HOSTNAMES.join(' or ')}, may run every ${MIN_LAB_INTERVAL_S} s)` : ''}`, 'interval_s')
   }
   if (input.interval_s !== undefined || !existing) out.interval_s = interval
   for (const k of ['repeat_view', 'paused']) if (input[k] !== undefined) out[k] = input[k]

@@ -1,7 +1,7 @@
 // The upload probe: one POST of upload_bytes; its duration is a sample of
 // upload_ms, and upload_mbps the throughput.
 import { ValidationError } from '../../runtime/errors.js'
-import { LAB_HOSTNAME } from '../../runtime/lab-host.js'
+import { LAB_HOSTNAMES } from '../../runtime/lab-host.js'
 import { FORCED_MODES } from '../modes.js'
 import { wholeNumber } from './option-checks.js'
 
@@ -27,7 +27,7 @@ export const upload = Object.freeze({
   targets: Object.freeze(['upload_url']),
   check (options, { pageUrl, probes }) {
     wholeNumber(options, 'upload_bytes', UPLOAD_BYTES, ' bytes (1 KB to 100 MB)')
-    if (probes.includes('upload') && options.upload_url === undefined && pageUrl.hostname !== LAB_HOSTNAME) {
+    if (probes.includes('upload') && options.upload_url === undefined && !LAB_HOSTNAMES.includes(pageUrl.hostname)) {
       throw new ValidationError('the upload probe needs options.upload_url: an endpoint of this site that accepts a POST body (only lab monitors default to the lab\'s /upload sink)', 'options.upload_url')
     }
   },
@@ -36,7 +36,7 @@ export const upload = Object.freeze({
       upload_bytes: options.upload_bytes ?? UPLOAD_BYTES.default,
       upload_url: options.upload_url
         ? new URL(options.upload_url, pageUrl).toString()
-        : (pageUrl.hostname === LAB_HOSTNAME ? new URL(LAB_UPLOAD_PATH, pageUrl).toString() : null)
+        : (LAB_HOSTNAMES.includes(pageUrl.hostname) ? new URL(LAB_UPLOAD_PATH, pageUrl).toString() : null)
     }
   }
 })
