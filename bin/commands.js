@@ -348,8 +348,8 @@ ${commonHelp}`,
         if (sub === 'token') {
           if (locations.length !== 1) throw Object.assign(new Error('agents token needs one --location <id>'), { userFacing: true })
           values.location = locations[0]
+          if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
           if (values.region && !(await getLocation(pool, values.location))) {
-            if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
             await upsertLocation(pool, { id: values.location, name: values.location, region: values.region, kind: 'real' })
             console.error(`created location ${values.location} (${values.region})`)
           }
@@ -360,6 +360,8 @@ ${commonHelp}`,
           if (!values['token-dir'] || !locations.length) throw Object.assign(new Error('agents enrol needs --token-dir DIR and at least one --location ID[=REGION]'), { userFacing: true })
           // Every --location is read before any is enrolled: a bad one leaves nothing half done.
           const specs = locations.map((/** @type {string} */ spec) => parseLocationSpec(spec))
+          const twice = specs.find((/** @type {{ id: string }} */ s, /** @type {number} */ i) => specs.findIndex((/** @type {{ id: string }} */ o) => o.id === s.id) !== i)
+          if (twice) throw Object.assign(new Error(`agents enrol: --location ${twice.id} is given more than once; give each location once`), { userFacing: true })
           for (const { id, region } of specs) {
             const { file, created } = await enrolLocation(pool, { location: id, region, tokenDir: values['token-dir'] })
             console.log(`${id}\t${file}\t${created ? 'new agent enrolled' : 'existing token kept'}`)

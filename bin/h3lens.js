@@ -54,7 +54,13 @@ async function main (argv) {
   }
   const COMMANDS = await loadCommands()
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(usage(COMMANDS))
+    // "h3lens help agents" is "h3lens agents --help".
+    const about = name === 'help' && rest[0] !== undefined ? COMMANDS[rest[0]] : null
+    if (name === 'help' && rest[0] !== undefined && !about) {
+      console.error(`h3lens: unknown command "${rest[0]}". Commands: ${Object.keys(COMMANDS).join(', ')}. See h3lens --help.`)
+      return 2
+    }
+    process.stdout.write(about ? about.usage + '\n' : usage(COMMANDS))
     return 0
   }
   const command = COMMANDS[name]

@@ -24,6 +24,11 @@ test('every subcommand has --help, and h3lens --help lists commands and variable
     assert.match(help.stdout, new RegExp(`^Usage: h3lens ${c}`), c)
   }
   for (const v of ['PORT', 'H3LENS_DATA_DIR', 'DATABASE_URL', 'H3LENS_API_URL', 'H3LENS_AGENT_TOKEN', 'H3LENS_LOCATION']) assert.match(top.stdout, new RegExp(v))
+  // "h3lens help agents" is the command's help; an unknown one is named.
+  assert.equal(run(['help', 'agents']).stdout, run(['agents', '--help']).stdout)
+  const unknown = run(['help', 'agnets'])
+  assert.equal(unknown.status, 2)
+  assert.match(unknown.stderr, /unknown command "agnets"/)
   // The variables' descriptions start in one column, however long a name.
   const lines = top.stdout.split('\n')
   const columns = new Set(VARIABLES.map((v) => lines.find((l) => l.startsWith(`  ${v.name} `))?.indexOf(v.description) ?? -1))
@@ -155,6 +160,20 @@ test('migrate, agents token and rollups rebuild work against DATABASE_URL', asyn
     const bad = run(['agents', 'token', '--location', 'nowhere'], env)
     assert.notEqual(bad.status, 0)
     assert.match(bad.stderr, /unknown location "nowhere"/)
+    // A location that cannot be one is told by its form, not looked up.
+    const empty = run(['agents', 'token', '--location', ''], env)
+    assert.equal(empty.status, 1)
+    assert.match(empty.stderr, /--location "" must be lowercase letters, digits and dashes/)
+    // One location given twice with two regions: neither is taken quietly, and nothing is enrolled.
+    const tokenDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-enrol-twice-'))
+    try {
+      const twice = run(['agents', 'enrol', '--token-dir', tokenDir, '--location', 'twice=Europe', '--location', 'twice=Asia'], env)
+      assert.equal(twice.status, 1, twice.stderr)
+      assert.match(twice.stderr, /--location twice is given more than once/)
+      assert.equal((await db.pool.query("SELECT count(*)::int AS n FROM locations WHERE id = 'twice'")).rows[0].n, 0)
+    } finally {
+      fs.rmSync(tokenDir, { recursive: true, force: true })
+    }
     // A mistyped setting is named, with the one it was likely meant to be;
     // the command still answers on stdout alone.
     const typo = run(['rollups', 'rebuild'], { ...env, H3LENS_PAGE_TIMOUT_MS: '5000', H3LENS_TEST_ANYTHING: '1' })
