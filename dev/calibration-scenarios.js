@@ -437,6 +437,18 @@ export function autoCalibrationScenarios ({ quick = false } = {}) {
       name: 'auto: A/A, forced H3 failing its own slowest 5%, n=600', truth: 'identical arms', rounds: 600, sigmaArm: 0.5,
       fails: ({ mode, own }) => mode === 'h3' && own() > 1.645
     }),
+    // A true gain, and a forced arm failing its own slowest 3%: forced H3
+    // looks faster than it is (the gain larger, the share of it smaller),
+    // forced H2 faster than it is (users on H2 slower than it). Without the
+    // forced arms' worst cases the share's intervals covered 84–87% here.
+    autoScenario({
+      name: 'auto: received gain 1, forced H3 failing its own slowest 3%, n=500', truth: 'H3 20% faster, auto as H3', rounds: 500, scale: { h3: 0.8, auto: 0.8 },
+      share: { first: 0.3, returning: 0.97 }, fails: ({ mode, own }) => mode === 'h3' && own() > 1.8808
+    }),
+    autoScenario({
+      name: 'auto: received gain 0, forced H2 failing its own slowest 3%, n=500', truth: 'H3 20% faster, auto as H2', rounds: 500, scale: { h3: 0.8, auto: 1 },
+      share: { first: 0, returning: 0 }, fails: ({ mode, own }) => mode === 'h2' && own() > 1.8808
+    }),
     // Six locations: 36 columns, where a Bonferroni screen over the columns
     // could pass none (the bootstrap p-value's floor × 36 > 0.05).
     ...(quick ? [] : [

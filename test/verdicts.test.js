@@ -496,6 +496,22 @@ test('as users get it: the received gain is held to the auto arm\'s failures: au
   assert.deepEqual(missed, [], 'every shown interval reaches the true 0')
 })
 
+test('as users get it: the received gain is held to the forced arms\' failures too: forced H3 or H2 failing its own slowest loads does not move the share off what users receive', async () => {
+  // Forced H3 20% faster in both. Forced H3 failing its slowest 5% makes the
+  // gain look larger and the share of it smaller (users on H3 receive all
+  // of it); forced H2 failing its slowest makes H2 look faster and users on
+  // H2 look slower than it (they receive none).
+  for (const [failing, scale, truth] of /** @type {const} */ ([['h3', { h3: 0.8, auto: 0.8 }, 1], ['h2', { h3: 0.8 }, 0]])) {
+    const s = autoScenario({ name: `forced-${failing}-fails-slowest`, truth: '', rounds: 500, scale, fails: ({ mode, own }) => mode === failing && own() > 1.6449 })
+    const { auto } = await runAutoScenario(client, s, { seed: 9 })
+    const shown = auto.locations.flatMap((l) => ['first', 'returning'].flatMap((visit) => l.visits[visit].rows)).filter((r) => r.received_gain.shown)
+    assert.ok(shown.length >= 10, `forced ${failing} failing: the forced gain is found, and a received share shown (${shown.length})`)
+    const missed = shown.filter((r) => !(r.received_gain.ci_low <= truth && truth <= r.received_gain.ci_high))
+    assert.ok(missed.length <= shown.length * 0.05, `forced ${failing} failing: ${missed.length} of ${shown.length} intervals miss the true ${truth}: ` +
+      missed.map((r) => `p${r.percentile} ${r.received_gain.value.toFixed(2)} [${r.received_gain.ci_low.toFixed(2)}, ${r.received_gain.ci_high.toFixed(2)}]`).join('; '))
+  }
+})
+
 test('as users get it: the worst case of failures is held to the cells\' correction, not to one cell\'s 95% interval', async () => {
   // The calibration's A/A with forced H3 failing its own slowest 5%. In
   // these runs H3 − H2 read "faster" (with a received gain shown) at p50 or

@@ -587,7 +587,7 @@ export default async function comparisonRoutes (app) {
     additionalProperties: false,
     properties: {
       percentile: { type: 'number' },
-      rounds: { type: 'integer', description: 'Rounds in which all three arms loaded (the visit\'s matched set)' },
+      rounds: { type: 'integer', description: 'Rounds the row\'s numbers rest on: those in which all three arms loaded (the visit\'s matched set), or above 2,000 of them an evenly spaced subsample' },
       min_rounds: { type: 'integer' },
       h2_ms: num,
       h3_ms: num,

@@ -324,16 +324,28 @@ function receivedGain (row, level) {
     const why = reasons[forced.verdict]
     return { shown: false, value: null, ci_low: null, ci_high: null, level: null, reason: why }
   }
-  // The auto arm's loads that did not complete (or left no result), were
-  // they its slowest, make it look faster than it is, and the share of the
-  // gain it receives larger: the interval's low end is held to that worst
-  // case, auto slower by its worst shift (as its lead over H2 is, judgeCell).
-  const autoWorst = row.worst?.auto_vs_h2?.arm ?? { only: 0, share: 0, shift: 0 }
-  if (!Number.isFinite(autoWorst.shift)) {
-    return {
-      shown: false, value: null, ci_low: null, ci_high: null, level: null,
-      reason: `the auto arm did not load in ${autoWorst.only} rounds where H2 did (${pctText(autoWorst.share)}): ` +
-        'counted as its slowest loads, it could be slower than any load it completed, so the share of the gain it receives cannot be told'
+  // Each arm's loads that did not complete (or left no result), were they
+  // its slowest, make that arm look faster than it is, by up to its worst
+  // shift (as judgeCell holds a lead to): auto faster makes the share
+  // larger; forced H3 faster makes the gain larger, and the share smaller;
+  // forced H2 faster takes as much from what users receive as from the gain,
+  // and moves the share away from 1. The interval holds every such case:
+  // each end at the worst of them.
+  const sides = {
+    auto: row.worst?.auto_vs_h2?.arm ?? NO_FAILURES,
+    'forced H3': row.worst?.h3_vs_h2?.arm ?? NO_FAILURES,
+    'forced H2': row.worst?.h3_vs_h2?.ref ?? NO_FAILURES
+  }
+  const gain = row.h2_ms - row.h3_ms
+  for (const [arm, side] of Object.entries(sides)) {
+    const other = arm === 'forced H2' ? 'H3' : 'H2'
+    const noBound = !Number.isFinite(side.shift) ? 'it could be slower than any load it completed' : arm === 'forced H3' && side.shift >= gain ? 'the gain could be none' : null
+    if (noBound) {
+      return {
+        shown: false, value: null, ci_low: null, ci_high: null, level: null,
+        reason: `${arm === 'auto' ? 'the auto arm' : arm} did not load in ${side.only} rounds where ${other} did (${pctText(side.share)}): ` +
+          `counted as its slowest loads, ${noBound}, so the share of the gain users receive cannot be told`
+      }
     }
   }
   const { received, forced: gains } = /** @type {{ received: Float64Array, forced: Float64Array }} */ (row.gain_draws)
@@ -345,9 +357,20 @@ function receivedGain (row, level) {
         'the share of a gain that may be 0 has no bound'
     }
   }
-  const lower = autoWorst.shift / (row.h2_ms - row.h3_ms)
-  return { shown: true, value, ci_low: interval.lo - lower, ci_high: interval.hi, level, reason: null }
+  const shifted = (/** @type {number} */ share) => {
+    const out = []
+    for (const auto of [0, sides.auto.shift]) {
+      for (const h2 of [0, sides['forced H2'].shift]) {
+        for (const h3 of [0, sides['forced H3'].shift]) out.push((share * gain + h2 - auto) / (gain + h2 - h3))
+      }
+    }
+    return out
+  }
+  return { shown: true, value, ci_low: Math.min(...shifted(interval.lo)), ci_high: Math.max(...shifted(interval.hi)), level, reason: null }
 }
+
+/** A side none of whose loads failed. */
+const NO_FAILURES = Object.freeze({ only: 0, share: 0, shift: 0 })
 
 /** @param {number} level */
 function pctText (level) {

@@ -119,7 +119,7 @@ function usageText (value) {
   return h('span', { title: `${value}: ${u.text}` }, u.text)
 }
 
-/** Largest first: "H2: TCP won the race 31". */
+/** Largest first: "Not H3: TCP won the race 31". */
 function countList (counts, label) {
   const entries = Object.entries(counts ?? {}).sort((x, y) => y[1] - x[1])
   if (!entries.length) return h('span', { class: 'muted' }, '—')
@@ -135,7 +135,7 @@ function timingTable (l, a, label, visits) {
       h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Percentile')),
       h('th', { scope: 'col', class: 'num' }, 'H2'), h('th', { scope: 'col', class: 'num' }, 'H3'), h('th', { scope: 'col', class: 'num' }, 'Auto'),
       CONTRASTS.map((c) => h('th', { scope: 'col', title: c.title }, `auto − ${c.ref}`)),
-      h('th', { scope: 'col', title: '(H2 − auto) / (H2 − H3) with its 95% round-bootstrap interval' }, 'Received gain'))),
+      h('th', { scope: 'col', title: '(H2 − auto) / (H2 − H3) with its round-bootstrap interval, at 1 − 5% × shown / tested (each cell says its level), widened for each arm\'s loads that did not complete' }, 'Received gain'))),
     h('tbody', {}, body))
 }
 
