@@ -200,6 +200,11 @@ test('a stored secret goes only to the origins it was given for: a journey edite
     assert.equal(edited.json().field, `journey.steps[${steps.indexOf(typed)}].secret`)
     assert.match(edited.json().message, /the stored secret s[0-9a-f]{12} goes only to https:\/\/example\.com, where it was given for, and this journey also goes to https:\/\/example\.(org|net); give the secret as text again/)
   }
+  // So is one that types it into another field of the same site, where the page could show it or an assert tell what it holds.
+  const retargeted = await t.app.inject({ method: 'PATCH', url: `/api/v1/monitors/${m.id}`, payload: { journey: { steps: [nav, { ...typed, selector: '#q' }, { action: 'assert', selector: '#results', text: 'a' }] } } })
+  assert.equal(retargeted.statusCode, 400, retargeted.body)
+  assert.equal(retargeted.json().field, 'journey.steps[1].secret')
+  assert.match(retargeted.json().message, /the stored secret s[0-9a-f]{12} is typed only into #pw, and this step types it into #q; give the secret as text again/)
   // So is a trial of the monitor's journey on a page of its own.
   await upsertLocation(t.db, { id: 'secret-trial', name: 'Secret trial', region: 'Europe', kind: 'real' })
   const claim = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${await t.agentToken('secret-trial')}` }, payload: { limit: 1 } })
@@ -208,6 +213,9 @@ test('a stored secret goes only to the origins it was given for: a journey edite
   const away = await trial('https://example.org/')
   assert.equal(away.statusCode, 400, away.body)
   assert.equal(away.json().field, 'journey.steps[1].secret')
+  const elsewhereOnSite = await t.app.inject({ method: 'POST', url: '/api/v1/journeys/trials', payload: { location_id: 'secret-trial', monitor_id: m.id, url: 'https://example.com/', journey: { steps: [nav, { ...typed, selector: '#comment' }] } } })
+  assert.equal(elsewhereOnSite.statusCode, 400, elsewhereOnSite.body)
+  assert.equal(elsewhereOnSite.json().field, 'journey.steps[1].secret')
   // Where it was given for, both work; a secret given as text goes anywhere.
   assert.equal((await trial('https://example.com/')).statusCode, 202)
   await t.db.query("DELETE FROM journey_trials WHERE location_id = 'secret-trial'")
@@ -240,7 +248,21 @@ test('a journey that types a secret runs no script: a script could read the fiel
   assert.equal(trial.json().field, 'journey.steps[2].action')
   // A script beside typed text is a journey like any other.
   assert.equal((await post(journey(nav, { action: 'type', selector: '#q', text: 'shoes' }, leak))).statusCode, 201)
-  // A journey stored before the rule: the agent runs no script in it, before touching the page.
+  // A journey stored before the rule: its round's claim sends no secret, and fails the round saying why...
+  const before = (await post({ ...journey(nav, { action: 'type', selector: '#pw', secret: 'stored-before-the-rule' }), probes: ['journey'] })).json()
+  const withScript = { ...before.journey, steps: [...before.journey.steps, leak] }
+  await t.db.query('UPDATE monitors SET journey = $2 WHERE id = $1', [before.id, withScript])
+  await t.db.query("UPDATE jobs SET state = 'cancelled' WHERE state IN ('queued', 'leased')")
+  // At a location of its own: an agent claiming at local would make it alive for the tests after this one.
+  await t.db.query("UPDATE monitors SET locations = array_append(locations, 'script-trial') WHERE id = $1", [before.id])
+  const { rows: [queued] } = await t.db.query("INSERT INTO jobs (monitor_id, location_id, due_at) VALUES ($1, 'script-trial', now() - interval '1 minute') RETURNING id", [before.id])
+  const claimed = await t.app.inject({ method: 'POST', url: '/api/v1/agent/claim', headers: { authorization: `Bearer ${await t.agentToken('script-trial')}` }, payload: { limit: 5 } })
+  assert.equal(claimed.statusCode, 200, claimed.body)
+  assert.ok(!claimed.body.includes('stored-before-the-rule'), 'no secret leaves the API')
+  assert.deepEqual(claimed.json().jobs.map((/** @type {any} */ j) => j.id), [])
+  const { rows: [failed] } = await t.db.query('SELECT last_error FROM jobs WHERE id = $1', [queued.id])
+  assert.match(failed.last_error, /the journey's secrets cannot be opened: step 3 runs a script \(eval\) in a journey that types a secret/)
+  // ...and an agent runs no script in one, before touching the page.
   await assert.rejects(ACTION_RUNNERS.eval({ action: 'eval', script: 'return true' }, { page: /** @type {any} */ (null), timeoutMs: 1000, hasSecret: true }),
     (/** @type {any} */ err) => err instanceof StepError && /types a secret runs no script/.test(err.message))
 })

@@ -39,7 +39,7 @@ export async function createTrial (db, input, policy) {
   if (!policy.allowPrivateTargets) await checkJourneyTargets(db, url, checked, [loc.id], policy)
   const stored = monitor ? await journeySecrets(db, monitor.id) : null
   const origins = monitor ? new Set(journeyOrigins(monitor.journey, monitor.url)) : undefined
-  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored, origins, url })
+  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored, origins, storedIn: monitor?.journey ?? null, url })
   const { rows } = await db.query(
     `INSERT INTO journey_trials (location_id, monitor_id, url, journey, journey_secrets, expires_at)
      VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6)) RETURNING ${COLUMNS}`,

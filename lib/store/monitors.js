@@ -221,7 +221,7 @@ function checkJourneyField (input, existing, url, policy) {
   const checked = checkJourney(input.journey, { url })
   // Stored secrets go where the journey they were stored with went.
   const origins = existing ? new Set(journeyOrigins(existing.journey, existing.url)) : undefined
-  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored: existing?.journey_secrets, origins, url })
+  const { journey, secrets } = sealJourney(checked, { box: policy.secrets, stored: existing?.journey_secrets, origins, storedIn: existing?.journey ?? null, url })
   return { journey, journey_secrets: secrets }
 }
 

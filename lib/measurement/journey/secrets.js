@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { ValidationError } from '../../runtime/errors.js'
 import { originOf } from '../origin.js'
-import { journeyTargets } from './steps.js'
+import { journeyTargets, scriptBesideSecret, SECRET_CHECK_HINT } from './steps.js'
 
 /** What a secret is replaced with wherever one would appear. */
 export const SECRET_MASK = '[secret]'
@@ -24,13 +24,16 @@ export const SECRET_MASK = '[secret]'
  * journey that refers to one and navigates anywhere else is refused at
  * that secret: whoever holds a write key could otherwise point the stored
  * password at a page of their own (a trial with its own URL, a journey
- * edited to navigate elsewhere), though the API never shows it.
+ * edited to navigate elsewhere), though the API never shows it. Nor into
+ * another field than the one it was given for (`storedIn`, the journey it
+ * was stored with): typed into a search box, a page could show it, or an
+ * assert step tell what it holds.
  * @param {import('./steps.js').Journey} journey as checkJourney returns it
  * @param {{ box: import('../../runtime/secret-box.js').SecretBox | null | undefined, stored?: Record<string, string> | null, origins?: Set<string>,
- *   url?: string, field?: string }} ctx url: the page the journey is checked against (its relative URLs'); origins: where stored secrets may go
+ *   storedIn?: { steps: import('./steps.js').Step[] } | null, url?: string, field?: string }} ctx url: the page the journey is checked against (its relative URLs'); origins: where stored secrets may go
  * @returns {{ journey: import('./steps.js').Journey, secrets: Record<string, string> }}
  */
-export function sealJourney (journey, { box, stored = {}, origins, url, field = 'journey' }) {
+export function sealJourney (journey, { box, stored = {}, origins, storedIn, url, field = 'journey' }) {
   const elsewhere = origins ? journeyOrigins(journey, url).filter((o) => !origins.has(o)) : []
   /** @type {Record<string, string>} */
   const secrets = {}
@@ -51,6 +54,11 @@ export function sealJourney (journey, { box, stored = {}, origins, url, field = 
       throw new ValidationError(`${at}: the stored secret ${ref} goes only to ${[...(origins ?? [])].join(', ')}, where it was given for, ` +
         `and this journey also goes to ${elsewhere.join(', ')}; give the secret as text again to send it there`, at)
     }
+    const givenFor = storedIn?.steps.find((o) => typeof o.secret === 'object' && o.secret?.stored === ref)?.selector
+    if (storedIn && givenFor !== s.selector) {
+      throw new ValidationError(`${at}: the stored secret ${ref} is typed only into ${givenFor ?? 'the field it was given for'}, and this step types it into ${s.selector}; ` +
+        'give the secret as text again to type it there', at)
+    }
     secrets[ref] = sealed
     return s
   })
@@ -64,6 +72,10 @@ export function sealJourney (journey, { box, stored = {}, origins, url, field = 
  * @param {import('../../runtime/secret-box.js').SecretBox} box
  */
 export function openJourney (journey, secrets, box) {
+  // A journey stored before scripts were refused beside a secret: its
+  // secret goes to no agent, whatever the agent's version would do with it.
+  const script = scriptBesideSecret(journey.steps)
+  if (script !== -1) throw new Error(`step ${script + 1} runs a script (eval) in a journey that types a secret, which could read it; edit the journey: ${SECRET_CHECK_HINT}`)
   return {
     ...journey,
     steps: journey.steps.map((s) => {
