@@ -2,7 +2,7 @@
 // fields not named here never leave the server (token hashes, internals).
 import { MAX_URL_LENGTH, DEFAULT_INTERVAL_S, DEFAULT_MIN_EFFECT_PCT, DEFAULT_MIN_EFFECT_MS, MIN_INTERVAL_S, MIN_LAB_INTERVAL_S } from '../lib/store/monitors.js'
 import { AGENT_FAULT_RECENT_S } from '../lib/store/agents.js'
-import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
+import { LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
 import { FORCED_MODES, MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
@@ -177,7 +177,7 @@ const monitorInputProperties = {
     // The schema holds the lab's floor; the real one depends on the URL and is checked with it.
     minimum: MIN_LAB_INTERVAL_S,
     maximum: 86400,
-    description: `Seconds between rounds: at least ${MIN_INTERVAL_S}; lab monitors (on ${LAB_HOSTNAME}) at least ${MIN_LAB_INTERVAL_S}. Default ${DEFAULT_INTERVAL_S}`
+    description: `Seconds between rounds: at least ${MIN_INTERVAL_S}; lab monitors (on ${LAB_HOSTNAMES.join(' or ')}) at least ${MIN_LAB_INTERVAL_S}. Default ${DEFAULT_INTERVAL_S}`
   },
   locations: { type: 'array', items: { type: 'string', maxLength: 63 }, maxItems: 100, description: 'Defaults to every location with an agent (every location when none has one); for a page on the lab origin, the lab locations among them' },
   modes: { type: 'array', items: { type: 'string', enum: MODES }, maxItems: MODES.length, description: `${MODES_DESCRIPTION}. Default: all three (an A/A monitor: h2 and h3)` },

@@ -60,8 +60,12 @@ function runs ([command, ...args]) {
 }
 
 function installDebianPackages () {
-  const forTest = process.argv.includes('--test')
-  const { missing, python, pkgs } = packagesToInstall({ has, runs, forTest })
+  // Python's tools only for the steps still to do: once Caddy and Schemathesis are in, setup runs neither.
+  const steps = new Set([
+    ...(!hasPinnedCaddy(dataDirOf()) && pinnedCaddyFits() ? ['caddy'] : []),
+    ...(process.argv.includes('--test') && !hasSchemathesis() ? ['schemathesis'] : [])
+  ])
+  const { missing, python, pkgs } = packagesToInstall({ has, runs, steps })
   if (!pkgs.length) return
   const isRoot = process.getuid?.() === 0
   const command = `sudo apt-get update && sudo apt-get install -y ${pkgs.join(' ')}`
@@ -128,12 +132,22 @@ async function buildLinkem () {
  * checked against the pinned hash, into <data dir>/bin. Any failure is a
  * warning: the lab then runs Debian's Caddy and says so.
  */
+/** Where the data dir is, as h3lens itself reads it. */
+function dataDirOf () {
+  return path.resolve(process.env.H3LENS_DATA_DIR ?? '.h3lens')
+}
+
+/** The pinned Caddy is a Linux x64 build. */
+function pinnedCaddyFits () {
+  return process.platform === 'linux' && process.arch === 'x64'
+}
+
 async function installPinnedCaddy () {
-  const dataDir = path.resolve(process.env.H3LENS_DATA_DIR ?? '.h3lens')
+  const dataDir = dataDirOf()
   if (hasPinnedCaddy(dataDir)) return
   const warn = (/** @type {string} */ what) => console.warn(`setup: warning: could not install Caddy ${CADDY_VERSION} for the lab origin: ${what}. ` +
     "The lab will run Debian's Caddy 2.6.2, which distorts H3 connects (quic-go 3760).")
-  if (process.platform !== 'linux' || process.arch !== 'x64') return warn(`no pinned build for ${process.platform}-${process.arch}`)
+  if (!pinnedCaddyFits()) return warn(`no pinned build for ${process.platform}-${process.arch}`)
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-caddy-'))
   const bin = pinnedCaddyPath(dataDir)
   try {

@@ -126,6 +126,11 @@ test('bad input shows the error next to its field', async () => {
   assert.equal(interval.hidden, false)
   assert.match(interval.text, /at least 60 seconds/)
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'url', 'focus moves to the first problem')
+  // A page on either lab origin may run every 10 s: its floor is 10.
+  await page.$eval('#url', (i) => { i.value = '' })
+  await page.type('#url', 'https://lab2.h3lens.test:8443/page-15k.html')
+  await page.click('form.card-form button[type="submit"]')
+  await page.waitForFunction(() => /at least 10 seconds/.test(document.getElementById('interval_s-error')?.textContent ?? ''))
 
   // What only the server knows also lands next to its field.
   await page.$eval('#url', (i) => { i.value = '' })
