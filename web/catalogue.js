@@ -74,6 +74,15 @@ export const metricLabel = (id) => LABELS.get(ALIASES.get(id) ?? id) ?? id
 export const reasonText = (code) => REASONS.get(code) ?? code
 
 /**
+ * A run's stored reason in today's words: the catalogue's text for its code
+ * (a run stored, or measured by an agent, before a wording changed keeps
+ * its old text), else the text it was stored with.
+ * @param {{ code?: string, text?: string } | null | undefined} reason
+ * @returns {string | null}
+ */
+export const storedReasonText = (reason) => (reason ? (reason.code && REASONS.get(reason.code)) || reason.text || null : null)
+
+/**
  * An alternateProtocolUsage value's short label and meaning; an unknown
  * value is shown as Chromium names it.
  * @param {string} value

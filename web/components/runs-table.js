@@ -2,7 +2,7 @@
 // its arm and view, and why its page came over its protocol.
 import { h, ms, when } from '../dom.js'
 import { href } from '../query.js'
-import { PAGE_METRICS } from '../catalogue.js'
+import { PAGE_METRICS, storedReasonText } from '../catalogue.js'
 
 const STATUS_TEXT = { ok: 'ok', error: 'error', timeout: 'timed out', protocol_mismatch: 'fallback' }
 
@@ -51,7 +51,7 @@ export function runsTable (items, locationName = (id) => id) {
         h('td', {}, h('span', { class: `k-${r.mode}` }, r.mode.toUpperCase())),
         h('td', {}, VIEW_SHORT[r.view] ?? r.view),
         h('td', {}, protocolBadge(r)),
-        h('td', { class: `reason${r.mode === 'auto' ? '' : ' muted'}` }, r.protocol_reason?.text ?? '—'),
+        h('td', { class: `reason${r.mode === 'auto' ? '' : ' muted'}` }, storedReasonText(r.protocol_reason) ?? '—'),
         metrics.map((m) => h('td', { class: 'num', 'data-metric': m.id }, ms(r[m.column]))),
         statusCell(r))))))
 }

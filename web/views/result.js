@@ -5,7 +5,7 @@
 import { api } from '../api.js'
 import { h, ms, bytes, share, timeEl, emptyState } from '../dom.js'
 import { href } from '../query.js'
-import { browserName, PAGE_METRICS, usageOf } from '../catalogue.js'
+import { browserName, PAGE_METRICS, storedReasonText, usageOf } from '../catalogue.js'
 import { timingBars, waterfall } from '../components/waterfall.js'
 import { protocolBadge, runName } from '../components/runs-table.js'
 import { VISIT_NAMES } from '../components/users-get.js'
@@ -109,7 +109,7 @@ function reasonLine (r) {
   const usage = reason?.alternate_protocol_usage ? usageOf(reason.alternate_protocol_usage) : null
   return h('section', { class: 'reason-line', 'aria-label': 'Why this protocol', 'data-code': reason?.code ?? 'unknown' },
     protocolBadge(r),
-    h('p', { class: 'reason-text' }, reason?.text ?? (r.observed_protocol ? `${r.observed_protocol.toUpperCase()}: no reason recorded for this run` : 'No protocol: the load failed')),
+    h('p', { class: 'reason-text' }, storedReasonText(reason) ?? (r.observed_protocol ? `${r.observed_protocol.toUpperCase()}: no reason recorded for this run` : 'No protocol: the load failed')),
     h('p', { class: 'reason-sub' },
       auto ? `As users get it, nothing forced: the browser chose. ${VISIT_NAMES[r.view] ?? r.view}: ${VISIT_TEXT[r.view] ?? ''}.` : `Forced by the ${r.mode.toUpperCase()} arm's switch.`,
       reason?.h3_announced ? ` ${ANNOUNCED[reason.h3_announced] ?? reason.h3_announced}.` : '',
