@@ -18,7 +18,7 @@
 // Then the auto arm (GET /monitors/{id}/auto), in a table of its own: with
 // three identical arms ≤ 5% of the contrast cells flagged; where a contrast
 // is truly 0, ≤ 5% of its cells; the received gain's 95% interval covering
-// its known value in 92.5–97.5% of the cells where it is shown; ≥ 80% power
+// its known value in at least 92.5% of the cells where it is shown; ≥ 80% power
 // of auto − H2 for a 10% gain at 500 rounds; and how often the H3 shares'
 // intervals cover their known values.
 //

@@ -383,9 +383,9 @@ ${commonHelp}`,
           if (shaping !== undefined && !['on', 'off'].includes(shaping)) throw Object.assign(new Error(`--wpt-shaping must be on or off, not "${shaping}"`), { userFacing: true })
           const browser = values['wpt-browser']
           if (browser !== undefined && !/^[A-Za-z][A-Za-z0-9 ._-]{0,39}$/.test(browser)) throw Object.assign(new Error(`--wpt-browser "${browser}" must be a browser name as wptagent knows it, such as Chrome`), { userFacing: true })
+          if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
           if (!(await getLocation(pool, values.location))) {
             if (!values.region) throw Object.assign(new Error(`location "${values.location}" does not exist; give --region TEXT to create it`), { userFacing: true })
-            if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
             await upsertLocation(pool, { id: values.location, name: values.location, region: values.region, kind: 'wpt' })
             console.error(`created location ${values.location} (${values.region}, WebPageTest agents)`)
           }

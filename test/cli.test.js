@@ -209,6 +209,9 @@ test('agents wpt-key creates a wpt location and prints its key alone, stored has
     assert.equal(res.status, 0, res.stderr)
     const key = res.stdout
     assert.match(key, /^[0-9a-f]{48}\n$/, 'the key alone on stdout, so KEY=$(h3lens agents wpt-key ...) works')
+    const empty = run(['agents', 'wpt-key', '--location', ''], env)
+    assert.equal(empty.status, 1)
+    assert.match(empty.stderr, /--location "" must be lowercase letters, digits and dashes/)
     const { rows: [loc] } = await db.pool.query("SELECT kind, region FROM locations WHERE id = 'wpt-fra'")
     assert.deepEqual(loc, { kind: 'wpt', region: 'Europe' })
     const { rows: keys } = await db.pool.query("SELECT key_hash FROM wpt_keys WHERE location_id = 'wpt-fra'")

@@ -334,11 +334,12 @@ function receivedGain (row, level) {
   const sides = {
     auto: row.worst?.auto_vs_h2?.arm ?? NO_FAILURES,
     'forced H3': row.worst?.h3_vs_h2?.arm ?? NO_FAILURES,
-    'forced H2': row.worst?.h3_vs_h2?.ref ?? NO_FAILURES
+    // H2's failures where H3 loaded move the gain, those where auto loaded what users receive: the larger.
+    'forced H2': largerShift(row.worst?.h3_vs_h2?.ref ?? NO_FAILURES, row.worst?.auto_vs_h2?.ref ?? NO_FAILURES)
   }
   const gain = row.h2_ms - row.h3_ms
   for (const [arm, side] of Object.entries(sides)) {
-    const other = arm === 'forced H2' ? 'H3' : 'H2'
+    const other = arm === 'forced H2' ? 'another arm' : 'H2'
     const noBound = !Number.isFinite(side.shift) ? 'it could be slower than any load it completed' : arm === 'forced H3' && side.shift >= gain ? 'the gain could be none' : null
     if (noBound) {
       return {
@@ -371,6 +372,14 @@ function receivedGain (row, level) {
 
 /** A side none of whose loads failed. */
 const NO_FAILURES = Object.freeze({ only: 0, share: 0, shift: 0 })
+
+/**
+ * @param {{ only: number, share: number, shift: number }} a
+ * @param {{ only: number, share: number, shift: number }} b
+ */
+function largerShift (a, b) {
+  return b.shift > a.shift ? b : a
+}
 
 /** @param {number} level */
 function pctText (level) {
@@ -568,7 +577,9 @@ function method (minEffect, percentiles, family) {
       `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view`,
     received_gain: '(H2 − auto) / (H2 − H3) at the percentile: 1 = users get all of the forced H3 gain, 0 = none of it. Shown only where H3 − H2 in the same ' +
       'rounds is itself a verdict of "faster"; its interval (at `level`: 1 − ' + FDR_Q + ' × shown / tested, the false-coverage rate of the cells it is shown in) ' +
-      'holds the ratios r for which 0 lies inside that interval of (H2 − auto) − r × (H2 − H3) over the resamples, and the share is not shown where H2 − H3 itself is not clear of 0 there',
+      'holds the ratios r for which 0 lies inside that interval of (H2 − auto) − r × (H2 − H3) over the resamples, and the share is not shown where H2 − H3 itself is not clear of 0 there; ' +
+      'each end is then moved as far as it goes with any arm slower by the worst case of its loads that did not complete (counted as its slowest), ' +
+      'and the share is not shown where that worst case has no bound',
     shares: 'navigations over H3 / visits that loaded, with a Wilson 95% interval; bytes over H3 / bytes, weighted by visit size, with a Wilson 95% interval ' +
       'at the effective number of visits (from the delta method\'s standard error of the ratio, at most the visits)'
   }
