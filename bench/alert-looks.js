@@ -20,7 +20,7 @@
 //
 //   node bench/alert-looks.js [--days 3] [--interval 60] [--seed 1]
 import { startScratchDatabase } from '../dev/scratch-db.js'
-import { createRandom } from '../lib/analysis/stats/index.js'
+import { createRandom, randomNormal } from '../lib/analysis/stats/index.js'
 import { alertLevel, comparisonCache, observe } from '../lib/analysis/alert-conditions.js'
 import { nextState } from '../lib/analysis/alerts.js'
 import { createMonitor } from '../lib/store/monitors.js'
@@ -55,7 +55,7 @@ try {
   let jobId = 1
   for (const [k, scenario] of SCENARIOS.entries()) {
     const random = createRandom(`alert-looks-${SEED}-${k}`)
-    const lognormal = (/** @type {number} */ sigma) => Math.exp(sigma * Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random()))
+    const lognormal = (/** @type {number} */ sigma) => Math.exp(sigma * randomNormal(random))
     const monitor = await createMonitor(db.pool, { url: `https://bench-${k}.example/`, interval_s: INTERVAL_S, locations: LOCATIONS, modes: ['h2', 'h3'], paused: true }, { allowPrivateTargets: true })
     const start = Date.UTC(2026, 0, 1) + k * 100 * 86400e3
     /** Per rule and level: evaluations, breaches, firings, the first firing's minute; each location's state. */

