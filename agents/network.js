@@ -146,6 +146,11 @@ async function recordCdp (page) {
     open.delete(e.requestId)
   })
   await cdp.send('Network.enable')
+  // A service worker the page registered answers its later loads itself
+  // (a repeat view, the auto arm's returning visit): the navigation's
+  // nextHopProtocol is then empty and the protocol the network used is
+  // unknown. Its requests go to the network instead, as on a first visit.
+  await cdp.send('Network.setBypassServiceWorker', { bypass: true })
 
   const sinceFirst = (/** @type {number | null} */ t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
   return {

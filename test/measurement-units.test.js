@@ -43,6 +43,9 @@ test('Alt-Svc: h3 with a lifetime counts as an HTTP/3 advertisement; drafts, Goo
   assert.equal(advertisesH3('h2=":443"'), false)
   assert.equal(advertisesH3('clear'), false)
   assert.equal(advertisesH3(null), false)
+  // An id that does not decode is skipped, the rest of the header kept.
+  assert.deepEqual(parseAltSvc('h3%=":443", h3=":443"; ma=60'), [{ protocol: 'h3', authority: ':443', max_age_s: 60 }])
+  assert.equal(advertisesH3('h3%zz=":443"'), false)
 })
 
 describe('connect and TTFB in round trips', () => {

@@ -32,6 +32,8 @@ const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
 /** A one-page PDF, padded to 20 kB. */
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj <</Type /Catalog /Pages 2 0 R>> endobj\n2 0 obj <</Type /Pages /Kids [3 0 R] /Count 1>> endobj\n' +
   '3 0 obj <</Type /Page /MediaBox [0 0 612 792] /Parent 2 0 R>> endobj\ntrailer <</Root 1 0 R>>\n%%EOF\n' + ' '.repeat(20_000))
+/** A 1×1 PNG. */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64')
 /** How late /slow answers. */
 const SLOW_MS = 1500
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -120,6 +122,15 @@ async function startOddPages () {
     if (req.url === '/alert-onload') return html('<script>onload = () => alert("loaded")</script><p>an alert from onload')
     if (req.url === '/confirm') return html('<script>document.title = confirm("Are you 18?") ? "yes" : "no"; confirm("Sure?")</script><p>after two confirms')
     if (req.url === '/prompt') return html('<script>prompt("Your name?", "you")</script><p>after a prompt')
+    // A page that registers a service worker that answers every request
+    // with a fetch of its own; its image comes late, so the worker is
+    // running before the page's load ends.
+    if (req.url === '/sw-page') return html('<script>navigator.serviceWorker?.register("/sw.js")</script><p>an app that works offline<img src="/late.png">')
+    if (req.url === '/sw.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('addEventListener("install", () => skipWaiting()); addEventListener("activate", (e) => e.waitUntil(clients.claim())); addEventListener("fetch", (e) => e.respondWith(fetch(e.request)))')
+    if (req.url === '/late.png') return setTimeout(() => res.writeHead(200, { 'content-type': 'image/png' }).end(PNG), 1000)
+    // An Alt-Svc whose protocol id does not decode, on the page and on its image.
+    if (req.url === '/bad-alt-svc') return res.writeHead(200, { 'content-type': 'text/html', 'alt-svc': 'h3%=":443"' }).end('<!doctype html><p>odd headers<img src="/bad-alt-svc.png">')
+    if (req.url === '/bad-alt-svc.png') return res.writeHead(200, { 'content-type': 'image/png', 'alt-svc': 'h3%zz=":443"; ma=60' }).end(PNG)
     html('<p>the page it goes to')
   })
   server.listen(0, '127.0.0.1')
@@ -169,6 +180,14 @@ async function assertOddPages (base, run, { next = true } = {}) {
   assert.equal(r['/landing'].status, 'ok', `a redirect whose end takes an earlier address in place: ${r['/landing'].error}`)
   if (next) assert.equal(r['/next'].status, 'ok', 'the page they go to measures as any')
   return r
+}
+
+/**
+ * Both views of the service-worker page load, over h2 as forced.
+ * @param {Record<string, any>[]} results
+ */
+function assertServiceWorkerPage (results) {
+  assert.deepEqual(results.map((r) => [r.view, r.status, r.observed_protocol, r.error ?? null]), [['first', 'ok', 'h2', null], ['repeat', 'ok', 'h2', null]])
 }
 
 /** The pages that open dialogs, and the note each run of them must carry. */
@@ -256,6 +275,14 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     // Firefox; the reason after it is checked above.
     assert.match(r['/download'].error, /^no page at https:\/\/\S+\/download: /)
     assert.match(r['/no-content'].error, /^no page at https:\/\/\S+\/no-content: /)
+    // A page with a service worker: its repeat view comes over the network,
+    // the protocol known, not from the worker with none.
+    assertServiceWorkerPage(await measurePageViews({ pool, url: `${odd.base}/sw-page`, mode: 'h2', extraFlags: lab, timeoutMs: 10_000, repeatView: true }))
+    // An Alt-Svc header that does not parse, from any origin of the page, is
+    // skipped as browsers skip it: the page loads.
+    const badAltSvc = await measurePage({ pool, url: `${odd.base}/bad-alt-svc`, mode: 'h2', extraFlags: lab })
+    assert.equal(badAltSvc.status, 'ok', badAltSvc.error)
+    assert.deepEqual(badAltSvc.requests_detail.filter((/** @type {{ url: string }} */ q) => !q.url.endsWith('/favicon.ico')).map((/** @type {{ url: string, status: number }} */ q) => [new URL(q.url).pathname, q.status]), [['/bad-alt-svc', 200], ['/bad-alt-svc.png', 200]])
   } finally {
     odd.close()
   }
@@ -287,6 +314,7 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     // end: they are given up, not waited out. The run's own time (the load
     // and closing its Firefox) is told from the page timeout; the whole
     // run, Firefox's start included, is said too.
+    assertServiceWorkerPage(await run({ id: ++id, url: `${odd.base}/sw-page`, modes: ['h2'], repeat_view: true, browser: 'firefox' }, { location: { kind: 'lab' } }))
     for (const p of ['/download', '/truncated']) assert.ok(r[p].details.wall_ms < timeoutMs / 2, `${p}: the run took ${r[p].details.wall_ms} ms (${took[p]} ms with Firefox's start)`)
     assert.deepEqual((await readdir(path.join(dataDir, 'firefox', 'home'))).filter((n) => /download/i.test(n)), [], 'no download folder in the home that runs share')
     // Firefox's dialogs reach the page too (WebDriver BiDi leaves them to Puppeteer), and are answered the same way.

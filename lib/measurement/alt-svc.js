@@ -18,7 +18,12 @@ export function parseAltSvc (header) {
     const maParam = params.find((p) => /^ma\s*=/i.test(p))
     const ma = maParam === undefined ? null : /^ma\s*=\s*(?:(\d+)|"(\d+)")$/i.exec(maParam)
     if (ma === null && maParam !== undefined) continue
-    out.push({ protocol: decodeURIComponent(m[1]), authority: m[2] || null, max_age_s: ma ? Number(ma[1] ?? ma[2]) : null })
+    // The protocol id is percent-encoded (RFC 7838 §3); an entry whose id
+    // does not decode (`h3%=":443"`, from any origin a page loads) is one
+    // browsers skip, never a reason to fail the page.
+    let protocol
+    try { protocol = decodeURIComponent(m[1]) } catch { continue }
+    out.push({ protocol, authority: m[2] || null, max_age_s: ma ? Number(ma[1] ?? ma[2]) : null })
   }
   return out
 }

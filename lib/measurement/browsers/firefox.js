@@ -102,6 +102,12 @@ export function basePrefs () {
     'fission.webContentIsolationStrategy': 0,
     'dom.ipc.processCount': 1,
     'browser.tabs.remote.autostart': true,
+    // No service worker: one answers a page's requests itself, from its own
+    // cache or a fetch of its own, and the page no longer says what
+    // protocol they came over (an empty nextHopProtocol). Chromium's runs
+    // bypass theirs (agents/network.js). Firefox has no bypass, so none
+    // registers: a page's navigator.serviceWorker is undefined.
+    'dom.serviceWorkers.enabled': false,
     // No dialog may stop a load.
     'dom.disable_open_during_load': false,
     'dom.max_script_run_time': 0,
