@@ -9,7 +9,7 @@ import { runRound, emptyResult, measurePageViews } from './measure.js'
 import { PROBE_RUNNERS } from './probes/index.js'
 import { readFileSync } from 'node:fs'
 import { FORCED_MODES } from '../lib/measurement/modes.js'
-import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
+import { baseFlags, labBrowserFlags, modeFlags } from '../lib/measurement/browsers/chromium.js'
 import { labPrefs } from '../lib/measurement/browsers/firefox.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
@@ -29,6 +29,9 @@ import { CHAIN_TIMEOUT_MS, MIN_LOAD_MS, roundBudget } from './round-budget.js'
 // The journey's navigate URLs whose redirects are followed for the H3 arm's
 // force list, at most (each is one more navigation per CHAIN_TTL_MS).
 const MAX_JOURNEY_CHAINS = 5
+// How long the guard's check (guardInForce) waits for its load to fail: a
+// lookup of a name that exists nowhere, answered at once by the guard's resolver.
+const GUARD_CHECK_TIMEOUT_MS = 10_000
 /** The results columns of the catalogue's summary metrics. */
 const SUMMARY_COLUMNS = COLUMN_METRICS.filter((m) => m.summary).map((m) => /** @type {string} */ (m.column))
 
@@ -74,6 +77,7 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     const options = effectiveOptions(job.url, job.options ?? {})
     const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
     const { isLab, guard: runGuard, extraFlags } = runConfinement({ url: job.url, targets: [...probeTargets(options).map((t) => t.url), ...journeyUrls], lab, guard, allowPrivateTargets })
+    await guardInForce({ guard: runGuard, pool, netns: lab?.netns ?? null })
     // What a journey types as a secret never leaves this agent in a result
     // (a page that echoes it, an error that quotes it) nor in a net log.
     const secrets = secretValues(journey)
@@ -273,6 +277,27 @@ export function runConfinement ({ url, targets, lab, guard, allowPrivateTargets 
   }
   if (!allowPrivateTargets && !guard) throw new Error(`this agent has no private-target guard, so it cannot measure ${url}`)
   return { isLab: false, guard: allowPrivateTargets ? null : guard, extraFlags: [] }
+}
+
+/**
+ * Before the first guarded run, check that the guard is in force in this
+ * machine's Chromium (target-guard.js inForce): a guarded browser, the
+ * pooled one the redirect discovery uses, loads a name that exists nowhere.
+ * Throws, failing the run, where the guard is not in force.
+ * @param {{ guard: import('./target-guard.js').TargetGuard | null, pool: any, netns: string | null }} o
+ */
+export async function guardInForce ({ guard, pool, netns }) {
+  if (!guard || !pool) return
+  await guard.inForce(async (url) => {
+    const browser = await pool.acquire({ flags: [...baseFlags(), ...modeFlags('h2', url), ...guard.browser.flags], netns, localState: guard.browser.localState })
+    const context = await browser.createBrowserContext()
+    try {
+      const page = await context.newPage()
+      await page.goto(url, { timeout: GUARD_CHECK_TIMEOUT_MS }).catch(() => {}) // a name that exists nowhere: the load fails
+    } finally {
+      await context.close().catch(() => {})
+    }
+  })
 }
 
 /**

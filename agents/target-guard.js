@@ -40,6 +40,7 @@
 // ("blocked by the private-target guard: host X resolves to 127.0.0.1
 // (loopback)"), never with what the address would have answered; other
 // refused requests of a run are its notes.
+import { randomBytes } from 'node:crypto'
 import http2 from 'node:http2'
 import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicReason, systemResolver, targetHost } from '../lib/measurement/targets.js'
 import { IPV4_RANGES } from '../lib/measurement/addresses.js'
@@ -63,6 +64,9 @@ const MAX_HOSTS_RULES = 1000
 // The name Chromium reaches the guard's resolver by (.invalid never resolves
 // elsewhere, RFC 6761).
 const RESOLVER_NAME = 'resolver.h3lens.invalid'
+// The names of the guard's own check that its resolver is in force
+// (inForce): answered "no such name" and never looked up.
+const CHECK_SUFFIX = '.guard-check.h3lens.invalid'
 // Names no public site has, which a browser may resolve without the guard's
 // resolver: Chromium sends *.local to the system's (mDNS).
 const MDNS_SUFFIX = '.local'
@@ -105,6 +109,10 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
   })
   /** What the resolver has done, for benches. */
   const stats = { connections: 0, queries: 0, refused: 0 }
+  /** The check names (inForce) the resolver was asked for. @type {Set<string>} */
+  const checksSeen = new Set()
+  /** The outcome of the check, once a browser has made it. @type {Promise<void> | null} */
+  let inForceCheck = null
   server.on('secureConnection', () => { stats.connections++ })
   await new Promise((resolve, reject) => server.once('error', reject).listen(0, listen, () => resolve(undefined)))
   const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
@@ -184,7 +192,10 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
     stats.queries++
     let answer
     const name = query.name.replace(/\.+$/, '')
-    if ((query.type !== TYPE_A && query.type !== TYPE_AAAA) || name.split('.').some((l) => l.startsWith('_'))) {
+    if (name.toLowerCase().endsWith(CHECK_SUFFIX)) {
+      checksSeen.add(name.toLowerCase())
+      answer = buildAnswer(query, { rcode: RCODE.NXDOMAIN })
+    } else if ((query.type !== TYPE_A && query.type !== TYPE_AAAA) || name.split('.').some((l) => l.startsWith('_'))) {
       // HTTPS/SVCB and other records: none (as the system resolver gives
       // Chromium none). They would carry address hints past the check.
       answer = buildAnswer(query, {})
@@ -335,11 +346,47 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
       if (notes.length) result.guard_notes = notes.slice(0, MAX_GUARD_NOTES)
     },
 
+    /**
+     * Check, once, that a guarded Chromium asks this resolver for the names
+     * it loads. Secure DNS is a setting of the browser's profile, and a
+     * machine-wide Chromium policy (any file under /etc/chromium/policies,
+     * not only one about DNS) makes Chromium ignore it and resolve names
+     * with the system's resolver, past every check here but the rules'.
+     * `load` has a guarded browser load a URL whose name exists nowhere;
+     * the guard's resolver must be asked for it. Where it is not, this
+     * throws, now and for every later call: the agent must not run a page
+     * outside the lab until it is restarted without that policy. A `load`
+     * that throws (a browser that would not start) decides nothing.
+     * @param {(url: string) => Promise<unknown>} load
+     * @returns {Promise<void>}
+     */
+    inForce (load) {
+      inForceCheck ??= (async () => {
+        const name = `${randomBytes(8).toString('hex')}${CHECK_SUFFIX}`
+        try {
+          await load(`http://${name}/`)
+        } catch (err) {
+          inForceCheck = null
+          throw err
+        }
+        if (!checksSeen.has(name)) {
+          log?.error('the private-target guard is not in force: Chromium resolved a name without asking the guard\'s resolver')
+          throw new Error(GUARD_NOT_IN_FORCE)
+        }
+      })()
+      return inForceCheck
+    },
+
     async close () {
       await new Promise((resolve) => server.close(() => resolve(undefined)))
     }
   }
 }
+
+/** What a run of a page outside the lab fails with on an agent whose guard is not in force (inForce). */
+export const GUARD_NOT_IN_FORCE = 'the private-target guard is not in force on this agent: its Chromium looked a name up without asking the guard\'s resolver, ' +
+  'so a page could reach private addresses by name. A machine-wide Chromium policy (a file under /etc/chromium/policies/) turns off the secure DNS ' +
+  'the guard sets in each profile; remove it and restart the agent. Until then this agent measures no page outside the lab'
 
 /**
  * Notes for the alternative services a run's origins advertised at a

@@ -122,6 +122,32 @@ describe('measurePage against the lab origin', () => {
     assert.ok(r.requests_detail[0].timing.connect_ms > 0, 'the document opened the connection')
   })
 
+  test('a proxy in the agent\'s environment goes unused: each arm loads straight from the origin, over its own protocol', async () => {
+    // A proxy would carry every request (QUIC cannot go through an HTTP
+    // proxy), and one on a public address reaches past the private-target
+    // guard's resolver: the browser never looks up the names it sends it.
+    let connections = 0
+    const proxy = net.createServer((socket) => { connections++; socket.destroy() })
+    proxy.listen(0, '127.0.0.1')
+    await once(proxy, 'listening')
+    const names = ['http_proxy', 'https_proxy', 'all_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY']
+    const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]))
+    for (const n of names) process.env[n] = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (proxy.address()).port}`
+    const own = createBrowserPool({ dataDir, executablePath: process.env.H3LENS_CHROMIUM ?? '/usr/bin/chromium' })
+    try {
+      for (const mode of /** @type {const} */ (['h2', 'h3'])) {
+        const r = await measurePage({ pool: own, url: url('page-15k'), mode, extraFlags: lab })
+        assert.equal(r.status, 'ok', `${mode}: ${r.error}`)
+        assert.equal(r.observed_protocol, mode)
+      }
+      assert.equal(connections, 0, 'the proxy was asked')
+    } finally {
+      for (const n of names) if (saved[n] === undefined) delete process.env[n]; else process.env[n] = saved[n]
+      await own.close()
+      proxy.close()
+    }
+  })
+
   test('back-to-back runs on contexts prepared between them are each cold: a new connection with its own handshake, nothing from a cache', async () => {
     for (const mode of /** @type {const} */ (['h2', 'h3'])) {
       const runs = []

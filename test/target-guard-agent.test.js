@@ -24,7 +24,7 @@ import { measurePage } from '../agents/measure.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { createTrialRunner } from '../agents/journey/trial.js'
 import { startOrigin } from '../lab/origin.js'
-import { startTargetGuard } from '../agents/target-guard.js'
+import { GUARD_NOT_IN_FORCE, startTargetGuard } from '../agents/target-guard.js'
 import { netnsSupport } from '../lab/netns.js'
 import { createResolver, nonPublicReason } from '../lib/measurement/targets.js'
 import { checkJourney } from '../lib/measurement/journey/steps.js'
@@ -247,9 +247,34 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
         }
       }
 
+      // A machine-wide Chromium policy (any file under /etc/chromium/policies)
+      // makes Chromium ignore the secure DNS the guard sets in each profile's
+      // Local State, and ask the system's resolver instead. Such a browser
+      // (its Local State left unwritten, as the policy leaves it unread) is
+      // found out before a round's first load, and the round loads nothing.
+      // The agent's lab is in the namespace, so its browsers run there.
+      const inNs = { spki: '', hostname: LAB_HOSTNAME, address: '127.0.0.1', port: null, netns: ns }
+      const job = { id: 1, url: `http://rebind.test:${internalPort}/admin`, modes: ['h2'] }
+      const underPolicy = createBrowserPool({ dataDir })
+      stops.unshift(() => underPolicy.close())
+      const noDoh = { ...underPolicy, acquire: (/** @type {any} */ spec) => underPolicy.acquire({ ...spec, localState: null }) }
+      const refused = createJobRunner({ pool: noDoh, lab: inNs, guard, timeoutMs: 15_000, log })
+      for (let i = 0; i < 2; i++) await assert.rejects(refused(job, { location: { kind: 'lab' } }), { message: GUARD_NOT_IN_FORCE }, 'and again for the next round')
+      // The same guard in a browser that uses it: the check passes, the round runs.
+      const fresh = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }) })
+      stops.unshift(() => fresh.close())
+      const freshBridge = await bridgeIntoNetns({ ns, port: fresh.port, dir: dataDir })
+      stops.unshift(() => freshBridge.close())
+      const [guarded] = await createJobRunner({ pool, lab: inNs, guard: fresh, timeoutMs: 15_000, log })(job, { location: { kind: 'lab' } })
+      assert.equal(guarded.error, GUARD)
+
       const hits = JSON.parse(insideNs("process.stdout.write(await (await fetch('http://93.184.215.14/hits')).text())"))
-      // Chromium's own connectivity check asks the system's resolver for a public name of Google's: no page's doing.
-      const pages = hits.filter((/** @type {string} */ h) => h !== 'system resolver asked for connectivitycheck.gstatic.com')
+      // Chromium's own connectivity check asks the system's resolver for a
+      // public name of Google's: no page's doing. The browser that ignored
+      // the guard asked it for the check's name (which is how it was found
+      // out) and for Chromium's component check.
+      const own = ['connectivitycheck.gstatic.com', 'update.googleapis.com'].map((n) => `system resolver asked for ${n}`)
+      const pages = hits.filter((/** @type {string} */ h) => !own.includes(h) && !/^system resolver asked for [0-9a-f]{16}\.guard-check\.h3lens\.invalid$/.test(h))
       assert.deepEqual(pages, [], JSON.stringify(pages) + ': the internal service saw no connection (not from a redirect, an image, a fetch, a WebSocket nor WebRTC), and the system resolver no question')
     } finally {
       for (const stop of stops) await stop()

@@ -3,7 +3,7 @@
 // step's outcome and the last frame; nothing of it becomes a result, and a
 // secret is scrubbed from it as from a result.
 import { measureJourney } from '../probes/journey.js'
-import { runConfinement } from '../job-runner.js'
+import { guardInForce, runConfinement } from '../job-runner.js'
 import { journeyTargets } from '../../lib/measurement/journey/steps.js'
 import { scrubSecrets, secretValues } from '../../lib/measurement/journey/secrets.js'
 
@@ -22,6 +22,7 @@ export function createTrialRunner ({ pool, lab = null, timeoutMs, log, guard = n
     const { isLab, guard: runGuard, extraFlags } = runConfinement({
       url: trial.url, targets: journeyTargets(trial.journey).map(([u]) => u), lab, guard, allowPrivateTargets
     })
+    await guardInForce({ guard: runGuard, pool, netns: lab?.netns ?? null })
     const [whole] = await measureJourney({
       pool, url: trial.url, mode: 'h2', extraFlags, netns: lab?.netns ?? null, timeoutMs, log, guard: runGuard, lab: isLab,
       deadline: Date.now() + trial.journey.timeout_ms, journey: trial.journey, screenshot: true

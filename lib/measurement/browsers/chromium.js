@@ -35,6 +35,10 @@ export function baseFlags () {
     '--disable-background-networking',
     '--disable-component-update',
     '--disable-sync',
+    // No proxy from the agent's environment (http_proxy, https_proxy): it
+    // would carry every request, QUIC included, and is asked for names the
+    // private-target guard then never sees.
+    '--no-proxy-server',
     '--disable-features=NetworkTimeServiceQuerying,SpareRendererForSitePerProcess,WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup'
   ]
 }
