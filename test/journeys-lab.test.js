@@ -18,6 +18,7 @@ import { after, before, describe, test } from 'node:test'
 import { createTestDatabase } from './helpers/db.js'
 import { runRounds as runLabRounds } from './helpers/rounds.js'
 import { resultOf } from './helpers/results.js'
+import { JOURNEY_LIMITS } from '../lib/measurement/probes/journey.js'
 import { freePort } from '../dev/free-port.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
@@ -252,6 +253,23 @@ describe('rounds of three monitors at once', { concurrency: true }, () => {
       const reason = (await get(`/api/v1/results/${r.id}`)).details.protocol_reason
       assert.ok((r.observed_protocol === 'h3' && reason.code === 'alt_svc') || (r.observed_protocol === 'h2' && reason.code === 'tcp_won'),
         `a returning visit over ${r.observed_protocol}: ${JSON.stringify(reason)}`)
+    }
+  })
+
+  test('a journey of as many named steps as a journey may have runs in every arm and visit of a round, each step\'s result stored', { skip }, async () => {
+    const steps = [{ action: 'navigate', url: '/shop/login.html', name: 'open' },
+      ...Array.from({ length: JOURNEY_LIMITS.steps - 1 }, (_, i) => ({ action: 'wait_for', ms: 1, name: `pause-${i + 2}` }))]
+    const m = await createMonitor({ modes: ['h2', 'h3', 'auto'], journey: { steps } })
+    await runRounds(m.id, 1)
+    const items = await allResults(m.id)
+    // Four runs (h2, h3, and the auto arm's two visits), each the journey's
+    // own result and one per named step: more than a hundred.
+    const runs = [['h2', 'first'], ['h3', 'first'], ['auto', 'first'], ['auto', 'returning']]
+    assert.equal(items.length, runs.length * (1 + steps.length))
+    for (const [mode, view] of runs) {
+      const run = items.filter((r) => r.mode === mode && r.view === view)
+      assert.deepEqual(run.map((r) => r.probe).sort(), ['journey', ...steps.map((st) => `journey:${st.name}`)].sort(), `${mode} ${view}`)
+      for (const r of run) assert.notEqual(r.status, 'error', `${r.probe} ${mode} ${view}: ${r.error}`)
     }
   })
 

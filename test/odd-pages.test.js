@@ -63,11 +63,14 @@ after(async () => {
  * page (/next) that stays.
  */
 async function startOddPages () {
+  /** How often each URL was asked for. @type {Map<string, number>} */
+  const asked = new Map()
   const server = http2.createSecureServer({
     allowHTTP1: true,
     cert: await readFile(path.join(dataDir, 'lab', 'lab-cert.pem')),
     key: await readFile(path.join(dataDir, 'lab', 'lab-key.pem'))
   }, (req, res) => {
+    asked.set(req.url ?? '', (asked.get(req.url ?? '') ?? 0) + 1)
     const html = (/** @type {string} */ body) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html>${body}`)
     if (req.url === '/download') return res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="report.bin"' }).end(Buffer.alloc(4096))
     if (req.url === '/no-content') return res.writeHead(204).end()
@@ -128,6 +131,9 @@ async function startOddPages () {
     if (req.url === '/sw-page') return html('<script>navigator.serviceWorker?.register("/sw.js")</script><p>an app that works offline<img src="/late.png">')
     if (req.url === '/sw.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('addEventListener("install", () => skipWaiting()); addEventListener("activate", (e) => e.waitUntil(clients.claim())); addEventListener("fetch", (e) => e.respondWith(fetch(e.request)))')
     if (req.url === '/late.png') return setTimeout(() => res.writeHead(200, { 'content-type': 'image/png' }).end(PNG), 1000)
+    // A page that opens a window while it loads, which opens a dialog.
+    if (req.url === '/popup') return html('<script>open("/popup-alert", "promo")</script><p>a page with a promotion<img src="/late.png">')
+    if (req.url === '/popup-alert') return html('<script>alert("Subscribe!")</script><p>the promotion')
     // An Alt-Svc whose protocol id does not decode, on the page and on its image.
     if (req.url === '/bad-alt-svc') return res.writeHead(200, { 'content-type': 'text/html', 'alt-svc': 'h3%=":443"' }).end('<!doctype html><p>odd headers<img src="/bad-alt-svc.png">')
     if (req.url === '/bad-alt-svc.png') return res.writeHead(200, { 'content-type': 'image/png', 'alt-svc': 'h3%zz=":443"; ma=60' }).end(PNG)
@@ -136,7 +142,7 @@ async function startOddPages () {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   const port = /** @type {import('node:net').AddressInfo} */ (server.address()).port
-  return { base: `https://${origin.hostname}:${port}`, port, close: () => server.close() }
+  return { base: `https://${origin.hostname}:${port}`, port, asked, close: () => server.close() }
 }
 
 /**
@@ -278,6 +284,12 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     // A page with a service worker: its repeat view comes over the network,
     // the protocol known, not from the worker with none.
     assertServiceWorkerPage(await measurePageViews({ pool, url: `${odd.base}/sw-page`, mode: 'h2', extraFlags: lab, timeoutMs: 10_000, repeatView: true }))
+    // A window the page opens while it loads is blocked, as a user's
+    // browser blocks it: the page loads (a dialog in the window once held
+    // its load to the page timeout).
+    const popup = await measurePage({ pool, url: `${odd.base}/popup`, mode: 'h2', extraFlags: lab, timeoutMs: 10_000 })
+    assert.equal(popup.status, 'ok', popup.error)
+    assert.equal(odd.asked.get('/popup-alert'), undefined, 'no window opened')
     // An Alt-Svc header that does not parse, from any origin of the page, is
     // skipped as browsers skip it: the page loads.
     const badAltSvc = await measurePage({ pool, url: `${odd.base}/bad-alt-svc`, mode: 'h2', extraFlags: lab })
@@ -315,6 +327,9 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     // and closing its Firefox) is told from the page timeout; the whole
     // run, Firefox's start included, is said too.
     assertServiceWorkerPage(await run({ id: ++id, url: `${odd.base}/sw-page`, modes: ['h2'], repeat_view: true, browser: 'firefox' }, { location: { kind: 'lab' } }))
+    const [popup] = await run({ id: ++id, url: `${odd.base}/popup`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } })
+    assert.equal(popup.status, 'ok', `a page that opens a window while it loads: ${popup.error}`)
+    assert.equal(odd.asked.get('/popup-alert'), undefined, 'no window opened')
     for (const p of ['/download', '/truncated']) assert.ok(r[p].details.wall_ms < timeoutMs / 2, `${p}: the run took ${r[p].details.wall_ms} ms (${took[p]} ms with Firefox's start)`)
     assert.deepEqual((await readdir(path.join(dataDir, 'firefox', 'home'))).filter((n) => /download/i.test(n)), [], 'no download folder in the home that runs share')
     // Firefox's dialogs reach the page too (WebDriver BiDi leaves them to Puppeteer), and are answered the same way.

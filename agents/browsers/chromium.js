@@ -127,6 +127,10 @@ export function createBrowserPool ({
         timeout: launchTimeoutMs,
         protocolTimeout: protocolTimeoutMs,
         defaultViewport: { width: 1366, height: 768 },
+        // Popups blocked, as in a user's Chromium (puppeteer lets them all
+        // open): a window a page opens while it loads shares its renderer,
+        // and a dialog in it held the page's load until the page timeout.
+        ignoreDefaultArgs: ['--disable-popup-blocking'],
         // The agent's entry file owns signal handling and closes the pool;
         // puppeteer's own exit hook still kills browsers if the process ends.
         handleSIGINT: false,

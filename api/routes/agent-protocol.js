@@ -6,7 +6,9 @@ import { getLocation } from '../../lib/store/locations.js'
 import { measurementHints } from '../../lib/store/claim-hints.js'
 import { errorResponses, trialOutcomeSchema, idParams, submittedResult } from '../schemas.js'
 import { checkResults } from '../../lib/measurement/checks.js'
-import { expectedProtocolFor } from '../../lib/measurement/modes.js'
+import { expectedProtocolFor, MODES } from '../../lib/measurement/modes.js'
+import { PROBES } from '../../lib/measurement/probes/index.js'
+import { JOURNEY_LIMITS } from '../../lib/measurement/probes/journey.js'
 import { BROWSERS } from '../../lib/measurement/browsers/index.js'
 import { ValidationError } from '../../lib/runtime/errors.js'
 import { rangeErrorsAre422 } from '../plugins/errors.js'
@@ -22,6 +24,11 @@ const conflict = { 409: { $ref: 'error#' } }
 // round's submission may take as much.
 export const MAX_BATCH_ROUNDS = 200
 export const BATCH_BODY_LIMIT = 32 * 1024 * 1024
+// A round's results, at most: each arm in up to three runs (the first view,
+// the auto arm's returning visit, a repeat view), and each run a result per
+// probe, a journey's one per named step besides its own (a journey of 30
+// named steps in h2, h3 and the auto arm's two visits has 124).
+export const MAX_ROUND_RESULTS = MODES.length * 3 * (PROBES.length + JOURNEY_LIMITS.steps)
 
 /**
  * One submitted result, as api/schemas.js submittedResult has checked it
@@ -213,7 +220,7 @@ export default async function agentProtocolRoutes (app) {
         required: ['results'],
         properties: {
           agent_version: { type: 'string', maxLength: 100 },
-          results: { type: 'array', minItems: 1, maxItems: 100, items: submittedResult }
+          results: { type: 'array', minItems: 1, maxItems: MAX_ROUND_RESULTS, items: submittedResult }
         }
       },
       response: {
@@ -266,7 +273,7 @@ export default async function agentProtocolRoutes (app) {
               required: ['job_id', 'results'],
               properties: {
                 job_id: idParams.properties.id,
-                results: { type: 'array', minItems: 1, maxItems: 100, items: submittedResult }
+                results: { type: 'array', minItems: 1, maxItems: MAX_ROUND_RESULTS, items: submittedResult }
               }
             }
           }

@@ -108,8 +108,10 @@ export function basePrefs () {
     // bypass theirs (agents/network.js). Firefox has no bypass, so none
     // registers: a page's navigator.serviceWorker is undefined.
     'dom.serviceWorkers.enabled': false,
+    // Windows a page opens while it loads are blocked, as in a user's
+    // Firefox (its default; Chromium's runs block them too).
+    'dom.disable_open_during_load': true,
     // No dialog may stop a load.
-    'dom.disable_open_during_load': false,
     'dom.max_script_run_time': 0,
     'dom.max_chrome_script_run_time': 0,
     'dom.ipc.reportProcessHangs': false,
