@@ -371,7 +371,8 @@ export const resultDetailSchema = {
     details: {
       type: 'object',
       additionalProperties: true,
-      description: 'Evidence: requests (per request: protocol, connection_id, connection_reused, alternate_protocol_usage, timing phases in ms), ' +
+      description: 'Evidence: requests (per request: protocol, connection_id, connection_reused, alternate_protocol_usage, timing phases in ms; the first 1,000 that started), ' +
+        'requests_not_kept (how many more the load made, where it made more than 1,000: the result\'s requests, bytes and shares count them all), ' +
         'origins (Alt-Svc seen per origin), samples (parallel and upload probes, ms), warmup (the navigation before a probe), ' +
         'repeat (repeat view: connection reuse, 0-RTT where known), netlog (summary of a captured net log; download at /api/v1/results/{id}/netlog), ' +
         'filmstrip (kind run or rerun, frames, bytes, step_ms, progress as [t_ms, %] pairs, uploaded, error; the frames at /api/v1/results/{id}/filmstrip), ' +

@@ -203,6 +203,21 @@ test('a run\'s detail names the browser it ran in', async () => {
   await done()
 })
 
+test('a heavy page\'s run says which of its requests it keeps', async () => {
+  // As the agent stores a page of 1,203 requests: the first 1,000 kept (lib/measurement/result.js).
+  const requests = Array.from({ length: 1000 }, (_, i) => ({ url: `https://example.net/i/${i}.png`, protocol: 'h3', status: 200, bytes: 100, start_ms: i, end_ms: i + 5, type: 'Image' }))
+  const { rows: [r] } = await database.pool.query(
+    "UPDATE results SET requests = 1203, details = details || jsonb_build_object('requests', $2::jsonb, 'requests_not_kept', 203) WHERE id = (SELECT id FROM results WHERE browser = 'chromium' AND id <> $1 ORDER BY id LIMIT 1) RETURNING id",
+    [firefoxResult.id, JSON.stringify(requests)])
+  const { page, done } = await open(`#/results/${r.id}`)
+  await page.waitForSelector('#requests-title')
+  assert.equal(await page.$eval('#requests-title', (e) => e.textContent), 'Requests (1,000 of 1,203)')
+  assert.equal(await page.$eval('.requests-not-kept', (e) => e.textContent),
+    'The first 1,000 requests, in the order they started, are kept; 203 more are not. The request count, bytes and H3 shares above are of all 1,203.')
+  assert.equal(await page.$$eval('.waterfall tbody tr', (rows) => rows.length), 1000)
+  await done()
+})
+
 test('the monitor form chooses the browsers: Chromium for a new monitor, the monitor\'s own when editing', async () => {
   const ticked = (page) => page.$$eval('#browsers-group input[type=checkbox]', (els) => els.map((e) => [e.value, /** @type {HTMLInputElement} */ (e).checked]))
   const fresh = await openRoute(chromium, server, apiKey, '#/new', { allow: [/status of 400 \(Bad Request\)/] })

@@ -30,6 +30,13 @@ export const FORCED_VIEWS = VIEWS_OF_MODE.h2
 
 /** A load's requests at most (results.requests): a page with more is no page a browser loads. */
 export const MAX_REQUESTS = 100_000
+/**
+ * The requests a result keeps in its evidence (details.requests), the
+ * first in the order they started; its counts, bytes and shares are of
+ * every request. A page of 10,000 requests made a round of tens of MB,
+ * past what the API takes, and lost it.
+ */
+export const MAX_KEPT_REQUESTS = 1000
 
 /** Fields of a result besides its round's keys (time, job, monitor, location, agent), as stored and exported. */
 export const RESULT_FIELDS = Object.freeze([
@@ -88,7 +95,8 @@ export function toSubmission (m, { rtt, rttSource = null }) {
     // Requests the private-target guard refused (agents/target-guard.js).
     ...(m.guard_notes ?? [])]
   out.measured_at = new Date().toISOString()
-  out.details = { requests: m.requests_detail ?? [], origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource, protocol_reason: protocolReason(m) }
+  const requests = m.requests_detail ?? []
+  out.details = { requests: requests.slice(0, MAX_KEPT_REQUESTS), ...(requests.length > MAX_KEPT_REQUESTS ? { requests_not_kept: requests.length - MAX_KEPT_REQUESTS } : {}), origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource, protocol_reason: protocolReason(m) }
   for (const k of DETAILS) if (m[k] !== undefined) out.details[k] = m[k]
   return out
 }

@@ -25,6 +25,8 @@ export async function render (ctx) {
     : loc?.profile?.rtt_ms > 0 ? { ms: loc.profile.rtt_ms, source: `the ${loc.name} profile` } : null
   // Results stored before the API checked their evidence's shape may hold anything there.
   const requests = Array.isArray(r.details?.requests) ? r.details.requests.filter((q) => q && typeof q === 'object') : []
+  // A heavy page's requests beyond the first the agent kept (lib/measurement/result.js MAX_KEPT_REQUESTS).
+  const notKept = Number.isInteger(r.details?.requests_not_kept) && r.details.requests_not_kept > 0 ? r.details.requests_not_kept : 0
   const quic = r.observed_protocol === 'h3'
   const monitorName = deleted ? `Monitor ${r.monitor_id} (deleted)` : monitor?.label || monitor?.url || `Monitor ${r.monitor_id}`
   // The page probe's forced arms may have frames (options.filmstrip); on
@@ -75,11 +77,14 @@ export async function render (ctx) {
     film ? panel('Filmstrip', 'filmstrip', film.missing
       ? h('div', { class: 'state film-none' }, h('p', { class: 'state-title' }, 'No filmstrip for this run'), h('p', {}, film.missing.replace(/^no filmstrip for result \d+: /, '')))
       : runFilmstrip(film, { axisMs, label: `${r.mode.toUpperCase()} run ${r.id}` })) : null,
-    panel(`Requests (${requests.length})`, 'requests', requests.length
-      ? waterfall(requests)
-      : emptyState('No requests recorded', 'The browser recorded no network requests for this run.'),
-    h('span', { class: 'legend' }, key('h3', 'HTTP/3'), key('h2', 'HTTP/2'), key('other', 'other'),
-      key('setup', 'connection set-up'), key('wait', 'waiting'))),
+    panel(`Requests (${notKept ? `${requests.length.toLocaleString('en')} of ${(requests.length + notKept).toLocaleString('en')}` : requests.length})`, 'requests',
+      [notKept ? h('p', { class: 'sub requests-not-kept' }, `The first ${requests.length.toLocaleString('en')} requests, in the order they started, are kept; ` +
+        `${notKept.toLocaleString('en')} more are not. The request count, bytes and H3 shares above are of all ${(requests.length + notKept).toLocaleString('en')}.`) : null,
+      requests.length
+        ? waterfall(requests)
+        : emptyState('No requests recorded', 'The browser recorded no network requests for this run.')],
+      h('span', { class: 'legend' }, key('h3', 'HTTP/3'), key('h2', 'HTTP/2'), key('other', 'other'),
+        key('setup', 'connection set-up'), key('wait', 'waiting'))),
     panel('Browser and flags', 'browser', h('dl', { class: 'facts' },
       fact('URL', h('span', { class: 'mono' }, monitor?.url ?? requests[0]?.url ?? '—')),
       fact('Browser', `${browserName(r.browser)}${r.browser_version ? ` (${r.browser_version})` : ''}`),

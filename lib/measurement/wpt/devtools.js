@@ -8,7 +8,7 @@
 import { MAX_ERROR_LENGTH, storableText } from '../../runtime/text.js'
 import { normalizeProtocol } from '../protocol.js'
 import { advertisesH3 } from '../alt-svc.js'
-import { emptyResult } from '../result.js'
+import { emptyResult, MAX_KEPT_REQUESTS } from '../result.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../metrics.js'
 import { navigationTimings } from './navigation.js'
 import { tracePhases, traceTtfb } from './trace.js'
@@ -19,8 +19,6 @@ import { originOf } from '../origin.js'
 const CONTENT_ERROR = 99999
 /** pageData.result: the page did not finish loading within the test's time. */
 const PAGE_TIMEOUT = 99997
-/** Keeps details bounded on pages with thousands of requests. */
-const MAX_REQUESTS = 1000
 /** How the error of a run whose timings cannot be a page load begins. */
 export const IMPLAUSIBLE = 'implausible timings'
 /** The column metrics a WPT result has: from the navigation (./navigation.js), or a pageData field. */
@@ -59,10 +57,11 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   // The connection set-up from the trace too, where it has the request's.
   const fromTrace = base ? tracePhases(trace, base) : null
   if (timings && fromTrace) Object.assign(timings, fromTrace)
-  const shown = markConnectionReuse(requests.slice(0, MAX_REQUESTS).map(requestDetail))
+  const shown = markConnectionReuse(requests.slice(0, MAX_KEPT_REQUESTS).map(requestDetail))
   row.details = {
     requests: shown,
-    origins: originsSeen(requests.slice(0, MAX_REQUESTS)),
+    ...(requests.length > MAX_KEPT_REQUESTS ? { requests_not_kept: requests.length - MAX_KEPT_REQUESTS } : {}),
+    origins: originsSeen(requests.slice(0, MAX_KEPT_REQUESTS)),
     wpt: {
       test_id: text(page.testID, 200),
       result: num(page.result),
