@@ -12,6 +12,7 @@ import { openDatabase } from '../lib/runtime/db.js'
 import { migrate } from '../lib/runtime/migrate.js'
 import { createAgentToken, listAgents, revokeAgent } from '../lib/store/agents.js'
 import { createWptKey, revokeWptKeys } from '../lib/store/wpt-keys.js'
+import { wptBrowserProblem } from '../lib/measurement/wpt/job.js'
 import { createApiKey, listApiKeys, revokeApiKey, ensureAdminKey } from '../lib/store/api-keys.js'
 import { getLocation, upsertLocation } from '../lib/store/locations.js'
 import { rebuildRollups } from '../lib/analysis/rollups.js'
@@ -311,7 +312,10 @@ kind "wpt", once (only a hash is stored). Start each agent with
 that polls with it is listed under the location. --wpt-shaping on sends
 the location's network profile to its agents as traffic shaping (an agent
 started with --shaper none fails shaped tests; default off), --wpt-browser
-names the browser its agents run (wptagent's name, default Chrome); both
+names the browser its agents run (wptagent's name of a Chromium-based
+browser: Chrome, Chrome Beta, Chromium, Edge, Brave, Opera, Vivaldi;
+default Chrome), as each test forces or turns off QUIC with Chromium's
+command line; both
 are kept in the location's profile. "wpt-key --revoke" stops every key of
 the location at once (its agents' next call for work is refused); make a
 new key for the agents still trusted.
@@ -383,6 +387,8 @@ ${commonHelp}`,
           if (shaping !== undefined && !['on', 'off'].includes(shaping)) throw Object.assign(new Error(`--wpt-shaping must be on or off, not "${shaping}"`), { userFacing: true })
           const browser = values['wpt-browser']
           if (browser !== undefined && !/^[A-Za-z][A-Za-z0-9 ._-]{0,39}$/.test(browser)) throw Object.assign(new Error(`--wpt-browser "${browser}" must be a browser name as wptagent knows it, such as Chrome`), { userFacing: true })
+          const browserProblem = browser === undefined ? null : wptBrowserProblem(browser)
+          if (browserProblem) throw Object.assign(new Error(`--wpt-browser ${browserProblem}`), { userFacing: true })
           if (!isSlug(values.location)) throw Object.assign(new Error(`--location "${values.location}" must be lowercase letters, digits and dashes`), { userFacing: true })
           if (!(await getLocation(pool, values.location))) {
             if (!values.region) throw Object.assign(new Error(`location "${values.location}" does not exist; give --region TEXT to create it`), { userFacing: true })

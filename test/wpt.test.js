@@ -769,6 +769,9 @@ test('the agent\'s own server is no request of the page: a run whose page failed
 test('a WPT page-load timeout is a timeout, as a Puppeteer agent\'s is; a repeat view from the browser\'s cache says so', () => {
   const timedOut = resultFromDevtools({ pageData: { result: 99997, error: 'Page Load Timeout', loadTime: 68692 }, requests: [] }, { mode: 'h2', view: 'first', expected: 'h2' })
   assert.deepEqual([timedOut.status, timedOut.error, timedOut.ttfb_ms, timedOut.load_ms], ['timeout', 'Page Load Timeout', null, null])
+  // 99998: the browser's own timeout ended the test.
+  const browserTimeout = resultFromDevtools({ pageData: { result: 99998, error: 'Timed Out', loadTime: 60000 }, requests: [] }, { mode: 'h2', view: 'first', expected: 'h2' })
+  assert.deepEqual([browserTimeout.status, browserTimeout.error], ['timeout', 'Timed Out'])
   const cached = resultFromDevtools({ pageData: { result: 404, loadEventStart: 154, loadTime: 160 }, requests: [{ full_url: 'https://example.com/favicon.ico', protocol: 'h2', responseCode: 404, bytesIn: 10 }] },
     { mode: 'h2', view: 'repeat', expected: 'h2' })
   assert.equal(cached.status, 'error')

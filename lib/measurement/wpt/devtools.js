@@ -17,8 +17,8 @@ import { originOf } from '../origin.js'
 
 /** pageData.result: 0 = ok; 99999 = the page loaded but some request failed. */
 const CONTENT_ERROR = 99999
-/** pageData.result: the page did not finish loading within the test's time. */
-const PAGE_TIMEOUT = 99997
+/** pageData.result: the page did not finish loading within the test's time (99997; 99998 where the browser's own timeout ended it). */
+const PAGE_TIMEOUTS = new Set([99997, 99998])
 /** How the error of a run whose timings cannot be a page load begins. */
 export const IMPLAUSIBLE = 'implausible timings'
 /** The column metrics a WPT result has: from the navigation (./navigation.js), or a pageData field. */
@@ -101,7 +101,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
     // A failed run's page timings are the agent's zeros and leftovers, not a load.
     failRun(row, agentError ?? text(page.error, 4000) ?? (base ? `the agent reported result ${result}` : noBase(view, page)))
     // As a Puppeteer agent's load past its timeout: the timeout back-off counts it.
-    if (result === PAGE_TIMEOUT) row.status = 'timeout'
+    if (result !== null && PAGE_TIMEOUTS.has(result)) row.status = 'timeout'
   } else if (baseStatus !== null && baseStatus >= 400) {
     // As for Puppeteer agents: a page answered with an HTTP error did not
     // load, whatever its error page then loaded.

@@ -33,6 +33,24 @@ export const AGENT_ORIGIN = `http://${AGENT_LOOPBACK}:8888`
 export const WPT_TEST_TIMEOUT_S = 60
 
 /**
+ * The browsers a WebPageTest location may run: those wptagent drives as
+ * Chromium (its chrome_desktop), the only ones that read the command line
+ * each test sends (addCmdLine), which forces or turns off QUIC for the arm.
+ * In any other (Firefox, Safari) neither arm would be what it says.
+ */
+const CHROMIUM_WPT_BROWSER = /^(?:Chrome|Chromium|Edge|Microsoft Edge|Brave|Opera|Vivaldi)(?: [A-Za-z0-9._-]+){0,3}$/
+
+/**
+ * Why `name` cannot be a WebPageTest location's browser, or null.
+ * @param {string} name
+ */
+export function wptBrowserProblem (name) {
+  if (CHROMIUM_WPT_BROWSER.test(name)) return null
+  return `"${name}" is not a Chromium-based browser as wptagent names it (Chrome, Chrome Beta, Chromium, Edge, Brave, Opera, Vivaldi): ` +
+    'each test forces or turns off QUIC with Chromium\'s command line, which other browsers do not read'
+}
+
+/**
  * @param {{ testId: string, mode: 'h2' | 'h3' | 'auto', job: { url: string, repeat_view?: boolean, options?: Record<string, any>,
  *   aa_protocol?: string | null, monitor_id: number, due_at: Date | string }, forceOrigins?: string[],
  *   location: { profile?: Record<string, any> } | null, lab?: { spki: string, address: string, port?: number | null } | null,
