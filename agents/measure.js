@@ -1,4 +1,5 @@
 import pino from 'pino'
+import { h3Unsupported, QUIC_REFUSED } from '../lib/measurement/h3-unsupported.js'
 import { InfrastructureError, infrastructureFault } from './faults.js'
 import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
@@ -337,9 +338,6 @@ export function isEmptyDocument (httpStatus, bodyBytes) {
   return httpStatus !== null && httpStatus >= 200 && httpStatus < 300 && httpStatus !== 204 && httpStatus !== 205 && bodyBytes === 0
 }
 
-/** Chromium's errors for a QUIC connection that never came up (refused, no answer, handshake failed). */
-const QUIC_REFUSED = /^net::ERR_(QUIC_[A-Z_]+|CONNECTION_REFUSED|CONNECTION_RESET|CONNECTION_TIMED_OUT|TIMED_OUT|ADDRESS_UNREACHABLE)$/
-
 /**
  * The status, error and failure kind of a run that threw (never an agent
  * fault: agents/faults.js sorts those out first). A PageLoadError that names
@@ -375,7 +373,7 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null }) {
   if (mode === 'h3' && !doc.responded && QUIC_REFUSED.test(doc.failed ?? '') && forced.includes(hostPort(doc.url))) {
     const origin = new URL(doc.url).origin
     if (altSvc?.has(origin) && !advertisesH3(altSvc.get(origin))) {
-      return { status, error: `H3 not supported: ${origin} refused QUIC and advertises no Alt-Svc h3 (${doc.failed})`, failure_kind: 'h3_unsupported' }
+      return { status, ...h3Unsupported(origin, /** @type {string} */ (doc.failed)) }
     }
   }
   return { status, error: message }

@@ -280,9 +280,32 @@ test('error= and a failed run become error results with the agent\'s message', a
   const rows = await results(m.id)
   const h3 = rows.find((r) => r.mode === 'h3')
   assert.equal(h3.status, 'error')
+  // The origin advertises h3 (its H2 arm saw Alt-Svc h3): an H3 failure, not "H3 not supported".
   assert.equal(h3.error, 'net::ERR_QUIC_HANDSHAKE_FAILED')
   assert.equal(h3.ttfb_ms, null)
   assert.equal(rows.find((r) => r.mode === 'h2').status, 'ok')
+})
+
+test('an H3 test whose origin refused QUIC, where the round\'s H2 arm saw the origin advertise no h3, is "H3 not supported", as at a Puppeteer agent\'s location', async () => {
+  const m = await monitorWithRounds({})
+  // The origin's answers to the H2 arm carry no Alt-Svc.
+  const noAltSvc = (devtools) => {
+    asH2(devtools)
+    for (const r of devtools.requests) r.headers.response = r.headers.response.filter((l) => !/^alt-svc:/i.test(l))
+  }
+  await replayAgent({
+    server, records: RUN.h3Failed, location: 'wpt-eu', key, pc: 'spike2',
+    result: async (job) => arm(job) === 'h3'
+      ? { zip: await forTest(ZIP.h3Failed, job), error: 'net::ERR_QUIC_HANDSHAKE_FAILED' }
+      : { zip: await forTest(ZIP.h3, job, { edit: noAltSvc }) }
+  })
+  const h3 = (await results(m.id)).find((r) => r.mode === 'h3')
+  assert.equal(h3.status, 'error')
+  assert.equal(h3.error, 'H3 not supported: https://localhost:18443 refused QUIC and advertises no Alt-Svc h3 (net::ERR_QUIC_HANDSHAKE_FAILED)')
+  // Counted as an origin without HTTP/3, not as an H3 failure.
+  const res = await fetch(`${server}/api/v1/monitors/${m.id}/comparison?percentiles=50`, { headers: { authorization: `Bearer ${t.readKey}` } })
+  const arms = (await res.json()).locations.find((l) => l.location_id === 'wpt-eu').arms
+  assert.deepEqual([arms.h3.unsupported, arms.h3.failed], [1, 0])
 })
 
 test('workdone is idempotent on (test id, run, cached), and the sharded form works', async () => {

@@ -6,6 +6,7 @@
 // ran on one machine, and a monitor that runs a journey has two more, each
 // sent as a WPT script (lib/measurement/wpt/journey-script.js). The round is
 // done when every arm is in.
+import { h3Unsupported, QUIC_REFUSED } from '../measurement/h3-unsupported.js'
 import { randomBytes } from 'node:crypto'
 import { claimJobs, failJob, releaseJob, skipJob, JOB_STATES } from './jobs.js'
 import { insertResults } from './results.js'
@@ -405,6 +406,38 @@ export async function refuseUpload (db, { agent, testId, status, reason }) {
 }
 
 /**
+ * An H3 test whose page's origin refused QUIC is "H3 not supported" where
+ * the origin advertises no h3, as a Puppeteer agent judges it from the
+ * Alt-Svc its redirect discovery saw in the same round (agents/measure.js
+ * judgeFailure): here, what the round's own H2 arm saw of the origin, or
+ * where that arm did not reach it, what the monitor's runs at the location
+ * saw last (monitor_origins). Where neither saw it, it stays a failure.
+ * @param {import('pg').PoolClient} client
+ * @param {{ monitor_id: number, location_id: string }} job
+ * @param {Record<string, any>[]} results the round's, edited in place
+ */
+async function judgeH3Unsupported (client, job, results) {
+  const refused = results.filter((r) => r.mode === 'h3' && r.status === 'error' && !r.observed_protocol && QUIC_REFUSED.test(r.error ?? ''))
+  if (!refused.length) return
+  const { rows: [monitor] } = await client.query('SELECT url FROM monitors WHERE id = $1', [job.monitor_id])
+  if (!monitor) return
+  const origin = new URL(monitor.url).origin
+  /** @type {(r: Record<string, any>) => { alt_svc: string | null, h3_advertised: boolean } | undefined} */
+  const seenBy = (r) => (Array.isArray(r.details?.origins) ? r.details.origins : []).find((/** @type {any} */ o) => o?.origin === origin)
+  const sameRound = results.filter((r) => r.mode === 'h2' && r.observed_protocol).map(seenBy).find(Boolean)
+  const advertised = sameRound
+    ? Boolean(sameRound.h3_advertised)
+    : (await client.query('SELECT h3_advertised FROM monitor_origins WHERE monitor_id = $1 AND location_id = $2 AND origin = $3',
+        [job.monitor_id, job.location_id, origin])).rows[0]?.h3_advertised ?? true
+  if (advertised) return
+  for (const r of refused) {
+    const { error, failure_kind: kind } = h3Unsupported(origin, r.error)
+    r.error = error
+    r.details = { ...r.details, failure_kind: kind }
+  }
+}
+
+/**
  * When every arm of the round's attempt is done, store their results and
  * mark the round done (lib/store/jobs.js submitJobResults does the same for
  * Puppeteer agents).
@@ -424,6 +457,7 @@ async function finishRoundIfComplete (client, job, test) {
     const untranslatable = monitor?.probes?.includes('journey') && monitor.journey ? wptScript(monitor.journey).untranslatable : null
     if (untranslatable) for (const r of results) r.notes = [...(r.notes ?? []), { code: 'journey_not_sent', message: journeyNotSent(job.location_id, untranslatable) }]
   }
+  await judgeH3Unsupported(client, job, results)
   const { rows: agents } = await client.query('SELECT version FROM agents WHERE id = $1', [test.agent_id])
   const agentVersion = agents[0]?.version ? `wptagent ${agents[0].version}` : 'wptagent'
   const inserted = await insertResults(client, { job, agentId: test.agent_id, agentVersion, results })
