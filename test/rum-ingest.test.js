@@ -10,6 +10,7 @@ import { gunzipSync } from 'node:zlib'
 import { createRequire } from 'node:module'
 import { createTestApp } from './helpers/app.js'
 import { createSite, revokeSite } from '../lib/store/rum-sites.js'
+import { MAX_MS, TAG_PATTERN } from '../lib/measurement/rum/beacon.js'
 
 const parsePrometheus = createRequire(import.meta.url)('parse-prometheus-text-format')
 
@@ -59,6 +60,9 @@ test('the snippet is served small, cacheable, loadable cross-origin and pinned b
   assert.equal(res.rawPayload.length, info.gzip_bytes)
   assert.equal(`sha384-${createHash('sha384').update(body).digest('base64')}`, info.integrity)
   assert.match(body.toString(), /sendBeacon/)
+  // The snippet keeps to the server's bounds (a value past them is left out
+  // of the beacon, which is then stored): they are the schema's own.
+  assert.ok(body.toString().endsWith(`(webVitals,document.currentScript,${JSON.stringify({ maxMs: MAX_MS, tag: TAG_PATTERN })})})();\n`), body.toString().slice(-200))
   assert.doesNotMatch(body.toString(), /document\.cookie|localStorage|sessionStorage|XMLHttpRequest|fetch\(/, 'no cookies, no storage, no other request')
   const stale = await t.app.inject({ url: '/rum/v1/h3lens.js?v=0123456789ab', headers: { authorization: undefined } })
   assert.equal(stale.headers['cache-control'], 'public, max-age=300', 'an old version is not cached for long')
@@ -85,6 +89,19 @@ test('a beacon is stored with its country and browser family, and nothing else o
   assert.equal((await send(loopback, { address: '127.0.0.1' })).statusCode, 204)
   assert.equal((await t.db.query('SELECT country FROM rum_beacons WHERE view_id = $1', [loopback.id])).rows[0].country, null, 'loopback is unknown')
   assert.equal((await outcomes()).stored - (before.stored ?? 0), 2)
+})
+
+test('what real page views send is stored: a custom element with dots and underscores, Google QUIC\'s protocol name', async () => {
+  const b = beacon({ lcp_element: 'shop-card_v2.item', inp_target: 'x-button', protocol: 'http/2+quic/46' })
+  const res = await send(b)
+  assert.equal(res.statusCode, 204, res.body)
+  const { rows: [row] } = await t.db.query('SELECT lcp_element, inp_target, protocol FROM rum_beacons WHERE view_id = $1', [b.id])
+  // Google QUIC is neither HTTP/3 nor HTTP/2: stored, as neither.
+  assert.deepEqual(row, { lcp_element: 'shop-card_v2.item', inp_target: 'x-button', protocol: 'unknown' })
+  // A view drawn at a sample rate of 0 is none the snippet sends.
+  const zero = await send(beacon({ sample: 0 }))
+  assert.equal(zero.statusCode, 400)
+  assert.equal(zero.json().field, 'sample')
 })
 
 test('a replayed beacon is stored once and answered 409', async () => {

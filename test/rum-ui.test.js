@@ -55,6 +55,12 @@ test('the Real users page: regions with their share over H3 beside the lab, labe
   assert.match(titles[0][0], new RegExp(`rests on ${first.page_views.h3.toLocaleString('en-US')} page views over H3 and ${first.page_views.h2.toLocaleString('en-US')} over H2`))
   await page.waitForSelector('#rum-trend canvas')
   assert.ok(await page.$$eval('.rum-protocols tbody tr', (trs) => trs.length) >= 9, 'regions × browsers by protocol')
+  // Side by side as they came, said to be no comparison; each value says the page views it rests on.
+  assert.match(await page.$eval('#rum-ttfb', (e) => e.textContent), /TTFB by protocol, as observed.*Not a comparison/)
+  const row = summary.regions.find((r) => r.region_id !== null && r.browsers.length)
+  const h2 = row.browsers[0].metrics.ttfb_ms.h2[0]
+  const cells = await page.$$eval('#rum-ttfb .rum-protocols tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)))
+  assert.ok(cells.some((c) => c[2]?.endsWith(` of ${h2.n.toLocaleString('en-US')}`)), `a cell says its ${h2.n} page views: ${JSON.stringify(cells[0])}`)
   await done()
 })
 

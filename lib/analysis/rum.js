@@ -32,7 +32,8 @@ const PROTOCOLS = ['h3', 'h2', 'h1', 'unknown']
 
 export const ASSOCIATION = 'An association, not a controlled comparison: real users choose neither their protocol nor their network. ' +
   'H3 is compared with H2 only between page views alike in connection (new or reused), visit (first or cached) and browser, ' +
-  'and the strata are averaged with equal weight; what differs beyond those may still differ.'
+  'and the strata are averaged with equal weight; what differs beyond those may still differ. ' +
+  'Each page view counts as one draw: several views of one visitor, alike in their network, make the intervals narrower than they are.'
 
 /**
  * Country → region, from the locations' countries.

@@ -74,10 +74,11 @@ export function regionsTable (summary) {
 export function protocolTable (summary, metric) {
   const rows = summary.regions.filter((r) => r.region_id !== null).flatMap((r) => r.browsers.map((b) => ({ r, b })))
   if (!rows.length) return h('p', { class: 'muted' }, 'No page views in this window.')
-  const cell = (x) => (x.value === null ? '—' : [ms(x.value), x.ci_low === null ? null : h('span', { class: 'sub' }, ` ${ms(x.ci_low)}–${ms(x.ci_high)}`)])
+  const cell = (x) => (x.value === null ? '—' : [ms(x.value), x.ci_low === null ? null : h('span', { class: 'sub' }, ` ${ms(x.ci_low)}–${ms(x.ci_high)}`),
+    h('span', { class: 'sub views' }, ` of ${count(x.n)}`)])
   return h('div', { class: 'table-scroll' },
     h('table', { class: 'grid rum-protocols' },
-      h('caption', { class: 'sr-only' }, `${metric} percentiles by protocol, region and browser, with 95% bootstrap intervals`),
+      h('caption', { class: 'sr-only' }, `${metric} percentiles by protocol, region and browser, with 95% bootstrap intervals and the page views each rests on; not a comparison of the protocols`),
       h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Region'), h('th', { scope: 'col' }, 'Browser'), h('th', { scope: 'col' }, 'H3 share'),
         summary.percentiles.flatMap((p) => [h('th', { scope: 'col', class: 'k-h2' }, `H2 p${p}`), h('th', { scope: 'col', class: 'k-h3' }, `H3 p${p}`)]))),
       h('tbody', {}, rows.map(({ r, b }) => h('tr', {},

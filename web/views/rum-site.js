@@ -16,8 +16,10 @@ export async function render (ctx) {
   const bucket = +win.to - +win.from > 3 * 86400e3 ? '1d' : '1h'
   const regions = section('Regions', { id: 'rum-regions', intro: 'A region is a location and the countries it stands for (set with h3lens rum countries, or PATCH /api/v1/locations/{id}; the Locations page shows them). H3 share: page views whose document came over the network with a known protocol. Beside it, the lab\'s auto arm at that location on its returning visit.' })
   const trend = section('Share over HTTP/3 over time', { id: 'rum-trend' })
-  const ttfb = section('TTFB by protocol', { id: 'rum-ttfb', flush: true })
-  const lcp = section('LCP by protocol', { id: 'rum-lcp', flush: true })
+  // Each protocol's own page views, as they came: no comparison (the regions table above makes that).
+  const asObserved = 'Each protocol\'s own page views as they came, with the number each percentile rests on. Not a comparison: the page views over H3 and over H2 differ in more than their protocol (country, network, returning visits, browsers). The H3 − H2 columns of the regions table compare like with like.'
+  const ttfb = section('TTFB by protocol, as observed', { id: 'rum-ttfb', flush: true, intro: asObserved })
+  const lcp = section('LCP by protocol, as observed', { id: 'rum-lcp', flush: true, intro: asObserved })
   const summary = api.rumSummary(id, range)
   const fills = [
     summary.then((s) => regions.fill(s.regions[0].page_views ? [associationNotice(s), regionsTable(s), legend(), labNote(s)] : emptyState('No page views in this window', 'Beacons appear once pages with the install tag are visited.')), (err) => regions.fill(errorState(err))),

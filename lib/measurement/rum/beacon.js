@@ -28,7 +28,13 @@ const SLACK_MS = 1
 
 const ms = (/** @type {string} */ description) => ({ type: 'number', minimum: 0, maximum: MAX_MS, description: `${description}, ms` })
 const count = (/** @type {string} */ description) => ({ type: 'integer', minimum: 0, maximum: 100_000, description })
-const tag = (/** @type {string} */ description) => ({ type: 'string', pattern: '^[a-z][a-z0-9-]{0,31}$', description: `${description} (a tag name)` })
+// An element's tag name, lower case: HTML's, or a custom element's (which
+// may hold dots and underscores); a longer or stranger one is left out by
+// the snippet.
+export const TAG_PATTERN = '^[a-z][a-z0-9._-]{0,31}$'
+const tag = (/** @type {string} */ description) => ({ type: 'string', pattern: TAG_PATTERN, description: `${description} (a tag name)` })
+/** The bounds the snippet keeps to (./page.js), so no value of a real page view gets its beacon refused. */
+export const SNIPPET_BOUNDS = Object.freeze({ maxMs: MAX_MS, tag: TAG_PATTERN })
 
 /** Timing columns in the order they are stored (all milliseconds but cls). */
 export const TIMING_FIELDS = Object.freeze(['dns_ms', 'connect_ms', 'tls_ms', 'waiting_ms', 'ttfb_ms', 'fcp_ms', 'lcp_ms', 'inp_ms', 'activation_ms',
@@ -44,9 +50,9 @@ export const BEACON_SCHEMA = Object.freeze({
     v: { type: 'integer', enum: [1], description: 'Beacon format version' },
     id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'Random id of the page view (128 bits); with t0, what makes a beacon unique' },
     t0: { type: 'number', minimum: 0, maximum: 1e14, description: 'When the page view began (performance.timeOrigin, or the restore), epoch ms' },
-    sample: { type: 'number', minimum: 0, maximum: 1, description: 'The sample rate the page view was drawn with' },
+    sample: { type: 'number', exclusiveMinimum: 0, maximum: 1, description: 'The sample rate the page view was drawn with (above 0: a view drawn at 0 sends nothing)' },
     nav: { type: 'string', enum: NAVIGATION_TYPES, description: 'How the view began: a prerendered page, a back/forward-cache restore and a discarded tab\'s restore are recognised' },
-    protocol: { type: 'string', maxLength: 16, pattern: '^[a-z0-9./-]*$', description: 'nextHopProtocol of the navigation (h3, h2, http/1.1, or empty)' },
+    protocol: { type: 'string', maxLength: 16, pattern: '^[a-z0-9./+-]*$', description: 'nextHopProtocol of the navigation (h3, h2, http/1.1, http/2+quic/46, or empty)' },
     dns_ms: ms('DNS lookup of the navigation (0: none, a reused connection or a cached answer)'),
     connect_ms: ms('Connection set-up, TLS or QUIC handshake included (0: a reused connection)'),
     tls_ms: ms('TLS part of the connection set-up'),

@@ -14,16 +14,19 @@
 /**
  * @param {any} webVitals the web-vitals library (its standard build)
  * @param {HTMLScriptElement | null} script the <script> element that loaded the snippet
+ * @param {{ maxMs: number, tag: string }} bounds what the server takes (./beacon.js MAX_MS and TAG_PATTERN, given by ./snippet.js):
+ *   a value past them is left out of the beacon, not sent to have the whole beacon refused
  */
-export function h3lensBeacon (webVitals, script) {
+export function h3lensBeacon (webVitals, script, bounds) {
   const data = script ? script.dataset : {}
   const sample = data.sample === undefined ? 1 : Number(data.sample)
   // Sampled per page view, before anything is observed.
   if (!data.key || !navigator.sendBeacon || !(Math.random() < sample)) return
   const url = new URL('beacon', /** @type {HTMLScriptElement} */ (script).src).href
   const perf = performance
-  const ms = (/** @type {number} */ v) => (v >= 0 && v < 1e7 ? Math.round(v * 10) / 10 : undefined)
-  const tag = (/** @type {any} */ node) => (node && node.tagName ? node.tagName.toLowerCase().slice(0, 32) : undefined)
+  const ms = (/** @type {number} */ v) => (v >= 0 && v <= bounds.maxMs ? Math.round(v * 10) / 10 : undefined)
+  const tagName = new RegExp(bounds.tag)
+  const tag = (/** @type {any} */ node) => (node && node.tagName && tagName.test(node.tagName.toLowerCase()) ? node.tagName.toLowerCase() : undefined)
   const id = () => Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => (b + 256).toString(16).slice(1)).join('')
 
   /** @type {Record<string, any>} */

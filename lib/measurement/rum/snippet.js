@@ -20,6 +20,7 @@ import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { ValidationError } from '../../runtime/errors.js'
 import { h3lensBeacon } from './page.js'
+import { SNIPPET_BOUNDS } from './beacon.js'
 
 const require = createRequire(import.meta.url)
 
@@ -60,7 +61,7 @@ export function buildSnippet () {
   // The source-map comment points at a file h3lens does not serve.
   const library = vitals.source.replace(/\n?\/\/# sourceMappingURL=.*\s*$/, '')
   const text = `/*! h3lens real-user snippet; includes web-vitals ${vitals.version} (Apache-2.0, Google LLC) */\n` +
-    `(function(){${library}\n;(${compactSource(h3lensBeacon)})(webVitals,document.currentScript)})();\n`
+    `(function(){${library}\n;(${compactSource(h3lensBeacon)})(webVitals,document.currentScript,${JSON.stringify(SNIPPET_BOUNDS)})})();\n`
   const body = Buffer.from(text)
   const sha256 = createHash('sha256').update(body).digest('hex')
   const gzipped = gzipSync(body, { level: 9 })
