@@ -14,7 +14,7 @@ import { upsertLocation } from '../lib/store/locations.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createWptKey, wptAgent, MAX_WPT_AGENTS_PER_LOCATION } from '../lib/store/wpt-keys.js'
 import { nextTest } from '../lib/store/wpt-tests.js'
-import { wptJob } from '../lib/measurement/wpt/job.js'
+import { switchesOf, wptJob } from '../lib/measurement/wpt/job.js'
 import { navigationTimings } from '../lib/measurement/wpt/navigation.js'
 import { traceTimes, traceTtfb } from '../lib/measurement/wpt/trace.js'
 import { readResultZip } from '../lib/measurement/wpt/zip.js'
@@ -661,6 +661,20 @@ test('requeue.php after one arm is in: the round runs again in both arms, never 
   }
   const stale = await workdone({ id: done['Test ID'], pc: 'spike6', done: '1' }, await forTest(ZIP.h3, done))
   assert.equal(stale.status, 409, 'the arm of the given-back run no longer counts')
+})
+
+test('a page that redirects to another origin: the H3 arm forces the origin its H2 arm last landed on at that location', async () => {
+  const m = await monitorWithRounds({}, 2)
+  // The agent's own record of where the page ended: another https origin.
+  const landedElsewhere = (devtools) => { asH2(devtools); devtools.pageData.final_url = 'https://www.localhost:18443/' }
+  const { jobs } = await replayAgent({
+    server, records: RUN.h3, location: 'wpt-eu', key, pc: 'spike7',
+    result: async (job) => ({ zip: await forTest(ZIP.h3, job, arm(job) === 'h2' ? { edit: landedElsewhere } : {}) })
+  })
+  const forced = jobs.filter((j) => arm(j) === 'h3').map((j) => switchesOf(j.addCmdLine).find((f) => f.startsWith('--origin-to-force-quic-on=')))
+  // The first round knows nothing of where the page lands; the second forces it too.
+  assert.deepEqual(forced, ['--origin-to-force-quic-on=localhost:18443', '--origin-to-force-quic-on=localhost:18443,www.localhost:18443'])
+  assert.equal((await results(m.id)).length, 4)
 })
 
 test('an agent that asks for work without returning its test fails that attempt, which is retried', async () => {

@@ -165,13 +165,43 @@ async function sendPending (db, { agent, lease, target }) {
       .catch((e) => { if (!(e instanceof ConflictError)) throw e })
     return null
   }
-  const [hints, location] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id)])
-  // The H3 arm of a journey forces QUIC on every origin it navigates to, as a Puppeteer agent's does.
-  const forceOrigins = [...hints.force_quic_origins, ...journeyUrls.filter((u) => u.startsWith('https:'))]
+  const [hints, location, landed] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id), landingUrl(db, job)])
+  // The H3 arm of a journey forces QUIC on every origin it navigates to, as
+  // a Puppeteer agent's does; the page's, on the origin it redirected to.
+  const forceOrigins = [...hints.force_quic_origins, ...journeyUrls.filter((u) => u.startsWith('https:')), ...(landed ? [landed] : [])]
   const script = journey ? wptScript(journey).script : null
   const wpt = wptJob({ testId: test.test_id, mode: test.mode, job, forceOrigins, location, lab, journey: journey && script ? { script, step_timeout_ms: journey.step_timeout_ms } : null })
   await db.query('UPDATE wpt_tests SET add_cmd_line = $2 WHERE test_id = $1', [test.test_id, wpt.addCmdLine])
   return wpt
+}
+
+/**
+ * Where the monitor's page ended up at this location when its H2 arm last
+ * loaded it (the agent's final_url), where that is another https origin
+ * than the page's own: a page that redirects (http to https, an apex to its
+ * www). A Puppeteer agent follows the redirects before each round and
+ * forces QUIC on every origin of them; a WebPageTest agent cannot, so its
+ * H3 arm forces the origin the page last landed on. (The first round at a
+ * location has none yet: its H3 arm loads the page's later origins over H2,
+ * a protocol mismatch that says so.)
+ * @param {import('pg').Pool} db
+ * @param {{ monitor_id: number, location_id: string, url: string }} job
+ * @returns {Promise<string | null>}
+ */
+async function landingUrl (db, job) {
+  const { rows: [row] } = await db.query(
+    `SELECT details->'wpt'->>'final_url' AS url FROM results
+      WHERE monitor_id = $1 AND location_id = $2 AND browser = 'chromium' AND mode = 'h2' AND probe = 'page' AND view = 'first'
+        AND details->'wpt'->>'final_url' IS NOT NULL AND time > now() - interval '7 days'
+      ORDER BY time DESC LIMIT 1`, [job.monitor_id, job.location_id])
+  if (!row) return null
+  let landed
+  try {
+    landed = new URL(row.url)
+  } catch {
+    return null
+  }
+  return landed.protocol === 'https:' && landed.origin !== new URL(job.url).origin ? landed.origin : null
 }
 
 /**
