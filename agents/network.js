@@ -6,6 +6,7 @@
 import { advertisesH3 } from '../lib/measurement/alt-svc.js'
 import { normalizeProtocol } from '../lib/measurement/protocol.js'
 import { round } from '../lib/measurement/units.js'
+import { CDPSessionEvent } from 'puppeteer-core'
 
 /**
  * @typedef {{ dns_ms: number | null, connect_ms: number | null, ssl_ms: number | null, send_ms: number | null,
@@ -59,6 +60,8 @@ async function recordCdp (page) {
   /** @type {RequestRecord | null} */
   let mainDocument = null
   let taken = 0
+  /** The request ids recorded, whichever session reported them. @type {Set<string>} */
+  const reported = new Set()
   const { frameTree } = await cdp.send('Page.getFrameTree')
   const mainFrameId = frameTree.frame.id
 
@@ -82,75 +85,100 @@ async function recordCdp (page) {
     rec.media_type = mediaType(headerValue(response.headers, 'content-type') ?? response.mimeType)
     rec.responded = true
   }
-  cdp.on('Network.requestWillBeSent', (e) => {
-    const previous = open.get(e.requestId)
-    if (previous && e.redirectResponse) {
-      // A redirect reuses the request id: close the hop that just ended.
-      respond(previous, e.redirectResponse)
-      previous.bytes = e.redirectResponse.encodedDataLength ?? 0
-      previous.end = e.timestamp
-    }
-    // data: and blob: URLs never touch the network.
-    if (!/^https?:/.test(e.request.url)) return
-    firstTimestamp ??= e.timestamp
-    /** @type {RequestRecord} */
-    const rec = {
-      url: e.request.url, type: e.type ?? null, method: e.request.method ?? null, protocol: null, status: null, bytes: 0,
-      start: e.timestamp, end: null, connection_id: null, connection_reused: null, from_cache: false,
-      alternate_protocol_usage: null, remote_address: null, alt_svc: null, timingRaw: null, failed: null,
-      responded: false, declared_bytes: null, content_encoding: null, media_type: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false
-    }
-    if (e.type === 'Document' && !documentRecord) documentRecord = rec
-    if (e.type === 'Document' && e.frameId === mainFrameId) mainDocument = rec
-    open.set(e.requestId, rec)
-    all.push(rec)
-  })
-  cdp.on('Network.responseReceived', (e) => {
-    const rec = open.get(e.requestId)
-    if (rec) respond(rec, e.response)
-  })
-  // The raw headers, for responses whose headers the renderer does not see
-  // in full: Alt-Svc is often only here.
-  cdp.on('Network.responseReceivedExtraInfo', (e) => {
-    const rec = open.get(e.requestId)
-    const altSvc = headerValue(e.headers, 'alt-svc')
-    if (rec && altSvc) rec.alt_svc = altSvc
-  })
-  cdp.on('Network.requestServedFromCache', (e) => {
-    const rec = open.get(e.requestId)
-    if (rec) rec.from_cache = true
-  })
-  cdp.on('Network.dataReceived', (e) => {
-    const rec = open.get(e.requestId)
-    if (!rec) return
-    rec.received_bytes += e.dataLength
-    rec.received_encoded_bytes += e.encodedDataLength ?? 0
-  })
-  cdp.on('Network.loadingFinished', (e) => {
-    const rec = open.get(e.requestId)
-    if (!rec) return
-    rec.bytes = e.encodedDataLength
-    rec.end = e.timestamp
-    rec.finished = true
-    open.delete(e.requestId)
-  })
-  cdp.on('Network.loadingFailed', (e) => {
-    const rec = open.get(e.requestId)
-    if (!rec) return
-    rec.end = e.timestamp
-    rec.failed = e.errorText || 'failed'
-    rec.canceled = Boolean(e.canceled)
-    // No loadingFinished, so no encodedDataLength: what arrived before the
-    // failure (a body cut short: the 1,024 bytes that came, not 0).
-    rec.bytes = arrivedBytes(rec)
-    open.delete(e.requestId)
-  })
-  await cdp.send('Network.enable')
+  /**
+   * Record the requests a session reports: the page's own, and those of
+   * the frames and workers that run in processes of their own (a
+   * cross-site iframe: an ad, an embed), which report theirs on their own
+   * target. A request two sessions both report (an iframe's document) is
+   * counted once.
+   * @param {import('puppeteer-core').CDPSession} session
+   */
+  const listen = (session) => {
+    session.on('Network.requestWillBeSent', (e) => {
+      const previous = open.get(e.requestId)
+      // Reported already, by another session.
+      if (!e.redirectResponse && reported.has(e.requestId)) return
+      reported.add(e.requestId)
+      if (previous && e.redirectResponse) {
+        // A redirect reuses the request id: close the hop that just ended.
+        respond(previous, e.redirectResponse)
+        previous.bytes = e.redirectResponse.encodedDataLength ?? 0
+        previous.end = e.timestamp
+      }
+      // data: and blob: URLs never touch the network.
+      if (!/^https?:/.test(e.request.url)) return
+      firstTimestamp ??= e.timestamp
+      /** @type {RequestRecord} */
+      const rec = {
+        url: e.request.url, type: e.type ?? null, method: e.request.method ?? null, protocol: null, status: null, bytes: 0,
+        start: e.timestamp, end: null, connection_id: null, connection_reused: null, from_cache: false,
+        alternate_protocol_usage: null, remote_address: null, alt_svc: null, timingRaw: null, failed: null,
+        responded: false, declared_bytes: null, content_encoding: null, media_type: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false
+      }
+      if (e.type === 'Document' && !documentRecord) documentRecord = rec
+      if (e.type === 'Document' && e.frameId === mainFrameId) mainDocument = rec
+      open.set(e.requestId, rec)
+      all.push(rec)
+    })
+    session.on('Network.responseReceived', (e) => {
+      const rec = open.get(e.requestId)
+      if (rec) respond(rec, e.response)
+    })
+    // The raw headers, for responses whose headers the renderer does not see
+    // in full: Alt-Svc is often only here.
+    session.on('Network.responseReceivedExtraInfo', (e) => {
+      const rec = open.get(e.requestId)
+      const altSvc = headerValue(e.headers, 'alt-svc')
+      if (rec && altSvc) rec.alt_svc = altSvc
+    })
+    session.on('Network.requestServedFromCache', (e) => {
+      const rec = open.get(e.requestId)
+      if (rec) rec.from_cache = true
+    })
+    session.on('Network.dataReceived', (e) => {
+      const rec = open.get(e.requestId)
+      if (!rec) return
+      rec.received_bytes += e.dataLength
+      rec.received_encoded_bytes += e.encodedDataLength ?? 0
+    })
+    session.on('Network.loadingFinished', (e) => {
+      const rec = open.get(e.requestId)
+      if (!rec) return
+      rec.bytes = e.encodedDataLength
+      rec.end = e.timestamp
+      rec.finished = true
+      open.delete(e.requestId)
+    })
+    session.on('Network.loadingFailed', (e) => {
+      const rec = open.get(e.requestId)
+      if (!rec) return
+      rec.end = e.timestamp
+      rec.failed = e.errorText || 'failed'
+      rec.canceled = Boolean(e.canceled)
+      // No loadingFinished, so no encodedDataLength: what arrived before the
+      // failure (a body cut short: the 1,024 bytes that came, not 0).
+      rec.bytes = arrivedBytes(rec)
+      open.delete(e.requestId)
+    })
+  }
+  listen(cdp)
   // A service worker the page registered answers its later loads itself
   // (a repeat view, the auto arm's returning visit): the navigation's
   // nextHopProtocol is then empty and the protocol the network used is
   // unknown. Its requests go to the network instead, as on a first visit.
-  await cdp.send('Network.setBypassServiceWorker', { bypass: true })
+  const enable = async (/** @type {import('puppeteer-core').CDPSession} */ session) => {
+    await session.send('Network.enable')
+    await session.send('Network.setBypassServiceWorker', { bypass: true })
+  }
+  await enable(cdp)
+  // Frames and workers in processes of their own are attached as they
+  // start, held until their requests are recorded too.
+  cdp.on(CDPSessionEvent.SessionAttached, (/** @type {import('puppeteer-core').CDPSession} */ child) => {
+    listen(child)
+    enable(child).catch(() => {}) // a worker has no service-worker bypass; one gone already has nothing to record
+      .finally(() => child.send('Runtime.runIfWaitingForDebugger').catch(() => {}))
+  })
+  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true })
 
   const sinceFirst = (/** @type {number | null} */ t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
   return {

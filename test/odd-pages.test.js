@@ -28,6 +28,7 @@ import { MAX_KEPT_REQUESTS, toSubmission } from '../lib/measurement/result.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
+import { LAB_ALT_HOSTNAME } from '../lib/runtime/lab-host.js'
 
 const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
 /** A one-page PDF, padded to 20 kB. */
@@ -137,6 +138,10 @@ async function startOddPages () {
     // A page that opens a window while it loads, which opens a dialog.
     if (req.url === '/popup') return html('<script>open("/popup-alert", "promo")</script><p>a page with a promotion<img src="/late.png">')
     if (req.url === '/popup-alert') return html('<script>alert("Subscribe!")</script><p>the promotion')
+    // A page with an iframe of another origin (in a process of its own) that loads three images.
+    if (req.url === '/embeds') return html(`<p>an article<iframe src="https://${LAB_ALT_HOSTNAME}:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/embed"></iframe>`)
+    if (req.url === '/embed') return html('<p>an ad<img src="/ad/1.png"><img src="/ad/2.png"><img src="/ad/3.png">')
+    if (req.url?.startsWith('/ad/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(PNG)
     // A heavy page: more requests than a result keeps.
     if (req.url === '/heavy') return html(Array.from({ length: HEAVY_IMAGES }, (_, i) => `<img src="/i/${i}.png" width=1 height=1>`).join(''))
     if (req.url?.startsWith('/i/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(PNG)
@@ -296,6 +301,14 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     const popup = await measurePage({ pool, url: `${odd.base}/popup`, mode: 'h2', extraFlags: lab, timeoutMs: 10_000 })
     assert.equal(popup.status, 'ok', popup.error)
     assert.equal(odd.asked.get('/popup-alert'), undefined, 'no window opened')
+    // An iframe in a process of its own (another site's: here the second lab
+    // host, isolated by a switch) reports its requests on its own target:
+    // they are the page's too, each counted once.
+    const embeds = await measurePage({ pool, url: `${odd.base}/embeds`, mode: 'h2', extraFlags: [...lab, `--isolate-origins=https://${LAB_ALT_HOSTNAME}:${odd.port}`] })
+    assert.equal(embeds.status, 'ok', embeds.error)
+    assert.deepEqual(embeds.requests_detail.map((/** @type {{ url: string }} */ q) => new URL(q.url)).filter((u) => u.pathname !== '/favicon.ico').map((u) => `${u.hostname}${u.pathname}`).sort(),
+      [`${origin.hostname}/embeds`, `${LAB_ALT_HOSTNAME}/ad/1.png`, `${LAB_ALT_HOSTNAME}/ad/2.png`, `${LAB_ALT_HOSTNAME}/ad/3.png`, `${LAB_ALT_HOSTNAME}/embed`].sort())
+    assert.equal(embeds.requests, embeds.requests_detail.length)
     // A heavy page's result keeps its first requests and counts them all.
     const heavy = await measurePage({ pool, url: `${odd.base}/heavy`, mode: 'h2', extraFlags: lab, timeoutMs: 20_000 })
     assert.equal(heavy.status, 'ok', heavy.error)

@@ -179,6 +179,16 @@ test('a round becomes one WPT test per arm; the uploads become its results, with
   assert.equal(netlog.status, 200)
   const h3Detail = await detail(h3.id)
   assert.equal(h3Detail.details.netlog.summary.quic_sessions.length > 0, true, 'the net log is summarised like a Puppeteer agent\'s')
+  // Kept without the page's contents: wptagent captures everything, the
+  // bytes of each request and response among the events.
+  const uploaded = JSON.parse(gunzipSync(/** @type {Buffer} */ ((await unzipMembers(ZIP.h3)).find((x) => x.name === '1_netlog.txt.gz')?.data)).toString())
+  const withBytes = (/** @type {any} */ log) => log.events.filter((/** @type {any} */ e) => e.params && ('bytes' in e.params || 'hex_encoded_bytes' in e.params)).length
+  assert.ok(withBytes(uploaded) > 0, 'the recorded log has the page\'s bytes')
+  const body = Buffer.from(await netlog.arrayBuffer())
+  const kept = JSON.parse((body[0] === 0x1f ? gunzipSync(body) : body).toString())
+  assert.equal(withBytes(kept), 0)
+  assert.equal(kept.events.length, uploaded.events.length, 'every event is kept')
+  assert.equal(h3Detail.details.netlog.redacted, true)
 
   const agents = await (await fetch(`${server}/api/v1/agents`, { headers: { authorization: `Bearer ${t.readKey}` } })).json()
   const spike3 = agents.items.find((a) => a.name === 'spike3')

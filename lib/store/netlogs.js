@@ -77,14 +77,14 @@ export async function storeNetlog (db, { jobId, agent, mode, view, probe, kind, 
  * The net log a WebPageTest agent uploaded with a page load (lib/store/wpt-tests.js,
  * in its transaction). As replaceWptScreen does for its screenshot, it
  * replaces what an earlier attempt of the round left for that arm, and
- * with no net log (null) that is removed.
+ * with no net log (null, or none kept: lib/measurement/wpt/netlog.js) that is removed.
  * @param {import('pg').PoolClient} client
  * @param {{ jobId: number, mode: string, view: string, monitorId: number, locationId: string, agentId: number,
- *   netlog: { rawBytes: number | null, gzip: Buffer } | null }} n
+ *   netlog: { rawBytes: number | null, gzip: Buffer | null } | null }} n
  */
 export async function replaceWptNetlog (client, { jobId, mode, view, monitorId, locationId, agentId, netlog }) {
   await client.query("DELETE FROM netlogs WHERE job_id = $1 AND mode = $2 AND view = $3 AND probe = 'page'", [jobId, mode, view])
-  if (!netlog) return
+  if (!netlog?.gzip) return
   await client.query(
     `INSERT INTO netlogs (job_id, mode, view, probe, monitor_id, location_id, agent_id, kind, raw_bytes, gzip)
      VALUES ($1, $2, $3, 'page', $4, $5, $6, 'run', $7, $8)`,

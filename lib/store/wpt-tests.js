@@ -344,7 +344,8 @@ export async function receiveWorkdone (db, { agent, test, views, agentError = nu
         // protocol and the Alt-Svc the agent saw).
         result.details.protocol_reason = protocolReason({ ...result, arm_protocol: result.details.arm_protocol, requests_detail: result.details.requests, origins: result.details.origins })
         // Summarised where the zip was read (./zip-thread.js), off the API's thread.
-        const netlog = v?.netlog ? { gzip: v.netlog, ...(v.netlogSummary ?? summarizeWptNetlog(v.netlog)) } : null
+        const summary = v?.netlogSummary ?? (v?.netlog ? summarizeWptNetlog(v.netlog) : null)
+        const netlog = summary ? { gzip: summary.kept, info: summary.info, rawBytes: summary.rawBytes, notes: summary.notes } : null
         if (netlog) {
           result.details.netlog = netlog.info
           if (netlog.notes.length) result.notes = [...(result.notes ?? []), ...netlog.notes]

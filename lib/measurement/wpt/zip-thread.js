@@ -68,13 +68,14 @@ function readOnThread (buffer, limits) {
  */
 function asBuffers (view) {
   const buffer = (/** @type {Uint8Array | null} */ u) => u === null ? null : Buffer.from(u.buffer, u.byteOffset, u.byteLength)
-  return { ...view, netlog: buffer(view.netlog), screen: buffer(view.screen) }
+  return { ...view, netlog: buffer(view.netlog), screen: buffer(view.screen), ...(view.netlogSummary ? { netlogSummary: { ...view.netlogSummary, kept: buffer(view.netlogSummary.kept) } } : {}) }
 }
 
 if (!isMainThread && workerData?.[MARK]) {
   const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort)
   const data = Buffer.from(workerData.buffer.buffer, workerData.buffer.byteOffset, workerData.buffer.byteLength)
   readResultZip(data, workerData.limits).then(
-    (views) => port.postMessage({ views: views.map((v) => (v.netlog ? { ...v, netlogSummary: summarizeWptNetlog(v.netlog) } : v)) }),
+    // The net log as uploaded stays here: what is kept of it is the summary's.
+    (views) => port.postMessage({ views: views.map((v) => (v.netlog ? { ...v, netlog: null, netlogSummary: summarizeWptNetlog(v.netlog) } : v)) }),
     (/** @type {any} */ err) => port.postMessage({ error: { message: String(err?.message ?? err), field: err?.field, statusCode: err?.statusCode } }))
 }
