@@ -13,7 +13,7 @@ import { rttAccounting } from '../lib/measurement/rtt.js'
 import { summarizeNetlog } from '../lib/measurement/netlog.js'
 import { outlierOf } from '../agents/netlog-capture.js'
 import { locationRtt } from '../agents/job-runner.js'
-import { toSubmission } from '../lib/measurement/result.js'
+import { MAX_KEPT_REQUESTS, toSubmission } from '../lib/measurement/result.js'
 import { hostPort } from '../lib/measurement/modes.js'
 import { modeFlags } from '../lib/measurement/browsers/chromium.js'
 import { effectiveOptions } from '../lib/measurement/probes/index.js'
@@ -46,6 +46,19 @@ test('Alt-Svc: h3 with a lifetime counts as an HTTP/3 advertisement; drafts, Goo
   // An id that does not decode is skipped, the rest of the header kept.
   assert.deepEqual(parseAltSvc('h3%=":443", h3=":443"; ma=60'), [{ protocol: 'h3', authority: ':443', max_age_s: 60 }])
   assert.equal(advertisesH3('h3%zz=":443"'), false)
+})
+
+test('a heavy page\'s result keeps its first requests as evidence and counts them all', () => {
+  const requests = Array.from({ length: MAX_KEPT_REQUESTS + 203 }, (_, i) => ({ url: `https://example.net/i/${i}.png`, protocol: 'h3', bytes: 100, start_ms: i, from_cache: false }))
+  const sub = toSubmission({ mode: 'h3', status: 'ok', observed_protocol: 'h3', requests: requests.length, bytes: 100 * requests.length, requests_detail: requests }, { rtt: null })
+  assert.equal(sub.requests, MAX_KEPT_REQUESTS + 203)
+  assert.equal(sub.bytes, 100 * (MAX_KEPT_REQUESTS + 203))
+  assert.deepEqual(sub.details.requests, requests.slice(0, MAX_KEPT_REQUESTS), 'the first that started')
+  assert.equal(sub.details.requests_not_kept, 203)
+  // One that keeps them all says nothing of it.
+  assert.equal(toSubmission({ mode: 'h3', requests_detail: requests.slice(0, 5) }, { rtt: null }).details.requests_not_kept, undefined)
+  // A round of heavy pages stays far below what the API takes (BATCH_BODY_LIMIT, 32 MB): 7 results of 1,000 kept requests.
+  assert.ok(7 * JSON.stringify(sub).length < 8 * 1024 * 1024, `${JSON.stringify(sub).length} bytes a result`)
 })
 
 describe('connect and TTFB in round trips', () => {

@@ -24,7 +24,6 @@ import { createJobRunner } from '../agents/job-runner.js'
 import { measurePage, measurePageViews } from '../agents/measure.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { checkJourney } from '../lib/measurement/journey/steps.js'
-import { MAX_KEPT_REQUESTS, toSubmission } from '../lib/measurement/result.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
@@ -36,8 +35,6 @@ const PDF = Buffer.from('%PDF-1.4\n1 0 obj <</Type /Catalog /Pages 2 0 R>> endob
   '3 0 obj <</Type /Page /MediaBox [0 0 612 792] /Parent 2 0 R>> endobj\ntrailer <</Root 1 0 R>>\n%%EOF\n' + ' '.repeat(20_000))
 /** A 1×1 PNG. */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64')
-/** The images /heavy has, more than a result keeps the requests of. */
-const HEAVY_IMAGES = MAX_KEPT_REQUESTS + 200
 /** How late /slow answers. */
 const SLOW_MS = 1500
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -142,9 +139,6 @@ async function startOddPages () {
     if (req.url === '/embeds') return html(`<p>an article<iframe src="https://${LAB_ALT_HOSTNAME}:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/embed"></iframe>`)
     if (req.url === '/embed') return html('<p>an ad<img src="/ad/1.png"><img src="/ad/2.png"><img src="/ad/3.png">')
     if (req.url?.startsWith('/ad/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(PNG)
-    // A heavy page: more requests than a result keeps.
-    if (req.url === '/heavy') return html(Array.from({ length: HEAVY_IMAGES }, (_, i) => `<img src="/i/${i}.png" width=1 height=1>`).join(''))
-    if (req.url?.startsWith('/i/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(PNG)
     // An Alt-Svc whose protocol id does not decode, on the page and on its image.
     if (req.url === '/bad-alt-svc') return res.writeHead(200, { 'content-type': 'text/html', 'alt-svc': 'h3%=":443"' }).end('<!doctype html><p>odd headers<img src="/bad-alt-svc.png">')
     if (req.url === '/bad-alt-svc.png') return res.writeHead(200, { 'content-type': 'image/png', 'alt-svc': 'h3%zz=":443"; ma=60' }).end(PNG)
@@ -309,15 +303,6 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     assert.deepEqual(embeds.requests_detail.map((/** @type {{ url: string }} */ q) => new URL(q.url)).filter((u) => u.pathname !== '/favicon.ico').map((u) => `${u.hostname}${u.pathname}`).sort(),
       [`${origin.hostname}/embeds`, `${LAB_ALT_HOSTNAME}/ad/1.png`, `${LAB_ALT_HOSTNAME}/ad/2.png`, `${LAB_ALT_HOSTNAME}/ad/3.png`, `${LAB_ALT_HOSTNAME}/embed`].sort())
     assert.equal(embeds.requests, embeds.requests_detail.length)
-    // A heavy page's result keeps its first requests and counts them all.
-    const heavy = await measurePage({ pool, url: `${odd.base}/heavy`, mode: 'h2', extraFlags: lab, timeoutMs: 20_000 })
-    assert.equal(heavy.status, 'ok', heavy.error)
-    const kept = toSubmission(heavy, { rtt: null })
-    assert.ok(kept.requests >= HEAVY_IMAGES + 1, `requests ${kept.requests}`)
-    assert.equal(kept.details.requests.length, MAX_KEPT_REQUESTS)
-    assert.equal(kept.details.requests_not_kept, kept.requests - MAX_KEPT_REQUESTS)
-    assert.equal(new URL(kept.details.requests[0].url).pathname, '/heavy', 'the first kept is the first that started')
-    assert.equal(kept.bytes, heavy.bytes, 'the bytes are of every request')
     // An Alt-Svc header that does not parse, from any origin of the page, is
     // skipped as browsers skip it: the page loads.
     const badAltSvc = await measurePage({ pool, url: `${odd.base}/bad-alt-svc`, mode: 'h2', extraFlags: lab })

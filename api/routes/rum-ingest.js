@@ -156,6 +156,8 @@ export default async function rumIngestRoutes (app) {
       }
     }, async (request, reply) => {
       const b = /** @type {Record<string, any>} */ (request.body)
+      // Above 0, which OpenAPI 3.0's schema cannot say as JSON Schema does.
+      if (b.sample === 0) return refuse(request, reply, 400, 'invalid', 'sample must be above 0: a page view drawn at a rate of 0 sends no beacon', 'sample')
       const site = await sites.get(b.key)
       if (!site) return refuse(request, reply, 403, 'unknown_site', 'the site key is unknown or revoked', 'key')
       const origin = request.headers.origin

@@ -50,7 +50,7 @@ export const BEACON_SCHEMA = Object.freeze({
     v: { type: 'integer', enum: [1], description: 'Beacon format version' },
     id: { type: 'string', pattern: '^[0-9a-f]{32}$', description: 'Random id of the page view (128 bits); with t0, what makes a beacon unique' },
     t0: { type: 'number', minimum: 0, maximum: 1e14, description: 'When the page view began (performance.timeOrigin, or the restore), epoch ms' },
-    sample: { type: 'number', exclusiveMinimum: 0, maximum: 1, description: 'The sample rate the page view was drawn with (above 0: a view drawn at 0 sends nothing)' },
+    sample: { type: 'number', minimum: 0, maximum: 1, description: 'The sample rate the page view was drawn with (above 0: a view drawn at 0 sends nothing)' },
     nav: { type: 'string', enum: NAVIGATION_TYPES, description: 'How the view began: a prerendered page, a back/forward-cache restore and a discarded tab\'s restore are recognised' },
     protocol: { type: 'string', maxLength: 16, pattern: '^[a-z0-9./+-]*$', description: 'nextHopProtocol of the navigation (h3, h2, http/1.1, http/2+quic/46, or empty)' },
     dns_ms: ms('DNS lookup of the navigation (0: none, a reused connection or a cached answer)'),
