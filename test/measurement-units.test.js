@@ -48,6 +48,16 @@ test('Alt-Svc: h3 with a lifetime counts as an HTTP/3 advertisement; drafts, Goo
   assert.equal(advertisesH3('h3%zz=":443"'), false)
 })
 
+test('an H3 arm whose page ended on an origin it did not force says so, not that its forced connection went unused', () => {
+  const doc = (/** @type {string} */ url) => [{ type: 'Document', url, status: 200, protocol: 'h2' }]
+  const run = { mode: 'h3', observed_protocol: 'h2', forced_origins: ['shop.example:443'] }
+  assert.equal(protocolReason({ ...run, requests_detail: doc('https://www.shop.example/') }).code, 'not_forced')
+  assert.match(protocolReason({ ...run, requests_detail: doc('https://www.shop.example/') }).text, /^Not H3: the page ended on an origin the arm did not force/)
+  assert.equal(protocolReason({ ...run, requests_detail: doc('https://shop.example/') }).code, 'fell_back')
+  // Without the list (a WebPageTest upload), as before.
+  assert.equal(protocolReason({ mode: 'h3', observed_protocol: 'h2', requests_detail: doc('https://www.shop.example/') }).code, 'fell_back')
+})
+
 test('a heavy page\'s result keeps its first requests as evidence and counts them all', () => {
   const requests = Array.from({ length: MAX_KEPT_REQUESTS + 203 }, (_, i) => ({ url: `https://example.net/i/${i}.png`, protocol: 'h3', bytes: 100, start_ms: i, from_cache: false }))
   const sub = toSubmission({ mode: 'h3', status: 'ok', observed_protocol: 'h3', requests: requests.length, bytes: 100 * requests.length, requests_detail: requests }, { rtt: null })

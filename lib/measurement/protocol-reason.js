@@ -6,6 +6,7 @@
 // measures.
 import { normalizeProtocol } from './protocol.js'
 import { originOf } from './origin.js'
+import { hostPort } from './modes.js'
 
 /**
  * Chromium's alternateProtocolUsage values (DevTools Network.Response), what
@@ -48,6 +49,7 @@ export const PROTOCOL_REASONS = Object.freeze({
   forced_h3: 'H3: forced by the arm',
   quic_off: 'H2: QUIC switched off by the arm',
   fell_back: 'Not H3: the forced QUIC connection was not used',
+  not_forced: 'Not H3: the page ended on an origin the arm did not force (a script sent it there, or a redirect not found before the round), so the browser chose its protocol',
   plain_http: 'HTTP/1.1: the page is plain http://, and browsers speak H2 and H3 over https:// only',
   https_record: 'H3: announced by an HTTPS DNS record',
   alt_svc: 'H3: learnt from Alt-Svc',
@@ -68,7 +70,7 @@ export const PROTOCOL_REASONS = Object.freeze({
 
 /**
  * Why the page's document came over its protocol.
- * @param {Record<string, any>} run a measurement: mode, view, observed_protocol, arm_protocol (A/A),
+ * @param {Record<string, any>} run a measurement: mode, view, observed_protocol, arm_protocol (A/A), forced_origins (host:port the arm forced),
  *   requests_detail (type, url, status, alternate_protocol_usage per request), origins (origin, h3_advertised),
  *   learnt_alt_svc (a returning visit: the origins that announced H3 on the first visit, agents/visits.js),
  *   protocol_usage_unreported (a browser that never reports alternateProtocolUsage: Firefox)
@@ -87,7 +89,13 @@ export function protocolReason (run) {
   if (protocol === null) return reason('failed')
   // Neither arm can do anything for a page without TLS: it says so, not that QUIC was not used.
   if (doc && /^http:/i.test(doc.url) && protocol !== 'h2' && protocol !== 'h3') return reason('plain_http')
-  if (forced === 'h3') return reason(protocol === 'h3' ? 'forced_h3' : 'fell_back')
+  if (forced === 'h3') {
+    if (protocol === 'h3') return reason('forced_h3')
+    // The arm forces the origins it knew of before the load (the page's and
+    // its redirects'); a page that went on to another was not forced there.
+    const forcedHere = Array.isArray(run.forced_origins) && run.forced_origins.length && doc && /^https:/i.test(doc.url) ? run.forced_origins.includes(hostPort(doc.url)) : true
+    return reason(forcedHere ? 'fell_back' : 'not_forced')
+  }
   if (forced === 'h2') return reason('quic_off')
   // A repeat view's document rides the connection its first view opened:
   // the browser chose no protocol for it (Chromium reports no race).
