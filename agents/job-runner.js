@@ -293,7 +293,8 @@ export async function guardInForce ({ guard, pool, netns }) {
     const context = await browser.createBrowserContext()
     try {
       const page = await context.newPage()
-      await page.goto(url, { timeout: GUARD_CHECK_TIMEOUT_MS }).catch(() => {}) // a name that exists nowhere: the load fails
+      // A name that exists nowhere: the load fails, net::ERR_NAME_NOT_RESOLVED.
+      return await page.goto(url, { timeout: GUARD_CHECK_TIMEOUT_MS }).then(() => null, (/** @type {any} */ err) => String(err?.message ?? err))
     } finally {
       await context.close().catch(() => {})
     }

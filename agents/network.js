@@ -44,6 +44,9 @@ export async function recordNetwork (page) {
   return /** @type {NetworkRecording} */ (await recordCdp(page))
 }
 
+/** The targets a page's recording attaches to: its frames and workers in processes of their own, nothing else. */
+const ATTACHED_TARGETS = [{ type: 'iframe', exclude: false }, { type: 'worker', exclude: false }, { exclude: true }]
+
 /** @param {import('puppeteer-core').Page} page */
 async function recordCdp (page) {
   const cdp = await page.createCDPSession()
@@ -60,7 +63,7 @@ async function recordCdp (page) {
   /** @type {RequestRecord | null} */
   let mainDocument = null
   let taken = 0
-  /** The request ids recorded, whichever session reported them. @type {Set<string>} */
+  /** The requests' events recorded (id and time), whichever session reported them. @type {Set<string>} */
   const reported = new Set()
   const { frameTree } = await cdp.send('Page.getFrameTree')
   const mainFrameId = frameTree.frame.id
@@ -96,9 +99,10 @@ async function recordCdp (page) {
   const listen = (session) => {
     session.on('Network.requestWillBeSent', (e) => {
       const previous = open.get(e.requestId)
-      // Reported already, by another session.
-      if (!e.redirectResponse && reported.has(e.requestId)) return
-      reported.add(e.requestId)
+      // Reported already, by another session (a redirect hop too).
+      const event = `${e.requestId} ${e.timestamp}`
+      if (reported.has(event)) return
+      reported.add(event)
       if (previous && e.redirectResponse) {
         // A redirect reuses the request id: close the hop that just ended.
         respond(previous, e.redirectResponse)
@@ -138,6 +142,9 @@ async function recordCdp (page) {
     session.on('Network.dataReceived', (e) => {
       const rec = open.get(e.requestId)
       if (!rec) return
+      const event = `${e.requestId} ${e.timestamp} data`
+      if (reported.has(event)) return
+      reported.add(event)
       rec.received_bytes += e.dataLength
       rec.received_encoded_bytes += e.encodedDataLength ?? 0
     })
@@ -172,13 +179,22 @@ async function recordCdp (page) {
   }
   await enable(cdp)
   // Frames and workers in processes of their own are attached as they
-  // start, held until their requests are recorded too.
-  cdp.on(CDPSessionEvent.SessionAttached, (/** @type {import('puppeteer-core').CDPSession} */ child) => {
-    listen(child)
-    enable(child).catch(() => {}) // a worker has no service-worker bypass; one gone already has nothing to record
-      .finally(() => child.send('Runtime.runIfWaitingForDebugger').catch(() => {}))
-  })
-  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true })
+  // start (a frame's own frames too: an ad's chain of iframes), held until
+  // their requests are recorded too. Nothing else the page starts (its
+  // service worker, a prerendered page, worklets) is attached: it is not
+  // the page's load.
+  /** @param {import('puppeteer-core').CDPSession} session */
+  const attachFrames = async (session) => {
+    session.on(CDPSessionEvent.SessionAttached, (/** @type {import('puppeteer-core').CDPSession} */ child) => {
+      listen(child)
+      // A worker has no service-worker bypass, nor frames; one gone already has nothing to record.
+      enable(child).catch(() => {})
+        .then(() => attachFrames(child)).catch(() => {})
+        .finally(() => child.send('Runtime.runIfWaitingForDebugger').catch(() => {}))
+    })
+    await session.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true, filter: ATTACHED_TARGETS })
+  }
+  await attachFrames(cdp)
 
   const sinceFirst = (/** @type {number | null} */ t) => (t === null || firstTimestamp === null ? null : round((t - firstTimestamp) * 1000))
   return {

@@ -352,27 +352,35 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
      * machine-wide Chromium policy (any file under /etc/chromium/policies,
      * not only one about DNS) makes Chromium ignore it and resolve names
      * with the system's resolver, past every check here but the rules'.
-     * `load` has a guarded browser load a URL whose name exists nowhere;
-     * the guard's resolver must be asked for it. Where it is not, this
-     * throws, now and for every later call: the agent must not run a page
-     * outside the lab until it is restarted without that policy. A `load`
-     * that throws (a browser that would not start) decides nothing.
-     * @param {(url: string) => Promise<unknown>} load
+     * `load` has a guarded browser load a URL whose name exists nowhere,
+     * and gives the load's error (null if it loaded); the guard's resolver
+     * must be asked for the name. Where it is not, and the load says the
+     * name was looked up elsewhere (not found, or found and connected to),
+     * this throws, now and for every later call: the agent must not run a
+     * page outside the lab until it is restarted without that policy. A
+     * `load` that throws (a browser that would not start), or a load that
+     * ended before any lookup (a timeout on a loaded machine), decides
+     * nothing: the next run checks again.
+     * @param {(url: string) => Promise<string | null>} load
      * @returns {Promise<void>}
      */
     inForce (load) {
       inForceCheck ??= (async () => {
         const name = `${randomBytes(8).toString('hex')}${CHECK_SUFFIX}`
+        let error
         try {
-          await load(`http://${name}/`)
+          error = await load(`http://${name}/`)
         } catch (err) {
           inForceCheck = null
           throw err
         }
-        if (!checksSeen.has(name)) {
-          log?.error('the private-target guard is not in force: Chromium resolved a name without asking the guard\'s resolver')
-          throw new Error(GUARD_NOT_IN_FORCE)
+        if (checksSeen.has(name)) return
+        if (error !== null && !/^net::ERR_/.test(error)) {
+          inForceCheck = null
+          throw new Error(`the private-target guard's check did not finish (${error}); the next run checks again`)
         }
+        log?.error('the private-target guard is not in force: Chromium resolved a name without asking the guard\'s resolver')
+        throw new Error(GUARD_NOT_IN_FORCE)
       })()
       return inForceCheck
     },

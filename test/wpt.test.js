@@ -20,6 +20,7 @@ import { traceTimes, traceTtfb } from '../lib/measurement/wpt/trace.js'
 import { readResultZip } from '../lib/measurement/wpt/zip.js'
 import { readResultZipOffThread, zipReadsRunning, ZIP_THREADS } from '../lib/measurement/wpt/zip-thread.js'
 import { resultFromDevtools } from '../lib/measurement/wpt/devtools.js'
+import { redactNetlog } from '../lib/measurement/wpt/netlog.js'
 
 const ZIP = {
   h1: recordedFile('131150_SPIKE_H1_0001_all_x_result.zip'),
@@ -574,6 +575,27 @@ test('the agent\'s strings are stored without NUL characters or half a surrogate
     assert.equal(r.status, 'ok', r.error)
     assert.equal(r.browser_version, `Chrome ${'x'.repeat(192)}\ufffd`, 'cut at 200 characters, inside the emoji')
   }
+})
+
+test('a kept net log holds no cookie, credential or body: the cookie store\'s values, such headers in either shape, the bytes', () => {
+  const log = {
+    constants: { logEventTypes: { COOKIE_STORE_COOKIE_ADDED: 7, HTTP2_SESSION_SEND_HEADERS: 9, URL_REQUEST_JOB_FILTERED_BYTES_READ: 3 } },
+    events: [
+      { type: 7, params: { name: 'sid', value: 'secret-1' } },
+      { type: 9, params: { headers: [':method: GET', 'cookie: sid=secret-2', 'WWW-Authenticate: Negotiate secret-3'] } },
+      { type: 3, params: { byte_count: 5, bytes: 'c2VjcmV0LTQ=' } },
+      { type: 2, params: { headers: { Authorization: 'Bearer secret-5', accept: '*/*' } } }
+    ]
+  }
+  assert.equal(redactNetlog(log), true)
+  assert.doesNotMatch(JSON.stringify(log), /secret|c2VjcmV0/)
+  assert.deepEqual(log.events.map((e) => e.params), [
+    { name: 'sid', value: '[value not kept]' },
+    { headers: [':method: GET', 'cookie: [value not kept]', 'WWW-Authenticate: [value not kept]'] },
+    { byte_count: 5 },
+    { headers: { Authorization: '[value not kept]', accept: '*/*' } }
+  ])
+  assert.equal(redactNetlog(log), false, 'nothing left to leave out')
 })
 
 test('a long redirect chain is read in one pass', () => {

@@ -16,7 +16,7 @@ import { recordCapabilities } from './monitor-origins.js'
 import { measurementHints } from './claim-hints.js'
 import { getLocation, recordRefusal } from './locations.js'
 import { checkResults } from '../measurement/checks.js'
-import { expectedProtocolFor } from '../measurement/modes.js'
+import { expectedProtocolFor, hostPort } from '../measurement/modes.js'
 import { protocolReason } from '../measurement/protocol-reason.js'
 import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
 import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
@@ -165,7 +165,8 @@ async function sendPending (db, { agent, lease, target }) {
       .catch((e) => { if (!(e instanceof ConflictError)) throw e })
     return null
   }
-  const [hints, location, landed] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id), landingUrl(db, job)])
+  const [hints, location, landed] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id),
+    expectedProtocolFor(test.mode, job) === 'h3' ? landingUrl(db, job) : null])
   // The H3 arm of a journey forces QUIC on every origin it navigates to, as
   // a Puppeteer agent's does; the page's, on the origin it redirected to.
   const forceOrigins = [...hints.force_quic_origins, ...journeyUrls.filter((u) => u.startsWith('https:')), ...(landed ? [landed] : [])]
@@ -177,7 +178,7 @@ async function sendPending (db, { agent, lease, target }) {
 
 /**
  * Where the monitor's page ended up at this location when its H2 arm last
- * loaded it (the agent's final_url), where that is another https origin
+ * loaded it whole (the agent's final_url), where that is another https origin
  * than the page's own: a page that redirects (http to https, an apex to its
  * www). A Puppeteer agent follows the redirects before each round and
  * forces QUIC on every origin of them; a WebPageTest agent cannot, so its
@@ -192,7 +193,7 @@ async function landingUrl (db, job) {
   const { rows: [row] } = await db.query(
     `SELECT details->'wpt'->>'final_url' AS url FROM results
       WHERE monitor_id = $1 AND location_id = $2 AND browser = 'chromium' AND mode = 'h2' AND probe = 'page' AND view = 'first'
-        AND details->'wpt'->>'final_url' IS NOT NULL AND time > now() - interval '7 days'
+        AND status = 'ok' AND details->'wpt'->>'final_url' IS NOT NULL AND time > now() - interval '7 days'
       ORDER BY time DESC LIMIT 1`, [job.monitor_id, job.location_id])
   if (!row) return null
   let landed
@@ -448,21 +449,34 @@ export async function refuseUpload (db, { agent, testId, status, reason }) {
  * @param {Record<string, any>[]} results the round's, edited in place
  */
 async function judgeH3Unsupported (client, job, results) {
-  const refused = results.filter((r) => r.mode === 'h3' && r.status === 'error' && !r.observed_protocol && QUIC_REFUSED.test(r.error ?? ''))
+  const armProtocol = (/** @type {Record<string, any>} */ r) => r.details?.arm_protocol ?? r.mode
+  const refused = results.filter((r) => armProtocol(r) === 'h3' && r.status === 'error' && !r.observed_protocol && QUIC_REFUSED.test(r.error ?? ''))
   if (!refused.length) return
   const { rows: [monitor] } = await client.query('SELECT url FROM monitors WHERE id = $1', [job.monitor_id])
   if (!monitor) return
-  const origin = new URL(monitor.url).origin
-  /** @type {(r: Record<string, any>) => { alt_svc: string | null, h3_advertised: boolean } | undefined} */
-  const seenBy = (r) => (Array.isArray(r.details?.origins) ? r.details.origins : []).find((/** @type {any} */ o) => o?.origin === origin)
-  const sameRound = results.filter((r) => r.mode === 'h2' && r.observed_protocol).map(seenBy).find(Boolean)
-  const advertised = sameRound
-    ? Boolean(sameRound.h3_advertised)
-    : (await client.query('SELECT h3_advertised FROM monitor_origins WHERE monitor_id = $1 AND location_id = $2 AND origin = $3',
-        [job.monitor_id, job.location_id, origin])).rows[0]?.h3_advertised ?? true
-  if (advertised) return
+  /** @type {(r: Record<string, any>, origin: string) => { h3_advertised: boolean } | undefined} */
+  const seenBy = (r, origin) => (Array.isArray(r.details?.origins) ? r.details.origins : []).find((/** @type {any} */ o) => o?.origin === origin)
   for (const r of refused) {
-    const { error, failure_kind: kind } = h3Unsupported(origin, r.error)
+    // The origin that refused QUIC: where the run's document went last (its
+    // last document request, or the agent's final URL), else the page's;
+    // one the test forced, as a Puppeteer agent requires.
+    const documents = (Array.isArray(r.details?.requests) ? r.details.requests : []).filter((/** @type {any} */ q) => q?.type === 'Document')
+    const url = documents.at(-1)?.url ?? r.details?.wpt?.final_url ?? monitor.url
+    let origin
+    try {
+      origin = new URL(url)
+    } catch {
+      continue
+    }
+    const forced = (r.flags ?? []).find((/** @type {string} */ f) => f.startsWith('--origin-to-force-quic-on='))?.slice('--origin-to-force-quic-on='.length).split(',') ?? []
+    if (origin.protocol !== 'https:' || !forced.includes(hostPort(origin.href))) continue
+    const sameRound = results.filter((x) => armProtocol(x) === 'h2' && x.observed_protocol).map((x) => seenBy(x, origin.origin)).find(Boolean)
+    const advertised = sameRound
+      ? Boolean(sameRound.h3_advertised)
+      : (await client.query('SELECT h3_advertised FROM monitor_origins WHERE monitor_id = $1 AND location_id = $2 AND origin = $3',
+          [job.monitor_id, job.location_id, origin.origin])).rows[0]?.h3_advertised ?? true
+    if (advertised) continue
+    const { error, failure_kind: kind } = h3Unsupported(origin.origin, r.error)
     r.error = error
     r.details = { ...r.details, failure_kind: kind }
   }

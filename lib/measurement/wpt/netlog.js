@@ -14,7 +14,7 @@ export const NETLOG_SUMMARY_MAX_BYTES = 64 * 1024 * 1024
 /**
  * Header names whose values a kept net log never holds.
  */
-const SECRET_HEADERS = new Set(['cookie', 'set-cookie', 'authorization', 'proxy-authorization'])
+const SECRET_HEADERS = new Set(['cookie', 'set-cookie', 'set-cookie2', 'authorization', 'proxy-authorization', 'www-authenticate', 'proxy-authenticate'])
 
 /**
  * Summarise a WebPageTest agent's net log, and make the copy that is kept.
@@ -22,8 +22,8 @@ const SECRET_HEADERS = new Set(['cookie', 'set-cookie', 'authorization', 'proxy-
  * bytes of every request and response (the page's HTML, posted forms) and
  * cookies and credentials in the headers. h3lens agents capture in the
  * default mode, which holds neither; the copy kept of a WPT log is made
- * like it: the bytes left out of every event, those headers' values
- * replaced. A log that cannot be read (over NETLOG_SUMMARY_MAX_BYTES, or
+ * like it: the bytes left out of every event, the values of cookies and
+ * of the headers that carry credentials replaced. A log that cannot be read (over NETLOG_SUMMARY_MAX_BYTES, or
  * not JSON) cannot be cleaned, and is not kept.
  * @param {Buffer} gzip as uploaded
  * @returns {{ info: Record<string, any>, rawBytes: number | null, notes: Record<string, any>[], kept: Buffer | null }}
@@ -55,10 +55,10 @@ export function summarizeWptNetlog (gzip) {
     info.error = `kept, not summarised: ${err.message}`
   }
   const notes = (info.summary?.findings ?? []).map((f) => ({ ...f, source: 'netlog (run)' }))
-  const redacted = redactNetlog(log)
+  // Kept as read (a log cut short is kept to its last whole event, the
+  // part that was checked), with what it must not hold left out.
+  info.redacted = redactNetlog(log)
   info.uploaded = true
-  if (!redacted) return { info, rawBytes: raw.length, notes, kept: gzip }
-  info.redacted = true
   const text = Buffer.from(JSON.stringify(log))
   const kept = gzipSync(text)
   info.raw_bytes = text.length
@@ -74,9 +74,16 @@ export function summarizeWptNetlog (gzip) {
  */
 export function redactNetlog (log) {
   let changed = false
+  // The cookie store's events (COOKIE_STORE_COOKIE_ADDED and the like) carry each cookie's value.
+  const types = log?.constants?.logEventTypes && typeof log.constants.logEventTypes === 'object' ? log.constants.logEventTypes : {}
+  const cookieEvents = new Set(Object.entries(types).filter(([name]) => name.startsWith('COOKIE_')).map(([, id]) => id))
   for (const e of Array.isArray(log?.events) ? log.events : []) {
     const p = e?.params
     if (!p || typeof p !== 'object') continue
+    if (cookieEvents.has(e.type) && 'value' in p) {
+      p.value = '[value not kept]'
+      changed = true
+    }
     for (const k of ['bytes', 'hex_encoded_bytes']) {
       if (k in p) {
         delete p[k]
