@@ -223,6 +223,8 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
       const sub = await measure('/subresources')
       assert.equal(sub.status, 'protocol_mismatch', 'the page itself loaded')
       assert.deepEqual(sub.guard_notes.map((/** @type {any} */ n) => n.message).sort(), [
+        // The worker's fetch, recorded on the worker's own target.
+        'blocked by the private-target guard: host 10.0.0.1 is a non-public address (private)',
         'blocked by the private-target guard: host 127.0.0.1 is a non-public address (loopback)',
         'blocked by the private-target guard: host ::ffff:7f00:1 is a non-public address (loopback, as IPv4-mapped 127.0.0.1)',
         'blocked by the private-target guard: host rebind.test resolves to 127.0.0.1 (loopback)',

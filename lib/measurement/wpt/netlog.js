@@ -14,6 +14,8 @@ export const NETLOG_SUMMARY_MAX_BYTES = 64 * 1024 * 1024
 /**
  * Header names whose values a kept net log never holds.
  */
+/** What a left-out value reads. */
+const NOT_KEPT = '[value not kept]'
 const SECRET_HEADERS = new Set(['cookie', 'set-cookie', 'set-cookie2', 'authorization', 'proxy-authorization', 'www-authenticate', 'proxy-authenticate'])
 
 /**
@@ -80,8 +82,8 @@ export function redactNetlog (log) {
   for (const e of Array.isArray(log?.events) ? log.events : []) {
     const p = e?.params
     if (!p || typeof p !== 'object') continue
-    if (cookieEvents.has(e.type) && 'value' in p) {
-      p.value = '[value not kept]'
+    if (cookieEvents.has(e.type) && 'value' in p && p.value !== NOT_KEPT) {
+      p.value = NOT_KEPT
       changed = true
     }
     for (const k of ['bytes', 'hex_encoded_bytes']) {
@@ -94,14 +96,14 @@ export function redactNetlog (log) {
       p.headers = p.headers.map((/** @type {unknown} */ h) => {
         if (typeof h !== 'string') return h
         const at = h.indexOf(':', 1)
-        if (at < 0 || !SECRET_HEADERS.has(h.slice(0, at).trim().toLowerCase())) return h
+        if (at < 0 || !SECRET_HEADERS.has(h.slice(0, at).trim().toLowerCase()) || h.slice(at + 1).trim() === NOT_KEPT) return h
         changed = true
-        return `${h.slice(0, at)}: [value not kept]`
+        return `${h.slice(0, at)}: ${NOT_KEPT}`
       })
     } else if (p.headers && typeof p.headers === 'object') {
       for (const name of Object.keys(p.headers)) {
-        if (!SECRET_HEADERS.has(name.toLowerCase())) continue
-        p.headers[name] = '[value not kept]'
+        if (!SECRET_HEADERS.has(name.toLowerCase()) || p.headers[name] === NOT_KEPT) continue
+        p.headers[name] = NOT_KEPT
         changed = true
       }
     }
