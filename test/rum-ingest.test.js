@@ -10,7 +10,7 @@ import { gunzipSync } from 'node:zlib'
 import { createRequire } from 'node:module'
 import { createTestApp } from './helpers/app.js'
 import { createSite, revokeSite } from '../lib/store/rum-sites.js'
-import { MAX_MS, TAG_PATTERN } from '../lib/measurement/rum/beacon.js'
+import { MAX_MS, PROTOCOL_PATTERN, TAG_PATTERN } from '../lib/measurement/rum/beacon.js'
 
 const parsePrometheus = createRequire(import.meta.url)('parse-prometheus-text-format')
 
@@ -62,7 +62,7 @@ test('the snippet is served small, cacheable, loadable cross-origin and pinned b
   assert.match(body.toString(), /sendBeacon/)
   // The snippet keeps to the server's bounds (a value past them is left out
   // of the beacon, which is then stored): they are the schema's own.
-  assert.ok(body.toString().endsWith(`(webVitals,document.currentScript,${JSON.stringify({ maxMs: MAX_MS, tag: TAG_PATTERN })})})();\n`), body.toString().slice(-200))
+  assert.ok(body.toString().endsWith(`(webVitals,document.currentScript,${JSON.stringify({ maxMs: MAX_MS, tag: TAG_PATTERN, protocol: PROTOCOL_PATTERN })})})();\n`), body.toString().slice(-200))
   assert.doesNotMatch(body.toString(), /document\.cookie|localStorage|sessionStorage|XMLHttpRequest|fetch\(/, 'no cookies, no storage, no other request')
   const stale = await t.app.inject({ url: '/rum/v1/h3lens.js?v=0123456789ab', headers: { authorization: undefined } })
   assert.equal(stale.headers['cache-control'], 'public, max-age=300', 'an old version is not cached for long')

@@ -709,6 +709,16 @@ test('a page that redirects to another origin: the H3 arm forces the origin its 
   assert.equal((await results(m.id)).length, 4)
 })
 
+test('a location whose browser was set to one that is not Chromium-based before that was refused gets no test: its round fails saying why', async () => {
+  await upsertLocation(t.db, { id: 'wpt-firefox', name: 'WPT Firefox', region: 'Europe', kind: 'wpt', profile: { wpt_browser: 'Firefox' } })
+  const firefoxKey = (await createWptKey(t.db, { location: 'wpt-firefox' })).key
+  const m = await monitorWithRounds({}, 1, 'wpt-firefox')
+  const { status, job } = await getwork('spike9', firefoxKey, 'wpt-firefox')
+  assert.deepEqual([status, job], [200, null], 'no test')
+  const { rows: [j] } = await t.db.query('SELECT last_error FROM jobs WHERE monitor_id = $1', [m.id])
+  assert.match(j.last_error, /: WPT location wpt-firefox cannot measure \S+: its browser "Firefox" is not a Chromium-based browser .* --wpt-browser Chrome$/)
+})
+
 test('an agent that asks for work without returning its test fails that attempt, which is retried', async () => {
   const m = await monitorWithRounds({})
   await getwork('spike6')

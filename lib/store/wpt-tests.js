@@ -19,7 +19,7 @@ import { checkResults } from '../measurement/checks.js'
 import { expectedProtocolFor, hostPort } from '../measurement/modes.js'
 import { protocolReason } from '../measurement/protocol-reason.js'
 import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
-import { wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
+import { wptBrowserProblem, wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
 import { wptScript } from '../measurement/wpt/journey-script.js'
 import { journeyResults } from '../measurement/wpt/journey-results.js'
 import { journeyTargets } from '../measurement/journey/steps.js'
@@ -155,18 +155,24 @@ async function sendPending (db, { agent, lease, target }) {
   // all at once: each lookup may take its resolver's time limit, and the
   // agent waits 10 s for this answer.
   const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
+  // The server's refusal, not the agent's fault: the agent's health stays as it is.
+  const refuse = async (/** @type {string} */ why) => {
+    await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND state IN ('pending', 'sent')", [job.id])
+    await failJob(db, { jobId: job.id, agentId: agent.id, error: `WPT location ${job.location_id} cannot measure ${job.url}: ${why}`, agentFault: false })
+      .catch((e) => { if (!(e instanceof ConflictError)) throw e })
+    return null
+  }
   let lab
   try {
     [lab] = await Promise.all([target(job.url), ...journeyUrls.map((url) => target(url))])
   } catch (/** @type {any} */ err) {
-    await db.query("UPDATE wpt_tests SET state = 'dropped' WHERE job_id = $1 AND state IN ('pending', 'sent')", [job.id])
-    // The server's refusal, not the agent's fault: the agent's health stays as it is.
-    await failJob(db, { jobId: job.id, agentId: agent.id, error: `WPT location ${job.location_id} cannot measure ${job.url}: ${err.message}`, agentFault: false })
-      .catch((e) => { if (!(e instanceof ConflictError)) throw e })
-    return null
+    return refuse(err.message)
   }
   const [hints, location, landed] = await Promise.all([measurementHints(db, job), getLocation(db, job.location_id),
     expectedProtocolFor(test.mode, job) === 'h3' ? landingUrl(db, job) : null])
+  // A location whose browser was set before only Chromium-based ones were taken.
+  const browserProblem = location?.profile?.wpt_browser ? wptBrowserProblem(String(location.profile.wpt_browser)) : null
+  if (browserProblem) return refuse(`its browser ${browserProblem}; name another with h3lens agents wpt-key --location ${job.location_id} --wpt-browser Chrome`)
   // The H3 arm of a journey forces QUIC on every origin it navigates to, as
   // a Puppeteer agent's does; the page's, on the origin it redirected to.
   const forceOrigins = [...hints.force_quic_origins, ...journeyUrls.filter((u) => u.startsWith('https:')), ...(landed ? [landed] : [])]

@@ -33,8 +33,10 @@ const count = (/** @type {string} */ description) => ({ type: 'integer', minimum
 // the snippet.
 export const TAG_PATTERN = '^[a-z][a-z0-9._-]{0,31}$'
 const tag = (/** @type {string} */ description) => ({ type: 'string', pattern: TAG_PATTERN, description: `${description} (a tag name)` })
+/** nextHopProtocol as stored, lower case: h3, h2, http/1.1, http/2+quic/46, or empty. */
+export const PROTOCOL_PATTERN = '^[a-z0-9./+-]{0,16}$'
 /** The bounds the snippet keeps to (./page.js), so no value of a real page view gets its beacon refused. */
-export const SNIPPET_BOUNDS = Object.freeze({ maxMs: MAX_MS, tag: TAG_PATTERN })
+export const SNIPPET_BOUNDS = Object.freeze({ maxMs: MAX_MS, tag: TAG_PATTERN, protocol: PROTOCOL_PATTERN })
 
 /** Timing columns in the order they are stored (all milliseconds but cls). */
 export const TIMING_FIELDS = Object.freeze(['dns_ms', 'connect_ms', 'tls_ms', 'waiting_ms', 'ttfb_ms', 'fcp_ms', 'lcp_ms', 'inp_ms', 'activation_ms',
@@ -52,7 +54,7 @@ export const BEACON_SCHEMA = Object.freeze({
     t0: { type: 'number', minimum: 0, maximum: 1e14, description: 'When the page view began (performance.timeOrigin, or the restore), epoch ms' },
     sample: { type: 'number', minimum: 0, maximum: 1, description: 'The sample rate the page view was drawn with (above 0: a view drawn at 0 sends nothing)' },
     nav: { type: 'string', enum: NAVIGATION_TYPES, description: 'How the view began: a prerendered page, a back/forward-cache restore and a discarded tab\'s restore are recognised' },
-    protocol: { type: 'string', maxLength: 16, pattern: '^[a-z0-9./+-]*$', description: 'nextHopProtocol of the navigation (h3, h2, http/1.1, http/2+quic/46, or empty)' },
+    protocol: { type: 'string', maxLength: 16, pattern: PROTOCOL_PATTERN, description: 'nextHopProtocol of the navigation (h3, h2, http/1.1, http/2+quic/46, or empty)' },
     dns_ms: ms('DNS lookup of the navigation (0: none, a reused connection or a cached answer)'),
     connect_ms: ms('Connection set-up, TLS or QUIC handshake included (0: a reused connection)'),
     tls_ms: ms('TLS part of the connection set-up'),

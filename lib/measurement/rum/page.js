@@ -14,7 +14,7 @@
 /**
  * @param {any} webVitals the web-vitals library (its standard build)
  * @param {HTMLScriptElement | null} script the <script> element that loaded the snippet
- * @param {{ maxMs: number, tag: string }} bounds what the server takes (./beacon.js MAX_MS and TAG_PATTERN, given by ./snippet.js):
+ * @param {{ maxMs: number, tag: string, protocol: string }} bounds what the server takes (./beacon.js SNIPPET_BOUNDS, given by ./snippet.js):
  *   a value past them is left out of the beacon, not sent to have the whole beacon refused
  */
 export function h3lensBeacon (webVitals, script, bounds) {
@@ -44,7 +44,8 @@ export function h3lensBeacon (webVitals, script, bounds) {
   const n = /** @type {any} */ (perf.getEntriesByType('navigation')[0])
   view(n && n.activationStart > 0 ? 'prerender' : /** @type {any} */ (document).wasDiscarded ? 'restore' : (n ? n.type.replace('_', '-') : 'navigate'), perf.timeOrigin)
   if (n) {
-    b.protocol = n.nextHopProtocol
+    const protocol = String(n.nextHopProtocol || '').toLowerCase()
+    b.protocol = new RegExp(bounds.protocol).test(protocol) ? protocol : undefined
     b.dns_ms = ms(n.domainLookupEnd - n.domainLookupStart)
     b.connect_ms = ms(n.connectEnd - n.connectStart)
     b.tls_ms = ms(n.secureConnectionStart > 0 ? n.connectEnd - n.secureConnectionStart : 0)
