@@ -9,7 +9,7 @@ import { runRound, emptyResult, measurePageViews } from './measure.js'
 import { PROBE_RUNNERS } from './probes/index.js'
 import { readFileSync } from 'node:fs'
 import { FORCED_MODES } from '../lib/measurement/modes.js'
-import { baseFlags, labBrowserFlags, modeFlags } from '../lib/measurement/browsers/chromium.js'
+import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { labPrefs } from '../lib/measurement/browsers/firefox.js'
 import { tcpPing } from './rtt.js'
 import { toSubmission } from '../lib/measurement/result.js'
@@ -19,7 +19,7 @@ import { keepFilmstrips } from './filmstrip.js'
 import { VISUAL_COLUMNS } from '../lib/measurement/visual.js'
 import { effectiveOptions, probeOf, probeTargets } from '../lib/measurement/probes/index.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
-import { createChainCache } from './redirects.js'
+import { createChainCache, discoveryBrowser } from './redirects.js'
 import { journeyTargets } from '../lib/measurement/journey/steps.js'
 import { scrubSecrets, secretValues } from '../lib/measurement/journey/secrets.js'
 import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
@@ -289,7 +289,7 @@ export function runConfinement ({ url, targets, lab, guard, allowPrivateTargets 
 export async function guardInForce ({ guard, pool, netns }) {
   if (!guard || !pool) return
   await guard.inForce(async (url) => {
-    const browser = await pool.acquire({ flags: [...baseFlags(), ...modeFlags('h2', url), ...guard.browser.flags], netns, localState: guard.browser.localState })
+    const browser = await pool.acquire(discoveryBrowser({ url, netns, guard }))
     const context = await browser.createBrowserContext()
     try {
       const page = await context.newPage()

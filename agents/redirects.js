@@ -19,6 +19,17 @@ export const CHAIN_TTL_MS = 5 * 60_000
  */
 
 /**
+ * The pooled H2 browser the redirect discovery runs in (and the private-
+ * target guard's check, agents/job-runner.js guardInForce): QUIC off, with
+ * the run's confinement.
+ * @param {{ url: string, extraFlags?: string[], netns?: string | null, guard?: import('./target-guard.js').TargetGuard | null }} o
+ * @returns {import('./browsers/chromium.js').BrowserSpec}
+ */
+export function discoveryBrowser ({ url, extraFlags = [], netns = null, guard = null }) {
+  return { flags: [...baseFlags(), ...modeFlags('h2', url), ...extraFlags, ...(guard?.browser.flags ?? [])], netns, localState: guard?.browser.localState ?? null }
+}
+
+/**
  * Follow `url`'s redirects in a fresh context of the pooled H2 browser: each
  * hop's response is intercepted (DevTools Fetch domain, response stage), a
  * redirect is let through, and the final response is aborted before its body.
@@ -34,9 +45,7 @@ export async function discoverChain ({ pool, url, extraFlags = [], netns = null,
   let error = null
   let context = null
   try {
-    const browser = await pool.acquire({
-      flags: [...baseFlags(), ...modeFlags('h2', url), ...extraFlags, ...(guard?.browser.flags ?? [])], netns, localState: guard?.browser.localState ?? null
-    })
+    const browser = await pool.acquire(discoveryBrowser({ url, extraFlags, netns, guard }))
     context = await browser.createBrowserContext()
     const page = await context.newPage()
     const cdp = await page.createCDPSession()

@@ -19,7 +19,7 @@ import { checkResults } from '../measurement/checks.js'
 import { expectedProtocolFor, hostPort } from '../measurement/modes.js'
 import { protocolReason } from '../measurement/protocol-reason.js'
 import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
-import { wptBrowserProblem, wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
+import { forcedOriginsOf, wptBrowserProblem, wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
 import { wptScript } from '../measurement/wpt/journey-script.js'
 import { journeyResults } from '../measurement/wpt/journey-results.js'
 import { journeyTargets } from '../measurement/journey/steps.js'
@@ -451,15 +451,12 @@ export async function refuseUpload (db, { agent, testId, status, reason }) {
  * where that arm did not reach it, what the monitor's runs at the location
  * saw last (monitor_origins). Where neither saw it, it stays a failure.
  * @param {import('pg').PoolClient} client
- * @param {{ monitor_id: number, location_id: string }} job
+ * @param {{ monitor_id: number, location_id: string, url: string }} job url: the monitor's
  * @param {Record<string, any>[]} results the round's, edited in place
  */
 async function judgeH3Unsupported (client, job, results) {
   const armProtocol = (/** @type {Record<string, any>} */ r) => r.details?.arm_protocol ?? r.mode
   const refused = results.filter((r) => armProtocol(r) === 'h3' && r.status === 'error' && !r.observed_protocol && QUIC_REFUSED.test(r.error ?? ''))
-  if (!refused.length) return
-  const { rows: [monitor] } = await client.query('SELECT url FROM monitors WHERE id = $1', [job.monitor_id])
-  if (!monitor) return
   /** @type {(r: Record<string, any>, origin: string) => { h3_advertised: boolean } | undefined} */
   const seenBy = (r, origin) => (Array.isArray(r.details?.origins) ? r.details.origins : []).find((/** @type {any} */ o) => o?.origin === origin)
   for (const r of refused) {
@@ -467,15 +464,14 @@ async function judgeH3Unsupported (client, job, results) {
     // last document request, or the agent's final URL), else the page's;
     // one the test forced, as a Puppeteer agent requires.
     const documents = (Array.isArray(r.details?.requests) ? r.details.requests : []).filter((/** @type {any} */ q) => q?.type === 'Document')
-    const url = documents.at(-1)?.url ?? r.details?.wpt?.final_url ?? monitor.url
+    const url = documents.at(-1)?.url ?? r.details?.wpt?.final_url ?? job.url
     let origin
     try {
       origin = new URL(url)
     } catch {
       continue
     }
-    const forced = (r.flags ?? []).find((/** @type {string} */ f) => f.startsWith('--origin-to-force-quic-on='))?.slice('--origin-to-force-quic-on='.length).split(',') ?? []
-    if (origin.protocol !== 'https:' || !forced.includes(hostPort(origin.href))) continue
+    if (origin.protocol !== 'https:' || !forcedOriginsOf(r.flags ?? []).includes(hostPort(origin.href))) continue
     const sameRound = results.filter((x) => armProtocol(x) === 'h2' && x.observed_protocol).map((x) => seenBy(x, origin.origin)).find(Boolean)
     const advertised = sameRound
       ? Boolean(sameRound.h3_advertised)
@@ -502,13 +498,13 @@ async function finishRoundIfComplete (client, job, test) {
   const { rows: runs } = await client.query(
     'SELECT result FROM wpt_runs WHERE test_id = ANY($1) ORDER BY test_id, run, cached', [arms.map((a) => a.test_id)])
   const results = runs.flatMap((r) => (Array.isArray(r.result) ? r.result : [r.result]))
+  const { rows: [monitor] } = await client.query('SELECT url, probes, journey FROM monitors WHERE id = $1', [job.monitor_id])
   // A monitor whose journey has no WPT form gets its page loads here, each saying why the journey is not among them.
   if (!arms.some((a) => a.probe === 'journey')) {
-    const { rows: [monitor] } = await client.query('SELECT probes, journey FROM monitors WHERE id = $1', [job.monitor_id])
     const untranslatable = monitor?.probes?.includes('journey') && monitor.journey ? wptScript(monitor.journey).untranslatable : null
     if (untranslatable) for (const r of results) r.notes = [...(r.notes ?? []), { code: 'journey_not_sent', message: journeyNotSent(job.location_id, untranslatable) }]
   }
-  await judgeH3Unsupported(client, job, results)
+  if (monitor) await judgeH3Unsupported(client, { ...job, url: monitor.url }, results)
   const { rows: agents } = await client.query('SELECT version FROM agents WHERE id = $1', [test.agent_id])
   const agentVersion = agents[0]?.version ? `wptagent ${agents[0].version}` : 'wptagent'
   const inserted = await insertResults(client, { job, agentId: test.agent_id, agentVersion, results })
@@ -537,7 +533,7 @@ function journeyRun (test, views, { expected, agentError, url, measuredAt, armPr
   // The test was sent with this script, so it has one.
   if (!recorded) throw new Error(`test ${test.test_id}: its journey has no WebPageTest script`)
   const flags = test.add_cmd_line ? switchesOf(test.add_cmd_line) : []
-  const forced = flags.find((f) => f.startsWith('--origin-to-force-quic-on='))?.slice('--origin-to-force-quic-on='.length).split(',') ?? []
+  const forced = forcedOriginsOf(flags)
   const traces = new Map(steps.map((v) => [v.step ?? 1, v.trace ?? null]))
   const results = journeyResults(test.journey, recorded, devtools, { mode: test.mode, expected, agentError, url, forcedOrigins: forced.map((hp) => `https://${hp}`), labels, traces })
   for (const result of results) {

@@ -150,3 +150,13 @@ export function commandLine (switches) {
 export function switchesOf (line) {
   return (line.match(/(?:[^\s"]+|"[^"]*")+/g) ?? []).map((s) => s.replace(/"/g, ''))
 }
+
+/**
+ * The host:port a test's switches force QUIC on (--origin-to-force-quic-on), none where they force none.
+ * @param {string[]} switches as switchesOf gives them
+ * @returns {string[]}
+ */
+export function forcedOriginsOf (switches) {
+  const force = '--origin-to-force-quic-on='
+  return switches.find((f) => f.startsWith(force))?.slice(force.length).split(',') ?? []
+}

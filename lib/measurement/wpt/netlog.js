@@ -11,11 +11,9 @@ import { compactSummary, parseNetlog, summarizeNetlog } from '../netlog.js'
  */
 export const NETLOG_SUMMARY_MAX_BYTES = 64 * 1024 * 1024
 
-/**
- * Header names whose values a kept net log never holds.
- */
 /** What a left-out value reads. */
 const NOT_KEPT = '[value not kept]'
+/** Header names whose values a kept net log never holds. */
 const SECRET_HEADERS = new Set(['cookie', 'set-cookie', 'set-cookie2', 'authorization', 'proxy-authorization', 'www-authenticate', 'proxy-authenticate'])
 
 /**
@@ -25,8 +23,9 @@ const SECRET_HEADERS = new Set(['cookie', 'set-cookie', 'set-cookie2', 'authoriz
  * cookies and credentials in the headers. h3lens agents capture in the
  * default mode, which holds neither; the copy kept of a WPT log is made
  * like it: the bytes left out of every event, the values of cookies and
- * of the headers that carry credentials replaced. A log that cannot be read (over NETLOG_SUMMARY_MAX_BYTES, or
- * not JSON) cannot be cleaned, and is not kept.
+ * of the headers that carry credentials replaced. A log that cannot be
+ * read (over NETLOG_SUMMARY_MAX_BYTES, or not JSON) cannot be cleaned, and
+ * is not kept.
  * @param {Buffer} gzip as uploaded
  * @returns {{ info: Record<string, any>, rawBytes: number | null, notes: Record<string, any>[], kept: Buffer | null }}
  *   info: details.netlog of the result; notes: its findings, as the result's notes; kept: the gzip to store, or null
