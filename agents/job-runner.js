@@ -20,6 +20,8 @@ import { VISUAL_COLUMNS } from '../lib/measurement/visual.js'
 import { effectiveOptions, probeOf, probeTargets } from '../lib/measurement/probes/index.js'
 import { LAB_HOSTNAME, LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { createChainCache, discoveryBrowser } from './redirects.js'
+import { runPlan } from './browsers/index.js'
+import { navigationError } from './page-metrics.js'
 import { journeyTargets } from '../lib/measurement/journey/steps.js'
 import { scrubSecrets, secretValues } from '../lib/measurement/journey/secrets.js'
 import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
@@ -32,6 +34,9 @@ const MAX_JOURNEY_CHAINS = 5
 // How long the guard's check (guardInForce) waits for its load to fail: a
 // lookup of a name that exists nowhere, answered at once by the guard's resolver.
 const GUARD_CHECK_TIMEOUT_MS = 10_000
+// How long it waits on a load the guard's proxy script refuses (Firefox):
+// a browser that ignores the script connects at once.
+const GUARD_REFUSAL_WAIT_MS = 3_000
 /** The results columns of the catalogue's summary metrics. */
 const SUMMARY_COLUMNS = COLUMN_METRICS.filter((m) => m.summary).map((m) => /** @type {string} */ (m.column))
 
@@ -77,13 +82,13 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     const options = effectiveOptions(job.url, job.options ?? {})
     const journeyUrls = journey ? journeyTargets(journey).map(([u]) => u) : []
     const { isLab, guard: runGuard, extraFlags } = runConfinement({ url: job.url, targets: [...probeTargets(options).map((t) => t.url), ...journeyUrls], lab, guard, allowPrivateTargets })
-    await guardInForce({ guard: runGuard, pool, netns: lab?.netns ?? null })
-    // What a journey types as a secret never leaves this agent in a result
-    // (a page that echoes it, an error that quotes it) nor in a net log.
-    const secrets = secretValues(journey)
     const browser = job.browser ?? 'chromium'
     const runPool = browser === 'firefox' ? firefoxPool : browser === 'chromium' ? pool : null
     if (!runPool) throw new Error(`this agent has no ${browser} to measure with`)
+    await guardInForce({ guard: runGuard, pool, firefoxPool: browser === 'firefox' ? firefoxPool : null, netns: lab?.netns ?? null })
+    // What a journey types as a secret never leaves this agent in a result
+    // (a page that echoes it, an error that quotes it) nor in a net log.
+    const secrets = secretValues(journey)
     const firefoxLab = browser === 'firefox' && isLab && lab ? { extraPrefs: labPrefs({ address: lab.address, port: lab.port ?? null, inNamespace: Boolean(lab.netns) }), trust: [labAuthority(lab)] } : {}
     const netns = lab?.netns ?? null
     const { rttMs, source: rttSource } = await locationRtt({ url: job.url, isLab, location, ping, guard: runGuard })
@@ -280,25 +285,48 @@ export function runConfinement ({ url, targets, lab, guard, allowPrivateTargets 
 }
 
 /**
- * Before the first guarded run, check that the guard is in force in this
- * machine's Chromium (target-guard.js inForce): a guarded browser, the
- * pooled one the redirect discovery uses, loads a name that exists nowhere.
+ * Before the first guarded run in each kind of browser, check that the
+ * guard is in force in this machine's browsers (target-guard.js inForce):
+ * a guarded Chromium, the pooled one the redirect discovery uses, and for
+ * a Firefox run a guarded Firefox of its own, load what the check gives.
  * Throws, failing the run, where the guard is not in force.
- * @param {{ guard: import('./target-guard.js').TargetGuard | null, pool: any, netns: string | null }} o
+ * @param {{ guard: import('./target-guard.js').TargetGuard | null, pool: any, firefoxPool?: any, netns: string | null }} o
+ *   firefoxPool: the Firefox pool, for a Firefox run
  */
-export async function guardInForce ({ guard, pool, netns }) {
-  if (!guard || !pool) return
-  await guard.inForce(async (url) => {
-    const browser = await pool.acquire(discoveryBrowser({ url, netns, guard }))
-    const context = await browser.createBrowserContext()
-    try {
-      const page = await context.newPage()
-      // A name that exists nowhere: the load fails, net::ERR_NAME_NOT_RESOLVED.
-      return await page.goto(url, { timeout: GUARD_CHECK_TIMEOUT_MS }).then(() => null, (/** @type {any} */ err) => String(err?.message ?? err))
-    } finally {
-      await context.close().catch(() => {})
-    }
-  })
+export async function guardInForce ({ guard, pool, firefoxPool = null, netns }) {
+  if (!guard) return
+  if (pool) {
+    await guard.inForce(async (urls) => {
+      const browser = await pool.acquire(discoveryBrowser({ url: urls[0], netns, guard }))
+      const context = await browser.createBrowserContext()
+      try {
+        return await loadEach(await context.newPage(), urls)
+      } finally {
+        await context.close().catch(() => {})
+      }
+    })
+  }
+  if (firefoxPool) {
+    await guard.inForce((urls) => firefoxPool.withDedicated(runPlan({ pool: firefoxPool, protocol: 'h2', url: urls[0], netns, guard }).spec,
+      async (/** @type {import('puppeteer-core').Browser} */ browser) => loadEach(await browser.newPage(), urls)), { browser: 'firefox' })
+  }
+}
+
+/**
+ * Load each URL in turn (the guard's check); each load's error, or null
+ * where it loaded. The first waits for its failure; the others, which
+ * Firefox's proxy script refuses, only long enough for a connection that
+ * ignores it (Firefox holds a refused load until its timeout).
+ * @param {import('puppeteer-core').Page} page
+ * @param {string[]} urls
+ */
+async function loadEach (page, urls) {
+  const errors = []
+  for (const [i, url] of urls.entries()) {
+    const timeout = i === 0 ? GUARD_CHECK_TIMEOUT_MS : GUARD_REFUSAL_WAIT_MS
+    errors.push(await page.goto(url, { timeout }).then(() => null, (/** @type {unknown} */ err) => navigationError(err, url)))
+  }
+  return errors
 }
 
 /**

@@ -41,6 +41,7 @@
 // (loopback)"), never with what the address would have answered; other
 // refused requests of a run are its notes.
 import { randomBytes } from 'node:crypto'
+import http from 'node:http'
 import http2 from 'node:http2'
 import { guardedLookup, guardMessage, isLocalhostName, literalReason, nonPublicReason, systemResolver, targetHost } from '../lib/measurement/targets.js'
 import { IPV4_RANGES } from '../lib/measurement/addresses.js'
@@ -111,11 +112,21 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
   const stats = { connections: 0, queries: 0, refused: 0 }
   /** The check names (inForce) the resolver was asked for. @type {Set<string>} */
   const checksSeen = new Set()
-  /** The outcome of the check, once a browser has made it. @type {Promise<void> | null} */
-  let inForceCheck = null
+  /** The check paths (inForce) a browser connected to the check port for. @type {Set<string>} */
+  const directHits = new Set()
+  /** The outcome of the check by browser, once a browser has made it. @type {Map<string, Promise<void>>} */
+  const inForceChecks = new Map()
   server.on('secureConnection', () => { stats.connections++ })
   await new Promise((resolve, reject) => server.once('error', reject).listen(0, listen, () => resolve(undefined)))
   const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
+  // The check's private address (inForce): a Firefox whose proxy script is
+  // in force never connects here; one that does asks for the check's path.
+  const checkServer = http.createServer((req, res) => {
+    if (req.url?.startsWith('/')) directHits.add(req.url.slice(1))
+    res.writeHead(404, { connection: 'close' }).end()
+  })
+  await new Promise((resolve, reject) => checkServer.once('error', reject).listen(0, listen, () => resolve(undefined)))
+  const { port: checkPort } = /** @type {import('node:net').AddressInfo} */ (checkServer.address())
   const rules = [`MAP ${RESOLVER_NAME} ${listen}:${port}`, ...hostsRules.rules, ...mdnsRules(), ...literalRules()]
 
   /**
@@ -347,46 +358,73 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
     },
 
     /**
-     * Check, once, that a guarded Chromium asks this resolver for the names
-     * it loads. Secure DNS is a setting of the browser's profile, and a
+     * Check, once per kind of browser, that the guard is in force in its
+     * runs. Secure DNS is a setting of Chromium's profile, and a
      * machine-wide Chromium policy (any file under /etc/chromium/policies,
      * not only one about DNS) makes Chromium ignore it and resolve names
      * with the system's resolver, past every check here but the rules'.
-     * `load` has a guarded browser load a URL whose name exists nowhere,
-     * and gives the load's error (null if it loaded); the guard's resolver
-     * must be asked for the name. Where it is not, and the load says the
-     * name was looked up elsewhere (not found, or found and connected to),
-     * this throws, now and for every later call: the agent must not run a
-     * page outside the lab until it is restarted without that policy. A
-     * `load` that throws (a browser that would not start), or a load that
-     * ended before any lookup (a timeout on a loaded machine), decides
-     * nothing: the next run checks again.
-     * @param {(url: string) => Promise<string | null>} load
+     * Firefox's guard is preferences of its profile, which a machine-wide
+     * policy or locked preference overrides: its DNS, and the proxy script
+     * that refuses private IP literals.
+     * `load` has a guarded browser of that kind load the URLs it is given,
+     * in order, and gives each load's error (null if it loaded). The first
+     * URL's name exists nowhere; the guard's resolver must be asked for it.
+     * Firefox is also given a URL at a loopback port of the guard's own,
+     * which its proxy script refuses: it must not connect there (a refused
+     * load may fail or wait; it must not load). Where the resolver is not
+     * asked and the load says the name was looked up elsewhere (not found,
+     * or found and connected to), or Firefox connected, this throws, now and for every later call for that
+     * browser: the agent must not run a page outside the lab in it until
+     * it is restarted without that policy. A `load` that throws (a browser
+     * that would not start), or loads that ended before any lookup or
+     * connection (a timeout on a loaded machine), decide nothing: the next
+     * run checks again.
+     * @param {(urls: string[]) => Promise<(string | null)[]>} load
+     * @param {{ browser?: 'chromium' | 'firefox' }} [opts]
      * @returns {Promise<void>}
      */
-    inForce (load) {
-      inForceCheck ??= (async () => {
-        const name = `${randomBytes(8).toString('hex')}${CHECK_SUFFIX}`
-        let error
+    inForce (load, { browser = 'chromium' } = {}) {
+      const known = inForceChecks.get(browser)
+      if (known) return known
+      const check = (async () => {
+        const token = randomBytes(8).toString('hex')
+        const name = `${token}${CHECK_SUFFIX}`
+        const urls = [`http://${name}/`, ...(browser === 'firefox' ? [`http://${listen}:${checkPort}/${token}`] : [])]
+        const again = (/** @type {string} */ why) => {
+          inForceChecks.delete(browser)
+          return new Error(`the private-target guard's check did not finish (${why}); the next run checks again`)
+        }
+        const notInForce = () => {
+          log?.error({ browser }, 'the private-target guard is not in force: a guarded browser went past it')
+          return new Error(browser === 'firefox' ? GUARD_NOT_IN_FORCE_FIREFOX : GUARD_NOT_IN_FORCE)
+        }
+        let errors
         try {
-          error = await load(`http://${name}/`)
+          errors = await load(urls)
         } catch (err) {
-          inForceCheck = null
+          inForceChecks.delete(browser)
           throw err
         }
-        if (checksSeen.has(name)) return
-        if (error !== null && !/^net::ERR_/.test(error)) {
-          inForceCheck = null
-          throw new Error(`the private-target guard's check did not finish (${error}); the next run checks again`)
+        if (directHits.has(token)) throw notInForce()
+        const [nameError, literalError] = errors
+        if (!checksSeen.has(name)) {
+          if (nameError !== null && !NETWORK_ERROR.test(nameError)) throw again(nameError)
+          throw notInForce()
         }
-        log?.error('the private-target guard is not in force: Chromium resolved a name without asking the guard\'s resolver')
-        throw new Error(GUARD_NOT_IN_FORCE)
+        // Firefox's second load: refused by its proxy script, it fails or
+        // waits; one that loaded went to a proxy the name's load would have
+        // shown, or connected here (directHits).
+        if (urls.length > 1 && literalError === null) throw notInForce()
       })()
-      return inForceCheck
+      inForceChecks.set(browser, check)
+      return check
     },
 
+    /** The port of the check's loopback address (inForce), at `listen`. */
+    checkPort,
+
     async close () {
-      await new Promise((resolve) => server.close(() => resolve(undefined)))
+      await Promise.all([server, checkServer].map((srv) => new Promise((resolve) => srv.close(() => resolve(undefined)))))
     }
   }
 }
@@ -395,6 +433,17 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
 export const GUARD_NOT_IN_FORCE = 'the private-target guard is not in force on this agent: its Chromium looked a name up without asking the guard\'s resolver, ' +
   'so a page could reach private addresses by name. A machine-wide Chromium policy (a file under /etc/chromium/policies/) turns off the secure DNS ' +
   'the guard sets in each profile; remove it and restart the agent. Until then this agent measures no page outside the lab'
+
+/** The same, for an agent's Firefox (inForce). */
+export const GUARD_NOT_IN_FORCE_FIREFOX = 'the private-target guard is not in force in this agent\'s Firefox: it looked a name up without asking the guard\'s resolver, ' +
+  'or connected to a private address its proxy script refuses, so a page could reach private addresses. A machine-wide Firefox policy or locked preference ' +
+  '(a policies.json under /etc/firefox/policies/ or the installation\'s distribution/ folder, or a locked pref in its defaults) overrides the preferences ' +
+  'the guard sets in each profile; remove it and restart the agent. Until then this agent measures no page outside the lab in Firefox'
+
+// A load that failed on the network (Chromium's net::ERR_…, Firefox's
+// NS_ERROR_…, as agents/page-metrics.js navigationError words them), not on
+// a timeout or a browser gone.
+const NETWORK_ERROR = /^(net::ERR_|NS_ERROR_)/
 
 /**
  * Notes for the alternative services a run's origins advertised at a

@@ -24,7 +24,7 @@ import { measurePage } from '../agents/measure.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { createTrialRunner } from '../agents/journey/trial.js'
 import { startOrigin } from '../lab/origin.js'
-import { GUARD_NOT_IN_FORCE, startTargetGuard } from '../agents/target-guard.js'
+import { GUARD_NOT_IN_FORCE, GUARD_NOT_IN_FORCE_FIREFOX, startTargetGuard } from '../agents/target-guard.js'
 import { netnsSupport } from '../lab/netns.js'
 import { createResolver, nonPublicReason } from '../lib/measurement/targets.js'
 import { checkJourney } from '../lib/measurement/journey/steps.js'
@@ -270,12 +270,46 @@ test('in a guarded run a public page loads, and its redirects, subresources, fet
       const [guarded] = await createJobRunner({ pool, lab: inNs, guard: fresh, timeoutMs: 15_000, log })(job, { location: { kind: 'lab' } })
       assert.equal(guarded.error, GUARD)
 
+      // Firefox's guard is preferences of each profile, which a machine-wide
+      // Firefox policy overrides: one that turns its secure DNS off, or one
+      // that sets its proxy (and so drops the proxy script that refuses
+      // private literals). An installation under such a policy (its own
+      // distribution/policies.json) is found out before a Firefox round's
+      // first load; the same agent's Chromium rounds still run.
+      if (fs.existsSync(FIREFOX)) {
+        const bridges = async (/** @type {any} */ g) => {
+          for (const port of [g.port, g.checkPort]) {
+            const b = await bridgeIntoNetns({ ns, port, dir: dataDir })
+            stops.unshift(() => b.close())
+          }
+        }
+        for (const policies of [{ DNSOverHTTPS: { Enabled: false, Locked: true } }, { Proxy: { Mode: 'none', Locked: true } }]) {
+          const g = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }) })
+          stops.unshift(() => g.close())
+          await bridges(g)
+          const policed = createFirefoxPool({ dataDir, executablePath: firefoxUnderPolicy(path.join(dataDir, `policy-${Object.keys(policies)[0]}`), policies) })
+          stops.unshift(() => policed.close())
+          const runner = createJobRunner({ pool, firefoxPool: policed, lab: inNs, guard: g, timeoutMs: 15_000, log })
+          await assert.rejects(runner({ ...job, browser: 'firefox' }, { location: { kind: 'lab' } }), { message: GUARD_NOT_IN_FORCE_FIREFOX }, JSON.stringify(policies))
+          const [chromium] = await runner(job, { location: { kind: 'lab' } })
+          assert.equal(chromium.error, GUARD, 'the agent\'s Chromium rounds run')
+        }
+        // The same installation without a policy: the check passes, the Firefox round runs, refused by the guard.
+        const g = await startTargetGuard({ resolver: createResolver({ servers: [dns.server] }) })
+        stops.unshift(() => g.close())
+        await bridges(g)
+        const firefoxPool = createFirefoxPool({ dataDir, executablePath: FIREFOX })
+        stops.unshift(() => firefoxPool.close())
+        const [ff] = await createJobRunner({ pool, firefoxPool, lab: inNs, guard: g, timeoutMs: 15_000, log })({ ...job, browser: 'firefox' }, { location: { kind: 'lab' } })
+        assert.equal(ff.error, GUARD)
+      }
+
       const hits = JSON.parse(insideNs("process.stdout.write(await (await fetch('http://93.184.215.14/hits')).text())"))
       // Chromium's own connectivity check asks the system's resolver for a
       // public name of Google's: no page's doing. The browser that ignored
       // the guard asked it for the check's name (which is how it was found
       // out) and for Chromium's component check.
-      const own = ['connectivitycheck.gstatic.com', 'update.googleapis.com'].map((n) => `system resolver asked for ${n}`)
+      const own = ['connectivitycheck.gstatic.com', 'update.googleapis.com', 'firefox.settings.services.mozilla.com'].map((n) => `system resolver asked for ${n}`)
       const pages = hits.filter((/** @type {string} */ h) => !own.includes(h) && !/^system resolver asked for [0-9a-f]{16}\.guard-check\.h3lens\.invalid$/.test(h))
       assert.deepEqual(pages, [], JSON.stringify(pages) + ': the internal service saw no connection (not from a redirect, an image, a fetch, a WebSocket nor WebRTC), and the system resolver no question')
     } finally {
@@ -414,3 +448,26 @@ test('names Chromium resolves by itself and IP literals in every spelling are re
     await guard.close()
   }
 })
+
+/**
+ * A Firefox installation under a machine-wide policy: the installed one's
+ * files, linked, and a distribution/policies.json of its own. The
+ * executable is a copy, not a link: Firefox finds its installation from
+ * its executable's real path.
+ * @param {string} dir
+ * @param {Record<string, any>} policies
+ * @returns {string} its executable
+ */
+function firefoxUnderPolicy (dir, policies) {
+  const installed = path.dirname(fs.realpathSync(FIREFOX))
+  const exe = path.basename(fs.realpathSync(FIREFOX))
+  fs.mkdirSync(path.join(dir, 'distribution'), { recursive: true })
+  for (const name of fs.readdirSync(installed)) {
+    if (name === 'distribution' || name === exe) continue
+    const isExe = fs.realpathSync(path.join(installed, name)) === fs.realpathSync(FIREFOX)
+    fs.symlinkSync(isExe ? exe : path.join(installed, name), path.join(dir, name))
+  }
+  fs.copyFileSync(path.join(installed, exe), path.join(dir, exe))
+  fs.writeFileSync(path.join(dir, 'distribution', 'policies.json'), JSON.stringify({ policies }))
+  return path.join(dir, exe)
+}
