@@ -180,6 +180,8 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
       log.debug({ job: jobId, ...ack }, 'results acknowledged')
       return true
     } catch (/** @type {any} */ err) {
+      // An unknown or revoked token: the loop stops the agent; the entry stays.
+      if (err instanceof ApiError && err.status === 401) throw err
       if (err instanceof ApiError && err.permanent) {
         await refused(jobId, err)
         return true
@@ -254,6 +256,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
         rounds: entries.map((e) => ({ job_id: e.jobId, results: e.payload.results }))
       })
     } catch (/** @type {any} */ err) {
+      if (err instanceof ApiError && err.status === 401) throw err
       if (err instanceof ApiError && (err.permanent || err.status === 500)) {
         // The batch as a whole was refused (an API without the route, a
         // body too large, a value out of range) or failed on (500): each
@@ -346,7 +349,13 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
           await sleep(idlePollMs * (0.75 + Math.random() / 2), undefined, { signal: abort.signal }).catch(() => {})
           continue
         }
+        const spooledIds = jobs.length ? new Set(await spool.jobIds()) : new Set()
         for (const job of jobs) {
+          if (spooledIds.has(job.id)) {
+            // Measured already, its results waiting for the API: never measured twice.
+            log.warn({ job: job.id }, 'claimed a round whose results are in the spool; not measured again')
+            continue
+          }
           if (running.has(job.id)) {
             // Its lease ran out while this agent was still at it (heartbeats
             // that did not get through), and the claim leased it to this

@@ -48,7 +48,7 @@ export async function startAgent ({ config, log, token, location, lab = null, ga
   const runTrial = gate ? (t, ctx) => gate.run(() => trial(t, ctx)) : trial
   const agent = createAgent({
     client: createApiClient({ apiUrl: config.apiUrl, token, ca }),
-    spool: createSpool(path.join(config.dataDir, 'spool', location)),
+    spool: createSpool(path.join(config.dataDir, 'spool', location), { log: agentLog }),
     runJob,
     runTrial,
     log: agentLog,

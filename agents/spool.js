@@ -5,8 +5,11 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 
-/** @param {string} dir */
-export function createSpool (dir) {
+/**
+ * @param {string} dir
+ * @param {{ log?: import('pino').Logger }} [opts]
+ */
+export function createSpool (dir, { log } = {}) {
   const fileOf = (/** @type {number} */ jobId) => path.join(dir, `job-${jobId}.json`)
   /** @returns {Promise<number[]>} the rounds in the spool, without reading their results */
   const jobIds = async () => {
@@ -62,6 +65,7 @@ export function createSpool (dir) {
         } catch {
           // A corrupt file cannot be submitted; keep it aside for inspection.
           await fs.rename(file, `${file}.corrupt`).catch(() => {})
+          log?.error({ job: jobId, file: `${file}.corrupt` }, 'a spooled round\'s results could not be read; set aside, not submitted: its round runs again when its lease expires')
         }
       }
       return entries.sort((a, b) => a.mtime - b.mtime).map(({ jobId, payload, bytes }) => ({ jobId, payload, bytes }))

@@ -20,7 +20,8 @@ import { startApi } from '../api/server.js'
 import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { createMonitor } from '../lib/store/monitors.js'
-import { createAgentToken } from '../lib/store/agents.js'
+import { createAgentToken, revokeAgent } from '../lib/store/agents.js'
+import { claimJobs, expireLeases, failStaleJobs } from '../lib/store/jobs.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { createAgent } from '../agents/agent.js'
 import { createApiClient } from '../agents/api-client.js'
@@ -34,19 +35,20 @@ const round = (measuredAt, extra = {}) => ['h2', 'h3'].map((mode) => ({
   mode, status: 'ok', protocol_ok: true, observed_protocol: mode, ttfb_ms: 12, dcl_ms: 20, load_ms: 30, measured_at: measuredAt, ...extra
 }))
 
-async function setup () {
+/** @param {Record<string, string>} [env] the API's settings */
+async function setup (env = {}) {
   const database = await createTestDatabase()
   const db = database.pool
-  const api = await startApi({ db, config: loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent' }), log })
+  const api = await startApi({ db, config: loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent', ...env }), log })
   const monitor = async (page) => {
     const m = await createMonitor(db, { url: `https://${LAB_HOSTNAME}:8443/${page}`, interval_s: 3600, locations: ['local'] })
     const { rows: [job] } = await db.query("INSERT INTO jobs (monitor_id, location_id, due_at, max_attempts) VALUES ($1, 'local', now() - interval '1 minute', 2) RETURNING id", [m.id])
     return { monitorId: m.id, jobId: job.id }
   }
-  const { token } = await createAgentToken(db, { location: 'local' })
+  const { token, agent: agentRow } = await createAgentToken(db, { location: 'local' })
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lens-refusals-'))
-  const agent = (/** @type {(job: any) => Promise<any[]>} */ runJob) => createAgent({
-    client: createApiClient({ apiUrl: api.url, token }), spool: createSpool(path.join(dataDir, 'spool')), runJob, log, version: 'test', idlePollMs: 100
+  const agent = (/** @type {(job: any) => Promise<any[]>} */ runJob, /** @type {object} */ extra = {}) => createAgent({
+    client: createApiClient({ apiUrl: api.url, token }), spool: createSpool(path.join(dataDir, 'spool')), runJob, log, version: 'test', idlePollMs: 100, maxBackoffMs: 200, ...extra
   })
   const job = async (/** @type {number} */ id) => (await db.query('SELECT state, attempts, last_error FROM jobs WHERE id = $1', [id])).rows[0]
   /** The job once its round was reported with a reason. @param {number} id @param {string} what */
@@ -55,7 +57,7 @@ async function setup () {
     return j.last_error && j
   }, { timeoutMs: 10_000, what })
   return {
-    db, monitor, agent, job, reported, dataDir, apiUrl: api.url, token,
+    db, monitor, agent, job, reported, dataDir, apiUrl: api.url, token, agentRow,
     async close () {
       await api.close()
       await database.drop()
@@ -114,8 +116,9 @@ test('a round refused for good (the agent\'s clock a day ahead) fails with the A
   }
 })
 
-test('while the API fails on a round\'s results (500), the round waits in the spool and is not measured again; stored once the API takes it', async () => {
-  const s = await setup()
+test('while the API fails on a round\'s results (500), the round waits in the spool, its lease kept, and is not measured again; stored once the API takes it', async () => {
+  // The shortest lease, and the scheduler's lease upkeep every half second.
+  const s = await setup({ H3LENS_LEASE_S: '10' })
   const failing = await s.monitor('failing')
   // A real fault of the API's: PostgreSQL refuses this round's results.
   const mended = await refuseResults(s.db, { jobId: failing.jobId })
@@ -124,20 +127,76 @@ test('while the API fails on a round\'s results (500), the round waits in the sp
     runs++
     return round(new Date().toISOString())
   })
+  const upkeep = setInterval(() => { expireLeases(s.db).catch(() => {}) }, 500)
   agent.start()
   try {
     await eventually(async () => fs.existsSync(path.join(s.dataDir, 'spool', `job-${failing.jobId}.json`)) && runs > 0, { timeoutMs: 10_000, what: 'the round measured and spooled' })
-    // Claims every 100 ms and a flush before each: a round handed back at each claim would be measured dozens of times.
-    await new Promise((resolve) => setTimeout(resolve, 3000))
+    // Claims every 100 ms and a flush before each: a round handed back at
+    // each claim would be measured dozens of times; one whose lease ran out
+    // would be measured again as a new attempt, charged to the agent.
+    await new Promise((resolve) => setTimeout(resolve, 15_000))
     assert.equal(runs, 1, 'measured once while its results wait')
-    assert.equal((await s.job(failing.jobId)).state, 'leased')
+    const waiting = await s.job(failing.jobId)
+    assert.equal(waiting.state, 'leased', 'its lease went on past the lease time')
+    assert.equal(waiting.attempts, 1)
     await mended()
     await eventually(async () => (await s.job(failing.jobId)).state === 'done', { timeoutMs: 10_000, what: 'the spooled results stored' })
     const { rows: [{ n }] } = await s.db.query('SELECT count(*)::int AS n FROM results WHERE job_id = $1', [failing.jobId])
     assert.equal(n, 2)
     assert.equal(runs, 1)
+    const { rows: [health] } = await s.db.query('SELECT faults FROM agents WHERE id = $1', [s.agentRow.id])
+    assert.equal(health.faults, 0, 'nothing charged to the agent')
+  } finally {
+    clearInterval(upkeep)
+    await agent.stop()
+    await s.close()
+  }
+})
+
+test('an agent whose token is revoked while its round\'s results wait in the spool stops saying so, and keeps them', async () => {
+  const s = await setup()
+  const j = await s.monitor('revoked')
+  /** @type {(v?: any) => void} */
+  let release = () => {}
+  const measured = new Promise((resolve) => { release = resolve })
+  let runs = 0
+  /** @type {Error | null} */
+  let fatal = null
+  const agent = s.agent(async () => {
+    runs++
+    await measured
+    return round(new Date().toISOString())
+  }, { onFatal: (/** @type {Error} */ err) => { fatal = err } })
+  agent.start()
+  try {
+    await eventually(async () => runs === 1, { timeoutMs: 10_000, what: 'the round measuring' })
+    await revokeAgent(s.db, s.agentRow.id)
+    release()
+    await eventually(async () => fatal !== null, { timeoutMs: 10_000, what: 'the agent stopped' })
+    assert.match(/** @type {any} */ (fatal).message, /the API refuses this agent's token \(HTTP 401: unknown or revoked\)/)
+    assert.ok(fs.existsSync(path.join(s.dataDir, 'spool', `job-${j.jobId}.json`)), 'its results stay in the spool')
   } finally {
     await agent.stop()
+    await s.close()
+  }
+})
+
+test('a round handed back (its agent lost) at a location where no agent runs any more fails as not claimed in time, keeping why, and is not measured days late', async () => {
+  const s = await setup()
+  try {
+    const j = await s.monitor('orphan')
+    const [claimed] = await claimJobs(s.db, { agentId: s.agentRow.id, locationId: 'local', limit: 1, leaseSeconds: 120 })
+    assert.equal(claimed.id, j.jobId)
+    // The agent died with it; its lease ran out long ago, and the round was due two days ago.
+    await s.db.query("UPDATE jobs SET lease_expires_at = now() - interval '1 s', due_at = now() - interval '2 days' WHERE id = $1", [j.jobId])
+    await s.db.query("UPDATE agents SET last_seen_at = now() - interval '2 days' WHERE id = $1", [s.agentRow.id])
+    assert.deepEqual(await expireLeases(s.db), { requeued: 1, failed: 0 })
+    assert.equal(await failStaleJobs(s.db), 1)
+    const stale = await s.job(j.jobId)
+    assert.equal(stale.state, 'failed')
+    assert.equal(stale.last_error, 'attempt 1 failed (lease expired after attempt 1 (agent stopped or lost)), and the next was not claimed in time: no agent is running for location local')
+    assert.deepEqual(await claimJobs(s.db, { agentId: s.agentRow.id, locationId: 'local', limit: 1, leaseSeconds: 120 }), [], 'a returning agent measures the present')
+  } finally {
     await s.close()
   }
 })
@@ -185,15 +244,17 @@ test('a database out of disk space is a 503 to retry, not a 500, and /healthz sa
 test('a measured round whose results cannot be written to the spool (a full disk) is handed back saying so, and no temporary file stays', async () => {
   const s = await setup()
   const full = await s.monitor('full')
-  // The entry's name taken by a folder: the write fails as a full disk's does.
+  // The entry's temporary file a link to /dev/full: its write fails with
+  // ENOSPC, "no space left on device".
   const spoolDir = path.join(s.dataDir, 'spool')
-  fs.mkdirSync(path.join(spoolDir, `job-${full.jobId}.json`, 'x'), { recursive: true })
+  fs.mkdirSync(spoolDir, { recursive: true })
+  fs.symlinkSync('/dev/full', path.join(spoolDir, `job-${full.jobId}.json.${process.pid}.tmp`))
   const agent = s.agent(async () => round(new Date().toISOString()))
   agent.start()
   try {
     const failed = await s.reported(full.jobId, 'the round handed back')
     assert.equal(failed.state, 'queued')
-    assert.match(failed.last_error, /^attempt 1 of 2 failed and runs again: round failed to run: measured, but its results could not be written to the spool: /)
+    assert.match(failed.last_error, /^attempt 1 of 2 failed and runs again: round failed to run: measured, but its results could not be written to the spool: ENOSPC: no space left on device/)
     assert.deepEqual(fs.readdirSync(spoolDir).filter((f) => f.endsWith('.tmp')), [])
   } finally {
     await agent.stop()

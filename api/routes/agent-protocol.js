@@ -148,7 +148,8 @@ export default async function agentProtocolRoutes (app) {
         try {
           spec.journey = openJourney(spec.journey, sealed, app.secrets)
         } catch (/** @type {any} */ err) {
-          await failJob(app.db, { jobId: job.id, agentId: request.agent.id, locationId: request.agent.location_id, error: `the journey's secrets cannot be opened: ${err.message}` })
+          // The server's key, not the agent: no fault of the agent's.
+          await failJob(app.db, { jobId: job.id, agentId: request.agent.id, locationId: request.agent.location_id, error: `the journey's secrets cannot be opened: ${err.message}`, agentFault: false })
           request.log.error({ job: job.id, monitor: job.monitor_id, err: err.message }, 'journey secrets cannot be opened; round failed')
           continue
         }

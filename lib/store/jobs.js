@@ -275,7 +275,13 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds,
   // the round one page timeout instead of two.
   const { rows } = await db.query({
     name: 'claim-jobs',
-    text: `WITH unheard AS (
+    text: `WITH held AS (
+       -- The rounds the agent holds, measuring them or with their results
+       -- in its spool: their leases go on while it claims, so a round whose
+       -- results wait for the API is not handed out and measured again.
+       UPDATE jobs SET lease_expires_at = now() + make_interval(secs => $4), updated_at = now()
+        WHERE id = ANY ($6::bigint[]) AND state = 'leased' AND lease_owner = $3 AND location_id = $1),
+     unheard AS (
        SELECT j.id FROM jobs j
         WHERE $5::text IS NOT NULL AND j.state = 'leased' AND j.lease_owner = $3 AND j.lease_instance = $5
           AND j.location_id = $1 AND NOT (j.id = ANY ($6::bigint[]))
@@ -284,7 +290,7 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds,
         FOR UPDATE SKIP LOCKED),
      picked AS (
        SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
-        WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now()
+        WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now() AND NOT (j.id = ANY ($6::bigint[]))
           AND j.browser = ANY ((SELECT a.browsers FROM agents a WHERE a.id = $3)::text[])
           AND m.deleted_at IS NULL AND NOT m.paused
         ORDER BY j.run_after
@@ -558,7 +564,10 @@ export async function expireLeases (db) {
 export async function failStaleJobs (db) {
   const { rowCount } = await db.query(
     `UPDATE jobs j SET state = 'failed', finished_at = now(), updated_at = now(),
-            last_error = CASE WHEN m.paused THEN 'not claimed in time: its monitor was paused before an agent took the round'
+            -- A round handed back (its attempt failed, or its lease ran
+            -- out) that waits as long is given up too, keeping why.
+            last_error = CASE WHEN j.attempts > 0 THEN 'attempt ' || j.attempts || ' failed (' || coalesce(j.last_error, 'no cause kept') || '), and the next was ' ELSE '' END ||
+              CASE WHEN m.paused THEN 'not claimed in time: its monitor was paused before an agent took the round'
               -- Whether a running agent of the location runs the round's browser: null when none runs.
               ELSE CASE (SELECT bool_or(j.browser = ANY (a.browsers)) FROM agents a
                           WHERE a.location_id = j.location_id AND a.revoked_at IS NULL AND ${agentRunningSql('$3')})
@@ -566,7 +575,7 @@ export async function failStaleJobs (db) {
                 WHEN false THEN 'not claimed in time: no running agent of location ' || j.location_id || ' runs ' || j.browser
                 ELSE 'not claimed in time: no agent is running for location ' || j.location_id END END
        FROM monitors m
-      WHERE m.id = j.monitor_id AND j.state = 'queued' AND j.attempts = 0
+      WHERE m.id = j.monitor_id AND j.state = 'queued'
         AND j.due_at < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
     [STALE_MIN_S, STALE_INTERVALS, AGENT_ALIVE_S])
   return rowCount
