@@ -421,6 +421,10 @@ test('a trial needs an agent at its location; its answer is checked before it is
     assert.equal(res.statusCode, 400, `${bad}: ${res.body}`)
     assert.equal(res.json().field, 'screenshot')
   }
+  // An outcome without its steps (the editor lists them) is refused, naming the field.
+  const stepless = await t.app.inject({ method: 'POST', url: `/api/v1/agent/trials/${id}`, headers: agent, payload: { outcome: { status: 'error', error: 'x' } } })
+  assert.equal(stepless.statusCode, 400, stepless.body)
+  assert.match(stepless.json().message, /steps/)
   assert.equal((await t.app.inject({ url: `/api/v1/journeys/trials/${id}` })).json().state, 'running')
   const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]).toString('base64')
   assert.equal((await answer(jpeg)).statusCode, 200)

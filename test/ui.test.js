@@ -684,3 +684,45 @@ test('a label with a right-to-left override reads as typed: it neither reverses 
     await fetch(`${server.url}/api/v1/monitors/${monitor.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${seeded.apiKey}` } })
   }
 })
+
+test('an All locations verdict that averages fewer locations than have rounds says how many, and on how many rounds', async () => {
+  const auth = { authorization: `Bearer ${seeded.apiKey}` }
+  const created = await fetch(`${server.url}/api/v1/monitors`, {
+    method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: 'https://lab.h3lens.test:8443/page-15k.html', label: 'two locations, unequal', interval_s: 300, locations: ['lab-eu', 'lab-na'], paused: true })
+  })
+  assert.equal(created.status, 201, await created.clone().text())
+  const monitor = await created.json()
+  try {
+    // Europe: 60 rounds, H3 a little faster. North America: 12 rounds (p50
+    // needs 20), H3 far slower: the All locations p50 is Europe's alone.
+    const lines = []
+    const now = Date.now() - 5 * 60_000
+    for (let i = 0; i < 60; i++) {
+      const time = new Date(now - i * 60_000).toISOString()
+      const t = 100 + (i * 7919 % 20)
+      lines.push({ time, location_id: 'lab-eu', mode: 'h2', status: 'ok', observed_protocol: 'h2', ttfb_ms: t })
+      lines.push({ time, location_id: 'lab-eu', mode: 'h3', status: 'ok', observed_protocol: 'h3', ttfb_ms: t - 5 })
+      if (i < 12) {
+        lines.push({ time, location_id: 'lab-na', mode: 'h2', status: 'ok', observed_protocol: 'h2', ttfb_ms: 1000 + i })
+        lines.push({ time, location_id: 'lab-na', mode: 'h3', status: 'ok', observed_protocol: 'h3', ttfb_ms: 1300 + i })
+      }
+    }
+    const imported = await fetch(`${server.url}/api/v1/monitors/${monitor.id}/results/import`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: lines.map((l) => JSON.stringify(l)).join('\n')
+    })
+    assert.equal(imported.status, 200, await imported.clone().text())
+    const { page, done } = await open('#/?window=24h&metric=ttfb')
+    const cell = await page.$$eval('.heat tbody tr', (rows, label) => {
+      const row = rows.find((r) => r.querySelector('th a')?.textContent === label)
+      const td = row?.querySelectorAll('td')[0]
+      return { text: td?.textContent ?? '', p50: td?.querySelector('.chip')?.getAttribute('title') ?? '' }
+    }, 'two locations, unequal')
+    assert.match(cell.text, /72 of 72 rounds matched/, 'the cell\'s rounds, at both locations')
+    assert.match(cell.text, /p50: 1 of 2 locations, 60 rounds/, 'the p50 verdict rests on Europe\'s rounds alone')
+    assert.match(cell.p50, /average of 1 location: lab-eu; 60 rounds/)
+    await done()
+  } finally {
+    await fetch(`${server.url}/api/v1/monitors/${monitor.id}`, { method: 'DELETE', headers: auth })
+  }
+})

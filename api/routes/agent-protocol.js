@@ -174,7 +174,8 @@ export default async function agentProtocolRoutes (app) {
         additionalProperties: false,
         required: ['outcome'],
         properties: {
-          outcome: trialOutcomeSchema,
+          // The editor reads every outcome's status and steps (the agent sends [] for none).
+          outcome: { ...trialOutcomeSchema, required: ['status', 'steps'] },
           screenshot: { type: ['string', 'null'], maxLength: 4 * 1024 * 1024, pattern: '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$', description: 'base64, padded' }
         }
       },

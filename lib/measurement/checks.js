@@ -86,12 +86,18 @@ export function badDetails (details) {
       if (r[k] !== undefined && !(text(r[k], max) || (nullable && r[k] === null))) return { key: `protocol_reason.${k}`, problem: `must be text of at most ${max} characters${nullable ? ', or null' : ''}` }
     }
   }
+  const notKept = d.requests_not_kept
+  if (notKept !== undefined && !(Number.isInteger(notKept) && /** @type {number} */ (notKept) > 0 && /** @type {number} */ (notKept) <= 10_000_000)) {
+    return { key: 'requests_not_kept', problem: 'must be a whole number of requests from 1 to 10000000' }
+  }
   const film = d.filmstrip
   if (film !== undefined && film !== null) {
     if (!isObject(film)) return { key: 'filmstrip', problem: 'must be an object, or null' }
     const f = /** @type {Record<string, unknown>} */ (film)
     if (f.kind !== undefined && !text(f.kind, 64)) return { key: 'filmstrip.kind', problem: 'must be text of at most 64 characters' }
     if (f.step_ms !== undefined && !(typeof f.step_ms === 'number' && f.step_ms > 0 && f.step_ms <= 60_000)) return { key: 'filmstrip.step_ms', problem: 'must be a number of ms from above 0 to 60000' }
+    if (f.uploaded !== undefined && typeof f.uploaded !== 'boolean') return { key: 'filmstrip.uploaded', problem: 'must be true or false' }
+    if (f.error !== undefined && f.error !== null && !text(f.error, 2000)) return { key: 'filmstrip.error', problem: 'must be text of at most 2000 characters, or null' }
     if (f.progress !== undefined) {
       const pair = (/** @type {unknown} */ p) => Array.isArray(p) && p.length === 2 && p.every((x) => typeof x === 'number' && Number.isFinite(x))
       if (!(Array.isArray(f.progress) && f.progress.length <= 10_000 && f.progress.every(pair))) {
@@ -129,6 +135,10 @@ export function checkResults (results, { expectedProtocol = (mode) => expectedPr
     if (samplesProblem) throw new UnprocessableError(`${at('details.samples')} ${samplesProblem}`, at('details.samples'))
     const detailsProblem = badDetails(r.details)
     if (detailsProblem) throw new UnprocessableError(`${at(`details.${detailsProblem.key}`)} ${detailsProblem.problem}`, at(`details.${detailsProblem.key}`))
+    const notKept = r.details?.requests_not_kept
+    if (notKept !== undefined && typeof r.requests === 'number' && Array.isArray(r.details?.requests) && r.details.requests.length + notKept > r.requests) {
+      throw new UnprocessableError(`${at('details.requests_not_kept')} (${notKept}) and the ${r.details.requests.length} requests kept are more than the run's ${r.requests} requests`, at('details.requests_not_kept'))
+    }
     if (r.measured_at !== undefined) {
       const t = Date.parse(r.measured_at)
       if (!(t >= EPOCH && t <= Date.now() + CLOCK_SKEW_MS)) {

@@ -104,7 +104,7 @@ function trialOutcome (t) {
     h('div', { class: 'table-scroll' },
       h('table', { class: 'grid', id: 'journey-steps' },
         h('thead', {}, h('tr', {}, ['#', 'Action', 'Name', 'Outcome', 'Time', 'TTFB'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, o.steps.map((s) => h('tr', { class: s.ok ? null : 'bad' },
+        h('tbody', {}, (o.steps ?? []).map((s) => h('tr', { class: s.ok ? null : 'bad' },
           h('td', { class: 'num' }, s.index + 1), h('td', {}, s.action), h('td', {}, s.name ?? ''),
           h('td', {}, s.ok ? 'ok' : `${s.status}: ${s.error ?? ''}`), h('td', { class: 'num' }, ms(s.ms)), h('td', { class: 'num' }, s.navigated ? ms(s.ttfb_ms) : '')))))),
     t.screenshot ? h('img', { id: 'journey-shot', class: 'journey-shot', alt: 'The page as the journey left it', src: `data:image/jpeg;base64,${t.screenshot}` }) : null

@@ -105,10 +105,25 @@ function cell (loc, cmp) {
     return h('td', { class: 'heat-cell v-none', title: loc?.reason ?? loc?.rows?.[0]?.reason ?? 'No runs in this window' },
       h('span', { class: 'none-text' }, 'Not enough data'), h('span', { class: 'cell-sub' }, roundsText(loc, cmp)), badges(loc))
   }
+  const partial = partialRows(loc, cmp)
   return h('td', { class: 'heat-cell' },
     h('div', { class: 'chips' }, loc.rows.map((r) => chip(r))),
     h('span', { class: 'cell-sub' }, roundsText(loc, cmp)),
+    partial.map((r) => h('span', { class: 'cell-sub' }, `p${r.percentile}: ${r.locations.length} of ${partial.of} locations, ${count(r.rounds)} rounds`)),
     badges(loc))
+}
+
+/**
+ * The All locations cell's tested percentiles that average fewer locations
+ * than have rounds (the others have too few for that percentile): each
+ * says which share of the cell's rounds it rests on.
+ * @returns {any[] & { of?: number }}
+ */
+function partialRows (loc, cmp) {
+  if (loc.location_id !== null) return []
+  const of = cmp.locations.filter((l) => l.location_id !== null && l.rounds?.total).length
+  const rows = loc.rows.filter((r) => r.verdict !== 'insufficient_data' && Array.isArray(r.locations) && r.locations.length < of)
+  return Object.assign(rows, { of })
 }
 
 /** A/A monitor: the share of this location's tested cells that claim a difference. */
@@ -128,8 +143,11 @@ function calibrationCell (loc, cmp) {
 function chip (r) {
   const v = VERDICT[r.verdict] ?? VERDICT.insufficient_data
   const tested = r.verdict !== 'insufficient_data'
+  const rests = Array.isArray(r.locations) && r.rounds !== undefined
+    ? ` (average of ${r.locations.length} location${r.locations.length === 1 ? '' : 's'}: ${r.locations.join(', ')}; ${count(r.rounds)} rounds)`
+    : r.rounds !== undefined ? ` (${count(r.rounds)} rounds)` : ''
   const title = tested
-    ? `p${r.percentile}: H2 ${ms(r.h2_ms)}, H3 ${ms(r.h3_ms)}, Δ ${ms(r.delta_ms, { signed: true })} (${pct(r.delta_pct, { signed: true })}), 95% CI ${ms(r.ci_low_ms, { signed: true })} … ${ms(r.ci_high_ms, { signed: true })} — ${v.label}`
+    ? `p${r.percentile}: H2 ${ms(r.h2_ms)}, H3 ${ms(r.h3_ms)}, Δ ${ms(r.delta_ms, { signed: true })} (${pct(r.delta_pct, { signed: true })}), 95% CI ${ms(r.ci_low_ms, { signed: true })} … ${ms(r.ci_high_ms, { signed: true })} — ${v.label}${rests}`
     : `p${r.percentile}: ${v.label}${r.reason ? ` — ${r.reason}` : ''}`
   return h('span', { class: `chip ${tested ? verdictClass(r.verdict, r.delta_pct) : 'v-none'}`, title },
     h('span', { class: 'chip-p' }, `p${r.percentile}`),

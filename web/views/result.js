@@ -36,7 +36,7 @@ export async function render (ctx) {
   const film = !filmed ? null
     : !info && (r.browser ?? 'chromium') !== 'chromium' ? { missing: `frames come from Chromium's screencast; ${browserName(r.browser)} runs have no filmstrip and no visual metrics.` }
         : !info ? { missing: 'capture was off (the monitor\'s options.filmstrip: "always" films every round, "outliers" only runs above the p99 of recent runs).' }
-            : !info.uploaded ? { missing: info.error ?? 'its frames were not kept.' }
+            : !info.uploaded ? { missing: typeof info.error === 'string' ? info.error : 'its frames were not kept.' }
                 : await api.filmstrip(r.id).catch((err) => ({ missing: err.message }))
   const axisMs = Math.max(r.load_ms ?? 0, ...requests.map((q) => q.end_ms ?? q.start_ms ?? 0))
 
