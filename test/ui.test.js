@@ -228,6 +228,7 @@ test('the monitor page shows the rounds behind each location, the verdict of eve
   }
   assert.match(t.cells['Lab Asia p99'].text, /p99 needs at least 1,000 rounds; have \d+/)
   assert.match(t.cells['All locations p95'].text, /no location has the 200 rounds p95 needs/)
+  assert.match(t.cells['All locations p50'].text, /average of 4 locations, \d+ rounds/, 'a verdict of all locations says what it rests on')
   // H3 is faster on the high-RTT lab paths; on the lossy Asia path, where one H3 load in six
   // times out, faster among the loads that completed is no verdict: H3 fails more there.
   const faster = await page.$$eval('.compare td.v-faster', (tds) => tds.length)

@@ -60,6 +60,7 @@ test('identical arms in whole milliseconds above the round cap: a percentile one
   assert.deepEqual([l.rounds.used, l.rounds.resampled], [5000, 2000], 'above the cap')
   const p90 = l.rows.find((r) => r.percentile === 90)
   assert.deepEqual([p90.h2_ms % 1, p90.h3_ms % 1, Math.abs(p90.delta_ms)], [0, 0, 1], 'one whole millisecond apart')
+  assert.deepEqual([p90.rounds, p90.interval_rounds], [5000, 2000], 'its interval is the subsample\'s, and says so')
   assert.deepEqual(flaggedCells(matched), [])
 })
 
@@ -76,6 +77,7 @@ test('identical arms with a cache miss in a tenth of loads, above the round cap:
   const p90 = l.rows.find((r) => r.percentile === 90)
   assert.ok(p90.delta_pct > 40 && p90.p_value !== null, `H3's p90 a miss, H2's a hit: ${JSON.stringify(p90)}`)
   assert.ok(p90.ci_low_ms <= 0 && p90.ci_high_ms >= 0 && p90.p_value > 0.05, `p90's interval reaches 0: ${JSON.stringify(p90)}`)
+  assert.deepEqual([p90.rounds, p90.interval_rounds], [5000, 2000], 'its interval is the subsample\'s, and says so')
   assert.deepEqual(flaggedCells(matched), [])
 })
 

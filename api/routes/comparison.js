@@ -243,6 +243,7 @@ export default async function comparisonRoutes (app) {
       p_adjusted: { type: ['number', 'null'], description: 'Adjusted p-value: max(Benjamini–Hochberg within the column, number of columns × the column\'s Simes p-value); the cell may claim a difference when it is ≤ 0.05' },
       rounds: { type: 'integer', description: 'Rounds the cell rests on (all locations: summed over the locations combined)' },
       min_rounds: { type: 'integer', description: 'Rounds this percentile needs before it is tested (more for the tail)' },
+      interval_rounds: { type: 'integer', description: 'Only above 2,000 rounds, in a location\'s cell whose interval could not be scaled to all its rounds (tied timings, or a percentile in a gap between clusters): the rounds of the evenly spaced subsample its interval and p-value are of. Its percentiles and Δ are of all `rounds`' },
       min_effect_ms: { type: ['number', 'null'], description: 'The practical minimum |delta| for a verdict: max(min_effect.pct % of h2_ms, min_effect.ms)' },
       locations: { type: 'array', items: { type: 'string' }, description: 'All locations only: the locations averaged (equal weight) in this row' },
       verdict: { type: 'string', enum: ['h3_faster', 'h3_slower', 'no_clear_difference', 'insufficient_data'], description: 'h3_faster/h3_slower only when p_adjusted ≤ 0.05, the interval excludes 0, |delta| ≥ min_effect_ms and rounds ≥ min_rounds' },

@@ -93,7 +93,8 @@ export async function autoComparison (db, { monitor, metric, percentiles: asked,
   const locations = new Map(locRows.map((l) => [l.id, l]))
   const seen = new Set([...outcomes.totals.map((r) => r.location_id), ...visitRows.flat().map((r) => r.location_id)])
   const ids = [...new Set([...monitor.locations, ...seen])]
-  const seedBase = `auto|${monitor.id}|${metric}`
+  // As the forced comparison's: a browser other than Chromium is named.
+  const seedBase = `auto|${monitor.id}|${metric}${browser === 'chromium' ? '' : `|${browser}`}`
   // The forced arms the monitor does not run: with one missing, no round
   // can have all three arms, however long one waits.
   const lacking = monitor.modes ? ['h2', 'h3'].filter((m) => !monitor.modes?.includes(m)) : []

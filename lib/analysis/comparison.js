@@ -71,7 +71,8 @@ const LATTICE_SHARE = 0.05
 // difference on its own as well (testedRow).
 const SMOOTH_RATE = 0.5
 const SLOW_RATE = 0.25
-// Below this many rounds a location gets no paired test and no verdict.
+// The practical minimum a difference must pass to be a verdict, unless the
+// monitor sets its own: the larger of 2% and 1 ms.
 export const DEFAULT_MIN_EFFECT = Object.freeze({ pct: 2, ms: 1 })
 
 /**
@@ -213,7 +214,7 @@ function method ({ analysis, timeoutMs, minEffect, percentiles, family, tables }
       'the rate being how fast the spread shrinks from a quarter of the subsample to all of it (½ for smooth timings); where it hardly shrinks (a percentile between a cache hit\'s and a miss\'s) ' +
       'or the timings are tied, the subsample must show the difference on its own too',
     percentiles: 'percentile_cont of the samples of the rounds used (H2, H3 and Δ from the same rounds)',
-    interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by monitor, metric and location, not the window: the same rounds give the same interval in any window)`,
+    interval: `95% percentile interval of a round-level bootstrap (${BOOTSTRAP_ITERATIONS} resamples of whole rounds, seeded by what is compared (monitor, metric, probe, view, analysis, browser) and the location, not the window: the same rounds give the same interval in any window)`,
     verdict: `faster or slower only when the cell's adjusted p-value is ≤ ${FDR_Q} (its column passes a Simes screen, Bonferroni over the columns, then Benjamini–Hochberg within the column), the interval excludes 0, ` +
       `|Δ| ≥ max(${minEffect.pct}% of H2, ${minEffect.ms} ms), and the percentile has its minimum rounds (${percentiles.map((p) => `p${p}: ${minRoundsFor(p)}`).join(', ')}); ` +
       `a column holds the percentiles ${family.map((p) => `p${p}`).join(', ')} whichever are shown, so a cell's verdict is the same in every view that asks only for the default percentiles (the dashboard's do); ` +
@@ -364,7 +365,9 @@ function locationEntry ({ location, table, imported, rounds, percentiles, qs, se
     const h2 = point.h2[k]
     const h3 = point.h3[k]
     if (n < minRoundsFor(p)) return { ...emptyRow(p, n), h2_ms: h2, h3_ms: h3, delta_ms: h3 - h2, delta_pct: h2 ? (h3 - h2) / h2 * 100 : null }
-    return testedRow(p, n, h2, h3, deltas[k], subsample?.unscalable[k] ? { draws: subsample.draws[k], delta: subsample.deltas[k] } : undefined)
+    if (!subsample?.unscalable[k]) return testedRow(p, n, h2, h3, deltas[k])
+    // Its interval and p-value are the subsample's own: say on how many rounds.
+    return { ...testedRow(p, n, h2, h3, deltas[k], { draws: subsample.draws[k], delta: subsample.deltas[k] }), interval_rounds: used.length }
   })
   const h2All = used.flatMap((r) => r.h2)
   const h3All = used.flatMap((r) => r.h3)

@@ -61,7 +61,7 @@ export const VARIABLES = /** @type {const} */ ([
   { name: 'H3LENS_RUM_ADDRESS_PER_MIN', key: 'rumAddressPerMin', type: 'int', min: 0, max: 1000000, default: 600, description: 'real users: beacons one client address (IPv6: its /64) may send per minute before the rest get 429 (0 = no limit)' },
   { name: 'H3LENS_RUM_CLIENT_IP_HEADER', key: 'rumClientIpHeader', type: 'headerName', default: null, description: 'real users behind a CDN or proxy: the request header holding the visitor\'s address (e.g. cf-connecting-ip; x-forwarded-for uses its last entry); set it only when the API is reachable through that proxy alone' },
   { name: 'H3LENS_RUM_COUNTRY_DB', key: 'rumCountryDb', type: 'path', default: null, description: 'real users: an IP-to-country .mmdb file to use instead of the packaged one (IPtoASN, public domain)' },
-  { name: 'H3LENS_SECRET_KEY', key: 'secretKey', type: 'string', default: null, description: 'api: the key (32 bytes, base64) journeys\' secrets are encrypted with; unset = <data dir>/secret-key, made on first use (docs/JOURNEYS.md)' },
+  { name: 'H3LENS_SECRET_KEY', key: 'secretKey', type: 'string', default: null, description: 'api: the key (32 bytes, base64 or 64 hex digits) journeys\' secrets are encrypted with; unset = <data dir>/secret-key, made on first use (docs/JOURNEYS.md)' },
   { name: 'H3LENS_SECRET_KEY_PREVIOUS', key: 'secretKeyPrevious', type: 'string', default: null, description: 'api: the key before a rotation; secrets sealed with it are sealed again with H3LENS_SECRET_KEY at start' },
   { name: 'H3LENS_SEED', key: 'seed', flag: '--seed', type: 'bool', default: true, description: 'start: seed lab monitors into an empty database' }
 ])
