@@ -727,3 +727,21 @@ test('an All locations verdict that averages fewer locations than have rounds sa
     await fetch(`${server.url}/api/v1/monitors/${monitor.id}`, { method: 'DELETE', headers: auth })
   }
 })
+
+test('a monitor deleted while its page is open: the next refresh says it does not exist, in place of its old table', async () => {
+  const auth = { authorization: `Bearer ${seeded.apiKey}` }
+  const created = await fetch(`${server.url}/api/v1/monitors`, {
+    method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: 'https://lab.h3lens.test:8443/page-15k.html', label: 'deleted while open', interval_s: 300, locations: ['lab-eu'], paused: true })
+  })
+  const monitor = await created.json()
+  // The browser logs the refresh's 404 itself.
+  const { page, done } = await open(`#/monitors/${monitor.id}`, { allow: [/status of 404 \(Not Found\)/] })
+  await page.waitForSelector('#refresh-now')
+  await fetch(`${server.url}/api/v1/monitors/${monitor.id}`, { method: 'DELETE', headers: auth })
+  await page.click('#refresh-now')
+  await page.waitForFunction(() => document.querySelector('.state.error .state-title')?.textContent === 'Not found')
+  assert.match(await page.$eval('.state.error', (e) => e.textContent), new RegExp(`monitor ${monitor.id} does not exist.*Go to the overview`))
+  assert.equal(await page.$('#comparison'), null, 'its old table is gone')
+  await done()
+})

@@ -78,7 +78,9 @@ async function render ({ soft = false, fresh = false } = {}) {
     if (!soft) document.title = `${titleOf(nodes) ?? 'h3lens'} · h3lens`
   } catch (/** @type {any} */ err) {
     if (gen !== generation) return
-    if (soft && root.querySelector('.panel, table, form')) return toast(`Could not refresh: ${err.message}`)
+    // A refresh that finds the page's subject gone (a monitor deleted
+    // meanwhile) says so in place of the page; other failures leave it.
+    if (soft && err?.status !== 404 && root.querySelector('.panel, table, form')) return toast(`Could not refresh: ${err.message}`)
     const state = errorState(err, () => render())
     show(gen, path, [state], disposers)
     if (!soft) document.title = `${titleOf([state]) ?? 'Error'} · h3lens`
