@@ -24,6 +24,8 @@ const SPOOL_BATCH_ROUNDS = 50
 const SPOOL_BATCH_BYTES = 4 * 1024 * 1024
 // The most rounds a claim names as held (the API's limit for `holding`).
 const MAX_HOLDING = 1000
+// The API's lease until its first claim answer says (H3LENS_LEASE_S's default).
+const DEFAULT_LEASE_S = 120
 
 /**
  * @param {{
@@ -66,6 +68,29 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
   // Rounds whose results are in the spool: never given back.
   /** @type {Set<number>} */
   const spooled = new Set()
+  // The lease the API gives (from its last claim answer), for the spool's heartbeats.
+  let leaseS = DEFAULT_LEASE_S
+
+  /**
+   * Keep the leases of the rounds waiting in the spool (the API failed on
+   * their results) that no measurement of this process heartbeats: claims
+   * extend them too, but the agent claims nothing while all its slots
+   * measure, and a slow round outlasts a lease.
+   */
+  async function holdSpooled () {
+    let last = Date.now()
+    while (!abort.signal.aborted) {
+      // Every second, a heartbeat when a third of the lease (as the API last said it) has passed.
+      await sleep(1000, undefined, { signal: abort.signal }).catch(() => {})
+      if (abort.signal.aborted) return
+      if (Date.now() - last < leaseS * 1000 / 3) continue
+      last = Date.now()
+      for (const id of await spool.jobIds().catch(() => [])) {
+        if (running.has(id)) continue
+        await client.heartbeat(id).catch((/** @type {any} */ err) => log.debug({ job: id, err: err.message }, 'spooled round\'s heartbeat failed'))
+      }
+    }
+  }
 
   /** @param {number} limit */
   async function claim (limit) {
@@ -81,6 +106,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
     const holding = [...new Set([...running.keys(), ...(await spool.jobIds())])].slice(0, MAX_HOLDING)
     const { jobs, trials = [], lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } =
       await client.claim({ limit, version, browser_version: browser, instance, holding, ...(wantTrials ? { trials: wantTrials } : {}), ...(browsers ? { browsers } : {}) })
+    if (leaseSeconds > 0) leaseS = leaseSeconds
     // An API that does not say (an older one) gets the guard.
     return { jobs, trials, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
   }
@@ -180,7 +206,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
       log.debug({ job: jobId, ...ack }, 'results acknowledged')
       return true
     } catch (/** @type {any} */ err) {
-      // An unknown or revoked token: the loop stops the agent; the entry stays.
+      // An unknown or revoked token: the loop deals with it as with a refused claim (onFatal); the entry stays.
       if (err instanceof ApiError && err.status === 401) throw err
       if (err instanceof ApiError && err.permanent) {
         await refused(jobId, err)
@@ -395,6 +421,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
   return {
     start () {
       loopDone = loop()
+      holdSpooled()
     },
     /** Stop claiming, finish or release the running jobs, flush the spool. */
     async stop () {

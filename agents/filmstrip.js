@@ -13,6 +13,7 @@
 // one per 100 ms and capped (lib/measurement/visual.js).
 import { FRAME_WIDTH, thinFrames, visualMetrics } from '../lib/measurement/visual.js'
 import { putEvidence } from './http.js'
+import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
 
 /** After load, capture stops once no frame came for this long... */
 export const QUIET_MS = 1000
@@ -118,6 +119,8 @@ export async function keepFilmstrips (results, { jobId, upload, log }) {
         log.warn({ job: jobId, mode: r.mode, err: err.message }, 'filmstrip not kept')
       }
     }
+    // Within what the API takes (a load's error names its URL, up to 2 KB).
+    if (info.error) info.error = storableText(info.error, MAX_ERROR_LENGTH)
     r.filmstrip = info
   }
 }

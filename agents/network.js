@@ -15,8 +15,8 @@ import { CDPSessionEvent } from 'puppeteer-core'
  *   url: string, type: string | null, method: string | null, protocol: string | null, status: number | null, bytes: number,
  *   start_ms: number | null, end_ms: number | null, connection_id: number | null,
  *   connection_reused: boolean | null, from_cache: boolean, alternate_protocol_usage: string | null,
- *   remote_address: string | null, timing: RequestPhases | null, failed: string | null
- * }} RequestDetail
+ *   remote_address: string | null, timing: RequestPhases | null, failed: string | null, subframe?: true
+ * }} RequestDetail subframe: an iframe's document
  * @typedef {{ origin: string, alt_svc: string | null, h3_advertised: boolean, requests: { h3: number, h2: number, other: number } }} OriginSeen
  * @typedef {{
  *   url: string, type: string | null, method: string | null, protocol: string | null, status: number | null, bytes: number,
@@ -24,7 +24,7 @@ import { CDPSessionEvent } from 'puppeteer-core'
  *   alternate_protocol_usage: string | null, remote_address: string | null, alt_svc: string | null,
  *   timingRaw: import('puppeteer-core').Protocol.Network.ResourceTiming | null, failed: string | null, responded: boolean,
  *   declared_bytes: number | null, content_encoding: string | null, media_type: string | null, received_bytes: number,
- *   received_encoded_bytes: number, canceled: boolean, finished: boolean
+ *   received_encoded_bytes: number, canceled: boolean, finished: boolean, subframe?: true
  * }} RequestRecord one request as recorded from the DevTools events; timestamps in seconds
  */
 
@@ -121,6 +121,8 @@ async function recordCdp (page) {
       }
       if (e.type === 'Document' && !documentRecord) documentRecord = rec
       if (e.type === 'Document' && e.frameId === mainFrameId) mainDocument = rec
+      // An iframe's document: not the page's (the journey's last document, the run's reason).
+      if (e.type === 'Document' && e.frameId !== mainFrameId) rec.subframe = true
       open.set(e.requestId, rec)
       all.push(rec)
     })
@@ -318,7 +320,8 @@ function toDetail (rec, sinceFirst) {
     alternate_protocol_usage: rec.alternate_protocol_usage,
     remote_address: rec.remote_address,
     timing: phases(rec.timingRaw, rec.end),
-    failed: rec.failed
+    failed: rec.failed,
+    ...(rec.subframe ? { subframe: true } : {})
   }
 }
 

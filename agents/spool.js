@@ -65,7 +65,7 @@ export function createSpool (dir, { log } = {}) {
         } catch {
           // A corrupt file cannot be submitted; keep it aside for inspection.
           await fs.rename(file, `${file}.corrupt`).catch(() => {})
-          log?.error({ job: jobId, file: `${file}.corrupt` }, 'a spooled round\'s results could not be read; set aside, not submitted: its round runs again when its lease expires')
+          log?.error({ job: jobId, file: `${file}.corrupt` }, 'a spooled round\'s results could not be read; set aside, not submitted: the round is measured again')
         }
       }
       return entries.sort((a, b) => a.mtime - b.mtime).map(({ jobId, payload, bytes }) => ({ jobId, payload, bytes }))

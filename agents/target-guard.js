@@ -112,7 +112,9 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
   const stats = { connections: 0, queries: 0, refused: 0 }
   /** The check names (inForce) the resolver was asked for. @type {Set<string>} */
   const checksSeen = new Set()
-  /** The check paths (inForce) a browser connected to the check port for. @type {Set<string>} */
+  /** The tokens of the checks under way (inForce). @type {Set<string>} */
+  const checking = new Set()
+  /** Those a browser connected to the check port for. @type {Set<string>} */
   const directHits = new Set()
   /** The outcome of the check by browser, once a browser has made it. @type {Map<string, Promise<void>>} */
   const inForceChecks = new Map()
@@ -122,7 +124,10 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
   // The check's private address (inForce): a Firefox whose proxy script is
   // in force never connects here; one that does asks for the check's path.
   const checkServer = http.createServer((req, res) => {
-    if (req.url?.startsWith('/')) directHits.add(req.url.slice(1))
+    // Only a check's own path counts (nothing else is kept: a page of an
+    // unguarded run could reach this port).
+    const token = req.url?.slice(1) ?? ''
+    if (checking.has(token)) directHits.add(token)
     res.writeHead(404, { connection: 'close' }).end()
   })
   await new Promise((resolve, reject) => checkServer.once('error', reject).listen(0, listen, () => resolve(undefined)))
@@ -399,13 +404,17 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
           return new Error(browser === 'firefox' ? GUARD_NOT_IN_FORCE_FIREFOX : GUARD_NOT_IN_FORCE)
         }
         let errors
+        checking.add(token)
         try {
           errors = await load(urls)
         } catch (err) {
           inForceChecks.delete(browser)
           throw err
+        } finally {
+          checking.delete(token)
         }
-        if (directHits.has(token)) throw notInForce()
+        const connected = directHits.delete(token)
+        if (connected) throw notInForce()
         const [nameError, literalError] = errors
         if (!checksSeen.has(name)) {
           if (nameError !== null && !NETWORK_ERROR.test(nameError)) throw again(nameError)

@@ -21,7 +21,7 @@ import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken, revokeAgent } from '../lib/store/agents.js'
-import { claimJobs, expireLeases, failStaleJobs } from '../lib/store/jobs.js'
+import { claimJobs, expireLeases, failJob, failStaleJobs } from '../lib/store/jobs.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { createAgent } from '../agents/agent.js'
 import { createApiClient } from '../agents/api-client.js'
@@ -123,8 +123,12 @@ test('while the API fails on a round\'s results (500), the round waits in the sp
   // A real fault of the API's: PostgreSQL refuses this round's results.
   const mended = await refuseResults(s.db, { jobId: failing.jobId })
   let runs = 0
-  const agent = s.agent(async () => {
-    runs++
+  /** @type {{ jobId: number } | null} */
+  let slow = null
+  const agent = s.agent(async (job) => {
+    // A round that takes longer than the lease, in the agent's one slot.
+    if (job.id === slow?.jobId) await new Promise((resolve) => setTimeout(resolve, 15_000))
+    else runs++
     return round(new Date().toISOString())
   })
   const upkeep = setInterval(() => { expireLeases(s.db).catch(() => {}) }, 500)
@@ -133,8 +137,10 @@ test('while the API fails on a round\'s results (500), the round waits in the sp
     await eventually(async () => fs.existsSync(path.join(s.dataDir, 'spool', `job-${failing.jobId}.json`)) && runs > 0, { timeoutMs: 10_000, what: 'the round measured and spooled' })
     // Claims every 100 ms and a flush before each: a round handed back at
     // each claim would be measured dozens of times; one whose lease ran out
-    // would be measured again as a new attempt, charged to the agent.
-    await new Promise((resolve) => setTimeout(resolve, 15_000))
+    // would be measured again as a new attempt, charged to the agent. Then
+    // a round longer than the lease, during which the agent claims nothing.
+    slow = await s.monitor('slow')
+    await eventually(async () => (await s.job(/** @type {any} */ (slow).jobId)).state === 'done', { timeoutMs: 30_000, what: 'the slow round stored' })
     assert.equal(runs, 1, 'measured once while its results wait')
     const waiting = await s.job(failing.jobId)
     assert.equal(waiting.state, 'leased', 'its lease went on past the lease time')
@@ -188,7 +194,7 @@ test('a round handed back (its agent lost) at a location where no agent runs any
     const [claimed] = await claimJobs(s.db, { agentId: s.agentRow.id, locationId: 'local', limit: 1, leaseSeconds: 120 })
     assert.equal(claimed.id, j.jobId)
     // The agent died with it; its lease ran out long ago, and the round was due two days ago.
-    await s.db.query("UPDATE jobs SET lease_expires_at = now() - interval '1 s', due_at = now() - interval '2 days' WHERE id = $1", [j.jobId])
+    await s.db.query("UPDATE jobs SET lease_expires_at = now() - interval '1 s', due_at = now() - interval '2 days', run_after = now() - interval '2 days' WHERE id = $1", [j.jobId])
     await s.db.query("UPDATE agents SET last_seen_at = now() - interval '2 days' WHERE id = $1", [s.agentRow.id])
     assert.deepEqual(await expireLeases(s.db), { requeued: 1, failed: 0 })
     assert.equal(await failStaleJobs(s.db), 1)
@@ -196,6 +202,16 @@ test('a round handed back (its agent lost) at a location where no agent runs any
     assert.equal(stale.state, 'failed')
     assert.equal(stale.last_error, 'attempt 1 failed (lease expired after attempt 1 (agent stopped or lost)), and the next was not claimed in time: no agent is running for location local')
     assert.deepEqual(await claimJobs(s.db, { agentId: s.agentRow.id, locationId: 'local', limit: 1, leaseSeconds: 120 }), [], 'a returning agent measures the present')
+
+    // A round handed back by its agent waits out its back-off before it can be stale.
+    const k = await s.monitor('retried')
+    await claimJobs(s.db, { agentId: s.agentRow.id, locationId: 'local', limit: 1, leaseSeconds: 120 })
+    await failJob(s.db, { jobId: k.jobId, agentId: s.agentRow.id, error: 'the browser did not start' })
+    await s.db.query("UPDATE jobs SET due_at = now() - interval '2 days' WHERE id = $1", [k.jobId])
+    assert.equal(await failStaleJobs(s.db), 0, 'its back-off is not over: not stale')
+    await s.db.query("UPDATE jobs SET run_after = now() - interval '2 days' WHERE id = $1", [k.jobId])
+    assert.equal(await failStaleJobs(s.db), 1)
+    assert.equal((await s.job(k.jobId)).last_error, 'attempt 1 failed (the browser did not start), and the next was not claimed in time: no agent is running for location local')
   } finally {
     await s.close()
   }

@@ -14,6 +14,8 @@ import { summarizeNetlog } from '../lib/measurement/netlog.js'
 import { outlierOf } from '../agents/netlog-capture.js'
 import { locationRtt } from '../agents/job-runner.js'
 import { MAX_KEPT_REQUESTS, toSubmission } from '../lib/measurement/result.js'
+import { keepFilmstrips } from '../agents/filmstrip.js'
+import { badDetails } from '../lib/measurement/checks.js'
 import { hostPort } from '../lib/measurement/modes.js'
 import { modeFlags } from '../lib/measurement/browsers/chromium.js'
 import { effectiveOptions } from '../lib/measurement/probes/index.js'
@@ -56,6 +58,9 @@ test('an H3 arm whose page ended on an origin it did not force says so, not that
   assert.equal(protocolReason({ ...run, requests_detail: doc('https://shop.example/') }).code, 'fell_back')
   // Without the list (a WebPageTest upload), as before.
   assert.equal(protocolReason({ mode: 'h3', observed_protocol: 'h2', requests_detail: doc('https://www.shop.example/') }).code, 'fell_back')
+  // An iframe's document is not the page's, even where the page's own answered an error.
+  const framed = [{ type: 'Document', url: 'https://shop.example/', status: 503, protocol: 'h2' }, { type: 'Document', url: 'https://ads.example/frame', status: 200, protocol: 'h2', subframe: true }]
+  assert.equal(protocolReason({ ...run, requests_detail: framed }).code, 'fell_back')
 })
 
 test('a heavy page\'s result keeps its first requests as evidence and counts them all', () => {
@@ -278,4 +283,14 @@ describe('why a page came over its protocol', () => {
     const first = protocolReason({ mode: 'auto', view: 'first', observed_protocol: 'h2', origins, requests_detail: [doc({ connection_reused: true, alternate_protocol_usage: 'mappingMissing' })] })
     assert.equal(first.code, 'not_known')
   })
+})
+
+test('a filmstrip\'s error is kept within what the API takes: a failed capture load of a 2,048-character URL is not a refused round', async () => {
+  const url = `https://example.com/${'a'.repeat(2027)}`
+  const results = [{ mode: 'h2', filmstrip: { kind: 'capture', frames: [], progress: [], error: `the capture load failed: net::ERR_CONNECTION_RESET at ${url} (${url})` } }]
+  await keepFilmstrips(results, { jobId: 1, upload: null, log: /** @type {any} */ ({ warn () {} }) })
+  const kept = /** @type {any} */ (results[0]).filmstrip
+  assert.equal(kept.uploaded, false)
+  assert.ok(kept.error.startsWith('the capture load failed: net::ERR_CONNECTION_RESET'))
+  assert.equal(badDetails({ filmstrip: kept }), null, 'the API takes it')
 })

@@ -303,6 +303,8 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     assert.deepEqual(embeds.requests_detail.map((/** @type {{ url: string }} */ q) => new URL(q.url)).filter((u) => u.pathname !== '/favicon.ico').map((u) => `${u.hostname}${u.pathname}`).sort(),
       [`${origin.hostname}/embeds`, `${LAB_ALT_HOSTNAME}/ad/1.png`, `${LAB_ALT_HOSTNAME}/ad/2.png`, `${LAB_ALT_HOSTNAME}/ad/3.png`, `${LAB_ALT_HOSTNAME}/embed`].sort())
     assert.equal(embeds.requests, embeds.requests_detail.length)
+    // The frame's document is marked as a frame's: not the page's document.
+    assert.deepEqual(embeds.requests_detail.filter((/** @type {any} */ q) => q.type === 'Document').map((/** @type {any} */ q) => [new URL(q.url).pathname, q.subframe ?? false]), [['/embeds', false], ['/embed', true]])
     // An Alt-Svc header that does not parse, from any origin of the page, is
     // skipped as browsers skip it: the page loads.
     const badAltSvc = await measurePage({ pool, url: `${odd.base}/bad-alt-svc`, mode: 'h2', extraFlags: lab })

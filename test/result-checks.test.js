@@ -70,7 +70,7 @@ test('impossible values are a 422 naming the field, and nothing is stored', asyn
     [[page({ details: { filmstrip: { progress: {} } } })], 'results.0.details.filmstrip.progress', /must be a list of at most 10000 \[t_ms, progress\] pairs/],
     [[page({ details: { filmstrip: { step_ms: 'abc' } } })], 'results.0.details.filmstrip.step_ms', /must be a number of ms/],
     // The run page shows the filmstrip's error as text, and the requests not kept as part of the run's count.
-    [[page({ details: { filmstrip: { uploaded: false, error: 123 } } })], 'results.0.details.filmstrip.error', /must be text of at most 2000 characters, or null/],
+    [[page({ details: { filmstrip: { uploaded: false, error: 123 } } })], 'results.0.details.filmstrip.error', /must be text of at most 4000 characters, or null/],
     [[page({ details: { filmstrip: { uploaded: 'no' } } })], 'results.0.details.filmstrip.uploaded', /must be true or false/],
     [[page({ details: { requests_not_kept: 2.5 } })], 'results.0.details.requests_not_kept', /must be a whole number of requests/],
     [[page({ requests: 4, details: { requests: [{}, {}], requests_not_kept: 5 } })], 'results.0.details.requests_not_kept', /\(5\) and the 2 requests kept are more than the run's 4 requests/]

@@ -101,10 +101,13 @@ export async function recordFirefoxNetwork (page) {
         url, type, method: e.request.method ?? null, protocol: null, protocol_bidi: null, status: null, bytes: 0,
         start: e.timestamp, end: null, from_cache: false, alt_svc: null, timings: null, failed: null, responded: false,
         declared_bytes: null, content_encoding: null, media_type: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false,
-        same_origin_as: null
+        same_origin_as: null,
+        /** @type {true | undefined} */ subframe: undefined
       }
       if (type === 'Document' && !documentRecord) documentRecord = rec
       if (type === 'Document' && e.context === mainContext && e.navigation) mainDocument = rec
+      // An iframe's document: not the page's (the journey's last document, the run's reason).
+      if (type === 'Document' && e.context !== mainContext) rec.subframe = true
       open.set(keyOf(e), rec)
       all.push(rec)
     },
@@ -201,7 +204,8 @@ function toDetail (rec, sinceFirst) {
     alternate_protocol_usage: null,
     remote_address: null,
     timing: phases(rec.timings, rec.end),
-    failed: rec.failed
+    failed: rec.failed,
+    ...(rec.subframe ? { subframe: true } : {})
   }
 }
 

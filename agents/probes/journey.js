@@ -203,7 +203,7 @@ function stepResult ({ named, outcomes, network, protocol, judged, documentProto
  * @param {import('../network.js').RequestDetail[]} requests
  */
 function lastDocumentProtocol (requests) {
-  return [...requests].reverse().find((q) => q.type === 'Document' && q.protocol)?.protocol ?? null
+  return [...requests].reverse().find((q) => q.type === 'Document' && !q.subframe && q.protocol)?.protocol ?? null
 }
 
 /**

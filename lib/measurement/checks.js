@@ -8,6 +8,7 @@ import { COLUMN_METRICS } from './metrics.js'
 import { VIEWS_OF_MODE } from './result.js'
 import { splitProbe } from './probes/journey.js'
 import { UnprocessableError } from '../runtime/errors.js'
+import { MAX_ERROR_LENGTH } from '../runtime/text.js'
 
 // measure.js rounds each timing to 0.1 ms, so an ordering that holds exactly
 // in the browser may be off by a rounding step in the submission.
@@ -97,7 +98,7 @@ export function badDetails (details) {
     if (f.kind !== undefined && !text(f.kind, 64)) return { key: 'filmstrip.kind', problem: 'must be text of at most 64 characters' }
     if (f.step_ms !== undefined && !(typeof f.step_ms === 'number' && f.step_ms > 0 && f.step_ms <= 60_000)) return { key: 'filmstrip.step_ms', problem: 'must be a number of ms from above 0 to 60000' }
     if (f.uploaded !== undefined && typeof f.uploaded !== 'boolean') return { key: 'filmstrip.uploaded', problem: 'must be true or false' }
-    if (f.error !== undefined && f.error !== null && !text(f.error, 2000)) return { key: 'filmstrip.error', problem: 'must be text of at most 2000 characters, or null' }
+    if (f.error !== undefined && f.error !== null && !text(f.error, MAX_ERROR_LENGTH)) return { key: 'filmstrip.error', problem: `must be text of at most ${MAX_ERROR_LENGTH} characters, or null` }
     if (f.progress !== undefined) {
       const pair = (/** @type {unknown} */ p) => Array.isArray(p) && p.length === 2 && p.every((x) => typeof x === 'number' && Number.isFinite(x))
       if (!(Array.isArray(f.progress) && f.progress.length <= 10_000 && f.progress.every(pair))) {

@@ -120,6 +120,7 @@ export function protocolReason (run) {
  * @returns {Record<string, any> | null}
  */
 function documentRequest (requests) {
-  const docs = requests.filter((r) => r.type === 'Document')
+  // The page's own documents: not an iframe's (agents/network.js subframe).
+  const docs = requests.filter((r) => r.type === 'Document' && !r.subframe)
   return docs.find((r) => r.status !== null && r.status !== undefined && ((r.status >= 200 && r.status < 300) || r.status === 304)) ?? docs[0] ?? null
 }

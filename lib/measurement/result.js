@@ -106,12 +106,12 @@ export function toSubmission (m, { rtt, rttSource = null }) {
  * and how a journey's later steps ride the connections its first opened.
  * 0-RTT and TLS resumption are not in the DevTools events; a net log of the
  * run has them (details.netlog).
- * @param {{ type?: string | null, protocol?: string | null, from_cache?: boolean, connection_reused?: boolean | null, connection_id?: unknown }[]} requests
+ * @param {{ type?: string | null, protocol?: string | null, from_cache?: boolean, connection_reused?: boolean | null, connection_id?: unknown, subframe?: true }[]} requests
  *   as agents/network.js RequestDetail has them
  */
 export function reuseOf (requests) {
   const fetched = requests.filter((r) => r.protocol && !r.from_cache)
-  const document = requests.find((r) => r.type === 'Document')
+  const document = requests.find((r) => r.type === 'Document' && !r.subframe)
   return {
     document_connection_reused: document?.connection_reused ?? null,
     requests_on_reused_connections: fetched.filter((r) => r.connection_reused).length,

@@ -566,7 +566,8 @@ export async function failStaleJobs (db) {
     `UPDATE jobs j SET state = 'failed', finished_at = now(), updated_at = now(),
             -- A round handed back (its attempt failed, or its lease ran
             -- out) that waits as long is given up too, keeping why.
-            last_error = CASE WHEN j.attempts > 0 THEN 'attempt ' || j.attempts || ' failed (' || coalesce(j.last_error, 'no cause kept') || '), and the next was ' ELSE '' END ||
+            last_error = CASE WHEN j.attempts > 0 THEN 'attempt ' || j.attempts || ' failed (' ||
+                coalesce(regexp_replace(j.last_error, '^attempt \\d+ of \\d+ failed and runs again: ', ''), 'no cause kept') || '), and the next was ' ELSE '' END ||
               CASE WHEN m.paused THEN 'not claimed in time: its monitor was paused before an agent took the round'
               -- Whether a running agent of the location runs the round's browser: null when none runs.
               ELSE CASE (SELECT bool_or(j.browser = ANY (a.browsers)) FROM agents a
@@ -575,8 +576,9 @@ export async function failStaleJobs (db) {
                 WHEN false THEN 'not claimed in time: no running agent of location ' || j.location_id || ' runs ' || j.browser
                 ELSE 'not claimed in time: no agent is running for location ' || j.location_id END END
        FROM monitors m
+      -- Stale from when it could first be claimed: a retry waits out its back-off first.
       WHERE m.id = j.monitor_id AND j.state = 'queued'
-        AND j.due_at < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
+        AND greatest(j.due_at, j.run_after) < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
     [STALE_MIN_S, STALE_INTERVALS, AGENT_ALIVE_S])
   return rowCount
 }
