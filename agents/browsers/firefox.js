@@ -136,10 +136,7 @@ export function createFirefoxPool ({
       // Firefox keeps nothing of its own outside the run's profile.
       HOME: path.join(root, 'home'),
       MOZ_CRASHREPORTER_DISABLE: '1',
-      MOZ_DISABLE_AUTO_SAFE_MODE: '1',
-      // Release builds ignore services.settings.server (basePrefs: nowhere)
-      // without it, and fetch remote settings from Mozilla during runs.
-      MOZ_REMOTE_SETTINGS_DEVTOOLS: '1'
+      MOZ_DISABLE_AUTO_SAFE_MODE: '1'
     }
     await mkdir(env.HOME, { recursive: true })
     let socketDir = null
