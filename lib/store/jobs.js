@@ -278,7 +278,10 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds,
     text: `WITH held AS (
        -- The rounds the agent holds, measuring them or with their results
        -- in its spool: their leases go on while it claims, so a round whose
-       -- results wait for the API is not handed out and measured again.
+       -- results wait for the API is not handed out and measured again. One
+       -- whose lease ran out all the same (queued again) is picked below
+       -- like any, and leased to it again: the agent does not measure it
+       -- twice (agents/agent.js).
        UPDATE jobs SET lease_expires_at = now() + make_interval(secs => $4), updated_at = now()
         WHERE id = ANY ($6::bigint[]) AND state = 'leased' AND lease_owner = $3 AND location_id = $1),
      unheard AS (
@@ -290,7 +293,7 @@ export async function claimJobs (db, { agentId, locationId, limit, leaseSeconds,
         FOR UPDATE SKIP LOCKED),
      picked AS (
        SELECT j.id FROM jobs j JOIN monitors m ON m.id = j.monitor_id
-        WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now() AND NOT (j.id = ANY ($6::bigint[]))
+        WHERE j.state = 'queued' AND j.location_id = $1 AND j.run_after <= now()
           AND j.browser = ANY ((SELECT a.browsers FROM agents a WHERE a.id = $3)::text[])
           AND m.deleted_at IS NULL AND NOT m.paused
         ORDER BY j.run_after
