@@ -218,6 +218,23 @@ test('a heavy page\'s run says which of its requests it keeps', async () => {
   await done()
 })
 
+test('a run whose requests carry times that are no numbers (an agent\'s own evidence) draws them as none, and the rest of its waterfall', async () => {
+  const requests = [
+    { url: 'https://example.net/', protocol: 'h2', status: 200, bytes: 100, start_ms: 0, end_ms: 120, type: 'Document' },
+    { url: 'https://example.net/a.png', protocol: 'h2', status: 200, bytes: 100, start_ms: 'abc', end_ms: 1e300, type: 'Image' }
+  ]
+  const { rows: [r] } = await database.pool.query(
+    "UPDATE results SET details = details || jsonb_build_object('requests', $2::jsonb) WHERE id = (SELECT id FROM results WHERE browser = 'chromium' AND id <> $1 ORDER BY id DESC LIMIT 1) RETURNING id",
+    [firefoxResult.id, JSON.stringify(requests)])
+  const { page, done } = await open(`#/results/${r.id}`)
+  await page.waitForSelector('.waterfall tbody tr')
+  const text = await page.$eval('.waterfall', (e) => e.textContent ?? '')
+  assert.doesNotMatch(text, /NaN|Infinity|e\+\d/, text)
+  const widths = await page.$$eval('.waterfall .wtrack > *', (bars) => bars.map((b) => /** @type {HTMLElement} */ (b).style.width))
+  assert.ok(widths.every((w) => /^\d+(\.\d+)?%$/.test(w)), `bar widths: ${widths}`)
+  await done()
+})
+
 test('the monitor form chooses the browsers: Chromium for a new monitor, the monitor\'s own when editing', async () => {
   const ticked = (page) => page.$$eval('#browsers-group input[type=checkbox]', (els) => els.map((e) => [e.value, /** @type {HTMLInputElement} */ (e).checked]))
   const fresh = await openRoute(chromium, server, apiKey, '#/new', { allow: [/status of 400 \(Bad Request\)/] })

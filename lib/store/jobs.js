@@ -579,9 +579,9 @@ export async function failStaleJobs (db) {
                 WHEN false THEN 'not claimed in time: no running agent of location ' || j.location_id || ' runs ' || j.browser
                 ELSE 'not claimed in time: no agent is running for location ' || j.location_id END END
        FROM monitors m
-      -- Stale from when it could first be claimed: a retry waits out its back-off first.
+      -- Stale from when it was due; a retry, from when its back-off let it be claimed.
       WHERE m.id = j.monitor_id AND j.state = 'queued'
-        AND greatest(j.due_at, j.run_after) < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
+        AND CASE WHEN j.attempts = 0 THEN j.due_at ELSE greatest(j.due_at, j.run_after) END < now() - make_interval(secs => greatest($1, $2 * m.interval_s))`,
     [STALE_MIN_S, STALE_INTERVALS, AGENT_ALIVE_S])
   return rowCount
 }

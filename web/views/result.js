@@ -24,7 +24,11 @@ export async function render (ctx) {
     ? { ms: r.rtt_ms, source: 'this run' }
     : loc?.profile?.rtt_ms > 0 ? { ms: loc.profile.rtt_ms, source: `the ${loc.name} profile` } : null
   // Results stored before the API checked their evidence's shape may hold anything there.
-  const requests = Array.isArray(r.details?.requests) ? r.details.requests.filter((q) => q && typeof q === 'object') : []
+  // A time that is no number of ms within the hour a result may span draws as none.
+  const atMs = (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 3_600_000 ? v : null
+  const requests = Array.isArray(r.details?.requests)
+    ? r.details.requests.filter((q) => q && typeof q === 'object').map((q) => ({ ...q, start_ms: atMs(q.start_ms), end_ms: atMs(q.end_ms) }))
+    : []
   // A heavy page's requests beyond the first the agent kept (lib/measurement/result.js MAX_KEPT_REQUESTS).
   const notKept = Number.isInteger(r.details?.requests_not_kept) && r.details.requests_not_kept > 0 ? r.details.requests_not_kept : 0
   const quic = r.observed_protocol === 'h3'
