@@ -61,6 +61,9 @@ test('the Real users page: regions with their share over H3 beside the lab, labe
   const h2 = row.browsers[0].metrics.ttfb_ms.h2[0]
   const cells = await page.$$eval('#rum-ttfb .rum-protocols tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)))
   assert.ok(cells.some((c) => c[2]?.endsWith(` of ${h2.n.toLocaleString('en-US')}`)), `a cell says its ${h2.n} page views: ${JSON.stringify(cells[0])}`)
+  // Every value, and every "—" where no view gave one, says how many it rests on.
+  const bare = cells.flatMap((c) => c.slice(2)).filter((v) => !/ of [\d,]+$/.test(v))
+  assert.deepEqual(bare, [], 'no cell without its page views')
   await done()
 })
 

@@ -74,7 +74,8 @@ export function regionsTable (summary) {
 export function protocolTable (summary, metric) {
   const rows = summary.regions.filter((r) => r.region_id !== null).flatMap((r) => r.browsers.map((b) => ({ r, b })))
   if (!rows.length) return h('p', { class: 'muted' }, 'No page views in this window.')
-  const cell = (x) => (x.value === null ? '—' : [ms(x.value), x.ci_low === null ? null : h('span', { class: 'sub' }, ` ${ms(x.ci_low)}–${ms(x.ci_high)}`),
+  // A value no view of that protocol gave (a known visit and connection kind each) still says on how many it rests.
+  const cell = (x) => (x.value === null ? ['—', h('span', { class: 'sub views' }, ` of ${count(x.n ?? 0)}`)] : [ms(x.value), x.ci_low === null ? null : h('span', { class: 'sub' }, ` ${ms(x.ci_low)}–${ms(x.ci_high)}`),
     h('span', { class: 'sub views' }, ` of ${count(x.n)}`)])
   return h('div', { class: 'table-scroll' },
     h('table', { class: 'grid rum-protocols' },
