@@ -103,12 +103,13 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
     // comes back now. A spooled round left out would come back too, and be
     // measured again at every claim for as long as the API failed on its
     // results.
-    const holding = [...new Set([...running.keys(), ...(await spool.jobIds())])].slice(0, MAX_HOLDING)
+    const spooledIds = new Set(await spool.jobIds())
+    const holding = [...new Set([...running.keys(), ...spooledIds])].slice(0, MAX_HOLDING)
     const { jobs, trials = [], lease_seconds: leaseSeconds, location, allow_private_targets: allowPrivateTargets } =
       await client.claim({ limit, version, browser_version: browser, instance, holding, ...(wantTrials ? { trials: wantTrials } : {}), ...(browsers ? { browsers } : {}) })
     if (leaseSeconds > 0) leaseS = leaseSeconds
     // An API that does not say (an older one) gets the guard.
-    return { jobs, trials, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true }
+    return { jobs, trials, leaseSeconds, location, allowPrivateTargets: allowPrivateTargets === true, spooledIds }
   }
 
   /**
@@ -357,7 +358,7 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
           continue
         }
         if (!(await flushSpool())) throw new ApiError('spool not flushed', 0)
-        const { jobs, trials, leaseSeconds, location, allowPrivateTargets } = await claim(concurrency - running.size)
+        const { jobs, trials, leaseSeconds, location, allowPrivateTargets, spooledIds } = await claim(concurrency - running.size)
         backoff = Math.min(maxBackoffMs, 1000)
         const claimedFor = typeof location === 'string' ? location : location?.id
         if (startedFor && claimedFor && claimedFor !== startedFor) {
@@ -375,7 +376,6 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
           await sleep(idlePollMs * (0.75 + Math.random() / 2), undefined, { signal: abort.signal }).catch(() => {})
           continue
         }
-        const spooledIds = jobs.length ? new Set(await spool.jobIds()) : new Set()
         for (const job of jobs) {
           if (spooledIds.has(job.id)) {
             // Measured already, its results waiting for the API: never measured twice.

@@ -22,6 +22,7 @@ import { maskFields } from '../page/mask-fields.js'
 import { describeStep, judgedOrigins, judgeJourneyProtocol, MARKERS, namedSteps } from '../../lib/measurement/journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../../lib/measurement/probes/journey.js'
 import { round } from '../../lib/measurement/units.js'
+import { isPageDocument } from '../../lib/measurement/protocol-reason.js'
 import { MIN_LOAD_MS } from '../round-budget.js'
 
 /** An action that ignores its own timeout is given up this long after it. */
@@ -203,7 +204,7 @@ function stepResult ({ named, outcomes, network, protocol, judged, documentProto
  * @param {import('../network.js').RequestDetail[]} requests
  */
 function lastDocumentProtocol (requests) {
-  return [...requests].reverse().find((q) => q.type === 'Document' && !q.subframe && q.protocol)?.protocol ?? null
+  return [...requests].reverse().find((q) => isPageDocument(q) && q.protocol)?.protocol ?? null
 }
 
 /**

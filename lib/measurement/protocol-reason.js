@@ -120,7 +120,15 @@ export function protocolReason (run) {
  * @returns {Record<string, any> | null}
  */
 function documentRequest (requests) {
-  // The page's own documents: not an iframe's (agents/network.js subframe).
-  const docs = requests.filter((r) => r.type === 'Document' && !r.subframe)
+  const docs = requests.filter(isPageDocument)
   return docs.find((r) => r.status !== null && r.status !== undefined && ((r.status >= 200 && r.status < 300) || r.status === 304)) ?? docs[0] ?? null
+}
+
+/**
+ * A request for one of the page's own documents (its navigations and their
+ * redirects), not an iframe's (agents/network.js marks those `subframe`).
+ * @param {{ type?: string | null, subframe?: true }} request
+ */
+export function isPageDocument (request) {
+  return request.type === 'Document' && !request.subframe
 }

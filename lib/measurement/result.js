@@ -6,7 +6,7 @@
 // from ./rtt.js.
 import { TIMING_COLUMNS } from './metrics.js'
 import { rttAccounting } from './rtt.js'
-import { protocolReason } from './protocol-reason.js'
+import { isPageDocument, protocolReason } from './protocol-reason.js'
 
 export { normalizeProtocol, protocolMatchesMode } from './protocol.js'
 
@@ -111,7 +111,7 @@ export function toSubmission (m, { rtt, rttSource = null }) {
  */
 export function reuseOf (requests) {
   const fetched = requests.filter((r) => r.protocol && !r.from_cache)
-  const document = requests.find((r) => r.type === 'Document' && !r.subframe)
+  const document = requests.find(isPageDocument)
   return {
     document_connection_reused: document?.connection_reused ?? null,
     requests_on_reused_connections: fetched.filter((r) => r.connection_reused).length,

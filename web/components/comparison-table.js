@@ -136,10 +136,12 @@ function cell (r, p, loc, names) {
   const label = names.verdict(r.verdict)
   const v = VERDICT[r.verdict] ?? VERDICT.insufficient_data
   const why = r.verdict === 'no_clear_difference' ? whyNoDifference(r, names) : r.verdict === 'insufficient_data' ? numbers(r.reason ?? '') : null
+  // All locations: the average and the rounds it rests on.
+  const averaged = loc.location_id === null && r.locations ? `average of ${r.locations.length} location${r.locations.length === 1 ? '' : 's'}, ${count(r.rounds)} rounds` : null
   const title = [`${loc.name}, p${p}: ${label}`, r.reason ? numbers(r.reason) : null,
     r.p_adjusted !== null && r.p_adjusted !== undefined ? `${pValue(r.p_adjusted)} (adjusted: column screen, then Benjamini–Hochberg)` : null,
     r.min_effect_ms ? `practical minimum ${ms(r.min_effect_ms)}` : null,
-    loc.location_id === null && r.locations ? `average of ${r.locations.length} location${r.locations.length === 1 ? '' : 's'}, ${count(r.rounds)} rounds` : null,
+    averaged,
     r.interval_rounds ? `interval and p-value from an evenly spaced ${count(r.interval_rounds)} of the ${count(r.rounds)} rounds (a percentile that does not move smoothly: not scaled to all)` : null].filter(Boolean).join('; ')
   const hasValues = r.h2_ms !== null && r.h3_ms !== null
   return h('td', { class: `cmp-cell ${tested ? verdictClass(r.verdict, r.delta_pct) : 'v-none'}${tested ? '' : ' untested'}${all}`, title },
@@ -158,7 +160,7 @@ function cell (r, p, loc, names) {
     h('div', { class: 'verdict-line' },
       h('span', { class: 'verdict-label' }, label),
       why ? h('span', { class: 'why' }, why) : null),
-    loc.location_id === null && r.locations && tested ? h('div', { class: 'why' }, `average of ${r.locations.length} location${r.locations.length === 1 ? '' : 's'}, ${count(r.rounds)} rounds`) : null)
+    averaged && tested ? h('div', { class: 'why' }, averaged) : null)
 }
 
 /** Hodges–Lehmann shift with its interval and the Wilcoxon p, and the location verdict. */
