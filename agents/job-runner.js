@@ -8,7 +8,8 @@ import path from 'node:path'
 import { runRound, emptyResult, measurePageViews } from './measure.js'
 import { PROBE_RUNNERS } from './probes/index.js'
 import { readFileSync } from 'node:fs'
-import { FORCED_MODES } from '../lib/measurement/modes.js'
+import { expectedProtocolFor, FORCED_MODES } from '../lib/measurement/modes.js'
+import { keepImplausibleAsData } from '../lib/measurement/checks.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { labPrefs } from '../lib/measurement/browsers/firefox.js'
 import { tcpPing } from './rtt.js'
@@ -221,8 +222,23 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     // Secrets masked first, then an error cut to what the API takes (a
     // journey step's words around a page's error with its URL can be
     // longer): a cut must not leave the start of a secret unmasked.
-    return scrubSecrets(measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options })), secrets)
+    const results = scrubSecrets(measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options })), secrets)
       .map((r) => (typeof r.error === 'string' ? { ...r, error: storableText(r.error, MAX_ERROR_LENGTH) } : r))
+    // Checked as the API checks them: a run whose values cannot be true
+    // (a browser's odd timing, a detail out of shape) would have the API
+    // refuse the whole round at every attempt. It is sent as an error
+    // result saying why, and the round's other runs count.
+    const expectedProtocol = (/** @type {string} */ mode) => expectedProtocolFor(mode, { aa_protocol: job.aa_protocol ?? null })
+    for (const r of results) {
+      try {
+        const reason = keepImplausibleAsData(r, { expectedProtocol })
+        if (reason) log.warn({ job: job.id, probe: r.probe, mode: r.mode, view: r.view, reason }, 'a run whose values cannot be true is sent as an error')
+      } catch (/** @type {any} */ err) {
+        // Not mended by failing the run (a measurement time a day off: this machine's clock); the API says so when it refuses the round.
+        log.warn({ job: job.id, probe: r.probe, mode: r.mode, err: err.message }, 'a run the API will refuse')
+      }
+    }
+    return results
   }
 }
 

@@ -4,7 +4,7 @@
 // `pageScript` (lib/measurement/metrics.js) has its own script,
 // agents/page/metrics/<id>.js, whose default export runs in the loaded page
 // and returns the value. The scripts that run in the page are in
-// agents/page/.
+// agents/page/; they run in a world of the agent's own (readPage).
 import { lcp } from './page/lcp.js'
 import { navigation } from './page/navigation.js'
 import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
@@ -25,6 +25,30 @@ const PAGE_SCRIPTS = await Promise.all(COLUMN_METRICS.filter((m) => m.pageScript
   if (typeof script !== 'function') throw new Error(`agents/page/metrics/${m.id}.js must export default the function that runs in the page`)
   return /** @type {[string, () => unknown]} */ ([(m.column), script])
 }))
+
+/**
+ * Run a script in the loaded page's document, in a world of the agent's own
+ * (Puppeteer's isolated realm, in Chromium and Firefox alike): the page's
+ * scripts share its DOM and its performance timeline, not its globals. A
+ * page that replaces performance.getEntriesByType, PerformanceObserver or
+ * requestAnimationFrame (a polyfill, a monitoring library, a page's own
+ * mischief) changes nothing of what is read; read in the page's own world,
+ * such a page set its TTFB to whatever it liked, or had no navigation entry
+ * and no LCP.
+ * @template {unknown[]} A
+ * @template R
+ * @param {import('puppeteer-core').Page} page
+ * @param {(...args: A) => R} script
+ * @param {A} args
+ * @returns {Promise<Awaited<R>>}
+ */
+export function readPage (page, script, ...args) {
+  // isolatedRealm() is Puppeteer's own (marked internal; puppeteer-core is
+  // pinned, and test/odd-pages.test.js's page that fakes its timings fails
+  // if it goes).
+  const realm = /** @type {{ isolatedRealm (): { evaluate (fn: (...a: A) => R, ...a: A): Promise<Awaited<R>> } }} */ (/** @type {unknown} */ (page.mainFrame())).isolatedRealm()
+  return realm.evaluate(script, ...args)
+}
 
 /**
  * Puppeteer's errors for reading a document that a navigation replaced: the
@@ -391,8 +415,8 @@ export function rendererCrash (page, url) {
 export async function collectPageMetrics (page) {
   // LCP first: it waits for the frames after the load event, and only then
   // are the first paint and the load event's end sure to be recorded.
-  const lcpMs = await page.evaluate(lcp, LCP_WAIT_MS)
-  const [nav, ...scripted] = await Promise.all([page.evaluate(navigation), ...PAGE_SCRIPTS.map(([, script]) => page.evaluate(script))])
+  const lcpMs = await readPage(page, lcp, LCP_WAIT_MS)
+  const [nav, ...scripted] = await Promise.all([readPage(page, navigation), ...PAGE_SCRIPTS.map(([, script]) => readPage(page, script))])
   if (!nav) throw new Error('the page has no navigation timing entry')
   const since = (/** @type {number} */ t) => (t > 0 ? round(t - nav.startTime) : null)
   const span = (/** @type {number} */ from, /** @type {number} */ to) => (from > 0 && to >= from ? round(to - from) : null)

@@ -5,7 +5,8 @@
 // soon, and leaves nothing behind; a page a script replaces before its load
 // event, that changes its address in place or that starts a download once
 // loaded, loads as usual; a page that opens a JavaScript dialog loads as for
-// a user who clicks it away, with a note; a slow page loads in every arm of
+// a user who clicks it away, with a note; a page whose scripts replace the
+// timing API is measured as it loaded; a slow page loads in every arm of
 // a round. An HTTP/2 server with the lab certificate serves them at
 // the lab hostname.
 // run-tests: side — it checks what its runs' errors say and times no page load; its server and origin are on free loopback ports
@@ -139,6 +140,16 @@ async function startOddPages () {
     if (req.url === '/embeds') return html(`<p>an article<iframe src="https://${LAB_ALT_HOSTNAME}:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/embed"></iframe>`)
     if (req.url === '/embed') return html('<p>an ad<img src="/ad/1.png"><img src="/ad/2.png"><img src="/ad/3.png">')
     if (req.url?.startsWith('/ad/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(PNG)
+    // A page whose scripts replace the timing API the agent reads (a
+    // monitoring library's wrapper gone wrong, or a page that wants to look
+    // fast): a navigation entry whose first byte came at 1 ms, and no
+    // PerformanceObserver. It answers late.
+    if (req.url === '/fakes-timings') {
+      return setTimeout(() => html('<script>const real = Performance.prototype.getEntriesByType; ' +
+        'Performance.prototype.getEntriesByType = function (t) { return t === "navigation" ? real.call(this, t).map((e) => ({ ...e.toJSON(), responseStart: e.startTime + 1 })) : real.call(this, t) }; ' +
+        'window.PerformanceObserver = function () { return { observe () {}, disconnect () {} } }; requestAnimationFrame = () => 0</script>' +
+        '<h1>a page that says it came at once</h1><img src="/late.png">'), SLOW_MS)
+    }
     // An Alt-Svc whose protocol id does not decode, on the page and on its image.
     if (req.url === '/bad-alt-svc') return res.writeHead(200, { 'content-type': 'text/html', 'alt-svc': 'h3%=":443"' }).end('<!doctype html><p>odd headers<img src="/bad-alt-svc.png">')
     if (req.url === '/bad-alt-svc.png') return res.writeHead(200, { 'content-type': 'image/png', 'alt-svc': 'h3%zz=":443"; ma=60' }).end(PNG)
@@ -162,7 +173,7 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
@@ -189,6 +200,10 @@ async function assertOddPages (base, run, { next = true } = {}) {
   assert.equal(r['/app'].status, 'ok', `an app that changes its address in place: ${r['/app'].error}`)
   assert.equal(r['/download-later'].status, 'ok', `a page that starts a download once loaded: ${r['/download-later'].error}`)
   assert.equal(r['/landing'].status, 'ok', `a redirect whose end takes an earlier address in place: ${r['/landing'].error}`)
+  // What the page's scripts do to the timing API is not what is read.
+  assert.equal(r['/fakes-timings'].status, 'ok', `a page that fakes its timings: ${r['/fakes-timings'].error}`)
+  assert.ok(r['/fakes-timings'].ttfb_ms >= SLOW_MS - 100, `its document came after ${SLOW_MS} ms, not at 1 ms: TTFB ${r['/fakes-timings'].ttfb_ms} ms`)
+  assert.ok(r['/fakes-timings'].lcp_ms >= r['/fakes-timings'].ttfb_ms, `its LCP is read: ${r['/fakes-timings'].lcp_ms} ms`)
   if (next) assert.equal(r['/next'].status, 'ok', 'the page they go to measures as any')
   return r
 }

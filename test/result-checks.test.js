@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { createTestApp } from './helpers/app.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
-import { checkResults } from '../lib/measurement/checks.js'
+import { checkResults, keepImplausibleAsData } from '../lib/measurement/checks.js'
 import { expectedProtocolFor } from '../lib/measurement/modes.js'
 
 let t, token
@@ -204,4 +204,28 @@ test('a result stored before its details were checked reads back: a protocol rea
   const film = await t.app.inject({ url: `/api/v1/results/${row.id}/filmstrip` })
   assert.equal(film.statusCode, 200, film.body)
   assert.deepEqual([film.json().kind, film.json().step_ms, film.json().progress, film.json().frames.length], ['capture', 100, [], 1])
+})
+
+test('an agent keeps a run that cannot be true as data: it is sent as an error saying why, a detail out of shape is left out with a note, and the round is stored with its other runs', async () => {
+  const job = await leasedJob()
+  const expectedProtocol = (/** @type {string} */ mode) => expectedProtocolFor(mode, null)
+  // What the agent (agents/job-runner.js) and the WebPageTest upload do before a round is sent or stored.
+  const runs = [
+    page({ ttfb_ms: 70 }),
+    page({ mode: 'h3', observed_protocol: 'h3', details: { filmstrip: { uploaded: false, error: 123 }, protocol_reason: { code: 'forced', text: 'forced' } } }),
+    page({ mode: 'h2', view: 'repeat' })
+  ]
+  assert.deepEqual(runs.map((r) => keepImplausibleAsData(r, { expectedProtocol })), ['ttfb_ms (70 ms) is larger than dcl_ms (40 ms), which cannot happen in one page load', null, null])
+  // A measurement time a day off is the agent's clock: failing the run mends nothing, and the API refuses it.
+  assert.throws(() => keepImplausibleAsData(page({ measured_at: '2199-01-01T00:00:00Z' }), { expectedProtocol }), { field: 'results.0.measured_at' })
+  const res = await submit(job, runs)
+  assert.equal(res.statusCode, 200, res.body)
+  const { rows } = await t.db.query('SELECT mode, view, status, error, ttfb_ms, load_ms, notes, details FROM results WHERE job_id = $1 ORDER BY mode, view', [job.id])
+  assert.deepEqual(rows.map((r) => [r.mode, r.view, r.status]), [['h2', 'first', 'error'], ['h2', 'repeat', 'ok'], ['h3', 'first', 'ok']])
+  assert.equal(rows[0].error, 'implausible timings: ttfb_ms (70 ms) is larger than dcl_ms (40 ms), which cannot happen in one page load')
+  assert.deepEqual([rows[0].ttfb_ms, rows[0].load_ms], [null, null], 'none of its timings is read as a measurement')
+  assert.deepEqual(rows[2].notes, [{ code: 'detail_left_out', message: 'details.filmstrip was left out: details.filmstrip.error must be text of at most 4000 characters, or null' }])
+  assert.equal(rows[2].details.filmstrip, undefined)
+  assert.deepEqual(rows[2].details.protocol_reason, { code: 'forced', text: 'forced' }, 'the rest of its details is kept')
+  assert.equal(rows[2].ttfb_ms, 20)
 })

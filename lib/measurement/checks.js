@@ -4,11 +4,11 @@
 // value poisons every percentile it is merged into.
 import { normalizeProtocol } from './protocol.js'
 import { expectedProtocolFor } from './modes.js'
-import { COLUMN_METRICS } from './metrics.js'
+import { COLUMN_METRICS, TIMING_COLUMNS } from './metrics.js'
 import { VIEWS_OF_MODE } from './result.js'
 import { splitProbe } from './probes/journey.js'
 import { UnprocessableError } from '../runtime/errors.js'
-import { MAX_ERROR_LENGTH } from '../runtime/text.js'
+import { MAX_ERROR_LENGTH, storableText } from '../runtime/text.js'
 
 // measure.js rounds each timing to 0.1 ms, so an ordering that holds exactly
 // in the browser may be off by a rounding step in the submission.
@@ -155,6 +155,66 @@ export function checkResults (results, { expectedProtocol = (mode) => expectedPr
       throw new UnprocessableError(`${at(earlier)} (${r[earlier]} ms) is larger than ${later} (${r[later]} ms), which cannot happen in one page load`, at(earlier))
     }
   })
+}
+
+/** How the error of a run whose values cannot be a page load begins. */
+export const IMPLAUSIBLE = 'implausible timings'
+
+/**
+ * Make a row an error result: its timings are not a page load's (the
+ * agent's zeros and leftovers of a failed run, or values that cannot be
+ * true), so none is kept where percentiles would read it.
+ * @param {Record<string, any>} row
+ * @param {string} error
+ */
+export function failRun (row, error) {
+  row.status = 'error'
+  row.error = storableText(error, MAX_ERROR_LENGTH)
+  for (const c of TIMING_COLUMNS) row[c] = null
+  // A failed run's samples are no measurement either (and may be what made it fail).
+  if (row.details) delete row.details.samples
+}
+
+/**
+ * A run is data: where checkResults would refuse one result (and with it
+ * its whole round, at every attempt), the result is kept instead. A part of
+ * its details the checks refuse (a filmstrip's, a protocol reason's) is
+ * left out, with a note; any other value that cannot be true makes the run
+ * an error result whose error starts with IMPLAUSIBLE and says which, its
+ * timings dropped. Its round's other results stand. What failing the run
+ * cannot mend (a measurement time a day off: the agent's clock) still
+ * throws, as the API would refuse it.
+ * @param {Record<string, any>} result changed in place; protocol_ok is set as checkResults sets it
+ * @param {{ expectedProtocol?: (mode: string) => string | null }} [opts] as for checkResults
+ * @returns {string | null} why the run was failed, or null if it was not
+ * @throws {UnprocessableError} as checkResults, when even the failed run is refused
+ */
+export function keepImplausibleAsData (result, opts) {
+  /** @type {string | null} */
+  let failed = null
+  // Each round mends one fault; a result has a few details parts at most.
+  for (let i = 0; i < 10; i++) {
+    try {
+      checkResults([result], opts)
+      return failed
+    } catch (err) {
+      if (!(err instanceof UnprocessableError)) throw err
+      const field = String(err.field ?? '').replace(/^results\.0\./, '')
+      const reason = err.message.replace(/^results\.0\./, '')
+      const part = /^details\.([^.]+)/.exec(field)?.[1]
+      if (part && part !== 'samples' && result.details && part in result.details) {
+        delete result.details[part]
+        result.notes = [...(result.notes ?? []), { code: 'detail_left_out', message: storableText(`details.${part} was left out: ${reason}`, 1000) }]
+      } else if (failed === null) {
+        failed = reason
+        failRun(result, `${IMPLAUSIBLE}: ${reason}`)
+      } else {
+        throw err
+      }
+    }
+  }
+  checkResults([result], opts)
+  return failed
 }
 
 /**

@@ -15,15 +15,15 @@ import { enqueueForRollup } from './rollups.js'
 import { recordCapabilities } from './monitor-origins.js'
 import { measurementHints } from './claim-hints.js'
 import { getLocation, recordRefusal } from './locations.js'
-import { checkResults } from '../measurement/checks.js'
+import { keepImplausibleAsData, IMPLAUSIBLE } from '../measurement/checks.js'
 import { expectedProtocolFor, hostPort } from '../measurement/modes.js'
 import { protocolReason } from '../measurement/protocol-reason.js'
-import { ConflictError, UnprocessableError, ValidationError } from '../runtime/errors.js'
+import { ConflictError, ValidationError } from '../runtime/errors.js'
 import { forcedOriginsOf, wptBrowserProblem, wptJob, switchesOf, WPT_TEST_TIMEOUT_S } from '../measurement/wpt/job.js'
 import { wptScript } from '../measurement/wpt/journey-script.js'
 import { journeyResults } from '../measurement/wpt/journey-results.js'
 import { journeyTargets } from '../measurement/journey/steps.js'
-import { resultFromDevtools, failRun, loadedByItsRecord, IMPLAUSIBLE } from '../measurement/wpt/devtools.js'
+import { resultFromDevtools, loadedByItsRecord } from '../measurement/wpt/devtools.js'
 import { summarizeWptNetlog } from '../measurement/wpt/netlog.js'
 import { replaceWptScreen } from './filmstrips.js'
 import { replaceWptNetlog } from './netlogs.js'
@@ -368,13 +368,7 @@ export async function receiveWorkdone (db, { agent, test, views, agentError = nu
   /** @type {{ view: string, reason: string }[]} */
   const implausible = []
   for (const result of rows.flatMap((r) => r.results)) {
-    try {
-      checkResults([result], { expectedProtocol: () => expected })
-    } catch (err) {
-      if (!(err instanceof UnprocessableError)) throw err
-      failRun(result, `${IMPLAUSIBLE}: ${err.message.replace(/^results\.0\./, '')}`)
-      checkResults([result], { expectedProtocol: () => expected })
-    }
+    keepImplausibleAsData(result, { expectedProtocol: () => expected })
     // Those checks, or the reading of the upload (a first byte before its navigation).
     if (result.error?.startsWith(`${IMPLAUSIBLE}: `)) implausible.push({ view: result.view, reason: result.error.slice(IMPLAUSIBLE.length + 2) })
   }

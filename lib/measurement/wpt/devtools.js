@@ -5,11 +5,12 @@
 // redirects before it, cross-checked against the agent's page-level TTFB
 // (./navigation.js). Which metric comes from where is the catalogue's (each
 // metric's `wpt`, ../metrics.js); a metric without it stays null.
-import { MAX_ERROR_LENGTH, storableText } from '../../runtime/text.js'
+import { storableText } from '../../runtime/text.js'
 import { normalizeProtocol } from '../protocol.js'
 import { advertisesH3 } from '../alt-svc.js'
 import { emptyResult, MAX_KEPT_REQUESTS } from '../result.js'
-import { COLUMN_METRICS, TIMING_COLUMNS } from '../metrics.js'
+import { COLUMN_METRICS } from '../metrics.js'
+import { failRun, IMPLAUSIBLE } from '../checks.js'
 import { navigationTimings } from './navigation.js'
 import { tracePhases, traceTtfb } from './trace.js'
 import { AGENT_ORIGIN } from './job.js'
@@ -19,8 +20,6 @@ import { originOf } from '../origin.js'
 const CONTENT_ERROR = 99999
 /** pageData.result: the page did not finish loading within the test's time (99997; 99998 where the browser's own timeout ended it). */
 const PAGE_TIMEOUTS = new Set([99997, 99998])
-/** How the error of a run whose timings cannot be a page load begins. */
-export const IMPLAUSIBLE = 'implausible timings'
 /** The column metrics a WPT result has: from the navigation (./navigation.js), or a pageData field. */
 const FROM_NAVIGATION = Object.freeze(COLUMN_METRICS.filter((m) => m.wpt && 'navigation' in m.wpt).map((m) => /** @type {string} */ (m.column)))
 /** @type {readonly { column: string, field: string, agentClock: boolean }[]} */
@@ -227,21 +226,6 @@ export function navigationOnAgentClock (page) {
 }
 
 const round1 = (/** @type {number} */ v) => Math.round(v * 10) / 10
-
-/**
- * Make a row an error result: its timings are not a page load's (the
- * agent's zeros and leftovers of a failed run, or values that cannot be
- * true), so none is kept where percentiles would read it.
- * @param {Record<string, any>} row
- * @param {string} error
- */
-export function failRun (row, error) {
-  row.status = 'error'
-  row.error = storableText(error, MAX_ERROR_LENGTH)
-  for (const c of TIMING_COLUMNS) row[c] = null
-  // A failed run's samples are no measurement either (and may be what made it fail).
-  if (row.details) delete row.details.samples
-}
 
 /**
  * A WPT request as h3lens shows requests (agents/network.js RequestDetail).
