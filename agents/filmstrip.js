@@ -13,7 +13,7 @@
 // one per 100 ms and capped (lib/measurement/visual.js).
 import { FRAME_WIDTH, thinFrames, visualMetrics } from '../lib/measurement/visual.js'
 import { putEvidence } from './http.js'
-import { readPage } from './page-metrics.js'
+import { evaluateIsolated } from './page-metrics.js'
 import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
 
 /** After load, capture stops once no frame came for this long... */
@@ -67,7 +67,7 @@ export async function startFilmstrip (page, { quietMs = QUIET_MS, settleMaxMs = 
       // Nothing of the page is on screen before its first paint: frames
       // from before it show the blank page or a surface not painted yet,
       // and are not the page's progress.
-      const { timeOrigin, firstPaint } = await readPage(page, () => ({
+      const { timeOrigin, firstPaint } = await evaluateIsolated(page, () => ({
         timeOrigin: performance.timeOrigin,
         firstPaint: performance.getEntriesByName('first-paint')[0]?.startTime ?? 0
       }))

@@ -6,7 +6,7 @@ import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
 import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
 import { runPlan } from './browsers/index.js'
 import { metaRefresh } from './page/meta-refresh.js'
-import { collectPageMetrics, readPage, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
+import { collectPageMetrics, evaluateIsolated, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
@@ -280,7 +280,7 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
     // read that still ended would leave the next page's requests among the
     // run's. Either way the run fails, at once, with where the page went.
     const [read, refresh] = await Promise.race([
-      withTimeout(Promise.all([collectPageMetrics(page), readPage(page, metaRefresh)]), COLLECT_TIMEOUT_MS, 'reading page metrics'),
+      withTimeout(Promise.all([collectPageMetrics(page), evaluateIsolated(page, metaRefresh)]), COLLECT_TIMEOUT_MS, 'reading page metrics'),
       leaving.left
     ]).catch((err) => {
       if (!NAVIGATED_AWAY.test(err?.message ?? '')) throw err

@@ -4,7 +4,7 @@
 // `pageScript` (lib/measurement/metrics.js) has its own script,
 // agents/page/metrics/<id>.js, whose default export runs in the loaded page
 // and returns the value. The scripts that run in the page are in
-// agents/page/; they run in a world of the agent's own (readPage).
+// agents/page/; they run in a world of the agent's own (evaluateIsolated).
 import { lcp } from './page/lcp.js'
 import { navigation } from './page/navigation.js'
 import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
@@ -32,9 +32,10 @@ const PAGE_SCRIPTS = await Promise.all(COLUMN_METRICS.filter((m) => m.pageScript
  * scripts share its DOM and its performance timeline, not its globals. A
  * page that replaces performance.getEntriesByType, PerformanceObserver or
  * requestAnimationFrame (a polyfill, a monitoring library, a page's own
- * mischief) changes nothing of what is read; read in the page's own world,
- * such a page set its TTFB to whatever it liked, or had no navigation entry
- * and no LCP.
+ * mischief) changes nothing of what is read, and one that wraps fetch (a
+ * tracing library's delay and headers) nothing of the probes' requests. In
+ * the page's own world such a page set its TTFB to whatever it liked, or
+ * had no navigation entry and no LCP.
  * @template {unknown[]} A
  * @template R
  * @param {import('puppeteer-core').Page} page
@@ -42,7 +43,7 @@ const PAGE_SCRIPTS = await Promise.all(COLUMN_METRICS.filter((m) => m.pageScript
  * @param {A} args
  * @returns {Promise<Awaited<R>>}
  */
-export function readPage (page, script, ...args) {
+export function evaluateIsolated (page, script, ...args) {
   // isolatedRealm() is Puppeteer's own (marked internal; puppeteer-core is
   // pinned, and test/odd-pages.test.js's page that fakes its timings fails
   // if it goes).
@@ -415,8 +416,8 @@ export function rendererCrash (page, url) {
 export async function collectPageMetrics (page) {
   // LCP first: it waits for the frames after the load event, and only then
   // are the first paint and the load event's end sure to be recorded.
-  const lcpMs = await readPage(page, lcp, LCP_WAIT_MS)
-  const [nav, ...scripted] = await Promise.all([readPage(page, navigation), ...PAGE_SCRIPTS.map(([, script]) => readPage(page, script))])
+  const lcpMs = await evaluateIsolated(page, lcp, LCP_WAIT_MS)
+  const [nav, ...scripted] = await Promise.all([evaluateIsolated(page, navigation), ...PAGE_SCRIPTS.map(([, script]) => evaluateIsolated(page, script))])
   if (!nav) throw new Error('the page has no navigation timing entry')
   const since = (/** @type {number} */ t) => (t > 0 ? round(t - nav.startTime) : null)
   const span = (/** @type {number} */ from, /** @type {number} */ to) => (from > 0 && to >= from ? round(to - from) : null)

@@ -6,7 +6,7 @@
 // event, that changes its address in place or that starts a download once
 // loaded, loads as usual; a page that opens a JavaScript dialog loads as for
 // a user who clicks it away, with a note; a page whose scripts replace the
-// timing API is measured as it loaded; a slow page loads in every arm of
+// timing API or wraps fetch is measured as it loaded; a slow page loads in every arm of
 // a round. An HTTP/2 server with the lab certificate serves them at
 // the lab hostname.
 // run-tests: side — it checks what its runs' errors say and times no page load; its server and origin are on free loopback ports
@@ -23,6 +23,8 @@ import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { createFirefoxPool } from '../agents/browsers/firefox.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { measurePage, measurePageViews } from '../agents/measure.js'
+import { measureParallel } from '../agents/probes/parallel.js'
+import { measureUpload } from '../agents/probes/upload.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { checkJourney } from '../lib/measurement/journey/steps.js'
 import { createLogger } from '../lib/runtime/log.js'
@@ -67,6 +69,8 @@ after(async () => {
 async function startOddPages () {
   /** How often each URL was asked for. @type {Map<string, number>} */
   const asked = new Map()
+  /** The probes' requests, with the header a page's fetch wrapper adds. @type {[string, string | string[] | null][]} */
+  const traced = []
   const server = http2.createSecureServer({
     allowHTTP1: true,
     cert: await readFile(path.join(dataDir, 'lab', 'lab-cert.pem')),
@@ -150,6 +154,14 @@ async function startOddPages () {
         'window.PerformanceObserver = function () { return { observe () {}, disconnect () {} } }; requestAnimationFrame = () => 0</script>' +
         '<h1>a page that says it came at once</h1><img src="/late.png">'), SLOW_MS)
     }
+    // A page whose tracing library wraps fetch: each request waits 2 s and carries its header.
+    if (req.url === '/wraps-fetch') {
+      return html('<script>const f = window.fetch; window.fetch = (u, o = {}) => new Promise((r) => setTimeout(r, 2000)).then(() => f(u, { ...o, headers: { "x-trace-id": "42" } }))</script><p>an app with tracing')
+    }
+    if (req.url === '/ping' || req.url === '/sink') {
+      traced.push([req.url, req.headers['x-trace-id'] ?? null])
+      return req.resume().on('end', () => res.writeHead(204, { 'x-upload-bytes': req.headers['content-length'] ?? '0' }).end())
+    }
     // An Alt-Svc whose protocol id does not decode, on the page and on its image.
     if (req.url === '/bad-alt-svc') return res.writeHead(200, { 'content-type': 'text/html', 'alt-svc': 'h3%=":443"' }).end('<!doctype html><p>odd headers<img src="/bad-alt-svc.png">')
     if (req.url === '/bad-alt-svc.png') return res.writeHead(200, { 'content-type': 'image/png', 'alt-svc': 'h3%zz=":443"; ma=60' }).end(PNG)
@@ -158,7 +170,7 @@ async function startOddPages () {
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   const port = /** @type {import('node:net').AddressInfo} */ (server.address()).port
-  return { base: `https://${origin.hostname}:${port}`, port, asked, close: () => server.close() }
+  return { base: `https://${origin.hostname}:${port}`, port, asked, traced, close: () => server.close() }
 }
 
 /**
@@ -366,6 +378,21 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     await assertDialogPages((p) => run({ id: ++id, url: `${odd.base}${p}`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } }), ['/alert', '/confirm'], timeoutMs)
   } finally {
     await firefoxPool.close()
+    odd.close()
+  }
+})
+
+test('the probes\' requests are the agent\'s own: a page whose tracing library wraps fetch adds neither its delay nor its header to them', async () => {
+  const odd = await startOddPages()
+  try {
+    const [parallel] = await measureParallel({ pool, url: `${odd.base}/wraps-fetch`, targetUrl: `${odd.base}/ping`, count: 3, mode: 'h2', extraFlags: lab, log })
+    const [upload] = await measureUpload({ pool, url: `${odd.base}/wraps-fetch`, uploadUrl: `${odd.base}/sink`, bytes: 4096, mode: 'h2', extraFlags: lab, log })
+    for (const r of [parallel, upload]) assert.equal(r.status, 'ok', `${r.probe}: ${r.error}`)
+    assert.deepEqual(odd.traced, [['/ping', null], ['/ping', null], ['/ping', null], ['/sink', null]], 'no request carried the page\'s header')
+    // Through the wrapper each took 2 s more.
+    assert.equal(parallel.samples.length, 3)
+    for (const ms of [...parallel.samples, ...upload.samples]) assert.ok(ms < 2000, `a request took ${ms} ms`)
+  } finally {
     odd.close()
   }
 })

@@ -11,7 +11,7 @@
 // What BiDi does not have stays absent, never made up: connection ids and
 // reuse, and why the protocol was chosen (Chromium's alternateProtocolUsage).
 import { documentOutcome, mediaType, summarizeRequests } from '../network.js'
-import { readPage } from '../page-metrics.js'
+import { evaluateIsolated } from '../page-metrics.js'
 import { normalizeProtocol } from '../../lib/measurement/protocol.js'
 import { round } from '../../lib/measurement/units.js'
 
@@ -140,7 +140,7 @@ export async function recordFirefoxNetwork (page) {
     let entries = []
     try {
       entries = await Promise.race([
-        readPage(page, () => [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')]
+        evaluateIsolated(page, () => [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')]
           .map((e) => /** @type {[string, string]} */ ([e.name, /** @type {PerformanceResourceTiming} */ (e).nextHopProtocol]))),
         new Promise((resolve, reject) => setTimeout(() => reject(new Error('timeout')), READ_TIMEOUT_MS).unref())
       ])

@@ -4,7 +4,7 @@
 // requests, not rounds.
 import { measure, loadAndRead } from '../measure.js'
 import { parallelFetch } from '../page/parallel-fetch.js'
-import { ProbeError, withTimeout } from '../page-metrics.js'
+import { ProbeError, evaluateIsolated, withTimeout } from '../page-metrics.js'
 import { round } from '../../lib/measurement/units.js'
 import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
 
@@ -19,7 +19,7 @@ export async function measureParallel ({ targetUrl, count = 5, ...opts }) {
     result.target_url = target
     await warmUp(page, url, protocol, timeoutMs, result, network)
     const timeout = (/** @type {string} */ message) => new ProbeError(message, { url: target, probe: 'parallel', status: 'timeout' })
-    const answers = await withTimeout(page.evaluate(parallelFetch, target, count), timeoutMs, `${count} parallel requests`, timeout)
+    const answers = await withTimeout(evaluateIsolated(page, parallelFetch, target, count), timeoutMs, `${count} parallel requests`, timeout)
     await summarize(result)
     const requests = result.requests_detail.filter((/** @type {import('../network.js').RequestDetail} */ r) => r.url === target && r.method === 'GET')
     result.samples = answers.filter((a) => a.error === null && a.status < 400).map((a) => round(a.ms))

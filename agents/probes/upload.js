@@ -4,7 +4,7 @@
 // Mbit/s is kept for display.
 import { measure } from '../measure.js'
 import { uploadPost } from '../page/upload-post.js'
-import { ProbeError, withTimeout } from '../page-metrics.js'
+import { ProbeError, evaluateIsolated, withTimeout } from '../page-metrics.js'
 import { round } from '../../lib/measurement/units.js'
 import { judgeProtocol, warmUp } from './parallel.js'
 
@@ -18,7 +18,7 @@ export async function measureUpload ({ uploadUrl, bytes = 1024 * 1024, ...opts }
     result.target_url = uploadUrl
     await warmUp(page, url, protocol, timeoutMs, result, network)
     const timeout = (/** @type {string} */ message) => new ProbeError(message, { url: uploadUrl, probe: 'upload', status: 'timeout' })
-    const answer = await withTimeout(page.evaluate(uploadPost, uploadUrl, bytes), timeoutMs, `uploading ${bytes} bytes`, timeout)
+    const answer = await withTimeout(evaluateIsolated(page, uploadPost, uploadUrl, bytes), timeoutMs, `uploading ${bytes} bytes`, timeout)
     await summarize(result)
     result.upload_bytes = bytes
     if (answer.error !== null || answer.status >= 400) {
