@@ -135,6 +135,8 @@ async function startOddPages () {
     // with a fetch of its own; its image comes late, so the worker is
     // running before the page's load ends.
     if (req.url === '/sw-page') return html('<script>navigator.serviceWorker?.register("/sw.js")</script><p>an app that works offline<img src="/late.png">')
+    // An API's answer, monitored as a page: the browser shows it as text.
+    if (req.url === '/data.json') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', items: [1, 2, 3] }))
     if (req.url === '/sw.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('addEventListener("install", () => skipWaiting()); addEventListener("activate", (e) => e.waitUntil(clients.claim())); addEventListener("fetch", (e) => e.respondWith(fetch(e.request)))')
     if (req.url === '/late.png') return setTimeout(() => res.writeHead(200, { 'content-type': 'image/png' }).end(PNG), 1000)
     // A page that opens a window while it loads, which opens a dialog.
@@ -185,7 +187,7 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', '/data.json', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
@@ -216,6 +218,9 @@ async function assertOddPages (base, run, { next = true } = {}) {
   assert.equal(r['/fakes-timings'].status, 'ok', `a page that fakes its timings: ${r['/fakes-timings'].error}`)
   assert.ok(r['/fakes-timings'].ttfb_ms >= SLOW_MS - 100, `its document came after ${SLOW_MS} ms, not at 1 ms: TTFB ${r['/fakes-timings'].ttfb_ms} ms`)
   assert.ok(r['/fakes-timings'].lcp_ms >= r['/fakes-timings'].ttfb_ms, `its LCP is read: ${r['/fakes-timings'].lcp_ms} ms`)
+  // A JSON document loads and paints as the browser shows it (in Firefox as text too, not in its JSON viewer).
+  assert.equal(r['/data.json'].status, 'ok', `a JSON document: ${r['/data.json'].error}`)
+  assert.ok(r['/data.json'].fcp_ms > 0, `a JSON document paints: FCP ${r['/data.json'].fcp_ms}`)
   if (next) assert.equal(r['/next'].status, 'ok', 'the page they go to measures as any')
   return r
 }

@@ -111,6 +111,11 @@ export function basePrefs () {
     // Windows a page opens while it loads are blocked, as in a user's
     // Firefox (its default; Chromium's runs block them too).
     'dom.disable_open_during_load': true,
+    // A JSON document shows as text, as in Chromium: Firefox's JSON viewer
+    // is an app of its own, whose scripts, load and paints would be taken
+    // for the document's (a PDF is refused for that reason in either
+    // browser: agents/network.js).
+    'devtools.jsonview.enabled': false,
     // No dialog may stop a load.
     'dom.max_script_run_time': 0,
     'dom.max_chrome_script_run_time': 0,
