@@ -5,10 +5,11 @@
 // soon, and leaves nothing behind; a page a script replaces before its load
 // event, that changes its address in place or that starts a download once
 // loaded, loads as usual; a page that opens a JavaScript dialog loads as for
-// a user who clicks it away, with a note; a page whose scripts replace the
-// timing API or wraps fetch is measured as it loaded; a slow page loads in every arm of
-// a round. An HTTP/2 server with the lab certificate serves them at
-// the lab hostname.
+// a user who clicks it away, with a note, and one that prints itself as for
+// a user who cancels the print dialog; a page whose scripts replace the
+// timing API or wrap fetch is measured as it loaded; a JSON document loads
+// as text; a slow page loads in every arm of a round. An HTTP/2 server with
+// the lab certificate serves them at the lab hostname.
 // run-tests: side — it checks what its runs' errors say and times no page load; its server and origin are on free loopback ports
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
@@ -135,6 +136,8 @@ async function startOddPages () {
     // with a fetch of its own; its image comes late, so the worker is
     // running before the page's load ends.
     if (req.url === '/sw-page') return html('<script>navigator.serviceWorker?.register("/sw.js")</script><p>an app that works offline<img src="/late.png">')
+    // A receipt that prints itself once loaded.
+    if (req.url === '/prints') return html('<script>onload = () => print()</script><p>your receipt')
     // An API's answer, monitored as a page: the browser shows it as text.
     if (req.url === '/data.json') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', items: [1, 2, 3] }))
     if (req.url === '/sw.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('addEventListener("install", () => skipWaiting()); addEventListener("activate", (e) => e.waitUntil(clients.claim())); addEventListener("fetch", (e) => e.respondWith(fetch(e.request)))')
@@ -187,7 +190,7 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', '/data.json', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', '/data.json', '/prints', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
@@ -221,6 +224,8 @@ async function assertOddPages (base, run, { next = true } = {}) {
   // A JSON document loads and paints as the browser shows it (in Firefox as text too, not in its JSON viewer).
   assert.equal(r['/data.json'].status, 'ok', `a JSON document: ${r['/data.json'].error}`)
   assert.ok(r['/data.json'].fcp_ms > 0, `a JSON document paints: FCP ${r['/data.json'].fcp_ms}`)
+  // No print dialog holds the page (Firefox's held it until the run gave up reading it).
+  assert.equal(r['/prints'].status, 'ok', `a page that prints itself: ${r['/prints'].error}`)
   if (next) assert.equal(r['/next'].status, 'ok', 'the page they go to measures as any')
   return r
 }

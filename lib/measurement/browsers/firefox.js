@@ -116,6 +116,11 @@ export function basePrefs () {
     // for the document's (a PDF is refused for that reason in either
     // browser: agents/network.js).
     'devtools.jsonview.enabled': false,
+    // A page that prints (window.print(), while it loads or once loaded)
+    // held Firefox's page in its print preview until the run gave up
+    // reading it; a user cancels the dialog, the page goes on. Chromium's
+    // runs print nothing either.
+    'print.enabled': false,
     // No dialog may stop a load.
     'dom.max_script_run_time': 0,
     'dom.max_chrome_script_run_time': 0,
