@@ -266,7 +266,7 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
  * @param {string} mode the protocol the run was forced to (an A/A arm's, not its label)
  * @param {number} timeoutMs
  * @param {Record<string, any>} into
- * @param {{ mainDocument: () => import('./network.js').DocumentOutcome | null } | null} [network] the page's recording
+ * @param {{ mainDocument: () => import('./network.js').DocumentOutcome | null, documentCount: () => number } | null} [network] the page's recording
  * @param {{ allowEmpty?: boolean }} [opts]
  */
 export async function loadAndRead (page, url, mode, timeoutMs, into, network = null, { allowEmpty = false } = {}) {
@@ -275,6 +275,7 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
   const loaded = (async () => {
     const { httpStatus: status, request } = await load(page, url, timeoutMs)
     leaving.loaded(request)
+    const documentsAtLoad = network?.documentCount() ?? null
     // A page that goes on to another while its metrics are read: Chromium
     // fails the read (the document went away), Firefox's never ends, and a
     // read that still ended would leave the next page's requests among the
@@ -284,8 +285,13 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
       leaving.left
     ]).catch((err) => {
       if (!NAVIGATED_AWAY.test(err?.message ?? '')) throw err
-      // The recording's top-frame document is by now the one the page went on to.
-      throw leftError(url, network?.mainDocument()?.url)
+      // The recording's top-frame document is by now the one the page went
+      // on to. A page with no request of its own (about:blank, a data: URL,
+      // history.back() in a fresh tab) is only in the tab's address, which
+      // may not have changed yet when the read fails.
+      if (network && network.documentCount() !== documentsAtLoad) throw leftError(url, network.mainDocument()?.url)
+      const address = page.url()
+      throw leftError(url, /^https?:/i.test(address) ? (network ? 'about:blank' : address) : address)
     })
     // A meta refresh due sooner than a read may take leaves the page whether
     // or not it has fired yet: which comes first, the refresh or the end of
@@ -302,7 +308,11 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
     crash.dispose()
     leaving.dispose()
   }
-  const { document_body_bytes: bodyBytes, ...metrics } = read
+  const { document_body_bytes: bodyBytes, document_url: readFrom, ...metrics } = read
+  // Firefox names an about:blank's entry "document"; the tab's address,
+  // where it is not still the page's (history.back() in a fresh tab), says
+  // which.
+  if (readFrom && !/^https?:/i.test(readFrom)) throw leftError(url, /^https?:/i.test(page.url()) ? 'about:blank' : page.url())
   Object.assign(into, metrics)
   into.protocol_ok = protocolMatchesMode(into.observed_protocol, mode)
   const doc = network?.mainDocument()

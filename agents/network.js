@@ -29,7 +29,7 @@ import { CDPSessionEvent } from 'puppeteer-core'
  */
 
 /**
- * @typedef {{ documentProtocol: () => string | null, mainDocument: () => DocumentOutcome | null,
+ * @typedef {{ documentProtocol: () => string | null, mainDocument: () => DocumentOutcome | null, documentCount: () => number,
  *   take: () => Promise<ReturnType<typeof summarizeRequests>>,
  *   mark?: () => number, range?: (from: number, to?: number) => ReturnType<typeof summarizeRequests> }} NetworkRecording
  * what a run's requests recording offers, for Chromium (here) and Firefox (agents/browsers/firefox-network.js)
@@ -62,6 +62,7 @@ async function recordCdp (page) {
   // navigation replaces it): what a page load's completeness is judged on.
   /** @type {RequestRecord | null} */
   let mainDocument = null
+  let mainDocuments = 0
   let taken = 0
   /** The requests' events recorded (id and time), whichever session reported them. @type {Set<string>} */
   const reported = new Set()
@@ -120,7 +121,10 @@ async function recordCdp (page) {
         responded: false, declared_bytes: null, content_encoding: null, media_type: null, received_bytes: 0, received_encoded_bytes: 0, canceled: false, finished: false
       }
       if (e.type === 'Document' && !documentRecord) documentRecord = rec
-      if (e.type === 'Document' && e.frameId === mainFrameId) mainDocument = rec
+      if (e.type === 'Document' && e.frameId === mainFrameId) {
+        mainDocument = rec
+        mainDocuments++
+      }
       // An iframe's document: not the page's (the journey's last document, the run's reason).
       if (e.type === 'Document' && e.frameId !== mainFrameId) rec.subframe = true
       open.set(e.requestId, rec)
@@ -205,6 +209,8 @@ async function recordCdp (page) {
     documentProtocol: () => (mainDocument ?? documentRecord)?.protocol ?? null,
     /** The top frame's latest document: its URL, whether it got a response, how it failed, and whether it arrived whole. */
     mainDocument: () => (mainDocument ? documentOutcome(mainDocument) : null),
+    /** How many document requests the top frame made so far (a redirect's hops each count): a page that went on to another asked for one more. */
+    documentCount: () => mainDocuments,
     /** Requests recorded since the last call, and their totals (async as Firefox's, agents/browsers/firefox-network.js). */
     async take () {
       const recs = all.slice(taken)

@@ -44,11 +44,20 @@ const PAGE_SCRIPTS = await Promise.all(COLUMN_METRICS.filter((m) => m.pageScript
  * @returns {Promise<Awaited<R>>}
  */
 export function evaluateIsolated (page, script, ...args) {
+  return /** @type {Promise<Awaited<R>>} */ (isolatedRealm(page).evaluate(/** @type {any} */ (script), ...args))
+}
+
+/**
+ * The page's top frame's world of the agent's own (evaluateIsolated), for
+ * what waits in it (a journey's assert step).
+ * @param {import('puppeteer-core').Page} page
+ * @returns {import('puppeteer-core').Realm}
+ */
+export function isolatedRealm (page) {
   // isolatedRealm() is Puppeteer's own (marked internal; puppeteer-core is
   // pinned, and test/odd-pages.test.js's page that fakes its timings fails
   // if it goes).
-  const realm = /** @type {{ isolatedRealm (): { evaluate (fn: (...a: A) => R, ...a: A): Promise<Awaited<R>> } }} */ (/** @type {unknown} */ (page.mainFrame())).isolatedRealm()
-  return realm.evaluate(script, ...args)
+  return /** @type {{ isolatedRealm (): import('puppeteer-core').Realm }} */ (/** @type {unknown} */ (page.mainFrame())).isolatedRealm()
 }
 
 /**
@@ -335,9 +344,13 @@ function withoutFragment (url) {
  * @param {string | null | undefined} next where the page went, when known
  */
 export function leftError (url, next) {
-  // A page that reloads itself goes to its own URL: no other to monitor.
+  // A page that reloads itself goes to its own URL: no other to monitor;
+  // nor has one that goes to a page with no address of its own (about:blank).
   const itself = next !== null && next !== undefined && sameDocument(next, url)
-  const advice = itself ? 'it reloads itself, so no load of it ends in a page that stays' : 'monitor the URL it goes to'
+  const nowhere = next !== null && next !== undefined && !/^https?:/i.test(next)
+  const advice = itself
+    ? 'it reloads itself, so no load of it ends in a page that stays'
+    : nowhere ? 'it leaves the site for a page with no address of its own, so no load of it ends in a page that stays' : 'monitor the URL it goes to'
   return new PageLoadError(`the page navigated away by itself right after it loaded${next ? `, to ${itself ? 'itself' : next}` : ''}, before its metrics could be read: ${advice}`, { url })
 }
 
@@ -408,9 +421,9 @@ export function rendererCrash (page, url) {
 }
 
 /**
- * Timings of the loaded page, and the size of its document's body
+ * Timings of the loaded page, the size of its document's body
  * (document_body_bytes, decoded; not a metric: it says whether the page was
- * empty).
+ * empty) and the document they are of (document_url).
  * @param {import('puppeteer-core').Page} page
  */
 export async function collectPageMetrics (page) {
@@ -436,7 +449,10 @@ export async function collectPageMetrics (page) {
       const v = scripted[i]
       return [column, typeof v === 'number' && Number.isFinite(v) && v >= 0 ? round(v) : null]
     })),
-    document_body_bytes: typeof nav.decodedBodySize === 'number' ? nav.decodedBodySize : null
+    document_body_bytes: typeof nav.decodedBodySize === 'number' ? nav.decodedBodySize : null,
+    // Whose timings these are: Firefox reads on in a document the page went
+    // on to without a request (about:blank), where Chromium's read fails.
+    document_url: typeof nav.name === 'string' ? nav.name : null
   }
 }
 

@@ -6,7 +6,7 @@ import { LAB_HOSTNAMES } from '../lib/runtime/lab-host.js'
 import { optionsSchema, PROBE_IDS as PROBES } from '../lib/measurement/probes/index.js'
 import { FORCED_MODES, MODES } from '../lib/measurement/modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from '../lib/measurement/metrics.js'
-import { MAX_REQUESTS, VIEWS } from '../lib/measurement/result.js'
+import { MAX_NOTES, MAX_REQUESTS, VIEWS } from '../lib/measurement/result.js'
 import { BROWSERS, DEFAULT_BROWSERS } from '../lib/measurement/browsers/index.js'
 import { JOURNEY_LIMITS, STEP_PROBE_PATTERN } from '../lib/measurement/probes/journey.js'
 import { ACTION_NAMES } from '../lib/measurement/journey/steps.js'
@@ -409,7 +409,7 @@ export const submittedResult = {
     connect_rtt: { type: ['number', 'null'], minimum: 0, maximum: 1e6 },
     ttfb_rtt: { type: ['number', 'null'], minimum: 0, maximum: 1e6 },
     upload_mbps: { type: ['number', 'null'], minimum: 0, maximum: 1e6 },
-    notes: { type: 'array', maxItems: 50, items: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string', maxLength: 64 }, message: { type: 'string', maxLength: 1000 } } } },
+    notes: { type: 'array', maxItems: MAX_NOTES, items: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string', maxLength: 64 }, message: { type: 'string', maxLength: 1000 } } } },
     browser_version: { type: ['string', 'null'], maxLength: 200 },
     agent_version: { type: ['string', 'null'], maxLength: 100 },
     flags: { type: 'array', items: { type: 'string', maxLength: 2000 }, maxItems: 100 },

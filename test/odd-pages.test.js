@@ -90,6 +90,7 @@ async function startOddPages () {
     if (req.url === '/to-error') return res.writeHead(302, { location: '/gone' }).end()
     if (req.url === '/gone') return res.writeHead(500, { 'content-type': 'text/html' }).end('<!doctype html><p>broken')
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
+    if (req.url === '/leaves-blank') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "about:blank" }))</script><p>gone')
     if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
     if (req.url === '/refresh-itself') return html('<meta http-equiv="refresh" content="0"><p>again')
     // A refresh due a little after the load, which the read of the metrics usually ends before.
@@ -190,7 +191,7 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', '/data.json', '/prints', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', '/data.json', '/prints', '/leaves-blank', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
@@ -208,6 +209,9 @@ async function assertOddPages (base, run, { next = true } = {}) {
     assert.equal(r[p].status, 'error', p)
     assert.equal(r[p].error, `the page navigated away by itself right after it loaded, to ${base}/next, before its metrics could be read: monitor the URL it goes to`, p)
   }
+  // Going to a page with no request of its own: Firefox read on in it, and took it for an empty document.
+  assert.equal(r['/leaves-blank'].status, 'error')
+  assert.equal(r['/leaves-blank'].error, 'the page navigated away by itself right after it loaded, to about:blank, before its metrics could be read: it leaves the site for a page with no address of its own, so no load of it ends in a page that stays')
   // Going to itself, it has no other URL to monitor.
   assert.equal(r['/refresh-itself'].status, 'error')
   assert.equal(r['/refresh-itself'].error, 'the page navigated away by itself right after it loaded, to itself, before its metrics could be read: it reloads itself, so no load of it ends in a page that stays')

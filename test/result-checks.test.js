@@ -8,6 +8,7 @@ import { createMonitor } from '../lib/store/monitors.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
 import { checkResults, keepImplausibleAsData } from '../lib/measurement/checks.js'
 import { expectedProtocolFor } from '../lib/measurement/modes.js'
+import { withinNoteLimit } from '../lib/measurement/result.js'
 
 let t, token
 
@@ -210,20 +211,28 @@ test('an agent keeps a run that cannot be true as data: it is sent as an error s
   const job = await leasedJob()
   const expectedProtocol = (/** @type {string} */ mode) => expectedProtocolFor(mode, null)
   // What the agent (agents/job-runner.js) and the WebPageTest upload do before a round is sent or stored.
+  const impossible = 'ttfb_ms (70 ms) is larger than dcl_ms (40 ms), which cannot happen in one page load'
   const runs = [
     page({ ttfb_ms: 70 }),
     page({ mode: 'h3', observed_protocol: 'h3', details: { filmstrip: { uploaded: false, error: 123 }, protocol_reason: { code: 'forced', text: 'forced' } } }),
-    page({ mode: 'h2', view: 'repeat' })
+    // More notes than the API takes (a net log's findings have no bound), and a value JSON cannot carry (an upload timed at 0 ms).
+    page({ mode: 'h2', view: 'repeat', upload_mbps: Infinity, notes: withinNoteLimit(Array.from({ length: 60 }, (_, i) => ({ code: 'finding', message: `finding ${i}` }))) }),
+    // A run that failed already: its timings cannot be true either.
+    page({ mode: 'h3', view: 'repeat', status: 'timeout', error: 'load did not finish within 30000 ms', ttfb_ms: 70 })
   ]
-  assert.deepEqual(runs.map((r) => keepImplausibleAsData(r, { expectedProtocol })), ['ttfb_ms (70 ms) is larger than dcl_ms (40 ms), which cannot happen in one page load', null, null])
+  assert.deepEqual(runs.map((r) => keepImplausibleAsData(r, { expectedProtocol })), [impossible, null, null, impossible])
+  assert.equal(/** @type {Record<string, any>} */ (runs[2]).upload_mbps, null, 'no value, as the API would store it')
   // A measurement time a day off is the agent's clock: failing the run mends nothing, and the API refuses it.
   assert.throws(() => keepImplausibleAsData(page({ measured_at: '2199-01-01T00:00:00Z' }), { expectedProtocol }), { field: 'results.0.measured_at' })
   const res = await submit(job, runs)
   assert.equal(res.statusCode, 200, res.body)
   const { rows } = await t.db.query('SELECT mode, view, status, error, ttfb_ms, load_ms, notes, details FROM results WHERE job_id = $1 ORDER BY mode, view', [job.id])
-  assert.deepEqual(rows.map((r) => [r.mode, r.view, r.status]), [['h2', 'first', 'error'], ['h2', 'repeat', 'ok'], ['h3', 'first', 'ok']])
-  assert.equal(rows[0].error, 'implausible timings: ttfb_ms (70 ms) is larger than dcl_ms (40 ms), which cannot happen in one page load')
+  assert.deepEqual(rows.map((r) => [r.mode, r.view, r.status]), [['h2', 'first', 'error'], ['h2', 'repeat', 'ok'], ['h3', 'first', 'ok'], ['h3', 'repeat', 'timeout']])
+  assert.equal(rows[0].error, `implausible timings: ${impossible}`)
   assert.deepEqual([rows[0].ttfb_ms, rows[0].load_ms], [null, null], 'none of its timings is read as a measurement')
+  assert.deepEqual([rows[3].error, rows[3].ttfb_ms], [`load did not finish within 30000 ms (implausible timings: ${impossible})`, null], 'the failure keeps its own words')
+  assert.equal(rows[1].notes.length, 50)
+  assert.deepEqual(rows[1].notes.at(-1), { code: 'notes_left_out', message: '11 more notes left out' })
   assert.deepEqual(rows[2].notes, [{ code: 'detail_left_out', message: 'details.filmstrip was left out: details.filmstrip.error must be text of at most 4000 characters, or null' }])
   assert.equal(rows[2].details.filmstrip, undefined)
   assert.deepEqual(rows[2].details.protocol_reason, { code: 'forced', text: 'forced' }, 'the rest of its details is kept')

@@ -62,6 +62,7 @@ export async function recordFirefoxNetwork (page) {
   let documentRecord = null
   /** @type {Record<string, any> | null} */
   let mainDocument = null
+  let mainDocuments = 0
   let taken = 0
 
   const keyOf = (/** @type {any} */ e) => `${e.request.request}:${e.redirectCount ?? 0}`
@@ -106,7 +107,10 @@ export async function recordFirefoxNetwork (page) {
         /** @type {true | undefined} */ subframe: undefined
       }
       if (type === 'Document' && !documentRecord) documentRecord = rec
-      if (type === 'Document' && e.context === mainContext && e.navigation) mainDocument = rec
+      if (type === 'Document' && e.context === mainContext && e.navigation) {
+        mainDocument = rec
+        mainDocuments++
+      }
       // An iframe's document: not the page's (the journey's last document, the run's reason).
       if (type === 'Document' && e.context !== mainContext) rec.subframe = true
       open.set(keyOf(e), rec)
@@ -159,6 +163,7 @@ export async function recordFirefoxNetwork (page) {
     // the hop the load ended on, not the first), when it was answered.
     documentProtocol: () => (mainDocument ?? documentRecord)?.protocol ?? null,
     mainDocument: () => (mainDocument ? documentOutcome(/** @type {Record<string, any>} */ (mainDocument)) : null),
+    documentCount: () => mainDocuments,
     /** Requests recorded since the last call, and their totals. */
     async take () {
       const recs = all.slice(taken)

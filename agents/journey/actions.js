@@ -6,7 +6,7 @@
 // there, in words; a secret is never in one. `eval` runs its script in the
 // page through DevTools, never in this process.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { answerOrNothing, CANCELLED_LOGIN, isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
+import { answerOrNothing, CANCELLED_LOGIN, evaluateIsolated, isolatedRealm, isTopFrameNavigation, load, loginAsked, PageLoadError } from '../page-metrics.js'
 import { hasText } from '../page/has-text.js'
 import { selectorProblem } from '../page/selector-problem.js'
 import { SECRET_CHECK_HINT } from '../../lib/measurement/journey/steps.js'
@@ -87,7 +87,8 @@ export const ACTION_RUNNERS = {
     const wanted = step.text ?? null
     await checkSelector(page, /** @type {string} */ (step.selector), timeoutMs)
     try {
-      await page.waitForFunction(hasText, { timeout: timeoutMs, polling: 100 }, /** @type {string} */ (step.selector), wanted)
+      // In the agent's own world: a page's script cannot make the wait end sooner or later.
+      await isolatedRealm(page).waitForFunction(hasText, { timeout: timeoutMs, polling: 100 }, /** @type {string} */ (step.selector), wanted)
     } catch (err) {
       const found = await page.$eval(/** @type {string} */ (step.selector), (e) => (e.textContent ?? '').replace(/\s+/g, ' ').trim().slice(0, 120)).catch(() => null)
       if (found === null) throw timeoutOr(err, `no element matches ${step.selector} within ${timeoutMs} ms`)
@@ -141,7 +142,7 @@ async function element (step, { page, timeoutMs }) {
  */
 async function checkSelector (page, selector, timeoutMs) {
   if (/::-p-|>>>/.test(selector)) return
-  const problem = await onTheDocumentThere(page, timeoutMs, () => page.evaluate(selectorProblem, selector))
+  const problem = await onTheDocumentThere(page, timeoutMs, () => evaluateIsolated(page, selectorProblem, selector))
   if (problem) throw new StepError(`${selector} is not a valid CSS selector`)
 }
 

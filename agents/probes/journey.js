@@ -17,7 +17,7 @@
 // it are results that say they were not run. Failures are data, as a page's.
 import { measure, emptyResult, reuseOf } from '../measure.js'
 import { ACTION_RUNNERS, StepError } from '../journey/actions.js'
-import { collectPageMetrics, COLLECT_TIMEOUT_MS, withTimeout } from '../page-metrics.js'
+import { collectPageMetrics, COLLECT_TIMEOUT_MS, evaluateIsolated, withTimeout } from '../page-metrics.js'
 import { maskFields } from '../page/mask-fields.js'
 import { describeStep, judgedOrigins, judgeJourneyProtocol, MARKERS, namedSteps } from '../../lib/measurement/journey/steps.js'
 import { journeyProbe, STEP_NAVIGATION_METRICS } from '../../lib/measurement/probes/journey.js'
@@ -215,6 +215,7 @@ function lastDocumentProtocol (requests) {
  */
 async function lastFrame (page, journey) {
   const secrets = journey.steps.flatMap((s) => (typeof s.secret === 'string' ? [s.secret] : []))
-  if (secrets.length) await page.evaluate(maskFields, secrets)
+  // In the agent's own world: the secrets never reach the page's scripts.
+  if (secrets.length) await evaluateIsolated(page, maskFields, secrets)
   return withTimeout(page.screenshot({ type: 'jpeg', quality: 70, encoding: 'base64' }), COLLECT_TIMEOUT_MS, 'the screenshot')
 }

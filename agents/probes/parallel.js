@@ -41,7 +41,7 @@ export async function measureParallel ({ targetUrl, count = 5, ...opts }) {
  * @param {string} mode
  * @param {number} timeoutMs
  * @param {Record<string, any>} result
- * @param {{ take: () => Promise<Record<string, any>>, mainDocument: () => import('../network.js').DocumentOutcome | null }} network
+ * @param {{ take: () => Promise<Record<string, any>>, mainDocument: () => import('../network.js').DocumentOutcome | null, documentCount: () => number }} network
  */
 export async function warmUp (page, url, mode, timeoutMs, result, network) {
   /** @type {Record<string, any>} the navigation's figures, as loadAndRead reads them */

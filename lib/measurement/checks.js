@@ -5,7 +5,7 @@
 import { normalizeProtocol } from './protocol.js'
 import { expectedProtocolFor } from './modes.js'
 import { COLUMN_METRICS, TIMING_COLUMNS } from './metrics.js'
-import { VIEWS_OF_MODE } from './result.js'
+import { VIEWS_OF_MODE, withinNoteLimit } from './result.js'
 import { splitProbe } from './probes/journey.js'
 import { UnprocessableError } from '../runtime/errors.js'
 import { MAX_ERROR_LENGTH, storableText } from '../runtime/text.js'
@@ -181,7 +181,8 @@ export function failRun (row, error) {
  * its details the checks refuse (a filmstrip's, a protocol reason's) is
  * left out, with a note; any other value that cannot be true makes the run
  * an error result whose error starts with IMPLAUSIBLE and says which, its
- * timings dropped. Its round's other results stand. What failing the run
+ * timings dropped (a run that failed already keeps its status and error,
+ * the reason after it). Its round's other results stand. What failing the run
  * cannot mend (a measurement time a day off: the agent's clock) still
  * throws, as the API would refuse it.
  * @param {Record<string, any>} result changed in place; protocol_ok is set as checkResults sets it
@@ -190,6 +191,8 @@ export function failRun (row, error) {
  * @throws {UnprocessableError} as checkResults, when even the failed run is refused
  */
 export function keepImplausibleAsData (result, opts) {
+  // As JSON sends them, and the API would store them: no value.
+  for (const [k, v] of Object.entries(result)) if (typeof v === 'number' && !Number.isFinite(v)) result[k] = null
   /** @type {string | null} */
   let failed = null
   // Each round mends one fault; a result has a few details parts at most.
@@ -204,10 +207,16 @@ export function keepImplausibleAsData (result, opts) {
       const part = /^details\.([^.]+)/.exec(field)?.[1]
       if (part && part !== 'samples' && result.details && part in result.details) {
         delete result.details[part]
-        result.notes = [...(result.notes ?? []), { code: 'detail_left_out', message: storableText(`details.${part} was left out: ${reason}`, 1000) }]
+        result.notes = withinNoteLimit([...(result.notes ?? []), { code: 'detail_left_out', message: storableText(`details.${part} was left out: ${reason}`, 1000) }])
       } else if (failed === null) {
         failed = reason
-        failRun(result, `${IMPLAUSIBLE}: ${reason}`)
+        const why = `${IMPLAUSIBLE}: ${reason}`
+        // A run that failed already keeps its status and its own error:
+        // what cannot be true is its values, not its failure.
+        const status = result.status
+        const already = status === 'error' || status === 'timeout'
+        failRun(result, already && result.error ? `${result.error} (${why})` : why)
+        if (already) result.status = status
       } else {
         throw err
       }

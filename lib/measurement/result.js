@@ -78,6 +78,19 @@ export function emptyResult (mode, { probe = 'page', view = 'first' } = {}) {
   }
 }
 
+/** A result's notes at most (the API refuses more). */
+export const MAX_NOTES = 50
+
+/**
+ * A result's notes as the API takes them: beyond MAX_NOTES, the first ones
+ * and a last that says how many more there were.
+ * @param {{ code: string, message: string }[]} notes
+ */
+export function withinNoteLimit (notes) {
+  if (notes.length <= MAX_NOTES) return notes
+  return [...notes.slice(0, MAX_NOTES - 1), { code: 'notes_left_out', message: `${notes.length - MAX_NOTES + 1} more notes left out` }]
+}
+
 /**
  * @param {Record<string, any>} m one measurement
  * @param {{ rtt: number | null, rttSource?: string | null, options?: Record<string, any> }} ctx
@@ -91,9 +104,9 @@ export function toSubmission (m, { rtt, rttSource = null }) {
     { protocol: m.observed_protocol ?? null, connect_ms: m.connect_ms ?? null, ttfb_ms: m.ttfb_ms ?? null }, rtt)
   out.connect_rtt = connectRtt
   out.ttfb_rtt = ttfbRtt
-  out.notes = [...notes, ...(m.notes ?? []), ...(m.netlog?.summary?.findings ?? []).map((/** @type {import('./netlog.js').Finding} */ f) => ({ ...f, source: `netlog (${m.netlog.kind})` })),
+  out.notes = withinNoteLimit([...notes, ...(m.notes ?? []), ...(m.netlog?.summary?.findings ?? []).map((/** @type {import('./netlog.js').Finding} */ f) => ({ ...f, source: `netlog (${m.netlog.kind})` })),
     // Requests the private-target guard refused (agents/target-guard.js).
-    ...(m.guard_notes ?? [])]
+    ...(m.guard_notes ?? [])])
   out.measured_at = new Date().toISOString()
   const requests = m.requests_detail ?? []
   out.details = { requests: requests.slice(0, MAX_KEPT_REQUESTS), ...(requests.length > MAX_KEPT_REQUESTS ? { requests_not_kept: requests.length - MAX_KEPT_REQUESTS } : {}), origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource, protocol_reason: protocolReason(m) }
