@@ -290,8 +290,7 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
       // history.back() in a fresh tab) is only in the tab's address, which
       // may not have changed yet when the read fails.
       if (network && network.documentCount() !== documentsAtLoad) throw leftError(url, network.mainDocument()?.url)
-      const address = page.url()
-      throw leftError(url, /^https?:/i.test(address) ? (network ? 'about:blank' : address) : address)
+      throw leftError(url, network ? addressWithoutRequest(page) : page.url())
     })
     // A meta refresh due sooner than a read may take leaves the page whether
     // or not it has fired yet: which comes first, the refresh or the end of
@@ -309,10 +308,8 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
     leaving.dispose()
   }
   const { document_body_bytes: bodyBytes, document_url: readFrom, ...metrics } = read
-  // Firefox names an about:blank's entry "document"; the tab's address,
-  // where it is not still the page's (history.back() in a fresh tab), says
-  // which.
-  if (readFrom && !/^https?:/i.test(readFrom)) throw leftError(url, /^https?:/i.test(page.url()) ? 'about:blank' : page.url())
+  // Firefox reads on in such a document, and names its entry "document".
+  if (readFrom && !/^https?:/i.test(readFrom)) throw leftError(url, addressWithoutRequest(page))
   Object.assign(into, metrics)
   into.protocol_ok = protocolMatchesMode(into.observed_protocol, mode)
   const doc = network?.mainDocument()
@@ -327,6 +324,18 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
     if (!allowEmpty) throw new PageLoadError(`empty document: ${where} answered HTTP ${httpStatus} with no body (set options.allow_empty to count such loads)`, { url, failureKind: 'empty' })
   }
   into.status = into.protocol_ok ? 'ok' : 'protocol_mismatch'
+}
+
+/**
+ * Where a page went that asked for no document of its own (about:blank, a
+ * data: URL, history.back() in a fresh tab): the tab's address, or
+ * about:blank while the address is still the page's (it may not have
+ * changed yet when the read fails; history.back() in Firefox leaves it).
+ * @param {import('puppeteer-core').Page} page
+ */
+function addressWithoutRequest (page) {
+  const address = page.url()
+  return /^https?:/i.test(address) ? 'about:blank' : address
 }
 
 /**
