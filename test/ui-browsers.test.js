@@ -133,9 +133,12 @@ test('a browser the monitor no longer runs is read when the address names it: it
     await page.waitForFunction(() => /browser=chromium/.test(location.hash) && /** @type {HTMLInputElement | null} */ (document.querySelector('#browser-chromium'))?.checked)
     assert.deepEqual(await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked])), [['chromium', true], ['firefox', false]])
     await page.evaluate((id) => { location.hash = `#/monitors/${id}?window=24h&metric=ttfb_ms` }, monitor.id)
-    await page.waitForFunction(() => !/browser=/.test(location.hash) && /** @type {HTMLInputElement | null} */ (document.querySelector('#browser-chromium'))?.checked)
+    // The switch was on Chromium before the address changed: wait for the
+    // page drawn for the new address (its header no longer says "showing"),
+    // not for the switch, which is already so.
+    await page.waitForFunction(() => !/browser=/.test(location.hash) && !/showing/.test(document.querySelector('.page-head .sub')?.textContent ?? 'showing'), { timeout: 15000 })
     assert.deepEqual(await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked])), [['chromium', true], ['firefox', false]])
-    assert.doesNotMatch(await page.$eval('.page-head .sub', (e) => e.textContent), /showing/)
+    assert.match(await page.$eval('.page-head .sub', (e) => e.textContent), /· Chromium ·/)
     // A monitor that does not exist titles the tab so, not as the page before it
     // (the API's 404 is the one console line, the failed request's).
     await page.evaluate((id) => { location.hash = `#/monitors/${id}` }, 999999)
