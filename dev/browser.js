@@ -2,7 +2,7 @@
 // pages needs: the user's API key, the page's errors, a settled view. Used
 // by the UI tests, scripts/screenshots.js, scripts/wpt-screenshot.js and
 // the UI benches.
-/* global document -- used inside functions that run in the page */
+/* global document, window, location, addEventListener -- used inside functions that run in the page */
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -60,4 +60,39 @@ export function waitUntilSettled (page) {
     const main = document.getElementById('view')
     return main?.getAttribute('aria-busy') === 'false' && !main.querySelector('.skeleton, .state.loading')
   }, { timeout: 30000, polling: 'mutation' })
+}
+
+/**
+ * Do what changes the dashboard's address in the same page (a click, a
+ * choice in a menu, a new hash) and wait until the view drawn for the new
+ * address has settled. The dashboard draws on `hashchange`, which the
+ * browser fires a little after the address changes; until then the page
+ * before still looks settled, and a wait for what both pages have ends on
+ * the old one. Waiting for the event first (the dashboard's own listener
+ * runs before this one and marks the view busy) means the wait after it
+ * can only end on the new view. The address must change: this fails when
+ * no `hashchange` comes within 15 s.
+ * @param {import('puppeteer-core').Page} page
+ * @param {() => Promise<unknown>} act
+ */
+export async function whenRedrawn (page, act) {
+  await page.evaluate(() => {
+    /** @type {any} */ (window).__h3lensHashChanged = new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), 15000)
+      addEventListener('hashchange', () => { clearTimeout(timer); resolve(true) }, { once: true })
+    })
+  })
+  await act()
+  if (!(await page.evaluate(() => /** @type {any} */ (window).__h3lensHashChanged))) throw new Error(`the dashboard's address did not change within 15 s (it is ${await page.evaluate(() => location.hash)})`)
+  await waitUntilSettled(page)
+}
+
+/**
+ * Go to another dashboard address in the same page, and wait until the
+ * view drawn for it has settled (whenRedrawn).
+ * @param {import('puppeteer-core').Page} page
+ * @param {string} hash
+ */
+export function goHash (page, hash) {
+  return whenRedrawn(page, () => page.evaluate((h) => { location.hash = h }, hash))
 }

@@ -30,7 +30,7 @@ import { startAgent } from '../agents/main.js'
 import { startOrigin } from '../lab/origin.js'
 import { labUp, netnsSupport } from '../lab/netns.js'
 import { LAB_SHOP_ACCOUNT } from '../lab/site/shop.js'
-import { launchBrowser, waitUntilSettled } from '../dev/browser.js'
+import { launchBrowser, whenRedrawn } from '../dev/browser.js'
 import { openRoute } from './helpers/ui.js'
 
 const support = await netnsSupport()
@@ -439,11 +439,12 @@ test('the dashboard walk: the journey editor checks as one types, "Try it" shows
     assert.deepEqual(options, ['journey', 'journey:open', 'journey:login', 'journey:search'])
     if (SHOT_DIR) await (await mp.$('#journey-steps'))?.screenshot({ path: path.join(SHOT_DIR, 'journey-steps.png') })
     // Choosing a step shows its full table, by its duration.
-    await mp.select('#probe-select', 'journey:login')
-    await mp.waitForFunction(() => location.hash.includes('probe=journey%3Alogin') || location.hash.includes('probe=journey:login'))
-    await waitUntilSettled(mp)
+    await whenRedrawn(mp, () => mp.select('#probe-select', 'journey:login'))
+    assert.match(await mp.evaluate(() => decodeURIComponent(location.hash)), /probe=journey:login/)
     await mp.waitForSelector('#comparison table.compare')
     assert.match(await mp.$eval('#comparison', (e) => e.textContent ?? ''), /Step/)
+    // The page drawn for the step: its exports are the step's.
+    assert.ok(await mp.$$eval('#view .menu-list a', (as) => as.some((a) => /** @type {HTMLAnchorElement} */ (a).href.includes('probe=journey%3Alogin'))), 'the exports are the step\'s')
     await monitorPage.done()
   } finally {
     await chromium.close()

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
 import { seedDemo } from '../dev/demo-data.js'
 import { startDashboard } from '../dev/dashboard.js'
-import { launchBrowser, waitUntilSettled as settled } from '../dev/browser.js'
+import { goHash, launchBrowser, whenRedrawn } from '../dev/browser.js'
 import { openRoute } from './helpers/ui.js'
 import { seedAlerts } from '../dev/demo-alerts.js'
 import { createMonitor } from '../lib/store/monitors.js'
@@ -59,14 +59,14 @@ test('the Alerts page shows what fires now with its evidence, the history and th
   assert.ok(rules.includes('H3 failure ≥ 5% over 6 h'))
 
   // The evidence link opens the monitor page on the window that tripped it.
-  await Promise.all([page.waitForFunction(() => location.hash.startsWith('#/monitors/')), page.click('#firing a.evidence-link')])
-  await settled(page)
+  await whenRedrawn(page, () => page.click('#firing a.evidence-link'))
+  assert.match(await page.evaluate(() => location.hash), /^#\/monitors\//)
   assert.match(await page.$eval('.alert-notice', (e) => e.textContent), /1 alert firing:.*H3 failing · lab-asia/)
   const asia = await page.$$eval('#rates tbody tr', (trs) => trs.map((tr) => tr.textContent).find((t) => /Asia/.test(t)))
   assert.match(asia, /H3 fails or falls back more/i)
   // A regression's evidence names its percentile: that row of the table is marked.
-  await page.goto(`${server.url}/${firing[0].evidence.link}&percentile=95`, { waitUntil: 'networkidle0' })
-  await settled(page)
+  assert.match(firing[0].evidence.link, /^#\//)
+  await goHash(page, `${firing[0].evidence.link}&percentile=95`)
   assert.deepEqual(await page.$$eval('#comparison .evidence-row > th', (ths) => ths.map((t) => t.textContent)), ['p95'])
   await done()
 })

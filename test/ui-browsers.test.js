@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createTestDatabase } from './helpers/db.js'
 import { startDashboard } from '../dev/dashboard.js'
-import { launchBrowser } from '../dev/browser.js'
+import { goHash, launchBrowser, whenRedrawn } from '../dev/browser.js'
 import { openRoute } from './helpers/ui.js'
 import { createApiKey } from '../lib/store/api-keys.js'
 import { upsertLocation } from '../lib/store/locations.js'
@@ -129,14 +129,14 @@ test('a browser the monitor no longer runs is read when the address names it: it
     assert.deepEqual(await page.$$eval('#browsers thead th', (ths) => ths.map((t) => t.textContent)), ['Location', 'Chromium Δ p50', 'Firefox Δ p50', 'Reading'])
     // Switched to Chromium, and opened without a browser in the address, the
     // switch still offers Firefox: the window has its rounds.
-    await page.click('#browser-chromium')
-    await page.waitForFunction(() => /browser=chromium/.test(location.hash) && /** @type {HTMLInputElement | null} */ (document.querySelector('#browser-chromium'))?.checked)
+    await whenRedrawn(page, () => page.click('#browser-chromium'))
+    assert.match(await page.evaluate(() => location.hash), /browser=chromium/)
     assert.deepEqual(await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked])), [['chromium', true], ['firefox', false]])
-    await page.evaluate((id) => { location.hash = `#/monitors/${id}?window=24h&metric=ttfb_ms` }, monitor.id)
-    // The switch was on Chromium before the address changed: wait for the
-    // page drawn for the new address (its header no longer says "showing"),
-    // not for the switch, which is already so.
-    await page.waitForFunction(() => !/browser=/.test(location.hash) && !/showing/.test(document.querySelector('.page-head .sub')?.textContent ?? 'showing'), { timeout: 15000 })
+    assert.match(await page.$eval('.page-head .sub', (e) => e.textContent), /· Chromium ·/)
+    // The page drawn for an address without a browser (the switch was on
+    // Chromium before: only the page drawn anew tells the two apart).
+    await goHash(page, `#/monitors/${monitor.id}?window=24h&metric=ttfb_ms`)
+    assert.doesNotMatch(await page.evaluate(() => location.hash), /browser=/)
     assert.deepEqual(await page.$$eval('#browser-group input', (els) => els.map((e) => [e.value, e.checked])), [['chromium', true], ['firefox', false]])
     assert.match(await page.$eval('.page-head .sub', (e) => e.textContent), /· Chromium ·/)
     // A monitor that does not exist titles the tab so, not as the page before it

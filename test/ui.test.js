@@ -13,7 +13,7 @@ import { insertResults } from '../lib/store/results.js'
 import { createTestDatabase } from './helpers/db.js'
 import { seedDemo } from '../dev/demo-data.js'
 import { startDashboard } from '../dev/dashboard.js'
-import { launchBrowser, collectPageErrors, useApiKey, waitUntilSettled as settled } from '../dev/browser.js'
+import { launchBrowser, collectPageErrors, goHash, useApiKey, waitUntilSettled as settled, whenRedrawn } from '../dev/browser.js'
 import { openRoute, inkOf } from './helpers/ui.js'
 
 /* global document, location, MouseEvent, NodeFilter -- used inside functions that run in the page */
@@ -94,9 +94,8 @@ test('adding a monitor through the form lands on its page', async () => {
   await page.type('#label', 'Landing page')
   await page.$eval('#interval_s', (i) => { i.value = '' })
   await page.type('#interval_s', '120')
-  await page.click('form.card-form button[type="submit"]')
-  await page.waitForFunction(() => /^#\/monitors\/\d+$/.test(location.hash.split('?')[0]))
-  await settled(page)
+  await whenRedrawn(page, () => page.click('form.card-form button[type="submit"]'))
+  assert.match(await page.evaluate(() => location.hash.split('?')[0]), /^#\/monitors\/\d+$/)
   assert.equal(await page.$eval('h1', (e) => e.textContent), 'Landing page')
   const id = Number(await page.evaluate(() => location.hash.match(/monitors\/(\d+)/)?.[1]))
   const stored = await (await apiGet(`/api/v1/monitors/${id}`)).json()
@@ -384,8 +383,7 @@ test('an A/A calibration monitor labels its arms A and B and the overview shows 
   assert.match(await page.$eval('#trends .legend', (e) => e.textContent), /A \(h2\) p50.*B \(h2\) p95/)
   assert.match(await page.$eval('#cdf .legend', (e) => e.textContent), /A \(h2\).*B \(h2\)/)
 
-  await page.evaluate(() => { location.hash = '#/?window=24h&metric=ttfb' })
-  await settled(page)
+  await goHash(page, '#/?window=24h&metric=ttfb')
   const row = await page.$$eval('.heat tbody tr', (rows) => rows.find((r) => r.querySelector('th a')?.textContent === 'Lab page-15k').textContent)
   assert.match(row, /A\/A h2/)
   assert.equal(row.match(/calibration: \d+(\.\d)?% of cells flagged/g)?.length, 5, 'all locations and each of the 4')
@@ -533,8 +531,7 @@ test('every page works under a strict Content-Security-Policy', async () => {
   await page.goto(`${server.url}/#/`, { waitUntil: 'networkidle0' })
   await settled(page)
   for (const hash of [`#/monitors/${seeded.monitors[0].id}?analysis=itt`, `#/monitors/${seeded.h2Only.id}`, `#/results/${seeded.latestResultId}`, '#/new', '#/locations', '#/']) {
-    await page.evaluate((h) => { location.hash = h }, hash)
-    await settled(page)
+    await goHash(page, hash)
     if (hash.startsWith('#/monitors')) await page.waitForSelector('#cdf canvas')
   }
   assert.ok(await page.$('.heat'), 'the overview rendered')

@@ -63,7 +63,11 @@ test('the dashboard asks for a key on 401, stores it and works; no policy violat
     await page.click('#key-dialog button[type="submit"]')
     await page.waitForFunction(() => document.body.textContent.includes('Example monitor'), { timeout: 15000 })
     assert.equal(await page.evaluate(() => localStorage.getItem('h3lens.apiKey')), readKey)
-    await page.goto(`${api.url}/#/locations`, { waitUntil: 'networkidle0' })
+    // A new load of another page (a goto that changes only the fragment
+    // would not load anything): the stored key is used without asking again.
+    await page.goto(`${api.url}/#/locations`)
+    await page.reload({ waitUntil: 'networkidle0' })
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Locations and agents' && document.getElementById('view')?.getAttribute('aria-busy') === 'false', { timeout: 15000 })
     assert.equal(await page.$('#key-dialog[open]'), null, 'the stored key is used without asking again')
     const unexpected = errors.filter((e) => !/status of 401/.test(e))
     assert.deepEqual(unexpected, [])
