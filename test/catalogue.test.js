@@ -12,7 +12,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createTestApp } from './helpers/app.js'
 import { startDashboard } from '../dev/dashboard.js'
-import { launchBrowser } from '../dev/browser.js'
+import { launchBrowser, whenRedrawn } from '../dev/browser.js'
 import { openRoute } from './helpers/ui.js'
 import { METRICS, COLUMN_METRICS, COMPARABLE_METRICS, ROLLUP_METRICS, TIMING_COLUMNS, metricOf, canonicalMetric } from '../lib/measurement/metrics.js'
 import { PROBES, PROBE_IDS } from '../lib/measurement/probes/index.js'
@@ -237,9 +237,9 @@ test('the dashboard offers the catalogue\'s page metrics and keeps old metric li
     })))
     assert.deepEqual(picker.map((x) => [x.id, x.label]), shown.map((x) => [x.id, x.label]), 'one choice per page metric, labelled as the catalogue says')
     assert.deepEqual(picker.filter((x) => x.checked).map((x) => x.id), ['load_ms'], 'the old name metric=load selects load_ms')
-    await page.click('label[for="metric-lcp_ms"]')
     // The picker names the metric before and after: the page's header, drawn for the new address, is what says it.
-    await page.waitForFunction((label) => location.hash.includes('metric=lcp_ms') && (document.querySelector('.page-head .sub')?.textContent ?? '').includes(`? ${label} at p50`), { timeout: 30000 }, metricOf('lcp_ms').label)
+    await whenRedrawn(page, () => page.click('label[for="metric-lcp_ms"]'))
+    assert.match(await page.evaluate(() => location.hash), /metric=lcp_ms/)
     assert.match(await page.$eval('.page-head .sub', (e) => e.textContent), new RegExp(`^Is HTTP/3 faster than HTTP/2\\? ${metricOf('lcp_ms').label} at p50 and p95`))
     await done()
 
