@@ -13,7 +13,7 @@ import { keepImplausibleAsData } from '../lib/measurement/checks.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { labPrefs } from '../lib/measurement/browsers/firefox.js'
 import { tcpPing } from './rtt.js'
-import { toSubmission } from '../lib/measurement/result.js'
+import { toSubmission, withinRoundLimit } from '../lib/measurement/result.js'
 import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
 import { captureNetlog, outlierOf, MAX_RERUNS_PER_JOB } from './netlog-capture.js'
 import { keepFilmstrips } from './filmstrip.js'
@@ -219,11 +219,12 @@ export function createJobRunner ({ pool, firefoxPool = null, lab = null, timeout
     // round's while the agent spools and submits these results (not awaited;
     // the next run waits for it, agents/browsers/chromium.js).
     runPool.settle?.().catch((/** @type {any} */ err) => log.warn({ err: err.message }, 'preparing the next round\'s contexts failed'))
-    // Secrets masked first, then an error cut to what the API takes (a
-    // journey step's words around a page's error with its URL can be
-    // longer): a cut must not leave the start of a secret unmasked.
-    const results = scrubSecrets(measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options })), secrets)
-      .map((r) => (typeof r.error === 'string' ? { ...r, error: storableText(r.error, MAX_ERROR_LENGTH) } : r))
+    // Secrets masked first, then an error and the evidence cut to what the
+    // API takes (a journey step's words around a page's error with its URL
+    // can be longer; a heavy page's request lists can weigh hundreds of MB
+    // in a round): a cut must not leave the start of a secret unmasked.
+    const results = withinRoundLimit(scrubSecrets(measured.map((m) => toSubmission(m, { rtt: rttMs, rttSource, options })), secrets)
+      .map((r) => (typeof r.error === 'string' ? { ...r, error: storableText(r.error, MAX_ERROR_LENGTH) } : r)))
     // Checked as the API checks them: a run whose values cannot be true
     // (a browser's odd timing, a detail out of shape) would have the API
     // refuse the whole round at every attempt. It is sent as an error

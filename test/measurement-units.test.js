@@ -13,7 +13,7 @@ import { rttAccounting } from '../lib/measurement/rtt.js'
 import { summarizeNetlog } from '../lib/measurement/netlog.js'
 import { outlierOf } from '../agents/netlog-capture.js'
 import { locationRtt } from '../agents/job-runner.js'
-import { MAX_KEPT_REQUESTS, toSubmission } from '../lib/measurement/result.js'
+import { MAX_KEPT_ALT_SVC, MAX_KEPT_ORIGINS, MAX_KEPT_REQUESTS, MAX_KEPT_URL, RESULTS_BODY_LIMIT, ROUND_RESULTS_BYTES, toSubmission, withinRoundLimit } from '../lib/measurement/result.js'
 import { keepFilmstrips } from '../agents/filmstrip.js'
 import { badDetails } from '../lib/measurement/checks.js'
 import { hostPort } from '../lib/measurement/modes.js'
@@ -74,6 +74,60 @@ test('a heavy page\'s result keeps its first requests as evidence and counts the
   assert.equal(toSubmission({ mode: 'h3', requests_detail: requests.slice(0, 5) }, { rtt: null }).details.requests_not_kept, undefined)
   // A round of heavy pages stays far below what the API takes (BATCH_BODY_LIMIT, 32 MB): 7 results of 1,000 kept requests.
   assert.ok(7 * JSON.stringify(sub).length < 8 * 1024 * 1024, `${JSON.stringify(sub).length} bytes a result`)
+})
+
+test('a round of pages with long URLs, many origins or many results is cut to what the API takes, saying what it cut', () => {
+  const page = (/** @type {number} */ n, /** @type {number} */ urlLength, extra = {}) => toSubmission({
+    mode: 'h2', status: 'ok', observed_protocol: 'h2', requests: n, bytes: n,
+    requests_detail: Array.from({ length: n }, (_, i) => ({ url: `https://example.net/${i}?${'u'.repeat(urlLength)}`, protocol: 'h2', bytes: 1, start_ms: i, from_cache: false })),
+    ...extra
+  }, { rtt: null })
+  const weight = (/** @type {unknown} */ v) => Buffer.byteLength(JSON.stringify(v))
+  // A light round is sent as it is.
+  const light = [page(20, 50), page(20, 50)]
+  assert.deepEqual(withinRoundLimit(light), light)
+
+  // 1,000 requests with 20,000-character URLs: each URL keeps its start and says its length.
+  const long = withinRoundLimit([page(1000, 20_000)])
+  const [first] = long[0].details.requests
+  assert.equal(first.url.length, MAX_KEPT_URL)
+  assert.ok(first.url_length > 20_000 && `https://example.net/0?${'u'.repeat(20_000)}`.startsWith(first.url))
+  assert.equal(long[0].details.requests.length, 1000, 'every request kept: cut URLs fit')
+  assert.equal(long[0].details.requests_not_kept, undefined)
+
+  // 500 origins, each with an Alt-Svc of 5,000 characters: the first 200, each cut.
+  const origins = Array.from({ length: 500 }, (_, i) => ({ origin: `https://o${i}.example.net`, alt_svc: `h3=":443"; ${'x'.repeat(5000)}`, h3_advertised: true, requests: { h3: 0, h2: 1, other: 0 } }))
+  const [wide] = withinRoundLimit([page(1, 10, { origins })])
+  assert.equal(wide.details.origins.length, MAX_KEPT_ORIGINS)
+  assert.equal(wide.details.origins_not_kept, 500 - MAX_KEPT_ORIGINS)
+  assert.equal(wide.details.origins[0].origin, 'https://o0.example.net', 'the first seen')
+  assert.ok(wide.details.origins.every((/** @type {any} */ o) => o.alt_svc.length === MAX_KEPT_ALT_SVC))
+
+  // A journey's round, 124 results of 1,000 requests each, over a limit:
+  // every result keeps the same first requests, as many as fit, and counts
+  // the rest; totals are untouched. (At the API's limit the same holds for
+  // URLs of MAX_KEPT_URL: hundreds of MB a round as measured.)
+  const heavy = Array.from({ length: 124 }, () => page(1000, 200))
+  const limit = 4 * 1024 * 1024
+  const fitted = withinRoundLimit(heavy, limit)
+  const size = weight(fitted)
+  assert.ok(size <= limit && size > limit * 0.95, `${size} bytes: below the limit, and not far below it`)
+  const kept = fitted[0].details.requests.length
+  assert.ok(kept > 10 && kept < 1000, `${kept} requests kept a result`)
+  for (const r of fitted) {
+    assert.equal(r.details.requests.length, kept)
+    assert.equal(r.details.requests.length + r.details.requests_not_kept, 1000)
+    assert.equal(r.requests, 1000)
+    assert.equal(r.details.requests[0].start_ms, 0, 'the first that started')
+  }
+  // One request more a result would not fit.
+  const oneMore = heavy.map((r) => ({ ...r, details: { ...r.details, requests: r.details.requests.slice(0, kept + 1) } }))
+  assert.ok(weight(oneMore) > limit)
+  // The default leaves room under what the API takes for what a submission adds.
+  assert.ok(ROUND_RESULTS_BYTES + 1024 * 1024 < RESULTS_BODY_LIMIT)
+  // A result cut already (a page of more than 1,000 requests) adds what this cut leaves out.
+  const [more] = withinRoundLimit([page(1200, 10)], weight([page(1200, 10)]) / 4)
+  assert.equal(more.details.requests.length + more.details.requests_not_kept, 1200)
 })
 
 describe('connect and TTFB in round trips', () => {

@@ -8,7 +8,9 @@
 // a user who clicks it away, with a note, and one that prints itself as for
 // a user who cancels the print dialog; a page whose scripts replace the
 // timing API or wrap fetch is measured as it loaded; a JSON document loads
-// as text; a slow page loads in every arm of a round. An HTTP/2 server with
+// as text; a slow page loads in every arm of a round; a page of 1,000
+// requests with URLs of 40,000 characters is stored, each URL cut to its
+// start, through the real agent and API. An HTTP/2 server with
 // the lab certificate serves them at the lab hostname.
 // run-tests: side — it checks what its runs' errors say and times no page load; its server and origin are on free loopback ports
 import assert from 'node:assert/strict'
@@ -32,6 +34,16 @@ import { createLogger } from '../lib/runtime/log.js'
 import { startOrigin } from '../lab/origin.js'
 import { freePort } from '../dev/free-port.js'
 import { LAB_ALT_HOSTNAME } from '../lib/runtime/lab-host.js'
+import { MAX_KEPT_URL, RESULTS_BODY_LIMIT } from '../lib/measurement/result.js'
+import { createAgent } from '../agents/agent.js'
+import { createApiClient } from '../agents/api-client.js'
+import { createSpool } from '../agents/spool.js'
+import { startApi } from '../api/server.js'
+import { loadConfig } from '../lib/runtime/config.js'
+import { createAgentToken } from '../lib/store/agents.js'
+import { createMonitor } from '../lib/store/monitors.js'
+import { createTestDatabase } from './helpers/db.js'
+import { eventually } from './helpers/eventually.js'
 
 const FIREFOX = process.env.H3LENS_FIREFOX ?? '/usr/bin/firefox-esr'
 /** A one-page PDF, padded to 20 kB. */
@@ -39,6 +51,8 @@ const PDF = Buffer.from('%PDF-1.4\n1 0 obj <</Type /Catalog /Pages 2 0 R>> endob
   '3 0 obj <</Type /Page /MediaBox [0 0 612 792] /Parent 2 0 R>> endobj\ntrailer <</Root 1 0 R>>\n%%EOF\n' + ' '.repeat(20_000))
 /** A 1×1 PNG. */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64')
+/** How long /long-urls' image URLs' queries are, in characters. */
+const LONG_URL = 40_000
 /** How late /slow answers. */
 const SLOW_MS = 1500
 const log = createLogger({ logLevel: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -171,6 +185,9 @@ async function startOddPages () {
     // An Alt-Svc whose protocol id does not decode, on the page and on its image.
     if (req.url === '/bad-alt-svc') return res.writeHead(200, { 'content-type': 'text/html', 'alt-svc': 'h3%=":443"' }).end('<!doctype html><p>odd headers<img src="/bad-alt-svc.png">')
     if (req.url === '/bad-alt-svc.png') return res.writeHead(200, { 'content-type': 'image/png', 'alt-svc': 'h3%zz=":443"; ma=60' }).end(PNG)
+    // 1,000 images whose URLs are LONG_URL characters long: 40 MB of URLs in a load's requests.
+    if (req.url === '/long-urls') return html(`<script>for (let i = 0; i < 1000; i++) { const img = new Image(); img.src = "/i/" + i + ".png?" + "u".repeat(${LONG_URL}); document.documentElement.append(img) }</script><p>tracking`)
+    if (req.url?.startsWith('/i/')) return res.writeHead(200, { 'content-type': 'image/png' }).end(PNG)
     html('<p>the page it goes to')
   })
   server.listen(0, '127.0.0.1')
@@ -393,6 +410,65 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
   } finally {
     await firefoxPool.close()
     odd.close()
+  }
+})
+
+test('a page of 1,000 requests whose URLs are 40,000 characters long is measured and stored through the agent and the API: each URL keeps its start and says its length', async () => {
+  const odd = await startOddPages()
+  const database = await createTestDatabase()
+  const db = database.pool
+  const api = await startApi({ db, config: loadConfig({ PORT: String(await freePort()), LOG_LEVEL: 'silent' }), log })
+  const spoolDir = await mkdtemp(path.join(os.tmpdir(), 'h3lens-long-urls-'))
+  const url = `${odd.base}/long-urls`
+  const m = await createMonitor(db, { url, interval_s: 3600, locations: ['local'], modes: ['h2', 'h3'] })
+  const { rows: [job] } = await db.query("INSERT INTO jobs (monitor_id, location_id, due_at, max_attempts) VALUES ($1, 'local', now(), 1) RETURNING id", [m.id])
+  const { token } = await createAgentToken(db, { location: 'local' })
+  const runner = createJobRunner({ pool, lab: { spki: origin.spki, hostname: origin.hostname, address: '127.0.0.1', port: odd.port, netns: null }, timeoutMs: 30_000, log })
+  /** @type {number[]} what the runner handed the agent, in bytes of JSON */
+  const measured = []
+  const agent = createAgent({
+    client: createApiClient({ apiUrl: api.url, token }),
+    spool: createSpool(spoolDir),
+    runJob: async (j, ctx) => {
+      const results = await runner(j, ctx)
+      measured.push(Buffer.byteLength(JSON.stringify(results)))
+      return results
+    },
+    log,
+    version: 'test',
+    idlePollMs: 100
+  })
+  agent.start()
+  try {
+    const done = await eventually(async () => {
+      const { rows: [j] } = await db.query('SELECT state, last_error FROM jobs WHERE id = $1', [job.id])
+      return ['done', 'failed'].includes(j.state) && j
+    }, { timeoutMs: 120_000, what: 'the round stored or failed' })
+    assert.equal(done.state, 'done', `the round: ${done.last_error}`)
+    const { rows } = await db.query("SELECT mode, status, requests, details FROM results WHERE job_id = $1 AND mode = 'h2' AND view = 'first'", [job.id])
+    assert.equal(rows.length, 1)
+    const [h2] = rows
+    assert.equal(h2.status, 'ok')
+    // The page, its 1,000 images and its favicon, counted; the first 1,000 of them kept.
+    assert.ok(h2.requests >= 1001, `${h2.requests} requests`)
+    assert.equal(h2.details.requests.length + (h2.details.requests_not_kept ?? 0), h2.requests)
+    const images = h2.details.requests.filter((/** @type {any} */ q) => q.url.includes('/i/'))
+    assert.ok(images.length >= 990, `${images.length} images kept`)
+    for (const q of images) {
+      assert.equal(q.url.length, MAX_KEPT_URL)
+      assert.match(q.url, /\/i\/\d+\.png\?u+$/)
+      assert.ok(q.url_length > LONG_URL && q.url_length < LONG_URL + 100, `url_length ${q.url_length}`)
+    }
+    // Whole, the round would have been more than the API takes, and lost at every attempt.
+    const whole = 1000 * LONG_URL
+    assert.ok(whole > RESULTS_BODY_LIMIT, 'the page is heavy enough to show it')
+    assert.ok(measured[0] < RESULTS_BODY_LIMIT / 4, `${measured[0]} bytes sent`)
+  } finally {
+    await agent.stop()
+    await api.close()
+    await database.drop()
+    odd.close()
+    await rm(spoolDir, { recursive: true, force: true })
   }
 })
 

@@ -206,9 +206,12 @@ test('a run\'s detail names the browser it ran in', async () => {
   await done()
 })
 
-test('a heavy page\'s run says which of its requests it keeps', async () => {
+test('a heavy page\'s run says which of its requests it keeps, and of which URLs only the start', async () => {
   // As the agent stores a page of 1,203 requests: the first 1,000 kept (lib/measurement/result.js).
+  /** @type {Record<string, unknown>[]} */
   const requests = Array.from({ length: 1000 }, (_, i) => ({ url: `https://example.net/i/${i}.png`, protocol: 'h3', status: 200, bytes: 100, start_ms: i, end_ms: i + 5, type: 'Image' }))
+  // A URL of 20,000 characters, of which the agent keeps the first 4,000.
+  requests[1] = { ...requests[1], url: `https://example.net/track?q=${'q'.repeat(4000 - 28)}`, url_length: 20_000 }
   const { rows: [r] } = await database.pool.query(
     "UPDATE results SET requests = 1203, details = details || jsonb_build_object('requests', $2::jsonb, 'requests_not_kept', 203) WHERE id = (SELECT id FROM results WHERE browser = 'chromium' AND id <> $1 ORDER BY id LIMIT 1) RETURNING id",
     [firefoxResult.id, JSON.stringify(requests)])
@@ -218,6 +221,10 @@ test('a heavy page\'s run says which of its requests it keeps', async () => {
   assert.equal(await page.$eval('.requests-not-kept', (e) => e.textContent),
     'The first 1,000 requests, in the order they started, are kept; 203 more are not. The request count, bytes and H3 shares above are of all 1,203.')
   assert.equal(await page.$$eval('.waterfall tbody tr', (rows) => rows.length), 1000)
+  const cut = await page.$eval('.waterfall tbody tr:nth-child(2) .wf-url', (e) => ({ text: e.textContent ?? '', title: e.getAttribute('title') ?? '' }))
+  assert.match(cut.text, /^\/track\?q=q+…$/, 'the URL kept, marked as its start')
+  assert.match(cut.title, /q… \(the first 4,000 of its 20,000 characters\)$/)
+  assert.doesNotMatch(await page.$eval('.waterfall tbody tr:nth-child(3) .wf-url', (e) => e.textContent ?? ''), /…/, 'a whole URL is not marked')
   await done()
 })
 

@@ -6,6 +6,7 @@ import { getLocation } from '../../lib/store/locations.js'
 import { measurementHints } from '../../lib/store/claim-hints.js'
 import { errorResponses, trialOutcomeSchema, idParams, submittedResult } from '../schemas.js'
 import { checkResults } from '../../lib/measurement/checks.js'
+import { RESULTS_BODY_LIMIT } from '../../lib/measurement/result.js'
 import { expectedProtocolFor, MODES } from '../../lib/measurement/modes.js'
 import { PROBES } from '../../lib/measurement/probes/index.js'
 import { JOURNEY_LIMITS } from '../../lib/measurement/probes/journey.js'
@@ -23,7 +24,7 @@ const conflict = { 409: { $ref: 'error#' } }
 // with its request lists runs to tens of KB, a heavy page's to MBs); one
 // round's submission may take as much.
 export const MAX_BATCH_ROUNDS = 200
-export const BATCH_BODY_LIMIT = 32 * 1024 * 1024
+export const BATCH_BODY_LIMIT = RESULTS_BODY_LIMIT
 // A round's results, at most: each arm in up to three runs (the first view,
 // the auto arm's returning visit, a repeat view), and each run a result per
 // probe, a journey's one per named step besides its own (a journey of 30

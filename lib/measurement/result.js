@@ -37,6 +37,25 @@ export const MAX_REQUESTS = 100_000
  * past what the API takes, and lost it.
  */
 export const MAX_KEPT_REQUESTS = 1000
+/**
+ * A kept request's URL at most, in characters (a WebPageTest result's too,
+ * ./wpt/devtools.js): a longer one keeps its start and says its whole
+ * length (url_length). A page of 1,000 requests with 20 kB URLs made a
+ * round of tens of MB, past what the API takes, and lost it.
+ */
+export const MAX_KEPT_URL = 4000
+/** The origins a result keeps (details.origins), the first seen; the store folds no more (lib/store/monitor-origins.js). */
+export const MAX_KEPT_ORIGINS = 200
+/** An origin's Alt-Svc as a result keeps it, in characters. */
+export const MAX_KEPT_ALT_SVC = 1000
+/** What the API takes in one request of results, in bytes (api/routes/agent-protocol.js): one round, or a batch of them. */
+export const RESULTS_BODY_LIMIT = 32 * 1024 * 1024
+/**
+ * What a round's results may weigh as JSON once its evidence is cut
+ * (withinRoundLimit): three quarters of what the API takes, the rest for
+ * what a submission adds around them.
+ */
+export const ROUND_RESULTS_BYTES = RESULTS_BODY_LIMIT / 4 * 3
 
 /** Fields of a result besides its round's keys (time, job, monitor, location, agent), as stored and exported. */
 export const RESULT_FIELDS = Object.freeze([
@@ -112,6 +131,72 @@ export function toSubmission (m, { rtt, rttSource = null }) {
   out.details = { requests: requests.slice(0, MAX_KEPT_REQUESTS), ...(requests.length > MAX_KEPT_REQUESTS ? { requests_not_kept: requests.length - MAX_KEPT_REQUESTS } : {}), origins: m.origins ?? [], wall_ms: m.wall_ms ?? null, rtt_source: rttSource, protocol_reason: protocolReason(m) }
   for (const k of DETAILS) if (m[k] !== undefined) out.details[k] = m[k]
   return out
+}
+
+/**
+ * A round's results as the API takes them, however heavy the page: each
+ * kept request's URL cut to MAX_KEPT_URL characters, each result's origins
+ * to MAX_KEPT_ORIGINS and their Alt-Svc to MAX_KEPT_ALT_SVC; and when the
+ * round is still over `limit` bytes of JSON (a journey of 30 steps on a
+ * heavy page has 124 results of up to 1,000 requests each), every result
+ * keeps only its first requests, as many as fit, the same number for each.
+ * What is cut is said: url_length on a request, requests_not_kept and
+ * origins_not_kept on a result. Counts, bytes and shares are of every
+ * request, as measured. Done after a journey's secrets are masked, so that
+ * a cut never leaves the start of a secret.
+ * @param {Record<string, any>[]} results submissions (toSubmission)
+ * @param {number} [limit] bytes
+ * @returns {Record<string, any>[]}
+ */
+export function withinRoundLimit (results, limit = ROUND_RESULTS_BYTES) {
+  const cut = results.map(cutEvidence)
+  const bytes = (/** @type {unknown} */ v) => Buffer.byteLength(JSON.stringify(v) ?? '')
+  // Each result's JSON without its requests, and each kept request's (a comma after each but the last).
+  const bare = cut.map((r) => bytes(keepFirst(r, 0)))
+  /** @type {number[][]} */
+  const sizes = cut.map((r) => (Array.isArray(r.details?.requests) ? r.details.requests.map((/** @type {unknown} */ q) => bytes(q) + 1) : []))
+  const weight = (/** @type {number} */ k) => cut.reduce((total, _, i) => total + bare[i] + sizes[i].slice(0, k).reduce((a, b) => a + b, 0), 0) + cut.length + 1
+  const most = Math.max(0, ...sizes.map((s) => s.length))
+  if (weight(most) <= limit) return cut
+  // The most requests per result that fit: weight grows with k.
+  let lo = 0
+  let hi = most
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2)
+    if (weight(mid) <= limit) lo = mid
+    else hi = mid - 1
+  }
+  return cut.map((r) => keepFirst(r, lo))
+}
+
+/**
+ * A result with its URLs, origins and Alt-Svc values cut (withinRoundLimit).
+ * @param {Record<string, any>} r
+ */
+function cutEvidence (r) {
+  const d = r.details
+  if (!d || typeof d !== 'object') return r
+  const out = { ...d }
+  if (Array.isArray(d.requests)) {
+    out.requests = d.requests.map((/** @type {any} */ q) => (typeof q?.url === 'string' && q.url.length > MAX_KEPT_URL ? { ...q, url: q.url.slice(0, MAX_KEPT_URL), url_length: q.url.length } : q))
+  }
+  if (Array.isArray(d.origins)) {
+    out.origins = d.origins.slice(0, MAX_KEPT_ORIGINS)
+      .map((/** @type {any} */ o) => (typeof o?.alt_svc === 'string' && o.alt_svc.length > MAX_KEPT_ALT_SVC ? { ...o, alt_svc: o.alt_svc.slice(0, MAX_KEPT_ALT_SVC) } : o))
+    if (d.origins.length > MAX_KEPT_ORIGINS) out.origins_not_kept = d.origins.length - MAX_KEPT_ORIGINS
+  }
+  return { ...r, details: out }
+}
+
+/**
+ * A result that keeps only its first `k` requests; the rest count in requests_not_kept.
+ * @param {Record<string, any>} r
+ * @param {number} k
+ */
+function keepFirst (r, k) {
+  const requests = r.details?.requests
+  if (!Array.isArray(requests) || requests.length <= k) return r
+  return { ...r, details: { ...r.details, requests: requests.slice(0, k), requests_not_kept: (r.details.requests_not_kept ?? 0) + requests.length - k } }
 }
 
 /**

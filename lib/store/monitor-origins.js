@@ -2,14 +2,11 @@
 // used, whether it advertises HTTP/3 (Alt-Svc) and over which protocols it
 // was really served. Fed from the `origins` evidence the agent attaches to
 // each result (details.origins), when the results are stored.
-import { MAX_REQUESTS } from '../measurement/result.js'
+import { MAX_KEPT_ALT_SVC, MAX_KEPT_ORIGINS, MAX_REQUESTS } from '../measurement/result.js'
 
 /**
  * @typedef {{ origin: string, alt_svc: string | null, h3_advertised: boolean, requests: { h3?: number, h2?: number, other?: number } }} OriginEvidence
  */
-
-/** Only this many origins per result are kept; a page with more is unusual. */
-const MAX_ORIGINS_PER_RESULT = 200
 
 /**
  * @typedef {{ altSvc: string | null, advertised: boolean | null, advertisedAt: Date | null, h3: number, h2: number, other: number,
@@ -27,7 +24,7 @@ export async function recordCapabilities (db, { monitorId, locationId, rows }) {
   /** @type {Map<string, OriginSeen>} */
   const byOrigin = new Map()
   for (const row of rows) {
-    const origins = Array.isArray(row.details?.origins) ? row.details.origins.slice(0, MAX_ORIGINS_PER_RESULT) : []
+    const origins = Array.isArray(row.details?.origins) ? row.details.origins.slice(0, MAX_KEPT_ORIGINS) : []
     // An agent's clock ahead of this server's (results may say up to a day
     // ahead) must not date an origin in the future, where no later result
     // could replace what it saw: the server's clock caps it.
@@ -47,7 +44,7 @@ export async function recordCapabilities (db, { monitorId, locationId, rows }) {
       // Only a response that carried an Alt-Svc header says anything about
       // the advertisement: responses over h3 usually carry none.
       if (typeof o.alt_svc === 'string') {
-        agg.altSvc = o.alt_svc.slice(0, 1000)
+        agg.altSvc = o.alt_svc.slice(0, MAX_KEPT_ALT_SVC)
         agg.advertised = Boolean(o.h3_advertised)
         if (agg.advertised && (!agg.advertisedAt || seenAt > agg.advertisedAt)) agg.advertisedAt = seenAt
       }

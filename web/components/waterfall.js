@@ -51,6 +51,15 @@ export function timingBars (r, rtt) {
     ` ${kinds}`))
 }
 
+/**
+ * Whether a request's URL is only its start: the agent keeps a long URL's
+ * first characters and its whole length (lib/measurement/result.js MAX_KEPT_URL).
+ * @param {any} q
+ */
+function cutUrl (q) {
+  return typeof q.url === 'string' && Number.isInteger(q.url_length) && q.url_length > q.url.length
+}
+
 /** Path and query of a URL, for the waterfall's first column. */
 function shortUrl (url) {
   try {
@@ -84,7 +93,8 @@ export function waterfall (requests) {
         bar.style.width = `${Math.max(0.5, ((q.end_ms ?? start) - start) / end * 100)}%`
         return h('tr', {},
           h('td', { class: 'num muted' }, i + 1),
-          h('td', { class: 'wf-url', title: q.url }, h('span', { class: 'wf-url-text' }, hosts.size > 1 ? h('span', { class: 'muted' }, hostOf(q.url)) : null, shortUrl(q.url))),
+          h('td', { class: 'wf-url', title: cutUrl(q) ? `${q.url}… (the first ${q.url.length.toLocaleString('en')} of its ${q.url_length.toLocaleString('en')} characters)` : q.url },
+            h('span', { class: 'wf-url-text' }, hosts.size > 1 ? h('span', { class: 'muted' }, hostOf(q.url)) : null, shortUrl(q.url), cutUrl(q) ? '…' : null)),
           h('td', {}, h('span', { class: `proto ${protoClass(q.protocol)}` }, q.protocol ?? '—')),
           h('td', { class: 'usage-cell' }, usageBadge(q.alternate_protocol_usage)),
           h('td', { class: `num${q.status >= 400 || q.failed ? ' bad' : ''}`, title: q.failed ?? null }, q.status ?? (q.failed ? 'failed' : '—')),

@@ -29,7 +29,7 @@ export async function render (ctx) {
   const requests = Array.isArray(r.details?.requests)
     ? r.details.requests.filter((q) => q && typeof q === 'object').map((q) => ({ ...q, start_ms: atMs(q.start_ms), end_ms: atMs(q.end_ms) }))
     : []
-  // A heavy page's requests beyond the first the agent kept (lib/measurement/result.js MAX_KEPT_REQUESTS).
+  // A heavy page's requests beyond the first the agent kept (lib/measurement/result.js MAX_KEPT_REQUESTS, withinRoundLimit).
   const notKept = Number.isInteger(r.details?.requests_not_kept) && r.details.requests_not_kept > 0 ? r.details.requests_not_kept : 0
   const quic = r.observed_protocol === 'h3'
   const monitorName = deleted ? `Monitor ${r.monitor_id} (deleted)` : monitor?.label || monitor?.url || `Monitor ${r.monitor_id}`
@@ -82,11 +82,11 @@ export async function render (ctx) {
       ? h('div', { class: 'state film-none' }, h('p', { class: 'state-title' }, 'No filmstrip for this run'), h('p', {}, film.missing.replace(/^no filmstrip for result \d+: /, '')))
       : runFilmstrip(film, { axisMs, label: `${r.mode.toUpperCase()} run ${r.id}` })) : null,
     panel(`Requests (${notKept ? `${requests.length.toLocaleString('en')} of ${(requests.length + notKept).toLocaleString('en')}` : requests.length})`, 'requests',
-      [notKept ? h('p', { class: 'sub requests-not-kept' }, `The first ${requests.length.toLocaleString('en')} requests, in the order they started, are kept; ` +
-        `${notKept.toLocaleString('en')} more are not. The request count, bytes and H3 shares above are of all ${(requests.length + notKept).toLocaleString('en')}.`) : null,
+      [notKept ? h('p', { class: 'sub requests-not-kept' }, (requests.length ? `The first ${requests.length.toLocaleString('en')} requests, in the order they started, are kept; ${notKept.toLocaleString('en')} more are not.` : 'None of its requests are kept.') +
+        ` The request count, bytes and H3 shares above are of all ${(requests.length + notKept).toLocaleString('en')}.`) : null,
       requests.length
         ? waterfall(requests)
-        : emptyState('No requests recorded', 'The browser recorded no network requests for this run.')],
+        : notKept ? null : emptyState('No requests recorded', 'The browser recorded no network requests for this run.')],
       h('span', { class: 'legend' }, key('h3', 'HTTP/3'), key('h2', 'HTTP/2'), key('other', 'other'),
         key('setup', 'connection set-up'), key('wait', 'waiting'))),
     panel('Browser and flags', 'browser', h('dl', { class: 'facts' },
