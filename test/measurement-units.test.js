@@ -94,6 +94,11 @@ test('a round of pages with long URLs, many origins or many results is cut to wh
   assert.ok(first.url_length > 20_000 && `https://example.net/0?${'u'.repeat(20_000)}`.startsWith(first.url))
   assert.equal(long[0].details.requests.length, 1000, 'every request kept: cut URLs fit')
   assert.equal(long[0].details.requests_not_kept, undefined)
+  // A cut between the halves of a character outside the BMP leaves no half (the API refuses one).
+  const astral = `https://example.net/?${'u'.repeat(MAX_KEPT_URL - 22)}😀${'u'.repeat(10)}`
+  const [{ details: { requests: [split] } }] = withinRoundLimit([{ mode: 'h2', details: { requests: [{ url: astral }] } }])
+  assert.equal(split.url.at(-1), '\uFFFD')
+  assert.doesNotMatch(split.url, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])/)
 
   // 500 origins, each with an Alt-Svc of 5,000 characters: the first 200, each cut.
   const origins = Array.from({ length: 500 }, (_, i) => ({ origin: `https://o${i}.example.net`, alt_svc: `h3=":443"; ${'x'.repeat(5000)}`, h3_advertised: true, requests: { h3: 0, h2: 1, other: 0 } }))

@@ -7,6 +7,7 @@
 import { TIMING_COLUMNS } from './metrics.js'
 import { rttAccounting } from './rtt.js'
 import { isPageDocument, protocolReason } from './protocol-reason.js'
+import { storableText } from '../runtime/text.js'
 
 export { normalizeProtocol, protocolMatchesMode } from './protocol.js'
 
@@ -178,11 +179,11 @@ function cutEvidence (r) {
   if (!d || typeof d !== 'object') return r
   const out = { ...d }
   if (Array.isArray(d.requests)) {
-    out.requests = d.requests.map((/** @type {any} */ q) => (typeof q?.url === 'string' && q.url.length > MAX_KEPT_URL ? { ...q, url: q.url.slice(0, MAX_KEPT_URL), url_length: q.url.length } : q))
+    out.requests = d.requests.map((/** @type {any} */ q) => (typeof q?.url === 'string' && q.url.length > MAX_KEPT_URL ? { ...q, url: storableText(q.url, MAX_KEPT_URL), url_length: q.url.length } : q))
   }
   if (Array.isArray(d.origins)) {
     out.origins = d.origins.slice(0, MAX_KEPT_ORIGINS)
-      .map((/** @type {any} */ o) => (typeof o?.alt_svc === 'string' && o.alt_svc.length > MAX_KEPT_ALT_SVC ? { ...o, alt_svc: o.alt_svc.slice(0, MAX_KEPT_ALT_SVC) } : o))
+      .map((/** @type {any} */ o) => (typeof o?.alt_svc === 'string' && o.alt_svc.length > MAX_KEPT_ALT_SVC ? { ...o, alt_svc: storableText(o.alt_svc, MAX_KEPT_ALT_SVC) } : o))
     if (d.origins.length > MAX_KEPT_ORIGINS) out.origins_not_kept = d.origins.length - MAX_KEPT_ORIGINS
   }
   return { ...r, details: out }

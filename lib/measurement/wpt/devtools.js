@@ -8,7 +8,7 @@
 import { storableText } from '../../runtime/text.js'
 import { normalizeProtocol } from '../protocol.js'
 import { advertisesH3 } from '../alt-svc.js'
-import { emptyResult, MAX_KEPT_REQUESTS } from '../result.js'
+import { emptyResult, MAX_KEPT_ALT_SVC, MAX_KEPT_ORIGINS, MAX_KEPT_REQUESTS, MAX_KEPT_URL } from '../result.js'
 import { COLUMN_METRICS } from '../metrics.js'
 import { failRun, IMPLAUSIBLE } from '../checks.js'
 import { navigationTimings } from './navigation.js'
@@ -234,8 +234,11 @@ const round1 = (/** @type {number} */ v) => Math.round(v * 10) / 10
 function requestDetail (r) {
   const start = positive(r.all_start) ?? positive(r.load_start)
   const end = positive(r.all_end) ?? positive(r.load_end)
+  const url = text(r.full_url, Infinity) ?? text(r.url, Infinity) ?? ''
   return {
-    url: text(r.full_url, 4000) ?? text(r.url, 4000) ?? '',
+    // A long URL's start, and its length, as the h3lens agent keeps it (../result.js).
+    url: storableText(url, MAX_KEPT_URL),
+    ...(url.length > MAX_KEPT_URL ? { url_length: url.length } : {}),
     type: text(r.request_type, 100),
     method: text(r.method, 20),
     protocol: normalizeProtocol(text(r.protocol, 64)),
@@ -280,11 +283,12 @@ function originsSeen (requests) {
     const lines = Array.isArray(r.headers?.response) ? r.headers.response : []
     const altSvc = lines.find((/** @type {unknown} */ l) => typeof l === 'string' && /^alt-svc:/i.test(l))
     if (altSvc) {
-      o.alt_svc = storableText(altSvc.slice(altSvc.indexOf(':') + 1).trim(), 2000)
-      o.h3_advertised = advertisesH3(o.alt_svc)
+      const value = storableText(altSvc.slice(altSvc.indexOf(':') + 1).trim(), Infinity)
+      o.alt_svc = storableText(value, MAX_KEPT_ALT_SVC)
+      o.h3_advertised = advertisesH3(value)
     }
   }
-  return [...byOrigin.values()].slice(0, 200)
+  return [...byOrigin.values()].slice(0, MAX_KEPT_ORIGINS)
 }
 
 /** @param {string} mode @param {string} view @returns {Record<string, any>} */
