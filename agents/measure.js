@@ -156,7 +156,7 @@ export async function measure (opts, steps) {
     } catch (err) {
       fault = await infrastructureFault(err, { browser, navigating, rendererCrashed })
       if (!fault) {
-        Object.assign(result, judgeFailure(err, network?.mainDocument() ?? null, { mode: protocol, forced, altSvc }))
+        Object.assign(result, judgeFailure(err, network?.mainDocument() ?? null, { mode: protocol, forced, altSvc, unfinished: network?.unfinished() ?? [] }))
         // Anything but a page or probe failure (a protocol timeout, a
         // script that would not run) is recorded against the run, and is
         // also worth a look.
@@ -232,7 +232,7 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
       // The browser going away fails the round, not the repeat view.
       const fault = await infrastructure(err)
       if (fault) throw fault
-      Object.assign(repeat, judgeFailure(err, network.mainDocument(), { mode: protocol, forced: result.forced_origins, altSvc }))
+      Object.assign(repeat, judgeFailure(err, network.mainDocument(), { mode: protocol, forced: result.forced_origins, altSvc, unfinished: network.unfinished() }))
     }
     await summarize(repeat)
     repeat.repeat = reuseOf(repeat.requests_detail)
@@ -372,12 +372,16 @@ export function isEmptyDocument (httpStatus, bodyBytes) {
  *     such an origin by itself: at once when the port refuses UDP, after
  *     about 4 s of handshake when nothing answers, never the page timeout.
  * An origin whose Alt-Svc is unknown is never called unsupported.
+ * A load that timed out after its document came whole names the requests
+ * that had not finished by then (`unfinished`): what the load event waited
+ * for, such as an image that never answers, or one that asks for a login,
+ * for which Chromium waits for its login prompt and reports no answer.
  * @param {unknown} err
  * @param {import('./network.js').DocumentOutcome | null} doc the top frame's document
- * @param {{ mode: string, forced: string[], altSvc?: Map<string, string | null> | null }} ctx
+ * @param {{ mode: string, forced: string[], altSvc?: Map<string, string | null> | null, unfinished?: import('./network.js').Unfinished[] }} ctx
  * @returns {{ status: string, error: string, failure_kind?: string }}
  */
-export function judgeFailure (err, doc, { mode, forced, altSvc = null }) {
+export function judgeFailure (err, doc, { mode, forced, altSvc = null, unfinished = [] }) {
   const status = err instanceof PageLoadError || err instanceof ProbeError ? err.status : 'error'
   const message = err instanceof Error ? err.message : String(err)
   if (err instanceof PageLoadError && err.failureKind) return { status, error: message, failure_kind: err.failureKind }
@@ -387,6 +391,7 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null }) {
     const got = doc.arrived_bytes > 0 ? ` (${doc.arrived_bytes.toLocaleString('en-US')} bytes by then)` : ''
     return { status, error: `${message}: the document answered, but its body was still arriving${got}` }
   }
+  if (status === 'timeout' && doc?.responded && !doc.failed && unfinished.length) return { status, error: `${message}: ${unfinishedText(unfinished)}` }
   if (status !== 'error' || !doc || (err instanceof PageLoadError && err.httpStatus !== null)) return { status, error: message }
   if (doc.incomplete) return { status, error: `incomplete document: ${doc.incomplete}: ${doc.url}`, failure_kind: 'truncated' }
   if (mode === 'h3' && !doc.responded && QUIC_REFUSED.test(doc.failed ?? '') && forced.includes(hostPort(doc.url))) {
@@ -396,6 +401,22 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null }) {
     }
   }
   return { status, error: message }
+}
+
+/** How many unfinished requests a timeout's error names; it counts the rest. */
+const UNFINISHED_NAMED = 3
+/** A URL in an error, at most (characters). */
+const URL_IN_ERROR = 300
+
+/**
+ * The requests a timed-out load still waited for, in words.
+ * @param {import('./network.js').Unfinished[]} unfinished at least one
+ */
+function unfinishedText (unfinished) {
+  const named = unfinished.slice(0, UNFINISHED_NAMED).map((u) => `${u.url.length > URL_IN_ERROR ? `${u.url.slice(0, URL_IN_ERROR)}…` : u.url} (${u.responded ? 'answered, its body still arriving' : 'no answer'})`)
+  const more = unfinished.length - named.length
+  const n = unfinished.length
+  return `${n === 1 ? '1 request' : `${n.toLocaleString('en-US')} requests`} had not finished by then: ${named.join(', ')}${more ? ` and ${more.toLocaleString('en-US')} more` : ''}`
 }
 
 /**

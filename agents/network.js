@@ -31,8 +31,10 @@ import { CDPSessionEvent } from 'puppeteer-core'
 /**
  * @typedef {{ documentProtocol: () => string | null, mainDocument: () => DocumentOutcome | null, documentCount: () => number,
  *   take: () => Promise<ReturnType<typeof summarizeRequests>>,
- *   mark?: () => number, range?: (from: number, to?: number) => ReturnType<typeof summarizeRequests> }} NetworkRecording
+ *   mark?: () => number, range?: (from: number, to?: number) => ReturnType<typeof summarizeRequests>,
+ *   unfinished: () => Unfinished[] }} NetworkRecording
  * what a run's requests recording offers, for Chromium (here) and Firefox (agents/browsers/firefox-network.js)
+ * @typedef {{ url: string, responded: boolean }} Unfinished a request neither finished nor failed yet, besides the top frame's document
  */
 
 /**
@@ -211,6 +213,8 @@ async function recordCdp (page) {
     mainDocument: () => (mainDocument ? documentOutcome(mainDocument) : null),
     /** How many document requests the top frame made so far (a redirect's hops each count): a page that went on to another asked for one more. */
     documentCount: () => mainDocuments,
+    /** The requests besides the top frame's document that have neither finished nor failed, in the order they started. */
+    unfinished: () => unfinishedOf(open.values(), mainDocument),
     /** Requests recorded since the last call, and their totals (async as Firefox's, agents/browsers/firefox-network.js). */
     async take () {
       const recs = all.slice(taken)
@@ -230,6 +234,17 @@ async function recordCdp (page) {
       return summarizeRequests(recs.map((rec) => toDetail(rec, sinceFirst)), recs)
     }
   }
+}
+
+/**
+ * @param {Iterable<Record<string, any>>} open the recording's requests not yet ended
+ * @param {Record<string, any> | null} mainDocument
+ * @returns {Unfinished[]}
+ */
+export function unfinishedOf (open, mainDocument) {
+  return [...open].filter((rec) => rec !== mainDocument && !rec.finished && !rec.failed)
+    .sort((a, b) => a.start - b.start)
+    .map((rec) => ({ url: rec.url, responded: Boolean(rec.responded) }))
 }
 
 /**

@@ -100,6 +100,9 @@ async function startOddPages () {
     // A page behind a login (HTTP Basic): the browser's login prompt held Firefox's load until its timeout.
     if (req.url === '/login') return res.writeHead(401, { 'www-authenticate': 'Basic realm="members", charset="UTF-8"', 'content-type': 'text/html' }).end('<!doctype html><p>please log in')
     if (req.url === '/members') return html('<a id="members" href="/login">members only</a>')
+    // A page whose images ask for a login and never answer: Chromium holds its load for both.
+    if (req.url === '/login-image') return html('<p>a page with a members\' badge<img src="/login"><img src="/stall.png">')
+    if (req.url === '/stall.png') return
     // A redirect to a page that fails: the error names the page that answered so.
     if (req.url === '/to-error') return res.writeHead(302, { location: '/gone' }).end()
     if (req.url === '/gone') return res.writeHead(500, { 'content-type': 'text/html' }).end('<!doctype html><p>broken')
@@ -407,8 +410,26 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     assert.deepEqual((await readdir(path.join(dataDir, 'firefox', 'home'))).filter((n) => /download/i.test(n)), [], 'no download folder in the home that runs share')
     // Firefox's dialogs reach the page too (WebDriver BiDi leaves them to Puppeteer), and are answered the same way.
     await assertDialogPages((p) => run({ id: ++id, url: `${odd.base}${p}`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } }), ['/alert', '/confirm'], timeoutMs)
+    // Firefox cancels the image's login, and its timeout names the image that never answered.
+    const soon = createJobRunner({ pool, firefoxPool, lab: { spki: origin.spki, caPath: origin.caPath, hostname: origin.hostname, address: '127.0.0.1', port: odd.port, netns: null }, timeoutMs: 4000, log })
+    const [held] = await soon({ id: ++id, url: `${odd.base}/login-image`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } })
+    assert.equal(held.status, 'timeout')
+    assert.match(held.error, /^load did not finish within 4000 ms: https:\/\/\S+\/login-image: 1 request had not finished by then: https:\/\/\S+\/stall\.png \(no answer\)$/)
   } finally {
     await firefoxPool.close()
+    odd.close()
+  }
+})
+
+test('a page whose load waits for an image that asks for a login and one that never answers times out, naming them', async () => {
+  const odd = await startOddPages()
+  try {
+    const timeoutMs = 3000
+    const r = await measurePage({ pool, url: `${odd.base}/login-image`, mode: 'h2', extraFlags: lab, timeoutMs })
+    assert.equal(r.status, 'timeout')
+    const base = odd.base.replace(/[.]/g, '\\.')
+    assert.match(r.error, new RegExp(`^load did not finish within ${timeoutMs} ms: ${base}/login-image: 2 requests had not finished by then: ${base}/login \\(no answer\\), ${base}/stall\\.png \\(no answer\\)$`))
+  } finally {
     odd.close()
   }
 })

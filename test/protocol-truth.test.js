@@ -257,6 +257,25 @@ describe('judging a document and a failure (pure rules)', () => {
     assert.deepEqual(judgeFailure(timeout, doc, ctx), { status: 'timeout', error: 'load did not finish' })
   })
 
+  test('a timeout after the document came names the first three requests not finished and counts the rest; one before it does not', () => {
+    const timeout = new PageLoadError('load did not finish within 3000 ms: https://a.test/', { url: 'https://a.test/', status: 'timeout' })
+    const came = { url: 'https://a.test/', responded: true, failed: null, incomplete: null, arriving: false, arrived_bytes: 100, media_type: 'text/html', viewer: null }
+    const long = `https://a.test/t?${'x'.repeat(400)}`
+    const unfinished = [{ url: 'https://a.test/a.png', responded: false }, { url: 'https://b.test/b.js', responded: true }, { url: long, responded: false },
+      { url: 'https://a.test/d.png', responded: false }, { url: 'https://a.test/e.png', responded: false }]
+    const ctx = { mode: 'h2', forced: [] }
+    assert.deepEqual(judgeFailure(timeout, came, { ...ctx, unfinished }), {
+      status: 'timeout',
+      error: 'load did not finish within 3000 ms: https://a.test/: 5 requests had not finished by then: https://a.test/a.png (no answer), ' +
+        `https://b.test/b.js (answered, its body still arriving), ${long.slice(0, 300)}… (no answer) and 2 more`
+    })
+    assert.equal(judgeFailure(timeout, came, { ...ctx, unfinished: unfinished.slice(0, 1) }).error,
+      'load did not finish within 3000 ms: https://a.test/: 1 request had not finished by then: https://a.test/a.png (no answer)')
+    // The document itself not answered, or nothing left: the timeout as it is.
+    assert.equal(judgeFailure(timeout, { ...came, responded: false, arrived_bytes: 0 }, { ...ctx, unfinished }).error, timeout.message)
+    assert.equal(judgeFailure(timeout, came, { ...ctx, unfinished: [] }).error, timeout.message)
+  })
+
   test('in Firefox, "H3 not supported" is a forced origin with a known Alt-Svc without h3 that fell back to TCP or timed out', () => {
     const ctx = { documentUrl: 'https://a.test/page', forced: ['a.test:443'], altSvc: new Map([['https://a.test', null]]) }
     const unsupported = (/** @type {string} */ how) => ({

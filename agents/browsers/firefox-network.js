@@ -10,7 +10,7 @@
 // request without Timing-Allow-Origin, whose nextHopProtocol is empty).
 // What BiDi does not have stays absent, never made up: connection ids and
 // reuse, and why the protocol was chosen (Chromium's alternateProtocolUsage).
-import { documentOutcome, mediaType, summarizeRequests } from '../network.js'
+import { documentOutcome, mediaType, summarizeRequests, unfinishedOf } from '../network.js'
 import { evaluateIsolated } from '../page-metrics.js'
 import { normalizeProtocol } from '../../lib/measurement/protocol.js'
 import { round } from '../../lib/measurement/units.js'
@@ -164,6 +164,7 @@ export async function recordFirefoxNetwork (page) {
     documentProtocol: () => (mainDocument ?? documentRecord)?.protocol ?? null,
     mainDocument: () => (mainDocument ? documentOutcome(/** @type {Record<string, any>} */ (mainDocument)) : null),
     documentCount: () => mainDocuments,
+    unfinished: () => unfinishedOf(open.values(), mainDocument),
     /** Requests recorded since the last call, and their totals. */
     async take () {
       const recs = all.slice(taken)
