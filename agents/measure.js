@@ -315,6 +315,11 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
   const doc = network?.mainDocument()
   if (doc?.viewer) throw new PageLoadError(viewerError(doc), { url })
   if (doc?.incomplete) throw new PageLoadError(`incomplete document: ${doc.incomplete}: ${doc.url}`, { url, failureKind: 'truncated' })
+  // A load stopped before its load event (a script's window.stop() while
+  // the page parses): Chromium ends the navigation there, with no load
+  // event and, as often as not, none of the body read; it is neither an
+  // empty document nor a load. (Firefox waits on: judgeFailure.)
+  if (metrics.load_ms === null) throw new PageLoadError(`no load event: ${doc?.url ?? page.url()} stopped loading before its load event (a script calling window.stop() does this), so the page has no load time`, { url })
   if (isEmptyDocument(httpStatus, bodyBytes)) {
     const where = doc?.url ?? page.url()
     into.notes = [...(into.notes ?? []), {
@@ -375,7 +380,9 @@ export function isEmptyDocument (httpStatus, bodyBytes) {
  * A load that timed out after its document came whole names the requests
  * that had not finished by then (`unfinished`): what the load event waited
  * for, such as an image that never answers, or one that asks for a login,
- * for which Chromium waits for its login prompt and reports no answer.
+ * for which Chromium waits for its login prompt and reports no answer; with
+ * none, it says the page fired no load event though nothing was left to
+ * load (Firefox's run of a page that calls window.stop() as it parses).
  * @param {unknown} err
  * @param {import('./network.js').DocumentOutcome | null} doc the top frame's document
  * @param {{ mode: string, forced: string[], altSvc?: Map<string, string | null> | null, unfinished?: import('./network.js').Unfinished[] }} ctx
@@ -391,7 +398,9 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null, unfinishe
     const got = doc.arrived_bytes > 0 ? ` (${doc.arrived_bytes.toLocaleString('en-US')} bytes by then)` : ''
     return { status, error: `${message}: the document answered, but its body was still arriving${got}` }
   }
-  if (status === 'timeout' && doc?.responded && !doc.failed && unfinished.length) return { status, error: `${message}: ${unfinishedText(unfinished)}` }
+  if (status === 'timeout' && doc?.responded && !doc.failed) {
+    return { status, error: `${message}: ${unfinished.length ? unfinishedText(unfinished) : 'every request had finished, but the page fired no load event by then: a script may still be running, or one stopped the load (window.stop())'}` }
+  }
   if (status !== 'error' || !doc || (err instanceof PageLoadError && err.httpStatus !== null)) return { status, error: message }
   if (doc.incomplete) return { status, error: `incomplete document: ${doc.incomplete}: ${doc.url}`, failure_kind: 'truncated' }
   if (mode === 'h3' && !doc.responded && QUIC_REFUSED.test(doc.failed ?? '') && forced.includes(hostPort(doc.url))) {

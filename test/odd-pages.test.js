@@ -8,7 +8,9 @@
 // a user who clicks it away, with a note, and one that prints itself as for
 // a user who cancels the print dialog; a page whose scripts replace the
 // timing API or wrap fetch is measured as it loaded; a JSON document loads
-// as text; a slow page loads in every arm of a round; a page of 1,000
+// as text; a page that stops its own load (window.stop()), or whose load
+// waits for an image that asks for a login or never answers, says so; a
+// slow page loads in every arm of a round; a page of 1,000
 // requests with URLs of 40,000 characters is stored, each URL cut to its
 // start, through the real agent and API. An HTTP/2 server with
 // the lab certificate serves them at the lab hostname.
@@ -103,6 +105,8 @@ async function startOddPages () {
     // A page whose images ask for a login and never answer: Chromium holds its load for both.
     if (req.url === '/login-image') return html('<p>a page with a members\' badge<img src="/login"><img src="/stall.png">')
     if (req.url === '/stall.png') return
+    // A page that stops its own load while it parses: no load event follows.
+    if (req.url === '/stops') return html('<p>stopping here<script>window.stop()</script><p>never parsed')
     // A redirect to a page that fails: the error names the page that answered so.
     if (req.url === '/to-error') return res.writeHead(302, { location: '/gone' }).end()
     if (req.url === '/gone') return res.writeHead(500, { 'content-type': 'text/html' }).end('<!doctype html><p>broken')
@@ -415,6 +419,10 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     const [held] = await soon({ id: ++id, url: `${odd.base}/login-image`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } })
     assert.equal(held.status, 'timeout')
     assert.match(held.error, /^load did not finish within 4000 ms: https:\/\/\S+\/login-image: 1 request had not finished by then: https:\/\/\S+\/stall\.png \(no answer\)$/)
+    // A page that stops its own load as it parses: Firefox waits for a load event that never comes, and says so.
+    const [stopped] = await soon({ id: ++id, url: `${odd.base}/stops`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } })
+    assert.equal(stopped.status, 'timeout')
+    assert.match(stopped.error, /^load did not finish within 4000 ms: https:\/\/\S+\/stops: every request had finished, but the page fired no load event by then: a script may still be running, or one stopped the load \(window\.stop\(\)\)$/)
   } finally {
     await firefoxPool.close()
     odd.close()
@@ -429,6 +437,21 @@ test('a page whose load waits for an image that asks for a login and one that ne
     assert.equal(r.status, 'timeout')
     const base = odd.base.replace(/[.]/g, '\\.')
     assert.match(r.error, new RegExp(`^load did not finish within ${timeoutMs} ms: ${base}/login-image: 2 requests had not finished by then: ${base}/login \\(no answer\\), ${base}/stall\\.png \\(no answer\\)$`))
+  } finally {
+    odd.close()
+  }
+})
+
+test('a page that stops its own load while it parses (window.stop()) is an error that says so, not an empty document', async () => {
+  const odd = await startOddPages()
+  try {
+    // Chromium reads none of its body as often as not: each run, the same words.
+    for (let i = 0; i < 3; i++) {
+      const r = await measurePage({ pool, url: `${odd.base}/stops`, mode: 'h2', extraFlags: lab, timeoutMs: 5000 })
+      assert.equal(r.status, 'error')
+      assert.match(r.error, /^no load event: https:\/\/\S+\/stops stopped loading before its load event \(a script calling window\.stop\(\) does this\), so the page has no load time$/)
+      assert.equal(r.failure_kind, undefined, 'not an empty document')
+    }
   } finally {
     odd.close()
   }
