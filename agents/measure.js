@@ -6,7 +6,7 @@ import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
 import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
 import { runPlan } from './browsers/index.js'
 import { metaRefresh } from './page/meta-refresh.js'
-import { collectPageMetrics, evaluateIsolated, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
+import { answers, BUSY_PAGE, collectPageMetrics, evaluateIsolated, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
@@ -116,6 +116,8 @@ export async function measure (opts, steps) {
     let context = null
     /** @type {StepContext['network'] | null} */
     let network = null
+    /** @type {import('puppeteer-core').Page | null} */
+    let page = null
     const summarize = async (/** @type {Record<string, any>} */ r) => {
       // Only called once the recording runs.
       summarized.add(r)
@@ -128,7 +130,6 @@ export async function measure (opts, steps) {
       // Firefox run's) closes right after: nothing to prepare ahead.
       const freshPage = dedicated ? undefined : pool.freshPage
       const pooled = Boolean(freshPage && pool.retire)
-      let page
       if (dedicated) {
         // The browser's own context: a kept profile's learns on disk, where
         // an incognito context would forget it. Its first tab, which the
@@ -156,7 +157,7 @@ export async function measure (opts, steps) {
     } catch (err) {
       fault = await infrastructureFault(err, { browser, navigating, rendererCrashed })
       if (!fault) {
-        Object.assign(result, judgeFailure(err, network?.mainDocument() ?? null, { mode: protocol, forced, altSvc, unfinished: network?.unfinished() ?? [] }))
+        Object.assign(result, judgeFailure(err, network?.mainDocument() ?? null, { mode: protocol, forced, altSvc, unfinished: network?.unfinished() ?? [], busy: await busyPage(err, page) }))
         // Anything but a page or probe failure (a protocol timeout, a
         // script that would not run) is recorded against the run, and is
         // also worth a look.
@@ -232,7 +233,7 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
       // The browser going away fails the round, not the repeat view.
       const fault = await infrastructure(err)
       if (fault) throw fault
-      Object.assign(repeat, judgeFailure(err, network.mainDocument(), { mode: protocol, forced: result.forced_origins, altSvc, unfinished: network.unfinished() }))
+      Object.assign(repeat, judgeFailure(err, network.mainDocument(), { mode: protocol, forced: result.forced_origins, altSvc, unfinished: network.unfinished(), busy: await busyPage(err, page) }))
     }
     await summarize(repeat)
     repeat.repeat = reuseOf(repeat.requests_detail)
@@ -267,23 +268,27 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
  * @param {number} timeoutMs
  * @param {Record<string, any>} into
  * @param {{ mainDocument: () => import('./network.js').DocumentOutcome | null, documentCount: () => number } | null} [network] the page's recording
- * @param {{ allowEmpty?: boolean }} [opts]
+ * @param {{ allowEmpty?: boolean, allowNoLoadEvent?: boolean }} [opts] allowNoLoadEvent: a load stopped before its load event
+ *   (window.stop()) counts too, with no load time (a probe's warm-up, there for its connection)
  */
-export async function loadAndRead (page, url, mode, timeoutMs, into, network = null, { allowEmpty = false } = {}) {
+export async function loadAndRead (page, url, mode, timeoutMs, into, network = null, { allowEmpty = false, allowNoLoadEvent = false } = {}) {
   const crash = rendererCrash(page, url)
   const leaving = watchLeaving(page, url)
   const loaded = (async () => {
     const { httpStatus: status, request } = await load(page, url, timeoutMs)
     leaving.loaded(request)
     const documentsAtLoad = network?.documentCount() ?? null
+    /** The read's own timeout, when it comes. @type {Error | null} */
+    let readTimeout = null
     // A page that goes on to another while its metrics are read: Chromium
     // fails the read (the document went away), Firefox's never ends, and a
     // read that still ended would leave the next page's requests among the
     // run's. Either way the run fails, at once, with where the page went.
     const [read, refresh] = await Promise.race([
-      withTimeout(Promise.all([collectPageMetrics(page), evaluateIsolated(page, metaRefresh)]), COLLECT_TIMEOUT_MS, 'reading page metrics'),
+      withTimeout(Promise.all([collectPageMetrics(page), evaluateIsolated(page, metaRefresh)]), COLLECT_TIMEOUT_MS, 'reading page metrics', (message) => (readTimeout = new Error(message))),
       leaving.left
-    ]).catch((err) => {
+    ]).catch(async (err) => {
+      if (err === readTimeout && !(await answers(page))) throw new PageLoadError(`the page stopped answering the agent after its load event: ${BUSY_PAGE}: ${url}`, { url })
       if (!NAVIGATED_AWAY.test(err?.message ?? '')) throw err
       // The recording's top-frame document is by now the one the page went
       // on to. A page with no request of its own (about:blank, a data: URL,
@@ -319,7 +324,7 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
   // the page parses): Chromium ends the navigation there, with no load
   // event and, as often as not, none of the body read; it is neither an
   // empty document nor a load. (Firefox waits on: judgeFailure.)
-  if (metrics.load_ms === null) throw new PageLoadError(`no load event: ${doc?.url ?? page.url()} stopped loading before its load event (a script calling window.stop() does this), so the page has no load time`, { url })
+  if (metrics.load_ms === null && !allowNoLoadEvent) throw new PageLoadError(`no load event: ${doc?.url ?? page.url()} stopped loading before its load event (a script calling window.stop() does this), so the page has no load time`, { url })
   if (isEmptyDocument(httpStatus, bodyBytes)) {
     const where = doc?.url ?? page.url()
     into.notes = [...(into.notes ?? []), {
@@ -378,27 +383,31 @@ export function isEmptyDocument (httpStatus, bodyBytes) {
  *     about 4 s of handshake when nothing answers, never the page timeout.
  * An origin whose Alt-Svc is unknown is never called unsupported.
  * A load that timed out after its document came whole names the requests
- * that had not finished by then (`unfinished`): what the load event waited
- * for, such as an image that never answers, or one that asks for a login,
+ * that had not finished by then (`unfinished`), those a load event waits
+ * for first: an image that never answers, or one that asks for a login,
  * for which Chromium waits for its login prompt and reports no answer; with
  * none, it says the page fired no load event though nothing was left to
  * load (Firefox's run of a page that calls window.stop() as it parses).
  * @param {unknown} err
  * @param {import('./network.js').DocumentOutcome | null} doc the top frame's document
- * @param {{ mode: string, forced: string[], altSvc?: Map<string, string | null> | null, unfinished?: import('./network.js').Unfinished[] }} ctx
+ * A timeout whose page did not answer the agent (`busy`: its renderer held
+ * by a script) says so first: what the network shows then is what the
+ * page did not read, not what did not arrive.
+ * @param {{ mode: string, forced: string[], altSvc?: Map<string, string | null> | null, unfinished?: import('./network.js').Unfinished[], busy?: boolean }} ctx
  * @returns {{ status: string, error: string, failure_kind?: string }}
  */
-export function judgeFailure (err, doc, { mode, forced, altSvc = null, unfinished = [] }) {
+export function judgeFailure (err, doc, { mode, forced, altSvc = null, unfinished = [], busy = false }) {
   const status = err instanceof PageLoadError || err instanceof ProbeError ? err.status : 'error'
   const message = err instanceof Error ? err.message : String(err)
   if (err instanceof PageLoadError && err.failureKind) return { status, error: message, failure_kind: err.failureKind }
+  if (status === 'timeout' && busy) return { status, error: `${message}: the page did not answer the agent: ${BUSY_PAGE}` }
   // A page whose document never ends (it streams without end, or stalls
   // after its headers) is told from one that never answered.
   if (status === 'timeout' && doc?.arriving) {
     const got = doc.arrived_bytes > 0 ? ` (${doc.arrived_bytes.toLocaleString('en-US')} bytes by then)` : ''
     return { status, error: `${message}: the document answered, but its body was still arriving${got}` }
   }
-  if (status === 'timeout' && doc?.responded && !doc.failed) {
+  if (status === 'timeout' && err instanceof PageLoadError && doc?.responded && !doc.failed) {
     return { status, error: `${message}: ${unfinished.length ? unfinishedText(unfinished) : 'every request had finished, but the page fired no load event by then: a script may still be running, or one stopped the load (window.stop())'}` }
   }
   if (status !== 'error' || !doc || (err instanceof PageLoadError && err.httpStatus !== null)) return { status, error: message }
@@ -410,6 +419,15 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null, unfinishe
     }
   }
   return { status, error: message }
+}
+
+/**
+ * Whether a load timed out on a page that does not answer the agent (answers).
+ * @param {unknown} err
+ * @param {import('puppeteer-core').Page | null} page
+ */
+async function busyPage (err, page) {
+  return err instanceof PageLoadError && err.status === 'timeout' && page !== null && !(await answers(page))
 }
 
 /** How many unfinished requests a timeout's error names; it counts the rest. */

@@ -214,7 +214,7 @@ async function recordCdp (page) {
     /** How many document requests the top frame made so far (a redirect's hops each count): a page that went on to another asked for one more. */
     documentCount: () => mainDocuments,
     /** The requests besides the top frame's document that have neither finished nor failed, in the order they started. */
-    unfinished: () => unfinishedOf(open.values(), mainDocument),
+    unfinished: () => unfinishedOf(open.values(), mainDocument, all.slice(taken)),
     /** Requests recorded since the last call, and their totals (async as Firefox's, agents/browsers/firefox-network.js). */
     async take () {
       const recs = all.slice(taken)
@@ -237,13 +237,25 @@ async function recordCdp (page) {
 }
 
 /**
+ * Requests a page's load event does not wait for: named after those it
+ * does when a load timed out (unfinishedOf).
+ */
+const NOT_HOLDING_LOAD = new Set(['XHR', 'Fetch', 'EventSource', 'WebSocket', 'Ping', 'Prefetch', 'Preflight', 'CSPViolationReport', 'Media'])
+
+/**
+ * The requests of the view under way (since the last take()) that have
+ * neither finished nor failed, besides the top frame's document: those the
+ * load event waits for first, each in the order they started.
  * @param {Iterable<Record<string, any>>} open the recording's requests not yet ended
  * @param {Record<string, any> | null} mainDocument
+ * @param {Record<string, any>[]} view the requests recorded since the last take()
  * @returns {Unfinished[]}
  */
-export function unfinishedOf (open, mainDocument) {
-  return [...open].filter((rec) => rec !== mainDocument && !rec.finished && !rec.failed)
-    .sort((a, b) => a.start - b.start)
+export function unfinishedOf (open, mainDocument, view) {
+  const recent = new Set(view)
+  const waits = (/** @type {Record<string, any>} */ rec) => (NOT_HOLDING_LOAD.has(rec.type) ? 1 : 0)
+  return [...open].filter((rec) => recent.has(rec) && rec !== mainDocument && !rec.finished && !rec.failed)
+    .sort((a, b) => waits(a) - waits(b) || a.start - b.start)
     .map((rec) => ({ url: rec.url, responded: Boolean(rec.responded) }))
 }
 

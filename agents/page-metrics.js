@@ -77,6 +77,23 @@ const ANSWER_WAIT_MS = 1000
 const LCP_WAIT_MS = 300
 /** Upper bound for reading metrics out of a loaded page. */
 export const COLLECT_TIMEOUT_MS = 5000
+/** How long a page has to answer a script of the agent's before it counts as busy (answers). */
+const RESPONSIVE_WAIT_MS = 2000
+
+/**
+ * Whether the page's renderer answers a script of the agent's within
+ * RESPONSIVE_WAIT_MS. A page whose script runs without end (a loop) holds its
+ * renderer's main thread, and every script waits behind it, the agent's
+ * too: a load or a read that did not end there is the page's doing, not
+ * the network's.
+ * @param {import('puppeteer-core').Page} page
+ */
+export async function answers (page) {
+  return withTimeout(evaluateIsolated(page, () => true), RESPONSIVE_WAIT_MS, 'a script of the agent\'s').then(() => true, () => false)
+}
+
+/** Why a page did not answer (answers), as a run says it. */
+export const BUSY_PAGE = 'its renderer was busy (a script that runs without end does this)'
 
 export class PageLoadError extends Error {
   /**

@@ -122,7 +122,7 @@ export const trialOutcomeSchema = {
           ms: { type: 'number' },
           error: { type: ['string', 'null'], maxLength: 4000 },
           navigated: { type: 'boolean' },
-          url: { type: ['string', 'null'], maxLength: 4096 },
+          url: { type: ['string', 'null'], maxLength: JOURNEY_LIMITS.stepUrlChars },
           ttfb_ms: { type: ['number', 'null'] },
           load_ms: { type: ['number', 'null'] }
         }

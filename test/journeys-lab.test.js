@@ -370,6 +370,15 @@ test('"try it": the location\'s agent runs the journey once in the H2 arm, shows
   })
   assert.equal(hopping.outcome.status, 'ok', hopping.outcome.error)
 
+  // A step that reaches an address longer than a trial's answer keeps
+  // (4,096 characters): the trial is stored, with the address's start.
+  const far = await tryJourney({
+    journey: { steps: [{ action: 'navigate', url: '/shop/login.html' }, { action: 'eval', script: 'location.href = "/shop/login.html?q=" + "x".repeat(6000); return true' }, { action: 'wait_for', selector: 'body' }] }
+  })
+  assert.equal(far.outcome.status, 'ok', far.outcome.error)
+  assert.equal(far.outcome.steps[1].url.length, 4096)
+  assert.match(far.outcome.steps[1].url, /\/shop\/login\.html\?q=x+$/)
+
   const bad = await call('/api/v1/journeys/trials', { method: 'POST', json: { location_id: 'lab-shop', url: `${origin.baseUrl}/`, journey: { steps: [{ action: 'click' }] } } })
   assert.equal(bad.status, 400)
   assert.equal(JSON.parse(bad.text).field, 'journey.steps[0].selector')

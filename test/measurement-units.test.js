@@ -130,6 +130,18 @@ test('a round of pages with long URLs, many origins or many results is cut to wh
   assert.ok(weight(oneMore) > limit)
   // The default leaves room under what the API takes for what a submission adds.
   assert.ok(ROUND_RESULTS_BYTES + 1024 * 1024 < RESULTS_BODY_LIMIT)
+  // A probe's warm-up keeps its requests as a page does: its URLs cut, its list in the count.
+  const warm = page(1, 10)
+  warm.details.warmup = { url: 'https://example.net/', requests: 1000, requests_detail: page(1000, 20_000).details.requests }
+  const [warmed] = withinRoundLimit([warm])
+  assert.ok(warmed.details.warmup.requests_detail.every((/** @type {any} */ q) => q.url.length === MAX_KEPT_URL && q.url_length > 20_000))
+  const [tight] = withinRoundLimit([warmed], weight([warmed]) / 2)
+  assert.ok(tight.details.warmup.requests_detail.length < 1000)
+  assert.equal(tight.details.warmup.requests_detail.length + tight.details.warmup.requests_not_kept, 1000)
+  assert.ok(weight([tight]) <= weight([warmed]) / 2)
+  // A round over the limit with no request at all is left whole: cutting its requests would not make it fit.
+  const bare = [page(50, 10, { notes: Array.from({ length: 50 }, (_, i) => ({ code: 'n', message: `${i}`.repeat(900) })) })]
+  assert.deepEqual(withinRoundLimit(bare, 1000), bare)
   // A result cut already (a page of more than 1,000 requests) adds what this cut leaves out.
   const [more] = withinRoundLimit([page(1200, 10)], weight([page(1200, 10)]) / 4)
   assert.equal(more.details.requests.length + more.details.requests_not_kept, 1200)

@@ -13,7 +13,7 @@ import { createBrowserPool } from '../agents/browsers/chromium.js'
 import { hostPort } from '../lib/measurement/modes.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { createJobRunner } from '../agents/job-runner.js'
-import { isEmptyDocument, judgeFailure, judgeFirefoxH3, measurePage, PageLoadError } from '../agents/measure.js'
+import { isEmptyDocument, judgeFailure, judgeFirefoxH3, measurePage, PageLoadError, ProbeError } from '../agents/measure.js'
 import { documentOutcome } from '../agents/network.js'
 import { discoverChain } from '../agents/redirects.js'
 import { startOrigin } from '../lab/origin.js'
@@ -274,6 +274,9 @@ describe('judging a document and a failure (pure rules)', () => {
     // The document itself not answered, or nothing left: the timeout as it is.
     assert.equal(judgeFailure(timeout, { ...came, responded: false, arrived_bytes: 0 }, { ...ctx, unfinished }).error, timeout.message)
     // Nothing left to load, yet no load event (Firefox's run of a page that calls window.stop()).
+    // A probe's own timeout after a warm-up that loaded is no load's.
+    const probeTimeout = new ProbeError('5 parallel requests took longer than 3000 ms', { url: 'https://a.test/', probe: 'parallel', status: 'timeout' })
+    assert.deepEqual(judgeFailure(probeTimeout, came, { ...ctx, unfinished }), { status: 'timeout', error: probeTimeout.message })
     assert.equal(judgeFailure(timeout, came, { ...ctx, unfinished: [] }).error,
       'load did not finish within 3000 ms: https://a.test/: every request had finished, but the page fired no load event by then: a script may still be running, or one stopped the load (window.stop())')
   })

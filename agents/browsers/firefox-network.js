@@ -164,7 +164,7 @@ export async function recordFirefoxNetwork (page) {
     documentProtocol: () => (mainDocument ?? documentRecord)?.protocol ?? null,
     mainDocument: () => (mainDocument ? documentOutcome(/** @type {Record<string, any>} */ (mainDocument)) : null),
     documentCount: () => mainDocuments,
-    unfinished: () => unfinishedOf(open.values(), mainDocument),
+    unfinished: () => unfinishedOf(open.values(), mainDocument, all.slice(taken)),
     /** Requests recorded since the last call, and their totals. */
     async take () {
       const recs = all.slice(taken)

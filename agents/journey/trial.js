@@ -6,6 +6,8 @@ import { measureJourney } from '../probes/journey.js'
 import { guardInForce, runConfinement } from '../job-runner.js'
 import { journeyTargets } from '../../lib/measurement/journey/steps.js'
 import { scrubSecrets, secretValues } from '../../lib/measurement/journey/secrets.js'
+import { JOURNEY_LIMITS } from '../../lib/measurement/probes/journey.js'
+import { MAX_ERROR_LENGTH, storableText } from '../../lib/runtime/text.js'
 
 /**
  * @param {{ pool: any, lab?: import('../job-runner.js').LabTarget | null, timeoutMs: number, log: import('pino').Logger,
@@ -34,6 +36,22 @@ export function createTrialRunner ({ pool, lab = null, timeoutMs, log, guard = n
       steps: whole.journey?.steps ?? []
     }
     log.info({ trial: trial.id, status: outcome.status }, 'journey trial run')
-    return { outcome: scrubSecrets(outcome, secretValues(trial.journey)), screenshot: whole.screenshot ?? null }
+    return { outcome: withinTrialLimits(scrubSecrets(outcome, secretValues(trial.journey))), screenshot: whole.screenshot ?? null }
+  }
+}
+
+/**
+ * A trial's outcome as the API takes it: errors and the addresses steps
+ * reached cut to their limits (a page's URL may run to tens of thousands of
+ * characters, and an error names it), after its secrets are masked so that
+ * a cut never leaves the start of one.
+ * @param {{ error: string | null, steps: Record<string, any>[] } & Record<string, any>} outcome
+ */
+function withinTrialLimits (outcome) {
+  const cut = (/** @type {unknown} */ v, /** @type {number} */ max) => (typeof v === 'string' ? storableText(v, max) : v)
+  return {
+    ...outcome,
+    error: cut(outcome.error, MAX_ERROR_LENGTH),
+    steps: outcome.steps.map((s) => ({ ...s, error: cut(s.error, MAX_ERROR_LENGTH), url: cut(s.url, JOURNEY_LIMITS.stepUrlChars) }))
   }
 }

@@ -101,7 +101,7 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
     for (const named of namedSteps(journey)) {
       extra.push(stepResult({ named, outcomes, network: { range }, protocol, judged, documentProtocol, base: result, view }))
     }
-    summarize(result)
+    await summarize(result)
     fillJourney(result, outcomes, journey, { protocol, judged, documentProtocol })
   })
 }

@@ -7,6 +7,7 @@ import { parallelFetch } from '../page/parallel-fetch.js'
 import { ProbeError, evaluateIsolated, withTimeout } from '../page-metrics.js'
 import { round } from '../../lib/measurement/units.js'
 import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
+import { MAX_KEPT_REQUESTS } from '../../lib/measurement/result.js'
 
 /**
  * @param {import('../measure.js').MeasureOptions & { targetUrl?: string, count?: number }} opts
@@ -47,8 +48,9 @@ export async function warmUp (page, url, mode, timeoutMs, result, network) {
   /** @type {Record<string, any>} the navigation's figures, as loadAndRead reads them */
   const nav = {}
   try {
-    // The warm-up is there for its connection: an empty page serves as well.
-    await loadAndRead(page, url, mode, timeoutMs, nav, network, { allowEmpty: true })
+    // The warm-up is there for its connection: an empty page, or one that
+    // stops its own load, serves as well.
+    await loadAndRead(page, url, mode, timeoutMs, nav, network, { allowEmpty: true, allowNoLoadEvent: true })
   } finally {
     const seen = await network.take()
     result.warmup = {
@@ -57,7 +59,9 @@ export async function warmUp (page, url, mode, timeoutMs, result, network) {
       observed_protocol: nav.observed_protocol ?? null,
       load_ms: nav.load_ms ?? null,
       requests: seen.requests,
-      requests_detail: seen.requests_detail
+      // The first that started, as a page's result keeps them (lib/measurement/result.js).
+      requests_detail: seen.requests_detail.slice(0, MAX_KEPT_REQUESTS),
+      ...(seen.requests_detail.length > MAX_KEPT_REQUESTS ? { requests_not_kept: seen.requests_detail.length - MAX_KEPT_REQUESTS } : {})
     }
     result.origins = seen.origins
     for (const k of ['dns_ms', 'connect_ms', 'tls_ms', 'ttfb_ms']) result[k] = nav[k] ?? null

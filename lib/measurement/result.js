@@ -136,30 +136,32 @@ export function toSubmission (m, { rtt, rttSource = null }) {
 
 /**
  * A round's results as the API takes them, however heavy the page: each
- * kept request's URL cut to MAX_KEPT_URL characters, each result's origins
- * to MAX_KEPT_ORIGINS and their Alt-Svc to MAX_KEPT_ALT_SVC; and when the
- * round is still over `limit` bytes of JSON (a journey of 30 steps on a
- * heavy page has 124 results of up to 1,000 requests each), every result
- * keeps only its first requests, as many as fit, the same number for each.
- * What is cut is said: url_length on a request, requests_not_kept and
- * origins_not_kept on a result. Counts, bytes and shares are of every
- * request, as measured. Done after a journey's secrets are masked, so that
- * a cut never leaves the start of a secret.
+ * kept request's URL cut to MAX_KEPT_URL characters (a page's and a probe's
+ * warm-up's), each result's origins to MAX_KEPT_ORIGINS and their Alt-Svc
+ * to MAX_KEPT_ALT_SVC; and when the round is still over `limit` bytes of
+ * JSON (a journey of 30 steps on a heavy page has 124 results of up to
+ * 1,000 requests each), every request list keeps only its first requests,
+ * as many as fit, the same number in each. What is cut is said: url_length
+ * on a request, requests_not_kept beside a list, origins_not_kept on a
+ * result. Counts, bytes and shares are of every request, as measured. Done
+ * after a journey's secrets are masked, so that a cut never leaves the
+ * start of a secret. A round that would be over the limit with no request
+ * at all is left as it is: cutting requests would not make it fit.
  * @param {Record<string, any>[]} results submissions (toSubmission)
  * @param {number} [limit] bytes
  * @returns {Record<string, any>[]}
  */
 export function withinRoundLimit (results, limit = ROUND_RESULTS_BYTES) {
   const cut = results.map(cutEvidence)
-  const bytes = (/** @type {unknown} */ v) => Buffer.byteLength(JSON.stringify(v) ?? '')
-  // Each result's JSON without its requests, and each kept request's (a comma after each but the last).
-  const bare = cut.map((r) => bytes(keepFirst(r, 0)))
-  /** @type {number[][]} */
-  const sizes = cut.map((r) => (Array.isArray(r.details?.requests) ? r.details.requests.map((/** @type {unknown} */ q) => bytes(q) + 1) : []))
-  const weight = (/** @type {number} */ k) => cut.reduce((total, _, i) => total + bare[i] + sizes[i].slice(0, k).reduce((a, b) => a + b, 0), 0) + cut.length + 1
-  const most = Math.max(0, ...sizes.map((s) => s.length))
-  if (weight(most) <= limit) return cut
-  // The most requests per result that fit: weight grows with k.
+  // Each result's JSON without its requests, and each request's (with the
+  // comma after it), counted once; the round's JSON at k requests a list
+  // is then a sum, never more than the JSON itself.
+  const bare = cut.map((r) => jsonBytes(keepFirst(r, 0)))
+  const sizes = cut.map((r) => requestLists(r).map((list) => list.map((q) => requestBytes(q) + 1)))
+  const weight = (/** @type {number} */ k) => cut.reduce((total, _, i) => total + bare[i] + sizes[i].reduce((sum, list) => sum + list.slice(0, k).reduce((a, b) => a + b, 0), 0), 0) + cut.length + 1
+  const most = Math.max(0, ...sizes.flat().map((list) => list.length))
+  if (weight(most) <= limit || weight(0) > limit) return cut
+  // The most requests a list that fit: weight grows with k.
   let lo = 0
   let hi = most
   while (lo < hi) {
@@ -171,15 +173,47 @@ export function withinRoundLimit (results, limit = ROUND_RESULTS_BYTES) {
 }
 
 /**
+ * Where a result keeps requests: its own (details.requests) and a probe's
+ * warm-up's (details.warmup.requests_detail), each with the count of those
+ * not kept beside it.
+ * @type {{ get: (d: Record<string, any>) => unknown, notKept: (d: Record<string, any>) => number | undefined, set: (d: Record<string, any>, list: unknown[], notKept: number) => Record<string, any> }[]}
+ */
+const REQUEST_LISTS = [
+  {
+    get: (d) => d.requests,
+    notKept: (d) => d.requests_not_kept,
+    set: (d, list, notKept) => ({ ...d, requests: list, ...(notKept ? { requests_not_kept: notKept } : {}) })
+  },
+  {
+    get: (d) => (d.warmup && typeof d.warmup === 'object' ? d.warmup.requests_detail : undefined),
+    notKept: (d) => d.warmup.requests_not_kept,
+    set: (d, list, notKept) => ({ ...d, warmup: { ...d.warmup, requests_detail: list, ...(notKept ? { requests_not_kept: notKept } : {}) } })
+  }
+]
+
+/**
+ * A result's request lists (REQUEST_LISTS), those it has.
+ * @param {Record<string, any>} r
+ * @returns {any[][]}
+ */
+function requestLists (r) {
+  const d = r.details
+  if (!d || typeof d !== 'object') return []
+  return REQUEST_LISTS.map((l) => l.get(d)).filter(Array.isArray)
+}
+
+/**
  * A result with its URLs, origins and Alt-Svc values cut (withinRoundLimit).
  * @param {Record<string, any>} r
  */
 function cutEvidence (r) {
   const d = r.details
   if (!d || typeof d !== 'object') return r
-  const out = { ...d }
-  if (Array.isArray(d.requests)) {
-    out.requests = d.requests.map((/** @type {any} */ q) => (typeof q?.url === 'string' && q.url.length > MAX_KEPT_URL ? { ...q, url: storableText(q.url, MAX_KEPT_URL), url_length: q.url.length } : q))
+  let out = { ...d }
+  for (const l of REQUEST_LISTS) {
+    const list = l.get(out)
+    if (!Array.isArray(list)) continue
+    out = l.set(out, list.map((q) => (typeof q?.url === 'string' && q.url.length > MAX_KEPT_URL ? { ...q, url: storableText(q.url, MAX_KEPT_URL), url_length: q.url.length } : q)), l.notKept(out) ?? 0)
   }
   if (Array.isArray(d.origins)) {
     out.origins = d.origins.slice(0, MAX_KEPT_ORIGINS)
@@ -190,14 +224,37 @@ function cutEvidence (r) {
 }
 
 /**
- * A result that keeps only its first `k` requests; the rest count in requests_not_kept.
+ * A result whose request lists keep only their first `k` requests; the
+ * rest count in the list's requests_not_kept.
  * @param {Record<string, any>} r
  * @param {number} k
  */
 function keepFirst (r, k) {
-  const requests = r.details?.requests
-  if (!Array.isArray(requests) || requests.length <= k) return r
-  return { ...r, details: { ...r.details, requests: requests.slice(0, k), requests_not_kept: (r.details.requests_not_kept ?? 0) + requests.length - k } }
+  if (!requestLists(r).some((list) => list.length > k)) return r
+  let d = r.details
+  for (const l of REQUEST_LISTS) {
+    const list = l.get(d)
+    if (!Array.isArray(list) || list.length <= k) continue
+    d = l.set(d, list.slice(0, k), (l.notKept(d) ?? 0) + list.length - k)
+  }
+  return { ...r, details: d }
+}
+
+/** @param {unknown} v */
+function jsonBytes (v) {
+  return Buffer.byteLength(JSON.stringify(v) ?? '')
+}
+
+/**
+ * A request's bytes of JSON, its URL counted without writing it out again
+ * (most of a heavy request is its URL, printable ASCII in the browsers'
+ * events: as many bytes as characters).
+ * @param {any} q
+ */
+function requestBytes (q) {
+  if (!q || typeof q !== 'object' || typeof q.url !== 'string') return jsonBytes(q)
+  const plain = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(q.url)
+  return jsonBytes({ ...q, url: '' }) + (plain ? q.url.length : jsonBytes(q.url) - 2)
 }
 
 /**

@@ -30,7 +30,9 @@ export const JOURNEY_LIMITS = Object.freeze({
   selectorChars: 500,
   textChars: 2000,
   scriptChars: 10_000,
-  waitMs: 60_000
+  waitMs: 60_000,
+  // A step's outcome as a trial reports it: the address it reached, at most.
+  stepUrlChars: 4096
 })
 
 /**

@@ -60,7 +60,7 @@ export function resultFromDevtools (devtools, { mode, view, expected, agentError
   row.details = {
     requests: shown,
     ...(requests.length > MAX_KEPT_REQUESTS ? { requests_not_kept: requests.length - MAX_KEPT_REQUESTS } : {}),
-    origins: originsSeen(requests.slice(0, MAX_KEPT_REQUESTS)),
+    ...originsOf(requests.slice(0, MAX_KEPT_REQUESTS)),
     wpt: {
       test_id: text(page.testID, 200),
       result: num(page.result),
@@ -288,7 +288,16 @@ function originsSeen (requests) {
       o.h3_advertised = advertisesH3(value)
     }
   }
-  return [...byOrigin.values()].slice(0, MAX_KEPT_ORIGINS)
+  return [...byOrigin.values()]
+}
+
+/**
+ * A run's origins as a result keeps them: the first MAX_KEPT_ORIGINS, and how many more.
+ * @param {Record<string, any>[]} requests
+ */
+function originsOf (requests) {
+  const all = originsSeen(requests)
+  return { origins: all.slice(0, MAX_KEPT_ORIGINS), ...(all.length > MAX_KEPT_ORIGINS ? { origins_not_kept: all.length - MAX_KEPT_ORIGINS } : {}) }
 }
 
 /** @param {string} mode @param {string} view @returns {Record<string, any>} */
