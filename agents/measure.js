@@ -6,7 +6,7 @@ import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
 import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
 import { runPlan } from './browsers/index.js'
 import { metaRefresh } from './page/meta-refresh.js'
-import { answers, BUSY_PAGE, collectPageMetrics, evaluateIsolated, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
+import { answers, BUSY_PAGE, isStuck, collectPageMetrics, evaluateIsolated, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
@@ -157,7 +157,8 @@ export async function measure (opts, steps) {
     } catch (err) {
       fault = await infrastructureFault(err, { browser, navigating, rendererCrashed })
       if (!fault) {
-        Object.assign(result, judgeFailure(err, network?.mainDocument() ?? null, { mode: protocol, forced, altSvc, unfinished: network?.unfinished() ?? [], busy: await busyPage(err, page) }))
+        const doc = network?.mainDocument() ?? null
+        Object.assign(result, judgeFailure(err, doc, { mode: protocol, forced, altSvc, unfinished: network?.unfinished() ?? [], busy: await busyPage(err, page, doc) }))
         // Anything but a page or probe failure (a protocol timeout, a
         // script that would not run) is recorded against the run, and is
         // also worth a look.
@@ -176,7 +177,10 @@ export async function measure (opts, steps) {
         Object.assign(result, judgeFirefoxH3(result, { documentUrl: network?.mainDocument()?.url ?? url, forced, altSvc }))
       }
       if (guard) for (const r of [result, ...extra]) guard.judge(r, { documentUrl: network?.mainDocument()?.url ?? url, since })
-      if (context && !dedicated && pool.retire) await pool.retire(context)
+      // A page whose renderer is still held by its script is closed now,
+      // not kept until the next round: it would spin beside the round's
+      // next loads and skew them.
+      if (context && !dedicated && pool.retire && !(page && isStuck(page))) await pool.retire(context)
       else await context?.close().catch((/** @type {any} */ err) => log.warn({ err, url }, 'closing browser context failed'))
     }
   }
@@ -233,7 +237,8 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
       // The browser going away fails the round, not the repeat view.
       const fault = await infrastructure(err)
       if (fault) throw fault
-      Object.assign(repeat, judgeFailure(err, network.mainDocument(), { mode: protocol, forced: result.forced_origins, altSvc, unfinished: network.unfinished(), busy: await busyPage(err, page) }))
+      const doc = network.mainDocument()
+      Object.assign(repeat, judgeFailure(err, doc, { mode: protocol, forced: result.forced_origins, altSvc, unfinished: network.unfinished(), busy: await busyPage(err, page, doc) }))
     }
     await summarize(repeat)
     repeat.repeat = reuseOf(repeat.requests_detail)
@@ -422,12 +427,16 @@ export function judgeFailure (err, doc, { mode, forced, altSvc = null, unfinishe
 }
 
 /**
- * Whether a load timed out on a page that does not answer the agent (answers).
+ * Whether a load timed out on a page that does not answer the agent
+ * (answers). Asked only of a document that answered: one that never did
+ * (a server that hangs) is no page's script, and its round's time is not
+ * spent on asking.
  * @param {unknown} err
  * @param {import('puppeteer-core').Page | null} page
+ * @param {import('./network.js').DocumentOutcome | null} doc the top frame's document
  */
-async function busyPage (err, page) {
-  return err instanceof PageLoadError && err.status === 'timeout' && page !== null && !(await answers(page))
+async function busyPage (err, page, doc) {
+  return err instanceof PageLoadError && err.status === 'timeout' && page !== null && Boolean(doc?.responded) && !(await answers(page))
 }
 
 /** How many unfinished requests a timeout's error names; it counts the rest. */

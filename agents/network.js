@@ -66,6 +66,8 @@ async function recordCdp (page) {
   let mainDocument = null
   let mainDocuments = 0
   let taken = 0
+  /** Where the top frame's latest document request is in `all`: its view's requests follow. */
+  let viewFrom = 0
   /** The requests' events recorded (id and time), whichever session reported them. @type {Set<string>} */
   const reported = new Set()
   const { frameTree } = await cdp.send('Page.getFrameTree')
@@ -126,6 +128,7 @@ async function recordCdp (page) {
       if (e.type === 'Document' && e.frameId === mainFrameId) {
         mainDocument = rec
         mainDocuments++
+        viewFrom = all.length
       }
       // An iframe's document: not the page's (the journey's last document, the run's reason).
       if (e.type === 'Document' && e.frameId !== mainFrameId) rec.subframe = true
@@ -214,7 +217,7 @@ async function recordCdp (page) {
     /** How many document requests the top frame made so far (a redirect's hops each count): a page that went on to another asked for one more. */
     documentCount: () => mainDocuments,
     /** The requests besides the top frame's document that have neither finished nor failed, in the order they started. */
-    unfinished: () => unfinishedOf(open.values(), mainDocument, all.slice(taken)),
+    unfinished: () => unfinishedOf(open.values(), mainDocument, all.slice(viewFrom)),
     /** Requests recorded since the last call, and their totals (async as Firefox's, agents/browsers/firefox-network.js). */
     async take () {
       const recs = all.slice(taken)
@@ -240,15 +243,15 @@ async function recordCdp (page) {
  * Requests a page's load event does not wait for: named after those it
  * does when a load timed out (unfinishedOf).
  */
-const NOT_HOLDING_LOAD = new Set(['XHR', 'Fetch', 'EventSource', 'WebSocket', 'Ping', 'Prefetch', 'Preflight', 'CSPViolationReport', 'Media'])
+const NOT_HOLDING_LOAD = new Set(['XHR', 'Fetch', 'EventSource', 'WebSocket', 'Ping', 'Prefetch', 'Preflight', 'CSPViolationReport'])
 
 /**
- * The requests of the view under way (since the last take()) that have
- * neither finished nor failed, besides the top frame's document: those the
- * load event waits for first, each in the order they started.
+ * The requests of the page under way (since the top frame last asked for a
+ * document) that have neither finished nor failed, besides that document:
+ * those the load event waits for first, each in the order they started.
  * @param {Iterable<Record<string, any>>} open the recording's requests not yet ended
  * @param {Record<string, any> | null} mainDocument
- * @param {Record<string, any>[]} view the requests recorded since the last take()
+ * @param {Record<string, any>[]} view the requests recorded since the top frame's latest document request, that one first
  * @returns {Unfinished[]}
  */
 export function unfinishedOf (open, mainDocument, view) {

@@ -80,16 +80,32 @@ export const COLLECT_TIMEOUT_MS = 5000
 /** How long a page has to answer a script of the agent's before it counts as busy (answers). */
 const RESPONSIVE_WAIT_MS = 2000
 
+/** Pages found not to answer (answers): their renderer is still held, and their context is closed, not kept for later (agents/measure.js). */
+const stuck = new WeakSet()
+
 /**
  * Whether the page's renderer answers a script of the agent's within
  * RESPONSIVE_WAIT_MS. A page whose script runs without end (a loop) holds its
  * renderer's main thread, and every script waits behind it, the agent's
  * too: a load or a read that did not end there is the page's doing, not
- * the network's.
+ * the network's. Only the wait running out counts: a script that failed
+ * (its document went away meanwhile) was answered.
  * @param {import('puppeteer-core').Page} page
  */
 export async function answers (page) {
-  return withTimeout(evaluateIsolated(page, () => true), RESPONSIVE_WAIT_MS, 'a script of the agent\'s').then(() => true, () => false)
+  const waited = new Error('no answer')
+  const answered = await withTimeout(Promise.resolve().then(() => evaluateIsolated(page, () => true)), RESPONSIVE_WAIT_MS, 'a script of the agent\'s', () => waited)
+    .then(() => true, (err) => err !== waited)
+  if (!answered) stuck.add(page)
+  return answered
+}
+
+/**
+ * Whether the page was found not to answer (answers).
+ * @param {import('puppeteer-core').Page} page
+ */
+export function isStuck (page) {
+  return stuck.has(page)
 }
 
 /** Why a page did not answer (answers), as a run says it. */

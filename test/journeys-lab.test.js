@@ -376,6 +376,7 @@ test('"try it": the location\'s agent runs the journey once in the H2 arm, shows
     journey: { steps: [{ action: 'navigate', url: '/shop/login.html' }, { action: 'eval', script: 'location.href = "/shop/login.html?q=" + "x".repeat(6000); return true' }, { action: 'wait_for', selector: 'body' }] }
   })
   assert.equal(far.outcome.status, 'ok', far.outcome.error)
+  assert.equal(far.outcome.steps[1].navigated, true, JSON.stringify(far.outcome.steps[1]).slice(0, 300))
   assert.equal(far.outcome.steps[1].url.length, 4096)
   assert.match(far.outcome.steps[1].url, /\/shop\/login\.html\?q=x+$/)
 

@@ -139,9 +139,16 @@ test('a round of pages with long URLs, many origins or many results is cut to wh
   assert.ok(tight.details.warmup.requests_detail.length < 1000)
   assert.equal(tight.details.warmup.requests_detail.length + tight.details.warmup.requests_not_kept, 1000)
   assert.ok(weight([tight]) <= weight([warmed]) / 2)
-  // A round over the limit with no request at all is left whole: cutting its requests would not make it fit.
-  const bare = [page(50, 10, { notes: Array.from({ length: 50 }, (_, i) => ({ code: 'n', message: `${i}`.repeat(900) })) })]
-  assert.deepEqual(withinRoundLimit(bare, 1000), bare)
+  // A round over the limit even with no request keeps none (below what the API takes, it may still fit).
+  const [bare] = withinRoundLimit([page(50, 10, { notes: Array.from({ length: 50 }, (_, i) => ({ code: 'n', message: `${i}`.repeat(900) })) })], 1000)
+  assert.deepEqual([bare.details.requests.length, bare.details.requests_not_kept, bare.requests], [0, 50, 50])
+  // A URL JSON writes longer than it is (quotes, backslashes, control and non-ASCII characters) is counted as written.
+  const odd = [page(1, 10), page(1, 10)]
+  odd[0].details.requests = Array.from({ length: 40 }, (_, i) => ({ url: `https://example.net/${i}?q="\\\u0001é😀${'"'.repeat(200)}`, start_ms: i }))
+  const oddLimit = weight(odd) - 1
+  const oddFit = withinRoundLimit(odd, oddLimit)
+  assert.ok(weight(oddFit) <= oddLimit && oddFit[0].details.requests.length === 39, `${weight(oddFit)} bytes, ${oddFit[0].details.requests.length} kept`)
+  assert.equal(oddFit[1].details.requests.length, 1, 'a list under the cut is left whole')
   // A result cut already (a page of more than 1,000 requests) adds what this cut leaves out.
   const [more] = withinRoundLimit([page(1200, 10)], weight([page(1200, 10)]) / 4)
   assert.equal(more.details.requests.length + more.details.requests_not_kept, 1200)

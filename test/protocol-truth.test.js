@@ -14,7 +14,7 @@ import { hostPort } from '../lib/measurement/modes.js'
 import { labBrowserFlags } from '../lib/measurement/browsers/chromium.js'
 import { createJobRunner } from '../agents/job-runner.js'
 import { isEmptyDocument, judgeFailure, judgeFirefoxH3, measurePage, PageLoadError, ProbeError } from '../agents/measure.js'
-import { documentOutcome } from '../agents/network.js'
+import { documentOutcome, unfinishedOf } from '../agents/network.js'
 import { discoverChain } from '../agents/redirects.js'
 import { startOrigin } from '../lab/origin.js'
 import { scheduleDueJobs } from '../lib/store/jobs.js'
@@ -273,12 +273,27 @@ describe('judging a document and a failure (pure rules)', () => {
       'load did not finish within 3000 ms: https://a.test/: 1 request had not finished by then: https://a.test/a.png (no answer)')
     // The document itself not answered, or nothing left: the timeout as it is.
     assert.equal(judgeFailure(timeout, { ...came, responded: false, arrived_bytes: 0 }, { ...ctx, unfinished }).error, timeout.message)
-    // Nothing left to load, yet no load event (Firefox's run of a page that calls window.stop()).
     // A probe's own timeout after a warm-up that loaded is no load's.
     const probeTimeout = new ProbeError('5 parallel requests took longer than 3000 ms', { url: 'https://a.test/', probe: 'parallel', status: 'timeout' })
     assert.deepEqual(judgeFailure(probeTimeout, came, { ...ctx, unfinished }), { status: 'timeout', error: probeTimeout.message })
+    // A page that did not answer the agent: its renderer, not the network, held the load.
+    const busy = `${timeout.message}: the page did not answer the agent: its renderer was busy (a script that runs without end does this)`
+    assert.equal(judgeFailure(timeout, { ...came, arriving: true }, { ...ctx, unfinished, busy: true }).error, busy)
+    assert.equal(judgeFailure(timeout, { ...came, responded: false }, { ...ctx, busy: true }).error, busy)
+    // Nothing left to load, yet no load event (Firefox's run of a page that calls window.stop()).
     assert.equal(judgeFailure(timeout, came, { ...ctx, unfinished: [] }).error,
       'load did not finish within 3000 ms: https://a.test/: every request had finished, but the page fired no load event by then: a script may still be running, or one stopped the load (window.stop())')
+  })
+
+  test('the requests a timeout names are of the page under way, those a load event waits for first, each in the order they started', () => {
+    const rec = (/** @type {string} */ url, /** @type {string} */ type, /** @type {number} */ start, extra = {}) => ({ url, type, start, finished: false, failed: null, responded: false, ...extra })
+    const doc = rec('https://a.test/', 'Document', 1, { responded: true })
+    const earlier = rec('https://a.test/first-view.js', 'Script', 0)
+    const view = [doc, rec('https://a.test/poll', 'XHR', 2), rec('https://a.test/b.png', 'Image', 3, { responded: true }), rec('https://a.test/a.css', 'Stylesheet', 2.5),
+      rec('https://a.test/done.png', 'Image', 2, { finished: true }), rec('https://a.test/gone.png', 'Image', 2, { failed: 'net::ERR_ABORTED' })]
+    assert.deepEqual(unfinishedOf([earlier, ...view], doc, view), [
+      { url: 'https://a.test/a.css', responded: false }, { url: 'https://a.test/b.png', responded: true }, { url: 'https://a.test/poll', responded: false }
+    ])
   })
 
   test('in Firefox, "H3 not supported" is a forced origin with a known Alt-Svc without h3 that fell back to TCP or timed out', () => {

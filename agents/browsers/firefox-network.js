@@ -64,6 +64,8 @@ export async function recordFirefoxNetwork (page) {
   let mainDocument = null
   let mainDocuments = 0
   let taken = 0
+  /** Where the top frame's latest document request is in `all`: its view's requests follow. */
+  let viewFrom = 0
 
   const keyOf = (/** @type {any} */ e) => `${e.request.request}:${e.redirectCount ?? 0}`
   /** @param {any} e @param {boolean} finished */
@@ -110,6 +112,7 @@ export async function recordFirefoxNetwork (page) {
       if (type === 'Document' && e.context === mainContext && e.navigation) {
         mainDocument = rec
         mainDocuments++
+        viewFrom = all.length
       }
       // An iframe's document: not the page's (the journey's last document, the run's reason).
       if (type === 'Document' && e.context !== mainContext) rec.subframe = true
@@ -164,7 +167,7 @@ export async function recordFirefoxNetwork (page) {
     documentProtocol: () => (mainDocument ?? documentRecord)?.protocol ?? null,
     mainDocument: () => (mainDocument ? documentOutcome(/** @type {Record<string, any>} */ (mainDocument)) : null),
     documentCount: () => mainDocuments,
-    unfinished: () => unfinishedOf(open.values(), mainDocument, all.slice(taken)),
+    unfinished: () => unfinishedOf(open.values(), mainDocument, all.slice(viewFrom)),
     /** Requests recorded since the last call, and their totals. */
     async take () {
       const recs = all.slice(taken)

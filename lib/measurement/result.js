@@ -145,8 +145,8 @@ export function toSubmission (m, { rtt, rttSource = null }) {
  * on a request, requests_not_kept beside a list, origins_not_kept on a
  * result. Counts, bytes and shares are of every request, as measured. Done
  * after a journey's secrets are masked, so that a cut never leaves the
- * start of a secret. A round that would be over the limit with no request
- * at all is left as it is: cutting requests would not make it fit.
+ * start of a secret. A round over the limit even with no request keeps
+ * none: the limit leaves room below what the API takes, where it may fit.
  * @param {Record<string, any>[]} results submissions (toSubmission)
  * @param {number} [limit] bytes
  * @returns {Record<string, any>[]}
@@ -160,7 +160,7 @@ export function withinRoundLimit (results, limit = ROUND_RESULTS_BYTES) {
   const sizes = cut.map((r) => requestLists(r).map((list) => list.map((q) => requestBytes(q) + 1)))
   const weight = (/** @type {number} */ k) => cut.reduce((total, _, i) => total + bare[i] + sizes[i].reduce((sum, list) => sum + list.slice(0, k).reduce((a, b) => a + b, 0), 0), 0) + cut.length + 1
   const most = Math.max(0, ...sizes.flat().map((list) => list.length))
-  if (weight(most) <= limit || weight(0) > limit) return cut
+  if (weight(most) <= limit) return cut
   // The most requests a list that fit: weight grows with k.
   let lo = 0
   let hi = most
