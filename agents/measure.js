@@ -6,7 +6,7 @@ import { emptyResult as emptyRow, reuseOf } from '../lib/measurement/result.js'
 import { forcedOrigins, hostPort, MODES } from '../lib/measurement/modes.js'
 import { runPlan } from './browsers/index.js'
 import { metaRefresh } from './page/meta-refresh.js'
-import { answers, BUSY_PAGE, isStuck, collectPageMetrics, evaluateIsolated, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
+import { answers, BUSY_PAGE, isStuck, sameDocument, collectPageMetrics, evaluateIsolated, COLLECT_TIMEOUT_MS, leftError, load, NAVIGATED_AWAY, PageLoadError, ProbeError, rendererCrash, watchLeaving, withTimeout } from './page-metrics.js'
 import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
@@ -232,6 +232,12 @@ export async function measurePageViews ({ repeatView = false, allowEmpty = false
     const started = performance.now()
     extra.push(repeat)
     try {
+      // A URL with a fragment, asked for again from its own page, is a
+      // navigation within the document (HTML's "navigate to a fragment"):
+      // no load, and the repeat view would read the first view's figures.
+      // Through a blank page it is a load of the document again, in the
+      // same context, as a user who comes back to the URL gets.
+      if (new URL(url).hash && sameDocument(url, page.url())) await page.goto('about:blank')
       await loadAndRead(page, url, protocol, timeoutMs, repeat, network, { allowEmpty })
     } catch (err) {
       // The browser going away fails the round, not the repeat view.

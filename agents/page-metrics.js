@@ -392,7 +392,7 @@ export function leftError (url, next) {
  * @param {string} a
  * @param {string} b
  */
-function sameDocument (a, b) {
+export function sameDocument (a, b) {
   try {
     const [x, y] = [new URL(a), new URL(b)]
     x.hash = ''

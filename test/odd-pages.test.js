@@ -108,6 +108,8 @@ async function startOddPages () {
     // Pages whose script runs without end: as it parses, and after its load.
     if (req.url === '/spins') return html('<p>spinning<script>while (true) {}</script>')
     if (req.url === '/spins-later') return html('<p>spinning once loaded<script>onload = () => setTimeout(() => { while (true) {} })</script>')
+    // A page with no caching headers: each load of it asks for it again.
+    if (req.url === '/fragment-page') return html('<p>top</p><p id="part">a part of the page</p>')
     // A page that stops its own load while it parses: no load event follows.
     if (req.url === '/stops') return html('<p>stopping here<script>window.stop()</script><p>never parsed')
     // A redirect to a page that fails: the error names the page that answered so.
@@ -448,6 +450,26 @@ test('a page whose load waits for an image that asks for a login and one that ne
     const [parallel] = await measureParallel({ pool, url: `${odd.base}/login-image`, targetUrl: `${odd.base}/ping`, count: 3, mode: 'h2', extraFlags: lab, timeoutMs, log })
     assert.match(parallel.error, new RegExp(`^load did not finish within ${timeoutMs} ms: ${base}/login-image: 2 requests had not finished by then: `))
   } finally {
+    odd.close()
+  }
+})
+
+test('the repeat view of a URL with a fragment loads the document again, in Chromium and Firefox, rather than reading the first view\'s figures', async () => {
+  const odd = await startOddPages()
+  const firefoxPool = existsSync(FIREFOX) ? createFirefoxPool({ dataDir, log, executablePath: FIREFOX }) : null
+  try {
+    const [first, repeat] = await measurePageViews({ pool, url: `${odd.base}/fragment-page#part`, mode: 'h2', extraFlags: lab, timeoutMs: 5000, repeatView: true })
+    for (const v of [first, repeat]) assert.equal(v.status, 'ok', `${v.view}: ${v.error}`)
+    assert.equal(odd.asked.get('/fragment-page'), 2, 'the document asked for twice')
+    assert.ok(repeat.requests >= 1, 'the repeat view has requests of its own')
+    if (firefoxPool) {
+      const run = createJobRunner({ pool, firefoxPool, lab: { spki: origin.spki, caPath: origin.caPath, hostname: origin.hostname, address: '127.0.0.1', port: odd.port, netns: null }, timeoutMs: 10_000, log })
+      const views = await run({ id: 1, url: `${odd.base}/fragment-page#part`, modes: ['h2'], repeat_view: true, browser: 'firefox' }, { location: { kind: 'lab' } })
+      assert.deepEqual(views.map((v) => [v.view, v.status]), [['first', 'ok'], ['repeat', 'ok']], JSON.stringify(views.map((v) => v.error)))
+      assert.equal(odd.asked.get('/fragment-page'), 4, 'in Firefox too')
+    }
+  } finally {
+    await firefoxPool?.close()
     odd.close()
   }
 })
