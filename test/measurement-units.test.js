@@ -139,6 +139,11 @@ test('a round of pages with long URLs, many origins or many results is cut to wh
   assert.ok(tight.details.warmup.requests_detail.length < 1000)
   assert.equal(tight.details.warmup.requests_detail.length + tight.details.warmup.requests_not_kept, 1000)
   assert.ok(weight([tight]) <= weight([warmed]) / 2)
+  // A warm-up of more requests than a result keeps: its first 1,000, and how many more.
+  const many = page(1, 10)
+  many.details.warmup = { url: 'https://example.net/', requests: 1200, requests_detail: Array.from({ length: 1200 }, (_, i) => ({ url: `https://example.net/${i}`, start_ms: i })) }
+  const [capped] = withinRoundLimit([many])
+  assert.deepEqual([capped.details.warmup.requests_detail.length, capped.details.warmup.requests_not_kept], [MAX_KEPT_REQUESTS, 200])
   // A round over the limit even with no request keeps none (below what the API takes, it may still fit).
   const [bare] = withinRoundLimit([page(50, 10, { notes: Array.from({ length: 50 }, (_, i) => ({ code: 'n', message: `${i}`.repeat(900) })) })], 1000)
   assert.deepEqual([bare.details.requests.length, bare.details.requests_not_kept, bare.requests], [0, 50, 50])

@@ -7,7 +7,6 @@ import { parallelFetch } from '../page/parallel-fetch.js'
 import { ProbeError, evaluateIsolated, withTimeout } from '../page-metrics.js'
 import { round } from '../../lib/measurement/units.js'
 import { protocolMatchesMode } from '../../lib/measurement/protocol.js'
-import { MAX_KEPT_REQUESTS } from '../../lib/measurement/result.js'
 
 /**
  * @param {import('../measure.js').MeasureOptions & { targetUrl?: string, count?: number }} opts
@@ -59,9 +58,8 @@ export async function warmUp (page, url, mode, timeoutMs, result, network) {
       observed_protocol: nav.observed_protocol ?? null,
       load_ms: nav.load_ms ?? null,
       requests: seen.requests,
-      // The first that started, as a page's result keeps them (lib/measurement/result.js).
-      requests_detail: seen.requests_detail.slice(0, MAX_KEPT_REQUESTS),
-      ...(seen.requests_detail.length > MAX_KEPT_REQUESTS ? { requests_not_kept: seen.requests_detail.length - MAX_KEPT_REQUESTS } : {})
+      // Kept, and cut, as a page's requests are when the round is sent (lib/measurement/result.js withinRoundLimit).
+      requests_detail: seen.requests_detail
     }
     result.origins = seen.origins
     for (const k of ['dns_ms', 'connect_ms', 'tls_ms', 'ttfb_ms']) result[k] = nav[k] ?? null

@@ -136,8 +136,9 @@ export function toSubmission (m, { rtt, rttSource = null }) {
 
 /**
  * A round's results as the API takes them, however heavy the page: each
- * kept request's URL cut to MAX_KEPT_URL characters (a page's and a probe's
- * warm-up's), each result's origins to MAX_KEPT_ORIGINS and their Alt-Svc
+ * request list (a page's and a probe's warm-up's) to its first
+ * MAX_KEPT_REQUESTS, each kept request's URL cut to MAX_KEPT_URL
+ * characters, each result's origins to MAX_KEPT_ORIGINS and their Alt-Svc
  * to MAX_KEPT_ALT_SVC; and when the round is still over `limit` bytes of
  * JSON (a journey of 30 steps on a heavy page has 124 results of up to
  * 1,000 requests each), every request list keeps only its first requests,
@@ -203,11 +204,11 @@ function requestLists (r) {
 }
 
 /**
- * A result with its URLs, origins and Alt-Svc values cut (withinRoundLimit).
+ * A result with its request lists, URLs, origins and Alt-Svc values cut (withinRoundLimit).
  * @param {Record<string, any>} r
  */
 function cutEvidence (r) {
-  const d = r.details
+  const d = keepFirst(r, MAX_KEPT_REQUESTS).details
   if (!d || typeof d !== 'object') return r
   let out = { ...d }
   for (const l of REQUEST_LISTS) {

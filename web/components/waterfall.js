@@ -91,10 +91,11 @@ export function waterfall (requests) {
         const bar = h('span', { class: `wbar ${protoClass(q.protocol)}${q.from_cache ? ' cached' : ''}` }, phaseSegments(q, start))
         bar.style.left = `${start / end * 100}%`
         bar.style.width = `${Math.max(0.5, ((q.end_ms ?? start) - start) / end * 100)}%`
+        const cut = cutUrl(q)
         return h('tr', {},
           h('td', { class: 'num muted' }, i + 1),
-          h('td', { class: 'wf-url', title: cutUrl(q) ? `${q.url}… (the first ${q.url.length.toLocaleString('en')} of its ${q.url_length.toLocaleString('en')} characters)` : q.url },
-            h('span', { class: 'wf-url-text' }, hosts.size > 1 ? h('span', { class: 'muted' }, hostOf(q.url)) : null, shortUrl(q.url), cutUrl(q) ? '…' : null)),
+          h('td', { class: 'wf-url', title: cut ? `${q.url}… (the first ${q.url.length.toLocaleString('en')} of its ${q.url_length.toLocaleString('en')} characters)` : q.url },
+            h('span', { class: 'wf-url-text' }, hosts.size > 1 ? h('span', { class: 'muted' }, hostOf(q.url)) : null, shortUrl(q.url), cut ? '…' : null)),
           h('td', {}, h('span', { class: `proto ${protoClass(q.protocol)}` }, q.protocol ?? '—')),
           h('td', { class: 'usage-cell' }, usageBadge(q.alternate_protocol_usage)),
           h('td', { class: `num${q.status >= 400 || q.failed ? ' bad' : ''}`, title: q.failed ?? null }, q.status ?? (q.failed ? 'failed' : '—')),
