@@ -122,10 +122,30 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
     const run = /** @type {NonNullable<typeof runTrial>} */ (runTrial)
     const done = run(trial, { allowPrivateTargets })
       .catch((/** @type {any} */ err) => ({ outcome: { status: 'error', error: `the agent could not run the journey: ${err.message}`, steps: [] }, screenshot: null }))
-      .then((answer) => client.trialDone(trial.id, answer))
+      .then((answer) => answerTrial(trial.id, answer))
       .catch((/** @type {any} */ err) => log.warn({ trial: trial.id, err: err.message }, 'journey trial not answered'))
       .finally(() => trialsRunning.delete(done))
     trialsRunning.add(done)
+  }
+
+  /**
+   * Answer a trial. An answer the API refuses for good (its shape or its
+   * size: a step it cannot take, a last frame over its limit) is followed
+   * by one it always takes, an error that gives the API's words, without
+   * the steps or the frame: the editor says why instead of waiting for the
+   * trial to expire.
+   * @param {number} id
+   * @param {{ outcome: Record<string, any>, screenshot: string | null }} answer
+   */
+  async function answerTrial (id, answer) {
+    try {
+      await client.trialDone(id, answer)
+    } catch (err) {
+      if (!(err instanceof ApiError && [400, 413, 422].includes(err.status))) throw err
+      log.warn({ trial: id, err: err.message }, 'journey trial outcome refused; answering with why')
+      const error = storableText(`the API refused this trial's outcome, so its steps are not shown: ${err.message}`, MAX_ERROR_LENGTH)
+      await client.trialDone(id, { outcome: { status: 'error', error, steps: [] }, screenshot: null })
+    }
   }
 
   /**

@@ -1,6 +1,7 @@
 // Results the API refuses, through the real API over HTTP and the agent's
 // own client and spool (measurements without a browser: what the API
-// answers is the point): a round refused for good is reported failed with
+// answers is the point): a journey trial's outcome refused is answered
+// again with why; a round refused for good is reported failed with
 // the API's words, runs again as a new attempt and ends failed with that
 // cause, rather than being handed back to the agent and measured again and
 // again; the other rounds of the location go on. A heavy page's round, MBs
@@ -21,6 +22,7 @@ import { loadConfig } from '../lib/runtime/config.js'
 import { createLogger } from '../lib/runtime/log.js'
 import { createMonitor } from '../lib/store/monitors.js'
 import { createAgentToken, revokeAgent } from '../lib/store/agents.js'
+import { createApiKey } from '../lib/store/api-keys.js'
 import { claimJobs, expireLeases, failJob, failStaleJobs } from '../lib/store/jobs.js'
 import { LAB_HOSTNAME } from '../lib/runtime/lab-host.js'
 import { createAgent } from '../agents/agent.js'
@@ -290,6 +292,35 @@ test('a heavy page\'s round, over a MB of request lists, is stored through the s
     await eventually(async () => (await s.job(heavy.jobId)).state === 'done', { timeoutMs: 15_000, what: 'the heavy round stored' })
     const { rows } = await s.db.query("SELECT jsonb_array_length(details->'requests') AS n FROM results WHERE job_id = $1", [heavy.jobId])
     assert.deepEqual(rows.map((r) => r.n), [2500, 2500])
+  } finally {
+    await agent.stop()
+    await s.close()
+  }
+})
+
+test('a journey trial whose outcome the API refuses (a last frame over its limit) is answered again with the API\'s words: the editor reads why instead of waiting for it to expire', async () => {
+  const s = await setup()
+  // The last frame as 5 MB of base64: more than the API takes (4 MiB).
+  const screenshot = 'A'.repeat(5 * 1024 * 1024)
+  const steps = [{ index: 0, action: 'navigate', ok: true, status: 'ok', ms: 12 }]
+  const agent = s.agent(async () => [], { runTrial: async () => ({ outcome: { status: 'ok', steps }, screenshot }) })
+  agent.start()
+  try {
+    const { secret } = await createApiKey(s.db, { name: 'editor', role: 'write' })
+    const api = (/** @type {string} */ p, /** @type {RequestInit} */ init = {}) => fetch(`${s.apiUrl}/api/v1${p}`, { ...init, headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' } })
+    // The trial is taken once the agent has been seen at its location.
+    const id = await eventually(async () => {
+      const res = await api('/journeys/trials', { method: 'POST', body: JSON.stringify({ location_id: 'local', url: `https://${LAB_HOSTNAME}:8443/`, journey: { steps: [{ action: 'navigate', url: `https://${LAB_HOSTNAME}:8443/` }] } }) })
+      return res.status === 202 && (await res.json()).id
+    }, { timeoutMs: 10_000, what: 'the trial queued' })
+    const trial = await eventually(async () => {
+      const t = await (await api(`/journeys/trials/${id}`)).json()
+      return t.state === 'done' && t
+    }, { timeoutMs: 15_000, what: 'the trial answered' })
+    assert.equal(trial.outcome.status, 'error')
+    assert.match(trial.outcome.error, /^the API refused this trial's outcome, so its steps are not shown: POST \/trials\/\d+ → 400: .*screenshot/)
+    assert.deepEqual(trial.outcome.steps, [])
+    assert.equal(trial.screenshot ?? null, null)
   } finally {
     await agent.stop()
     await s.close()
