@@ -154,6 +154,17 @@ test('a round of pages with long URLs, many origins or many results is cut to wh
   const oddFit = withinRoundLimit(odd, oddLimit)
   assert.ok(weight(oddFit) <= oddLimit && oddFit[0].details.requests.length === 39, `${weight(oddFit)} bytes, ${oddFit[0].details.requests.length} kept`)
   assert.equal(oddFit[1].details.requests.length, 1, 'a list under the cut is left whole')
+  // A journey's step that reached a 100,000-character address (a search
+  // page, say), in the whole journey's steps and in a named step's
+  // navigations: 30 such steps made 6 MB of addresses a result.
+  const far = `https://example.net/search?q=${'s'.repeat(100_000)}`
+  const journey = page(1, 10, { journey: { steps: [{ index: 0, action: 'navigate', url: far, ok: true }, { index: 1, action: 'click', url: 'https://example.net/', ok: true }], failed_step: null, not_run: 0 } })
+  const named = page(1, 10, { probe: 'journey:search', step: { name: 'search', steps: [0, 0], navigations: [far, 'https://example.net/'] } })
+  const [whole, step] = withinRoundLimit([journey, named])
+  assert.deepEqual(whole.details.journey.steps.map((/** @type {any} */ s) => [s.url.length, s.url_length]), [[MAX_KEPT_URL, far.length], ['https://example.net/'.length, undefined]])
+  assert.ok(far.startsWith(whole.details.journey.steps[0].url))
+  assert.deepEqual(step.details.step.navigations.map((/** @type {string} */ u) => u.length), [MAX_KEPT_URL, 'https://example.net/'.length])
+  assert.deepEqual([whole.details.journey.failed_step, step.details.step.name], [null, 'search'], 'the rest as measured')
   // A result cut already (a page of more than 1,000 requests) adds what this cut leaves out.
   const [more] = withinRoundLimit([page(1200, 10)], weight([page(1200, 10)]) / 4)
   assert.equal(more.details.requests.length + more.details.requests_not_kept, 1200)

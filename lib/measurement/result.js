@@ -138,12 +138,13 @@ export function toSubmission (m, { rtt, rttSource = null }) {
  * A round's results as the API takes them, however heavy the page: each
  * request list (a page's and a probe's warm-up's) to its first
  * MAX_KEPT_REQUESTS, each kept request's URL cut to MAX_KEPT_URL
- * characters, each result's origins to MAX_KEPT_ORIGINS and their Alt-Svc
+ * characters (a journey step's address and a named step's navigations
+ * too), each result's origins to MAX_KEPT_ORIGINS and their Alt-Svc
  * to MAX_KEPT_ALT_SVC; and when the round is still over `limit` bytes of
  * JSON (a journey of 30 steps on a heavy page has 124 results of up to
  * 1,000 requests each), every request list keeps only its first requests,
  * as many as fit, the same number in each. What is cut is said: url_length
- * on a request, requests_not_kept beside a list, origins_not_kept on a
+ * on a request or a journey step, requests_not_kept beside a list, origins_not_kept on a
  * result. Counts, bytes and shares are of every request, as measured. Done
  * after a journey's secrets are masked, so that a cut never leaves the
  * start of a secret. A round over the limit even with no request keeps
@@ -214,7 +215,15 @@ function cutEvidence (r) {
   for (const l of REQUEST_LISTS) {
     const list = l.get(out)
     if (!Array.isArray(list)) continue
-    out = l.set(out, list.map((q) => (typeof q?.url === 'string' && q.url.length > MAX_KEPT_URL ? { ...q, url: storableText(q.url, MAX_KEPT_URL), url_length: q.url.length } : q)), l.notKept(out) ?? 0)
+    out = l.set(out, list.map(withCutUrl), l.notKept(out) ?? 0)
+  }
+  // A journey's steps (the whole journey's result) and a named step's
+  // navigations: 30 steps at most, each address as long as a page made it.
+  if (Array.isArray(d.journey?.steps)) {
+    out.journey = { ...d.journey, steps: d.journey.steps.map(withCutUrl) }
+  }
+  if (Array.isArray(d.step?.navigations)) {
+    out.step = { ...d.step, navigations: d.step.navigations.map((/** @type {unknown} */ u) => (typeof u === 'string' ? storableText(u, MAX_KEPT_URL) : u)) }
   }
   if (Array.isArray(d.origins)) {
     out.origins = d.origins.slice(0, MAX_KEPT_ORIGINS)
@@ -222,6 +231,15 @@ function cutEvidence (r) {
     if (d.origins.length > MAX_KEPT_ORIGINS) out.origins_not_kept = d.origins.length - MAX_KEPT_ORIGINS
   }
   return { ...r, details: out }
+}
+
+/**
+ * A request or a journey step with its URL cut to MAX_KEPT_URL characters,
+ * and how long it was (url_length); as it is when shorter.
+ * @param {any} q
+ */
+function withCutUrl (q) {
+  return typeof q?.url === 'string' && q.url.length > MAX_KEPT_URL ? { ...q, url: storableText(q.url, MAX_KEPT_URL), url_length: q.url.length } : q
 }
 
 /**
