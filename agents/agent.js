@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { ApiError } from './api-client.js'
 import { InfrastructureError } from './faults.js'
 import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
+import { monotonicNow } from './clock.js'
 
 const IDLE_POLL_MS = 2000
 // Result statuses of a load that did not complete.
@@ -78,13 +79,13 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
    * measure, and a slow round outlasts a lease.
    */
   async function holdSpooled () {
-    let last = Date.now()
+    let last = monotonicNow()
     while (!abort.signal.aborted) {
       // Every second, a heartbeat when a third of the lease (as the API last said it) has passed.
       await sleep(1000, undefined, { signal: abort.signal }).catch(() => {})
       if (abort.signal.aborted) return
-      if (Date.now() - last < leaseS * 1000 / 3) continue
-      last = Date.now()
+      if (monotonicNow() - last < leaseS * 1000 / 3) continue
+      last = monotonicNow()
       for (const id of await spool.jobIds().catch(() => [])) {
         if (running.has(id)) continue
         await client.heartbeat(id).catch((/** @type {any} */ err) => log.debug({ job: id, err: err.message }, 'spooled round\'s heartbeat failed'))

@@ -15,6 +15,7 @@ import { FRAME_WIDTH, thinFrames, visualMetrics } from '../lib/measurement/visua
 import { putEvidence } from './http.js'
 import { evaluateIsolated } from './page-metrics.js'
 import { MAX_ERROR_LENGTH, storableText } from '../lib/runtime/text.js'
+import { monotonicNow } from './clock.js'
 
 /** After load, capture stops once no frame came for this long... */
 export const QUIET_MS = 1000
@@ -55,12 +56,12 @@ export async function startFilmstrip (page, { quietMs = QUIET_MS, settleMaxMs = 
   return {
     stop,
     /**
-     * @param {{ deadline?: number | null }} [o] deadline: Date.now() scale
+     * @param {{ deadline?: number | null }} [o] deadline: on the agent's monotonic clock (./clock.js)
      * @returns {Promise<{ metrics: Record<string, number>, filmstrip: Filmstrip }>}
      */
     async finish ({ deadline = null } = {}) {
       const loadedAt = performance.now()
-      const until = Math.min(loadedAt + settleMaxMs, deadline === null ? Infinity : performance.now() + (deadline - Date.now()))
+      const until = Math.min(loadedAt + settleMaxMs, deadline === null ? Infinity : performance.now() + (deadline - monotonicNow()))
       while (performance.now() < until && performance.now() - lastAt < quietMs) {
         await new Promise((resolve) => setTimeout(resolve, Math.min(100, quietMs)))
       }

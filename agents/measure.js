@@ -11,6 +11,7 @@ import { round } from '../lib/measurement/units.js'
 import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
 import { answerDialogs, cancelLogins } from './dialogs.js'
+import { monotonicNow } from './clock.js'
 
 export { PageLoadError, ProbeError } from './page-metrics.js'
 export { reuseOf } from '../lib/measurement/result.js'
@@ -59,7 +60,7 @@ const versions = new WeakMap()
  *   visits are, so that a round's arms are compared like with like (a pooled
  *   browser that has loaded pages for a while is faster at its next load than
  *   one just started: bench/fresh-browser.js);
- * deadline: when the run's arm's time budget ends (Date.now() scale, agents/round-budget.js), for
+ * deadline: when the run's arm's time budget ends (on the agent's monotonic clock, agents/clock.js; agents/round-budget.js), for
  *   measurements of several loads;
  * filmstrip: capture the first view's frames (agents/filmstrip.js): the
  *   result gets the visual metrics and `filmstrip`, which the job runner
@@ -96,7 +97,7 @@ export async function measure (opts, steps) {
   const plan = runPlan({ ...opts, pool, protocol, url, netns, forceOrigins, guard, netlogFile })
   const { spec } = plan
   const dedicated = plan.dedicated || Boolean(profile) || freshBrowser
-  const since = Date.now()
+  const since = monotonicNow()
   const result = emptyResult(mode, plan.flags, { probe, view })
   const forced = forcedOrigins(protocol, url, { forceOrigins })
   result.forced_origins = forced

@@ -38,6 +38,7 @@
 // (docs/OPERATIONS.md has the arithmetic).
 import { probeOf } from '../lib/measurement/probes/index.js'
 import { JOURNEY_PROBE } from '../lib/measurement/probes/journey.js'
+import { monotonicNow } from './clock.js'
 
 /** The budget of a backed-off monitor's round, in page timeouts. */
 export const BACKED_OFF_BUDGET_TIMEOUTS = 1
@@ -53,7 +54,7 @@ const VISIT_BROWSER_MS = 5000
 /**
  * @typedef {{ ms: number, left: () => number, spend: <T>(fn: (deadline: number) => Promise<T>) => Promise<T>, notRun: string }} Pool
  *   left: what is left of it, in ms; spend: run fn, its time drawn from the
- *   pool, with the pool's end as a Date.now() deadline; notRun: the error of
+ *   pool, with the pool's end as a deadline on the agent's monotonic clock (./clock.js); notRun: the error of
  *   a load it had no room for
  */
 
@@ -107,19 +108,19 @@ function pool (ms, notRun) {
   let spent = 0
   /** When the load running now started, or null. */
   let since = /** @type {number | null} */ (null)
-  const left = () => ms - spent - (since === null ? 0 : Date.now() - since)
+  const left = () => ms - spent - (since === null ? 0 : monotonicNow() - since)
   return {
     ms,
     left,
     notRun,
     async spend (fn) {
       const outer = since === null
-      if (outer) since = Date.now()
+      if (outer) since = monotonicNow()
       try {
-        return await fn(Date.now() + left())
+        return await fn(monotonicNow() + left())
       } finally {
         if (outer && since !== null) {
-          spent += Date.now() - since
+          spent += monotonicNow() - since
           since = null
         }
       }

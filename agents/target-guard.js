@@ -50,6 +50,7 @@ import { loopbackCertificate } from './loopback-cert.js'
 import { PAC_PORT_OF, proxyScriptPrefs } from '../lib/measurement/browsers/firefox.js'
 import { WEBRTC_POLICY } from '../lib/measurement/browsers/chromium.js'
 import { parseAltSvc } from '../lib/measurement/alt-svc.js'
+import { monotonicNow } from './clock.js'
 
 // Chromium asks for A, AAAA and HTTPS records of a name at once: one lookup
 // serves them all. Short, so that what a run sees is what DNS says now.
@@ -140,7 +141,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
    * @param {string} host
    */
   function verdictOf (host) {
-    const now = Date.now()
+    const now = monotonicNow()
     for (const [h, v] of verdicts) if (now - v.at > VERDICT_TTL_MS) verdicts.delete(h)
     let entry = verdicts.get(host)
     if (!entry) {
@@ -174,7 +175,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
    * @param {string} host @param {{ address: string, reason: string }} why
    */
   function remember (host, { address, reason }) {
-    const at = Date.now()
+    const at = monotonicNow()
     if (!blocked.has(host)) log?.info({ host, address, reason }, 'private-target guard refused a name')
     blocked.set(host, { address, reason, at })
     for (const [h, b] of blocked) if (at - b.at > BLOCK_MEMORY_MS) blocked.delete(h)
@@ -258,7 +259,7 @@ export async function startTargetGuard ({ resolver = systemResolver, log, listen
    * Why a request to `url` was refused by the guard, its resolver's refusals
    * counted since `since`, in the guard's words; null when it was not.
    * @param {string} url
-   * @param {number} [since] ms epoch
+   * @param {number} [since] on the agent's monotonic clock (./clock.js)
    */
   function explain (url, since = 0) {
     const outright = refusedOutright(url)

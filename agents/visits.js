@@ -34,6 +34,7 @@
 // wall time on the 2-core test machine; docs/BENCHMARKS.md has the figure).
 import { emptyResult, measurePageViews } from './measure.js'
 import { MIN_LOAD_MS } from './round-budget.js'
+import { monotonicNow } from './clock.js'
 
 /**
  * The auto arm's visits of the page, each a result with its view.
@@ -47,7 +48,7 @@ export async function measureVisits ({ repeatView = false, ...opts }) {
   try {
     const first = await measurePageViews({ ...opts, profile, repeatView: false })
     await pool.forgetCache(profile)
-    const timeoutMs = Math.min(opts.timeoutMs ?? 30_000, (opts.deadline ?? Infinity) - Date.now())
+    const timeoutMs = Math.min(opts.timeoutMs ?? 30_000, (opts.deadline ?? Infinity) - monotonicNow())
     if (!(timeoutMs >= MIN_LOAD_MS)) return [...first, ...notRun(opts.mode, first[0], repeatView)]
     const returning = await measurePageViews({ ...opts, timeoutMs, profile, view: 'returning', repeatView })
     // What the browser could have learnt on the first visit: the origins

@@ -15,6 +15,8 @@ import { outlierOf } from '../agents/netlog-capture.js'
 import { locationRtt } from '../agents/job-runner.js'
 import { MAX_KEPT_ALT_SVC, MAX_KEPT_ORIGINS, MAX_KEPT_REQUESTS, MAX_KEPT_URL, RESULTS_BODY_LIMIT, ROUND_RESULTS_BYTES, toSubmission, withinRoundLimit } from '../lib/measurement/result.js'
 import { keepFilmstrips } from '../agents/filmstrip.js'
+import { roundBudget } from '../agents/round-budget.js'
+import { monotonicNow } from '../agents/clock.js'
 import { badDetails } from '../lib/measurement/checks.js'
 import { hostPort } from '../lib/measurement/modes.js'
 import { modeFlags } from '../lib/measurement/browsers/chromium.js'
@@ -387,4 +389,26 @@ test('a filmstrip\'s error is kept within what the API takes: a failed capture l
   assert.equal(kept.uploaded, false)
   assert.ok(kept.error.startsWith('the capture load failed: net::ERR_CONNECTION_RESET'))
   assert.equal(badDetails({ filmstrip: kept }), null, 'the API takes it')
+})
+
+test('a step of the wall clock neither spends nor lends a round\'s time budget: its deadlines are on a monotonic clock', async () => {
+  const budget = roundBudget({ timeoutMs: 30_000, modes: ['h2', 'h3'], probes: ['page'] })
+  const wall = Date.now
+  try {
+    // The clock set an hour ahead while a load runs (NTP, a resumed virtual machine).
+    await budget.arm('h2').spend(async (deadline) => {
+      Date.now = () => wall() + 3_600_000
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      assert.ok(deadline - monotonicNow() > 29_000, `${deadline - monotonicNow()} ms to the load's deadline`)
+    })
+    const h2 = budget.arm('h2').left()
+    assert.ok(h2 > 29_000 && h2 < 30_000, `the h2 arm has ${h2} ms left, not an hour less`)
+    // And an hour back before the next arm's load: its time is spent as it passes, not lent.
+    Date.now = () => wall() - 3_600_000
+    await budget.arm('h3').spend(() => new Promise((resolve) => setTimeout(resolve, 20)))
+    const h3 = budget.arm('h3').left()
+    assert.ok(h3 > 29_000 && h3 < 30_000, `the h3 arm has ${h3} ms left, not an hour more`)
+  } finally {
+    Date.now = wall
+  }
 })

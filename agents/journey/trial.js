@@ -8,6 +8,7 @@ import { journeyTargets } from '../../lib/measurement/journey/steps.js'
 import { scrubSecrets, secretValues } from '../../lib/measurement/journey/secrets.js'
 import { JOURNEY_LIMITS } from '../../lib/measurement/probes/journey.js'
 import { MAX_ERROR_LENGTH, storableText } from '../../lib/runtime/text.js'
+import { monotonicNow } from '../clock.js'
 
 /**
  * @param {{ pool: any, lab?: import('../job-runner.js').LabTarget | null, timeoutMs: number, log: import('pino').Logger,
@@ -27,7 +28,7 @@ export function createTrialRunner ({ pool, lab = null, timeoutMs, log, guard = n
     await guardInForce({ guard: runGuard, pool, netns: lab?.netns ?? null })
     const [whole] = await measureJourney({
       pool, url: trial.url, mode: 'h2', extraFlags, netns: lab?.netns ?? null, timeoutMs, log, guard: runGuard, lab: isLab,
-      deadline: Date.now() + trial.journey.timeout_ms, journey: trial.journey, screenshot: true
+      deadline: monotonicNow() + trial.journey.timeout_ms, journey: trial.journey, screenshot: true
     })
     const outcome = {
       status: whole.status,

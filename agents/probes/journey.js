@@ -24,6 +24,7 @@ import { journeyProbe, STEP_NAVIGATION_METRICS } from '../../lib/measurement/pro
 import { round } from '../../lib/measurement/units.js'
 import { isPageDocument } from '../../lib/measurement/protocol-reason.js'
 import { MIN_LOAD_MS } from '../round-budget.js'
+import { monotonicNow } from '../clock.js'
 
 /** An action that ignores its own timeout is given up this long after it. */
 const ACTION_SLACK_MS = 2000
@@ -60,7 +61,7 @@ export async function measureJourney ({ journey, view = 'first', screenshot = fa
   return measure({ ...opts, probe: 'journey', view }, async ({ page, network, result, extra, summarize, infrastructure }) => {
     /** @type {StepOutcome[]} */
     const outcomes = []
-    const budgetEnd = performance.now() + Math.min(journey.timeout_ms, (opts.deadline ?? Infinity) - Date.now())
+    const budgetEnd = performance.now() + Math.min(journey.timeout_ms, (opts.deadline ?? Infinity) - monotonicNow())
     const { mark, range } = network
     const hasSecret = journey.steps.some((s) => s.secret !== undefined)
     // A step's requests are a range of the recording: Chromium's recording has marks, Firefox's not yet.
@@ -122,7 +123,7 @@ export async function measureJourneyVisits (opts) {
   try {
     const first = await measureJourney({ ...opts, profile })
     await pool.forgetCache(profile)
-    if (!((opts.deadline ?? Infinity) - Date.now() >= MIN_LOAD_MS)) {
+    if (!((opts.deadline ?? Infinity) - monotonicNow() >= MIN_LOAD_MS)) {
       return [...first, ...first.map((r) => ({
         ...emptyResult(r.mode, r.flags, { probe: r.probe, view: 'returning' }),
         status: 'timeout',
