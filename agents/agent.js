@@ -80,12 +80,18 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
    */
   async function holdSpooled () {
     let last = monotonicNow()
+    let lastWall = Date.now()
     while (!abort.signal.aborted) {
-      // Every second, a heartbeat when a third of the lease (as the API last said it) has passed.
+      // Every second, a heartbeat when a third of the lease (as the API
+      // last said it) has passed, by either clock: the monotonic one holds
+      // through a step of the wall clock, the wall clock counts the time
+      // the machine was suspended, which the lease counts too.
       await sleep(1000, undefined, { signal: abort.signal }).catch(() => {})
       if (abort.signal.aborted) return
-      if (monotonicNow() - last < leaseS * 1000 / 3) continue
+      const third = leaseS * 1000 / 3
+      if (monotonicNow() - last < third && Date.now() - lastWall < third) continue
       last = monotonicNow()
+      lastWall = Date.now()
       for (const id of await spool.jobIds().catch(() => [])) {
         if (running.has(id)) continue
         await client.heartbeat(id).catch((/** @type {any} */ err) => log.debug({ job: id, err: err.message }, 'spooled round\'s heartbeat failed'))
@@ -133,8 +139,8 @@ export function createAgent ({ client, spool, runJob, runTrial = null, log, vers
    * Answer a trial. An answer the API refuses for good (its shape or its
    * size: a step it cannot take, a last frame over its limit) is followed
    * by one it always takes, an error that gives the API's words, without
-   * the steps or the frame: the editor says why instead of waiting for the
-   * trial to expire.
+   * the steps or the frame: the editor says why, rather than that the agent
+   * did not answer when the API times the trial out.
    * @param {number} id
    * @param {{ outcome: Record<string, any>, screenshot: string | null }} answer
    */

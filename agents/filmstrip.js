@@ -68,11 +68,11 @@ export async function startFilmstrip (page, { quietMs = QUIET_MS, settleMaxMs = 
       // Nothing of the page is on screen before its first paint: frames
       // from before it show the blank page or a surface not painted yet,
       // and are not the page's progress.
-      const { timeOrigin, firstPaint } = await evaluateIsolated(page, () => ({
+      const { timeOrigin, firstPaint, endMs } = await evaluateIsolated(page, () => ({
         timeOrigin: performance.timeOrigin,
-        firstPaint: performance.getEntriesByName('first-paint')[0]?.startTime ?? 0
+        firstPaint: performance.getEntriesByName('first-paint')[0]?.startTime ?? 0,
+        endMs: performance.now()
       }))
-      const endMs = Date.now() - timeOrigin
       await stop()
       const frames = received.map((f) => ({ t_ms: Math.round((f.wallMs - timeOrigin) * 10) / 10, jpeg: Buffer.from(f.data, 'base64') }))
         .sort((a, b) => a.t_ms - b.t_ms)

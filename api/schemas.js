@@ -373,7 +373,7 @@ export const resultDetailSchema = {
       additionalProperties: true,
       description: 'Evidence: requests (per request: protocol, connection_id, connection_reused, alternate_protocol_usage, timing phases in ms; the first 1,000 that started), ' +
         'requests_not_kept (how many more the load made, where it made more than 1,000 or its round was too heavy to send whole: the result\'s requests, bytes and shares count them all), ' +
-        'a request\'s url_length (where its URL is kept to its first 4,000 characters: the whole URL\'s length), ' +
+        'a request\'s or a journey step\'s url_length (where its URL is kept to its first 4,000 characters: the whole URL\'s length), ' +
         'origins (Alt-Svc seen per origin, the first 200; origins_not_kept: how many more), samples (parallel and upload probes, ms), warmup (the navigation before a probe), ' +
         'repeat (repeat view: connection reuse, 0-RTT where known), netlog (summary of a captured net log; download at /api/v1/results/{id}/netlog), ' +
         'filmstrip (kind run or rerun, frames, bytes, step_ms, progress as [t_ms, %] pairs, uploaded, error; the frames at /api/v1/results/{id}/filmstrip), ' +
