@@ -13,6 +13,9 @@ import { startFilmstrip } from './filmstrip.js'
 import { answerDialogs, cancelLogins } from './dialogs.js'
 import { monotonicNow } from './clock.js'
 
+/** The addresses a meta refresh leaves a page for (about:blank, about:srcdoc's error page); the browsers refuse the rest. */
+const REFRESH_LEAVES = /^(https?|about):/i
+
 export { PageLoadError, ProbeError } from './page-metrics.js'
 export { reuseOf } from '../lib/measurement/result.js'
 
@@ -312,8 +315,10 @@ export async function loadAndRead (page, url, mode, timeoutMs, into, network = n
     // A meta refresh due sooner than a read may take leaves the page whether
     // or not it has fired yet: which comes first, the refresh or the end of
     // the read, is down to the machine's load, and the run's outcome must
-    // not be.
-    if (refresh && refresh.delay_s * 1000 < COLLECT_TIMEOUT_MS) throw leftError(url, refresh.url)
+    // not be. Only to an address a browser goes to from a page: one to a
+    // script, a data: URL, a local file or another scheme is refused by
+    // Chromium and Firefox alike, and the page stays.
+    if (refresh && refresh.delay_s * 1000 < COLLECT_TIMEOUT_MS && REFRESH_LEAVES.test(refresh.url)) throw leftError(url, refresh.url)
     return /** @type {const} */ ([status, read])
   })()
   loaded.catch(() => {}) // when the renderer's crash settles the race first

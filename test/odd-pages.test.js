@@ -119,6 +119,9 @@ async function startOddPages () {
     if (req.url === '/leaves-blank') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "about:blank" }))</script><p>gone')
     if (req.url === '/refresh-leaves') return html('<meta http-equiv="refresh" content="0;url=/next"><p>moving on')
     if (req.url === '/refresh-itself') return html('<meta http-equiv="refresh" content="0"><p>again')
+    // Refreshes to addresses a browser does not go to from a page: the page stays.
+    if (req.url === '/refresh-js') return html('<meta http-equiv="refresh" content="0;url=javascript:document.title=\'ran\'"><p>a refresh to a script')
+    if (req.url === '/refresh-data') return html('<meta http-equiv="refresh" content="0;url=data:text/html,elsewhere"><p>a refresh to a data: URL')
     // A refresh due a little after the load, which the read of the metrics usually ends before.
     if (req.url === '/refresh-later') return html('<meta http-equiv="Refresh" content=" 2.5 ; URL = \'/next\'"><p>you will be taken on shortly')
     // A page that reloads itself every half a minute stays.
@@ -377,6 +380,13 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     assert.deepEqual(embeds.requests_detail.filter((/** @type {any} */ q) => q.type === 'Document').map((/** @type {any} */ q) => [new URL(q.url).pathname, q.subframe ?? false]), [['/embeds', false], ['/embed', true]])
     // An Alt-Svc header that does not parse, from any origin of the page, is
     // skipped as browsers skip it: the page loads.
+    // A meta refresh to a script or a data: URL, which the browser refuses
+    // to follow: the page stays, and is measured as it loaded (it was an
+    // error that said the page left).
+    for (const p of ['/refresh-js', '/refresh-data']) {
+      const stays = await measurePage({ pool, url: `${odd.base}${p}`, mode: 'h2', extraFlags: lab })
+      assert.equal(stays.status, 'ok', `${p}: ${stays.error}`)
+    }
     const badAltSvc = await measurePage({ pool, url: `${odd.base}/bad-alt-svc`, mode: 'h2', extraFlags: lab })
     assert.equal(badAltSvc.status, 'ok', badAltSvc.error)
     assert.deepEqual(badAltSvc.requests_detail.filter((/** @type {{ url: string }} */ q) => !q.url.endsWith('/favicon.ico')).map((/** @type {{ url: string, status: number }} */ q) => [new URL(q.url).pathname, q.status]), [['/bad-alt-svc', 200], ['/bad-alt-svc.png', 200]])
@@ -413,6 +423,8 @@ test('in Firefox the same URLs give the same errors; a download or a document cu
     // run, Firefox's start included, is said too.
     assertServiceWorkerPage(await run({ id: ++id, url: `${odd.base}/sw-page`, modes: ['h2'], repeat_view: true, browser: 'firefox' }, { location: { kind: 'lab' } }))
     const [popup] = await run({ id: ++id, url: `${odd.base}/popup`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } })
+    const [stays] = await run({ id: ++id, url: `${odd.base}/refresh-js`, modes: ['h2'], browser: 'firefox' }, { location: { kind: 'lab' } })
+    assert.equal(stays.status, 'ok', `a refresh to a script, which Firefox refuses too: ${stays.error}`)
     assert.equal(popup.status, 'ok', `a page that opens a window while it loads: ${popup.error}`)
     assert.equal(odd.asked.get('/popup-alert'), undefined, 'no window opened')
     for (const p of ['/download', '/truncated']) assert.ok(r[p].details.wall_ms < timeoutMs / 2, `${p}: the run took ${r[p].details.wall_ms} ms (${took[p]} ms with Firefox's start)`)
