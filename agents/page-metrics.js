@@ -223,7 +223,7 @@ export async function load (page, url, timeoutMs) {
     // Firefox's failures are NS_ names; Chromium's (net::) end its load by themselves.
     if (!/^NS_/.test(error) || !topFrame(r) || !r.response() || ABORTED.test(error)) return
     // Not when a newer navigation has replaced it by then.
-    giveUpSoon(() => (r === latest ? new PageLoadError(`${error} at ${url}`, { url }) : null))
+    giveUpSoon(() => (r === latest ? refusedRedirectError(`${error} at ${url}`, r.response(), url) ?? new PageLoadError(`${error} at ${url}`, { url }) : null))
   }
   page.on('request', onRequest)
   page.on('response', onResponse)
@@ -238,6 +238,8 @@ export async function load (page, url, timeoutMs) {
       throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
     }
     const message = navigationError(err, url)
+    const refused = refusedRedirectError(message, answer, url, err)
+    if (refused) throw refused
     // Chromium's words for a login it cancelled: the 401 is the answer.
     const cancelledLogin = CANCELLED_LOGIN.test(message)
     const aborted = ABORTED.test(message)
@@ -287,6 +289,40 @@ export function loginAsked (response) {
   if (response.status() !== 401 || !challenge) return null
   const first = challenge.split('\n')[0].trim()
   return `the page asks for a login (WWW-Authenticate: ${first.length > 80 ? `${first.slice(0, 80)}…` : first}); runs send no credentials`
+}
+
+/** How much of a refused redirect's address an error shows. */
+const REDIRECT_SHOWN = 200
+
+/**
+ * The error of a navigation that failed on a redirect to an address no browser follows
+ * one to (a data: or file: URL, another scheme than http and https): the
+ * address and status where the browser reported the redirect (Firefox;
+ * its error reads NS_ERROR_CORRUPTED_CONTENT), or only that it was one
+ * (Chromium's net::ERR_UNSAFE_REDIRECT, with no answer of it). Null for
+ * any other failure.
+ * @param {string} message the navigation's error (navigationError)
+ * @param {import('puppeteer-core').HTTPResponse | null} answer the top frame's last answer
+ * @param {string} url the URL loaded
+ * @param {unknown} [cause]
+ * @returns {PageLoadError | null}
+ */
+function refusedRedirectError (message, answer, url, cause = undefined) {
+  const status = answer?.status() ?? 0
+  const location = status >= 300 && status < 400 ? answer?.headers().location : undefined
+  let target = null
+  try {
+    target = location ? new URL(location, answer?.url()) : null
+  } catch {
+    // a Location that does not parse is not followed either, and says so in the browser's words
+  }
+  const elsewhere = target && !/^https?:$/.test(target.protocol) ? target.href : null
+  if (!elsewhere && !/\bERR_UNSAFE_REDIRECT\b/.test(message)) return null
+  const where = elsewhere ? `${elsewhere.length > REDIRECT_SHOWN ? `${elsewhere.slice(0, REDIRECT_SHOWN)}…` : elsewhere} (HTTP ${status})` : 'an address'
+  const error = /(?:net::)?ERR_\w+|NS_\w+/.exec(message)?.[0]
+  return new PageLoadError(`no page at ${url}: it redirects to ${where} that no browser follows a redirect to (only to http and https${error ? `: ${error}` : ''}); monitor a URL that answers with a page`,
+    // The answer's status, when there is one: the failure is the redirect's, not its body's (judgeFailure).
+    { url, httpStatus: elsewhere ? status : null, cause })
 }
 
 /**

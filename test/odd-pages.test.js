@@ -114,6 +114,8 @@ async function startOddPages () {
     if (req.url === '/stops') return html('<p>stopping here<script>window.stop()</script><p>never parsed')
     // A redirect to a page that fails: the error names the page that answered so.
     if (req.url === '/to-error') return res.writeHead(302, { location: '/gone' }).end()
+    // A redirect to a data: URL, which no browser follows.
+    if (req.url === '/to-data') return res.writeHead(302, { location: 'data:text/html,elsewhere' }).end()
     if (req.url === '/gone') return res.writeHead(500, { 'content-type': 'text/html' }).end('<!doctype html><p>broken')
     if (req.url === '/script-leaves') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "/next" }))</script><p>moving on')
     if (req.url === '/leaves-blank') return html('<script>addEventListener("load", () => setTimeout(() => { location.href = "about:blank" }))</script><p>gone')
@@ -223,7 +225,7 @@ async function startOddPages () {
 async function assertOddPages (base, run, { next = true } = {}) {
   /** @type {Record<string, Record<string, any>>} */
   const r = {}
-  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', '/data.json', '/prints', '/leaves-blank', ...(next ? ['/next'] : [])]) r[p] = await run(p)
+  for (const p of ['/download', '/no-content', '/report.pdf', '/login', '/to-error', '/to-data', '/truncated', '/script-leaves', '/refresh-leaves', '/refresh-itself', '/refresh-later', '/refresh-slowly', '/replaced', '/app', '/download-later', '/landing', '/fakes-timings', '/data.json', '/prints', '/leaves-blank', ...(next ? ['/next'] : [])]) r[p] = await run(p)
   assert.equal(r['/download'].status, 'error')
   assert.match(r['/download'].error, /at \S+\/download: the URL answered with a download \(Content-Disposition: attachment\), not a page; monitor a URL that answers with a page$/)
   assert.equal(r['/no-content'].status, 'error')
@@ -235,6 +237,9 @@ async function assertOddPages (base, run, { next = true } = {}) {
   assert.match(r['/login'].error, /^HTTP 401: https:\/\/\S+\/login: the page asks for a login \(WWW-Authenticate: Basic realm="members", charset="UTF-8"\); runs send no credentials$/)
   assert.equal(r['/to-error'].status, 'error')
   assert.match(r['/to-error'].error, /^HTTP 500: https:\/\/\S+\/gone \(redirected from https:\/\/\S+\/to-error\)$/)
+  // Chromium's error does not give the address; Firefox's, NS_ERROR_CORRUPTED_CONTENT, said nothing of a redirect.
+  assert.equal(r['/to-data'].status, 'error')
+  assert.match(r['/to-data'].error, /^no page at https:\/\/\S+\/to-data: it redirects to (data:text\/html,elsewhere \(HTTP 302\)|an address) that no browser follows a redirect to \(only to http and https: (net::ERR_UNSAFE_REDIRECT|NS_ERROR_CORRUPTED_CONTENT)\); monitor a URL that answers with a page$/)
   assert.equal(r['/truncated'].status, 'error')
   assert.match(r['/truncated'].error, /^incomplete document: network error after the headers \(\S+\) .*: https:\/\/\S+\/truncated$/)
   for (const p of ['/script-leaves', '/refresh-leaves', '/refresh-later']) {
