@@ -238,7 +238,8 @@ export async function load (page, url, timeoutMs) {
       throw new PageLoadError(`load did not finish within ${timeoutMs} ms: ${url}`, { url, status: 'timeout', cause: err })
     }
     const message = navigationError(err, url)
-    const refused = refusedRedirectError(message, answer, url, err)
+    const lastSoFar = /** @type {import('puppeteer-core').HTTPResponse | null} */ (answer)
+    const refused = refusedRedirectError(message, lastSoFar?.request() === latest ? lastSoFar : null, url, err)
     if (refused) throw refused
     // Chromium's words for a login it cancelled: the 401 is the answer.
     const cancelledLogin = CANCELLED_LOGIN.test(message)
@@ -293,6 +294,10 @@ export function loginAsked (response) {
 
 /** How much of a refused redirect's address an error shows. */
 const REDIRECT_SHOWN = 200
+/** The browsers' errors for a redirect they refuse to follow: Chromium's, and Firefox's (which names no redirect). */
+const REFUSED_REDIRECT = /^(net::ERR_UNSAFE_REDIRECT|NS_ERROR_CORRUPTED_CONTENT)\b/
+/** The statuses a browser follows a Location of. */
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
 /**
  * The error of a navigation that failed on a redirect to an address no browser follows
@@ -300,16 +305,19 @@ const REDIRECT_SHOWN = 200
  * address and status where the browser reported the redirect (Firefox;
  * its error reads NS_ERROR_CORRUPTED_CONTENT), or only that it was one
  * (Chromium's net::ERR_UNSAFE_REDIRECT, with no answer of it). Null for
- * any other failure.
+ * any other failure (a redirect to an app's own scheme is handed to the
+ * system, not refused).
  * @param {string} message the navigation's error (navigationError)
- * @param {import('puppeteer-core').HTTPResponse | null} answer the top frame's last answer
+ * @param {import('puppeteer-core').HTTPResponse | null} answer the answer of the navigation's latest request, if any
  * @param {string} url the URL loaded
  * @param {unknown} [cause]
  * @returns {PageLoadError | null}
  */
 function refusedRedirectError (message, answer, url, cause = undefined) {
+  const error = REFUSED_REDIRECT.exec(message)?.[1]
+  if (!error) return null
   const status = answer?.status() ?? 0
-  const location = status >= 300 && status < 400 ? answer?.headers().location : undefined
+  const location = REDIRECTS.has(status) ? answer?.headers().location : undefined
   let target = null
   try {
     target = location ? new URL(location, answer?.url()) : null
@@ -317,10 +325,10 @@ function refusedRedirectError (message, answer, url, cause = undefined) {
     // a Location that does not parse is not followed either, and says so in the browser's words
   }
   const elsewhere = target && !/^https?:$/.test(target.protocol) ? target.href : null
-  if (!elsewhere && !/\bERR_UNSAFE_REDIRECT\b/.test(message)) return null
+  // Firefox's error is not a redirect's alone: only with such an answer.
+  if (!elsewhere && !error.startsWith('net::')) return null
   const where = elsewhere ? `${elsewhere.length > REDIRECT_SHOWN ? `${elsewhere.slice(0, REDIRECT_SHOWN)}…` : elsewhere} (HTTP ${status})` : 'an address'
-  const error = /(?:net::)?ERR_\w+|NS_\w+/.exec(message)?.[0]
-  return new PageLoadError(`no page at ${url}: it redirects to ${where} that no browser follows a redirect to (only to http and https${error ? `: ${error}` : ''}); monitor a URL that answers with a page`,
+  return new PageLoadError(`no page at ${url}: it redirects to ${where} that no browser follows a redirect to (only to http and https: ${error}); monitor a URL that answers with a page`,
     // The answer's status, when there is one: the failure is the redirect's, not its body's (judgeFailure).
     { url, httpStatus: elsewhere ? status : null, cause })
 }

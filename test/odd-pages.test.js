@@ -383,15 +383,16 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     assert.equal(embeds.requests, embeds.requests_detail.length)
     // The frame's document is marked as a frame's: not the page's document.
     assert.deepEqual(embeds.requests_detail.filter((/** @type {any} */ q) => q.type === 'Document').map((/** @type {any} */ q) => [new URL(q.url).pathname, q.subframe ?? false]), [['/embeds', false], ['/embed', true]])
-    // An Alt-Svc header that does not parse, from any origin of the page, is
-    // skipped as browsers skip it: the page loads.
     // A meta refresh to a script or a data: URL, which the browser refuses
     // to follow: the page stays, and is measured as it loaded (it was an
     // error that said the page left).
     for (const p of ['/refresh-js', '/refresh-data']) {
       const stays = await measurePage({ pool, url: `${odd.base}${p}`, mode: 'h2', extraFlags: lab })
       assert.equal(stays.status, 'ok', `${p}: ${stays.error}`)
+      assert.deepEqual(stays.requests_detail.filter((/** @type {any} */ q) => q.type === 'Document').map((/** @type {any} */ q) => new URL(q.url).pathname), [p], 'no other document')
     }
+    // An Alt-Svc header that does not parse, from any origin of the page, is
+    // skipped as browsers skip it: the page loads.
     const badAltSvc = await measurePage({ pool, url: `${odd.base}/bad-alt-svc`, mode: 'h2', extraFlags: lab })
     assert.equal(badAltSvc.status, 'ok', badAltSvc.error)
     assert.deepEqual(badAltSvc.requests_detail.filter((/** @type {{ url: string }} */ q) => !q.url.endsWith('/favicon.ico')).map((/** @type {{ url: string, status: number }} */ q) => [new URL(q.url).pathname, q.status]), [['/bad-alt-svc', 200], ['/bad-alt-svc.png', 200]])
