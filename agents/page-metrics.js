@@ -296,6 +296,8 @@ export function loginAsked (response) {
 const REDIRECT_SHOWN = 200
 /** The browsers' errors for a redirect they refuse to follow: Chromium's, and Firefox's (which names no redirect). */
 const REFUSED_REDIRECT = /^(net::ERR_UNSAFE_REDIRECT|NS_ERROR_CORRUPTED_CONTENT)\b/
+/** Addresses a browser refuses to follow a redirect to, rather than hand them to the system. */
+const REFUSED_SCHEMES = /^(data|file|javascript|blob|about|view-source|filesystem):/i
 /** The statuses a browser follows a Location of. */
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
@@ -317,20 +319,33 @@ function refusedRedirectError (message, answer, url, cause = undefined) {
   const error = REFUSED_REDIRECT.exec(message)?.[1]
   if (!error) return null
   const status = answer?.status() ?? 0
-  const location = REDIRECTS.has(status) ? answer?.headers().location : undefined
-  let target = null
-  try {
-    target = location ? new URL(location, answer?.url()) : null
-  } catch {
-    // a Location that does not parse is not followed either, and says so in the browser's words
-  }
-  const elsewhere = target && !/^https?:$/.test(target.protocol) ? target.href : null
+  const elsewhere = answer ? awayFromWeb(answer) : null
   // Firefox's error is not a redirect's alone: only with such an answer.
   if (!elsewhere && !error.startsWith('net::')) return null
-  const where = elsewhere ? `${elsewhere.length > REDIRECT_SHOWN ? `${elsewhere.slice(0, REDIRECT_SHOWN)}…` : elsewhere} (HTTP ${status})` : 'an address'
+  const where = elsewhere ? `${elsewhere} (HTTP ${status})` : 'an address'
   return new PageLoadError(`no page at ${url}: it redirects to ${where} that no browser follows a redirect to (only to http and https: ${error}); monitor a URL that answers with a page`,
     // The answer's status, when there is one: the failure is the redirect's, not its body's (judgeFailure).
     { url, httpStatus: elsewhere ? status : null, cause })
+}
+
+/**
+ * Where a redirect sends the browser off the web: its Location when that
+ * is an address other than http or https (cut to REDIRECT_SHOWN
+ * characters), or null for any other answer. A Location that does not
+ * parse is not followed either; the browser's own words say so.
+ * @param {import('puppeteer-core').HTTPResponse} answer
+ */
+function awayFromWeb (answer) {
+  const location = REDIRECTS.has(answer.status()) ? answer.headers().location : undefined
+  if (!location) return null
+  let target
+  try {
+    target = new URL(location, answer.url())
+  } catch {
+    return null
+  }
+  if (/^https?:$/.test(target.protocol)) return null
+  return target.href.length > REDIRECT_SHOWN ? `${target.href.slice(0, REDIRECT_SHOWN)}…` : target.href
 }
 
 /**
@@ -471,6 +486,10 @@ function notShown (answer) {
   if (!answer) return null
   const status = answer.status()
   if (status === 204 || status === 205) return `the URL answered HTTP ${status} (no content), which a browser shows no page for; monitor a URL that answers with a page`
+  // A mail link or an app's own scheme: the browser hands it to the system.
+  // (A data: or file: URL it refuses to follow: refusedRedirectError.)
+  const away = awayFromWeb(answer)
+  if (away && !REFUSED_SCHEMES.test(away)) return `the URL redirects to ${away} (HTTP ${status}), which is no web page (a browser loads pages from http and https only); monitor a URL that answers with a page`
   const disposition = answer.headers()['content-disposition'] ?? ''
   if (/^\s*attachment\b/i.test(disposition)) return 'the URL answered with a download (Content-Disposition: attachment), not a page; monitor a URL that answers with a page'
   return null

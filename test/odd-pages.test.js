@@ -114,6 +114,8 @@ async function startOddPages () {
     if (req.url === '/stops') return html('<p>stopping here<script>window.stop()</script><p>never parsed')
     // A redirect to a page that fails: the error names the page that answered so.
     if (req.url === '/to-error') return res.writeHead(302, { location: '/gone' }).end()
+    // A redirect to an app's own scheme, which the browser hands to the system.
+    if (req.url === '/to-app') return res.writeHead(302, { location: 'myapp://open?from=web' }).end()
     // A redirect to a data: URL, which no browser follows.
     if (req.url === '/to-data') return res.writeHead(302, { location: 'data:text/html,elsewhere' }).end()
     if (req.url === '/gone') return res.writeHead(500, { 'content-type': 'text/html' }).end('<!doctype html><p>broken')
@@ -383,6 +385,10 @@ test('a URL that answers with no page, or a page that leaves by itself, is an er
     assert.equal(embeds.requests, embeds.requests_detail.length)
     // The frame's document is marked as a frame's: not the page's document.
     assert.deepEqual(embeds.requests_detail.filter((/** @type {any} */ q) => q.type === 'Document').map((/** @type {any} */ q) => [new URL(q.url).pathname, q.subframe ?? false]), [['/embeds', false], ['/embed', true]])
+    // A redirect to an app's own scheme: no page, and the error says why (it was Chromium's bare net::ERR_ABORTED).
+    const toApp = await measurePage({ pool, url: `${odd.base}/to-app`, mode: 'h2', extraFlags: lab })
+    assert.equal(toApp.status, 'error')
+    assert.match(toApp.error, /^no page at https:\/\/\S+\/to-app: the URL redirects to myapp:\/\/open\?from=web \(HTTP 302\), which is no web page \(a browser loads pages from http and https only\); monitor a URL that answers with a page$/)
     // A meta refresh to a script or a data: URL, which the browser refuses
     // to follow: the page stays, and is measured as it loaded (it was an
     // error that said the page left).
