@@ -7,6 +7,8 @@
 // run's page answers its dialogs at once, as a user who clicks them away
 // would, and the result says the page opened one.
 
+import { clipped } from '../lib/runtime/text.js'
+
 /** A dialog's text kept in the note, at most (a page may put anything in it). */
 const MAX_MESSAGE_CHARS = 100
 
@@ -32,7 +34,7 @@ export function answerDialogs (page, into) {
     let entry = seen.get(result)
     if (!entry) {
       const text = dialog.message().replace(/\s+/g, ' ').trim()
-      entry = { count: 0, type, text: text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}…` : text, note: { code: 'page_dialog', message: '' } }
+      entry = { count: 0, type, text: clipped(text, MAX_MESSAGE_CHARS), note: { code: 'page_dialog', message: '' } }
       seen.set(result, entry)
       result.notes = [...(result.notes ?? []), entry.note]
     }

@@ -12,6 +12,7 @@ import { protocolMatchesMode } from '../lib/measurement/protocol.js'
 import { startFilmstrip } from './filmstrip.js'
 import { answerDialogs, cancelLogins } from './dialogs.js'
 import { monotonicNow } from './clock.js'
+import { clipped } from '../lib/runtime/text.js'
 
 /** The addresses a meta refresh leaves a page for (about:blank, about:srcdoc's error page); the browsers refuse the rest. */
 const REFRESH_LEAVES = /^(https?|about):/i
@@ -461,7 +462,7 @@ const URL_IN_ERROR = 300
  * @param {import('./network.js').Unfinished[]} unfinished at least one
  */
 function unfinishedText (unfinished) {
-  const named = unfinished.slice(0, UNFINISHED_NAMED).map((u) => `${u.url.length > URL_IN_ERROR ? `${u.url.slice(0, URL_IN_ERROR)}…` : u.url} (${u.responded ? 'answered, its body still arriving' : 'no answer'})`)
+  const named = unfinished.slice(0, UNFINISHED_NAMED).map((u) => `${clipped(u.url, URL_IN_ERROR)} (${u.responded ? 'answered, its body still arriving' : 'no answer'})`)
   const more = unfinished.length - named.length
   const n = unfinished.length
   return `${n === 1 ? '1 request' : `${n.toLocaleString('en-US')} requests`} had not finished by then: ${named.join(', ')}${more ? ` and ${more.toLocaleString('en-US')} more` : ''}`

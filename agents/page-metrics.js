@@ -10,6 +10,7 @@ import { navigation } from './page/navigation.js'
 import { COLUMN_METRICS } from '../lib/measurement/metrics.js'
 import { normalizeProtocol } from '../lib/measurement/protocol.js'
 import { round } from '../lib/measurement/units.js'
+import { clipped } from '../lib/runtime/text.js'
 
 /**
  * Each page-script metric's results column and its script, loaded once.
@@ -223,7 +224,11 @@ export async function load (page, url, timeoutMs) {
     // Firefox's failures are NS_ names; Chromium's (net::) end its load by themselves.
     if (!/^NS_/.test(error) || !topFrame(r) || !r.response() || ABORTED.test(error)) return
     // Not when a newer navigation has replaced it by then.
-    giveUpSoon(() => (r === latest ? refusedRedirectError(`${error} at ${url}`, r.response(), url) ?? new PageLoadError(`${error} at ${url}`, { url }) : null))
+    giveUpSoon(() => {
+      if (r !== latest) return null
+      const failed = `${error} at ${url}`
+      return refusedRedirectError(failed, r.response(), url) ?? new PageLoadError(failed, { url })
+    })
   }
   page.on('request', onRequest)
   page.on('response', onResponse)
@@ -289,7 +294,7 @@ export function loginAsked (response) {
   const challenge = response.headers()['www-authenticate']
   if (response.status() !== 401 || !challenge) return null
   const first = challenge.split('\n')[0].trim()
-  return `the page asks for a login (WWW-Authenticate: ${first.length > 80 ? `${first.slice(0, 80)}…` : first}); runs send no credentials`
+  return `the page asks for a login (WWW-Authenticate: ${clipped(first, 80)}); runs send no credentials`
 }
 
 /** How much of a refused redirect's address an error shows. */
@@ -345,7 +350,7 @@ function awayFromWeb (answer) {
     return null
   }
   if (/^https?:$/.test(target.protocol)) return null
-  return target.href.length > REDIRECT_SHOWN ? `${target.href.slice(0, REDIRECT_SHOWN)}…` : target.href
+  return clipped(target.href, REDIRECT_SHOWN)
 }
 
 /**

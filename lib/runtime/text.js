@@ -19,6 +19,15 @@ export function storableText (v, max) {
 }
 
 /**
+ * Text shown in a message: at most `max` characters, and … where it was cut.
+ * @param {string} v
+ * @param {number} max
+ */
+export function clipped (v, max) {
+  return v.length > max ? `${v.slice(0, max)}…` : v
+}
+
+/**
  * A name shown on one line (the CLI's lists print one item a line, its
  * fields between tabs): trimmed, 1 to `max` characters, no control
  * characters.
